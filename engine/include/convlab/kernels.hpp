@@ -1,0 +1,38 @@
+// Fast kernels of the index maps (maps.hpp). Each computes exactly what the generic executor of
+// its map computes, element for element (tests/test_maps.cpp checks every element); they exist
+// only because the generic executor calls a std::function per element.
+//
+// All buffers are dense row-major fp32.
+#pragma once
+
+#include <span>
+#include <vector>
+
+#include "convlab/problem.hpp"
+
+namespace convlab {
+
+// maps::im2col for image n, group g:
+// src: activations (N, C, in...)   col: column matrix (C/G * prod(k), prod(out)), overwritten.
+void im2col_kernel(const Problem& p, const float* src, dim_t n, dim_t g, float* col);
+// maps::col2im for image n, group g: adds the column matrix into the channels of group g.
+// col: (C/G * prod(k), prod(out))   diff_src: (N, C, in...), accumulated (caller zeroes it once).
+void col2im_kernel(const Problem& p, const float* col, dim_t n, dim_t g, float* diff_src);
+// True when im2col is the identity (1x1 kernel, stride 1, no padding): the column matrix of
+// image n, group g is the image's channels of that group, and both kernels can be skipped.
+bool im2col_is_identity(const Problem& p);
+
+// maps::strided (zero insertion). diff_dst: (N, K, out...)   z: (N, K, (out-1)*s+1 ...).
+void strided_kernel(const Problem& p, const float* diff_dst, float* z);
+// maps::pad over (n, c, spatial...) dims; negative pads crop.
+// src: dims   dst: (n, c, spatial + pad_begin + pad_end ...).
+void pad_kernel(std::span<const dim_t> dims, std::span<const dim_t> pad_begin,
+                std::span<const dim_t> pad_end, const float* src, float* dst);
+// maps::flip_rot. wei: (K, C/G, k...)   dst: (C, K/G, k...).
+void flip_rot_kernel(const Problem& p, const float* wei, float* dst);
+// maps::tnc: swap dims 0 and 1. src: dims   dst: (dims[1], dims[0], dims[2:]...).
+void tnc_kernel(std::span<const dim_t> dims, const float* src, float* dst);
+// maps::tnc_diff_wei. src: (C, K/G, k...) stacked per group   dst: (K, C/G, k...).
+void tnc_diff_wei_kernel(const Problem& p, const float* src, float* dst);
+
+}  // namespace convlab

@@ -1,0 +1,21 @@
+// Internal: the algorithm functions registered in conv.cpp.
+#pragma once
+
+#include "convlab/conv.hpp"
+
+namespace convlab::detail {
+
+void forward_direct(const Problem& p, const ConvArgs& a, Profiler* prof);
+void forward_im2col_gemm(const Problem& p, const ConvArgs& a, Profiler* prof);
+
+void backward_data_direct(const Problem& p, const ConvArgs& a, Profiler* prof);
+void backward_data_col2im(const Problem& p, const ConvArgs& a, Profiler* prof);
+void backward_data_via_forward(const Problem& p, const ConvArgs& a, Profiler* prof);
+
+void backward_weight_direct(const Problem& p, const ConvArgs& a, Profiler* prof);
+void backward_weight_im2col_gemm(const Problem& p, const ConvArgs& a, Profiler* prof);
+void backward_weight_via_forward(const Problem& p, const ConvArgs& a, Profiler* prof);
+
+void backward_bias_direct(const Problem& p, const ConvArgs& a, Profiler* prof);
+
+}  // namespace convlab::detail

@@ -1,0 +1,178 @@
+#include "convlab/kernels.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "geom.hpp"
+
+namespace convlab {
+
+using detail::Geom3;
+using detail::valid_range;
+
+bool im2col_is_identity(const Problem& p) {
+    for (int i = 0; i < p.ndims; ++i)
+        if (p.kernel[i] != 1 || p.stride[i] != 1 || p.pad_begin[i] != 0 || p.pad_end[i] != 0)
+            return false;
+    return true;
+}
+
+// im2col and col2im share one loop nest (darknet-style) and differ only in the inner operation:
+// read-or-zero against +=. Rows are (ci, kd, kh, kw); columns (od, oh, ow).
+template <bool kCol2im>
+static void im2col_nest(const Problem& p, float* image, float* col) {
+    const Geom3 g = detail::geom3(p);
+    const dim_t cg = p.icg(), ks = g.k_size(), os = g.out_size(), is = g.in_size();
+    // col2im: rows of the same ci write the same channel, so only ci is split across threads.
+    const dim_t outer = kCol2im ? cg : cg * ks;
+#pragma omp parallel for schedule(static) if (outer * os > 32768)
+    for (dim_t t = 0; t < outer; ++t) {
+        const dim_t row_begin = kCol2im ? t * ks : t, row_end = kCol2im ? (t + 1) * ks : t + 1;
+        for (dim_t row = row_begin; row < row_end; ++row) {
+            const dim_t ci = row / ks;
+            dim_t r = row % ks;
+            const dim_t kw = r % g.k[2];
+            r /= g.k[2];
+            const dim_t kh = r % g.k[1], kd = r / g.k[1];
+            float* img = image + ci * is;
+            float* c = col + row * os;
+            const dim_t off_d = kd * g.d[0] - g.pb[0], off_h = kh * g.d[1] - g.pb[1],
+                        off_w = kw * g.d[2] - g.pb[2];
+            dim_t w_lo, w_hi;
+            valid_range(off_w, g.s[2], g.in[2], g.out[2], w_lo, w_hi);
+            for (dim_t od = 0; od < g.out[0]; ++od) {
+                const dim_t id = od * g.s[0] + off_d;
+                for (dim_t oh = 0; oh < g.out[1]; ++oh) {
+                    const dim_t ih = oh * g.s[1] + off_h;
+                    float* line = c + (od * g.out[1] + oh) * g.out[2];
+                    if (id < 0 || id >= g.in[0] || ih < 0 || ih >= g.in[1]) {
+                        if constexpr (!kCol2im) std::fill(line, line + g.out[2], 0.0f);
+                        continue;
+                    }
+                    float* src = img + (id * g.in[1] + ih) * g.in[2];
+                    if constexpr (!kCol2im) {
+                        std::fill(line, line + w_lo, 0.0f);
+                        std::fill(line + w_hi, line + g.out[2], 0.0f);
+                    }
+                    const dim_t sw = g.s[2];
+                    if (sw == 1) {
+                        float* s1 = src + (w_lo + off_w);  // in range: w_lo + off_w >= 0
+                        float* l1 = line + w_lo;
+                        for (dim_t i = 0; i < w_hi - w_lo; ++i) {
+                            if constexpr (kCol2im)
+                                s1[i] += l1[i];
+                            else
+                                l1[i] = s1[i];
+                        }
+                    } else {
+                        for (dim_t ow = w_lo; ow < w_hi; ++ow) {
+                            if constexpr (kCol2im)
+                                src[ow * sw + off_w] += line[ow];
+                            else
+                                line[ow] = src[ow * sw + off_w];
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+void im2col_kernel(const Problem& p, const float* src, dim_t n, dim_t g, float* col) {
+    const dim_t is = p.in_spatial();
+    // The nest is shared with col2im, which writes the image; im2col only reads it.
+    float* image = const_cast<float*>(src) + (n * p.ic + g * p.icg()) * is;
+    im2col_nest<false>(p, image, col);
+}
+
+void col2im_kernel(const Problem& p, const float* col, dim_t n, dim_t g, float* diff_src) {
+    const dim_t is = p.in_spatial();
+    im2col_nest<true>(p, diff_src + (n * p.ic + g * p.icg()) * is, const_cast<float*>(col));
+}
+
+void strided_kernel(const Problem& p, const float* diff_dst, float* z) {
+    const Geom3 g = detail::geom3(p);
+    dim_t zd[3];
+    for (int a = 0; a < 3; ++a) zd[a] = (g.out[a] - 1) * g.s[a] + 1;
+    const dim_t planes = p.mb * p.oc, zs = zd[0] * zd[1] * zd[2], os = g.out_size();
+#pragma omp parallel for schedule(static) if (planes * zs > 65536)
+    for (dim_t pl = 0; pl < planes; ++pl) {
+        float* zp = z + pl * zs;
+        const float* yp = diff_dst + pl * os;
+        std::fill(zp, zp + zs, 0.0f);
+        for (dim_t od = 0; od < g.out[0]; ++od)
+            for (dim_t oh = 0; oh < g.out[1]; ++oh) {
+                float* zl = zp + (od * g.s[0] * zd[1] + oh * g.s[1]) * zd[2];
+                const float* yl = yp + (od * g.out[1] + oh) * g.out[2];
+                for (dim_t ow = 0; ow < g.out[2]; ++ow) zl[ow * g.s[2]] = yl[ow];
+            }
+    }
+}
+
+void pad_kernel(std::span<const dim_t> dims, std::span<const dim_t> pad_begin,
+                std::span<const dim_t> pad_end, const float* src, float* dst) {
+    const int ns = static_cast<int>(dims.size()) - 2;
+    dim_t in[3] = {1, 1, 1}, out[3] = {1, 1, 1}, pb[3] = {0, 0, 0};
+    for (int i = 0; i < ns; ++i) {
+        in[3 - ns + i] = dims[2 + i];
+        pb[3 - ns + i] = pad_begin[i];
+        out[3 - ns + i] = dims[2 + i] + pad_begin[i] + pad_end[i];
+    }
+    const dim_t planes = dims[0] * dims[1];
+    const dim_t is = in[0] * in[1] * in[2], os = out[0] * out[1] * out[2];
+    dim_t w_lo, w_hi;  // destination w range that reads the source
+    detail::valid_range(-pb[2], 1, in[2], out[2], w_lo, w_hi);
+#pragma omp parallel for schedule(static) if (planes * os > 65536)
+    for (dim_t pl = 0; pl < planes; ++pl) {
+        const float* sp = src + pl * is;
+        float* dp = dst + pl * os;
+        for (dim_t d = 0; d < out[0]; ++d)
+            for (dim_t h = 0; h < out[1]; ++h) {
+                float* line = dp + (d * out[1] + h) * out[2];
+                const dim_t sd = d - pb[0], sh = h - pb[1];
+                if (sd < 0 || sd >= in[0] || sh < 0 || sh >= in[1]) {
+                    std::fill(line, line + out[2], 0.0f);
+                    continue;
+                }
+                const float* sl = sp + (sd * in[1] + sh) * in[2];
+                std::fill(line, line + w_lo, 0.0f);
+                std::copy(sl + (w_lo - pb[2]), sl + (w_hi - pb[2]), line + w_lo);
+                std::fill(line + w_hi, line + out[2], 0.0f);
+            }
+    }
+}
+
+void flip_rot_kernel(const Problem& p, const float* wei, float* dst) {
+    const dim_t ks = p.kernel_spatial(), cg = p.icg(), kg = p.ocg();
+    for (dim_t g = 0; g < p.groups; ++g)
+        for (dim_t ci = 0; ci < cg; ++ci)
+            for (dim_t co = 0; co < kg; ++co) {
+                const float* s = wei + ((g * kg + co) * cg + ci) * ks;
+                float* d = dst + ((g * cg + ci) * kg + co) * ks;
+                // Reversing every spatial axis reverses the row-major flattened kernel index.
+                for (dim_t k = 0; k < ks; ++k) d[k] = s[ks - 1 - k];
+            }
+}
+
+void tnc_kernel(std::span<const dim_t> dims, const float* src, float* dst) {
+    dim_t inner = 1;
+    for (std::size_t i = 2; i < dims.size(); ++i) inner *= dims[i];
+    const dim_t a = dims[0], b = dims[1];
+#pragma omp parallel for schedule(static) if (a * b * inner > 65536)
+    for (dim_t j = 0; j < b; ++j)
+        for (dim_t i = 0; i < a; ++i)
+            std::memcpy(dst + (j * a + i) * inner, src + (i * b + j) * inner,
+                        static_cast<std::size_t>(inner) * sizeof(float));
+}
+
+void tnc_diff_wei_kernel(const Problem& p, const float* src, float* dst) {
+    const dim_t ks = p.kernel_spatial(), cg = p.icg(), kg = p.ocg();
+    for (dim_t g = 0; g < p.groups; ++g)
+        for (dim_t co = 0; co < kg; ++co)
+            for (dim_t ci = 0; ci < cg; ++ci)
+                std::memcpy(dst + ((g * kg + co) * cg + ci) * ks,
+                            src + ((g * cg + ci) * kg + co) * ks,
+                            static_cast<std::size_t>(ks) * sizeof(float));
+}
+
+}  // namespace convlab

@@ -1,0 +1,71 @@
+// Both backward passes computed by the forward convolution (the Huawei paper's scheme), with the
+// leftover rows r that a published implementation of it omits (DESIGN.md):
+//   dX = conv(pad(Strided(dY), (k-1)d - pb, (k-1)d - pe + r), FlipRot(W)), stride 1, dilation d
+//   dW = TNC(conv(TNC(X), TNC(dY))), stride d, dilation s, padding pb, pe - r, per group
+#include <vector>
+
+#include "algorithms.hpp"
+#include "convlab/maps.hpp"
+
+namespace convlab::detail {
+
+void backward_data_via_forward(const Problem& p, const ConvArgs& a, Profiler* prof) {
+    const Problem q = maps::backward_data_as_forward(p);
+    std::vector<dim_t> zdims{p.mb, p.oc};
+    std::vector<dim_t> pb, pe;
+    for (int i = 0; i < p.ndims; ++i) {
+        zdims.push_back((p.out(i) - 1) * p.stride[i] + 1);
+        const dim_t span = (p.kernel[i] - 1) * p.dilation[i];
+        pb.push_back(span - p.pad_begin[i]);
+        pe.push_back(span - p.pad_end[i] + p.leftover(i));
+    }
+    std::vector<float> z(static_cast<std::size_t>(product(zdims)));
+    std::vector<float> padded(static_cast<std::size_t>(p.mb * p.oc * q.in_spatial()));
+    std::vector<float> wt(static_cast<std::size_t>(p.ic * p.ocg() * p.kernel_spatial()));
+    {
+        Span s(prof, "zero-insert");
+        strided_kernel(p, a.diff_dst, z.data());
+    }
+    {
+        Span s(prof, "pad");
+        pad_kernel(zdims, pb, pe, z.data(), padded.data());
+    }
+    {
+        Span s(prof, "fliprot");
+        flip_rot_kernel(p, a.wei, wt.data());
+    }
+    ConvArgs f;
+    f.src = padded.data();
+    f.wei = wt.data();
+    f.dst = a.diff_src;
+    forward_im2col_gemm(q, f, prof);
+}
+
+void backward_weight_via_forward(const Problem& p, const ConvArgs& a, Profiler* prof) {
+    const Problem q = maps::backward_weight_as_forward(p);
+    const std::vector<dim_t> xdims = p.src_dims(), ydims = p.dst_dims();
+    std::vector<float> xt(static_cast<std::size_t>(product(xdims)));
+    std::vector<float> yt(static_cast<std::size_t>(product(ydims)));
+    std::vector<float> r(static_cast<std::size_t>(p.ic * p.ocg() * p.kernel_spatial()));
+    {
+        Span s(prof, "tnc");
+        tnc_kernel(xdims, a.src, xt.data());
+        tnc_kernel(ydims, a.diff_dst, yt.data());
+    }
+    // Group g: batch = its C/G channels of TNC(X), weights = its K/G channels of TNC(dY); both
+    // are contiguous slices because the channel dim is outermost after TNC.
+    const dim_t x_slice = p.icg() * p.mb * p.in_spatial();
+    const dim_t y_slice = p.ocg() * p.mb * p.out_spatial();
+    const dim_t r_slice = p.icg() * p.ocg() * p.kernel_spatial();
+    for (dim_t g = 0; g < p.groups; ++g) {
+        ConvArgs f;
+        f.src = xt.data() + g * x_slice;
+        f.wei = yt.data() + g * y_slice;
+        f.dst = r.data() + g * r_slice;
+        forward_im2col_gemm(q, f, prof);
+    }
+    Span s(prof, "tnc");
+    tnc_diff_wei_kernel(p, r.data(), a.diff_wei);
+}
+
+}  // namespace convlab::detail

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Sets up (Debian packages), builds and runs every test suite with ctest.
+# Usage: ./test.sh              Release build in build/
+#        ./test.sh --sanitize   ASan + UBSan build in build-asan/
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")"
+./third_party/install.sh
+dir=build
+flags=(-DCMAKE_BUILD_TYPE=Release)
+if [ "${1:-}" = "--sanitize" ]; then
+    dir=build-asan
+    flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DCONVLAB_SANITIZE=ON -DCONVLAB_BUILD_BENCH=OFF)
+    export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
+    export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+fi
+cmake -S . -B "$dir" -G Ninja "${flags[@]}" >/dev/null
+cmake --build "$dir"
+ctest --test-dir "$dir" --output-on-failure -j2

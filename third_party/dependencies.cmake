@@ -1,0 +1,17 @@
+# Every third-party part comes from a Debian package (third_party/packages.txt); this file only
+# finds them. No third-party source is kept in the repository.
+find_package(Threads REQUIRED)
+find_package(Eigen3 3.4 REQUIRED NO_MODULE)
+find_package(OpenMP REQUIRED)  # Eigen's GEMM runs its threads through OpenMP
+if(CONVLAB_BUILD_TESTS)
+  find_package(doctest REQUIRED)
+  include(doctest)  # doctest_discover_tests
+endif()
+if(CONVLAB_BUILD_BENCH)
+  find_package(dnnl CONFIG QUIET)
+  if(dnnl_FOUND)
+    message(STATUS "oneDNN found: the benchmark measures it side by side")
+  else()
+    message(STATUS "oneDNN not found: the benchmark runs without its peer column")
+  endif()
+endif()
