@@ -105,16 +105,16 @@ void IndexMap::execute(const Tensor& src, Tensor& dst) const {
     std::vector<dim_t> dc(static_cast<std::size_t>(dst_.rank()));
     std::vector<dim_t> sc(static_cast<std::size_t>(src_.rank()));
     if (kind_ == Kind::Reduce) {
-        for (dim_t i = 0; i < dst_.numel(); ++i) {
-            dst_.coord_of(i, dc);
-            dst.set(dc, 0.0f);
-        }
+        // Accumulate in fp32 and round into the destination's dtype once (fp16/bf16 storage).
+        std::vector<float> acc(static_cast<std::size_t>(dst_.numel()), 0.0f);
         for (dim_t i = 0; i < src_.numel(); ++i) {
             src_.coord_of(i, sc);
             const dim_t j = fn_(sc.data());
-            if (j < 0) continue;
-            dst_.coord_of(j, dc);
-            dst.set(dc, dst.get(dc) + src.get(sc));
+            if (j >= 0) acc[j] += src.get(sc);
+        }
+        for (dim_t i = 0; i < dst_.numel(); ++i) {
+            dst_.coord_of(i, dc);
+            dst.set(dc, acc[i]);
         }
         return;
     }

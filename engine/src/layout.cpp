@@ -41,7 +41,10 @@ Layout Layout::strided(std::vector<dim_t> dims, std::vector<dim_t> strides, std:
     bool any_empty = false;
     for (std::size_t i = 0; i < l.dims_.size(); ++i) {
         if (l.dims_[i] == 0) any_empty = true;
-        last += (l.dims_[i] - 1) * l.outer_strides_[i];
+        dim_t term;
+        if (l.dims_[i] > 0 && (__builtin_mul_overflow(l.dims_[i] - 1, l.outer_strides_[i], &term) ||
+                               __builtin_add_overflow(last, term, &last)))
+            throw Error("layout " + l.name_ + " " + dims_str(l.dims_) + ": storage size overflows");
     }
     l.storage_ = any_empty ? 0 : last + 1;
     // Print order: by decreasing stride.
@@ -82,7 +85,8 @@ Layout Layout::blocked(std::vector<dim_t> dims, std::vector<int> outer_order,
     for (int i = rank - 1; i >= 0; --i) {
         const int d = l.outer_order_[i];
         l.outer_strides_[d] = running;
-        running *= (l.dims_[d] + block_of[d] - 1) / block_of[d];
+        if (__builtin_mul_overflow(running, (l.dims_[d] + block_of[d] - 1) / block_of[d], &running))
+            throw Error("layout " + l.name_ + " " + dims_str(l.dims_) + ": storage size overflows");
     }
     l.storage_ = running;
     return l;

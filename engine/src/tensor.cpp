@@ -92,7 +92,9 @@ float bf16_to_float(std::uint16_t b) {
 
 dim_t product(std::span<const dim_t> dims) {
     dim_t p = 1;
-    for (dim_t d : dims) p *= d;
+    for (dim_t d : dims)
+        if (__builtin_mul_overflow(p, d, &p))
+            throw Error("dims " + dims_str(dims) + ": element count overflows 64 bits");
     return p;
 }
 
