@@ -1,0 +1,683 @@
+// The command-line subcommands. Index:
+//   [SECTION] options: a table per command, parsed into name -> value
+//   [SECTION] helpers: numbers, problems, output paths, generated inputs
+//   [SECTION] compute
+//   [SECTION] map
+//   [SECTION] algos
+//   [SECTION] describe
+//   [SECTION] command table, help and dispatch
+#include "cli/cli.hpp"
+
+#include <unistd.h>  // access
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <iomanip>
+#include <limits>
+#include <map>
+#include <new>
+#include <optional>
+#include <span>
+#include <sstream>
+#include <string_view>
+
+#include "convlab/conv.hpp"
+#include "convlab/maps.hpp"
+#include "convlab/npy.hpp"
+#include "convlab/problem.hpp"
+#include "convlab/profiler.hpp"
+#include "convlab/tensor.hpp"
+
+#ifndef CONVLAB_VERSION
+#define CONVLAB_VERSION "dev"
+#endif
+#ifndef CONVLAB_COMPILER
+#define CONVLAB_COMPILER "unknown compiler"
+#endif
+
+namespace convlab {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// [SECTION] options
+
+struct OptionSpec {
+    const char* name;   // "--problem"
+    const char* value;  // placeholder of its value ("DESC"), or nullptr for a switch
+    const char* help;
+};
+
+class Options {
+  public:
+    const std::string* get(std::string_view name) const {
+        const auto it = values_.find(name);
+        return it == values_.end() ? nullptr : &it->second;
+    }
+    bool has(std::string_view name) const { return get(name) != nullptr; }
+    const std::string& required(std::string_view command, std::string_view name) const {
+        if (const std::string* v = get(name)) return *v;
+        throw Error(std::string(command) + " needs " + std::string(name));
+    }
+    void set(std::string name, std::string value) { values_[std::move(name)] = std::move(value); }
+
+  private:
+    std::map<std::string, std::string, std::less<>> values_;
+};
+
+struct Command {
+    const char* name;
+    const char* summary;   // one line, for the command list
+    const char* synopsis;  // after "usage: convlab "
+    const char* details;   // printed after the options; may be empty
+    std::vector<OptionSpec> options;
+    void (*run)(const Options&, std::ostream& out);
+};
+
+const OptionSpec kHelpOption{"--help", nullptr, "this text"};
+
+const OptionSpec* find_option(const Command& cmd, std::string_view name) {
+    if (name == kHelpOption.name || name == "-h") return &kHelpOption;
+    for (const auto& o : cmd.options)
+        if (name == o.name) return &o;
+    return nullptr;
+}
+
+std::string option_list(const Command& cmd) {
+    std::string s;
+    for (const auto& o : cmd.options) s += (s.empty() ? "" : ", ") + std::string(o.name);
+    return s;
+}
+
+// "--name value" or "--name=value"; switches take no value. Every option at most once.
+Options parse_options(const Command& cmd, std::span<const std::string> args) {
+    Options opts;
+    for (std::size_t i = 0; i < args.size(); ++i) {
+        const std::string& arg = args[i];
+        if (arg.rfind("-", 0) != 0 || arg == "-")
+            throw Error(std::string(cmd.name) + ": unexpected argument '" + arg + "'");
+        const std::size_t eq = arg.find('=');
+        const std::string name = arg.substr(0, eq);
+        const OptionSpec* spec = find_option(cmd, name);
+        if (!spec)
+            throw Error(std::string(cmd.name) + ": unknown option '" + name +
+                        "' (options: " + option_list(cmd) + ")");
+        const std::string canonical = spec->name;
+        if (opts.has(canonical)) throw Error(canonical + " given twice");
+        std::string value;
+        if (spec->value) {
+            if (eq != std::string::npos) {
+                value = arg.substr(eq + 1);
+            } else if (i + 1 < args.size() && args[i + 1].rfind("--", 0) != 0) {
+                value = args[++i];
+            } else {
+                throw Error(canonical + " needs a value (" + spec->value + ")");
+            }
+            if (value.empty()) throw Error(canonical + " needs a value (" + spec->value + ")");
+        } else if (eq != std::string::npos) {
+            throw Error(canonical + " takes no value");
+        }
+        opts.set(canonical, std::move(value));
+    }
+    return opts;
+}
+
+// [SECTION] helpers
+
+// Runs f; an Error it throws gets `context` in front of its message.
+template <class F>
+auto in_context(const std::string& context, F&& f) -> decltype(f()) {
+    try {
+        return f();
+    } catch (const Error& e) {
+        throw Error(context + ": " + e.what());
+    }
+}
+
+std::int64_t parse_integer(std::string_view flag, const std::string& text, std::int64_t lo,
+                           std::int64_t hi) {
+    std::int64_t v = 0;
+    const char* end = text.data() + text.size();
+    const auto [ptr, ec] = std::from_chars(text.data(), end, v);
+    if (ec != std::errc{} || ptr != end || v < lo || v > hi)
+        throw Error(std::string(flag) + " '" + text + "': expected an integer in [" +
+                    std::to_string(lo) + ", " + std::to_string(hi) + "]");
+    return v;
+}
+
+std::uint64_t parse_seed(const std::string& text) {
+    std::uint64_t v = 0;
+    const char* end = text.data() + text.size();
+    const auto [ptr, ec] = std::from_chars(text.data(), end, v);
+    if (ec != std::errc{} || ptr != end)
+        throw Error("--seed '" + text + "': expected an integer in [0, 2^64)");
+    return v;
+}
+
+Problem problem_from(const Options& opts, std::string_view command) {
+    const std::string& desc = opts.required(command, "--problem");
+    // The engine's messages quote the descriptor themselves.
+    return in_context("--problem", [&] {
+        Problem p = parse_descriptor(desc);
+        p.check();
+        return p;
+    });
+}
+
+// Fails early, before any work, when `path` clearly cannot be written; write_npy makes the final
+// check (and says the same things).
+void check_output_path(const std::string& path) {
+    const auto cannot = [&](int err) {
+        return Error("cannot write " + path + ": " + std::strerror(err));
+    };
+    const fs::path target(path);
+    std::error_code ec;
+    if (fs::is_directory(target, ec)) throw cannot(EISDIR);
+    const fs::path dir = target.parent_path().empty() ? fs::path(".") : target.parent_path();
+    if (!fs::exists(dir, ec)) throw cannot(ENOENT);
+    if (!fs::is_directory(dir, ec)) throw cannot(ENOTDIR);
+    if (::access(dir.c_str(), W_OK | X_OK) != 0) throw cannot(errno);
+}
+
+// Generated inputs: integers in [-3, 3] from splitmix64, so that every sum is exact in fp32 and
+// the result does not depend on the summation order. `salt` separates the tensors of one seed
+// (the same seed gives the same src to every pass).
+Tensor generate(std::vector<dim_t> dims, std::uint64_t seed, std::uint64_t salt) {
+    Tensor t(std::move(dims));
+    float* data = t.f32();
+    std::uint64_t state = seed ^ (salt * 0xd1b54a32d192ed03ull);
+    for (dim_t i = 0; i < t.numel(); ++i) {
+        std::uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+        z ^= z >> 31;
+        data[i] = static_cast<float>(static_cast<int>(z % 7) - 3);
+    }
+    return t;
+}
+
+std::string json_string(std::string_view s) {
+    std::string r = "\"";
+    for (char c : s) {
+        if (c == '"' || c == '\\') {
+            r += '\\';
+            r += c;
+        } else if (static_cast<unsigned char>(c) < 0x20) {
+            char buf[8];
+            std::snprintf(buf, sizeof buf, "\\u%04x", c);
+            r += buf;
+        } else {
+            r += c;
+        }
+    }
+    return r + "\"";
+}
+
+// [SECTION] compute
+
+// An input tensor of a pass: its option and the salt of its generated data.
+struct Input {
+    const char* flag;
+    std::uint64_t salt;
+};
+constexpr Input kSrc{"--src", 1};
+constexpr Input kWei{"--wei", 2};
+constexpr Input kDiffDst{"--diff-dst", 3};
+constexpr Input kBias{"--bias", 4};
+
+std::vector<dim_t> dims_of(const Input& in, const Problem& p) {
+    if (&in == &kSrc) return p.src_dims();
+    if (&in == &kWei) return p.wei_dims();
+    if (&in == &kDiffDst) return p.dst_dims();
+    return {p.oc};
+}
+
+// The inputs a pass reads (bias is optional for fwd: read only when given).
+std::vector<const Input*> inputs_of(Pass pass) {
+    switch (pass) {
+        case Pass::Forward:
+            return {&kSrc, &kWei, &kBias};
+        case Pass::BackwardData:
+            return {&kDiffDst, &kWei};
+        case Pass::BackwardWeight:
+            return {&kSrc, &kDiffDst};
+        case Pass::BackwardBias:
+            return {&kDiffDst};
+    }
+    return {};
+}
+
+// The given file, checked against the problem, or generated data.
+Tensor load_input(const Options& opts, const Input& in, const Problem& p, std::uint64_t seed) {
+    const std::vector<dim_t> dims = dims_of(in, p);
+    const std::string* path = opts.get(in.flag);
+    if (!path) return generate(dims, seed, in.salt);
+    Tensor t = read_npy(*path);
+    if (t.dims() != dims)
+        throw Error(std::string(in.flag) + " " + *path + " has shape " + t.shape_str() +
+                    ", problem needs " + dims_str(dims));
+    return t;
+}
+
+// The algorithm's name as checked against the engine's list. bwd_bias has a single one, direct,
+// so --algo is optional there.
+std::string algorithm_for(const Options& opts, Pass pass) {
+    const std::string* name = opts.get("--algo");
+    if (pass == Pass::BackwardBias && !name) return "direct";
+    if (!name) {
+        std::string list;
+        for (const Algorithm* a : algorithms(pass))
+            list += (list.empty() ? "" : ", ") + std::string(a->name);
+        throw Error(std::string("compute needs --algo (") + pass_name(pass) + ": " + list + ")");
+    }
+    return in_context("--algo", [&] { return std::string(find_algorithm(pass, *name).name); });
+}
+
+void print_timings(std::ostream& out, const Profiler& prof, double wall_seconds) {
+    std::size_t width = std::string_view("operation").size();
+    for (const auto& e : prof.entries()) width = std::max(width, e.name.size());
+    const int w = static_cast<int>(width);
+    out << std::left << std::setw(w) << "operation" << std::right << std::setw(12) << "ms"
+        << std::setw(8) << "count"
+        << "\n"
+        << std::fixed << std::setprecision(3);
+    for (const auto& e : prof.entries())
+        out << std::left << std::setw(w) << e.name << std::right << std::setw(12) << e.seconds * 1e3
+            << std::setw(8) << e.count << "\n";
+    out << std::left << std::setw(w) << "total" << std::right << std::setw(12)
+        << prof.total_seconds() * 1e3 << "  (sum of operations; wall " << wall_seconds * 1e3
+        << " ms)\n";
+    out << std::defaultfloat;
+}
+
+void run_compute(const Options& opts, std::ostream& out) {
+    const Problem p = problem_from(opts, "compute");
+    const Pass pass =
+        in_context("--pass", [&] { return parse_pass(opts.required("compute", "--pass")); });
+    const std::string algo = algorithm_for(opts, pass);
+    const std::string& out_path = opts.required("compute", "--out");
+    const std::uint64_t seed = opts.has("--seed") ? parse_seed(*opts.get("--seed")) : 0;
+    const auto reads = inputs_of(pass);
+    for (const Input* in : {&kSrc, &kWei, &kDiffDst, &kBias}) {
+        if (!opts.has(in->flag) || std::find(reads.begin(), reads.end(), in) != reads.end())
+            continue;
+        std::string list;
+        for (const Input* r : reads)
+            if (r != &kBias) list += (list.empty() ? "" : " and ") + std::string(r->flag);
+        throw Error(std::string(in->flag) + " is not read by " + pass_name(pass) + " (it reads " +
+                    list + ")");
+    }
+    if (opts.has("--threads"))
+        set_num_threads(
+            static_cast<int>(parse_integer("--threads", *opts.get("--threads"), 0, 4096)));
+    check_output_path(out_path);
+
+    // Inputs in the order the pass lists them, so that the first bad one is the one reported.
+    std::map<const Input*, Tensor> in;
+    for (const Input* r : reads)
+        if (r != &kBias || opts.has(kBias.flag)) in.emplace(r, load_input(opts, *r, p, seed));
+    Profiler prof;
+    Profiler* prof_ptr = opts.has("--timings") ? &prof : nullptr;
+    const auto t0 = std::chrono::steady_clock::now();
+    Tensor result;
+    switch (pass) {
+        case Pass::Forward: {
+            const auto bias = in.find(&kBias);
+            result = forward(p, in.at(&kSrc), in.at(&kWei),
+                             bias == in.end() ? nullptr : &bias->second, algo, prof_ptr);
+            break;
+        }
+        case Pass::BackwardData:
+            result = backward_data(p, in.at(&kDiffDst), in.at(&kWei), algo, prof_ptr);
+            break;
+        case Pass::BackwardWeight:
+            result = backward_weight(p, in.at(&kSrc), in.at(&kDiffDst), algo, prof_ptr);
+            break;
+        case Pass::BackwardBias:
+            result = backward_bias(p, in.at(&kDiffDst), prof_ptr);
+            break;
+    }
+    const double wall =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    write_npy(out_path, result);
+    out << "wrote " << out_path << " " << result.shape_str() << " " << pass_name(pass) << " "
+        << algo << "\n";
+    if (prof_ptr) print_timings(out, prof, wall);
+}
+
+// [SECTION] map
+
+std::string coord_str(const Shape& s, dim_t linear) {
+    std::vector<dim_t> c(static_cast<std::size_t>(s.rank()));
+    s.coord_of(linear, c);
+    std::string r = "(";
+    for (int i = 0; i < s.rank(); ++i) {
+        if (i) r += ',';
+        if (i < static_cast<int>(s.names.size())) {
+            r += s.names[i];
+        } else {
+            r += 'd';
+            r += std::to_string(i);
+        }
+        r += '=';
+        r += std::to_string(c[i]);
+    }
+    return r + ")";
+}
+
+// One pair of a step, as IndexMap::dump writes it.
+std::string pair_str(const IndexMap& m, dim_t src, dim_t dst) {
+    if (m.kind() == IndexMap::Kind::Gather)
+        return "dst" + coord_str(m.dst(), dst) + " <- " +
+               (src < 0 ? std::string("0") : "src" + coord_str(m.src(), src));
+    if (dst < 0) return "(unused) src" + coord_str(m.src(), src);
+    return "dst" + coord_str(m.dst(), dst) + " += src" + coord_str(m.src(), src);
+}
+
+// The map step by step at granularity g: what the app animates. limit caps the pairs (< 0: all).
+void print_steps(std::ostream& out, const IndexMap& m, Granularity g, dim_t limit, bool json) {
+    const dim_t steps = m.num_steps(g);
+    const bool gather = m.kind() == IndexMap::Kind::Gather;
+    dim_t printed = 0;
+    bool truncated = false;
+    if (json) {
+        out << "{\"name\":" << json_string(m.name()) << ",\"kind\":\""
+            << (gather ? "gather" : "reduce") << "\",\"granularity\":\"" << granularity_name(g)
+            << "\",\"num_steps\":" << steps << ",\"steps\":[";
+    } else {
+        out << m.name() << " (" << (gather ? "gather" : "reduce") << ") src " << m.src().str()
+            << " dst " << m.dst().str() << ": " << steps << " steps of granularity "
+            << granularity_name(g) << "\n";
+    }
+    for (dim_t s = 0; s < steps && !truncated; ++s) {
+        if (limit >= 0 && printed >= limit) {  // steps left, none of them to print
+            truncated = true;
+            break;
+        }
+        if (json) {
+            out << (s ? ",[" : "[");
+        } else {
+            out << "step " << s << ":\n";
+        }
+        bool first = true;
+        m.for_each_in_step(g, s, [&](dim_t src, dim_t dst) {
+            if (limit >= 0 && printed >= limit) {
+                truncated = true;
+                return;
+            }
+            ++printed;
+            if (json) {
+                out << (first ? "" : ",") << "[" << src << "," << dst << "]";
+            } else {
+                out << "  " << pair_str(m, src, dst) << "\n";
+            }
+            first = false;
+        });
+        if (json) out << "]";
+    }
+    if (json) {
+        out << "],\"truncated\":" << (truncated ? "true" : "false") << "}\n";
+    } else if (truncated) {
+        out << "... stopped after " << limit << " pairs (--limit)\n";
+    }
+}
+
+void run_map(const Options& opts, std::ostream& out) {
+    const Problem p = problem_from(opts, "map");
+    const std::string& name = opts.required("map", "--map");
+    const std::string format = opts.has("--format") ? *opts.get("--format") : "text";
+    if (format != "text" && format != "json")
+        throw Error("--format '" + format + "': expected text or json");
+    const dim_t limit = opts.has("--limit") ? parse_integer("--limit", *opts.get("--limit"), 0,
+                                                            std::numeric_limits<dim_t>::max())
+                                            : -1;
+    std::optional<Granularity> g;
+    if (const std::string* gs = opts.get("--step-granularity"))
+        g = in_context("--step-granularity", [&] { return parse_granularity(*gs); });
+    const IndexMap m = in_context("--map", [&] { return maps::by_name(name, p); });
+    if (g) {
+        print_steps(out, m, *g, limit, format == "json");
+        return;
+    }
+    std::string text = format == "json" ? m.dump_json(limit) : m.dump(limit);
+    if (!text.empty() && text.back() != '\n') text += '\n';
+    out << text;
+}
+
+// [SECTION] algos
+
+void run_algos(const Options&, std::ostream& out) {
+    std::size_t width = 0;
+    for (const Algorithm& a : algorithms()) width = std::max(width, std::strlen(a.name));
+    for (Pass pass :
+         {Pass::Forward, Pass::BackwardData, Pass::BackwardWeight, Pass::BackwardBias}) {
+        out << pass_name(pass) << "\n";
+        for (const Algorithm* a : algorithms(pass))
+            out << "  " << std::left << std::setw(static_cast<int>(width)) << a->name << "  "
+                << a->summary << "\n";
+    }
+}
+
+// [SECTION] describe
+
+std::string human_flops(double f) {
+    static const char* units[] = {"", "k", "M", "G", "T", "P", "E"};
+    int u = 0;
+    while (f >= 1000 && u < 6) {
+        f /= 1000;
+        ++u;
+    }
+    std::ostringstream s;
+    s << std::setprecision(3) << f << " " << units[u] << "FLOP";
+    return s.str();
+}
+
+void run_describe(const Options& opts, std::ostream& out) {
+    const Problem p = problem_from(opts, "describe");
+    const auto row = [&](const char* label) -> std::ostream& {
+        return out << std::left << std::setw(13) << label << std::right;
+    };
+    row("descriptor") << to_descriptor(p) << "\n";
+    if (!p.name.empty()) row("name") << p.name << "\n";
+    row("spatial dims") << p.ndims << " (";
+    for (int i = 0; i < p.ndims; ++i) out << (i ? ", " : "") << p.axis_name(i);
+    out << ")\n";
+    row("batch") << p.mb << "\n";
+    row("channels") << "in " << p.ic << ", out " << p.oc << ", groups " << p.groups << " ("
+                    << p.icg() << " in and " << p.ocg() << " out per group)\n";
+
+    const char* cols[] = {"in",      "kernel", "stride", "dilation", "pad_begin",
+                          "pad_end", "k_eff",  "out",    "r"};
+    out << "\n" << std::left << std::setw(6) << "axis" << std::right;
+    for (const char* c : cols) out << std::setw(11) << c;
+    out << "\n";
+    for (int i = 0; i < p.ndims; ++i) {
+        out << std::left << std::setw(6) << p.axis_name(i) << std::right;
+        for (dim_t v : {p.in[i], p.kernel[i], p.stride[i], p.dilation[i], p.pad_begin[i],
+                        p.pad_end[i], p.kernel_extent(i), p.out(i), p.leftover(i)})
+            out << std::setw(11) << v;
+        out << "\n";
+    }
+    out << "(dilation 1 = none; r = leftover input rows no window reaches:"
+           " (in + pad_begin + pad_end - k_eff) mod stride)\n\n";
+
+    std::ostringstream flops;
+    flops << std::fixed << std::setprecision(0) << p.flops();
+    row("FLOPs") << flops.str() << " (" << human_flops(p.flops())
+                 << ") per pass: 2*N*K*(C/G)*prod(out)*prod(kernel)\n";
+    row("src") << dims_str(p.src_dims()) << "  (N, C, in...)\n";
+    row("wei") << dims_str(p.wei_dims()) << "  (K, C/G, kernel...)\n";
+    row("dst") << dims_str(p.dst_dims()) << "  (N, K, out...)\n";
+    row("bias") << "(" << p.oc << ")  (K)\n";
+}
+
+// [SECTION] command table, help and dispatch
+
+const std::vector<Command>& commands() {
+    static const std::vector<Command> table = {
+        {"compute",
+         "run one pass of a convolution with a named algorithm, .npy in and out",
+         "compute --problem DESC --pass PASS --algo NAME --out OUT.npy [options]",
+         "Inputs the pass reads but not given are generated from --seed: integers in [-3, 3], so\n"
+         "every result is exact in fp32 and equal across algorithms. Given .npy files must be\n"
+         "fp32 little-endian, C order, finite, with the problem's shape. The output is written\n"
+         "atomically: a failed run leaves nothing at --out. Prints one line on success.\n",
+         {{"--problem", "DESC", "benchdnn-style descriptor, e.g. mb2ic3ih8oc4kh3ph1"},
+          {"--pass", "PASS", "fwd | bwd_data | bwd_weight | bwd_bias"},
+          {"--algo", "NAME", "an algorithm of the pass ('convlab algos'); bwd_bias: direct"},
+          {"--src", "FILE", "activations (N, C, in...): read by fwd, bwd_weight"},
+          {"--wei", "FILE", "weights (K, C/G, kernel...): read by fwd, bwd_data"},
+          {"--diff-dst", "FILE", "output gradient (N, K, out...): read by bwd_*"},
+          {"--bias", "FILE", "bias (K): optional for fwd (no bias when absent)"},
+          {"--out", "FILE", "the result: dst, diff_src, diff_wei or diff_bias"},
+          {"--seed", "S", "seed of the generated inputs (default 0)"},
+          {"--threads", "T", "threads of the fast algorithms (0 = all cores)"},
+          {"--timings", nullptr, "print the time of every operation and the total"}},
+         run_compute},
+        {"map",
+         "print an index map of a problem (im2col, col2im, strided, pad, fliprot, tnc)",
+         "map --map NAME --problem DESC [--format text|json] [--limit N] [--step-granularity G]",
+         "Text: one line a pair, \"dst(...) <- src(...)\" (gather; \"<- 0\" for a padding zero)\n"
+         "or \"dst(...) += src(...)\" (reduce). With --step-granularity the pairs are grouped\n"
+         "into the steps the app animates.\n"
+         "Maps: im2col (src -> column matrices), col2im (its transpose, a reduce), strided\n"
+         "(zero insertion of dY), pad (the padding of the strided dY for backward data, with\n"
+         "the leftover r), fliprot (weights for backward data), tnc (src as (C, N, ...)).\n",
+         {{"--map", "NAME", "im2col | col2im | strided | pad | fliprot | tnc"},
+          {"--problem", "DESC", "benchdnn-style descriptor"},
+          {"--format", "FORMAT", "text (default) | json"},
+          {"--limit", "N", "print at most N pairs"},
+          {"--step-granularity", "G", "element | line | whole: list the pairs step by step"}},
+         run_map},
+        {"algos", "list the algorithms of every pass", "algos", "", {}, run_algos},
+        {"describe",
+         "print a problem: sizes, output, leftover rows, FLOPs, tensor shapes",
+         "describe --problem DESC",
+         "Descriptor keys (benchdnn): g mb ic oc id/ih/iw od/oh/ow kd/kh/kw sd/sh/sw dd/dh/dw\n"
+         "(dilation 0-based) pd/ph/pw, n\"name\"; pde/phe/pwe give the end padding explicitly.\n",
+         {{"--problem", "DESC", "benchdnn-style descriptor, e.g. mb2ic3ih7oc4oh4kh3sh2ph1"}},
+         run_describe},
+    };
+    return table;
+}
+
+const Command* find_command(std::string_view name) {
+    for (const auto& c : commands())
+        if (name == c.name) return &c;
+    return nullptr;
+}
+
+std::string command_list() {
+    std::string s;
+    for (const auto& c : commands()) s += std::string(c.name) + ", ";
+    return s + "help";
+}
+
+void print_usage(std::ostream& out) {
+    out << "convlab " CONVLAB_VERSION " - convolution backpropagation engine\n\n"
+        << "usage: convlab <command> [options]\n\ncommands:\n";
+    for (const auto& c : commands())
+        out << "  " << std::left << std::setw(10) << c.name << c.summary << "\n";
+    out << "  " << std::left << std::setw(10) << "help"
+        << "this text, or 'convlab help <command>' for one command\n\n"
+        << "Example:\n"
+        << "  convlab compute --problem mb2ic3ih8oc4kh3ph1 --pass fwd --algo im2col_gemm "
+           "--out y.npy\n\n"
+        << "Exit status: 0 on success, 2 on bad input (one line on stderr, starting "
+           "\"convlab: \").\n";
+}
+
+void print_command_help(std::ostream& out, const Command& c) {
+    out << "usage: convlab " << c.synopsis << "\n\n" << c.summary << "\n";
+    if (!c.options.empty()) {
+        out << "\noptions:\n";
+        for (const auto& o : c.options) {
+            std::string flag = o.name;
+            if (o.value) flag.append(" ").append(o.value);
+            out << "  " << std::left << std::setw(24) << flag << o.help << "\n";
+        }
+    }
+    if (*c.details) out << "\n" << c.details;
+}
+
+int dispatch(const std::vector<std::string>& args, std::ostream& out) {
+    if (args.empty() || args[0] == "--help" || args[0] == "-h") {
+        print_usage(out);
+        return 0;
+    }
+    if (args[0] == "--version") {
+        out << "convlab " CONVLAB_VERSION " (" CONVLAB_COMPILER ")\n";
+        return 0;
+    }
+    if (args[0] == "help") {
+        if (args.size() == 1) {
+            print_usage(out);
+            return 0;
+        }
+        if (args.size() > 2) throw Error("help: expected at most one command name");
+        if (args[1] == "help") {
+            print_usage(out);
+            return 0;
+        }
+        const Command* c = find_command(args[1]);
+        if (!c)
+            throw Error("help: unknown command '" + args[1] + "' (commands: " + command_list() +
+                        ")");
+        print_command_help(out, *c);
+        return 0;
+    }
+    const Command* c = find_command(args[0]);
+    if (!c)
+        throw Error(
+            std::string(args[0].rfind("-", 0) == 0 ? "unknown option '" : "unknown command '") +
+            args[0] + "' (commands: " + command_list() + ")");
+    const Options opts = parse_options(*c, std::span(args).subspan(1));
+    if (opts.has("--help")) {
+        print_command_help(out, *c);
+        return 0;
+    }
+    c->run(opts, out);
+    return 0;
+}
+
+// One line, whatever the message holds.
+std::string one_line(std::string s) {
+    std::replace(s.begin(), s.end(), '\n', ' ');
+    std::replace(s.begin(), s.end(), '\r', ' ');
+    return s;
+}
+
+}  // namespace
+
+int run_cli(std::vector<std::string> args, std::ostream& out, std::ostream& err) {
+    try {
+        const int status = dispatch(args, out);
+        out.flush();
+        if (!out) {
+            err << "convlab: cannot write to standard output\n";
+            return 2;
+        }
+        return status;
+    } catch (const Error& e) {
+        err << "convlab: " << one_line(e.what()) << "\n";
+        return 2;
+    } catch (const std::bad_alloc& e) {
+        err << "convlab: out of memory: " << one_line(e.what()) << "\n";
+        return 2;
+    } catch (const std::exception& e) {
+        err << "convlab: internal error: " << one_line(e.what()) << "\n";
+        return 1;
+    } catch (...) {
+        err << "convlab: internal error: unknown exception\n";
+        return 1;
+    }
+}
+
+}  // namespace convlab

@@ -1,0 +1,25 @@
+// The command-line subcommands of the convlab binary (no display needed):
+//
+//   convlab compute  --problem DESC --pass PASS --algo NAME --out OUT.npy [inputs] [options]
+//   convlab map      --map NAME --problem DESC [--format text|json] [--limit N]
+//                    [--step-granularity element|line|whole]
+//   convlab algos
+//   convlab describe --problem DESC
+//   convlab help [COMMAND] | --help | --version
+//
+// Exit status: 0 on success; 2 on bad input of any kind (unknown command or option, missing
+// value, bad descriptor, bad .npy, shape mismatch, unknown pass/algorithm/map, unwritable
+// output), with exactly one line on `err` starting "convlab: "; 1 on an internal error (a bug),
+// also one line. A failed command never leaves a file at --out.
+#pragma once
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace convlab {
+
+// args: the command line without the program name. Never throws.
+int run_cli(std::vector<std::string> args, std::ostream& out, std::ostream& err);
+
+}  // namespace convlab

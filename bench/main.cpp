@@ -1,0 +1,796 @@
+// convlab_bench: times ConvLab's convolution algorithms per layer and pass, side by side with
+// oneDNN fp32 measured in the same run, after checking every algorithm's result once per layer.
+//
+//   convlab_bench [--shapes FILE] [--mb N|file] [--threads N] [--passes LIST] [--algos LIST]
+//                 [--reps N] [--min-time S] [--warmup N] [--ref onednn|direct] [--rtol X]
+//                 [--filter TEXT] [--csv FILE] [--alloc system|steady] [--no-onednn] [--list]
+//
+// Run with --help for the meaning of each option.
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include <malloc.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "bench_util.hpp"
+#include "convlab/conv.hpp"
+#include "convlab/problem.hpp"
+#include "onednn_peer.hpp"
+
+#ifndef CONVLAB_SOURCE_DIR
+#define CONVLAB_SOURCE_DIR "."
+#endif
+#ifndef CONVLAB_COMPILER
+#define CONVLAB_COMPILER "unknown compiler"
+#endif
+
+namespace {
+
+using convlab::Pass;
+
+const char* const kUsage = R"(usage: convlab_bench [options]
+
+Times ConvLab's convolution algorithms on every layer of a shape file, for each pass, side by side
+with oneDNN fp32 in the same run. Every algorithm's result is checked once per layer before it is
+timed (PASS/FAIL column); every layer counts once in the totals.
+
+options:
+  --shapes FILE      shape file (default: <source>/assets/shapes/resnet50.txt)
+  --mb N|file        batch of every layer (default 1); 'file' keeps each descriptor's own batch
+  --threads N        threads of the engine and of oneDNN (default 2; 0 = all cores)
+  --passes LIST      comma-separated passes among fwd,bwd_data,bwd_weight (default: all three)
+  --algos LIST       comma-separated engine algorithms: NAME (every selected pass that has it),
+                     PASS:NAME, 'default' (fwd im2col_gemm; bwd_data col2im, via_forward;
+                     bwd_weight im2col_gemm, via_forward) or 'all' (every algorithm, direct too)
+  --reps N           exactly N timed runs per measurement (default: time rule below)
+  --min-time S       time rule: run until S seconds measured and at least 3 runs (default 0.2)
+  --warmup N         untimed runs before timing (default 2)
+  --ref onednn|direct
+                     reference of the check: oneDNN's result (default when built with oneDNN)
+                     or the engine's direct loops
+  --rtol X           tolerance of the check, relative (default 1e-4)
+  --filter TEXT      only layers whose name contains TEXT
+  --csv FILE         also write one line per measurement to FILE
+  --alloc system|steady
+                     system (default): glibc's allocator as any program gets it; an algorithm
+                     that allocates work buffers on every call may pay page faults on every call,
+                     depending on what ran before. steady: freed memory stays mapped (mallopt
+                     M_MMAP_THRESHOLD 32 MiB, M_TRIM_THRESHOLD 2 GiB), as with a workspace cache
+  --no-onednn        do not measure oneDNN
+  --list             list the engine's algorithms and exit
+  -h, --help         this text
+)";
+
+struct Options {
+    std::string shapes = std::string(CONVLAB_SOURCE_DIR) + "/assets/shapes/resnet50.txt";
+    std::optional<convlab::dim_t> mb = 1;  // nullopt: keep the file's batch
+    int threads = 2;
+    std::vector<Pass> passes{Pass::Forward, Pass::BackwardData, Pass::BackwardWeight};
+    std::string algos = "default";
+    bench::TimingRule timing;
+    std::string ref;  // "" = default
+    double rtol = 1e-4;
+    std::string filter;
+    std::string csv;
+    bool onednn = true;
+    bool list = false;
+    bool steady_alloc = false;
+};
+
+[[noreturn]] void usage_error(const std::string& msg) {
+    std::fprintf(stderr, "convlab_bench: %s\n(see convlab_bench --help)\n", msg.c_str());
+    std::exit(2);
+}
+
+std::vector<std::string> split(std::string_view s, char sep) {
+    std::vector<std::string> out;
+    std::size_t b = 0;
+    for (;;) {
+        const std::size_t e = s.find(sep, b);
+        std::string item(s.substr(b, e == std::string_view::npos ? std::string_view::npos : e - b));
+        if (!item.empty()) out.push_back(item);
+        if (e == std::string_view::npos) break;
+        b = e + 1;
+    }
+    return out;
+}
+
+long parse_long(const std::string& opt, const std::string& v, long lo) {
+    char* end = nullptr;
+    const long x = std::strtol(v.c_str(), &end, 10);
+    if (v.empty() || *end != '\0' || x < lo)
+        usage_error(opt + " " + v + ": expected an integer >= " + std::to_string(lo));
+    return x;
+}
+
+double parse_double(const std::string& opt, const std::string& v) {
+    char* end = nullptr;
+    const double x = std::strtod(v.c_str(), &end);
+    if (v.empty() || *end != '\0' || !(x >= 0))
+        usage_error(opt + " " + v + ": expected a number >= 0");
+    return x;
+}
+
+Options parse_args(int argc, char** argv) {
+    Options o;
+    for (int i = 1; i < argc; ++i) {
+        const std::string a = argv[i];
+        auto value = [&]() -> std::string {
+            if (i + 1 >= argc) usage_error(a + " needs a value");
+            return argv[++i];
+        };
+        if (a == "-h" || a == "--help") {
+            std::fputs(kUsage, stdout);
+            std::exit(0);
+        } else if (a == "--shapes") {
+            o.shapes = value();
+        } else if (a == "--mb") {
+            const std::string v = value();
+            if (v == "file") {
+                o.mb.reset();
+            } else {
+                o.mb = parse_long(a, v, 1);
+            }
+        } else if (a == "--threads") {
+            o.threads = static_cast<int>(parse_long(a, value(), 0));
+        } else if (a == "--passes") {
+            o.passes.clear();
+            for (const std::string& s : split(value(), ',')) {
+                Pass p{};
+                try {
+                    p = convlab::parse_pass(s);
+                } catch (const convlab::Error& e) {
+                    usage_error(std::string("--passes: ") + e.what());
+                }
+                if (p == Pass::BackwardBias)
+                    usage_error(
+                        "--passes: bwd_bias is not benchmarked (fwd, bwd_data, bwd_weight)");
+                o.passes.push_back(p);
+            }
+            if (o.passes.empty()) usage_error("--passes: empty list");
+        } else if (a == "--algos") {
+            o.algos = value();
+        } else if (a == "--reps") {
+            o.timing.reps = static_cast<int>(parse_long(a, value(), 1));
+        } else if (a == "--min-time") {
+            o.timing.min_seconds = parse_double(a, value());
+        } else if (a == "--warmup") {
+            o.timing.warmup = static_cast<int>(parse_long(a, value(), 0));
+        } else if (a == "--ref") {
+            o.ref = value();
+            if (o.ref != "onednn" && o.ref != "direct")
+                usage_error("--ref " + o.ref + ": expected onednn or direct");
+        } else if (a == "--rtol") {
+            o.rtol = parse_double(a, value());
+        } else if (a == "--filter") {
+            o.filter = value();
+        } else if (a == "--csv") {
+            o.csv = value();
+        } else if (a == "--alloc") {
+            const std::string v = value();
+            if (v != "system" && v != "steady")
+                usage_error("--alloc " + v + ": expected system or steady");
+            o.steady_alloc = v == "steady";
+        } else if (a == "--no-onednn") {
+            o.onednn = false;
+        } else if (a == "--list") {
+            o.list = true;
+        } else {
+            usage_error("unknown option '" + a + "'");
+        }
+    }
+    return o;
+}
+
+// The engine algorithms to time, per pass (in the order of o.passes).
+struct Plan {
+    Pass pass;
+    std::vector<const convlab::Algorithm*> algos;
+};
+
+std::vector<Plan> make_plan(const Options& o) {
+    std::vector<Plan> plan;
+    for (Pass p : o.passes) plan.push_back({p, {}});
+    auto add = [](Plan& pl, const convlab::Algorithm* a) {
+        for (const auto* x : pl.algos)
+            if (x == a) return;
+        pl.algos.push_back(a);
+    };
+    auto has = [](Pass p, std::string_view name) -> const convlab::Algorithm* {
+        for (const convlab::Algorithm* a : convlab::algorithms(p))
+            if (name == a->name) return a;
+        return nullptr;
+    };
+    for (const std::string& tok : split(o.algos, ',')) {
+        if (tok == "all") {
+            for (Plan& pl : plan)
+                for (const convlab::Algorithm* a : convlab::algorithms(pl.pass)) add(pl, a);
+        } else if (tok == "default") {
+            const std::map<Pass, std::vector<const char*>> defaults{
+                {Pass::Forward, {"im2col_gemm"}},
+                {Pass::BackwardData, {"col2im", "via_forward"}},
+                {Pass::BackwardWeight, {"im2col_gemm", "via_forward"}}};
+            for (Plan& pl : plan) {
+                for (const char* name : defaults.at(pl.pass)) {
+                    if (const auto* a = has(pl.pass, name)) {
+                        add(pl, a);
+                    } else {
+                        std::printf("note: the engine has no %s algorithm '%s'; not timed\n",
+                                    convlab::pass_name(pl.pass), name);
+                    }
+                }
+            }
+        } else if (const auto colon = tok.find(':'); colon != std::string::npos) {
+            Pass p{};
+            try {
+                p = convlab::parse_pass(tok.substr(0, colon));
+            } catch (const convlab::Error& e) {
+                usage_error(std::string("--algos ") + tok + ": " + e.what());
+            }
+            Plan* target = nullptr;
+            for (Plan& pl : plan)
+                if (pl.pass == p) target = &pl;
+            if (!target) usage_error("--algos " + tok + ": pass not selected by --passes");
+            try {
+                add(*target, &convlab::find_algorithm(p, tok.substr(colon + 1)));
+            } catch (const convlab::Error& e) {
+                usage_error(std::string("--algos ") + tok + ": " + e.what());
+            }
+        } else {
+            bool found = false;
+            for (Plan& pl : plan) {
+                if (const auto* a = has(pl.pass, tok)) {
+                    add(pl, a);
+                    found = true;
+                }
+            }
+            if (!found) usage_error("--algos " + tok + ": no selected pass has this algorithm");
+        }
+    }
+    return plan;
+}
+
+std::string engine_isa() {
+    std::string s;
+#if defined(__AVX512F__)
+    s += " avx512f";
+#endif
+#if defined(__AVX2__)
+    s += " avx2";
+#endif
+#if defined(__FMA__)
+    s += " fma";
+#endif
+    return s.empty() ? "baseline x86-64" : s.substr(1);
+}
+
+// Buffers of one layer: plain (ConvLab) layouts.
+struct Buffers {
+    std::vector<float> src, wei, diff_dst;  // inputs (random)
+    std::vector<float> out, ref;            // output of the algorithm under test, reference
+};
+
+std::size_t output_size(const convlab::Problem& p, Pass pass) {
+    switch (pass) {
+        case Pass::Forward:
+            return static_cast<std::size_t>(p.mb * p.oc * p.out_spatial());
+        case Pass::BackwardData:
+            return static_cast<std::size_t>(p.mb * p.ic * p.in_spatial());
+        default:
+            return static_cast<std::size_t>(p.oc * p.icg() * p.kernel_spatial());
+    }
+}
+
+convlab::ConvArgs args_for(Pass pass, Buffers& b, float* out) {
+    convlab::ConvArgs a;
+    switch (pass) {
+        case Pass::Forward:
+            a.src = b.src.data();
+            a.wei = b.wei.data();
+            a.dst = out;
+            break;
+        case Pass::BackwardData:
+            a.diff_dst = b.diff_dst.data();
+            a.wei = b.wei.data();
+            a.diff_src = out;
+            break;
+        default:
+            a.src = b.src.data();
+            a.diff_dst = b.diff_dst.data();
+            a.diff_wei = out;
+            break;
+    }
+    return a;
+}
+
+// Totals of one (pass, algorithm) over the layers.
+struct Total {
+    int layers = 0;       // layers timed
+    int passed = 0;       // checks passed
+    int failed = 0;       // checks failed
+    int errors = 0;       // runs that threw
+    double ms = 0;        // sum of medians, engine
+    double flops = 0;     // of the layers in ms
+    int peer_layers = 0;  // of those, layers where oneDNN also ran
+    double ms_paired = 0, peer_ms_paired = 0, flops_paired = 0;
+    std::vector<std::string> failures;
+};
+
+struct PeerTotal {
+    int layers = 0;
+    double ms = 0, flops = 0;
+};
+
+// A CSV field in double quotes, inner quotes doubled (RFC 4180).
+std::string csv_field(const std::string& s) {
+    std::string out = "\"";
+    for (char c : s) {
+        if (c == '"') out += '"';
+        out += c;
+    }
+    return out + '"';
+}
+
+void print_rule(int width) {
+    std::string s(static_cast<std::size_t>(width), '-');
+    std::puts(s.c_str());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    Options o = parse_args(argc, argv);
+
+    if (o.list) {
+        for (const convlab::Algorithm& a : convlab::algorithms())
+            std::printf("%-10s %-20s %s\n", convlab::pass_name(a.pass), a.name, a.summary);
+        return 0;
+    }
+
+    const bool use_peer = o.onednn && bench::PeerConv::available();
+    if (o.ref.empty()) o.ref = use_peer ? "onednn" : "direct";
+    if (o.ref == "onednn" && !use_peer)
+        usage_error("--ref onednn needs oneDNN (built without it, or --no-onednn given)");
+    const bool ref_direct = o.ref == "direct";
+
+    if (o.steady_alloc) {
+        // Keep freed blocks up to 32 MiB (glibc's largest mmap threshold) in the heap and never
+        // give the heap back: the engine's per-call work buffers are then reused, not faulted in.
+        if (mallopt(M_MMAP_THRESHOLD, 32 << 20) != 1 ||
+            mallopt(M_TRIM_THRESHOLD, std::numeric_limits<int>::max()) != 1) {
+            std::fprintf(stderr, "convlab_bench: mallopt failed; --alloc steady not applied\n");
+            o.steady_alloc = false;
+        }
+    }
+
+    // Threads: the engine's own setting, and OpenMP's for oneDNN (Debian builds it on OpenMP).
+    convlab::set_num_threads(o.threads);
+    const int hw = static_cast<int>(std::thread::hardware_concurrency());
+    const int threads = o.threads > 0 ? o.threads : hw;
+#ifdef _OPENMP
+    omp_set_num_threads(threads);
+#endif
+
+    std::vector<bench::Layer> layers;
+    try {
+        layers = bench::read_shape_file(o.shapes);
+    } catch (const convlab::Error& e) {
+        std::fprintf(stderr, "convlab_bench: %s\n", e.what());
+        return 2;
+    }
+    std::vector<bench::Layer> selected;
+    for (bench::Layer& l : layers) {
+        if (!o.filter.empty() && l.problem.name.find(o.filter) == std::string::npos) continue;
+        if (o.mb) l.problem.mb = *o.mb;
+        selected.push_back(std::move(l));
+    }
+    if (selected.empty()) usage_error("no layer of " + o.shapes + " matches --filter " + o.filter);
+
+    const std::vector<Plan> plan = make_plan(o);
+
+    std::ofstream csv;
+    if (!o.csv.empty()) {
+        csv.open(o.csv);
+        if (!csv) usage_error("cannot write --csv " + o.csv);
+        csv << "layer,descriptor,pass,algorithm,check,max_err,median_ms,min_ms,max_ms,runs,gflops,"
+               "onednn_median_ms,onednn_min_ms,onednn_gflops,ratio,onednn_impl\n";
+    }
+
+    // [SECTION] header
+    std::printf("convlab_bench %s\n", CONVLAB_VERSION);
+    const double load = bench::load_average();
+    std::printf(
+        "machine: CPU %s (%d logical CPUs) | threads %d | compiler %s (engine ISA: %s) | "
+        "%s | %s\n",
+        bench::cpu_model().c_str(), hw, threads, CONVLAB_COMPILER, engine_isa().c_str(),
+        use_peer ? bench::PeerConv::describe().c_str() : "oneDNN: not measured",
+        bench::local_date().c_str());
+    std::printf(
+        "load average %.2f before the run%s\n", load,
+        load > 0.5 ? " (the machine was busy; see the CPU share of other processes below)" : "");
+    std::printf("shapes: %s (%zu layers%s), batch %s, fp32, each layer counted once\n",
+                o.shapes.c_str(), selected.size(), o.filter.empty() ? "" : ", filtered",
+                o.mb ? std::to_string(*o.mb).c_str() : "from the file");
+    std::printf("allocator: %s\n",
+                o.steady_alloc
+                    ? "steady (mallopt: M_MMAP_THRESHOLD 32 MiB, M_TRIM_THRESHOLD 2 GiB; "
+                      "freed work buffers stay mapped)"
+                    : "system (glibc defaults; per-call work buffers may be faulted in on every "
+                      "call; --alloc steady reuses them)");
+    if (o.timing.reps > 0) {
+        std::printf("timing: %d warm-up runs, then %d timed runs; median and min reported\n",
+                    o.timing.warmup, o.timing.reps);
+    } else {
+        std::printf(
+            "timing: %d warm-up runs, then runs until >= %.2f s measured and >= %d runs "
+            "(at most %d); median and min reported\n",
+            o.timing.warmup, o.timing.min_seconds, o.timing.min_reps, o.timing.max_reps);
+    }
+    if (use_peer) {
+        std::printf(
+            "oneDNN: convolution_forward (prop_kind::forward_training), "
+            "convolution_backward_data, convolution_backward_weights; "
+            "algorithm::convolution_direct, format_tag::any (oneDNN's own layouts), "
+            "reorders outside the timed region\n");
+    }
+    std::printf(
+        "check: each algorithm once per layer against %s, random data in [-1,1), "
+        "|got-ref| <= %.0e * max(|ref|, rms(ref)); column = max of that ratio\n",
+        ref_direct ? "the engine's direct loops" : "oneDNN's result", o.rtol);
+    std::printf(
+        "GFLOP/s = flops()/median time, flops = 2*N*K*(C/G)*prod(out)*prod(kernel) per "
+        "pass; ratio = engine median / oneDNN median (> 1: engine slower)\n");
+    for (const Plan& pl : plan) {
+        std::string names;
+        for (const auto* a : pl.algos) names += std::string(names.empty() ? "" : ", ") + a->name;
+        std::printf("%-10s engine: %s\n", convlab::pass_name(pl.pass),
+                    names.empty() ? "(none)" : names.c_str());
+    }
+
+    std::size_t name_w = 5;
+    for (const bench::Layer& l : selected) name_w = std::max(name_w, l.problem.name.size());
+    const int nw = static_cast<int>(name_w);
+
+    // [SECTION] the layers as parsed: canonical descriptor, work, leftover r per axis
+    std::printf("\nlayers (as parsed; pe = end padding, r = leftover per axis):\n");
+    double all_flops = 0;
+    for (std::size_t li = 0; li < selected.size(); ++li) {
+        const convlab::Problem& p = selected[li].problem;
+        std::string pe, r;
+        for (int i = 0; i < p.ndims; ++i) {
+            const auto a = static_cast<std::size_t>(i);
+            pe += (i ? "," : "") + std::to_string(p.pad_end[a]);
+            r += (i ? "," : "") + std::to_string(p.validate().empty() ? p.leftover(i) : 0);
+        }
+        all_flops += p.flops();
+        convlab::Problem unnamed = p;
+        unnamed.name.clear();
+        std::printf("%3zu %-*s %-44s %8.4f GFLOP  pe (%s)  r (%s)\n", li + 1, nw, p.name.c_str(),
+                    convlab::to_descriptor(unnamed).c_str(), p.flops() * 1e-9, pe.c_str(),
+                    r.c_str());
+    }
+    std::printf("    total %.4f GFLOP per pass\n", all_flops * 1e-9);
+    // Without oneDNN the peer columns are left out.
+    const int table_w = nw + (use_peer ? 118 : 77);
+    std::printf("\n");
+    print_rule(table_w);
+    std::printf("%-*s %-10s %-13s %-22s %9s %9s %8s", nw, "layer", "pass", "algorithm", "check",
+                "median ms", "min ms", "GFLOP/s");
+    if (use_peer) {
+        std::printf(" | %9s %8s %6s  %s", "oneDNN ms", "GFLOP/s", "ratio", "oneDNN impl");
+    }
+    std::printf("\n");
+    print_rule(table_w);
+
+    std::map<std::pair<Pass, std::string>, Total> totals;
+    std::map<Pass, PeerTotal> peer_totals;
+    std::vector<std::string> problems;  // layers that could not run at all
+
+    // Other processes on the machine take cores from whatever is being measured: account for it.
+    constexpr double kForeignLimit = 0.05;
+    const bench::CpuSample run_start = bench::cpu_sample();
+    std::vector<std::string> disturbed;
+    for (std::size_t li = 0; li < selected.size(); ++li) {
+        const convlab::Problem& p = selected[li].problem;
+        const std::string& name = p.name;
+        const bench::CpuSample layer_start = bench::cpu_sample();
+        if (const std::string why = p.validate(); !why.empty()) {
+            std::printf("%-*s ERROR: invalid problem: %s\n", nw, name.c_str(), why.c_str());
+            problems.push_back(name + ": " + why);
+            continue;
+        }
+        const double flops = p.flops();
+
+        Buffers b;
+        b.src.resize(static_cast<std::size_t>(p.mb * p.ic * p.in_spatial()));
+        b.wei.resize(static_cast<std::size_t>(p.oc * p.icg() * p.kernel_spatial()));
+        b.diff_dst.resize(static_cast<std::size_t>(p.mb * p.oc * p.out_spatial()));
+        const auto seed = static_cast<std::uint32_t>(1000 + 17 * li);
+        bench::fill_random(b.src, seed);
+        bench::fill_random(b.wei, seed + 1);
+        bench::fill_random(b.diff_dst, seed + 2);
+
+        std::unique_ptr<bench::PeerConv> peer;
+        if (use_peer) {
+            try {
+                peer = std::make_unique<bench::PeerConv>(p, o.passes);
+                peer->set_inputs(b.src.data(), b.wei.data(), b.diff_dst.data());
+            } catch (const std::exception& e) {
+                std::printf("%-*s oneDNN ERROR: %s\n", nw, name.c_str(), e.what());
+                peer.reset();
+            }
+        }
+
+        for (const Plan& pl : plan) {
+            const Pass pass = pl.pass;
+            const char* pname = convlab::pass_name(pass);
+            const std::size_t n_out = output_size(p, pass);
+            b.out.assign(n_out, 0.0f);
+
+            // oneDNN: result (for the check) and timing.
+            const bool peer_ok = peer && peer->has(pass);
+            std::vector<float> peer_out;
+            bench::Timing peer_t;
+            std::string peer_impl = peer ? (peer_ok ? peer->impl(pass) : "n/a") : "-";
+            if (peer && !peer_ok) {
+                std::printf("%-*s %-10s oneDNN cannot run this pass: %s\n", nw, name.c_str(), pname,
+                            peer->error(pass).c_str());
+            }
+            if (peer_ok) {
+                peer->run(pass);
+                peer_out.assign(n_out, std::numeric_limits<float>::quiet_NaN());
+                peer->output(pass, peer_out.data());
+            }
+
+            // The reference of the check.
+            bool have_ref = false;
+            std::string ref_error;
+            if (!ref_direct) {
+                if (peer_ok) {
+                    b.ref = peer_out;
+                    have_ref = true;
+                } else {
+                    ref_error = "no oneDNN result";
+                }
+            } else {
+                try {
+                    const convlab::Algorithm& direct = convlab::find_algorithm(pass, "direct");
+                    b.ref.assign(n_out, std::numeric_limits<float>::quiet_NaN());
+                    direct.run(p, args_for(pass, b, b.ref.data()), nullptr);
+                    have_ref = true;
+                } catch (const std::exception& e) {
+                    ref_error = std::string("direct failed: ") + e.what();
+                }
+            }
+
+            if (peer_ok) {
+                peer_t = bench::measure(o.timing, [&] { peer->run(pass); });
+                PeerTotal& pt = peer_totals[pass];
+                ++pt.layers;
+                pt.ms += peer_t.median_ms;
+                pt.flops += flops;
+            }
+
+            auto print_row = [&](const std::string& algo, const std::string& check,
+                                 const bench::Timing* t, double max_err, bool is_peer = false) {
+                char eng_cols[64], peer_cols[64];
+                if (t) {
+                    std::snprintf(eng_cols, sizeof eng_cols, "%9.4f %9.4f %8.2f", t->median_ms,
+                                  t->min_ms, bench::gflops(flops, t->median_ms));
+                } else {
+                    std::snprintf(eng_cols, sizeof eng_cols, "%9s %9s %8s", "-", "-", "-");
+                }
+                if (peer_ok) {
+                    char ratio[16] = "-";
+                    const double q = t ? t->median_ms / peer_t.median_ms : 0;
+                    if (t && !is_peer)
+                        std::snprintf(ratio, sizeof ratio, q < 1000 ? "%.2f" : "%.0f", q);
+                    std::snprintf(peer_cols, sizeof peer_cols, "%9.4f %8.2f %6s", peer_t.median_ms,
+                                  bench::gflops(flops, peer_t.median_ms), ratio);
+                } else {
+                    std::snprintf(peer_cols, sizeof peer_cols, "%9s %8s %6s", "-", "-", "-");
+                }
+                std::printf("%-*s %-10s %-13s %-22s %s", nw, name.c_str(), pname, algo.c_str(),
+                            check.c_str(), eng_cols);
+                if (use_peer) std::printf(" | %s  %s", peer_cols, peer_impl.c_str());
+                std::printf("\n");
+                std::fflush(stdout);
+                if (csv) {
+                    csv << csv_field(name) << ',' << csv_field(convlab::to_descriptor(p)) << ','
+                        << pname << ',' << csv_field(algo) << ',' << csv_field(check) << ','
+                        << max_err << ',';
+                    if (t) {
+                        csv << t->median_ms << ',' << t->min_ms << ',' << t->max_ms << ','
+                            << t->runs << ',' << bench::gflops(flops, t->median_ms) << ',';
+                    } else {
+                        csv << ",,,,,";
+                    }
+                    if (peer_ok) {
+                        csv << peer_t.median_ms << ',' << peer_t.min_ms << ','
+                            << bench::gflops(flops, peer_t.median_ms) << ',';
+                        if (t && !is_peer) csv << t->median_ms / peer_t.median_ms;
+                        csv << ',' << peer_impl << '\n';
+                    } else {
+                        csv << ",,,,\n";
+                    }
+                }
+            };
+
+            // With the direct reference, oneDNN is checked too.
+            if (ref_direct && peer_ok) {
+                std::string check = "no reference";
+                double err = 0;
+                if (have_ref) {
+                    const bench::Check c =
+                        bench::compare(peer_out.data(), b.ref.data(), n_out, o.rtol);
+                    check = c.str();
+                    err = c.max_err;
+                }
+                print_row("(oneDNN)", check, &peer_t, err, true);
+            }
+
+            for (const convlab::Algorithm* alg : pl.algos) {
+                Total& tot = totals[{pass, alg->name}];
+                const convlab::ConvArgs args = args_for(pass, b, b.out.data());
+                // Check: one run on an output poisoned with NaN (every element must be written).
+                std::string check;
+                double err = 0;
+                bool ran = false;
+                try {
+                    std::fill(b.out.begin(), b.out.end(), std::numeric_limits<float>::quiet_NaN());
+                    alg->run(p, args, nullptr);
+                    ran = true;
+                } catch (const std::exception& e) {
+                    check = std::string("ERROR: ") + e.what();
+                }
+                if (!ran) {
+                    ++tot.errors;
+                    tot.failures.push_back(name + " (error)");
+                    print_row(alg->name, check, nullptr, 0);
+                    continue;
+                }
+                if (ref_direct && std::string_view(alg->name) == "direct") {
+                    check = "reference";
+                } else if (!have_ref) {
+                    check = "UNCHECKED: " + ref_error;
+                    ++tot.failed;
+                    tot.failures.push_back(name + " (unchecked)");
+                } else {
+                    const bench::Check c =
+                        bench::compare(b.out.data(), b.ref.data(), n_out, o.rtol);
+                    check = c.str();
+                    err = c.max_err;
+                    if (c.pass) {
+                        ++tot.passed;
+                    } else {
+                        ++tot.failed;
+                        tot.failures.push_back(name);
+                    }
+                }
+                bench::Timing t;
+                try {
+                    t = bench::measure(o.timing, [&] { alg->run(p, args, nullptr); });
+                } catch (const std::exception& e) {
+                    ++tot.errors;
+                    tot.failures.push_back(name + " (error while timing)");
+                    print_row(alg->name, std::string("ERROR: ") + e.what(), nullptr, 0);
+                    continue;
+                }
+                ++tot.layers;
+                tot.ms += t.median_ms;
+                tot.flops += flops;
+                if (peer_ok) {
+                    ++tot.peer_layers;
+                    tot.ms_paired += t.median_ms;
+                    tot.peer_ms_paired += peer_t.median_ms;
+                    tot.flops_paired += flops;
+                }
+                print_row(alg->name, check, &t, err);
+            }
+            if (pl.algos.empty() && peer_ok && !ref_direct) {
+                print_row("-", "-", nullptr, 0);
+            }
+        }
+        const double foreign =
+            bench::foreign_cpu_share(layer_start, bench::cpu_sample(), hw > 0 ? hw : threads);
+        if (foreign > kForeignLimit) {
+            std::printf(
+                "%-*s NOTE: other processes used %.0f%% of the CPUs while this layer was "
+                "measured; its times are suspect\n",
+                nw, name.c_str(), foreign * 100);
+            disturbed.push_back(name);
+        }
+    }
+    const double run_foreign =
+        bench::foreign_cpu_share(run_start, bench::cpu_sample(), hw > 0 ? hw : threads);
+    print_rule(table_w);
+
+    // [SECTION] summary per pass
+    std::printf(
+        "\nTotals per pass: sum of per-layer medians, each layer counted once "
+        "(%zu layers, batch %s, %d threads)\n",
+        selected.size(), o.mb ? std::to_string(*o.mb).c_str() : "from the file", threads);
+    const int sum_w = use_peer ? 112 : 74;
+    print_rule(sum_w);
+    std::printf("%-10s %-13s %6s %-12s %11s %8s", "pass", "algorithm", "layers", "checks",
+                "engine ms", "GFLOP/s");
+    if (use_peer) std::printf(" | %11s %8s | %13s", "oneDNN ms", "GFLOP/s", "engine/oneDNN");
+    std::printf("\n");
+    print_rule(sum_w);
+    bool all_ok = problems.empty();
+    for (const Plan& pl : plan) {
+        const char* pname = convlab::pass_name(pl.pass);
+        const PeerTotal pt = peer_totals.count(pl.pass) ? peer_totals.at(pl.pass) : PeerTotal{};
+        for (const convlab::Algorithm* alg : pl.algos) {
+            const Total& t = totals[{pl.pass, alg->name}];
+            char checks[32];
+            const int judged = t.passed + t.failed + t.errors;
+            if (ref_direct && std::string_view(alg->name) == "direct") {
+                std::snprintf(checks, sizeof checks, "reference");
+            } else {
+                std::snprintf(checks, sizeof checks, "%d/%d %s", t.passed, judged,
+                              t.failed + t.errors ? "FAIL" : "PASS");
+            }
+            if (t.failed + t.errors) all_ok = false;
+            char peer_cols[64] = "";
+            if (t.peer_layers > 0) {
+                std::snprintf(peer_cols, sizeof peer_cols, "%11.3f %8.1f | %12.2fx",
+                              t.peer_ms_paired, bench::gflops(t.flops_paired, t.peer_ms_paired),
+                              t.ms_paired / t.peer_ms_paired);
+            } else {
+                std::snprintf(peer_cols, sizeof peer_cols, "%11s %8s | %13s", "-", "-", "-");
+            }
+            std::printf("%-10s %-13s %6d %-12s %11.3f %8.1f", pname, alg->name, t.layers, checks,
+                        t.ms, bench::gflops(t.flops, t.ms));
+            if (use_peer) std::printf(" | %s", peer_cols);
+            std::printf("\n");
+            if (t.peer_layers > 0 && t.peer_layers != t.layers) {
+                std::printf("%-10s %-13s note: ratio over the %d layers oneDNN also ran\n", "", "",
+                            t.peer_layers);
+            }
+            if (t.layers != static_cast<int>(selected.size())) {
+                std::printf(
+                    "%-10s %-13s note: total over %d of %zu layers (others failed to "
+                    "run)\n",
+                    "", "", t.layers, selected.size());
+            }
+            if (!t.failures.empty()) {
+                std::string list;
+                for (const std::string& f : t.failures) list += (list.empty() ? "" : ", ") + f;
+                std::printf("%-10s %-13s FAILED: %s\n", "", "", list.c_str());
+            }
+        }
+        if (pt.layers > 0) {
+            std::printf("%-10s %-13s %6d %-12s %11s %8s | %11.3f %8.1f |\n", pname, "oneDNN",
+                        pt.layers, "", "", "", pt.ms, bench::gflops(pt.flops, pt.ms));
+        }
+    }
+    print_rule(sum_w);
+    for (const std::string& s : problems) std::printf("layer not run: %s\n", s.c_str());
+    if (run_foreign >= 0) {
+        std::printf("other processes used %.1f%% of the machine's CPU time during the run%s\n",
+                    run_foreign * 100,
+                    run_foreign > kForeignLimit ? ": WARNING: timings are disturbed" : "");
+    }
+    if (!disturbed.empty()) {
+        std::string list;
+        for (const std::string& d : disturbed) list += (list.empty() ? "" : ", ") + d;
+        std::printf("layers measured while other work ran (> %.0f%% of the CPUs): %s\n",
+                    kForeignLimit * 100, list.c_str());
+    }
+    std::printf("%s\n", all_ok ? "all checks PASS" : "SOME CHECKS FAILED (see FAIL/ERROR above)");
+    return all_ok ? 0 : 1;
+}

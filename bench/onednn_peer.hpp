@@ -1,0 +1,50 @@
+// oneDNN as the peer of convlab_bench: the same convolution through oneDNN's fp32 primitives,
+// the way practitioners use them (format_tag::any, so oneDNN picks its preferred blocked layouts;
+// reorders from and to ConvLab's plain layouts happen outside the timed region).
+//
+// Compiled with oneDNN only when CMake found it (CONVLAB_HAVE_DNNL); otherwise available() is
+// false and constructing a PeerConv throws. This header never includes dnnl.hpp.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "convlab/conv.hpp"
+#include "convlab/problem.hpp"
+
+namespace bench {
+
+class PeerConv {
+  public:
+    // True when the bench was built with oneDNN.
+    static bool available();
+    // "oneDNN 2.6.3 (CPU runtime OpenMP, ISA avx512_core)" or "not built with oneDNN".
+    static std::string describe();
+
+    // Creates the primitives of the given passes: forward (prop_kind::forward_training), backward
+    // data and backward weights (both hinted by the forward one), algorithm::convolution_direct.
+    // A pass oneDNN cannot do is reported by error(pass), not thrown.
+    PeerConv(const convlab::Problem& p, const std::vector<convlab::Pass>& passes);
+    ~PeerConv();
+    PeerConv(const PeerConv&) = delete;
+    PeerConv& operator=(const PeerConv&) = delete;
+
+    bool has(convlab::Pass pass) const;           // a primitive exists for the pass
+    std::string error(convlab::Pass pass) const;  // why not, when !has(pass)
+    std::string impl(convlab::Pass pass) const;   // oneDNN's implementation name, e.g. "jit:avx2"
+
+    // Reorders ConvLab's plain inputs (src (N,C,..), wei (K,C/G,k..), diff_dst (N,K,out..)) into
+    // the layouts each primitive chose. Not timed.
+    void set_inputs(const float* src, const float* wei, const float* diff_dst);
+    // Executes the primitive of the pass and waits for it (the timed region).
+    void run(convlab::Pass pass);
+    // Reorders the pass's output (dst, diff_src or diff_wei) into a plain buffer. Not timed.
+    void output(convlab::Pass pass, float* plain);
+
+  private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace bench

@@ -1,0 +1,380 @@
+// Fractal convolution: the forward pass as the DaVinci cube unit computes it (16 x C0 fractal
+// products over an im2col in fractal form), and the NCHW-level wrappers that pack and unpack.
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "convlab/davinci.hpp"
+#include "convlab/maps.hpp"
+#include "geom.hpp"
+
+namespace convlab::davinci {
+
+namespace {
+
+// B fractals turned C0 x 16: bt[(r*N1 + nb)][k][j] = wfz[(r*N1 + nb)][j][k].
+void transpose_b(dim_t fractals, dim_t c0, const float* wfz, float* bt) {
+#pragma omp parallel for schedule(static) if (fractals * kN0 * c0 > 65536)
+    for (dim_t f = 0; f < fractals; ++f) {
+        const float* w = wfz + f * kN0 * c0;
+        float* b = bt + f * kN0 * c0;
+        for (dim_t j = 0; j < kN0; ++j)
+            for (dim_t k = 0; k < c0; ++k) b[k * kN0 + j] = w[j * c0 + k];
+    }
+}
+
+// acc (16 x 16, row = m, column = n) = sum over r of A(r) (16 x C0) * B(r) (C0 x 16): a chain of
+// rank-1 updates, each adding a column of A times a row of B to the 16 rows of the tile. The 16
+// rows are 16-float vectors (GCC vector extension: one AVX-512 register each, or two AVX ones),
+// held in registers across the whole reduction.
+typedef float Row16 __attribute__((vector_size(kN0 * sizeof(float))));
+
+template <int C0>
+void tile_product(const float* a, dim_t a_step, const float* b, dim_t b_step, dim_t rows,
+                  float* acc) {
+    Row16 c[kN0];
+    for (auto& v : c) v = Row16{};
+    for (dim_t r = 0; r < rows; ++r, a += a_step, b += b_step)
+        for (int k = 0; k < C0; ++k) {
+            Row16 bk;
+            std::memcpy(&bk, b + k * kN0, sizeof(bk));
+#pragma GCC unroll 16
+            for (int i = 0; i < kN0; ++i) c[i] += a[i * C0 + k] * bk;
+        }
+    std::memcpy(acc, c, sizeof(c));
+}
+
+void tile_product_any(dim_t c0, const float* a, dim_t a_step, const float* b, dim_t b_step,
+                      dim_t rows, float* acc) {
+    switch (c0) {
+        case 16:
+            return tile_product<16>(a, a_step, b, b_step, rows, acc);
+        case 8:
+            return tile_product<8>(a, a_step, b, b_step, rows, acc);
+        case 32:
+            return tile_product<32>(a, a_step, b, b_step, rows, acc);
+        case 4:
+            return tile_product<4>(a, a_step, b, b_step, rows, acc);
+        default:
+            break;
+    }
+    std::fill(acc, acc + kN0 * kN0, 0.0f);
+    for (dim_t r = 0; r < rows; ++r, a += a_step, b += b_step)
+        for (dim_t k = 0; k < c0; ++k)
+            for (dim_t i = 0; i < kN0; ++i) {
+                const float av = a[i * c0 + k];
+                for (dim_t j = 0; j < kN0; ++j) acc[i * kN0 + j] += av * b[k * kN0 + j];
+            }
+}
+
+// The problem of one group.
+Problem one_group(const Problem& p) {
+    Problem q = p;
+    q.ic = p.icg();
+    q.oc = p.ocg();
+    q.groups = 1;
+    return q;
+}
+
+float round_to(DType t, float v) {
+    switch (t) {
+        case DType::f16:
+            return half_to_float(float_to_half(v));
+        case DType::bf16:
+            return bf16_to_float(float_to_bf16(v));
+        case DType::f32:
+            break;
+    }
+    return v;
+}
+
+void round_storage(DType t, float* v, dim_t n) {
+    if (t == DType::f32) return;
+    for (dim_t i = 0; i < n; ++i) v[i] = round_to(t, v[i]);
+}
+
+// Scratch storage, not zeroed (every kernel writing it writes every element).
+std::unique_ptr<float[]> buffer(dim_t n) {
+    return std::make_unique_for_overwrite<float[]>(static_cast<std::size_t>(n));
+}
+
+}  // namespace
+
+void conv_fractal(const Problem& p, dim_t c0, const float* x5d, const float* wfz, const float* bias,
+                  float* y5d, Profiler* prof) {
+    p.check(true);
+    if (p.groups != 1)
+        throw Error("conv_fractal: groups = " + std::to_string(p.groups) +
+                    ": the packed-level call is for one group");
+    const ActGeom yg = ActGeom::of(p.dst_dims(), c0);
+    const WeiGeom wg = WeiGeom::of(p.wei_dims(), c0);
+    const detail::Geom3 g = detail::geom3(p);
+    const dim_t rows = wg.rows(), m = g.out_size(), m1 = blocks_of(m, kN0), n1 = wg.n1;
+    const dim_t frac = kN0 * c0;       // elements of a fractal
+    const dim_t k_lanes = yg.c1 * c0;  // output channels including padding lanes
+    const dim_t tn = std::max(n1, blocks_of(k_lanes, kN0));  // tile columns
+    // The column matrix is built a block column of M blocks at a time (about 4 MB; the cube
+    // works from a bounded L1 buffer), so memory stays bounded for large images.
+    const dim_t chunk = std::clamp<dim_t>((dim_t{1} << 20) / (rows * frac), 1, m1);
+    auto bt = buffer(rows * n1 * frac);
+    auto a = buffer(rows * chunk * frac);
+    {
+        Span s(prof, "transpose_b");
+        transpose_b(rows * n1, c0, wfz, bt.get());
+    }
+    for (dim_t n = 0; n < p.mb; ++n)
+        for (dim_t mb0 = 0; mb0 < m1; mb0 += chunk) {
+            const dim_t cm = std::min(chunk, m1 - mb0);
+            {
+                Span s(prof, "im2col");
+                im2col_fractal_kernel(p, c0, x5d, n, a.get(), mb0, mb0 + cm);
+            }
+            Span s(prof, "fractal_gemm");
+            const dim_t tiles = cm * tn;
+#pragma omp parallel for schedule(dynamic, 2) if (tiles > 1 && rows * tiles * frac > 32768)
+            for (dim_t t = 0; t < tiles; ++t) {
+                const dim_t mb = t / tn, nb = t % tn;
+                float acc[kN0 * kN0];
+                if (nb < n1)
+                    tile_product_any(c0, a.get() + mb * frac, cm * frac, bt.get() + nb * frac,
+                                     n1 * frac, rows, acc);
+                else
+                    std::fill(acc, acc + kN0 * kN0, 0.0f);
+                // Write the tile to NC1HWC0: row i is output position m = (mb0 + mb)*16 + i,
+                // column j output channel k = nb*16 + j (block k/C0, lane k%C0); lanes k >= K
+                // are zeros.
+                for (dim_t i = 0; i < kN0; ++i) {
+                    dim_t mm = (mb0 + mb) * kN0 + i;
+                    if (mm >= m) break;
+                    const dim_t ow = mm % g.out[2];
+                    mm /= g.out[2];
+                    const dim_t oh = mm % g.out[1], od = mm / g.out[1];
+                    for (dim_t j = 0; j < kN0; ++j) {
+                        const dim_t k = nb * kN0 + j;
+                        if (k >= k_lanes) break;
+                        float v = 0.0f;
+                        if (k < p.oc) v = acc[i * kN0 + j] + (bias ? bias[k] : 0.0f);
+                        y5d[yg.offset(n, od, k / c0, oh, ow, k % c0)] = v;
+                    }
+                }
+            }
+        }
+}
+
+void forward_fractal(const Problem& p, const ConvArgs& a, Profiler* prof) {
+    forward_fractal(p, a, prof, Options{});
+}
+
+void forward_fractal(const Problem& p, const ConvArgs& a, Profiler* prof, const Options& o) {
+    check_c0(o.c0);
+    const Problem q = one_group(p);
+    const std::vector<dim_t> xd = q.src_dims(), wd = q.wei_dims(), yd = q.dst_dims();
+    const ActGeom xg = ActGeom::of(xd, o.c0), yg = ActGeom::of(yd, o.c0);
+    const WeiGeom wg = WeiGeom::of(wd, o.c0);
+    auto x5 = buffer(xg.size()), wz = buffer(wg.size()), y5 = buffer(yg.size());
+    const dim_t wslice = q.oc * q.ic * q.kernel_spatial();
+    for (dim_t g = 0; g < p.groups; ++g) {
+        {
+            Span s(prof, "pack");
+            pack_activation_kernel(xd, o.c0, a.src, x5.get(), p.ic, g * q.ic);
+            pack_weight_kernel(wd, o.c0, a.wei + g * wslice, wz.get());
+            round_storage(o.storage, x5.get(), xg.size());
+            round_storage(o.storage, wz.get(), wg.size());
+        }
+        conv_fractal(q, o.c0, x5.get(), wz.get(), a.bias ? a.bias + g * q.oc : nullptr, y5.get(),
+                     prof);
+        Span s(prof, "unpack");
+        round_storage(o.storage, y5.get(), yg.size());
+        unpack_activation_kernel(yd, o.c0, y5.get(), a.dst, p.oc, g * q.oc);
+    }
+}
+
+void backward_data_fractal_via_forward(const Problem& p, const ConvArgs& a, Profiler* prof) {
+    backward_data_fractal_via_forward(p, a, prof, Options{});
+}
+
+void backward_data_fractal_via_forward(const Problem& p, const ConvArgs& a, Profiler* prof,
+                                       const Options& o) {
+    check_c0(o.c0);
+    const dim_t c0 = o.c0;
+    const Problem p1 = one_group(p);
+    const Problem q = maps::backward_data_as_forward(p1);
+    // dY of one group (N, K/G, out...), its zero insertion, and the pads with r.
+    const std::vector<dim_t> yd = p1.dst_dims(), wd = p1.wei_dims(), xd = p1.src_dims();
+    std::vector<dim_t> zd{p.mb, p1.oc}, pb, pe;
+    for (int i = 0; i < p.ndims; ++i) {
+        zd.push_back((p.out(i) - 1) * p.stride[i] + 1);
+        const dim_t span = (p.kernel[i] - 1) * p.dilation[i];
+        pb.push_back(span - p.pad_begin[i]);
+        pe.push_back(span - p.pad_end[i] + p.leftover(i));
+    }
+    const ActGeom yg = ActGeom::of(yd, c0), zg = ActGeom::of(zd, c0),
+                  qg = ActGeom::of(q.src_dims(), c0), xg = ActGeom::of(xd, c0);
+    const WeiGeom wg = WeiGeom::of(wd, c0), fg = WeiGeom::of(q.wei_dims(), c0);
+    auto y5 = buffer(yg.size()), z5 = buffer(zg.size()), q5 = buffer(qg.size());
+    auto wz = buffer(wg.size()), wf = buffer(fg.size()), x5 = buffer(xg.size());
+    const dim_t wslice = p1.oc * p1.ic * p.kernel_spatial();
+    for (dim_t g = 0; g < p.groups; ++g) {
+        {
+            Span s(prof, "pack");
+            pack_activation_kernel(yd, c0, a.diff_dst, y5.get(), p.oc, g * p1.oc);
+            pack_weight_kernel(wd, c0, a.wei + g * wslice, wz.get());
+            round_storage(o.storage, y5.get(), yg.size());
+            round_storage(o.storage, wz.get(), wg.size());
+        }
+        {
+            Span s(prof, "zero-insert");
+            strided5d_kernel(p1, c0, y5.get(), z5.get());
+        }
+        {
+            Span s(prof, "pad");
+            pad5d_kernel(zd, pb, pe, c0, z5.get(), q5.get());
+        }
+        {
+            Span s(prof, "fliprot");
+            fliprot_fz_kernel(p1, c0, wz.get(), wf.get());
+        }
+        conv_fractal(q, c0, q5.get(), wf.get(), nullptr, x5.get(), prof);
+        Span s(prof, "unpack");
+        round_storage(o.storage, x5.get(), xg.size());
+        unpack_activation_kernel(xd, c0, x5.get(), a.diff_src, p.ic, g * p1.ic);
+    }
+}
+
+void backward_weight_fractal_fz(const Problem& p, const float* src, const float* diff_dst,
+                                float* dw_fz, Profiler* prof, const Options& o) {
+    check_c0(o.c0);
+    const dim_t c0 = o.c0;
+    const Problem p1 = one_group(p);
+    const Problem q = maps::backward_weight_as_forward(p1);
+    const std::vector<dim_t> xd = p1.src_dims(), yd = p1.dst_dims(), rd = q.dst_dims();
+    const ActGeom xg = ActGeom::of(xd, c0), yg = ActGeom::of(yd, c0),
+                  tg = ActGeom::of(q.src_dims(), c0), rg = ActGeom::of(rd, c0);
+    const WeiGeom kg = WeiGeom::of(q.wei_dims(), c0), dg = WeiGeom::of(p.wei_dims(), c0);
+    auto x5 = buffer(xg.size()), xt = buffer(tg.size()), y5 = buffer(yg.size());
+    auto yf = buffer(kg.size()), r5 = buffer(rg.size());
+    if (p.groups > 1) {
+        // Groups write their output channels only; the padding rows of N1 stay zero.
+        Span s(prof, "zero");
+        std::fill(dw_fz, dw_fz + dg.size(), 0.0f);
+    }
+    for (dim_t g = 0; g < p.groups; ++g) {
+        {
+            Span s(prof, "pack");
+            pack_activation_kernel(xd, c0, src, x5.get(), p.ic, g * p1.ic);
+            pack_activation_kernel(yd, c0, diff_dst, y5.get(), p.oc, g * p1.oc);
+            round_storage(o.storage, x5.get(), xg.size());
+            round_storage(o.storage, y5.get(), yg.size());
+        }
+        {
+            Span s(prof, "tnc");
+            tnc5d_kernel(xd, c0, x5.get(), xt.get());
+        }
+        {
+            Span s(prof, "tncf");
+            tncf_kernel(yd, c0, y5.get(), yf.get());
+        }
+        conv_fractal(q, c0, xt.get(), yf.get(), nullptr, r5.get(), prof);
+        // (C/G, K/G, k...) in NC1HWC0 -> FRACTAL_Z of (K, C/G, k...), this group's K/G rows.
+        Span s(prof, "tncf");
+        if (p.groups == 1)
+            tncf_kernel(rd, c0, r5.get(), dw_fz);
+        else
+            tncf_kernel(rd, c0, r5.get(), dw_fz, p.oc, g * p1.oc);
+    }
+}
+
+void backward_weight_fractal_via_forward(const Problem& p, const ConvArgs& a, Profiler* prof) {
+    backward_weight_fractal_via_forward(p, a, prof, Options{});
+}
+
+void backward_weight_fractal_via_forward(const Problem& p, const ConvArgs& a, Profiler* prof,
+                                         const Options& o) {
+    check_c0(o.c0);
+    const std::vector<dim_t> wd = p.wei_dims();
+    auto fz = buffer(WeiGeom::of(wd, o.c0).size());
+    backward_weight_fractal_fz(p, a.src, a.diff_dst, fz.get(), prof, o);
+    Span s(prof, "unpack");
+    unpack_weight_kernel(wd, o.c0, fz.get(), a.diff_wei);
+}
+
+namespace {
+
+// A dense row-major fp32 copy of t (any layout, any dtype), after checking its dims.
+Tensor dense_f32(const char* what, const Tensor& t, const std::vector<dim_t>& want) {
+    if (t.dims() != want)
+        throw Error(std::string(what) + " has dims " + t.shape_str() + ", expected " +
+                    dims_str(want));
+    if (t.dtype() == DType::f32 && t.layout().is_row_major()) return t;
+    Tensor out(want);
+    std::vector<dim_t> c(want.size());
+    for (dim_t i = 0; i < out.numel(); ++i) {
+        t.coord_of(i, c);
+        out.f32()[i] = t.get(c);
+    }
+    return out;
+}
+
+}  // namespace
+
+Tensor forward(const Problem& p, const Tensor& src, const Tensor& wei, const Tensor* bias,
+               const Options& o, Profiler* prof) {
+    p.check();
+    check_c0(o.c0);
+    const Tensor x = dense_f32("src", src, p.src_dims());
+    const Tensor w = dense_f32("wei", wei, p.wei_dims());
+    Tensor b;
+    if (bias) b = dense_f32("bias", *bias, {p.oc});
+    Tensor dst(p.dst_dims());
+    ConvArgs args;
+    args.src = x.f32();
+    args.wei = w.f32();
+    args.bias = bias ? b.f32() : nullptr;
+    args.dst = dst.f32();
+    forward_fractal(p, args, prof, o);
+    return dst;
+}
+
+Tensor backward_data(const Problem& p, const Tensor& diff_dst, const Tensor& wei, const Options& o,
+                     Profiler* prof) {
+    p.check();
+    check_c0(o.c0);
+    const Tensor dy = dense_f32("diff_dst", diff_dst, p.dst_dims());
+    const Tensor w = dense_f32("wei", wei, p.wei_dims());
+    Tensor dx(p.src_dims());
+    ConvArgs args;
+    args.diff_dst = dy.f32();
+    args.wei = w.f32();
+    args.diff_src = dx.f32();
+    backward_data_fractal_via_forward(p, args, prof, o);
+    return dx;
+}
+
+Tensor backward_weight(const Problem& p, const Tensor& src, const Tensor& diff_dst,
+                       const Options& o, Profiler* prof) {
+    p.check();
+    check_c0(o.c0);
+    const Tensor x = dense_f32("src", src, p.src_dims());
+    const Tensor dy = dense_f32("diff_dst", diff_dst, p.dst_dims());
+    Tensor dw(p.wei_dims());
+    ConvArgs args;
+    args.src = x.f32();
+    args.diff_dst = dy.f32();
+    args.diff_wei = dw.f32();
+    backward_weight_fractal_via_forward(p, args, prof, o);
+    return dw;
+}
+
+Tensor backward_weight_fz(const Problem& p, const Tensor& src, const Tensor& diff_dst,
+                          const Options& o, Profiler* prof) {
+    p.check();
+    check_c0(o.c0);
+    const Tensor x = dense_f32("src", src, p.src_dims());
+    const Tensor dy = dense_f32("diff_dst", diff_dst, p.dst_dims());
+    Tensor dw(weight_layout(p.wei_dims(), o.c0), DType::f32);
+    backward_weight_fractal_fz(p, x.f32(), dy.f32(), dw.f32(), prof, o);
+    return dw;
+}
+
+}  // namespace convlab::davinci

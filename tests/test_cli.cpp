@@ -1,0 +1,471 @@
+// The command-line subcommands, driven in-process through run_cli (and once through the real
+// binary): every subcommand on small problems, compute against the engine element by element,
+// and every bad input refused with exit status 2, one "convlab: " line and no output file.
+#include <doctest/doctest.h>
+#include <sys/wait.h>  // WEXITSTATUS
+#include <unistd.h>    // getpid
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <limits>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli/cli.hpp"
+#include "convlab/conv.hpp"
+#include "convlab/maps.hpp"
+#include "convlab/npy.hpp"
+#include "test_util.hpp"
+
+using namespace convlab;
+using convlab::test::check_equal;
+namespace fs = std::filesystem;
+
+namespace {
+
+// A fresh folder under the system temp folder, removed with everything in it.
+struct TempDir {
+    fs::path path;
+    TempDir() {
+        static int counter = 0;
+        path = fs::temp_directory_path() /
+               ("convlab_cli_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
+        fs::remove_all(path);
+        fs::create_directories(path);
+    }
+    ~TempDir() {
+        std::error_code ec;
+        fs::remove_all(path, ec);
+    }
+    std::string operator/(const std::string& name) const { return (path / name).string(); }
+    std::vector<std::string> listing() const {
+        std::vector<std::string> names;
+        for (const auto& e : fs::directory_iterator(path)) names.push_back(e.path().filename());
+        std::sort(names.begin(), names.end());
+        return names;
+    }
+};
+
+struct Run {
+    int status;
+    std::string out, err;
+};
+
+Run run(std::vector<std::string> args) {
+    std::ostringstream out, err;
+    const int status = run_cli(std::move(args), out, err);
+    return {status, out.str(), err.str()};
+}
+
+std::string joined(const std::vector<std::string>& args) {
+    std::string s;
+    for (const auto& a : args) s += (s.empty() ? "" : " ") + a;
+    return s;
+}
+
+// Exit status 0, nothing on stderr.
+Run run_ok(const std::vector<std::string>& args) {
+    Run r = run(args);
+    INFO("convlab " << joined(args) << "\nstderr: " << r.err);
+    CHECK(r.status == 0);
+    CHECK(r.err.empty());
+    return r;
+}
+
+// Exit status 2, exactly one line on stderr starting "convlab: " and containing `needle`,
+// nothing on stdout.
+void check_refused(const std::vector<std::string>& args, const std::string& needle) {
+    const Run r = run(args);
+    INFO("convlab " << joined(args) << "\nstderr: " << r.err);
+    CHECK(r.status == 2);
+    CHECK(r.err.rfind("convlab: ", 0) == 0);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    CHECK((!r.err.empty() && r.err.back() == '\n'));
+    CHECK(r.err.find(needle) != std::string::npos);
+    CHECK(r.out.empty());
+}
+
+int count_lines_starting(const std::string& text, const std::string& prefix) {
+    int n = 0;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);) n += line.rfind(prefix, 0) == 0;
+    return n;
+}
+
+const Pass kPasses[] = {Pass::Forward, Pass::BackwardData, Pass::BackwardWeight,
+                        Pass::BackwardBias};
+
+// Small problems of 1, 2 and 3 spatial dims with groups, dilation, stride and leftover r > 0.
+const char* const kProblems[] = {
+    "g2mb2ic4ih9iw8oc6kh3kw2sh2sw3ph1dh1",
+    "mb2ic3id5ih4iw6oc2kd2kh3kw2sd2sh1sw2",
+    "mb2ic4iw11oc6kw3sw2dw1pw2",
+    "mb1ic3ih12oc4kh3sh2ph1",
+};
+
+std::vector<std::string> algo_names(Pass pass) {
+    std::vector<std::string> names;
+    for (const Algorithm* a : algorithms(pass)) names.push_back(a->name);
+    return names;
+}
+
+}  // namespace
+
+TEST_CASE("cli: help, usage and version exit 0") {
+    for (const std::vector<std::string>& args :
+         {std::vector<std::string>{}, {"help"}, {"--help"}, {"-h"}, {"help", "help"}}) {
+        const Run r = run_ok(args);
+        CHECK(r.out.find("usage: convlab <command>") != std::string::npos);
+        for (const char* c : {"compute", "map", "algos", "describe"})
+            CHECK(r.out.find(std::string("  ") + c) != std::string::npos);
+    }
+    for (const std::vector<std::string>& args :
+         {std::vector<std::string>{"help", "compute"}, {"compute", "--help"}, {"compute", "-h"}})
+        CHECK(run_ok(args).out.find("--diff-dst FILE") != std::string::npos);
+    CHECK(run_ok({"map", "--help"}).out.find("--step-granularity") != std::string::npos);
+    CHECK(run_ok({"help", "describe"}).out.find("usage: convlab describe") != std::string::npos);
+    CHECK(run_ok({"--version"}).out.rfind("convlab ", 0) == 0);
+}
+
+TEST_CASE("cli: algos lists every algorithm of every pass with its summary") {
+    const std::string out = run_ok({"algos"}).out;
+    for (Pass pass : kPasses)
+        CHECK(out.find(std::string(pass_name(pass)) + "\n") != std::string::npos);
+    for (const Algorithm& a : algorithms()) {
+        // The algorithm's line follows its pass's heading.
+        const std::size_t heading = out.find(std::string(pass_name(a.pass)) + "\n");
+        const std::size_t line = out.find(std::string("  ") + a.name, heading);
+        INFO(a.name);
+        CHECK(line != std::string::npos);
+        CHECK(out.find(a.summary, line) != std::string::npos);
+    }
+}
+
+TEST_CASE("cli: describe prints the descriptor, sizes, leftover r, FLOPs and shapes") {
+    // ResNet-50 conv1: 224, k7, s2, p3: output 112 with a leftover row r = 1 on both axes.
+    const std::string desc = "mb1ic3ih224oc64oh112kh7sh2ph3";
+    const Problem p = parse_descriptor(desc);
+    const std::string out = run_ok({"describe", "--problem", desc}).out;
+    CHECK(out.find(to_descriptor(p)) != std::string::npos);
+    CHECK(out.find("(1,3,224,224)") != std::string::npos);
+    CHECK(out.find("(64,3,7,7)") != std::string::npos);
+    CHECK(out.find("(1,64,112,112)") != std::string::npos);
+    CHECK(out.find("236027904") != std::string::npos);  // 2*1*64*3*112*112*7*7
+    std::istringstream lines(out);
+    int axes = 0;
+    for (std::string line; std::getline(lines, line);) {
+        if (line.rfind("h ", 0) != 0 && line.rfind("w ", 0) != 0) continue;
+        std::istringstream cols(line);
+        std::vector<std::string> v{std::istream_iterator<std::string>(cols), {}};
+        // axis in kernel stride dilation pad_begin pad_end k_eff out r
+        REQUIRE(v.size() == 10);
+        CHECK(v[1] == "224");
+        CHECK(v[8] == "112");
+        CHECK(v[9] == "1");
+        ++axes;
+    }
+    CHECK(axes == 2);
+}
+
+TEST_CASE("cli: map prints the engine's dump of every named map, text and json") {
+    for (const char* desc : kProblems) {
+        const Problem p = parse_descriptor(desc);
+        for (const std::string& name : maps::names()) {
+            INFO(desc << " " << name);
+            const IndexMap m = maps::by_name(name, p);
+            const auto with_newline = [](std::string s) {
+                return s.empty() || s.back() == '\n' ? s : s + "\n";
+            };
+            CHECK(run_ok({"map", "--map", name, "--problem", desc}).out == with_newline(m.dump()));
+            CHECK(run_ok({"map", "--map", name, "--problem", desc, "--format", "json"}).out ==
+                  with_newline(m.dump_json()));
+            CHECK(run_ok({"map", "--map=" + name, "--problem=" + std::string(desc), "--limit", "3"})
+                      .out == with_newline(m.dump(3)));
+            CHECK(run_ok(
+                      {"map", "--map", name, "--problem", desc, "--format", "json", "--limit", "0"})
+                      .out == with_newline(m.dump_json(0)));
+        }
+    }
+}
+
+TEST_CASE("cli: map --step-granularity lists the pairs step by step") {
+    const std::string desc = "mb1ic2ih5oc3kh3sh2ph1";
+    const IndexMap m = maps::im2col(parse_descriptor(desc));
+    const std::vector<std::string> base{"map", "--map", "im2col", "--problem", desc};
+    const auto with = [&](std::vector<std::string> extra) {
+        std::vector<std::string> a = base;
+        a.insert(a.end(), extra.begin(), extra.end());
+        return a;
+    };
+    for (Granularity g : {Granularity::Element, Granularity::Line, Granularity::Whole}) {
+        INFO(granularity_name(g));
+        const std::string out = run_ok(with({"--step-granularity", granularity_name(g)})).out;
+        CHECK(count_lines_starting(out, "step ") == m.num_steps(g));
+        CHECK(count_lines_starting(out, "  dst(") == m.dst().numel());  // a gather: one a dst
+        const std::string json =
+            run_ok(with({"--step-granularity", granularity_name(g), "--format", "json"})).out;
+        CHECK(json.find("\"num_steps\":" + std::to_string(m.num_steps(g))) != std::string::npos);
+        CHECK(json.find("\"truncated\":false") != std::string::npos);
+    }
+    const std::string capped = run_ok(with({"--step-granularity", "line", "--limit", "7"})).out;
+    CHECK(count_lines_starting(capped, "  dst(") == 7);
+    CHECK(count_lines_starting(capped, "step ") == (7 + m.dst().dims[2] - 1) / m.dst().dims[2]);
+    CHECK(capped.find("stopped after 7 pairs") != std::string::npos);
+    const std::string capped_json =
+        run_ok(with({"--step-granularity", "whole", "--limit", "2", "--format", "json"})).out;
+    CHECK(capped_json.find("\"truncated\":true") != std::string::npos);
+    // Reduce maps: col2im sums into the image; padding entries go nowhere.
+    const std::string col2im =
+        run_ok({"map", "--map", "col2im", "--problem", desc, "--step-granularity", "element"}).out;
+    CHECK(col2im.find(" += src(") != std::string::npos);
+    CHECK(col2im.find("(unused) src(") != std::string::npos);
+}
+
+TEST_CASE("cli: compute on given .npy files writes what the engine's direct algorithm computes") {
+    TempDir dir;
+    std::mt19937 rng(2024);
+    for (const char* desc : kProblems) {
+        const Problem p = parse_descriptor(desc);
+        const Tensor src = convlab::test::integer_tensor(p.src_dims(), rng);
+        const Tensor wei = convlab::test::integer_tensor(p.wei_dims(), rng);
+        const Tensor bias = convlab::test::integer_tensor({p.oc}, rng);
+        const Tensor diff_dst = convlab::test::integer_tensor(p.dst_dims(), rng);
+        write_npy(dir / "src.npy", src);
+        write_npy(dir / "wei.npy", wei);
+        write_npy(dir / "bias.npy", bias);
+        write_npy(dir / "diff_dst.npy", diff_dst);
+        for (Pass pass : kPasses) {
+            Tensor want;
+            std::vector<std::string> inputs;
+            switch (pass) {
+                case Pass::Forward:
+                    want = forward(p, src, wei, &bias, "direct");
+                    inputs = {"--src",         dir / "src.npy", "--wei",
+                              dir / "wei.npy", "--bias",        dir / "bias.npy"};
+                    break;
+                case Pass::BackwardData:
+                    want = backward_data(p, diff_dst, wei, "direct");
+                    inputs = {"--diff-dst", dir / "diff_dst.npy", "--wei", dir / "wei.npy"};
+                    break;
+                case Pass::BackwardWeight:
+                    want = backward_weight(p, src, diff_dst, "direct");
+                    inputs = {"--src", dir / "src.npy", "--diff-dst", dir / "diff_dst.npy"};
+                    break;
+                case Pass::BackwardBias:
+                    want = backward_bias(p, diff_dst);
+                    inputs = {"--diff-dst", dir / "diff_dst.npy"};
+                    break;
+            }
+            const std::string label = std::string(desc) + " " + pass_name(pass);
+            INFO(label);
+            CHECK(convlab::test::density(want) > 0.25);  // stride/dilation skips leave gaps
+            for (const std::string& algo : algo_names(pass)) {
+                const std::string out = dir / "out.npy";
+                std::vector<std::string> args{"compute", "--problem",     desc,
+                                              "--pass",  pass_name(pass), "--algo",
+                                              algo,      "--out",         out};
+                args.insert(args.end(), inputs.begin(), inputs.end());
+                const Run r = run_ok(args);
+                CHECK(r.out == "wrote " + out + " " + want.shape_str() + " " + pass_name(pass) +
+                                   " " + algo + "\n");
+                check_equal(read_npy(out), want,
+                            std::string(desc) + " " + pass_name(pass) + " " + algo);
+                fs::remove(out);
+            }
+        }
+    }
+}
+
+TEST_CASE("cli: generated inputs are deterministic and every algorithm agrees with direct") {
+    TempDir dir;
+    for (const char* desc : kProblems) {
+        for (Pass pass : kPasses) {
+            const auto compute = [&](const std::string& algo, const std::string& seed) {
+                const std::string out = dir / (algo + "_" + seed + ".npy");
+                run_ok({"compute", "--problem", desc, "--pass", pass_name(pass), "--algo", algo,
+                        "--seed", seed, "--out", out});
+                return read_npy(out);
+            };
+            const Tensor direct = compute("direct", "7");
+            const std::string label = std::string(desc) + " " + pass_name(pass);
+            INFO(label);
+            CHECK(convlab::test::density(direct) > 0.25);
+            for (const std::string& algo : algo_names(pass))
+                check_equal(compute(algo, "7"), direct,
+                            std::string(desc) + " " + pass_name(pass) + " " + algo);
+            check_equal(compute("direct", "7"), direct, "same seed, same result");
+            const Tensor other = compute("direct", "8");
+            bool differs = false;
+            for (dim_t i = 0; i < other.numel(); ++i) differs |= other.f32()[i] != direct.f32()[i];
+            CHECK(differs);
+            for (const auto& f : fs::directory_iterator(dir.path)) fs::remove(f.path());
+        }
+    }
+}
+
+TEST_CASE("cli: bwd_bias takes no algorithm or direct; --timings and --threads") {
+    TempDir dir;
+    const std::string out = dir / "db.npy";
+    const std::vector<std::string> base{
+        "compute", "--problem", "mb2ic3ih8oc4kh3ph1", "--pass", "bwd_bias", "--out", out};
+    CHECK(run_ok(base).out == "wrote " + out + " (4) bwd_bias direct\n");
+    std::vector<std::string> args = base;
+    args.insert(args.end(), {"--algo", "direct"});
+    run_ok(args);
+
+    const Run timed =
+        run_ok({"compute", "--problem", "mb2ic3ih8oc4kh3ph1", "--pass", "fwd", "--algo",
+                "im2col_gemm", "--out", out, "--timings", "--threads", "2"});
+    set_num_threads(0);
+    CHECK(timed.out.rfind("wrote " + out + " (2,4,8,8) fwd im2col_gemm\n", 0) == 0);
+    CHECK(timed.out.find("\noperation") != std::string::npos);
+    CHECK(timed.out.find("\ntotal") != std::string::npos);
+    CHECK(timed.out.find("gemm") != std::string::npos);
+}
+
+TEST_CASE("cli: every bad input exits 2 with one line and writes nothing") {
+    TempDir dir;
+    const std::string desc = "mb2ic3ih8oc4kh3ph1";  // src (2,3,8,8), wei (4,3,3,3), dst (2,4,8,8)
+    std::mt19937 rng(3);
+    write_npy(dir / "src.npy", convlab::test::integer_tensor({2, 3, 8, 8}, rng));
+    write_npy(dir / "small.npy", convlab::test::integer_tensor({2, 3, 7, 7}, rng));
+    {
+        Tensor nan_wei = convlab::test::integer_tensor({4, 3, 3, 3}, rng);
+        nan_wei.f32()[5] = std::numeric_limits<float>::quiet_NaN();
+        write_npy(dir / "nan.npy", nan_wei);
+    }
+    std::ofstream(dir / "garbage.npy") << "not numpy at all";
+    fs::create_directory(dir.path / "folder");
+    const std::vector<std::string> prepared = dir.listing();
+
+    const std::string out = dir / "out.npy";
+    const auto fwd = [&](std::vector<std::string> extra) {
+        std::vector<std::string> a{"compute", "--problem", desc,    "--pass", "fwd",
+                                   "--algo",  "direct",    "--out", out};
+        a.insert(a.end(), extra.begin(), extra.end());
+        return a;
+    };
+    const struct {
+        std::vector<std::string> args;
+        std::string needle;
+    } cases[] = {
+        {{"frobnicate"}, "unknown command 'frobnicate' (commands: compute, map, algos"},
+        {{"--frob"}, "unknown option '--frob'"},
+        {{"help", "nope"}, "help: unknown command 'nope'"},
+        {{"compute", "--problem"}, "--problem needs a value (DESC)"},
+        {{"compute", "--problem", "--pass", "fwd"}, "--problem needs a value"},
+        {{"compute", "--out="}, "--out needs a value"},
+        {{"compute", "--pass", "fwd", "--algo", "direct", "--out", out}, "compute needs --problem"},
+        {{"compute", "--problem", desc, "--algo", "direct", "--out", out}, "compute needs --pass"},
+        {{"compute", "--problem", desc, "--pass", "fwd", "--algo", "direct"},
+         "compute needs --out"},
+        {{"compute", "--problem", desc, "--pass", "fwd", "--out", out},
+         "compute needs --algo (fwd: direct"},
+        {{"compute", "--problem", "mb2ic3ih8oc4kh3ph1zz9", "--pass", "fwd", "--algo", "direct",
+          "--out", out},
+         "--problem: "},
+        {{"compute", "--problem", "mb1ic3ih4oc4kh7", "--pass", "fwd", "--algo", "direct", "--out",
+          out},
+         "--problem: "},
+        {{"compute", "--problem", desc, "--pass", "sideways", "--algo", "direct", "--out", out},
+         "--pass: pass 'sideways'"},
+        {fwd({"--algo", "nope"}), "--algo given twice"},
+        {{"compute", "--problem", desc, "--pass", "fwd", "--algo", "nope", "--out", out},
+         "--algo: "},
+        {{"compute", "--problem", desc, "--pass", "bwd_bias", "--algo", "im2col_gemm", "--out",
+          out},
+         "--algo: "},
+        {fwd({"--src", dir / "small.npy"}),
+         "--src " + (dir / "small.npy") + " has shape (2,3,7,7), problem needs (2,3,8,8)"},
+        {fwd({"--wei", dir / "src.npy"}), "has shape (2,3,8,8), problem needs (4,3,3,3)"},
+        {fwd({"--src", dir / "garbage.npy"}), dir / "garbage.npy" + ": not an .npy file"},
+        {fwd({"--src", dir / "missing.npy"}), "cannot open: No such file or directory"},
+        {fwd({"--wei", dir / "nan.npy"}), "element 5 at (0,0,1,2) is NaN: input must be finite"},
+        {fwd({"--diff-dst", dir / "src.npy"}),
+         "--diff-dst is not read by fwd (it reads --src and --wei)"},
+        {{"compute", "--problem", desc, "--pass", "bwd_data", "--algo", "direct", "--out", out,
+          "--src", dir / "src.npy"},
+         "--src is not read by bwd_data"},
+        {{"compute", "--problem", desc, "--pass", "fwd", "--algo", "direct", "--out",
+          dir / "no/dir/y.npy"},
+         "cannot write " + (dir / "no/dir/y.npy") + ": No such file or directory"},
+        {{"compute", "--problem", desc, "--pass", "fwd", "--algo", "direct", "--out",
+          dir / "folder"},
+         "cannot write " + (dir / "folder") + ": Is a directory"},
+        {fwd({"--problem", desc}), "--problem given twice"},
+        {fwd({"--seed", "abc"}), "--seed 'abc'"},
+        {fwd({"--seed", "-1"}), "--seed '-1'"},
+        {fwd({"--threads", "-1"}), "--threads '-1'"},
+        {fwd({"--threads", "2x"}), "--threads '2x'"},
+        {fwd({"--timings=yes"}), "--timings takes no value"},
+        {fwd({"extra"}), "compute: unexpected argument 'extra'"},
+        {fwd({"--unknown", "1"}), "compute: unknown option '--unknown' (options: --problem"},
+        // Too large to hold: refused by the tensor limit, not by a crash or a swap storm.
+        {{"compute", "--problem", "mb1ic1ih65536iw65537oc1kh1kw1", "--pass", "bwd_bias", "--out",
+          out},
+         "limit"},
+        {{"map", "--map", "nope", "--problem", desc}, "--map: "},
+        {{"map", "--map", "im2col", "--problem", desc, "--format", "xml"},
+         "--format 'xml': expected text or json"},
+        {{"map", "--map", "im2col", "--problem", desc, "--limit", "-3"}, "--limit '-3'"},
+        {{"map", "--map", "im2col", "--problem", desc, "--step-granularity", "tile"},
+         "--step-granularity: "},
+        {{"map", "--problem", desc}, "map needs --map"},
+        {{"algos", "--all"}, "algos: unknown option '--all'"},
+        {{"describe", desc}, "describe: unexpected argument"},
+        {{"describe"}, "describe needs --problem"},
+        {{"describe", "--problem", "ic0"}, "--problem: "},
+    };
+    for (const auto& c : cases) {
+        check_refused(c.args, c.needle);
+        CHECK_FALSE(fs::exists(out));
+        CHECK(dir.listing() == prepared);
+        CHECK(fs::is_empty(dir.path / "folder"));
+    }
+}
+
+TEST_CASE("cli: a failed compute leaves an existing output untouched") {
+    TempDir dir;
+    const std::string out = dir / "out.npy";
+    std::ofstream(out) << "previous result";
+    std::ofstream(dir / "garbage.npy") << "garbage";
+    check_refused({"compute", "--problem", "mb2ic3ih8oc4kh3ph1", "--pass", "fwd", "--algo",
+                   "direct", "--src", dir / "garbage.npy", "--out", out},
+                  "not an .npy file");
+    std::ifstream in(out);
+    CHECK(std::string(std::istreambuf_iterator<char>(in), {}) == "previous result");
+    CHECK(dir.listing() == std::vector<std::string>{"garbage.npy", "out.npy"});
+}
+
+TEST_CASE("cli: the convlab binary exits 0 for algos and 2 for a bad descriptor") {
+    TempDir dir;
+    const auto shell = [&](const std::string& args) {
+        const std::string cmd = std::string("'") + CONVLAB_BINARY + "' " + args + " > '" +
+                                (dir / "stdout") + "' 2> '" + (dir / "stderr") + "'";
+        const int status = std::system(cmd.c_str());
+        REQUIRE(WIFEXITED(status));
+        return WEXITSTATUS(status);
+    };
+    const auto text = [&](const char* name) {
+        std::ifstream in(dir / name);
+        return std::string(std::istreambuf_iterator<char>(in), {});
+    };
+    CHECK(shell("algos") == 0);
+    CHECK(text("stdout").find("im2col_gemm") != std::string::npos);
+    CHECK(text("stderr").empty());
+
+    CHECK(shell("describe --problem mb2ic3ih8oc4kh3ph1zz9") == 2);
+    const std::string err = text("stderr");
+    CHECK(err.rfind("convlab: --problem: ", 0) == 0);
+    CHECK(std::count(err.begin(), err.end(), '\n') == 1);
+    CHECK(text("stdout").empty());
+
+    CHECK(shell("compute --problem mb2ic3ih8oc4kh3ph1 --pass fwd --algo im2col_gemm --out '" +
+                (dir / "y.npy") + "'") == 0);
+    CHECK(read_npy(dir / "y.npy").dims() == std::vector<dim_t>{2, 4, 8, 8});
+}
