@@ -8,6 +8,8 @@
 //   [SECTION] command table, help and dispatch
 #include "cli/cli.hpp"
 
+#include "cli/cli_common.hpp"
+
 #include <unistd.h>  // access
 
 #include <algorithm>
@@ -41,45 +43,13 @@
 #define CONVLAB_COMPILER "unknown compiler"
 #endif
 
-namespace convlab {
-
-namespace {
+namespace convlab::cli {
 
 namespace fs = std::filesystem;
 
 // [SECTION] options
 
-struct OptionSpec {
-    const char* name;   // "--problem"
-    const char* value;  // placeholder of its value ("DESC"), or nullptr for a switch
-    const char* help;
-};
-
-class Options {
-  public:
-    const std::string* get(std::string_view name) const {
-        const auto it = values_.find(name);
-        return it == values_.end() ? nullptr : &it->second;
-    }
-    bool has(std::string_view name) const { return get(name) != nullptr; }
-    const std::string& required(std::string_view command, std::string_view name) const {
-        if (const std::string* v = get(name)) return *v;
-        throw Error(std::string(command) + " needs " + std::string(name));
-    }
-    void set(std::string name, std::string value) { values_[std::move(name)] = std::move(value); }
-
-  private:
-    std::map<std::string, std::string, std::less<>> values_;
-};
-
-struct Command {
-    const char* name;
-    const char* summary;   // one line, for the command list
-    const char* synopsis;  // after "usage: convlab "
-    const char* details;   // printed after the options; may be empty
-    std::vector<OptionSpec> options;
-    void (*run)(const Options&, std::ostream& out);
-};
+namespace {
 
 const OptionSpec kHelpOption{"--help", nullptr, "this text"};
 
@@ -95,6 +65,8 @@ std::string option_list(const Command& cmd) {
     for (const auto& o : cmd.options) s += (s.empty() ? "" : ", ") + std::string(o.name);
     return s;
 }
+
+}  // namespace
 
 // "--name value" or "--name=value"; switches take no value. Every option at most once.
 Options parse_options(const Command& cmd, std::span<const std::string> args) {
@@ -130,16 +102,6 @@ Options parse_options(const Command& cmd, std::span<const std::string> args) {
 }
 
 // [SECTION] helpers
-
-// Runs f; an Error it throws gets `context` in front of its message.
-template <class F>
-auto in_context(const std::string& context, F&& f) -> decltype(f()) {
-    try {
-        return f();
-    } catch (const Error& e) {
-        throw Error(context + ": " + e.what());
-    }
-}
 
 std::int64_t parse_integer(std::string_view flag, const std::string& text, std::int64_t lo,
                            std::int64_t hi) {
@@ -219,6 +181,8 @@ std::string json_string(std::string_view s) {
     }
     return r + "\"";
 }
+
+namespace {
 
 // [SECTION] compute
 
@@ -656,9 +620,13 @@ std::string one_line(std::string s) {
 
 }  // namespace
 
+}  // namespace convlab::cli
+
+namespace convlab {
+
 int run_cli(std::vector<std::string> args, std::ostream& out, std::ostream& err) {
     try {
-        const int status = dispatch(args, out);
+        const int status = cli::dispatch(args, out);
         out.flush();
         if (!out) {
             err << "convlab: cannot write to standard output\n";
@@ -666,13 +634,13 @@ int run_cli(std::vector<std::string> args, std::ostream& out, std::ostream& err)
         }
         return status;
     } catch (const Error& e) {
-        err << "convlab: " << one_line(e.what()) << "\n";
+        err << "convlab: " << cli::one_line(e.what()) << "\n";
         return 2;
     } catch (const std::bad_alloc& e) {
-        err << "convlab: out of memory: " << one_line(e.what()) << "\n";
+        err << "convlab: out of memory: " << cli::one_line(e.what()) << "\n";
         return 2;
     } catch (const std::exception& e) {
-        err << "convlab: internal error: " << one_line(e.what()) << "\n";
+        err << "convlab: internal error: " << cli::one_line(e.what()) << "\n";
         return 1;
     } catch (...) {
         err << "convlab: internal error: unknown exception\n";

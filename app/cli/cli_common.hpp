@@ -1,0 +1,86 @@
+// Shared pieces of the convlab subcommands: the option table of a command, parsed options, and
+// the helpers every subcommand uses. A subcommand lives in its own file (cmd_*.cpp) and is listed
+// once in the command table of cli.cpp (commands()).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <ostream>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "convlab/problem.hpp"
+#include "convlab/tensor.hpp"
+
+namespace convlab::cli {
+
+struct OptionSpec {
+    const char* name;   // "--problem"
+    const char* value;  // placeholder of its value ("DESC"), or nullptr for a switch
+    const char* help;
+};
+
+class Options {
+  public:
+    const std::string* get(std::string_view name) const {
+        const auto it = values_.find(name);
+        return it == values_.end() ? nullptr : &it->second;
+    }
+    bool has(std::string_view name) const { return get(name) != nullptr; }
+    const std::string& required(std::string_view command, std::string_view name) const {
+        if (const std::string* v = get(name)) return *v;
+        throw Error(std::string(command) + " needs " + std::string(name));
+    }
+    // The value of `name`, or `fallback` when it was not given.
+    std::string value_or(std::string_view name, std::string fallback) const {
+        const std::string* v = get(name);
+        return v ? *v : std::move(fallback);
+    }
+    void set(std::string name, std::string value) { values_[std::move(name)] = std::move(value); }
+
+  private:
+    std::map<std::string, std::string, std::less<>> values_;
+};
+
+struct Command {
+    const char* name;
+    const char* summary;   // one line, for the command list
+    const char* synopsis;  // after "usage: convlab "
+    const char* details;   // printed after the options; may be empty
+    std::vector<OptionSpec> options;
+    // Throws Error for bad input (exit status 2); returns normally on success (status 0).
+    void (*run)(const Options&, std::ostream& out);
+};
+
+// "--name value" or "--name=value"; switches take no value. Every option at most once.
+Options parse_options(const Command& cmd, std::span<const std::string> args);
+
+// Runs f; an Error it throws gets `context` in front of its message.
+template <class F>
+auto in_context(const std::string& context, F&& f) -> decltype(f()) {
+    try {
+        return f();
+    } catch (const Error& e) {
+        throw Error(context + ": " + e.what());
+    }
+}
+
+// An integer in [lo, hi], or Error naming the flag and the range.
+std::int64_t parse_integer(std::string_view flag, const std::string& text, std::int64_t lo,
+                           std::int64_t hi);
+std::uint64_t parse_seed(const std::string& text);
+// --problem, parsed and checked (Error names the field and the rule).
+Problem problem_from(const Options& opts, std::string_view command);
+// Fails early, before any work, when `path` clearly cannot be written.
+void check_output_path(const std::string& path);
+// Generated inputs: integers in [-3, 3] from splitmix64 (exact sums in fp32); `salt` separates
+// the tensors of one seed.
+Tensor generate(std::vector<dim_t> dims, std::uint64_t seed, std::uint64_t salt);
+std::string json_string(std::string_view s);
+
+// [SECTION] commands defined in their own files (cmd_*.cpp), listed in cli.cpp's commands()
+// (one declaration here and one line there per command).
+
+}  // namespace convlab::cli
