@@ -308,7 +308,7 @@ TEST_CASE("cli: generated inputs are deterministic and every algorithm agrees wi
     }
 }
 
-TEST_CASE("cli: bwd_bias takes no algorithm or direct; --timings and --threads") {
+TEST_CASE("cli: bwd_bias takes no algorithm or direct, --timings and --threads") {
     TempDir dir;
     const std::string out = dir / "db.npy";
     const std::vector<std::string> base{

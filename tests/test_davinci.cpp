@@ -371,7 +371,7 @@ Dims swap01(Dims d) {
 
 }  // namespace
 
-TEST_CASE("davinci: pack/unpack equal the layouts; round trips; padding lanes zero; kernels") {
+TEST_CASE("davinci: pack/unpack equal the layouts, round trips, padding lanes zero, kernels") {
     std::mt19937 rng(11);
     for (int it = 0; it < 60; ++it) {
         const Dims dims = random_dims(rng);
@@ -446,7 +446,7 @@ TEST_CASE("davinci: pack/unpack kernels on a channel slice (one group of a wider
     }
 }
 
-TEST_CASE("davinci: tnc5d equals pack . tnc . unpack on every element; kernel equal") {
+TEST_CASE("davinci: tnc5d equals pack . tnc . unpack on every element, kernel equal") {
     std::mt19937 rng(13);
     for (int it = 0; it < 60; ++it) {
         const Dims dims = random_dims(rng, 40);
@@ -472,7 +472,7 @@ TEST_CASE("davinci: tnc5d equals pack . tnc . unpack on every element; kernel eq
     CHECK(dv::tnc5d({20, 3, 2, 2}).dst().str() == "(n=3,c1=2,h=2,w=2,c0=16)");
 }
 
-TEST_CASE("davinci: tncf equals pack_weight . tnc . unpack on every element; kernel equal") {
+TEST_CASE("davinci: tncf equals pack_weight . tnc . unpack on every element, kernel equal") {
     std::mt19937 rng(14);
     for (int it = 0; it < 60; ++it) {
         const Dims dims = random_dims(rng, 40);  // (A, B, spatial...): e.g. dY (N, K, out...)
@@ -555,7 +555,7 @@ TEST_CASE("davinci: fliprot_fz (direct formula) equals unpack . flip_rot . pack 
           dv::WeiGeom::of(p.wei_dims(), 8).offset(0, 0, 8, 0));
 }
 
-TEST_CASE("davinci: strided5d and pad5d equal pack . (strided | pad) . unpack; kernels equal") {
+TEST_CASE("davinci: strided5d and pad5d equal pack . (strided | pad) . unpack, kernels equal") {
     std::mt19937 rng(16);
     for (int it = 0; it < 60; ++it) {
         const Problem p = convlab::test::random_problem(rng);
@@ -602,7 +602,7 @@ TEST_CASE("davinci: strided5d and pad5d equal pack . (strided | pad) . unpack; k
     }
 }
 
-TEST_CASE("davinci: im2col_fractal equals im2col rearranged into fractals; kernel equal") {
+TEST_CASE("davinci: im2col_fractal equals im2col rearranged into fractals, kernel equal") {
     std::mt19937 rng(17);
     for (int it = 0; it < 60; ++it) {
         Problem p = convlab::test::random_problem(rng);
