@@ -18,6 +18,7 @@
 
 #include "cli/cli.hpp"
 #include "convlab/conv.hpp"
+#include "convlab/davinci.hpp"
 #include "convlab/maps.hpp"
 #include "convlab/npy.hpp"
 #include "test_util.hpp"
@@ -308,7 +309,196 @@ TEST_CASE("cli: generated inputs are deterministic and every algorithm agrees wi
     }
 }
 
-TEST_CASE("cli: bwd_bias takes no algorithm or direct; --timings and --threads") {
+namespace {
+
+// Rounds every element to the storage type (what fp16 / bf16 storage does to dst and diff_src).
+Tensor rounded_to(const Tensor& t, DType d) {
+    Tensor r = t;
+    for (dim_t i = 0; i < r.numel(); ++i)
+        r.f32()[i] = d == DType::f16    ? half_to_float(float_to_half(r.f32()[i]))
+                     : d == DType::bf16 ? bf16_to_float(float_to_bf16(r.f32()[i]))
+                                        : r.f32()[i];
+    return r;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "cli: compute --algo fractal | fractal_via_forward with --dtype and --c0, NCHW .npy in and "
+    "out") {
+    // Integer data in [-3, 3]: exact in fp16 / bf16, sums exact in fp32. So dst and diff_src
+    // equal direct's rounded to the storage type, and the fp32 weight gradient equals direct's.
+    TempDir dir;
+    std::mt19937 rng(77);
+    int runs = 0;
+    for (const char* desc : kProblems) {
+        const Problem p = parse_descriptor(desc);
+        const Tensor src = convlab::test::integer_tensor(p.src_dims(), rng);
+        const Tensor wei = convlab::test::integer_tensor(p.wei_dims(), rng);
+        const Tensor bias = convlab::test::integer_tensor({p.oc}, rng);
+        const Tensor dy = convlab::test::integer_tensor(p.dst_dims(), rng);
+        for (const char* name : {"src", "wei", "bias", "dy"})
+            write_npy(dir / (std::string(name) + ".npy"), name[0] == 's'   ? src
+                                                          : name[0] == 'w' ? wei
+                                                          : name[0] == 'b' ? bias
+                                                                           : dy);
+        const struct {
+            Pass pass;
+            const char* algo;
+            Tensor want;
+            std::vector<std::string> inputs;
+            bool rounded;
+        } cases[] = {
+            {Pass::Forward,
+             "fractal",
+             forward(p, src, wei, &bias, "direct"),
+             {"--src", dir / "src.npy", "--wei", dir / "wei.npy", "--bias", dir / "bias.npy"},
+             true},
+            {Pass::BackwardData,
+             "fractal_via_forward",
+             backward_data(p, dy, wei, "direct"),
+             {"--diff-dst", dir / "dy.npy", "--wei", dir / "wei.npy"},
+             true},
+            {Pass::BackwardWeight,
+             "fractal_via_forward",
+             backward_weight(p, src, dy, "direct"),
+             {"--src", dir / "src.npy", "--diff-dst", dir / "dy.npy"},
+             false},
+        };
+        for (const auto& c : cases)
+            for (const char* dtype : {"", "fp32", "fp16", "bf16"})
+                for (const char* c0 : {"", "16", "8", "4"}) {
+                    const std::string out = dir / "out.npy";
+                    std::vector<std::string> args{"compute", "--problem",       desc,
+                                                  "--pass",  pass_name(c.pass), "--algo",
+                                                  c.algo,    "--out",           out};
+                    args.insert(args.end(), c.inputs.begin(), c.inputs.end());
+                    if (*dtype) args.insert(args.end(), {"--dtype", dtype});
+                    if (*c0) args.insert(args.end(), {"--c0", c0});
+                    const std::string label = joined(args);
+                    INFO(label);
+                    const Run r = run_ok(args);
+                    std::string line = "wrote " + out + " " + c.want.shape_str() + " " +
+                                       pass_name(c.pass) + " " + c.algo;
+                    if (*dtype || *c0)
+                        line += std::string(" c0 ") + (*c0 ? c0 : "16") + " " +
+                                (*dtype ? dtype : "fp32") + " storage";
+                    CHECK(r.out == line + "\n");
+                    const DType st = *dtype ? parse_dtype(dtype) : DType::f32;
+                    CHECK(convlab::test::density(c.want) > 0.25);
+                    check_equal(read_npy(out), c.rounded ? rounded_to(c.want, st) : c.want, label);
+                    fs::remove(out);
+                    ++runs;
+                }
+    }
+    CHECK(runs == 4 * 3 * 16);
+    // fp16 storage really rounds: 2049 is not an fp16 value (2048 and 2050 are).
+    const std::string out = dir / "y.npy";
+    Tensor x({1, 1, 1, 1}), w({1, 1, 1, 1});
+    x.f32()[0] = 2049.0f;
+    w.f32()[0] = 1.0f;
+    write_npy(dir / "x1.npy", x);
+    write_npy(dir / "w1.npy", w);
+    for (const char* dtype : {"fp32", "fp16", "bf16"}) {
+        run_ok({"compute", "--problem", "mb1ic1ih1oc1kh1", "--pass", "fwd", "--algo", "fractal",
+                "--src", dir / "x1.npy", "--wei", dir / "w1.npy", "--dtype", dtype, "--out", out});
+        const float want = std::string(dtype) == "fp32"   ? 2049.0f
+                           : std::string(dtype) == "fp16" ? 2048.0f
+                                                          : 2048.0f;  // bf16: 8 bits of mantissa
+        CHECK(read_npy(out).f32()[0] == want);
+    }
+}
+
+TEST_CASE(
+    "cli: compute --timings of the fractal algorithms shows the converters and the convolution") {
+    TempDir dir;
+    const std::string out = dir / "o.npy";
+    const struct {
+        const char* pass;
+        const char* algo;
+        std::vector<const char*> ops;
+    } cases[] = {
+        {"fwd", "fractal", {"pack", "transpose_b", "im2col", "fractal_gemm", "unpack"}},
+        {"bwd_data",
+         "fractal_via_forward",
+         {"pack", "zero-insert", "pad", "fliprot", "im2col", "fractal_gemm", "unpack"}},
+        {"bwd_weight",
+         "fractal_via_forward",
+         {"pack", "tnc", "tncf", "im2col", "fractal_gemm", "unpack"}},
+    };
+    for (const auto& c : cases) {
+        const Run r = run_ok({"compute", "--problem", "mb2ic20ih9oc18kh3sh2ph1", "--pass", c.pass,
+                              "--algo", c.algo, "--c0", "8", "--out", out, "--timings"});
+        INFO(r.out);
+        for (const char* op : c.ops)
+            CHECK_MESSAGE(count_lines_starting(r.out, std::string(op) + " ") == 1, op);
+        CHECK(count_lines_starting(r.out, "total ") == 1);
+    }
+}
+
+TEST_CASE("cli: map prints every DaVinci map as davinci::by_name dumps it, with --c0") {
+    const char* problems[] = {"g2mb2ic4ih9iw8oc6kh3kw2sh2sw3ph1dh1", "mb2ic3iw11oc6kw3sw2dw1pw2",
+                              "mb17ic20ih5oc18kh3sh2ph1"};
+    const char* problem3d = "mb2ic3id5ih4iw6oc2kd2kh3kw2sd2sh1sw2";
+    const auto with_newline = [](std::string s) {
+        return s.empty() || s.back() == '\n' ? s : s + "\n";
+    };
+    int checked = 0;
+    for (const std::string& name : davinci::map_names())
+        for (const char* desc : problems)
+            for (dim_t c0 : {dim_t{16}, dim_t{8}}) {
+                const char* d = name == "fractal_z_3d" ? problem3d : desc;
+                INFO(name << " " << d << " c0 " << c0);
+                const IndexMap m = davinci::by_name(name, parse_descriptor(d), c0);
+                std::vector<std::string> args{"map", "--map", name, "--problem", d};
+                if (c0 != 16) args.insert(args.end(), {"--c0", std::to_string(c0)});
+                CHECK(run_ok(args).out == with_newline(m.dump()));
+                args.insert(args.end(), {"--format", "json", "--limit", "40"});
+                CHECK(run_ok(args).out == with_newline(m.dump_json(40)));
+                ++checked;
+            }
+    CHECK(checked == 11 * 3 * 2);
+    // The classic names stay the NCHW maps; the DaVinci ones are distinct.
+    const std::string desc = "mb2ic5ih6oc20oh3kh3sh2ph1";
+    const Problem p = parse_descriptor(desc);
+    CHECK(run_ok({"map", "--map", "fliprot", "--problem", desc}).out ==
+          with_newline(maps::flip_rot(p).dump()));
+    CHECK(run_ok({"map", "--map", "tnc", "--problem", desc}).out ==
+          with_newline(maps::tnc_src(p).dump()));
+    CHECK(run_ok({"map", "--map", "fliprot_fz", "--problem", desc}).out ==
+          with_newline(davinci::fliprot_fz(p).dump()));
+    // 3-D: nc1hwc0 packs into NDC1HWC0.
+    CHECK(run_ok({"map", "--map", "nc1hwc0", "--problem", problem3d}).out ==
+          with_newline(davinci::pack_activation(parse_descriptor(problem3d).src_dims()).dump()));
+}
+
+TEST_CASE("cli: map --step-granularity on the DaVinci maps") {
+    const std::string desc = "mb2ic5ih6oc20oh3kh3sh2ph1";
+    const Problem p = parse_descriptor(desc);
+    for (const std::string name : {"tnc5d", "fliprot_fz", "strided5d", "im2col_fractal"})
+        for (Granularity g : {Granularity::Element, Granularity::Line, Granularity::Whole}) {
+            INFO(name << " " << granularity_name(g));
+            const IndexMap m = davinci::by_name(name, p, 8);
+            const std::vector<std::string> args{"map",
+                                                "--map",
+                                                name,
+                                                "--problem",
+                                                desc,
+                                                "--c0",
+                                                "8",
+                                                "--step-granularity",
+                                                granularity_name(g)};
+            const std::string out = run_ok(args).out;
+            CHECK(count_lines_starting(out, "step ") == m.num_steps(g));
+            CHECK(count_lines_starting(out, "  dst(") == m.dst().numel());  // gathers
+            std::vector<std::string> json = args;
+            json.insert(json.end(), {"--format", "json"});
+            CHECK(run_ok(json).out.find("\"num_steps\":" + std::to_string(m.num_steps(g))) !=
+                  std::string::npos);
+        }
+}
+
+TEST_CASE("cli: bwd_bias takes no algorithm or direct, --timings and --threads") {
     TempDir dir;
     const std::string out = dir / "db.npy";
     const std::vector<std::string> base{
@@ -416,6 +606,55 @@ TEST_CASE("cli: every bad input exits 2 with one line and writes nothing") {
         {{"map", "--map", "im2col", "--problem", desc, "--step-granularity", "tile"},
          "--step-granularity: "},
         {{"map", "--problem", desc}, "map needs --map"},
+        {{"map", "--map", "im2col", "--problem", desc, "--c0", "8"},
+         "--c0 is taken by the DaVinci maps only; im2col is an NCHW map"},
+        {{"map", "--map", "tnc", "--problem", desc, "--c0", "16"},
+         "--c0 is taken by the DaVinci maps only; tnc is an NCHW map"},
+        {{"map", "--map", "tnc5d", "--problem", desc, "--c0", "0"},
+         "--c0 '0': expected an integer in [1, 64]"},
+        {{"map", "--map", "tnc5d", "--problem", desc, "--c0", "65"}, "--c0 '65'"},
+        {{"map", "--map", "tnc5d", "--problem", desc, "--c0", "8x"}, "--c0 '8x'"},
+        {{"map", "--map", "fliprot5d", "--problem", desc},
+         "--map: map 'fliprot5d': unknown; maps: im2col, col2im, strided, pad, fliprot, tnc; "
+         "DaVinci: nc1hwc0"},
+        {{"map", "--map", "fractal_z_3d", "--problem", desc},
+         "--map: map fractal_z_3d: the problem is 2-D; use fractal_z"},
+        {{"map", "--map", "fractal_z", "--problem", "mb1ic3id4ih4oc4kd3kh3"},
+         "--map: map fractal_z: the problem is 3-D; use fractal_z_3d"},
+        {fwd({"--dtype", "fp16"}),
+         "--dtype is taken by the DaVinci algorithms only (fwd fractal, bwd_data and bwd_weight "
+         "fractal_via_forward); fwd direct computes in fp32 on NCHW"},
+        {{"compute", "--problem", desc, "--pass", "fwd", "--algo", "im2col_gemm", "--out", out,
+          "--c0", "8"},
+         "--c0 is taken by the DaVinci algorithms only"},
+        {{"compute", "--problem", desc, "--pass", "bwd_data", "--algo", "via_forward", "--out", out,
+          "--c0", "8"},
+         "bwd_data via_forward computes in fp32 on NCHW"},
+        {{"compute", "--problem", desc, "--pass", "bwd_weight", "--algo", "im2col_gemm", "--out",
+          out, "--dtype", "bf16"},
+         "--dtype is taken by the DaVinci algorithms only"},
+        {{"compute", "--problem", desc, "--pass", "bwd_bias", "--out", out, "--dtype", "fp16"},
+         "bwd_bias direct computes in fp32"},
+        {{"compute", "--problem", desc, "--pass", "fwd", "--algo", "fractal_via_forward", "--out",
+          out},
+         "--algo: algorithm 'fractal_via_forward' is not one of fwd's"},
+        {{"compute", "--problem", desc, "--pass", "bwd_data", "--algo", "fractal", "--out", out},
+         "--algo: algorithm 'fractal' is not one of bwd_data's"},
+        {{"compute", "--problem", desc, "--pass", "fwd", "--algo", "fractal", "--out", out,
+          "--dtype", "fp64"},
+         "--dtype: dtype 'fp64': expected fp32, fp16 or bf16"},
+        {{"compute", "--problem", desc, "--pass", "bwd_weight", "--algo", "fractal_via_forward",
+          "--out", out, "--c0", "0"},
+         "--c0 '0': expected an integer in [1, 64]"},
+        {{"compute", "--problem", desc, "--pass", "bwd_data", "--algo", "fractal_via_forward",
+          "--out", out, "--c0"},
+         "--c0 needs a value (N)"},
+        {{"compute", "--problem", desc, "--pass", "fwd", "--algo", "fractal", "--out", out, "--src",
+          dir / "small.npy"},
+         "has shape (2,3,7,7), problem needs (2,3,8,8)"},
+        {{"compute", "--problem", desc, "--pass", "bwd_weight", "--algo", "fractal_via_forward",
+          "--out", dir / "folder", "--c0", "8"},
+         "cannot write " + (dir / "folder") + ": Is a directory"},
         {{"algos", "--all"}, "algos: unknown option '--all'"},
         {{"describe", desc}, "describe: unexpected argument"},
         {{"describe"}, "describe needs --problem"},

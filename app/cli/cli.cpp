@@ -30,6 +30,7 @@
 #include <string_view>
 
 #include "convlab/conv.hpp"
+#include "convlab/davinci.hpp"
 #include "convlab/maps.hpp"
 #include "convlab/npy.hpp"
 #include "convlab/problem.hpp"
@@ -244,6 +245,28 @@ std::string algorithm_for(const Options& opts, Pass pass) {
     return in_context("--algo", [&] { return std::string(find_algorithm(pass, *name).name); });
 }
 
+// The DaVinci algorithms: fwd fractal, bwd_data / bwd_weight fractal_via_forward. They alone take
+// --dtype (storage type of the packed operands) and --c0 (the C0 of NC1HWC0 / FRACTAL_Z).
+bool is_fractal(Pass pass, std::string_view algo) {
+    return pass == Pass::Forward ? algo == "fractal"
+                                 : (pass != Pass::BackwardBias && algo == "fractal_via_forward");
+}
+
+// --dtype and --c0, refused for the algorithms that do not take them.
+davinci::Options davinci_options(const Options& opts, Pass pass, const std::string& algo) {
+    for (const char* flag : {"--dtype", "--c0"})
+        if (opts.has(flag) && !is_fractal(pass, algo))
+            throw Error(std::string(flag) +
+                        " is taken by the DaVinci algorithms only (fwd fractal, bwd_data and "
+                        "bwd_weight fractal_via_forward); " +
+                        pass_name(pass) + " " + algo + " computes in fp32 on NCHW");
+    davinci::Options o;
+    if (const std::string* d = opts.get("--dtype"))
+        o.storage = in_context("--dtype", [&] { return parse_dtype(*d); });
+    if (const std::string* c = opts.get("--c0")) o.c0 = parse_integer("--c0", *c, 1, 64);
+    return o;
+}
+
 void print_timings(std::ostream& out, const Profiler& prof, double wall_seconds) {
     std::size_t width = std::string_view("operation").size();
     for (const auto& e : prof.entries()) width = std::max(width, e.name.size());
@@ -266,6 +289,8 @@ void run_compute(const Options& opts, std::ostream& out) {
     const Pass pass =
         in_context("--pass", [&] { return parse_pass(opts.required("compute", "--pass")); });
     const std::string algo = algorithm_for(opts, pass);
+    const davinci::Options dv = davinci_options(opts, pass, algo);
+    const bool fractal = is_fractal(pass, algo);
     const std::string& out_path = opts.required("compute", "--out");
     const std::uint64_t seed = opts.has("--seed") ? parse_seed(*opts.get("--seed")) : 0;
     const auto reads = inputs_of(pass);
@@ -294,15 +319,22 @@ void run_compute(const Options& opts, std::ostream& out) {
     switch (pass) {
         case Pass::Forward: {
             const auto bias = in.find(&kBias);
-            result = forward(p, in.at(&kSrc), in.at(&kWei),
-                             bias == in.end() ? nullptr : &bias->second, algo, prof_ptr);
+            const Tensor* b = bias == in.end() ? nullptr : &bias->second;
+            result = fractal ? davinci::forward(p, in.at(&kSrc), in.at(&kWei), b, dv, prof_ptr)
+                             : forward(p, in.at(&kSrc), in.at(&kWei), b, algo, prof_ptr);
             break;
         }
         case Pass::BackwardData:
-            result = backward_data(p, in.at(&kDiffDst), in.at(&kWei), algo, prof_ptr);
+            // fractal_via_forward: NCHW in, packed inside (NC1HWC0 / FRACTAL_Z), NCHW out.
+            result = fractal
+                         ? davinci::backward_data(p, in.at(&kDiffDst), in.at(&kWei), dv, prof_ptr)
+                         : backward_data(p, in.at(&kDiffDst), in.at(&kWei), algo, prof_ptr);
             break;
         case Pass::BackwardWeight:
-            result = backward_weight(p, in.at(&kSrc), in.at(&kDiffDst), algo, prof_ptr);
+            // fractal_via_forward: the fp32 FRACTAL_Z(_3D) gradient, unpacked to (K, C/G, k...).
+            result = fractal
+                         ? davinci::backward_weight(p, in.at(&kSrc), in.at(&kDiffDst), dv, prof_ptr)
+                         : backward_weight(p, in.at(&kSrc), in.at(&kDiffDst), algo, prof_ptr);
             break;
         case Pass::BackwardBias:
             result = backward_bias(p, in.at(&kDiffDst), prof_ptr);
@@ -312,7 +344,10 @@ void run_compute(const Options& opts, std::ostream& out) {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     write_npy(out_path, result);
     out << "wrote " << out_path << " " << result.shape_str() << " " << pass_name(pass) << " "
-        << algo << "\n";
+        << algo;
+    if (opts.has("--c0") || opts.has("--dtype"))
+        out << " c0 " << dv.c0 << " " << dtype_name(dv.storage) << " storage";
+    out << "\n";
     if (prof_ptr) print_timings(out, prof, wall);
 }
 
@@ -393,6 +428,33 @@ void print_steps(std::ostream& out, const IndexMap& m, Granularity g, dim_t limi
     }
 }
 
+bool listed(const std::vector<std::string>& names, const std::string& name) {
+    return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+// The NCHW maps of maps::by_name (im2col ... fliprot, tnc: names kept as they were) and the
+// DaVinci ones of davinci::by_name (nc1hwc0 ... fliprot_fz, tnc5d), which alone take --c0.
+IndexMap map_by_name(const Options& opts, const std::string& name, const Problem& p) {
+    const bool nchw = listed(maps::names(), name);
+    if (!nchw && !listed(davinci::map_names(), name)) {
+        std::string known;
+        for (const auto& n : maps::names()) known += (known.empty() ? "" : ", ") + n;
+        known += "; DaVinci:";
+        for (const auto& n : davinci::map_names()) known += " " + n;
+        throw Error("--map: map '" + name + "': unknown; maps: " + known);
+    }
+    dim_t c0 = davinci::kC0;
+    if (const std::string* c = opts.get("--c0")) {
+        if (nchw)
+            throw Error("--c0 is taken by the DaVinci maps only; " + name +
+                        " is an NCHW map (its DaVinci counterparts: nc1hwc0, fractal_z, tnc5d, "
+                        "tncf, fliprot_fz, strided5d ...)");
+        c0 = parse_integer("--c0", *c, 1, 64);
+    }
+    return in_context(
+        "--map", [&] { return nchw ? maps::by_name(name, p) : davinci::by_name(name, p, c0); });
+}
+
 void run_map(const Options& opts, std::ostream& out) {
     const Problem p = problem_from(opts, "map");
     const std::string& name = opts.required("map", "--map");
@@ -405,7 +467,7 @@ void run_map(const Options& opts, std::ostream& out) {
     std::optional<Granularity> g;
     if (const std::string* gs = opts.get("--step-granularity"))
         g = in_context("--step-granularity", [&] { return parse_granularity(*gs); });
-    const IndexMap m = in_context("--map", [&] { return maps::by_name(name, p); });
+    const IndexMap m = map_by_name(opts, name, p);
     if (g) {
         print_steps(out, m, *g, limit, format == "json");
         return;
@@ -492,7 +554,12 @@ const std::vector<Command>& commands() {
          "Inputs the pass reads but not given are generated from --seed: integers in [-3, 3], so\n"
          "every result is exact in fp32 and equal across algorithms. Given .npy files must be\n"
          "fp32 little-endian, C order, finite, with the problem's shape. The output is written\n"
-         "atomically: a failed run leaves nothing at --out. Prints one line on success.\n",
+         "atomically: a failed run leaves nothing at --out. Prints one line on success.\n"
+         "DaVinci algorithms (fwd fractal, bwd_data and bwd_weight fractal_via_forward) take\n"
+         "NCHW / NCDHW files too and pack inside (NC1HWC0, FRACTAL_Z, TNC ...); --dtype fp16 or\n"
+         "bf16 rounds the packed operands to that type (fp32 accumulation; dst and diff_src\n"
+         "rounded too, the weight gradient stays fp32 as Conv3DBackpropFilter's). Files stay\n"
+         "fp32. Other algorithms refuse --dtype and --c0.\n",
          {{"--problem", "DESC", "benchdnn-style descriptor, e.g. mb2ic3ih8oc4kh3ph1"},
           {"--pass", "PASS", "fwd | bwd_data | bwd_weight | bwd_bias"},
           {"--algo", "NAME", "an algorithm of the pass ('convlab algos'); bwd_bias: direct"},
@@ -501,20 +568,34 @@ const std::vector<Command>& commands() {
           {"--diff-dst", "FILE", "output gradient (N, K, out...): read by bwd_*"},
           {"--bias", "FILE", "bias (K): optional for fwd (no bias when absent)"},
           {"--out", "FILE", "the result: dst, diff_src, diff_wei or diff_bias"},
+          {"--dtype", "T", "fp32 (default) | fp16 | bf16: packed storage (DaVinci algorithms)"},
+          {"--c0", "N", "C0 of NC1HWC0 / FRACTAL_Z, 1..64 (default 16; 8 = CANN's fp32)"},
           {"--seed", "S", "seed of the generated inputs (default 0)"},
           {"--threads", "T", "threads of the fast algorithms (0 = all cores)"},
           {"--timings", nullptr, "print the time of every operation and the total"}},
          run_compute},
         {"map",
-         "print an index map of a problem (im2col, col2im, strided, pad, fliprot, tnc)",
-         "map --map NAME --problem DESC [--format text|json] [--limit N] [--step-granularity G]",
+         "print an index map of a problem (im2col ... tnc; DaVinci nc1hwc0 ... fliprot_fz)",
+         "map --map NAME --problem DESC [--c0 N] [--format text|json] [--limit N]\n"
+         "       [--step-granularity G]",
          "Text: one line a pair, \"dst(...) <- src(...)\" (gather; \"<- 0\" for a padding zero)\n"
          "or \"dst(...) += src(...)\" (reduce). With --step-granularity the pairs are grouped\n"
          "into the steps the app animates.\n"
          "Maps: im2col (src -> column matrices), col2im (its transpose, a reduce), strided\n"
          "(zero insertion of dY), pad (the padding of the strided dY for backward data, with\n"
-         "the leftover r), fliprot (weights for backward data), tnc (src as (C, N, ...)).\n",
-         {{"--map", "NAME", "im2col | col2im | strided | pad | fliprot | tnc"},
+         "the leftover r), fliprot (weights for backward data), tnc (src as (C, N, ...)).\n"
+         "DaVinci maps (C0 from --c0, default 16; blocked tensors shown as their storage):\n"
+         "nc1hwc0 (pack src; NDC1HWC0 for 3-D, NC1WC0 for 1-D), unpack_nc1hwc0, fractal_z\n"
+         "(pack weights; 1-D/2-D), fractal_z_3d (3-D), unpack_fractal_z, tnc5d (NC1HWC0 src\n"
+         "with N and C swapped, batch padded to C0), tncf (NC1HWC0 dY straight into FRACTAL_Z),\n"
+         "fliprot_fz (FRACTAL_Z weights -> backward-data weights), strided5d (zero insertion of\n"
+         "NC1HWC0 dY), pad5d (its pad, with r), im2col_fractal (column matrix in fractals).\n",
+         {{"--map", "NAME",
+           "im2col | col2im | strided | pad | fliprot | tnc (NCHW);\n"
+           "                          nc1hwc0 | unpack_nc1hwc0 | fractal_z | fractal_z_3d |\n"
+           "                          unpack_fractal_z | tnc5d | tncf | fliprot_fz | strided5d |\n"
+           "                          pad5d | im2col_fractal (DaVinci)"},
+          {"--c0", "N", "C0 of the DaVinci maps, 1..64 (default 16)"},
           {"--problem", "DESC", "benchdnn-style descriptor"},
           {"--format", "FORMAT", "text (default) | json"},
           {"--limit", "N", "print at most N pairs"},

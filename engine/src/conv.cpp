@@ -6,6 +6,7 @@
 #include <array>
 
 #include "algorithms.hpp"
+#include "convlab/davinci.hpp"
 
 namespace convlab {
 
@@ -36,6 +37,9 @@ const std::array kAlgorithms{
               detail::forward_direct},
     Algorithm{Pass::Forward, "im2col_gemm", "im2col per image and group, then W B (Eigen GEMM)",
               detail::forward_im2col_gemm},
+    Algorithm{Pass::Forward, "fractal",
+              "DaVinci: NC1HWC0 x FRACTAL_Z as 16 x C0 fractal products (C0 16, fp32)",
+              static_cast<AlgoFn>(davinci::forward_fractal)},
     Algorithm{Pass::BackwardData, "direct", "reference loops over the taps that reach each input",
               detail::backward_data_direct},
     Algorithm{Pass::BackwardData, "col2im", "B* = W^T dY (Eigen GEMM), then col2im scatter-add",
@@ -43,6 +47,9 @@ const std::array kAlgorithms{
     Algorithm{Pass::BackwardData, "via_forward",
               "Strided(dY), pad (with leftover r), FlipRot(W), forward im2col_gemm",
               detail::backward_data_via_forward},
+    Algorithm{Pass::BackwardData, "fractal_via_forward",
+              "DaVinci: Strided, pad (with r), FlipRot on FRACTAL_Z, fractal forward; NC1HWC0",
+              static_cast<AlgoFn>(davinci::backward_data_fractal_via_forward)},
     Algorithm{Pass::BackwardWeight, "direct", "reference loops, accumulated in double",
               detail::backward_weight_direct},
     Algorithm{Pass::BackwardWeight, "im2col_gemm", "dW = dY B^T per image, summed (Eigen GEMM)",
@@ -50,6 +57,9 @@ const std::array kAlgorithms{
     Algorithm{Pass::BackwardWeight, "via_forward",
               "forward conv of TNC(X) with TNC(dY): stride d, dilation s, pad end pe - r; TNC back",
               detail::backward_weight_via_forward},
+    Algorithm{Pass::BackwardWeight, "fractal_via_forward",
+              "DaVinci: TNC(X), TNCf(dY), fractal forward; fp32 FRACTAL_Z(_3D) result unpacked",
+              static_cast<AlgoFn>(davinci::backward_weight_fractal_via_forward)},
     Algorithm{Pass::BackwardBias, "direct", "sum of dY over batch and space",
               detail::backward_bias_direct},
 };
