@@ -7,6 +7,7 @@ namespace convlab::detail {
 
 void forward_direct(const Problem& p, const ConvArgs& a, Profiler* prof);
 void forward_im2col_gemm(const Problem& p, const ConvArgs& a, Profiler* prof);
+void forward_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler* prof);
 
 void backward_data_direct(const Problem& p, const ConvArgs& a, Profiler* prof);
 void backward_data_col2im(const Problem& p, const ConvArgs& a, Profiler* prof);
@@ -15,6 +16,9 @@ void backward_data_via_forward(const Problem& p, const ConvArgs& a, Profiler* pr
 void backward_weight_direct(const Problem& p, const ConvArgs& a, Profiler* prof);
 void backward_weight_im2col_gemm(const Problem& p, const ConvArgs& a, Profiler* prof);
 void backward_weight_via_forward(const Problem& p, const ConvArgs& a, Profiler* prof);
+void backward_weight_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler* prof);
+
+void add_bias(const Problem& p, const ConvArgs& a, Profiler* prof);  // dst += bias
 
 void backward_bias_direct(const Problem& p, const ConvArgs& a, Profiler* prof);
 

@@ -36,6 +36,8 @@ const std::array kAlgorithms{
               detail::forward_direct},
     Algorithm{Pass::Forward, "im2col_gemm", "im2col per image and group, then W B (Eigen GEMM)",
               detail::forward_im2col_gemm},
+    Algorithm{Pass::Forward, "implicit_gemm", "W B, B gathered tile by tile (no column matrix)",
+              detail::forward_implicit_gemm},
     Algorithm{Pass::BackwardData, "direct", "reference loops over the taps that reach each input",
               detail::backward_data_direct},
     Algorithm{Pass::BackwardData, "col2im", "B* = W^T dY (Eigen GEMM), then col2im scatter-add",
@@ -50,6 +52,9 @@ const std::array kAlgorithms{
     Algorithm{Pass::BackwardWeight, "via_forward",
               "forward conv of TNC(X) with TNC(dY): stride d, dilation s, pad end pe - r; TNC back",
               detail::backward_weight_via_forward},
+    Algorithm{Pass::BackwardWeight, "implicit_gemm",
+              "dY B^T, B^T gathered tile by tile (no column matrix)",
+              detail::backward_weight_implicit_gemm},
     Algorithm{Pass::BackwardBias, "direct", "sum of dY over batch and space",
               detail::backward_bias_direct},
 };

@@ -1,0 +1,185 @@
+// implicit_gemm: the im2col GEMMs without a column matrix in memory. The blocked GEMM core
+// (microkernel.hpp) asks its B packer for one KC x NC block at a time; the packers below gather
+// that block straight from the activations (the im2col map, applied tile by tile), so the only
+// buffers are the packed tiles that fit in cache.
+//
+// [SECTION] im2col gather      B(r, j) = im2col(r, j), columns j = (n, od, oh, ow) over a batch
+// [SECTION] forward            dst_g = W_g * B, batch merged into the columns when images are small
+// [SECTION] backward weight    dW_g = sum_n dY_g(n) * B(n)^T (the packer gathers B^T)
+#include <algorithm>
+
+#include "algorithms.hpp"
+#include "geom.hpp"
+#include "microkernel.hpp"
+
+namespace convlab::detail {
+
+namespace {
+
+// [SECTION] im2col gather
+
+// The im2col map of one group over a run of images: rows r = (ci, kd, kh, kw), columns
+// j = (n, od, oh, ow); element = src image n, channel ci, at o*s + k*d - pb, or 0 in the padding.
+struct Im2col {
+    Geom3 g;
+    const float* src;  // image n0, first channel of the group
+    dim_t n_stride;    // floats between images (C * in_size)
+    dim_t in_size, ks, cols;
+
+    Im2col(const Problem& p, const float* image0)
+        : g(geom3(p)),
+          src(image0),
+          n_stride(p.ic * p.in_spatial()),
+          in_size(p.in_spatial()),
+          ks(p.kernel_spatial()),
+          cols(p.out_spatial()) {}
+
+    struct Row {
+        dim_t ci, off_d, off_h, off_w, w_lo, w_hi;
+    };
+    Row row(dim_t r) const {
+        Row o{};
+        o.ci = r / ks;
+        dim_t t = r % ks;
+        const dim_t kw = t % g.k[2];
+        t /= g.k[2];
+        const dim_t kh = t % g.k[1], kd = t / g.k[1];
+        o.off_d = kd * g.d[0] - g.pb[0];
+        o.off_h = kh * g.d[1] - g.pb[1];
+        o.off_w = kw * g.d[2] - g.pb[2];
+        valid_range(o.off_w, g.s[2], g.in[2], g.out[2], o.w_lo, o.w_hi);
+        return o;
+    }
+
+    // Writes row r's elements for columns [j, j + len) to out[0], out[step], out[2*step] ...
+    void gather(const Row& r, dim_t j, dim_t len, float* out, dim_t step) const {
+        dim_t n = j / cols, pos = j % cols;
+        dim_t ow = pos % g.out[2];
+        pos /= g.out[2];
+        dim_t oh = pos % g.out[1], od = pos / g.out[1];
+        dim_t x = 0;
+        while (x < len) {
+            const dim_t seg = std::min(len - x, g.out[2] - ow);
+            const dim_t id = od * g.s[0] + r.off_d, ih = oh * g.s[1] + r.off_h;
+            float* o = out + x * step;
+            if (id < 0 || id >= g.in[0] || ih < 0 || ih >= g.in[1]) {
+                for (dim_t e = 0; e < seg; ++e) o[e * step] = 0.0f;
+            } else {
+                const float* line =
+                    src + n * n_stride + r.ci * in_size + (id * g.in[1] + ih) * g.in[2];
+                const dim_t lo = std::clamp(r.w_lo, ow, ow + seg);
+                const dim_t hi = std::clamp(r.w_hi, lo, ow + seg);
+                dim_t e = 0;
+                for (; e < lo - ow; ++e) o[e * step] = 0.0f;
+                const dim_t sw = g.s[2];
+                const float* sp = line + (ow + e) * sw + r.off_w;
+                if (step == 1 && sw == 1) {
+                    std::copy(sp, sp + (hi - lo), o + e);
+                    e += hi - lo;
+                } else {
+                    for (dim_t q = 0; q < hi - lo; ++q, ++e) o[e * step] = sp[q * sw];
+                }
+                for (; e < seg; ++e) o[e * step] = 0.0f;
+            }
+            x += seg;
+            ow = 0;
+            if (++oh == g.out[1]) {
+                oh = 0;
+                if (++od == g.out[0]) {
+                    od = 0;
+                    ++n;
+                }
+            }
+        }
+    }
+};
+
+// B = im2col: b(k = r, j) packed into panels of nr columns.
+struct Im2colB {
+    const Im2col* m;
+    void operator()(dim_t k0, dim_t kc, dim_t j0, dim_t nc, int nr, float* dst) const {
+        for (dim_t jp = 0; jp < nc; jp += nr) {
+            const dim_t nv = std::min<dim_t>(nr, nc - jp);
+            float* d = dst + jp * kc;
+            for (dim_t k = 0; k < kc; ++k) {
+                float* out = d + k * nr;
+                m->gather(m->row(k0 + k), j0 + jp, nv, out, 1);
+                std::fill(out + nv, out + nr, 0.0f);
+            }
+        }
+    }
+};
+
+// B = im2col^T of one image: b(k = position p, j = row r).
+struct Im2colTB {
+    const Im2col* m;
+    void operator()(dim_t k0, dim_t kc, dim_t j0, dim_t nc, int nr, float* dst) const {
+        for (dim_t jp = 0; jp < nc; jp += nr) {
+            const dim_t nv = std::min<dim_t>(nr, nc - jp);
+            float* d = dst + jp * kc;
+            for (dim_t j = 0; j < nv; ++j) m->gather(m->row(j0 + jp + j), k0, kc, d + j, nr);
+            if (nv < nr)
+                for (dim_t k = 0; k < kc; ++k) std::fill(d + k * nr + nv, d + (k + 1) * nr, 0.0f);
+        }
+    }
+};
+
+// Images per GEMM: small images (deep layers, the via_forward reductions) are merged so that
+// the GEMM has enough columns to fill its tiles.
+dim_t images_per_gemm(const Problem& p) {
+    const dim_t cols = p.out_spatial();
+    if (cols >= 1024) return 1;
+    return std::clamp<dim_t>(2048 / cols, 1, p.mb);
+}
+
+}  // namespace
+
+// [SECTION] forward
+// dst_g (Kg x nb*cols) = W_g (Kg x rows) * im2col (rows x nb*cols); nb > 1 goes through a
+// buffer of nb images' outputs and is scattered to (N, K, out...).
+void forward_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler* prof) {
+    const dim_t kg = p.ocg(), cg = p.icg(), rows = cg * p.kernel_spatial();
+    const dim_t cols = p.out_spatial(), is = p.in_spatial();
+    const dim_t nb = images_per_gemm(p);
+    float* buf = nb > 1 ? scratch(3, static_cast<std::size_t>(kg * nb * cols)) : nullptr;
+    for (dim_t n0 = 0; n0 < p.mb; n0 += nb) {
+        const dim_t nn = std::min(nb, p.mb - n0);
+        for (dim_t g = 0; g < p.groups; ++g) {
+            const Im2col m(p, a.src + (n0 * p.ic + g * cg) * is);
+            const StridedA w{a.wei + g * kg * rows, rows, 1};
+            float* dst0 = a.dst + (n0 * p.oc + g * kg) * cols;
+            {
+                Span s(prof, "gemm");
+                if (nn == 1)
+                    gemm(kg, cols, rows, w, Im2colB{&m}, dst0, cols, false);
+                else
+                    gemm(kg, nn * cols, rows, w, Im2colB{&m}, buf, nn * cols, false);
+            }
+            if (nn > 1) {
+                Span s(prof, "unpack");
+#pragma omp parallel for schedule(static) if (kg * nn * cols > 65536)
+                for (dim_t k = 0; k < kg; ++k)
+                    for (dim_t i = 0; i < nn; ++i)
+                        std::copy(buf + (k * nn + i) * cols, buf + (k * nn + i + 1) * cols,
+                                  dst0 + (i * p.oc + k) * cols);
+            }
+        }
+    }
+    add_bias(p, a, prof);
+}
+
+// [SECTION] backward weight
+// dW_g (Kg x rows) = sum_n dY_g(n) (Kg x cols) * im2col(n)^T (cols x rows).
+void backward_weight_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler* prof) {
+    const dim_t kg = p.ocg(), cg = p.icg(), rows = cg * p.kernel_spatial();
+    const dim_t cols = p.out_spatial(), is = p.in_spatial();
+    Span s(prof, "gemm");
+    for (dim_t g = 0; g < p.groups; ++g)
+        for (dim_t n = 0; n < p.mb; ++n) {
+            const Im2col m(p, a.src + (n * p.ic + g * cg) * is);
+            const StridedA dy{a.diff_dst + (n * p.oc + g * kg) * cols, cols, 1};
+            gemm(kg, rows, cols, dy, Im2colTB{&m}, a.diff_wei + g * kg * rows, rows, n > 0);
+        }
+}
+
+}  // namespace convlab::detail
