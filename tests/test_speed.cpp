@@ -118,9 +118,13 @@ TEST_CASE("blocked GEMM equals a naive product on every microkernel, transpose a
     // large enough for the split over threads.
     const dim_t shapes[][3] = {{1, 1, 1},     {3, 5, 2},      {12, 32, 16},  {13, 33, 17},
                                {7, 70, 257},  {97, 31, 300},  {25, 1600, 9}, {130, 1540, 40},
-                               {64, 49, 513}, {200, 100, 64}, {5, 3000, 3}};
+                               {64, 49, 513}, {200, 100, 64}, {5, 3000, 3},  {3, 200, 300},
+                               {4, 65, 20},   {2, 1700, 7},   {1, 129, 260}};
     for (int u = 0; u < count; ++u) {
         REQUIRE(detail::select_microkernel(uks[u].isa));
+        INFO("narrow 4x64 kernel in use for m <= 4: "
+             << (std::string_view(detail::microkernel_for(3).isa) == "avx512" &&
+                 detail::microkernel_for(3).mr == 4));
         for (const auto& s : shapes)
             for (int tr = 0; tr < 4; ++tr)
                 for (bool acc : {false, true}) {

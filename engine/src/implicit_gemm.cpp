@@ -7,6 +7,7 @@
 // [SECTION] forward            dst_g = W_g * B, batch merged into the columns when images are small
 // [SECTION] backward weight    dW_g = sum_n dY_g(n) * B(n)^T (the packer gathers B^T)
 #include <algorithm>
+#include <vector>
 
 #include "algorithms.hpp"
 #include "geom.hpp"
@@ -51,28 +52,40 @@ struct Im2col {
         return o;
     }
 
-    // Writes row r's elements for columns [j, j + len) to out[0], out[step], out[2*step] ...
-    void gather(const Row& r, dim_t j, dim_t len, float* out, dim_t step) const {
-        dim_t n = j / cols, pos = j % cols;
-        dim_t ow = pos % g.out[2];
+    // Output coordinate of column j.
+    struct Col {
+        dim_t n, od, oh, ow;
+    };
+    Col col(dim_t j) const {
+        Col c{};
+        c.n = j / cols;
+        dim_t pos = j % cols;
+        c.ow = pos % g.out[2];
         pos /= g.out[2];
-        dim_t oh = pos % g.out[1], od = pos / g.out[1];
+        c.oh = pos % g.out[1];
+        c.od = pos / g.out[1];
+        return c;
+    }
+
+    // Writes row r's elements for columns c, c+1 ... (len of them) to out[0], out[step] ...
+    // Runs along ow are copied as segments.
+    void gather(const Row& r, Col c, dim_t len, float* out, dim_t step) const {
         dim_t x = 0;
         while (x < len) {
-            const dim_t seg = std::min(len - x, g.out[2] - ow);
-            const dim_t id = od * g.s[0] + r.off_d, ih = oh * g.s[1] + r.off_h;
+            const dim_t seg = std::min(len - x, g.out[2] - c.ow);
+            const dim_t id = c.od * g.s[0] + r.off_d, ih = c.oh * g.s[1] + r.off_h;
             float* o = out + x * step;
             if (id < 0 || id >= g.in[0] || ih < 0 || ih >= g.in[1]) {
                 for (dim_t e = 0; e < seg; ++e) o[e * step] = 0.0f;
             } else {
                 const float* line =
-                    src + n * n_stride + r.ci * in_size + (id * g.in[1] + ih) * g.in[2];
-                const dim_t lo = std::clamp(r.w_lo, ow, ow + seg);
-                const dim_t hi = std::clamp(r.w_hi, lo, ow + seg);
+                    src + c.n * n_stride + r.ci * in_size + (id * g.in[1] + ih) * g.in[2];
+                const dim_t lo = std::clamp(r.w_lo, c.ow, c.ow + seg);
+                const dim_t hi = std::clamp(r.w_hi, lo, c.ow + seg);
                 dim_t e = 0;
-                for (; e < lo - ow; ++e) o[e * step] = 0.0f;
+                for (; e < lo - c.ow; ++e) o[e * step] = 0.0f;
                 const dim_t sw = g.s[2];
-                const float* sp = line + (ow + e) * sw + r.off_w;
+                const float* sp = line + (c.ow + e) * sw + r.off_w;
                 if (step == 1 && sw == 1) {
                     std::copy(sp, sp + (hi - lo), o + e);
                     e += hi - lo;
@@ -82,30 +95,63 @@ struct Im2col {
                 for (; e < seg; ++e) o[e * step] = 0.0f;
             }
             x += seg;
-            ow = 0;
-            if (++oh == g.out[1]) {
-                oh = 0;
-                if (++od == g.out[0]) {
-                    od = 0;
-                    ++n;
-                }
+            next_row(c);
+        }
+    }
+
+    // Advances c to the start of the next output row (ow = 0).
+    void next_row(Col& c) const {
+        c.ow = 0;
+        if (++c.oh == g.out[1]) {
+            c.oh = 0;
+            if (++c.od == g.out[0]) {
+                c.od = 0;
+                ++c.n;
             }
         }
     }
+    void next(Col& c) const {
+        if (++c.ow == g.out[2]) next_row(c);
+    }
+
+    // Element (r, c) for a row r described by its decomposition.
+    float at(const Row& r, const Col& c) const {
+        const dim_t id = c.od * g.s[0] + r.off_d, ih = c.oh * g.s[1] + r.off_h,
+                    iw = c.ow * g.s[2] + r.off_w;
+        if (id < 0 || id >= g.in[0] || ih < 0 || ih >= g.in[1] || iw < 0 || iw >= g.in[2])
+            return 0.0f;
+        return src[c.n * n_stride + r.ci * in_size + (id * g.in[1] + ih) * g.in[2] + iw];
+    }
 };
 
-// B = im2col: b(k = r, j) packed into panels of nr columns.
+// Decompositions of rows [k0, k0 + kc), in a per-thread buffer.
+const Im2col::Row* rows_of(const Im2col& m, dim_t k0, dim_t kc) {
+    thread_local std::vector<Im2col::Row> rows;
+    rows.resize(static_cast<std::size_t>(kc));
+    for (dim_t k = 0; k < kc; ++k) rows[static_cast<std::size_t>(k)] = m.row(k0 + k);
+    return rows.data();
+}
+
+// B = im2col: b(k = r, j) packed into panels of nr columns. Wide output rows are gathered as
+// segments along ow; narrow ones (ow count < 8) element by element, column by column.
 struct Im2colB {
     const Im2col* m;
     void operator()(dim_t k0, dim_t kc, dim_t j0, dim_t nc, int nr, float* dst) const {
+        const Im2col::Row* rows = rows_of(*m, k0, kc);
+        const bool narrow = m->g.out[2] < 8;
         for (dim_t jp = 0; jp < nc; jp += nr) {
             const dim_t nv = std::min<dim_t>(nr, nc - jp);
             float* d = dst + jp * kc;
-            for (dim_t k = 0; k < kc; ++k) {
-                float* out = d + k * nr;
-                m->gather(m->row(k0 + k), j0 + jp, nv, out, 1);
-                std::fill(out + nv, out + nr, 0.0f);
+            const Im2col::Col c0 = m->col(j0 + jp);
+            if (narrow) {
+                Im2col::Col c = c0;
+                for (dim_t j = 0; j < nv; ++j, m->next(c))
+                    for (dim_t k = 0; k < kc; ++k) d[k * nr + j] = m->at(rows[k], c);
+            } else {
+                for (dim_t k = 0; k < kc; ++k) m->gather(rows[k], c0, nv, d + k * nr, 1);
             }
+            if (nv < nr)
+                for (dim_t k = 0; k < kc; ++k) std::fill(d + k * nr + nv, d + (k + 1) * nr, 0.0f);
         }
     }
 };
@@ -114,10 +160,11 @@ struct Im2colB {
 struct Im2colTB {
     const Im2col* m;
     void operator()(dim_t k0, dim_t kc, dim_t j0, dim_t nc, int nr, float* dst) const {
+        const Im2col::Col c0 = m->col(k0);
         for (dim_t jp = 0; jp < nc; jp += nr) {
             const dim_t nv = std::min<dim_t>(nr, nc - jp);
             float* d = dst + jp * kc;
-            for (dim_t j = 0; j < nv; ++j) m->gather(m->row(j0 + jp + j), k0, kc, d + j, nr);
+            for (dim_t j = 0; j < nv; ++j) m->gather(m->row(j0 + jp + j), c0, kc, d + j, nr);
             if (nv < nr)
                 for (dim_t k = 0; k < kc; ++k) std::fill(d + k * nr + nv, d + (k + 1) * nr, 0.0f);
         }
@@ -141,6 +188,7 @@ void forward_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler* prof) 
     const dim_t kg = p.ocg(), cg = p.icg(), rows = cg * p.kernel_spatial();
     const dim_t cols = p.out_spatial(), is = p.in_spatial();
     const dim_t nb = images_per_gemm(p);
+    const bool identity = im2col_is_identity(p);
     float* buf = nb > 1 ? scratch(3, static_cast<std::size_t>(kg * nb * cols)) : nullptr;
     for (dim_t n0 = 0; n0 < p.mb; n0 += nb) {
         const dim_t nn = std::min(nb, p.mb - n0);
@@ -150,7 +198,9 @@ void forward_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler* prof) 
             float* dst0 = a.dst + (n0 * p.oc + g * kg) * cols;
             {
                 Span s(prof, "gemm");
-                if (nn == 1)
+                if (nn == 1 && identity)  // 1x1, stride 1, no padding: B is the image itself
+                    gemm(kg, cols, rows, w, StridedB{m.src, is, 1}, dst0, cols, false);
+                else if (nn == 1)
                     gemm(kg, cols, rows, w, Im2colB{&m}, dst0, cols, false);
                 else
                     gemm(kg, nn * cols, rows, w, Im2colB{&m}, buf, nn * cols, false);
@@ -159,9 +209,11 @@ void forward_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler* prof) 
                 Span s(prof, "unpack");
 #pragma omp parallel for schedule(static) if (kg * nn * cols > 65536)
                 for (dim_t k = 0; k < kg; ++k)
-                    for (dim_t i = 0; i < nn; ++i)
-                        std::copy(buf + (k * nn + i) * cols, buf + (k * nn + i + 1) * cols,
-                                  dst0 + (i * p.oc + k) * cols);
+                    for (dim_t i = 0; i < nn; ++i) {
+                        const float* from = buf + (k * nn + i) * cols;
+                        float* to = dst0 + (i * p.oc + k) * cols;
+                        for (dim_t e = 0; e < cols; ++e) to[e] = from[e];
+                    }
             }
         }
     }
@@ -173,12 +225,17 @@ void forward_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler* prof) 
 void backward_weight_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler* prof) {
     const dim_t kg = p.ocg(), cg = p.icg(), rows = cg * p.kernel_spatial();
     const dim_t cols = p.out_spatial(), is = p.in_spatial();
+    const bool identity = im2col_is_identity(p);
     Span s(prof, "gemm");
     for (dim_t g = 0; g < p.groups; ++g)
         for (dim_t n = 0; n < p.mb; ++n) {
             const Im2col m(p, a.src + (n * p.ic + g * cg) * is);
             const StridedA dy{a.diff_dst + (n * p.oc + g * kg) * cols, cols, 1};
-            gemm(kg, rows, cols, dy, Im2colTB{&m}, a.diff_wei + g * kg * rows, rows, n > 0);
+            float* dw = a.diff_wei + g * kg * rows;
+            if (identity)  // B^T is the image transposed
+                gemm(kg, rows, cols, dy, StridedB{m.src, 1, is}, dw, rows, n > 0);
+            else
+                gemm(kg, rows, cols, dy, Im2colTB{&m}, dw, rows, n > 0);
         }
 }
 

@@ -58,6 +58,40 @@ __attribute__((target("avx512f,fma"))) void kernel_avx512(dim_t kc, const float*
     }
 }
 
+// For products with few rows (M <= 4, as the via_forward convolutions with 3 output channels):
+// 4 x 64, so that a row tile wastes less than 12 x 32 would.
+__attribute__((target("avx512f,fma"))) void kernel_avx512_4x64(dim_t kc, const float* a,
+                                                               const float* b, float* c, dim_t ldc,
+                                                               bool acc) {
+    constexpr int MR = 4, NV = 4;
+    __m512 t[MR][NV];
+#pragma GCC unroll 4
+    for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; ++v) t[i][v] = _mm512_setzero_ps();
+    for (dim_t k = 0; k < kc; ++k) {
+        __m512 bv[NV];
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; ++v) bv[v] = _mm512_loadu_ps(b + 16 * v);
+#pragma GCC unroll 4
+        for (int i = 0; i < MR; ++i) {
+            const __m512 ai = _mm512_set1_ps(a[i]);
+#pragma GCC unroll 4
+            for (int v = 0; v < NV; ++v) t[i][v] = _mm512_fmadd_ps(ai, bv[v], t[i][v]);
+        }
+        a += MR;
+        b += 16 * NV;
+    }
+#pragma GCC unroll 4
+    for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; ++v) {
+            float* ci = c + i * ldc + 16 * v;
+            if (acc) t[i][v] = _mm512_add_ps(t[i][v], _mm512_loadu_ps(ci));
+            _mm512_storeu_ps(ci, t[i][v]);
+        }
+}
+
 __attribute__((target("avx2,fma"))) void kernel_avx2(dim_t kc, const float* a, const float* b,
                                                      float* c, dim_t ldc, bool acc) {
     constexpr int MR = 6;
@@ -109,6 +143,7 @@ void kernel_portable(dim_t kc, const float* a, const float* b, float* c, dim_t l
 struct Registry {
     std::vector<MicroKernel> all;  // best first
     MicroKernel best;
+    MicroKernel narrow_avx512;  // 4 x 64 for M <= 4 (fn null when the CPU lacks AVX-512)
     bool select(std::string_view isa) {
         for (const auto& k : all)
             if (isa == k.isa) {
@@ -120,7 +155,10 @@ struct Registry {
     Registry() {
 #ifdef CONVLAB_X86
         __builtin_cpu_init();
-        if (__builtin_cpu_supports("avx512f")) all.push_back({"avx512", 12, 32, kernel_avx512});
+        if (__builtin_cpu_supports("avx512f")) {
+            all.push_back({"avx512", 12, 32, kernel_avx512});
+            narrow_avx512 = {"avx512", 4, 64, kernel_avx512_4x64};
+        }
         if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
             all.push_back({"avx2", 6, 16, kernel_avx2});
 #endif
@@ -141,6 +179,13 @@ const MicroKernel& microkernel() {
     return registry().best;
 }
 
+const MicroKernel& microkernel_for(dim_t m) {
+    const Registry& r = registry();
+    if (m <= 4 && r.narrow_avx512.fn && std::string_view(r.best.isa) == "avx512")
+        return r.narrow_avx512;
+    return r.best;
+}
+
 bool select_microkernel(const char* isa) {
     return registry().select(isa);
 }
@@ -157,10 +202,13 @@ void pack_a(const StridedA& a, dim_t i0, dim_t mc, dim_t k0, dim_t kc, int mr, f
         const dim_t mv = std::min<dim_t>(mr, mc - ip);
         float* d = dst + ip * kc;
         const float* s = a.p + (i0 + ip) * a.rs + k0 * a.cs;
-        if (a.cs == 1 && mv == mr) {
-            // Row-major A: read mr rows side by side.
-            for (dim_t k = 0; k < kc; ++k)
-                for (int i = 0; i < mr; ++i) d[k * mr + i] = s[i * a.rs + k];
+        if (a.cs == 1) {
+            // Row-major A: one row at a time, read sequentially. (Reading the mr rows side by side
+            // would touch mr lines whose addresses are often 4 KiB multiples apart: one L1 set.)
+            for (dim_t i = 0; i < mv; ++i)
+                for (dim_t k = 0; k < kc; ++k) d[k * mr + i] = s[i * a.rs + k];
+            for (dim_t i = mv; i < mr; ++i)
+                for (dim_t k = 0; k < kc; ++k) d[k * mr + i] = 0.0f;
         } else {
             for (dim_t k = 0; k < kc; ++k) {
                 for (dim_t i = 0; i < mv; ++i) d[k * mr + i] = s[i * a.rs + k * a.cs];

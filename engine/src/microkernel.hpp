@@ -38,6 +38,8 @@ const MicroKernel& microkernel();
 // when the CPU lacks that ISA).
 const MicroKernel* microkernels(int& count);
 bool select_microkernel(const char* isa);
+// The microkernel for a product with m rows: the selected one, or AVX-512's 4 x 64 when m <= 4.
+const MicroKernel& microkernel_for(dim_t m);
 
 // [SECTION] operands
 
@@ -133,7 +135,7 @@ void gemm_block(const MicroKernel& uk, const GemmBlocking& bl, dim_t i0, dim_t i
 template <class PackB>
 void gemm(dim_t m, dim_t n, dim_t k, const StridedA& a, const PackB& packb, float* c, dim_t ldc,
           bool accumulate) {
-    const MicroKernel& uk = microkernel();
+    const MicroKernel& uk = microkernel_for(m);
     const GemmBlocking bl;
     int tm = 1, tn = 1;
     choose_split(m, n, k, uk, gemm_threads(m, n, k), tm, tn);
