@@ -233,9 +233,9 @@ TEST_CASE("tensor-level calls refuse wrong shapes, dtypes and algorithm names") 
     const Tensor x(p.src_dims()), w(p.wei_dims()), wrong({1, 2, 4, 5});
     CHECK_THROWS_WITH_AS(forward(p, wrong, w, nullptr, "direct"),
                          "src has shape (1,2,4,5), problem needs (1,2,5,5)", Error);
-    CHECK_THROWS_WITH_AS(forward(p, x, w, nullptr, "nope"),
-                         "algorithm 'nope' is not one of fwd's: direct, im2col_gemm, implicit_gemm",
-                         Error);
+    CHECK_THROWS_WITH_AS(
+        forward(p, x, w, nullptr, "nope"),
+        "algorithm 'nope' is not one of fwd's: direct, im2col_gemm, implicit_gemm, auto", Error);
     const Tensor half(p.src_dims(), DType::f16);
     CHECK_THROWS_WITH_AS(forward(p, half, w, nullptr, "direct"), "src is fp16: expected fp32",
                          Error);
