@@ -12,6 +12,7 @@ void forward_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler* prof);
 void backward_data_direct(const Problem& p, const ConvArgs& a, Profiler* prof);
 void backward_data_col2im(const Problem& p, const ConvArgs& a, Profiler* prof);
 void backward_data_via_forward(const Problem& p, const ConvArgs& a, Profiler* prof);
+void backward_data_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler* prof);
 
 void backward_weight_direct(const Problem& p, const ConvArgs& a, Profiler* prof);
 void backward_weight_im2col_gemm(const Problem& p, const ConvArgs& a, Profiler* prof);

@@ -5,6 +5,7 @@
 //
 // [SECTION] im2col gather      B(r, j) = im2col(r, j), columns j = (n, od, oh, ow) over a batch
 // [SECTION] forward            dst_g = W_g * B, batch merged into the columns when images are small
+// [SECTION] backward data      stride phases, one GEMM per phase (no col2im, no zero insertion)
 // [SECTION] backward weight    dW_g = sum_n dY_g(n) * B(n)^T (the packer gathers B^T)
 #include <algorithm>
 #include <vector>
@@ -22,11 +23,12 @@ namespace {
 // The im2col map of one group over a run of images: rows r = (ci, kd, kh, kw), columns
 // j = (n, od, oh, ow); element = src image n, channel ci, at o*s + k*d - pb, or 0 in the padding.
 struct Im2col {
-    Geom3 g;
-    const float* src;  // image n0, first channel of the group
-    dim_t n_stride;    // floats between images (C * in_size)
-    dim_t in_size, ks, cols;
+    Geom3 g{};
+    const float* src = nullptr;  // image n0, first channel of the group
+    dim_t n_stride = 0;          // floats between images (C * in_size)
+    dim_t in_size = 0, ks = 1, cols = 0;
 
+    Im2col() = default;
     Im2col(const Problem& p, const float* image0)
         : g(geom3(p)),
           src(image0),
@@ -133,11 +135,13 @@ const Im2col::Row* rows_of(const Im2col& m, dim_t k0, dim_t kc) {
 }
 
 // B = im2col: b(k = r, j) packed into panels of nr columns. Wide output rows are gathered as
-// segments along ow; narrow ones (ow count < 8) element by element, column by column.
+// segments along ow; narrow ones (ow count < 8) element by element, column by column. With
+// fixed_rows, row k is fixed_rows[k] instead of the decomposition of k.
 struct Im2colB {
     const Im2col* m;
+    const Im2col::Row* fixed_rows = nullptr;
     void operator()(dim_t k0, dim_t kc, dim_t j0, dim_t nc, int nr, float* dst) const {
-        const Im2col::Row* rows = rows_of(*m, k0, kc);
+        const Im2col::Row* rows = fixed_rows ? fixed_rows + k0 : rows_of(*m, k0, kc);
         const bool narrow = m->g.out[2] < 8;
         for (dim_t jp = 0; jp < nc; jp += nr) {
             const dim_t nv = std::min<dim_t>(nr, nc - jp);
@@ -218,6 +222,128 @@ void forward_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler* prof) 
         }
     }
     add_bias(p, a, prof);
+}
+
+// [SECTION] backward data
+// Stride phases (Composable Kernel's decomposition): input positions i with (i + pb) mod s = rho
+// receive exactly the taps k with (k*d) mod s = rho (none when the phase is not reachable, e.g.
+// gcd(s, d) > 1), from output o = q + (i0 + pb - k*d)/s, where i = i0 + s*q. Per phase and per
+// axis that is a stride-1 correlation of dY, so each phase is one GEMM per image and group:
+//   dX_phase (C/G x Q) = W_phase^T (C/G x K/G*T) * B (K/G*T x Q),  B((co, t), q) = dY(co, q +
+//   off_t)
+// with B gathered tile by tile; the phases partition dX, so every element is written once.
+namespace {
+struct Phase {
+    dim_t i0[3], q[3];
+    std::vector<dim_t> taps[3], off[3];
+};
+}  // namespace
+
+void backward_data_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler* prof) {
+    const Geom3 g = geom3(p);
+    const dim_t kg = p.ocg(), cg = p.icg(), ks = p.kernel_spatial(), is = p.in_spatial();
+    const dim_t os = p.out_spatial();
+    for (dim_t r0 = 0; r0 < g.s[0]; ++r0)
+        for (dim_t r1 = 0; r1 < g.s[1]; ++r1)
+            for (dim_t r2 = 0; r2 < g.s[2]; ++r2) {
+                const dim_t rho[3] = {r0, r1, r2};
+                Phase ph;
+                dim_t qs = 1, nt = 1;
+                for (int x = 0; x < 3; ++x) {
+                    const dim_t s = g.s[x];
+                    ph.i0[x] = ((rho[x] - g.pb[x]) % s + s) % s;
+                    ph.q[x] = ph.i0[x] < g.in[x] ? (g.in[x] - ph.i0[x] + s - 1) / s : 0;
+                    for (dim_t k = 0; k < g.k[x]; ++k)
+                        if ((k * g.d[x]) % s == rho[x]) {
+                            ph.taps[x].push_back(k);
+                            ph.off[x].push_back((ph.i0[x] + g.pb[x] - k * g.d[x]) / s);
+                        }
+                    qs *= ph.q[x];
+                    nt *= static_cast<dim_t>(ph.taps[x].size());
+                }
+                if (qs == 0) continue;
+                // dX positions of this phase: i = i0 + s*q per axis.
+                auto scatter = [&](dim_t n, dim_t grp, const float* c) {
+                    Span sp(prof, "scatter");
+#pragma omp parallel for schedule(static) if (cg * qs > 65536)
+                    for (dim_t ci = 0; ci < cg; ++ci) {
+                        float* img = a.diff_src + (n * p.ic + grp * cg + ci) * is;
+                        const float* row = c ? c + ci * qs : nullptr;
+                        for (dim_t qd = 0; qd < ph.q[0]; ++qd)
+                            for (dim_t qh = 0; qh < ph.q[1]; ++qh) {
+                                float* line =
+                                    img +
+                                    ((ph.i0[0] + qd * g.s[0]) * g.in[1] + ph.i0[1] + qh * g.s[1]) *
+                                        g.in[2] +
+                                    ph.i0[2];
+                                const float* from =
+                                    row ? row + (qd * ph.q[1] + qh) * ph.q[2] : nullptr;
+                                for (dim_t qw = 0; qw < ph.q[2]; ++qw)
+                                    line[qw * g.s[2]] = from ? from[qw] : 0.0f;
+                            }
+                    }
+                };
+                if (nt == 0) {  // no tap reaches these positions: their gradient is zero
+                    for (dim_t n = 0; n < p.mb; ++n)
+                        for (dim_t grp = 0; grp < p.groups; ++grp) scatter(n, grp, nullptr);
+                    continue;
+                }
+                const dim_t kp = kg * nt;
+                // Rows (co, t): the dY channel and the per-axis offsets of tap t.
+                std::vector<Im2col::Row> rows(static_cast<std::size_t>(kp));
+                std::vector<dim_t> kidx(static_cast<std::size_t>(nt));
+                {
+                    dim_t t = 0;
+                    for (std::size_t t0 = 0; t0 < ph.taps[0].size(); ++t0)
+                        for (std::size_t t1 = 0; t1 < ph.taps[1].size(); ++t1)
+                            for (std::size_t t2 = 0; t2 < ph.taps[2].size(); ++t2, ++t) {
+                                kidx[static_cast<std::size_t>(t)] =
+                                    (ph.taps[0][t0] * g.k[1] + ph.taps[1][t1]) * g.k[2] +
+                                    ph.taps[2][t2];
+                                for (dim_t co = 0; co < kg; ++co) {
+                                    Im2col::Row& r = rows[static_cast<std::size_t>(co * nt + t)];
+                                    r.ci = co;
+                                    r.off_d = ph.off[0][t0];
+                                    r.off_h = ph.off[1][t1];
+                                    r.off_w = ph.off[2][t2];
+                                    valid_range(r.off_w, 1, g.out[2], ph.q[2], r.w_lo, r.w_hi);
+                                }
+                            }
+                }
+                Im2col m;
+                for (int x = 0; x < 3; ++x) {
+                    m.g.in[x] = g.out[x];
+                    m.g.out[x] = ph.q[x];
+                    m.g.s[x] = 1;
+                    m.g.k[x] = 1;
+                    m.g.d[x] = 1;
+                }
+                m.in_size = os;
+                m.cols = qs;
+                float* c = scratch(3, static_cast<std::size_t>(cg * qs));
+                float* wa = scratch(4, static_cast<std::size_t>(cg * kp));
+                for (dim_t grp = 0; grp < p.groups; ++grp) {
+                    {
+                        // A (C/G x kp): A[ci][co*nt + t] = W[grp*kg + co][ci][kidx[t]].
+                        Span sp(prof, "pack");
+                        for (dim_t ci = 0; ci < cg; ++ci)
+                            for (dim_t co = 0; co < kg; ++co)
+                                for (dim_t t = 0; t < nt; ++t)
+                                    wa[ci * kp + co * nt + t] =
+                                        a.wei[((grp * kg + co) * cg + ci) * ks +
+                                              kidx[static_cast<std::size_t>(t)]];
+                    }
+                    for (dim_t n = 0; n < p.mb; ++n) {
+                        m.src = a.diff_dst + (n * p.oc + grp * kg) * os;
+                        {
+                            Span sp(prof, "gemm");
+                            gemm(cg, qs, kp, StridedA{wa, kp, 1}, Im2colB{&m, rows.data()}, c, qs,
+                                 false);
+                        }
+                        scatter(n, grp, c);
+                    }
+                }
+            }
 }
 
 // [SECTION] backward weight
