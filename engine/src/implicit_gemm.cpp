@@ -323,22 +323,26 @@ void backward_data_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler* 
                 float* c = scratch(3, static_cast<std::size_t>(cg * qs));
                 float* wa = scratch(4, static_cast<std::size_t>(cg * kp));
                 for (dim_t grp = 0; grp < p.groups; ++grp) {
-                    {
-                        // A (C/G x kp): A[ci][co*nt + t] = W[grp*kg + co][ci][kidx[t]].
+                    // A (C/G x kp): A[ci][co*nt + t] = W[grp*kg + co][ci][kidx[t]]. A 1x1 kernel
+                    // needs no copy: A is W_g^T, read in place.
+                    StridedA wt{a.wei + grp * kg * cg, 1, cg};
+                    if (ks != 1) {
                         Span sp(prof, "pack");
-                        for (dim_t ci = 0; ci < cg; ++ci)
-                            for (dim_t co = 0; co < kg; ++co)
+#pragma omp parallel for schedule(static) if (kg * cg * nt > 65536)
+                        for (dim_t co = 0; co < kg; ++co)
+                            for (dim_t ci = 0; ci < cg; ++ci) {
+                                const float* w = a.wei + ((grp * kg + co) * cg + ci) * ks;
+                                float* d = wa + ci * kp + co * nt;
                                 for (dim_t t = 0; t < nt; ++t)
-                                    wa[ci * kp + co * nt + t] =
-                                        a.wei[((grp * kg + co) * cg + ci) * ks +
-                                              kidx[static_cast<std::size_t>(t)]];
+                                    d[t] = w[kidx[static_cast<std::size_t>(t)]];
+                            }
+                        wt = StridedA{wa, kp, 1};
                     }
                     for (dim_t n = 0; n < p.mb; ++n) {
                         m.src = a.diff_dst + (n * p.oc + grp * kg) * os;
                         {
                             Span sp(prof, "gemm");
-                            gemm(cg, qs, kp, StridedA{wa, kp, 1}, Im2colB{&m, rows.data()}, c, qs,
-                                 false);
+                            gemm(cg, qs, kp, wt, Im2colB{&m, rows.data()}, c, qs, false);
                         }
                         scatter(n, grp, c);
                     }
