@@ -7,14 +7,24 @@ namespace convlab::detail {
 
 void forward_direct(const Problem& p, const ConvArgs& a, Profiler* prof);
 void forward_im2col_gemm(const Problem& p, const ConvArgs& a, Profiler* prof);
+void forward_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler* prof);
 
 void backward_data_direct(const Problem& p, const ConvArgs& a, Profiler* prof);
 void backward_data_col2im(const Problem& p, const ConvArgs& a, Profiler* prof);
 void backward_data_via_forward(const Problem& p, const ConvArgs& a, Profiler* prof);
+void backward_data_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler* prof);
 
 void backward_weight_direct(const Problem& p, const ConvArgs& a, Profiler* prof);
 void backward_weight_im2col_gemm(const Problem& p, const ConvArgs& a, Profiler* prof);
 void backward_weight_via_forward(const Problem& p, const ConvArgs& a, Profiler* prof);
+void backward_weight_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler* prof);
+
+// auto (implicit_gemm_auto.cpp): the heuristic's choice per pass.
+void forward_auto(const Problem& p, const ConvArgs& a, Profiler* prof);
+void backward_data_auto(const Problem& p, const ConvArgs& a, Profiler* prof);
+void backward_weight_auto(const Problem& p, const ConvArgs& a, Profiler* prof);
+
+void add_bias(const Problem& p, const ConvArgs& a, Profiler* prof);  // dst += bias
 
 void backward_bias_direct(const Problem& p, const ConvArgs& a, Profiler* prof);
 

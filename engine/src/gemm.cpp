@@ -1,10 +1,44 @@
-// im2col + GEMM (forward, backward weight) and W^T dY + col2im (backward data), with Eigen's
-// GEMM on both cores. One column matrix of one image and group lives at a time:
-//   B (rows x cols), rows = C/G * prod(k), cols = prod(out).
+// im2col + GEMM (forward, backward weight) and W^T dY + col2im (backward data). The GEMM core is
+// ConvLab's blocked GEMM (microkernel.hpp) or Eigen's (the reference path), both on all threads.
+// One column matrix of one image and group lives at a time, in a per-thread buffer kept between
+// calls:  B (rows x cols), rows = C/G * prod(k), cols = prod(out).
+//
+// [SECTION] GEMM core switch
+// [SECTION] forward
+// [SECTION] backward data
+// [SECTION] backward weight
 #include <Eigen/Core>
-#include <vector>
+#include <cstdlib>
+#include <string_view>
 
 #include "algorithms.hpp"
+#include "microkernel.hpp"
+
+namespace convlab {
+
+// [SECTION] GEMM core switch
+
+namespace {
+GemmCore& core_ref() {
+    static GemmCore core = [] {
+        const char* e = std::getenv("CONVLAB_GEMM");
+        return e && std::string_view(e) == "eigen" ? GemmCore::eigen : GemmCore::blocked;
+    }();
+    return core;
+}
+}  // namespace
+
+void set_gemm_core(GemmCore core) {
+    core_ref() = core;
+}
+GemmCore gemm_core() {
+    return core_ref();
+}
+const char* gemm_isa() {
+    return detail::microkernel().isa;
+}
+
+}  // namespace convlab
 
 namespace convlab::detail {
 
@@ -13,6 +47,41 @@ namespace {
 using RowMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 using MapC = Eigen::Map<const RowMat>;
 using Map = Eigen::Map<RowMat>;
+
+// C (m x n, row-major, dense) = op(A) (m x k) * op(B) (k x n) (+ C when acc).
+// A is stored (m x k) row-major, or (k x m) when ta; B (k x n), or (n x k) when tb.
+void matmul(dim_t m, dim_t n, dim_t k, const float* a, bool ta, const float* b, bool tb, float* c,
+            bool acc) {
+    if (gemm_core() == GemmCore::blocked) {
+        const StridedA sa{a, ta ? 1 : k, ta ? m : 1};
+        const StridedB sb{b, tb ? 1 : n, tb ? k : 1};
+        sgemm(m, n, k, sa, sb, c, n, acc);
+        return;
+    }
+    Map cm(c, m, n);
+    const MapC am(a, ta ? k : m, ta ? m : k), bm(b, tb ? n : k, tb ? k : n);
+    if (!ta && !tb) {
+        if (acc)
+            cm.noalias() += am * bm;
+        else
+            cm.noalias() = am * bm;
+    } else if (ta && !tb) {
+        if (acc)
+            cm.noalias() += am.transpose() * bm;
+        else
+            cm.noalias() = am.transpose() * bm;
+    } else if (!ta && tb) {
+        if (acc)
+            cm.noalias() += am * bm.transpose();
+        else
+            cm.noalias() = am * bm.transpose();
+    } else {
+        if (acc)
+            cm.noalias() += am.transpose() * bm.transpose();
+        else
+            cm.noalias() = am.transpose() * bm.transpose();
+    }
+}
 
 struct GemmDims {
     dim_t rows, cols, kg, cg, in_size;
@@ -24,81 +93,89 @@ struct GemmDims {
           in_size(p.in_spatial()) {}
 };
 
+float* column_buffer(const GemmDims& d) {
+    return scratch(3, static_cast<std::size_t>(d.rows * d.cols));
+}
+
 }  // namespace
 
+void add_bias(const Problem& p, const ConvArgs& a, Profiler* prof) {
+    if (!a.bias) return;
+    Span s(prof, "bias");
+    const dim_t cols = p.out_spatial();
+#pragma omp parallel for schedule(static) if (p.mb * p.oc * cols > 65536)
+    for (dim_t nk = 0; nk < p.mb * p.oc; ++nk) {
+        float* y = a.dst + nk * cols;
+        const float bk = a.bias[nk % p.oc];
+        for (dim_t o = 0; o < cols; ++o) y[o] += bk;
+    }
+}
+
+// [SECTION] forward
 // dst_g (Kg x cols) = wei_g (Kg x rows) * B (rows x cols), then + bias.
 void forward_im2col_gemm(const Problem& p, const ConvArgs& a, Profiler* prof) {
     const GemmDims d(p);
     const bool identity = im2col_is_identity(p);
-    std::vector<float> col(identity ? 0 : static_cast<std::size_t>(d.rows * d.cols));
+    float* col = identity ? nullptr : column_buffer(d);
     for (dim_t n = 0; n < p.mb; ++n)
         for (dim_t g = 0; g < p.groups; ++g) {
             const float* b = a.src + (n * p.ic + g * d.cg) * d.in_size;
             if (!identity) {
                 Span s(prof, "im2col");
-                im2col_kernel(p, a.src, n, g, col.data());
-                b = col.data();
+                im2col_kernel(p, a.src, n, g, col);
+                b = col;
             }
             Span s(prof, "gemm");
-            Map y(a.dst + (n * p.oc + g * d.kg) * d.cols, d.kg, d.cols);
-            y.noalias() = MapC(a.wei + g * d.kg * d.rows, d.kg, d.rows) * MapC(b, d.rows, d.cols);
+            matmul(d.kg, d.cols, d.rows, a.wei + g * d.kg * d.rows, false, b, false,
+                   a.dst + (n * p.oc + g * d.kg) * d.cols, false);
         }
-    if (a.bias) {
-        Span s(prof, "bias");
-        for (dim_t n = 0; n < p.mb; ++n)
-            for (dim_t k = 0; k < p.oc; ++k) {
-                float* y = a.dst + (n * p.oc + k) * d.cols;
-                const float bk = a.bias[k];
-                for (dim_t o = 0; o < d.cols; ++o) y[o] += bk;
-            }
-    }
+    add_bias(p, a, prof);
 }
 
+// [SECTION] backward data
 // B* (rows x cols) = wei_g^T (rows x Kg) * diff_dst_g (Kg x cols), then col2im adds B* into dX.
 void backward_data_col2im(const Problem& p, const ConvArgs& a, Profiler* prof) {
     const GemmDims d(p);
     const bool identity = im2col_is_identity(p);
-    std::vector<float> col(identity ? 0 : static_cast<std::size_t>(d.rows * d.cols));
+    float* col = identity ? nullptr : column_buffer(d);
     if (!identity) {
         Span s(prof, "zero");
-        std::fill(a.diff_src, a.diff_src + p.mb * p.ic * d.in_size, 0.0f);
+        const dim_t total = p.mb * p.ic * d.in_size;
+#pragma omp parallel for schedule(static) if (total > 65536)
+        for (dim_t i = 0; i < total; ++i) a.diff_src[i] = 0.0f;
     }
     for (dim_t n = 0; n < p.mb; ++n)
         for (dim_t g = 0; g < p.groups; ++g) {
-            float* out = identity ? a.diff_src + (n * p.ic + g * d.cg) * d.in_size : col.data();
+            float* out = identity ? a.diff_src + (n * p.ic + g * d.cg) * d.in_size : col;
             {
                 Span s(prof, "gemm");
-                Map b(out, d.rows, d.cols);
-                b.noalias() = MapC(a.wei + g * d.kg * d.rows, d.kg, d.rows).transpose() *
-                              MapC(a.diff_dst + (n * p.oc + g * d.kg) * d.cols, d.kg, d.cols);
+                matmul(d.rows, d.cols, d.kg, a.wei + g * d.kg * d.rows, true,
+                       a.diff_dst + (n * p.oc + g * d.kg) * d.cols, false, out, false);
             }
             if (!identity) {
                 Span s(prof, "col2im");
-                col2im_kernel(p, col.data(), n, g, a.diff_src);
+                col2im_kernel(p, col, n, g, a.diff_src);
             }
         }
 }
 
+// [SECTION] backward weight
 // diff_wei_g (Kg x rows) = sum_n diff_dst_g(n) (Kg x cols) * B(n)^T (cols x rows).
 void backward_weight_im2col_gemm(const Problem& p, const ConvArgs& a, Profiler* prof) {
     const GemmDims d(p);
     const bool identity = im2col_is_identity(p);
-    std::vector<float> col(identity ? 0 : static_cast<std::size_t>(d.rows * d.cols));
+    float* col = identity ? nullptr : column_buffer(d);
     for (dim_t g = 0; g < p.groups; ++g) {
-        Map dw(a.diff_wei + g * d.kg * d.rows, d.kg, d.rows);
         for (dim_t n = 0; n < p.mb; ++n) {
             const float* b = a.src + (n * p.ic + g * d.cg) * d.in_size;
             if (!identity) {
                 Span s(prof, "im2col");
-                im2col_kernel(p, a.src, n, g, col.data());
-                b = col.data();
+                im2col_kernel(p, a.src, n, g, col);
+                b = col;
             }
             Span s(prof, "gemm");
-            MapC dy(a.diff_dst + (n * p.oc + g * d.kg) * d.cols, d.kg, d.cols);
-            if (n == 0)
-                dw.noalias() = dy * MapC(b, d.rows, d.cols).transpose();
-            else
-                dw.noalias() += dy * MapC(b, d.rows, d.cols).transpose();
+            matmul(d.kg, d.rows, d.cols, a.diff_dst + (n * p.oc + g * d.kg) * d.cols, false, b,
+                   true, a.diff_wei + g * d.kg * d.rows, n > 0);
         }
     }
 }

@@ -144,6 +144,7 @@ void pad_kernel(std::span<const dim_t> dims, std::span<const dim_t> pad_begin,
 
 void flip_rot_kernel(const Problem& p, const float* wei, float* dst) {
     const dim_t ks = p.kernel_spatial(), cg = p.icg(), kg = p.ocg();
+#pragma omp parallel for collapse(2) schedule(static) if (p.oc * cg * ks > 65536)
     for (dim_t g = 0; g < p.groups; ++g)
         for (dim_t ci = 0; ci < cg; ++ci)
             for (dim_t co = 0; co < kg; ++co) {
@@ -160,19 +161,23 @@ void tnc_kernel(std::span<const dim_t> dims, const float* src, float* dst) {
     const dim_t a = dims[0], b = dims[1];
 #pragma omp parallel for schedule(static) if (a * b * inner > 65536)
     for (dim_t j = 0; j < b; ++j)
-        for (dim_t i = 0; i < a; ++i)
-            std::memcpy(dst + (j * a + i) * inner, src + (i * b + j) * inner,
-                        static_cast<std::size_t>(inner) * sizeof(float));
+        for (dim_t i = 0; i < a; ++i) {
+            float* d = dst + (j * a + i) * inner;
+            const float* s = src + (i * b + j) * inner;
+            for (dim_t k = 0; k < inner; ++k) d[k] = s[k];
+        }
 }
 
 void tnc_diff_wei_kernel(const Problem& p, const float* src, float* dst) {
     const dim_t ks = p.kernel_spatial(), cg = p.icg(), kg = p.ocg();
+#pragma omp parallel for collapse(2) schedule(static) if (p.oc * cg * ks > 65536)
     for (dim_t g = 0; g < p.groups; ++g)
         for (dim_t co = 0; co < kg; ++co)
-            for (dim_t ci = 0; ci < cg; ++ci)
-                std::memcpy(dst + ((g * kg + co) * cg + ci) * ks,
-                            src + ((g * cg + ci) * kg + co) * ks,
-                            static_cast<std::size_t>(ks) * sizeof(float));
+            for (dim_t ci = 0; ci < cg; ++ci) {
+                float* d = dst + ((g * kg + co) * cg + ci) * ks;
+                const float* s = src + ((g * cg + ci) * kg + co) * ks;
+                for (dim_t k = 0; k < ks; ++k) d[k] = s[k];  // ks is often 1 or 9: no memcpy call
+            }
 }
 
 }  // namespace convlab

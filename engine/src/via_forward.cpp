@@ -2,10 +2,13 @@
 // leftover rows r that a published implementation of it omits (DESIGN.md):
 //   dX = conv(pad(Strided(dY), (k-1)d - pb, (k-1)d - pe + r), FlipRot(W)), stride 1, dilation d
 //   dW = TNC(conv(TNC(X), TNC(dY))), stride d, dilation s, padding pb, pe - r, per group
+// The intermediate tensors live in per-thread buffers kept between calls, the converters run on
+// all threads, and the forward convolution is the fast one (implicit_gemm: no column matrix).
 #include <vector>
 
 #include "algorithms.hpp"
 #include "convlab/maps.hpp"
+#include "microkernel.hpp"
 
 namespace convlab::detail {
 
@@ -19,38 +22,38 @@ void backward_data_via_forward(const Problem& p, const ConvArgs& a, Profiler* pr
         pb.push_back(span - p.pad_begin[i]);
         pe.push_back(span - p.pad_end[i] + p.leftover(i));
     }
-    std::vector<float> z(static_cast<std::size_t>(product(zdims)));
-    std::vector<float> padded(static_cast<std::size_t>(p.mb * p.oc * q.in_spatial()));
-    std::vector<float> wt(static_cast<std::size_t>(p.ic * p.ocg() * p.kernel_spatial()));
+    float* z = scratch(4, static_cast<std::size_t>(product(zdims)));
+    float* padded = scratch(5, static_cast<std::size_t>(p.mb * p.oc * q.in_spatial()));
+    float* wt = scratch(6, static_cast<std::size_t>(p.ic * p.ocg() * p.kernel_spatial()));
     {
         Span s(prof, "zero-insert");
-        strided_kernel(p, a.diff_dst, z.data());
+        strided_kernel(p, a.diff_dst, z);
     }
     {
         Span s(prof, "pad");
-        pad_kernel(zdims, pb, pe, z.data(), padded.data());
+        pad_kernel(zdims, pb, pe, z, padded);
     }
     {
         Span s(prof, "fliprot");
-        flip_rot_kernel(p, a.wei, wt.data());
+        flip_rot_kernel(p, a.wei, wt);
     }
     ConvArgs f;
-    f.src = padded.data();
-    f.wei = wt.data();
+    f.src = padded;
+    f.wei = wt;
     f.dst = a.diff_src;
-    forward_im2col_gemm(q, f, prof);
+    forward_implicit_gemm(q, f, prof);
 }
 
 void backward_weight_via_forward(const Problem& p, const ConvArgs& a, Profiler* prof) {
     const Problem q = maps::backward_weight_as_forward(p);
     const std::vector<dim_t> xdims = p.src_dims(), ydims = p.dst_dims();
-    std::vector<float> xt(static_cast<std::size_t>(product(xdims)));
-    std::vector<float> yt(static_cast<std::size_t>(product(ydims)));
-    std::vector<float> r(static_cast<std::size_t>(p.ic * p.ocg() * p.kernel_spatial()));
+    float* xt = scratch(4, static_cast<std::size_t>(product(xdims)));
+    float* yt = scratch(5, static_cast<std::size_t>(product(ydims)));
+    float* r = scratch(6, static_cast<std::size_t>(p.ic * p.ocg() * p.kernel_spatial()));
     {
         Span s(prof, "tnc");
-        tnc_kernel(xdims, a.src, xt.data());
-        tnc_kernel(ydims, a.diff_dst, yt.data());
+        tnc_kernel(xdims, a.src, xt);
+        tnc_kernel(ydims, a.diff_dst, yt);
     }
     // Group g: batch = its C/G channels of TNC(X), weights = its K/G channels of TNC(dY); both
     // are contiguous slices because the channel dim is outermost after TNC.
@@ -59,13 +62,13 @@ void backward_weight_via_forward(const Problem& p, const ConvArgs& a, Profiler* 
     const dim_t r_slice = p.icg() * p.ocg() * p.kernel_spatial();
     for (dim_t g = 0; g < p.groups; ++g) {
         ConvArgs f;
-        f.src = xt.data() + g * x_slice;
-        f.wei = yt.data() + g * y_slice;
-        f.dst = r.data() + g * r_slice;
-        forward_im2col_gemm(q, f, prof);
+        f.src = xt + g * x_slice;
+        f.wei = yt + g * y_slice;
+        f.dst = r + g * r_slice;
+        forward_implicit_gemm(q, f, prof);
     }
     Span s(prof, "tnc");
-    tnc_diff_wei_kernel(p, r.data(), a.diff_wei);
+    tnc_diff_wei_kernel(p, r, a.diff_wei);
 }
 
 }  // namespace convlab::detail

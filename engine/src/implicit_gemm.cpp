@@ -1,0 +1,372 @@
+// implicit_gemm: the im2col GEMMs without a column matrix in memory. The blocked GEMM core
+// (microkernel.hpp) asks its B packer for one KC x NC block at a time; the packers below gather
+// that block straight from the activations (the im2col map, applied tile by tile), so the only
+// buffers are the packed tiles that fit in cache.
+//
+// [SECTION] im2col gather      B(r, j) = im2col(r, j), columns j = (n, od, oh, ow) over a batch
+// [SECTION] forward            dst_g = W_g * B, batch merged into the columns when images are small
+// [SECTION] backward data      stride phases, one GEMM per phase (no col2im, no zero insertion)
+// [SECTION] backward weight    dW_g = sum_n dY_g(n) * B(n)^T (the packer gathers B^T)
+#include <algorithm>
+#include <vector>
+
+#include "algorithms.hpp"
+#include "geom.hpp"
+#include "microkernel.hpp"
+
+namespace convlab::detail {
+
+namespace {
+
+// [SECTION] im2col gather
+
+// The im2col map of one group over a run of images: rows r = (ci, kd, kh, kw), columns
+// j = (n, od, oh, ow); element = src image n, channel ci, at o*s + k*d - pb, or 0 in the padding.
+struct Im2col {
+    Geom3 g{};
+    const float* src = nullptr;  // image n0, first channel of the group
+    dim_t n_stride = 0;          // floats between images (C * in_size)
+    dim_t in_size = 0, ks = 1, cols = 0;
+
+    Im2col() = default;
+    Im2col(const Problem& p, const float* image0)
+        : g(geom3(p)),
+          src(image0),
+          n_stride(p.ic * p.in_spatial()),
+          in_size(p.in_spatial()),
+          ks(p.kernel_spatial()),
+          cols(p.out_spatial()) {}
+
+    struct Row {
+        dim_t ci, off_d, off_h, off_w, w_lo, w_hi;
+    };
+    Row row(dim_t r) const {
+        Row o{};
+        o.ci = r / ks;
+        dim_t t = r % ks;
+        const dim_t kw = t % g.k[2];
+        t /= g.k[2];
+        const dim_t kh = t % g.k[1], kd = t / g.k[1];
+        o.off_d = kd * g.d[0] - g.pb[0];
+        o.off_h = kh * g.d[1] - g.pb[1];
+        o.off_w = kw * g.d[2] - g.pb[2];
+        valid_range(o.off_w, g.s[2], g.in[2], g.out[2], o.w_lo, o.w_hi);
+        return o;
+    }
+
+    // Output coordinate of column j.
+    struct Col {
+        dim_t n, od, oh, ow;
+    };
+    Col col(dim_t j) const {
+        Col c{};
+        c.n = j / cols;
+        dim_t pos = j % cols;
+        c.ow = pos % g.out[2];
+        pos /= g.out[2];
+        c.oh = pos % g.out[1];
+        c.od = pos / g.out[1];
+        return c;
+    }
+
+    // Writes row r's elements for columns c, c+1 ... (len of them) to out[0], out[step] ...
+    // Runs along ow are copied as segments.
+    void gather(const Row& r, Col c, dim_t len, float* out, dim_t step) const {
+        dim_t x = 0;
+        while (x < len) {
+            const dim_t seg = std::min(len - x, g.out[2] - c.ow);
+            const dim_t id = c.od * g.s[0] + r.off_d, ih = c.oh * g.s[1] + r.off_h;
+            float* o = out + x * step;
+            if (id < 0 || id >= g.in[0] || ih < 0 || ih >= g.in[1]) {
+                for (dim_t e = 0; e < seg; ++e) o[e * step] = 0.0f;
+            } else {
+                const float* line =
+                    src + c.n * n_stride + r.ci * in_size + (id * g.in[1] + ih) * g.in[2];
+                const dim_t lo = std::clamp(r.w_lo, c.ow, c.ow + seg);
+                const dim_t hi = std::clamp(r.w_hi, lo, c.ow + seg);
+                dim_t e = 0;
+                for (; e < lo - c.ow; ++e) o[e * step] = 0.0f;
+                const dim_t sw = g.s[2];
+                const float* sp = line + (c.ow + e) * sw + r.off_w;
+                if (step == 1 && sw == 1) {
+                    std::copy(sp, sp + (hi - lo), o + e);
+                    e += hi - lo;
+                } else {
+                    for (dim_t q = 0; q < hi - lo; ++q, ++e) o[e * step] = sp[q * sw];
+                }
+                for (; e < seg; ++e) o[e * step] = 0.0f;
+            }
+            x += seg;
+            next_row(c);
+        }
+    }
+
+    // Advances c to the start of the next output row (ow = 0).
+    void next_row(Col& c) const {
+        c.ow = 0;
+        if (++c.oh == g.out[1]) {
+            c.oh = 0;
+            if (++c.od == g.out[0]) {
+                c.od = 0;
+                ++c.n;
+            }
+        }
+    }
+    void next(Col& c) const {
+        if (++c.ow == g.out[2]) next_row(c);
+    }
+
+    // Element (r, c) for a row r described by its decomposition.
+    float at(const Row& r, const Col& c) const {
+        const dim_t id = c.od * g.s[0] + r.off_d, ih = c.oh * g.s[1] + r.off_h,
+                    iw = c.ow * g.s[2] + r.off_w;
+        if (id < 0 || id >= g.in[0] || ih < 0 || ih >= g.in[1] || iw < 0 || iw >= g.in[2])
+            return 0.0f;
+        return src[c.n * n_stride + r.ci * in_size + (id * g.in[1] + ih) * g.in[2] + iw];
+    }
+};
+
+// Decompositions of rows [k0, k0 + kc), in a per-thread buffer.
+const Im2col::Row* rows_of(const Im2col& m, dim_t k0, dim_t kc) {
+    thread_local std::vector<Im2col::Row> rows;
+    rows.resize(static_cast<std::size_t>(kc));
+    for (dim_t k = 0; k < kc; ++k) rows[static_cast<std::size_t>(k)] = m.row(k0 + k);
+    return rows.data();
+}
+
+// B = im2col: b(k = r, j) packed into panels of nr columns. Wide output rows are gathered as
+// segments along ow; narrow ones (ow count < 8) element by element, column by column. With
+// fixed_rows, row k is fixed_rows[k] instead of the decomposition of k.
+struct Im2colB {
+    const Im2col* m;
+    const Im2col::Row* fixed_rows = nullptr;
+    void operator()(dim_t k0, dim_t kc, dim_t j0, dim_t nc, int nr, float* dst) const {
+        const Im2col::Row* rows = fixed_rows ? fixed_rows + k0 : rows_of(*m, k0, kc);
+        const bool narrow = m->g.out[2] < 8;
+        for (dim_t jp = 0; jp < nc; jp += nr) {
+            const dim_t nv = std::min<dim_t>(nr, nc - jp);
+            float* d = dst + jp * kc;
+            const Im2col::Col c0 = m->col(j0 + jp);
+            if (narrow) {
+                Im2col::Col c = c0;
+                for (dim_t j = 0; j < nv; ++j, m->next(c))
+                    for (dim_t k = 0; k < kc; ++k) d[k * nr + j] = m->at(rows[k], c);
+            } else {
+                for (dim_t k = 0; k < kc; ++k) m->gather(rows[k], c0, nv, d + k * nr, 1);
+            }
+            if (nv < nr)
+                for (dim_t k = 0; k < kc; ++k) std::fill(d + k * nr + nv, d + (k + 1) * nr, 0.0f);
+        }
+    }
+};
+
+// B = im2col^T of one image: b(k = position p, j = row r).
+struct Im2colTB {
+    const Im2col* m;
+    void operator()(dim_t k0, dim_t kc, dim_t j0, dim_t nc, int nr, float* dst) const {
+        const Im2col::Col c0 = m->col(k0);
+        for (dim_t jp = 0; jp < nc; jp += nr) {
+            const dim_t nv = std::min<dim_t>(nr, nc - jp);
+            float* d = dst + jp * kc;
+            for (dim_t j = 0; j < nv; ++j) m->gather(m->row(j0 + jp + j), c0, kc, d + j, nr);
+            if (nv < nr)
+                for (dim_t k = 0; k < kc; ++k) std::fill(d + k * nr + nv, d + (k + 1) * nr, 0.0f);
+        }
+    }
+};
+
+// Images per GEMM: small images (deep layers, the via_forward reductions) are merged so that
+// the GEMM has enough columns to fill its tiles.
+dim_t images_per_gemm(const Problem& p) {
+    const dim_t cols = p.out_spatial();
+    if (cols >= 1024) return 1;
+    return std::clamp<dim_t>(2048 / cols, 1, p.mb);
+}
+
+}  // namespace
+
+// [SECTION] forward
+// dst_g (Kg x nb*cols) = W_g (Kg x rows) * im2col (rows x nb*cols); nb > 1 goes through a
+// buffer of nb images' outputs and is scattered to (N, K, out...).
+void forward_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler* prof) {
+    const dim_t kg = p.ocg(), cg = p.icg(), rows = cg * p.kernel_spatial();
+    const dim_t cols = p.out_spatial(), is = p.in_spatial();
+    const dim_t nb = images_per_gemm(p);
+    const bool identity = im2col_is_identity(p);
+    float* buf = nb > 1 ? scratch(3, static_cast<std::size_t>(kg * nb * cols)) : nullptr;
+    for (dim_t n0 = 0; n0 < p.mb; n0 += nb) {
+        const dim_t nn = std::min(nb, p.mb - n0);
+        for (dim_t g = 0; g < p.groups; ++g) {
+            const Im2col m(p, a.src + (n0 * p.ic + g * cg) * is);
+            const StridedA w{a.wei + g * kg * rows, rows, 1};
+            float* dst0 = a.dst + (n0 * p.oc + g * kg) * cols;
+            {
+                Span s(prof, "gemm");
+                if (nn == 1 && identity)  // 1x1, stride 1, no padding: B is the image itself
+                    gemm(kg, cols, rows, w, StridedB{m.src, is, 1}, dst0, cols, false);
+                else if (nn == 1)
+                    gemm(kg, cols, rows, w, Im2colB{&m}, dst0, cols, false);
+                else
+                    gemm(kg, nn * cols, rows, w, Im2colB{&m}, buf, nn * cols, false);
+            }
+            if (nn > 1) {
+                Span s(prof, "unpack");
+#pragma omp parallel for schedule(static) if (kg * nn * cols > 65536)
+                for (dim_t k = 0; k < kg; ++k)
+                    for (dim_t i = 0; i < nn; ++i) {
+                        const float* from = buf + (k * nn + i) * cols;
+                        float* to = dst0 + (i * p.oc + k) * cols;
+                        for (dim_t e = 0; e < cols; ++e) to[e] = from[e];
+                    }
+            }
+        }
+    }
+    add_bias(p, a, prof);
+}
+
+// [SECTION] backward data
+// Stride phases (Composable Kernel's decomposition): input positions i with (i + pb) mod s = rho
+// receive exactly the taps k with (k*d) mod s = rho (none when the phase is not reachable, e.g.
+// gcd(s, d) > 1), from output o = q + (i0 + pb - k*d)/s, where i = i0 + s*q. Per phase and per
+// axis that is a stride-1 correlation of dY, so each phase is one GEMM per image and group:
+//   dX_phase (C/G x Q) = W_phase^T (C/G x K/G*T) * B (K/G*T x Q),  B((co, t), q) = dY(co, q +
+//   off_t)
+// with B gathered tile by tile; the phases partition dX, so every element is written once.
+namespace {
+struct Phase {
+    dim_t i0[3], q[3];
+    std::vector<dim_t> taps[3], off[3];
+};
+}  // namespace
+
+void backward_data_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler* prof) {
+    const Geom3 g = geom3(p);
+    const dim_t kg = p.ocg(), cg = p.icg(), ks = p.kernel_spatial(), is = p.in_spatial();
+    const dim_t os = p.out_spatial();
+    for (dim_t r0 = 0; r0 < g.s[0]; ++r0)
+        for (dim_t r1 = 0; r1 < g.s[1]; ++r1)
+            for (dim_t r2 = 0; r2 < g.s[2]; ++r2) {
+                const dim_t rho[3] = {r0, r1, r2};
+                Phase ph;
+                dim_t qs = 1, nt = 1;
+                for (int x = 0; x < 3; ++x) {
+                    const dim_t s = g.s[x];
+                    ph.i0[x] = ((rho[x] - g.pb[x]) % s + s) % s;
+                    ph.q[x] = ph.i0[x] < g.in[x] ? (g.in[x] - ph.i0[x] + s - 1) / s : 0;
+                    for (dim_t k = 0; k < g.k[x]; ++k)
+                        if ((k * g.d[x]) % s == rho[x]) {
+                            ph.taps[x].push_back(k);
+                            ph.off[x].push_back((ph.i0[x] + g.pb[x] - k * g.d[x]) / s);
+                        }
+                    qs *= ph.q[x];
+                    nt *= static_cast<dim_t>(ph.taps[x].size());
+                }
+                if (qs == 0) continue;
+                // dX positions of this phase: i = i0 + s*q per axis.
+                auto scatter = [&](dim_t n, dim_t grp, const float* c) {
+                    Span sp(prof, "scatter");
+#pragma omp parallel for schedule(static) if (cg * qs > 65536)
+                    for (dim_t ci = 0; ci < cg; ++ci) {
+                        float* img = a.diff_src + (n * p.ic + grp * cg + ci) * is;
+                        const float* row = c ? c + ci * qs : nullptr;
+                        for (dim_t qd = 0; qd < ph.q[0]; ++qd)
+                            for (dim_t qh = 0; qh < ph.q[1]; ++qh) {
+                                float* line =
+                                    img +
+                                    ((ph.i0[0] + qd * g.s[0]) * g.in[1] + ph.i0[1] + qh * g.s[1]) *
+                                        g.in[2] +
+                                    ph.i0[2];
+                                const float* from =
+                                    row ? row + (qd * ph.q[1] + qh) * ph.q[2] : nullptr;
+                                for (dim_t qw = 0; qw < ph.q[2]; ++qw)
+                                    line[qw * g.s[2]] = from ? from[qw] : 0.0f;
+                            }
+                    }
+                };
+                if (nt == 0) {  // no tap reaches these positions: their gradient is zero
+                    for (dim_t n = 0; n < p.mb; ++n)
+                        for (dim_t grp = 0; grp < p.groups; ++grp) scatter(n, grp, nullptr);
+                    continue;
+                }
+                const dim_t kp = kg * nt;
+                // Rows (co, t): the dY channel and the per-axis offsets of tap t.
+                std::vector<Im2col::Row> rows(static_cast<std::size_t>(kp));
+                std::vector<dim_t> kidx(static_cast<std::size_t>(nt));
+                {
+                    dim_t t = 0;
+                    for (std::size_t t0 = 0; t0 < ph.taps[0].size(); ++t0)
+                        for (std::size_t t1 = 0; t1 < ph.taps[1].size(); ++t1)
+                            for (std::size_t t2 = 0; t2 < ph.taps[2].size(); ++t2, ++t) {
+                                kidx[static_cast<std::size_t>(t)] =
+                                    (ph.taps[0][t0] * g.k[1] + ph.taps[1][t1]) * g.k[2] +
+                                    ph.taps[2][t2];
+                                for (dim_t co = 0; co < kg; ++co) {
+                                    Im2col::Row& r = rows[static_cast<std::size_t>(co * nt + t)];
+                                    r.ci = co;
+                                    r.off_d = ph.off[0][t0];
+                                    r.off_h = ph.off[1][t1];
+                                    r.off_w = ph.off[2][t2];
+                                    valid_range(r.off_w, 1, g.out[2], ph.q[2], r.w_lo, r.w_hi);
+                                }
+                            }
+                }
+                Im2col m;
+                for (int x = 0; x < 3; ++x) {
+                    m.g.in[x] = g.out[x];
+                    m.g.out[x] = ph.q[x];
+                    m.g.s[x] = 1;
+                    m.g.k[x] = 1;
+                    m.g.d[x] = 1;
+                }
+                m.in_size = os;
+                m.cols = qs;
+                float* c = scratch(3, static_cast<std::size_t>(cg * qs));
+                float* wa = scratch(4, static_cast<std::size_t>(cg * kp));
+                for (dim_t grp = 0; grp < p.groups; ++grp) {
+                    // A (C/G x kp): A[ci][co*nt + t] = W[grp*kg + co][ci][kidx[t]]. A 1x1 kernel
+                    // needs no copy: A is W_g^T, read in place.
+                    StridedA wt{a.wei + grp * kg * cg, 1, cg};
+                    if (ks != 1) {
+                        Span sp(prof, "pack");
+#pragma omp parallel for schedule(static) if (kg * cg * nt > 65536)
+                        for (dim_t co = 0; co < kg; ++co)
+                            for (dim_t ci = 0; ci < cg; ++ci) {
+                                const float* w = a.wei + ((grp * kg + co) * cg + ci) * ks;
+                                float* d = wa + ci * kp + co * nt;
+                                for (dim_t t = 0; t < nt; ++t)
+                                    d[t] = w[kidx[static_cast<std::size_t>(t)]];
+                            }
+                        wt = StridedA{wa, kp, 1};
+                    }
+                    for (dim_t n = 0; n < p.mb; ++n) {
+                        m.src = a.diff_dst + (n * p.oc + grp * kg) * os;
+                        {
+                            Span sp(prof, "gemm");
+                            gemm(cg, qs, kp, wt, Im2colB{&m, rows.data()}, c, qs, false);
+                        }
+                        scatter(n, grp, c);
+                    }
+                }
+            }
+}
+
+// [SECTION] backward weight
+// dW_g (Kg x rows) = sum_n dY_g(n) (Kg x cols) * im2col(n)^T (cols x rows).
+void backward_weight_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler* prof) {
+    const dim_t kg = p.ocg(), cg = p.icg(), rows = cg * p.kernel_spatial();
+    const dim_t cols = p.out_spatial(), is = p.in_spatial();
+    const bool identity = im2col_is_identity(p);
+    Span s(prof, "gemm");
+    for (dim_t g = 0; g < p.groups; ++g)
+        for (dim_t n = 0; n < p.mb; ++n) {
+            const Im2col m(p, a.src + (n * p.ic + g * cg) * is);
+            const StridedA dy{a.diff_dst + (n * p.oc + g * kg) * cols, cols, 1};
+            float* dw = a.diff_wei + g * kg * rows;
+            if (identity)  // B^T is the image transposed
+                gemm(kg, rows, cols, dy, StridedB{m.src, 1, is}, dw, rows, n > 0);
+            else
+                gemm(kg, rows, cols, dy, Im2colTB{&m}, dw, rows, n > 0);
+        }
+}
+
+}  // namespace convlab::detail

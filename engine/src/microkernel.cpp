@@ -1,0 +1,304 @@
+// ConvLab's SGEMM core: microkernels, packing, scratch buffers, the thread split.
+//
+// [SECTION] microkernels   avx512 12x32, avx2 6x16, portable 4x16 (compiled for their target with
+//                          function attributes, picked at run time by what the CPU supports)
+// [SECTION] selection
+// [SECTION] packing
+// [SECTION] scratch and split
+#include "microkernel.hpp"
+
+#include <omp.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <string_view>
+#include <vector>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define CONVLAB_X86 1
+#endif
+
+namespace convlab::detail {
+
+namespace {
+
+// [SECTION] microkernels
+
+// Register tile: MR rows x NR columns of C held in registers for the whole k loop; each k step
+// loads NR/W vectors of B and broadcasts MR values of A.
+#ifdef CONVLAB_X86
+__attribute__((target("avx512f,fma"))) void kernel_avx512(dim_t kc, const float* a, const float* b,
+                                                          float* c, dim_t ldc, bool acc) {
+    constexpr int MR = 12;
+    __m512 c0[MR], c1[MR];
+#pragma GCC unroll 12
+    for (int i = 0; i < MR; ++i) c0[i] = c1[i] = _mm512_setzero_ps();
+    for (dim_t k = 0; k < kc; ++k) {
+        const __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
+#pragma GCC unroll 12
+        for (int i = 0; i < MR; ++i) {
+            const __m512 ai = _mm512_set1_ps(a[i]);
+            c0[i] = _mm512_fmadd_ps(ai, b0, c0[i]);
+            c1[i] = _mm512_fmadd_ps(ai, b1, c1[i]);
+        }
+        a += MR;
+        b += 32;
+    }
+#pragma GCC unroll 12
+    for (int i = 0; i < MR; ++i) {
+        float* ci = c + i * ldc;
+        if (acc) {
+            c0[i] = _mm512_add_ps(c0[i], _mm512_loadu_ps(ci));
+            c1[i] = _mm512_add_ps(c1[i], _mm512_loadu_ps(ci + 16));
+        }
+        _mm512_storeu_ps(ci, c0[i]);
+        _mm512_storeu_ps(ci + 16, c1[i]);
+    }
+}
+
+// For products with few rows (M <= 4, as the via_forward convolutions with 3 output channels):
+// 4 x 64, so that a row tile wastes less than 12 x 32 would.
+__attribute__((target("avx512f,fma"))) void kernel_avx512_4x64(dim_t kc, const float* a,
+                                                               const float* b, float* c, dim_t ldc,
+                                                               bool acc) {
+    constexpr int MR = 4, NV = 4;
+    __m512 t[MR][NV];
+#pragma GCC unroll 4
+    for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; ++v) t[i][v] = _mm512_setzero_ps();
+    for (dim_t k = 0; k < kc; ++k) {
+        __m512 bv[NV];
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; ++v) bv[v] = _mm512_loadu_ps(b + 16 * v);
+#pragma GCC unroll 4
+        for (int i = 0; i < MR; ++i) {
+            const __m512 ai = _mm512_set1_ps(a[i]);
+#pragma GCC unroll 4
+            for (int v = 0; v < NV; ++v) t[i][v] = _mm512_fmadd_ps(ai, bv[v], t[i][v]);
+        }
+        a += MR;
+        b += 16 * NV;
+    }
+#pragma GCC unroll 4
+    for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; ++v) {
+            float* ci = c + i * ldc + 16 * v;
+            if (acc) t[i][v] = _mm512_add_ps(t[i][v], _mm512_loadu_ps(ci));
+            _mm512_storeu_ps(ci, t[i][v]);
+        }
+}
+
+__attribute__((target("avx2,fma"))) void kernel_avx2(dim_t kc, const float* a, const float* b,
+                                                     float* c, dim_t ldc, bool acc) {
+    constexpr int MR = 6;
+    __m256 c0[MR], c1[MR];
+#pragma GCC unroll 6
+    for (int i = 0; i < MR; ++i) c0[i] = c1[i] = _mm256_setzero_ps();
+    for (dim_t k = 0; k < kc; ++k) {
+        const __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
+#pragma GCC unroll 6
+        for (int i = 0; i < MR; ++i) {
+            const __m256 ai = _mm256_broadcast_ss(a + i);
+            c0[i] = _mm256_fmadd_ps(ai, b0, c0[i]);
+            c1[i] = _mm256_fmadd_ps(ai, b1, c1[i]);
+        }
+        a += MR;
+        b += 16;
+    }
+#pragma GCC unroll 6
+    for (int i = 0; i < MR; ++i) {
+        float* ci = c + i * ldc;
+        if (acc) {
+            c0[i] = _mm256_add_ps(c0[i], _mm256_loadu_ps(ci));
+            c1[i] = _mm256_add_ps(c1[i], _mm256_loadu_ps(ci + 8));
+        }
+        _mm256_storeu_ps(ci, c0[i]);
+        _mm256_storeu_ps(ci + 8, c1[i]);
+    }
+}
+#endif
+
+// Plain C++ (the compiler may vectorise the inner j loop for the build's target).
+void kernel_portable(dim_t kc, const float* a, const float* b, float* c, dim_t ldc, bool acc) {
+    constexpr int MR = 4, NR = 16;
+    float t[MR][NR] = {};
+    for (dim_t k = 0; k < kc; ++k) {
+        for (int i = 0; i < MR; ++i) {
+            const float ai = a[i];
+            for (int j = 0; j < NR; ++j) t[i][j] += ai * b[j];
+        }
+        a += MR;
+        b += NR;
+    }
+    for (int i = 0; i < MR; ++i)
+        for (int j = 0; j < NR; ++j) c[i * ldc + j] = acc ? c[i * ldc + j] + t[i][j] : t[i][j];
+}
+
+// [SECTION] selection
+
+struct Registry {
+    std::vector<MicroKernel> all;  // best first
+    MicroKernel best;
+    MicroKernel narrow_avx512;  // 4 x 64 for M <= 4 (fn null when the CPU lacks AVX-512)
+    bool select(std::string_view isa) {
+        for (const auto& k : all)
+            if (isa == k.isa) {
+                best = k;
+                return true;
+            }
+        return false;
+    }
+    Registry() {
+#ifdef CONVLAB_X86
+        __builtin_cpu_init();
+        if (__builtin_cpu_supports("avx512f")) {
+            all.push_back({"avx512", 12, 32, kernel_avx512});
+            narrow_avx512 = {"avx512", 4, 64, kernel_avx512_4x64};
+        }
+        if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+            all.push_back({"avx2", 6, 16, kernel_avx2});
+#endif
+        all.push_back({"portable", 4, 16, kernel_portable});
+        best = all.front();
+        if (const char* cap = std::getenv("CONVLAB_ISA")) select(cap);
+    }
+};
+
+Registry& registry() {
+    static Registry r;
+    return r;
+}
+
+}  // namespace
+
+const MicroKernel& microkernel() {
+    return registry().best;
+}
+
+const MicroKernel& microkernel_for(dim_t m) {
+    const Registry& r = registry();
+    if (m <= 4 && r.narrow_avx512.fn && std::string_view(r.best.isa) == "avx512")
+        return r.narrow_avx512;
+    return r.best;
+}
+
+bool select_microkernel(const char* isa) {
+    return registry().select(isa);
+}
+
+const MicroKernel* microkernels(int& count) {
+    count = static_cast<int>(registry().all.size());
+    return registry().all.data();
+}
+
+// [SECTION] packing
+
+void pack_a(const StridedA& a, dim_t i0, dim_t mc, dim_t k0, dim_t kc, int mr, float* dst) {
+    for (dim_t ip = 0; ip < mc; ip += mr) {
+        const dim_t mv = std::min<dim_t>(mr, mc - ip);
+        float* d = dst + ip * kc;
+        const float* s = a.p + (i0 + ip) * a.rs + k0 * a.cs;
+        if (a.cs == 1) {
+            // Row-major A: one row at a time, read sequentially. (Reading the mr rows side by side
+            // would touch mr lines whose addresses are often 4 KiB multiples apart: one L1 set.)
+            for (dim_t i = 0; i < mv; ++i)
+                for (dim_t k = 0; k < kc; ++k) d[k * mr + i] = s[i * a.rs + k];
+            for (dim_t i = mv; i < mr; ++i)
+                for (dim_t k = 0; k < kc; ++k) d[k * mr + i] = 0.0f;
+        } else {
+            for (dim_t k = 0; k < kc; ++k) {
+                for (dim_t i = 0; i < mv; ++i) d[k * mr + i] = s[i * a.rs + k * a.cs];
+                for (dim_t i = mv; i < mr; ++i) d[k * mr + i] = 0.0f;
+            }
+        }
+    }
+}
+
+void StridedB::operator()(dim_t k0, dim_t kc, dim_t j0, dim_t nc, int nr, float* dst) const {
+    for (dim_t jp = 0; jp < nc; jp += nr) {
+        const dim_t nv = std::min<dim_t>(nr, nc - jp);
+        float* d = dst + jp * kc;
+        const float* s = p + k0 * rs + (j0 + jp) * cs;
+        if (cs == 1) {
+            for (dim_t k = 0; k < kc; ++k) {
+                std::memcpy(d + k * nr, s + k * rs, static_cast<std::size_t>(nv) * sizeof(float));
+                std::fill(d + k * nr + nv, d + (k + 1) * nr, 0.0f);
+            }
+        } else {
+            // Transposed B (rs == 1 in dY B^T): read each column contiguously.
+            for (dim_t j = 0; j < nv; ++j)
+                for (dim_t k = 0; k < kc; ++k) d[k * nr + j] = s[j * cs + k * rs];
+            if (nv < nr)
+                for (dim_t k = 0; k < kc; ++k) std::fill(d + k * nr + nv, d + (k + 1) * nr, 0.0f);
+        }
+    }
+}
+
+// [SECTION] scratch and split
+
+namespace {
+struct AlignedFree {
+    void operator()(float* p) const { std::free(p); }
+};
+struct Scratch {
+    std::unique_ptr<float, AlignedFree> buf[kScratchSlots];
+    std::size_t size[kScratchSlots] = {};
+};
+}  // namespace
+
+float* scratch(int slot, std::size_t floats) {
+    thread_local Scratch s;
+    if (s.size[slot] < floats) {
+        const std::size_t bytes = ((floats * sizeof(float) + 63) / 64) * 64;
+        s.buf[slot].reset(static_cast<float*>(std::aligned_alloc(64, bytes)));
+        if (!s.buf[slot]) throw std::bad_alloc();
+        s.size[slot] = floats;
+    }
+    return s.buf[slot].get();
+}
+
+void choose_split(dim_t m, dim_t n, dim_t k, const MicroKernel& uk, int threads, int& tm, int& tn) {
+    tm = tn = 1;
+    if (threads <= 1) return;
+    const double mpan = static_cast<double>((m + uk.mr - 1) / uk.mr);
+    const double npan = static_cast<double>((n + uk.nr - 1) / uk.nr);
+    double best = 1e300;
+    for (int a = 1; a <= threads; ++a) {
+        if (threads % a) continue;
+        const int b = threads / a;
+        if (a > mpan || b > npan) continue;
+        // Per thread: tiles (cost ~ MR*NR*k / 16 FMA lanes) plus packing its A rows for each
+        // NC block and its B columns once (cost ~ 1 per element).
+        const double rows = std::ceil(mpan / a) * uk.mr, cols = std::ceil(npan / b) * uk.nr;
+        const double kd = static_cast<double>(k);
+        const double cost =
+            rows * cols * kd / 16.0 + rows * kd * std::ceil(cols / 1536.0) + cols * kd;
+        if (cost < best) {
+            best = cost;
+            tm = a;
+            tn = b;
+        }
+    }
+}
+
+int gemm_threads(dim_t m, dim_t n, dim_t k) {
+    if (omp_in_parallel()) return 1;
+    if (static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) < 2.0e5) return 1;
+    return omp_get_max_threads();
+}
+
+void run_threads(int threads, void (*fn)(void*, int), void* ctx) {
+#pragma omp parallel num_threads(threads)
+    fn(ctx, omp_get_thread_num());
+}
+
+void sgemm(dim_t m, dim_t n, dim_t k, const StridedA& a, const StridedB& b, float* c, dim_t ldc,
+           bool accumulate) {
+    gemm(m, n, k, a, b, c, ldc, accumulate);
+}
+
+}  // namespace convlab::detail

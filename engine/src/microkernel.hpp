@@ -1,0 +1,164 @@
+// Internal: ConvLab's blocked SGEMM core (Goto/BLIS scheme) with register-blocked microkernels.
+//
+// [SECTION] microkernels   MR x NR tiles of C += A_panel * B_panel; AVX-512, AVX2+FMA or portable,
+//                          chosen once at run time from what the CPU supports (microkernel.cpp)
+// [SECTION] operands       A as a strided matrix; B from any packer (strided matrix, im2col gather)
+// [SECTION] driver         cache blocking (NC, KC, MC), packing, the 2-D split over threads
+//
+// C (M x N, row-major, leading dimension ldc) = A (M x K) * B (K x N)  (+ C when accumulate).
+// A packed: panels of MR rows, k-major (panel[k*MR + i]); B packed: panels of NR columns,
+// k-major (panel[k*NR + j]); both zero-padded at the edges so the microkernel always runs full
+// tiles. Edge tiles of C go through a small buffer.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <memory>
+
+#include "convlab/problem.hpp"
+
+namespace convlab::detail {
+
+// [SECTION] microkernels
+
+// c (MR x NR, leading dim ldc) = (acc ? c : 0) + sum_k a[k*MR + i] * b[k*NR + j].
+using MicroKernelFn = void (*)(dim_t kc, const float* a, const float* b, float* c, dim_t ldc,
+                               bool acc);
+
+struct MicroKernel {
+    const char* isa = "portable";  // avx512 | avx2 | portable
+    int mr = 0, nr = 0;
+    MicroKernelFn fn = nullptr;
+};
+
+// The best microkernel for this CPU (CONVLAB_ISA=avx512|avx2|portable in the environment caps
+// the choice, for testing the fallbacks).
+const MicroKernel& microkernel();
+// Every microkernel this CPU can run, best first (for tests), and a switch between them (false
+// when the CPU lacks that ISA).
+const MicroKernel* microkernels(int& count);
+bool select_microkernel(const char* isa);
+// The microkernel for a product with m rows: the selected one, or AVX-512's 4 x 64 when m <= 4.
+const MicroKernel& microkernel_for(dim_t m);
+
+// [SECTION] operands
+
+// a(i, k) = p[i*rs + k*cs]
+struct StridedA {
+    const float* p;
+    dim_t rs, cs;
+};
+
+// Packs rows [i0, i0+mc) x cols [k0, k0+kc) of A into panels of mr rows.
+void pack_a(const StridedA& a, dim_t i0, dim_t mc, dim_t k0, dim_t kc, int mr, float* dst);
+
+// B packer for a strided matrix: b(k, j) = p[k*rs + j*cs].
+struct StridedB {
+    const float* p;
+    dim_t rs, cs;
+    // Packs rows [k0, k0+kc) x cols [j0, j0+nc) into panels of nr columns (zero-padded).
+    void operator()(dim_t k0, dim_t kc, dim_t j0, dim_t nc, int nr, float* dst) const;
+};
+
+// [SECTION] driver
+
+struct GemmBlocking {
+    dim_t mc = 96, kc = 256, nc = 1536;
+};
+
+// Per-thread aligned scratch buffers, kept between calls (no page faults in steady state), not
+// initialised. Slots: 0-2 the GEMM's packed tiles, 3 a column matrix or GEMM output, 4-7 the
+// via_forward intermediates.
+inline constexpr int kScratchSlots = 8;
+float* scratch(int slot, std::size_t floats);
+
+// Splits M x N over the threads as tm x tn blocks, choosing the split with the least estimated
+// cost (tile work plus duplicated packing).
+void choose_split(dim_t m, dim_t n, dim_t k, const MicroKernel& uk, int threads, int& tm, int& tn);
+
+// Threads a GEMM of this size may use (1 inside a parallel region or for tiny products).
+int gemm_threads(dim_t m, dim_t n, dim_t k);
+// Runs fn(ctx, t) for t in [0, threads) on OpenMP's threads.
+void run_threads(int threads, void (*fn)(void*, int), void* ctx);
+
+// One thread's share: C[i0:i1, j0:j1].
+template <class PackB>
+void gemm_block(const MicroKernel& uk, const GemmBlocking& bl, dim_t i0, dim_t i1, dim_t j0,
+                dim_t j1, dim_t k, const StridedA& a, const PackB& packb, float* c, dim_t ldc,
+                bool accumulate) {
+    const int mr = uk.mr, nr = uk.nr;
+    if (i0 >= i1 || j0 >= j1) return;
+    if (k == 0) {
+        if (!accumulate)
+            for (dim_t i = i0; i < i1; ++i) std::fill(c + i * ldc + j0, c + i * ldc + j1, 0.0f);
+        return;
+    }
+    const dim_t ncb = std::min(bl.nc, ((j1 - j0 + nr - 1) / nr) * nr);
+    const dim_t kcb = std::min(bl.kc, k);
+    const dim_t mcb = std::min(bl.mc, ((i1 - i0 + mr - 1) / mr) * mr);
+    float* bbuf = scratch(0, static_cast<std::size_t>(((ncb + nr - 1) / nr) * nr * kcb));
+    float* abuf = scratch(1, static_cast<std::size_t>(((mcb + mr - 1) / mr) * mr * kcb));
+    float* tile = scratch(2, static_cast<std::size_t>(mr * nr));
+    for (dim_t jc = j0; jc < j1; jc += ncb) {
+        const dim_t nc = std::min(ncb, j1 - jc);
+        for (dim_t pc = 0; pc < k; pc += kcb) {
+            const dim_t kc = std::min(kcb, k - pc);
+            const bool acc = accumulate || pc > 0;
+            packb(pc, kc, jc, nc, nr, bbuf);
+            for (dim_t ic = i0; ic < i1; ic += mcb) {
+                const dim_t mc = std::min(mcb, i1 - ic);
+                pack_a(a, ic, mc, pc, kc, mr, abuf);
+                for (dim_t ir = 0; ir < mc; ir += mr) {
+                    const dim_t mv = std::min<dim_t>(mr, mc - ir);
+                    const float* ap = abuf + ir * kc;
+                    for (dim_t jr = 0; jr < nc; jr += nr) {
+                        const dim_t nv = std::min<dim_t>(nr, nc - jr);
+                        float* cp = c + (ic + ir) * ldc + jc + jr;
+                        const float* bp = bbuf + jr * kc;
+                        if (mv == mr && nv == nr) {
+                            uk.fn(kc, ap, bp, cp, ldc, acc);
+                            continue;
+                        }
+                        uk.fn(kc, ap, bp, tile, nr, false);
+                        for (dim_t i = 0; i < mv; ++i)
+                            for (dim_t j = 0; j < nv; ++j)
+                                cp[i * ldc + j] =
+                                    acc ? cp[i * ldc + j] + tile[i * nr + j] : tile[i * nr + j];
+                    }
+                }
+            }
+        }
+    }
+}
+
+// C (m x n, ldc) = A * B (+ C when accumulate), on all of OpenMP's threads when it pays.
+template <class PackB>
+void gemm(dim_t m, dim_t n, dim_t k, const StridedA& a, const PackB& packb, float* c, dim_t ldc,
+          bool accumulate) {
+    const MicroKernel& uk = microkernel_for(m);
+    const GemmBlocking bl;
+    int tm = 1, tn = 1;
+    choose_split(m, n, k, uk, gemm_threads(m, n, k), tm, tn);
+    if (tm * tn == 1) {
+        gemm_block(uk, bl, 0, m, 0, n, k, a, packb, c, ldc, accumulate);
+        return;
+    }
+    // Row blocks aligned to MR, column blocks to NR, so only the last block has edge tiles.
+    const dim_t mpan = (m + uk.mr - 1) / uk.mr, npan = (n + uk.nr - 1) / uk.nr;
+    auto body = [&](int t) {
+        const dim_t ti = t / tn, tj = t % tn;
+        const dim_t i0 = std::min(m, (mpan * ti / tm) * uk.mr);
+        const dim_t i1 = std::min(m, (mpan * (ti + 1) / tm) * uk.mr);
+        const dim_t j0 = std::min(n, (npan * tj / tn) * uk.nr);
+        const dim_t j1 = std::min(n, (npan * (tj + 1) / tn) * uk.nr);
+        gemm_block(uk, bl, i0, i1, j0, j1, k, a, packb, c, ldc, accumulate);
+    };
+    run_threads(
+        tm * tn, [](void* ctx, int t) { (*static_cast<decltype(body)*>(ctx))(t); }, &body);
+}
+
+// Plain strided GEMM: C = A * B (+ C).
+void sgemm(dim_t m, dim_t n, dim_t k, const StridedA& a, const StridedB& b, float* c, dim_t ldc,
+           bool accumulate);
+
+}  // namespace convlab::detail

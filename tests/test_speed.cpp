@@ -1,0 +1,208 @@
+// The fast paths: ConvLab's blocked GEMM (every microkernel this CPU runs) against a naive
+// product, and the GEMM-based algorithms (im2col_gemm, col2im, via_forward, implicit_gemm) with
+// every microkernel and both GEMM cores against `direct`, on problems large enough to fill
+// register tiles, cross the cache blocks and split over threads, with sizes that are not
+// multiples of the vector width or the tile sizes. Integer data: results must match exactly.
+//
+// [SECTION] helpers
+// [SECTION] blocked GEMM
+// [SECTION] algorithms against direct
+#include <doctest/doctest.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "../engine/src/microkernel.hpp"
+#include "convlab/conv.hpp"
+#include "test_util.hpp"
+
+using namespace convlab;
+using convlab::test::check_equal;
+using convlab::test::density;
+using convlab::test::integer_tensor;
+
+namespace {
+
+// [SECTION] helpers
+
+// Restores the best microkernel and the blocked core when a test case ends.
+struct RestoreCore {
+    ~RestoreCore() {
+        int n = 0;
+        detail::select_microkernel(detail::microkernels(n)[0].isa);
+        set_gemm_core(GemmCore::blocked);
+    }
+};
+
+std::vector<float> integers(std::size_t n, std::mt19937& rng) {
+    std::uniform_int_distribution<int> d(-3, 3);
+    std::vector<float> v(n);
+    for (auto& x : v) x = static_cast<float>(d(rng));
+    return v;
+}
+
+// A random problem with enough channels and pixels to exercise full and partial tiles.
+Problem larger_problem(std::mt19937& rng, int ndims) {
+    auto pick = [&](dim_t lo, dim_t hi) {
+        return std::uniform_int_distribution<dim_t>(lo, hi)(rng);
+    };
+    for (;;) {
+        Problem p;
+        p.ndims = ndims;
+        p.mb = pick(1, 3);
+        p.groups = pick(0, 2) == 0 ? pick(2, 3) : 1;
+        p.ic = p.groups * pick(1, 20);
+        p.oc = p.groups * pick(1, 30);
+        if (pick(0, 6) == 0) {  // depthwise
+            p.groups = p.ic;
+            p.oc = p.ic;
+        }
+        const dim_t max_in = ndims == 3 ? 9 : ndims == 2 ? 23 : 90;
+        for (int i = 0; i < ndims; ++i) {
+            p.in[i] = pick(3, max_in);
+            p.kernel[i] = pick(1, ndims == 1 ? 7 : 4);
+            p.stride[i] = pick(1, 3);
+            p.dilation[i] = pick(0, 2) == 0 ? 2 : 1;
+            p.pad_begin[i] = pick(0, 3);
+            p.pad_end[i] = pick(0, 3);
+        }
+        if (p.validate().empty()) return p;
+    }
+}
+
+bool is_fast_algo(std::string_view name) {
+    return name == "im2col_gemm" || name == "col2im" || name == "via_forward" ||
+           name == "implicit_gemm" || name == "auto";
+}
+
+// Every fast algorithm of every pass equals direct on p, bit for bit (integer data).
+int check_problem(const Problem& p, std::mt19937& rng, const std::string& tag) {
+    const Tensor src = integer_tensor(p.src_dims(), rng), wei = integer_tensor(p.wei_dims(), rng);
+    const Tensor bias = integer_tensor({p.oc}, rng), dy = integer_tensor(p.dst_dims(), rng);
+    const std::string what = to_descriptor(p) + " " + tag + " ";
+    int compared = 0;
+    const Tensor y = forward(p, src, wei, &bias, "direct");
+    const Tensor dx = backward_data(p, dy, wei, "direct");
+    const Tensor dw = backward_weight(p, src, dy, "direct");
+    for (const Algorithm* a : algorithms(Pass::Forward))
+        if (is_fast_algo(a->name)) {
+            check_equal(forward(p, src, wei, &bias, a->name), y, what + "fwd " + a->name);
+            ++compared;
+        }
+    for (const Algorithm* a : algorithms(Pass::BackwardData))
+        if (is_fast_algo(a->name)) {
+            check_equal(backward_data(p, dy, wei, a->name), dx, what + "bwd_data " + a->name);
+            ++compared;
+        }
+    for (const Algorithm* a : algorithms(Pass::BackwardWeight))
+        if (is_fast_algo(a->name)) {
+            check_equal(backward_weight(p, src, dy, a->name), dw, what + "bwd_weight " + a->name);
+            ++compared;
+        }
+    return compared;
+}
+
+}  // namespace
+
+// [SECTION] blocked GEMM
+
+TEST_CASE("blocked GEMM equals a naive product on every microkernel, transpose and edge size") {
+    RestoreCore restore;
+    std::mt19937 rng(77);
+    int count = 0;
+    const detail::MicroKernel* uks = detail::microkernels(count);
+    REQUIRE(count >= 1);
+    CHECK(std::string_view(uks[count - 1].isa) == "portable");
+    // Sizes around the tiles (MR 4/6/12, NR 16/32) and the cache blocks (MC 96, KC 256, NC 1536),
+    // large enough for the split over threads.
+    const dim_t shapes[][3] = {{1, 1, 1},     {3, 5, 2},      {12, 32, 16},  {13, 33, 17},
+                               {7, 70, 257},  {97, 31, 300},  {25, 1600, 9}, {130, 1540, 40},
+                               {64, 49, 513}, {200, 100, 64}, {5, 3000, 3},  {3, 200, 300},
+                               {4, 65, 20},   {2, 1700, 7},   {1, 129, 260}};
+    for (int u = 0; u < count; ++u) {
+        REQUIRE(detail::select_microkernel(uks[u].isa));
+        INFO("narrow 4x64 kernel in use for m <= 4: "
+             << (std::string_view(detail::microkernel_for(3).isa) == "avx512" &&
+                 detail::microkernel_for(3).mr == 4));
+        for (const auto& s : shapes)
+            for (int tr = 0; tr < 4; ++tr)
+                for (bool acc : {false, true}) {
+                    const dim_t m = s[0], n = s[1], k = s[2];
+                    const bool ta = tr & 1, tb = tr & 2;
+                    const auto a = integers(static_cast<std::size_t>(m * k), rng);
+                    const auto b = integers(static_cast<std::size_t>(k * n), rng);
+                    auto c = integers(static_cast<std::size_t>(m * n), rng);
+                    std::vector<float> want = c;
+                    for (dim_t i = 0; i < m; ++i)
+                        for (dim_t j = 0; j < n; ++j) {
+                            double sum = acc ? want[i * n + j] : 0.0;
+                            for (dim_t q = 0; q < k; ++q)
+                                sum += double(a[ta ? q * m + i : i * k + q]) *
+                                       double(b[tb ? j * k + q : q * n + j]);
+                            want[i * n + j] = static_cast<float>(sum);
+                        }
+                    const detail::StridedA sa{a.data(), ta ? 1 : k, ta ? m : 1};
+                    const detail::StridedB sb{b.data(), tb ? 1 : n, tb ? k : 1};
+                    detail::sgemm(m, n, k, sa, sb, c.data(), n, acc);
+                    dim_t bad = 0;
+                    for (std::size_t i = 0; i < c.size(); ++i) bad += c[i] != want[i];
+                    INFO(uks[u].isa << " m " << m << " n " << n << " k " << k << " ta " << ta
+                                    << " tb " << tb << " acc " << acc);
+                    CHECK(bad == 0);
+                }
+    }
+}
+
+TEST_CASE("gemm_isa names the microkernel in use") {
+    const std::string isa = gemm_isa();
+    CHECK((isa == "avx512" || isa == "avx2" || isa == "portable"));
+}
+
+// [SECTION] algorithms against direct
+
+TEST_CASE("fast algorithms equal direct on larger random problems, 1-D to 3-D") {
+    RestoreCore restore;
+    std::mt19937 rng(4242);
+    int compared = 0;
+    for (int t = 0; t < 36; ++t) {
+        const Problem p = larger_problem(rng, 1 + t % 3);
+        compared += check_problem(p, rng, gemm_isa());
+    }
+    CHECK(compared == 36 * 11);
+}
+
+TEST_CASE("fast algorithms equal direct with every microkernel and with Eigen's GEMM") {
+    RestoreCore restore;
+    std::mt19937 rng(99);
+    int count = 0;
+    const detail::MicroKernel* uks = detail::microkernels(count);
+    std::vector<Problem> probs;
+    for (int t = 0; t < 6; ++t) probs.push_back(larger_problem(rng, 1 + t % 3));
+    for (int u = 0; u <= count; ++u) {
+        if (u < count) {
+            REQUIRE(detail::select_microkernel(uks[u].isa));
+            set_gemm_core(GemmCore::blocked);
+        } else {
+            set_gemm_core(GemmCore::eigen);
+        }
+        const std::string tag = u < count ? uks[u].isa : "eigen";
+        for (const Problem& p : probs) CHECK(check_problem(p, rng, tag) == 11);
+    }
+}
+
+TEST_CASE("fast algorithms equal direct on scaled-down ResNet-50 layers (leftover rows, 1x1 s2)") {
+    std::mt19937 rng(50);
+    // conv1 shape with r = 1, a 1x1 stride-2 layer on an even input (r = 1), a 3x3 layer whose
+    // output is 7x7 (images merged into one GEMM), and batch 4 of the last.
+    for (const char* d : {"mb1ic3ih40oc20oh20kh7sh2ph3", "mb2ic24ih14oc40oh7kh1sh2ph0",
+                          "mb1ic32ih7oc36oh7kh3ph1", "mb4ic32ih7oc36oh7kh3ph1"}) {
+        const Problem p = parse_descriptor(d);
+        CHECK(check_problem(p, rng, "resnet") == 11);
+    }
+    // The last input row of conv1's shape gets a non-zero gradient (leftover r = 1).
+    const Problem p = parse_descriptor("mb1ic3ih40oc20oh20kh7sh2ph3");
+    const Tensor dy = integer_tensor(p.dst_dims(), rng), wei = integer_tensor(p.wei_dims(), rng);
+    const Tensor dx = backward_data(p, dy, wei, "via_forward");
+    CHECK(density(dx) > 0.5);
+}
