@@ -132,8 +132,9 @@ std::optional<convlab::bench::PeerSpec> PeerConv::spec() {
         (void)threads;
 #endif
     };
-    s.create = [](const convlab::Problem& p, const std::vector<convlab::Pass>& passes)
-        -> std::unique_ptr<convlab::bench::PeerConv> {
+    s.create =
+        [](const convlab::Problem& p,
+           const std::vector<convlab::Pass>& passes) -> std::unique_ptr<convlab::bench::PeerConv> {
         return std::make_unique<PeerConv>(p, passes);
     };
     return s;

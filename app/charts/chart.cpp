@@ -73,11 +73,11 @@ std::string check_line(const Measurement& m) {
 
 std::string timing_line(const Measurement& m) {
     return "median " + ms(m.total.median_ms) + " (min " + ms(m.total.min_ms) + ", max " +
-           ms(m.total.max_ms) + ", quartiles " + ms(m.total.q1_ms) + " .. " +
-           ms(m.total.q3_ms) + ", " + std::to_string(m.total.runs) + " runs)" +
-           (m.foreign_cpu > 0.05 ? fmt("\nother processes used %.0f%% of the CPUs meanwhile",
-                                       100 * m.foreign_cpu)
-                                 : "");
+           ms(m.total.max_ms) + ", quartiles " + ms(m.total.q1_ms) + " .. " + ms(m.total.q3_ms) +
+           ", " + std::to_string(m.total.runs) + " runs)" +
+           (m.foreign_cpu > 0.05
+                ? fmt("\nother processes used %.0f%% of the CPUs meanwhile", 100 * m.foreign_cpu)
+                : "");
 }
 
 // Slot s of n in category i: a bar of 80% of the category width, split evenly.
@@ -143,6 +143,51 @@ void y_axis(Chart& c, double lo, double hi, const std::string& title) {
 
 }  // namespace
 
+double Axis::frac(double v) const {
+    double a = min, b = max;
+    if (log) {
+        if (!(a > 0) || !(b > a)) return 0;
+        v = std::log10(std::max(v, a));
+        a = std::log10(a);
+        b = std::log10(b);
+    }
+    if (!(b > a)) return 0;
+    return std::clamp((v - a) / (b - a), 0.0, 1.0);
+}
+
+std::vector<Tick> log_ticks(double& lo, double& hi) {
+    if (!(lo > 0)) lo = 1e-3;
+    if (!(hi > lo)) hi = lo * 10;
+    const double steps[] = {1, 2, 5};
+    auto down = [&](double v) {  // largest 1-2-5 value <= v
+        const double mag = std::pow(10.0, std::floor(std::log10(v) + 1e-12));
+        double best = mag;
+        for (double f : steps)
+            if (f * mag <= v * (1 + 1e-9)) best = f * mag;
+        return best;
+    };
+    auto up = [&](double v) {  // smallest 1-2-5 value >= v
+        const double mag = std::pow(10.0, std::floor(std::log10(v) - 1e-12));
+        for (double f : {1.0, 2.0, 5.0, 10.0})
+            if (f * mag >= v * (1 - 1e-9)) return f * mag;
+        return 10 * mag;
+    };
+    lo = down(lo);
+    hi = up(hi);
+    std::vector<Tick> ticks;
+    for (double mag = std::pow(10.0, std::floor(std::log10(lo) + 1e-12)); mag <= hi * 1.0001;
+         mag *= 10) {
+        for (double f : steps) {
+            const double v = f * mag;
+            if (v < lo * (1 - 1e-9) || v > hi * (1 + 1e-9)) continue;
+            char buf[32];
+            std::snprintf(buf, sizeof buf, "%g", v);
+            ticks.push_back({v, buf});
+        }
+    }
+    return ticks;
+}
+
 std::string short_layer_name(const std::string& name) {
     const auto colon = name.find(':');
     return colon == std::string::npos ? name : name.substr(colon + 1);
@@ -165,14 +210,17 @@ std::vector<Tick> nice_ticks(double& lo, double& hi, int count) {
 }
 
 Color algorithm_color(const std::string& name) {
-    static const std::map<std::string, Color> fixed{
-        {"im2col_gemm", {31, 119, 180, 255}},      {"col2im", {214, 39, 40, 255}},
-        {"via_forward", {44, 160, 44, 255}},       {"fractal", {148, 103, 189, 255}},
-        {"fractal_via_forward", {255, 127, 14, 255}}, {"implicit_gemm", {23, 190, 207, 255}},
-        {"direct", {127, 127, 127, 255}},          {"oneDNN", {40, 40, 40, 255}}};
+    static const std::map<std::string, Color> fixed{{"im2col_gemm", {31, 119, 180, 255}},
+                                                    {"col2im", {214, 39, 40, 255}},
+                                                    {"via_forward", {44, 160, 44, 255}},
+                                                    {"fractal", {148, 103, 189, 255}},
+                                                    {"fractal_via_forward", {255, 127, 14, 255}},
+                                                    {"implicit_gemm", {23, 190, 207, 255}},
+                                                    {"direct", {127, 127, 127, 255}},
+                                                    {"oneDNN", {40, 40, 40, 255}}};
     if (const auto it = fixed.find(name); it != fixed.end()) return it->second;
-    static const Color extra[] = {{140, 86, 75, 255}, {227, 119, 194, 255}, {188, 189, 34, 255},
-                                  {98, 70, 160, 255}};
+    static const Color extra[] = {
+        {140, 86, 75, 255}, {227, 119, 194, 255}, {188, 189, 34, 255}, {98, 70, 160, 255}};
     std::size_t h = 0;
     for (char ch : name) h = h * 31 + static_cast<unsigned char>(ch);
     return extra[h % std::size(extra)];
@@ -180,14 +228,14 @@ Color algorithm_color(const std::string& name) {
 
 Color operation_color(const std::string& name) {
     static const std::map<std::string, Color> fixed{
-        {"gemm", {31, 119, 180, 255}},         {"fractal_gemm", {23, 80, 150, 255}},
-        {"im2col", {255, 127, 14, 255}},       {"col2im", {214, 39, 40, 255}},
-        {"zero", {199, 199, 199, 255}},        {"zero-insert", {188, 189, 34, 255}},
-        {"pad", {219, 219, 141, 255}},         {"fliprot", {44, 160, 44, 255}},
-        {"tnc", {148, 103, 189, 255}},         {"tncf", {197, 176, 213, 255}},
-        {"pack", {140, 86, 75, 255}},          {"unpack", {196, 156, 148, 255}},
-        {"bias", {227, 119, 194, 255}},        {"transpose_b", {23, 190, 207, 255}},
-        {"direct", {127, 127, 127, 255}},      {"other", {235, 235, 235, 255}}};
+        {"gemm", {31, 119, 180, 255}},    {"fractal_gemm", {23, 80, 150, 255}},
+        {"im2col", {255, 127, 14, 255}},  {"col2im", {214, 39, 40, 255}},
+        {"zero", {199, 199, 199, 255}},   {"zero-insert", {188, 189, 34, 255}},
+        {"pad", {219, 219, 141, 255}},    {"fliprot", {44, 160, 44, 255}},
+        {"tnc", {148, 103, 189, 255}},    {"tncf", {197, 176, 213, 255}},
+        {"pack", {140, 86, 75, 255}},     {"unpack", {196, 156, 148, 255}},
+        {"bias", {227, 119, 194, 255}},   {"transpose_b", {23, 190, 207, 255}},
+        {"direct", {127, 127, 127, 255}}, {"other", {235, 235, 235, 255}}};
     if (const auto it = fixed.find(name); it != fixed.end()) return it->second;
     return algorithm_color(name);
 }
@@ -227,7 +275,7 @@ Chart relative_time_chart(const Results& r, const std::string& forward_algo) {
                  " on the same layer; below 1 = faster than forward; whiskers: interquartile range"
                  " of the repeats";
     if (!peer.empty()) c.subtitle += "; dots: " + peer + " bwd_data / " + peer + " fwd";
-    double hi = 1.0;
+    double hi = 1.0, lo = 1.0;
     const std::size_t n = bwd.size();
     for (std::size_t s = 0; s < n; ++s) {
         Series se;
@@ -252,10 +300,10 @@ Chart relative_time_chart(const Results& r, const std::string& forward_algo) {
             k.y1 = mb->total.median_ms / mf->total.median_ms;
             k.lo = mb->total.q1_ms / mf->total.median_ms;
             k.hi = mb->total.q3_ms / mf->total.median_ms;
-            hi = std::max(hi, k.y1);
-            k.hover = head + fmt("\n%.2fx forward", k.y1) + " (" + ms(mb->total.median_ms) +
-                      " / " + ms(mf->total.median_ms) + ")\n" + timing_line(*mb) + "\n" +
-                      check_line(*mb);
+            hi = std::max({hi, k.y1, k.hi});
+            lo = std::min({lo, k.y1, k.lo});
+            k.hover = head + fmt("\n%.2fx forward", k.y1) + " (" + ms(mb->total.median_ms) + " / " +
+                      ms(mf->total.median_ms) + ")\n" + timing_line(*mb) + "\n" + check_line(*mb);
             se.marks.push_back(std::move(k));
         }
         c.legend.push_back({bwd[s], se.color, SeriesStyle::Bars, false, false});
@@ -276,6 +324,7 @@ Chart relative_time_chart(const Results& r, const std::string& forward_algo) {
             k.x0 = k.x1 = static_cast<double>(li) + 0.5;
             k.y0 = k.y1 = mb->total.median_ms / mf->total.median_ms;
             hi = std::max(hi, k.y1);
+            lo = std::min(lo, k.y1);
             k.hover = short_layer_name(r.layers[li].name) + "  " + peer +
                       fmt("\nbwd_data / fwd = %.2f", k.y1) + " (" + ms(mb->total.median_ms) +
                       " / " + ms(mf->total.median_ms) + ")\nbwd_data " + check_line(*mb);
@@ -285,7 +334,20 @@ Chart relative_time_chart(const Results& r, const std::string& forward_algo) {
         c.series.push_back(std::move(se));
     }
     c.ref_lines.push_back({"1 = forward time", 1.0, {90, 90, 90, 255}, true});
-    y_axis(c, 0, hi * 1.08, "time / forward time (" + (f.empty() ? std::string("-") : f) + ")");
+    // Log scale: 2x slower and 2x faster are equally far from 1.
+    c.y.log = true;
+    lo = std::max(lo / 1.3, 1e-3);
+    hi *= 1.3;
+    c.y.ticks = log_ticks(lo, hi);
+    c.y.min = lo;
+    c.y.max = hi;
+    c.y.title = "time / forward time (" + (f.empty() ? std::string("-") : f) + "), log scale";
+    for (Series& s : c.series)
+        for (Mark& m : s.marks)
+            if (m.kind == MarkKind::Bar)
+                m.y0 = c.y.min;
+            else if (m.kind == MarkKind::Failed)
+                m.y0 = m.y1 = c.y.min;
 
     const bool have = [&] {
         bool a = false, b = false;
@@ -334,7 +396,7 @@ Chart operation_share_chart(const Results& r, Pass pass) {
                 for (const auto& op : m->ops)
                     if (std::find(ops.begin(), ops.end(), op.name) == ops.end())
                         ops.push_back(op.name);
-    ops.push_back("other");
+    ops.push_back("other");  // time of the call outside every profiled span
     std::vector<Series> series(ops.size());
     for (std::size_t k = 0; k < ops.size(); ++k) {
         series[k].name = ops[k];
@@ -415,7 +477,7 @@ Chart gflops_chart(const Results& r, Pass pass) {
     c.subtitle =
         "GFLOP/s = 2*N*K*(C/G)*prod(out)*prod(kernel) / median time; whiskers: interquartile "
         "range of the repeats";
-    if (!peer.empty()) c.subtitle += "; line: " + peer + " fp32 in the same run";
+    if (!peer.empty()) c.subtitle += "; black level: " + peer + " fp32 in the same run";
     double hi = 1;
     const std::size_t n = algos.size();
     for (std::size_t s = 0; s < n; ++s) {
@@ -447,31 +509,37 @@ Chart gflops_chart(const Results& r, Pass pass) {
     }
     if (!peer.empty()) {
         Series se;
-        se.name = peer + " fp32";
+        se.name = peer + " fp32 (level across each layer's bars)";
         se.color = algorithm_color(peer);
         se.style = SeriesStyle::LinePoints;
+        se.connect = false;
         for (std::size_t li = 0; li < r.layers.size(); ++li) {
             const Measurement* m = r.find(li, pass, peer);
             if (!m) continue;
-            const std::string head = short_layer_name(r.layers[li].name) + "  " +
-                                     pass_name(pass) + " " + peer + " (" + m->impl + ")";
+            const std::string head = short_layer_name(r.layers[li].name) + "  " + pass_name(pass) +
+                                     " " + peer + " (" + m->impl + ")";
             if (!m->valid()) continue;  // a gap in the line; the hover of the slot says nothing
             Mark k;
-            k.kind = MarkKind::Point;
-            k.x0 = k.x1 = static_cast<double>(li) + 0.5;
+            k.kind = MarkKind::Point;  // a level across the layer's bars
+            k.x0 = static_cast<double>(li) + 0.1;
+            k.x1 = static_cast<double>(li) + 0.9;
             k.y0 = k.y1 = m->gflops();
             hi = std::max(hi, k.y1);
-            k.hover = head + fmt("\n%.2f GFLOP/s", k.y1) + "\n" + timing_line(*m) + "\n" +
-                      check_line(*m);
+            k.hover =
+                head + fmt("\n%.2f GFLOP/s", k.y1) + "\n" + timing_line(*m) + "\n" + check_line(*m);
             se.marks.push_back(std::move(k));
         }
         c.legend.push_back({se.name, se.color, SeriesStyle::LinePoints, false, false});
         c.series.push_back(std::move(se));
     }
     if (r.machine.peak_gflops > 0) {
-        c.ref_lines.push_back({fmt("fp32 peak %.0f GFLOP/s (measured FMA loop, ", r.machine.peak_gflops) +
-                                   std::to_string(r.machine.threads) + " threads)",
-                               r.machine.peak_gflops, {200, 30, 30, 255}, true});
+        c.ref_lines.push_back(
+            {fmt("fp32 peak %.0f GFLOP/s (measured FMA loop: ", r.machine.peak_gflops) +
+                 fmt("%.0f per thread, ", r.machine.peak_gflops_1t) +
+                 std::to_string(r.machine.threads) + " threads)",
+             r.machine.peak_gflops,
+             {200, 30, 30, 255},
+             true});
         hi = std::max(hi, r.machine.peak_gflops);
     }
     y_axis(c, 0, hi * 1.05, "GFLOP/s (fp32)");
@@ -502,16 +570,19 @@ std::optional<std::pair<std::size_t, std::size_t>> Chart::hit(double hx, double 
     for (std::size_t s = 0; s < series.size(); ++s) {
         for (std::size_t k = 0; k < series[s].marks.size(); ++k) {
             const Mark& m = series[s].marks[k];
-            double y0 = std::min(m.y0, m.y1), y1 = std::max(m.y0, m.y1);
+            // In axis fractions (log-aware), so tol_y is a fraction of the plot height too.
+            const double fy = y.frac(hy);
+            double y0 = std::min(y.frac(m.y0), y.frac(m.y1));
+            double y1 = std::max(y.frac(m.y0), y.frac(m.y1));
             if (m.kind == MarkKind::Failed) {  // the marker sits on the axis, a little above it
-                y0 = y.min;
-                y1 = y.min + 0.06 * (y.max - y.min);
+                y0 = 0;
+                y1 = 0.06;
             }
             const double x0 = std::min(m.x0, m.x1) - tol_x, x1 = std::max(m.x0, m.x1) + tol_x;
-            if (hx < x0 || hx > x1 || hy < y0 - tol_y || hy > y1 + tol_y) continue;
+            if (hx < x0 || hx > x1 || fy < y0 - tol_y || fy > y1 + tol_y) continue;
             // Distance to the box (0 inside): points and thin bars compete fairly.
             const double dx = std::max({0.0, std::min(m.x0, m.x1) - hx, hx - std::max(m.x0, m.x1)});
-            const double dy = std::max({0.0, y0 - hy, hy - y1});
+            const double dy = std::max({0.0, y0 - fy, fy - y1});
             const double d = dx / std::max(tol_x, 1e-12) + dy / std::max(tol_y, 1e-12);
             if (d < best_d) {
                 best_d = d;

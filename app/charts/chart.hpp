@@ -35,14 +35,19 @@ struct Tick {
 struct Axis {
     std::string title;
     double min = 0, max = 1;
+    bool log = false;  // logarithmic (min > 0): ratios, where 0.5x and 2x are equally far from 1
     std::vector<Tick> ticks;
     // x axis of every standard chart: category i (a layer) spans [i, i+1), label at i + 0.5.
     std::vector<std::string> categories;
+    // Position of v along the axis, 0 at min and 1 at max (log-aware; clamped). A drawer maps
+    // it to pixels: x_px = left + frac(x) * width; y_px = bottom - frac(y) * height.
+    double frac(double v) const;
 };
 
 enum class MarkKind {
     Bar,     // rectangle [x0, x1] x [y0, y1]
-    Point,   // at (x0, y0); x1 = x0, y1 = y0
+    Point,   // a dot at ((x0 + x1) / 2, y0), y1 = y0; when x1 > x0 also a level segment from x0
+             // to x1 (the peer's value across a layer's bars)
     Failed,  // a slot [x0, x1] whose measurement failed verification or did not run: drawn as a
              // FAIL marker on the x axis, never as a value (y0 = y1 = axis min)
 };
@@ -63,8 +68,8 @@ struct Series {
     std::string name;  // legend text
     Color color;
     SeriesStyle style = SeriesStyle::Bars;
-    bool dashed = false;   // LinePoints: a dashed line
-    bool connect = true;   // LinePoints: join the points of consecutive categories
+    bool dashed = false;  // LinePoints: a dashed line
+    bool connect = true;  // LinePoints: join the points of consecutive categories
     std::vector<Mark> marks;
 };
 
@@ -97,13 +102,13 @@ struct Chart {
     // Printed under the plot on every export: verification status, machine record, noise, the
     // command that reproduces the chart.
     std::vector<std::string> footer;
-    bool verified = false;      // every measurement of the run was verified and passed
-    std::string verification;   // one line
-    std::size_t plotted = 0;    // marks with a value
-    std::size_t failed = 0;     // Failed marks
+    bool verified = false;     // every measurement of the run was verified and passed
+    std::string verification;  // one line
+    std::size_t plotted = 0;   // marks with a value
+    std::size_t failed = 0;    // Failed marks
 
-    // The mark under data point (hx, hy): the nearest whose box, grown by (tol_x, tol_y), holds it.
-    // Returns (series index, mark index).
+    // The mark under data point (hx, hy): the nearest whose box, grown by tol_x (x data units)
+    // and tol_y (a fraction of the plot height), holds it. Returns (series index, mark index).
     std::optional<std::pair<std::size_t, std::size_t>> hit(double hx, double hy, double tol_x,
                                                            double tol_y) const;
 };
@@ -131,14 +136,15 @@ struct WinCount {
     int compared = 0;
     std::vector<std::string> winners;  // layer names
 };
-WinCount count_wins(const bench::Results& r, Pass pass, const std::string& a,
-                    const std::string& b);
+WinCount count_wins(const bench::Results& r, Pass pass, const std::string& a, const std::string& b);
 
 // [SECTION] helpers (ticks, colours, layer names)
 
 // About `count` ticks at 1, 2, 5 x 10^k steps covering [lo, hi]; *lo and *hi are widened to
 // the outer ticks.
 std::vector<Tick> nice_ticks(double& lo, double& hi, int count = 6);
+// Log axis ticks at 1, 2, 5 x 10^k inside [lo, hi] (lo > 0); *lo and *hi widened to a 1-2-5 value.
+std::vector<Tick> log_ticks(double& lo, double& hi);
 // A fixed colour per algorithm / operation name, so the same name has the same colour in
 // every chart.
 Color algorithm_color(const std::string& name);

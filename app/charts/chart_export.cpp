@@ -71,15 +71,14 @@ struct Layout {
     double W = 0, H = 0;
     double left = 0, right = 0, top = 0, bottom = 0;  // plot area
     double legend_x = 0, legend_w = 0;
-    std::vector<std::string> subtitle;   // wrapped
-    std::vector<std::string> footer;     // wrapped
+    std::vector<std::string> subtitle;  // wrapped
+    std::vector<std::string> footer;    // wrapped
     double footer_top = 0;
     double label_h = 0;  // rotated category labels
-    double xmin = 0, xmax = 1, ymin = 0, ymax = 1;
-    double px(double x) const { return left + (x - xmin) / (xmax - xmin) * (right - left); }
-    double py(double y) const {
-        return bottom - (std::clamp(y, ymin, ymax) - ymin) / (ymax - ymin) * (bottom - top);
-    }
+    Axis xa, ya;
+    double ymin = 0, ymax = 1;
+    double px(double x) const { return left + xa.frac(x) * (right - left); }
+    double py(double y) const { return bottom - ya.frac(y) * (bottom - top); }
 };
 
 constexpr double kPad = 18;
@@ -110,10 +109,13 @@ Layout layout(cairo_t* cr, const Chart& c, double W, double H) {
     for (const Series& s : c.series)
         for (const Mark& m : s.marks) slot_labels |= !m.label.empty();
     L.bottom = L.footer_top - 14 - 18 - L.label_h - (slot_labels ? 12 : 0);
-    L.xmin = c.x.min;
-    L.xmax = c.x.max > c.x.min ? c.x.max : c.x.min + 1;
-    L.ymin = c.y.min;
-    L.ymax = c.y.max > c.y.min ? c.y.max : c.y.min + 1;
+    L.xa.min = c.x.min;
+    L.xa.max = c.x.max > c.x.min ? c.x.max : c.x.min + 1;
+    L.ya.min = c.y.min;
+    L.ya.max = c.y.max > c.y.min ? c.y.max : c.y.min + 1;
+    L.ya.log = c.y.log;
+    L.ymin = L.ya.min;
+    L.ymax = L.ya.max;
     return L;
 }
 
@@ -284,7 +286,14 @@ void draw(cairo_t* cr, const Chart& c, double W, double H) {
         cairo_stroke(cr);
         cairo_set_dash(cr, nullptr, 0, 0);
         for (const Mark& m : s.marks) {
-            cairo_arc(cr, L.px(m.x0), L.py(m.y0), 3.6, 0, 2 * M_PI);
+            if (m.x1 > m.x0) {  // a level across the layer
+                color(cr, s.color);
+                cairo_set_line_width(cr, 2.2);
+                cairo_move_to(cr, L.px(m.x0), L.py(m.y0));
+                cairo_line_to(cr, L.px(m.x1), L.py(m.y0));
+                cairo_stroke(cr);
+            }
+            cairo_arc(cr, 0.5 * (L.px(m.x0) + L.px(m.x1)), L.py(m.y0), 3.6, 0, 2 * M_PI);
             color(cr, s.color);
             cairo_fill_preserve(cr);
             cairo_set_source_rgb(cr, 1, 1, 1);

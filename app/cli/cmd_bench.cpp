@@ -47,8 +47,8 @@ double parse_number(std::string_view flag, const std::string& text, double lo) {
     char* end = nullptr;
     const double x = std::strtod(text.c_str(), &end);
     if (text.empty() || *end != '\0' || !(x >= lo) || !std::isfinite(x))
-        throw Error(std::string(flag) + " '" + text + "': expected a number >= " +
-                    std::to_string(lo));
+        throw Error(std::string(flag) + " '" + text +
+                    "': expected a number >= " + std::to_string(lo));
     return x;
 }
 
@@ -78,9 +78,8 @@ std::string reproduce(const Options& opts) {
 bench::Config config_from(const Options& opts) {
     bench::Config cfg;
     const bool quick = opts.has("--quick");
-    const std::string default_shapes =
-        std::string(CONVLAB_SOURCE_DIR) + "/assets/shapes/" + (quick ? "classroom" : "resnet50") +
-        ".txt";
+    const std::string default_shapes = std::string(CONVLAB_SOURCE_DIR) + "/assets/shapes/" +
+                                       (quick ? "classroom" : "resnet50") + ".txt";
     cfg.shapes_file = opts.value_or("--shapes", default_shapes);
     cfg.layers = in_context("--shapes", [&] { return bench::read_shape_file(cfg.shapes_file); });
     if (const std::string* f = opts.get("--filter")) {
@@ -99,7 +98,8 @@ bench::Config config_from(const Options& opts) {
         if (cfg.passes.empty()) throw Error("--passes: empty list (fwd, bwd_data, bwd_weight)");
     }
     if (const std::string* a = opts.get("--algos")) cfg.algos = split_list(*a);
-    cfg.threads = static_cast<int>(parse_integer("--threads", opts.value_or("--threads", "0"), 0, 1024));
+    cfg.threads =
+        static_cast<int>(parse_integer("--threads", opts.value_or("--threads", "0"), 0, 1024));
     if (quick) {
         cfg.timing.warmup = 1;
         cfg.timing.min_reps = 5;
@@ -113,7 +113,8 @@ bench::Config config_from(const Options& opts) {
         cfg.timing.min_seconds = parse_number("--min-time", *v, 0);
     if (const std::string* v = opts.get("--rtol")) cfg.rtol = parse_number("--rtol", *v, 1e-12);
     cfg.reference = opts.value_or("--reference", "auto");
-    const std::string peer = opts.value_or("--peer", ::bench::PeerConv::available() ? "onednn" : "none");
+    const std::string peer =
+        opts.value_or("--peer", ::bench::PeerConv::available() ? "onednn" : "none");
     if (peer == "onednn") {
         cfg.peer = ::bench::PeerConv::spec();
         if (!cfg.peer) throw Error("--peer onednn: this convlab was built without oneDNN");
@@ -227,7 +228,8 @@ void print_bench_summary(const bench::Results& r, std::ostream& out) {
                         peer_paired += q->total.median_ms;
             }
             std::string ratio = "-";
-            if (!peer.empty() && a != peer && peer_paired > 0) ratio = fmt("%.2fx", ms / peer_paired);
+            if (!peer.empty() && a != peer && peer_paired > 0)
+                ratio = fmt("%.2fx", ms / peer_paired);
             std::snprintf(line, sizeof line, "  %-10s %-22s %7d %12.3f %9.1f %10s%s\n",
                           pass_name(p), (a + (a == peer ? " (peer)" : "")).c_str(), n, ms,
                           bench::gflops(flops, ms), ratio.c_str(),
@@ -248,7 +250,8 @@ void print_bench_summary(const bench::Results& r, std::ostream& out) {
             << " layers";
         if (!w.winners.empty()) {
             out << " (";
-            for (std::size_t i = 0; i < w.winners.size(); ++i) out << (i ? ", " : "") << w.winners[i];
+            for (std::size_t i = 0; i < w.winners.size(); ++i)
+                out << (i ? ", " : "") << w.winners[i];
             out << ")";
         }
         out << "\n";
@@ -285,7 +288,8 @@ void run_bench(const Options& opts, std::ostream& out) {
 const Command& command() {
     static const Command c{
         "bench",
-        "time every algorithm per layer, pass and operation, verified, with oneDNN; CSV/JSON + charts",
+        "time every algorithm per layer, pass and operation, verified, with oneDNN; CSV/JSON + "
+        "charts",
         "bench [--shapes FILE | --quick] --out DIR [options]",
         "Every measured configuration is first checked against a reference (direct loops when the\n"
         "layer is small enough, else oneDNN, else a second algorithm; the files say which) on\n"

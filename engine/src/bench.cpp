@@ -75,10 +75,10 @@ std::vector<PassPlan> make_plan(const Config& cfg) {
             std::string known;
             for (const PassPlan& pl : plan)
                 for (const Algorithm* a : candidates(pl.pass))
-                    known += std::string(known.empty() ? "" : ", ") + pass_name(pl.pass) + ":" +
-                             a->name;
-            throw Error("algos: '" + tok + "' is not an algorithm of a selected pass (known: " +
-                        known + ")");
+                    known +=
+                        std::string(known.empty() ? "" : ", ") + pass_name(pl.pass) + ":" + a->name;
+            throw Error("algos: '" + tok +
+                        "' is not an algorithm of a selected pass (known: " + known + ")");
         }
     }
     return plan;
@@ -209,8 +209,8 @@ Results run(const Config& cfg) {
     if (!(cfg.rtol > 0)) throw Error("rtol: must be > 0");
     if (cfg.batch && *cfg.batch < 1) throw Error("batch: must be >= 1");
     const std::vector<PassPlan> plan = make_plan(cfg);
-    const bool ref_named = cfg.reference != "auto" && cfg.reference != "direct" &&
-                           cfg.reference != "peer";
+    const bool ref_named =
+        cfg.reference != "auto" && cfg.reference != "direct" && cfg.reference != "peer";
     if (cfg.reference == "peer" && !cfg.peer)
         throw Error("reference: 'peer' needs a peer library (none given)");
     if (ref_named) {
@@ -231,7 +231,14 @@ Results run(const Config& cfg) {
     r.batch = cfg.batch ? *cfg.batch : 0;
     r.timing = cfg.timing;
     r.rtol = cfg.rtol;
-    if (cfg.measure_peak) r.machine.peak_gflops = measure_fp32_peak(threads);
+    auto measure_peak = [&] {
+        Machine& m = r.machine;
+        m.peak_gflops_1t = std::max(m.peak_gflops_1t, measure_fp32_peak(1, 0.1));
+        const bool own_cores = m.physical_cores > 0 && threads <= m.physical_cores;
+        const double all = threads == 1 ? m.peak_gflops_1t : measure_fp32_peak(threads, 0.1);
+        m.peak_gflops = std::max({m.peak_gflops, all, own_cores ? threads * m.peak_gflops_1t : 0});
+    };
+    if (cfg.measure_peak) measure_peak();
 
     std::size_t per_layer = 0;
     for (const PassPlan& pl : plan) per_layer += pl.algos.size() + (cfg.peer ? 1 : 0);
@@ -253,7 +260,8 @@ Results run(const Config& cfg) {
         {
             Problem unnamed = p;
             unnamed.name.clear();
-            info.descriptor = p.validate().empty() ? to_descriptor(unnamed) : cfg.layers[li].descriptor;
+            info.descriptor =
+                p.validate().empty() ? to_descriptor(unnamed) : cfg.layers[li].descriptor;
         }
         r.layers.push_back(info);
         const std::string why = p.validate();
@@ -327,8 +335,7 @@ Results run(const Config& cfg) {
             if (cfg.reference == "direct" ||
                 (cfg.reference == "auto" && flops <= cfg.direct_max_flops)) {
                 ref_algo = "direct";
-            } else if (cfg.reference == "peer" ||
-                       (cfg.reference == "auto" && !peer_out.empty())) {
+            } else if (cfg.reference == "peer" || (cfg.reference == "auto" && !peer_out.empty())) {
                 ref_is_peer = true;
             } else if (ref_named) {
                 ref_algo = cfg.reference;
@@ -437,14 +444,15 @@ Results run(const Config& cfg) {
                     poison(b.out, n_out);
                     const ConvArgs a1 = args_for(pass, b, b.out.data());
                     a->run(p, a1, nullptr);
-                    const bool is_ref = !ref_is_peer && ref_algo == a->name &&
-                                        !std::count_if(cfg.extra_algorithms.begin(),
-                                                       cfg.extra_algorithms.end(),
-                                                       [&](const Algorithm& x) { return &x == a; });
+                    const bool is_ref =
+                        !ref_is_peer && ref_algo == a->name &&
+                        !std::count_if(cfg.extra_algorithms.begin(), cfg.extra_algorithms.end(),
+                                       [&](const Algorithm& x) { return &x == a; });
                     m.check = check_of(b.out, is_ref);
                     const ConvArgs a2 = args_for(pass, b, b.out.data());
                     const CpuSample t0 = cpu_sample();
-                    time_with_ops(cfg.timing, [&](Profiler* prof) { a->run(p, a2, prof); }, m);
+                    time_with_ops(
+                        cfg.timing, [&](Profiler* prof) { a->run(p, a2, prof); }, m);
                     m.foreign_cpu = foreign_cpu_share(t0, cpu_sample(), hw);
                     m.ran = true;
                 } catch (const std::exception& e) {
@@ -458,6 +466,7 @@ Results run(const Config& cfg) {
         if (cancelled()) r.cancelled = true;
     }
     r.machine.foreign_cpu = foreign_cpu_share(run_start, cpu_sample(), hw);
+    if (cfg.measure_peak) measure_peak();
     std::vector<double> spreads;
     for (const Measurement& m : r.rows)
         if (m.ran) spreads.push_back(m.total.spread());

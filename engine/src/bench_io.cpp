@@ -57,7 +57,9 @@ Fields machine_fields(const Results& r) {
             sf("commit", m.commit),
             sf("date", m.date),
             sf("peer", m.peer),
+            nf("physical_cores", m.physical_cores),
             nf("peak_gflops", m.peak_gflops),
+            nf("peak_gflops_1t", m.peak_gflops_1t),
             nf("load_before", m.load_before),
             nf("foreign_cpu", m.foreign_cpu),
             nf("median_spread", m.median_spread),
@@ -72,13 +74,11 @@ Fields machine_fields(const Results& r) {
             sf("command", r.command)};
 }
 
-const char* const kColumns[] = {"layer_index", "layer",    "descriptor", "pass",
-                                "algorithm",   "peer",     "operation",  "median_ms",
-                                "min_ms",      "max_ms",   "q1_ms",      "q3_ms",
-                                "runs",        "share",    "foreign_cpu",
-                                "gflops",      "gbps",     "flops",      "bytes",
-                                "verified",    "max_abs_err", "max_rel_err", "reference",
-                                "note",        "impl",     "error"};
+const char* const kColumns[] = {
+    "layer_index", "layer",     "descriptor", "pass",  "algorithm", "peer",     "operation",
+    "median_ms",   "min_ms",    "max_ms",     "q1_ms", "q3_ms",     "runs",     "share",
+    "foreign_cpu", "gflops",    "gbps",       "flops", "bytes",     "verified", "max_abs_err",
+    "max_rel_err", "reference", "note",       "impl",  "error"};
 
 std::vector<Fields> row_fields(const Results& r) {
     std::vector<Fields> out;
@@ -217,7 +217,9 @@ void machine_from(const Map& f, Results& r, const std::string& where) {
     m.commit = to_str(f, "commit", where);
     m.date = to_str(f, "date", where);
     m.peer = to_str(f, "peer", where);
+    m.physical_cores = static_cast<int>(to_num(f, "physical_cores", where));
     m.peak_gflops = to_num(f, "peak_gflops", where);
+    m.peak_gflops_1t = to_num(f, "peak_gflops_1t", where);
     m.load_before = to_num(f, "load_before", where);
     m.foreign_cpu = to_num(f, "foreign_cpu", where);
     m.median_spread = to_num(f, "median_spread", where);
@@ -339,7 +341,7 @@ void json_object(std::ostream& out, const Fields& f, const char* indent) {
 struct JValue {
     enum Kind { Null, Bool, Number, String, Array, Object } kind = Null;
     std::string text;
-    std::vector<JValue> items;                             // Array
+    std::vector<JValue> items;                            // Array
     std::vector<std::pair<std::string, JValue>> members;  // Object
     const JValue* get(const std::string& k) const {
         for (const auto& [name, v] : members)
@@ -366,7 +368,8 @@ class JsonReader {
         throw Error("JSON at offset " + std::to_string(i_) + ": " + what);
     }
     void ws() {
-        while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\n' || s_[i_] == '\t' || s_[i_] == '\r'))
+        while (i_ < s_.size() &&
+               (s_[i_] == ' ' || s_[i_] == '\n' || s_[i_] == '\t' || s_[i_] == '\r'))
             ++i_;
     }
     bool eat(char c) {
@@ -407,7 +410,8 @@ class JsonReader {
                     case 'u': {
                         if (i_ + 4 > s_.size()) fail("short \\u escape");
                         unsigned code = 0;
-                        const auto res = std::from_chars(s_.data() + i_, s_.data() + i_ + 4, code, 16);
+                        const auto res =
+                            std::from_chars(s_.data() + i_, s_.data() + i_ + 4, code, 16);
                         if (res.ptr != s_.data() + i_ + 4) fail("bad \\u escape");
                         i_ += 4;
                         if (code < 0x80) {
@@ -468,9 +472,9 @@ class JsonReader {
             i_ += 4;
         } else {
             const std::size_t b = i_;
-            while (i_ < s_.size() && (std::isdigit(static_cast<unsigned char>(s_[i_])) ||
-                                      s_[i_] == '-' || s_[i_] == '+' || s_[i_] == '.' ||
-                                      s_[i_] == 'e' || s_[i_] == 'E'))
+            while (i_ < s_.size() &&
+                   (std::isdigit(static_cast<unsigned char>(s_[i_])) || s_[i_] == '-' ||
+                    s_[i_] == '+' || s_[i_] == '.' || s_[i_] == 'e' || s_[i_] == 'E'))
                 ++i_;
             if (b == i_) fail(std::string("unexpected character '") + c + "'");
             v.kind = JValue::Number;
@@ -506,7 +510,8 @@ void write_csv(const Results& r, std::ostream& out) {
     for (std::size_t i = 0; i < std::size(kColumns); ++i) out << (i ? "," : "") << kColumns[i];
     out << "\n";
     for (const Fields& row : row_fields(r)) {
-        for (std::size_t i = 0; i < row.size(); ++i) out << (i ? "," : "") << csv_field(row[i].text);
+        for (std::size_t i = 0; i < row.size(); ++i)
+            out << (i ? "," : "") << csv_field(row[i].text);
         out << "\n";
     }
 }
@@ -522,7 +527,8 @@ Results read_csv(std::istream& in) {
         std::getline(in, l);
         ++line;
         const auto colon = l.find(": ");
-        if (colon != std::string::npos && colon > 2) machine[l.substr(2, colon - 2)] = l.substr(colon + 2);
+        if (colon != std::string::npos && colon > 2)
+            machine[l.substr(2, colon - 2)] = l.substr(colon + 2);
     }
     machine_from(machine, r, "CSV header comments");
     if (!read_record(in, header, line)) throw Error("CSV: no header line");

@@ -125,11 +125,11 @@ void fill_random(std::vector<float>& v, std::uint32_t seed);
 // What travels with every timing: was the measured configuration's output right?
 struct Verification {
     bool pass = false;
-    bool checked = false;    // false: no reference could be computed (never plotted)
-    double max_abs = 0;      // max |got - ref|
-    double max_rel = 0;      // max |got - ref| / max(|ref|, rms(ref))
-    std::string reference;   // "direct", "peer:oneDNN", "algo:im2col_gemm", "self" ...
-    std::string note;        // why it failed, or why the reference is not direct
+    bool checked = false;        // false: no reference could be computed (never plotted)
+    double max_abs = 0;          // max |got - ref|
+    double max_rel = 0;          // max |got - ref| / max(|ref|, rms(ref))
+    std::string reference;       // "direct", "peer:oneDNN", "algo:im2col_gemm", "self" ...
+    std::string note;            // why it failed, or why the reference is not direct
     std::string status() const;  // "PASS", "FAIL", "UNCHECKED", "REFERENCE"
 };
 
@@ -155,7 +155,9 @@ CpuSample cpu_sample();
 double foreign_cpu_share(const CpuSample& a, const CpuSample& b, int cpus);
 
 // fp32 peak of this machine, measured: `threads` threads each run independent chains of vector
-// FMAs on registers only (no memory traffic) for about `seconds`. GFLOP/s, counting an FMA as 2.
+// FMAs on registers only (no memory traffic), in 12 rounds filling about `seconds`; the best
+// round counts. GFLOP/s, counting an FMA as 2. The runner measures it before and after the run
+// and keeps the higher (other processes may hold cores at either time). See Machine::peak_gflops.
 double measure_fp32_peak(int threads, double seconds = 0.2);
 
 struct Machine {
@@ -163,16 +165,21 @@ struct Machine {
     int logical_cpus = 0;
     int threads = 0;  // threads used by the engine and the peer
     std::string compiler;
-    std::string flags;      // compile flags of the engine (configure time)
+    std::string flags;       // compile flags of the engine (configure time)
     std::string engine_isa;  // vector ISA the engine was compiled for
-    std::string version;    // engine version
-    std::string commit;     // git commit at configure time ("-dirty": uncommitted changes)
-    std::string date;       // UTC, ISO 8601
-    std::string peer;       // the peer's description, or "none"
-    double peak_gflops = 0;   // measured fp32 peak with `threads` threads (0 = not measured)
-    double load_before = -1;  // 1-minute load average before the run
-    double foreign_cpu = -1;  // share of the CPUs other processes used during the run (0..1)
-    double median_spread = 0;  // median over measurements of (q3 - q1) / median of the repeats
+    std::string version;     // engine version
+    std::string commit;      // git commit at configure time ("-dirty": uncommitted changes)
+    std::string date;        // UTC, ISO 8601
+    std::string peer;        // the peer's description, or "none"
+    int physical_cores = 0;  // "cpu cores" of /proc/cpuinfo (0 unknown)
+    // fp32 peak (0 = not measured): one thread's measured FMA rate times `threads` when the
+    // threads fit on distinct physical cores, else all threads measured together. Per thread,
+    // because on a shared machine other processes may hold a core during any joint measurement.
+    double peak_gflops = 0;
+    double peak_gflops_1t = 0;  // one thread, measured
+    double load_before = -1;    // 1-minute load average before the run
+    double foreign_cpu = -1;    // share of the CPUs other processes used during the run (0..1)
+    double median_spread = 0;   // median over measurements of (q3 - q1) / median of the repeats
     // One line: "AMD EPYC (2 logical CPUs), 2 threads | GCC 12.2 -O3 -march=native | ..."
     std::string summary() const;
     std::string noise() const;  // "other processes used 12% of the CPUs; repeats spread 4%"
@@ -232,7 +239,7 @@ struct Config {
         std::string what;                 // "res2a_branch2b bwd_data col2im"
     };
     std::function<void(const Progress&)> progress;  // called from the runner's thread
-    const std::atomic<bool>* cancel = nullptr;       // set to stop after the current measurement
+    const std::atomic<bool>* cancel = nullptr;      // set to stop after the current measurement
 };
 
 // One measured (layer, pass, algorithm): the total and each operation (profiler span), with the
@@ -242,18 +249,18 @@ struct Measurement {
     Pass pass = Pass::Forward;
     std::string algorithm;  // the engine's name, or the peer's name
     bool peer = false;
-    bool ran = false;       // false: it threw (error says why); never plotted
+    bool ran = false;  // false: it threw (error says why); never plotted
     std::string error;
-    std::string impl;       // peer: its implementation name
+    std::string impl;  // peer: its implementation name
     Verification check;
-    Stats total;            // wall time of the whole call
+    Stats total;  // wall time of the whole call
     struct Op {
         std::string name;  // profiler span: im2col, gemm, col2im, zero-insert ...
         Stats time;        // per call (all spans of that name in one call, summed)
     };
-    std::vector<Op> ops;    // in order of first use
-    double flops = 0;       // 2*N*K*(C/G)*prod(O)*prod(k)
-    double bytes = 0;       // tensors read and written once, fp32
+    std::vector<Op> ops;  // in order of first use
+    double flops = 0;     // 2*N*K*(C/G)*prod(O)*prod(k)
+    double bytes = 0;     // tensors read and written once, fp32
     // Share of the CPUs (0..1) other processes used while this was timed; -1 unknown. Above
     // 0.05 the time is suspect (they took cores from it).
     double foreign_cpu = -1;
@@ -280,7 +287,7 @@ struct Results {
     bool cancelled = false;
     // Every measurement that ran was verified and passed.
     std::size_t passed() const;
-    std::size_t failed() const;  // failed, unchecked or errored
+    std::size_t failed() const;                // failed, unchecked or errored
     std::string verification_summary() const;  // "all 100 measurements verified (PASS) ..."
     const Measurement* find(std::size_t layer, Pass pass, const std::string& algo) const;
 };
