@@ -267,6 +267,8 @@ TEST_CASE("bench: progress reaches the total; cancel stops early") {
     cfg.progress = [&](const Config::Progress& p) {
         seen.push_back(p.done);
         total = p.total;
+        REQUIRE(p.results);
+        CHECK(p.results->rows.size() == p.done);  // partial results arrive with the progress
     };
     Results r = run(cfg);
     REQUIRE_FALSE(seen.empty());

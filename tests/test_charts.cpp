@@ -14,6 +14,7 @@
 #include "charts/chart.hpp"
 #include "charts/chart_export.hpp"
 #include "cli/cli.hpp"
+#include "cli/cmd_bench.hpp"
 #include "convlab/bench.hpp"
 
 using namespace convlab;
@@ -341,4 +342,22 @@ TEST_CASE("charts: convlab bench writes verified CSV, JSON and charts; bad input
                    "--out", out},
                   o4, e4) == 2);
     CHECK(e4.str().find("nope") != std::string::npos);
+}
+
+TEST_CASE("charts: write_quick_timings writes a verified quick run to a folder (in-process)") {
+    TempDir dir;
+    const std::string out = (dir.path / "quick").string();
+    std::ostringstream log;
+    const int status = convlab::cli::write_quick_timings(out, log);
+    CAPTURE(log.str());
+    REQUIRE(status != 2);
+    std::ifstream json(fs::path(out) / "results.json");
+    const Results r = bench::read_json(json);
+    CHECK(r.rows.size() > 0);
+    CHECK(r.layers.size() == 6);  // assets/shapes/classroom.txt
+    // 0: everything verified; 1: some measurement failed and is marked so (an algorithm's bug).
+    CHECK((status == 0) == (r.failed() == 0));
+    CHECK(fs::exists(fs::path(out) / "relative_bwd_data.png"));
+    CHECK(fs::exists(fs::path(out) / "gflops_fwd.pdf"));
+    CHECK(log.str().find("verification: ") != std::string::npos);
 }

@@ -98,7 +98,7 @@ struct Chart {
     std::vector<Series> series;
     std::vector<RefLine> ref_lines;
     std::vector<LegendEntry> legend;
-    std::vector<std::string> annotations;  // headline figures drawn in the plot's top-left corner
+    std::vector<std::string> annotations;  // headline figures, shown beside the legend
     // Printed under the plot on every export: verification status, machine record, noise, the
     // command that reproduces the chart.
     std::vector<std::string> footer;

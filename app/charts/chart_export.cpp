@@ -302,18 +302,6 @@ void draw(cairo_t* cr, const Chart& c, double W, double H) {
         }
     }
     cairo_restore(cr);
-    // Reference line labels, right-aligned above their lines.
-    font(cr, 10.5, true);
-    for (const RefLine& r : c.ref_lines) {
-        const double y = L.py(r.y);
-        const double w = text_width(cr, r.label);
-        cairo_set_source_rgba(cr, 1, 1, 1, 0.85);
-        cairo_rectangle(cr, L.right - w - 8, y - 15, w + 6, 13);
-        cairo_fill(cr);
-        color(cr, r.color);
-        text_at(cr, L.right - 5, y - 5, r.label, 1);
-    }
-
     // Axes frame.
     cairo_set_source_rgb(cr, 0.2, 0.2, 0.2);
     cairo_set_line_width(cr, 1);
@@ -349,33 +337,53 @@ void draw(cairo_t* cr, const Chart& c, double W, double H) {
     cairo_set_source_rgb(cr, 0.1, 0.1, 0.1);
     text_at(cr, 0.5 * (L.left + L.right), label_top + L.label_h + 12, c.x.title, 0.5);
 
-    // Annotations: headline figures in the plot's top-left corner.
+    // Legend: series, then reference lines (dashed swatch), then the headline figures in a box,
+    // all in the column right of the plot so nothing covers a bar.
+    double ly = L.top + 12;
+    font(cr, 11);
+    auto legend_text = [&](const std::string& label) {
+        const auto lines = wrap(cr, label, L.legend_w - 24);
+        cairo_set_source_rgb(cr, 0.1, 0.1, 0.1);
+        for (std::size_t i = 0; i < lines.size(); ++i)
+            text_at(cr, L.legend_x + 20, ly + 14 * static_cast<double>(i), lines[i]);
+        ly += 14 * static_cast<double>(lines.size()) + 6;
+    };
+    for (const LegendEntry& e : c.legend) {
+        draw_swatch(cr, L.legend_x, ly, e);
+        legend_text(e.label);
+    }
+    for (const RefLine& r : c.ref_lines) {
+        color(cr, r.color);
+        cairo_set_line_width(cr, 1.6);
+        if (r.dashed) {
+            const double d[] = {4, 2.5};
+            cairo_set_dash(cr, d, 2, 0);
+        }
+        cairo_move_to(cr, L.legend_x, ly - 5);
+        cairo_line_to(cr, L.legend_x + 14, ly - 5);
+        cairo_stroke(cr);
+        cairo_set_dash(cr, nullptr, 0, 0);
+        legend_text(r.label);
+    }
     if (!c.annotations.empty()) {
-        font(cr, 13, true);
-        double w = 0;
-        for (const std::string& a : c.annotations) w = std::max(w, text_width(cr, a));
-        const double h = 18 * static_cast<double>(c.annotations.size()) + 6;
-        cairo_set_source_rgba(cr, 1, 1, 0.92, 0.92);
-        cairo_rectangle(cr, L.left + 8, L.top + 6, w + 16, h);
+        ly += 8;
+        font(cr, 12.5, true);
+        std::vector<std::string> lines;
+        for (const std::string& a : c.annotations) {
+            for (const std::string& l : wrap(cr, a, L.legend_w - 16)) lines.push_back(l);
+            lines.emplace_back();  // a gap between annotations
+        }
+        lines.pop_back();
+        const double h = 16 * static_cast<double>(lines.size()) + 10;
+        cairo_set_source_rgba(cr, 1, 1, 0.9, 1);
+        cairo_rectangle(cr, L.legend_x - 4, ly - 4, L.legend_w, h);
         cairo_fill_preserve(cr);
         cairo_set_source_rgb(cr, 0.6, 0.55, 0.3);
         cairo_set_line_width(cr, 0.8);
         cairo_stroke(cr);
         cairo_set_source_rgb(cr, 0.1, 0.1, 0.1);
-        for (std::size_t i = 0; i < c.annotations.size(); ++i)
-            text_at(cr, L.left + 16, L.top + 22 + 18 * static_cast<double>(i), c.annotations[i]);
-    }
-
-    // Legend.
-    double ly = L.top + 12;
-    font(cr, 11);
-    for (const LegendEntry& e : c.legend) {
-        const auto lines = wrap(cr, e.label, L.legend_w - 24);
-        draw_swatch(cr, L.legend_x, ly, e);
-        cairo_set_source_rgb(cr, 0.1, 0.1, 0.1);
         for (std::size_t i = 0; i < lines.size(); ++i)
-            text_at(cr, L.legend_x + 20, ly + 14 * static_cast<double>(i), lines[i]);
-        ly += 14 * static_cast<double>(lines.size()) + 6;
+            text_at(cr, L.legend_x + 4, ly + 12 + 16 * static_cast<double>(i), lines[i]);
     }
 
     // Footer: verification status (red when not all verified), machine, noise, command.

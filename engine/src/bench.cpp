@@ -247,6 +247,7 @@ Results run(const Config& cfg) {
     auto step = [&](const std::string& what) {
         ++progress.done;
         progress.what = what;
+        progress.results = &r;
         if (cfg.progress) cfg.progress(progress);
     };
     auto cancelled = [&] { return cfg.cancel && cfg.cancel->load(); };

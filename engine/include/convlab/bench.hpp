@@ -213,6 +213,8 @@ struct PeerSpec {
 
 // [SECTION] configuration and results
 
+struct Results;
+
 struct Config {
     std::vector<Layer> layers;
     std::optional<dim_t> batch;  // replaces every layer's mb; nullopt keeps the file's
@@ -237,6 +239,9 @@ struct Config {
     struct Progress {
         std::size_t done = 0, total = 0;  // measurements
         std::string what;                 // "res2a_branch2b bwd_data col2im"
+        // Everything measured so far (valid during the callback only): the app copies it to
+        // draw the charts as results arrive.
+        const Results* results = nullptr;
     };
     std::function<void(const Progress&)> progress;  // called from the runner's thread
     const std::atomic<bool>* cancel = nullptr;      // set to stop after the current measurement
