@@ -95,6 +95,9 @@ bench::Config config_from(const Options& opts) {
         cfg.passes.clear();
         for (const std::string& s : split_list(*p))
             cfg.passes.push_back(in_context("--passes", [&] { return parse_pass(s); }));
+        for (Pass q : cfg.passes)
+            if (q == Pass::BackwardBias)
+                throw Error("--passes: bwd_bias is not benchmarked (fwd, bwd_data, bwd_weight)");
         if (cfg.passes.empty()) throw Error("--passes: empty list (fwd, bwd_data, bwd_weight)");
     }
     if (const std::string* a = opts.get("--algos")) cfg.algos = split_list(*a);
