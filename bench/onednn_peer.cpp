@@ -5,6 +5,9 @@
 #ifdef CONVLAB_HAVE_DNNL
 #include <dnnl.hpp>
 #endif
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 namespace bench {
 
@@ -116,6 +119,25 @@ struct PeerConv::Impl {
 
 bool PeerConv::available() {
     return true;
+}
+
+std::optional<convlab::bench::PeerSpec> PeerConv::spec() {
+    convlab::bench::PeerSpec s;
+    s.name = "oneDNN";
+    s.description = describe();
+    s.set_threads = [](int threads) {
+#ifdef _OPENMP
+        omp_set_num_threads(threads);  // Debian's libdnnl runs on OpenMP
+#else
+        (void)threads;
+#endif
+    };
+    s.create =
+        [](const convlab::Problem& p,
+           const std::vector<convlab::Pass>& passes) -> std::unique_ptr<convlab::bench::PeerConv> {
+        return std::make_unique<PeerConv>(p, passes);
+    };
+    return s;
 }
 
 std::string PeerConv::describe() {
@@ -316,6 +338,9 @@ struct PeerConv::Impl {};
 
 bool PeerConv::available() {
     return false;
+}
+std::optional<convlab::bench::PeerSpec> PeerConv::spec() {
+    return std::nullopt;
 }
 std::string PeerConv::describe() {
     return "not built with oneDNN (no peer column)";

@@ -4,18 +4,23 @@
 //
 // Compiled with oneDNN only when CMake found it (CONVLAB_HAVE_DNNL); otherwise available() is
 // false and constructing a PeerConv throws. This header never includes dnnl.hpp.
+//
+// It is the engine's benchmark peer interface (convlab::bench::PeerConv) made real: onednn_spec()
+// hands it to the runner (convlab::bench::run) of `convlab bench` and the app's Timings panel.
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "convlab/bench.hpp"
 #include "convlab/conv.hpp"
 #include "convlab/problem.hpp"
 
 namespace bench {
 
-class PeerConv {
+class PeerConv final : public convlab::bench::PeerConv {
   public:
     // True when the bench was built with oneDNN.
     static bool available();
@@ -30,17 +35,22 @@ class PeerConv {
     PeerConv(const PeerConv&) = delete;
     PeerConv& operator=(const PeerConv&) = delete;
 
-    bool has(convlab::Pass pass) const;           // a primitive exists for the pass
-    std::string error(convlab::Pass pass) const;  // why not, when !has(pass)
-    std::string impl(convlab::Pass pass) const;   // oneDNN's implementation name, e.g. "jit:avx2"
+    bool has(convlab::Pass pass) const override;           // a primitive exists for the pass
+    std::string error(convlab::Pass pass) const override;  // why not, when !has(pass)
+    // oneDNN's implementation name, e.g. "jit:avx2"
+    std::string impl(convlab::Pass pass) const override;
 
     // Reorders ConvLab's plain inputs (src (N,C,..), wei (K,C/G,k..), diff_dst (N,K,out..)) into
     // the layouts each primitive chose. Not timed.
-    void set_inputs(const float* src, const float* wei, const float* diff_dst);
+    void set_inputs(const float* src, const float* wei, const float* diff_dst) override;
     // Executes the primitive of the pass and waits for it (the timed region).
-    void run(convlab::Pass pass);
+    void run(convlab::Pass pass) override;
     // Reorders the pass's output (dst, diff_src or diff_wei) into a plain buffer. Not timed.
-    void output(convlab::Pass pass, float* plain);
+    void output(convlab::Pass pass, float* plain) override;
+
+    // The peer as the runner takes it: name "oneDNN", description, thread setting (OpenMP),
+    // and a factory. nullopt when built without oneDNN.
+    static std::optional<convlab::bench::PeerSpec> spec();
 
   private:
     struct Impl;

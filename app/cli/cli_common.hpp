@@ -82,5 +82,6 @@ std::string json_string(std::string_view s);
 
 // [SECTION] commands defined in their own files (cmd_*.cpp), listed in cli.cpp's commands()
 // (one declaration here and one line there per command).
+const Command& bench_command();
 
 }  // namespace convlab::cli

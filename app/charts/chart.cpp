@@ -1,0 +1,596 @@
+// The standard charts of a benchmark run, built as data (see chart.hpp). Index:
+//   [SECTION] helpers
+//   [SECTION] common parts: x axis of layers, footer, legend
+//   [SECTION] (a) relative time of backward data vs forward
+//   [SECTION] (b) per-operation share
+//   [SECTION] (c) GFLOP/s
+//   [SECTION] hit test
+#include "charts/chart.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+
+namespace convlab::charts {
+
+using bench::Measurement;
+using bench::Results;
+
+// [SECTION] helpers
+
+namespace {
+
+std::string fmt(const char* f, double x) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, f, x);
+    return buf;
+}
+
+// Milliseconds with 3 significant digits at least.
+std::string ms(double x) {
+    if (x >= 100) return fmt("%.1f ms", x);
+    if (x >= 1) return fmt("%.3f ms", x);
+    return fmt("%.4f ms", x);
+}
+
+std::string tick_label(double v, double step) {
+    if (std::fabs(v) < step * 1e-9) v = 0;
+    const int decimals = step >= 1 ? 0 : static_cast<int>(std::ceil(-std::log10(step) - 1e-9));
+    char buf[48];
+    std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+    return buf;
+}
+
+// Engine algorithms of a pass, in the order they were measured (the peer left out).
+std::vector<std::string> engine_algos(const Results& r, Pass pass) {
+    std::vector<std::string> out;
+    for (const Measurement& m : r.rows)
+        if (m.pass == pass && !m.peer &&
+            std::find(out.begin(), out.end(), m.algorithm) == out.end())
+            out.push_back(m.algorithm);
+    return out;
+}
+
+std::string peer_name(const Results& r) {
+    for (const Measurement& m : r.rows)
+        if (m.peer) return m.algorithm;
+    return "";
+}
+
+std::string check_line(const Measurement& m) {
+    if (!m.ran) return "ERROR: " + m.error;
+    std::string s = "check " + m.check.status();
+    if (m.check.reference != "self") {
+        s += " vs " + m.check.reference + fmt(", max abs err %.2g", m.check.max_abs) +
+             fmt(", max rel err %.2g", m.check.max_rel);
+    } else {
+        s += " (it is the reference)";
+    }
+    if (!m.check.note.empty()) s += "\n" + m.check.note;
+    return s;
+}
+
+std::string timing_line(const Measurement& m) {
+    return "median " + ms(m.total.median_ms) + " (min " + ms(m.total.min_ms) + ", max " +
+           ms(m.total.max_ms) + ", quartiles " + ms(m.total.q1_ms) + " .. " + ms(m.total.q3_ms) +
+           ", " + std::to_string(m.total.runs) + " runs)" +
+           (m.foreign_cpu > 0.05
+                ? fmt("\nother processes used %.0f%% of the CPUs meanwhile", 100 * m.foreign_cpu)
+                : "");
+}
+
+// Slot s of n in category i: a bar of 80% of the category width, split evenly.
+std::pair<double, double> slot(std::size_t i, std::size_t s, std::size_t n) {
+    const double w = 0.8 / static_cast<double>(std::max<std::size_t>(n, 1));
+    const double x0 = static_cast<double>(i) + 0.1 + w * static_cast<double>(s);
+    return {x0 + 0.06 * w, x0 + 0.94 * w};
+}
+
+Mark failed_mark(std::size_t i, std::size_t s, std::size_t n, double ymin, std::string hover) {
+    Mark k;
+    k.kind = MarkKind::Failed;
+    std::tie(k.x0, k.x1) = slot(i, s, n);
+    k.y0 = k.y1 = ymin;
+    k.hover = std::move(hover) + "\nnot plotted: no verified time";
+    return k;
+}
+
+// [SECTION] common parts: x axis of layers, footer, legend
+
+void layer_axis(Chart& c, const Results& r) {
+    std::string topo;
+    for (const bench::LayerInfo& l : r.layers) {
+        c.x.categories.push_back(short_layer_name(l.name));
+        const auto colon = l.name.find(':');
+        if (colon != std::string::npos) topo = l.name.substr(0, colon);
+    }
+    c.x.min = 0;
+    c.x.max = static_cast<double>(r.layers.size());
+    const std::string batch = r.batch > 0 ? "batch " + std::to_string(r.batch) : "batch from file";
+    c.x.title = "layer" + (topo.empty() ? "" : " of " + topo) + " (" + batch + ")";
+}
+
+void finish(Chart& c, const Results& r) {
+    c.verified = r.failed() == 0 && !r.rows.empty() && !r.cancelled;
+    c.verification = r.verification_summary();
+    c.footer.push_back(std::string(c.verified ? "Verified: " : "NOT ALL VERIFIED: ") +
+                       c.verification);
+    c.footer.push_back("Machine: " + r.machine.summary());
+    c.footer.push_back("Noise: " + r.machine.noise() + ". Times: median of " +
+                       (r.timing.reps > 0 ? std::to_string(r.timing.reps) + " runs"
+                                          : fmt("runs filling >= %.2g s", r.timing.min_seconds)) +
+                       " after " + std::to_string(r.timing.warmup) + " warm-up runs.");
+    c.footer.push_back("Reproduce: " + (r.command.empty() ? "(command not recorded)" : r.command));
+    for (const Series& s : c.series)
+        for (const Mark& m : s.marks) (m.kind == MarkKind::Failed ? c.failed : c.plotted) += 1;
+    if (c.failed > 0) {
+        LegendEntry e;
+        e.label = "FAIL: not verified, not plotted";
+        e.color = {200, 30, 30, 255};
+        e.failed = true;
+        c.legend.push_back(e);
+    }
+}
+
+void y_axis(Chart& c, double lo, double hi, const std::string& title) {
+    if (!(hi > lo)) hi = lo + 1;
+    c.y.ticks = nice_ticks(lo, hi);
+    c.y.min = lo;
+    c.y.max = hi;
+    c.y.title = title;
+}
+
+}  // namespace
+
+double Axis::frac(double v) const {
+    double a = min, b = max;
+    if (log) {
+        if (!(a > 0) || !(b > a)) return 0;
+        v = std::log10(std::max(v, a));
+        a = std::log10(a);
+        b = std::log10(b);
+    }
+    if (!(b > a)) return 0;
+    return std::clamp((v - a) / (b - a), 0.0, 1.0);
+}
+
+std::vector<Tick> log_ticks(double& lo, double& hi) {
+    if (!(lo > 0)) lo = 1e-3;
+    if (!(hi > lo)) hi = lo * 10;
+    const double steps[] = {1, 2, 5};
+    auto down = [&](double v) {  // largest 1-2-5 value <= v
+        const double mag = std::pow(10.0, std::floor(std::log10(v) + 1e-12));
+        double best = mag;
+        for (double f : steps)
+            if (f * mag <= v * (1 + 1e-9)) best = f * mag;
+        return best;
+    };
+    auto up = [&](double v) {  // smallest 1-2-5 value >= v
+        const double mag = std::pow(10.0, std::floor(std::log10(v) - 1e-12));
+        for (double f : {1.0, 2.0, 5.0, 10.0})
+            if (f * mag >= v * (1 - 1e-9)) return f * mag;
+        return 10 * mag;
+    };
+    lo = down(lo);
+    hi = up(hi);
+    std::vector<Tick> ticks;
+    for (double mag = std::pow(10.0, std::floor(std::log10(lo) + 1e-12)); mag <= hi * 1.0001;
+         mag *= 10) {
+        for (double f : steps) {
+            const double v = f * mag;
+            if (v < lo * (1 - 1e-9) || v > hi * (1 + 1e-9)) continue;
+            char buf[32];
+            std::snprintf(buf, sizeof buf, "%g", v);
+            ticks.push_back({v, buf});
+        }
+    }
+    return ticks;
+}
+
+std::string short_layer_name(const std::string& name) {
+    const auto colon = name.find(':');
+    return colon == std::string::npos ? name : name.substr(colon + 1);
+}
+
+std::vector<Tick> nice_ticks(double& lo, double& hi, int count) {
+    if (!(hi > lo)) hi = lo + 1;
+    const double raw = (hi - lo) / std::max(1, count);
+    const double mag = std::pow(10.0, std::floor(std::log10(raw)));
+    double step = mag;
+    for (double f : {1.0, 2.0, 2.5, 5.0, 10.0}) {
+        step = f * mag;
+        if (step >= raw) break;
+    }
+    lo = std::floor(lo / step + 1e-9) * step;
+    hi = std::ceil(hi / step - 1e-9) * step;
+    std::vector<Tick> ticks;
+    for (double v = lo; v <= hi + step * 1e-6; v += step) ticks.push_back({v, tick_label(v, step)});
+    return ticks;
+}
+
+Color algorithm_color(const std::string& name) {
+    static const std::map<std::string, Color> fixed{{"im2col_gemm", {31, 119, 180, 255}},
+                                                    {"col2im", {214, 39, 40, 255}},
+                                                    {"via_forward", {44, 160, 44, 255}},
+                                                    {"fractal", {148, 103, 189, 255}},
+                                                    {"fractal_via_forward", {255, 127, 14, 255}},
+                                                    {"implicit_gemm", {23, 190, 207, 255}},
+                                                    {"direct", {127, 127, 127, 255}},
+                                                    {"oneDNN", {40, 40, 40, 255}}};
+    if (const auto it = fixed.find(name); it != fixed.end()) return it->second;
+    static const Color extra[] = {
+        {140, 86, 75, 255}, {227, 119, 194, 255}, {188, 189, 34, 255}, {98, 70, 160, 255}};
+    std::size_t h = 0;
+    for (char ch : name) h = h * 31 + static_cast<unsigned char>(ch);
+    return extra[h % std::size(extra)];
+}
+
+Color operation_color(const std::string& name) {
+    static const std::map<std::string, Color> fixed{
+        {"gemm", {31, 119, 180, 255}},    {"fractal_gemm", {23, 80, 150, 255}},
+        {"im2col", {255, 127, 14, 255}},  {"col2im", {214, 39, 40, 255}},
+        {"zero", {199, 199, 199, 255}},   {"zero-insert", {188, 189, 34, 255}},
+        {"pad", {219, 219, 141, 255}},    {"fliprot", {44, 160, 44, 255}},
+        {"tnc", {148, 103, 189, 255}},    {"tncf", {197, 176, 213, 255}},
+        {"pack", {140, 86, 75, 255}},     {"unpack", {196, 156, 148, 255}},
+        {"bias", {227, 119, 194, 255}},   {"transpose_b", {23, 190, 207, 255}},
+        {"direct", {127, 127, 127, 255}}, {"other", {235, 235, 235, 255}}};
+    if (const auto it = fixed.find(name); it != fixed.end()) return it->second;
+    return algorithm_color(name);
+}
+
+WinCount count_wins(const Results& r, Pass pass, const std::string& a, const std::string& b) {
+    WinCount w;
+    for (std::size_t li = 0; li < r.layers.size(); ++li) {
+        const Measurement* ma = r.find(li, pass, a);
+        const Measurement* mb = r.find(li, pass, b);
+        if (!ma || !mb || !ma->valid() || !mb->valid()) continue;
+        ++w.compared;
+        if (ma->total.median_ms < mb->total.median_ms) {
+            ++w.wins;
+            w.winners.push_back(short_layer_name(r.layers[li].name));
+        }
+    }
+    return w;
+}
+
+// [SECTION] (a) relative time of backward data vs forward
+
+Chart relative_time_chart(const Results& r, const std::string& forward_algo) {
+    Chart c;
+    c.id = "relative_bwd_data";
+    layer_axis(c, r);
+    const std::vector<std::string> fwd = engine_algos(r, Pass::Forward);
+    std::string f = forward_algo;
+    if (f.empty())
+        f = std::find(fwd.begin(), fwd.end(), "im2col_gemm") != fwd.end() ? "im2col_gemm"
+            : fwd.empty()                                                 ? ""
+                                                                          : fwd.front();
+    const std::vector<std::string> bwd = engine_algos(r, Pass::BackwardData);
+    const std::string peer = peer_name(r);
+    c.title = "Backward data time relative to forward, per layer";
+    c.subtitle = "bar = median time of the backward-data algorithm / median time of forward " +
+                 (f.empty() ? std::string("(no forward measured)") : f) +
+                 " on the same layer; below 1 = faster than forward; whiskers: interquartile range"
+                 " of the repeats";
+    if (!peer.empty()) c.subtitle += "; dots: " + peer + " bwd_data / " + peer + " fwd";
+    double hi = 1.0, lo = 1.0;
+    const std::size_t n = bwd.size();
+    for (std::size_t s = 0; s < n; ++s) {
+        Series se;
+        se.name = bwd[s];
+        se.color = algorithm_color(bwd[s]);
+        se.style = SeriesStyle::Bars;
+        for (std::size_t li = 0; li < r.layers.size(); ++li) {
+            const Measurement* mb = r.find(li, Pass::BackwardData, bwd[s]);
+            const Measurement* mf = f.empty() ? nullptr : r.find(li, Pass::Forward, f);
+            if (!mb) continue;
+            const std::string head = short_layer_name(r.layers[li].name) + "  bwd_data " + bwd[s];
+            if (!mb->valid() || !mf || !mf->valid()) {
+                std::string why = check_line(*mb);
+                if (mf && !mf->valid()) why += "\nforward " + f + ": " + check_line(*mf);
+                if (!mf) why += "\nno forward " + f + " measurement";
+                se.marks.push_back(failed_mark(li, s, n, 0, head + "\n" + why));
+                continue;
+            }
+            Mark k;
+            std::tie(k.x0, k.x1) = slot(li, s, n);
+            k.y0 = 0;
+            k.y1 = mb->total.median_ms / mf->total.median_ms;
+            k.lo = mb->total.q1_ms / mf->total.median_ms;
+            k.hi = mb->total.q3_ms / mf->total.median_ms;
+            hi = std::max({hi, k.y1, k.hi});
+            lo = std::min({lo, k.y1, k.lo});
+            k.hover = head + fmt("\n%.2fx forward", k.y1) + " (" + ms(mb->total.median_ms) + " / " +
+                      ms(mf->total.median_ms) + ")\n" + timing_line(*mb) + "\n" + check_line(*mb);
+            se.marks.push_back(std::move(k));
+        }
+        c.legend.push_back({bwd[s], se.color, SeriesStyle::Bars, false, false});
+        c.series.push_back(std::move(se));
+    }
+    if (!peer.empty()) {
+        Series se;
+        se.name = peer + " bwd_data / " + peer + " fwd";
+        se.color = algorithm_color(peer);
+        se.style = SeriesStyle::LinePoints;
+        se.connect = false;  // a ratio per layer: no trend between layers
+        for (std::size_t li = 0; li < r.layers.size(); ++li) {
+            const Measurement* mb = r.find(li, Pass::BackwardData, peer);
+            const Measurement* mf = r.find(li, Pass::Forward, peer);
+            if (!mb || !mf || !mb->valid() || !mf->valid()) continue;
+            Mark k;
+            k.kind = MarkKind::Point;
+            k.x0 = k.x1 = static_cast<double>(li) + 0.5;
+            k.y0 = k.y1 = mb->total.median_ms / mf->total.median_ms;
+            hi = std::max(hi, k.y1);
+            lo = std::min(lo, k.y1);
+            k.hover = short_layer_name(r.layers[li].name) + "  " + peer +
+                      fmt("\nbwd_data / fwd = %.2f", k.y1) + " (" + ms(mb->total.median_ms) +
+                      " / " + ms(mf->total.median_ms) + ")\nbwd_data " + check_line(*mb);
+            se.marks.push_back(std::move(k));
+        }
+        c.legend.push_back({se.name, se.color, SeriesStyle::LinePoints, false, false, false});
+        c.series.push_back(std::move(se));
+    }
+    c.ref_lines.push_back({"1 = forward time", 1.0, {90, 90, 90, 255}, true});
+    // Log scale: 2x slower and 2x faster are equally far from 1.
+    c.y.log = true;
+    lo = std::max(lo / 1.3, 1e-3);
+    hi *= 1.3;
+    c.y.ticks = log_ticks(lo, hi);
+    c.y.min = lo;
+    c.y.max = hi;
+    c.y.title = "time / forward time (" + (f.empty() ? std::string("-") : f) + "), log scale";
+    for (Series& s : c.series)
+        for (Mark& m : s.marks)
+            if (m.kind == MarkKind::Bar)
+                m.y0 = c.y.min;
+            else if (m.kind == MarkKind::Failed)
+                m.y0 = m.y1 = c.y.min;
+
+    const bool have = [&] {
+        bool a = false, b = false;
+        for (const auto& x : bwd) {
+            a |= x == "via_forward";
+            b |= x == "col2im";
+        }
+        return a && b;
+    }();
+    if (have) {
+        const WinCount w = count_wins(r, Pass::BackwardData, "via_forward", "col2im");
+        c.annotations.push_back("via_forward faster than col2im in " + std::to_string(w.wins) +
+                                " of " + std::to_string(w.compared) +
+                                " layers (both verified; median times)");
+    }
+    if (std::find(bwd.begin(), bwd.end(), "fractal_via_forward") != bwd.end() &&
+        std::find(bwd.begin(), bwd.end(), "col2im") != bwd.end()) {
+        const WinCount w = count_wins(r, Pass::BackwardData, "fractal_via_forward", "col2im");
+        c.annotations.push_back("fractal_via_forward faster than col2im in " +
+                                std::to_string(w.wins) + " of " + std::to_string(w.compared) +
+                                " layers");
+    }
+    finish(c, r);
+    return c;
+}
+
+// [SECTION] (b) per-operation share
+
+Chart operation_share_chart(const Results& r, Pass pass) {
+    Chart c;
+    c.id = std::string("ops_") + pass_name(pass);
+    layer_axis(c, r);
+    const std::vector<std::string> algos = engine_algos(r, pass);
+    c.title = std::string("Where the time goes: share of each operation, ") + pass_name(pass);
+    std::string order;
+    for (std::size_t s = 0; s < algos.size(); ++s)
+        order += (s ? ", " : "") + std::to_string(s + 1) + " = " + algos[s];
+    c.subtitle = "one stacked bar per algorithm in each layer (" + order +
+                 "); segment = median time of the operation / median total; "
+                 "'other' = time outside the profiled operations";
+    // Operations in order of first appearance; one series per operation.
+    std::vector<std::string> ops;
+    for (const std::string& a : algos)
+        for (std::size_t li = 0; li < r.layers.size(); ++li)
+            if (const Measurement* m = r.find(li, pass, a))
+                for (const auto& op : m->ops)
+                    if (std::find(ops.begin(), ops.end(), op.name) == ops.end())
+                        ops.push_back(op.name);
+    ops.push_back("other");  // time of the call outside every profiled span
+    std::vector<Series> series(ops.size());
+    for (std::size_t k = 0; k < ops.size(); ++k) {
+        series[k].name = ops[k];
+        series[k].color = operation_color(ops[k]);
+        series[k].style = SeriesStyle::StackedBars;
+    }
+    Series failed;
+    failed.name = "FAIL";
+    failed.color = {200, 30, 30, 255};
+    failed.style = SeriesStyle::StackedBars;
+    const std::size_t n = algos.size();
+    for (std::size_t s = 0; s < n; ++s) {
+        for (std::size_t li = 0; li < r.layers.size(); ++li) {
+            const Measurement* m = r.find(li, pass, algos[s]);
+            if (!m) continue;
+            const std::string head =
+                short_layer_name(r.layers[li].name) + "  " + pass_name(pass) + " " + algos[s];
+            if (!m->valid()) {
+                failed.marks.push_back(failed_mark(li, s, n, 0, head + "\n" + check_line(*m)));
+                continue;
+            }
+            double sum = 0;
+            for (const auto& op : m->ops) sum += op.time.median_ms;
+            const double other = std::max(0.0, m->total.median_ms - sum);
+            const double denom = std::max(m->total.median_ms, sum);
+            if (!(denom > 0)) continue;
+            double y = 0;
+            const auto [x0, x1] = slot(li, s, n);
+            bool first = true;
+            for (std::size_t k = 0; k < ops.size(); ++k) {
+                double t = 0;
+                bool present = false;
+                if (ops[k] == "other") {
+                    t = other;
+                    present = other > 0;
+                } else {
+                    for (const auto& op : m->ops)
+                        if (op.name == ops[k]) {
+                            t = op.time.median_ms;
+                            present = true;
+                        }
+                }
+                if (!present) continue;
+                Mark mk;
+                mk.x0 = x0;
+                mk.x1 = x1;
+                mk.y0 = y;
+                mk.y1 = y + 100.0 * t / denom;
+                y = mk.y1;
+                mk.hover = head + "\n" + ops[k] + ": " + ms(t) + fmt(" (%.1f%%", 100 * t / denom) +
+                           " of " + ms(m->total.median_ms) + ")\n" + check_line(*m);
+                if (first) mk.label = std::to_string(s + 1);
+                first = false;
+                series[k].marks.push_back(std::move(mk));
+            }
+        }
+    }
+    for (std::size_t k = 0; k < ops.size(); ++k) {
+        if (series[k].marks.empty()) continue;
+        c.legend.push_back({ops[k], series[k].color, SeriesStyle::StackedBars, false, false});
+        c.series.push_back(std::move(series[k]));
+    }
+    if (!failed.marks.empty()) c.series.push_back(std::move(failed));
+    y_axis(c, 0, 100, "share of the algorithm's time (%)");
+    finish(c, r);
+    return c;
+}
+
+// [SECTION] (c) GFLOP/s
+
+Chart gflops_chart(const Results& r, Pass pass) {
+    Chart c;
+    c.id = std::string("gflops_") + pass_name(pass);
+    layer_axis(c, r);
+    const std::vector<std::string> algos = engine_algos(r, pass);
+    const std::string peer = peer_name(r);
+    c.title = std::string("Throughput per layer, ") + pass_name(pass);
+    c.subtitle =
+        "GFLOP/s = 2*N*K*(C/G)*prod(out)*prod(kernel) / median time; whiskers: interquartile "
+        "range of the repeats";
+    if (!peer.empty()) c.subtitle += "; black level: " + peer + " fp32 in the same run";
+    double hi = 1;
+    const std::size_t n = algos.size();
+    for (std::size_t s = 0; s < n; ++s) {
+        Series se;
+        se.name = algos[s];
+        se.color = algorithm_color(algos[s]);
+        for (std::size_t li = 0; li < r.layers.size(); ++li) {
+            const Measurement* m = r.find(li, pass, algos[s]);
+            if (!m) continue;
+            const std::string head =
+                short_layer_name(r.layers[li].name) + "  " + pass_name(pass) + " " + algos[s];
+            if (!m->valid()) {
+                se.marks.push_back(failed_mark(li, s, n, 0, head + "\n" + check_line(*m)));
+                continue;
+            }
+            Mark k;
+            std::tie(k.x0, k.x1) = slot(li, s, n);
+            k.y0 = 0;
+            k.y1 = m->gflops();
+            k.lo = bench::gflops(m->flops, m->total.q3_ms);
+            k.hi = bench::gflops(m->flops, m->total.q1_ms);
+            hi = std::max({hi, k.y1, k.hi});
+            k.hover = head + fmt("\n%.2f GFLOP/s", k.y1) + fmt(", %.2f GB/s", m->gbps()) + "\n" +
+                      timing_line(*m) + "\n" + check_line(*m);
+            se.marks.push_back(std::move(k));
+        }
+        c.legend.push_back({algos[s], se.color, SeriesStyle::Bars, false, false});
+        c.series.push_back(std::move(se));
+    }
+    if (!peer.empty()) {
+        Series se;
+        se.name = peer + " fp32 (level across each layer's bars)";
+        se.color = algorithm_color(peer);
+        se.style = SeriesStyle::LinePoints;
+        se.connect = false;
+        for (std::size_t li = 0; li < r.layers.size(); ++li) {
+            const Measurement* m = r.find(li, pass, peer);
+            if (!m) continue;
+            const std::string head = short_layer_name(r.layers[li].name) + "  " + pass_name(pass) +
+                                     " " + peer + " (" + m->impl + ")";
+            if (!m->valid()) continue;  // a gap in the line; the hover of the slot says nothing
+            Mark k;
+            k.kind = MarkKind::Point;  // a level across the layer's bars
+            k.x0 = static_cast<double>(li) + 0.1;
+            k.x1 = static_cast<double>(li) + 0.9;
+            k.y0 = k.y1 = m->gflops();
+            hi = std::max(hi, k.y1);
+            k.hover =
+                head + fmt("\n%.2f GFLOP/s", k.y1) + "\n" + timing_line(*m) + "\n" + check_line(*m);
+            se.marks.push_back(std::move(k));
+        }
+        c.legend.push_back({se.name, se.color, SeriesStyle::LinePoints, false, false});
+        c.series.push_back(std::move(se));
+    }
+    if (r.machine.peak_gflops > 0) {
+        c.ref_lines.push_back(
+            {fmt("fp32 peak %.0f GFLOP/s (measured FMA loop: ", r.machine.peak_gflops) +
+                 fmt("%.0f per thread, ", r.machine.peak_gflops_1t) +
+                 std::to_string(r.machine.threads) + " threads)",
+             r.machine.peak_gflops,
+             {200, 30, 30, 255},
+             true});
+        hi = std::max(hi, r.machine.peak_gflops);
+    }
+    y_axis(c, 0, hi * 1.05, "GFLOP/s (fp32)");
+    finish(c, r);
+    return c;
+}
+
+std::vector<Chart> standard_charts(const Results& r) {
+    std::vector<Pass> passes;
+    for (const Measurement& m : r.rows)
+        if (std::find(passes.begin(), passes.end(), m.pass) == passes.end())
+            passes.push_back(m.pass);
+    std::vector<Chart> out;
+    if (!engine_algos(r, Pass::Forward).empty() && !engine_algos(r, Pass::BackwardData).empty())
+        out.push_back(relative_time_chart(r));
+    for (Pass p : passes)
+        if (!engine_algos(r, p).empty()) out.push_back(operation_share_chart(r, p));
+    for (Pass p : passes) out.push_back(gflops_chart(r, p));
+    return out;
+}
+
+// [SECTION] hit test
+
+std::optional<std::pair<std::size_t, std::size_t>> Chart::hit(double hx, double hy, double tol_x,
+                                                              double tol_y) const {
+    std::optional<std::pair<std::size_t, std::size_t>> best;
+    double best_d = std::numeric_limits<double>::infinity();
+    for (std::size_t s = 0; s < series.size(); ++s) {
+        for (std::size_t k = 0; k < series[s].marks.size(); ++k) {
+            const Mark& m = series[s].marks[k];
+            // In axis fractions (log-aware), so tol_y is a fraction of the plot height too.
+            const double fy = y.frac(hy);
+            double y0 = std::min(y.frac(m.y0), y.frac(m.y1));
+            double y1 = std::max(y.frac(m.y0), y.frac(m.y1));
+            if (m.kind == MarkKind::Failed) {  // the marker sits on the axis, a little above it
+                y0 = 0;
+                y1 = 0.06;
+            }
+            const double x0 = std::min(m.x0, m.x1) - tol_x, x1 = std::max(m.x0, m.x1) + tol_x;
+            if (hx < x0 || hx > x1 || fy < y0 - tol_y || fy > y1 + tol_y) continue;
+            // Distance to the box (0 inside): points and thin bars compete fairly.
+            const double dx = std::max({0.0, std::min(m.x0, m.x1) - hx, hx - std::max(m.x0, m.x1)});
+            const double dy = std::max({0.0, y0 - fy, fy - y1});
+            const double d = dx / std::max(tol_x, 1e-12) + dy / std::max(tol_y, 1e-12);
+            if (d < best_d) {
+                best_d = d;
+                best = std::make_pair(s, k);
+            }
+        }
+    }
+    return best;
+}
+
+}  // namespace convlab::charts

@@ -1,0 +1,345 @@
+// convlab bench: times the engine's algorithms (and oneDNN) on a shape set, verifies every
+// measured configuration, and writes CSV/JSON results and the charts. Index:
+//   [SECTION] options to a runner configuration
+//   [SECTION] progress bar (stderr, only on a terminal)
+//   [SECTION] outputs and summary
+//   [SECTION] the command and the in-process quick run
+#include "cli/cmd_bench.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <sstream>
+
+#include "charts/chart.hpp"
+#include "charts/chart_export.hpp"
+#include "cli/cli_common.hpp"
+#include "onednn_peer.hpp"
+
+#ifndef CONVLAB_SOURCE_DIR
+#define CONVLAB_SOURCE_DIR "."
+#endif
+
+namespace convlab::cli {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// [SECTION] options to a runner configuration
+
+std::vector<std::string> split_list(const std::string& s) {
+    std::vector<std::string> out;
+    std::stringstream in(s);
+    std::string item;
+    while (std::getline(in, item, ','))
+        if (!item.empty()) out.push_back(item);
+    return out;
+}
+
+double parse_number(std::string_view flag, const std::string& text, double lo) {
+    char* end = nullptr;
+    const double x = std::strtod(text.c_str(), &end);
+    if (text.empty() || *end != '\0' || !(x >= lo) || !std::isfinite(x))
+        throw Error(std::string(flag) + " '" + text +
+                    "': expected a number >= " + std::to_string(lo));
+    return x;
+}
+
+std::string shell_quote(const std::string& s) {
+    if (!s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                          "0123456789-_./,:=+") == std::string::npos)
+        return s;
+    std::string out = "'";
+    for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return out + "'";
+}
+
+const Command& command();
+
+// The command line that reproduces the run, from the options as given.
+std::string reproduce(const Options& opts) {
+    std::string s = "convlab bench";
+    for (const OptionSpec& o : command().options) {
+        const std::string* v = opts.get(o.name);
+        if (!v) continue;
+        s += std::string(" ") + o.name;
+        if (o.value) s += " " + shell_quote(*v);
+    }
+    return s;
+}
+
+bench::Config config_from(const Options& opts) {
+    bench::Config cfg;
+    const bool quick = opts.has("--quick");
+    const std::string default_shapes = std::string(CONVLAB_SOURCE_DIR) + "/assets/shapes/" +
+                                       (quick ? "classroom" : "resnet50") + ".txt";
+    cfg.shapes_file = opts.value_or("--shapes", default_shapes);
+    cfg.layers = in_context("--shapes", [&] { return bench::read_shape_file(cfg.shapes_file); });
+    if (const std::string* f = opts.get("--filter")) {
+        std::vector<bench::Layer> kept;
+        for (auto& l : cfg.layers)
+            if (l.problem.name.find(*f) != std::string::npos) kept.push_back(std::move(l));
+        if (kept.empty()) throw Error("--filter '" + *f + "': no layer of " + cfg.shapes_file);
+        cfg.layers = std::move(kept);
+    }
+    const std::string batch = opts.value_or("--batch", "1");
+    if (batch != "file") cfg.batch = parse_integer("--batch", batch, 1, 1 << 16);
+    if (const std::string* p = opts.get("--passes")) {
+        cfg.passes.clear();
+        for (const std::string& s : split_list(*p))
+            cfg.passes.push_back(in_context("--passes", [&] { return parse_pass(s); }));
+        for (Pass q : cfg.passes)
+            if (q == Pass::BackwardBias)
+                throw Error("--passes: bwd_bias is not benchmarked (fwd, bwd_data, bwd_weight)");
+        if (cfg.passes.empty()) throw Error("--passes: empty list (fwd, bwd_data, bwd_weight)");
+    }
+    if (const std::string* a = opts.get("--algos")) cfg.algos = split_list(*a);
+    cfg.threads =
+        static_cast<int>(parse_integer("--threads", opts.value_or("--threads", "0"), 0, 1024));
+    if (quick) {
+        cfg.timing.warmup = 1;
+        cfg.timing.min_reps = 5;
+        cfg.timing.min_seconds = 0.01;
+    }
+    if (const std::string* v = opts.get("--warmup"))
+        cfg.timing.warmup = static_cast<int>(parse_integer("--warmup", *v, 0, 1000));
+    if (const std::string* v = opts.get("--reps"))
+        cfg.timing.reps = static_cast<int>(parse_integer("--reps", *v, 1, 100000));
+    if (const std::string* v = opts.get("--min-time"))
+        cfg.timing.min_seconds = parse_number("--min-time", *v, 0);
+    if (const std::string* v = opts.get("--rtol")) cfg.rtol = parse_number("--rtol", *v, 1e-12);
+    cfg.reference = opts.value_or("--reference", "auto");
+    const std::string peer =
+        opts.value_or("--peer", ::bench::PeerConv::available() ? "onednn" : "none");
+    if (peer == "onednn") {
+        cfg.peer = ::bench::PeerConv::spec();
+        if (!cfg.peer) throw Error("--peer onednn: this convlab was built without oneDNN");
+    } else if (peer != "none") {
+        throw Error("--peer '" + peer + "': expected onednn or none");
+    }
+    cfg.command = reproduce(opts);
+    return cfg;
+}
+
+// [SECTION] progress bar (stderr, only on a terminal)
+
+struct ProgressBar {
+    bool on = ::isatty(STDERR_FILENO) == 1;
+    void operator()(const bench::Config::Progress& p) const {
+        if (!on || p.total == 0) return;
+        constexpr int kWidth = 30;
+        const int filled = static_cast<int>(kWidth * p.done / p.total);
+        std::string bar(static_cast<std::size_t>(filled), '#');
+        bar.resize(kWidth, '.');
+        std::string what = p.what.substr(0, 48);
+        std::fprintf(stderr, "\r[%s] %zu/%zu %-48s", bar.c_str(), p.done, p.total, what.c_str());
+        if (p.done == p.total) std::fprintf(stderr, "\n");
+        std::fflush(stderr);
+    }
+};
+
+// [SECTION] outputs and summary
+
+void write_file_atomically(const fs::path& path, const std::function<void(std::ostream&)>& write) {
+    const fs::path tmp = path.string() + ".tmp";
+    {
+        std::ofstream f(tmp);
+        if (!f) throw Error("cannot write " + path.string());
+        write(f);
+        f.flush();
+        if (!f) throw Error("cannot write " + path.string());
+    }
+    std::error_code ec;
+    fs::rename(tmp, path, ec);
+    if (ec) throw Error("cannot write " + path.string() + ": " + ec.message());
+}
+
+void make_dir(const std::string& dir) {
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (ec || !fs::is_directory(dir)) throw Error("--out '" + dir + "': cannot create directory");
+    if (::access(dir.c_str(), W_OK | X_OK) != 0)
+        throw Error("--out '" + dir + "': directory not writable");
+}
+
+std::string fmt(const char* f, double x) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, f, x);
+    return buf;
+}
+
+}  // namespace
+
+std::vector<std::string> write_bench_outputs(const bench::Results& r, const std::string& dir) {
+    make_dir(dir);
+    std::vector<std::string> paths;
+    const fs::path csv = fs::path(dir) / "results.csv";
+    const fs::path json = fs::path(dir) / "results.json";
+    write_file_atomically(csv, [&](std::ostream& o) { bench::write_csv(r, o); });
+    write_file_atomically(json, [&](std::ostream& o) { bench::write_json(r, o); });
+    paths.push_back(csv.string());
+    paths.push_back(json.string());
+    for (const charts::Chart& c : charts::standard_charts(r))
+        for (const std::string& p : charts::export_chart_all(c, dir)) paths.push_back(p);
+    return paths;
+}
+
+void print_bench_summary(const bench::Results& r, std::ostream& out) {
+    out << "Totals per pass: sum of per-layer median times over the layers where the "
+           "measurement was verified (each layer counted once)\n";
+    char line[200];
+    std::snprintf(line, sizeof line, "  %-10s %-22s %7s %12s %9s %10s\n", "pass", "algorithm",
+                  "layers", "total ms", "GFLOP/s", "vs peer");
+    out << line;
+    std::vector<Pass> passes;
+    for (const auto& m : r.rows)
+        if (std::find(passes.begin(), passes.end(), m.pass) == passes.end())
+            passes.push_back(m.pass);
+    for (Pass p : passes) {
+        std::vector<std::string> algos;
+        std::string peer;
+        for (const auto& m : r.rows)
+            if (m.pass == p && std::find(algos.begin(), algos.end(), m.algorithm) == algos.end()) {
+                algos.push_back(m.algorithm);
+                if (m.peer) peer = m.algorithm;
+            }
+        double peer_ms = 0;
+        if (!peer.empty())
+            for (const auto& m : r.rows)
+                if (m.pass == p && m.algorithm == peer && m.valid()) peer_ms += m.total.median_ms;
+        for (const std::string& a : algos) {
+            double ms = 0, flops = 0, peer_paired = 0;
+            int n = 0, bad = 0;
+            for (const auto& m : r.rows) {
+                if (m.pass != p || m.algorithm != a) continue;
+                if (!m.valid()) {
+                    ++bad;
+                    continue;
+                }
+                ++n;
+                ms += m.total.median_ms;
+                flops += m.flops;
+                if (!peer.empty())
+                    if (const auto* q = r.find(m.layer, p, peer); q && q->valid())
+                        peer_paired += q->total.median_ms;
+            }
+            std::string ratio = "-";
+            if (!peer.empty() && a != peer && peer_paired > 0)
+                ratio = fmt("%.2fx", ms / peer_paired);
+            std::snprintf(line, sizeof line, "  %-10s %-22s %7d %12.3f %9.1f %10s%s\n",
+                          pass_name(p), (a + (a == peer ? " (peer)" : "")).c_str(), n, ms,
+                          bench::gflops(flops, ms), ratio.c_str(),
+                          bad ? ("  " + std::to_string(bad) + " FAILED/not run").c_str() : "");
+            out << line;
+        }
+        (void)peer_ms;
+    }
+    const auto has = [&](const char* a) {
+        return std::any_of(r.rows.begin(), r.rows.end(), [&](const bench::Measurement& m) {
+            return m.pass == Pass::BackwardData && m.algorithm == a;
+        });
+    };
+    if (has("via_forward") && has("col2im")) {
+        const charts::WinCount w =
+            charts::count_wins(r, Pass::BackwardData, "via_forward", "col2im");
+        out << "bwd_data: via_forward faster than col2im in " << w.wins << " of " << w.compared
+            << " layers";
+        if (!w.winners.empty()) {
+            out << " (";
+            for (std::size_t i = 0; i < w.winners.size(); ++i)
+                out << (i ? ", " : "") << w.winners[i];
+            out << ")";
+        }
+        out << "\n";
+    }
+    out << "machine: " << r.machine.summary() << "\n";
+    out << "noise: " << r.machine.noise() << "\n";
+    out << "verification: " << r.verification_summary() << "\n";
+}
+
+// [SECTION] the command and the in-process quick run
+
+namespace {
+
+void run_bench(const Options& opts, std::ostream& out) {
+    const std::string dir = opts.required("bench", "--out");
+    bench::Config cfg = config_from(opts);
+    make_dir(dir);  // fail before measuring
+    ProgressBar bar;
+    cfg.progress = [&bar](const bench::Config::Progress& p) { bar(p); };
+    out << "convlab bench: " << cfg.layers.size() << " layers of " << cfg.shapes_file
+        << (cfg.peer ? ", peer " + cfg.peer->description : ", no peer") << "\n";
+    out.flush();
+    const bench::Results r = bench::run(cfg);
+    print_bench_summary(r, out);
+    const std::vector<std::string> paths = write_bench_outputs(r, dir);
+    out << "wrote " << paths.size() << " files to " << dir << " (results.csv, results.json, "
+        << (paths.size() - 2) / 3 << " charts as SVG, PNG and PDF)\n";
+    if (r.failed() > 0)
+        out << "WARNING: " << r.failed()
+            << " measurements failed verification or did not run; they are marked FAIL in the "
+               "files and not plotted\n";
+}
+
+const Command& command() {
+    static const Command c{
+        "bench",
+        "time every algorithm per layer, pass and operation, verified, with oneDNN; CSV/JSON + "
+        "charts",
+        "bench [--shapes FILE | --quick] --out DIR [options]",
+        "Every measured configuration is first checked against a reference (direct loops when the\n"
+        "layer is small enough, else oneDNN, else a second algorithm; the files say which) on\n"
+        "random data in [-1, 1); a failed check is marked FAIL and never plotted as a time.\n"
+        "Writes DIR/results.csv and DIR/results.json (one row per layer, pass, algorithm and\n"
+        "operation) and the charts relative_bwd_data, ops_<pass>, gflops_<pass> as .svg, .png\n"
+        "and .pdf, each with its verification status, machine record and this command line.\n"
+        "A progress bar goes to stderr when it is a terminal.\n",
+        {{"--shapes", "FILE", "shape file (default assets/shapes/resnet50.txt)"},
+         {"--quick", nullptr, "classroom-sized run under a minute (assets/shapes/classroom.txt)"},
+         {"--batch", "N", "batch of every layer (default 1); 'file' keeps each line's mb"},
+         {"--passes", "LIST", "comma-separated: fwd,bwd_data,bwd_weight (default: all three)"},
+         {"--algos", "LIST", "comma-separated names or PASS:NAME (default: all but direct)"},
+         {"--peer", "NAME", "onednn (default when built with it) | none"},
+         {"--threads", "T", "threads of the engine and the peer (default 0 = all cores)"},
+         {"--warmup", "N", "untimed runs before timing (default 2)"},
+         {"--reps", "N", "exactly N timed runs (default: runs filling --min-time, at least 3)"},
+         {"--min-time", "S", "seconds of timed runs per measurement (default 0.2)"},
+         {"--reference", "REF", "auto (default) | direct | peer | an algorithm name"},
+         {"--rtol", "X", "tolerance of the check, relative to max(|ref|, rms) (default 1e-4)"},
+         {"--filter", "TEXT", "only layers whose name contains TEXT"},
+         {"--out", "DIR", "directory of the results and charts (created when missing)"}},
+        run_bench};
+    return c;
+}
+
+}  // namespace
+
+const Command& bench_command() {
+    return command();
+}
+
+int write_quick_timings(const std::string& dir, std::ostream& log) {
+    try {
+        Options opts;
+        opts.set("--quick", "");
+        opts.set("--out", dir);
+        bench::Config cfg = config_from(opts);
+        const bench::Results r = bench::run(cfg);
+        print_bench_summary(r, log);
+        const auto paths = write_bench_outputs(r, dir);
+        log << "wrote " << paths.size() << " files to " << dir << "\n";
+        return r.failed() == 0 ? 0 : 1;
+    } catch (const std::exception& e) {
+        log << "convlab: bench: " << e.what() << "\n";
+        return 2;
+    }
+}
+
+}  // namespace convlab::cli

@@ -1,0 +1,319 @@
+// The benchmark runner: times the engine's algorithms (and a peer library, through an interface
+// the engine never implements) per layer, pass and operation, and verifies every measured
+// configuration against a reference. No UI code: the app runs it on a worker thread (progress
+// callback, cancel flag); the command line and convlab_bench run it directly.
+//
+// Index:
+//   [SECTION] shape files
+//   [SECTION] statistics and timing
+//   [SECTION] verification
+//   [SECTION] machine record
+//   [SECTION] peer interface
+//   [SECTION] configuration and results
+//   [SECTION] the runner
+//   [SECTION] results files (CSV, JSON) and reading them back
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "convlab/conv.hpp"
+#include "convlab/problem.hpp"
+
+namespace convlab::bench {
+
+// [SECTION] shape files
+
+// One layer of a shape file, with where it came from (for messages).
+struct Layer {
+    Problem problem;
+    std::string descriptor;  // the text as written in the file (comments stripped)
+    int line = 0;
+};
+
+// Reads a shape file (assets/shapes/README.md): one descriptor a line, '#' comments, blank lines
+// ignored. Throws Error naming the file and line of a bad descriptor.
+std::vector<Layer> read_shape_file(const std::string& path);
+
+// [SECTION] statistics and timing
+
+// How many runs a measurement makes. With reps > 0: exactly reps timed runs. Otherwise: at least
+// min_reps runs and at least min_seconds of measured time, at most max_reps runs.
+struct TimingRule {
+    int warmup = 2;
+    int reps = 0;
+    int min_reps = 3;
+    int max_reps = 10000;
+    double min_seconds = 0.2;
+};
+
+// Median / min / max and quartiles of repeated runs, in milliseconds.
+struct Stats {
+    double median_ms = 0;
+    double min_ms = 0;
+    double max_ms = 0;
+    double q1_ms = 0;  // first quartile (25%)
+    double q3_ms = 0;  // third quartile (75%)
+    int runs = 0;
+    // Spread of the repeats, (q3 - q1) / median: the noise indicator (0 = perfectly steady).
+    // Interquartile, because on a shared machine max is one preempted run (a 4 ms time slice).
+    double spread() const { return median_ms > 0 ? (q3_ms - q1_ms) / median_ms : 0; }
+};
+using Timing = Stats;  // the name convlab_bench uses
+
+// Median of an even count is the mean of the two middle values; quartiles interpolate linearly
+// between order statistics (as numpy's default).
+Stats summarize(std::vector<double> seconds);
+
+template <class F>
+Stats measure(const TimingRule& rule, F&& run) {
+    using Clock = std::chrono::steady_clock;
+    for (int i = 0; i < rule.warmup; ++i) run();
+    std::vector<double> seconds;
+    double total = 0;
+    for (;;) {
+        const auto t0 = Clock::now();
+        run();
+        const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+        seconds.push_back(s);
+        total += s;
+        const int n = static_cast<int>(seconds.size());
+        if (rule.reps > 0) {
+            if (n >= rule.reps) break;
+        } else if ((n >= rule.min_reps && total >= rule.min_seconds) || n >= rule.max_reps) {
+            break;
+        }
+    }
+    return summarize(std::move(seconds));
+}
+
+// GFLOP/s of `flops` operations done in `ms` milliseconds (also GB/s of bytes).
+inline double gflops(double flops, double ms) {
+    return ms > 0 ? flops / (ms * 1e6) : 0;
+}
+
+// [SECTION] verification
+
+// Result of comparing a computed tensor with a reference. An element passes when
+// |got - ref| <= rtol * max(|ref|, rms(ref)): relative to the element, but never to less than the
+// typical magnitude of the result (so that sums that cancel to near zero are not held to an
+// unreachable relative bound). NaN or Inf fails; an all-zero reference fails (proves nothing).
+struct Check {
+    bool pass = false;
+    double max_err = 0;       // max over elements of |got - ref| / max(|ref|, rms(ref))
+    double max_abs = 0;       // max over elements of |got - ref|
+    std::size_t bad = 0;      // elements out of tolerance
+    std::size_t count = 0;    // elements compared
+    double nonzero = 0;       // fraction of non-zero reference elements (trust: dense data)
+    std::string note;         // why it failed, or a warning
+    std::string str() const;  // "PASS 3.2e-07" / "FAIL 12/4096 1.3e-02"
+};
+
+Check compare(const float* got, const float* ref, std::size_t n, double rtol);
+
+// Uniform random values in [-1, 1) from a fixed seed: dense, real-valued data.
+void fill_random(std::vector<float>& v, std::uint32_t seed);
+
+// What travels with every timing: was the measured configuration's output right?
+struct Verification {
+    bool pass = false;
+    bool checked = false;        // false: no reference could be computed (never plotted)
+    double max_abs = 0;          // max |got - ref|
+    double max_rel = 0;          // max |got - ref| / max(|ref|, rms(ref))
+    std::string reference;       // "direct", "peer:oneDNN", "algo:im2col_gemm", "self" ...
+    std::string note;            // why it failed, or why the reference is not direct
+    std::string status() const;  // "PASS", "FAIL", "UNCHECKED", "REFERENCE"
+};
+
+// [SECTION] machine record
+
+std::string cpu_model();   // "model name" of /proc/cpuinfo, or "unknown"
+std::string local_date();  // "2025-01-31 14:05:09 CET"
+std::string utc_date();    // "2025-01-31T13:05:09Z"
+double load_average();     // 1-minute load average of /proc/loadavg, -1 when unknown
+
+// CPU time of the whole machine and of this process, to tell how much other processes ran while
+// we measured (on a shared machine they steal cores from both the engine and the peer).
+struct CpuSample {
+    double busy = 0;   // seconds all CPUs spent outside idle/iowait (user, nice, system, irq)
+    double steal = 0;  // seconds taken by the hypervisor
+    double self = 0;   // user + system seconds of this process (all threads)
+    double wall = 0;   // steady clock seconds
+    bool ok = false;
+};
+CpuSample cpu_sample();
+// Share of the machine's CPU capacity (0..1) that other processes (and steal) used between a and
+// b; negative when unknown.
+double foreign_cpu_share(const CpuSample& a, const CpuSample& b, int cpus);
+
+// fp32 peak of this machine, measured: `threads` threads each run independent chains of vector
+// FMAs on registers only (no memory traffic), in 12 rounds filling about `seconds`; the best
+// round counts. GFLOP/s, counting an FMA as 2. The runner measures it before and after the run
+// and keeps the higher (other processes may hold cores at either time). See Machine::peak_gflops.
+double measure_fp32_peak(int threads, double seconds = 0.2);
+
+struct Machine {
+    std::string cpu = "unknown";
+    int logical_cpus = 0;
+    int threads = 0;  // threads used by the engine and the peer
+    std::string compiler;
+    std::string flags;       // compile flags of the engine (configure time)
+    std::string engine_isa;  // vector ISA the engine was compiled for
+    std::string version;     // engine version
+    std::string commit;      // git commit at configure time ("-dirty": uncommitted changes)
+    std::string date;        // UTC, ISO 8601
+    std::string peer;        // the peer's description, or "none"
+    int physical_cores = 0;  // "cpu cores" of /proc/cpuinfo (0 unknown)
+    // fp32 peak (0 = not measured): one thread's measured FMA rate times `threads` when the
+    // threads fit on distinct physical cores, else all threads measured together. Per thread,
+    // because on a shared machine other processes may hold a core during any joint measurement.
+    double peak_gflops = 0;
+    double peak_gflops_1t = 0;  // one thread, measured
+    double load_before = -1;    // 1-minute load average before the run
+    double foreign_cpu = -1;    // share of the CPUs other processes used during the run (0..1)
+    double median_spread = 0;   // median over measurements of (q3 - q1) / median of the repeats
+    // One line: "AMD EPYC (2 logical CPUs), 2 threads | GCC 12.2 -O3 -march=native | ..."
+    std::string summary() const;
+    std::string noise() const;  // "other processes used 12% of the CPUs; repeats spread 4%"
+};
+
+// Fills everything but peer, peak, the noise figures and threads.
+Machine describe_machine();
+
+// [SECTION] peer interface
+
+// One convolution in a peer library (oneDNN ...), for the passes it was created for. The engine
+// defines the interface only; the peer lives outside it (bench/onednn_peer.*).
+class PeerConv {
+  public:
+    virtual ~PeerConv() = default;
+    virtual bool has(Pass pass) const = 0;           // a primitive exists for the pass
+    virtual std::string error(Pass pass) const = 0;  // why not, when !has(pass)
+    virtual std::string impl(Pass pass) const = 0;   // the implementation name, e.g. "jit:avx2"
+    // Plain inputs: src (N,C,..), wei (K,C/G,k..), diff_dst (N,K,out..). Not timed.
+    virtual void set_inputs(const float* src, const float* wei, const float* diff_dst) = 0;
+    virtual void run(Pass pass) = 0;                   // executes and waits (the timed region)
+    virtual void output(Pass pass, float* plain) = 0;  // the result in the plain layout
+};
+
+struct PeerSpec {
+    std::string name;         // "oneDNN" (the column name)
+    std::string description;  // "oneDNN 2.7.3 (CPU runtime OpenMP, ISA avx512_core)"
+    std::function<void(int threads)> set_threads;
+    std::function<std::unique_ptr<PeerConv>(const Problem&, const std::vector<Pass>&)> create;
+};
+
+// [SECTION] configuration and results
+
+struct Results;
+
+struct Config {
+    std::vector<Layer> layers;
+    std::optional<dim_t> batch;  // replaces every layer's mb; nullopt keeps the file's
+    std::vector<Pass> passes{Pass::Forward, Pass::BackwardData, Pass::BackwardWeight};
+    // Algorithm names; each is timed in every selected pass that has it ("PASS:NAME" for one
+    // pass). Empty: every algorithm of the registry except direct.
+    std::vector<std::string> algos;
+    // Algorithms outside the registry (tests: a deliberately wrong one), selected like others.
+    std::vector<Algorithm> extra_algorithms;
+    int threads = 2;  // 0 = all cores
+    TimingRule timing;
+    double rtol = 1e-4;
+    // Reference of the check: "auto" (direct loops when the layer's FLOPs are at most
+    // direct_max_flops, else the peer, else the first other selected algorithm of the pass:
+    // said so in the result), "direct", "peer", or an algorithm name.
+    std::string reference = "auto";
+    double direct_max_flops = 4e8;
+    std::optional<PeerSpec> peer;
+    bool measure_peak = true;
+    std::string shapes_file;  // for the record
+    std::string command;      // the command line that reproduces the run
+    struct Progress {
+        std::size_t done = 0, total = 0;  // measurements
+        std::string what;                 // "res2a_branch2b bwd_data col2im"
+        // Everything measured so far (valid during the callback only): the app copies it to
+        // draw the charts as results arrive.
+        const Results* results = nullptr;
+    };
+    std::function<void(const Progress&)> progress;  // called from the runner's thread
+    const std::atomic<bool>* cancel = nullptr;      // set to stop after the current measurement
+};
+
+// One measured (layer, pass, algorithm): the total and each operation (profiler span), with the
+// verification of that configuration.
+struct Measurement {
+    std::size_t layer = 0;  // index in Results::layers
+    Pass pass = Pass::Forward;
+    std::string algorithm;  // the engine's name, or the peer's name
+    bool peer = false;
+    bool ran = false;  // false: it threw (error says why); never plotted
+    std::string error;
+    std::string impl;  // peer: its implementation name
+    Verification check;
+    Stats total;  // wall time of the whole call
+    struct Op {
+        std::string name;  // profiler span: im2col, gemm, col2im, zero-insert ...
+        Stats time;        // per call (all spans of that name in one call, summed)
+    };
+    std::vector<Op> ops;  // in order of first use
+    double flops = 0;     // 2*N*K*(C/G)*prod(O)*prod(k)
+    double bytes = 0;     // tensors read and written once, fp32
+    // Share of the CPUs (0..1) other processes used while this was timed; -1 unknown. Above
+    // 0.05 the time is suspect (they took cores from it).
+    double foreign_cpu = -1;
+    double gflops() const { return bench::gflops(flops, total.median_ms); }
+    double gbps() const { return bench::gflops(bytes, total.median_ms); }
+    // A valid time: it ran and its verification passed (or it is the direct reference itself).
+    bool valid() const { return ran && check.pass; }
+};
+
+struct LayerInfo {
+    std::string name;        // "resnet_50:conv1"
+    std::string descriptor;  // canonical, with the batch used
+};
+
+struct Results {
+    Machine machine;
+    std::vector<LayerInfo> layers;
+    std::vector<Measurement> rows;
+    std::string shapes_file;
+    std::string command;
+    dim_t batch = 0;  // 0: each layer's own
+    TimingRule timing;
+    double rtol = 0;
+    bool cancelled = false;
+    // Every measurement that ran was verified and passed.
+    std::size_t passed() const;
+    std::size_t failed() const;                // failed, unchecked or errored
+    std::string verification_summary() const;  // "all 100 measurements verified (PASS) ..."
+    const Measurement* find(std::size_t layer, Pass pass, const std::string& algo) const;
+};
+
+// [SECTION] the runner
+
+// Runs the configuration. Throws Error for a bad configuration (unknown algorithm, empty shape
+// list) before measuring anything; errors of single measurements are recorded in their rows.
+Results run(const Config& cfg);
+
+// The bytes a pass moves at least: its inputs read and its output written once, fp32.
+double pass_bytes(const Problem& p, Pass pass);
+
+// [SECTION] results files (CSV, JSON) and reading them back
+
+// CSV: '#' lines hold the machine record and the command; then a header and one row per
+// (layer, pass, algorithm, operation), operation "total" first.
+void write_csv(const Results& r, std::ostream& out);
+void write_json(const Results& r, std::ostream& out);
+// Read back what write_csv / write_json wrote (Error on a malformed file, naming line/offset).
+Results read_csv(std::istream& in);
+Results read_json(std::istream& in);
+
+}  // namespace convlab::bench

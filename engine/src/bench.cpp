@@ -1,0 +1,532 @@
+// The benchmark runner (see convlab/bench.hpp). Index:
+//   [SECTION] plan: which algorithms of which pass, and the reference of each check
+//   [SECTION] one measurement: check once, then time with per-operation spans
+//   [SECTION] run
+//   [SECTION] results summary
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <sstream>
+#include <thread>
+
+#include "convlab/bench.hpp"
+#include "convlab/profiler.hpp"
+
+namespace convlab::bench {
+
+namespace {
+
+// [SECTION] plan: which algorithms of which pass, and the reference of each check
+
+struct PassPlan {
+    Pass pass;
+    std::vector<const Algorithm*> algos;
+};
+
+std::vector<PassPlan> make_plan(const Config& cfg) {
+    std::vector<PassPlan> plan;
+    for (Pass p : cfg.passes) {
+        if (p == Pass::BackwardBias)
+            throw Error("passes: bwd_bias is not benchmarked (fwd, bwd_data, bwd_weight)");
+        for (const PassPlan& q : plan)
+            if (q.pass == p) throw Error(std::string("passes: ") + pass_name(p) + " given twice");
+        plan.push_back({p, {}});
+    }
+    if (plan.empty()) throw Error("passes: empty list (fwd, bwd_data, bwd_weight)");
+    auto candidates = [&](Pass p) {
+        std::vector<const Algorithm*> out = algorithms(p);
+        for (const Algorithm& a : cfg.extra_algorithms)
+            if (a.pass == p) out.push_back(&a);
+        return out;
+    };
+    auto add = [](PassPlan& pl, const Algorithm* a) {
+        if (std::find(pl.algos.begin(), pl.algos.end(), a) == pl.algos.end()) pl.algos.push_back(a);
+    };
+    if (cfg.algos.empty()) {
+        for (PassPlan& pl : plan)
+            for (const Algorithm* a : candidates(pl.pass))
+                if (std::string_view(a->name) != "direct") add(pl, a);
+        return plan;
+    }
+    for (const std::string& tok : cfg.algos) {
+        if (tok == "all") {
+            for (PassPlan& pl : plan)
+                for (const Algorithm* a : candidates(pl.pass)) add(pl, a);
+            continue;
+        }
+        std::string name = tok;
+        std::optional<Pass> only;
+        if (const auto colon = tok.find(':'); colon != std::string::npos) {
+            only = parse_pass(tok.substr(0, colon));
+            name = tok.substr(colon + 1);
+        }
+        bool found = false;
+        for (PassPlan& pl : plan) {
+            if (only && pl.pass != *only) continue;
+            for (const Algorithm* a : candidates(pl.pass)) {
+                if (name == a->name) {
+                    add(pl, a);
+                    found = true;
+                }
+            }
+        }
+        if (!found) {
+            std::string known;
+            for (const PassPlan& pl : plan)
+                for (const Algorithm* a : candidates(pl.pass))
+                    known +=
+                        std::string(known.empty() ? "" : ", ") + pass_name(pl.pass) + ":" + a->name;
+            throw Error("algos: '" + tok +
+                        "' is not an algorithm of a selected pass (known: " + known + ")");
+        }
+    }
+    return plan;
+}
+
+std::size_t output_size(const Problem& p, Pass pass) {
+    switch (pass) {
+        case Pass::Forward:
+            return static_cast<std::size_t>(p.mb * p.oc * p.out_spatial());
+        case Pass::BackwardData:
+            return static_cast<std::size_t>(p.mb * p.ic * p.in_spatial());
+        default:
+            return static_cast<std::size_t>(p.oc * p.icg() * p.kernel_spatial());
+    }
+}
+
+struct Buffers {
+    std::vector<float> src, wei, diff_dst;  // inputs (random, dense)
+    std::vector<float> out, ref;            // output under test, reference
+};
+
+ConvArgs args_for(Pass pass, Buffers& b, float* out) {
+    ConvArgs a;
+    switch (pass) {
+        case Pass::Forward:
+            a.src = b.src.data();
+            a.wei = b.wei.data();
+            a.dst = out;
+            break;
+        case Pass::BackwardData:
+            a.diff_dst = b.diff_dst.data();
+            a.wei = b.wei.data();
+            a.diff_src = out;
+            break;
+        default:
+            a.src = b.src.data();
+            a.diff_dst = b.diff_dst.data();
+            a.diff_wei = out;
+            break;
+    }
+    return a;
+}
+
+void poison(std::vector<float>& v, std::size_t n) {
+    v.assign(n, std::numeric_limits<float>::quiet_NaN());
+}
+
+Verification verify(const std::vector<float>& got, const std::vector<float>& ref,
+                    const std::string& ref_name, const std::string& ref_note, double rtol) {
+    Verification v;
+    const Check c = compare(got.data(), ref.data(), std::min(got.size(), ref.size()), rtol);
+    v.checked = true;
+    v.pass = c.pass && got.size() == ref.size();
+    v.max_abs = c.max_abs;
+    v.max_rel = c.max_err;
+    v.reference = ref_name;
+    v.note = ref_note;
+    if (!c.pass) {
+        char buf[96];
+        std::snprintf(buf, sizeof buf, "%zu of %zu elements out of tolerance", c.bad, c.count);
+        v.note = std::string(buf) + (c.note.empty() ? "" : ", " + c.note) +
+                 (ref_note.empty() ? "" : "; " + ref_note);
+    }
+    return v;
+}
+
+// [SECTION] one measurement: check once, then time with per-operation spans
+
+// Times `run` by the rule; each timed call gets a fresh profiler, so each operation's time per
+// call is known for every repeat. An operation absent from some call counts 0 there.
+void time_with_ops(const TimingRule& rule, const std::function<void(Profiler*)>& run,
+                   Measurement& m) {
+    using Clock = std::chrono::steady_clock;
+    for (int i = 0; i < rule.warmup; ++i) run(nullptr);
+    std::vector<double> totals;
+    std::vector<std::string> names;
+    std::vector<std::vector<double>> per_op;  // [op][repeat]
+    double sum = 0;
+    Profiler prof;
+    for (;;) {
+        prof.clear();
+        const auto t0 = Clock::now();
+        run(&prof);
+        const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+        const std::size_t rep = totals.size();
+        totals.push_back(s);
+        sum += s;
+        for (const Profiler::Entry& e : prof.entries()) {
+            auto it = std::find(names.begin(), names.end(), e.name);
+            std::size_t k = static_cast<std::size_t>(it - names.begin());
+            if (it == names.end()) {
+                names.push_back(e.name);
+                per_op.emplace_back(rep, 0.0);
+            }
+            per_op[k].resize(rep + 1, 0.0);
+            per_op[k][rep] = e.seconds;
+        }
+        for (auto& v : per_op) v.resize(rep + 1, 0.0);
+        const int n = static_cast<int>(totals.size());
+        if (rule.reps > 0) {
+            if (n >= rule.reps) break;
+        } else if ((n >= rule.min_reps && sum >= rule.min_seconds) || n >= rule.max_reps) {
+            break;
+        }
+    }
+    m.total = summarize(std::move(totals));
+    m.ops.clear();
+    for (std::size_t k = 0; k < names.size(); ++k)
+        m.ops.push_back({names[k], summarize(std::move(per_op[k]))});
+}
+
+}  // namespace
+
+double pass_bytes(const Problem& p, Pass) {
+    // Each pass reads two of (src, wei, dst) and writes the third: all three once, fp32.
+    const double src = static_cast<double>(p.mb * p.ic * p.in_spatial());
+    const double wei = static_cast<double>(p.oc * p.icg() * p.kernel_spatial());
+    const double dst = static_cast<double>(p.mb * p.oc * p.out_spatial());
+    return 4.0 * (src + wei + dst);
+}
+
+// [SECTION] run
+
+Results run(const Config& cfg) {
+    if (cfg.layers.empty()) throw Error("shapes: no layer to run");
+    if (cfg.timing.warmup < 0) throw Error("warmup: must be >= 0");
+    if (cfg.timing.reps < 0) throw Error("reps: must be >= 0");
+    if (!(cfg.rtol > 0)) throw Error("rtol: must be > 0");
+    if (cfg.batch && *cfg.batch < 1) throw Error("batch: must be >= 1");
+    const std::vector<PassPlan> plan = make_plan(cfg);
+    const bool ref_named =
+        cfg.reference != "auto" && cfg.reference != "direct" && cfg.reference != "peer";
+    if (cfg.reference == "peer" && !cfg.peer)
+        throw Error("reference: 'peer' needs a peer library (none given)");
+    if (ref_named) {
+        for (const PassPlan& pl : plan) find_algorithm(pl.pass, cfg.reference);  // throws
+    }
+
+    const int hw = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+    const int threads = cfg.threads > 0 ? cfg.threads : hw;
+    set_num_threads(threads);
+    if (cfg.peer && cfg.peer->set_threads) cfg.peer->set_threads(threads);
+
+    Results r;
+    r.machine = describe_machine();
+    r.machine.threads = threads;
+    r.machine.peer = cfg.peer ? cfg.peer->description : "none";
+    r.shapes_file = cfg.shapes_file;
+    r.command = cfg.command;
+    r.batch = cfg.batch ? *cfg.batch : 0;
+    r.timing = cfg.timing;
+    r.rtol = cfg.rtol;
+    auto measure_peak = [&] {
+        Machine& m = r.machine;
+        m.peak_gflops_1t = std::max(m.peak_gflops_1t, measure_fp32_peak(1, 0.1));
+        const bool own_cores = m.physical_cores > 0 && threads <= m.physical_cores;
+        const double all = threads == 1 ? m.peak_gflops_1t : measure_fp32_peak(threads, 0.1);
+        m.peak_gflops = std::max({m.peak_gflops, all, own_cores ? threads * m.peak_gflops_1t : 0});
+    };
+    if (cfg.measure_peak) measure_peak();
+
+    std::size_t per_layer = 0;
+    for (const PassPlan& pl : plan) per_layer += pl.algos.size() + (cfg.peer ? 1 : 0);
+    Config::Progress progress;
+    progress.total = per_layer * cfg.layers.size();
+    auto step = [&](const std::string& what) {
+        ++progress.done;
+        progress.what = what;
+        progress.results = &r;
+        if (cfg.progress) cfg.progress(progress);
+    };
+    auto cancelled = [&] { return cfg.cancel && cfg.cancel->load(); };
+
+    const CpuSample run_start = cpu_sample();
+    for (std::size_t li = 0; li < cfg.layers.size() && !r.cancelled; ++li) {
+        Problem p = cfg.layers[li].problem;
+        if (cfg.batch) p.mb = *cfg.batch;
+        LayerInfo info;
+        info.name = p.name;
+        {
+            Problem unnamed = p;
+            unnamed.name.clear();
+            info.descriptor =
+                p.validate().empty() ? to_descriptor(unnamed) : cfg.layers[li].descriptor;
+        }
+        r.layers.push_back(info);
+        const std::string why = p.validate();
+        const double flops = why.empty() ? p.flops() : 0;
+        auto error_row = [&](Pass pass, const std::string& algo, bool is_peer,
+                             const std::string& err) {
+            Measurement m;
+            m.layer = li;
+            m.pass = pass;
+            m.algorithm = algo;
+            m.peer = is_peer;
+            m.error = err;
+            m.flops = flops;
+            r.rows.push_back(std::move(m));
+        };
+        if (!why.empty()) {
+            for (const PassPlan& pl : plan) {
+                if (cfg.peer) error_row(pl.pass, cfg.peer->name, true, "invalid problem: " + why);
+                for (const Algorithm* a : pl.algos)
+                    error_row(pl.pass, a->name, false, "invalid problem: " + why);
+            }
+            progress.done += per_layer;
+            continue;
+        }
+
+        Buffers b;
+        b.src.resize(static_cast<std::size_t>(p.mb * p.ic * p.in_spatial()));
+        b.wei.resize(static_cast<std::size_t>(p.oc * p.icg() * p.kernel_spatial()));
+        b.diff_dst.resize(static_cast<std::size_t>(p.mb * p.oc * p.out_spatial()));
+        const auto seed = static_cast<std::uint32_t>(1000 + 17 * li);
+        fill_random(b.src, seed);
+        fill_random(b.wei, seed + 1);
+        fill_random(b.diff_dst, seed + 2);
+
+        std::unique_ptr<PeerConv> peer;
+        std::string peer_error;
+        if (cfg.peer) {
+            try {
+                peer = cfg.peer->create(p, cfg.passes);
+                peer->set_inputs(b.src.data(), b.wei.data(), b.diff_dst.data());
+            } catch (const std::exception& e) {
+                peer_error = e.what();
+                peer.reset();
+            }
+        }
+
+        for (const PassPlan& pl : plan) {
+            if (cancelled()) {
+                r.cancelled = true;
+                break;
+            }
+            const Pass pass = pl.pass;
+            const std::size_t n_out = output_size(p, pass);
+            const bool peer_ok = peer && peer->has(pass);
+            std::vector<float> peer_out;
+            if (peer_ok) {
+                try {
+                    peer->run(pass);
+                    poison(peer_out, n_out);
+                    peer->output(pass, peer_out.data());
+                } catch (const std::exception& e) {
+                    peer_error = e.what();
+                    peer_out.clear();
+                }
+            }
+
+            // The reference of this (layer, pass).
+            std::string ref_name, ref_note;
+            std::string ref_algo;  // the engine algorithm that is the reference, if any
+            bool ref_is_peer = false;
+            if (cfg.reference == "direct" ||
+                (cfg.reference == "auto" && flops <= cfg.direct_max_flops)) {
+                ref_algo = "direct";
+            } else if (cfg.reference == "peer" || (cfg.reference == "auto" && !peer_out.empty())) {
+                ref_is_peer = true;
+            } else if (ref_named) {
+                ref_algo = cfg.reference;
+            } else {
+                // auto, too big for direct, no peer: the first non-direct registry algorithm.
+                for (const Algorithm* a : algorithms(pass))
+                    if (std::string_view(a->name) != "direct") {
+                        ref_algo = a->name;
+                        break;
+                    }
+                if (ref_algo.empty()) ref_algo = "direct";
+            }
+            bool have_ref = false;
+            std::string ref_error;
+            if (ref_is_peer) {
+                ref_name = "peer:" + cfg.peer->name;
+                if (!peer_out.empty()) {
+                    b.ref = peer_out;
+                    have_ref = true;
+                } else {
+                    ref_error = cfg.peer->name + " has no result" +
+                                (peer_error.empty() ? "" : ": " + peer_error);
+                }
+                if (cfg.reference == "auto") {
+                    char buf[120];
+                    std::snprintf(buf, sizeof buf,
+                                  "direct loops skipped: %.2f GFLOP > %.2f GFLOP limit",
+                                  flops * 1e-9, cfg.direct_max_flops * 1e-9);
+                    ref_note = buf;
+                }
+            } else {
+                ref_name = ref_algo == "direct" ? "direct" : "algo:" + ref_algo;
+                if (ref_algo != "direct" && cfg.reference == "auto") {
+                    char buf[120];
+                    std::snprintf(buf, sizeof buf,
+                                  "direct loops skipped: %.2f GFLOP > %.2f GFLOP limit; no peer",
+                                  flops * 1e-9, cfg.direct_max_flops * 1e-9);
+                    ref_note = buf;
+                }
+                try {
+                    const Algorithm& a = find_algorithm(pass, ref_algo);
+                    poison(b.ref, n_out);
+                    a.run(p, args_for(pass, b, b.ref.data()), nullptr);
+                    have_ref = true;
+                } catch (const std::exception& e) {
+                    ref_error = ref_algo + " failed: " + e.what();
+                }
+            }
+            auto check_of = [&](const std::vector<float>& got, bool is_ref) {
+                Verification v;
+                if (is_ref) {
+                    v.checked = true;
+                    v.pass = true;
+                    v.reference = "self";
+                    v.note = "this is the reference of the check";
+                } else if (!have_ref) {
+                    v.reference = ref_name;
+                    v.note = "no reference: " + ref_error;
+                } else {
+                    v = verify(got, b.ref, ref_name, ref_note, cfg.rtol);
+                }
+                return v;
+            };
+
+            // The peer: its check and its time.
+            if (cfg.peer) {
+                Measurement m;
+                m.layer = li;
+                m.pass = pass;
+                m.algorithm = cfg.peer->name;
+                m.peer = true;
+                m.flops = flops;
+                m.bytes = pass_bytes(p, pass);
+                if (!peer_ok || peer_out.empty()) {
+                    m.error = peer ? (peer_ok ? peer_error : peer->error(pass)) : peer_error;
+                    if (m.error.empty()) m.error = "peer cannot run this pass";
+                } else {
+                    m.impl = peer->impl(pass);
+                    m.check = check_of(peer_out, ref_is_peer);
+                    try {
+                        const CpuSample t0 = cpu_sample();
+                        m.total = measure(cfg.timing, [&] { peer->run(pass); });
+                        m.foreign_cpu = foreign_cpu_share(t0, cpu_sample(), hw);
+                        m.ran = true;
+                    } catch (const std::exception& e) {
+                        m.error = e.what();
+                    }
+                }
+                r.rows.push_back(std::move(m));
+                step(info.name + " " + pass_name(pass) + " " + cfg.peer->name);
+            }
+
+            for (const Algorithm* a : pl.algos) {
+                if (cancelled()) {
+                    r.cancelled = true;
+                    break;
+                }
+                Measurement m;
+                m.layer = li;
+                m.pass = pass;
+                m.algorithm = a->name;
+                m.flops = flops;
+                m.bytes = pass_bytes(p, pass);
+                try {
+                    // Check: one run on an output poisoned with NaN (every element written).
+                    poison(b.out, n_out);
+                    const ConvArgs a1 = args_for(pass, b, b.out.data());
+                    a->run(p, a1, nullptr);
+                    const bool is_ref =
+                        !ref_is_peer && ref_algo == a->name &&
+                        !std::count_if(cfg.extra_algorithms.begin(), cfg.extra_algorithms.end(),
+                                       [&](const Algorithm& x) { return &x == a; });
+                    m.check = check_of(b.out, is_ref);
+                    const ConvArgs a2 = args_for(pass, b, b.out.data());
+                    const CpuSample t0 = cpu_sample();
+                    time_with_ops(
+                        cfg.timing, [&](Profiler* prof) { a->run(p, a2, prof); }, m);
+                    m.foreign_cpu = foreign_cpu_share(t0, cpu_sample(), hw);
+                    m.ran = true;
+                } catch (const std::exception& e) {
+                    m.error = e.what();
+                    m.ran = false;
+                }
+                r.rows.push_back(std::move(m));
+                step(info.name + " " + pass_name(pass) + " " + a->name);
+            }
+        }
+        if (cancelled()) r.cancelled = true;
+    }
+    r.machine.foreign_cpu = foreign_cpu_share(run_start, cpu_sample(), hw);
+    if (cfg.measure_peak) measure_peak();
+    std::vector<double> spreads;
+    for (const Measurement& m : r.rows)
+        if (m.ran) spreads.push_back(m.total.spread());
+    if (!spreads.empty()) {
+        std::sort(spreads.begin(), spreads.end());
+        r.machine.median_spread = spreads[spreads.size() / 2];
+    }
+    return r;
+}
+
+// [SECTION] results summary
+
+std::size_t Results::passed() const {
+    std::size_t n = 0;
+    for (const Measurement& m : rows) n += m.valid() ? 1 : 0;
+    return n;
+}
+
+std::size_t Results::failed() const {
+    return rows.size() - passed();
+}
+
+std::string Results::verification_summary() const {
+    std::map<std::string, int> refs;
+    std::vector<std::string> bad;
+    for (const Measurement& m : rows) {
+        if (m.valid()) {
+            ++refs[m.check.reference];
+        } else {
+            const std::string layer = m.layer < layers.size() ? layers[m.layer].name : "?";
+            bad.push_back(layer + " " + pass_name(m.pass) + " " + m.algorithm + " (" +
+                          (m.ran ? m.check.status() : "ERROR") + ")");
+        }
+    }
+    std::ostringstream s;
+    if (bad.empty()) {
+        s << "all " << rows.size() << " measurements verified";
+    } else {
+        s << bad.size() << " of " << rows.size()
+          << " measurements FAILED verification or did not run (not plotted): ";
+        for (std::size_t i = 0; i < bad.size() && i < 6; ++i) s << (i ? ", " : "") << bad[i];
+        if (bad.size() > 6) s << ", ...";
+        s << "; " << passed() << " verified";
+    }
+    s << " (rtol " << rtol << "; reference:";
+    bool first = true;
+    for (const auto& [name, n] : refs) {
+        s << (first ? " " : ", ") << (name == "self" ? "is the reference" : name) << " " << n;
+        first = false;
+    }
+    s << ")";
+    if (cancelled) s << "; run CANCELLED before the end";
+    return s.str();
+}
+
+const Measurement* Results::find(std::size_t layer, Pass pass, const std::string& algo) const {
+    for (const Measurement& m : rows)
+        if (m.layer == layer && m.pass == pass && m.algorithm == algo) return &m;
+    return nullptr;
+}
+
+}  // namespace convlab::bench

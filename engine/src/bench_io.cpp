@@ -1,0 +1,601 @@
+// Results files of the benchmark: CSV and JSON, one row per (layer, pass, algorithm, operation),
+// operation "total" first; and reading both back. Both writers go through one flat field list,
+// so the two files always hold the same columns. Index:
+//   [SECTION] flat fields
+//   [SECTION] CSV
+//   [SECTION] JSON (a small reader for what the writer writes: objects, arrays, strings,
+//             numbers, true/false/null)
+//   [SECTION] rebuilding results from fields
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <istream>
+#include <map>
+#include <sstream>
+
+#include "convlab/bench.hpp"
+
+namespace convlab::bench {
+
+namespace {
+
+// [SECTION] flat fields
+
+struct Field {
+    std::string name;
+    std::string text;
+    bool numeric = false;  // JSON: written bare (number or true/false)
+};
+using Fields = std::vector<Field>;
+
+std::string num(double x) {
+    if (!std::isfinite(x)) return "0";
+    char buf[64];
+    const auto res = std::to_chars(buf, buf + sizeof buf, x);  // shortest exact round trip
+    return std::string(buf, res.ptr);
+}
+
+Field nf(std::string name, double x) {
+    return {std::move(name), num(x), true};
+}
+Field sf(std::string name, std::string s) {
+    return {std::move(name), std::move(s), false};
+}
+Field bf(std::string name, bool b) {
+    return {std::move(name), b ? "true" : "false", true};
+}
+
+Fields machine_fields(const Results& r) {
+    const Machine& m = r.machine;
+    return {sf("cpu", m.cpu),
+            nf("logical_cpus", m.logical_cpus),
+            nf("threads", m.threads),
+            sf("compiler", m.compiler),
+            sf("flags", m.flags),
+            sf("engine_isa", m.engine_isa),
+            sf("version", m.version),
+            sf("commit", m.commit),
+            sf("date", m.date),
+            sf("peer", m.peer),
+            nf("physical_cores", m.physical_cores),
+            nf("peak_gflops", m.peak_gflops),
+            nf("peak_gflops_1t", m.peak_gflops_1t),
+            nf("load_before", m.load_before),
+            nf("foreign_cpu", m.foreign_cpu),
+            nf("median_spread", m.median_spread),
+            sf("shapes", r.shapes_file),
+            nf("batch", static_cast<double>(r.batch)),
+            nf("warmup", r.timing.warmup),
+            nf("reps", r.timing.reps),
+            nf("min_reps", r.timing.min_reps),
+            nf("min_seconds", r.timing.min_seconds),
+            nf("rtol", r.rtol),
+            bf("cancelled", r.cancelled),
+            sf("command", r.command)};
+}
+
+const char* const kColumns[] = {
+    "layer_index", "layer",     "descriptor", "pass",  "algorithm", "peer",     "operation",
+    "median_ms",   "min_ms",    "max_ms",     "q1_ms", "q3_ms",     "runs",     "share",
+    "foreign_cpu", "gflops",    "gbps",       "flops", "bytes",     "verified", "max_abs_err",
+    "max_rel_err", "reference", "note",       "impl",  "error"};
+
+std::vector<Fields> row_fields(const Results& r) {
+    std::vector<Fields> out;
+    for (const Measurement& m : r.rows) {
+        const LayerInfo li = m.layer < r.layers.size() ? r.layers[m.layer] : LayerInfo{};
+        auto row = [&](const std::string& op, const Stats& t, bool total) {
+            Fields f{nf("layer_index", static_cast<double>(m.layer)),
+                     sf("layer", li.name),
+                     sf("descriptor", li.descriptor),
+                     sf("pass", pass_name(m.pass)),
+                     sf("algorithm", m.algorithm),
+                     bf("peer", m.peer),
+                     sf("operation", op),
+                     nf("median_ms", t.median_ms),
+                     nf("min_ms", t.min_ms),
+                     nf("max_ms", t.max_ms),
+                     nf("q1_ms", t.q1_ms),
+                     nf("q3_ms", t.q3_ms),
+                     nf("runs", t.runs),
+                     nf("share", m.total.median_ms > 0 ? t.median_ms / m.total.median_ms : 0),
+                     nf("foreign_cpu", m.foreign_cpu),
+                     nf("gflops", total ? m.gflops() : 0),
+                     nf("gbps", total ? m.gbps() : 0),
+                     nf("flops", m.flops),
+                     nf("bytes", m.bytes),
+                     sf("verified", m.ran ? m.check.status() : "ERROR"),
+                     nf("max_abs_err", m.check.max_abs),
+                     nf("max_rel_err", m.check.max_rel),
+                     sf("reference", m.check.reference),
+                     sf("note", m.check.note),
+                     sf("impl", m.impl),
+                     sf("error", m.error)};
+            out.push_back(std::move(f));
+        };
+        row("total", m.total, true);
+        for (const Measurement::Op& op : m.ops) row(op.name, op.time, false);
+    }
+    return out;
+}
+
+// [SECTION] CSV
+
+std::string csv_field(const std::string& s) {
+    if (s.find_first_of(",\"\n\r") == std::string::npos && !s.empty() && s[0] != '#') return s;
+    std::string out = "\"";
+    for (char c : s) {
+        if (c == '"') out += '"';
+        out += c;
+    }
+    return out + '"';
+}
+
+// Splits one CSV record (RFC 4180; a quoted field may hold newlines: more lines are read).
+bool read_record(std::istream& in, std::vector<std::string>& fields, int& line) {
+    fields.clear();
+    std::string l;
+    if (!std::getline(in, l)) return false;
+    ++line;
+    std::string cur;
+    bool quoted = false;
+    for (std::size_t i = 0;; ++i) {
+        if (i == l.size()) {
+            if (quoted) {
+                std::string more;
+                if (!std::getline(in, more))
+                    throw Error("CSV line " + std::to_string(line) + ": unterminated quote");
+                ++line;
+                cur += '\n';
+                l = more;
+                i = static_cast<std::size_t>(-1);
+                continue;
+            }
+            break;
+        }
+        const char c = l[i];
+        if (quoted) {
+            if (c == '"') {
+                if (i + 1 < l.size() && l[i + 1] == '"') {
+                    cur += '"';
+                    ++i;
+                } else {
+                    quoted = false;
+                }
+            } else {
+                cur += c;
+            }
+        } else if (c == '"') {
+            quoted = true;
+        } else if (c == ',') {
+            fields.push_back(std::move(cur));
+            cur.clear();
+        } else if (c != '\r') {
+            cur += c;
+        }
+    }
+    fields.push_back(std::move(cur));
+    return true;
+}
+
+// [SECTION] rebuilding results from fields
+
+using Map = std::map<std::string, std::string>;
+
+double to_num(const Map& m, const std::string& key, const std::string& where) {
+    const auto it = m.find(key);
+    if (it == m.end()) throw Error(where + ": missing field '" + key + "'");
+    const std::string& s = it->second;
+    if (s.empty()) return 0;
+    double x = 0;
+    const auto res = std::from_chars(s.data(), s.data() + s.size(), x);
+    if (res.ec != std::errc() || res.ptr != s.data() + s.size())
+        throw Error(where + ": field '" + key + "' is not a number: '" + s + "'");
+    return x;
+}
+std::string to_str(const Map& m, const std::string& key, const std::string& where) {
+    const auto it = m.find(key);
+    if (it == m.end()) throw Error(where + ": missing field '" + key + "'");
+    return it->second;
+}
+bool to_bool(const Map& m, const std::string& key, const std::string& where) {
+    const std::string s = to_str(m, key, where);
+    if (s == "true" || s == "1") return true;
+    if (s == "false" || s == "0") return false;
+    throw Error(where + ": field '" + key + "' is not true/false: '" + s + "'");
+}
+
+void machine_from(const Map& f, Results& r, const std::string& where) {
+    Machine& m = r.machine;
+    m.cpu = to_str(f, "cpu", where);
+    m.logical_cpus = static_cast<int>(to_num(f, "logical_cpus", where));
+    m.threads = static_cast<int>(to_num(f, "threads", where));
+    m.compiler = to_str(f, "compiler", where);
+    m.flags = to_str(f, "flags", where);
+    m.engine_isa = to_str(f, "engine_isa", where);
+    m.version = to_str(f, "version", where);
+    m.commit = to_str(f, "commit", where);
+    m.date = to_str(f, "date", where);
+    m.peer = to_str(f, "peer", where);
+    m.physical_cores = static_cast<int>(to_num(f, "physical_cores", where));
+    m.peak_gflops = to_num(f, "peak_gflops", where);
+    m.peak_gflops_1t = to_num(f, "peak_gflops_1t", where);
+    m.load_before = to_num(f, "load_before", where);
+    m.foreign_cpu = to_num(f, "foreign_cpu", where);
+    m.median_spread = to_num(f, "median_spread", where);
+    r.shapes_file = to_str(f, "shapes", where);
+    r.batch = static_cast<dim_t>(to_num(f, "batch", where));
+    r.timing.warmup = static_cast<int>(to_num(f, "warmup", where));
+    r.timing.reps = static_cast<int>(to_num(f, "reps", where));
+    r.timing.min_reps = static_cast<int>(to_num(f, "min_reps", where));
+    r.timing.min_seconds = to_num(f, "min_seconds", where);
+    r.rtol = to_num(f, "rtol", where);
+    r.cancelled = to_bool(f, "cancelled", where);
+    r.command = to_str(f, "command", where);
+}
+
+Stats stats_from(const Map& f, const std::string& where) {
+    Stats t;
+    t.median_ms = to_num(f, "median_ms", where);
+    t.min_ms = to_num(f, "min_ms", where);
+    t.max_ms = to_num(f, "max_ms", where);
+    t.q1_ms = to_num(f, "q1_ms", where);
+    t.q3_ms = to_num(f, "q3_ms", where);
+    t.runs = static_cast<int>(to_num(f, "runs", where));
+    return t;
+}
+
+// Adds one flat row: "total" starts a measurement, other operations join the last one.
+void add_row(const Map& f, Results& r, const std::string& where) {
+    const auto li = static_cast<std::size_t>(to_num(f, "layer_index", where));
+    if (li > 100000) throw Error(where + ": layer_index out of range");
+    if (r.layers.size() <= li) r.layers.resize(li + 1);
+    r.layers[li].name = to_str(f, "layer", where);
+    r.layers[li].descriptor = to_str(f, "descriptor", where);
+    const Pass pass = parse_pass(to_str(f, "pass", where));
+    const std::string algo = to_str(f, "algorithm", where);
+    const std::string op = to_str(f, "operation", where);
+    if (op == "total") {
+        Measurement m;
+        m.layer = li;
+        m.pass = pass;
+        m.algorithm = algo;
+        m.peer = to_bool(f, "peer", where);
+        m.total = stats_from(f, where);
+        m.flops = to_num(f, "flops", where);
+        m.foreign_cpu = to_num(f, "foreign_cpu", where);
+        m.bytes = to_num(f, "bytes", where);
+        const std::string v = to_str(f, "verified", where);
+        if (v != "PASS" && v != "FAIL" && v != "UNCHECKED" && v != "REFERENCE" && v != "ERROR")
+            throw Error(where + ": field 'verified' is '" + v +
+                        "': expected PASS, FAIL, UNCHECKED, REFERENCE or ERROR");
+        m.ran = v != "ERROR";
+        m.check.checked = v == "PASS" || v == "FAIL" || v == "REFERENCE";
+        m.check.pass = v == "PASS" || v == "REFERENCE";
+        m.check.max_abs = to_num(f, "max_abs_err", where);
+        m.check.max_rel = to_num(f, "max_rel_err", where);
+        m.check.reference = to_str(f, "reference", where);
+        m.check.note = to_str(f, "note", where);
+        m.impl = to_str(f, "impl", where);
+        m.error = to_str(f, "error", where);
+        r.rows.push_back(std::move(m));
+    } else {
+        if (r.rows.empty() || r.rows.back().layer != li || r.rows.back().pass != pass ||
+            r.rows.back().algorithm != algo)
+            throw Error(where + ": operation '" + op + "' without its 'total' row before it");
+        r.rows.back().ops.push_back({op, stats_from(f, where)});
+    }
+}
+
+// [SECTION] JSON
+
+void json_str(std::ostream& out, const std::string& s) {
+    out << '"';
+    for (const char ch : s) {
+        const auto c = static_cast<unsigned char>(ch);
+        switch (c) {
+            case '"':
+                out << "\\\"";
+                break;
+            case '\\':
+                out << "\\\\";
+                break;
+            case '\n':
+                out << "\\n";
+                break;
+            case '\t':
+                out << "\\t";
+                break;
+            case '\r':
+                out << "\\r";
+                break;
+            default:
+                if (c < 0x20) {
+                    char buf[8];
+                    std::snprintf(buf, sizeof buf, "\\u%04x", c);
+                    out << buf;
+                } else {
+                    out << ch;
+                }
+        }
+    }
+    out << '"';
+}
+
+void json_object(std::ostream& out, const Fields& f, const char* indent) {
+    out << "{";
+    for (std::size_t i = 0; i < f.size(); ++i) {
+        out << (i ? ", " : "") << (i && i % 6 == 0 ? std::string("\n") + indent + " " : "");
+        json_str(out, f[i].name);
+        out << ": ";
+        if (f[i].numeric) {
+            out << f[i].text;
+        } else {
+            json_str(out, f[i].text);
+        }
+    }
+    out << "}";
+}
+
+// A JSON value as the reader keeps it: scalars as text (strings unescaped), containers nested.
+struct JValue {
+    enum Kind { Null, Bool, Number, String, Array, Object } kind = Null;
+    std::string text;
+    std::vector<JValue> items;                            // Array
+    std::vector<std::pair<std::string, JValue>> members;  // Object
+    const JValue* get(const std::string& k) const {
+        for (const auto& [name, v] : members)
+            if (name == k) return &v;
+        return nullptr;
+    }
+};
+
+class JsonReader {
+  public:
+    explicit JsonReader(std::string text) : s_(std::move(text)) {}
+    JValue document() {
+        JValue v = value(0);
+        ws();
+        if (i_ != s_.size()) fail("trailing characters after the document");
+        return v;
+    }
+
+  private:
+    std::string s_;
+    std::size_t i_ = 0;
+
+    [[noreturn]] void fail(const std::string& what) const {
+        throw Error("JSON at offset " + std::to_string(i_) + ": " + what);
+    }
+    void ws() {
+        while (i_ < s_.size() &&
+               (s_[i_] == ' ' || s_[i_] == '\n' || s_[i_] == '\t' || s_[i_] == '\r'))
+            ++i_;
+    }
+    bool eat(char c) {
+        ws();
+        if (i_ < s_.size() && s_[i_] == c) {
+            ++i_;
+            return true;
+        }
+        return false;
+    }
+    void expect(char c) {
+        if (!eat(c)) fail(std::string("expected '") + c + "'");
+    }
+    std::string string() {
+        expect('"');
+        std::string out;
+        while (i_ < s_.size() && s_[i_] != '"') {
+            char c = s_[i_++];
+            if (c == '\\') {
+                if (i_ >= s_.size()) fail("unterminated escape");
+                const char e = s_[i_++];
+                switch (e) {
+                    case 'n':
+                        out += '\n';
+                        break;
+                    case 't':
+                        out += '\t';
+                        break;
+                    case 'r':
+                        out += '\r';
+                        break;
+                    case 'b':
+                        out += '\b';
+                        break;
+                    case 'f':
+                        out += '\f';
+                        break;
+                    case 'u': {
+                        if (i_ + 4 > s_.size()) fail("short \\u escape");
+                        unsigned code = 0;
+                        const auto res =
+                            std::from_chars(s_.data() + i_, s_.data() + i_ + 4, code, 16);
+                        if (res.ptr != s_.data() + i_ + 4) fail("bad \\u escape");
+                        i_ += 4;
+                        if (code < 0x80) {
+                            out += static_cast<char>(code);
+                        } else if (code < 0x800) {
+                            out += static_cast<char>(0xC0 | (code >> 6));
+                            out += static_cast<char>(0x80 | (code & 0x3F));
+                        } else {
+                            out += static_cast<char>(0xE0 | (code >> 12));
+                            out += static_cast<char>(0x80 | ((code >> 6) & 0x3F));
+                            out += static_cast<char>(0x80 | (code & 0x3F));
+                        }
+                        break;
+                    }
+                    default:
+                        out += e;  // " \ /
+                }
+            } else {
+                out += c;
+            }
+        }
+        if (i_ >= s_.size()) fail("unterminated string");
+        ++i_;
+        return out;
+    }
+    JValue value(int depth) {
+        if (depth > 32) fail("nested too deep");
+        ws();
+        if (i_ >= s_.size()) fail("unexpected end");
+        JValue v;
+        const char c = s_[i_];
+        if (c == '{') {
+            ++i_;
+            v.kind = JValue::Object;
+            if (eat('}')) return v;
+            do {
+                ws();
+                std::string k = string();
+                expect(':');
+                v.members.emplace_back(std::move(k), value(depth + 1));
+            } while (eat(','));
+            expect('}');
+        } else if (c == '[') {
+            ++i_;
+            v.kind = JValue::Array;
+            if (eat(']')) return v;
+            do v.items.push_back(value(depth + 1));
+            while (eat(','));
+            expect(']');
+        } else if (c == '"') {
+            v.kind = JValue::String;
+            v.text = string();
+        } else if (s_.compare(i_, 4, "true") == 0 || s_.compare(i_, 5, "false") == 0) {
+            v.kind = JValue::Bool;
+            v.text = s_[i_] == 't' ? "true" : "false";
+            i_ += v.text.size();
+        } else if (s_.compare(i_, 4, "null") == 0) {
+            i_ += 4;
+        } else {
+            const std::size_t b = i_;
+            while (i_ < s_.size() &&
+                   (std::isdigit(static_cast<unsigned char>(s_[i_])) || s_[i_] == '-' ||
+                    s_[i_] == '+' || s_[i_] == '.' || s_[i_] == 'e' || s_[i_] == 'E'))
+                ++i_;
+            if (b == i_) fail(std::string("unexpected character '") + c + "'");
+            v.kind = JValue::Number;
+            v.text = s_.substr(b, i_ - b);
+        }
+        return v;
+    }
+};
+
+Map to_map(const JValue& obj, const std::string& where) {
+    if (obj.kind != JValue::Object) throw Error(where + ": expected an object");
+    Map m;
+    for (const auto& [k, v] : obj.members) {
+        if (v.kind == JValue::Array || v.kind == JValue::Object)
+            throw Error(where + ": field '" + k + "' must be a scalar");
+        m[k] = v.text;
+    }
+    return m;
+}
+
+}  // namespace
+
+void write_csv(const Results& r, std::ostream& out) {
+    out << "# ConvLab benchmark results: one row per (layer, pass, algorithm, operation); "
+           "times in ms per call (median/min/max of the repeats)\n";
+    for (const Field& f : machine_fields(r)) {
+        std::string text = f.text;
+        for (char& c : text)
+            if (c == '\n') c = ' ';
+        out << "# " << f.name << ": " << text << "\n";
+    }
+    out << "# verification: " << r.verification_summary() << "\n";
+    for (std::size_t i = 0; i < std::size(kColumns); ++i) out << (i ? "," : "") << kColumns[i];
+    out << "\n";
+    for (const Fields& row : row_fields(r)) {
+        for (std::size_t i = 0; i < row.size(); ++i)
+            out << (i ? "," : "") << csv_field(row[i].text);
+        out << "\n";
+    }
+}
+
+Results read_csv(std::istream& in) {
+    Results r;
+    Map machine;
+    std::vector<std::string> header;
+    std::vector<std::string> fields;
+    int line = 0;
+    while (in.peek() == '#') {
+        std::string l;
+        std::getline(in, l);
+        ++line;
+        const auto colon = l.find(": ");
+        if (colon != std::string::npos && colon > 2)
+            machine[l.substr(2, colon - 2)] = l.substr(colon + 2);
+    }
+    machine_from(machine, r, "CSV header comments");
+    if (!read_record(in, header, line)) throw Error("CSV: no header line");
+    for (std::size_t i = 0; i < std::size(kColumns); ++i)
+        if (i >= header.size() || header[i] != kColumns[i])
+            throw Error("CSV line " + std::to_string(line) + ": column " + std::to_string(i + 1) +
+                        " should be '" + kColumns[i] + "'");
+    while (read_record(in, fields, line)) {
+        if (fields.size() == 1 && fields[0].empty()) continue;
+        const std::string where = "CSV line " + std::to_string(line);
+        if (fields.size() != header.size())
+            throw Error(where + ": " + std::to_string(fields.size()) + " fields, expected " +
+                        std::to_string(header.size()));
+        Map m;
+        for (std::size_t i = 0; i < header.size(); ++i) m[header[i]] = fields[i];
+        add_row(m, r, where);
+    }
+    return r;
+}
+
+void write_json(const Results& r, std::ostream& out) {
+    out << "{\n\"format\": \"convlab-bench-1\",\n\"machine\": ";
+    json_object(out, machine_fields(r), "");
+    out << ",\n\"verification\": ";
+    json_str(out, r.verification_summary());
+    out << ",\n\"layers\": [";
+    for (std::size_t i = 0; i < r.layers.size(); ++i) {
+        out << (i ? ",\n  " : "\n  ");
+        json_object(out, {sf("name", r.layers[i].name), sf("descriptor", r.layers[i].descriptor)},
+                    "  ");
+    }
+    out << "],\n\"rows\": [";
+    const auto rows = row_fields(r);
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+        out << (i ? ",\n  " : "\n  ");
+        json_object(out, rows[i], "  ");
+    }
+    out << "]\n}\n";
+}
+
+Results read_json(std::istream& in) {
+    std::ostringstream buf;
+    buf << in.rdbuf();
+    const JValue doc = JsonReader(buf.str()).document();
+    if (doc.kind != JValue::Object) throw Error("JSON: the document is not an object");
+    const JValue* format = doc.get("format");
+    if (!format || format->text != "convlab-bench-1")
+        throw Error("JSON: field 'format' must be \"convlab-bench-1\"");
+    Results r;
+    const JValue* machine = doc.get("machine");
+    if (!machine) throw Error("JSON: missing field 'machine'");
+    machine_from(to_map(*machine, "JSON machine"), r, "JSON machine");
+    const JValue* rows = doc.get("rows");
+    if (!rows || rows->kind != JValue::Array) throw Error("JSON: missing array 'rows'");
+    for (std::size_t i = 0; i < rows->items.size(); ++i) {
+        const std::string where = "JSON rows[" + std::to_string(i) + "]";
+        add_row(to_map(rows->items[i], where), r, where);
+    }
+    if (const JValue* layers = doc.get("layers"); layers && layers->kind == JValue::Array) {
+        if (r.layers.size() < layers->items.size()) r.layers.resize(layers->items.size());
+        for (std::size_t i = 0; i < layers->items.size(); ++i) {
+            const Map m = to_map(layers->items[i], "JSON layers");
+            r.layers[i].name = to_str(m, "name", "JSON layers");
+            r.layers[i].descriptor = to_str(m, "descriptor", "JSON layers");
+        }
+    }
+    return r;
+}
+
+}  // namespace convlab::bench

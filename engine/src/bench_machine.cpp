@@ -1,0 +1,429 @@
+// Benchmark helpers that do not run convolutions: shape files, statistics, comparison, random
+// data, and the machine record (CPU, compiler, commit, load, measured fp32 peak). Index:
+//   [SECTION] shape files
+//   [SECTION] statistics
+//   [SECTION] comparison and random data
+//   [SECTION] machine record
+//   [SECTION] fp32 peak
+#include <immintrin.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include "convlab/bench.hpp"
+
+#ifndef CONVLAB_VERSION
+#define CONVLAB_VERSION "dev"
+#endif
+#ifndef CONVLAB_COMPILER
+#define CONVLAB_COMPILER "unknown compiler"
+#endif
+#ifndef CONVLAB_CXX_FLAGS
+#define CONVLAB_CXX_FLAGS "unknown flags"
+#endif
+#ifndef CONVLAB_GIT_COMMIT
+#define CONVLAB_GIT_COMMIT "unknown"
+#endif
+
+namespace convlab::bench {
+
+namespace {
+
+std::string trim(const std::string& s) {
+    const auto b = s.find_first_not_of(" \t\r\n");
+    if (b == std::string::npos) return {};
+    const auto e = s.find_last_not_of(" \t\r\n");
+    return s.substr(b, e - b + 1);
+}
+
+// Drops a '#' comment that starts outside a double-quoted name.
+std::string strip_comment(const std::string& s) {
+    bool quoted = false;
+    for (std::size_t i = 0; i < s.size(); ++i) {
+        if (s[i] == '"') quoted = !quoted;
+        if (s[i] == '#' && !quoted) return s.substr(0, i);
+    }
+    return s;
+}
+
+std::string percent(double x) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.0f%%", x * 100);
+    return buf;
+}
+
+}  // namespace
+
+// [SECTION] shape files
+
+std::vector<Layer> read_shape_file(const std::string& path) {
+    std::ifstream in(path);
+    if (!in) throw Error("cannot open shape file '" + path + "'");
+    std::vector<Layer> layers;
+    std::string raw;
+    int line = 0;
+    while (std::getline(in, raw)) {
+        ++line;
+        const std::string text = trim(strip_comment(raw));
+        if (text.empty()) continue;
+        Layer layer;
+        layer.line = line;
+        layer.descriptor = text;
+        try {
+            layer.problem = parse_descriptor(text);
+        } catch (const Error& e) {
+            throw Error(path + ":" + std::to_string(line) + ": " + e.what());
+        }
+        if (layer.problem.name.empty()) layer.problem.name = "line" + std::to_string(line);
+        layers.push_back(std::move(layer));
+    }
+    if (layers.empty()) throw Error("shape file '" + path + "' holds no layer");
+    return layers;
+}
+
+// [SECTION] statistics
+
+Stats summarize(std::vector<double> seconds) {
+    Stats t;
+    if (seconds.empty()) return t;
+    std::sort(seconds.begin(), seconds.end());
+    const std::size_t n = seconds.size();
+    const double med = n % 2 ? seconds[n / 2] : 0.5 * (seconds[n / 2 - 1] + seconds[n / 2]);
+    const auto quantile = [&](double q) {
+        const double pos = q * static_cast<double>(n - 1);
+        const auto lo = static_cast<std::size_t>(pos);
+        const std::size_t hi = std::min(lo + 1, n - 1);
+        return seconds[lo] + (pos - static_cast<double>(lo)) * (seconds[hi] - seconds[lo]);
+    };
+    t.q1_ms = quantile(0.25) * 1e3;
+    t.q3_ms = quantile(0.75) * 1e3;
+    t.median_ms = med * 1e3;
+    t.min_ms = seconds.front() * 1e3;
+    t.max_ms = seconds.back() * 1e3;
+    t.runs = static_cast<int>(n);
+    return t;
+}
+
+// [SECTION] comparison and random data
+
+Check compare(const float* got, const float* ref, std::size_t n, double rtol) {
+    Check c;
+    c.count = n;
+    double sumsq = 0;
+    std::size_t nonzero = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+        const double r = ref[i];
+        if (std::isfinite(r)) sumsq += r * r;
+        if (r != 0) ++nonzero;
+    }
+    const double rms = n ? std::sqrt(sumsq / static_cast<double>(n)) : 0;
+    c.nonzero = n ? static_cast<double>(nonzero) / static_cast<double>(n) : 0;
+    std::size_t nonfinite = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+        const double g = got[i];
+        const double r = ref[i];
+        if (!std::isfinite(g) || !std::isfinite(r)) {
+            ++nonfinite;
+            ++c.bad;
+            continue;
+        }
+        const double scale = std::max(std::fabs(r), rms);
+        const double abs = std::fabs(g - r);
+        const double err = scale > 0 ? abs / scale : abs;
+        c.max_abs = std::max(c.max_abs, abs);
+        c.max_err = std::max(c.max_err, err);
+        if (err > rtol) ++c.bad;
+    }
+    c.pass = c.bad == 0 && n > 0;
+    if (nonfinite) c.note = std::to_string(nonfinite) + " non-finite";
+    if (n == 0) c.note = "empty";
+    if (c.pass && nonzero == 0) {
+        c.pass = false;  // an all-zero reference proves nothing
+        c.note = "reference all zero";
+    }
+    return c;
+}
+
+std::string Check::str() const {
+    char buf[96];
+    if (pass) {
+        std::snprintf(buf, sizeof buf, "PASS %.1e", max_err);
+    } else {
+        std::snprintf(buf, sizeof buf, "FAIL %zu/%zu %.1e", bad, count, max_err);
+    }
+    std::string s = buf;
+    if (!note.empty()) s += " (" + note + ")";
+    return s;
+}
+
+std::string Verification::status() const {
+    if (!checked) return "UNCHECKED";
+    if (reference == "self") return "REFERENCE";
+    return pass ? "PASS" : "FAIL";
+}
+
+void fill_random(std::vector<float>& v, std::uint32_t seed) {
+    std::mt19937 gen(seed);
+    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+    for (float& x : v) x = dist(gen);
+}
+
+// [SECTION] machine record
+
+std::string cpu_model() {
+    std::ifstream in("/proc/cpuinfo");
+    std::string line;
+    while (std::getline(in, line)) {
+        if (line.rfind("model name", 0) == 0) {
+            const auto colon = line.find(':');
+            if (colon != std::string::npos) return trim(line.substr(colon + 1));
+        }
+    }
+    return "unknown";
+}
+
+double load_average() {
+    std::ifstream in("/proc/loadavg");
+    double load = -1;
+    if (!(in >> load)) return -1;
+    return load;
+}
+
+CpuSample cpu_sample() {
+    CpuSample s;
+    s.wall =
+        std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+    std::ifstream in("/proc/stat");
+    std::string cpu;
+    double user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0;
+    if (!(in >> cpu >> user >> nice >> system >> idle >> iowait >> irq >> softirq >> steal) ||
+        cpu != "cpu") {
+        return s;
+    }
+    const double tick = static_cast<double>(sysconf(_SC_CLK_TCK));
+    if (tick <= 0) return s;
+    s.busy = (user + nice + system + irq + softirq) / tick;
+    s.steal = steal / tick;
+    rusage ru{};
+    if (getrusage(RUSAGE_SELF, &ru) != 0) return s;
+    auto sec = [](const timeval& tv) {
+        return static_cast<double>(tv.tv_sec) + 1e-6 * static_cast<double>(tv.tv_usec);
+    };
+    s.self = sec(ru.ru_utime) + sec(ru.ru_stime);
+    s.ok = true;
+    return s;
+}
+
+double foreign_cpu_share(const CpuSample& a, const CpuSample& b, int cpus) {
+    if (!a.ok || !b.ok || cpus <= 0) return -1;
+    const double wall = b.wall - a.wall;
+    if (wall <= 0) return -1;
+    const double foreign = (b.busy - a.busy) - (b.self - a.self) + (b.steal - a.steal);
+    return std::min(1.0, std::max(0.0, foreign) / (wall * cpus));
+}
+
+std::string local_date() {
+    const std::time_t now = std::time(nullptr);
+    std::tm tm{};
+    localtime_r(&now, &tm);
+    char buf[64];
+    std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S %Z", &tm);
+    return buf;
+}
+
+std::string utc_date() {
+    const std::time_t now = std::time(nullptr);
+    std::tm tm{};
+    gmtime_r(&now, &tm);
+    char buf[64];
+    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return buf;
+}
+
+Machine describe_machine() {
+    Machine m;
+    m.cpu = cpu_model();
+    m.logical_cpus = static_cast<int>(std::thread::hardware_concurrency());
+    {
+        std::ifstream in("/proc/cpuinfo");
+        std::string line;
+        while (std::getline(in, line)) {
+            if (line.rfind("cpu cores", 0) == 0) {
+                const auto colon = line.find(':');
+                if (colon != std::string::npos)
+                    m.physical_cores = std::atoi(line.c_str() + colon + 1);
+                break;
+            }
+        }
+    }
+    m.compiler = CONVLAB_COMPILER;
+    m.flags = trim(CONVLAB_CXX_FLAGS);
+    std::string isa;
+#if defined(__AVX512F__)
+    isa += " avx512f";
+#endif
+#if defined(__AVX2__)
+    isa += " avx2";
+#endif
+#if defined(__FMA__)
+    isa += " fma";
+#endif
+    m.engine_isa = isa.empty() ? "baseline x86-64" : isa.substr(1);
+    m.version = CONVLAB_VERSION;
+    m.commit = CONVLAB_GIT_COMMIT;
+    m.date = utc_date();
+    m.load_before = load_average();
+    return m;
+}
+
+std::string Machine::summary() const {
+    std::ostringstream s;
+    s << cpu << " (" << logical_cpus << " logical CPUs), " << threads << " thread"
+      << (threads == 1 ? "" : "s") << " | " << compiler << " " << flags << " (" << engine_isa
+      << ") | ConvLab " << version << " @ " << commit << " | " << date;
+    if (!peer.empty() && peer != "none") s << " | peer " << peer;
+    if (peak_gflops > 0) {
+        char buf[64];
+        std::snprintf(buf, sizeof buf,
+                      " | fp32 peak %.1f GFLOP/s (measured FMA loop, %.1f per thread)", peak_gflops,
+                      peak_gflops_1t);
+        s << buf;
+    }
+    return s.str();
+}
+
+std::string Machine::noise() const {
+    std::string s;
+    if (foreign_cpu >= 0) {
+        s = "other processes used " + percent(foreign_cpu) + " of the CPUs during the run";
+        if (foreign_cpu > 0.05) s += " (timings disturbed)";
+    } else {
+        s = "CPU share of other processes unknown";
+    }
+    s += "; repeats' interquartile spread (q3-q1)/median " + percent(median_spread) +
+         " (median over measurements)";
+    if (load_before >= 0) {
+        char buf[48];
+        std::snprintf(buf, sizeof buf, "; load average before %.2f", load_before);
+        s += buf;
+    }
+    return s;
+}
+
+// [SECTION] fp32 peak
+
+namespace {
+
+// Independent accumulator chains, enough to cover the FMA latency (4 cycles) times the FMA
+// ports (2) of current cores; each iteration is kChains vector FMAs on registers only.
+constexpr int kChains = 10;
+
+#if defined(__AVX512F__)
+using Vec = __m512;
+constexpr int kLanes = 16;
+inline Vec vset(float x) {
+    return _mm512_set1_ps(x);
+}
+inline Vec vfma(Vec a, Vec b, Vec c) {
+    return _mm512_fmadd_ps(a, b, c);
+}
+inline float vsum(Vec v) {
+    alignas(64) float f[16];  // not _mm512_reduce_add_ps: GCC 12 warns inside its header
+    _mm512_store_ps(f, v);
+    float s = 0;
+    for (float x : f) s += x;
+    return s;
+}
+#elif defined(__FMA__)
+using Vec = __m256;
+constexpr int kLanes = 8;
+inline Vec vset(float x) {
+    return _mm256_set1_ps(x);
+}
+inline Vec vfma(Vec a, Vec b, Vec c) {
+    return _mm256_fmadd_ps(a, b, c);
+}
+inline float vsum(Vec v) {
+    alignas(32) float f[8];
+    _mm256_store_ps(f, v);
+    float s = 0;
+    for (float x : f) s += x;
+    return s;
+}
+#else
+using Vec = float;
+constexpr int kLanes = 1;
+inline Vec vset(float x) {
+    return x;
+}
+inline Vec vfma(Vec a, Vec b, Vec c) {
+    return std::fma(a, b, c);
+}
+inline float vsum(Vec v) {
+    return v;
+}
+#endif
+
+// Runs `iters` iterations; returns a value that depends on every chain (so nothing is elided).
+float fma_chains(long iters) {
+    Vec acc[kChains];
+    for (int i = 0; i < kChains; ++i) acc[i] = vset(0.001f * static_cast<float>(i));
+    const Vec a = vset(0.999999f), b = vset(1e-7f);
+    for (long it = 0; it < iters; ++it) {
+        for (int i = 0; i < kChains; ++i) acc[i] = vfma(acc[i], a, b);
+    }
+    float s = 0;
+    for (int i = 0; i < kChains; ++i) s += vsum(acc[i]);
+    return s;
+}
+
+}  // namespace
+
+double measure_fp32_peak(int threads, double seconds) {
+    if (threads <= 0) threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+    using Clock = std::chrono::steady_clock;
+    // Many short rounds, best one kept: on a shared machine some round finds the cores free.
+    constexpr int kRounds = 12;
+    // Calibrate on one thread: iterations for about seconds / kRounds.
+    long iters = 1 << 16;
+    for (;;) {
+        const auto t0 = Clock::now();
+        volatile float sink = fma_chains(iters);
+        (void)sink;
+        const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+        if (s > seconds / (4 * kRounds) || iters > (1L << 40)) {
+            iters = static_cast<long>(static_cast<double>(iters) * (seconds / kRounds) /
+                                      std::max(s, 1e-9));
+            break;
+        }
+        iters *= 4;
+    }
+    iters = std::max(iters, 1L << 12);
+    // All threads run the same count; a round lasts from the start to the last one done.
+    double best = 0;
+    for (int round = 0; round < kRounds; ++round) {
+        std::vector<std::thread> pool;
+        std::vector<float> sinks(static_cast<std::size_t>(threads));
+        const auto t0 = Clock::now();
+        for (int t = 0; t < threads; ++t)
+            pool.emplace_back([&, t] { sinks[static_cast<std::size_t>(t)] = fma_chains(iters); });
+        for (auto& th : pool) th.join();
+        const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+        const double flops = 2.0 * kLanes * kChains * static_cast<double>(iters) * threads;
+        best = std::max(best, flops / s * 1e-9);
+        volatile float sink = sinks[0];
+        (void)sink;
+    }
+    return best;
+}
+
+}  // namespace convlab::bench

@@ -1,0 +1,383 @@
+// The benchmark runner: statistics, verification travelling with every timing, a deliberately
+// wrong algorithm caught (and a throwing one recorded), the reference fallback, the peer
+// interface (a fake peer), progress and cancel, and the results files parsed back.
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <cmath>
+#include <limits>
+#include <sstream>
+
+#include "convlab/bench.hpp"
+#include "convlab/conv.hpp"
+
+using namespace convlab;
+using namespace convlab::bench;
+
+namespace {
+
+Layer layer(const std::string& desc) {
+    Layer l;
+    l.descriptor = desc;
+    l.problem = parse_descriptor(desc);
+    return l;
+}
+
+// Two tiny layers: one with a leftover row (stride 2), one grouped.
+Config tiny_config() {
+    Config cfg;
+    cfg.layers = {layer("mb2ic3ih7oc4kh3sh2ph1n\"t:stride2\""),
+                  layer("g2mb1ic4ih5oc4kh3ph1n\"t:grouped\"")};
+    cfg.threads = 1;
+    cfg.timing.warmup = 0;
+    cfg.timing.reps = 3;
+    cfg.measure_peak = false;
+    return cfg;
+}
+
+// im2col_gemm's forward with one output element off by 1: a deliberately wrong algorithm.
+void forward_off_by_one(const Problem& p, const ConvArgs& a, Profiler* prof) {
+    find_algorithm(Pass::Forward, "im2col_gemm").run(p, a, prof);
+    a.dst[p.mb * p.oc * p.out_spatial() / 2] += 1.0f;
+}
+
+void forward_throws(const Problem&, const ConvArgs&, Profiler*) {
+    throw Error("deliberate failure");
+}
+
+// A peer computed with the engine's direct loops (so its result is right), or wrong on purpose.
+class FakePeer final : public PeerConv {
+  public:
+    FakePeer(const Problem& p, bool wrong) : p_(p), wrong_(wrong) {}
+    bool has(Pass pass) const override { return pass != Pass::BackwardWeight; }
+    std::string error(Pass) const override { return "fake peer has no bwd_weight"; }
+    std::string impl(Pass) const override { return "fake:direct"; }
+    void set_inputs(const float* src, const float* wei, const float* diff_dst) override {
+        src_ = src;
+        wei_ = wei;
+        diff_dst_ = diff_dst;
+    }
+    void run(Pass pass) override {
+        ConvArgs a;
+        if (pass == Pass::Forward) {
+            out_.assign(static_cast<std::size_t>(p_.mb * p_.oc * p_.out_spatial()), 0.f);
+            a.src = src_;
+            a.wei = wei_;
+            a.dst = out_.data();
+        } else {
+            out_.assign(static_cast<std::size_t>(p_.mb * p_.ic * p_.in_spatial()), 0.f);
+            a.diff_dst = diff_dst_;
+            a.wei = wei_;
+            a.diff_src = out_.data();
+        }
+        find_algorithm(pass, "direct").run(p_, a, nullptr);
+        if (wrong_) out_[0] *= -2.0f;
+    }
+    void output(Pass, float* plain) override { std::copy(out_.begin(), out_.end(), plain); }
+
+  private:
+    Problem p_;
+    bool wrong_;
+    const float *src_ = nullptr, *wei_ = nullptr, *diff_dst_ = nullptr;
+    std::vector<float> out_;
+};
+
+PeerSpec fake_peer(bool wrong) {
+    PeerSpec s;
+    s.name = "fake";
+    s.description = "fake peer (engine direct loops)";
+    s.create = [wrong](const Problem& p, const std::vector<Pass>&) -> std::unique_ptr<PeerConv> {
+        return std::make_unique<FakePeer>(p, wrong);
+    };
+    return s;
+}
+
+}  // namespace
+
+TEST_CASE("bench: summarize gives median, min, max and quartiles") {
+    // Odd count {1..5} s (shuffled): median 3, quartiles 2 and 4 (linear interpolation).
+    Stats s = summarize({0.003, 0.001, 0.005, 0.002, 0.004});
+    CHECK(s.runs == 5);
+    CHECK(s.median_ms == doctest::Approx(3.0));
+    CHECK(s.min_ms == doctest::Approx(1.0));
+    CHECK(s.max_ms == doctest::Approx(5.0));
+    CHECK(s.q1_ms == doctest::Approx(2.0));
+    CHECK(s.q3_ms == doctest::Approx(4.0));
+    CHECK(s.spread() == doctest::Approx(2.0 / 3.0));
+    // Even count {1, 2, 3, 4}: median 2.5; quartiles at positions 0.75 and 2.25: 1.75 and 3.25.
+    s = summarize({0.004, 0.001, 0.003, 0.002});
+    CHECK(s.median_ms == doctest::Approx(2.5));
+    CHECK(s.q1_ms == doctest::Approx(1.75));
+    CHECK(s.q3_ms == doctest::Approx(3.25));
+    CHECK(summarize({}).runs == 0);
+    // measure() honours an exact repetition count and the warm-up runs.
+    int calls = 0;
+    TimingRule rule;
+    rule.warmup = 2;
+    rule.reps = 4;
+    CHECK(measure(rule, [&] { ++calls; }).runs == 4);
+    CHECK(calls == 6);
+}
+
+TEST_CASE("bench: compare reports max abs and rel error, NaN and an all-zero reference") {
+    const std::vector<float> ref{1, -2, 4, 0.5f};
+    std::vector<float> got = ref;
+    Check c = compare(got.data(), ref.data(), ref.size(), 1e-6);
+    CHECK(c.pass);
+    CHECK(c.max_abs == 0);
+    got[2] = 4.5f;  // |err| 0.5; scale max(|4|, rms) = 4: rel 0.125
+    c = compare(got.data(), ref.data(), ref.size(), 1e-3);
+    CHECK_FALSE(c.pass);
+    CHECK(c.bad == 1);
+    CHECK(c.max_abs == doctest::Approx(0.5));
+    CHECK(c.max_err == doctest::Approx(0.125));
+    got = ref;
+    got[0] = std::numeric_limits<float>::quiet_NaN();
+    CHECK_FALSE(compare(got.data(), ref.data(), ref.size(), 1e-3).pass);
+    const std::vector<float> zeros(4, 0.f);
+    c = compare(zeros.data(), zeros.data(), 4, 1e-3);
+    CHECK_FALSE(c.pass);
+    CHECK(c.note == "reference all zero");
+}
+
+TEST_CASE("bench: every measurement carries a passing check against direct, and its operations") {
+    Config cfg = tiny_config();
+    const Results r = run(cfg);
+    // 2 layers x (fwd: im2col_gemm; bwd_data: col2im, via_forward; bwd_weight: im2col_gemm,
+    // via_forward) at least; other helpers' algorithms may add more.
+    CHECK(r.rows.size() >= 2 * 5);
+    CHECK(r.layers.size() == 2);
+    for (const Measurement& m : r.rows) {
+        CAPTURE(m.algorithm);
+        CAPTURE(pass_name(m.pass));
+        CHECK(m.ran);
+        CHECK(m.check.checked);
+        CHECK(m.check.pass);
+        CHECK(m.check.reference == "direct");
+        CHECK(m.check.max_rel <= cfg.rtol);
+        CHECK(m.total.runs == 3);
+        CHECK(m.total.min_ms <= m.total.median_ms);
+        CHECK(m.total.median_ms <= m.total.max_ms);
+        CHECK(m.flops == doctest::Approx(cfg.layers[m.layer].problem.flops()));
+        CHECK(m.gflops() > 0);
+        CHECK_FALSE(m.ops.empty());
+        double ops = 0;
+        for (const auto& op : m.ops) ops += op.time.min_ms;
+        CHECK(ops <= m.total.max_ms * 1.0001);  // spans lie inside the call
+    }
+    const Measurement* col2im = r.find(0, Pass::BackwardData, "col2im");
+    REQUIRE(col2im);
+    bool has_gemm = false, has_col2im = false;
+    for (const auto& op : col2im->ops) {
+        has_gemm |= op.name == "gemm";
+        has_col2im |= op.name == "col2im";
+    }
+    CHECK(has_gemm);
+    CHECK(has_col2im);
+    CHECK(r.failed() == 0);
+    CHECK(r.verification_summary().find("all ") == 0);
+    CHECK(r.machine.threads == 1);
+    CHECK(r.machine.commit.size() > 0);
+}
+
+TEST_CASE("bench: a deliberately wrong algorithm is caught; a throwing one is recorded") {
+    Config cfg = tiny_config();
+    cfg.passes = {Pass::Forward};
+    cfg.extra_algorithms = {{Pass::Forward, "off_by_one", "wrong on purpose", forward_off_by_one},
+                            {Pass::Forward, "throws", "throws on purpose", forward_throws}};
+    cfg.algos = {"im2col_gemm", "off_by_one", "throws"};
+    const Results r = run(cfg);
+    REQUIRE(r.rows.size() == 6);
+    for (std::size_t li = 0; li < 2; ++li) {
+        const Measurement* good = r.find(li, Pass::Forward, "im2col_gemm");
+        const Measurement* bad = r.find(li, Pass::Forward, "off_by_one");
+        const Measurement* err = r.find(li, Pass::Forward, "throws");
+        REQUIRE(good);
+        REQUIRE(bad);
+        REQUIRE(err);
+        CHECK(good->valid());
+        CHECK(bad->ran);
+        CHECK(bad->check.checked);
+        CHECK_FALSE(bad->check.pass);
+        CHECK_FALSE(bad->valid());
+        CHECK(bad->check.status() == "FAIL");
+        CHECK(bad->check.max_abs == doctest::Approx(1.0).epsilon(1e-3));
+        CHECK_FALSE(err->ran);
+        CHECK_FALSE(err->valid());
+        CHECK(err->error.find("deliberate failure") != std::string::npos);
+    }
+    CHECK(r.failed() == 4);
+    CHECK(r.verification_summary().find("FAILED") != std::string::npos);
+}
+
+TEST_CASE("bench: above the direct limit the reference is a named second algorithm, said so") {
+    Config cfg = tiny_config();
+    cfg.passes = {Pass::Forward, Pass::BackwardData};
+    cfg.direct_max_flops = 0;  // every layer "too big" for direct; no peer
+    const Results r = run(cfg);
+    const Measurement* first = r.find(0, Pass::Forward, "im2col_gemm");
+    REQUIRE(first);
+    CHECK(first->check.status() == "REFERENCE");  // it is the reference itself
+    const Measurement* via = r.find(0, Pass::BackwardData, "via_forward");
+    REQUIRE(via);
+    CHECK(via->check.reference == "algo:col2im");
+    CHECK(via->check.note.find("direct loops skipped") != std::string::npos);
+    CHECK(via->valid());
+    // A named reference must exist in every selected pass.
+    cfg.reference = "nonexistent";
+    CHECK_THROWS_AS(run(cfg), Error);
+}
+
+TEST_CASE("bench: the peer is timed in the same run and checked like the engine") {
+    Config cfg = tiny_config();
+    cfg.peer = fake_peer(false);
+    Results r = run(cfg);
+    const Measurement* pf = r.find(0, Pass::Forward, "fake");
+    REQUIRE(pf);
+    CHECK(pf->peer);
+    CHECK(pf->valid());
+    CHECK(pf->impl == "fake:direct");
+    const Measurement* pw = r.find(0, Pass::BackwardWeight, "fake");
+    REQUIRE(pw);
+    CHECK_FALSE(pw->ran);  // the fake peer has no bwd_weight: recorded, not plotted
+    CHECK(pw->error == "fake peer has no bwd_weight");
+    CHECK(r.machine.peer == "fake peer (engine direct loops)");
+    // Reference "peer": the engine is checked against the peer's result.
+    cfg.passes = {Pass::Forward};
+    cfg.reference = "peer";
+    r = run(cfg);
+    const Measurement* e = r.find(1, Pass::Forward, "im2col_gemm");
+    REQUIRE(e);
+    CHECK(e->check.reference == "peer:fake");
+    CHECK(e->valid());
+    // A wrong peer fails its check against direct.
+    cfg.reference = "auto";
+    cfg.peer = fake_peer(true);
+    r = run(cfg);
+    const Measurement* wrong = r.find(0, Pass::Forward, "fake");
+    REQUIRE(wrong);
+    CHECK(wrong->ran);
+    CHECK_FALSE(wrong->valid());
+}
+
+TEST_CASE("bench: progress reaches the total; cancel stops early") {
+    Config cfg = tiny_config();
+    std::vector<std::size_t> seen;
+    std::size_t total = 0;
+    cfg.progress = [&](const Config::Progress& p) {
+        seen.push_back(p.done);
+        total = p.total;
+        REQUIRE(p.results);
+        CHECK(p.results->rows.size() == p.done);  // partial results arrive with the progress
+    };
+    Results r = run(cfg);
+    REQUIRE_FALSE(seen.empty());
+    CHECK(seen.back() == total);
+    CHECK(total == r.rows.size());
+    for (std::size_t i = 1; i < seen.size(); ++i) CHECK(seen[i] == seen[i - 1] + 1);
+    CHECK_FALSE(r.cancelled);
+
+    std::atomic<bool> stop{false};
+    cfg.cancel = &stop;
+    cfg.progress = [&](const Config::Progress& p) {
+        if (p.done == 2) stop = true;
+    };
+    r = run(cfg);
+    CHECK(r.cancelled);
+    CHECK(r.rows.size() == 2);
+    CHECK(r.verification_summary().find("CANCELLED") != std::string::npos);
+}
+
+TEST_CASE("bench: bad configurations are rejected before measuring") {
+    Config cfg = tiny_config();
+    cfg.algos = {"no_such_algo"};
+    CHECK_THROWS_WITH_AS(run(cfg), doctest::Contains("algos: 'no_such_algo'"), Error);
+    cfg = tiny_config();
+    cfg.passes = {Pass::BackwardBias};
+    CHECK_THROWS_AS(run(cfg), Error);
+    cfg = tiny_config();
+    cfg.layers.clear();
+    CHECK_THROWS_AS(run(cfg), Error);
+    cfg = tiny_config();
+    cfg.reference = "peer";
+    CHECK_THROWS_WITH_AS(run(cfg), doctest::Contains("peer"), Error);
+}
+
+TEST_CASE("bench: CSV and JSON results parse back to the same results") {
+    Config cfg = tiny_config();
+    cfg.passes = {Pass::Forward, Pass::BackwardData};
+    cfg.extra_algorithms = {{Pass::Forward, "off_by_one", "wrong on purpose", forward_off_by_one}};
+    cfg.algos = {"im2col_gemm", "off_by_one", "col2im"};
+    cfg.peer = fake_peer(false);
+    cfg.command = "convlab bench --shapes \"odd, name\".txt --out x";
+    const Results r = run(cfg);
+    std::ostringstream csv, json;
+    write_csv(r, csv);
+    write_json(r, json);
+    for (int which = 0; which < 2; ++which) {
+        CAPTURE(which);
+        std::istringstream in(which ? json.str() : csv.str());
+        const Results b = which ? read_json(in) : read_csv(in);
+        CHECK(b.command == r.command);
+        CHECK(b.machine.cpu == r.machine.cpu);
+        CHECK(b.machine.commit == r.machine.commit);
+        CHECK(b.machine.flags == r.machine.flags);
+        CHECK(b.machine.foreign_cpu == r.machine.foreign_cpu);
+        CHECK(b.rtol == r.rtol);
+        CHECK(b.timing.reps == r.timing.reps);
+        REQUIRE(b.layers.size() == r.layers.size());
+        for (std::size_t i = 0; i < r.layers.size(); ++i) {
+            CHECK(b.layers[i].name == r.layers[i].name);
+            CHECK(b.layers[i].descriptor == r.layers[i].descriptor);
+        }
+        REQUIRE(b.rows.size() == r.rows.size());
+        for (std::size_t i = 0; i < r.rows.size(); ++i) {
+            const Measurement& x = r.rows[i];
+            const Measurement& y = b.rows[i];
+            CHECK(y.algorithm == x.algorithm);
+            CHECK(y.pass == x.pass);
+            CHECK(y.peer == x.peer);
+            CHECK(y.valid() == x.valid());
+            CHECK(y.check.status() == x.check.status());
+            CHECK(y.check.max_abs == x.check.max_abs);
+            CHECK(y.check.max_rel == x.check.max_rel);
+            CHECK(y.check.reference == x.check.reference);
+            CHECK(y.total.median_ms == x.total.median_ms);
+            CHECK(y.total.q3_ms == x.total.q3_ms);
+            CHECK(y.total.runs == x.total.runs);
+            CHECK(y.flops == x.flops);
+            REQUIRE(y.ops.size() == x.ops.size());
+            for (std::size_t k = 0; k < x.ops.size(); ++k) {
+                CHECK(y.ops[k].name == x.ops[k].name);
+                CHECK(y.ops[k].time.median_ms == x.ops[k].time.median_ms);
+            }
+        }
+        CHECK(b.failed() == r.failed());
+    }
+    // One row per (layer, pass, algorithm, operation): total + each operation.
+    std::size_t expected = 0;
+    for (const Measurement& m : r.rows) expected += 1 + m.ops.size();
+    std::size_t lines = 0;
+    std::istringstream in(csv.str());
+    for (std::string l; std::getline(in, l);) lines += l.empty() || l[0] == '#' ? 0 : 1;
+    CHECK(lines == expected + 1);  // + the header
+
+    // Damaged files: a clear error, not a crash.
+    std::string broken = csv.str();
+    broken.replace(broken.find(",fwd,"), 5, ",fwx,");
+    std::istringstream bad_csv(broken);
+    CHECK_THROWS_WITH_AS(read_csv(bad_csv), doctest::Contains("pass"), Error);
+    std::istringstream bad_json(json.str().substr(0, json.str().size() / 2));
+    CHECK_THROWS_WITH_AS(read_json(bad_json), doctest::Contains("JSON"), Error);
+}
+
+TEST_CASE("bench: the measured fp32 peak is positive and the machine record is filled") {
+    const double peak = measure_fp32_peak(1, 0.02);
+    CHECK(peak > 0.1);
+    const Machine m = describe_machine();
+    CHECK_FALSE(m.cpu.empty());
+    CHECK(m.logical_cpus >= 1);
+    CHECK_FALSE(m.compiler.empty());
+    CHECK(m.date.size() == 20);  // 2025-01-31T13:05:09Z
+    CHECK(m.summary().find(m.cpu) != std::string::npos);
+}

@@ -1,0 +1,363 @@
+// Charts: the model built from hand-made results (ratios, win count, stacking, FAIL marks never
+// plotted, hover lookup), and headless export: SVG parses as XML, PNG decodes, PDF has pages.
+// Also `convlab bench` end to end on a tiny shape file.
+#include <doctest/doctest.h>
+
+#include <cairo.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+
+#include "charts/chart.hpp"
+#include "charts/chart_export.hpp"
+#include "cli/cli.hpp"
+#include "cli/cmd_bench.hpp"
+#include "convlab/bench.hpp"
+
+using namespace convlab;
+using namespace convlab::charts;
+using convlab::bench::Measurement;
+using convlab::bench::Results;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct TempDir {
+    fs::path path;
+    TempDir() {
+        static int counter = 0;
+        path = fs::temp_directory_path() /
+               ("convlab_charts_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
+        fs::remove_all(path);
+        fs::create_directories(path);
+    }
+    ~TempDir() {
+        std::error_code ec;
+        fs::remove_all(path, ec);
+    }
+};
+
+Measurement row(std::size_t layer, Pass pass, const std::string& algo, double ms, bool pass_ok,
+                std::vector<std::pair<std::string, double>> ops = {}) {
+    Measurement m;
+    m.layer = layer;
+    m.pass = pass;
+    m.algorithm = algo;
+    m.ran = true;
+    m.check.checked = true;
+    m.check.pass = pass_ok;
+    m.check.reference = "direct";
+    m.total.median_ms = m.total.min_ms = m.total.max_ms = m.total.q1_ms = m.total.q3_ms = ms;
+    m.total.runs = 3;
+    m.flops = 2e6;
+    for (auto& [name, t] : ops) {
+        bench::Stats s;
+        s.median_ms = s.min_ms = s.max_ms = s.q1_ms = s.q3_ms = t;
+        s.runs = 3;
+        m.ops.push_back({name, s});
+    }
+    return m;
+}
+
+// Three layers. fwd im2col_gemm: 1, 2, 1 ms. bwd_data col2im: 2, 1, 3 ms; via_forward: 1, 4, 2
+// ms, but layer 1's via_forward failed its check. So via_forward beats col2im in layers 0 and 2
+// of the 2 where both were verified.
+Results sample() {
+    Results r;
+    r.layers = {{"t:a", "mb1ic2ih5oc2kh3"}, {"t:b", "mb1ic2ih6oc2kh3"}, {"t:c", "mb1ic2ih7oc2kh3"}};
+    r.rtol = 1e-4;
+    r.batch = 1;
+    r.command = "convlab bench --shapes x.txt --out y";
+    r.machine.cpu = "Test CPU";
+    r.machine.threads = 2;
+    r.machine.peak_gflops = 50;
+    const double fwd[] = {1, 2, 1}, col[] = {2, 1, 3}, via[] = {1, 4, 2};
+    for (std::size_t i = 0; i < 3; ++i) {
+        r.rows.push_back(row(i, Pass::Forward, "im2col_gemm", fwd[i], true,
+                             {{"im2col", 0.25 * fwd[i]}, {"gemm", 0.5 * fwd[i]}}));
+        r.rows.push_back(row(i, Pass::BackwardData, "col2im", col[i], true,
+                             {{"gemm", 0.5 * col[i]}, {"col2im", 0.5 * col[i]}}));
+        r.rows.push_back(row(i, Pass::BackwardData, "via_forward", via[i], i != 1,
+                             {{"zero-insert", 0.1 * via[i]}, {"gemm", 0.8 * via[i]}}));
+    }
+    return r;
+}
+
+// A minimal XML well-formedness check: declarations, comments, elements with quoted attributes,
+// balanced start and end tags, one root element. Returns "" or what is wrong.
+std::string xml_error(const std::string& s) {
+    std::vector<std::string> stack;
+    std::size_t i = 0;
+    int roots = 0;
+    while (i < s.size()) {
+        if (s[i] != '<') {
+            if (stack.empty() && !std::isspace(static_cast<unsigned char>(s[i])))
+                return "text outside the root at " + std::to_string(i);
+            ++i;
+            continue;
+        }
+        if (s.compare(i, 4, "<!--") == 0) {
+            const auto e = s.find("-->", i);
+            if (e == std::string::npos) return "unterminated comment";
+            i = e + 3;
+            continue;
+        }
+        if (s.compare(i, 2, "<?") == 0 || s.compare(i, 2, "<!") == 0) {
+            const auto e = s.find('>', i);
+            if (e == std::string::npos) return "unterminated declaration";
+            i = e + 1;
+            continue;
+        }
+        const bool closing = s.compare(i, 2, "</") == 0;
+        std::size_t j = i + (closing ? 2 : 1);
+        const std::size_t name_start = j;
+        while (j < s.size() && !std::isspace(static_cast<unsigned char>(s[j])) && s[j] != '>' &&
+               s[j] != '/')
+            ++j;
+        const std::string name = s.substr(name_start, j - name_start);
+        if (name.empty()) return "empty tag name at " + std::to_string(i);
+        // Attributes: name="value" or name='value'.
+        bool self_closing = false;
+        for (;;) {
+            while (j < s.size() && std::isspace(static_cast<unsigned char>(s[j]))) ++j;
+            if (j >= s.size()) return "unterminated tag " + name;
+            if (s[j] == '>') {
+                ++j;
+                break;
+            }
+            if (s.compare(j, 2, "/>") == 0) {
+                self_closing = true;
+                j += 2;
+                break;
+            }
+            if (closing) return "attribute in end tag " + name;
+            const std::size_t eq = s.find('=', j);
+            if (eq == std::string::npos || eq + 1 >= s.size()) return "attribute without value";
+            const char q = s[eq + 1];
+            if (q != '"' && q != '\'') return "unquoted attribute in " + name;
+            const std::size_t end = s.find(q, eq + 2);
+            if (end == std::string::npos) return "unterminated attribute in " + name;
+            if (s.substr(eq + 2, end - eq - 2).find('<') != std::string::npos)
+                return "'<' in an attribute of " + name;
+            j = end + 1;
+        }
+        if (closing) {
+            if (stack.empty() || stack.back() != name) return "mismatched end tag </" + name + ">";
+            stack.pop_back();
+        } else if (!self_closing) {
+            if (stack.empty()) ++roots;
+            stack.push_back(name);
+        } else if (stack.empty()) {
+            ++roots;
+        }
+        i = j;
+    }
+    if (!stack.empty()) return "unclosed element <" + stack.back() + ">";
+    if (roots != 1) return std::to_string(roots) + " root elements";
+    return "";
+}
+
+std::string slurp(const fs::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+}  // namespace
+
+TEST_CASE("charts: the tiny XML checker rejects broken documents") {
+    CHECK(xml_error("<?xml version=\"1.0\"?><svg a=\"1\"><g><path d='M 0'/></g></svg>") == "");
+    CHECK(xml_error("<svg><g></svg>") != "");
+    CHECK(xml_error("<svg a=1></svg>") != "");
+    CHECK(xml_error("<svg></svg><svg></svg>") != "");
+    CHECK(xml_error("<svg>") != "");
+}
+
+TEST_CASE("charts: nice ticks at 1-2-5 steps cover the range") {
+    double lo = 0, hi = 7.3;  // raw step 7.3/6 = 1.22 -> step 2: 0, 2, 4, 6, 8
+    const auto t = nice_ticks(lo, hi);
+    REQUIRE(t.size() == 5);
+    CHECK(t.front().value == 0);
+    CHECK(t.back().value == doctest::Approx(8));
+    CHECK(t[1].label == "2");
+    CHECK(hi == doctest::Approx(8));
+    double a = 0, b = 0.37;  // raw 0.0617 -> step 0.1: 0 .. 0.4
+    const auto u = nice_ticks(a, b);
+    CHECK(u.size() == 5);
+    CHECK(u[3].label == "0.3");
+}
+
+TEST_CASE("charts: relative time per layer, the win count, and FAIL never plotted") {
+    const Results r = sample();
+    const Chart c = relative_time_chart(r);
+    CHECK(c.x.categories == std::vector<std::string>{"a", "b", "c"});
+    REQUIRE(c.series.size() == 2);  // col2im, via_forward (no peer)
+    const Series& col = c.series[0];
+    const Series& via = c.series[1];
+    CHECK(col.name == "col2im");
+    REQUIRE(col.marks.size() == 3);
+    // col2im / forward: 2/1, 1/2, 3/1.
+    CHECK(col.marks[0].y1 == doctest::Approx(2.0));
+    CHECK(col.marks[1].y1 == doctest::Approx(0.5));
+    CHECK(col.marks[2].y1 == doctest::Approx(3.0));
+    REQUIRE(via.marks.size() == 3);
+    CHECK(via.marks[0].kind == MarkKind::Bar);
+    CHECK(via.marks[1].kind == MarkKind::Failed);  // its check failed: no bar, no value
+    CHECK(via.marks[1].y1 == c.y.min);
+    CHECK(via.marks[1].hover.find("not plotted") != std::string::npos);
+    CHECK(via.marks[2].y1 == doctest::Approx(2.0));
+    // The bars of one layer sit side by side inside the layer's category [i, i+1).
+    CHECK(col.marks[1].x0 >= 1.0);
+    CHECK(col.marks[1].x1 <= via.marks[1].x0);
+    CHECK(via.marks[1].x1 <= 2.0);
+    REQUIRE(c.annotations.size() >= 1);
+    CHECK(c.annotations[0].find("in 2 of 2 layers") != std::string::npos);
+    CHECK(c.failed == 1);
+    CHECK(c.plotted == 5);
+    CHECK_FALSE(c.verified);
+    REQUIRE(c.footer.size() == 4);
+    CHECK(c.footer[0].find("NOT ALL VERIFIED") == 0);
+    CHECK(c.footer[1].find("Test CPU") != std::string::npos);
+    CHECK(c.footer[3].find(r.command) != std::string::npos);
+    const WinCount w = count_wins(r, Pass::BackwardData, "via_forward", "col2im");
+    CHECK(w.wins == 2);
+    CHECK(w.compared == 2);
+    CHECK(w.winners == std::vector<std::string>{"a", "c"});
+    CHECK(c.y.max >= 3.0);
+    // Hover: the middle of layer c's col2im bar finds exactly that mark.
+    const Mark& m = col.marks[2];
+    const auto hit = c.hit(0.5 * (m.x0 + m.x1), 1.5, 0.01, 0.01);
+    REQUIRE(hit);
+    CHECK(hit->first == 0);
+    CHECK(hit->second == 2);
+    CHECK(c.series[hit->first].marks[hit->second].hover.find("3.00x forward") != std::string::npos);
+    CHECK_FALSE(c.hit(0.5 * (m.x0 + m.x1), 3.5, 0.01, 0.01));
+}
+
+TEST_CASE("charts: operation shares stack to 100 percent, with the untimed rest as 'other'") {
+    const Results r = sample();
+    const Chart c = operation_share_chart(r, Pass::Forward);
+    // im2col 25% + gemm 50% + other 25% per layer.
+    double sum[3] = {0, 0, 0};
+    bool saw_other = false;
+    for (const Series& s : c.series) {
+        for (const Mark& m : s.marks) {
+            REQUIRE(m.kind == MarkKind::Bar);
+            const auto li = static_cast<std::size_t>(m.x0);
+            sum[li] += m.y1 - m.y0;
+            if (s.name == "other") {
+                saw_other = true;
+                CHECK(m.y1 - m.y0 == doctest::Approx(25.0));
+            }
+            if (s.name == "gemm") CHECK(m.y1 - m.y0 == doctest::Approx(50.0));
+        }
+    }
+    CHECK(saw_other);
+    for (double x : sum) CHECK(x == doctest::Approx(100.0));
+    // bwd_data: the failed via_forward of layer 1 is a FAIL mark, not a stack.
+    const Chart d = operation_share_chart(r, Pass::BackwardData);
+    CHECK(d.failed == 1);
+}
+
+TEST_CASE("charts: GFLOP/s bars with the measured peak as a reference line") {
+    const Results r = sample();
+    const Chart c = gflops_chart(r, Pass::Forward);
+    REQUIRE(c.series.size() == 1);
+    // 2e6 flop in 1 ms = 2 GFLOP/s; in 2 ms = 1 GFLOP/s.
+    CHECK(c.series[0].marks[0].y1 == doctest::Approx(2.0));
+    CHECK(c.series[0].marks[1].y1 == doctest::Approx(1.0));
+    REQUIRE(c.ref_lines.size() == 1);
+    CHECK(c.ref_lines[0].y == 50);
+    CHECK(c.y.max >= 50);
+    CHECK(standard_charts(r).size() == 1 + 2 + 2);
+}
+
+TEST_CASE("charts: export to SVG (XML), PNG (decodes) and PDF (has a page), headless") {
+    TempDir dir;
+    const Results r = sample();
+    for (const Chart& c : standard_charts(r)) {
+        CAPTURE(c.id);
+        const auto paths = export_chart_all(c, dir.path.string());
+        REQUIRE(paths.size() == 3);
+        const std::string svg = slurp(dir.path / (c.id + ".svg"));
+        CHECK(svg.find("<svg") != std::string::npos);
+        CHECK(xml_error(svg) == "");
+        cairo_surface_t* png =
+            cairo_image_surface_create_from_png((dir.path / (c.id + ".png")).c_str());
+        CHECK(cairo_surface_status(png) == CAIRO_STATUS_SUCCESS);
+        CHECK(cairo_image_surface_get_width(png) == 1920);
+        CHECK(cairo_image_surface_get_height(png) == 1080);
+        cairo_surface_destroy(png);
+        const std::string pdf = slurp(dir.path / (c.id + ".pdf"));
+        CHECK(pdf.rfind("%PDF-", 0) == 0);
+        CHECK(pdf.find("/Type /Page") != std::string::npos);
+        CHECK(pdf.find("%%EOF") != std::string::npos);
+    }
+    // An unwritable path: an Error naming it, and no file left behind.
+    const Chart c = gflops_chart(r, Pass::Forward);
+    CHECK_THROWS_AS(export_chart(c, (dir.path / "no" / "such" / "x.svg").string(), Format::Svg),
+                    Error);
+}
+
+TEST_CASE("charts: convlab bench writes verified CSV, JSON and charts; bad input is status 2") {
+    TempDir dir;
+    const fs::path shapes = dir.path / "tiny.txt";
+    std::ofstream(shapes) << "# two tiny layers\nmb1ic2ih6oc3kh3ph1n\"tiny:a\"\n"
+                             "mb2ic3ih7oc2kh3sh2ph1n\"tiny:b\"  # stride 2, r = 1\n";
+    const std::string out = (dir.path / "out").string();
+    std::ostringstream o, e;
+    const int status =
+        run_cli({"bench", "--shapes", shapes.string(), "--batch", "1", "--passes", "fwd,bwd_data",
+                 "--algos", "im2col_gemm,col2im,via_forward", "--peer", "none", "--threads", "1",
+                 "--warmup", "0", "--reps", "2", "--out", out},
+                o, e);
+    CAPTURE(e.str());
+    REQUIRE(status == 0);
+    CHECK(o.str().find("via_forward faster than col2im in") != std::string::npos);
+    for (const char* f :
+         {"results.csv", "results.json", "relative_bwd_data.svg", "relative_bwd_data.png",
+          "relative_bwd_data.pdf", "ops_fwd.png", "gflops_bwd_data.pdf"})
+        CHECK(fs::exists(fs::path(out) / f));
+    std::ifstream csv(fs::path(out) / "results.csv");
+    const Results r = bench::read_csv(csv);
+    CHECK(r.rows.size() == 2 * 3);
+    CHECK(r.failed() == 0);
+    CHECK(r.command.find("--shapes") != std::string::npos);
+    std::ifstream json(fs::path(out) / "results.json");
+    CHECK(bench::read_json(json).rows.size() == r.rows.size());
+
+    std::ostringstream o2, e2;
+    CHECK(run_cli({"bench", "--shapes", shapes.string(), "--peer", "bogus", "--out", out}, o2,
+                  e2) == 2);
+    CHECK(e2.str().rfind("convlab: ", 0) == 0);
+    CHECK(e2.str().find("--peer") != std::string::npos);
+    std::ostringstream o3, e3;
+    CHECK(run_cli({"bench", "--shapes", (dir.path / "missing.txt").string(), "--out", out}, o3,
+                  e3) == 2);
+    CHECK(e3.str().find("missing.txt") != std::string::npos);
+    std::ostringstream o4, e4;
+    CHECK(run_cli({"bench", "--shapes", shapes.string(), "--algos", "nope", "--peer", "none",
+                   "--out", out},
+                  o4, e4) == 2);
+    CHECK(e4.str().find("nope") != std::string::npos);
+}
+
+TEST_CASE("charts: write_quick_timings writes a verified quick run to a folder (in-process)") {
+    TempDir dir;
+    const std::string out = (dir.path / "quick").string();
+    std::ostringstream log;
+    const int status = convlab::cli::write_quick_timings(out, log);
+    CAPTURE(log.str());
+    REQUIRE(status != 2);
+    std::ifstream json(fs::path(out) / "results.json");
+    const Results r = bench::read_json(json);
+    CHECK(r.rows.size() > 0);
+    CHECK(r.layers.size() == 6);  // assets/shapes/classroom.txt
+    // 0: everything verified; 1: some measurement failed and is marked so (an algorithm's bug).
+    CHECK((status == 0) == (r.failed() == 0));
+    CHECK(fs::exists(fs::path(out) / "relative_bwd_data.png"));
+    CHECK(fs::exists(fs::path(out) / "gflops_fwd.pdf"));
+    CHECK(log.str().find("verification: ") != std::string::npos);
+}
