@@ -182,28 +182,33 @@ void conv_tensors(const Step& s, StepResult& r) {
         "Strided(dY) padded by (k-1)d - pb before and (k-1)d - pe + r after (negative: crop)",
         std::move(padded));
     if (q.validate().empty()) {
-        const Tensor& pd = r.find("diff_dst_padded")->value;
+        const Tensor pd = r.find("diff_dst_padded")->value;
         add(r, "diff_src_via_forward",
             "dL/dX as a stride-1 forward convolution of the padded Strided(dY) with FlipRot(W)",
             forward(q, pd, fliprot, nullptr, "direct"));
     }
     add(r, "wei_fliprot", "FlipRot(W) (C, K/G, k...): channels swapped, kernel reversed",
         std::move(fliprot));
-    add(r, "src_tnc", "TNC(X): X as (C, N, in...)", run_map(maps::tnc_src(p), r.find("src")->value));
-    add(r, "diff_dst_tnc", "TNC(dY): dY as (K, N, out...)",
-        run_map(maps::tnc_diff_dst(p), r.find("diff_dst")->value));
+    Tensor src_tnc = run_map(maps::tnc_src(p), r.find("src")->value);
+    add(r, "src_tnc", "TNC(X): X as (C, N, in...)", std::move(src_tnc));
+    Tensor diff_dst_tnc = run_map(maps::tnc_diff_dst(p), r.find("diff_dst")->value);
+    add(r, "diff_dst_tnc", "TNC(dY): dY as (K, N, out...)", std::move(diff_dst_tnc));
 
     for (const std::string& c : s.compare) {
         const auto colon = c.find(':');
         const Pass pass = parse_pass(c.substr(0, colon));
         const std::string algo = c.substr(colon + 1);
-        const Tensor& x = r.find("src")->value;
-        const Tensor& w = r.find("wei")->value;
-        const Tensor& dy = r.find("diff_dst")->value;
+        // Copies: add() grows r.tensors, which would leave references dangling.
+        const Tensor x = r.find("src")->value;
+        const Tensor w = r.find("wei")->value;
+        const Tensor dy = r.find("diff_dst")->value;
         switch (pass) {
             case Pass::Forward:
+            {
+                const Tensor b = bias_data ? r.find("bias")->value : Tensor{};
                 add(r, "dst." + algo, "Y by " + algo,
-                    forward(p, x, w, bias_data ? &r.find("bias")->value : nullptr, algo));
+                    forward(p, x, w, bias_data ? &b : nullptr, algo));
+            }
                 break;
             case Pass::BackwardData:
                 add(r, "diff_src." + algo, "dL/dX by " + algo, backward_data(p, dy, w, algo));
@@ -219,9 +224,10 @@ void conv_tensors(const Step& s, StepResult& r) {
 
     // DaVinci tensors for the fractal and tnc views (and DaVinci maps).
     if (s.view == "fractal" || s.view == "tnc" || is_davinci_map(s.map)) {
-        const Tensor& x = r.find("src")->value;
-        const Tensor& w = r.find("wei")->value;
-        const Tensor& dy = r.find("diff_dst")->value;
+        // Copies: add() grows r.tensors, which would leave references dangling.
+        const Tensor x = r.find("src")->value;
+        const Tensor w = r.find("wei")->value;
+        const Tensor dy = r.find("diff_dst")->value;
         const dim_t c0 = s.c0;
         add(r, "src_nc1hwc0", "X packed to NC1HWC0 / NDC1HWC0 storage (C0 = " +
                                   std::to_string(c0) + "), padding lanes zero",
