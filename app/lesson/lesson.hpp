@@ -68,6 +68,7 @@ struct Check {
     std::vector<dim_t> at;           // index prefix into it; empty = the whole tensor
     InlineTensor equals;             // a number, or nested arrays of the selected block's shape
     std::string equals_tensor;       // or: every element equals this other named tensor
+    std::vector<dim_t> equals_at;    // index prefix into equals_tensor; empty = all of it
     double within = 1e-6;            // |got - expected| <= within
     SourcePos pos;
 };

@@ -238,6 +238,8 @@ void conv_tensors(const Step& s, StepResult& r) {
             run_map(davinci::pack_activation(p.dst_dims(), c0), dy));
         davinci::Options o;
         o.c0 = c0;
+        add(r, "dst.fractal", "Y by the fractal forward (NC1HWC0 x FRACTAL_Z, 16x16 tiles), unpacked",
+            davinci::forward(p, x, w, nullptr, o));
         add(r, "diff_wei.fractal_via_forward",
             "dL/dW by the fractal scheme (TNC(X), TNCf(dY), fractal conv), unpacked",
             davinci::backward_weight(p, x, dy, o));
@@ -436,12 +438,14 @@ CheckResult run_check(const Check& c, const StepResult& r) {
     std::string against;
     if (!c.equals_tensor.empty()) {
         const NamedTensor& e = need(r, c.equals_tensor, c.pos, "the check's equals_tensor");
-        if (e.value.numel() != n || squeezed(e.value.dims()) != squeezed(block))
+        std::vector<dim_t> eblock;
+        const dim_t efirst = block_of(e.value, c.equals_at, eblock, c.pos, c.equals_tensor);
+        if (product(eblock) != n || squeezed(eblock) != squeezed(block))
             throw LessonError(c.pos, "check " + c.tensor + index_str(c.at) + " selects dims " +
-                                         dims_str(block) + " but '" + c.equals_tensor +
-                                         "' has dims " + e.value.shape_str());
-        for (dim_t i = 0; i < n; ++i) expected.push_back(e.value.f32()[i]);
-        against = c.equals_tensor;
+                                         dims_str(block) + " but " + c.equals_tensor +
+                                         index_str(c.equals_at) + " has dims " + dims_str(eblock));
+        for (dim_t i = 0; i < n; ++i) expected.push_back(e.value.f32()[efirst + i]);
+        against = c.equals_tensor + index_str(c.equals_at);
     } else {
         const InlineTensor& e = c.equals;
         if (static_cast<dim_t>(e.values.size()) != n ||

@@ -175,7 +175,7 @@ Highlight parse_highlight(const Ctx& c, const toml::node& n) {
 
 Check parse_check(const Ctx& c, const toml::node& n) {
     const toml::table& t = as_table(c, n, "a check");
-    only_keys(c, t, {"tensor", "at", "equals", "equals_tensor", "within"}, "a check");
+    only_keys(c, t, {"tensor", "at", "equals", "equals_tensor", "equals_at", "within"}, "a check");
     Check k;
     k.pos = c.at(n);
     k.tensor = get_string(c, t, "tensor", true, n, "a check");
@@ -185,8 +185,12 @@ Check parse_check(const Ctx& c, const toml::node& n) {
     if (!eq == !eqt) c.fail(n, "a check needs exactly one of 'equals' and 'equals_tensor'");
     if (eq) {
         k.equals = read_tensor(c, *eq, "'equals'");
+        if (const toml::node* a = t.get("equals_at"))
+            c.fail(*a, "'equals_at' goes with 'equals_tensor'");
     } else {
         k.equals_tensor = get_string(c, t, "equals_tensor", true, n, "a check");
+        if (const toml::node* a = t.get("equals_at"))
+            k.equals_at = integer_list(c, *a, "'equals_at'");
     }
     if (const toml::node* w = t.get("within")) {
         k.within = as_number(c, *w, "'within'");
