@@ -355,7 +355,7 @@ Step parse_step(const Ctx& c, const toml::node& n, const Defaults& defaults) {
     if (const toml::node* d = t.get("data")) {
         if (!s.has_problem) c.fail(*d, "'data' needs the step's 'problem'");
         parse_data(c, *d, s);
-    } else if (defaults.has_data) {
+    } else if (defaults.has_data && !t.get("problem")) {  // the data of the lesson's problem
         s.data = defaults.data;
         s.seed = defaults.seed;
     }
