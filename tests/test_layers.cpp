@@ -54,8 +54,9 @@ void check_grad(const Tensor& analytic, const std::vector<double>& numeric, doub
     for (dim_t i = 0; i < analytic.numel() && bad < 0; ++i)
         if (!(std::abs(double(analytic.f32()[i]) - numeric[i]) <= tol)) bad = i;
     INFO(what);
-    if (bad >= 0) INFO("element " << bad << ": analytic " << analytic.f32()[bad] << ", numeric "
-                                  << numeric[bad]);
+    if (bad >= 0)
+        INFO("element " << bad << ": analytic " << analytic.f32()[bad] << ", numeric "
+                        << numeric[bad]);
     CHECK(bad < 0);
     CHECK(test::density(analytic) > min_density);  // a gradient of zeros proves little
 }
@@ -106,7 +107,8 @@ TEST_CASE("layers: transposed convolution equals the scatter of every input by t
                 yc[1] = g * p.icg() + wc[1];
                 bool inside = true;
                 for (int a = 0; a < p.ndims; ++a) {
-                    yc[2 + a] = xc[2 + a] * p.stride[a] - p.pad_begin[a] + wc[2 + a] * p.dilation[a];
+                    yc[2 + a] =
+                        xc[2 + a] * p.stride[a] - p.pad_begin[a] + wc[2 + a] * p.dilation[a];
                     inside = inside && yc[2 + a] >= 0 && yc[2 + a] < p.in[a];
                 }
                 if (inside) want.set(yc, want.get(yc) + x.get(xc) * w.get(wc));
@@ -162,7 +164,8 @@ TEST_CASE("layers: locally connected forward equals direct loops, backward finit
                                 const dim_t oa = orest % p.out(a), ta = trest % p.kernel[a];
                                 orest /= p.out(a);
                                 trest /= p.kernel[a];
-                                const dim_t ia = oa * p.stride[a] - p.pad_begin[a] + ta * p.dilation[a];
+                                const dim_t ia =
+                                    oa * p.stride[a] - p.pad_begin[a] + ta * p.dilation[a];
                                 inside = inside && ia >= 0 && ia < p.in[a];
                                 xc[2 + a] = ia;
                             }
@@ -282,10 +285,12 @@ TEST_CASE("layers: fully connected and softmax cross-entropy match finite differ
     }
     CHECK(l0 == doctest::Approx(want / 3).epsilon(1e-12));
     softmax_cross_entropy_backward(dz, probs, target);
-    check_grad(dz, numeric_grad(z, 1e-3f, [&] {
-                   Tensor pr;
-                   return softmax_cross_entropy_forward(pr, z, target);
-               }),
+    check_grad(dz,
+               numeric_grad(z, 1e-3f,
+                            [&] {
+                                Tensor pr;
+                                return softmax_cross_entropy_forward(pr, z, target);
+                            }),
                2e-5, "softmax diff_logits");
     Tensor pr;
     CHECK_THROWS_AS(softmax_cross_entropy_forward(pr, z, {0, 5, 1}), Error);

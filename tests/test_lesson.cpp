@@ -23,13 +23,11 @@ const std::string kLessonDir = std::string(CONVLAB_SOURCE_DIR) + "/lessons";
 
 // A minimal valid lesson; `step_extra` is appended inside its one step.
 std::string lesson_text(const std::string& step_extra, const std::string& view = "im2col") {
-    return "title = \"t\"\n"                     // line 1
-           "audience = \"a\"\n"                  // line 2
-           "[[step]]\n"                          // line 3
-           "view = \"" + view + "\"\n"           // line 4
-           "problem = \"mb1ic1iw5oc1kw3pw1\"\n"  // line 5
-           "narration = \"n\"\n"                 // line 6
-           + step_extra;                         // line 7 on
+    // Line numbers: 1 title, 2 audience, 3 [[step]], 4 view, 5 problem, 6 narration, 7 extra.
+    std::string t = "title = \"t\"\naudience = \"a\"\n[[step]]\n";
+    t += "view = \"" + view + "\"\n";
+    t += "problem = \"mb1ic1iw5oc1kw3pw1\"\nnarration = \"n\"\n";
+    return t + step_extra;
 }
 
 // Parses and validates; returns the LessonError (or fails the test when there is none).
@@ -159,9 +157,10 @@ TEST_CASE("lessons: malformed lessons give file:line errors naming what is wrong
     SUBCASE("missing required keys") {
         expect_error("title = \"t\"\naudience = \"a\"\n[[step]]\nview = \"im2col\"\n", 3,
                      "needs 'narration'");
-        expect_error("title = \"t\"\naudience = \"a\"\n[[step]]\nview = \"im2col\"\n"
-                     "narration = \"n\"\n",
-                     3, "needs a 'problem'");
+        expect_error(
+            "title = \"t\"\naudience = \"a\"\n[[step]]\nview = \"im2col\"\n"
+            "narration = \"n\"\n",
+            3, "needs a 'problem'");
     }
     SUBCASE("highlight of a missing tensor") {
         expect_error(lesson_text("highlights = [\"srx[0,0,1]\"]\n"), 7, "tensor 'srx'");
@@ -175,11 +174,11 @@ TEST_CASE("lessons: malformed lessons give file:line errors naming what is wrong
 }
 
 TEST_CASE("lessons: a wrong expected value fails its check with got and expected") {
-    const Lesson l = parse_lesson(
-        lesson_text("[step.data]\nsrc = [1, 2, -1, 3, 0]\nwei = [1, 0, -1]\n"
-                    "[[step.check]]\ntensor = \"dst\"\nat = [0, 0, 1]\nequals = 2.5\n"
-                    "[[step.check]]\ntensor = \"dst\"\nequals = [-2, 2, -1, -1, 3]\n"),
-        "wrong.toml");
+    const Lesson l =
+        parse_lesson(lesson_text("[step.data]\nsrc = [1, 2, -1, 3, 0]\nwei = [1, 0, -1]\n"
+                                 "[[step.check]]\ntensor = \"dst\"\nat = [0, 0, 1]\nequals = 2.5\n"
+                                 "[[step.check]]\ntensor = \"dst\"\nequals = [-2, 2, -1, -1, 3]\n"),
+                     "wrong.toml");
     const StepResult r = evaluate(l, 0);
     REQUIRE(r.checks.size() == 2);
     CHECK_FALSE(r.checks[0].passed);
@@ -189,13 +188,14 @@ TEST_CASE("lessons: a wrong expected value fails its check with got and expected
 }
 
 TEST_CASE("lessons: lesson-level problem, data and network are defaults of every step") {
-    const Lesson l = parse_lesson("title = \"t\"\naudience = \"a\"\n"
-                                  "problem = \"mb1ic1iw5oc1kw3\"\n"
-                                  "[data]\nsrc = [1, 2, 3, 4, 5]\nwei = [1, 1, 1]\n"
-                                  "[[step]]\nview = \"im2col\"\nnarration = \"n\"\n"
-                                  "[[step]]\nview = \"im2col\"\nnarration = \"n\"\n"
-                                  "problem = \"mb1ic1iw4oc1kw2\"\n",
-                                  "d.toml");
+    const Lesson l = parse_lesson(
+        "title = \"t\"\naudience = \"a\"\n"
+        "problem = \"mb1ic1iw5oc1kw3\"\n"
+        "[data]\nsrc = [1, 2, 3, 4, 5]\nwei = [1, 1, 1]\n"
+        "[[step]]\nview = \"im2col\"\nnarration = \"n\"\n"
+        "[[step]]\nview = \"im2col\"\nnarration = \"n\"\n"
+        "problem = \"mb1ic1iw4oc1kw2\"\n",
+        "d.toml");
     REQUIRE(l.steps.size() == 2);
     const StepResult a = evaluate(l, 0);
     const Tensor& y = a.find("dst")->value;
@@ -271,8 +271,9 @@ TEST_CASE("lessons: convlab lesson check, list and show") {
         f << lesson_text("", "im2kol");
     }
     CHECK(run({"lesson", "check", one, bad}, out, err) == 2);
-    CHECK(err == "convlab: " + bad + ":4:8: unknown view 'im2kol' (views: im2col, col2im, stride, "
-                 "fliprot, fractal, tnc, weight_grad, timings, tensors)\n");
+    CHECK(err == "convlab: " + bad +
+                     ":4:8: unknown view 'im2kol' (views: im2col, col2im, stride, "
+                     "fliprot, fractal, tnc, weight_grad, timings, tensors)\n");
     // list keeps going over a malformed lesson.
     CHECK(run({"lesson", "list", dir.string()}, out, err) == 0);
     CHECK(out.find("bad.toml  malformed: " + bad + ":4:8:") != std::string::npos);

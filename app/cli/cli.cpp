@@ -74,8 +74,9 @@ Options parse_options(const Command& cmd, std::span<const std::string> args) {
     for (std::size_t i = 0; i < args.size(); ++i) {
         const std::string& arg = args[i];
         if (arg.rfind("-", 0) != 0 || arg == "-") {
-            const bool takes_positional = std::any_of(
-                cmd.options.begin(), cmd.options.end(), [](const OptionSpec& o) { return o.name[0] != '-'; });
+            const bool takes_positional =
+                std::any_of(cmd.options.begin(), cmd.options.end(),
+                            [](const OptionSpec& o) { return o.name[0] != '-'; });
             if (!takes_positional)
                 throw Error(std::string(cmd.name) + ": unexpected argument '" + arg + "'");
             opts.add_positional(arg);

@@ -67,9 +67,9 @@ void run_list(const std::vector<std::string>& args, std::ostream& out) {
 void run_show(const std::vector<std::string>& args, const Options& opts, std::ostream& out) {
     if (args.size() != 1) throw Error("lesson show: expected one lesson file");
     const Lesson l = lesson::load_lesson(args[0]);
-    const auto k = static_cast<std::size_t>(
-        parse_integer("--step", opts.required("lesson show", "--step"), 1,
-                      static_cast<std::int64_t>(l.steps.size())));
+    const auto k =
+        static_cast<std::size_t>(parse_integer("--step", opts.required("lesson show", "--step"), 1,
+                                               static_cast<std::int64_t>(l.steps.size())));
     const lesson::Step& s = l.steps[k - 1];
     const lesson::StepResult r = lesson::evaluate(l, k - 1);
     out << l.title << " - step " << k << " of " << l.steps.size();
@@ -114,7 +114,8 @@ void run_show(const std::vector<std::string>& args, const Options& opts, std::os
 
 void run_lesson(const Options& opts, std::ostream& out) {
     const auto& pos = opts.positional();
-    if (pos.empty()) throw Error("lesson: expected an action: check FILE... | list [DIR] | show FILE");
+    if (pos.empty())
+        throw Error("lesson: expected an action: check FILE... | list [DIR] | show FILE");
     const std::vector<std::string> rest(pos.begin() + 1, pos.end());
     if (pos[0] != "show" && (opts.has("--step") || opts.has("--tensor")))
         throw Error("lesson " + pos[0] + ": --step and --tensor belong to 'lesson show'");

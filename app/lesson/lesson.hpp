@@ -33,8 +33,8 @@ namespace convlab::lesson {
 
 struct SourcePos {
     std::string file;
-    int line = 0;    // 1-based; 0 = unknown
-    int column = 0;  // 1-based; 0 = unknown
+    int line = 0;             // 1-based; 0 = unknown
+    int column = 0;           // 1-based; 0 = unknown
     std::string str() const;  // "file:line:column" (or less when unknown)
 };
 
@@ -64,12 +64,12 @@ struct InlineTensor {
 
 // "this cell (or block) must equal that".
 struct Check {
-    std::string tensor;              // a named tensor of the step
-    std::vector<dim_t> at;           // index prefix into it; empty = the whole tensor
-    InlineTensor equals;             // a number, or nested arrays of the selected block's shape
-    std::string equals_tensor;       // or: every element equals this other named tensor
-    std::vector<dim_t> equals_at;    // index prefix into equals_tensor; empty = all of it
-    double within = 1e-6;            // |got - expected| <= within
+    std::string tensor;            // a named tensor of the step
+    std::vector<dim_t> at;         // index prefix into it; empty = the whole tensor
+    InlineTensor equals;           // a number, or nested arrays of the selected block's shape
+    std::string equals_tensor;     // or: every element equals this other named tensor
+    std::vector<dim_t> equals_at;  // index prefix into equals_tensor; empty = all of it
+    double within = 1e-6;          // |got - expected| <= within
     SourcePos pos;
 };
 
@@ -86,16 +86,16 @@ struct LayerSpec {
                        // global_max_pool | fc
     std::string name;  // tensor names are derived from it ("conv.diff_wei")
     std::string problem_text;
-    Problem problem;          // conv, conv_transposed, locally_connected
+    Problem problem;                    // conv, conv_transposed, locally_connected
     std::vector<dim_t> kernel, stride;  // max_pool
-    InlineTensor wei, bias;   // conv*: wei required; fc: wei (O, F) required
-    std::uint64_t seed = 0;   // wei/bias not given: integers in [-3, 3] from this seed
+    InlineTensor wei, bias;             // conv*: wei required; fc: wei (O, F) required
+    std::uint64_t seed = 0;             // wei/bias not given: integers in [-3, 3] from this seed
     SourcePos pos;
 };
 
 struct NetworkSpec {
-    InlineTensor input;          // (N, C, spatial...)
-    std::vector<dim_t> target;   // one class index per image
+    InlineTensor input;         // (N, C, spatial...)
+    std::vector<dim_t> target;  // one class index per image
     std::vector<LayerSpec> layers;
     SourcePos pos;
     bool present() const { return !layers.empty(); }
@@ -107,8 +107,8 @@ struct Step {
     std::string problem_text;  // benchdnn descriptor as written
     Problem problem;           // parsed and checked
     bool has_problem = false;
-    std::string map;           // maps::names() or davinci::map_names(); empty = none
-    std::int64_t c0 = 16;      // C0 of the DaVinci maps
+    std::string map;       // maps::names() or davinci::map_names(); empty = none
+    std::int64_t c0 = 16;  // C0 of the DaVinci maps
     Granularity granularity = Granularity::Element;
     std::int64_t step_begin = 0;  // range of map steps played: [step_begin, step_end)
     std::int64_t step_end = -1;   // -1 = to the end of the map
@@ -120,7 +120,7 @@ struct Step {
     std::vector<std::string> compare;  // "bwd_data:via_forward": extra tensors by algorithm
     NetworkSpec network;
     std::vector<Check> checks;
-    SourcePos pos;   // the [[step]] header
+    SourcePos pos;  // the [[step]] header
     SourcePos view_pos, problem_pos, map_pos, steps_pos;
 };
 

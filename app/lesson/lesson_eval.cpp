@@ -53,8 +53,8 @@ std::vector<dim_t> squeezed(const std::vector<dim_t>& d) {
 // the same dims once size-1 axes are left out (or be a flat list).
 Tensor to_tensor(const InlineTensor& it, const std::vector<dim_t>& dims, const std::string& what) {
     const dim_t n = product(dims);
-    if (static_cast<dim_t>(it.values.size()) != n || (it.dims.size() > 1 &&
-                                                      squeezed(it.dims) != squeezed(dims)))
+    if (static_cast<dim_t>(it.values.size()) != n ||
+        (it.dims.size() > 1 && squeezed(it.dims) != squeezed(dims)))
         throw LessonError(it.pos, what + " is written with dims " + dims_str(it.dims) +
                                       ", but the step needs " + dims_str(dims) +
                                       " (size-1 axes may be left out)");
@@ -169,7 +169,8 @@ void conv_tensors(const Step& s, StepResult& r) {
     add(r, "wei", "weights W (K, C/G, k...)", std::move(wei));
     if (bias_data) add(r, "bias", "bias (K)", std::move(bias));
     add(r, "dst", "Y = conv(X, W): forward, direct loops", std::move(dst));
-    add(r, "diff_dst", "dL/dY (N, K, out...), the gradient arriving from above", std::move(diff_dst));
+    add(r, "diff_dst", "dL/dY (N, K, out...), the gradient arriving from above",
+        std::move(diff_dst));
     add(r, "diff_src", "dL/dX: backward data, direct loops", std::move(diff_src));
     add(r, "diff_wei", "dL/dW: backward weight, direct loops", std::move(diff_wei));
     add(r, "diff_bias", "dL/db: sum of dY over batch and space", std::move(diff_bias));
@@ -203,13 +204,11 @@ void conv_tensors(const Step& s, StepResult& r) {
         const Tensor w = r.find("wei")->value;
         const Tensor dy = r.find("diff_dst")->value;
         switch (pass) {
-            case Pass::Forward:
-            {
+            case Pass::Forward: {
                 const Tensor b = bias_data ? r.find("bias")->value : Tensor{};
                 add(r, "dst." + algo, "Y by " + algo,
                     forward(p, x, w, bias_data ? &b : nullptr, algo));
-            }
-                break;
+            } break;
             case Pass::BackwardData:
                 add(r, "diff_src." + algo, "dL/dX by " + algo, backward_data(p, dy, w, algo));
                 break;
@@ -229,8 +228,9 @@ void conv_tensors(const Step& s, StepResult& r) {
         const Tensor w = r.find("wei")->value;
         const Tensor dy = r.find("diff_dst")->value;
         const dim_t c0 = s.c0;
-        add(r, "src_nc1hwc0", "X packed to NC1HWC0 / NDC1HWC0 storage (C0 = " +
-                                  std::to_string(c0) + "), padding lanes zero",
+        add(r, "src_nc1hwc0",
+            "X packed to NC1HWC0 / NDC1HWC0 storage (C0 = " + std::to_string(c0) +
+                "), padding lanes zero",
             run_map(davinci::pack_activation(p.src_dims(), c0), x));
         add(r, "wei_fractal_z", "W packed to FRACTAL_Z / FRACTAL_Z_3D storage",
             run_map(davinci::pack_weight(p.wei_dims(), c0), w));
@@ -238,7 +238,8 @@ void conv_tensors(const Step& s, StepResult& r) {
             run_map(davinci::pack_activation(p.dst_dims(), c0), dy));
         davinci::Options o;
         o.c0 = c0;
-        add(r, "dst.fractal", "Y by the fractal forward (NC1HWC0 x FRACTAL_Z, 16x16 tiles), unpacked",
+        add(r, "dst.fractal",
+            "Y by the fractal forward (NC1HWC0 x FRACTAL_Z, 16x16 tiles), unpacked",
             davinci::forward(p, x, w, nullptr, o));
         add(r, "diff_wei.fractal_via_forward",
             "dL/dW by the fractal scheme (TNC(X), TNCf(dY), fractal conv), unpacked",
@@ -262,12 +263,21 @@ void conv_tensors(const Step& s, StepResult& r) {
 // (0, 1, 2 ... in the map's source order: every value names its own index).
 Tensor map_source(const StepResult& r, const std::string& name, const IndexMap& m) {
     static const std::vector<std::pair<const char*, const char*>> natural{
-        {"im2col", "src"},           {"col2im", "diff_col"},         {"strided", "diff_dst"},
-        {"pad", "diff_dst_strided"}, {"fliprot", "wei"},             {"tnc", "src"},
-        {"nc1hwc0", "src"},          {"ndc1hwc0", "src"},            {"fractal_z", "wei"},
-        {"fractal_z_3d", "wei"},     {"unpack_nc1hwc0", "src_nc1hwc0"},
-        {"unpack_fractal_z", "wei_fractal_z"}, {"tnc5d", "src_nc1hwc0"},
-        {"tncf", "diff_dst_nc1hwc0"},          {"fliprot_fz", "wei_fractal_z"},
+        {"im2col", "src"},
+        {"col2im", "diff_col"},
+        {"strided", "diff_dst"},
+        {"pad", "diff_dst_strided"},
+        {"fliprot", "wei"},
+        {"tnc", "src"},
+        {"nc1hwc0", "src"},
+        {"ndc1hwc0", "src"},
+        {"fractal_z", "wei"},
+        {"fractal_z_3d", "wei"},
+        {"unpack_nc1hwc0", "src_nc1hwc0"},
+        {"unpack_fractal_z", "wei_fractal_z"},
+        {"tnc5d", "src_nc1hwc0"},
+        {"tncf", "diff_dst_nc1hwc0"},
+        {"fliprot_fz", "wei_fractal_z"},
         {"strided5d", "diff_dst_nc1hwc0"}};
     for (const auto& [map, tensor] : natural)
         if (name == map)
@@ -318,17 +328,17 @@ std::unique_ptr<layers::Layer> build_layer(const LayerSpec& l, std::size_t index
         return std::make_unique<ConvTransposed>(l.name, l.problem, weights(l.problem.wei_dims()),
                                                 bias({l.problem.ic}));
     if (l.type == "locally_connected")
-        return std::make_unique<LocallyConnected>(
-            l.name, l.problem, weights(locally_connected_wei_dims(l.problem)),
-            bias({l.problem.oc, l.problem.out_spatial()}));
+        return std::make_unique<LocallyConnected>(l.name, l.problem,
+                                                  weights(locally_connected_wei_dims(l.problem)),
+                                                  bias({l.problem.oc, l.problem.out_spatial()}));
     if (l.type == "relu") return std::make_unique<ReLU>(l.name);
     if (l.type == "max_pool") return std::make_unique<MaxPool>(l.name, Pool{l.kernel, l.stride});
     if (l.type == "global_max_pool") return std::make_unique<GlobalMaxPool>(l.name);
     // fc: the weights give O and F.
     Tensor w = to_tensor(l.wei, "'wei' of layer " + l.name);
     if (w.rank() != 2) throw LessonError(l.wei.pos, "fc 'wei' must be nested arrays O x F");
-    Tensor b = l.bias.present() ? to_tensor(l.bias, {w.dims()[0]}, "'bias' of layer " + l.name)
-                                : Tensor{};
+    Tensor b =
+        l.bias.present() ? to_tensor(l.bias, {w.dims()[0]}, "'bias' of layer " + l.name) : Tensor{};
     return std::make_unique<FullyConnected>(l.name, std::move(w), std::move(b));
 }
 
@@ -510,8 +520,8 @@ StepResult evaluate(const Lesson& l, std::size_t index) {
         try {
             map_tensors(s, r);
         } catch (const Error& e) {
-            throw LessonError(s.map_pos, "map '" + s.map + "' for problem " + s.problem_text +
-                                             ": " + e.what());
+            throw LessonError(
+                s.map_pos, "map '" + s.map + "' for problem " + s.problem_text + ": " + e.what());
         }
         if (s.step_end > r.map_steps)
             throw LessonError(s.steps_pos, "'steps' = [" + std::to_string(s.step_begin) + ", " +
@@ -562,7 +572,8 @@ std::string format_tensor(const Tensor& t, int max_elements) {
             out << "   ";
             for (dim_t j = 0; j < cols; ++j) {
                 char buf[32];
-                std::snprintf(buf, sizeof buf, " %7.4g", double(t.f32()[(b * rows + i) * cols + j]));
+                std::snprintf(buf, sizeof buf, " %7.4g",
+                              double(t.f32()[(b * rows + i) * cols + j]));
                 out << buf;
             }
             out << "\n";

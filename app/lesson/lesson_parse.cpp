@@ -30,8 +30,9 @@ LessonError::LessonError(SourcePos p, const std::string& msg)
     : Error(p.str() + ": " + msg), pos_(std::move(p)), msg_(msg) {}
 
 const std::vector<std::string>& view_names() {
-    static const std::vector<std::string> v{"im2col", "col2im",      "stride",  "fliprot", "fractal",
-                                            "tnc",    "weight_grad", "timings", "tensors"};
+    static const std::vector<std::string> v{"im2col",      "col2im",  "stride",
+                                            "fliprot",     "fractal", "tnc",
+                                            "weight_grad", "timings", "tensors"};
     return v;
 }
 
@@ -56,13 +57,20 @@ struct Ctx {
 
 const char* type_name(const toml::node& n) {
     switch (n.type()) {
-        case toml::node_type::table: return "a table";
-        case toml::node_type::array: return "an array";
-        case toml::node_type::string: return "a string";
-        case toml::node_type::integer: return "an integer";
-        case toml::node_type::floating_point: return "a number";
-        case toml::node_type::boolean: return "a boolean";
-        default: return "a date or time";
+        case toml::node_type::table:
+            return "a table";
+        case toml::node_type::array:
+            return "an array";
+        case toml::node_type::string:
+            return "a string";
+        case toml::node_type::integer:
+            return "an integer";
+        case toml::node_type::floating_point:
+            return "a number";
+        case toml::node_type::boolean:
+            return "a boolean";
+        default:
+            return "a date or time";
     }
 }
 
@@ -200,8 +208,9 @@ Check parse_check(const Ctx& c, const toml::node& n) {
 }
 
 Problem parse_problem(const Ctx& c, const toml::node& n, std::string& text) {
-    if (!n.is_string()) c.fail(n, "'problem' must be a string (a benchdnn descriptor), not " +
-                                      std::string(type_name(n)));
+    if (!n.is_string())
+        c.fail(n, "'problem' must be a string (a benchdnn descriptor), not " +
+                      std::string(type_name(n)));
     text = std::string(n.as_string()->get());
     try {
         Problem p = parse_descriptor(text);
@@ -225,15 +234,15 @@ LayerSpec parse_layer(const Ctx& c, const toml::node& n, std::size_t index) {
     LayerSpec l;
     l.pos = c.at(n);
     l.type = get_string(c, t, "type", true, n, "a layer");
-    static const std::vector<std::string> types{
-        "conv", "conv_transposed", "locally_connected", "relu", "max_pool", "global_max_pool",
-        "fc"};
+    static const std::vector<std::string> types{"conv", "conv_transposed", "locally_connected",
+                                                "relu", "max_pool",        "global_max_pool",
+                                                "fc"};
     if (std::find(types.begin(), types.end(), l.type) == types.end())
         c.fail(*t.get("type"), "unknown layer type '" + l.type + "' (known: " + join(types) + ")");
     l.name = get_string(c, t, "name", false, n, "a layer");
     if (l.name.empty()) l.name = l.type + std::to_string(index);
-    const bool convlike = l.type == "conv" || l.type == "conv_transposed" ||
-                          l.type == "locally_connected";
+    const bool convlike =
+        l.type == "conv" || l.type == "conv_transposed" || l.type == "locally_connected";
     if (const toml::node* p = t.get("problem")) {
         if (!convlike) c.fail(*p, "a " + l.type + " layer takes no 'problem'");
         l.problem = parse_problem(c, *p, l.problem_text);

@@ -29,8 +29,8 @@ void expect_dims(const char* what, const Tensor& t, const std::vector<dim_t>& di
 
 void expect_rank_at_least(const char* what, const Tensor& t, int rank) {
     if (t.rank() < rank)
-        throw Error(std::string(what) + " has rank " + std::to_string(t.rank()) + ", expected >= " +
-                    std::to_string(rank));
+        throw Error(std::string(what) + " has rank " + std::to_string(t.rank()) +
+                    ", expected >= " + std::to_string(rank));
 }
 
 // The problem with its batch taken from an activation's first dim.
@@ -71,9 +71,9 @@ Tensor conv_transposed_forward(const Problem& p, const Tensor& x, const Tensor& 
     return y;
 }
 
-void conv_transposed_backward(Tensor& diff_x, Tensor& diff_wei, Tensor* diff_bias,
-                              const Problem& p, const Tensor& diff_y, const Tensor& x,
-                              const Tensor& wei, std::string_view algo) {
+void conv_transposed_backward(Tensor& diff_x, Tensor& diff_wei, Tensor* diff_bias, const Problem& p,
+                              const Tensor& diff_y, const Tensor& x, const Tensor& wei,
+                              std::string_view algo) {
     // diff_x = A diff_y: the forward convolution of diff_y.
     diff_x = forward(p, diff_y, wei, nullptr, algo);
     // y[n][c][i] = sum x[n][k][o] wei[k][c][t] over i = o*s - pb + t*d, so
@@ -116,8 +116,8 @@ Tensor max_pool_forward(std::vector<dim_t>& argmax, const Tensor& x, const Pool&
         if (pool.kernel[a] < 1 || stride[a] < 1)
             throw Error("pool kernel[" + std::to_string(a) + "] and stride must be >= 1");
         if (pool.kernel[a] > in)
-            throw Error("pool kernel[" + std::to_string(a) + "] = " +
-                        std::to_string(pool.kernel[a]) + " exceeds the input size " +
+            throw Error("pool kernel[" + std::to_string(a) +
+                        "] = " + std::to_string(pool.kernel[a]) + " exceeds the input size " +
                         std::to_string(in));
         out_dims.push_back((in - pool.kernel[a]) / stride[a] + 1);
     }
@@ -238,11 +238,12 @@ void fully_connected_backward(Tensor& diff_x, Tensor& diff_wei, Tensor* diff_bia
 
 double softmax_cross_entropy_forward(Tensor& probs, const Tensor& logits,
                                      const std::vector<dim_t>& target) {
-    if (logits.rank() != 2) throw Error("logits have dims " + logits.shape_str() + ", expected (N, M)");
+    if (logits.rank() != 2)
+        throw Error("logits have dims " + logits.shape_str() + ", expected (N, M)");
     const dim_t n = logits.dims()[0], m = logits.dims()[1];
     if (static_cast<dim_t>(target.size()) != n)
-        throw Error("target has " + std::to_string(target.size()) + " labels, expected one per image (" +
-                    std::to_string(n) + ")");
+        throw Error("target has " + std::to_string(target.size()) +
+                    " labels, expected one per image (" + std::to_string(n) + ")");
     probs = Tensor({n, m});
     double loss = 0;
     for (dim_t in = 0; in < n; ++in) {

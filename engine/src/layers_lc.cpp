@@ -70,8 +70,8 @@ Tensor locally_connected_forward(const Problem& p, const Tensor& x, const Tensor
     RowMat yo(d.k, d.n);
     for (dim_t o = 0; o < d.pos; ++o) {
         // Y_o (K x N) = W_o (K x R) * X_o (R x N)
-        yo.noalias() = MapC(wei.f32() + o * d.k * d.r, d.k, d.r) *
-                       MapC(xb.data() + o * d.r * d.n, d.r, d.n);
+        yo.noalias() =
+            MapC(wei.f32() + o * d.k * d.r, d.k, d.r) * MapC(xb.data() + o * d.r * d.n, d.r, d.n);
         for (dim_t n = 0; n < d.n; ++n)
             for (dim_t k = 0; k < d.k; ++k)
                 y.f32()[(n * d.k + k) * d.pos + o] =
@@ -103,8 +103,7 @@ void locally_connected_backward(Tensor& diff_x, Tensor& diff_wei, Tensor* diff_b
         // dX_o (R x N) = W_o^T (R x K) * dY_o (K x N)
         dxo.noalias() = MapC(wei.f32() + o * d.k * d.r, d.k, d.r).transpose() * dyo;
         for (dim_t n = 0; n < d.n; ++n)
-            for (dim_t row = 0; row < d.r; ++row)
-                dcol[(n * d.r + row) * d.pos + o] = dxo(row, n);
+            for (dim_t row = 0; row < d.r; ++row) dcol[(n * d.r + row) * d.pos + o] = dxo(row, n);
         if (diff_bias)
             for (dim_t k = 0; k < d.k; ++k) diff_bias->f32()[k * d.pos + o] = dyo.row(k).sum();
     }

@@ -42,9 +42,9 @@ Tensor conv_transposed_forward(const Problem& p, const Tensor& x, const Tensor& 
                                const Tensor* bias, std::string_view algo = "direct");
 // diff_x: (N, K, out...)   diff_wei: (K, C/G, k...)   diff_bias: (C) or null (not computed)
 // diff_y: (N, C, in...)    x: (N, K, out...)          wei: (K, C/G, k...)
-void conv_transposed_backward(Tensor& diff_x, Tensor& diff_wei, Tensor* diff_bias,
-                              const Problem& p, const Tensor& diff_y, const Tensor& x,
-                              const Tensor& wei, std::string_view algo = "direct");
+void conv_transposed_backward(Tensor& diff_x, Tensor& diff_wei, Tensor* diff_bias, const Problem& p,
+                              const Tensor& diff_y, const Tensor& x, const Tensor& wei,
+                              std::string_view algo = "direct");
 
 // [SECTION] Locally connected layer
 //
