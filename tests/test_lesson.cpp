@@ -162,6 +162,11 @@ TEST_CASE("lessons: malformed lessons give file:line errors naming what is wrong
             "narration = \"n\"\n",
             3, "needs a 'problem'");
     }
+    SUBCASE("layer names clash") {
+        expect_error(lesson_text("[step.network]\ninput = [[[1, 2, 3, 4, 5]]]\ntarget = [0]\n"
+                                 "[[step.network.layer]]\ntype = \"relu\"\nname = \"dst\"\n"),
+                     10, "layer name 'dst' is taken");
+    }
     SUBCASE("highlight of a missing tensor") {
         expect_error(lesson_text("highlights = [\"srx[0,0,1]\"]\n"), 7, "tensor 'srx'");
     }
@@ -283,7 +288,7 @@ TEST_CASE("lessons: convlab lesson check, list and show") {
         f << lesson_text("[[step.check]]\ntensor = \"dst\"\nat = [0, 0, 0]\nequals = 7\n");
     }
     CHECK(run({"lesson", "check", bad}, out, err) == 2);
-    CHECK(out.find("1 steps, 0/1 checks passed (FAILED)") != std::string::npos);
+    CHECK(out.find("1 step, 0/1 checks passed (FAILED)") != std::string::npos);
     CHECK(out.find("FAIL " + bad + ":7:") != std::string::npos);
     CHECK(err == "convlab: lesson check: 1 of 1 checks failed\n");
 

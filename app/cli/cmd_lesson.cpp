@@ -40,8 +40,9 @@ void run_check(const std::vector<std::string>& files, std::ostream& out) {
                 }
             }
         }
-        out << f << ": " << l.steps.size() << " steps, " << passed << "/" << checks
-            << " checks passed" << (passed == checks ? "" : " (FAILED)") << "\n";
+        out << f << ": " << l.steps.size() << (l.steps.size() == 1 ? " step, " : " steps, ")
+            << passed << "/" << checks << " checks passed" << (passed == checks ? "" : " (FAILED)")
+            << "\n";
         for (const auto& s : failures) out << s << "\n";
         failed += checks - passed;
         total += checks;
@@ -57,7 +58,8 @@ void run_list(const std::vector<std::string>& args, std::ostream& out) {
     for (const std::string& f : lesson::lesson_files(dir)) {
         try {
             const Lesson l = lesson::load_lesson(f);
-            out << base_name(f) << "  " << l.steps.size() << " steps  " << l.title << "\n";
+            out << base_name(f) << "  " << l.steps.size()
+                << (l.steps.size() == 1 ? " step  " : " steps  ") << l.title << "\n";
         } catch (const lesson::LessonError& e) {
             out << base_name(f) << "  malformed: " << e.what() << "\n";
         }

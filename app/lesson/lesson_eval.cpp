@@ -346,6 +346,14 @@ void network_tensors(const NetworkSpec& spec, StepResult& r) {
     layers::Sequential net;
     for (std::size_t i = 0; i < spec.layers.size(); ++i) {
         const LayerSpec& l = spec.layers[i];
+        // Layer names become tensor names: they must be unique and not shadow another tensor.
+        static const std::vector<std::string> reserved{"input", "probs", "loss"};
+        bool taken = r.find(l.name) != nullptr ||
+                     std::find(reserved.begin(), reserved.end(), l.name) != reserved.end();
+        for (std::size_t j = 0; j < i; ++j) taken = taken || spec.layers[j].name == l.name;
+        if (taken)
+            throw LessonError(l.pos, "layer name '" + l.name +
+                                         "' is taken (by another layer or a tensor of the step)");
         try {
             net.add(build_layer(l, i));
         } catch (const LessonError&) {
