@@ -16,3 +16,4 @@ endif()
 # cairo draws the exported charts (SVG, PNG, PDF); found through pkg-config.
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(CAIRO REQUIRED IMPORTED_TARGET cairo)
+find_package(tomlplusplus 3 REQUIRED)  # lesson files (libtomlplusplus-dev: tomlplusplus::tomlplusplus)

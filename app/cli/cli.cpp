@@ -74,8 +74,15 @@ Options parse_options(const Command& cmd, std::span<const std::string> args) {
     Options opts;
     for (std::size_t i = 0; i < args.size(); ++i) {
         const std::string& arg = args[i];
-        if (arg.rfind("-", 0) != 0 || arg == "-")
-            throw Error(std::string(cmd.name) + ": unexpected argument '" + arg + "'");
+        if (arg.rfind("-", 0) != 0 || arg == "-") {
+            const bool takes_positional =
+                std::any_of(cmd.options.begin(), cmd.options.end(),
+                            [](const OptionSpec& o) { return o.name[0] != '-'; });
+            if (!takes_positional)
+                throw Error(std::string(cmd.name) + ": unexpected argument '" + arg + "'");
+            opts.add_positional(arg);
+            continue;
+        }
         const std::size_t eq = arg.find('=');
         const std::string name = arg.substr(0, eq);
         const OptionSpec* spec = find_option(cmd, name);
@@ -610,6 +617,7 @@ const std::vector<Command>& commands() {
          {{"--problem", "DESC", "benchdnn-style descriptor, e.g. mb2ic3ih7oc4oh4kh3sh2ph1"}},
          run_describe},
         bench_command(),
+        lesson_command(),
     };
     return table;
 }

@@ -39,9 +39,14 @@ class Options {
         return v ? *v : std::move(fallback);
     }
     void set(std::string name, std::string value) { values_[std::move(name)] = std::move(value); }
+    // Arguments that are not options, in order (only for commands that declare an OptionSpec
+    // whose name does not start with '-', e.g. {"FILE...", nullptr, "lesson files"}).
+    const std::vector<std::string>& positional() const { return positional_; }
+    void add_positional(std::string arg) { positional_.push_back(std::move(arg)); }
 
   private:
     std::map<std::string, std::string, std::less<>> values_;
+    std::vector<std::string> positional_;
 };
 
 struct Command {
@@ -83,5 +88,7 @@ std::string json_string(std::string_view s);
 // [SECTION] commands defined in their own files (cmd_*.cpp), listed in cli.cpp's commands()
 // (one declaration here and one line there per command).
 const Command& bench_command();
+
+const Command& lesson_command();  // cmd_lesson.cpp
 
 }  // namespace convlab::cli

@@ -1,0 +1,150 @@
+// convlab lesson check FILE... | list [DIR] | show FILE --step K
+//
+// check: load, validate and evaluate every step of every file; one line a lesson. A malformed
+//        lesson stops with "file:line:column: what is wrong" (status 2); failed checks are listed
+//        one a line and the command ends with status 2.
+// list:  the lessons of a directory (default: lessons/ of the source tree), with step counts.
+// show:  one step: its narration, the checks, and its named tensors as text.
+#include <filesystem>
+#include <ostream>
+
+#include "cli/cli_common.hpp"
+#include "lesson/lesson.hpp"
+
+namespace convlab::cli {
+
+namespace {
+
+using lesson::Lesson;
+
+std::string base_name(const std::string& path) {
+    return std::filesystem::path(path).filename().string();
+}
+
+void run_check(const std::vector<std::string>& files, std::ostream& out) {
+    if (files.empty()) throw Error("lesson check: expected one or more lesson files");
+    std::size_t failed = 0, total = 0;
+    for (const std::string& f : files) {
+        const Lesson l = lesson::load_lesson(f);
+        std::size_t checks = 0, passed = 0;
+        std::vector<std::string> failures;
+        for (std::size_t k = 0; k < l.steps.size(); ++k) {
+            const lesson::StepResult r = lesson::evaluate(l, k);
+            for (std::size_t c = 0; c < r.checks.size(); ++c) {
+                ++checks;
+                if (r.checks[c].passed) {
+                    ++passed;
+                } else {
+                    failures.push_back("  FAIL " + l.steps[k].checks[c].pos.str() + ": step " +
+                                       std::to_string(k + 1) + ": " + r.checks[c].message);
+                }
+            }
+        }
+        out << f << ": " << l.steps.size() << (l.steps.size() == 1 ? " step, " : " steps, ")
+            << passed << "/" << checks << " checks passed" << (passed == checks ? "" : " (FAILED)")
+            << "\n";
+        for (const auto& s : failures) out << s << "\n";
+        failed += checks - passed;
+        total += checks;
+    }
+    if (failed)
+        throw Error("lesson check: " + std::to_string(failed) + " of " + std::to_string(total) +
+                    " checks failed");
+}
+
+void run_list(const std::vector<std::string>& args, std::ostream& out) {
+    if (args.size() > 1) throw Error("lesson list: expected at most one directory");
+    const std::string dir = args.empty() ? lesson::default_lesson_dir() : args[0];
+    for (const std::string& f : lesson::lesson_files(dir)) {
+        try {
+            const Lesson l = lesson::load_lesson(f);
+            out << base_name(f) << "  " << l.steps.size()
+                << (l.steps.size() == 1 ? " step  " : " steps  ") << l.title << "\n";
+        } catch (const lesson::LessonError& e) {
+            out << base_name(f) << "  malformed: " << e.what() << "\n";
+        }
+    }
+}
+
+void run_show(const std::vector<std::string>& args, const Options& opts, std::ostream& out) {
+    if (args.size() != 1) throw Error("lesson show: expected one lesson file");
+    const Lesson l = lesson::load_lesson(args[0]);
+    const auto k =
+        static_cast<std::size_t>(parse_integer("--step", opts.required("lesson show", "--step"), 1,
+                                               static_cast<std::int64_t>(l.steps.size())));
+    const lesson::Step& s = l.steps[k - 1];
+    const lesson::StepResult r = lesson::evaluate(l, k - 1);
+    out << l.title << " - step " << k << " of " << l.steps.size();
+    if (!s.title.empty()) out << ": " << s.title;
+    out << "\nview: " << s.view << "\n";
+    if (s.has_problem) out << "problem: " << s.problem_text << "\n";
+    if (!s.map.empty()) {
+        out << "map: " << s.map << ", " << granularity_name(s.granularity) << " steps ["
+            << s.step_begin << ", " << (s.step_end < 0 ? r.map_steps : s.step_end) << ") of "
+            << r.map_steps << "\n";
+    }
+    if (s.network.present()) out << "loss: " << r.loss << "\n";
+    out << "\n" << s.narration << "\n";
+    if (!s.highlights.empty()) {
+        out << "highlights:";
+        for (const auto& h : s.highlights) {
+            out << " " << h.tensor;
+            if (!h.at.empty()) {
+                out << "[";
+                for (std::size_t i = 0; i < h.at.size(); ++i) out << (i ? "," : "") << h.at[i];
+                out << "]";
+            }
+        }
+        out << "\n";
+    }
+    for (const auto& c : r.checks) out << "check: " << c.message << "\n";
+    std::vector<std::string> wanted;
+    if (const std::string* t = opts.get("--tensor")) {
+        std::size_t b = 0;
+        for (std::size_t e; (e = t->find(',', b)) != std::string::npos; b = e + 1)
+            wanted.push_back(t->substr(b, e - b));
+        wanted.push_back(t->substr(b));
+        for (const auto& w : wanted)
+            if (!r.find(w)) throw Error("--tensor '" + w + "': this step has no such tensor");
+    }
+    for (const auto& t : r.tensors) {
+        if (!wanted.empty() && std::find(wanted.begin(), wanted.end(), t.name) == wanted.end())
+            continue;
+        out << "\n" << t.name << ": " << t.description << "\n" << lesson::format_tensor(t.value);
+    }
+}
+
+void run_lesson(const Options& opts, std::ostream& out) {
+    const auto& pos = opts.positional();
+    if (pos.empty())
+        throw Error("lesson: expected an action: check FILE... | list [DIR] | show FILE");
+    const std::vector<std::string> rest(pos.begin() + 1, pos.end());
+    if (pos[0] != "show" && (opts.has("--step") || opts.has("--tensor")))
+        throw Error("lesson " + pos[0] + ": --step and --tensor belong to 'lesson show'");
+    if (pos[0] == "check") return run_check(rest, out);
+    if (pos[0] == "list") return run_list(rest, out);
+    if (pos[0] == "show") return run_show(rest, opts, out);
+    throw Error("lesson: unknown action '" + pos[0] + "' (actions: check, list, show)");
+}
+
+}  // namespace
+
+const Command& lesson_command() {
+    static const Command c{
+        "lesson",
+        "check, list and show classroom lessons (lessons/*.toml)",
+        "lesson check FILE... | lesson list [DIR] | lesson show FILE --step K [--tensor NAMES]",
+        "check: loads, validates and evaluates every step with the engine; one line a lesson\n"
+        "(steps, checks passed). A malformed lesson stops with file:line:column and what is\n"
+        "wrong; a failed check is listed with its line; both end with status 2.\n"
+        "list: the lessons of DIR (default: the lessons/ directory of the source tree).\n"
+        "show: the narration, checks and named tensors of step K (1-based).\n"
+        "Lesson format: lessons/README.md.\n",
+        {{"ACTION ARGS...", nullptr, "check FILE... | list [DIR] | show FILE"},
+         {"--step", "K", "show: the step, 1-based"},
+         {"--tensor", "NAMES", "show: print only these tensors (comma-separated)"}},
+        run_lesson};
+    return c;
+}
+
+}  // namespace convlab::cli

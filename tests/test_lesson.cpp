@@ -1,0 +1,303 @@
+// Lessons: every lesson of lessons/ loads, validates and passes its checks; malformed lessons give
+// "file:line:column: what" errors at the right line; checks can fail; the worked problem's
+// gradients; the `convlab lesson` command.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli/cli.hpp"
+#include "convlab/layers.hpp"
+#include "lesson/lesson.hpp"
+
+using namespace convlab;
+using namespace convlab::lesson;
+
+namespace {
+
+const std::string kLessonDir = std::string(CONVLAB_SOURCE_DIR) + "/lessons";
+
+// A minimal valid lesson; `step_extra` is appended inside its one step.
+std::string lesson_text(const std::string& step_extra, const std::string& view = "im2col") {
+    // Line numbers: 1 title, 2 audience, 3 [[step]], 4 view, 5 problem, 6 narration, 7 extra.
+    std::string t = "title = \"t\"\naudience = \"a\"\n[[step]]\n";
+    t += "view = \"" + view + "\"\n";
+    t += "problem = \"mb1ic1iw5oc1kw3pw1\"\nnarration = \"n\"\n";
+    return t + step_extra;
+}
+
+// Parses and validates; returns the LessonError (or fails the test when there is none).
+LessonError error_of(const std::string& text) {
+    try {
+        validate(parse_lesson(text, "bad.toml"));
+    } catch (const LessonError& e) {
+        return e;
+    }
+    FAIL("no LessonError for:\n" << text);
+    return LessonError({}, "");
+}
+
+void expect_error(const std::string& text, int line, const std::string& fragment) {
+    const LessonError e = error_of(text);
+    INFO("error: " << std::string(e.what()));
+    CHECK(e.pos().file == "bad.toml");
+    CHECK(e.pos().line == line);
+    CHECK(std::string(e.what()).rfind("bad.toml:" + std::to_string(line) + ":", 0) == 0);
+    CHECK(e.message().find(fragment) != std::string::npos);
+}
+
+int run(std::vector<std::string> args, std::string& out, std::string& err) {
+    std::ostringstream o, e;
+    const int status = run_cli(std::move(args), o, e);
+    out = o.str();
+    err = e.str();
+    return status;
+}
+
+}  // namespace
+
+TEST_CASE("lessons: every lesson in lessons/ loads, validates and passes every check") {
+    const std::vector<std::string> files = lesson_files(kLessonDir);
+    REQUIRE(files.size() >= 18);
+    std::size_t checks = 0;
+    for (const std::string& f : files) {
+        CAPTURE(f);
+        const Lesson l = load_lesson(f);
+        CHECK(!l.title.empty());
+        CHECK(!l.audience.empty());
+        REQUIRE(!l.steps.empty());
+        for (std::size_t k = 0; k < l.steps.size(); ++k) {
+            CAPTURE(k + 1);
+            const Step& s = l.steps[k];
+            CHECK(!s.narration.empty());
+            const StepResult r = evaluate(l, k);
+            CHECK(!r.tensors.empty());
+            if (!s.map.empty()) {
+                CHECK(r.map_steps > 0);
+                CHECK(s.step_end <= r.map_steps);
+            }
+            REQUIRE(r.checks.size() == s.checks.size());
+            for (const CheckResult& c : r.checks) {
+                INFO(c.message);
+                CHECK(c.passed);
+            }
+            checks += r.checks.size();
+        }
+    }
+    CHECK(checks >= 100);
+}
+
+TEST_CASE("lessons: the course is numbered 01..18 in order") {
+    const std::vector<std::string> files = lesson_files(kLessonDir);
+    for (std::size_t i = 0; i < 18 && i < files.size(); ++i) {
+        char prefix[4];
+        std::snprintf(prefix, sizeof prefix, "%02zu_", i + 1);
+        CHECK(std::filesystem::path(files[i]).filename().string().rfind(prefix, 0) == 0);
+    }
+}
+
+TEST_CASE("lessons: malformed lessons give file:line errors naming what is wrong") {
+    SUBCASE("TOML syntax") {
+        // toml++ reports the line where the unterminated array began.
+        expect_error(lesson_text("steps = [0, \n"), 7, "TOML syntax");
+    }
+    SUBCASE("unknown view") {
+        expect_error(lesson_text("", "im2kol"), 4, "unknown view 'im2kol'");
+    }
+    SUBCASE("bad descriptor") {
+        std::string t = lesson_text("");
+        t.replace(t.find("mb1ic1iw5oc1kw3pw1"), 18, "mb1ic1iw5oc1kw9");
+        expect_error(t, 5, "problem 'mb1ic1iw5oc1kw9'");
+    }
+    SUBCASE("step range beyond the map") {
+        // im2col of this problem: 5 columns at line granularity.
+        expect_error(lesson_text("map = \"im2col\"\ngranularity = \"line\"\nsteps = [0, 6]\n"), 9,
+                     "has 5 line steps");
+    }
+    SUBCASE("unknown map") {
+        expect_error(lesson_text("map = \"im3col\"\n"), 7, "unknown map 'im3col'");
+    }
+    SUBCASE("map that does not fit the problem") {
+        expect_error(lesson_text("map = \"fractal_z_3d\"\n"), 7, "fractal_z_3d");
+    }
+    SUBCASE("unknown check tensor") {
+        expect_error(lesson_text("[[step.check]]\ntensor = \"diff_wie\"\nequals = 1\n"), 7,
+                     "tensor 'diff_wie'");
+    }
+    SUBCASE("check index outside the tensor") {
+        expect_error(lesson_text("[[step.check]]\ntensor = \"diff_wei\"\nat = [0, 0, 3]\n"
+                                 "equals = 1\n"),
+                     7, "outside [0, 3)");
+    }
+    SUBCASE("check value of the wrong shape") {
+        expect_error(lesson_text("[[step.check]]\ntensor = \"diff_wei\"\nequals = [1, 2]\n"), 9,
+                     "selects dims (1,1,3)");
+    }
+    SUBCASE("wrong types") {
+        expect_error(lesson_text("granularity = 3\n"), 7, "'granularity' must be a string");
+        expect_error(lesson_text("[[step.check]]\ntensor = \"dst\"\nequals = \"one\"\n"), 9,
+                     "must be a number");
+        expect_error(lesson_text("steps = \"all\"\nmap = \"im2col\"\n"), 7,
+                     "'steps' must be an array of integers");
+        expect_error("title = 5\naudience = \"a\"\n[[step]]\n", 1, "'title' must be a string");
+    }
+    SUBCASE("ragged nesting of inline data") {
+        expect_error(lesson_text("[step.data]\nsrc = [[1, 2], [3]]\n"), 8, "ragged nesting");
+    }
+    SUBCASE("inline data of the wrong size") {
+        expect_error(lesson_text("[step.data]\nsrc = [1, 2, 3]\n"), 8, "needs (1,1,5)");
+    }
+    SUBCASE("unknown key (a typo)") {
+        expect_error(lesson_text("narattion = \"x\"\n"), 7, "unknown key 'narattion'");
+    }
+    SUBCASE("missing required keys") {
+        expect_error("title = \"t\"\naudience = \"a\"\n[[step]]\nview = \"im2col\"\n", 3,
+                     "needs 'narration'");
+        expect_error(
+            "title = \"t\"\naudience = \"a\"\n[[step]]\nview = \"im2col\"\n"
+            "narration = \"n\"\n",
+            3, "needs a 'problem'");
+    }
+    SUBCASE("layer names clash") {
+        expect_error(lesson_text("[step.network]\ninput = [[[1, 2, 3, 4, 5]]]\ntarget = [0]\n"
+                                 "[[step.network.layer]]\ntype = \"relu\"\nname = \"dst\"\n"),
+                     10, "layer name 'dst' is taken");
+    }
+    SUBCASE("highlight of a missing tensor") {
+        expect_error(lesson_text("highlights = [\"srx[0,0,1]\"]\n"), 7, "tensor 'srx'");
+    }
+    SUBCASE("network layer that does not fit its input") {
+        expect_error(lesson_text("[step.network]\ninput = [[[[1, 2], [3, 4]]]]\ntarget = [0]\n"
+                                 "[[step.network.layer]]\ntype = \"conv\"\n"
+                                 "problem = \"mb1ic1ih3oc1kh3\"\nseed = 1\n"),
+                     10, "layer conv0");  // the [[step.network.layer]] header
+    }
+}
+
+TEST_CASE("lessons: a wrong expected value fails its check with got and expected") {
+    const Lesson l =
+        parse_lesson(lesson_text("[step.data]\nsrc = [1, 2, -1, 3, 0]\nwei = [1, 0, -1]\n"
+                                 "[[step.check]]\ntensor = \"dst\"\nat = [0, 0, 1]\nequals = 2.5\n"
+                                 "[[step.check]]\ntensor = \"dst\"\nequals = [-2, 2, -1, -1, 3]\n"),
+                     "wrong.toml");
+    const StepResult r = evaluate(l, 0);
+    REQUIRE(r.checks.size() == 2);
+    CHECK_FALSE(r.checks[0].passed);
+    CHECK(r.checks[0].worst == doctest::Approx(0.5));
+    CHECK(r.checks[0].message.find("dst[0,0,1] = 2, expected 2.5") != std::string::npos);
+    CHECK(r.checks[1].passed);
+}
+
+TEST_CASE("lessons: lesson-level problem, data and network are defaults of every step") {
+    const Lesson l = parse_lesson(
+        "title = \"t\"\naudience = \"a\"\n"
+        "problem = \"mb1ic1iw5oc1kw3\"\n"
+        "[data]\nsrc = [1, 2, 3, 4, 5]\nwei = [1, 1, 1]\n"
+        "[[step]]\nview = \"im2col\"\nnarration = \"n\"\n"
+        "[[step]]\nview = \"im2col\"\nnarration = \"n\"\n"
+        "problem = \"mb1ic1iw4oc1kw2\"\n",
+        "d.toml");
+    REQUIRE(l.steps.size() == 2);
+    const StepResult a = evaluate(l, 0);
+    const Tensor& y = a.find("dst")->value;
+    REQUIRE(y.numel() == 3);
+    CHECK(y.f32()[0] == 6.0f);  // 1 + 2 + 3
+    CHECK(y.f32()[2] == 12.0f);
+    // The second step has its own problem, and so no default data (seeded instead).
+    CHECK(l.steps[1].problem.kernel[0] == 2);
+    CHECK(l.steps[1].data.empty());
+}
+
+TEST_CASE("lessons: the worked problem's gradients, by the layers directly") {
+    // 4x4 image, ones at (1,1) and (2,2); w1: -1 at (1,0), 1 at (1,1); w2: -1 at (2,1), 1 at (1,1);
+    // no padding, ReLU, 2x2 max pooling, identity fc, softmax cross-entropy, target index 1.
+    using namespace convlab::layers;
+    Tensor x({1, 1, 4, 4});
+    x.set(std::vector<dim_t>{0, 0, 1, 1}, 1.0f);
+    x.set(std::vector<dim_t>{0, 0, 2, 2}, 1.0f);
+    const Problem p = parse_descriptor("mb1ic1ih4oc2kh3");
+    Tensor w(p.wei_dims());
+    w.set(std::vector<dim_t>{0, 0, 1, 0}, -1.0f);
+    w.set(std::vector<dim_t>{0, 0, 1, 1}, 1.0f);
+    w.set(std::vector<dim_t>{1, 0, 2, 1}, -1.0f);
+    w.set(std::vector<dim_t>{1, 0, 1, 1}, 1.0f);
+    Tensor fc({2, 2});
+    fc.f32()[0] = fc.f32()[3] = 1.0f;
+    Sequential net;
+    net.add(std::make_unique<Conv>("conv", p, w));
+    net.add(std::make_unique<ReLU>("relu"));
+    net.add(std::make_unique<MaxPool>("pool", Pool{{2, 2}, {}}));
+    net.add(std::make_unique<FullyConnected>("fc", fc));
+    net.forward(x);
+    CHECK(net.loss({1}) == doctest::Approx(std::log(2.0)).epsilon(1e-7));
+    net.backward();
+    const Tensor& dw = *net.layers()[0]->params()[0].grad;
+    const float dw1[9] = {0, 0, 0, 0, 0.5f, 0, 0, 0, 0.5f};
+    const float dw2[9] = {0, 0, 0, 0, -0.5f, 0, 0, 0, -0.5f};
+    for (int i = 0; i < 9; ++i) {
+        CAPTURE(i);
+        CHECK(dw.f32()[i] == doctest::Approx(dw1[i]));
+        CHECK(dw.f32()[9 + i] == doctest::Approx(dw2[i]));
+    }
+    const Tensor& dW = *net.layers()[3]->params()[0].grad;
+    const float want[4] = {0.5f, 0.5f, -0.5f, -0.5f};
+    for (int i = 0; i < 4; ++i) CHECK(dW.f32()[i] == doctest::Approx(want[i]));
+}
+
+TEST_CASE("lessons: convlab lesson check, list and show") {
+    std::string out, err;
+    const std::string one = kLessonDir + "/01_backprop_1d.toml";
+    CHECK(run({"lesson", "check", one, kLessonDir + "/17_worked_problem.toml"}, out, err) == 0);
+    CHECK(out.find("01_backprop_1d.toml: 4 steps, 5/5 checks passed\n") != std::string::npos);
+    CHECK(out.find("17_worked_problem.toml: 5 steps, 14/14 checks passed\n") != std::string::npos);
+    CHECK(err.empty());
+
+    CHECK(run({"lesson", "list"}, out, err) == 0);
+    CHECK(out.find("01_backprop_1d.toml  4 steps  Backprop through a 1-D convolution") !=
+          std::string::npos);
+    CHECK(out.find("18_measuring.toml") != std::string::npos);
+
+    CHECK(run({"lesson", "show", one, "--step", "2", "--tensor", "diff_wei"}, out, err) == 0);
+    CHECK(out.find("dL/dw[1] = 1*1 + 2*2") != std::string::npos);
+    CHECK(out.find("check: diff_wei") != std::string::npos);
+    CHECK(out.find("diff_wei: dL/dW") != std::string::npos);
+    CHECK(out.find("\ncol:") == std::string::npos);  // only the tensors asked for
+
+    // A malformed lesson: status 2, one line "convlab: file:line:column: ...".
+    const auto dir = std::filesystem::temp_directory_path() / "convlab_lesson_test";
+    std::filesystem::create_directories(dir);
+    const std::string bad = (dir / "bad.toml").string();
+    {
+        std::ofstream f(bad);
+        f << lesson_text("", "im2kol");
+    }
+    CHECK(run({"lesson", "check", one, bad}, out, err) == 2);
+    CHECK(err == "convlab: " + bad +
+                     ":4:8: unknown view 'im2kol' (views: im2col, col2im, stride, "
+                     "fliprot, fractal, tnc, weight_grad, timings, tensors)\n");
+    // list keeps going over a malformed lesson.
+    CHECK(run({"lesson", "list", dir.string()}, out, err) == 0);
+    CHECK(out.find("bad.toml  malformed: " + bad + ":4:8:") != std::string::npos);
+    // A failed check: listed with its line, status 2.
+    {
+        std::ofstream f(bad);
+        f << lesson_text("[[step.check]]\ntensor = \"dst\"\nat = [0, 0, 0]\nequals = 7\n");
+    }
+    CHECK(run({"lesson", "check", bad}, out, err) == 2);
+    CHECK(out.find("1 step, 0/1 checks passed (FAILED)") != std::string::npos);
+    CHECK(out.find("FAIL " + bad + ":7:") != std::string::npos);
+    CHECK(err == "convlab: lesson check: 1 of 1 checks failed\n");
+
+    CHECK(run({"lesson", "show", one, "--step", "9"}, out, err) == 2);
+    CHECK(err.find("--step") != std::string::npos);
+    CHECK(run({"lesson", "check"}, out, err) == 2);
+    CHECK(run({"lesson", "teach"}, out, err) == 2);
+    CHECK(err.find("unknown action 'teach'") != std::string::npos);
+    CHECK(run({"lesson", "check", (dir / "missing.toml").string()}, out, err) == 2);
+    CHECK(err.find("cannot open the file") != std::string::npos);
+    std::filesystem::remove_all(dir);
+}
