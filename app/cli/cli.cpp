@@ -528,6 +528,9 @@ const std::vector<Command>& commands() {
          "(dilation 0-based) pd/ph/pw, n\"name\"; pde/phe/pwe give the end padding explicitly.\n",
          {{"--problem", "DESC", "benchdnn-style descriptor, e.g. mb2ic3ih7oc4oh4kh3sh2ph1"}},
          run_describe},
+        gui_command(),
+        shot_command(),
+        demo_command(),
     };
     return table;
 }

@@ -83,4 +83,8 @@ std::string json_string(std::string_view s);
 // [SECTION] commands defined in their own files (cmd_*.cpp), listed in cli.cpp's commands()
 // (one declaration here and one line there per command).
 
+const Command& gui_command();   // cmd_gui.cpp
+const Command& shot_command();  // cmd_shot.cpp
+const Command& demo_command();  // cmd_demo.cpp
+
 }  // namespace convlab::cli
