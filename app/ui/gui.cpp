@@ -253,26 +253,42 @@ class App {
         }
     }
 
+    // Colours of the cells, precomputed per palette so that a texture of millions of cells is
+    // coloured with table look-ups: tint[256 + t*256] for a value t = v / max|v| in [-1, 1].
+    std::vector<ImU32> tint;
+    ImU32 c_current = 0, c_current_pad = 0, c_linked = 0;
+    int lut_palette = -1;
+    void update_lut() {
+        if (lut_palette == s.palette) return;
+        lut_palette = s.palette;
+        const Palette& P = pal();
+        tint.resize(513);
+        for (int i = 0; i <= 512; ++i) {
+            const float t = static_cast<float>(i - 256) / 256.0f;
+            tint[static_cast<std::size_t>(i)] =
+                mix(P.cell, t >= 0 ? P.positive : P.negative, std::fabs(t) * 0.55f);
+        }
+        c_current = mix(P.cell, P.current, 0.8f);
+        c_current_pad = mix(P.padding, P.current, 0.7f);
+        c_linked = mix(P.cell, P.linked, 0.85f);
+        for (auto& t : tex) t.dirty = true;
+    }
+
     ImU32 cell_colour(std::size_t panel, dim_t c) const {
         const Palette& P = pal();
         const auto cu = static_cast<std::size_t>(c);
         const std::uint8_t f = st.panels[panel].flags[cu];
-        ImU32 col;
         const Panel& pn = view->panels[panel];
-        if (!pn.padding_lane.empty() && pn.padding_lane[cu]) {
-            col = P.padding;
-        } else if (f & app::kPending) {
-            col = P.pending;
-        } else {
-            const float v = st.panels[panel].shown[cu] / vmax[panel];
-            col = std::isfinite(v) ? mix(P.cell, v >= 0 ? P.positive : P.negative,
-                                         std::min(1.0f, std::fabs(v)) * 0.55f)
-                                   : P.cell;
-        }
-        if (f & app::kCurrent) col = mix(col, P.current, 0.8f);
+        const bool lane = !pn.padding_lane.empty() && pn.padding_lane[cu];
         if (!linked_mask.empty() && !linked_mask[panel].empty() && linked_mask[panel][cu])
-            col = mix(col, P.linked, 0.85f);
-        return col;
+            return c_linked;
+        if (f & app::kCurrent) return lane ? c_current_pad : c_current;
+        if (lane) return P.padding;
+        if (f & app::kPending) return P.pending;
+        const float v = st.panels[panel].shown[cu] / vmax[panel];
+        if (!std::isfinite(v)) return P.cell;
+        const int i = static_cast<int>(std::lround(std::clamp(v, -1.0f, 1.0f) * 256.0f)) + 256;
+        return tint[static_cast<std::size_t>(i)];
     }
 
     void frame(double dt);
@@ -594,8 +610,9 @@ void App::header() {
                        : s.playback.granularity == Granularity::Line  ? "one line"
                                                                       : "everything";
     std::string line = s.descriptor + "   view " + s.request.view + "   step " +
-                       std::to_string(n ? s.playback.step + 1 : 0) + " of " + std::to_string(n) +
-                       " (a step = " + gran + ")   " + (s.playback.paused ? "paused" : "playing") +
+                       std::to_string(s.playback.step) + " (of 0 to " +
+                       std::to_string(std::max<dim_t>(0, n - 1)) + "; a step = " + gran + ")   " +
+                       (s.playback.paused ? "paused" : "playing") +
                        "   data: " + app::data_kind_name(s.request.data);
     ImGui::TextUnformatted(line.c_str());
     // The formula of the hovered (else pinned) cell, with the numbers filled in.
@@ -626,8 +643,8 @@ void App::header() {
         ImGui::TextUnformatted(label);
         ImGui::SameLine(0, sz * 1.5f);
     };
-    swatch(mix(P.cell, P.current, 0.8f), "current step");
-    swatch(mix(P.cell, P.linked, 0.85f), "linked to hovered cell");
+    swatch(c_current, "current step");
+    swatch(c_linked, "linked to hovered cell");
     swatch(P.pending, "not written yet");
     swatch(P.padding, "padding / zero lane", true);
     swatch(mix(P.cell, P.positive, 0.55f), "value > 0");
@@ -645,8 +662,9 @@ void App::texture(std::size_t i) {
         GLint max_size = 0;
         glGetIntegerv(GL_MAX_TEXTURE_SIZE, &max_size);
         if (t.w <= 0 || t.h <= 0 || t.w > max_size || t.h > max_size) return;
-        t.texel.resize(static_cast<std::size_t>(pn.numel()));
-        for (dim_t c = 0; c < pn.numel(); ++c) {
+        const dim_t numel = pn.numel();
+        t.texel.resize(static_cast<std::size_t>(numel));
+        for (dim_t c = 0; c < numel; ++c) {
             const CellPos cp = app::cell_pos(pn, c);
             t.texel[static_cast<std::size_t>(c)] = static_cast<std::uint32_t>(
                 static_cast<int>(cp.y - pn.y) * t.w + static_cast<int>(cp.x - pn.x));
@@ -657,16 +675,18 @@ void App::texture(std::size_t i) {
         glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MAG_FILTER, GL_NEAREST);
         glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_WRAP_S, GL_CLAMP_TO_EDGE);
         glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_WRAP_T, GL_CLAMP_TO_EDGE);
+        glTexImage2D(GL_TEXTURE_2D, 0, GL_RGBA, t.w, t.h, 0, GL_RGBA, GL_UNSIGNED_BYTE, nullptr);
+        t.pixels.assign(static_cast<std::size_t>(t.w) * static_cast<std::size_t>(t.h), 0);
         t.dirty = true;
     }
     if (!t.dirty || !t.id) return;
-    t.pixels.assign(static_cast<std::size_t>(t.w) * static_cast<std::size_t>(t.h), 0);
-    for (dim_t c = 0; c < pn.numel(); ++c)
+    // Gaps between tiles stay transparent (0); every cell's texel is rewritten.
+    const dim_t numel = pn.numel();
+    for (dim_t c = 0; c < numel; ++c)
         t.pixels[t.texel[static_cast<std::size_t>(c)]] = cell_colour(i, c);
     glBindTexture(GL_TEXTURE_2D, t.id);
     glPixelStorei(GL_UNPACK_ALIGNMENT, 4);
-    glTexImage2D(GL_TEXTURE_2D, 0, GL_RGBA, t.w, t.h, 0, GL_RGBA, GL_UNSIGNED_BYTE,
-                 t.pixels.data());
+    glTexSubImage2D(GL_TEXTURE_2D, 0, 0, 0, t.w, t.h, GL_RGBA, GL_UNSIGNED_BYTE, t.pixels.data());
     t.dirty = false;
 }
 
@@ -880,37 +900,52 @@ void App::canvas() {
         return;
     }
     // Titles above the panels: "X  input", then the shape and what rows, columns and tiles are.
+    // The room they take is in pixels, so the panels are laid out again for the zoom.
     const float fs = ImGui::GetFontSize();
     const float margin = fs;
-    float top = 0;
     std::vector<std::string> titles(view->panels.size());
     for (std::size_t i = 0; i < view->panels.size(); ++i) {
         const Panel& pn = view->panels[i];
         titles[i] = pn.name + "  " + pn.title + "\n" + shape_text(pn.shape) + "\n" + role_text(pn);
     }
     const auto wrap_of = [&](std::size_t i, float z) {
-        return std::max(static_cast<float>(view->panels[i].width + app::kPanelGap * 0.8) * z,
-                        fs * 12);
+        return std::max(static_cast<float>(view->panels[i].slot_width) * z - fs * 0.6f, fs * 8);
+    };
+    float top = 0;
+    // Least room per panel for its title: 13 characters, less when a row has many panels.
+    int per_row = 0, in_row = 0;
+    for (const auto& pn : view->panels) {
+        in_row = pn.new_row ? 1 : in_row + 1;
+        per_row = std::max(per_row, in_row);
+    }
+    const float slot_px = std::min(fs * 13.0f, (size.x - 2 * margin) / static_cast<float>(per_row));
+    const auto relayout = [&](float z) {
+        const double min_slot = slot_px / z;
+        app::layout_view(*view, 0, min_slot);
+        top = 0;
+        for (std::size_t i = 0; i < titles.size(); ++i)
+            top =
+                std::max(top, font->CalcTextSizeA(fs, FLT_MAX, wrap_of(i, z), titles[i].c_str()).y);
+        top += fs * 1.3f;  // and the tile labels
+        app::layout_view(*view, top / z, min_slot);
     };
     // Fit: the whole view in the canvas (cells at most 64 px).
-    const auto title_h = [&](float z) {
-        float h = 0;
-        for (std::size_t i = 0; i < titles.size(); ++i)
-            h = std::max(h, font->CalcTextSizeA(fs, FLT_MAX, wrap_of(i, z), titles[i].c_str()).y);
-        return h + fs * 1.2f;  // and the tile labels
-    };
     if (s.zoom <= 0) {
-        float z =
-            std::min((size.x - 2 * margin) / static_cast<float>(view->width),
-                     (size.y - 2 * margin - title_h(8.0f)) / static_cast<float>(view->height));
-        z = std::min(z, (size.y - 2 * margin - title_h(z)) / static_cast<float>(view->height));
-        s.zoom = std::clamp(z, 0.05f, 64.0f);
-        s.pan_x = (size.x - static_cast<float>(view->width) * s.zoom) * 0.5f - margin;
+        float z = 16.0f;
+        for (int it = 0; it < 4; ++it) {
+            relayout(z);
+            z = std::min((size.x - 2 * margin) / static_cast<float>(view->width),
+                         (size.y - 2 * margin) / static_cast<float>(view->height));
+            z = std::clamp(z, 0.05f, 64.0f);
+        }
+        s.zoom = z;
+        s.pan_x =
+            std::max(0.0f, (size.x - 2 * margin - static_cast<float>(view->width) * z) * 0.5f);
         s.pan_y = 0;
     }
     const float z = s.zoom;
-    top = title_h(z);
-    const ImVec2 origin(c0.x + margin + s.pan_x, c0.y + margin + top + s.pan_y);
+    relayout(z);
+    const ImVec2 origin(c0.x + margin + s.pan_x, c0.y + margin + s.pan_y);
     // Mouse: wheel zooms about the cursor, drag pans, hover links, click pins.
     ImGuiIO& io = ImGui::GetIO();
     const bool over = ImGui::IsItemHovered();
@@ -946,7 +981,8 @@ void App::canvas() {
     dl->AddRectFilled(ImVec2(clip.x, clip.y), ImVec2(clip.z, clip.w), P.background);
     for (std::size_t i = 0; i < view->panels.size(); ++i) {
         const Panel& pn = view->panels[i];
-        const ImVec2 tp(origin.x + static_cast<float>(pn.x) * z, origin.y - top);
+        const ImVec2 tp(origin.x + static_cast<float>(pn.x) * z,
+                        origin.y + static_cast<float>(pn.y) * z - top);
         dl->AddText(font, fs, tp, P.panel_text, titles[i].c_str(), nullptr, wrap_of(i, z));
         draw_panel(dl, i, origin, z, clip);
     }
@@ -966,6 +1002,7 @@ void App::frame(double dt) {
         step_dirty = true;
     }
     update_step();
+    update_lut();
     const Palette& P = pal();
     ImGui::GetStyle().Colors[ImGuiCol_WindowBg] = ImGui::ColorConvertU32ToFloat4(P.background);
     ImGui::GetStyle().Colors[ImGuiCol_Text] = ImGui::ColorConvertU32ToFloat4(P.panel_text);
@@ -1289,6 +1326,19 @@ FrameReport shot_in(Window& w, const ShotOptions& o) {
         rep.frames = o.frames;
         rep.median_ms = ms[ms.size() / 2];
         rep.max_ms = ms.back();
+        // The same number of frames without a step change (hovering, panning, idle playback).
+        ms.clear();
+        for (int i = 0; i < o.frames; ++i) {
+            const auto f0 = std::chrono::steady_clock::now();
+            render_frame(a, 0.0);
+            glFinish();
+            ms.push_back(
+                std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - f0)
+                    .count());
+        }
+        std::sort(ms.begin(), ms.end());
+        rep.still_median_ms = ms[ms.size() / 2];
+        rep.still_max_ms = ms.back();
     }
     return rep;
 }

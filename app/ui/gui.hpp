@@ -43,7 +43,9 @@ struct ShotOptions {
 
 struct FrameReport {
     int frames = 0;
-    double median_ms = 0, max_ms = 0, build_ms = 0;
+    double median_ms = 0, max_ms = 0;              // a new step every frame
+    double still_median_ms = 0, still_max_ms = 0;  // no step change
+    double build_ms = 0;                           // building the view (worker thread)
 };
 
 // Renders what the window shows for these options into a PNG (written atomically: nothing is

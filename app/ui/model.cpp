@@ -306,16 +306,26 @@ dim_t hit_test(const Panel& p, double x, double y) {
     return linear_at(p, tx, ty, pr, pc);
 }
 
-void layout_view(ViewModel& v) {
-    double x = 0;
+void layout_view(ViewModel& v, double title_cells, double min_slot) {
+    double x = 0, y = title_cells, row_h = 0;
     v.width = v.height = 0;
+    Panel* prev = nullptr;
     for (auto& p : v.panels) {
         layout_panel(p);
+        if (p.new_row && prev) {
+            x = 0;
+            y += row_h + kPanelGap * 0.5 + title_cells;
+            row_h = 0;
+            prev = nullptr;
+        }
         p.x = x;
-        p.y = 0;
-        x += p.width + kPanelGap;
-        v.width = p.x + p.width;
-        v.height = std::max(v.height, p.height);
+        p.y = y;
+        p.slot_width = std::max(p.width + kPanelGap, min_slot);
+        x += p.slot_width;
+        row_h = std::max(row_h, p.height);
+        v.width = std::max(v.width, p.x + p.width);
+        v.height = std::max(v.height, p.y + p.height);
+        prev = &p;
     }
 }
 
@@ -671,7 +681,9 @@ void build_stride(Builder& b) {
     auto pd = run_map(mp, z);
     const int pi = b.add(make_panel("P", "Z padded: (k-1)d - p before, (k-1)d - p + r after",
                                     mp.dst(), act_roles(mp.dst().rank()), pd));
-    const int wi = b.add(make_panel("W", "weights", ws, wei_roles(ws.rank()), w));
+    Panel wp = make_panel("W", "weights", ws, wei_roles(ws.rank()), w);
+    wp.new_row = true;
+    const int wi = b.add(std::move(wp));
     auto wf = run_map(mf, w);
     const int fi = b.add(make_panel("W'", "FlipRot(W): C x K, every kernel rotated", mf.dst(),
                                     wei_roles(mf.dst().rank()), wf));
@@ -684,6 +696,14 @@ void build_stride(Builder& b) {
     b.link(ms, yi, zi, false);
     b.link(mp, zi, pi, false);
     b.link(mf, wi, fi, false);
+    // Inserted zeros and padding drawn as zeros that carry no dY tap.
+    auto& zl = b.v.panels[static_cast<std::size_t>(zi)].padding_lane;
+    zl = zero_lanes(b.v.links[0]);
+    auto& pl = b.v.panels[static_cast<std::size_t>(pi)].padding_lane;
+    pl = zero_lanes(b.v.links[1]);
+    for (std::size_t i = 0; i < pl.size(); ++i)
+        if (const dim_t src = b.v.links[1].image[i]; src >= 0)
+            pl[i] = zl[static_cast<std::size_t>(src)];
     // The FlipRot kernel sliding over P: dX(n, c, i) = sum_kk,k P(n, g*Kg+kk, i + k*d) W'(c, kk,
     // k).
     Relation rel;
@@ -808,7 +828,9 @@ void build_fractal(Builder& b) {
     Panel x5 = make_panel("X5", fmt5 + ": C1 blocks of C0 lanes; rows = spatial position", ma.dst(),
                           blocked_act_roles(ma.dst()), run_map(ma, x));
     const int x5i = b.add(std::move(x5));
-    const int wi = b.add(make_panel("W", "weights OIHW", ws, wei_roles(ws.rank()), w));
+    Panel wp = make_panel("W", "weights OIHW", ws, wei_roles(ws.rank()), w);
+    wp.new_row = true;
+    const int wi = b.add(std::move(wp));
     Panel wz = make_panel("Wz", "FRACTAL_Z: (C1 k..) x N1 fractals of 16 x C0", mw.dst(),
                           fractal_roles(), run_map(mw, w));
     const int wzi = b.add(std::move(wz));
@@ -875,7 +897,9 @@ void build_tnc(Builder& b) {
     const int ti =
         b.add(make_panel("T", "TNC(X): batch becomes the blocked channel dim (C, N1, H, W, C0)",
                          mt.dst(), blocked_act_roles(mt.dst()), run_map(mt, x5)));
-    const int yi = b.add(make_panel("dY", "output gradient NCHW", ys, act_roles(ys.rank()), dy));
+    Panel yp = make_panel("dY", "output gradient NCHW", ys, act_roles(ys.rank()), dy);
+    yp.new_row = true;
+    const int yi = b.add(std::move(yp));
     auto y5 = run_map(py, dy);
     const int y5i =
         b.add(make_panel("dY5", "dY in NC1HWC0", py.dst(), blocked_act_roles(py.dst()), y5));

@@ -43,10 +43,12 @@ struct Panel {
     // Cells that are padding lanes (e.g. NC1HWC0 lanes c >= C): drawn hatched. Empty: none.
     std::vector<std::uint8_t> padding_lane;
     dim_t tiles_per_row = 0;  // 0: all tiles of a TileY row side by side; else wrap
+    bool new_row = false;     // starts a new row of panels on the canvas
     // Filled in by layout():
     dim_t rows = 1, cols = 1, tiles_x = 1, tiles_y = 1;
     double x = 0, y = 0;  // top-left on the canvas, in cells
     double width = 0, height = 0;
+    double slot_width = 0;  // room up to the next panel of its row (cells), for its title
     dim_t numel() const { return shape.numel(); }
 };
 
@@ -139,8 +141,10 @@ struct ViewModel {
     double width = 0, height = 0;  // canvas extent in cells (layout_view)
 };
 
-// Arranges the panels left to right (layout_panel on each).
-void layout_view(ViewModel& v);
+// Arranges the panels left to right in rows (layout_panel on each). title_cells: room above
+// every row for the titles; min_slot: least room per panel (both in cells, the GUI converts its
+// pixel sizes at the current zoom).
+void layout_view(ViewModel& v, double title_cells = 0, double min_slot = 0);
 
 // The view names (BRIEF.md): im2col col2im stride fliprot fractal tnc weight_grad timings tensors.
 const std::vector<std::string>& view_names();
