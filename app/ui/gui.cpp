@@ -840,9 +840,8 @@ void App::draw_panel(ImDrawList* dl, std::size_t i, ImVec2 origin, float z, cons
         }
         // Padding cells read by the current step (im2col's zeros).
         for (const CellPos& cp : ps.current_pads) {
-            const ImVec2 a(origin.x + static_cast<float>(cp.x) * z,
-                           origin.y + static_cast<float>(cp.y) * z);
-            dl->AddRectFilled(a, ImVec2(a.x + z, a.y + z), mix(P.padding, P.current, 0.7f));
+            const ImVec2 a(px + static_cast<float>(cp.x) * z, py + static_cast<float>(cp.y) * z);
+            dl->AddRectFilled(a, ImVec2(a.x + z, a.y + z), c_current_pad);
             dl->AddRect(a, ImVec2(a.x + z, a.y + z), P.current, 0, 0, std::max(1.5f, z * 0.08f));
             if (text)
                 dl->AddText(font, fsz * 0.8f, ImVec2(a.x + z * 0.35f, a.y + z * 0.3f), P.value_text,

@@ -1194,7 +1194,8 @@ StepState compute_step(const ViewModel& v, Granularity g, dim_t step) {
                     co.push_back(img);
                 } else if (l.is_gather() && v.zero_source) {
                     CellPos pos;
-                    if (v.zero_source(v, drv.link, d, pos)) ps.current_pads.push_back(pos);
+                    if (v.zero_source(v, drv.link, d, pos))
+                        ps.current_pads.push_back({pos.x - v.panels[si].x, pos.y - v.panels[si].y});
                 }
             }
             reached[si] = reached[di] = true;

@@ -200,7 +200,8 @@ struct PanelState {
     std::vector<float> shown;           // value shown at this step
     std::vector<std::uint8_t> flags;    // CellFlag bits
     std::vector<std::int32_t> count;    // contributions received so far (reduce destinations)
-    std::vector<CellPos> current_pads;  // padding cells read by the current step
+    std::vector<CellPos> current_pads;  // padding cells read by the current step, relative
+                                        // to the panel's top-left corner
 };
 
 struct StepState {
