@@ -216,3 +216,38 @@ TEST_CASE("app render: frame times of the ResNet-50 3x3 layer's im2col view" *
     // Interactive even on a software rasteriser: a frame well under half a second.
     CHECK(median < 500);
 }
+
+TEST_CASE("app render: SVG export and a numbered PNG sequence of a step range" *
+          doctest::skip(!can_render())) {
+    TempDir t;
+    const auto svg = (t.path / "v.svg").string();
+    const auto seq = t.path / "seq";
+    fs::create_directories(seq);
+    const Run r = run("shot --view col2im --problem mb1ic2ih3oc2kh2 --step 2 --svg " + svg +
+                          " --sequence " + seq.string() + " --steps 1:3",
+                      t.path);
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    std::ifstream f(svg);
+    const std::string text((std::istreambuf_iterator<char>(f)), {});
+    CHECK(text.rfind("<svg", 0) == 0);
+    CHECK(text.find("</svg>") != std::string::npos);
+    // One rect per cell (W 16, dY 8, B* 32, dX 18) and the background.
+    std::size_t rects = 0;
+    for (std::size_t p = text.find("<rect"); p != std::string::npos; p = text.find("<rect", p + 1))
+        ++rects;
+    CHECK(rects == 1 + 16 + 8 + 32 + 18);
+    CHECK(text.find("B*  B* = W^T dY") != std::string::npos);
+    // Steps 1..3 as col2im_0001.png ... col2im_0003.png, each a different picture.
+    std::vector<std::vector<unsigned char>> pics;
+    for (int k = 1; k <= 3; ++k) {
+        const auto p = seq / ("col2im_000" + std::to_string(k) + ".png");
+        INFO(p.string());
+        REQUIRE(fs::exists(p));
+        pics.push_back(load(p.string()).rgb);
+    }
+    CHECK_FALSE(fs::exists(seq / "col2im_0000.png"));
+    CHECK_FALSE(fs::exists(seq / "col2im_0004.png"));
+    CHECK(pics[0] != pics[1]);
+    CHECK(pics[1] != pics[2]);
+}

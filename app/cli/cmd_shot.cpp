@@ -2,6 +2,7 @@
 // without a person (and measures frame times). Without a display it re-runs itself under
 // xvfb-run.
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 
 #include "cli/cli_common.hpp"
@@ -87,12 +88,29 @@ void run_shot(const Options& opts, std::ostream& out) {
     if (const auto* s = opts.get("--frames"))
         o.frames = static_cast<int>(parse_integer("--frames", *s, 1, 100000));
     if (const auto* s = opts.get("--out")) o.out = *s;
-    if (o.out.empty() && o.frames == 0)
-        throw Error("shot needs --out FILE.png (or --frames N --report)");
+    if (const auto* s = opts.get("--svg")) {
+        o.svg = *s;
+        ui::check_writable(o.svg);
+    }
+    if (const auto* s = opts.get("--sequence")) {
+        o.sequence_dir = *s;
+        if (!std::filesystem::is_directory(o.sequence_dir))
+            throw Error("--sequence " + o.sequence_dir + ": no such directory");
+        if (const auto* r = opts.get("--steps")) {
+            const auto c = r->find(':');
+            if (c == std::string::npos) throw Error("--steps '" + *r + "': expected A:B");
+            o.seq_from = parse_integer("--steps", r->substr(0, c), 0, std::int64_t{1} << 40);
+            o.seq_to = parse_integer("--steps", r->substr(c + 1), 0, std::int64_t{1} << 40);
+        }
+    }
+    if (o.out.empty() && o.frames == 0 && o.svg.empty() && o.sequence_dir.empty() && !report)
+        throw Error("shot needs --out FILE.png (or --svg, --sequence, --frames N --report)");
     if (report && o.frames == 0) o.frames = 60;
     if (!o.out.empty()) ui::check_writable(o.out);
     ensure_display(out);
     const ui::FrameReport r = ui::shot(o);
+    if (!o.svg.empty()) out << "wrote " << o.svg << "\n";
+    if (!o.sequence_dir.empty()) out << "wrote the steps to " << o.sequence_dir << "\n";
     if (!o.out.empty())
         out << "wrote " << o.out << " (" << o.width << "x" << o.height << ", view " << o.view
             << ", step " << o.step << ")\n";
@@ -133,6 +151,9 @@ const Command& shot_command() {
          {"--presenter", nullptr, "presenter mode (bigger fonts, no sidebar)"},
          {"--hover", "PANEL:CELL", "show the linking of cell CELL of panel PANEL (from 0)"},
          {"--out", "FILE", "the PNG"},
+         {"--svg", "FILE", "also the view as SVG (cells, values, titles)"},
+         {"--sequence", "DIR", "also steps as numbered PNGs DIR/VIEW_NNNN.png"},
+         {"--steps", "A:B", "the steps of --sequence (default all)"},
          {"--frames", "N", "render N frames, one new step each"},
          {"--report", nullptr, "print frame-time median and max"}},
         run_shot};

@@ -142,6 +142,7 @@ class App {
     std::string status;
     Export ex;
     int saved_x = 100, saved_y = 100, saved_w = 1600, saved_h = 1000;
+    dim_t seq_from = 0, seq_to = 1000000;  // the step range of a PNG sequence export
 
     ~App() {
         if (job && job->thread.joinable()) job->thread.join();
@@ -577,10 +578,16 @@ void App::sidebar(float width) {
     ImGui::SameLine();
     if (ImGui::Button("SVG")) ex.svg = ex.dir + "/" + s.request.view + ".svg";
     ImGui::SameLine();
-    if (ImGui::Button("all steps as PNGs") && n > 0) {
+    ImGui::SetNextItemWidth(width * 0.25f);
+    input_dim("from", seq_from);
+    ImGui::SameLine();
+    ImGui::SetNextItemWidth(width * 0.25f);
+    input_dim("to", seq_to);
+    ImGui::SameLine();
+    if (ImGui::Button("steps as PNGs") && n > 0) {
         ex.sequence = true;
-        ex.seq_next = 0;
-        ex.seq_end = std::min<dim_t>(n, 2000);
+        ex.seq_next = std::min(seq_from, n - 1);
+        ex.seq_end = std::clamp(seq_to, ex.seq_next, n - 1) + 1;
         ex.written.clear();
     }
     if (!status.empty()) ImGui::TextWrapped("%s", status.c_str());
@@ -1035,6 +1042,29 @@ void App::frame(double dt) {
 
 // [SECTION] exports
 
+namespace {
+
+std::string xml_escape(const std::string& t) {
+    std::string r;
+    for (char c : t) {
+        if (c == '<')
+            r += "&lt;";
+        else if (c == '>')
+            r += "&gt;";
+        else if (c == '&')
+            r += "&amp;";
+        else if (c == '"')
+            r += "&quot;";
+        else
+            r += c;
+    }
+    return r;
+}
+
+}  // namespace
+
+// The view as SVG: the same cells, colours, values and titles as the window, laid out with
+// room for two title lines (32 px cells).
 std::string App::svg() const {
     if (!view) throw Error("nothing to export yet");
     dim_t total = 0;
@@ -1048,27 +1078,44 @@ std::string App::svg() const {
         std::snprintf(b, sizeof b, "#%02x%02x%02x", c & 0xff, (c >> 8) & 0xff, (c >> 16) & 0xff);
         return std::string(b);
     };
-    const double u = 32, top = 80;
+    const double u = 32, left = 20, top = 70;
+    ViewModel v = *view;  // laid out for the SVG: 1.6 cells of titles, 9 cells per panel at least
+    app::layout_view(v, 1.6, 9.0);
     std::ostringstream o;
-    o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << view->width * u + 40
-      << "\" height=\"" << view->height * u + top + 40 << "\" font-family=\"DejaVu Sans\">\n";
+    o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\""
+      << std::max(900.0, v.width * u + 2 * left) << "\" height=\"" << v.height * u + top + 20
+      << "\" font-family=\"DejaVu Sans\">\n";
     o << "<rect width=\"100%\" height=\"100%\" fill=\"" << hex(P.background) << "\"/>\n";
-    o << "<text x=\"20\" y=\"24\" font-size=\"16\">" << view->caption << " — step "
-      << s.playback.step + 1 << "</text>\n";
-    for (std::size_t i = 0; i < view->panels.size(); ++i) {
-        const Panel& pn = view->panels[i];
-        o << "<text x=\"" << 20 + pn.x * u << "\" y=\"" << top - 10 << "\" font-size=\"15\">"
-          << pn.name << "  " << pn.title << " " << shape_text(pn.shape) << "</text>\n";
+    o << "<text x=\"" << left << "\" y=\"24\" font-size=\"16\" fill=\"" << hex(P.panel_text)
+      << "\">" << xml_escape(view->caption) << "</text>\n";
+    o << "<text x=\"" << left << "\" y=\"46\" font-size=\"14\" fill=\"" << hex(P.panel_text)
+      << "\">"
+      << xml_escape(s.descriptor + "   view " + s.request.view + "   step " +
+                    std::to_string(s.playback.step) + " (a step = one " +
+                    granularity_name(s.playback.granularity) + ")")
+      << "</text>\n";
+    for (std::size_t i = 0; i < v.panels.size(); ++i) {
+        const Panel& pn = v.panels[i];
+        const double tx = left + pn.x * u, ty = top + (pn.y - 1.6) * u;
+        o << "<text x=\"" << tx << "\" y=\"" << ty + 16 << "\" font-size=\"15\" fill=\""
+          << hex(P.panel_text) << "\">" << xml_escape(pn.name + "  " + pn.title) << "</text>\n";
+        o << "<text x=\"" << tx << "\" y=\"" << ty + 34 << "\" font-size=\"13\" fill=\""
+          << hex(P.dim_text) << "\">" << xml_escape(shape_text(pn.shape) + "  " + role_text(pn))
+          << "</text>\n";
         for (dim_t c = 0; c < pn.numel(); ++c) {
             const CellPos cp = app::cell_pos(pn, c);
-            const double x = 20 + cp.x * u, y = top + cp.y * u;
+            const double x = left + cp.x * u, y = top + cp.y * u;
+            const ImU32 col = cell_colour(i, c);
             o << "<rect x=\"" << x << "\" y=\"" << y << "\" width=\"" << u << "\" height=\"" << u
-              << "\" fill=\"" << hex(cell_colour(i, c)) << "\" stroke=\"" << hex(P.grid) << "\"/>";
-            const std::string v =
-                app::format_value(st.panels[i].shown[static_cast<std::size_t>(c)], s.request.data);
-            if (!v.empty())
+              << "\" fill=\"" << hex(col) << "\" stroke=\"" << hex(P.grid) << "\"/>";
+            const auto cu = static_cast<std::size_t>(c);
+            const bool lane = !pn.padding_lane.empty() && pn.padding_lane[cu];
+            const std::string val =
+                lane ? "0" : app::format_value(st.panels[i].shown[cu], s.request.data);
+            if (!val.empty())
                 o << "<text x=\"" << x + u / 2 << "\" y=\"" << y + u * 0.65
-                  << "\" font-size=\"12\" text-anchor=\"middle\">" << v << "</text>";
+                  << "\" font-size=\"12\" text-anchor=\"middle\" fill=\""
+                  << (luminance(col) > 0.5f ? "#000000" : "#ffffff") << "\">" << val << "</text>";
             o << "\n";
         }
     }
@@ -1307,6 +1354,23 @@ FrameReport shot_in(Window& w, const ShotOptions& o) {
     if (!o.out.empty()) {
         a.ex.png = o.out;
         render_frame(a, 0.0);
+        if (!a.status.starts_with("wrote")) throw Error(a.status);
+    }
+    if (!o.svg.empty()) {
+        a.ex.svg = o.svg;
+        render_frame(a, 0.0);
+        if (!a.status.starts_with("wrote")) throw Error(a.status);
+    }
+    if (!o.sequence_dir.empty()) {
+        const dim_t to = o.seq_to < 0 ? n - 1 : o.seq_to;
+        if (o.seq_from < 0 || o.seq_from > to || to >= n)
+            throw Error("--steps " + std::to_string(o.seq_from) + ":" + std::to_string(to) +
+                        ": the " + o.view + " view has steps 0 to " + std::to_string(n - 1));
+        a.ex.dir = o.sequence_dir;
+        a.ex.sequence = true;
+        a.ex.seq_next = o.seq_from;
+        a.ex.seq_end = to + 1;
+        while (a.ex.sequence) render_frame(a, 0.0);
         if (!a.status.starts_with("wrote")) throw Error(a.status);
     }
     if (o.frames > 0) {

@@ -35,7 +35,11 @@ struct ShotOptions {
     int palette = 0;
     bool presenter = false;
     std::string out;  // PNG path ("" with frames > 0: no picture)
-    int frames = 0;   // > 0: render this many frames (playing) and report frame times
+    std::string svg;  // also the view as SVG ("" : none)
+    // Also steps [seq_from, seq_to] as DIR/VIEW_NNNN.png ("" : none).
+    std::string sequence_dir;
+    dim_t seq_from = 0, seq_to = -1;
+    int frames = 0;  // > 0: render this many frames (playing) and report frame times
     // Hover (panel, cell) to show the linking in the picture; -1: none.
     int hover_panel = -1;
     dim_t hover_cell = -1;
