@@ -577,14 +577,12 @@ void App::sidebar(float width) {
     if (ImGui::Button("PNG (S)")) ex.png = ex.dir + "/" + s.request.view + ".png";
     ImGui::SameLine();
     if (ImGui::Button("SVG")) ex.svg = ex.dir + "/" + s.request.view + ".svg";
-    ImGui::SameLine();
-    ImGui::SetNextItemWidth(width * 0.25f);
+    ImGui::SetNextItemWidth(width * 0.3f);
     input_dim("from", seq_from);
     ImGui::SameLine();
-    ImGui::SetNextItemWidth(width * 0.25f);
+    ImGui::SetNextItemWidth(width * 0.3f);
     input_dim("to", seq_to);
-    ImGui::SameLine();
-    if (ImGui::Button("steps as PNGs") && n > 0) {
+    if (ImGui::Button("steps from..to as numbered PNGs") && n > 0) {
         ex.sequence = true;
         ex.seq_next = std::min(seq_from, n - 1);
         ex.seq_end = std::clamp(seq_to, ex.seq_next, n - 1) + 1;

@@ -905,6 +905,18 @@ void build_tnc(Builder& b) {
         b.add(make_panel("dY5", "dY in NC1HWC0", py.dst(), blocked_act_roles(py.dst()), y5));
     const int fi = b.add(make_panel("dYf", "TNCf(dY): FRACTAL_Z of the kernel (K, N, Ho, Wo)",
                                     mf.dst(), fractal_roles(), run_map(mf, y5)));
+    // Name the dims by what they hold: T's outer dim is the channel, its lanes the batch; the
+    // fractal rows of dYf run over (batch block, position), a fractal is 16 k by C0 n.
+    {
+        auto& tn = b.v.panels[static_cast<std::size_t>(ti)].shape.names;
+        tn.front() = "c";
+        std::replace(tn.begin(), tn.end(), std::string("c1"), std::string("n1"));
+        tn.back() = "n0";
+        b.v.panels[static_cast<std::size_t>(fi)].shape.names = {p.ndims == 3   ? "d,n1,h,w"
+                                                                : p.ndims == 2 ? "n1,h,w"
+                                                                               : "n1,w",
+                                                                "k1", "k0", "n0"};
+    }
     const int l0 = b.link(pa, xi, x5i, false);
     const int l1 = b.link(mt, x5i, ti, true);
     const int l2 = b.link(py, yi, y5i, false);
