@@ -618,6 +618,9 @@ const std::vector<Command>& commands() {
          run_describe},
         bench_command(),
         lesson_command(),
+        gui_command(),
+        shot_command(),
+        demo_command(),
     };
     return table;
 }

@@ -91,4 +91,8 @@ const Command& bench_command();
 
 const Command& lesson_command();  // cmd_lesson.cpp
 
+const Command& gui_command();   // cmd_gui.cpp
+const Command& shot_command();  // cmd_shot.cpp
+const Command& demo_command();  // cmd_demo.cpp
+
 }  // namespace convlab::cli

@@ -1,0 +1,163 @@
+// convlab shot: renders one view of the desktop app, exactly as the window shows it, into a PNG
+// without a person (and measures frame times). Without a display it re-runs itself under
+// xvfb-run.
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+
+#include "cli/cli_common.hpp"
+#include "ui/gui.hpp"
+
+namespace convlab::cli {
+
+namespace {
+
+void parse_size(const std::string& text, int& w, int& h) {
+    const auto x = text.find('x');
+    if (x == std::string::npos) throw Error("--size '" + text + "': expected WxH, e.g. 1600x1000");
+    w = static_cast<int>(parse_integer("--size width", text.substr(0, x), 320, 8192));
+    h = static_cast<int>(parse_integer("--size height", text.substr(x + 1), 240, 8192));
+}
+
+}  // namespace
+
+// The options shared by shot and demo.
+ui::ShotOptions shot_options(const Options& opts) {
+    ui::ShotOptions o;
+    o.view = opts.value_or("--view", "im2col");
+    o.problem = opts.value_or("--problem", o.problem);
+    // Fail on a bad descriptor before any window is opened.
+    in_context("--problem", [&] {
+        parse_descriptor(o.problem).check();
+        return 0;
+    });
+    if (const auto* s = opts.get("--step"))
+        o.step = parse_integer("--step", *s, 0, std::int64_t{1} << 40);
+    if (const auto* s = opts.get("--size")) parse_size(*s, o.width, o.height);
+    if (const auto* s = opts.get("--granularity")) o.granularity = parse_granularity(*s);
+    if (const auto* s = opts.get("--data")) {
+        if (*s == "integer")
+            o.data = app::DataKind::Integer;
+        else if (*s == "real")
+            o.data = app::DataKind::Real;
+        else
+            throw Error("--data '" + *s + "': expected integer or real");
+    }
+    if (const auto* s = opts.get("--c0")) o.c0 = parse_integer("--c0", *s, 1, 64);
+    if (const auto* s = opts.get("--palette")) {
+        if (*s == "default")
+            o.palette = 0;
+        else if (*s == "high-contrast")
+            o.palette = 1;
+        else if (*s == "colorblind")
+            o.palette = 2;
+        else
+            throw Error("--palette '" + *s + "': expected default, high-contrast or colorblind");
+    }
+    o.presenter = opts.has("--presenter");
+    if (const auto* s = opts.get("--hover")) {
+        const auto c = s->find(':');
+        if (c == std::string::npos) throw Error("--hover '" + *s + "': expected PANEL:CELL");
+        o.hover_panel = static_cast<int>(parse_integer("--hover panel", s->substr(0, c), 0, 63));
+        o.hover_cell = parse_integer("--hover cell", s->substr(c + 1), 0, std::int64_t{1} << 40);
+    }
+    bool known = false;
+    for (const auto& v : app::view_names()) known |= v == o.view;
+    if (!known) {
+        std::string names;
+        for (const auto& v : app::view_names()) names += (names.empty() ? "" : ", ") + v;
+        throw Error("--view '" + o.view + "': unknown view (views: " + names + ")");
+    }
+    return o;
+}
+
+// Without a display: re-run this command under xvfb-run and end with its status.
+void ensure_display(std::ostream& out) {
+    if (ui::display_available()) return;
+    out.flush();
+    std::cout.flush();
+    const int status = ui::rerun_under_xvfb();
+    std::exit(status);
+}
+
+namespace {
+
+void run_shot(const Options& opts, std::ostream& out) {
+    ui::ShotOptions o = shot_options(opts);
+    const bool report = opts.has("--report");
+    if (const auto* s = opts.get("--frames"))
+        o.frames = static_cast<int>(parse_integer("--frames", *s, 1, 100000));
+    if (const auto* s = opts.get("--out")) o.out = *s;
+    if (const auto* s = opts.get("--svg")) {
+        o.svg = *s;
+        ui::check_writable(o.svg);
+    }
+    if (const auto* s = opts.get("--sequence")) {
+        o.sequence_dir = *s;
+        if (!std::filesystem::is_directory(o.sequence_dir))
+            throw Error("--sequence " + o.sequence_dir + ": no such directory");
+        if (const auto* r = opts.get("--steps")) {
+            const auto c = r->find(':');
+            if (c == std::string::npos) throw Error("--steps '" + *r + "': expected A:B");
+            o.seq_from = parse_integer("--steps", r->substr(0, c), 0, std::int64_t{1} << 40);
+            o.seq_to = parse_integer("--steps", r->substr(c + 1), 0, std::int64_t{1} << 40);
+        }
+    }
+    if (o.out.empty() && o.frames == 0 && o.svg.empty() && o.sequence_dir.empty() && !report)
+        throw Error("shot needs --out FILE.png (or --svg, --sequence, --frames N --report)");
+    if (report && o.frames == 0) o.frames = 60;
+    if (!o.out.empty()) ui::check_writable(o.out);
+    ensure_display(out);
+    const ui::FrameReport r = ui::shot(o);
+    if (!o.svg.empty()) out << "wrote " << o.svg << "\n";
+    if (!o.sequence_dir.empty()) out << "wrote the steps to " << o.sequence_dir << "\n";
+    if (!o.out.empty())
+        out << "wrote " << o.out << " (" << o.width << "x" << o.height << ", view " << o.view
+            << ", step " << o.step << ")\n";
+    if (report) {
+        char buf[512];
+        std::snprintf(buf, sizeof buf,
+                      "frames %d, view %s, problem %s, %dx%d: frame time with a new step every "
+                      "frame median %.2f ms, max %.2f ms; without step changes median %.2f ms, "
+                      "max %.2f ms (view built in %.0f ms)\n",
+                      r.frames, o.view.c_str(), o.problem.c_str(), o.width, o.height, r.median_ms,
+                      r.max_ms, r.still_median_ms, r.still_max_ms, r.build_ms);
+        out << buf;
+    }
+}
+
+}  // namespace
+
+const Command& shot_command() {
+    static const Command c{
+        "shot",
+        "render a view of the desktop app to PNG without a person (xvfb-run when no display)",
+        "shot --view NAME --problem DESC --step K [--size WxH] [--granularity G] --out FILE.png",
+        "Renders exactly what the window shows (the same drawing code) and reads the back buffer\n"
+        "into a PNG, written atomically. Without a display it re-runs itself under\n"
+        "xvfb-run -a -s \"-screen 0 1920x1200x24\". --frames N --report plays N steps (one a\n"
+        "frame, the worst case) and prints the median and max frame time.\n"
+        "Views: im2col col2im stride fliprot fractal tnc weight_grad timings tensors.\n",
+        {{"--view", "NAME",
+          "im2col (default) | col2im | stride | fliprot | fractal | tnc | "
+          "weight_grad | timings | tensors"},
+         {"--problem", "DESC", "benchdnn descriptor (default mb1ic2ih3oc2kh2)"},
+         {"--step", "K", "the step shown, from 0 (default 0)"},
+         {"--size", "WxH", "window size in pixels (default 1600x1000)"},
+         {"--granularity", "G", "element | line (default) | whole"},
+         {"--data", "KIND", "integer (default) | real"},
+         {"--c0", "C0", "C0 of the DaVinci views (default 16)"},
+         {"--palette", "NAME", "default | high-contrast | colorblind"},
+         {"--presenter", nullptr, "presenter mode (bigger fonts, no sidebar)"},
+         {"--hover", "PANEL:CELL", "show the linking of cell CELL of panel PANEL (from 0)"},
+         {"--out", "FILE", "the PNG"},
+         {"--svg", "FILE", "also the view as SVG (cells, values, titles)"},
+         {"--sequence", "DIR", "also steps as numbered PNGs DIR/VIEW_NNNN.png"},
+         {"--steps", "A:B", "the steps of --sequence (default all)"},
+         {"--frames", "N", "render N frames, one new step each"},
+         {"--report", nullptr, "print frame-time median and max"}},
+        run_shot};
+    return c;
+}
+
+}  // namespace convlab::cli

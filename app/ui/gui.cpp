@@ -1,0 +1,1493 @@
+// The desktop app (gui.hpp). Index:
+//   [SECTION] palettes and colours
+//   [SECTION] the App: state, worker thread, textures
+//   [SECTION] keyboard
+//   [SECTION] sidebar: view, parameters, playback, display, export
+//   [SECTION] canvas: panels, cells, hover, zoom and pan
+//   [SECTION] exports: PNG, SVG, PNG sequence
+//   [SECTION] window: GLFW + ImGui setup, the frame loop, shots, xvfb-run
+#include "ui/gui.hpp"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <thread>
+
+#define GLFW_INCLUDE_NONE
+#include <GL/gl.h>
+#include <GLFW/glfw3.h>
+
+#include "imgui.h"
+#include "imgui_impl_glfw.h"
+#include "imgui_impl_opengl3.h"
+#include "imgui_stdlib.h"
+#include "stb_image_write.h"
+
+#include "convlab/problem.hpp"
+
+#ifndef CONVLAB_SOURCE_DIR
+#define CONVLAB_SOURCE_DIR "."
+#endif
+
+namespace convlab::ui {
+
+namespace fs = std::filesystem;
+using app::CellPos;
+using app::Panel;
+using app::ViewModel;
+
+// [SECTION] palettes and colours
+
+namespace {
+
+struct Palette {
+    const char* name;
+    ImU32 background, panel_text, dim_text, cell, pending, padding, positive, negative, current,
+        linked, hovered, grid, value_text, good, bad;
+};
+
+// Okabe-Ito colours (orange E69F00, sky blue 56B4E9, bluish green 009E73, vermillion D55E00,
+// blue 0072B2) for the colour-blind-safe palette; the default uses them too on a light ground.
+const Palette kPalettes[] = {
+    {"light (default)", IM_COL32(246, 246, 242, 255), IM_COL32(20, 20, 20, 255),
+     IM_COL32(90, 90, 90, 255), IM_COL32(255, 255, 255, 255), IM_COL32(226, 226, 226, 255),
+     IM_COL32(200, 200, 200, 255), IM_COL32(214, 96, 77, 255), IM_COL32(67, 147, 195, 255),
+     IM_COL32(230, 159, 0, 255), IM_COL32(86, 180, 233, 255), IM_COL32(0, 114, 178, 255),
+     IM_COL32(150, 150, 150, 255), IM_COL32(10, 10, 10, 255), IM_COL32(0, 130, 60, 255),
+     IM_COL32(200, 0, 0, 255)},
+    {"high contrast (projector)", IM_COL32(0, 0, 0, 255), IM_COL32(255, 255, 255, 255),
+     IM_COL32(220, 220, 220, 255), IM_COL32(30, 30, 30, 255), IM_COL32(70, 70, 70, 255),
+     IM_COL32(110, 110, 110, 255), IM_COL32(255, 90, 60, 255), IM_COL32(60, 160, 255, 255),
+     IM_COL32(255, 220, 0, 255), IM_COL32(0, 230, 255, 255), IM_COL32(255, 0, 255, 255),
+     IM_COL32(160, 160, 160, 255), IM_COL32(255, 255, 255, 255), IM_COL32(0, 255, 120, 255),
+     IM_COL32(255, 60, 60, 255)},
+    {"colour-blind safe", IM_COL32(250, 250, 250, 255), IM_COL32(0, 0, 0, 255),
+     IM_COL32(80, 80, 80, 255), IM_COL32(255, 255, 255, 255), IM_COL32(222, 222, 222, 255),
+     IM_COL32(190, 190, 190, 255), IM_COL32(213, 94, 0, 255), IM_COL32(0, 114, 178, 255),
+     IM_COL32(230, 159, 0, 255), IM_COL32(86, 180, 233, 255), IM_COL32(0, 158, 115, 255),
+     IM_COL32(140, 140, 140, 255), IM_COL32(0, 0, 0, 255), IM_COL32(0, 158, 115, 255),
+     IM_COL32(213, 94, 0, 255)},
+};
+constexpr int kNumPalettes = 3;
+
+ImU32 mix(ImU32 a, ImU32 b, float t) {
+    const ImVec4 x = ImGui::ColorConvertU32ToFloat4(a), y = ImGui::ColorConvertU32ToFloat4(b);
+    return ImGui::ColorConvertFloat4ToU32(
+        ImVec4(x.x + (y.x - x.x) * t, x.y + (y.y - x.y) * t, x.z + (y.z - x.z) * t, 1.0f));
+}
+
+float luminance(ImU32 c) {
+    const ImVec4 v = ImGui::ColorConvertU32ToFloat4(c);
+    return 0.2126f * v.x + 0.7152f * v.y + 0.0722f * v.z;
+}
+
+// [SECTION] the App
+
+struct Job {
+    std::thread thread;
+    std::atomic<float> progress{0};
+    std::atomic<bool> done{false};
+    app::ViewRequest request;
+    std::shared_ptr<ViewModel> result;
+    std::string error;
+    std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+};
+
+struct PanelTexture {
+    GLuint id = 0;
+    int w = 0, h = 0;
+    std::vector<std::uint32_t> texel;  // texel index of every element
+    std::vector<std::uint32_t> pixels;
+    bool dirty = true;
+};
+
+struct Export {
+    std::string png, svg;  // pending single exports
+    bool sequence = false;
+    dim_t seq_next = 0, seq_end = 0;
+    std::string dir = "out/export";
+    std::vector<std::string> written;
+};
+
+class App {
+  public:
+    app::AppState s;
+    std::shared_ptr<ViewModel> view;
+    app::StepState st;
+    bool step_dirty = true;
+    std::vector<std::vector<std::uint8_t>> linked_mask;
+    app::Selection linked_for{-2, -2};
+    Problem edit;
+    std::unique_ptr<Job> job;
+    std::optional<app::ViewRequest> queued;
+    std::vector<PanelTexture> tex;
+    std::vector<float> vmax;
+    GLFWwindow* window = nullptr;
+    ImFont* font = nullptr;
+    bool fullscreen = false;
+    bool show_sidebar = true;
+    bool show_help = false;
+    std::string status;
+    Export ex;
+    int saved_x = 100, saved_y = 100, saved_w = 1600, saved_h = 1000;
+    dim_t seq_from = 0, seq_to = 1000000;  // the step range of a PNG sequence export
+
+    ~App() {
+        if (job && job->thread.joinable()) job->thread.join();
+        for (auto& t : tex)
+            if (t.id) glDeleteTextures(1, &t.id);
+    }
+
+    const Palette& pal() const { return kPalettes[std::clamp(s.palette, 0, kNumPalettes - 1)]; }
+    dim_t steps() const { return view ? app::num_steps(*view, s.playback.granularity) : 0; }
+
+    // Starts building a view on the worker thread (one at a time; the latest request waits).
+    void request(const app::ViewRequest& r) {
+        if (job && !job->done) {
+            queued = r;
+            return;
+        }
+        if (job && job->thread.joinable()) job->thread.join();
+        job = std::make_unique<Job>();
+        job->request = r;
+        Job* j = job.get();
+        j->thread = std::thread([j] {
+            try {
+                j->result = std::make_shared<ViewModel>(app::build_view(j->request, &j->progress));
+            } catch (const std::exception& e) {
+                j->error = e.what();
+            }
+            j->done = true;
+        });
+    }
+
+    // Takes a finished build; wait: block until the current (and queued) builds end.
+    void poll(bool wait) {
+        while (job) {
+            if (wait && job->thread.joinable()) job->thread.join();
+            if (!job->done) return;
+            if (job->thread.joinable()) job->thread.join();
+            if (job->result) {
+                adopt(job->result, job->request);
+                s.error.clear();
+            } else {
+                s.error = job->error;
+            }
+            job.reset();
+            if (queued) {
+                request(*queued);
+                queued.reset();
+            } else {
+                return;
+            }
+        }
+    }
+
+    void adopt(std::shared_ptr<ViewModel> v, const app::ViewRequest& r) {
+        const bool same_shape = view && view->name == v->name && s.request.problem == r.problem;
+        view = std::move(v);
+        s.request = r;
+        edit = r.problem;
+        s.descriptor = to_descriptor(r.problem);
+        for (auto& t : tex)
+            if (t.id) glDeleteTextures(1, &t.id);
+        tex.assign(view->panels.size(), {});
+        vmax.assign(view->panels.size(), 1.0f);
+        for (std::size_t i = 0; i < view->panels.size(); ++i)
+            for (float x : view->panels[i].values) vmax[i] = std::max(vmax[i], std::fabs(x));
+        s.playback.scrub(s.playback.step, steps());
+        s.hover = s.pinned = {};
+        linked_for = {-2, -2};
+        step_dirty = true;
+        if (!same_shape) s.zoom = 0;
+    }
+
+    void apply_problem(const Problem& p) {
+        const std::string msg = p.validate();
+        if (!msg.empty()) {
+            s.error = msg;
+            return;
+        }
+        s.error.clear();
+        app::ViewRequest r = s.request;
+        r.problem = p;
+        request(r);
+    }
+
+    void set_view(const std::string& name) {
+        app::ViewRequest r = s.request;
+        r.view = name;
+        s.playback.step = 0;
+        request(r);
+    }
+
+    void update_step() {
+        if (!view || !step_dirty) return;
+        st = app::compute_step(*view, s.playback.granularity, s.playback.step);
+        step_dirty = false;
+        for (auto& t : tex) t.dirty = true;
+    }
+
+    void update_linked() {
+        const app::Selection sel = s.hover.valid() ? s.hover : s.pinned;
+        if (!view || sel == linked_for) return;
+        linked_for = sel;
+        linked_mask.assign(view->panels.size(), {});
+        if (!sel.valid()) return;
+        const auto cells = app::linked_cells(*view, sel.panel, sel.cell);
+        for (std::size_t i = 0; i < cells.size(); ++i) {
+            if (cells[i].empty()) continue;
+            linked_mask[i].assign(static_cast<std::size_t>(view->panels[i].numel()), 0);
+            for (dim_t c : cells[i]) linked_mask[i][static_cast<std::size_t>(c)] = 1;
+        }
+    }
+
+    // Colours of the cells, precomputed per palette so that a texture of millions of cells is
+    // coloured with table look-ups: tint[256 + t*256] for a value t = v / max|v| in [-1, 1].
+    std::vector<ImU32> tint;
+    ImU32 c_current = 0, c_current_pad = 0, c_linked = 0;
+    int lut_palette = -1;
+    void update_lut() {
+        if (lut_palette == s.palette) return;
+        lut_palette = s.palette;
+        const Palette& P = pal();
+        tint.resize(513);
+        for (int i = 0; i <= 512; ++i) {
+            const float t = static_cast<float>(i - 256) / 256.0f;
+            tint[static_cast<std::size_t>(i)] =
+                mix(P.cell, t >= 0 ? P.positive : P.negative, std::fabs(t) * 0.55f);
+        }
+        c_current = mix(P.cell, P.current, 0.8f);
+        c_current_pad = mix(P.padding, P.current, 0.7f);
+        c_linked = mix(P.cell, P.linked, 0.85f);
+        for (auto& t : tex) t.dirty = true;
+    }
+
+    ImU32 cell_colour(std::size_t panel, dim_t c) const {
+        const Palette& P = pal();
+        const auto cu = static_cast<std::size_t>(c);
+        const std::uint8_t f = st.panels[panel].flags[cu];
+        const Panel& pn = view->panels[panel];
+        const bool lane = !pn.padding_lane.empty() && pn.padding_lane[cu];
+        if (!linked_mask.empty() && !linked_mask[panel].empty() && linked_mask[panel][cu])
+            return c_linked;
+        if (f & app::kCurrent) return lane ? c_current_pad : c_current;
+        if (lane) return P.padding;
+        if (f & app::kPending) return P.pending;
+        const float v = st.panels[panel].shown[cu] / vmax[panel];
+        if (!std::isfinite(v)) return P.cell;
+        const int i = static_cast<int>(std::lround(std::clamp(v, -1.0f, 1.0f) * 256.0f)) + 256;
+        return tint[static_cast<std::size_t>(i)];
+    }
+
+    void frame(double dt);
+    void keyboard();
+    void sidebar(float width);
+    void header();
+    void canvas();
+    void draw_panel(ImDrawList* dl, std::size_t i, ImVec2 origin, float z, const ImVec4& clip);
+    void texture(std::size_t i);
+    void after_render();
+    std::string svg() const;
+    void toggle_fullscreen();
+};
+
+// [SECTION] keyboard
+
+void App::keyboard() {
+    ImGuiIO& io = ImGui::GetIO();
+    if (io.WantTextInput) return;
+    const dim_t n = steps();
+    auto& pb = s.playback;
+    const auto pressed = [](int key, bool repeat = false) {
+        return ImGui::IsKeyPressed(key, repeat);
+    };
+    if (pressed(GLFW_KEY_SPACE)) pb.paused = !pb.paused;
+    if (pressed(GLFW_KEY_RIGHT, true)) {
+        pb.paused = true;
+        pb.step_forward(n);
+        step_dirty = true;
+    }
+    if (pressed(GLFW_KEY_LEFT, true)) {
+        pb.paused = true;
+        pb.step_back(n);
+        step_dirty = true;
+    }
+    if (pressed(GLFW_KEY_HOME)) {
+        pb.scrub(0, n);
+        step_dirty = true;
+    }
+    if (pressed(GLFW_KEY_END)) {
+        pb.scrub(n - 1, n);
+        step_dirty = true;
+    }
+    if (pressed(GLFW_KEY_UP, true)) pb.speed = std::min(120.0, pb.speed * 1.5);
+    if (pressed(GLFW_KEY_DOWN, true)) pb.speed = std::max(0.25, pb.speed / 1.5);
+    if (pressed(GLFW_KEY_G)) {
+        pb.granularity = pb.granularity == Granularity::Element ? Granularity::Line
+                         : pb.granularity == Granularity::Line  ? Granularity::Whole
+                                                                : Granularity::Element;
+        pb.step = 0;
+        step_dirty = true;
+    }
+    if (pressed(GLFW_KEY_L)) pb.loop = !pb.loop;
+    if (pressed(GLFW_KEY_C)) s.palette = (s.palette + 1) % kNumPalettes;
+    if (pressed(GLFW_KEY_F)) s.zoom = 0;
+    if (pressed(GLFW_KEY_P)) s.presenter = !s.presenter;
+    if (pressed(GLFW_KEY_TAB)) show_sidebar = !show_sidebar;
+    if (pressed(GLFW_KEY_F11)) toggle_fullscreen();
+    if (pressed(GLFW_KEY_H) || pressed(GLFW_KEY_F1)) show_help = !show_help;
+    if (pressed(GLFW_KEY_S)) ex.png = ex.dir + "/" + s.request.view + ".png";
+    if (pressed(GLFW_KEY_EQUAL, true) || pressed(GLFW_KEY_KP_ADD, true))
+        s.font_scale = std::min(3.0f, s.font_scale + 0.1f);
+    if (pressed(GLFW_KEY_MINUS, true) || pressed(GLFW_KEY_KP_SUBTRACT, true))
+        s.font_scale = std::max(0.6f, s.font_scale - 0.1f);
+    if (pressed(GLFW_KEY_ESCAPE)) {
+        if (s.pinned.valid())
+            s.pinned = {};
+        else if (s.presenter)
+            s.presenter = false;
+    }
+    const auto& names = app::view_names();
+    for (int k = 0; k < static_cast<int>(names.size()) && k < 9; ++k)
+        if (pressed(GLFW_KEY_1 + k)) set_view(names[static_cast<std::size_t>(k)]);
+    if (pressed(GLFW_KEY_PAGE_DOWN) || pressed(GLFW_KEY_PAGE_UP)) {
+        const auto it = std::find(names.begin(), names.end(), s.request.view);
+        const auto i = static_cast<int>(it - names.begin());
+        const int m = static_cast<int>(names.size());
+        set_view(
+            names[static_cast<std::size_t>((i + (pressed(GLFW_KEY_PAGE_DOWN) ? 1 : m - 1)) % m)]);
+    }
+}
+
+// [SECTION] sidebar
+
+namespace {
+
+bool input_dim(const char* label, dim_t& v, dim_t lo = 0) {
+    const dim_t step = 1;
+    bool changed = ImGui::InputScalar(label, ImGuiDataType_S64, &v, &step, nullptr, "%lld");
+    if (changed && v < lo) v = lo;
+    return changed;
+}
+
+struct Preset {
+    const char* label;
+    const char* desc;
+};
+const Preset kPresets[] = {
+    {"lesson: 2x3x3 input, 2x2x2 filters", "mb1ic2ih3oc2kh2"},
+    {"stride 2, padding 1", "mb1ic1ih5oc1kh3sh2ph1"},
+    {"stride 2 with leftover r = 1", "mb1ic1ih6oc1kh3sh2ph1"},
+    {"dilation 2", "mb1ic1ih7oc1kh3dh1"},
+    {"groups 2", "g2mb1ic4ih4oc4kh2"},
+    {"asymmetric padding", "mb1ic1ih4oc1kh3ph1phe0"},
+    {"1-D", "mb1ic2iw8oc2kw3"},
+    {"3-D", "mb1ic1id3ih3iw3oc1kd2kh2kw2"},
+    {"fractal: C = 20 (C0 16)", "mb1ic20ih2oc18kh1"},
+    {"ResNet-50 3x3, 64 ch, 56x56", "mb1ic64ih56oc64kh3ph1"},
+};
+
+}  // namespace
+
+void App::sidebar(float width) {
+    ImGui::SetNextWindowPos(ImVec2(0, 0));
+    ImGui::SetNextWindowSize(ImVec2(width, ImGui::GetIO().DisplaySize.y));
+    ImGui::Begin("ConvLab", nullptr,
+                 ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoResize | ImGuiWindowFlags_NoCollapse);
+    // View
+    ImGui::TextUnformatted("View");
+    const auto& names = app::view_names();
+    if (ImGui::BeginCombo("##view", s.request.view.c_str())) {
+        for (std::size_t k = 0; k < names.size(); ++k) {
+            std::string label = std::to_string(k + 1) + "  " + names[k];
+            if (ImGui::Selectable(label.c_str(), names[k] == s.request.view)) set_view(names[k]);
+        }
+        ImGui::EndCombo();
+    }
+    // Problem
+    ImGui::Separator();
+    ImGui::TextUnformatted("Problem (benchdnn descriptor)");
+    ImGui::SetNextItemWidth(-1);
+    if (ImGui::InputText("##desc", &s.descriptor, ImGuiInputTextFlags_EnterReturnsTrue)) {
+        try {
+            apply_problem(parse_descriptor(s.descriptor));
+        } catch (const Error& e) {
+            s.error = e.what();
+        }
+    }
+    if (ImGui::BeginCombo("##presets", "presets ...")) {
+        for (const auto& pr : kPresets)
+            if (ImGui::Selectable(pr.label)) apply_problem(parse_descriptor(pr.desc));
+        ImGui::EndCombo();
+    }
+    Problem p = edit;
+    bool changed = false;
+    int nd = p.ndims;
+    ImGui::TextUnformatted("spatial dims");
+    ImGui::SameLine();
+    changed |= ImGui::RadioButton("1-D", &nd, 1);
+    ImGui::SameLine();
+    changed |= ImGui::RadioButton("2-D", &nd, 2);
+    ImGui::SameLine();
+    changed |= ImGui::RadioButton("3-D", &nd, 3);
+    p.ndims = nd;
+    ImGui::PushItemWidth(width * 0.45f);
+    changed |= input_dim("N (batch)", p.mb);
+    changed |= input_dim("C (in channels)", p.ic);
+    changed |= input_dim("K (out channels)", p.oc);
+    changed |= input_dim("groups", p.groups);
+    ImGui::PopItemWidth();
+    const float cw = (width - 130.0f * s.font_scale) / static_cast<float>(p.ndims);
+    const auto axis_row = [&](const char* label, SpatialDims& a, dim_t lo) {
+        ImGui::PushID(label);
+        for (int i = 0; i < p.ndims; ++i) {
+            ImGui::PushID(i);
+            ImGui::SetNextItemWidth(cw - 8);
+            if (ImGui::DragScalar("##a", ImGuiDataType_S64, &a[static_cast<std::size_t>(i)], 0.1f,
+                                  nullptr, nullptr,
+                                  (std::string(p.axis_name(i)) + " %lld").c_str()))
+                changed = true;
+            if (a[static_cast<std::size_t>(i)] < lo) a[static_cast<std::size_t>(i)] = lo;
+            ImGui::PopID();
+            ImGui::SameLine();
+        }
+        ImGui::TextUnformatted(label);
+        ImGui::PopID();
+    };
+    axis_row("input", p.in, 0);
+    axis_row("kernel", p.kernel, 0);
+    axis_row("stride", p.stride, 0);
+    axis_row("dilation", p.dilation, 0);
+    axis_row("pad begin", p.pad_begin, 0);
+    axis_row("pad end", p.pad_end, 0);
+    if (changed) {
+        edit = p;
+        apply_problem(p);
+    }
+    ImGui::SetNextItemWidth(width * 0.3f);
+    dim_t c0 = s.request.c0;
+    if (input_dim("C0 (DaVinci lanes)", c0, 1)) {
+        app::ViewRequest r = s.request;
+        r.c0 = c0;
+        request(r);
+    }
+    int data = static_cast<int>(s.request.data);
+    ImGui::TextUnformatted("data");
+    ImGui::SameLine();
+    bool dchanged = ImGui::RadioButton("small integers", &data, 0);
+    ImGui::SameLine();
+    dchanged |= ImGui::RadioButton("random reals", &data, 1);
+    if (dchanged) {
+        app::ViewRequest r = s.request;
+        r.data = static_cast<app::DataKind>(data);
+        request(r);
+    }
+    if (!s.error.empty()) {
+        ImGui::PushStyleColor(ImGuiCol_Text, IM_COL32(230, 40, 40, 255));
+        ImGui::TextWrapped("%s", s.error.c_str());
+        ImGui::PopStyleColor();
+    }
+    // Playback
+    ImGui::Separator();
+    ImGui::TextUnformatted("Playback");
+    const dim_t n = steps();
+    auto& pb = s.playback;
+    if (ImGui::Button("|<")) {
+        pb.scrub(0, n);
+        step_dirty = true;
+    }
+    ImGui::SameLine();
+    if (ImGui::Button("<")) {
+        pb.paused = true;
+        pb.step_back(n);
+        step_dirty = true;
+    }
+    ImGui::SameLine();
+    if (ImGui::Button(pb.paused ? "play" : "pause")) pb.paused = !pb.paused;
+    ImGui::SameLine();
+    if (ImGui::Button(">")) {
+        pb.paused = true;
+        pb.step_forward(n);
+        step_dirty = true;
+    }
+    ImGui::SameLine();
+    if (ImGui::Button(">|")) {
+        pb.scrub(n - 1, n);
+        step_dirty = true;
+    }
+    ImGui::SameLine();
+    ImGui::Checkbox("loop", &pb.loop);
+    dim_t k = pb.step;
+    const dim_t lo = 0, hi = std::max<dim_t>(0, n - 1);
+    ImGui::SetNextItemWidth(-1);
+    if (ImGui::SliderScalar("##step", ImGuiDataType_S64, &k, &lo, &hi, "step %lld")) {
+        pb.scrub(k, n);
+        step_dirty = true;
+    }
+    float speed = static_cast<float>(pb.speed);
+    ImGui::SetNextItemWidth(width * 0.5f);
+    if (ImGui::SliderFloat("steps / s", &speed, 0.25f, 120.0f, "%.2f",
+                           ImGuiSliderFlags_Logarithmic))
+        pb.speed = speed;
+    int g = static_cast<int>(pb.granularity);
+    ImGui::TextUnformatted("step =");
+    ImGui::SameLine();
+    bool gch = ImGui::RadioButton("element", &g, 0);
+    ImGui::SameLine();
+    gch |= ImGui::RadioButton("line", &g, 1);
+    ImGui::SameLine();
+    gch |= ImGui::RadioButton("whole", &g, 2);
+    if (gch) {
+        pb.granularity = static_cast<Granularity>(g);
+        pb.step = 0;
+        step_dirty = true;
+    }
+    // Display
+    ImGui::Separator();
+    ImGui::TextUnformatted("Display");
+    if (ImGui::BeginCombo("palette", pal().name)) {
+        for (int i = 0; i < kNumPalettes; ++i)
+            if (ImGui::Selectable(kPalettes[i].name, i == s.palette)) s.palette = i;
+        ImGui::EndCombo();
+    }
+    ImGui::SetNextItemWidth(width * 0.5f);
+    ImGui::SliderFloat("font scale", &s.font_scale, 0.6f, 3.0f, "%.1f");
+    ImGui::Checkbox("presenter mode (P)", &s.presenter);
+    ImGui::SameLine();
+    if (ImGui::Button("fit (F)")) s.zoom = 0;
+    // Export
+    ImGui::Separator();
+    ImGui::TextUnformatted("Export to");
+    ImGui::SameLine();
+    ImGui::SetNextItemWidth(-1);
+    ImGui::InputText("##dir", &ex.dir);
+    if (ImGui::Button("PNG (S)")) ex.png = ex.dir + "/" + s.request.view + ".png";
+    ImGui::SameLine();
+    if (ImGui::Button("SVG")) ex.svg = ex.dir + "/" + s.request.view + ".svg";
+    ImGui::SetNextItemWidth(width * 0.3f);
+    input_dim("from", seq_from);
+    ImGui::SameLine();
+    ImGui::SetNextItemWidth(width * 0.3f);
+    input_dim("to", seq_to);
+    if (ImGui::Button("steps from..to as numbered PNGs") && n > 0) {
+        ex.sequence = true;
+        ex.seq_next = std::min(seq_from, n - 1);
+        ex.seq_end = std::clamp(seq_to, ex.seq_next, n - 1) + 1;
+        ex.written.clear();
+    }
+    if (!status.empty()) ImGui::TextWrapped("%s", status.c_str());
+    ImGui::Separator();
+    ImGui::TextWrapped(
+        "Keys: space play/pause, left/right step, Home/End, up/down speed, G granularity, "
+        "L loop, 1-9 / PgUp PgDn view, F fit, C palette, P presenter, Tab sidebar, F11 full "
+        "screen, +/- font, S save PNG, Esc unpin. Mouse: wheel zoom, drag pan, hover links, "
+        "click pins.");
+    ImGui::End();
+}
+
+// [SECTION] canvas
+
+void App::header() {
+    const Palette& P = pal();
+    ImDrawList* dl = ImGui::GetWindowDrawList();
+    (void)dl;
+    ImGui::PushStyleColor(ImGuiCol_Text, P.panel_text);
+    const dim_t n = steps();
+    if (view) {
+        ImGui::SetWindowFontScale(1.15f);
+        ImGui::TextWrapped("%s", view->caption.c_str());
+        ImGui::SetWindowFontScale(1.0f);
+    }
+    const char* gran = s.playback.granularity == Granularity::Element ? "one element"
+                       : s.playback.granularity == Granularity::Line  ? "one line"
+                                                                      : "everything";
+    std::string line = s.descriptor + "   view " + s.request.view + "   step " +
+                       std::to_string(s.playback.step) + " (of 0 to " +
+                       std::to_string(std::max<dim_t>(0, n - 1)) + "; a step = " + gran + ")   " +
+                       (s.playback.paused ? "paused" : "playing") +
+                       "   data: " + app::data_kind_name(s.request.data);
+    ImGui::TextUnformatted(line.c_str());
+    // The formula of the hovered (else pinned) cell, with the numbers filled in.
+    const app::Selection sel = s.hover.valid() ? s.hover : s.pinned;
+    std::string f =
+        "hover a cell: its sources and destinations light up in every panel and its "
+        "index formula appears here; click pins it";
+    if (view && sel.valid() && view->formula) f = view->formula(*view, sel.panel, sel.cell);
+    ImGui::PushStyleColor(ImGuiCol_Text, P.hovered);
+    ImGui::TextWrapped("%s%s", s.pinned.valid() && !s.hover.valid() ? "[pinned] " : "", f.c_str());
+    ImGui::PopStyleColor();
+    if (view && !view->check.empty()) {
+        const bool ok = view->check.find(": yes") != std::string::npos;
+        ImGui::PushStyleColor(ImGuiCol_Text, ok ? P.good : P.bad);
+        ImGui::TextWrapped("check: %s", view->check.c_str());
+        ImGui::PopStyleColor();
+    }
+    // Legend.
+    ImDrawList* d = ImGui::GetWindowDrawList();
+    const float sz = ImGui::GetTextLineHeight();
+    const auto swatch = [&](ImU32 c, const char* label, bool hatch = false) {
+        const ImVec2 p0 = ImGui::GetCursorScreenPos();
+        d->AddRectFilled(p0, ImVec2(p0.x + sz, p0.y + sz), c);
+        d->AddRect(p0, ImVec2(p0.x + sz, p0.y + sz), P.grid);
+        if (hatch) d->AddLine(p0, ImVec2(p0.x + sz, p0.y + sz), P.dim_text);
+        ImGui::Dummy(ImVec2(sz, sz));
+        ImGui::SameLine();
+        ImGui::TextUnformatted(label);
+        ImGui::SameLine(0, sz * 1.5f);
+    };
+    swatch(c_current, "current step");
+    swatch(c_linked, "linked to hovered cell");
+    swatch(P.pending, "not written yet");
+    swatch(P.padding, "padding / zero lane", true);
+    swatch(mix(P.cell, P.positive, 0.55f), "value > 0");
+    swatch(mix(P.cell, P.negative, 0.55f), "value < 0");
+    ImGui::NewLine();
+    ImGui::PopStyleColor();
+}
+
+void App::texture(std::size_t i) {
+    PanelTexture& t = tex[i];
+    const Panel& pn = view->panels[i];
+    if (t.texel.empty()) {
+        t.w = static_cast<int>(std::ceil(pn.width));
+        t.h = static_cast<int>(std::ceil(pn.height));
+        GLint max_size = 0;
+        glGetIntegerv(GL_MAX_TEXTURE_SIZE, &max_size);
+        if (t.w <= 0 || t.h <= 0 || t.w > max_size || t.h > max_size) return;
+        const dim_t numel = pn.numel();
+        t.texel.resize(static_cast<std::size_t>(numel));
+        for (dim_t c = 0; c < numel; ++c) {
+            const CellPos cp = app::cell_pos(pn, c);
+            t.texel[static_cast<std::size_t>(c)] = static_cast<std::uint32_t>(
+                static_cast<int>(cp.y - pn.y) * t.w + static_cast<int>(cp.x - pn.x));
+        }
+        glGenTextures(1, &t.id);
+        glBindTexture(GL_TEXTURE_2D, t.id);
+        glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MIN_FILTER, GL_LINEAR);
+        glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MAG_FILTER, GL_NEAREST);
+        glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_WRAP_S, GL_CLAMP_TO_EDGE);
+        glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_WRAP_T, GL_CLAMP_TO_EDGE);
+        glTexImage2D(GL_TEXTURE_2D, 0, GL_RGBA, t.w, t.h, 0, GL_RGBA, GL_UNSIGNED_BYTE, nullptr);
+        t.pixels.assign(static_cast<std::size_t>(t.w) * static_cast<std::size_t>(t.h), 0);
+        t.dirty = true;
+    }
+    if (!t.dirty || !t.id) return;
+    // Gaps between tiles stay transparent (0); every cell's texel is rewritten.
+    const dim_t numel = pn.numel();
+    for (dim_t c = 0; c < numel; ++c)
+        t.pixels[t.texel[static_cast<std::size_t>(c)]] = cell_colour(i, c);
+    glBindTexture(GL_TEXTURE_2D, t.id);
+    glPixelStorei(GL_UNPACK_ALIGNMENT, 4);
+    glTexSubImage2D(GL_TEXTURE_2D, 0, 0, 0, t.w, t.h, GL_RGBA, GL_UNSIGNED_BYTE, t.pixels.data());
+    t.dirty = false;
+}
+
+namespace {
+
+// "tiles: c ->, n v; rows h; cols w" for a panel.
+std::string role_text(const Panel& p) {
+    std::string rows, cols, tx, ty;
+    for (std::size_t i = 0; i < p.roles.size(); ++i) {
+        std::string* t = p.roles[i] == app::Role::Row     ? &rows
+                         : p.roles[i] == app::Role::Col   ? &cols
+                         : p.roles[i] == app::Role::TileX ? &tx
+                                                          : &ty;
+        *t += (t->empty() ? "" : ",") + p.shape.names[i];
+    }
+    std::string s;
+    if (!rows.empty()) s += "rows " + rows + " · ";
+    if (!cols.empty()) s += "cols " + cols;
+    if (!tx.empty() && p.tiles_x > 1) s += " · tiles " + tx + " →";
+    if (!ty.empty() && p.tiles_y > 1) s += " · " + ty + " ↓";
+    return s;
+}
+
+std::string shape_text(const Shape& s) {
+    std::string r = "(";
+    for (std::size_t i = 0; i < s.dims.size(); ++i)
+        r += (i ? ", " : "") + s.names[i] + "=" + std::to_string(s.dims[i]);
+    return r + ")";
+}
+
+}  // namespace
+
+void App::draw_panel(ImDrawList* dl, std::size_t i, ImVec2 origin, float z, const ImVec4& clip) {
+    const Palette& P = pal();
+    const Panel& pn = view->panels[i];
+    const app::PanelState& ps = st.panels[i];
+    const float px = origin.x + static_cast<float>(pn.x) * z;
+    const float py = origin.y + static_cast<float>(pn.y) * z;
+    const float pw = static_cast<float>(pn.width) * z, ph = static_cast<float>(pn.height) * z;
+    if (px > clip.z || py > clip.w || px + pw < clip.x || py + ph < clip.y) return;
+    const float tw = static_cast<float>(pn.pad_left + pn.cols + pn.pad_right);
+    const float th = static_cast<float>(pn.pad_top + pn.rows + pn.pad_bottom);
+    const dim_t per_row =
+        pn.tiles_per_row > 0 ? std::min(pn.tiles_per_row, pn.tiles_x) : pn.tiles_x;
+    const dim_t wraps = (pn.tiles_x + per_row - 1) / per_row;
+    const float label_size = ImGui::GetFontSize() * 0.85f;
+    if (z < 3.0f) {
+        texture(i);
+        if (tex[i].id) {
+            dl->AddImage(reinterpret_cast<ImTextureID>(static_cast<std::intptr_t>(tex[i].id)),
+                         ImVec2(px, py),
+                         ImVec2(px + static_cast<float>(tex[i].w) * z,
+                                py + static_cast<float>(tex[i].h) * z));
+        }
+        dl->AddRect(ImVec2(px - 1, py - 1), ImVec2(px + pw + 1, py + ph + 1), P.grid);
+    } else {
+        const float fsz = std::clamp(z * 0.42f, 6.0f, 44.0f);
+        const bool text = z >= 14.0f;
+        const dim_t slots_y = wraps * pn.tiles_y;
+        for (dim_t sr = 0; sr < slots_y; ++sr) {
+            const float ty0 = py + static_cast<float>(sr) * (th + 1.0f) * z;
+            if (ty0 > clip.w || ty0 + th * z < clip.y) continue;
+            for (dim_t sc = 0; sc < per_row; ++sc) {
+                const float tx0 = px + static_cast<float>(sc) * (tw + 1.0f) * z;
+                if (tx0 > clip.z || tx0 + tw * z < clip.x) continue;
+                const dim_t tyi = sr / wraps, txi = (sr % wraps) * per_row + sc;
+                if (txi >= pn.tiles_x) continue;
+                // Tile label: the tile dims of its first element ("c=1", "n=0 g=1").
+                if (pn.tiles_x * pn.tiles_y > 1 && (z >= label_size || sr == 0)) {
+                    const auto first = app::linear_at(pn, txi, tyi, 0, 0);
+                    std::vector<dim_t> c(pn.shape.dims.size());
+                    pn.shape.coord_of(first, c);
+                    std::string lab;
+                    for (std::size_t d = 0; d < c.size(); ++d)
+                        if ((pn.roles[d] == app::Role::TileX || pn.roles[d] == app::Role::TileY) &&
+                            pn.shape.dims[d] > 1)
+                            lab += (lab.empty() ? "" : " ") + pn.shape.names[d] + "=" +
+                                   std::to_string(c[d]);
+                    const ImVec2 ts = font->CalcTextSizeA(label_size, FLT_MAX, 0, lab.c_str());
+                    if (ts.x <= (tw + 1.0f) * z)
+                        dl->AddText(font, label_size, ImVec2(tx0, ty0 - label_size - 1), P.dim_text,
+                                    lab.c_str());
+                }
+                // Padding border (zeros).
+                if (pn.pad_top + pn.pad_bottom + pn.pad_left + pn.pad_right > 0) {
+                    for (dim_t r = 0; r < static_cast<dim_t>(th); ++r)
+                        for (dim_t q = 0; q < static_cast<dim_t>(tw); ++q) {
+                            if (r >= pn.pad_top && r < pn.pad_top + pn.rows && q >= pn.pad_left &&
+                                q < pn.pad_left + pn.cols)
+                                continue;
+                            const ImVec2 a(tx0 + static_cast<float>(q) * z,
+                                           ty0 + static_cast<float>(r) * z);
+                            const ImVec2 b(a.x + z, a.y + z);
+                            dl->AddRectFilled(a, b, P.padding);
+                            dl->AddLine(a, b, P.grid);
+                            if (z >= 6) dl->AddRect(a, b, P.grid);
+                            if (text)
+                                dl->AddText(font, fsz * 0.8f,
+                                            ImVec2(a.x + z * 0.35f, a.y + z * 0.3f), P.dim_text,
+                                            "0");
+                        }
+                }
+                // Visible data cells of the tile.
+                const float dx0 = tx0 + static_cast<float>(pn.pad_left) * z;
+                const float dy0 = ty0 + static_cast<float>(pn.pad_top) * z;
+                const dim_t r0 = std::max<dim_t>(0, static_cast<dim_t>((clip.y - dy0) / z));
+                const dim_t r1 =
+                    std::min<dim_t>(pn.rows, static_cast<dim_t>((clip.w - dy0) / z) + 1);
+                const dim_t q0 = std::max<dim_t>(0, static_cast<dim_t>((clip.x - dx0) / z));
+                const dim_t q1 =
+                    std::min<dim_t>(pn.cols, static_cast<dim_t>((clip.z - dx0) / z) + 1);
+                for (dim_t r = r0; r < r1; ++r)
+                    for (dim_t q = q0; q < q1; ++q) {
+                        const dim_t c = app::linear_at(pn, txi, tyi, r, q);
+                        const auto cu = static_cast<std::size_t>(c);
+                        const ImVec2 a(dx0 + static_cast<float>(q) * z,
+                                       dy0 + static_cast<float>(r) * z);
+                        const ImVec2 b(a.x + z, a.y + z);
+                        const ImU32 col = cell_colour(i, c);
+                        dl->AddRectFilled(a, b, col);
+                        const bool lane = !pn.padding_lane.empty() && pn.padding_lane[cu];
+                        if (lane) dl->AddLine(a, b, P.grid);
+                        if (z >= 6) dl->AddRect(a, b, P.grid);
+                        if (ps.flags[cu] & app::kCurrent)
+                            dl->AddRect(a, b, P.current, 0, 0, std::max(1.5f, z * 0.08f));
+                        if (!text) continue;
+                        const ImU32 tc = luminance(col) > 0.5f ? IM_COL32(0, 0, 0, 255)
+                                                               : IM_COL32(255, 255, 255, 255);
+                        std::string v =
+                            lane ? "0" : app::format_value(ps.shown[cu], s.request.data);
+                        if (!v.empty()) {
+                            float sz = fsz;
+                            ImVec2 ts = font->CalcTextSizeA(sz, FLT_MAX, 0, v.c_str());
+                            if (ts.x > z * 0.9f) {
+                                sz *= z * 0.9f / ts.x;
+                                ts = font->CalcTextSizeA(sz, FLT_MAX, 0, v.c_str());
+                            }
+                            if (sz >= 6.0f)
+                                dl->AddText(
+                                    font, sz,
+                                    ImVec2(a.x + (z - ts.x) * 0.5f, a.y + (z - ts.y) * 0.5f), tc,
+                                    v.c_str());
+                        }
+                        if (!ps.count.empty() && z >= 26.0f) {
+                            const std::string cnt = "x" + std::to_string(ps.count[cu]);
+                            dl->AddText(font, z * 0.24f, ImVec2(a.x + 2, b.y - z * 0.28f), tc,
+                                        cnt.c_str());
+                        }
+                    }
+            }
+        }
+        // Padding cells read by the current step (im2col's zeros).
+        for (const CellPos& cp : ps.current_pads) {
+            const ImVec2 a(px + static_cast<float>(cp.x) * z, py + static_cast<float>(cp.y) * z);
+            dl->AddRectFilled(a, ImVec2(a.x + z, a.y + z), c_current_pad);
+            dl->AddRect(a, ImVec2(a.x + z, a.y + z), P.current, 0, 0, std::max(1.5f, z * 0.08f));
+            if (text)
+                dl->AddText(font, fsz * 0.8f, ImVec2(a.x + z * 0.35f, a.y + z * 0.3f), P.value_text,
+                            "0");
+        }
+    }
+    // Hovered / pinned cell outline.
+    for (const app::Selection* sel : {&s.hover, &s.pinned}) {
+        if (!sel->valid() || sel->panel != static_cast<int>(i)) continue;
+        const CellPos cp = app::cell_pos(pn, sel->cell);
+        const ImVec2 a(origin.x + static_cast<float>(cp.x) * z,
+                       origin.y + static_cast<float>(cp.y) * z);
+        dl->AddRect(ImVec2(a.x - 1, a.y - 1), ImVec2(a.x + z + 1, a.y + z + 1), P.hovered, 0, 0,
+                    3.0f);
+    }
+}
+
+void App::canvas() {
+    const Palette& P = pal();
+    ImGui::BeginChild("canvas", ImVec2(0, 0), false,
+                      ImGuiWindowFlags_NoScrollbar | ImGuiWindowFlags_NoScrollWithMouse |
+                          ImGuiWindowFlags_NoMove);
+    const ImVec2 c0 = ImGui::GetCursorScreenPos();
+    ImVec2 size = ImGui::GetContentRegionAvail();
+    size.x = std::max(size.x, 50.0f);
+    size.y = std::max(size.y, 50.0f);
+    ImGui::InvisibleButton("canvas_area", size,
+                           ImGuiButtonFlags_MouseButtonLeft | ImGuiButtonFlags_MouseButtonRight);
+    ImDrawList* dl = ImGui::GetWindowDrawList();
+    const ImVec4 clip(c0.x, c0.y, c0.x + size.x, c0.y + size.y);
+    dl->PushClipRect(ImVec2(clip.x, clip.y), ImVec2(clip.z, clip.w), true);
+    if (job) {
+        const float f = job->progress.load();
+        ImGui::SetCursorScreenPos(ImVec2(c0.x + 20, c0.y + 10));
+        const auto ms =
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - job->start)
+                .count();
+        if (ms > 150) {
+            ImGui::TextUnformatted("engine at work (worker thread) ...");
+            ImGui::SetCursorScreenPos(
+                ImVec2(c0.x + 20, c0.y + 10 + ImGui::GetTextLineHeight() * 1.3f));
+            ImGui::ProgressBar(f, ImVec2(size.x * 0.4f, 0));
+        }
+    }
+    if (!view) {
+        dl->PopClipRect();
+        ImGui::EndChild();
+        return;
+    }
+    if (view->panels.empty()) {
+        dl->AddText(font, ImGui::GetFontSize() * 1.4f, ImVec2(c0.x + 30, c0.y + 60), P.panel_text,
+                    ("placeholder: " + view->caption).c_str());
+        dl->PopClipRect();
+        ImGui::EndChild();
+        return;
+    }
+    // Titles above the panels: "X  input", then the shape and what rows, columns and tiles are.
+    // The room they take is in pixels, so the panels are laid out again for the zoom.
+    const float fs = ImGui::GetFontSize();
+    const float margin = fs;
+    std::vector<std::string> titles(view->panels.size());
+    for (std::size_t i = 0; i < view->panels.size(); ++i) {
+        const Panel& pn = view->panels[i];
+        titles[i] = pn.name + "  " + pn.title + "\n" + shape_text(pn.shape) + "\n" + role_text(pn);
+    }
+    const auto wrap_of = [&](std::size_t i, float z) {
+        return std::max(static_cast<float>(view->panels[i].slot_width) * z - fs * 0.6f, fs * 8);
+    };
+    float top = 0;
+    // Least room per panel for its title: 13 characters, less when a row has many panels.
+    int per_row = 0, in_row = 0;
+    for (const auto& pn : view->panels) {
+        in_row = pn.new_row ? 1 : in_row + 1;
+        per_row = std::max(per_row, in_row);
+    }
+    const float slot_px = std::min(fs * 13.0f, (size.x - 2 * margin) / static_cast<float>(per_row));
+    const auto relayout = [&](float z) {
+        const double min_slot = slot_px / z;
+        app::layout_view(*view, 0, min_slot);
+        top = 0;
+        for (std::size_t i = 0; i < titles.size(); ++i)
+            top =
+                std::max(top, font->CalcTextSizeA(fs, FLT_MAX, wrap_of(i, z), titles[i].c_str()).y);
+        top += fs * 1.3f;  // and the tile labels
+        app::layout_view(*view, top / z, min_slot);
+    };
+    // Fit: the whole view in the canvas (cells at most 64 px).
+    if (s.zoom <= 0) {
+        float z = 16.0f;
+        for (int it = 0; it < 4; ++it) {
+            relayout(z);
+            z = std::min((size.x - 2 * margin) / static_cast<float>(view->width),
+                         (size.y - 2 * margin) / static_cast<float>(view->height));
+            z = std::clamp(z, 0.05f, 64.0f);
+        }
+        s.zoom = z;
+        s.pan_x =
+            std::max(0.0f, (size.x - 2 * margin - static_cast<float>(view->width) * z) * 0.5f);
+        s.pan_y = 0;
+    }
+    const float z = s.zoom;
+    relayout(z);
+    const ImVec2 origin(c0.x + margin + s.pan_x, c0.y + margin + s.pan_y);
+    // Mouse: wheel zooms about the cursor, drag pans, hover links, click pins.
+    ImGuiIO& io = ImGui::GetIO();
+    const bool over = ImGui::IsItemHovered();
+    if (over && io.MouseWheel != 0) {
+        const float nz = std::clamp(z * std::pow(1.2f, io.MouseWheel), 0.05f, 96.0f);
+        const float mx = io.MousePos.x - origin.x, my = io.MousePos.y - origin.y;
+        s.pan_x -= mx * (nz / z - 1.0f);
+        s.pan_y -= my * (nz / z - 1.0f);
+        s.zoom = nz;
+    }
+    if (ImGui::IsItemActive() && ImGui::IsMouseDragging(ImGuiMouseButton_Left, 3.0f)) {
+        s.pan_x += io.MouseDelta.x;
+        s.pan_y += io.MouseDelta.y;
+    }
+    if (ImGui::IsItemActive() && ImGui::IsMouseDragging(ImGuiMouseButton_Right, 1.0f)) {
+        s.pan_x += io.MouseDelta.x;
+        s.pan_y += io.MouseDelta.y;
+    }
+    app::Selection h;
+    if (over) {
+        const double cx = (io.MousePos.x - origin.x) / z, cy = (io.MousePos.y - origin.y) / z;
+        for (std::size_t i = 0; i < view->panels.size(); ++i) {
+            const dim_t c = app::hit_test(view->panels[i], cx, cy);
+            if (c >= 0) h = {static_cast<int>(i), c};
+        }
+        if (ImGui::IsMouseReleased(ImGuiMouseButton_Left) &&
+            ImGui::GetMouseDragDelta(ImGuiMouseButton_Left).x == 0 &&
+            ImGui::GetMouseDragDelta(ImGuiMouseButton_Left).y == 0)
+            s.pinned = h == s.pinned ? app::Selection{} : h;
+    }
+    if (!s.hover_forced) s.hover = h;
+    update_linked();
+    dl->AddRectFilled(ImVec2(clip.x, clip.y), ImVec2(clip.z, clip.w), P.background);
+    for (std::size_t i = 0; i < view->panels.size(); ++i) {
+        const Panel& pn = view->panels[i];
+        const ImVec2 tp(origin.x + static_cast<float>(pn.x) * z,
+                        origin.y + static_cast<float>(pn.y) * z - top);
+        dl->AddText(font, fs, tp, P.panel_text, titles[i].c_str(), nullptr, wrap_of(i, z));
+        draw_panel(dl, i, origin, z, clip);
+    }
+    dl->PopClipRect();
+    ImGui::EndChild();
+}
+
+void App::frame(double dt) {
+    ImGuiIO& io = ImGui::GetIO();
+    io.FontGlobalScale = s.font_scale * (s.presenter ? 1.35f : 1.0f);
+    poll(false);
+    keyboard();
+    if (view && s.playback.advance(dt, steps())) step_dirty = true;
+    if (ex.sequence) {
+        s.playback.paused = true;
+        s.playback.scrub(ex.seq_next, steps());
+        step_dirty = true;
+    }
+    update_step();
+    update_lut();
+    const Palette& P = pal();
+    ImGui::GetStyle().Colors[ImGuiCol_WindowBg] = ImGui::ColorConvertU32ToFloat4(P.background);
+    ImGui::GetStyle().Colors[ImGuiCol_Text] = ImGui::ColorConvertU32ToFloat4(P.panel_text);
+    const bool side = show_sidebar && !s.presenter;
+    const float sw = side ? 380.0f * s.font_scale : 0.0f;
+    if (side) sidebar(sw);
+    ImGui::SetNextWindowPos(ImVec2(sw, 0));
+    ImGui::SetNextWindowSize(ImVec2(io.DisplaySize.x - sw, io.DisplaySize.y));
+    ImGui::Begin("view", nullptr,
+                 ImGuiWindowFlags_NoTitleBar | ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoResize |
+                     ImGuiWindowFlags_NoScrollbar | ImGuiWindowFlags_NoBringToFrontOnFocus);
+    header();
+    if (s.presenter)
+        ImGui::TextDisabled(
+            "presenter: space play  ←/→ step  G granularity  1-9 view  C palette  +/- font  "
+            "F fit  F11 full screen  Esc leave");
+    canvas();
+    ImGui::End();
+    if (show_help) {
+        ImGui::Begin("keys", &show_help, ImGuiWindowFlags_AlwaysAutoResize);
+        ImGui::TextUnformatted(
+            "space      play / pause\nleft/right step back / forward\nHome/End   first / "
+            "last step\nup/down    speed\nG          granularity element / line / whole\nL  "
+            "        loop\n1-9        views; PgUp/PgDn previous / next\nF          fit to "
+            "window\nC          palette\nP          presenter mode\nTab        sidebar\nF11  "
+            "      full screen\n+/-        font size\nS          save PNG\nEsc        unpin / "
+            "leave presenter");
+        ImGui::End();
+    }
+}
+
+// [SECTION] exports
+
+namespace {
+
+std::string xml_escape(const std::string& t) {
+    std::string r;
+    for (char c : t) {
+        if (c == '<')
+            r += "&lt;";
+        else if (c == '>')
+            r += "&gt;";
+        else if (c == '&')
+            r += "&amp;";
+        else if (c == '"')
+            r += "&quot;";
+        else
+            r += c;
+    }
+    return r;
+}
+
+}  // namespace
+
+// The view as SVG: the same cells, colours, values and titles as the window, laid out with
+// room for two title lines (32 px cells).
+std::string App::svg() const {
+    if (!view) throw Error("nothing to export yet");
+    dim_t total = 0;
+    for (const auto& p : view->panels) total += p.numel();
+    if (total > 200000)
+        throw Error("SVG: " + std::to_string(total) +
+                    " cells is too many for a vector picture (limit 200000): export a PNG");
+    const Palette& P = pal();
+    const auto hex = [](ImU32 c) {
+        char b[8];
+        std::snprintf(b, sizeof b, "#%02x%02x%02x", c & 0xff, (c >> 8) & 0xff, (c >> 16) & 0xff);
+        return std::string(b);
+    };
+    const double u = 32, left = 20, top = 70;
+    ViewModel v = *view;  // laid out for the SVG: 1.6 cells of titles, 9 cells per panel at least
+    app::layout_view(v, 1.6, 9.0);
+    std::ostringstream o;
+    o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\""
+      << std::max(900.0, v.width * u + 2 * left) << "\" height=\"" << v.height * u + top + 20
+      << "\" font-family=\"DejaVu Sans\">\n";
+    o << "<rect width=\"100%\" height=\"100%\" fill=\"" << hex(P.background) << "\"/>\n";
+    o << "<text x=\"" << left << "\" y=\"24\" font-size=\"16\" fill=\"" << hex(P.panel_text)
+      << "\">" << xml_escape(view->caption) << "</text>\n";
+    o << "<text x=\"" << left << "\" y=\"46\" font-size=\"14\" fill=\"" << hex(P.panel_text)
+      << "\">"
+      << xml_escape(s.descriptor + "   view " + s.request.view + "   step " +
+                    std::to_string(s.playback.step) + " (a step = one " +
+                    granularity_name(s.playback.granularity) + ")")
+      << "</text>\n";
+    for (std::size_t i = 0; i < v.panels.size(); ++i) {
+        const Panel& pn = v.panels[i];
+        const double tx = left + pn.x * u, ty = top + (pn.y - 1.6) * u;
+        o << "<text x=\"" << tx << "\" y=\"" << ty + 16 << "\" font-size=\"15\" fill=\""
+          << hex(P.panel_text) << "\">" << xml_escape(pn.name + "  " + pn.title) << "</text>\n";
+        o << "<text x=\"" << tx << "\" y=\"" << ty + 34 << "\" font-size=\"13\" fill=\""
+          << hex(P.dim_text) << "\">" << xml_escape(shape_text(pn.shape) + "  " + role_text(pn))
+          << "</text>\n";
+        for (dim_t c = 0; c < pn.numel(); ++c) {
+            const CellPos cp = app::cell_pos(pn, c);
+            const double x = left + cp.x * u, y = top + cp.y * u;
+            const ImU32 col = cell_colour(i, c);
+            o << "<rect x=\"" << x << "\" y=\"" << y << "\" width=\"" << u << "\" height=\"" << u
+              << "\" fill=\"" << hex(col) << "\" stroke=\"" << hex(P.grid) << "\"/>";
+            const auto cu = static_cast<std::size_t>(c);
+            const bool lane = !pn.padding_lane.empty() && pn.padding_lane[cu];
+            const std::string val =
+                lane ? "0" : app::format_value(st.panels[i].shown[cu], s.request.data);
+            if (!val.empty())
+                o << "<text x=\"" << x + u / 2 << "\" y=\"" << y + u * 0.65
+                  << "\" font-size=\"12\" text-anchor=\"middle\" fill=\""
+                  << (luminance(col) > 0.5f ? "#000000" : "#ffffff") << "\">" << val << "</text>";
+            o << "\n";
+        }
+    }
+    o << "</svg>\n";
+    return o.str();
+}
+
+std::vector<unsigned char> read_back_buffer(int& w, int& h, GLFWwindow* win) {
+    glfwGetFramebufferSize(win, &w, &h);
+    std::vector<unsigned char> px(static_cast<std::size_t>(w) * static_cast<std::size_t>(h) * 4);
+    glPixelStorei(GL_PACK_ALIGNMENT, 1);
+    glReadBuffer(GL_BACK);
+    glReadPixels(0, 0, w, h, GL_RGBA, GL_UNSIGNED_BYTE, px.data());
+    // OpenGL rows are bottom first.
+    const std::size_t row = static_cast<std::size_t>(w) * 4;
+    for (int y = 0; y < h / 2; ++y)
+        std::swap_ranges(px.begin() + static_cast<std::ptrdiff_t>(y * row),
+                         px.begin() + static_cast<std::ptrdiff_t>((y + 1) * row),
+                         px.begin() + static_cast<std::ptrdiff_t>((h - 1 - y) * row));
+    for (std::size_t i = 3; i < px.size(); i += 4) px[i] = 255;
+    return px;
+}
+
+void make_parent(const std::string& path) {
+    const fs::path parent = fs::path(path).parent_path();
+    std::error_code ec;
+    if (!parent.empty()) fs::create_directories(parent, ec);
+}
+
+void App::after_render() {
+    try {
+        if (!ex.png.empty()) {
+            int w = 0, h = 0;
+            auto px = read_back_buffer(w, h, window);
+            make_parent(ex.png);
+            write_png(ex.png, w, h, px);
+            status = "wrote " + ex.png;
+            ex.png.clear();
+        }
+        if (!ex.svg.empty()) {
+            make_parent(ex.svg);
+            const std::string text = svg();
+            std::ofstream f(ex.svg);
+            f << text;
+            if (!f) throw Error("cannot write " + ex.svg);
+            status = "wrote " + ex.svg;
+            ex.svg.clear();
+        }
+        if (ex.sequence) {
+            int w = 0, h = 0;
+            auto px = read_back_buffer(w, h, window);
+            char name[64];
+            std::snprintf(name, sizeof name, "/%s_%04lld.png", s.request.view.c_str(),
+                          static_cast<long long>(ex.seq_next));
+            const std::string path = ex.dir + name;
+            make_parent(path);
+            write_png(path, w, h, px);
+            ex.written.push_back(path);
+            if (++ex.seq_next >= ex.seq_end) {
+                ex.sequence = false;
+                status = "wrote " + std::to_string(ex.written.size()) + " PNGs to " + ex.dir;
+            }
+        }
+    } catch (const std::exception& e) {
+        status = e.what();
+        ex.png.clear();
+        ex.svg.clear();
+        ex.sequence = false;
+    }
+}
+
+void App::toggle_fullscreen() {
+    GLFWmonitor* mon = glfwGetPrimaryMonitor();
+    if (!mon) return;
+    if (!fullscreen) {
+        glfwGetWindowPos(window, &saved_x, &saved_y);
+        glfwGetWindowSize(window, &saved_w, &saved_h);
+        const GLFWvidmode* mode = glfwGetVideoMode(mon);
+        glfwSetWindowMonitor(window, mon, 0, 0, mode->width, mode->height, mode->refreshRate);
+    } else {
+        glfwSetWindowMonitor(window, nullptr, saved_x, saved_y, saved_w, saved_h, 0);
+    }
+    fullscreen = !fullscreen;
+}
+
+// [SECTION] window
+
+std::string g_glfw_error;
+bool g_glfw_ready = false;
+
+bool init_glfw() {
+    if (g_glfw_ready) return true;
+    glfwSetErrorCallback([](int, const char* msg) { g_glfw_error = msg; });
+    g_glfw_ready = glfwInit() == GLFW_TRUE;
+    return g_glfw_ready;
+}
+
+// A window with an ImGui context and its backends; torn down in reverse.
+class Window {
+  public:
+    Window(int w, int h, bool visible, const char* title) {
+        if (!init_glfw()) throw Error("no display (DISPLAY unset or unreachable): " + g_glfw_error);
+        glfwWindowHint(GLFW_CONTEXT_VERSION_MAJOR, 3);
+        glfwWindowHint(GLFW_CONTEXT_VERSION_MINOR, 3);
+        glfwWindowHint(GLFW_OPENGL_PROFILE, GLFW_OPENGL_CORE_PROFILE);
+        glfwWindowHint(GLFW_VISIBLE, visible ? GLFW_TRUE : GLFW_FALSE);
+        win_ = glfwCreateWindow(w, h, title, nullptr, nullptr);
+        if (!win_) throw Error("cannot open an OpenGL 3.3 window: " + g_glfw_error);
+        glfwMakeContextCurrent(win_);
+        glfwSwapInterval(visible ? 1 : 0);
+        IMGUI_CHECKVERSION();
+        ImGui::CreateContext();
+        ImGuiIO& io = ImGui::GetIO();
+        io.IniFilename = nullptr;
+        ImGui::StyleColorsLight();
+        ImGui::GetStyle().FrameRounding = 3;
+        // DejaVu Sans with arrows, Greek and math symbols; ImGui's own font without it.
+        static const ImWchar ranges[] = {0x0020, 0x00FF, 0x0370, 0x03FF, 0x2190, 0x21FF,
+                                         0x2200, 0x22FF, 0x25A0, 0x25FF, 0};
+        const char* ttf = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf";
+        font_ = std::filesystem::exists(ttf)
+                    ? io.Fonts->AddFontFromFileTTF(ttf, 18.0f, nullptr, ranges)
+                    : nullptr;
+        if (!font_) font_ = io.Fonts->AddFontDefault();
+        ImGui_ImplGlfw_InitForOpenGL(win_, true);
+        ImGui_ImplOpenGL3_Init("#version 330");
+    }
+    ~Window() {
+        ImGui_ImplOpenGL3_Shutdown();
+        ImGui_ImplGlfw_Shutdown();
+        ImGui::DestroyContext();
+        glfwDestroyWindow(win_);
+    }
+    Window(const Window&) = delete;
+    Window& operator=(const Window&) = delete;
+    GLFWwindow* get() const { return win_; }
+    ImFont* font() const { return font_; }
+
+  private:
+    GLFWwindow* win_ = nullptr;
+    ImFont* font_ = nullptr;
+};
+
+// One frame: UI, render, exports (before the swap, from the back buffer), swap.
+void render_frame(App& a, double dt, bool swap = true) {
+    ImGui_ImplOpenGL3_NewFrame();
+    ImGui_ImplGlfw_NewFrame();
+    ImGui::NewFrame();
+    a.frame(dt);
+    ImGui::Render();
+    int w = 0, h = 0;
+    glfwGetFramebufferSize(a.window, &w, &h);
+    glViewport(0, 0, w, h);
+    const ImVec4 bg = ImGui::ColorConvertU32ToFloat4(a.pal().background);
+    glClearColor(bg.x, bg.y, bg.z, 1.0f);
+    glClear(GL_COLOR_BUFFER_BIT);
+    ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
+    a.after_render();
+    if (swap) glfwSwapBuffers(a.window);
+}
+
+app::ViewRequest request_of(const std::string& view, const std::string& desc) {
+    app::ViewRequest r;
+    r.view = view;
+    r.problem = parse_descriptor(desc);
+    r.problem.check();
+    return r;
+}
+
+}  // namespace
+
+bool display_available() {
+    return init_glfw();
+}
+
+void run_gui(const GuiOptions& o) {
+    app::ViewRequest r = request_of(o.view, o.problem);
+    Window w(1600, 1000, true, "ConvLab");
+    App a;
+    a.window = w.get();
+    a.font = w.font();
+    a.s.presenter = o.presenter;
+    if (o.presenter) a.toggle_fullscreen();
+    a.s.request = r;
+    a.edit = r.problem;
+    a.request(r);
+    auto last = std::chrono::steady_clock::now();
+    while (!glfwWindowShouldClose(a.window)) {
+        // Idle (paused, nothing building): wait for events instead of spinning.
+        if (a.s.playback.paused && !a.job && !a.ex.sequence)
+            glfwWaitEventsTimeout(0.1);
+        else
+            glfwPollEvents();
+        const auto now = std::chrono::steady_clock::now();
+        const double dt = std::chrono::duration<double>(now - last).count();
+        last = now;
+        render_frame(a, dt);
+    }
+}
+
+namespace {
+
+FrameReport shot_in(Window& w, const ShotOptions& o) {
+    App a;
+    a.window = w.get();
+    a.font = w.font();
+    a.s.presenter = o.presenter;
+    a.s.palette = o.palette;
+    a.s.playback.granularity = o.granularity;
+    app::ViewRequest r = request_of(o.view, o.problem);
+    r.data = o.data;
+    r.c0 = o.c0;
+    const auto t0 = std::chrono::steady_clock::now();
+    a.request(r);
+    a.poll(true);
+    FrameReport rep;
+    rep.build_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    if (!a.view) throw Error("view " + o.view + ": " + a.s.error);
+    const dim_t n = a.steps();
+    if (!app::is_placeholder_view(o.view) && (o.step < 0 || o.step >= n))
+        throw Error("--step " + std::to_string(o.step) + ": the " + o.view + " view has " +
+                    std::to_string(n) + " steps at granularity " + granularity_name(o.granularity) +
+                    " (0 to " + std::to_string(n - 1) + ")");
+    a.s.playback.step = o.step;
+    a.step_dirty = true;
+    if (o.hover_panel >= 0) {
+        if (o.hover_panel >= static_cast<int>(a.view->panels.size()) || o.hover_cell < 0 ||
+            o.hover_cell >= a.view->panels[static_cast<std::size_t>(o.hover_panel)].numel())
+            throw Error("--hover: no such cell in the " + o.view + " view");
+        a.s.hover = {o.hover_panel, o.hover_cell};
+        a.s.hover_forced = true;
+    }
+    // A few frames settle ImGui's layout (auto-sized items measure themselves on frame 1).
+    for (int i = 0; i < 3; ++i) render_frame(a, 0.0);
+    if (!o.out.empty()) {
+        a.ex.png = o.out;
+        render_frame(a, 0.0);
+        if (!a.status.starts_with("wrote")) throw Error(a.status);
+    }
+    if (!o.svg.empty()) {
+        a.ex.svg = o.svg;
+        render_frame(a, 0.0);
+        if (!a.status.starts_with("wrote")) throw Error(a.status);
+    }
+    if (!o.sequence_dir.empty()) {
+        const dim_t to = o.seq_to < 0 ? n - 1 : o.seq_to;
+        if (o.seq_from < 0 || o.seq_from > to || to >= n)
+            throw Error("--steps " + std::to_string(o.seq_from) + ":" + std::to_string(to) +
+                        ": the " + o.view + " view has steps 0 to " + std::to_string(n - 1));
+        a.ex.dir = o.sequence_dir;
+        a.ex.sequence = true;
+        a.ex.seq_next = o.seq_from;
+        a.ex.seq_end = to + 1;
+        while (a.ex.sequence) render_frame(a, 0.0);
+        if (!a.status.starts_with("wrote")) throw Error(a.status);
+    }
+    if (o.frames > 0) {
+        std::vector<double> ms;
+        for (int i = 0; i < o.frames; ++i) {
+            const auto f0 = std::chrono::steady_clock::now();
+            a.s.playback.step_forward(n);  // the worst case: a new step every frame
+            a.step_dirty = true;
+            render_frame(a, 0.0);
+            glFinish();
+            ms.push_back(
+                std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - f0)
+                    .count());
+        }
+        std::sort(ms.begin(), ms.end());
+        rep.frames = o.frames;
+        rep.median_ms = ms[ms.size() / 2];
+        rep.max_ms = ms.back();
+        // The same number of frames without a step change (hovering, panning, idle playback).
+        ms.clear();
+        for (int i = 0; i < o.frames; ++i) {
+            const auto f0 = std::chrono::steady_clock::now();
+            render_frame(a, 0.0);
+            glFinish();
+            ms.push_back(
+                std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - f0)
+                    .count());
+        }
+        std::sort(ms.begin(), ms.end());
+        rep.still_median_ms = ms[ms.size() / 2];
+        rep.still_max_ms = ms.back();
+    }
+    return rep;
+}
+
+}  // namespace
+
+FrameReport shot(const ShotOptions& o) {
+    if (!o.out.empty()) check_writable(o.out);
+    Window w(o.width, o.height, false, "ConvLab shot");
+    return shot_in(w, o);
+}
+
+void shots(const std::vector<ShotOptions>& list) {
+    if (list.empty()) return;
+    for (const auto& o : list) check_writable(o.out);
+    Window w(list[0].width, list[0].height, false, "ConvLab demo");
+    for (const auto& o : list) {
+        glfwSetWindowSize(w.get(), o.width, o.height);
+        shot_in(w, o);
+    }
+}
+
+void check_writable(const std::string& path) {
+    const fs::path target(path);
+    std::error_code ec;
+    const auto cannot = [&](const char* why) { return Error("cannot write " + path + ": " + why); };
+    if (fs::is_directory(target, ec)) throw cannot("is a directory");
+    const fs::path dir = target.parent_path().empty() ? fs::path(".") : target.parent_path();
+    if (!fs::is_directory(dir, ec)) throw cannot("no such directory");
+    if (::access(dir.c_str(), W_OK | X_OK) != 0) throw cannot(std::strerror(errno));
+}
+
+void write_png(const std::string& path, int w, int h, const std::vector<unsigned char>& rgba) {
+    check_writable(path);
+    const std::string tmp = path + ".tmp" + std::to_string(::getpid());
+    if (!stbi_write_png(tmp.c_str(), w, h, 4, rgba.data(), w * 4)) {
+        std::error_code ec;
+        fs::remove(tmp, ec);
+        throw Error("cannot write " + path);
+    }
+    std::error_code ec;
+    fs::rename(tmp, path, ec);
+    if (ec) {
+        fs::remove(tmp, ec);
+        throw Error("cannot write " + path + ": " + ec.message());
+    }
+}
+
+// [SECTION] xvfb-run
+
+namespace {
+std::vector<std::string> g_args;
+}
+
+void set_program_args(int argc, char** argv) {
+    g_args.assign(argv, argv + argc);
+}
+
+int rerun_under_xvfb() {
+    if (std::getenv("CONVLAB_UNDER_XVFB"))
+        throw Error("no display even under xvfb-run (" + g_glfw_error + ")");
+    if (g_args.empty()) throw Error("no display (DISPLAY unset or unreachable)");
+    if (::access("/usr/bin/xvfb-run", X_OK) != 0)
+        throw Error(
+            "no display (DISPLAY unset or unreachable) and xvfb-run is not installed "
+            "(apt-get install xvfb xauth), or run under a display");
+    char self[4096];
+    const ssize_t len = ::readlink("/proc/self/exe", self, sizeof self - 1);
+    if (len <= 0) throw Error("no display, and cannot find this program to re-run it");
+    self[len] = 0;
+    std::fflush(stdout);
+    std::fflush(stderr);
+    const pid_t pid = ::fork();
+    if (pid < 0) throw Error("no display, and cannot start xvfb-run");
+    if (pid == 0) {
+        ::setenv("CONVLAB_UNDER_XVFB", "1", 1);
+        std::vector<std::string> argv = {"xvfb-run", "-a", "-s", "-screen 0 1920x1200x24", self};
+        argv.insert(argv.end(), g_args.begin() + 1, g_args.end());
+        std::vector<char*> cargv;
+        for (auto& s : argv) cargv.push_back(s.data());
+        cargv.push_back(nullptr);
+        ::execv("/usr/bin/xvfb-run", cargv.data());
+        std::_Exit(127);
+    }
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+}
+
+}  // namespace convlab::ui

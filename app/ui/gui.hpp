@@ -1,0 +1,75 @@
+// The desktop app: Dear ImGui drawing over the state of model.hpp, the GLFW window loop,
+// headless screenshots and exports. Only this part of ConvLab includes imgui or GLFW.
+#pragma once
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "convlab/index_map.hpp"
+#include "ui/model.hpp"
+
+namespace convlab::ui {
+
+struct GuiOptions {
+    std::string view = "im2col";
+    std::string problem = "mb1ic2ih3oc2kh2";  // 2x3x3 input, 2 filters of 2x2x2
+    bool presenter = false;
+};
+
+// True when GLFW can open the display (DISPLAY set and reachable).
+bool display_available();
+
+// Opens the window and runs until it is closed. Throws Error when no window can be opened or
+// the options are bad.
+void run_gui(const GuiOptions& o);
+
+struct ShotOptions {
+    std::string view = "im2col";
+    std::string problem = "mb1ic2ih3oc2kh2";
+    dim_t step = 0;
+    int width = 1600, height = 1000;
+    Granularity granularity = Granularity::Line;
+    app::DataKind data = app::DataKind::Integer;
+    dim_t c0 = 16;
+    int palette = 0;
+    bool presenter = false;
+    std::string out;  // PNG path ("" with frames > 0: no picture)
+    std::string svg;  // also the view as SVG ("" : none)
+    // Also steps [seq_from, seq_to] as DIR/VIEW_NNNN.png ("" : none).
+    std::string sequence_dir;
+    dim_t seq_from = 0, seq_to = -1;
+    int frames = 0;  // > 0: render this many frames (playing) and report frame times
+    // Hover (panel, cell) to show the linking in the picture; -1: none.
+    int hover_panel = -1;
+    dim_t hover_cell = -1;
+};
+
+struct FrameReport {
+    int frames = 0;
+    double median_ms = 0, max_ms = 0;              // a new step every frame
+    double still_median_ms = 0, still_max_ms = 0;  // no step change
+    double build_ms = 0;                           // building the view (worker thread)
+};
+
+// Renders what the window shows for these options into a PNG (written atomically: nothing is
+// left at `out` on failure) and/or measures frame times. Needs a display (see
+// display_available). Throws Error.
+FrameReport shot(const ShotOptions& o);
+// Several shots in one window (the demo): one PNG per entry.
+void shots(const std::vector<ShotOptions>& list);
+
+// The process's own argv, kept by main() so that a headless command can re-run itself under
+// xvfb-run.
+void set_program_args(int argc, char** argv);
+// Re-runs the current process's command line under `xvfb-run -a -s "-screen 0 1920x1200x24"`
+// and returns its exit status. Throws Error (status 2) saying why when that is impossible
+// (xvfb-run missing, already under it, program args unknown).
+int rerun_under_xvfb();
+
+// Throws Error ("cannot write PATH: why") when `path` clearly cannot be written.
+void check_writable(const std::string& path);
+// PNG of RGBA8 rows, top row first; atomic (temporary file, then rename). Throws Error.
+void write_png(const std::string& path, int w, int h, const std::vector<unsigned char>& rgba);
+
+}  // namespace convlab::ui

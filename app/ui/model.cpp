@@ -1,0 +1,1290 @@
+// The app's window-independent state (model.hpp). Index:
+//   [SECTION] helpers: data, names, coordinates
+//   [SECTION] panel geometry
+//   [SECTION] links
+//   [SECTION] view builders: im2col, col2im, stride, fliprot, fractal, tnc, weight_grad
+//   [SECTION] playback
+//   [SECTION] step state and hover linking
+#include "ui/model.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <numeric>
+#include <set>
+
+#include "convlab/conv.hpp"
+#include "convlab/davinci.hpp"
+#include "convlab/kernels.hpp"
+#include "convlab/maps.hpp"
+#include "convlab/tensor.hpp"
+
+namespace convlab::app {
+
+// [SECTION] helpers
+
+namespace {
+
+// Largest number of cells a view may hold (all panels): the ResNet-50 layers fit.
+constexpr dim_t kMaxViewCells = dim_t{24} << 20;
+
+// splitmix64: the same stream for the same (seed, salt).
+std::vector<float> make_data(dim_t n, DataKind kind, std::uint64_t seed, std::uint64_t salt) {
+    std::vector<float> v(static_cast<std::size_t>(n));
+    std::uint64_t state = seed ^ (salt * 0xd1b54a32d192ed03ull);
+    for (dim_t i = 0; i < n; ++i) {
+        if (kind == DataKind::Integer) {
+            // 1, 2, ... 99, 1, 2 ...: every element of a small tensor is its own label.
+            v[static_cast<std::size_t>(i)] = static_cast<float>(i % 99 + 1);
+            continue;
+        }
+        std::uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+        z ^= z >> 31;
+        v[static_cast<std::size_t>(i)] =
+            static_cast<float>(static_cast<double>(z >> 11) * 0x1p-53 * 2.0 - 1.0);
+    }
+    return v;
+}
+
+Tensor to_tensor(const std::vector<float>& v, std::vector<dim_t> dims) {
+    Tensor t(std::move(dims));
+    std::copy(v.begin(), v.end(), t.f32());
+    return t;
+}
+
+std::vector<float> from_tensor(const Tensor& t) {
+    return std::vector<float>(t.f32(), t.f32() + t.numel());
+}
+
+std::vector<float> run_map(const IndexMap& m, const std::vector<float>& src) {
+    std::vector<float> dst(static_cast<std::size_t>(m.dst().numel()), 0.0f);
+    m.execute(src.data(), dst.data());
+    return dst;
+}
+
+double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
+    if (a.size() != b.size()) return INFINITY;
+    double m = 0;
+    for (std::size_t i = 0; i < a.size(); ++i)
+        m = std::max(m, std::fabs(static_cast<double>(a[i]) - b[i]));
+    return m;
+}
+
+std::string check_line(const std::string& what, double diff, double tol = 1e-4) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.3g", diff);
+    return what + (diff <= tol ? ": yes" : ": NO") + " (max |diff| " + buf + ")";
+}
+
+std::vector<dim_t> coords(const Shape& s, dim_t linear) {
+    std::vector<dim_t> c(s.dims.size());
+    s.coord_of(linear, c);
+    return c;
+}
+
+std::vector<std::string> spatial(int nd, const std::string& prefix = "") {
+    static const char* n[3][3] = {{"w", "", ""}, {"h", "w", ""}, {"d", "h", "w"}};
+    std::vector<std::string> r;
+    for (int i = 0; i < nd; ++i) r.push_back(prefix + n[nd - 1][i]);
+    return r;
+}
+
+Shape act_shape(const Problem& p, bool out, const char* c) {
+    Shape s;
+    s.dims = {p.mb, out ? p.oc : p.ic};
+    s.names = {"n", c};
+    for (int i = 0; i < p.ndims; ++i) s.dims.push_back(out ? p.out(i) : p.in[i]);
+    for (auto& n : spatial(p.ndims)) s.names.push_back(n);
+    return s;
+}
+
+Shape wei_shape(const Problem& p) {
+    Shape s{p.wei_dims(), {"k", "c"}};
+    for (auto& n : spatial(p.ndims, "k")) s.names.push_back(n);
+    return s;
+}
+
+// Roles of an activation (n, c, spatial...): images down, channels (and depth) across, h rows,
+// w columns; 1-D: channels are rows.
+std::vector<Role> act_roles(int rank) {
+    if (rank == 3) return {Role::TileY, Role::Row, Role::Col};
+    if (rank == 4) return {Role::TileY, Role::TileX, Role::Row, Role::Col};
+    return {Role::TileY, Role::TileX, Role::TileX, Role::Row, Role::Col};
+}
+
+// Roles of weights (k, c, kernel...): the K x C grid of kernels.
+std::vector<Role> wei_roles(int rank) {
+    if (rank == 3) return {Role::TileY, Role::TileX, Role::Col};
+    if (rank == 4) return {Role::TileY, Role::TileX, Role::Row, Role::Col};
+    return {Role::TileY, Role::TileX, Role::TileX, Role::Row, Role::Col};
+}
+
+// NC1HWC0-like physical shapes (n, [d,] c1, [h,] w, c0): one tile per (n, d, c1), the spatial
+// positions as rows and the C0 lanes as columns.
+std::vector<Role> blocked_act_roles(const Shape& s) {
+    std::vector<Role> r(s.dims.size(), Role::TileX);
+    r[0] = Role::TileY;
+    for (std::size_t i = 0; i < s.dims.size(); ++i)
+        if (s.names[i] == "h" || s.names[i] == "w") r[i] = Role::Row;
+    r.back() = Role::Col;
+    return r;
+}
+
+// FRACTAL_Z (rows, n1, 16, c0): one 16 x C0 fractal per (row, n1), the rows across.
+std::vector<Role> fractal_roles() {
+    return {Role::TileX, Role::TileY, Role::Row, Role::Col};
+}
+
+Panel make_panel(std::string name, std::string title, Shape s, std::vector<Role> roles,
+                 std::vector<float> values) {
+    Panel p;
+    p.name = std::move(name);
+    p.title = std::move(title);
+    p.shape = std::move(s);
+    p.roles = std::move(roles);
+    p.values = std::move(values);
+    if (static_cast<dim_t>(p.values.size()) != p.shape.numel())
+        throw Error("panel " + p.name + ": " + std::to_string(p.values.size()) +
+                    " values for shape " + p.shape.str());
+    p.tiles_per_row = 8;
+    return p;
+}
+
+// Padding lanes of a gather destination: the cells the map fills with zero.
+std::vector<std::uint8_t> zero_lanes(const Link& l) {
+    std::vector<std::uint8_t> z(l.image.size(), 0);
+    for (std::size_t i = 0; i < l.image.size(); ++i) z[i] = l.image[i] < 0;
+    return z;
+}
+
+std::string fmt(const char* f, double a) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, f, a);
+    return buf;
+}
+
+}  // namespace
+
+std::string format_value(float v, DataKind d) {
+    if (!std::isfinite(v)) return "";
+    if (d == DataKind::Integer && v == std::floor(v) && std::fabs(v) < 1e7f)
+        return fmt("%.0f", static_cast<double>(v));
+    return fmt("%.2f", static_cast<double>(v));
+}
+
+std::string cell_name(const Panel& p, dim_t linear) {
+    const auto c = coords(p.shape, linear);
+    std::string r = p.name + "(";
+    for (std::size_t i = 0; i < c.size(); ++i)
+        r += (i ? "," : "") + p.shape.names[i] + "=" + std::to_string(c[i]);
+    return r + ")";
+}
+
+const char* data_kind_name(DataKind d) {
+    return d == DataKind::Integer ? "integers" : "random reals";
+}
+
+const std::vector<std::string>& view_names() {
+    static const std::vector<std::string> names = {"im2col",      "col2im",  "stride",
+                                                   "fliprot",     "fractal", "tnc",
+                                                   "weight_grad", "timings", "tensors"};
+    return names;
+}
+
+bool is_placeholder_view(const std::string& name) {
+    return name == "timings" || name == "tensors";
+}
+
+// [SECTION] panel geometry
+
+std::vector<Role> default_roles(int rank) {
+    std::vector<Role> r(static_cast<std::size_t>(rank));
+    for (int i = rank - 1, k = 0; i >= 0; --i, ++k)
+        r[static_cast<std::size_t>(i)] = k == 0         ? Role::Col
+                                         : k == 1       ? Role::Row
+                                         : (k % 2 == 0) ? Role::TileX
+                                                        : Role::TileY;
+    return r;
+}
+
+namespace {
+
+// Mixed-radix index of the dims with role `role` (first dim outermost) and its extent.
+dim_t role_index(const Panel& p, std::span<const dim_t> c, Role role, dim_t* extent = nullptr) {
+    dim_t idx = 0, ext = 1;
+    for (std::size_t i = 0; i < c.size(); ++i)
+        if (p.roles[i] == role) {
+            idx = idx * p.shape.dims[i] + c[i];
+            ext *= p.shape.dims[i];
+        }
+    if (extent) *extent = ext;
+    return idx;
+}
+
+double tile_w(const Panel& p) {
+    return static_cast<double>(p.pad_left + p.cols + p.pad_right);
+}
+double tile_h(const Panel& p) {
+    return static_cast<double>(p.pad_top + p.rows + p.pad_bottom);
+}
+
+}  // namespace
+
+// Display grid position of tile (tx, ty), wrapping long rows of tiles.
+void tile_slot(const Panel& p, dim_t tx, dim_t ty, dim_t& col, dim_t& row) {
+    const dim_t per_row = p.tiles_per_row > 0 ? std::min(p.tiles_per_row, p.tiles_x) : p.tiles_x;
+    const dim_t wraps = (p.tiles_x + per_row - 1) / per_row;
+    col = tx % per_row;
+    row = ty * wraps + tx / per_row;
+}
+
+dim_t linear_at(const Panel& p, dim_t tx, dim_t ty, dim_t row, dim_t col) {
+    dim_t c[8];
+    dim_t rest[4] = {row, col, tx, ty};
+    for (std::size_t i = p.shape.dims.size(); i-- > 0;) {
+        dim_t& r = rest[static_cast<int>(p.roles[i])];
+        c[i] = r % p.shape.dims[i];
+        r /= p.shape.dims[i];
+    }
+    return p.shape.linear_of(std::span<const dim_t>(c, p.shape.dims.size()));
+}
+
+void layout_panel(Panel& p) {
+    if (p.roles.size() != p.shape.dims.size()) p.roles = default_roles(p.shape.rank());
+    std::vector<dim_t> zero(p.shape.dims.size(), 0);
+    role_index(p, zero, Role::Row, &p.rows);
+    role_index(p, zero, Role::Col, &p.cols);
+    role_index(p, zero, Role::TileX, &p.tiles_x);
+    role_index(p, zero, Role::TileY, &p.tiles_y);
+    dim_t last_col = 0, last_row = 0;
+    tile_slot(p, p.tiles_x - 1, p.tiles_y - 1, last_col, last_row);
+    const dim_t per_row = p.tiles_per_row > 0 ? std::min(p.tiles_per_row, p.tiles_x) : p.tiles_x;
+    const double cols = static_cast<double>(per_row);
+    const double rows = static_cast<double>(last_row + 1);
+    p.width = cols * tile_w(p) + (cols - 1) * kTileGap;
+    p.height = rows * tile_h(p) + (rows - 1) * kTileGap;
+}
+
+void cell_tile(const Panel& p, dim_t linear, dim_t& tx, dim_t& ty, dim_t& row, dim_t& col) {
+    dim_t c[8];
+    const std::span<dim_t> cs(c, p.shape.dims.size());
+    p.shape.coord_of(linear, cs);
+    tx = role_index(p, cs, Role::TileX);
+    ty = role_index(p, cs, Role::TileY);
+    row = role_index(p, cs, Role::Row);
+    col = role_index(p, cs, Role::Col);
+}
+
+CellPos padded_pos(const Panel& p, dim_t tile_x, dim_t tile_y, dim_t prow, dim_t pcol) {
+    dim_t sc = 0, sr = 0;
+    tile_slot(p, tile_x, tile_y, sc, sr);
+    return {p.x + static_cast<double>(sc) * (tile_w(p) + kTileGap) + static_cast<double>(pcol),
+            p.y + static_cast<double>(sr) * (tile_h(p) + kTileGap) + static_cast<double>(prow)};
+}
+
+CellPos cell_pos(const Panel& p, dim_t linear) {
+    dim_t tx = 0, ty = 0, row = 0, col = 0;
+    cell_tile(p, linear, tx, ty, row, col);
+    return padded_pos(p, tx, ty, row + p.pad_top, col + p.pad_left);
+}
+
+dim_t hit_test(const Panel& p, double x, double y) {
+    x -= p.x;
+    y -= p.y;
+    if (x < 0 || y < 0 || x >= p.width || y >= p.height) return -1;
+    const double sw = tile_w(p) + kTileGap, sh = tile_h(p) + kTileGap;
+    const auto sc = static_cast<dim_t>(x / sw), sr = static_cast<dim_t>(y / sh);
+    const auto pc = static_cast<dim_t>(x - static_cast<double>(sc) * sw) - p.pad_left;
+    const auto pr = static_cast<dim_t>(y - static_cast<double>(sr) * sh) - p.pad_top;
+    if (pc < 0 || pr < 0 || pc >= p.cols || pr >= p.rows) return -1;
+    const dim_t per_row = p.tiles_per_row > 0 ? std::min(p.tiles_per_row, p.tiles_x) : p.tiles_x;
+    const dim_t wraps = (p.tiles_x + per_row - 1) / per_row;
+    const dim_t ty = sr / wraps, tx = (sr % wraps) * per_row + sc;
+    if (tx >= p.tiles_x || ty >= p.tiles_y) return -1;
+    return linear_at(p, tx, ty, pr, pc);
+}
+
+void layout_view(ViewModel& v, double title_cells, double min_slot) {
+    double x = 0, y = title_cells, row_h = 0;
+    v.width = v.height = 0;
+    Panel* prev = nullptr;
+    for (auto& p : v.panels) {
+        layout_panel(p);
+        if (p.new_row && prev) {
+            x = 0;
+            y += row_h + kPanelGap * 0.5 + title_cells;
+            row_h = 0;
+            prev = nullptr;
+        }
+        p.x = x;
+        p.y = y;
+        p.slot_width = std::max(p.width + kPanelGap, min_slot);
+        x += p.slot_width;
+        row_h = std::max(row_h, p.height);
+        v.width = std::max(v.width, p.x + p.width);
+        v.height = std::max(v.height, p.y + p.height);
+        prev = &p;
+    }
+}
+
+// [SECTION] links
+
+dim_t Link::num_steps(Granularity g) const {
+    const auto n = static_cast<dim_t>(order.size());
+    if (n == 0) return 0;
+    if (g == Granularity::Whole) return 1;
+    if (g == Granularity::Line) return (n + line_len - 1) / line_len;
+    return n;
+}
+
+void Link::step_range(Granularity g, dim_t step, dim_t& begin, dim_t& end) const {
+    const auto n = static_cast<dim_t>(order.size());
+    const dim_t per = g == Granularity::Whole ? n : g == Granularity::Line ? line_len : 1;
+    begin = std::clamp(step * per, dim_t{0}, n);
+    end = std::clamp((step + 1) * per, dim_t{0}, n);
+}
+
+std::vector<dim_t> Link::sources_of(dim_t dst_linear) const {
+    std::vector<dim_t> r;
+    if (is_gather()) {
+        if (image[static_cast<std::size_t>(dst_linear)] >= 0)
+            r.push_back(image[static_cast<std::size_t>(dst_linear)]);
+    } else {
+        for (dim_t i = inv_start[static_cast<std::size_t>(dst_linear)];
+             i < inv_start[static_cast<std::size_t>(dst_linear) + 1]; ++i)
+            r.push_back(inv_items[static_cast<std::size_t>(i)]);
+    }
+    return r;
+}
+
+std::vector<dim_t> Link::destinations_of(dim_t src_linear) const {
+    std::vector<dim_t> r;
+    if (!is_gather()) {
+        if (image[static_cast<std::size_t>(src_linear)] >= 0)
+            r.push_back(image[static_cast<std::size_t>(src_linear)]);
+    } else {
+        for (dim_t i = inv_start[static_cast<std::size_t>(src_linear)];
+             i < inv_start[static_cast<std::size_t>(src_linear) + 1]; ++i)
+            r.push_back(inv_items[static_cast<std::size_t>(i)]);
+    }
+    return r;
+}
+
+Link make_link(std::shared_ptr<const IndexMap> map, int src, int dst,
+               std::atomic<float>* progress) {
+    Link l;
+    l.name = map->name();
+    l.src = src;
+    l.dst = dst;
+    const dim_t n = map->domain().numel();
+    const dim_t m = map->codomain().numel();
+    l.line_len = map->domain().dims[static_cast<std::size_t>(map->line_axis())];
+    l.order.resize(static_cast<std::size_t>(n));
+    l.step_of.resize(static_cast<std::size_t>(n));
+    l.image.resize(static_cast<std::size_t>(n));
+    const bool gather = map->kind() == IndexMap::Kind::Gather;
+    // One Line step at a time: the pairs come in the map's own enumeration order.
+    const dim_t lines = map->num_steps(Granularity::Line);
+    dim_t e = 0;
+    for (dim_t s = 0; s < lines; ++s) {
+        map->for_each_in_step(Granularity::Line, s, [&](dim_t sl, dim_t dl) {
+            const dim_t d = gather ? dl : sl;
+            const dim_t img = gather ? sl : dl;
+            l.order[static_cast<std::size_t>(e)] = d;
+            l.step_of[static_cast<std::size_t>(d)] = e;
+            l.image[static_cast<std::size_t>(d)] = img;
+            ++e;
+        });
+        if (progress && (s & 255) == 0)
+            progress->store(static_cast<float>(s) / static_cast<float>(lines));
+    }
+    if (e != n)
+        throw Error("map " + l.name + ": enumeration gave " + std::to_string(e) + " pairs for " +
+                    std::to_string(n) + " domain elements");
+    // Inverse (counting sort): the domain elements of every codomain element, ascending.
+    l.inv_start.assign(static_cast<std::size_t>(m) + 1, 0);
+    for (dim_t d = 0; d < n; ++d)
+        if (const dim_t img = l.image[static_cast<std::size_t>(d)]; img >= 0)
+            ++l.inv_start[static_cast<std::size_t>(img) + 1];
+    std::partial_sum(l.inv_start.begin(), l.inv_start.end(), l.inv_start.begin());
+    l.inv_items.resize(static_cast<std::size_t>(l.inv_start.back()));
+    std::vector<dim_t> fill(l.inv_start.begin(), l.inv_start.end() - 1);
+    for (dim_t d = 0; d < n; ++d)
+        if (const dim_t img = l.image[static_cast<std::size_t>(d)]; img >= 0)
+            l.inv_items[static_cast<std::size_t>(fill[static_cast<std::size_t>(img)]++)] = d;
+    l.map = std::move(map);
+    if (progress) progress->store(1.0f);
+    return l;
+}
+
+// [SECTION] view builders
+
+namespace {
+
+struct Builder {
+    const ViewRequest& r;
+    const Problem& p;
+    std::atomic<float>* progress;
+    ViewModel v;
+    dim_t cells = 0;
+    int maps_total = 1, maps_done = 0;
+
+    int add(Panel panel) {
+        cells += panel.shape.numel();
+        if (cells > kMaxViewCells)
+            throw Error("view " + r.view + ": " + std::to_string(cells) +
+                        " cells to draw, more than the " + std::to_string(kMaxViewCells) +
+                        " the app shows; choose a smaller problem");
+        v.panels.push_back(std::move(panel));
+        return static_cast<int>(v.panels.size()) - 1;
+    }
+    int link(IndexMap m, int src, int dst, bool driver) {
+        std::atomic<float> sub{0};
+        Link l = make_link(std::make_shared<const IndexMap>(std::move(m)), src, dst,
+                           progress ? &sub : nullptr);
+        ++maps_done;
+        if (progress)
+            progress->store(static_cast<float>(maps_done) / static_cast<float>(maps_total));
+        v.links.push_back(std::move(l));
+        const int id = static_cast<int>(v.links.size()) - 1;
+        if (driver) v.drivers.push_back({id, -1});
+        return id;
+    }
+    std::vector<float> data(const Shape& s, std::uint64_t salt) const {
+        return make_data(s.numel(), r.data, r.seed, salt);
+    }
+};
+
+// The generic formula: the hovered cell, its value, and for every link its partner(s).
+std::string generic_formula(const ViewModel& v, int panel, dim_t linear, DataKind d) {
+    const Panel& pn = v.panels[static_cast<std::size_t>(panel)];
+    std::string s = cell_name(pn, linear) + " = " +
+                    format_value(pn.values[static_cast<std::size_t>(linear)], d);
+    for (const auto& l : v.links) {
+        if (l.dst == panel) {
+            const auto src = l.sources_of(linear);
+            const Panel& sp = v.panels[static_cast<std::size_t>(l.src)];
+            if (l.is_gather())
+                s += "   " + l.name + ": <- " +
+                     (src.empty() ? std::string("0 (padding)") : cell_name(sp, src[0]));
+            else
+                s += "   " + l.name + ": sum of " + std::to_string(src.size()) + " " + sp.name +
+                     " cells";
+        }
+        if (l.src == panel) {
+            const auto dst = l.destinations_of(linear);
+            const Panel& dp = v.panels[static_cast<std::size_t>(l.dst)];
+            if (dst.size() == 1)
+                s += "   " + l.name + ": -> " + cell_name(dp, dst[0]);
+            else
+                s += "   " + l.name + ": -> " + std::to_string(dst.size()) + " " + dp.name +
+                     " cells";
+        }
+    }
+    return s;
+}
+
+// im2col's arithmetic for one column-matrix cell (n, g, row, col): the kernel tap, the output
+// position and the input position per axis, as text with the numbers filled in; pos receives the
+// padded position (input position + pad_begin) per axis.
+std::string im2col_arith(const Problem& p, const std::vector<dim_t>& c, dim_t* ci_out,
+                         dim_t* padded) {
+    dim_t row = c[2], col = c[3];
+    dim_t kk[kMaxSpatial], oo[kMaxSpatial];
+    for (int i = p.ndims - 1; i >= 0; --i) {
+        kk[i] = row % p.kernel[i];
+        row /= p.kernel[i];
+        oo[i] = col % p.out(i);
+        col /= p.out(i);
+    }
+    if (ci_out) *ci_out = row;
+    std::string s = "row " + std::to_string(c[2]) + " = (c=" + std::to_string(row);
+    for (int i = 0; i < p.ndims; ++i)
+        s += ", k" + std::string(p.axis_name(i)) + "=" + std::to_string(kk[i]);
+    s += "), col " + std::to_string(c[3]) + " = (";
+    for (int i = 0; i < p.ndims; ++i)
+        s += std::string(i ? ", " : "") + "o" + p.axis_name(i) + "=" + std::to_string(oo[i]);
+    s += ");";
+    for (int i = 0; i < p.ndims; ++i) {
+        const dim_t pos = oo[i] * p.stride[i] - p.pad_begin[i] + kk[i] * p.dilation[i];
+        if (padded) padded[i] = pos + p.pad_begin[i];
+        const std::string a = p.axis_name(i);
+        s += "  " + a + " = o" + a + "*s - p + k" + a + "*d = " + std::to_string(oo[i]) + "*" +
+             std::to_string(p.stride[i]) + " - " + std::to_string(p.pad_begin[i]) + " + " +
+             std::to_string(kk[i]) + "*" + std::to_string(p.dilation[i]) + " = " +
+             std::to_string(pos);
+    }
+    return s;
+}
+
+void build_im2col(Builder& b) {
+    const Problem& p = b.p;
+    const IndexMap m = maps::im2col(p);
+    b.maps_total = 1;
+    Panel x = make_panel("X", "input", m.src(), act_roles(m.src().rank()), b.data(m.src(), 1));
+    // Zero padding drawn around every channel (h and w; 1-D: w).
+    x.pad_left = p.pad_begin[p.ndims - 1];
+    x.pad_right = p.pad_end[p.ndims - 1];
+    if (p.ndims >= 2) {
+        x.pad_top = p.pad_begin[p.ndims - 2];
+        x.pad_bottom = p.pad_end[p.ndims - 2];
+    }
+    const int xi = b.add(std::move(x));
+    Panel col = make_panel(
+        "B", "column matrix B = im2col(X): rows (c, k...), cols = output position", m.dst(),
+        {Role::TileY, Role::TileX, Role::Row, Role::Col}, run_map(m, b.v.panels[0].values));
+    col.tiles_per_row = 0;
+    const int ci = b.add(std::move(col));
+    b.link(m, xi, ci, true);
+    b.v.caption =
+        "im2col: every column of B is the receptive field of one output position; Y = W B "
+        "turns the convolution into one matrix product";
+    // Check: the engine's fast im2col kernel gives the same column matrix.
+    std::vector<float> fast(b.v.panels[1].values.size());
+    const dim_t per_image = p.groups * p.icg() * p.kernel_spatial() * p.out_spatial();
+    const dim_t per_group = p.icg() * p.kernel_spatial() * p.out_spatial();
+    for (dim_t n = 0; n < p.mb; ++n)
+        for (dim_t g = 0; g < p.groups; ++g)
+            im2col_kernel(p, b.v.panels[0].values.data(), n, g,
+                          fast.data() + n * per_image + g * per_group);
+    b.v.check = check_line("B equals the engine's fast im2col kernel",
+                           max_abs_diff(fast, b.v.panels[1].values), 0);
+    const DataKind d = b.r.data;
+    b.v.formula = [p, d](const ViewModel& vm, int panel, dim_t linear) -> std::string {
+        if (panel != 1) return generic_formula(vm, panel, linear, d);
+        const Panel& cp = vm.panels[1];
+        const auto c = coords(cp.shape, linear);
+        std::string s = cell_name(cp, linear) + ": " + im2col_arith(p, c, nullptr, nullptr);
+        const dim_t src = vm.links[0].image[static_cast<std::size_t>(linear)];
+        return s + (src < 0
+                        ? "  -> padding zero"
+                        : "  -> " + cell_name(vm.panels[0], src) + " = " +
+                              format_value(vm.panels[0].values[static_cast<std::size_t>(src)], d));
+    };
+    b.v.zero_source = [p](const ViewModel& vm, int link, dim_t dst_linear, CellPos& pos) {
+        if (link != 0) return false;
+        const Panel& xp = vm.panels[0];
+        const auto c = coords(vm.panels[1].shape, dst_linear);
+        dim_t chan = 0, padded[kMaxSpatial] = {0, 0, 0};
+        im2col_arith(p, c, &chan, padded);
+        // Tile of (n, channel g*Cg + chan [, depth]); depth padding has no tile to draw in.
+        const dim_t ch = c[1] * p.icg() + chan;
+        dim_t tx = ch, prow = 0, pcol = padded[p.ndims - 1];
+        if (p.ndims == 1) {
+            tx = 0;
+            prow = ch;
+        } else {
+            prow = padded[p.ndims - 2];
+        }
+        if (p.ndims == 3) {
+            const dim_t dpos = padded[0] - p.pad_begin[0];
+            if (dpos < 0 || dpos >= p.in[0]) return false;
+            tx = ch * p.in[0] + dpos;
+        }
+        pos = padded_pos(xp, tx, c[0], prow, pcol);
+        return true;
+    };
+}
+
+// B* = W^T dY per image and group: B*(n, g, (c, k...), col) = sum_kk W(g*Kg+kk, c, k...) *
+// dY(n, g*Kg+kk, col).
+std::vector<float> wt_dy(const Problem& p, const std::vector<float>& w,
+                         const std::vector<float>& dy) {
+    const dim_t R = p.icg() * p.kernel_spatial(), M = p.out_spatial(), Kg = p.ocg();
+    std::vector<float> b(static_cast<std::size_t>(p.mb * p.groups * R * M), 0.0f);
+    for (dim_t n = 0; n < p.mb; ++n)
+        for (dim_t g = 0; g < p.groups; ++g)
+            for (dim_t r = 0; r < R; ++r)
+                for (dim_t kk = 0; kk < Kg; ++kk) {
+                    const float wv = w[static_cast<std::size_t>((g * Kg + kk) * R + r)];
+                    const float* dyr = dy.data() + (n * p.oc + g * Kg + kk) * M;
+                    float* br = b.data() + ((n * p.groups + g) * R + r) * M;
+                    for (dim_t m = 0; m < M; ++m) br[m] += wv * dyr[m];
+                }
+    return b;
+}
+
+void build_col2im(Builder& b) {
+    const Problem& p = b.p;
+    const IndexMap m = maps::col2im(p);
+    const Shape ws = wei_shape(p), ys = act_shape(p, true, "k");
+    auto w = b.data(ws, 2), dy = b.data(ys, 3);
+    const int wi =
+        b.add(make_panel("W", "weights (K x C grid of kernels)", ws, wei_roles(ws.rank()), w));
+    Panel dyp = make_panel("dY", "output gradient", ys, act_roles(ys.rank()), dy);
+    const int yi = b.add(std::move(dyp));
+    auto bstar = wt_dy(p, w, dy);
+    Panel bp = make_panel("B*", "B* = W^T dY (column matrix of dX)", m.src(),
+                          {Role::TileY, Role::TileX, Role::Row, Role::Col}, bstar);
+    bp.tiles_per_row = 0;
+    const int bi = b.add(std::move(bp));
+    auto dx = run_map(m, bstar);
+    const int xi = b.add(make_panel("dX", "input gradient = col2im(B*): running sums", m.dst(),
+                                    act_roles(m.dst().rank()), dx));
+    b.link(m, bi, xi, true);
+    Relation rel;
+    rel.name = "B* = W^T dY";
+    rel.result = bi;
+    rel.operands = {wi, yi};
+    rel.fn = [p](dim_t lin, std::vector<std::vector<dim_t>>& out) {
+        const dim_t R = p.icg() * p.kernel_spatial(), M = p.out_spatial(), Kg = p.ocg();
+        const dim_t col = lin % M, r = (lin / M) % R, g = (lin / (M * R)) % p.groups,
+                    n = lin / (M * R * p.groups);
+        for (dim_t kk = 0; kk < Kg; ++kk) {
+            out[0].push_back((g * Kg + kk) * R + r);
+            out[1].push_back((n * p.oc + g * Kg + kk) * M + col);
+        }
+    };
+    b.v.relations.push_back(std::move(rel));
+    const Tensor ref = backward_data(p, to_tensor(dy, ys.dims), to_tensor(w, ws.dims), "direct");
+    b.v.check = check_line("dX after the last step equals the engine's backward_data (direct)",
+                           max_abs_diff(dx, from_tensor(ref)));
+    b.v.caption =
+        "col2im (backward data): B* = W^T dY, then every column of B* is added back into dX; "
+        "cells show running sums and, small, how many contributions they received";
+    const DataKind d = b.r.data;
+    b.v.formula = [p, d](const ViewModel& vm, int panel, dim_t linear) -> std::string {
+        if (panel == 2) {
+            const auto c = coords(vm.panels[2].shape, linear);
+            const dim_t dst = vm.links[0].image[static_cast<std::size_t>(linear)];
+            return cell_name(vm.panels[2], linear) + " = sum_k W(k,c,k..) dY(n,k,o..) = " +
+                   format_value(vm.panels[2].values[static_cast<std::size_t>(linear)], d) + ";  " +
+                   im2col_arith(p, c, nullptr, nullptr) + "  -> " +
+                   (dst < 0 ? std::string("padding (dropped)")
+                            : "added into " + cell_name(vm.panels[3], dst));
+        }
+        if (panel == 3) {
+            const auto src = vm.links[0].sources_of(linear);
+            return cell_name(vm.panels[3], linear) + " = sum of " + std::to_string(src.size()) +
+                   " cells of B* (one per kernel tap whose window covers it) = " +
+                   format_value(vm.panels[3].values[static_cast<std::size_t>(linear)], d);
+        }
+        return generic_formula(vm, panel, linear, d);
+    };
+}
+
+void build_stride(Builder& b) {
+    const Problem& p = b.p;
+    const IndexMap ms = maps::strided(p);
+    const IndexMap mp = maps::pad_for_backward_data(p);
+    const IndexMap mf = maps::flip_rot(p);
+    b.maps_total = 3;
+    const Shape ys = act_shape(p, true, "k"), ws = wei_shape(p);
+    auto dy = b.data(ys, 3), w = b.data(ws, 2);
+    const int yi = b.add(make_panel("dY", "output gradient", ys, act_roles(ys.rank()), dy));
+    auto z = run_map(ms, dy);
+    Shape zs = ms.dst();
+    const int zi =
+        b.add(make_panel("Z", "Strided(dY): s-1 zeros between taps", zs, act_roles(zs.rank()), z));
+    auto pd = run_map(mp, z);
+    const int pi = b.add(make_panel("P", "Z padded: (k-1)d - p before, (k-1)d - p + r after",
+                                    mp.dst(), act_roles(mp.dst().rank()), pd));
+    Panel wp = make_panel("W", "weights", ws, wei_roles(ws.rank()), w);
+    wp.new_row = true;
+    const int wi = b.add(std::move(wp));
+    auto wf = run_map(mf, w);
+    const int fi = b.add(make_panel("W'", "FlipRot(W): C x K, every kernel rotated", mf.dst(),
+                                    wei_roles(mf.dst().rank()), wf));
+    const Shape xs = act_shape(p, false, "c");
+    const Tensor dx =
+        backward_data(p, to_tensor(dy, ys.dims), to_tensor(w, ws.dims), "via_forward");
+    const Tensor ref = backward_data(p, to_tensor(dy, ys.dims), to_tensor(w, ws.dims), "direct");
+    const int xi = b.add(
+        make_panel("dX", "dX = conv(P, W'), stride 1", xs, act_roles(xs.rank()), from_tensor(dx)));
+    b.link(ms, yi, zi, false);
+    b.link(mp, zi, pi, false);
+    b.link(mf, wi, fi, false);
+    // Inserted zeros and padding drawn as zeros that carry no dY tap.
+    auto& zl = b.v.panels[static_cast<std::size_t>(zi)].padding_lane;
+    zl = zero_lanes(b.v.links[0]);
+    auto& pl = b.v.panels[static_cast<std::size_t>(pi)].padding_lane;
+    pl = zero_lanes(b.v.links[1]);
+    for (std::size_t i = 0; i < pl.size(); ++i)
+        if (const dim_t src = b.v.links[1].image[i]; src >= 0)
+            pl[i] = zl[static_cast<std::size_t>(src)];
+    // The FlipRot kernel sliding over P: dX(n, c, i) = sum_kk,k P(n, g*Kg+kk, i + k*d) W'(c, kk,
+    // k).
+    Relation rel;
+    rel.name = "dX = conv(P, W')";
+    rel.result = xi;
+    rel.operands = {pi, fi};
+    const Shape ps = mp.dst();
+    rel.fn = [p, ps, xs](dim_t lin, std::vector<std::vector<dim_t>>& out) {
+        const auto c = coords(xs, lin);
+        const dim_t Kg = p.ocg(), g = c[1] / p.icg();
+        std::vector<dim_t> pc(c.size());
+        const dim_t taps = p.kernel_spatial();
+        for (dim_t kk = 0; kk < Kg; ++kk)
+            for (dim_t t = 0; t < taps; ++t) {
+                dim_t rest = t;
+                pc[0] = c[0];
+                pc[1] = g * Kg + kk;
+                for (int i = p.ndims - 1; i >= 0; --i) {
+                    const dim_t k = rest % p.kernel[i];
+                    rest /= p.kernel[i];
+                    pc[static_cast<std::size_t>(2 + i)] =
+                        c[static_cast<std::size_t>(2 + i)] + k * p.dilation[i];
+                }
+                out[0].push_back(ps.linear_of(pc));
+                out[1].push_back((c[1] * Kg + kk) * taps + t);
+            }
+    };
+    b.v.relations.push_back(std::move(rel));
+    b.v.drivers.push_back({-1, 0});
+    b.v.check = check_line(
+        "dX via forward (Strided, pad with r, FlipRot) equals backward_data "
+        "(direct)",
+        max_abs_diff(from_tensor(dx), from_tensor(ref)));
+    std::string rs;
+    for (int i = 0; i < p.ndims; ++i)
+        rs += std::string(i ? ", " : "") + "r_" + p.axis_name(i) + " = " +
+              std::to_string(p.leftover(i));
+    b.v.caption = "backward data via forward: zero-insert dY, pad with the leftover r (" + rs +
+                  "), slide the FlipRot kernel W' with stride 1; lit dY cells are the taps that "
+                  "feed the current dX element";
+    const DataKind d = b.r.data;
+    b.v.formula = [p, d](const ViewModel& vm, int panel, dim_t linear) -> std::string {
+        if (panel == 5) {
+            std::vector<std::vector<dim_t>> ops(2);
+            vm.relations[0].fn(linear, ops);
+            // dY taps: P cells that come from Z cells that come from dY cells.
+            std::string taps;
+            int count = 0;
+            for (dim_t pc : ops[0]) {
+                const dim_t zc = vm.links[1].image[static_cast<std::size_t>(pc)];
+                if (zc < 0) continue;
+                const dim_t yc = vm.links[0].image[static_cast<std::size_t>(zc)];
+                if (yc < 0) continue;
+                if (++count <= 4) taps += " " + cell_name(vm.panels[0], yc);
+            }
+            return cell_name(vm.panels[5], linear) + " = " +
+                   format_value(vm.panels[5].values[static_cast<std::size_t>(linear)], d) +
+                   " = sum over the window of P times W': " + std::to_string(ops[0].size()) +
+                   " products, " + std::to_string(count) + " of them non-zero dY taps:" + taps +
+                   (count > 4 ? " ..." : "");
+        }
+        if (panel == 1) {
+            const auto c = coords(vm.panels[1].shape, linear);
+            std::string s = cell_name(vm.panels[1], linear) + ": ";
+            for (int i = 0; i < p.ndims; ++i) {
+                const dim_t zc = c[static_cast<std::size_t>(2 + i)];
+                s += std::string(p.axis_name(i)) + " = " + std::to_string(zc) +
+                     (zc % p.stride[i] ? " not" : "") +
+                     " divisible by s=" + std::to_string(p.stride[i]) + "; ";
+            }
+            return s + generic_formula(vm, panel, linear, d);
+        }
+        return generic_formula(vm, panel, linear, d);
+    };
+    b.v.panels[static_cast<std::size_t>(wi)].tiles_per_row = 8;
+}
+
+void build_fliprot(Builder& b) {
+    const Problem& p = b.p;
+    const IndexMap m = maps::flip_rot(p);
+    const Shape ws = wei_shape(p);
+    auto w = b.data(ws, 2);
+    const int wi =
+        b.add(make_panel("W", "weights: K x C grid of kernels", ws, wei_roles(ws.rank()), w));
+    const int fi = b.add(make_panel("W'", "FlipRot(W): C x K grid, every kernel rotated 180 deg",
+                                    m.dst(), wei_roles(m.dst().rank()), run_map(m, w)));
+    b.link(m, wi, fi, true);
+    std::vector<float> fast(b.v.panels[1].values.size());
+    flip_rot_kernel(p, w.data(), fast.data());
+    b.v.check = check_line("W' equals the engine's fast flip_rot kernel",
+                           max_abs_diff(fast, b.v.panels[1].values), 0);
+    b.v.caption =
+        "FlipRot: swap the output and input channel dims (per group) and reverse every "
+        "spatial axis: W'(c, k, i) = W(k, c, K-1-i)";
+    const DataKind d = b.r.data;
+    b.v.formula = [p, d](const ViewModel& vm, int panel, dim_t linear) -> std::string {
+        if (panel != 1) return generic_formula(vm, panel, linear, d);
+        const auto c = coords(vm.panels[1].shape, linear);
+        std::string s = cell_name(vm.panels[1], linear) + " <- W(k=" + std::to_string(c[1]) +
+                        ", c=" + std::to_string(c[0] % p.icg());
+        for (int i = 0; i < p.ndims; ++i) {
+            const dim_t k = c[static_cast<std::size_t>(2 + i)];
+            s += ", k" + std::string(p.axis_name(i)) + "=" + std::to_string(p.kernel[i]) + "-1-" +
+                 std::to_string(k) + "=" + std::to_string(p.kernel[i] - 1 - k);
+        }
+        const dim_t src = vm.links[0].image[static_cast<std::size_t>(linear)];
+        return s + ") = " + format_value(vm.panels[0].values[static_cast<std::size_t>(src)], d);
+    };
+}
+
+void build_fractal(Builder& b) {
+    const Problem& p = b.p;
+    const dim_t c0 = b.r.c0;
+    davinci::check_c0(c0);
+    b.maps_total = 2;
+    const Shape xs = act_shape(p, false, "c"), ws = wei_shape(p);
+    const IndexMap ma = davinci::pack_activation(xs.dims, c0);
+    const IndexMap mw = davinci::pack_weight(ws.dims, c0);
+    auto x = b.data(xs, 1), w = b.data(ws, 2);
+    const int xi = b.add(make_panel("X", "input NCHW", xs, act_roles(xs.rank()), x));
+    const std::string fmt5 = p.ndims == 3 ? "NDC1HWC0" : p.ndims == 2 ? "NC1HWC0" : "NC1WC0";
+    Panel x5 = make_panel("X5", fmt5 + ": C1 blocks of C0 lanes; rows = spatial position", ma.dst(),
+                          blocked_act_roles(ma.dst()), run_map(ma, x));
+    const int x5i = b.add(std::move(x5));
+    Panel wp = make_panel("W", "weights OIHW", ws, wei_roles(ws.rank()), w);
+    wp.new_row = true;
+    const int wi = b.add(std::move(wp));
+    Panel wz = make_panel("Wz", "FRACTAL_Z: (C1 k..) x N1 fractals of 16 x C0", mw.dst(),
+                          fractal_roles(), run_map(mw, w));
+    const int wzi = b.add(std::move(wz));
+    const int la = b.link(ma, xi, x5i, true);
+    const int lw = b.link(mw, wi, wzi, true);
+    b.v.panels[static_cast<std::size_t>(x5i)].padding_lane =
+        zero_lanes(b.v.links[static_cast<std::size_t>(la)]);
+    b.v.panels[static_cast<std::size_t>(wzi)].padding_lane =
+        zero_lanes(b.v.links[static_cast<std::size_t>(lw)]);
+    std::vector<float> fa(b.v.panels[1].values.size()), fw(b.v.panels[3].values.size());
+    davinci::pack_activation_kernel(xs.dims, c0, x.data(), fa.data());
+    davinci::pack_weight_kernel(ws.dims, c0, w.data(), fw.data());
+    b.v.check = check_line(
+        "the engine's fast pack kernels give the same " + fmt5 + " and FRACTAL_Z",
+        std::max(max_abs_diff(fa, b.v.panels[1].values), max_abs_diff(fw, b.v.panels[3].values)),
+        0);
+    b.v.caption = "DaVinci layouts, C0 = " + std::to_string(c0) + ": " + fmt5 +
+                  " (channels in blocks of C0 lanes, lanes past C are zero) and FRACTAL_Z "
+                  "(16 x C0 fractals: 16 output channels by C0 input channels)";
+    const DataKind d = b.r.data;
+    b.v.formula = [c0, d](const ViewModel& vm, int panel, dim_t linear) -> std::string {
+        if (panel == 1) {
+            const auto c = coords(vm.panels[1].shape, linear);
+            const dim_t c1 = c[c.size() - 4 + (c.size() == 4 ? 1 : 0)];
+            (void)c1;
+            const dim_t src = vm.links[0].image[static_cast<std::size_t>(linear)];
+            std::string s = cell_name(vm.panels[1], linear) + ": ";
+            if (src < 0) return s + "c = c1*C0 + c0 >= C: a padding lane, zero";
+            const auto xc = coords(vm.panels[0].shape, src);
+            return s + "c = c1*C0 + c0 = " + std::to_string(xc[1] / c0) + "*" + std::to_string(c0) +
+                   " + " + std::to_string(xc[1] % c0) + " = " + std::to_string(xc[1]) + " <- " +
+                   cell_name(vm.panels[0], src) + " = " +
+                   format_value(vm.panels[0].values[static_cast<std::size_t>(src)], d);
+        }
+        if (panel == 3) {
+            const auto c = coords(vm.panels[3].shape, linear);
+            const dim_t src = vm.links[1].image[static_cast<std::size_t>(linear)];
+            std::string s = cell_name(vm.panels[3], linear) +
+                            ": cout = n1*16 + n0 = " + std::to_string(c[1]) + "*16 + " +
+                            std::to_string(c[2]) + " = " + std::to_string(c[1] * 16 + c[2]) + ", ";
+            if (src < 0) return s + "past K or C: a padding lane, zero";
+            return s + "<- " + cell_name(vm.panels[2], src) + " = " +
+                   format_value(vm.panels[2].values[static_cast<std::size_t>(src)], d);
+        }
+        return generic_formula(vm, panel, linear, d);
+    };
+}
+
+void build_tnc(Builder& b) {
+    const Problem& p = b.p;
+    const dim_t c0 = b.r.c0;
+    davinci::check_c0(c0);
+    b.maps_total = 4;
+    const Shape xs = act_shape(p, false, "c"), ys = act_shape(p, true, "k");
+    const IndexMap pa = davinci::pack_activation(xs.dims, c0);
+    const IndexMap py = davinci::pack_activation(ys.dims, c0);
+    const IndexMap mt = davinci::tnc5d(xs.dims, c0);
+    const IndexMap mf = davinci::tncf(ys.dims, c0);
+    auto x = b.data(xs, 1), dy = b.data(ys, 3);
+    const int xi = b.add(make_panel("X", "input NCHW", xs, act_roles(xs.rank()), x));
+    auto x5 = run_map(pa, x);
+    const int x5i =
+        b.add(make_panel("X5", "X in NC1HWC0", pa.dst(), blocked_act_roles(pa.dst()), x5));
+    const int ti =
+        b.add(make_panel("T", "TNC(X): batch becomes the blocked channel dim (C, N1, H, W, C0)",
+                         mt.dst(), blocked_act_roles(mt.dst()), run_map(mt, x5)));
+    Panel yp = make_panel("dY", "output gradient NCHW", ys, act_roles(ys.rank()), dy);
+    yp.new_row = true;
+    const int yi = b.add(std::move(yp));
+    auto y5 = run_map(py, dy);
+    const int y5i =
+        b.add(make_panel("dY5", "dY in NC1HWC0", py.dst(), blocked_act_roles(py.dst()), y5));
+    const int fi = b.add(make_panel("dYf", "TNCf(dY): FRACTAL_Z of the kernel (K, N, Ho, Wo)",
+                                    mf.dst(), fractal_roles(), run_map(mf, y5)));
+    // Name the dims by what they hold: T's outer dim is the channel, its lanes the batch; the
+    // fractal rows of dYf run over (batch block, position), a fractal is 16 k by C0 n.
+    {
+        auto& tn = b.v.panels[static_cast<std::size_t>(ti)].shape.names;
+        tn.front() = "c";
+        std::replace(tn.begin(), tn.end(), std::string("c1"), std::string("n1"));
+        tn.back() = "n0";
+        b.v.panels[static_cast<std::size_t>(fi)].shape.names = {p.ndims == 3   ? "d,n1,h,w"
+                                                                : p.ndims == 2 ? "n1,h,w"
+                                                                               : "n1,w",
+                                                                "k1", "k0", "n0"};
+    }
+    const int l0 = b.link(pa, xi, x5i, false);
+    const int l1 = b.link(mt, x5i, ti, true);
+    const int l2 = b.link(py, yi, y5i, false);
+    const int l3 = b.link(mf, y5i, fi, true);
+    auto& P = b.v.panels;
+    P[static_cast<std::size_t>(x5i)].padding_lane =
+        zero_lanes(b.v.links[static_cast<std::size_t>(l0)]);
+    P[static_cast<std::size_t>(ti)].padding_lane =
+        zero_lanes(b.v.links[static_cast<std::size_t>(l1)]);
+    P[static_cast<std::size_t>(y5i)].padding_lane =
+        zero_lanes(b.v.links[static_cast<std::size_t>(l2)]);
+    P[static_cast<std::size_t>(fi)].padding_lane =
+        zero_lanes(b.v.links[static_cast<std::size_t>(l3)]);
+    std::vector<float> ft(P[static_cast<std::size_t>(ti)].values.size()),
+        ff(P[static_cast<std::size_t>(fi)].values.size());
+    davinci::tnc5d_kernel(xs.dims, c0, x5.data(), ft.data());
+    davinci::tncf_kernel(ys.dims, c0, y5.data(), ff.data());
+    b.v.check = check_line("the engine's fast tnc5d and tncf kernels give the same tensors",
+                           std::max(max_abs_diff(ft, P[static_cast<std::size_t>(ti)].values),
+                                    max_abs_diff(ff, P[static_cast<std::size_t>(fi)].values)),
+                           0);
+    b.v.caption = "TNC and TNCf (backward weight in DaVinci formats, C0 = " + std::to_string(c0) +
+                  "): swap N and C so the batch is reduced over; TNCf writes dY straight into "
+                  "FRACTAL_Z as the kernel of the dW convolution";
+    const DataKind d = b.r.data;
+    b.v.formula = [d](const ViewModel& vm, int panel, dim_t linear) {
+        return generic_formula(vm, panel, linear, d);
+    };
+}
+
+void build_weight_grad(Builder& b) {
+    const Problem& p = b.p;
+    const IndexMap m = maps::im2col(p);
+    const Shape xs = m.src(), ys = act_shape(p, true, "k"), ws = wei_shape(p);
+    auto x = b.data(xs, 1), dy = b.data(ys, 3);
+    const int xi = b.add(make_panel("X", "input", xs, act_roles(xs.rank()), x));
+    Panel bp = make_panel("B", "B = im2col(X): rows (c, k..), cols = output position", m.dst(),
+                          {Role::TileY, Role::TileX, Role::Row, Role::Col}, run_map(m, x));
+    bp.tiles_per_row = 0;
+    const int bi = b.add(std::move(bp));
+    // dY as a K x prod(out) matrix per image: the left operand of dW = dY B^T.
+    std::vector<Role> yr(ys.dims.size(), Role::Col);
+    yr[0] = Role::TileY;
+    yr[1] = Role::Row;
+    Panel yp = make_panel("dY", "dY: rows k, cols = output position", ys, yr, dy);
+    const int yi = b.add(std::move(yp));
+    const Tensor dw =
+        backward_weight(p, to_tensor(x, xs.dims), to_tensor(dy, ys.dims), "im2col_gemm");
+    const Tensor ref = backward_weight(p, to_tensor(x, xs.dims), to_tensor(dy, ys.dims), "direct");
+    std::vector<Role> wr(ws.dims.size(), Role::Col);
+    wr[0] = Role::Row;
+    const int wi =
+        b.add(make_panel("dW", "dW = dY B^T: rows k, cols (c, k..)", ws, wr, from_tensor(dw)));
+    b.link(m, xi, bi, false);
+    Relation rel;
+    rel.name = "dW = dY B^T";
+    rel.result = wi;
+    rel.operands = {bi, yi};
+    rel.fn = [p](dim_t lin, std::vector<std::vector<dim_t>>& out) {
+        const dim_t R = p.icg() * p.kernel_spatial(), M = p.out_spatial(), Kg = p.ocg();
+        const dim_t r = lin % R, k = lin / R, g = k / Kg;
+        for (dim_t n = 0; n < p.mb; ++n)
+            for (dim_t col = 0; col < M; ++col) {
+                out[0].push_back(((n * p.groups + g) * R + r) * M + col);
+                out[1].push_back((n * p.oc + k) * M + col);
+            }
+    };
+    b.v.relations.push_back(std::move(rel));
+    b.v.drivers.push_back({-1, 0});
+    b.v.check = check_line("dW (im2col_gemm) equals the engine's backward_weight (direct)",
+                           max_abs_diff(from_tensor(dw), from_tensor(ref)));
+    b.v.caption =
+        "weight gradient: dW = dY B^T, one row of dY against one row of B per "
+        "element, summed over images and output positions";
+    const DataKind d = b.r.data;
+    b.v.formula = [p, d](const ViewModel& vm, int panel, dim_t linear) -> std::string {
+        if (panel == 3) {
+            const dim_t R = p.icg() * p.kernel_spatial();
+            return cell_name(vm.panels[3], linear) +
+                   " = sum over n, col of dY(n, k=" + std::to_string(linear / R) +
+                   ", col) * B(n, g, row=" + std::to_string(linear % R) + ", col) = " +
+                   format_value(vm.panels[3].values[static_cast<std::size_t>(linear)], d) + "  (" +
+                   std::to_string(p.mb * p.out_spatial()) + " products)";
+        }
+        return generic_formula(vm, panel, linear, d);
+    };
+}
+
+}  // namespace
+
+ViewModel build_view(const ViewRequest& r, std::atomic<float>* progress) {
+    r.problem.check();
+    Builder b{r, r.problem, progress, {}};
+    b.v.name = r.view;
+    if (r.view == "im2col")
+        build_im2col(b);
+    else if (r.view == "col2im")
+        build_col2im(b);
+    else if (r.view == "stride")
+        build_stride(b);
+    else if (r.view == "fliprot")
+        build_fliprot(b);
+    else if (r.view == "fractal")
+        build_fractal(b);
+    else if (r.view == "tnc")
+        build_tnc(b);
+    else if (r.view == "weight_grad")
+        build_weight_grad(b);
+    else if (r.view == "timings")
+        b.v.caption =
+            "timings: the verified timing chart of the current problem comes here (not "
+            "built yet: another part of ConvLab delivers it)";
+    else if (r.view == "tensors")
+        b.v.caption =
+            "tensors: the named tensors of a lesson scenario come here (not built yet: "
+            "another part of ConvLab delivers them)";
+    else {
+        std::string known;
+        for (auto& n : view_names()) known += (known.empty() ? "" : ", ") + n;
+        throw Error("unknown view '" + r.view + "' (views: " + known + ")");
+    }
+    layout_view(b.v);
+    if (progress) progress->store(1.0f);
+    return std::move(b.v);
+}
+
+// [SECTION] playback
+
+bool Playback::advance(double dt, dim_t n) {
+    if (paused || n <= 0) return false;
+    time_left += dt * speed;
+    bool changed = false;
+    while (time_left >= 1.0) {
+        time_left -= 1.0;
+        if (step + 1 < n) {
+            ++step;
+            changed = true;
+        } else if (loop) {
+            step = 0;
+            changed = true;
+        } else {
+            paused = true;
+            time_left = 0;
+            break;
+        }
+    }
+    return changed;
+}
+
+void Playback::step_forward(dim_t n) {
+    if (n <= 0) return;
+    step = step + 1 < n ? step + 1 : (loop ? 0 : n - 1);
+}
+
+void Playback::step_back(dim_t n) {
+    if (n <= 0) return;
+    step = step > 0 ? step - 1 : (loop ? n - 1 : 0);
+}
+
+void Playback::scrub(dim_t s, dim_t n) {
+    step = n <= 0 ? 0 : std::clamp(s, dim_t{0}, n - 1);
+}
+
+dim_t num_steps(const ViewModel& v, Granularity g) {
+    dim_t n = 0;
+    for (const auto& d : v.drivers) {
+        if (d.link >= 0) {
+            n = std::max(n, v.links[static_cast<std::size_t>(d.link)].num_steps(g));
+        } else {
+            const Panel& r = v.panels[static_cast<std::size_t>(
+                v.relations[static_cast<std::size_t>(d.relation)].result)];
+            const dim_t e = r.numel();
+            const dim_t line = r.shape.dims.back();
+            n = std::max(n, g == Granularity::Whole  ? dim_t{1}
+                            : g == Granularity::Line ? (e + line - 1) / line
+                                                     : e);
+        }
+    }
+    return n;
+}
+
+// [SECTION] step state and hover linking
+
+namespace {
+
+// Cells reached from `seeds` (per panel) through links and relations, each panel reached once.
+// Seeded panels keep their seeds. At most `cap` cells are followed out of one panel.
+void propagate(const ViewModel& v, std::vector<std::vector<dim_t>>& cells,
+               std::vector<bool>& reached, std::size_t cap) {
+    bool grew = true;
+    while (grew) {
+        grew = false;
+        for (const auto& l : v.links) {
+            const auto s = static_cast<std::size_t>(l.src), d = static_cast<std::size_t>(l.dst);
+            if (reached[s] == reached[d]) continue;
+            const bool forward = reached[s];
+            const auto& from = cells[forward ? s : d];
+            std::set<dim_t> out;
+            std::size_t n = 0;
+            for (dim_t c : from) {
+                if (++n > cap) break;
+                for (dim_t t : forward ? l.destinations_of(c) : l.sources_of(c)) out.insert(t);
+            }
+            cells[forward ? d : s].assign(out.begin(), out.end());
+            reached[forward ? d : s] = true;
+            grew = true;
+        }
+        for (const auto& rel : v.relations) {
+            const auto res = static_cast<std::size_t>(rel.result);
+            if (!reached[res]) continue;
+            bool any = false;
+            for (int o : rel.operands) any |= !reached[static_cast<std::size_t>(o)];
+            if (!any) continue;
+            std::vector<std::set<dim_t>> out(rel.operands.size());
+            std::vector<std::vector<dim_t>> tmp(rel.operands.size());
+            std::size_t n = 0;
+            for (dim_t c : cells[res]) {
+                if (++n > cap) break;
+                for (auto& t : tmp) t.clear();
+                rel.fn(c, tmp);
+                for (std::size_t i = 0; i < tmp.size(); ++i)
+                    out[i].insert(tmp[i].begin(), tmp[i].end());
+            }
+            for (std::size_t i = 0; i < rel.operands.size(); ++i) {
+                const auto o = static_cast<std::size_t>(rel.operands[i]);
+                if (reached[o]) continue;
+                cells[o].assign(out[i].begin(), out[i].end());
+                reached[o] = true;
+                grew = true;
+            }
+        }
+    }
+}
+
+}  // namespace
+
+StepState compute_step(const ViewModel& v, Granularity g, dim_t step) {
+    StepState st;
+    st.step = step;
+    st.granularity = g;
+    st.panels.resize(v.panels.size());
+    st.current.assign(v.panels.size(), {});
+    std::vector<bool> reached(v.panels.size(), false);
+    for (std::size_t i = 0; i < v.panels.size(); ++i) {
+        st.panels[i].shown = v.panels[i].values;
+        st.panels[i].flags.assign(v.panels[i].values.size(), 0);
+    }
+    for (const auto& drv : v.drivers) {
+        if (drv.link >= 0) {
+            const Link& l = v.links[static_cast<std::size_t>(drv.link)];
+            dim_t begin = 0, end = 0;
+            l.step_range(g, step, begin, end);
+            const auto si = static_cast<std::size_t>(l.src), di = static_cast<std::size_t>(l.dst);
+            PanelState& ps = st.panels[si];
+            PanelState& pd = st.panels[di];
+            const auto n = static_cast<dim_t>(l.order.size());
+            if (l.is_gather()) {
+                // Destinations appear once their step has run.
+                for (dim_t d = 0; d < n; ++d)
+                    if (l.step_of[static_cast<std::size_t>(d)] >= end) {
+                        pd.flags[static_cast<std::size_t>(d)] |= kPending;
+                        pd.shown[static_cast<std::size_t>(d)] = NAN;
+                    }
+            } else {
+                // Running sums and contribution counts over the steps run so far.
+                std::fill(pd.shown.begin(), pd.shown.end(), 0.0f);
+                pd.count.assign(pd.shown.size(), 0);
+                const auto& sv = v.panels[si].values;
+                for (dim_t d = 0; d < n; ++d) {
+                    const auto du = static_cast<std::size_t>(d);
+                    const dim_t img = l.image[du];
+                    if (l.step_of[du] < begin) ps.flags[du] |= kDone;
+                    if (img < 0 || l.step_of[du] >= end) continue;
+                    pd.shown[static_cast<std::size_t>(img)] += sv[du];
+                    ++pd.count[static_cast<std::size_t>(img)];
+                }
+                for (std::size_t i = 0; i < pd.shown.size(); ++i)
+                    if (pd.count[i] == 0) pd.flags[i] |= kPending;
+            }
+            auto& cs = st.current[l.is_gather() ? di : si];
+            auto& co = st.current[l.is_gather() ? si : di];
+            for (dim_t e = begin; e < end; ++e) {
+                const dim_t d = l.order[static_cast<std::size_t>(e)];
+                cs.push_back(d);
+                const dim_t img = l.image[static_cast<std::size_t>(d)];
+                if (img >= 0) {
+                    co.push_back(img);
+                } else if (l.is_gather() && v.zero_source) {
+                    CellPos pos;
+                    if (v.zero_source(v, drv.link, d, pos))
+                        ps.current_pads.push_back({pos.x - v.panels[si].x, pos.y - v.panels[si].y});
+                }
+            }
+            reached[si] = reached[di] = true;
+        } else {
+            const Relation& rel = v.relations[static_cast<std::size_t>(drv.relation)];
+            const auto ri = static_cast<std::size_t>(rel.result);
+            const dim_t n = v.panels[ri].numel();
+            const dim_t line = v.panels[ri].shape.dims.back();
+            const dim_t per = g == Granularity::Whole ? n : g == Granularity::Line ? line : 1;
+            const dim_t begin = std::min(step * per, n), end = std::min(begin + per, n);
+            for (dim_t d = end; d < n; ++d) {
+                st.panels[ri].flags[static_cast<std::size_t>(d)] |= kPending;
+                st.panels[ri].shown[static_cast<std::size_t>(d)] = NAN;
+            }
+            for (dim_t d = begin; d < end; ++d) st.current[ri].push_back(d);
+            reached[ri] = true;
+            // Operands: what the current result cells read (bounded for Whole on big views).
+            std::vector<std::set<dim_t>> out(rel.operands.size());
+            std::vector<std::vector<dim_t>> tmp(rel.operands.size());
+            dim_t k = 0;
+            for (dim_t d = begin; d < end && k < 4096; ++d, ++k) {
+                for (auto& t : tmp) t.clear();
+                rel.fn(d, tmp);
+                for (std::size_t i = 0; i < tmp.size(); ++i)
+                    out[i].insert(tmp[i].begin(), tmp[i].end());
+            }
+            for (std::size_t i = 0; i < rel.operands.size(); ++i) {
+                const auto o = static_cast<std::size_t>(rel.operands[i]);
+                st.current[o].insert(st.current[o].end(), out[i].begin(), out[i].end());
+                reached[o] = true;
+            }
+        }
+    }
+    for (auto& c : st.current) {
+        std::sort(c.begin(), c.end());
+        c.erase(std::unique(c.begin(), c.end()), c.end());
+    }
+    // Panels no driver touches light what the current cells read or feed.
+    std::vector<bool> seeded(v.panels.size());
+    for (std::size_t i = 0; i < v.panels.size(); ++i) seeded[i] = !st.current[i].empty();
+    std::vector<bool> reach = seeded;
+    propagate(v, st.current, reach, 1 << 16);
+    for (std::size_t i = 0; i < v.panels.size(); ++i)
+        for (dim_t c : st.current[i]) st.panels[i].flags[static_cast<std::size_t>(c)] |= kCurrent;
+    return st;
+}
+
+std::vector<std::vector<dim_t>> linked_cells(const ViewModel& v, int panel, dim_t linear) {
+    std::vector<std::vector<dim_t>> cells(v.panels.size());
+    std::vector<bool> reached(v.panels.size(), false);
+    if (panel < 0 || panel >= static_cast<int>(v.panels.size()) || linear < 0 ||
+        linear >= v.panels[static_cast<std::size_t>(panel)].numel())
+        return cells;
+    cells[static_cast<std::size_t>(panel)] = {linear};
+    reached[static_cast<std::size_t>(panel)] = true;
+    // Operands of a relation seen from the operand side: scan the result when it is small.
+    for (const auto& rel : v.relations) {
+        for (std::size_t i = 0; i < rel.operands.size(); ++i) {
+            if (rel.operands[i] != panel) continue;
+            const auto res = static_cast<std::size_t>(rel.result);
+            if (reached[res] || v.panels[res].numel() > 50000) continue;
+            std::vector<std::vector<dim_t>> tmp(rel.operands.size());
+            for (dim_t c = 0; c < v.panels[res].numel(); ++c) {
+                for (auto& t : tmp) t.clear();
+                rel.fn(c, tmp);
+                if (std::find(tmp[i].begin(), tmp[i].end(), linear) != tmp[i].end())
+                    cells[res].push_back(c);
+            }
+            reached[res] = true;
+        }
+    }
+    propagate(v, cells, reached, 1 << 16);
+    for (auto& c : cells) {
+        std::sort(c.begin(), c.end());
+        c.erase(std::unique(c.begin(), c.end()), c.end());
+    }
+    return cells;
+}
+
+}  // namespace convlab::app

@@ -1,0 +1,248 @@
+// The app's state and view models, independent of any window (no imgui, no GLFW): what every
+// panel shows at a step, which cells a hovered cell is linked to, where each cell sits on the
+// canvas. The ImGui drawing (gui.cpp) and the SVG export only read these structs. Index:
+//   [SECTION] panels: a tensor drawn as tiles of cells, and its geometry
+//   [SECTION] links: engine IndexMaps between panels, enumerated once
+//   [SECTION] relations: products (GEMM, convolution) between panels, for drivers and hover
+//   [SECTION] view models: the panels, links and drivers of one view
+//   [SECTION] playback: {step, speed, paused, loop}, advanced by dt * speed
+//   [SECTION] step and hover state computed from a view model
+//   [SECTION] app state
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "convlab/index_map.hpp"
+#include "convlab/problem.hpp"
+
+namespace convlab::app {
+
+// [SECTION] panels
+
+// How a tensor dim is placed on the canvas. Several dims with one role form a mixed-radix index,
+// the first one outermost: cell row = row index, cell column = col index inside a tile; tiles are
+// placed left to right by their TileX index and top to bottom by their TileY index.
+enum class Role : std::uint8_t { Row, Col, TileX, TileY };
+
+// Default roles for a rank: last dim Col, second last Row, then TileX, TileY, TileX ... outwards.
+std::vector<Role> default_roles(int rank);
+
+struct Panel {
+    std::string name;   // short tensor name: "X", "col", "dY" ...
+    std::string title;  // what it is: "input", "column matrix B = im2col(X)"
+    Shape shape;        // logical (or physical) dims and their names
+    std::vector<Role> roles;
+    std::vector<float> values;  // every element's final value (row-major over shape)
+    // Padding drawn around each tile (cells), e.g. the input's zero padding in the im2col view.
+    dim_t pad_top = 0, pad_bottom = 0, pad_left = 0, pad_right = 0;
+    // Cells that are padding lanes (e.g. NC1HWC0 lanes c >= C): drawn hatched. Empty: none.
+    std::vector<std::uint8_t> padding_lane;
+    dim_t tiles_per_row = 0;  // 0: all tiles of a TileY row side by side; else wrap
+    bool new_row = false;     // starts a new row of panels on the canvas
+    // Filled in by layout():
+    dim_t rows = 1, cols = 1, tiles_x = 1, tiles_y = 1;
+    double x = 0, y = 0;  // top-left on the canvas, in cells
+    double width = 0, height = 0;
+    double slot_width = 0;  // room up to the next panel of its row (cells), for its title
+    dim_t numel() const { return shape.numel(); }
+};
+
+// Cell geometry of a panel, in canvas cells. All in "cell units"; the GUI multiplies by zoom.
+struct CellPos {
+    double x = 0, y = 0;
+};
+constexpr double kTileGap = 1.0;   // between tiles of one panel
+constexpr double kPanelGap = 4.0;  // between panels
+
+// Fills rows/cols/tiles/width/height of a panel from its shape and roles.
+void layout_panel(Panel& p);
+// Top-left corner of element `linear` of panel p (layout_panel must have run).
+CellPos cell_pos(const Panel& p, dim_t linear);
+// Top-left of a padding cell: tile (tx, ty), padded row/col (0 = first padding row).
+CellPos padded_pos(const Panel& p, dim_t tile_x, dim_t tile_y, dim_t prow, dim_t pcol);
+// Tile index (tx, ty) and in-tile row/col of an element.
+void cell_tile(const Panel& p, dim_t linear, dim_t& tx, dim_t& ty, dim_t& row, dim_t& col);
+// Element at tile (tx, ty), in-tile row and col (inverse of cell_tile).
+dim_t linear_at(const Panel& p, dim_t tx, dim_t ty, dim_t row, dim_t col);
+// Display slot (column, row of tiles) of tile (tx, ty), and the slot grid extent.
+void tile_slot(const Panel& p, dim_t tx, dim_t ty, dim_t& slot_col, dim_t& slot_row);
+// Element under canvas point (x, y) (cells), or -1.
+dim_t hit_test(const Panel& p, double x, double y);
+
+// [SECTION] links
+
+// An engine IndexMap between two panels, enumerated once (on the worker thread) so that a step or
+// a hover never calls the map's std::function per frame.
+struct Link {
+    std::string name;
+    int src = -1, dst = -1;  // panel indices
+    std::shared_ptr<const IndexMap> map;
+    // Element step e (the map's own enumeration order) processes domain element order[e].
+    std::vector<dim_t> order;
+    // step_of[d]: element step of domain element d; image[d]: the map of d (-1 for none / zero).
+    std::vector<dim_t> step_of, image;
+    // Inverse of image: for every codomain element, the domain elements that map to it.
+    std::vector<dim_t> inv_start, inv_items;
+    dim_t line_len = 1;  // domain dims[line_axis]: element steps per Line step
+
+    bool is_gather() const { return map->kind() == IndexMap::Kind::Gather; }
+    dim_t num_steps(Granularity g) const;
+    // Element steps [begin, end) of step `step` at granularity g (clamped).
+    void step_range(Granularity g, dim_t step, dim_t& begin, dim_t& end) const;
+    // Sources of destination element `dst_linear` (gather: at most one, reduce: all) and
+    // destinations of a source element: the same answer as IndexMap::sources_of/destinations_of.
+    std::vector<dim_t> sources_of(dim_t dst_linear) const;
+    std::vector<dim_t> destinations_of(dim_t src_linear) const;
+};
+
+// Enumerates `map` (progress in [0,1] written to *progress when given). Throws Error.
+Link make_link(std::shared_ptr<const IndexMap> map, int src, int dst,
+               std::atomic<float>* progress = nullptr);
+
+// [SECTION] relations
+
+// A product between panels (dX = conv(P, W'), B* = W^T dY, dW = dY B^T): for one cell of the
+// result panel, the cells of each operand panel it reads. Evaluated for one cell at a time.
+struct Relation {
+    std::string name;  // "dX = conv(P, W')"
+    int result = -1;
+    std::vector<int> operands;
+    // fn(result_linear, out): out[i] receives the cells of operands[i].
+    std::function<void(dim_t, std::vector<std::vector<dim_t>>&)> fn;
+};
+
+// [SECTION] view models
+
+// What drives the step: an index map (its domain elements in the map's order) or a relation
+// (the result panel's elements in row-major order, a line = the last dim).
+struct Driver {
+    int link = -1;      // index into links, or
+    int relation = -1;  // index into relations
+};
+
+struct ViewModel {
+    std::string name;     // "im2col"
+    std::string caption;  // one line shown above the canvas
+    std::vector<Panel> panels;
+    std::vector<Link> links;
+    std::vector<Relation> relations;
+    std::vector<Driver> drivers;  // all advance with the one step index
+    // Formula with the numbers filled in for element `linear` of panel `panel` ("" when none).
+    std::function<std::string(const ViewModel&, int panel, dim_t linear)> formula;
+    // Padding cells of a panel read by a gather's kZero destination (im2col's padding): canvas
+    // position of the padding cell that destination `dst_linear` of link `link` reads, if any.
+    std::function<bool(const ViewModel&, int link, dim_t dst_linear, CellPos& pos)> zero_source;
+    std::string check;             // "dX equals the engine's backward_data (direct): max |diff| 0"
+    double width = 0, height = 0;  // canvas extent in cells (layout_view)
+};
+
+// Arranges the panels left to right in rows (layout_panel on each). title_cells: room above
+// every row for the titles; min_slot: least room per panel (both in cells, the GUI converts its
+// pixel sizes at the current zoom).
+void layout_view(ViewModel& v, double title_cells = 0, double min_slot = 0);
+
+// The view names (BRIEF.md): im2col col2im stride fliprot fractal tnc weight_grad timings tensors.
+const std::vector<std::string>& view_names();
+bool is_placeholder_view(const std::string& name);  // timings, tensors (content comes later)
+
+enum class DataKind { Integer, Real };
+const char* data_kind_name(DataKind d);
+
+struct ViewRequest {
+    std::string view = "im2col";
+    Problem problem;
+    DataKind data = DataKind::Integer;
+    dim_t c0 = 16;
+    std::uint64_t seed = 1;
+};
+
+// Builds a view over the engine (tensors computed by the engine, maps enumerated). Throws Error
+// for an unknown view, an invalid problem or a problem too large to show (the message says
+// which). progress, when given, moves from 0 to 1.
+ViewModel build_view(const ViewRequest& r, std::atomic<float>* progress = nullptr);
+
+// [SECTION] playback
+
+struct Playback {
+    dim_t step = 0;
+    double speed = 2.0;  // steps per second
+    bool paused = true;
+    bool loop = true;
+    Granularity granularity = Granularity::Line;
+    double time_left = 0;  // fraction of a step accumulated
+
+    // Advances by dt seconds * speed when playing; returns true when the step changed.
+    bool advance(double dt, dim_t num_steps);
+    void step_forward(dim_t num_steps);
+    void step_back(dim_t num_steps);
+    void scrub(dim_t step, dim_t num_steps);
+};
+
+// Number of steps of a view at a granularity: the largest over its drivers.
+dim_t num_steps(const ViewModel& v, Granularity g);
+
+// [SECTION] step and hover state
+
+enum CellFlag : std::uint8_t {
+    kPending = 1,  // not yet written at this step (a driver's destination)
+    kCurrent = 2,  // touched by the current step
+    kDone = 4,     // a driver's source already consumed (reduce) / destination written
+    kLinked = 8,   // linked to the hovered or pinned cell
+    kHovered = 16,
+};
+
+struct PanelState {
+    std::vector<float> shown;           // value shown at this step
+    std::vector<std::uint8_t> flags;    // CellFlag bits
+    std::vector<std::int32_t> count;    // contributions received so far (reduce destinations)
+    std::vector<CellPos> current_pads;  // padding cells read by the current step, relative
+                                        // to the panel's top-left corner
+};
+
+struct StepState {
+    dim_t step = 0;
+    Granularity granularity = Granularity::Line;
+    std::vector<PanelState> panels;
+    std::vector<std::vector<dim_t>> current;  // per panel: cells of the current step, sorted
+};
+
+// The state of every panel after steps [0, step] (the step's own cells flagged kCurrent).
+StepState compute_step(const ViewModel& v, Granularity g, dim_t step);
+
+// Cells linked to cell `linear` of panel `panel`: through links (both directions) and relations,
+// followed transitively from panel to panel (each panel reached once). Per panel, sorted.
+std::vector<std::vector<dim_t>> linked_cells(const ViewModel& v, int panel, dim_t linear);
+
+// "X(n=0,c=1,h=2,w=0)"
+std::string cell_name(const Panel& p, dim_t linear);
+std::string format_value(float v, DataKind d);
+
+// [SECTION] app state
+
+struct Selection {
+    int panel = -1;
+    dim_t cell = -1;
+    bool valid() const { return panel >= 0 && cell >= 0; }
+    bool operator==(const Selection&) const = default;
+};
+
+struct AppState {
+    ViewRequest request;
+    std::string descriptor = "mb1ic2ih3oc2kh2";
+    std::string error;  // validation message of the last rejected request ("" when fine)
+    Playback playback;
+    Selection hover, pinned;
+    bool hover_forced = false;  // a shot's --hover: the mouse does not move it
+    bool presenter = false;
+    int palette = 0;  // 0 default, 1 high contrast, 2 colour-blind safe
+    float font_scale = 1.0f;
+    float zoom = 0;  // pixels per cell; 0: fit on the next frame
+    float pan_x = 0, pan_y = 0;
+};
+
+}  // namespace convlab::app

@@ -1,0 +1,354 @@
+// The app's window-free state (app/ui/model.hpp): for every view and a set of problems (strides
+// with leftover rows, dilation, groups, asymmetric padding, 1-D, 3-D), step k highlights exactly
+// the pairs the engine's IndexMap enumerates for step k, hovering a cell yields what the map's
+// own sources_of / destinations_of say, running sums equal the engine's step-wise executor, the
+// stride and weight-gradient views light exactly the taps the convolution formula names, and
+// the canvas geometry round-trips. No window is opened.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "convlab/index_map.hpp"
+#include "convlab/problem.hpp"
+#include "ui/model.hpp"
+
+using namespace convlab;
+
+namespace {
+
+const char* const kProblems[] = {
+    "mb1ic2ih3oc2kh2",              // the lesson problem
+    "mb2ic1ih5oc2kh3sh2ph1",        // stride 2, padding, batch 2
+    "mb1ic1ih6oc1kh3sh2ph1",        // leftover r = 1
+    "mb1ic1ih7oc1kh3dh1",           // dilation 2
+    "g2mb1ic4ih4oc4kh2",            // groups
+    "mb1ic1ih4oc1kh3ph1phe0",       // asymmetric padding
+    "mb1ic2iw8oc2kw3sw2",           // 1-D
+    "mb1ic1id3ih3iw3oc2kd2kh2kw2",  // 3-D
+    "mb1ic3ih3oc2kh2sh2",           // C not a multiple of C0
+};
+
+const char* const kViews[] = {"im2col",  "col2im", "stride",     "fliprot",
+                              "fractal", "tnc",    "weight_grad"};
+
+const Granularity kGranularities[] = {Granularity::Element, Granularity::Line, Granularity::Whole};
+
+app::ViewModel build(const std::string& view, const char* desc,
+                     app::DataKind data = app::DataKind::Integer, dim_t c0 = 4) {
+    app::ViewRequest r;
+    r.view = view;
+    r.problem = parse_descriptor(desc);
+    r.data = data;
+    r.c0 = c0;
+    return app::build_view(r);
+}
+
+std::vector<dim_t> sorted(std::vector<dim_t> v) {
+    std::sort(v.begin(), v.end());
+    v.erase(std::unique(v.begin(), v.end()), v.end());
+    return v;
+}
+
+}  // namespace
+
+TEST_CASE("app model: step k highlights exactly the pairs of the map's step k") {
+    for (const char* desc : kProblems)
+        for (const char* view : kViews) {
+            const app::ViewModel v = build(view, desc);
+            for (const auto& drv : v.drivers) {
+                if (drv.link < 0) continue;
+                const app::Link& l = v.links[static_cast<std::size_t>(drv.link)];
+                for (Granularity g : kGranularities) {
+                    const dim_t n = l.map->num_steps(g);
+                    REQUIRE(n == l.num_steps(g));
+                    REQUIRE(n <= app::num_steps(v, g));
+                    for (dim_t k = 0; k < std::min<dim_t>(n, 150); ++k) {
+                        std::vector<dim_t> src, dst;
+                        l.map->for_each_in_step(g, k, [&](dim_t s, dim_t d) {
+                            if (s >= 0) src.push_back(s);
+                            if (d >= 0) dst.push_back(d);
+                        });
+                        const app::StepState st = app::compute_step(v, g, k);
+                        INFO(desc << " view " << view << " map " << l.name << " granularity "
+                                  << granularity_name(g) << " step " << k);
+                        CHECK(st.current[static_cast<std::size_t>(l.src)] == sorted(src));
+                        CHECK(st.current[static_cast<std::size_t>(l.dst)] == sorted(dst));
+                        // Flags agree with the sets.
+                        const auto& flags = st.panels[static_cast<std::size_t>(l.dst)].flags;
+                        dim_t flagged = 0;
+                        for (auto f : flags) flagged += (f & app::kCurrent) != 0;
+                        CHECK(flagged == static_cast<dim_t>(sorted(dst).size()));
+                    }
+                }
+            }
+        }
+}
+
+TEST_CASE("app model: hovering a cell yields the map's own sources and destinations") {
+    for (const char* desc : kProblems)
+        for (const char* view : kViews) {
+            const app::ViewModel v = build(view, desc);
+            for (const auto& l : v.links) {
+                const dim_t nd = v.panels[static_cast<std::size_t>(l.dst)].numel();
+                const dim_t ns = v.panels[static_cast<std::size_t>(l.src)].numel();
+                // Every cell of small panels, a spread of them in big ones.
+                const dim_t sd = std::max<dim_t>(1, nd / 200), ss = std::max<dim_t>(1, ns / 200);
+                for (dim_t c = 0; c < nd; c += sd) {
+                    INFO(desc << " view " << view << " map " << l.name << " dst cell " << c);
+                    const auto cells = app::linked_cells(v, l.dst, c);
+                    CHECK(cells[static_cast<std::size_t>(l.src)] == sorted(l.map->sources_of(c)));
+                    CHECK(l.sources_of(c) == sorted(l.map->sources_of(c)));
+                }
+                for (dim_t c = 0; c < ns; c += ss) {
+                    INFO(desc << " view " << view << " map " << l.name << " src cell " << c);
+                    const auto cells = app::linked_cells(v, l.src, c);
+                    CHECK(cells[static_cast<std::size_t>(l.dst)] ==
+                          sorted(l.map->destinations_of(c)));
+                }
+            }
+        }
+}
+
+TEST_CASE("app model: shown values follow the engine's step-wise executor") {
+    for (const char* desc : kProblems)
+        for (const char* view : {"im2col", "col2im", "fliprot", "fractal"}) {
+            const app::ViewModel v = build(view, desc, app::DataKind::Real);
+            const app::Link& l = v.links[static_cast<std::size_t>(v.drivers[0].link)];
+            const auto& src = v.panels[static_cast<std::size_t>(l.src)].values;
+            for (Granularity g : {Granularity::Element, Granularity::Line}) {
+                const dim_t n = l.num_steps(g);
+                for (dim_t k = 0; k < std::min<dim_t>(n, 40); ++k) {
+                    std::vector<float> want(static_cast<std::size_t>(l.map->dst().numel()), 0.0f);
+                    l.map->execute_steps(g, k + 1, src.data(), want.data());
+                    const app::StepState st = app::compute_step(v, g, k);
+                    const auto& ps = st.panels[static_cast<std::size_t>(l.dst)];
+                    INFO(desc << " view " << view << " step " << k);
+                    dim_t written = 0;
+                    for (std::size_t i = 0; i < want.size(); ++i) {
+                        if (ps.flags[i] & app::kPending) continue;
+                        ++written;
+                        // Reduce: running sums in a different order than the executor: fp32
+                        // rounding only.
+                        REQUIRE(std::fabs(ps.shown[i] - want[i]) <=
+                                1e-5f * (1.0f + std::fabs(want[i])));
+                    }
+                    if (l.is_gather()) {
+                        dim_t b = 0, e = 0;
+                        l.step_range(g, k, b, e);
+                        CHECK(written == e);  // exactly the destinations of steps 0..k
+                    } else {
+                        // Contribution counts: how many sources of steps 0..k feed each cell.
+                        dim_t b = 0, e = 0;
+                        l.step_range(g, k, b, e);
+                        dim_t total = 0;
+                        for (auto c : ps.count) total += c;
+                        dim_t feeding = 0;
+                        for (dim_t s = 0; s < e; ++s)
+                            feeding += l.image[static_cast<std::size_t>(
+                                           l.order[static_cast<std::size_t>(s)])] >= 0;
+                        CHECK(total == feeding);
+                    }
+                }
+            }
+        }
+}
+
+// The stride view: the dY taps lit for dX element (n, c, i) must be exactly the dY elements the
+// convolution formula sends there: dY(n, k, o) with i = o*s - pb + t*d for some tap t, k in
+// c's group. This checks the zero insertion, the padding with the leftover r and the FlipRot
+// sliding together, independently of how the view computes them.
+TEST_CASE("app model: the stride view lights exactly the dY taps that feed a dX element") {
+    for (const char* desc : kProblems) {
+        const Problem p = parse_descriptor(desc);
+        const app::ViewModel v = build("stride", desc);
+        const auto dxi = static_cast<std::size_t>(
+            std::find_if(v.panels.begin(), v.panels.end(),
+                         [](const app::Panel& pn) { return pn.name == "dX"; }) -
+            v.panels.begin());
+        REQUIRE(dxi < v.panels.size());
+        const auto& dx = v.panels[dxi];
+        REQUIRE(v.panels[0].name == "dY");
+        const Shape& ys = v.panels[0].shape;
+        for (dim_t e = 0; e < dx.numel(); ++e) {
+            const app::StepState st = app::compute_step(v, Granularity::Element, e);
+            std::vector<dim_t> xc(dx.shape.dims.size());
+            dx.shape.coord_of(e, xc);
+            std::vector<dim_t> want;
+            std::vector<dim_t> yc(ys.dims.size());
+            for (dim_t y = 0; y < ys.numel(); ++y) {
+                ys.coord_of(y, yc);
+                if (yc[0] != xc[0] || yc[1] / p.ocg() != xc[1] / p.icg()) continue;
+                bool feeds = true;
+                for (int a = 0; a < p.ndims; ++a) {
+                    const dim_t off = xc[2 + a] + p.pad_begin[a] - yc[2 + a] * p.stride[a];
+                    feeds &=
+                        off >= 0 && off % p.dilation[a] == 0 && off / p.dilation[a] < p.kernel[a];
+                }
+                if (feeds) want.push_back(y);
+            }
+            INFO(desc << " dX element " << e);
+            CHECK(st.current[0] == want);
+        }
+        CHECK(v.check.find(": yes") != std::string::npos);
+    }
+}
+
+// The weight-gradient view: the X elements lit (through B = im2col(X)) for dW(k, c, t) are the
+// ones the formula names: X(n, c_abs, o*s - pb + t*d) inside the image, for every n and o.
+TEST_CASE("app model: the weight-gradient view lights exactly the inputs of a dW element") {
+    for (const char* desc : kProblems) {
+        const Problem p = parse_descriptor(desc);
+        const app::ViewModel v = build("weight_grad", desc);
+        const auto& dw = v.panels[3];
+        REQUIRE(dw.name == "dW");
+        const Shape& xs = v.panels[0].shape;
+        for (dim_t e = 0; e < dw.numel(); ++e) {
+            const app::StepState st = app::compute_step(v, Granularity::Element, e);
+            std::vector<dim_t> wc(dw.shape.dims.size());
+            dw.shape.coord_of(e, wc);
+            const dim_t g = wc[0] / p.ocg(), c_abs = g * p.icg() + wc[1];
+            std::set<dim_t> want;
+            std::vector<dim_t> xc(xs.dims.size());
+            for (dim_t x = 0; x < xs.numel(); ++x) {
+                xs.coord_of(x, xc);
+                if (xc[1] != c_abs) continue;
+                bool hit = true;
+                for (int a = 0; a < p.ndims; ++a) {
+                    // Some output position o reads this input through tap t = wc[2 + a].
+                    const dim_t num = xc[2 + a] + p.pad_begin[a] - wc[2 + a] * p.dilation[a];
+                    hit &= num >= 0 && num % p.stride[a] == 0 && num / p.stride[a] < p.out(a);
+                }
+                if (hit) want.insert(x);
+            }
+            INFO(desc << " dW element " << e);
+            CHECK(st.current[0] == std::vector<dim_t>(want.begin(), want.end()));
+        }
+    }
+}
+
+TEST_CASE("app model: every view agrees with the engine's reference on integer and real data") {
+    for (const char* desc : kProblems)
+        for (const char* view : kViews)
+            for (auto data : {app::DataKind::Integer, app::DataKind::Real}) {
+                const app::ViewModel v = build(view, desc, data);
+                INFO(desc << " view " << view << ": " << v.check);
+                CHECK(!v.check.empty());
+                CHECK(v.check.find(": yes") != std::string::npos);
+            }
+}
+
+TEST_CASE("app model: canvas geometry round-trips for every cell") {
+    for (const char* desc : kProblems)
+        for (const char* view : kViews) {
+            app::ViewModel v = build(view, desc);
+            app::layout_view(v, 2.5, 7.0);
+            for (std::size_t i = 0; i < v.panels.size(); ++i) {
+                const app::Panel& p = v.panels[i];
+                std::set<std::pair<double, double>> seen;
+                for (dim_t c = 0; c < p.numel(); ++c) {
+                    const app::CellPos cp = app::cell_pos(p, c);
+                    INFO(desc << " view " << view << " panel " << p.name << " cell " << c);
+                    REQUIRE(app::hit_test(p, cp.x + 0.5, cp.y + 0.5) == c);
+                    CHECK(cp.x >= p.x);
+                    CHECK(cp.y >= p.y);
+                    CHECK(cp.x + 1 <= p.x + p.width + 1e-9);
+                    CHECK(cp.y + 1 <= p.y + p.height + 1e-9);
+                    seen.insert({cp.x, cp.y});
+                    dim_t tx = 0, ty = 0, row = 0, col = 0;
+                    app::cell_tile(p, c, tx, ty, row, col);
+                    CHECK(app::linear_at(p, tx, ty, row, col) == c);
+                }
+                CHECK(static_cast<dim_t>(seen.size()) == p.numel());
+                // Points between tiles hit nothing.
+                CHECK(app::hit_test(p, p.x - 0.5, p.y + 0.5) == -1);
+            }
+            // Panels do not overlap.
+            for (std::size_t i = 0; i < v.panels.size(); ++i)
+                for (std::size_t j = i + 1; j < v.panels.size(); ++j) {
+                    const auto& a = v.panels[i];
+                    const auto& b = v.panels[j];
+                    const bool apart = a.x + a.width <= b.x || b.x + b.width <= a.x ||
+                                       a.y + a.height <= b.y || b.y + b.height <= a.y;
+                    CHECK(apart);
+                }
+        }
+}
+
+TEST_CASE("app model: playback") {
+    app::Playback pb;
+    CHECK(pb.paused);
+    CHECK_FALSE(pb.advance(10.0, 5));  // paused: nothing moves
+    pb.paused = false;
+    pb.speed = 2.0;
+    CHECK_FALSE(pb.advance(0.25, 5));  // half a step
+    CHECK(pb.advance(0.25, 5));
+    CHECK(pb.step == 1);
+    CHECK(pb.advance(1.0, 5));  // two steps
+    CHECK(pb.step == 3);
+    CHECK(pb.advance(1.0, 5));  // 4, then loops to 0
+    CHECK(pb.step == 0);
+    pb.loop = false;
+    pb.step = 3;
+    pb.time_left = 0;
+    CHECK(pb.advance(5.0, 5));
+    CHECK(pb.step == 4);
+    CHECK(pb.paused);  // stops at the end without loop
+    pb.step_forward(5);
+    CHECK(pb.step == 4);
+    pb.step_back(5);
+    CHECK(pb.step == 3);
+    pb.step = 0;
+    pb.step_back(5);
+    CHECK(pb.step == 0);
+    pb.loop = true;
+    pb.step_back(5);
+    CHECK(pb.step == 4);
+    pb.step_forward(5);
+    CHECK(pb.step == 0);
+    pb.scrub(99, 5);
+    CHECK(pb.step == 4);
+    pb.scrub(-3, 5);
+    CHECK(pb.step == 0);
+    pb.scrub(3, 0);
+    CHECK(pb.step == 0);
+}
+
+TEST_CASE("app model: bad requests give the engine's message, never a crash") {
+    app::ViewRequest r;
+    r.problem = parse_descriptor("mb1ic2ih3oc2kh2");
+    r.problem.stride[0] = 0;
+    const std::string msg = r.problem.validate();
+    REQUIRE(!msg.empty());
+    CHECK_THROWS_WITH_AS(app::build_view(r), msg.c_str(), Error);
+    r.problem = parse_descriptor("mb1ic2ih3oc2kh2");
+    r.problem.groups = 3;  // does not divide C
+    CHECK_THROWS_WITH_AS(app::build_view(r), r.problem.validate().c_str(), Error);
+    r.problem = parse_descriptor("mb1ic2ih3oc2kh2");
+    r.view = "nope";
+    CHECK_THROWS_AS(app::build_view(r), Error);
+    try {
+        app::build_view(r);
+    } catch (const Error& e) {
+        CHECK(std::string(e.what()).find("weight_grad") != std::string::npos);
+    }
+    r.view = "fractal";
+    r.c0 = 0;
+    CHECK_THROWS_AS(app::build_view(r), Error);
+    r.view = "im2col";
+    r.c0 = 16;
+    r.problem = parse_descriptor("mb64ic256ih56oc64kh3ph1");  // a column matrix of 2.3e8 cells
+    CHECK_THROWS_AS(app::build_view(r), Error);
+    for (const char* ph : {"timings", "tensors"}) {
+        r.view = ph;
+        r.problem = parse_descriptor("mb1ic2ih3oc2kh2");
+        const app::ViewModel v = app::build_view(r);
+        CHECK(app::is_placeholder_view(ph));
+        CHECK(v.panels.empty());
+        CHECK(v.caption.find("not built yet") != std::string::npos);
+        CHECK(app::num_steps(v, Granularity::Line) == 0);
+    }
+}

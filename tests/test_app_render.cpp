@@ -1,0 +1,253 @@
+// The desktop app rendered headless through the real binary (`convlab demo` / `convlab shot`,
+// which re-run themselves under xvfb-run when there is no display): every view's PNG has the
+// window's size and real content (the current-step colour in the canvas, many colours), the
+// picture follows the step and the hover, bad shots fail with status 2 and leave no file, and
+// the frame-time report of the ResNet-50 3x3 layer's im2col view. Skipped only when there is
+// neither a display nor xvfb-run.
+#include <doctest/doctest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli/cli.hpp"
+#include "stb_image.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+bool can_render() {
+    const char* d = std::getenv("DISPLAY");
+    return (d && *d) || ::access("/usr/bin/xvfb-run", X_OK) == 0;
+}
+
+struct Run {
+    int status = -1;
+    std::string out, err;
+};
+
+// Runs the convlab binary with `args` (shell-quoted by the caller), capturing both streams.
+Run run(const std::string& args, const fs::path& dir) {
+    const fs::path o = dir / "stdout.txt", e = dir / "stderr.txt";
+    const std::string cmd =
+        std::string(CONVLAB_BINARY) + " " + args + " >" + o.string() + " 2>" + e.string();
+    Run r;
+    const int s = std::system(cmd.c_str());
+    r.status = WIFEXITED(s) ? WEXITSTATUS(s) : -1;
+    std::ifstream fo(o), fe(e);
+    r.out.assign(std::istreambuf_iterator<char>(fo), {});
+    r.err.assign(std::istreambuf_iterator<char>(fe), {});
+    return r;
+}
+
+struct TempDir {
+    fs::path path;
+    TempDir() {
+        static int counter = 0;
+        path = fs::temp_directory_path() /
+               ("convlab_app_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
+        fs::remove_all(path);
+        fs::create_directories(path);
+    }
+    ~TempDir() {
+        std::error_code ec;
+        fs::remove_all(path, ec);
+    }
+};
+
+struct Image {
+    int w = 0, h = 0;
+    std::vector<unsigned char> rgb;
+    unsigned char* at(int x, int y) { return &rgb[(static_cast<std::size_t>(y) * w + x) * 3]; }
+};
+
+Image load(const std::string& path) {
+    Image im;
+    int n = 0;
+    unsigned char* d = stbi_load(path.c_str(), &im.w, &im.h, &n, 3);
+    REQUIRE_MESSAGE(d != nullptr, "cannot decode " << path);
+    im.rgb.assign(d, d + static_cast<std::size_t>(im.w) * im.h * 3);
+    stbi_image_free(d);
+    return im;
+}
+
+// Pixels right of the sidebar (x >= 400) close to colour c.
+int count_near(Image& im, int r, int g, int b, int tol = 6) {
+    int n = 0;
+    for (int y = 0; y < im.h; ++y)
+        for (int x = 400; x < im.w; ++x) {
+            const unsigned char* p = im.at(x, y);
+            n +=
+                std::abs(p[0] - r) <= tol && std::abs(p[1] - g) <= tol && std::abs(p[2] - b) <= tol;
+        }
+    return n;
+}
+
+int distinct_colours(Image& im) {
+    std::set<int> s;
+    for (std::size_t i = 0; i + 2 < im.rgb.size(); i += 3)
+        s.insert(im.rgb[i] << 16 | im.rgb[i + 1] << 8 | im.rgb[i + 2]);
+    return static_cast<int>(s.size());
+}
+
+// The default palette's "current step" fill: white mixed 80% with Okabe-Ito orange (230,159,0),
+// and "linked": white mixed 85% with sky blue (86,180,233).
+constexpr int kCurrent[3] = {235, 178, 51};
+constexpr int kLinked[3] = {111, 191, 236};
+
+}  // namespace
+
+TEST_CASE("app render: every view, headless, at a few steps" * doctest::skip(!can_render())) {
+    TempDir t;
+    const Run r = run("demo --out " + t.path.string(), t.path);
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    std::istringstream lines(r.out);
+    std::string file;
+    std::set<std::string> views;
+    int shots = 0;
+    while (std::getline(lines, file)) {
+        if (file.empty()) continue;
+        INFO(file);
+        REQUIRE(fs::exists(file));
+        Image im = load(file);
+        CHECK(im.w == 1600);
+        CHECK(im.h == 1000);
+        CHECK(distinct_colours(im) > 50);
+        // The current step is drawn in the canvas.
+        CHECK(count_near(im, kCurrent[0], kCurrent[1], kCurrent[2]) > 50);
+        const auto stem = fs::path(file).filename().string();
+        for (const char* v :
+             {"im2col", "col2im", "stride", "fliprot", "fractal", "tnc", "weight_grad"})
+            if (stem.find(std::string("_") + v + "_step") != std::string::npos) views.insert(v);
+        ++shots;
+    }
+    CHECK(views.size() == 7);
+    CHECK(shots >= 14);
+}
+
+TEST_CASE("app render: the picture follows the step and the hover" * doctest::skip(!can_render())) {
+    TempDir t;
+    const std::string base = "shot --view col2im --problem mb1ic2ih3oc2kh2 --size 1280x800 ";
+    const auto a = (t.path / "a.png").string(), b = (t.path / "b.png").string(),
+               c = (t.path / "c.png").string();
+    REQUIRE(run(base + "--step 0 --out " + a, t.path).status == 0);
+    REQUIRE(run(base + "--step 3 --out " + b, t.path).status == 0);
+    REQUIRE(run(base + "--step 3 --hover 3:4 --out " + c, t.path).status == 0);
+    Image ia = load(a), ib = load(b), ic = load(c);
+    CHECK(ia.w == 1280);
+    CHECK(ia.h == 800);
+    CHECK(ia.rgb != ib.rgb);
+    // Hovering dX(0,0,1,1) lights its four B* sources (and W, dY through B* = W^T dY).
+    // (The legend's swatch has that colour in both.)
+    CHECK(count_near(ic, kLinked[0], kLinked[1], kLinked[2]) >
+          count_near(ib, kLinked[0], kLinked[1], kLinked[2]) + 500);
+    // Placeholder views render too (and say what will be there).
+    for (const char* v : {"timings", "tensors"}) {
+        const auto p = (t.path / (std::string(v) + ".png")).string();
+        const Run r = run(std::string("shot --view ") + v + " --out " + p, t.path);
+        INFO(r.err);
+        CHECK(r.status == 0);
+        CHECK(fs::exists(p));
+    }
+}
+
+TEST_CASE("app render: bad shots fail with status 2, one line, no file") {
+    TempDir t;
+    // Refused before any window opens (in-process).
+    const auto in_process = [&](std::vector<std::string> args) {
+        std::ostringstream out, err;
+        const int s = convlab::run_cli(std::move(args), out, err);
+        CHECK(s == 2);
+        const std::string e = err.str();
+        CHECK(e.rfind("convlab: ", 0) == 0);
+        CHECK(std::count(e.begin(), e.end(), '\n') == 1);
+        return e;
+    };
+    const auto missing = (t.path / "no" / "such" / "dir" / "x.png").string();
+    CHECK(in_process({"shot", "--view", "im2col", "--out", missing}).find("cannot write") !=
+          std::string::npos);
+    CHECK_FALSE(fs::exists(missing));
+    CHECK(in_process({"shot", "--view", "nope", "--out", (t.path / "x.png").string()})
+              .find("unknown view") != std::string::npos);
+    CHECK(in_process(
+              {"shot", "--problem", "mb1ic2ih3oc2kh2sh0", "--out", (t.path / "x.png").string()})
+              .find("sh must be >= 1") != std::string::npos);
+    CHECK(in_process({"shot", "--size", "10x10", "--out", (t.path / "x.png").string()})
+              .find("--size") != std::string::npos);
+    CHECK(in_process({"shot", "--view", "im2col"}).find("--out") != std::string::npos);
+    CHECK(in_process({"shot", "--out", t.path.string()}).find("cannot write") != std::string::npos);
+    CHECK_FALSE(fs::exists(t.path / "x.png"));
+    if (!can_render()) return;
+    // Needs the view: a step past the end.
+    const auto p = (t.path / "late.png").string();
+    const Run r = run("shot --view im2col --step 4 --out " + p, t.path);
+    CHECK(r.status == 2);
+    CHECK(r.err.find("--step 4") != std::string::npos);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    CHECK_FALSE(fs::exists(p));
+}
+
+TEST_CASE("app render: frame times of the ResNet-50 3x3 layer's im2col view" *
+          doctest::skip(!can_render())) {
+    TempDir t;
+    const Run r =
+        run("shot --view im2col --problem mb1ic64ih56oc64kh3ph1 --frames 20 --report", t.path);
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    MESSAGE(r.out);
+    const std::regex re(
+        "median ([0-9.]+) ms, max ([0-9.]+) ms; without step changes median "
+        "([0-9.]+) ms, max ([0-9.]+) ms");
+    std::smatch m;
+    REQUIRE(std::regex_search(r.out, m, re));
+    const double median = std::stod(m[1]), max = std::stod(m[2]);
+    CHECK(median > 0);
+    CHECK(max >= median);
+    // Interactive even on a software rasteriser: a frame well under half a second.
+    CHECK(median < 500);
+}
+
+TEST_CASE("app render: SVG export and a numbered PNG sequence of a step range" *
+          doctest::skip(!can_render())) {
+    TempDir t;
+    const auto svg = (t.path / "v.svg").string();
+    const auto seq = t.path / "seq";
+    fs::create_directories(seq);
+    const Run r = run("shot --view col2im --problem mb1ic2ih3oc2kh2 --step 2 --svg " + svg +
+                          " --sequence " + seq.string() + " --steps 1:3",
+                      t.path);
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    std::ifstream f(svg);
+    const std::string text((std::istreambuf_iterator<char>(f)), {});
+    CHECK(text.rfind("<svg", 0) == 0);
+    CHECK(text.find("</svg>") != std::string::npos);
+    // One rect per cell (W 16, dY 8, B* 32, dX 18) and the background.
+    std::size_t rects = 0;
+    for (std::size_t p = text.find("<rect"); p != std::string::npos; p = text.find("<rect", p + 1))
+        ++rects;
+    CHECK(rects == 1 + 16 + 8 + 32 + 18);
+    CHECK(text.find("B*  B* = W^T dY") != std::string::npos);
+    // Steps 1..3 as col2im_0001.png ... col2im_0003.png, each a different picture.
+    std::vector<std::vector<unsigned char>> pics;
+    for (int k = 1; k <= 3; ++k) {
+        const auto p = seq / ("col2im_000" + std::to_string(k) + ".png");
+        INFO(p.string());
+        REQUIRE(fs::exists(p));
+        pics.push_back(load(p.string()).rgb);
+    }
+    CHECK_FALSE(fs::exists(seq / "col2im_0000.png"));
+    CHECK_FALSE(fs::exists(seq / "col2im_0004.png"));
+    CHECK(pics[0] != pics[1]);
+    CHECK(pics[1] != pics[2]);
+}
