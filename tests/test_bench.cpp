@@ -180,7 +180,7 @@ TEST_CASE("bench: every measurement carries a passing check against direct, and 
     CHECK(r.machine.commit.size() > 0);
 }
 
-TEST_CASE("bench: a deliberately wrong algorithm is caught; a throwing one is recorded") {
+TEST_CASE("bench: a deliberately wrong algorithm is caught, a throwing one is recorded") {
     Config cfg = tiny_config();
     cfg.passes = {Pass::Forward};
     cfg.extra_algorithms = {{Pass::Forward, "off_by_one", "wrong on purpose", forward_off_by_one},
@@ -260,7 +260,7 @@ TEST_CASE("bench: the peer is timed in the same run and checked like the engine"
     CHECK_FALSE(wrong->valid());
 }
 
-TEST_CASE("bench: progress reaches the total; cancel stops early") {
+TEST_CASE("bench: progress reaches the total, cancel stops early") {
     Config cfg = tiny_config();
     std::vector<std::size_t> seen;
     std::size_t total = 0;

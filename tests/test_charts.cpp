@@ -301,7 +301,7 @@ TEST_CASE("charts: export to SVG (XML), PNG (decodes) and PDF (has a page), head
                     Error);
 }
 
-TEST_CASE("charts: convlab bench writes verified CSV, JSON and charts; bad input is status 2") {
+TEST_CASE("charts: convlab bench writes verified CSV, JSON and charts, bad input is status 2") {
     TempDir dir;
     const fs::path shapes = dir.path / "tiny.txt";
     std::ofstream(shapes) << "# two tiny layers\nmb1ic2ih6oc3kh3ph1n\"tiny:a\"\n"
