@@ -1,8 +1,10 @@
 // convlab demo: every view of the desktop app at a few steps, rendered to PNGs without a person
 // (the shot machinery; under xvfb-run when there is no display), and the list of files.
+#include <algorithm>
 #include <filesystem>
 
 #include "cli/cli_common.hpp"
+#include "cli/cmd_bench.hpp"
 #include "ui/gui.hpp"
 
 namespace convlab::cli {
@@ -12,11 +14,23 @@ void ensure_display(std::ostream& out);
 
 namespace {
 
-// Hook for the verified timing plot (another part of ConvLab builds the charts): the lead adds
-// the chart rendering here; it receives the output directory and appends the files it writes.
-void demo_timing_plot_hook(const std::string& dir, std::vector<std::string>& files) {
-    (void)dir;
-    (void)files;
+// The verified timing plot: the quick benchmark (assets/shapes/classroom.txt, every pass and
+// algorithm, each measurement checked against a reference before it is plotted) written to
+// DIR/timings as CSV, JSON and charts (SVG, PNG, PDF). Appends the chart PNGs to `files`.
+void demo_timing_plot(const std::string& dir, std::vector<std::string>& files, std::ostream& out) {
+    const std::string tdir = dir + "/timings";
+    out << "measuring the classroom shape set (verified timings) into " << tdir << " ...\n";
+    out.flush();
+    const int status = write_quick_timings(tdir, out);
+    if (status == 2) throw Error("demo: the timing run failed (see above)");
+    if (status == 1)
+        out << "WARNING: some measurements failed verification: they are marked FAIL and not "
+               "plotted\n";
+    std::vector<std::string> pngs;
+    for (const auto& e : std::filesystem::directory_iterator(tdir))
+        if (e.path().extension() == ".png") pngs.push_back(e.path().string());
+    std::sort(pngs.begin(), pngs.end());
+    files.insert(files.end(), pngs.begin(), pngs.end());
 }
 
 struct DemoView {
@@ -66,7 +80,7 @@ void run_demo(const Options& opts, std::ostream& out) {
         }
     }
     ui::shots(list);
-    demo_timing_plot_hook(dir, files);
+    demo_timing_plot(dir, files, out);
     for (const auto& f : files) out << f << "\n";
 }
 
@@ -75,10 +89,12 @@ void run_demo(const Options& opts, std::ostream& out) {
 const Command& demo_command() {
     static const Command c{
         "demo",
-        "render every view at a few steps to PNGs (out/demo), without a person",
+        "render every view at a few steps and a verified timing plot to out/demo, without a person",
         "demo [--out DIR]",
         "Uses the same drawing code as the window (see 'convlab shot'); under xvfb-run when\n"
-        "there is no display. Prints the files written.\n",
+        "there is no display. Then runs the quick benchmark (the classroom shape set, every\n"
+        "measurement verified before it is plotted) and writes its charts to DIR/timings.\n"
+        "Prints the files written.\n",
         {{"--out", "DIR", "output directory (default out/demo)"}},
         run_demo};
     return c;
