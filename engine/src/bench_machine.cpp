@@ -30,6 +30,9 @@
 #ifndef CONVLAB_CXX_FLAGS
 #define CONVLAB_CXX_FLAGS "unknown flags"
 #endif
+#if __has_include("convlab_commit.h")
+#include "convlab_commit.h"  // generated at build time (engine/bench_commit.cmake)
+#endif
 #ifndef CONVLAB_GIT_COMMIT
 #define CONVLAB_GIT_COMMIT "unknown"
 #endif
