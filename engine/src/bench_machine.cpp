@@ -295,7 +295,7 @@ std::string Machine::summary() const {
       << ") | ConvLab " << version << " @ " << commit << " | " << date;
     if (!peer.empty() && peer != "none") s << " | peer " << peer;
     if (peak_gflops > 0) {
-        char buf[64];
+        char buf[128];
         std::snprintf(buf, sizeof buf,
                       " | fp32 peak %.1f GFLOP/s (measured FMA loop, %.1f per thread)", peak_gflops,
                       peak_gflops_1t);
