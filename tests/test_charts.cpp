@@ -328,6 +328,15 @@ TEST_CASE("charts: convlab bench writes verified CSV, JSON and charts, bad input
     std::ifstream json(fs::path(out) / "results.json");
     CHECK(bench::read_json(json).rows.size() == r.rows.size());
 
+    // --replot redraws from results.json without measuring: the same rows come back out.
+    const std::string again = (dir.path / "again").string();
+    std::ostringstream o1, e1;
+    REQUIRE(
+        run_cli({"bench", "--replot", (fs::path(out) / "results.json").string(), "--out", again},
+                o1, e1) == 0);
+    CHECK(slurp(fs::path(again) / "results.csv") == slurp(fs::path(out) / "results.csv"));
+    CHECK(fs::exists(fs::path(again) / "relative_bwd_data.pdf"));
+
     std::ostringstream o2, e2;
     CHECK(run_cli({"bench", "--shapes", shapes.string(), "--peer", "bogus", "--out", out}, o2,
                   e2) == 2);

@@ -536,11 +536,23 @@ Chart gflops_chart(const Results& r, Pass pass) {
         c.ref_lines.push_back(
             {fmt("fp32 peak %.0f GFLOP/s (measured FMA loop: ", r.machine.peak_gflops) +
                  fmt("%.0f per thread, ", r.machine.peak_gflops_1t) +
-                 std::to_string(r.machine.threads) + " threads)",
+                 std::to_string(r.machine.threads) +
+                 (r.machine.threads == 1 ? " thread)" : " threads)"),
              r.machine.peak_gflops,
              {200, 30, 30, 255},
              true});
         hi = std::max(hi, r.machine.peak_gflops);
+        // A time above the peak means the peak loop was slowed (other processes held a core
+        // while it ran, or a lower clock then): say so rather than leave the reader puzzled.
+        int above = 0;
+        for (const Series& s : c.series)
+            for (const Mark& m : s.marks)
+                if (m.kind != MarkKind::Failed && m.y1 > r.machine.peak_gflops) ++above;
+        if (above > 0)
+            c.annotations.push_back(
+                std::to_string(above) +
+                " point(s) above the measured peak: the FMA loop was slowed by other processes "
+                "or a lower clock when it ran (see Noise below)");
     }
     y_axis(c, 0, hi * 1.05, "GFLOP/s (fp32)");
     finish(c, r);

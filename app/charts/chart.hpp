@@ -4,6 +4,17 @@
 // (ImGui draw lists: map data to pixels with Axis::min/max, draw each Mark, look up hovers with
 // Chart::hit).
 //
+// Drawing it with ImGui (the Timings panel), in the order chart_export.cpp draws:
+//   plot rect P (pixels); X(v) = P.left + x.frac(v) * P.width; Y(v) = P.bottom - y.frac(v) *
+//   P.height y.ticks: grid lines + labels; series in order: Bars/StackedBars ->
+//   AddRectFilled(X(x0), Y(y1), X(x1), Y(y0)) and a whisker lo..hi when finite; Failed -> a red
+//   cross on the axis in [x0, x1]; LinePoints -> a dot at (X((x0 + x1) / 2), Y(y0)), a level
+//   segment when x1 > x0, lines between consecutive marks when `connect`; ref_lines dashed;
+//   x.categories under the axis; legend, ref_lines and annotations beside the plot; footer under
+//   it. Hover: hit(X^-1(mouse.x), Y^-1(mouse.y), tol_x, tol_y) -> the mark's `hover` text in a
+//   tooltip. During a run, rebuild the charts from Config::Progress::results (copied under a mutex)
+//   as measurements arrive.
+//
 // Index:
 //   [SECTION] model
 //   [SECTION] the standard charts of a benchmark run

@@ -14,6 +14,15 @@
 #include <filesystem>
 #include <memory>
 
+#if defined(__SANITIZE_ADDRESS__)
+// LeakSanitizer: fontconfig (behind cairo's text) keeps its font cache for the life of the
+// process and reports it as leaked at exit; that cache is not ours to free (FcFini would break
+// any other fontconfig user in the process).
+extern "C" const char* __lsan_default_suppressions() {
+    return "leak:libfontconfig.so\n";
+}
+#endif
+
 namespace convlab::charts {
 
 namespace {

@@ -270,6 +270,18 @@ namespace {
 
 void run_bench(const Options& opts, std::ostream& out) {
     const std::string dir = opts.required("bench", "--out");
+    if (const std::string* from = opts.get("--replot")) {
+        // Redraw the charts of a finished run (its machine record and command are kept).
+        std::ifstream in(*from);
+        if (!in) throw Error("--replot '" + *from + "': cannot open");
+        const bench::Results r =
+            in_context("--replot '" + *from + "'", [&] { return bench::read_json(in); });
+        print_bench_summary(r, out);
+        const std::vector<std::string> paths = write_bench_outputs(r, dir);
+        out << "wrote " << paths.size() << " files to " << dir << " (redrawn from " << *from
+            << ", not measured again)\n";
+        return;
+    }
     bench::Config cfg = config_from(opts);
     make_dir(dir);  // fail before measuring
     ProgressBar bar;
@@ -314,6 +326,7 @@ const Command& command() {
          {"--reference", "REF", "auto (default) | direct | peer | an algorithm name"},
          {"--rtol", "X", "tolerance of the check, relative to max(|ref|, rms) (default 1e-4)"},
          {"--filter", "TEXT", "only layers whose name contains TEXT"},
+         {"--replot", "FILE", "redraw the charts of a results.json (nothing is measured)"},
          {"--out", "DIR", "directory of the results and charts (created when missing)"}},
         run_bench};
     return c;

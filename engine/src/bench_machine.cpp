@@ -30,6 +30,9 @@
 #ifndef CONVLAB_CXX_FLAGS
 #define CONVLAB_CXX_FLAGS "unknown flags"
 #endif
+#if __has_include("convlab_commit.h")
+#include "convlab_commit.h"  // generated at build time (engine/bench_commit.cmake)
+#endif
 #ifndef CONVLAB_GIT_COMMIT
 #define CONVLAB_GIT_COMMIT "unknown"
 #endif
@@ -292,7 +295,7 @@ std::string Machine::summary() const {
       << ") | ConvLab " << version << " @ " << commit << " | " << date;
     if (!peer.empty() && peer != "none") s << " | peer " << peer;
     if (peak_gflops > 0) {
-        char buf[64];
+        char buf[128];
         std::snprintf(buf, sizeof buf,
                       " | fp32 peak %.1f GFLOP/s (measured FMA loop, %.1f per thread)", peak_gflops,
                       peak_gflops_1t);
