@@ -810,6 +810,34 @@ TEST_CASE("davinci: kernel slices: im2col_fractal by M-block range, tncf into on
     }
 }
 
+TEST_CASE(
+    "davinci: by_name pad5d and strided5d are the NCHW backward-data maps in NC1HWC0 (with r)") {
+    // What the app and `convlab map --map pad5d` show must be the pad the algorithm runs:
+    // pack . maps::pad_for_backward_data . unpack (begin (k-1)d - pb, end (k-1)d - pe + r).
+    std::mt19937 rng(21);
+    int with_r = 0;
+    for (int it = 0; it < 60; ++it) {
+        const Problem p = convlab::test::random_problem(rng);
+        const dim_t c0 = random_c0(rng);
+        INFO(convlab::to_descriptor(p) << " c0 " << c0);
+        const IndexMap s = maps::strided(p), pad = maps::pad_for_backward_data(p);
+        check_same_map(
+            dv::by_name("strided5d", p, c0),
+            convlab::compose(dv::pack_activation(s.dst().dims, c0),
+                             convlab::compose(s, dv::unpack_activation(p.dst_dims(), c0), "u"),
+                             "strided5d_def"));
+        check_same_map(
+            dv::by_name("pad5d", p, c0),
+            convlab::compose(dv::pack_activation(pad.dst().dims, c0),
+                             convlab::compose(pad, dv::unpack_activation(s.dst().dims, c0), "u"),
+                             "pad5d_def"));
+        const dv::BackwardDataPads b = dv::backward_data_pads(p);
+        CHECK(b.zdims == s.dst().dims);
+        for (int i = 0; i < p.ndims; ++i) with_r += p.leftover(i) > 0;
+    }
+    CHECK(with_r > 10);
+}
+
 TEST_CASE("davinci: by_name gives every listed map and refuses unknown or mismatched names") {
     const Problem p2 = convlab::parse_descriptor("mb2ic5ih6oc20oh3kh3sh2ph1");
     const Problem p3 = convlab::parse_descriptor("mb1ic3id4ih4oc4od2kd3kh3");

@@ -94,6 +94,18 @@ void round_storage(DType t, float* v, dim_t n) {
     for (dim_t i = 0; i < n; ++i) v[i] = round_to(t, v[i]);
 }
 
+// The via-forward problem q must give back `want` (the input size for backward data, the kernel
+// for backward weight) on every axis; else the unpack / tncf after it would run out of bounds.
+// Holds by construction (DESIGN.md "Formulas", with r); checked so that a broken formula fails
+// with a message instead of corrupting memory.
+void check_gives_back(const Problem& q, const SpatialDims& want, int ndims, const char* what) {
+    for (int i = 0; i < ndims; ++i)
+        if (q.out(i) != want[i])
+            throw Error(std::string(what) + ": the via-forward problem gives " +
+                        std::to_string(q.out(i)) + " on axis " + std::to_string(i) + ", not " +
+                        std::to_string(want[i]) + " (leftover r not accounted for?)");
+}
+
 // Scratch storage, not zeroed (every kernel writing it writes every element).
 std::unique_ptr<float[]> buffer(dim_t n) {
     return std::make_unique_for_overwrite<float[]>(static_cast<std::size_t>(n));
@@ -200,15 +212,11 @@ void backward_data_fractal_via_forward(const Problem& p, const ConvArgs& a, Prof
     const dim_t c0 = o.c0;
     const Problem p1 = one_group(p);
     const Problem q = maps::backward_data_as_forward(p1);
+    check_gives_back(q, p.in, p.ndims, "backward_data_fractal_via_forward");
     // dY of one group (N, K/G, out...), its zero insertion, and the pads with r.
     const std::vector<dim_t> yd = p1.dst_dims(), wd = p1.wei_dims(), xd = p1.src_dims();
-    std::vector<dim_t> zd{p.mb, p1.oc}, pb, pe;
-    for (int i = 0; i < p.ndims; ++i) {
-        zd.push_back((p.out(i) - 1) * p.stride[i] + 1);
-        const dim_t span = (p.kernel[i] - 1) * p.dilation[i];
-        pb.push_back(span - p.pad_begin[i]);
-        pe.push_back(span - p.pad_end[i] + p.leftover(i));
-    }
+    const BackwardDataPads pads = backward_data_pads(p1);  // the same as by_name("pad5d")
+    const std::vector<dim_t>& zd = pads.zdims;
     const ActGeom yg = ActGeom::of(yd, c0), zg = ActGeom::of(zd, c0),
                   qg = ActGeom::of(q.src_dims(), c0), xg = ActGeom::of(xd, c0);
     const WeiGeom wg = WeiGeom::of(wd, c0), fg = WeiGeom::of(q.wei_dims(), c0);
@@ -229,7 +237,7 @@ void backward_data_fractal_via_forward(const Problem& p, const ConvArgs& a, Prof
         }
         {
             Span s(prof, "pad");
-            pad5d_kernel(zd, pb, pe, c0, z5.get(), q5.get());
+            pad5d_kernel(zd, pads.begin, pads.end, c0, z5.get(), q5.get());
         }
         {
             Span s(prof, "fliprot");
@@ -248,6 +256,7 @@ void backward_weight_fractal_fz(const Problem& p, const float* src, const float*
     const dim_t c0 = o.c0;
     const Problem p1 = one_group(p);
     const Problem q = maps::backward_weight_as_forward(p1);
+    check_gives_back(q, p.kernel, p.ndims, "backward_weight_fractal_via_forward");
     const std::vector<dim_t> xd = p1.src_dims(), yd = p1.dst_dims(), rd = q.dst_dims();
     const ActGeom xg = ActGeom::of(xd, c0), yg = ActGeom::of(yd, c0),
                   tg = ActGeom::of(q.src_dims(), c0), rg = ActGeom::of(rd, c0);
