@@ -898,3 +898,24 @@ TEST_CASE("tensor: shapes whose element count overflows 64 bits are refused, not
     CHECK_THROWS_AS(
         Tensor(nc1hwc0(dim_t{1} << 30, 1, dim_t{1} << 15, dim_t{1} << 15, 16), DType::f32), Error);
 }
+
+TEST_CASE("tensor: storage is aligned to kTensorAlignment for every dtype, size and layout") {
+    // Issue 2: aligned owning storage (the fast kernels rely on it for vector loads).
+    int checked = 0;
+    for (convlab::DType dt : {convlab::DType::f32, convlab::DType::f16, convlab::DType::bf16})
+        for (convlab::dim_t n : {1, 3, 17, 1000, 4099}) {
+            std::vector<convlab::Tensor> live;  // several alive at once: not one reused block
+            for (int i = 0; i < 4; ++i)
+                live.emplace_back(std::vector<convlab::dim_t>{n, i + 1}, dt);
+            live.emplace_back(
+                convlab::Layout::blocked({2, n, 3, 3}, {0, 1, 2, 3}, {{1, 16}}, "NC1HWC0"), dt);
+            for (const convlab::Tensor& t : live) {
+                CHECK(reinterpret_cast<std::uintptr_t>(t.raw()) % convlab::kTensorAlignment == 0);
+                ++checked;
+            }
+            const convlab::Tensor copy = live.back();
+            CHECK(reinterpret_cast<std::uintptr_t>(copy.raw()) % convlab::kTensorAlignment == 0);
+        }
+    CHECK(checked == 3 * 5 * 5);
+    CHECK(convlab::kTensorAlignment >= 64);
+}

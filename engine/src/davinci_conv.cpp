@@ -1,6 +1,9 @@
 // Fractal convolution: the forward pass as the DaVinci cube unit computes it (16 x C0 fractal
 // products over an im2col in fractal form), and the NCHW-level wrappers that pack and unpack.
+#include <omp.h>
+
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <memory>
 #include <vector>
@@ -94,6 +97,18 @@ void round_storage(DType t, float* v, dim_t n) {
     for (dim_t i = 0; i < n; ++i) v[i] = round_to(t, v[i]);
 }
 
+// The via-forward problem q must give back `want` (the input size for backward data, the kernel
+// for backward weight) on every axis; else the unpack / tncf after it would run out of bounds.
+// Holds by construction (DESIGN.md "Formulas", with r); checked so that a broken formula fails
+// with a message instead of corrupting memory.
+void check_gives_back(const Problem& q, const SpatialDims& want, int ndims, const char* what) {
+    for (int i = 0; i < ndims; ++i)
+        if (q.out(i) != want[i])
+            throw Error(std::string(what) + ": the via-forward problem gives " +
+                        std::to_string(q.out(i)) + " on axis " + std::to_string(i) + ", not " +
+                        std::to_string(want[i]) + " (leftover r not accounted for?)");
+}
+
 // Scratch storage, not zeroed (every kernel writing it writes every element).
 std::unique_ptr<float[]> buffer(dim_t n) {
     return std::make_unique_for_overwrite<float[]>(static_cast<std::size_t>(n));
@@ -118,11 +133,75 @@ void conv_fractal(const Problem& p, dim_t c0, const float* x5d, const float* wfz
     // works from a bounded L1 buffer), so memory stays bounded for large images.
     const dim_t chunk = std::clamp<dim_t>((dim_t{1} << 20) / (rows * frac), 1, m1);
     auto bt = buffer(rows * n1 * frac);
-    auto a = buffer(rows * chunk * frac);
     {
         Span s(prof, "transpose_b");
         transpose_b(rows * n1, c0, wfz, bt.get());
     }
+    // Tile t = (mb, nb) of the block column starting at M block mb0 (cm blocks, in `a`) of image
+    // n: the fractal products, then the write to NC1HWC0: row i is output position
+    // m = (mb0 + mb)*16 + i, column j output channel k = nb*16 + j (block k/C0, lane k%C0);
+    // lanes k >= K are zeros.
+    const auto tile = [&](dim_t n, dim_t mb0, dim_t cm, dim_t t, const float* a) {
+        const dim_t mb = t / tn, nb = t % tn;
+        float acc[kN0 * kN0];
+        if (nb < n1)
+            tile_product_any(c0, a + mb * frac, cm * frac, bt.get() + nb * frac, n1 * frac, rows,
+                             acc);
+        else
+            std::fill(acc, acc + kN0 * kN0, 0.0f);
+        for (dim_t i = 0; i < kN0; ++i) {
+            dim_t mm = (mb0 + mb) * kN0 + i;
+            if (mm >= m) break;
+            const dim_t ow = mm % g.out[2];
+            mm /= g.out[2];
+            const dim_t oh = mm % g.out[1], od = mm / g.out[1];
+            for (dim_t j = 0; j < kN0; ++j) {
+                const dim_t k = nb * kN0 + j;
+                if (k >= k_lanes) break;
+                float v = 0.0f;
+                if (k < p.oc) v = acc[i * kN0 + j] + (bias ? bias[k] : 0.0f);
+                y5d[yg.offset(n, od, k / c0, oh, ow, k % c0)] = v;
+            }
+        }
+    };
+    const dim_t nchunks = blocks_of(m1, chunk), units = p.mb * nchunks;
+    const int threads = omp_get_max_threads();
+    if (threads > 1 && units >= 2 * dim_t{threads}) {
+        // Many units (image, block column), e.g. the backward-weight problem, whose batch is C:
+        // hundreds of small images. One parallel region, each thread taking whole units with
+        // its own column buffer: no fork/join per image. The wall time is split between the
+        // im2col and fractal_gemm spans in proportion to the threads' time in each.
+        using Clock = std::chrono::steady_clock;
+        const auto since = [](Clock::time_point t0) {
+            return std::chrono::duration<double>(Clock::now() - t0).count();
+        };
+        const auto start = Clock::now();
+        double t_im2col = 0, t_gemm = 0;
+#pragma omp parallel reduction(+ : t_im2col, t_gemm)
+        {
+            auto a = buffer(rows * chunk * frac);
+#pragma omp for schedule(dynamic, 1)
+            for (dim_t u = 0; u < units; ++u) {
+                const dim_t n = u / nchunks, mb0 = (u % nchunks) * chunk;
+                const dim_t cm = std::min(chunk, m1 - mb0);
+                auto t0 = Clock::now();
+                im2col_fractal_kernel(p, c0, x5d, n, a.get(), mb0, mb0 + cm);
+                t_im2col += since(t0);
+                t0 = Clock::now();
+                for (dim_t t = 0; t < cm * tn; ++t) tile(n, mb0, cm, t, a.get());
+                t_gemm += since(t0);
+            }
+        }
+        if (prof) {
+            const double wall = since(start), busy = t_im2col + t_gemm;
+            const double f = busy > 0 ? t_im2col / busy : 0.5;
+            prof->add("im2col", wall * f);
+            prof->add("fractal_gemm", wall * (1 - f));
+        }
+        return;
+    }
+    // Few units (one large image): a unit at a time, its tiles in parallel.
+    auto a = buffer(rows * chunk * frac);
     for (dim_t n = 0; n < p.mb; ++n)
         for (dim_t mb0 = 0; mb0 < m1; mb0 += chunk) {
             const dim_t cm = std::min(chunk, m1 - mb0);
@@ -133,32 +212,7 @@ void conv_fractal(const Problem& p, dim_t c0, const float* x5d, const float* wfz
             Span s(prof, "fractal_gemm");
             const dim_t tiles = cm * tn;
 #pragma omp parallel for schedule(dynamic, 2) if (tiles > 1 && rows * tiles * frac > 32768)
-            for (dim_t t = 0; t < tiles; ++t) {
-                const dim_t mb = t / tn, nb = t % tn;
-                float acc[kN0 * kN0];
-                if (nb < n1)
-                    tile_product_any(c0, a.get() + mb * frac, cm * frac, bt.get() + nb * frac,
-                                     n1 * frac, rows, acc);
-                else
-                    std::fill(acc, acc + kN0 * kN0, 0.0f);
-                // Write the tile to NC1HWC0: row i is output position m = (mb0 + mb)*16 + i,
-                // column j output channel k = nb*16 + j (block k/C0, lane k%C0); lanes k >= K
-                // are zeros.
-                for (dim_t i = 0; i < kN0; ++i) {
-                    dim_t mm = (mb0 + mb) * kN0 + i;
-                    if (mm >= m) break;
-                    const dim_t ow = mm % g.out[2];
-                    mm /= g.out[2];
-                    const dim_t oh = mm % g.out[1], od = mm / g.out[1];
-                    for (dim_t j = 0; j < kN0; ++j) {
-                        const dim_t k = nb * kN0 + j;
-                        if (k >= k_lanes) break;
-                        float v = 0.0f;
-                        if (k < p.oc) v = acc[i * kN0 + j] + (bias ? bias[k] : 0.0f);
-                        y5d[yg.offset(n, od, k / c0, oh, ow, k % c0)] = v;
-                    }
-                }
-            }
+            for (dim_t t = 0; t < tiles; ++t) tile(n, mb0, cm, t, a.get());
         }
 }
 
@@ -200,15 +254,11 @@ void backward_data_fractal_via_forward(const Problem& p, const ConvArgs& a, Prof
     const dim_t c0 = o.c0;
     const Problem p1 = one_group(p);
     const Problem q = maps::backward_data_as_forward(p1);
+    check_gives_back(q, p.in, p.ndims, "backward_data_fractal_via_forward");
     // dY of one group (N, K/G, out...), its zero insertion, and the pads with r.
     const std::vector<dim_t> yd = p1.dst_dims(), wd = p1.wei_dims(), xd = p1.src_dims();
-    std::vector<dim_t> zd{p.mb, p1.oc}, pb, pe;
-    for (int i = 0; i < p.ndims; ++i) {
-        zd.push_back((p.out(i) - 1) * p.stride[i] + 1);
-        const dim_t span = (p.kernel[i] - 1) * p.dilation[i];
-        pb.push_back(span - p.pad_begin[i]);
-        pe.push_back(span - p.pad_end[i] + p.leftover(i));
-    }
+    const BackwardDataPads pads = backward_data_pads(p1);  // the same as by_name("pad5d")
+    const std::vector<dim_t>& zd = pads.zdims;
     const ActGeom yg = ActGeom::of(yd, c0), zg = ActGeom::of(zd, c0),
                   qg = ActGeom::of(q.src_dims(), c0), xg = ActGeom::of(xd, c0);
     const WeiGeom wg = WeiGeom::of(wd, c0), fg = WeiGeom::of(q.wei_dims(), c0);
@@ -229,7 +279,7 @@ void backward_data_fractal_via_forward(const Problem& p, const ConvArgs& a, Prof
         }
         {
             Span s(prof, "pad");
-            pad5d_kernel(zd, pb, pe, c0, z5.get(), q5.get());
+            pad5d_kernel(zd, pads.begin, pads.end, c0, z5.get(), q5.get());
         }
         {
             Span s(prof, "fliprot");
@@ -248,6 +298,7 @@ void backward_weight_fractal_fz(const Problem& p, const float* src, const float*
     const dim_t c0 = o.c0;
     const Problem p1 = one_group(p);
     const Problem q = maps::backward_weight_as_forward(p1);
+    check_gives_back(q, p.kernel, p.ndims, "backward_weight_fractal_via_forward");
     const std::vector<dim_t> xd = p1.src_dims(), yd = p1.dst_dims(), rd = q.dst_dims();
     const ActGeom xg = ActGeom::of(xd, c0), yg = ActGeom::of(yd, c0),
                   tg = ActGeom::of(q.src_dims(), c0), rg = ActGeom::of(rd, c0);

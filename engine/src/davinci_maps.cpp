@@ -419,23 +419,17 @@ std::vector<std::string> map_names() {
             "tncf",    "fliprot_fz",     "strided5d", "pad5d",        "im2col_fractal"};
 }
 
-namespace {
-
-// The pads of the backward data, on strided5d's output: begin (k-1)d - pb, end (k-1)d - pe + r.
-void backward_data_pads(const Problem& p, std::vector<dim_t>& zdims, std::vector<dim_t>& pb,
-                        std::vector<dim_t>& pe) {
-    zdims = {p.mb, p.oc};
-    pb.clear();
-    pe.clear();
+BackwardDataPads backward_data_pads(const Problem& p) {
+    BackwardDataPads b;
+    b.zdims = {p.mb, p.oc};
     for (int i = 0; i < p.ndims; ++i) {
-        zdims.push_back((p.out(i) - 1) * p.stride[i] + 1);
+        b.zdims.push_back((p.out(i) - 1) * p.stride[i] + 1);
         const dim_t span = (p.kernel[i] - 1) * p.dilation[i];
-        pb.push_back(span - p.pad_begin[i]);
-        pe.push_back(span - p.pad_end[i] + p.leftover(i));
+        b.begin.push_back(span - p.pad_begin[i]);
+        b.end.push_back(span - p.pad_end[i] + p.leftover(i));  // the leftover rows r
     }
+    return b;
 }
-
-}  // namespace
 
 IndexMap by_name(std::string_view name, const Problem& p, dim_t c0) {
     p.check();
@@ -456,9 +450,8 @@ IndexMap by_name(std::string_view name, const Problem& p, dim_t c0) {
     if (name == "fliprot_fz") return fliprot_fz(p, c0);
     if (name == "strided5d") return strided5d(p, c0);
     if (name == "pad5d") {
-        std::vector<dim_t> z, pb, pe;
-        backward_data_pads(p, z, pb, pe);
-        return pad5d(z, pb, pe, c0);
+        const BackwardDataPads b = backward_data_pads(p);
+        return pad5d(b.zdims, b.begin, b.end, c0);
     }
     if (name == "im2col_fractal") return im2col_fractal(p, c0);
     std::string known;

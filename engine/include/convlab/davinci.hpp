@@ -170,6 +170,13 @@ IndexMap strided5d(const Problem& p, dim_t c0 = kC0);
 //   dst(n, c1, h, w, ci) <- c valid and inside ? src(n, c1, h - pb_h, w - pb_w, ci) : 0.
 IndexMap pad5d(std::vector<dim_t> dims, std::span<const dim_t> pad_begin,
                std::span<const dim_t> pad_end, dim_t c0 = kC0);
+// The pad of backward data, defined once (used by backward_data_fractal_via_forward and by
+// by_name("pad5d")): strided5d's output dims zdims = (N, K, (out-1)*s + 1 ...), pads begin
+// (k-1)d - pb and end (k-1)d - pe + r (r = the leftover rows; negative pads crop).
+struct BackwardDataPads {
+    std::vector<dim_t> zdims, begin, end;
+};
+BackwardDataPads backward_data_pads(const Problem& p);
 // im2col in fractal form, for one group (groups are packed separately): the column matrix of
 // each image, A (M = prod(out) rows, R*C0 columns, column (r, ci)), in FRACTAL_NZ-like storage
 // (R, M1 = ceil(M/16), 16, C0), the fractal rows r ordered as the rows of FRACTAL_Z(_3D):
