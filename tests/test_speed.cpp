@@ -194,9 +194,11 @@ TEST_CASE("fast algorithms equal direct with every microkernel and with Eigen's 
 TEST_CASE("fast algorithms equal direct on scaled-down ResNet-50 layers (leftover rows, 1x1 s2)") {
     std::mt19937 rng(50);
     // conv1 shape with r = 1, a 1x1 stride-2 layer on an even input (r = 1), a 3x3 layer whose
-    // output is 7x7 (images merged into one GEMM), and batch 4 of the last.
-    for (const char* d : {"mb1ic3ih40oc20oh20kh7sh2ph3", "mb2ic24ih14oc40oh7kh1sh2ph0",
-                          "mb1ic32ih7oc36oh7kh3ph1", "mb4ic32ih7oc36oh7kh3ph1"}) {
+    // output is 7x7 (images merged into one GEMM), batch 4 of the last, and two with output rows
+    // wider than a register tile (whole-row copies into the packed panels, 12x32 and 4x64).
+    for (const char* d :
+         {"mb1ic3ih40oc20oh20kh7sh2ph3", "mb2ic24ih14oc40oh7kh1sh2ph0", "mb1ic32ih7oc36oh7kh3ph1",
+          "mb4ic32ih7oc36oh7kh3ph1", "mb1ic5ih70oc14oh70kh3ph1", "mb1ic3ih80oc16oh40kh7sh2ph3"}) {
         const Problem p = parse_descriptor(d);
         CHECK(check_problem(p, rng, "resnet") == 11);
     }

@@ -151,6 +151,21 @@ struct Im2colB {
                 Im2col::Col c = c0;
                 for (dim_t j = 0; j < nv; ++j, m->next(c))
                     for (dim_t k = 0; k < kc; ++k) d[k * nr + j] = m->at(rows[k], c);
+            } else if (m->g.s[2] == 1 && c0.ow + nv <= m->g.out[2]) {
+                // The panel lies in one output row: each k is one run of the input line, copied
+                // whole when it lies inside the image (the common case away from the borders).
+                for (dim_t k = 0; k < kc; ++k) {
+                    const Im2col::Row& r = rows[k];
+                    const dim_t id = c0.od * m->g.s[0] + r.off_d, ih = c0.oh * m->g.s[1] + r.off_h;
+                    if (c0.ow >= r.w_lo && c0.ow + nv <= r.w_hi && id >= 0 && id < m->g.in[0] &&
+                        ih >= 0 && ih < m->g.in[1]) {
+                        const float* line = m->src + c0.n * m->n_stride + r.ci * m->in_size +
+                                            (id * m->g.in[1] + ih) * m->g.in[2] + r.off_w + c0.ow;
+                        std::copy(line, line + nv, d + k * nr);
+                    } else {
+                        m->gather(r, c0, nv, d + k * nr, 1);
+                    }
+                }
             } else {
                 for (dim_t k = 0; k < kc; ++k) m->gather(rows[k], c0, nv, d + k * nr, 1);
             }
