@@ -142,17 +142,34 @@ void pad_kernel(std::span<const dim_t> dims, std::span<const dim_t> pad_begin,
     }
 }
 
+// Both weight transposes below swap the two channel dims of each group in 16 x 16 blocks, so
+// that reads and writes stay within a few cache lines even when K/G * prod(k) is large.
+namespace {
+constexpr dim_t kBlock = 16;
+template <bool kFlip>
+void swap_channels(dim_t groups, dim_t rows, dim_t cols, dim_t ks, const float* src, float* dst) {
+    // src per group: (rows, cols, ks)   dst per group: (cols, rows, ks), kernel reversed if kFlip.
+    const dim_t rb = (rows + kBlock - 1) / kBlock, cb = (cols + kBlock - 1) / kBlock;
+#pragma omp parallel for collapse(2) schedule(static) if (groups * rows * cols * ks > 65536)
+    for (dim_t g = 0; g < groups; ++g)
+        for (dim_t b = 0; b < rb * cb; ++b) {
+            const dim_t r0 = (b / cb) * kBlock, c0 = (b % cb) * kBlock;
+            const dim_t r1 = std::min(rows, r0 + kBlock), c1 = std::min(cols, c0 + kBlock);
+            const float* sg = src + g * rows * cols * ks;
+            float* dg = dst + g * rows * cols * ks;
+            for (dim_t c = c0; c < c1; ++c)
+                for (dim_t r = r0; r < r1; ++r) {
+                    const float* s = sg + (r * cols + c) * ks;
+                    float* d = dg + (c * rows + r) * ks;
+                    for (dim_t k = 0; k < ks; ++k) d[k] = kFlip ? s[ks - 1 - k] : s[k];
+                }
+        }
+}
+}  // namespace
+
 void flip_rot_kernel(const Problem& p, const float* wei, float* dst) {
-    const dim_t ks = p.kernel_spatial(), cg = p.icg(), kg = p.ocg();
-#pragma omp parallel for collapse(2) schedule(static) if (p.oc * cg * ks > 65536)
-    for (dim_t g = 0; g < p.groups; ++g)
-        for (dim_t ci = 0; ci < cg; ++ci)
-            for (dim_t co = 0; co < kg; ++co) {
-                const float* s = wei + ((g * kg + co) * cg + ci) * ks;
-                float* d = dst + ((g * cg + ci) * kg + co) * ks;
-                // Reversing every spatial axis reverses the row-major flattened kernel index.
-                for (dim_t k = 0; k < ks; ++k) d[k] = s[ks - 1 - k];
-            }
+    // Reversing every spatial axis reverses the row-major flattened kernel index.
+    swap_channels<true>(p.groups, p.ocg(), p.icg(), p.kernel_spatial(), wei, dst);
 }
 
 void tnc_kernel(std::span<const dim_t> dims, const float* src, float* dst) {
@@ -169,15 +186,7 @@ void tnc_kernel(std::span<const dim_t> dims, const float* src, float* dst) {
 }
 
 void tnc_diff_wei_kernel(const Problem& p, const float* src, float* dst) {
-    const dim_t ks = p.kernel_spatial(), cg = p.icg(), kg = p.ocg();
-#pragma omp parallel for collapse(2) schedule(static) if (p.oc * cg * ks > 65536)
-    for (dim_t g = 0; g < p.groups; ++g)
-        for (dim_t co = 0; co < kg; ++co)
-            for (dim_t ci = 0; ci < cg; ++ci) {
-                float* d = dst + ((g * kg + co) * cg + ci) * ks;
-                const float* s = src + ((g * cg + ci) * kg + co) * ks;
-                for (dim_t k = 0; k < ks; ++k) d[k] = s[k];  // ks is often 1 or 9: no memcpy call
-            }
+    swap_channels<false>(p.groups, p.icg(), p.ocg(), p.kernel_spatial(), src, dst);
 }
 
 }  // namespace convlab
