@@ -30,7 +30,8 @@ namespace {
 // loads NR/W vectors of B and broadcasts MR values of A.
 #ifdef CONVLAB_X86
 __attribute__((target("avx512f,fma"))) void kernel_avx512(dim_t kc, const float* a, const float* b,
-                                                          float* c, dim_t ldc, bool acc) {
+                                                          float* c, dim_t ldc, bool acc,
+                                                          dim_t lda) {
     constexpr int MR = 12;
     __m512 c0[MR], c1[MR];
 #pragma GCC unroll 12
@@ -43,7 +44,7 @@ __attribute__((target("avx512f,fma"))) void kernel_avx512(dim_t kc, const float*
             c0[i] = _mm512_fmadd_ps(ai, b0, c0[i]);
             c1[i] = _mm512_fmadd_ps(ai, b1, c1[i]);
         }
-        a += MR;
+        a += lda;
         b += 32;
     }
 #pragma GCC unroll 12
@@ -62,7 +63,7 @@ __attribute__((target("avx512f,fma"))) void kernel_avx512(dim_t kc, const float*
 // 4 x 64, so that a row tile wastes less than 12 x 32 would.
 __attribute__((target("avx512f,fma"))) void kernel_avx512_4x64(dim_t kc, const float* a,
                                                                const float* b, float* c, dim_t ldc,
-                                                               bool acc) {
+                                                               bool acc, dim_t lda) {
     constexpr int MR = 4, NV = 4;
     __m512 t[MR][NV];
 #pragma GCC unroll 4
@@ -79,7 +80,7 @@ __attribute__((target("avx512f,fma"))) void kernel_avx512_4x64(dim_t kc, const f
 #pragma GCC unroll 4
             for (int v = 0; v < NV; ++v) t[i][v] = _mm512_fmadd_ps(ai, bv[v], t[i][v]);
         }
-        a += MR;
+        a += lda;
         b += 16 * NV;
     }
 #pragma GCC unroll 4
@@ -93,7 +94,7 @@ __attribute__((target("avx512f,fma"))) void kernel_avx512_4x64(dim_t kc, const f
 }
 
 __attribute__((target("avx2,fma"))) void kernel_avx2(dim_t kc, const float* a, const float* b,
-                                                     float* c, dim_t ldc, bool acc) {
+                                                     float* c, dim_t ldc, bool acc, dim_t lda) {
     constexpr int MR = 6;
     __m256 c0[MR], c1[MR];
 #pragma GCC unroll 6
@@ -106,7 +107,7 @@ __attribute__((target("avx2,fma"))) void kernel_avx2(dim_t kc, const float* a, c
             c0[i] = _mm256_fmadd_ps(ai, b0, c0[i]);
             c1[i] = _mm256_fmadd_ps(ai, b1, c1[i]);
         }
-        a += MR;
+        a += lda;
         b += 16;
     }
 #pragma GCC unroll 6
@@ -123,7 +124,8 @@ __attribute__((target("avx2,fma"))) void kernel_avx2(dim_t kc, const float* a, c
 #endif
 
 // Plain C++ (the compiler may vectorise the inner j loop for the build's target).
-void kernel_portable(dim_t kc, const float* a, const float* b, float* c, dim_t ldc, bool acc) {
+void kernel_portable(dim_t kc, const float* a, const float* b, float* c, dim_t ldc, bool acc,
+                     dim_t lda) {
     constexpr int MR = 4, NR = 16;
     float t[MR][NR] = {};
     for (dim_t k = 0; k < kc; ++k) {
@@ -131,7 +133,7 @@ void kernel_portable(dim_t kc, const float* a, const float* b, float* c, dim_t l
             const float ai = a[i];
             for (int j = 0; j < NR; ++j) t[i][j] += ai * b[j];
         }
-        a += MR;
+        a += lda;
         b += NR;
     }
     for (int i = 0; i < MR; ++i)

@@ -21,9 +21,10 @@ namespace convlab::detail {
 
 // [SECTION] microkernels
 
-// c (MR x NR, leading dim ldc) = (acc ? c : 0) + sum_k a[k*MR + i] * b[k*NR + j].
+// c (MR x NR, leading dim ldc) = (acc ? c : 0) + sum_k a[k*lda + i] * b[k*NR + j]; lda = MR
+// for a packed panel, or the column stride of an A whose rows are contiguous (read in place).
 using MicroKernelFn = void (*)(dim_t kc, const float* a, const float* b, float* c, dim_t ldc,
-                               bool acc);
+                               bool acc, dim_t lda);
 
 struct MicroKernel {
     const char* isa = "portable";  // avx512 | avx2 | portable
@@ -107,19 +108,25 @@ void gemm_block(const MicroKernel& uk, const GemmBlocking& bl, dim_t i0, dim_t i
             packb(pc, kc, jc, nc, nr, bbuf);
             for (dim_t ic = i0; ic < i1; ic += mcb) {
                 const dim_t mc = std::min(mcb, i1 - ic);
-                pack_a(a, ic, mc, pc, kc, mr, abuf);
+                // A with contiguous columns (rs == 1, as W^T in backward data) is read in place
+                // by full row panels; only a last partial panel is packed (zero-padded).
+                const bool in_place = a.rs == 1;
+                const dim_t full = in_place ? (mc / mr) * mr : 0;
+                if (full < mc) pack_a(a, ic + full, mc - full, pc, kc, mr, abuf + full * kc);
                 for (dim_t ir = 0; ir < mc; ir += mr) {
                     const dim_t mv = std::min<dim_t>(mr, mc - ir);
-                    const float* ap = abuf + ir * kc;
+                    const bool direct = ir < full;
+                    const float* ap = direct ? a.p + (ic + ir) + pc * a.cs : abuf + ir * kc;
+                    const dim_t lda = direct ? a.cs : mr;
                     for (dim_t jr = 0; jr < nc; jr += nr) {
                         const dim_t nv = std::min<dim_t>(nr, nc - jr);
                         float* cp = c + (ic + ir) * ldc + jc + jr;
                         const float* bp = bbuf + jr * kc;
                         if (mv == mr && nv == nr) {
-                            uk.fn(kc, ap, bp, cp, ldc, acc);
+                            uk.fn(kc, ap, bp, cp, ldc, acc, lda);
                             continue;
                         }
-                        uk.fn(kc, ap, bp, tile, nr, false);
+                        uk.fn(kc, ap, bp, tile, nr, false, lda);
                         for (dim_t i = 0; i < mv; ++i)
                             for (dim_t j = 0; j < nv; ++j)
                                 cp[i * ldc + j] =
