@@ -9,6 +9,7 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -60,11 +61,20 @@ __attribute__((target("avx512f,fma"))) void kernel_avx512(dim_t kc, const float*
 }
 
 // For products with few rows (M <= 4, as the via_forward convolutions with 3 output channels):
-// 4 x 64, so that a row tile wastes less than 12 x 32 would.
-__attribute__((target("avx512f,fma"))) void kernel_avx512_4x64(dim_t kc, const float* a,
-                                                               const float* b, float* c, dim_t ldc,
-                                                               bool acc, dim_t lda) {
+// 4 x 64, so that a row tile wastes less than 12 x 32 would. With kRows, row k of the B panel
+// is read in place at brows[k] (64 contiguous floats) instead of from a packed panel.
+template <bool kRows>
+__attribute__((target("avx512f,fma"))) inline void kernel_4x64(dim_t kc, const float* a,
+                                                               const float* b,
+                                                               const float* const* brows, int nv,
+                                                               float* c, dim_t ldc, bool acc,
+                                                               dim_t lda) {
     constexpr int MR = 4, NV = 4;
+    __mmask16 mask[NV];
+    for (int v = 0; v < NV; ++v) {
+        const int n = std::clamp(nv - 16 * v, 0, 16);
+        mask[v] = static_cast<__mmask16>((1u << n) - 1u);
+    }
     __m512 t[MR][NV];
 #pragma GCC unroll 4
     for (int i = 0; i < MR; ++i)
@@ -72,8 +82,14 @@ __attribute__((target("avx512f,fma"))) void kernel_avx512_4x64(dim_t kc, const f
         for (int v = 0; v < NV; ++v) t[i][v] = _mm512_setzero_ps();
     for (dim_t k = 0; k < kc; ++k) {
         __m512 bv[NV];
+        if constexpr (kRows) {
+            // Only nv floats of the row are read (masked loads do not touch the rest).
 #pragma GCC unroll 4
-        for (int v = 0; v < NV; ++v) bv[v] = _mm512_loadu_ps(b + 16 * v);
+            for (int v = 0; v < NV; ++v) bv[v] = _mm512_maskz_loadu_ps(mask[v], brows[k] + 16 * v);
+        } else {
+#pragma GCC unroll 4
+            for (int v = 0; v < NV; ++v) bv[v] = _mm512_loadu_ps(b + 16 * v);
+        }
 #pragma GCC unroll 4
         for (int i = 0; i < MR; ++i) {
             const __m512 ai = _mm512_set1_ps(a[i]);
@@ -91,6 +107,19 @@ __attribute__((target("avx512f,fma"))) void kernel_avx512_4x64(dim_t kc, const f
             if (acc) t[i][v] = _mm512_add_ps(t[i][v], _mm512_loadu_ps(ci));
             _mm512_storeu_ps(ci, t[i][v]);
         }
+}
+
+__attribute__((target("avx512f,fma"))) void kernel_avx512_4x64(dim_t kc, const float* a,
+                                                               const float* b, float* c, dim_t ldc,
+                                                               bool acc, dim_t lda) {
+    kernel_4x64<false>(kc, a, b, nullptr, 64, c, ldc, acc, lda);
+}
+
+__attribute__((target("avx512f,fma"))) void kernel_avx512_4x64_rows(dim_t kc, const float* a,
+                                                                    const float* const* brows,
+                                                                    int nv, float* c, dim_t ldc,
+                                                                    bool acc, dim_t lda) {
+    kernel_4x64<true>(kc, a, nullptr, brows, nv, c, ldc, acc, lda);
 }
 
 __attribute__((target("avx2,fma"))) void kernel_avx2(dim_t kc, const float* a, const float* b,
@@ -159,7 +188,7 @@ struct Registry {
         __builtin_cpu_init();
         if (__builtin_cpu_supports("avx512f")) {
             all.push_back({"avx512", 12, 32, kernel_avx512});
-            narrow_avx512 = {"avx512", 4, 64, kernel_avx512_4x64};
+            narrow_avx512 = {"avx512", 4, 64, kernel_avx512_4x64, kernel_avx512_4x64_rows};
         }
         if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
             all.push_back({"avx2", 6, 16, kernel_avx2});
