@@ -20,7 +20,7 @@ bool im2col_is_identity(const Problem& p) {
 // im2col and col2im share one loop nest (darknet-style) and differ only in the inner operation:
 // read-or-zero against +=. Rows are (ci, kd, kh, kw); columns (od, oh, ow).
 template <bool kCol2im>
-static void im2col_nest(const Problem& p, float* image, float* col) {
+static void im2col_nest(const Problem& p, float* image, float* col, bool zero_first = false) {
     const Geom3 g = detail::geom3(p);
     const dim_t cg = p.icg(), ks = g.k_size(), os = g.out_size(), is = g.in_size();
     // col2im: rows of the same ci write the same channel, so only ci is split across threads.
@@ -28,6 +28,7 @@ static void im2col_nest(const Problem& p, float* image, float* col) {
 #pragma omp parallel for schedule(static) if (outer * os > 32768)
     for (dim_t t = 0; t < outer; ++t) {
         const dim_t row_begin = kCol2im ? t * ks : t, row_end = kCol2im ? (t + 1) * ks : t + 1;
+        if (kCol2im && zero_first) std::fill(image + t * is, image + (t + 1) * is, 0.0f);
         for (dim_t row = row_begin; row < row_end; ++row) {
             const dim_t ci = row / ks;
             dim_t r = row % ks;
@@ -85,9 +86,11 @@ void im2col_kernel(const Problem& p, const float* src, dim_t n, dim_t g, float* 
     im2col_nest<false>(p, image, col);
 }
 
-void col2im_kernel(const Problem& p, const float* col, dim_t n, dim_t g, float* diff_src) {
+void col2im_kernel(const Problem& p, const float* col, dim_t n, dim_t g, float* diff_src,
+                   bool zero_first) {
     const dim_t is = p.in_spatial();
-    im2col_nest<true>(p, diff_src + (n * p.ic + g * p.icg()) * is, const_cast<float*>(col));
+    im2col_nest<true>(p, diff_src + (n * p.ic + g * p.icg()) * is, const_cast<float*>(col),
+                      zero_first);
 }
 
 void strided_kernel(const Problem& p, const float* diff_dst, float* z) {
