@@ -15,6 +15,7 @@
 
 #include "../engine/src/microkernel.hpp"
 #include "convlab/conv.hpp"
+#include "convlab/maps.hpp"
 #include "test_util.hpp"
 
 using namespace convlab;
@@ -194,9 +195,11 @@ TEST_CASE("fast algorithms equal direct with every microkernel and with Eigen's 
 TEST_CASE("fast algorithms equal direct on scaled-down ResNet-50 layers (leftover rows, 1x1 s2)") {
     std::mt19937 rng(50);
     // conv1 shape with r = 1, a 1x1 stride-2 layer on an even input (r = 1), a 3x3 layer whose
-    // output is 7x7 (images merged into one GEMM), and batch 4 of the last.
-    for (const char* d : {"mb1ic3ih40oc20oh20kh7sh2ph3", "mb2ic24ih14oc40oh7kh1sh2ph0",
-                          "mb1ic32ih7oc36oh7kh3ph1", "mb4ic32ih7oc36oh7kh3ph1"}) {
+    // output is 7x7 (images merged into one GEMM), batch 4 of the last, and two with output rows
+    // wider than a register tile (whole-row copies into the packed panels, 12x32 and 4x64).
+    for (const char* d :
+         {"mb1ic3ih40oc20oh20kh7sh2ph3", "mb2ic24ih14oc40oh7kh1sh2ph0", "mb1ic32ih7oc36oh7kh3ph1",
+          "mb4ic32ih7oc36oh7kh3ph1", "mb1ic5ih70oc14oh70kh3ph1", "mb1ic3ih80oc16oh40kh7sh2ph3"}) {
         const Problem p = parse_descriptor(d);
         CHECK(check_problem(p, rng, "resnet") == 11);
     }
@@ -205,4 +208,28 @@ TEST_CASE("fast algorithms equal direct on scaled-down ResNet-50 layers (leftove
     const Tensor dy = integer_tensor(p.dst_dims(), rng), wei = integer_tensor(p.wei_dims(), rng);
     const Tensor dx = backward_data(p, dy, wei, "via_forward");
     CHECK(density(dx) > 0.5);
+}
+
+TEST_CASE("blocked weight transposes (flip_rot, tnc_diff_wei) equal their maps across 16 blocks") {
+    std::mt19937 rng(16);
+    for (const char* d :
+         {"mb1ic35ih5oc40oh5kh3ph1", "g2mb1ic34ih4oc66oh4kh1", "mb1ic17iw6oc33ow4kw3",
+          "g3mb1ic51id3ih3iw3oc18od3oh3ow3kd1kh2kw2ph1pw1"}) {
+        const Problem p = parse_descriptor(d);
+        REQUIRE(p.validate().empty());
+        const auto w = integers(static_cast<std::size_t>(product(p.wei_dims())), rng);
+        const IndexMap fr = maps::flip_rot(p);
+        std::vector<float> want(static_cast<std::size_t>(fr.dst().numel()), -1.0f);
+        std::vector<float> got(want.size(), -2.0f);
+        fr.execute(w.data(), want.data());
+        flip_rot_kernel(p, w.data(), got.data());
+        CHECK_MESSAGE(got == want, d);
+        // tnc_diff_wei reads (C, K/G, k) stacked per group: the same element count.
+        const IndexMap tw = maps::tnc_diff_wei(p);
+        std::vector<float> want2(static_cast<std::size_t>(tw.dst().numel()), -1.0f);
+        std::vector<float> got2(want2.size(), -2.0f);
+        tw.execute(w.data(), want2.data());
+        tnc_diff_wei_kernel(p, w.data(), got2.data());
+        CHECK_MESSAGE(got2 == want2, d);
+    }
 }

@@ -138,12 +138,6 @@ void backward_data_col2im(const Problem& p, const ConvArgs& a, Profiler* prof) {
     const GemmDims d(p);
     const bool identity = im2col_is_identity(p);
     float* col = identity ? nullptr : column_buffer(d);
-    if (!identity) {
-        Span s(prof, "zero");
-        const dim_t total = p.mb * p.ic * d.in_size;
-#pragma omp parallel for schedule(static) if (total > 65536)
-        for (dim_t i = 0; i < total; ++i) a.diff_src[i] = 0.0f;
-    }
     for (dim_t n = 0; n < p.mb; ++n)
         for (dim_t g = 0; g < p.groups; ++g) {
             float* out = identity ? a.diff_src + (n * p.ic + g * d.cg) * d.in_size : col;
@@ -154,7 +148,8 @@ void backward_data_col2im(const Problem& p, const ConvArgs& a, Profiler* prof) {
             }
             if (!identity) {
                 Span s(prof, "col2im");
-                col2im_kernel(p, col, n, g, a.diff_src);
+                // Each (n, g) owns its channels: zeroed inside col2im's loop, then accumulated.
+                col2im_kernel(p, col, n, g, a.diff_src, true);
             }
         }
 }

@@ -140,6 +140,34 @@ const Im2col::Row* rows_of(const Im2col& m, dim_t k0, dim_t kc) {
 struct Im2colB {
     const Im2col* m;
     const Im2col::Row* fixed_rows = nullptr;
+
+    // In-place rows (RowsInPlace in microkernel.hpp): a panel of nr columns within one output
+    // row, stride 1 along w, every row of it inside the image.
+    const Im2col::Row* block_rows(dim_t k0, dim_t kc) const {
+        return fixed_rows ? fixed_rows + k0 : rows_of(*m, k0, kc);
+    }
+    // Panels end where an output row ends, when rows are at least half a panel wide.
+    dim_t run_end(dim_t j, int nr) const {
+        if (m->g.s[2] != 1 || 2 * m->g.out[2] < nr) return j + nr;
+        return j + m->g.out[2] - j % m->g.out[2];
+    }
+    bool rows(dim_t, dim_t kc, dim_t j, int nv, const Im2col::Row* rws, const float** out) const {
+        const Geom3& g = m->g;
+        if (g.s[2] != 1) return false;
+        const Im2col::Col c0 = m->col(j);
+        if (c0.ow + nv > g.out[2]) return false;
+        for (dim_t k = 0; k < kc; ++k) {
+            const Im2col::Row& r = rws[k];
+            const dim_t id = c0.od * g.s[0] + r.off_d, ih = c0.oh * g.s[1] + r.off_h;
+            if (c0.ow < r.w_lo || c0.ow + nv > r.w_hi || id < 0 || id >= g.in[0] || ih < 0 ||
+                ih >= g.in[1])
+                return false;
+            out[k] = m->src + c0.n * m->n_stride + r.ci * m->in_size +
+                     (id * g.in[1] + ih) * g.in[2] + r.off_w + c0.ow;
+        }
+        return true;
+    }
+
     void operator()(dim_t k0, dim_t kc, dim_t j0, dim_t nc, int nr, float* dst) const {
         const Im2col::Row* rows = fixed_rows ? fixed_rows + k0 : rows_of(*m, k0, kc);
         const bool narrow = m->g.out[2] < 8;
@@ -151,6 +179,21 @@ struct Im2colB {
                 Im2col::Col c = c0;
                 for (dim_t j = 0; j < nv; ++j, m->next(c))
                     for (dim_t k = 0; k < kc; ++k) d[k * nr + j] = m->at(rows[k], c);
+            } else if (m->g.s[2] == 1 && c0.ow + nv <= m->g.out[2]) {
+                // The panel lies in one output row: each k is one run of the input line, copied
+                // whole when it lies inside the image (the common case away from the borders).
+                for (dim_t k = 0; k < kc; ++k) {
+                    const Im2col::Row& r = rows[k];
+                    const dim_t id = c0.od * m->g.s[0] + r.off_d, ih = c0.oh * m->g.s[1] + r.off_h;
+                    if (c0.ow >= r.w_lo && c0.ow + nv <= r.w_hi && id >= 0 && id < m->g.in[0] &&
+                        ih >= 0 && ih < m->g.in[1]) {
+                        const float* line = m->src + c0.n * m->n_stride + r.ci * m->in_size +
+                                            (id * m->g.in[1] + ih) * m->g.in[2] + r.off_w + c0.ow;
+                        std::copy(line, line + nv, d + k * nr);
+                    } else {
+                        m->gather(r, c0, nv, d + k * nr, 1);
+                    }
+                }
             } else {
                 for (dim_t k = 0; k < kc; ++k) m->gather(rows[k], c0, nv, d + k * nr, 1);
             }

@@ -20,7 +20,7 @@ bool im2col_is_identity(const Problem& p) {
 // im2col and col2im share one loop nest (darknet-style) and differ only in the inner operation:
 // read-or-zero against +=. Rows are (ci, kd, kh, kw); columns (od, oh, ow).
 template <bool kCol2im>
-static void im2col_nest(const Problem& p, float* image, float* col) {
+static void im2col_nest(const Problem& p, float* image, float* col, bool zero_first = false) {
     const Geom3 g = detail::geom3(p);
     const dim_t cg = p.icg(), ks = g.k_size(), os = g.out_size(), is = g.in_size();
     // col2im: rows of the same ci write the same channel, so only ci is split across threads.
@@ -28,6 +28,7 @@ static void im2col_nest(const Problem& p, float* image, float* col) {
 #pragma omp parallel for schedule(static) if (outer * os > 32768)
     for (dim_t t = 0; t < outer; ++t) {
         const dim_t row_begin = kCol2im ? t * ks : t, row_end = kCol2im ? (t + 1) * ks : t + 1;
+        if (kCol2im && zero_first) std::fill(image + t * is, image + (t + 1) * is, 0.0f);
         for (dim_t row = row_begin; row < row_end; ++row) {
             const dim_t ci = row / ks;
             dim_t r = row % ks;
@@ -85,9 +86,11 @@ void im2col_kernel(const Problem& p, const float* src, dim_t n, dim_t g, float* 
     im2col_nest<false>(p, image, col);
 }
 
-void col2im_kernel(const Problem& p, const float* col, dim_t n, dim_t g, float* diff_src) {
+void col2im_kernel(const Problem& p, const float* col, dim_t n, dim_t g, float* diff_src,
+                   bool zero_first) {
     const dim_t is = p.in_spatial();
-    im2col_nest<true>(p, diff_src + (n * p.ic + g * p.icg()) * is, const_cast<float*>(col));
+    im2col_nest<true>(p, diff_src + (n * p.ic + g * p.icg()) * is, const_cast<float*>(col),
+                      zero_first);
 }
 
 void strided_kernel(const Problem& p, const float* diff_dst, float* z) {
@@ -142,17 +145,34 @@ void pad_kernel(std::span<const dim_t> dims, std::span<const dim_t> pad_begin,
     }
 }
 
+// Both weight transposes below swap the two channel dims of each group in 16 x 16 blocks, so
+// that reads and writes stay within a few cache lines even when K/G * prod(k) is large.
+namespace {
+constexpr dim_t kBlock = 16;
+template <bool kFlip>
+void swap_channels(dim_t groups, dim_t rows, dim_t cols, dim_t ks, const float* src, float* dst) {
+    // src per group: (rows, cols, ks)   dst per group: (cols, rows, ks), kernel reversed if kFlip.
+    const dim_t rb = (rows + kBlock - 1) / kBlock, cb = (cols + kBlock - 1) / kBlock;
+#pragma omp parallel for collapse(2) schedule(static) if (groups * rows * cols * ks > 65536)
+    for (dim_t g = 0; g < groups; ++g)
+        for (dim_t b = 0; b < rb * cb; ++b) {
+            const dim_t r0 = (b / cb) * kBlock, c0 = (b % cb) * kBlock;
+            const dim_t r1 = std::min(rows, r0 + kBlock), c1 = std::min(cols, c0 + kBlock);
+            const float* sg = src + g * rows * cols * ks;
+            float* dg = dst + g * rows * cols * ks;
+            for (dim_t c = c0; c < c1; ++c)
+                for (dim_t r = r0; r < r1; ++r) {
+                    const float* s = sg + (r * cols + c) * ks;
+                    float* d = dg + (c * rows + r) * ks;
+                    for (dim_t k = 0; k < ks; ++k) d[k] = kFlip ? s[ks - 1 - k] : s[k];
+                }
+        }
+}
+}  // namespace
+
 void flip_rot_kernel(const Problem& p, const float* wei, float* dst) {
-    const dim_t ks = p.kernel_spatial(), cg = p.icg(), kg = p.ocg();
-#pragma omp parallel for collapse(2) schedule(static) if (p.oc * cg * ks > 65536)
-    for (dim_t g = 0; g < p.groups; ++g)
-        for (dim_t ci = 0; ci < cg; ++ci)
-            for (dim_t co = 0; co < kg; ++co) {
-                const float* s = wei + ((g * kg + co) * cg + ci) * ks;
-                float* d = dst + ((g * cg + ci) * kg + co) * ks;
-                // Reversing every spatial axis reverses the row-major flattened kernel index.
-                for (dim_t k = 0; k < ks; ++k) d[k] = s[ks - 1 - k];
-            }
+    // Reversing every spatial axis reverses the row-major flattened kernel index.
+    swap_channels<true>(p.groups, p.ocg(), p.icg(), p.kernel_spatial(), wei, dst);
 }
 
 void tnc_kernel(std::span<const dim_t> dims, const float* src, float* dst) {
@@ -169,15 +189,7 @@ void tnc_kernel(std::span<const dim_t> dims, const float* src, float* dst) {
 }
 
 void tnc_diff_wei_kernel(const Problem& p, const float* src, float* dst) {
-    const dim_t ks = p.kernel_spatial(), cg = p.icg(), kg = p.ocg();
-#pragma omp parallel for collapse(2) schedule(static) if (p.oc * cg * ks > 65536)
-    for (dim_t g = 0; g < p.groups; ++g)
-        for (dim_t co = 0; co < kg; ++co)
-            for (dim_t ci = 0; ci < cg; ++ci) {
-                float* d = dst + ((g * kg + co) * cg + ci) * ks;
-                const float* s = src + ((g * cg + ci) * kg + co) * ks;
-                for (dim_t k = 0; k < ks; ++k) d[k] = s[k];  // ks is often 1 or 9: no memcpy call
-            }
+    swap_channels<false>(p.groups, p.icg(), p.ocg(), p.kernel_spatial(), src, dst);
 }
 
 }  // namespace convlab

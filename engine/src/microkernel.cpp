@@ -9,6 +9,7 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -30,7 +31,8 @@ namespace {
 // loads NR/W vectors of B and broadcasts MR values of A.
 #ifdef CONVLAB_X86
 __attribute__((target("avx512f,fma"))) void kernel_avx512(dim_t kc, const float* a, const float* b,
-                                                          float* c, dim_t ldc, bool acc) {
+                                                          float* c, dim_t ldc, bool acc,
+                                                          dim_t lda) {
     constexpr int MR = 12;
     __m512 c0[MR], c1[MR];
 #pragma GCC unroll 12
@@ -43,7 +45,7 @@ __attribute__((target("avx512f,fma"))) void kernel_avx512(dim_t kc, const float*
             c0[i] = _mm512_fmadd_ps(ai, b0, c0[i]);
             c1[i] = _mm512_fmadd_ps(ai, b1, c1[i]);
         }
-        a += MR;
+        a += lda;
         b += 32;
     }
 #pragma GCC unroll 12
@@ -59,11 +61,20 @@ __attribute__((target("avx512f,fma"))) void kernel_avx512(dim_t kc, const float*
 }
 
 // For products with few rows (M <= 4, as the via_forward convolutions with 3 output channels):
-// 4 x 64, so that a row tile wastes less than 12 x 32 would.
-__attribute__((target("avx512f,fma"))) void kernel_avx512_4x64(dim_t kc, const float* a,
-                                                               const float* b, float* c, dim_t ldc,
-                                                               bool acc) {
+// 4 x 64, so that a row tile wastes less than 12 x 32 would. With kRows, row k of the B panel
+// is read in place at brows[k] (64 contiguous floats) instead of from a packed panel.
+template <bool kRows>
+__attribute__((target("avx512f,fma"))) inline void kernel_4x64(dim_t kc, const float* a,
+                                                               const float* b,
+                                                               const float* const* brows, int nv,
+                                                               float* c, dim_t ldc, bool acc,
+                                                               dim_t lda) {
     constexpr int MR = 4, NV = 4;
+    __mmask16 mask[NV];
+    for (int v = 0; v < NV; ++v) {
+        const int n = std::clamp(nv - 16 * v, 0, 16);
+        mask[v] = static_cast<__mmask16>((1u << n) - 1u);
+    }
     __m512 t[MR][NV];
 #pragma GCC unroll 4
     for (int i = 0; i < MR; ++i)
@@ -71,15 +82,21 @@ __attribute__((target("avx512f,fma"))) void kernel_avx512_4x64(dim_t kc, const f
         for (int v = 0; v < NV; ++v) t[i][v] = _mm512_setzero_ps();
     for (dim_t k = 0; k < kc; ++k) {
         __m512 bv[NV];
+        if constexpr (kRows) {
+            // Only nv floats of the row are read (masked loads do not touch the rest).
 #pragma GCC unroll 4
-        for (int v = 0; v < NV; ++v) bv[v] = _mm512_loadu_ps(b + 16 * v);
+            for (int v = 0; v < NV; ++v) bv[v] = _mm512_maskz_loadu_ps(mask[v], brows[k] + 16 * v);
+        } else {
+#pragma GCC unroll 4
+            for (int v = 0; v < NV; ++v) bv[v] = _mm512_loadu_ps(b + 16 * v);
+        }
 #pragma GCC unroll 4
         for (int i = 0; i < MR; ++i) {
             const __m512 ai = _mm512_set1_ps(a[i]);
 #pragma GCC unroll 4
             for (int v = 0; v < NV; ++v) t[i][v] = _mm512_fmadd_ps(ai, bv[v], t[i][v]);
         }
-        a += MR;
+        a += lda;
         b += 16 * NV;
     }
 #pragma GCC unroll 4
@@ -92,8 +109,21 @@ __attribute__((target("avx512f,fma"))) void kernel_avx512_4x64(dim_t kc, const f
         }
 }
 
+__attribute__((target("avx512f,fma"))) void kernel_avx512_4x64(dim_t kc, const float* a,
+                                                               const float* b, float* c, dim_t ldc,
+                                                               bool acc, dim_t lda) {
+    kernel_4x64<false>(kc, a, b, nullptr, 64, c, ldc, acc, lda);
+}
+
+__attribute__((target("avx512f,fma"))) void kernel_avx512_4x64_rows(dim_t kc, const float* a,
+                                                                    const float* const* brows,
+                                                                    int nv, float* c, dim_t ldc,
+                                                                    bool acc, dim_t lda) {
+    kernel_4x64<true>(kc, a, nullptr, brows, nv, c, ldc, acc, lda);
+}
+
 __attribute__((target("avx2,fma"))) void kernel_avx2(dim_t kc, const float* a, const float* b,
-                                                     float* c, dim_t ldc, bool acc) {
+                                                     float* c, dim_t ldc, bool acc, dim_t lda) {
     constexpr int MR = 6;
     __m256 c0[MR], c1[MR];
 #pragma GCC unroll 6
@@ -106,7 +136,7 @@ __attribute__((target("avx2,fma"))) void kernel_avx2(dim_t kc, const float* a, c
             c0[i] = _mm256_fmadd_ps(ai, b0, c0[i]);
             c1[i] = _mm256_fmadd_ps(ai, b1, c1[i]);
         }
-        a += MR;
+        a += lda;
         b += 16;
     }
 #pragma GCC unroll 6
@@ -123,7 +153,8 @@ __attribute__((target("avx2,fma"))) void kernel_avx2(dim_t kc, const float* a, c
 #endif
 
 // Plain C++ (the compiler may vectorise the inner j loop for the build's target).
-void kernel_portable(dim_t kc, const float* a, const float* b, float* c, dim_t ldc, bool acc) {
+void kernel_portable(dim_t kc, const float* a, const float* b, float* c, dim_t ldc, bool acc,
+                     dim_t lda) {
     constexpr int MR = 4, NR = 16;
     float t[MR][NR] = {};
     for (dim_t k = 0; k < kc; ++k) {
@@ -131,7 +162,7 @@ void kernel_portable(dim_t kc, const float* a, const float* b, float* c, dim_t l
             const float ai = a[i];
             for (int j = 0; j < NR; ++j) t[i][j] += ai * b[j];
         }
-        a += MR;
+        a += lda;
         b += NR;
     }
     for (int i = 0; i < MR; ++i)
@@ -157,7 +188,7 @@ struct Registry {
         __builtin_cpu_init();
         if (__builtin_cpu_supports("avx512f")) {
             all.push_back({"avx512", 12, 32, kernel_avx512});
-            narrow_avx512 = {"avx512", 4, 64, kernel_avx512_4x64};
+            narrow_avx512 = {"avx512", 4, 64, kernel_avx512_4x64, kernel_avx512_4x64_rows};
         }
         if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
             all.push_back({"avx2", 6, 16, kernel_avx2});

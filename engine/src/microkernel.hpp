@@ -12,8 +12,10 @@
 #pragma once
 
 #include <algorithm>
+#include <concepts>
 #include <cstddef>
 #include <memory>
+#include <vector>
 
 #include "convlab/problem.hpp"
 
@@ -21,14 +23,21 @@ namespace convlab::detail {
 
 // [SECTION] microkernels
 
-// c (MR x NR, leading dim ldc) = (acc ? c : 0) + sum_k a[k*MR + i] * b[k*NR + j].
+// c (MR x NR, leading dim ldc) = (acc ? c : 0) + sum_k a[k*lda + i] * b[k*NR + j]; lda = MR
+// for a packed panel, or the column stride of an A whose rows are contiguous (read in place).
 using MicroKernelFn = void (*)(dim_t kc, const float* a, const float* b, float* c, dim_t ldc,
-                               bool acc);
+                               bool acc, dim_t lda);
+
+// The same with B's rows read in place: row k of the panel is brows[k][0 .. nv), nv <= NR
+// (columns from nv on are zero; c still receives NR columns).
+using MicroKernelRowsFn = void (*)(dim_t kc, const float* a, const float* const* brows, int nv,
+                                   float* c, dim_t ldc, bool acc, dim_t lda);
 
 struct MicroKernel {
     const char* isa = "portable";  // avx512 | avx2 | portable
     int mr = 0, nr = 0;
     MicroKernelFn fn = nullptr;
+    MicroKernelRowsFn rows_fn = nullptr;  // only where packing B cannot pay (few rows of C)
 };
 
 // The best microkernel for this CPU (CONVLAB_ISA=avx512|avx2|portable in the environment caps
@@ -81,6 +90,56 @@ int gemm_threads(dim_t m, dim_t n, dim_t k);
 // Runs fn(ctx, t) for t in [0, threads) on OpenMP's threads.
 void run_threads(int threads, void (*fn)(void*, int), void* ctx);
 
+// A B packer that can also hand out B's rows in place: run_end(j, nr) is the end of the run of
+// columns from j that may be contiguous in memory (panels are cut there); block_rows(k0, kc)
+// prepares rows [k0, k0+kc) once; rows(k0, kc, j, nv, prep, out) fills out[k] with a pointer to
+// row k's columns [j, j+nv) when they are contiguous, or returns false (the panel is packed).
+template <class PackB>
+concept RowsInPlace = requires(const PackB& b, dim_t k, int nr, const float** out) {
+    { b.run_end(k, nr) } -> std::same_as<dim_t>;
+    { b.rows(k, k, k, nr, b.block_rows(k, k), out) } -> std::same_as<bool>;
+};
+
+// One thread's share of a product with a single row panel (m <= mr) whose microkernel reads B in
+// place: nothing of B is packed where its rows are contiguous.
+template <class PackB>
+void gemm_block_rows(const MicroKernel& uk, const GemmBlocking& bl, dim_t i0, dim_t i1, dim_t j0,
+                     dim_t j1, dim_t k, const StridedA& a, const PackB& packb, float* c, dim_t ldc,
+                     bool accumulate) {
+    const int mr = uk.mr, nr = uk.nr;
+    const dim_t kcb = std::min(bl.kc, k), mv = i1 - i0;
+    float* bbuf = scratch(0, static_cast<std::size_t>(nr * kcb));
+    float* abuf = scratch(1, static_cast<std::size_t>(mr * kcb));
+    float* tile = scratch(2, static_cast<std::size_t>(mr * nr));
+    thread_local std::vector<const float*> ptrs;
+    ptrs.resize(static_cast<std::size_t>(kcb));
+    for (dim_t pc = 0; pc < k; pc += kcb) {
+        const dim_t kc = std::min(kcb, k - pc);
+        const bool acc = accumulate || pc > 0;
+        pack_a(a, i0, mv, pc, kc, mr, abuf);
+        const auto prep = packb.block_rows(pc, kc);
+        for (dim_t jr = j0; jr < j1;) {
+            const dim_t nv = std::min<dim_t>({nr, j1 - jr, packb.run_end(jr, nr) - jr});
+            float* cp = c + i0 * ldc + jr;
+            const bool full = mv == mr && nv == nr;
+            float* out = full ? cp : tile;
+            const dim_t ldo = full ? ldc : nr;
+            if (packb.rows(pc, kc, jr, static_cast<int>(nv), prep, ptrs.data())) {
+                uk.rows_fn(kc, abuf, ptrs.data(), static_cast<int>(nv), out, ldo, full && acc, mr);
+            } else {
+                packb(pc, kc, jr, nv, nr, bbuf);
+                uk.fn(kc, abuf, bbuf, out, ldo, full && acc, mr);
+            }
+            if (!full)
+                for (dim_t i = 0; i < mv; ++i)
+                    for (dim_t j = 0; j < nv; ++j)
+                        cp[i * ldc + j] =
+                            acc ? cp[i * ldc + j] + tile[i * nr + j] : tile[i * nr + j];
+            jr += nv;
+        }
+    }
+}
+
 // One thread's share: C[i0:i1, j0:j1].
 template <class PackB>
 void gemm_block(const MicroKernel& uk, const GemmBlocking& bl, dim_t i0, dim_t i1, dim_t j0,
@@ -93,6 +152,11 @@ void gemm_block(const MicroKernel& uk, const GemmBlocking& bl, dim_t i0, dim_t i
             for (dim_t i = i0; i < i1; ++i) std::fill(c + i * ldc + j0, c + i * ldc + j1, 0.0f);
         return;
     }
+    if constexpr (RowsInPlace<PackB>)
+        if (uk.rows_fn && i1 - i0 <= mr) {
+            gemm_block_rows(uk, bl, i0, i1, j0, j1, k, a, packb, c, ldc, accumulate);
+            return;
+        }
     const dim_t ncb = std::min(bl.nc, ((j1 - j0 + nr - 1) / nr) * nr);
     const dim_t kcb = std::min(bl.kc, k);
     const dim_t mcb = std::min(bl.mc, ((i1 - i0 + mr - 1) / mr) * mr);
@@ -107,19 +171,25 @@ void gemm_block(const MicroKernel& uk, const GemmBlocking& bl, dim_t i0, dim_t i
             packb(pc, kc, jc, nc, nr, bbuf);
             for (dim_t ic = i0; ic < i1; ic += mcb) {
                 const dim_t mc = std::min(mcb, i1 - ic);
-                pack_a(a, ic, mc, pc, kc, mr, abuf);
+                // A with contiguous columns (rs == 1, as W^T in backward data) is read in place
+                // by full row panels; only a last partial panel is packed (zero-padded).
+                const bool in_place = a.rs == 1;
+                const dim_t full = in_place ? (mc / mr) * mr : 0;
+                if (full < mc) pack_a(a, ic + full, mc - full, pc, kc, mr, abuf + full * kc);
                 for (dim_t ir = 0; ir < mc; ir += mr) {
                     const dim_t mv = std::min<dim_t>(mr, mc - ir);
-                    const float* ap = abuf + ir * kc;
+                    const bool direct = ir < full;
+                    const float* ap = direct ? a.p + (ic + ir) + pc * a.cs : abuf + ir * kc;
+                    const dim_t lda = direct ? a.cs : mr;
                     for (dim_t jr = 0; jr < nc; jr += nr) {
                         const dim_t nv = std::min<dim_t>(nr, nc - jr);
                         float* cp = c + (ic + ir) * ldc + jc + jr;
                         const float* bp = bbuf + jr * kc;
                         if (mv == mr && nv == nr) {
-                            uk.fn(kc, ap, bp, cp, ldc, acc);
+                            uk.fn(kc, ap, bp, cp, ldc, acc, lda);
                             continue;
                         }
-                        uk.fn(kc, ap, bp, tile, nr, false);
+                        uk.fn(kc, ap, bp, tile, nr, false, lda);
                         for (dim_t i = 0; i < mv; ++i)
                             for (dim_t j = 0; j < nv; ++j)
                                 cp[i * ldc + j] =
