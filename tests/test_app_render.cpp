@@ -38,8 +38,9 @@ struct Run {
 // Runs the convlab binary with `args` (shell-quoted by the caller), capturing both streams.
 Run run(const std::string& args, const fs::path& dir) {
     const fs::path o = dir / "stdout.txt", e = dir / "stderr.txt";
-    const std::string cmd =
-        std::string(CONVLAB_BINARY) + " " + args + " >" + o.string() + " 2>" + e.string();
+    // Run in `dir` (theme files are looked up relative to the working directory first).
+    const std::string cmd = "cd " + dir.string() + " && " + std::string(CONVLAB_BINARY) + " " +
+                            args + " >" + o.string() + " 2>" + e.string();
     Run r;
     const int s = std::system(cmd.c_str());
     r.status = WIFEXITED(s) ? WEXITSTATUS(s) : -1;
@@ -250,4 +251,19 @@ TEST_CASE("app render: SVG export and a numbered PNG sequence of a step range" *
     CHECK_FALSE(fs::exists(seq / "col2im_0004.png"));
     CHECK(pics[0] != pics[1]);
     CHECK(pics[1] != pics[2]);
+}
+
+TEST_CASE("app render: a theme file changes the palette" * doctest::skip(!can_render())) {
+    TempDir t;
+    fs::create_directories(t.path / "assets" / "themes");
+    {
+        std::ofstream f(t.path / "assets" / "themes" / "default.theme");
+        f << "# test theme\nname = test magenta\nbackground = #ff00ff\nnot a line\n";
+    }
+    const auto p = (t.path / "m.png").string();
+    const Run r = run("shot --view im2col --out " + p, t.path);
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    Image im = load(p);
+    CHECK(count_near(im, 255, 0, 255, 2) > 100000);  // the canvas background
 }

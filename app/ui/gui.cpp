@@ -60,7 +60,7 @@ struct Palette {
 
 // Okabe-Ito colours (orange E69F00, sky blue 56B4E9, bluish green 009E73, vermillion D55E00,
 // blue 0072B2) for the colour-blind-safe palette; the default uses them too on a light ground.
-const Palette kPalettes[] = {
+const Palette kBuiltinPalettes[] = {
     {"light (default)", IM_COL32(246, 246, 242, 255), IM_COL32(20, 20, 20, 255),
      IM_COL32(90, 90, 90, 255), IM_COL32(255, 255, 255, 255), IM_COL32(226, 226, 226, 255),
      IM_COL32(200, 200, 200, 255), IM_COL32(214, 96, 77, 255), IM_COL32(67, 147, 195, 255),
@@ -81,6 +81,66 @@ const Palette kPalettes[] = {
      IM_COL32(213, 94, 0, 255)},
 };
 constexpr int kNumPalettes = 3;
+const char* const kPaletteKeys[kNumPalettes] = {"default", "high-contrast", "colorblind"};
+
+// Theme files assets/themes/KEY.theme override the built-in palettes: "field = #rrggbb" lines
+// (fields as in Palette), "name = text", '#' comments. A missing file keeps the built-in one;
+// a bad line is skipped (the app never fails over a theme).
+std::vector<Palette> load_palettes() {
+    std::vector<Palette> out(std::begin(kBuiltinPalettes), std::end(kBuiltinPalettes));
+    static std::vector<std::string> names;  // keeps theme names alive for Palette::name
+    names.reserve(kNumPalettes);
+    for (int i = 0; i < kNumPalettes; ++i) {
+        for (const std::string& dir :
+             {std::string("assets/themes"), std::string(CONVLAB_SOURCE_DIR) + "/assets/themes"}) {
+            std::ifstream f(dir + "/" + kPaletteKeys[i] + ".theme");
+            if (!f) continue;
+            Palette& p = out[static_cast<std::size_t>(i)];
+            const std::pair<const char*, ImU32*> fields[] = {{"background", &p.background},
+                                                             {"panel_text", &p.panel_text},
+                                                             {"dim_text", &p.dim_text},
+                                                             {"cell", &p.cell},
+                                                             {"pending", &p.pending},
+                                                             {"padding", &p.padding},
+                                                             {"positive", &p.positive},
+                                                             {"negative", &p.negative},
+                                                             {"current", &p.current},
+                                                             {"linked", &p.linked},
+                                                             {"hovered", &p.hovered},
+                                                             {"grid", &p.grid},
+                                                             {"value_text", &p.value_text},
+                                                             {"good", &p.good},
+                                                             {"bad", &p.bad}};
+            std::string line;
+            while (std::getline(f, line)) {
+                const auto eq = line.find('=');
+                if (line.empty() || line[0] == '#' || eq == std::string::npos) continue;
+                const auto trim = [](std::string t) {
+                    const auto a = t.find_first_not_of(" \t"), b = t.find_last_not_of(" \t\r");
+                    return a == std::string::npos ? std::string() : t.substr(a, b - a + 1);
+                };
+                const std::string key = trim(line.substr(0, eq)), val = trim(line.substr(eq + 1));
+                if (key == "name") {
+                    names.push_back(val);
+                    p.name = names.back().c_str();
+                    continue;
+                }
+                unsigned r = 0, g = 0, b = 0;
+                if (val.size() != 7 || std::sscanf(val.c_str(), "#%2x%2x%2x", &r, &g, &b) != 3)
+                    continue;
+                for (const auto& [k, dst] : fields)
+                    if (key == k) *dst = IM_COL32(r, g, b, 255);
+            }
+            break;
+        }
+    }
+    return out;
+}
+
+const std::vector<Palette>& palettes() {
+    static const std::vector<Palette> p = load_palettes();
+    return p;
+}
 
 ImU32 mix(ImU32 a, ImU32 b, float t) {
     const ImVec4 x = ImGui::ColorConvertU32ToFloat4(a), y = ImGui::ColorConvertU32ToFloat4(b);
@@ -150,7 +210,9 @@ class App {
             if (t.id) glDeleteTextures(1, &t.id);
     }
 
-    const Palette& pal() const { return kPalettes[std::clamp(s.palette, 0, kNumPalettes - 1)]; }
+    const Palette& pal() const {
+        return palettes()[static_cast<std::size_t>(std::clamp(s.palette, 0, kNumPalettes - 1))];
+    }
     dim_t steps() const { return view ? app::num_steps(*view, s.playback.granularity) : 0; }
 
     // Starts building a view on the worker thread (one at a time; the latest request waits).
@@ -560,7 +622,8 @@ void App::sidebar(float width) {
     ImGui::TextUnformatted("Display");
     if (ImGui::BeginCombo("palette", pal().name)) {
         for (int i = 0; i < kNumPalettes; ++i)
-            if (ImGui::Selectable(kPalettes[i].name, i == s.palette)) s.palette = i;
+            if (ImGui::Selectable(palettes()[static_cast<std::size_t>(i)].name, i == s.palette))
+                s.palette = i;
         ImGui::EndCombo();
     }
     ImGui::SetNextItemWidth(width * 0.5f);
