@@ -36,6 +36,7 @@
 #include "stb_image_write.h"
 
 #include "convlab/problem.hpp"
+#include "ui/gui_timings.hpp"
 
 #ifndef CONVLAB_SOURCE_DIR
 #define CONVLAB_SOURCE_DIR "."
@@ -143,6 +144,7 @@ class App {
     Export ex;
     int saved_x = 100, saved_y = 100, saved_w = 1600, saved_h = 1000;
     dim_t seq_from = 0, seq_to = 1000000;  // the step range of a PNG sequence export
+    std::shared_ptr<TimingsPanel> timings = make_timings_panel();  // the timings view
 
     ~App() {
         if (job && job->thread.joinable()) job->thread.join();
@@ -417,6 +419,10 @@ void App::sidebar(float width) {
         }
         ImGui::EndCombo();
     }
+    if (s.request.view == "timings")
+        ImGui::TextWrapped(
+            "(timings: its controls are on the right; the settings below are the "
+            "other views')");
     // Problem
     ImGui::Separator();
     ImGui::TextUnformatted("Problem (benchdnn descriptor)");
@@ -1018,12 +1024,16 @@ void App::frame(double dt) {
     ImGui::Begin("view", nullptr,
                  ImGuiWindowFlags_NoTitleBar | ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoResize |
                      ImGuiWindowFlags_NoScrollbar | ImGuiWindowFlags_NoBringToFrontOnFocus);
-    header();
-    if (s.presenter)
-        ImGui::TextDisabled(
-            "presenter: space play  ←/→ step  G granularity  1-9 view  C palette  +/- font  "
-            "F fit  F11 full screen  Esc leave");
-    canvas();
+    if (s.request.view == "timings") {
+        draw_timings(*timings, {font, P.panel_text, P.dim_text, P.good, P.bad});
+    } else {
+        header();
+        if (s.presenter)
+            ImGui::TextDisabled(
+                "presenter: space play  ←/→ step  G granularity  1-9 view  C palette  +/- font  "
+                "F fit  F11 full screen  Esc leave");
+        canvas();
+    }
     ImGui::End();
     if (show_help) {
         ImGui::Begin("keys", &show_help, ImGuiWindowFlags_AlwaysAutoResize);
@@ -1340,7 +1350,10 @@ FrameReport shot_in(Window& w, const ShotOptions& o) {
                     " (0 to " + std::to_string(n - 1) + ")");
     a.s.playback.step = o.step;
     a.step_dirty = true;
-    if (o.hover_panel >= 0) {
+    if (o.view == "timings")
+        prepare_timings_shot(*a.timings,
+                             {o.results, o.bench_quick, o.chart, o.hover_panel, o.hover_cell});
+    if (o.hover_panel >= 0 && o.view != "timings") {
         if (o.hover_panel >= static_cast<int>(a.view->panels.size()) || o.hover_cell < 0 ||
             o.hover_cell >= a.view->panels[static_cast<std::size_t>(o.hover_panel)].numel())
             throw Error("--hover: no such cell in the " + o.view + " view");
