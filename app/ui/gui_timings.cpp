@@ -38,6 +38,7 @@ struct TimingsPanel {
     std::vector<charts::Chart> charts;
     std::string chart_id;     // the chart shown
     bool select_tab = false;  // make chart_id the selected tab on the next frame
+    bool picked = false;      // a tab was chosen (by a click or a shot's --chart)
     std::string shapes_dir = std::string(CONVLAB_SOURCE_DIR) + "/assets/shapes";
     std::vector<std::string> sets;  // shape set stems
     std::string set_name = "classroom";
@@ -90,8 +91,14 @@ struct TimingsPanel {
                     say(std::string("charts: ") + e.what(), true);
                 }
             }
-            if (!charts.empty() && !current()) chart_id = charts.front().id;
-            if (chart_id.empty() && !charts.empty()) chart_id = charts.front().id;
+            // Until a tab is picked, the first chart (the paper's, once measured) is shown.
+            const bool known =
+                std::any_of(charts.begin(), charts.end(),
+                            [&](const charts::Chart& c) { return c.id == chart_id; });
+            if (!charts.empty() && (!picked || !known)) {
+                chart_id = picked && known ? chart_id : charts.front().id;
+                select_tab = true;
+            }
         }
         if (was_running && !snap.running) {
             if (!snap.error.empty())
@@ -288,9 +295,8 @@ void controls(TimingsPanel& P, const TimingsStyle& st) {
     ImGui::ProgressBar(frac, ImVec2(fs * 16, 0), sn.total > 0 ? overlay : "");
     ImGui::SameLine();
     if (busy)
-        ImGui::Text("%s  (%.0f s) -- measuring on a worker thread%s",
-                    sn.total == 0 ? "measuring the fp32 peak ..." : sn.what.c_str(), sn.seconds,
-                    P.run.running() && sn.done == 0 ? "" : "; charts fill in as results arrive");
+        ImGui::Text("%s  (%.0f s, on a worker thread)",
+                    sn.total == 0 ? "measuring the fp32 peak ..." : sn.what.c_str(), sn.seconds);
     else if (!P.message.empty())
         ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(P.message_error ? st.bad : st.good), "%s",
                            P.message.c_str());
@@ -522,6 +528,11 @@ ImVec2 mark_centre(const charts::Chart& c, const app::PlotRect& P, std::size_t s
 
 void footer(TimingsPanel& P, const charts::Chart* c, const TimingsStyle& st) {
     ImGui::PushTextWrapPos(0);
+    if (c && P.snap.running)
+        ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(st.dim_text),
+                           "Run in progress: %zu of %zu measurements so far; the chart shows the "
+                           "layers measured up to now.",
+                           P.snap.done, P.snap.total);
     if (c) {
         for (std::size_t i = 0; i < c->footer.size(); ++i) {
             const std::string& line = c->footer[i];
@@ -626,7 +637,10 @@ void draw_timings(TimingsPanel& P, const TimingsStyle& st) {
             ImGuiTabItemFlags fl = 0;
             if (P.select_tab && ch.id == P.chart_id) fl |= ImGuiTabItemFlags_SetSelected;
             if (ImGui::BeginTabItem(tab_label(ch.id).c_str(), nullptr, fl)) {
-                if (!P.select_tab) P.chart_id = ch.id;
+                if (!P.select_tab && P.chart_id != ch.id) {  // a click on another tab
+                    P.chart_id = ch.id;
+                    P.picked = true;
+                }
                 ImGui::EndTabItem();
             }
         }
@@ -644,6 +658,7 @@ void draw_timings(TimingsPanel& P, const TimingsStyle& st) {
             footer_h += ImGui::CalcTextSize(l.c_str(), nullptr, false, avail.x).y +
                         ImGui::GetStyle().ItemSpacing.y;
         footer_h += ImGui::GetFrameHeight();
+        if (P.snap.running) footer_h += ImGui::GetTextLineHeightWithSpacing() * 2;
     }
     const float h = std::max(fs * 8, avail.y - footer_h - 2 * line - fs * 0.5f);
     const ImVec2 b(a.x + avail.x, a.y + h);
@@ -697,10 +712,11 @@ void prepare_timings_shot(TimingsPanel& P, const TimingsShot& o) {
         if (P.settings.peer && P.peer_available) peer = ::bench::PeerConv::spec();
         P.run.start(app::make_config(P.settings, peer));
         P.was_running = true;
-        P.run.wait();
+        if (o.wait) P.run.wait();
     }
     P.update();
     if (!P.snap.error.empty()) throw Error("--bench-quick: " + P.snap.error);
+    if (!o.wait) return;
     if (!o.chart.empty()) {
         bool found = false;
         std::string ids;
@@ -716,6 +732,7 @@ void prepare_timings_shot(TimingsPanel& P, const TimingsShot& o) {
                         ")");
         P.chart_id = o.chart;
         P.select_tab = true;
+        P.picked = true;
     }
     if (o.hover_series >= 0) {
         const charts::Chart* c = P.current();

@@ -31,7 +31,8 @@ bool timings_busy(const TimingsPanel& p);
 // Headless shots of the view (convlab shot --view timings, the demo).
 struct TimingsShot {
     std::string results;       // a results.json to show ("" none)
-    bool bench_quick = false;  // else: run the quick benchmark (classroom set) first, synchronously
+    bool bench_quick = false;  // else: run the quick benchmark (classroom set) first
+    bool wait = true;          // for it to end (false: frames are drawn while it runs)
     std::string chart;         // chart id to show ("" the first: relative_bwd_data when measured)
     int hover_series = -1;     // show the tooltip of this mark of the chart (-1 none)
     long long hover_mark = -1;
