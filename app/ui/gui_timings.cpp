@@ -185,6 +185,30 @@ float text_h(ImFont* f, float size, const std::string& t, float wrap) {
     return f->CalcTextSizeA(size, FLT_MAX, wrap, t.c_str()).y;
 }
 
+// `t`, cut to at most `w` pixels with ".." at the end.
+std::string fit_text(ImFont* f, float size, const std::string& t, float w) {
+    if (text_w(f, size, t) <= w) return t;
+    std::string cut = t;
+    while (!cut.empty() && text_w(f, size, cut + "..") > w) cut.pop_back();
+    return cut + "..";
+}
+
+// Widths of a checkbox and a button with these labels (pixels).
+float checkbox_w(const char* label) {
+    return ImGui::GetFrameHeight() + ImGui::GetStyle().ItemInnerSpacing.x +
+           ImGui::CalcTextSize(label, nullptr, true).x;
+}
+float button_w(const char* label) {
+    return ImGui::CalcTextSize(label, nullptr, true).x + 2 * ImGui::GetStyle().FramePadding.x;
+}
+
+// SameLine when the next `w` pixels still fit in the window, else the next item starts a line.
+void same_line_or_wrap(float w, float spacing = -1) {
+    const float sp = spacing < 0 ? ImGui::GetStyle().ItemSpacing.x : spacing;
+    const float right = ImGui::GetWindowPos().x + ImGui::GetWindowContentRegionMax().x;
+    if (ImGui::GetItemRectMax().x + sp + w <= right) ImGui::SameLine(0, sp);
+}
+
 void swatch(ImDrawList* dl, ImVec2 p, float s, const charts::LegendEntry& e) {
     if (e.failed) {
         dl->AddLine(p, ImVec2(p.x + s, p.y + s * 0.7f), kFail, 2);
@@ -228,25 +252,25 @@ void controls(TimingsPanel& P, const TimingsStyle& st) {
     ImGui::TextDisabled("%s", P.set_layers >= 0
                                   ? ("(" + std::to_string(P.set_layers) + " layers)").c_str()
                                   : "(unreadable)");
-    ImGui::SameLine(0, fs * 1.2f);
+    same_line_or_wrap(ImGui::CalcTextSize("batch").x + fs * 5.5f, fs * 1.2f);
     ImGui::TextUnformatted("batch");
     ImGui::SameLine();
     ImGui::SetNextItemWidth(fs * 5);
     int batch = static_cast<int>(s.batch);
     if (ImGui::InputInt("##batch", &batch)) s.batch = std::clamp(batch, 1, 1 << 16);
-    ImGui::SameLine(0, fs * 1.2f);
+    same_line_or_wrap(ImGui::CalcTextSize("threads").x + fs * 5.5f, fs * 1.2f);
     ImGui::TextUnformatted("threads");
     ImGui::SameLine();
     ImGui::SetNextItemWidth(fs * 5);
     if (ImGui::InputInt("##threads", &s.threads)) s.threads = std::clamp(s.threads, 0, 1024);
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("0 = all cores");
-    ImGui::SameLine(0, fs * 1.2f);
+    const char* peer_label = P.peer_available ? "oneDNN peer" : "oneDNN peer (not built in)";
+    same_line_or_wrap(checkbox_w(peer_label), fs * 1.2f);
     ImGui::BeginDisabled(!P.peer_available);
     bool peer = s.peer && P.peer_available;
-    if (ImGui::Checkbox(P.peer_available ? "oneDNN peer" : "oneDNN peer (not built in)", &peer))
-        s.peer = peer;
+    if (ImGui::Checkbox(peer_label, &peer)) s.peer = peer;
     ImGui::EndDisabled();
-    ImGui::SameLine(0, fs * 1.2f);
+    same_line_or_wrap(checkbox_w("quick timing"), fs * 1.2f);
     ImGui::Checkbox("quick timing", &s.quick);
     if (ImGui::IsItemHovered())
         ImGui::SetTooltip(
@@ -258,19 +282,19 @@ void controls(TimingsPanel& P, const TimingsStyle& st) {
         ImGui::Checkbox(pass_name(pass), &on);
         ImGui::SameLine(fs * 7.5f);
         ImGui::BeginDisabled(!on);
-        for (const std::string& a : app::panel_algorithms(pass)) {
+        const std::vector<std::string> algos = app::panel_algorithms(pass);
+        for (const std::string& a : algos) {
             const std::string key = std::string(pass_name(pass)) + ":" + a;
             auto it = std::find(s.excluded.begin(), s.excluded.end(), key);
             bool sel = it == s.excluded.end();
+            if (&a != &algos.front()) same_line_or_wrap(checkbox_w(a.c_str()), fs * 0.9f);
             if (ImGui::Checkbox(a.c_str(), &sel)) {
                 if (sel)
                     s.excluded.erase(it);
                 else
                     s.excluded.push_back(key);
             }
-            ImGui::SameLine(0, fs * 0.9f);
         }
-        ImGui::NewLine();
         ImGui::EndDisabled();
         ImGui::PopID();
     };
@@ -309,7 +333,7 @@ void controls(TimingsPanel& P, const TimingsStyle& st) {
 // Sizes of a chart's parts in the card [a, b] (pixels), as the export lays them out.
 struct ChartLayout {
     float pad = 0, title_fs = 0, sub_fs = 0, tick_fs = 0;
-    float subtitle_y = 0, legend_w = 0, label_h = 0;
+    float subtitle_y = 0, legend_w = 0, label_h = 0, label_w = 0;
     bool slot_labels = false;
     app::PlotRect plot;
 };
@@ -332,7 +356,10 @@ ChartLayout layout_chart(const charts::Chart& c, ImFont* f, ImVec2 a, ImVec2 b, 
     float longest = 0;
     for (const std::string& s : c.x.categories)
         longest = std::max(longest, text_w(f, L.tick_fs, s));
-    L.label_h = longest * std::sin(-kLabelAngle) + L.tick_fs;
+    // Turned category labels take at most a quarter of the card's height (longer ones are cut;
+    // the hover names the layer in full).
+    L.label_w = std::min(longest, std::max(fs * 3, 0.25f * (b.y - a.y) / std::sin(-kLabelAngle)));
+    L.label_h = L.label_w * std::sin(-kLabelAngle) + L.tick_fs;
     for (const auto& s : c.series)
         for (const auto& m : s.marks) L.slot_labels |= !m.label.empty();
     L.plot.left = a.x + L.pad + fs * 1.3f + tick_w + 6;
@@ -380,9 +407,10 @@ void draw_chart(const charts::Chart& c, const ChartLayout& L, ImDrawList* dl, Im
         dl->AddRectFilled(ImVec2(x, P.top), ImVec2(x + S.slot, P.bottom), IM_COL32(0, 0, 0, 7));
     // Y axis title, turned a quarter left, centred on the plot.
     {
-        const float tw = text_w(f, sub_fs, c.y.title);
+        const std::string title = fit_text(f, sub_fs, c.y.title, P.height());
+        const float tw = text_w(f, sub_fs, title);
         const ImVec2 pivot(a.x + pad, 0.5f * (P.top + P.bottom) + 0.5f * tw);
-        rotated_text(dl, f, sub_fs, pivot, kInk, c.y.title, -3.14159265f / 2, pivot);
+        rotated_text(dl, f, sub_fs, pivot, kInk, title, -3.14159265f / 2, pivot);
     }
     // Marks (clipped to the plot): bars and FAIL crosses, reference lines, then points.
     dl->PushClipRect(ImVec2(P.left, P.top - 1), ImVec2(P.right + 1, P.bottom + 1), true);
@@ -451,16 +479,18 @@ void draw_chart(const charts::Chart& c, const ChartLayout& L, ImDrawList* dl, Im
         label_top += tick_fs * 1.1f;
     }
     for (const app::ScreenTick& t : S.categories) {
-        const float tw = text_w(f, tick_fs, t.label);
+        const std::string label = fit_text(f, tick_fs, t.label, L.label_w);
+        const float tw = text_w(f, tick_fs, label);
         const ImVec2 pivot(t.pos + 3, label_top + 2);
         // End of the text at the pivot (right-aligned), turned up to the left.
-        rotated_text(dl, f, tick_fs, ImVec2(pivot.x - tw, pivot.y), kInk, t.label, kLabelAngle,
+        rotated_text(dl, f, tick_fs, ImVec2(pivot.x - tw, pivot.y), kInk, label, kLabelAngle,
                      pivot);
     }
     const float xt = text_w(f, sub_fs, c.x.title);
     dl->AddText(f, sub_fs, ImVec2(0.5f * (P.left + P.right) - 0.5f * xt, b.y - pad - sub_fs), kInk,
                 c.x.title.c_str());
-    // Legend: series, reference lines, then the headline figures in a box.
+    // Legend: series, reference lines, then the headline figures in a box (inside the card).
+    dl->PushClipRect(a, b, true);
     const float lx = b.x - pad - legend_w, lfs = fs * 0.75f, sw = lfs;
     float ly = P.top;
     const auto legend_text = [&](const std::string& t) {
@@ -490,6 +520,7 @@ void draw_chart(const charts::Chart& c, const ChartLayout& L, ImDrawList* dl, Im
         dl->AddRect(ImVec2(lx - 4, ly), ImVec2(lx + legend_w, ly + h), IM_COL32(153, 140, 77, 255));
         dl->AddText(f, afs, ImVec2(lx + 3, ly + 5), kInk, text.c_str(), nullptr, legend_w - 12);
     }
+    dl->PopClipRect();
 }
 
 // The tooltip of a mark: its exact figures, in a box beside (x, y), kept inside the window.
@@ -558,20 +589,20 @@ void footer(TimingsPanel& P, const charts::Chart* c, const TimingsStyle& st) {
     ImGui::SameLine();
     ImGui::SetNextItemWidth(fs * 13);
     ImGui::InputText("##outdir", &P.settings.out_dir);
-    ImGui::SameLine();
+    same_line_or_wrap(checkbox_w("SVG"));
     ImGui::Checkbox("SVG", &P.exp.svg);
-    ImGui::SameLine();
+    same_line_or_wrap(checkbox_w("PNG"));
     ImGui::Checkbox("PNG", &P.exp.png);
-    ImGui::SameLine();
+    same_line_or_wrap(checkbox_w("PDF"));
     ImGui::Checkbox("PDF", &P.exp.pdf);
-    ImGui::SameLine();
+    same_line_or_wrap(checkbox_w("results.csv/json"));
     ImGui::Checkbox("results.csv/json", &P.exp.results_files);
-    ImGui::SameLine();
     const bool have = P.snap.results && !P.charts.empty();
     ImGui::BeginDisabled(!have);
     int which = 0;
+    same_line_or_wrap(button_w("Export this chart"));
     if (ImGui::Button("Export this chart")) which = 1;
-    ImGui::SameLine();
+    same_line_or_wrap(button_w("Export all charts"));
     if (ImGui::Button("Export all charts")) which = 2;
     ImGui::EndDisabled();
     if (which && have) {
@@ -675,7 +706,8 @@ void draw_timings(TimingsPanel& P, const TimingsStyle& st) {
                 " shape set is timed per layer, pass, algorithm and operation" +
                 (P.peer_available && P.settings.peer ? ", beside oneDNN" : "") +
                 ", every measurement verified against a reference before it is plotted (the "
-                "quick classroom set takes about a minute). Or show a results.json written by "
+                "classroom set is quick, ResNet-50 takes much longer). Or show a results.json "
+                "written by "
                 "`convlab bench` or an earlier export (below).";
         dl->AddText(f, fs, ImVec2(a.x + fs, a.y + fs), kInk, t.c_str(), nullptr, avail.x - 2 * fs);
     } else {
