@@ -85,7 +85,7 @@ bench::Results results_with_a_fail() {
 
 }  // namespace
 
-TEST_CASE("timings panel: the controls become a runner configuration; bad choices are named") {
+TEST_CASE("timings panel: the controls become a runner configuration, bad choices are named") {
     TempDir t;
     const fs::path shapes = t.path / "two.txt";
     std::ofstream(shapes) << "# two layers\nmb1ic2ih5oc2kh3n\"t:a\"\nmb1ic2iw9oc2kw3n\"t:b\"\n";
@@ -225,7 +225,7 @@ TEST_CASE("timings panel: cancel stops early and leaves a consistent snapshot") 
     for (const charts::Chart& c : list) CHECK_FALSE(c.verified);
 }
 
-TEST_CASE("timings panel: a FAIL is never a drawn value in the screen mapping; hover finds it") {
+TEST_CASE("timings panel: a FAIL is never a drawn value in the screen mapping, hover finds it") {
     const bench::Results r = results_with_a_fail();
     REQUIRE(r.failed() == 2);  // off_by_one on both layers
     const app::PlotRect plot{100, 50, 900, 550};
@@ -275,7 +275,7 @@ TEST_CASE("timings panel: a FAIL is never a drawn value in the screen mapping; h
     CHECK(fail_marks >= 2);  // at least ops_fwd and gflops_fwd show both FAILs
 }
 
-TEST_CASE("timings panel: exports to a folder; an unwritable folder is an error, no files") {
+TEST_CASE("timings panel: exports to a folder, an unwritable folder is an error, no files") {
     const bench::Results r = results_with_a_fail();
     const std::vector<charts::Chart> list = charts::standard_charts(r);
     TempDir t;
