@@ -608,6 +608,7 @@ void App::sidebar(float width) {
 
 void App::header() {
     const Palette& P = pal();
+    if (s.request.view == "timings") return;  // the Timings view draws its own (canvas)
     ImDrawList* dl = ImGui::GetWindowDrawList();
     (void)dl;
     ImGui::PushStyleColor(ImGuiCol_Text, P.panel_text);
@@ -872,6 +873,10 @@ void App::draw_panel(ImDrawList* dl, std::size_t i, ImVec2 origin, float z, cons
 
 void App::canvas() {
     const Palette& P = pal();
+    if (s.request.view == "timings") {  // gui_timings.cpp
+        draw_timings(*timings, {font, P.panel_text, P.dim_text, P.good, P.bad});
+        return;
+    }
     ImGui::BeginChild("canvas", ImVec2(0, 0), false,
                       ImGuiWindowFlags_NoScrollbar | ImGuiWindowFlags_NoScrollWithMouse |
                           ImGuiWindowFlags_NoMove);
@@ -1024,16 +1029,12 @@ void App::frame(double dt) {
     ImGui::Begin("view", nullptr,
                  ImGuiWindowFlags_NoTitleBar | ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoResize |
                      ImGuiWindowFlags_NoScrollbar | ImGuiWindowFlags_NoBringToFrontOnFocus);
-    if (s.request.view == "timings") {
-        draw_timings(*timings, {font, P.panel_text, P.dim_text, P.good, P.bad});
-    } else {
-        header();
-        if (s.presenter)
-            ImGui::TextDisabled(
-                "presenter: space play  ←/→ step  G granularity  1-9 view  C palette  +/- font  "
-                "F fit  F11 full screen  Esc leave");
-        canvas();
-    }
+    header();
+    if (s.presenter)
+        ImGui::TextDisabled(
+            "presenter: space play  ←/→ step  G granularity  1-9 view  C palette  +/- font  "
+            "F fit  F11 full screen  Esc leave");
+    canvas();
     ImGui::End();
     if (show_help) {
         ImGui::Begin("keys", &show_help, ImGuiWindowFlags_AlwaysAutoResize);

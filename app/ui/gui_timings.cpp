@@ -36,9 +36,11 @@ struct TimingsPanel {
     app::TimingsSnapshot snap;
     std::uint64_t built = ~std::uint64_t{0};  // snapshot version the charts were built from
     std::vector<charts::Chart> charts;
-    std::string chart_id;     // the chart shown
-    bool select_tab = false;  // make chart_id the selected tab on the next frame
-    bool picked = false;      // a tab was chosen (by a click or a shot's --chart)
+    std::string chart_id;       // the chart shown
+    bool select_tab = false;    // make chart_id the selected tab on the next frame
+    float footer_measured = 0;  // height of the footer and export rows, last frame
+    std::string footer_for;     // the chart it was measured with
+    bool picked = false;        // a tab was chosen (by a click or a shot's --chart)
     std::string shapes_dir = std::string(CONVLAB_SOURCE_DIR) + "/assets/shapes";
     std::vector<std::string> sets;  // shape set stems
     std::string set_name = "classroom";
@@ -691,7 +693,11 @@ void draw_timings(TimingsPanel& P, const TimingsStyle& st) {
         footer_h += ImGui::GetFrameHeight();
         if (P.snap.running) footer_h += ImGui::GetTextLineHeightWithSpacing() * 2;
     }
-    const float h = std::max(fs * 8, avail.y - footer_h - 2 * line - fs * 0.5f);
+    footer_h += 2 * line + fs * 0.5f;  // the export rows
+    // Once drawn, the footer's measured height (of the last frame) replaces the estimate.
+    if (P.footer_measured > 0 && P.footer_for == (c ? c->id : "") && !P.snap.running)
+        footer_h = P.footer_measured + ImGui::GetStyle().ItemSpacing.y;
+    const float h = std::max(fs * 8, avail.y - footer_h);
     const ImVec2 b(a.x + avail.x, a.y + h);
     ImDrawList* dl = ImGui::GetWindowDrawList();
     ImGui::InvisibleButton("chart_area", ImVec2(avail.x, h));
@@ -732,7 +738,10 @@ void draw_timings(TimingsPanel& P, const TimingsStyle& st) {
                          b);
         }
     }
+    const float y0 = ImGui::GetCursorPosY();
     footer(P, c, st);
+    P.footer_measured = ImGui::GetCursorPosY() - y0;
+    P.footer_for = c ? c->id : "";
 }
 
 void prepare_timings_shot(TimingsPanel& P, const TimingsShot& o) {
