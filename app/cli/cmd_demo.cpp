@@ -81,6 +81,13 @@ void run_demo(const Options& opts, std::ostream& out) {
     }
     ui::shots(list);
     demo_timing_plot(dir, files, out);
+    // The Timings view of the app showing those verified results.
+    ui::ShotOptions t;
+    t.view = "timings";
+    t.results = dir + "/timings/results.json";
+    t.out = dir + "/" + std::to_string(k) + "_timings_view.png";
+    ui::shots({t});
+    files.push_back(t.out);
     for (const auto& f : files) out << f << "\n";
 }
 

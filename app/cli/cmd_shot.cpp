@@ -3,6 +3,7 @@
 // xvfb-run.
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 
 #include "cli/cli_common.hpp"
@@ -61,6 +62,16 @@ ui::ShotOptions shot_options(const Options& opts) {
         o.hover_panel = static_cast<int>(parse_integer("--hover panel", s->substr(0, c), 0, 63));
         o.hover_cell = parse_integer("--hover cell", s->substr(c + 1), 0, std::int64_t{1} << 40);
     }
+    // The timings view's content: a results.json, or the quick benchmark run before the shot.
+    if (const auto* s = opts.get("--results")) o.results = *s;
+    o.bench_quick = opts.has("--bench-quick");
+    if (const auto* s = opts.get("--chart")) o.chart = *s;
+    if ((!o.results.empty() || o.bench_quick || !o.chart.empty()) && o.view != "timings")
+        throw Error("--results, --bench-quick and --chart go with --view timings");
+    if (!o.results.empty() && o.bench_quick)
+        throw Error("--results and --bench-quick: give one (show a file, or measure)");
+    if (!o.results.empty() && !std::ifstream(o.results))
+        throw Error("--results '" + o.results + "': cannot open");
     bool known = false;
     for (const auto& v : app::view_names()) known |= v == o.view;
     if (!known) {
@@ -137,7 +148,8 @@ const Command& shot_command() {
         "into a PNG, written atomically. Without a display it re-runs itself under\n"
         "xvfb-run -a -s \"-screen 0 1920x1200x24\". --frames N --report plays N steps (one a\n"
         "frame, the worst case) and prints the median and max frame time.\n"
-        "Views: im2col col2im stride fliprot fractal tnc weight_grad timings tensors.\n",
+        "Views: im2col col2im stride fliprot fractal tnc weight_grad timings tensors.\n"
+        "The timings view shows --results FILE or measures first with --bench-quick.\n",
         {{"--view", "NAME",
           "im2col (default) | col2im | stride | fliprot | fractal | tnc | "
           "weight_grad | timings | tensors"},
@@ -149,7 +161,11 @@ const Command& shot_command() {
          {"--c0", "C0", "C0 of the DaVinci views (default 16)"},
          {"--palette", "NAME", "default | high-contrast | colorblind"},
          {"--presenter", nullptr, "presenter mode (bigger fonts, no sidebar)"},
-         {"--hover", "PANEL:CELL", "show the linking of cell CELL of panel PANEL (from 0)"},
+         {"--hover", "PANEL:CELL",
+          "show the linking of cell CELL of panel PANEL (from 0); timings: SERIES:MARK tooltip"},
+         {"--results", "FILE", "timings: show this results.json (convlab bench, an export)"},
+         {"--bench-quick", nullptr, "timings: run the quick benchmark first (classroom set)"},
+         {"--chart", "ID", "timings: the chart shown (relative_bwd_data, ops_fwd, gflops_fwd ...)"},
          {"--out", "FILE", "the PNG"},
          {"--svg", "FILE", "also the view as SVG (cells, values, titles)"},
          {"--sequence", "DIR", "also steps as numbered PNGs DIR/VIEW_NNNN.png"},

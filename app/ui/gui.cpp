@@ -36,6 +36,7 @@
 #include "stb_image_write.h"
 
 #include "convlab/problem.hpp"
+#include "ui/gui_timings.hpp"
 
 #ifndef CONVLAB_SOURCE_DIR
 #define CONVLAB_SOURCE_DIR "."
@@ -203,6 +204,7 @@ class App {
     Export ex;
     int saved_x = 100, saved_y = 100, saved_w = 1600, saved_h = 1000;
     dim_t seq_from = 0, seq_to = 1000000;  // the step range of a PNG sequence export
+    std::shared_ptr<TimingsPanel> timings = make_timings_panel();  // the timings view
 
     ~App() {
         if (job && job->thread.joinable()) job->thread.join();
@@ -479,6 +481,10 @@ void App::sidebar(float width) {
         }
         ImGui::EndCombo();
     }
+    if (s.request.view == "timings")
+        ImGui::TextWrapped(
+            "(timings: its controls are on the right; the settings below are the "
+            "other views')");
     // Problem
     ImGui::Separator();
     ImGui::TextUnformatted("Problem (benchdnn descriptor)");
@@ -665,6 +671,7 @@ void App::sidebar(float width) {
 
 void App::header() {
     const Palette& P = pal();
+    if (s.request.view == "timings") return;  // the Timings view draws its own (canvas)
     ImDrawList* dl = ImGui::GetWindowDrawList();
     (void)dl;
     ImGui::PushStyleColor(ImGuiCol_Text, P.panel_text);
@@ -929,6 +936,10 @@ void App::draw_panel(ImDrawList* dl, std::size_t i, ImVec2 origin, float z, cons
 
 void App::canvas() {
     const Palette& P = pal();
+    if (s.request.view == "timings") {  // gui_timings.cpp
+        draw_timings(*timings, {font, P.panel_text, P.dim_text, P.good, P.bad});
+        return;
+    }
     ImGui::BeginChild("canvas", ImVec2(0, 0), false,
                       ImGuiWindowFlags_NoScrollbar | ImGuiWindowFlags_NoScrollWithMouse |
                           ImGuiWindowFlags_NoMove);
@@ -1403,7 +1414,10 @@ FrameReport shot_in(Window& w, const ShotOptions& o) {
                     " (0 to " + std::to_string(n - 1) + ")");
     a.s.playback.step = o.step;
     a.step_dirty = true;
-    if (o.hover_panel >= 0) {
+    if (o.view == "timings")
+        prepare_timings_shot(*a.timings, {o.results, o.bench_quick, o.frames == 0, o.chart,
+                                          o.hover_panel, o.hover_cell});
+    if (o.hover_panel >= 0 && o.view != "timings") {
         if (o.hover_panel >= static_cast<int>(a.view->panels.size()) || o.hover_cell < 0 ||
             o.hover_cell >= a.view->panels[static_cast<std::size_t>(o.hover_panel)].numel())
             throw Error("--hover: no such cell in the " + o.view + " view");

@@ -43,6 +43,11 @@ struct ShotOptions {
     // Hover (panel, cell) to show the linking in the picture; -1: none.
     int hover_panel = -1;
     dim_t hover_cell = -1;
+    // The timings view: a results.json to show, or run the quick benchmark first (synchronously);
+    // the chart id shown. There --hover is SERIES:MARK of that chart (its tooltip).
+    std::string results;
+    bool bench_quick = false;
+    std::string chart;
 };
 
 struct FrameReport {

@@ -1,0 +1,43 @@
+// The Timings view of the desktop app: controls of a benchmark run (shape set, passes,
+// algorithms, batch, threads, peer), Run / Cancel with a progress bar (the runner on a worker
+// thread, timings_state.hpp), the standard charts drawn with ImGui draw lists from the chart
+// model as results arrive, hover tooltips with exact figures, the footer (verification, machine,
+// reproduce command) and exports. gui.cpp owns one panel and calls draw_timings for the view.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "imgui.h"
+
+namespace convlab::ui {
+
+struct TimingsPanel;  // opaque: gui_timings.cpp
+std::shared_ptr<TimingsPanel> make_timings_panel();
+
+struct TimingsStyle {
+    ImFont* font = nullptr;
+    ImU32 text = IM_COL32(20, 20, 20, 255);
+    ImU32 dim_text = IM_COL32(90, 90, 90, 255);
+    ImU32 good = IM_COL32(0, 130, 60, 255);
+    ImU32 bad = IM_COL32(200, 0, 0, 255);
+};
+
+// Draws the view into the current ImGui window's remaining region.
+void draw_timings(TimingsPanel& p, const TimingsStyle& st);
+// A run is under way (the window loop keeps drawing frames to show its progress).
+bool timings_busy(const TimingsPanel& p);
+
+// Headless shots of the view (convlab shot --view timings, the demo).
+struct TimingsShot {
+    std::string results;       // a results.json to show ("" none)
+    bool bench_quick = false;  // else: run the quick benchmark (classroom set) first
+    bool wait = true;          // for it to end (false: frames are drawn while it runs)
+    std::string chart;         // chart id to show ("" the first: relative_bwd_data when measured)
+    int hover_series = -1;     // show the tooltip of this mark of the chart (-1 none)
+    long long hover_mark = -1;
+};
+// Loads / measures, selects the chart and the hover. Throws Error naming the option at fault.
+void prepare_timings_shot(TimingsPanel& p, const TimingsShot& o);
+
+}  // namespace convlab::ui

@@ -1,0 +1,413 @@
+// The Timings panel's window-free state (timings_state.hpp). Index:
+//   [SECTION] settings
+//   [SECTION] the run
+//   [SECTION] exports
+//   [SECTION] screen mapping
+#include "ui/timings_state.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+
+#include "convlab/conv.hpp"
+
+namespace convlab::app {
+
+namespace fs = std::filesystem;
+
+// [SECTION] settings
+
+std::vector<std::string> panel_algorithms(Pass pass) {
+    std::vector<std::string> out;
+    for (const Algorithm* a : algorithms(pass))
+        if (std::string_view(a->name) != "direct") out.emplace_back(a->name);
+    return out;
+}
+
+std::vector<std::string> shape_sets(const std::string& dir) {
+    std::vector<std::string> out;
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(dir, ec))
+        if (e.path().extension() == ".txt") out.push_back(e.path().stem().string());
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
+namespace {
+
+std::vector<Pass> selected_passes(const TimingsSettings& s) {
+    std::vector<Pass> p;
+    if (s.fwd) p.push_back(Pass::Forward);
+    if (s.bwd_data) p.push_back(Pass::BackwardData);
+    if (s.bwd_weight) p.push_back(Pass::BackwardWeight);
+    return p;
+}
+
+bool excluded(const TimingsSettings& s, Pass pass, const std::string& algo) {
+    const std::string key = std::string(pass_name(pass)) + ":" + algo;
+    return std::find(s.excluded.begin(), s.excluded.end(), key) != s.excluded.end();
+}
+
+// "PASS:NAME" of every selected algorithm, or empty when nothing is excluded (= all).
+std::vector<std::string> algo_tokens(const TimingsSettings& s) {
+    std::vector<std::string> tokens;
+    bool any_excluded = false;
+    for (Pass p : selected_passes(s))
+        for (const std::string& a : panel_algorithms(p)) {
+            if (excluded(s, p, a))
+                any_excluded = true;
+            else
+                tokens.push_back(std::string(pass_name(p)) + ":" + a);
+        }
+    if (!any_excluded) tokens.clear();
+    return tokens;
+}
+
+std::string shell_quote(const std::string& s) {
+    if (!s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                          "0123456789-_./,:=+") == std::string::npos)
+        return s;
+    std::string out = "'";
+    for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return out + "'";
+}
+
+}  // namespace
+
+std::string reproduce_command(const TimingsSettings& s, bool peer_used) {
+    std::string cmd = "convlab bench";
+    if (s.quick) cmd += " --quick";
+    cmd += " --shapes " + shell_quote(s.shapes_file);
+    cmd += " --batch " + std::to_string(s.batch);
+    std::string passes;
+    for (Pass p : selected_passes(s))
+        passes += (passes.empty() ? "" : ",") + std::string(pass_name(p));
+    cmd += " --passes " + passes;
+    const std::vector<std::string> tokens = algo_tokens(s);
+    if (!tokens.empty()) {
+        std::string list;
+        for (const std::string& t : tokens) list += (list.empty() ? "" : ",") + t;
+        cmd += " --algos " + list;
+    }
+    cmd += std::string(" --peer ") + (peer_used ? "onednn" : "none");
+    cmd += " --threads " + std::to_string(s.threads);
+    cmd += " --out " + shell_quote(s.out_dir);
+    return cmd;
+}
+
+bench::Config make_config(const TimingsSettings& s, const std::optional<bench::PeerSpec>& peer) {
+    bench::Config cfg;
+    cfg.passes = selected_passes(s);
+    if (cfg.passes.empty()) throw Error("passes: select at least one of fwd, bwd_data, bwd_weight");
+    bool any = false;
+    for (Pass p : cfg.passes)
+        for (const std::string& a : panel_algorithms(p)) any |= !excluded(s, p, a);
+    if (!any) throw Error("algorithms: select at least one algorithm of the selected passes");
+    cfg.algos = algo_tokens(s);
+    if (s.batch < 1) throw Error("batch: must be >= 1 (got " + std::to_string(s.batch) + ")");
+    if (s.threads < 0) throw Error("threads: must be >= 0 (0 = all cores)");
+    cfg.batch = s.batch;
+    cfg.threads = s.threads;
+    if (s.shapes_file.empty()) throw Error("shape set: no shape file chosen");
+    try {
+        cfg.layers = bench::read_shape_file(s.shapes_file);
+    } catch (const std::exception& e) {
+        throw Error(std::string("shape set: ") + e.what());
+    }
+    cfg.shapes_file = s.shapes_file;
+    if (s.quick) {  // as `convlab bench --quick`
+        cfg.timing.warmup = 1;
+        cfg.timing.min_reps = 5;
+        cfg.timing.min_seconds = 0.01;
+    }
+    if (s.peer && peer) cfg.peer = peer;
+    cfg.command = reproduce_command(s, cfg.peer.has_value());
+    return cfg;
+}
+
+// [SECTION] the run
+
+TimingsRun::~TimingsRun() {
+    cancel_ = true;
+    if (thread_.joinable()) thread_.join();
+}
+
+bool TimingsRun::start(bench::Config cfg) {
+    if (running_) return false;
+    if (thread_.joinable()) thread_.join();
+    cancel_ = false;
+    start_ = std::chrono::steady_clock::now();
+    {
+        std::lock_guard<std::mutex> lock(mu_);
+        const std::uint64_t v = snap_.version + 1;
+        snap_ = {};
+        snap_.version = v;
+        snap_.running = true;
+    }
+    cfg.cancel = &cancel_;
+    cfg.progress = [this](const bench::Config::Progress& p) { publish(p); };
+    running_ = true;
+    thread_ = std::thread([this, cfg = std::move(cfg)] {
+        std::shared_ptr<const bench::Results> final_results;
+        std::string error;
+        try {
+            final_results = std::make_shared<const bench::Results>(bench::run(cfg));
+        } catch (const std::exception& e) {
+            error = e.what();
+        }
+        {
+            std::lock_guard<std::mutex> lock(mu_);
+            if (final_results) {
+                snap_.results = final_results;
+                snap_.cancelled = final_results->cancelled;
+            }
+            snap_.error = error;
+            snap_.running = false;
+            snap_.finished = true;
+            snap_.seconds =
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+            ++snap_.version;
+        }
+        running_ = false;
+    });
+    return true;
+}
+
+void TimingsRun::publish(const bench::Config::Progress& p) {
+    // Copy outside the lock: the frame loop only ever waits for a pointer swap.
+    std::shared_ptr<const bench::Results> copy;
+    if (p.results) copy = std::make_shared<const bench::Results>(*p.results);
+    const double sec =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    std::lock_guard<std::mutex> lock(mu_);
+    if (copy) snap_.results = std::move(copy);
+    snap_.done = p.done;
+    snap_.total = p.total;
+    snap_.what = p.what;
+    snap_.seconds = sec;
+    ++snap_.version;
+}
+
+void TimingsRun::cancel() {
+    cancel_ = true;
+}
+
+void TimingsRun::wait() {
+    if (thread_.joinable()) thread_.join();
+}
+
+void TimingsRun::adopt(bench::Results r) {
+    cancel();
+    wait();
+    std::lock_guard<std::mutex> lock(mu_);
+    const std::uint64_t v = snap_.version + 1;
+    snap_ = {};
+    snap_.version = v;
+    snap_.done = snap_.total = r.rows.size();
+    snap_.cancelled = r.cancelled;
+    snap_.results = std::make_shared<const bench::Results>(std::move(r));
+    snap_.finished = true;
+}
+
+TimingsSnapshot TimingsRun::snapshot() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return snap_;
+}
+
+bench::Results load_results(const std::string& path) {
+    std::ifstream in(path);
+    if (!in) throw Error("results file '" + path + "': cannot open");
+    try {
+        return bench::read_json(in);
+    } catch (const std::exception& e) {
+        throw Error("results file '" + path + "': " + e.what());
+    }
+}
+
+// [SECTION] exports
+
+namespace {
+
+void write_atomically(const fs::path& path, const std::function<void(std::ostream&)>& write) {
+    const fs::path tmp = path.string() + ".tmp";
+    {
+        std::ofstream f(tmp);
+        if (!f) throw Error("cannot write " + path.string());
+        write(f);
+        f.flush();
+        if (!f) {
+            std::error_code ec;
+            fs::remove(tmp, ec);
+            throw Error("cannot write " + path.string());
+        }
+    }
+    std::error_code ec;
+    fs::rename(tmp, path, ec);
+    if (ec) {
+        fs::remove(tmp, ec);
+        throw Error("cannot write " + path.string() + ": " + ec.message());
+    }
+}
+
+}  // namespace
+
+std::vector<std::string> export_timings(const bench::Results& r,
+                                        const std::vector<charts::Chart>& list,
+                                        const std::string& dir, const TimingsExport& what,
+                                        const charts::ExportSize& size) {
+    if (dir.empty()) throw Error("export folder: empty (type a folder name)");
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (ec || !fs::is_directory(dir))
+        throw Error("export folder '" + dir + "': cannot create it" +
+                    (ec ? " (" + ec.message() + ")" : std::string(" (a file has that name)")));
+    if (::access(dir.c_str(), W_OK | X_OK) != 0)
+        throw Error("export folder '" + dir + "': not writable");
+    if (!what.svg && !what.png && !what.pdf && !what.results_files)
+        throw Error("export: choose at least one of SVG, PNG, PDF, results");
+    std::vector<std::string> paths;
+    if (what.results_files) {
+        const fs::path csv = fs::path(dir) / "results.csv", json = fs::path(dir) / "results.json";
+        write_atomically(csv, [&](std::ostream& o) { bench::write_csv(r, o); });
+        write_atomically(json, [&](std::ostream& o) { bench::write_json(r, o); });
+        paths.push_back(csv.string());
+        paths.push_back(json.string());
+    }
+    for (const charts::Chart& c : list)
+        for (const auto& [on, f] :
+             {std::pair{what.svg, charts::Format::Svg}, std::pair{what.png, charts::Format::Png},
+              std::pair{what.pdf, charts::Format::Pdf}}) {
+            if (!on) continue;
+            const std::string path =
+                (fs::path(dir) / (c.id + "." + charts::format_extension(f))).string();
+            charts::export_chart(c, path, f, size);
+            paths.push_back(path);
+        }
+    return paths;
+}
+
+// [SECTION] screen mapping
+
+namespace {
+
+// The axes as chart_export.cpp uses them (a degenerate range widened to one unit).
+struct Mapper {
+    charts::Axis xa, ya;
+    PlotRect p;
+    Mapper(const charts::Chart& c, const PlotRect& plot) : xa(c.x), ya(c.y), p(plot) {
+        if (!(xa.max > xa.min)) xa.max = xa.min + 1;
+        if (!(ya.max > ya.min)) ya.max = ya.min + 1;
+    }
+    float px(double x) const { return p.left + static_cast<float>(xa.frac(x)) * p.width(); }
+    float py(double y) const { return p.bottom - static_cast<float>(ya.frac(y)) * p.height(); }
+};
+
+ScreenMark fail_cross(const Mapper& M, const charts::Mark& m, std::size_t s, std::size_t k) {
+    ScreenMark f;
+    f.kind = ScreenMark::Kind::FailCross;
+    f.series = s;
+    f.mark = k;
+    const float x0 = M.px(m.x0), x1 = M.px(m.x1);
+    const float w = std::max(4.0f, x1 - x0), cx = 0.5f * (x0 + x1);
+    const float h = std::min(14.0f, 0.08f * M.p.height());
+    f.x0 = cx - 0.5f * w;
+    f.x1 = cx + 0.5f * w;
+    f.y1 = M.p.bottom - 2;
+    f.y0 = f.y1 - h;
+    f.color = {200, 30, 30, 255};
+    return f;
+}
+
+}  // namespace
+
+ScreenChart map_chart(const charts::Chart& c, const PlotRect& plot) {
+    const Mapper M(c, plot);
+    ScreenChart out;
+    out.plot = plot;
+    for (const charts::Tick& t : c.y.ticks) {
+        if (t.value < M.ya.min - 1e-9 * std::fabs(M.ya.min) ||
+            t.value > M.ya.max + 1e-9 * std::fabs(M.ya.max))
+            continue;
+        out.y_ticks.push_back({M.py(t.value), t.label});
+    }
+    out.slot = M.px(1) - M.px(0);
+    for (std::size_t i = 0; i < c.x.categories.size(); ++i) {
+        const double x = static_cast<double>(i);
+        out.categories.push_back({M.px(x + 0.5), c.x.categories[i]});
+        if (i % 2 == 0) out.shaded.push_back(M.px(x));
+    }
+    for (std::size_t s = 0; s < c.series.size(); ++s) {
+        const charts::Series& se = c.series[s];
+        const bool points = se.style == charts::SeriesStyle::LinePoints;
+        const charts::Mark* prev = nullptr;
+        for (std::size_t k = 0; k < se.marks.size(); ++k) {
+            const charts::Mark& m = se.marks[k];
+            if (m.kind == charts::MarkKind::Failed) {  // never a value, whatever the series
+                out.bars.push_back(fail_cross(M, m, s, k));
+                continue;
+            }
+            ScreenMark sm;
+            sm.series = s;
+            sm.mark = k;
+            sm.color = se.color;
+            if (!points) {
+                sm.kind = ScreenMark::Kind::Bar;
+                sm.x0 = M.px(m.x0);
+                sm.x1 = M.px(m.x1);
+                sm.y0 = std::min(M.py(m.y0), M.py(m.y1));
+                sm.y1 = std::max(M.py(m.y0), M.py(m.y1));
+                if (std::isfinite(m.lo) && std::isfinite(m.hi)) {
+                    sm.whisker = true;
+                    sm.wy0 = M.py(m.lo);
+                    sm.wy1 = M.py(m.hi);
+                }
+                out.bars.push_back(sm);
+                continue;
+            }
+            sm.y0 = sm.y1 = M.py(m.y0);
+            if (m.x1 > m.x0) {
+                sm.kind = ScreenMark::Kind::Level;
+                sm.x0 = M.px(m.x0);
+                sm.x1 = M.px(m.x1);
+            } else {
+                sm.kind = ScreenMark::Kind::Point;
+                sm.x0 = sm.x1 = M.px(m.x0);
+            }
+            // Consecutive categories are joined; a missing one leaves a gap.
+            if (se.connect && prev && m.x0 - prev->x0 <= 1.5)
+                out.links.push_back({M.px(prev->x0), M.py(prev->y0), M.px(m.x0), M.py(m.y0),
+                                     se.color, se.dashed, ""});
+            prev = &m;
+            out.points.push_back(sm);
+        }
+    }
+    for (const charts::RefLine& r : c.ref_lines) {
+        const float y = M.py(r.y);
+        out.refs.push_back({plot.left, y, plot.right, y, r.color, r.dashed, r.label});
+    }
+    return out;
+}
+
+std::optional<std::pair<std::size_t, std::size_t>> hit_at(const charts::Chart& c,
+                                                          const PlotRect& plot, float mx, float my,
+                                                          float tol_px) {
+    if (mx < plot.left - tol_px || mx > plot.right + tol_px || my < plot.top - tol_px ||
+        my > plot.bottom + tol_px || plot.width() <= 0 || plot.height() <= 0)
+        return std::nullopt;
+    const Mapper M(c, plot);
+    // Pixel -> data: x is linear over [min, max]; y through the axis fraction (log-aware).
+    const double fx = (mx - plot.left) / plot.width();
+    const double hx = M.xa.min + fx * (M.xa.max - M.xa.min);
+    const double fy = std::clamp((plot.bottom - my) / plot.height(), 0.0f, 1.0f);
+    const double hy = M.ya.log && M.ya.min > 0 ? M.ya.min * std::pow(M.ya.max / M.ya.min, fy)
+                                               : M.ya.min + fy * (M.ya.max - M.ya.min);
+    const double tol_x = tol_px / plot.width() * (M.xa.max - M.xa.min);
+    const double tol_y = tol_px / plot.height();
+    return c.hit(hx, hy, tol_x, tol_y);
+}
+
+}  // namespace convlab::app

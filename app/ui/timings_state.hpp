@@ -1,0 +1,177 @@
+// The Timings panel's state, independent of any window (no imgui, no GLFW): what the controls
+// choose, the benchmark run on a worker thread (progress, cancel, a snapshot of the results so far
+// under a mutex), the exports, and the mapping of a chart model (charts/chart.hpp) to screen
+// pixels that the ImGui drawing (gui_timings.cpp) follows mark for mark. Index:
+//   [SECTION] settings: the controls' choices and the runner configuration made of them
+//   [SECTION] the run: worker thread, progress, cancel, snapshot
+//   [SECTION] exports: results.csv/json and the charts as SVG/PNG/PDF
+//   [SECTION] screen mapping of a chart (pixels), and hover
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "charts/chart.hpp"
+#include "charts/chart_export.hpp"
+#include "convlab/bench.hpp"
+
+namespace convlab::app {
+
+// [SECTION] settings
+
+struct TimingsSettings {
+    std::string shapes_file;  // a shape file (assets/shapes/*.txt); the GUI fills classroom.txt
+    bool fwd = true, bwd_data = true, bwd_weight = true;  // passes
+    // Algorithms as "PASS:NAME" (bwd_data:col2im ...) that are NOT timed; empty: every algorithm
+    // of the selected passes except direct (the reference), as `convlab bench` does.
+    std::vector<std::string> excluded;
+    dim_t batch = 1;
+    int threads = 0;    // 0 = all cores
+    bool peer = true;   // oneDNN beside the engine, when this convlab was built with it
+    bool quick = true;  // quick timing: 1 warm-up, >= 5 runs and >= 10 ms (else >= 0.2 s)
+    std::string out_dir = "out/timings";  // export folder
+};
+
+// The algorithms the panel offers for a pass: the registry's, without direct.
+std::vector<std::string> panel_algorithms(Pass pass);
+// Stems of DIR/*.txt, sorted ("classroom", "resnet50").
+std::vector<std::string> shape_sets(const std::string& dir);
+// `convlab bench ...` that measures what these settings measure (the charts' reproduce line);
+// peer_used: oneDNN is timed (wanted and built in).
+std::string reproduce_command(const TimingsSettings& s, bool peer_used);
+// The runner configuration of the settings (layers read from the shape file). Throws Error naming
+// the control and the rule: no pass, no algorithm, bad shape file, batch < 1.
+bench::Config make_config(const TimingsSettings& s, const std::optional<bench::PeerSpec>& peer);
+
+// [SECTION] the run
+
+// What the panel shows of a run; copied out under the mutex, so the frame loop never waits for
+// a measurement.
+struct TimingsSnapshot {
+    std::shared_ptr<const bench::Results> results;  // measured so far (null before the first)
+    std::size_t done = 0, total = 0;                // measurements
+    std::string what;                               // the last one: "conv1 bwd_data col2im"
+    bool running = false;
+    bool finished = false;      // the run ended (completed, cancelled or failed)
+    bool cancelled = false;     // it ended early on a cancel
+    std::string error;          // the run could not start or failed as a whole ("" when fine)
+    std::uint64_t version = 0;  // changes with every new result, so the charts know to rebuild
+    double seconds = 0;         // since the start (at the last update)
+};
+
+// One benchmark run at a time on a worker thread (bench::run with a progress callback and a
+// cancel flag). The destructor cancels and joins.
+class TimingsRun {
+  public:
+    TimingsRun() = default;
+    TimingsRun(const TimingsRun&) = delete;
+    TimingsRun& operator=(const TimingsRun&) = delete;
+    ~TimingsRun();
+
+    // Starts `cfg` (its progress and cancel are replaced). Returns false (and changes nothing)
+    // while a run is under way.
+    bool start(bench::Config cfg);
+    // Asks the run to stop after the measurement under way; the snapshot keeps what was
+    // measured, marked cancelled.
+    void cancel();
+    bool running() const { return running_.load(); }
+    // Blocks until the run under way (if any) has ended.
+    void wait();
+    // Shows results that were not measured here (a results.json read back): a finished run.
+    void adopt(bench::Results r);
+    TimingsSnapshot snapshot() const;
+
+  private:
+    void publish(const bench::Config::Progress& p);
+    mutable std::mutex mu_;
+    TimingsSnapshot snap_;
+    std::thread thread_;
+    std::atomic<bool> running_{false};
+    std::atomic<bool> cancel_{false};
+    std::chrono::steady_clock::time_point start_{};
+};
+
+// Reads a results.json (`convlab bench` / an export of the panel). Throws Error naming the file.
+bench::Results load_results(const std::string& path);
+
+// [SECTION] exports
+
+struct TimingsExport {
+    bool svg = true, png = true, pdf = true;
+    bool results_files = true;  // also results.csv and results.json
+};
+
+// Writes the charts (each in the chosen formats, as DIR/<chart.id>.<ext>) and, when asked,
+// DIR/results.csv and DIR/results.json; creates DIR. Returns the paths written. Throws Error
+// ("export folder 'DIR': ...") when the folder cannot be made or written; files are written
+// through temporary names, so a failure leaves no partial file.
+std::vector<std::string> export_timings(const bench::Results& r,
+                                        const std::vector<charts::Chart>& list,
+                                        const std::string& dir, const TimingsExport& what,
+                                        const charts::ExportSize& size = {});
+
+// [SECTION] screen mapping
+
+// The plot rectangle in pixels (y grows downwards).
+struct PlotRect {
+    float left = 0, top = 0, right = 1, bottom = 1;
+    float width() const { return right - left; }
+    float height() const { return bottom - top; }
+};
+
+// One mark of the chart in pixels, in the order chart_export.cpp draws them.
+struct ScreenMark {
+    enum class Kind {
+        Bar,        // filled rectangle (x0, y0)-(x1, y1), y0 < y1
+        Point,      // a dot at (x0, y0) (x1 = x0, y1 = y0)
+        Level,      // a point's level across its slot: segment (x0, y0)-(x1, y0), dot at centre
+        FailCross,  // FAIL: a cross in the box (x0, y0)-(x1, y1) sitting on the x axis
+    };
+    Kind kind = Kind::Bar;
+    std::size_t series = 0, mark = 0;  // indices into Chart::series / Series::marks
+    float x0 = 0, y0 = 0, x1 = 0, y1 = 0;
+    bool whisker = false;  // interquartile whisker from wy0 to wy1 at the bar's centre
+    float wy0 = 0, wy1 = 0;
+    charts::Color color;
+};
+
+struct ScreenLine {
+    float x0 = 0, y0 = 0, x1 = 0, y1 = 0;
+    charts::Color color;
+    bool dashed = false;
+    std::string label;  // reference lines: the legend text
+};
+
+struct ScreenTick {
+    float pos = 0;  // pixels (y for the value axis, x centre for categories)
+    std::string label;
+};
+
+struct ScreenChart {
+    PlotRect plot;
+    std::vector<ScreenTick> y_ticks, categories;
+    std::vector<float> shaded;       // x of every other category's left edge (width = slot)
+    float slot = 0;                  // width of one category in pixels
+    std::vector<ScreenMark> bars;    // Bars / StackedBars series, FAIL crosses
+    std::vector<ScreenLine> refs;    // reference lines (peak, 1 = forward)
+    std::vector<ScreenLine> links;   // LinePoints: joins of consecutive categories
+    std::vector<ScreenMark> points;  // LinePoints: dots and levels, drawn last
+};
+
+// Maps every mark of `c` into `plot`. Failed marks become FailCross boxes on the x axis
+// (never a bar or a point at a value); the rest follow Axis::frac.
+ScreenChart map_chart(const charts::Chart& c, const PlotRect& plot);
+// The mark under pixel (mx, my) (Chart::hit with a tolerance of tol_px pixels), or nullopt.
+std::optional<std::pair<std::size_t, std::size_t>> hit_at(const charts::Chart& c,
+                                                          const PlotRect& plot, float mx, float my,
+                                                          float tol_px = 4);
+
+}  // namespace convlab::app

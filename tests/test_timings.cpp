@@ -1,0 +1,442 @@
+// The app's Timings panel: its window-free state (settings -> runner configuration, the run on a
+// worker thread with progress and cancel, exports, the chart-to-pixel mapping where a FAIL never
+// becomes a value) and the view rendered headless through the real binary (`convlab shot --view
+// timings --results FILE`, under xvfb-run when there is no display).
+#include <doctest/doctest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "charts/chart.hpp"
+#include "cli/cli.hpp"
+#include "convlab/bench.hpp"
+#include "convlab/conv.hpp"
+#include "stb_image.h"
+#include "ui/timings_state.hpp"
+
+using namespace convlab;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct TempDir {
+    fs::path path;
+    TempDir() {
+        static int counter = 0;
+        path = fs::temp_directory_path() /
+               ("convlab_timings_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
+        fs::remove_all(path);
+        fs::create_directories(path);
+    }
+    ~TempDir() {
+        std::error_code ec;
+        fs::remove_all(path, ec);
+    }
+};
+
+bench::Layer layer(const std::string& desc) {
+    bench::Layer l;
+    l.problem = parse_descriptor(desc);
+    l.descriptor = desc;
+    return l;
+}
+
+// im2col_gemm's forward with one output element off by 1: a deliberately wrong algorithm.
+void forward_off_by_one(const Problem& p, const ConvArgs& a, Profiler* prof) {
+    find_algorithm(Pass::Forward, "im2col_gemm").run(p, a, prof);
+    a.dst[p.mb * p.oc * p.out_spatial() / 2] += 1.0f;
+}
+
+// `layers` small layers, fwd (im2col_gemm) and bwd_data (col2im, via_forward), no peer, no peak;
+// each measurement takes at least `seconds` of timed runs (so a run lasts long enough to watch).
+bench::Config small_config(int layers, double seconds) {
+    bench::Config cfg;
+    for (int i = 0; i < layers; ++i)
+        cfg.layers.push_back(layer("mb1ic4ih8oc4kh3ph1n\"t:l" + std::to_string(i) + "\""));
+    cfg.passes = {Pass::Forward, Pass::BackwardData};
+    cfg.algos = {"fwd:im2col_gemm", "bwd_data:col2im", "bwd_data:via_forward"};
+    cfg.threads = 1;
+    cfg.timing.warmup = 0;
+    cfg.timing.reps = 0;
+    cfg.timing.min_reps = 1;
+    cfg.timing.min_seconds = seconds;
+    cfg.measure_peak = false;
+    return cfg;
+}
+
+// The results of a small run with a deliberately wrong forward algorithm among the right ones.
+bench::Results results_with_a_fail() {
+    bench::Config cfg = small_config(2, 0);
+    cfg.timing.reps = 2;
+    cfg.extra_algorithms = {{Pass::Forward, "off_by_one", "wrong on purpose", forward_off_by_one}};
+    cfg.algos.push_back("fwd:off_by_one");
+    cfg.command = "test";
+    return bench::run(cfg);
+}
+
+}  // namespace
+
+TEST_CASE("timings panel: the controls become a runner configuration, bad choices are named") {
+    TempDir t;
+    const fs::path shapes = t.path / "two.txt";
+    std::ofstream(shapes) << "# two layers\nmb1ic2ih5oc2kh3n\"t:a\"\nmb1ic2iw9oc2kw3n\"t:b\"\n";
+    app::TimingsSettings s;
+    s.shapes_file = shapes.string();
+    s.batch = 3;
+    s.threads = 1;
+    s.peer = false;
+    s.bwd_weight = false;
+    s.excluded = {"bwd_data:via_forward"};
+    const bench::Config cfg = app::make_config(s, std::nullopt);
+    CHECK(cfg.layers.size() == 2);
+    CHECK(cfg.batch == dim_t{3});
+    CHECK(cfg.passes == std::vector<Pass>{Pass::Forward, Pass::BackwardData});
+    CHECK_FALSE(cfg.peer.has_value());
+    // Every offered algorithm of the two passes but the excluded one, none of bwd_weight.
+    const auto has = [&](const std::string& a) {
+        return std::find(cfg.algos.begin(), cfg.algos.end(), a) != cfg.algos.end();
+    };
+    CHECK(has("fwd:im2col_gemm"));
+    CHECK(has("bwd_data:col2im"));
+    CHECK_FALSE(has("bwd_data:via_forward"));
+    CHECK_FALSE(has("bwd_data:direct"));
+    for (const std::string& a : cfg.algos) CHECK(a.rfind("bwd_weight:", 0) == std::string::npos);
+    CHECK(cfg.algos.size() == app::panel_algorithms(Pass::Forward).size() +
+                                  app::panel_algorithms(Pass::BackwardData).size() - 1);
+    // The reproduce line is a `convlab bench` command that parses.
+    CHECK(cfg.command.rfind("convlab bench --quick --shapes ", 0) == 0);
+    CHECK(cfg.command.find("--passes fwd,bwd_data ") != std::string::npos);
+    CHECK(cfg.command.find("--peer none") != std::string::npos);
+    CHECK(cfg.command.find("bwd_data:via_forward") == std::string::npos);
+    // Nothing excluded: the runner's default (every algorithm but direct).
+    s.excluded.clear();
+    CHECK(app::make_config(s, std::nullopt).algos.empty());
+
+    const auto error_of = [&](app::TimingsSettings bad) {
+        try {
+            app::make_config(bad, std::nullopt);
+        } catch (const Error& e) {
+            return std::string(e.what());
+        }
+        return std::string("(no error)");
+    };
+    app::TimingsSettings bad = s;
+    bad.fwd = bad.bwd_data = bad.bwd_weight = false;
+    CHECK(error_of(bad).rfind("passes:", 0) == 0);
+    bad = s;
+    bad.bwd_data = false;
+    for (const auto& a : app::panel_algorithms(Pass::Forward)) bad.excluded.push_back("fwd:" + a);
+    CHECK(error_of(bad).rfind("algorithms:", 0) == 0);
+    bad = s;
+    bad.batch = 0;
+    CHECK(error_of(bad).rfind("batch:", 0) == 0);
+    bad = s;
+    bad.shapes_file = (t.path / "missing.txt").string();
+    CHECK(error_of(bad).rfind("shape set:", 0) == 0);
+    CHECK(app::shape_sets(CONVLAB_SOURCE_DIR "/assets/shapes") ==
+          std::vector<std::string>{"classroom", "resnet50"});
+}
+
+TEST_CASE("timings panel: the run reports progress on its thread up to the total") {
+    app::TimingsRun run;
+    CHECK_FALSE(run.snapshot().results);
+    REQUIRE(run.start(small_config(2, 0.02)));   // 6 measurements of >= 20 ms
+    CHECK_FALSE(run.start(small_config(1, 0)));  // one run at a time
+    std::size_t last_done = 0, partial = 0;      // partial: most rows seen before the end (< 6)
+    std::uint64_t last_version = 0;
+    bool monotonic = true;
+    while (run.running()) {
+        const app::TimingsSnapshot s = run.snapshot();
+        monotonic &= s.done >= last_done && s.version >= last_version;
+        last_done = s.done;
+        last_version = s.version;
+        // Results arrive before the end: what the charts redraw from.
+        if (s.results && !s.finished && !s.results->rows.empty() && s.done < 6) {
+            partial = std::max(partial, s.results->rows.size());
+            CHECK(s.results->rows.size() == s.done);
+            CHECK(s.total == 6);
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    run.wait();
+    const app::TimingsSnapshot s = run.snapshot();
+    CHECK(monotonic);
+    CHECK(partial > 0);
+    CHECK(partial < 6);
+    CHECK(s.finished);
+    CHECK_FALSE(s.running);
+    CHECK_FALSE(s.cancelled);
+    CHECK(s.error.empty());
+    CHECK(s.done == 6);
+    CHECK(s.total == 6);
+    REQUIRE(s.results);
+    CHECK(s.results->rows.size() == 6);
+    CHECK(s.results->failed() == 0);
+    CHECK(s.version > last_version);
+    // A bad configuration fails on the thread and says why; the panel keeps running.
+    bench::Config bad = small_config(1, 0);
+    bad.algos = {"fwd:no_such_algorithm"};
+    REQUIRE(run.start(bad));
+    run.wait();
+    CHECK(run.snapshot().finished);
+    CHECK(run.snapshot().error.find("no_such_algorithm") != std::string::npos);
+}
+
+TEST_CASE("timings panel: cancel stops early and leaves a consistent snapshot") {
+    app::TimingsRun run;
+    REQUIRE(run.start(small_config(12, 0.02)));  // 36 measurements of >= 20 ms: >= 0.7 s
+    while (run.running() && run.snapshot().done < 2)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    const auto t0 = std::chrono::steady_clock::now();
+    run.cancel();
+    run.wait();
+    const double waited =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const app::TimingsSnapshot s = run.snapshot();
+    MESSAGE("cancelled after " << s.done << " of " << s.total << " measurements; the run ended "
+                               << waited << " s after the cancel");
+    CHECK(s.finished);
+    CHECK(s.cancelled);
+    CHECK(s.total == 36);
+    CHECK(s.done >= 2);
+    CHECK(s.done < s.total);
+    REQUIRE(s.results);
+    const bench::Results& r = *s.results;
+    CHECK(r.cancelled);
+    // Every measurement reported is in the results, each complete and verified.
+    CHECK(r.rows.size() == s.done);
+    for (const bench::Measurement& m : r.rows) {
+        CHECK(m.layer < r.layers.size());
+        CHECK(m.valid());
+        CHECK(m.total.runs >= 1);
+    }
+    // Charts of a cancelled run are drawn, never as "verified".
+    const std::vector<charts::Chart> list = charts::standard_charts(r);
+    REQUIRE_FALSE(list.empty());
+    for (const charts::Chart& c : list) CHECK_FALSE(c.verified);
+}
+
+TEST_CASE("timings panel: a FAIL is never a drawn value in the screen mapping, hover finds it") {
+    const bench::Results r = results_with_a_fail();
+    REQUIRE(r.failed() == 2);  // off_by_one on both layers
+    const app::PlotRect plot{100, 50, 900, 550};
+    std::size_t fail_marks = 0;
+    for (const charts::Chart& c : charts::standard_charts(r)) {
+        INFO(c.id);
+        const app::ScreenChart S = app::map_chart(c, plot);
+        std::size_t values = 0, crosses = 0;
+        for (const auto* list : {&S.bars, &S.points})
+            for (const app::ScreenMark& m : *list) {
+                REQUIRE(m.series < c.series.size());
+                const charts::Mark& src = c.series[m.series].marks[m.mark];
+                const bool wrong = c.series[m.series].name.find("off_by_one") != std::string::npos;
+                if (m.kind == app::ScreenMark::Kind::FailCross) {
+                    ++crosses;
+                    CHECK(src.kind == charts::MarkKind::Failed);
+                    // On the x axis, small, inside its slot.
+                    CHECK(m.y1 == doctest::Approx(plot.bottom - 2));
+                    CHECK(m.y1 - m.y0 <= 14.0f);
+                    CHECK(m.x0 >= plot.left);
+                    CHECK(m.x1 <= plot.right);
+                    // The hover at its centre is that mark, saying it is not plotted.
+                    const auto h = app::hit_at(c, plot, 0.5f * (m.x0 + m.x1), 0.5f * (m.y0 + m.y1));
+                    REQUIRE(h);
+                    CHECK(c.series[h->first].marks[h->second].hover.find("not plotted") !=
+                          std::string::npos);
+                } else {
+                    ++values;
+                    CHECK_FALSE(wrong);  // the wrong algorithm never gets a bar or a point
+                    CHECK(src.kind != charts::MarkKind::Failed);
+                    CHECK(m.y0 >= plot.top - 0.5f);
+                    CHECK(m.y1 <= plot.bottom + 0.5f);
+                }
+            }
+        CHECK(values == c.plotted);
+        CHECK(crosses == c.failed);
+        fail_marks += crosses;
+        // A hover over a value bar finds it (the mapping and Chart::hit agree).
+        for (const app::ScreenMark& m : S.bars)
+            if (m.kind == app::ScreenMark::Kind::Bar && m.y1 - m.y0 > 6 && m.x1 - m.x0 > 4) {
+                const auto h = app::hit_at(c, plot, 0.5f * (m.x0 + m.x1), 0.5f * (m.y0 + m.y1), 1);
+                REQUIRE(h);
+                CHECK(h->first == m.series);
+                CHECK(h->second == m.mark);
+            }
+    }
+    CHECK(fail_marks >= 2);  // at least ops_fwd and gflops_fwd show both FAILs
+}
+
+TEST_CASE("timings panel: exports to a folder, an unwritable folder is an error, no files") {
+    const bench::Results r = results_with_a_fail();
+    const std::vector<charts::Chart> list = charts::standard_charts(r);
+    TempDir t;
+    const std::string dir = (t.path / "new" / "folder").string();
+    app::TimingsExport what;
+    what.pdf = false;
+    const auto paths = app::export_timings(r, {list.front()}, dir, what, {640, 360, 1});
+    CHECK(paths.size() == 4);  // results.csv, results.json, one chart as SVG and PNG
+    for (const auto& p : paths) CHECK(fs::file_size(p) > 100);
+    CHECK_FALSE(fs::exists(fs::path(dir) / (list.front().id + ".pdf")));
+    int w = 0, h = 0, n = 0;
+    unsigned char* px =
+        stbi_load((fs::path(dir) / (list.front().id + ".png")).c_str(), &w, &h, &n, 3);
+    REQUIRE(px);
+    stbi_image_free(px);
+    CHECK(w == 640);
+    // The results read back: same rows, the FAILs still FAIL.
+    const bench::Results back = app::load_results((fs::path(dir) / "results.json").string());
+    CHECK(back.rows.size() == r.rows.size());
+    CHECK(back.failed() == r.failed());
+    // A folder under a regular file cannot be made: an Error naming it, nothing written.
+    const fs::path file = t.path / "a_file";
+    std::ofstream(file) << "x";
+    const std::string bad = (file / "sub").string();
+    std::string msg;
+    try {
+        app::export_timings(r, list, bad, what);
+    } catch (const Error& e) {
+        msg = e.what();
+    }
+    CHECK(msg.find("export folder '" + bad + "'") != std::string::npos);
+    CHECK_FALSE(fs::exists(bad));
+    CHECK_THROWS_AS(app::load_results((t.path / "none.json").string()), Error);
+}
+
+namespace {
+
+bool can_render() {
+    const char* d = std::getenv("DISPLAY");
+    return (d && *d) || ::access("/usr/bin/xvfb-run", X_OK) == 0;
+}
+
+struct Run {
+    int status = -1;
+    std::string out, err;
+};
+
+Run run_binary(const std::string& args, const fs::path& dir) {
+    const fs::path o = dir / "stdout.txt", e = dir / "stderr.txt";
+    const std::string cmd =
+        std::string(CONVLAB_BINARY) + " " + args + " >" + o.string() + " 2>" + e.string();
+    Run r;
+    const int s = std::system(cmd.c_str());
+    r.status = WIFEXITED(s) ? WEXITSTATUS(s) : -1;
+    std::ifstream fo(o), fe(e);
+    r.out.assign(std::istreambuf_iterator<char>(fo), {});
+    r.err.assign(std::istreambuf_iterator<char>(fe), {});
+    return r;
+}
+
+struct Image {
+    int w = 0, h = 0;
+    std::vector<unsigned char> rgb;
+};
+
+Image load(const std::string& path) {
+    Image im;
+    int n = 0;
+    unsigned char* d = stbi_load(path.c_str(), &im.w, &im.h, &n, 3);
+    REQUIRE_MESSAGE(d != nullptr, "cannot decode " << path);
+    im.rgb.assign(d, d + static_cast<std::size_t>(im.w) * im.h * 3);
+    stbi_image_free(d);
+    return im;
+}
+
+int distinct_colours(const Image& im) {
+    std::set<int> s;
+    for (std::size_t i = 0; i + 2 < im.rgb.size(); i += 3)
+        s.insert(im.rgb[i] << 16 | im.rgb[i + 1] << 8 | im.rgb[i + 2]);
+    return static_cast<int>(s.size());
+}
+
+// Pixels right of the sidebar close to the FAIL red (200, 30, 30).
+int fail_red(const Image& im) {
+    int n = 0;
+    for (int y = 0; y < im.h; ++y)
+        for (int x = 400; x < im.w; ++x) {
+            const unsigned char* p = &im.rgb[(static_cast<std::size_t>(y) * im.w + x) * 3];
+            n += std::abs(p[0] - 200) <= 8 && std::abs(p[1] - 30) <= 8 && std::abs(p[2] - 30) <= 8;
+        }
+    return n;
+}
+
+}  // namespace
+
+TEST_CASE("timings panel: the view rendered headless from a results.json, FAIL marks shown" *
+          doctest::skip(!can_render())) {
+    TempDir t;
+    // The same run twice as files: with the wrong algorithm's FAIL rows, and without them.
+    bench::Results r = results_with_a_fail();
+    bench::Results ok = r;
+    ok.rows.erase(std::remove_if(ok.rows.begin(), ok.rows.end(),
+                                 [](const bench::Measurement& m) { return !m.valid(); }),
+                  ok.rows.end());
+    REQUIRE(ok.failed() == 0);
+    const auto write = [&](const bench::Results& x, const std::string& name) {
+        const std::string p = (t.path / name).string();
+        std::ofstream f(p);
+        bench::write_json(x, f);
+        return p;
+    };
+    const std::string with_fail = write(r, "fail.json"), all_ok = write(ok, "ok.json");
+    const auto shot = [&](const std::string& json, const std::string& extra,
+                          const std::string& png) {
+        const std::string p = (t.path / png).string();
+        const Run run =
+            run_binary("shot --view timings --results " + json +
+                           " --chart gflops_fwd --size 1280x800 " + extra + " --out " + p,
+                       t.path);
+        INFO(run.err);
+        REQUIRE(run.status == 0);
+        return load(p);
+    };
+    const Image a = shot(with_fail, "", "fail.png");
+    const Image b = shot(all_ok, "", "ok.png");
+    const Image c = shot(with_fail, "--hover 0:0", "hover.png");
+    CHECK(a.w == 1280);
+    CHECK(a.h == 800);
+    CHECK(distinct_colours(a) > 50);
+    // The FAIL crosses (and the "not all verified" tag) are drawn in red where the verified run
+    // has none of them.
+    MESSAGE("FAIL-red pixels: " << fail_red(a) << " with the FAIL rows, " << fail_red(b)
+                                << " without");
+    CHECK(fail_red(a) > fail_red(b) + 30);
+    // A hovered mark shows its tooltip: the picture changes.
+    CHECK(a.rgb != c.rgb);
+    // A chart these results do not have: status 2, one line naming --chart, no file.
+    const std::string p = (t.path / "none.png").string();
+    const Run bad = run_binary(
+        "shot --view timings --results " + with_fail + " --chart nope --out " + p, t.path);
+    CHECK(bad.status == 2);
+    CHECK(bad.err.find("--chart 'nope'") != std::string::npos);
+    CHECK(std::count(bad.err.begin(), bad.err.end(), '\n') == 1);
+    CHECK_FALSE(fs::exists(p));
+}
+
+TEST_CASE("timings panel: shot options of the timings view are checked before any window") {
+    TempDir t;
+    const auto in_process = [&](std::vector<std::string> args) {
+        std::ostringstream out, err;
+        const int s = convlab::run_cli(std::move(args), out, err);
+        CHECK(s == 2);
+        return err.str();
+    };
+    const std::string png = (t.path / "x.png").string();
+    CHECK(in_process({"shot", "--view", "im2col", "--chart", "ops_fwd", "--out", png})
+              .find("--view timings") != std::string::npos);
+    CHECK(in_process({"shot", "--view", "timings", "--results", (t.path / "no.json").string(),
+                      "--out", png})
+              .find("cannot open") != std::string::npos);
+    CHECK(in_process({"shot", "--view", "timings", "--results", png, "--bench-quick", "--out", png})
+              .find("give one") != std::string::npos);
+    CHECK_FALSE(fs::exists(png));
+}
