@@ -1,8 +1,10 @@
 // convlab demo: every view of the desktop app at a few steps, rendered to PNGs without a person
 // (the shot machinery; under xvfb-run when there is no display), and the list of files.
 #include <filesystem>
+#include <span>
 
 #include "cli/cli_common.hpp"
+#include "lesson/lesson.hpp"
 #include "ui/gui.hpp"
 
 namespace convlab::cli {
@@ -43,7 +45,24 @@ void run_demo(const Options& opts, std::ostream& out) {
     std::vector<ui::ShotOptions> list;
     std::vector<std::string> files;
     int k = 0;
-    for (const auto& d : kDemo) {
+    if (opts.has("--lessons")) {
+        // Every step of every lesson, as the lesson player shows it (one window, many shots).
+        for (const auto& f : lesson::lesson_files(lesson::default_lesson_dir())) {
+            const lesson::Lesson l = lesson::load_lesson(f);
+            const std::string stem = std::filesystem::path(f).stem().string();
+            for (std::size_t st = 0; st < l.steps.size(); ++st) {
+                ui::ShotOptions s;
+                s.lesson = f;
+                s.lesson_step = st;
+                s.out = dir + "/lesson" + stem.substr(0, 2) + "_step" + std::to_string(st + 1) +
+                        ".png";
+                list.push_back(s);
+                files.push_back(s.out);
+            }
+        }
+    }
+    for (const auto& d : opts.has("--lessons") ? std::span<const DemoView>{}
+                                               : std::span<const DemoView>(kDemo)) {
         Options o;
         o.set("--view", d.view);
         o.set("--problem", d.problem);
@@ -76,10 +95,12 @@ const Command& demo_command() {
     static const Command c{
         "demo",
         "render every view at a few steps to PNGs (out/demo), without a person",
-        "demo [--out DIR]",
+        "demo [--out DIR] [--lessons]",
         "Uses the same drawing code as the window (see 'convlab shot'); under xvfb-run when\n"
         "there is no display. Prints the files written.\n",
-        {{"--out", "DIR", "output directory (default out/demo)"}},
+        {{"--out", "DIR", "output directory (default out/demo)"},
+         {"--lessons", nullptr,
+          "every step of every lesson instead (DIR/lessonNN_stepK.png), as the player shows it"}},
         run_demo};
     return c;
 }

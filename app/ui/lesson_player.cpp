@@ -114,7 +114,30 @@ StepPlan plan_step(const lesson::Lesson& l, std::size_t k,
         p.request.tensors = r;
         // A convolution step: its core tensors plus every tensor it talks about.
         const bool network = r->find("input") != nullptr && r->find("src") == nullptr;
-        if (!network) {
+        if (network) {
+            // The tensors the step talks about (highlights, checks), each gradient with its
+            // tensor and each layer output with the layer's weights: readable on a projector.
+            auto& n = p.request.tensor_names;
+            const auto add = [&](const std::string& name) {
+                if (!name.empty() && r->find(name) &&
+                    std::find(n.begin(), n.end(), name) == n.end())
+                    n.push_back(name);
+            };
+            std::vector<std::string> named;
+            for (const auto& h : s.highlights) named.push_back(h.tensor);
+            for (const auto& c : s.checks) {
+                named.push_back(c.tensor);
+                if (!c.equals_tensor.empty()) named.push_back(c.equals_tensor);
+            }
+            for (const auto& t : named) {
+                add(t);
+                const auto dot = t.find('.');
+                if (t.rfind("diff_", 0) == 0) add(t.substr(5));
+                if (dot != std::string::npos && t.compare(dot + 1, 5, "diff_") == 0)
+                    add(t.substr(0, dot + 1) + t.substr(dot + 6));
+                if (dot == std::string::npos) add(t + ".wei");
+            }
+        } else {
             p.request.tensor_names = {"src",      "wei",      "bias",     "dst",
                                       "diff_dst", "diff_src", "diff_wei", "diff_bias"};
             auto& n = p.request.tensor_names;

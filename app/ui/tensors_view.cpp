@@ -111,7 +111,8 @@ std::vector<std::string> dim_names(const std::string& name, std::size_t rank) {
     return n;
 }
 
-std::vector<Role> roles_of(const std::string& name, std::size_t rank) {
+std::vector<Role> roles_of(const std::string& name, const std::vector<dim_t>& dims) {
+    const std::size_t rank = dims.size();
     if (rank == 1) return {Role::Col};
     if (rank == 2) return {Role::Row, Role::Col};
     // 1-D weights: a K x C grid of one-row kernels; 1-D activations: images down, channels rows.
@@ -119,8 +120,9 @@ std::vector<Role> roles_of(const std::string& name, std::size_t rank) {
         return name.find("wei") != std::string::npos
                    ? std::vector<Role>{Role::TileY, Role::TileX, Role::Col}
                    : std::vector<Role>{Role::TileY, Role::Row, Role::Col};
+    // Tiles side by side (the canvas is wider than high); a grid when both outer dims are > 1.
     std::vector<Role> r(rank, Role::TileX);
-    r[0] = Role::TileY;
+    if (dims[0] > 1 && dims[1] > 1) r[0] = Role::TileY;
     r[rank - 2] = Role::Row;
     r[rank - 1] = Role::Col;
     return r;
@@ -150,7 +152,7 @@ Panel tensor_panel(const lesson::NamedTensor& t) {
     }
     p.roles = dims.size() == 2 && t.value.dims().size() == 1
                   ? std::vector<Role>{Role::Row, Role::Col}
-                  : roles_of(t.name, dims.size());
+                  : roles_of(t.name, dims);
     p.values.assign(t.value.f32(), t.value.f32() + t.value.numel());
     p.tiles_per_row = 8;
     return p;
