@@ -54,15 +54,15 @@ void run_demo(const Options& opts, std::ostream& out) {
                 ui::ShotOptions s;
                 s.lesson = f;
                 s.lesson_step = st;
-                s.out = dir + "/lesson" + stem.substr(0, 2) + "_step" + std::to_string(st + 1) +
-                        ".png";
+                s.out =
+                    dir + "/lesson" + stem.substr(0, 2) + "_step" + std::to_string(st + 1) + ".png";
                 list.push_back(s);
                 files.push_back(s.out);
             }
         }
     }
-    for (const auto& d : opts.has("--lessons") ? std::span<const DemoView>{}
-                                               : std::span<const DemoView>(kDemo)) {
+    for (const auto& d :
+         opts.has("--lessons") ? std::span<const DemoView>{} : std::span<const DemoView>(kDemo)) {
         Options o;
         o.set("--view", d.view);
         o.set("--problem", d.problem);

@@ -27,9 +27,12 @@ void parse_size(const std::string& text, int& w, int& h) {
 // "17_worked_problem"). Error when none matches.
 std::string lesson_path(const std::string& arg) {
     if (std::filesystem::is_regular_file(arg)) return arg;
-    const bool number = !arg.empty() && arg.size() <= 2 &&
-                        std::all_of(arg.begin(), arg.end(), [](char c) { return c >= '0' && c <= '9'; });
-    const std::string prefix = number && arg.size() == 1 ? "0" + arg + "_" : number ? arg + "_" : arg;
+    const bool number =
+        !arg.empty() && arg.size() <= 2 &&
+        std::all_of(arg.begin(), arg.end(), [](char c) { return c >= '0' && c <= '9'; });
+    const std::string prefix = number && arg.size() == 1 ? "0" + arg + "_"
+                               : number                  ? arg + "_"
+                                                         : arg;
     for (const auto& f : lesson::lesson_files(lesson::default_lesson_dir()))
         if (std::filesystem::path(f).filename().string().rfind(prefix, 0) == 0) return f;
     throw Error("--lesson '" + arg + "': no such file, and no lesson of " +
@@ -146,9 +149,9 @@ void run_shot(const Options& opts, std::ostream& out) {
     if (!o.sequence_dir.empty()) out << "wrote the steps to " << o.sequence_dir << "\n";
     if (!o.out.empty())
         out << "wrote " << o.out << " (" << o.width << "x" << o.height << ", "
-            << (o.lesson.empty() ? "view " + o.view + ", step " + std::to_string(o.step)
-                                 : "lesson " + o.lesson + ", step " +
-                                       std::to_string(o.lesson_step + 1))
+            << (o.lesson.empty()
+                    ? "view " + o.view + ", step " + std::to_string(o.step)
+                    : "lesson " + o.lesson + ", step " + std::to_string(o.lesson_step + 1))
             << ")\n";
     if (report) {
         char buf[512];

@@ -144,7 +144,7 @@ class App {
     Export ex;
     int saved_x = 100, saved_y = 100, saved_w = 1600, saved_h = 1000;
     dim_t seq_from = 0, seq_to = 1000000;  // the step range of a PNG sequence export
-    LessonUi lesson;                        // the lesson player (gui_lesson.cpp)
+    LessonUi lesson;                       // the lesson player (gui_lesson.cpp)
 
     ~App() {
         if (job && job->thread.joinable()) job->thread.join();
@@ -236,8 +236,9 @@ class App {
     }
 
     void update_lesson(bool wait = false) {
-        lesson.update(s, view.get(), steps(), step_dirty,
-                      [this](const app::ViewRequest& r) { request(r); }, wait);
+        lesson.update(
+            s, view.get(), steps(), step_dirty, [this](const app::ViewRequest& r) { request(r); },
+            wait);
     }
 
     void update_step() {
@@ -601,7 +602,8 @@ void App::sidebar(float width) {
     ImGui::Separator();
     ImGui::TextWrapped(
         "Keys: space play/pause, left/right step, Home/End, up/down speed, G granularity, "
-        "L loop, 1-9 / PgUp PgDn view (in a lesson: PgDn/N, PgUp/B step), F fit, C palette, P presenter, Tab sidebar, F11 full "
+        "L loop, 1-9 / PgUp PgDn view (in a lesson: PgDn/N, PgUp/B step), F fit, C palette, P "
+        "presenter, Tab sidebar, F11 full "
         "screen, +/- font, S save PNG, Esc unpin. Mouse: wheel zoom, drag pan, hover links, "
         "click pins.");
     ImGui::End();

@@ -121,9 +121,9 @@ void LessonUi::sidebar(float width) {
         if (ImGui::BeginListBox("##steps",
                                 ImVec2(-1, rows * ImGui::GetTextLineHeightWithSpacing() + 6))) {
             for (std::size_t k = 0; k < l->steps.size(); ++k) {
-                const std::string label = std::to_string(k + 1) + ". " +
-                                          (l->steps[k].title.empty() ? l->steps[k].view
-                                                                     : l->steps[k].title);
+                const std::string label =
+                    std::to_string(k + 1) + ". " +
+                    (l->steps[k].title.empty() ? l->steps[k].view : l->steps[k].title);
                 if (ImGui::Selectable(label.c_str(), k == player.step())) player.go(k);
                 if (k == player.step() && player.busy()) ImGui::SetScrollHereY();
             }

@@ -70,9 +70,8 @@ Rows arrange(const lesson::StepResult& r, const std::vector<std::string>& wanted
             fwd.insert(at, n);
         }
         // probs and loss last.
-        std::stable_partition(fwd.begin(), fwd.end(), [](const std::string& n) {
-            return n != "probs" && n != "loss";
-        });
+        std::stable_partition(fwd.begin(), fwd.end(),
+                              [](const std::string& n) { return n != "probs" && n != "loss"; });
     }
     for (const auto& n : fwd) {
         rows.forward.push_back(n);
@@ -99,7 +98,8 @@ std::vector<std::string> dim_names(const std::string& name, std::size_t rank) {
     const bool wei = name.find("wei") != std::string::npos;
     std::vector<std::string> n;
     if (rank == 1) return {"i"};
-    if (rank == 2) return wei ? std::vector<std::string>{"o", "i"} : std::vector<std::string>{"n", "j"};
+    if (rank == 2)
+        return wei ? std::vector<std::string>{"o", "i"} : std::vector<std::string>{"n", "j"};
     n.push_back(wei ? "k" : "n");
     n.push_back("c");
     const std::size_t s = rank - 2;
@@ -168,9 +168,10 @@ ViewModel build_tensors_view(const ViewRequest& r) {
     if (!res) {
         // The problem's own tensors: a one-step lesson evaluated by the engine.
         r.problem.check();
-        const std::string text = "title = \"tensors\"\naudience = \"app\"\n[[step]]\nview = "
-                                 "\"tensors\"\nproblem = '" +
-                                 to_descriptor(r.problem) + "'\n";
+        const std::string text =
+            "title = \"tensors\"\naudience = \"app\"\n[[step]]\nview = "
+            "\"tensors\"\nnarration = \"-\"\nproblem = '" +
+            to_descriptor(r.problem) + "'\n";
         const lesson::Lesson l = lesson::parse_lesson(text, "tensors view");
         res = std::make_shared<lesson::StepResult>(lesson::evaluate(l, 0));
         if (wanted.empty()) wanted = conv_core();
