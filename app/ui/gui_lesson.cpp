@@ -161,26 +161,63 @@ std::string heading(const app::LessonPlayer& p) {
            std::to_string(l->steps.size()) + (s.title.empty() ? "" : ": " + s.title);
 }
 
+// The panel's text blocks, in order: (text, font scale, colour role). One list for measuring
+// and drawing, so that the panel is as high as its text.
+enum class Tone { Text, Dim, Good, Bad, Highlight };
+struct Block {
+    std::string text;
+    float scale = 1.0f;
+    Tone tone = Tone::Text;
+};
+
+std::vector<Block> blocks(const app::LessonPlayer& p, const app::StepPlan* plan) {
+    std::vector<Block> b;
+    if (const lesson::Lesson* l = p.lesson()) {
+        b.push_back({heading(p), 1.1f, Tone::Text});
+        b.push_back({l->steps[p.step()].narration, kNarrationScale, Tone::Text});
+        if (plan && !plan->highlights.empty()) {
+            std::string h = "highlighted (outlined in the view):  ";
+            for (std::size_t i = 0; i < plan->highlights.size(); ++i)
+                h += (i ? "   ·   " : "") + plan->highlights[i].text + " = " +
+                     plan->highlights[i].values;
+            b.push_back({h, 1.0f, Tone::Highlight});
+        }
+        if (const lesson::StepResult* r = p.result()) {
+            if (!r->checks.empty()) {
+                b.push_back({"checks against the engine: " + std::to_string(r->passed()) + " of " +
+                                 std::to_string(r->checks.size()) + " pass",
+                             1.0f, Tone::Dim});
+                for (const auto& ch : r->checks)
+                    b.push_back({std::string(ch.passed ? "PASS  " : "FAIL  ") + ch.message, 1.0f,
+                                 ch.passed ? Tone::Good : Tone::Bad});
+            }
+        } else if (p.busy()) {
+            b.push_back(
+                {"evaluating the step with the engine (worker thread) ...", 1.0f, Tone::Dim});
+        }
+    }
+    if (!p.error().empty())
+        b.push_back(
+            {(p.lesson() ? "this step cannot be shown: " : "") + p.error(), 1.0f, Tone::Bad});
+    b.push_back(
+        {"PgDn / N next step   PgUp / B previous   space plays the step   left / right "
+         "one step   Tab lesson list",
+         1.0f, Tone::Dim});
+    return b;
+}
+
 }  // namespace
 
 float LessonUi::panel_height(float width, float h) const {
     if (!active()) return 0;
-    const float line = ImGui::GetTextLineHeightWithSpacing();
-    float need = line * 2.4f;  // heading, key hint
-    const float wrap = std::max(100.0f, width - 2 * ImGui::GetStyle().WindowPadding.x - 8);
-    if (const lesson::Lesson* l = player.lesson()) {
-        const std::string& n = l->steps[player.step()].narration;
-        need += ImGui::CalcTextSize(n.c_str(), nullptr, false, wrap / kNarrationScale).y *
-                    kNarrationScale +
-                line * 0.5f;
-        if (plan_ && !plan_->highlights.empty()) need += line * 1.2f;
-        if (const lesson::StepResult* r = player.result())
-            need += line * static_cast<float>(r->checks.size()) + (r->checks.empty() ? 0 : line);
+    const ImGuiStyle& st = ImGui::GetStyle();
+    const float wrap = std::max(100.0f, width - 2 * st.WindowPadding.x - st.ScrollbarSize);
+    float need = 2 * st.WindowPadding.y;
+    for (const Block& b : blocks(player, plan())) {
+        need += ImGui::CalcTextSize(b.text.c_str(), nullptr, false, wrap / b.scale).y * b.scale +
+                st.ItemSpacing.y;
     }
-    if (!player.error().empty())
-        need += ImGui::CalcTextSize(player.error().c_str(), nullptr, false, wrap).y + line;
-    need += 2 * ImGui::GetStyle().WindowPadding.y;
-    return std::clamp(need, h * 0.15f, h * 0.5f);
+    return std::clamp(need + 4.0f, h * 0.15f, h * 0.5f);
 }
 
 void LessonUi::panel(ImVec2 pos, ImVec2 size, const LessonColours& c) {
@@ -195,48 +232,18 @@ void LessonUi::panel(ImVec2 pos, ImVec2 size, const LessonColours& c) {
     ImDrawList* dl = ImGui::GetWindowDrawList();
     const ImVec2 wp = ImGui::GetWindowPos();
     dl->AddLine(wp, ImVec2(wp.x + size.x, wp.y), c.dim, 2.0f);
-    ImGui::PushStyleColor(ImGuiCol_Text, c.text);
-    if (player.lesson()) {
-        ImGui::SetWindowFontScale(1.1f);
-        ImGui::TextWrapped("%s", heading(player).c_str());
-        ImGui::SetWindowFontScale(kNarrationScale);
-        ImGui::TextWrapped("%s", player.lesson()->steps[player.step()].narration.c_str());
+    for (const Block& b : blocks(player, plan())) {
+        const ImU32 col = b.tone == Tone::Dim         ? c.dim
+                          : b.tone == Tone::Good      ? c.good
+                          : b.tone == Tone::Bad       ? c.bad
+                          : b.tone == Tone::Highlight ? c.highlight
+                                                      : c.text;
+        ImGui::PushStyleColor(ImGuiCol_Text, col);
+        ImGui::SetWindowFontScale(b.scale);
+        ImGui::TextWrapped("%s", b.text.c_str());
         ImGui::SetWindowFontScale(1.0f);
-        if (plan_ && !plan_->highlights.empty()) {
-            std::string h = "highlighted (outlined in the view):  ";
-            for (std::size_t i = 0; i < plan_->highlights.size(); ++i)
-                h += (i ? "   ·   " : "") + plan_->highlights[i].text + " = " +
-                     plan_->highlights[i].values;
-            ImGui::PushStyleColor(ImGuiCol_Text, c.highlight);
-            ImGui::TextWrapped("%s", h.c_str());
-            ImGui::PopStyleColor();
-        }
-        if (const lesson::StepResult* r = player.result()) {
-            if (!r->checks.empty()) {
-                ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(c.dim),
-                                   "checks against the engine: %zu of %zu pass", r->passed(),
-                                   r->checks.size());
-                for (const auto& ch : r->checks) {
-                    ImGui::PushStyleColor(ImGuiCol_Text, ch.passed ? c.good : c.bad);
-                    ImGui::TextWrapped("%s  %s", ch.passed ? "PASS" : "FAIL", ch.message.c_str());
-                    ImGui::PopStyleColor();
-                }
-            }
-        } else if (player.busy()) {
-            ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(c.dim),
-                               "evaluating the step with the engine (worker thread) ...");
-        }
-    }
-    if (!player.error().empty()) {
-        ImGui::PushStyleColor(ImGuiCol_Text, c.bad);
-        ImGui::TextWrapped("%s%s", player.lesson() ? "this step cannot be shown: " : "",
-                           player.error().c_str());
         ImGui::PopStyleColor();
     }
-    ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(c.dim),
-                       "PgDn / N next step   PgUp / B previous   space plays the step   "
-                       "left / right one step   Tab lesson list");
-    ImGui::PopStyleColor();
     ImGui::End();
     ImGui::PopStyleColor(2);
 }

@@ -137,6 +137,19 @@ StepPlan plan_step(const lesson::Lesson& l, std::size_t k,
                     add(t.substr(0, dot + 1) + t.substr(dot + 6));
                 if (dot == std::string::npos) add(t + ".wei");
             }
+            // A backward step: every tensor with its gradient, so that the gradient row lines
+            // up under the forward row.
+            const auto is_grad = [](const std::string& x) {
+                return x.rfind("diff_", 0) == 0 || x.find(".diff_") != std::string::npos;
+            };
+            if (std::any_of(n.begin(), n.end(), is_grad))
+                for (const auto& x : std::vector<std::string>(n)) {
+                    if (is_grad(x)) continue;
+                    const auto dot = x.find('.');
+                    add(dot == std::string::npos
+                            ? "diff_" + x
+                            : x.substr(0, dot + 1) + "diff_" + x.substr(dot + 1));
+                }
         } else {
             p.request.tensor_names = {"src",      "wei",      "bias",     "dst",
                                       "diff_dst", "diff_src", "diff_wei", "diff_bias"};
