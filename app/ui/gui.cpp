@@ -953,6 +953,15 @@ void App::canvas() {
                          (size.y - 2 * margin) / static_cast<float>(view->height));
             z = std::clamp(z, 0.05f, 64.0f);
         }
+        // The iteration need not converge (titles take pixels, not cells): shrink until the
+        // view laid out at z fits.
+        for (int it = 0; it < 40 && z > 2.0f; ++it) {
+            relayout(z);
+            if (static_cast<float>(view->width) * z <= size.x - 2 * margin &&
+                static_cast<float>(view->height) * z <= size.y - 2 * margin)
+                break;
+            z *= 0.94f;
+        }
         s.zoom = z;
         s.pan_x =
             std::max(0.0f, (size.x - 2 * margin - static_cast<float>(view->width) * z) * 0.5f);

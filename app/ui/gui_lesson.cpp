@@ -201,7 +201,7 @@ std::vector<Block> blocks(const app::LessonPlayer& p, const app::StepPlan* plan)
             {(p.lesson() ? "this step cannot be shown: " : "") + p.error(), 1.0f, Tone::Bad});
     b.push_back(
         {"PgDn / N next step   PgUp / B previous   space plays the step   left / right "
-         "one step   Tab lesson list",
+         "one step",
          1.0f, Tone::Dim});
     return b;
 }

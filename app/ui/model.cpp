@@ -169,6 +169,7 @@ std::string fmt(const char* f, double a) {
 
 std::string format_value(float v, DataKind d) {
     if (!std::isfinite(v)) return "";
+    if (v == 0.0f) v = 0.0f;  // no "-0" (a negative gradient times zero)
     if (d == DataKind::Integer && v == std::floor(v) && std::fabs(v) < 1e7f)
         return fmt("%.0f", static_cast<double>(v));
     return fmt("%.2f", static_cast<double>(v));

@@ -116,10 +116,12 @@ std::vector<Role> roles_of(const std::string& name, const std::vector<dim_t>& di
     if (rank == 1) return {Role::Col};
     if (rank == 2) return {Role::Row, Role::Col};
     // 1-D weights: a K x C grid of one-row kernels; 1-D activations: images down, channels rows.
+    // (A locally connected layer's weights (P, 1, R): one row a position.)
     if (rank == 3)
-        return name.find("wei") != std::string::npos
-                   ? std::vector<Role>{Role::TileY, Role::TileX, Role::Col}
-                   : std::vector<Role>{Role::TileY, Role::Row, Role::Col};
+        return name.find("wei") == std::string::npos
+                   ? std::vector<Role>{Role::TileY, Role::Row, Role::Col}
+               : dims[1] == 1 ? std::vector<Role>{Role::Row, Role::TileX, Role::Col}
+                              : std::vector<Role>{Role::TileY, Role::TileX, Role::Col};
     // Tiles side by side (the canvas is wider than high); a grid when both outer dims are > 1.
     std::vector<Role> r(rank, Role::TileX);
     if (dims[0] > 1 && dims[1] > 1) r[0] = Role::TileY;
