@@ -957,7 +957,12 @@ void App::canvas() {
         // view laid out at z fits.
         for (int it = 0; it < 40 && z > 2.0f; ++it) {
             relayout(z);
-            if (static_cast<float>(view->width) * z <= size.x - 2 * margin &&
+            float right = 0;  // the rightmost cell or title (titles wrap at their slot's width)
+            for (const auto& pn : view->panels)
+                right = std::max(right, static_cast<float>(pn.x) * z +
+                                            std::max(static_cast<float>(pn.width) * z,
+                                                     static_cast<float>(pn.slot_width) * z - fs));
+            if (right <= size.x - 2 * margin &&
                 static_cast<float>(view->height) * z <= size.y - 2 * margin)
                 break;
             z *= 0.94f;
