@@ -151,8 +151,8 @@ StepPlan plan_step(const lesson::Lesson& l, std::size_t k,
                             : x.substr(0, dot + 1) + "diff_" + x.substr(dot + 1));
                 }
         } else {
-            p.request.tensor_names = {"src",      "wei",      "bias",     "dst",
-                                      "diff_dst", "diff_src", "diff_wei", "diff_bias"};
+            // A convolution step: the tensors it talks about (highlights, checks); none named:
+            // its inputs and results.
             auto& n = p.request.tensor_names;
             const auto add = [&](const std::string& name) {
                 if (!name.empty() && std::find(n.begin(), n.end(), name) == n.end())
@@ -163,6 +163,8 @@ StepPlan plan_step(const lesson::Lesson& l, std::size_t k,
                 add(c.tensor);
                 add(c.equals_tensor);
             }
+            if (n.empty())
+                n = {"src", "wei", "bias", "dst", "diff_dst", "diff_src", "diff_wei", "diff_bias"};
         }
     }
     return p;

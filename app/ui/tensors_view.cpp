@@ -100,8 +100,10 @@ std::vector<std::string> dim_names(const std::string& name, std::size_t rank) {
     if (rank == 1) return {"i"};
     if (rank == 2)
         return wei ? std::vector<std::string>{"o", "i"} : std::vector<std::string>{"n", "j"};
-    n.push_back(wei ? "k" : "n");
-    n.push_back("c");
+    // TNC: channels outside the batch.
+    const bool tnc = name.size() > 4 && name.compare(name.size() - 4, 4, "_tnc") == 0;
+    n.push_back(wei ? "k" : tnc ? "c" : "n");
+    n.push_back(tnc ? "n" : "c");
     const std::size_t s = rank - 2;
     for (std::size_t i = 0; i < s; ++i) {
         const std::size_t a = s <= 3 ? 3 - s + i : i;
