@@ -954,19 +954,27 @@ void App::canvas() {
             z = std::clamp(z, 0.05f, 64.0f);
         }
         // The iteration need not converge (titles take pixels, not cells): shrink until the
-        // view laid out at z fits.
-        for (int it = 0; it < 40 && z > 2.0f; ++it) {
+        // cells of the view laid out at z fit, then a little more (at most to 85%) for the
+        // titles of the last panels (they wrap at their slot's width).
+        const float avail_x = size.x - 2 * margin, avail_y = size.y - 2 * margin;
+        // (The estimate above converges slowly when titles dominate: search down from 64.)
+        const float z_estimate = z;
+        z = 64.0f;
+        float z_cells = 0;
+        for (int it = 0; it < 160 && z > 0.05f; ++it) {
             relayout(z);
-            float right = 0;  // the rightmost cell or title (titles wrap at their slot's width)
-            for (const auto& pn : view->panels)
-                right = std::max(right, static_cast<float>(pn.x) * z +
-                                            std::max(static_cast<float>(pn.width) * z,
-                                                     static_cast<float>(pn.slot_width) * z - fs));
-            if (right <= size.x - 2 * margin &&
-                static_cast<float>(view->height) * z <= size.y - 2 * margin)
-                break;
+            float cells = 0, title_right = 0;
+            for (const auto& pn : view->panels) {
+                cells = std::max(cells, static_cast<float>(pn.x + pn.width) * z);
+                title_right =
+                    std::max(title_right, static_cast<float>(pn.x + pn.slot_width) * z - fs);
+            }
+            const bool fit = cells <= avail_x && static_cast<float>(view->height) * z <= avail_y;
+            if (fit && z_cells == 0) z_cells = z;
+            if (fit && (title_right <= avail_x || z < 0.85f * z_cells)) break;
             z *= 0.94f;
         }
+        if (z_cells == 0) z = z_estimate;
         s.zoom = z;
         s.pan_x =
             std::max(0.0f, (size.x - 2 * margin - static_cast<float>(view->width) * z) * 0.5f);

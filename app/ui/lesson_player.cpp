@@ -75,8 +75,16 @@ StepPlan plan_step(const lesson::Lesson& l, std::size_t k,
         take("src", p.request.src);
         take("wei", p.request.wei);
         take("diff_dst", p.request.diff_dst);
-    } else if (s.view != "tensors" && s.view != "timings") {
-        p.request.view = "tensors";  // a network step has no problem for the mapping views
+    } else {
+        if (s.view != "tensors" && s.view != "timings")
+            p.request.view = "tensors";  // a network step has no problem for the mapping views
+        // The header names the network's first convolution (its batch from the input).
+        for (const auto& layer : s.network.layers)
+            if (!layer.problem_text.empty()) {
+                p.request.problem = layer.problem;
+                if (!s.network.input.dims.empty()) p.request.problem.mb = s.network.input.dims[0];
+                break;
+            }
     }
     if (p.request.view == "timings" && !s.has_problem) p.request.view = "tensors";
     p.granularity = s.granularity;
