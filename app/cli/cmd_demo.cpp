@@ -2,9 +2,11 @@
 // (the shot machinery; under xvfb-run when there is no display), and the list of files.
 #include <algorithm>
 #include <filesystem>
+#include <span>
 
 #include "cli/cli_common.hpp"
 #include "cli/cmd_bench.hpp"
+#include "lesson/lesson.hpp"
 #include "ui/gui.hpp"
 
 namespace convlab::cli {
@@ -57,7 +59,26 @@ void run_demo(const Options& opts, std::ostream& out) {
     std::vector<ui::ShotOptions> list;
     std::vector<std::string> files;
     int k = 0;
-    for (const auto& d : kDemo) {
+    {
+        // Lesson steps as the lesson player shows them (one window, many shots): with --lessons
+        // every step of every lesson, else the first step of each (what a class opens on).
+        const bool all_steps = opts.has("--lessons");
+        for (const auto& f : lesson::lesson_files(lesson::default_lesson_dir())) {
+            const lesson::Lesson l = lesson::load_lesson(f);
+            const std::string stem = std::filesystem::path(f).stem().string();
+            for (std::size_t st = 0; st < (all_steps ? l.steps.size() : 1); ++st) {
+                ui::ShotOptions s;
+                s.lesson = f;
+                s.lesson_step = st;
+                s.out =
+                    dir + "/lesson" + stem.substr(0, 2) + "_step" + std::to_string(st + 1) + ".png";
+                list.push_back(s);
+                files.push_back(s.out);
+            }
+        }
+    }
+    for (const auto& d :
+         opts.has("--lessons") ? std::span<const DemoView>{} : std::span<const DemoView>(kDemo)) {
         Options o;
         o.set("--view", d.view);
         o.set("--problem", d.problem);
@@ -97,12 +118,16 @@ const Command& demo_command() {
     static const Command c{
         "demo",
         "render every view at a few steps and a verified timing plot to out/demo, without a person",
-        "demo [--out DIR]",
+        "demo [--out DIR] [--lessons]",
         "Uses the same drawing code as the window (see 'convlab shot'); under xvfb-run when\n"
         "there is no display. Then runs the quick benchmark (the classroom shape set, every\n"
-        "measurement verified before it is plotted) and writes its charts to DIR/timings.\n"
+        "measurement verified before it is plotted), writes its charts to DIR/timings and a\n"
+        "screenshot of the Timings view, and the first step of every lesson as the lesson player\n"
+        "shows it. With --lessons: every step of every lesson instead of the views.\n"
         "Prints the files written.\n",
-        {{"--out", "DIR", "output directory (default out/demo)"}},
+        {{"--out", "DIR", "output directory (default out/demo)"},
+         {"--lessons", nullptr,
+          "every step of every lesson instead (DIR/lessonNN_stepK.png), as the player shows it"}},
         run_demo};
     return c;
 }

@@ -1,13 +1,26 @@
 // convlab gui: opens the desktop app (also what `convlab` with no arguments does).
 #include "cli/cli_common.hpp"
+#include "lesson/lesson.hpp"
 #include "ui/gui.hpp"
 
 namespace convlab::cli {
+
+void lesson_options(const Options& opts, std::string& file, std::size_t& step);  // cmd_shot.cpp
 
 namespace {
 
 void run_gui(const Options& opts, std::ostream&) {
     ui::GuiOptions o;
+    if (opts.has("--lesson")) {
+        lesson_options(opts, o.lesson, o.lesson_step);
+    } else if (!opts.has("--view") && !opts.has("--problem")) {
+        // The default first screen: lesson 1, step 1 (when the lessons are there).
+        try {
+            const auto files = lesson::lesson_files(lesson::default_lesson_dir());
+            if (!files.empty()) o.lesson = files.front();
+        } catch (const std::exception&) {
+        }
+    }
     o.view = opts.value_or("--view", o.view);
     o.problem = opts.value_or("--problem", o.problem);
     o.presenter = opts.has("--presenter");
@@ -27,13 +40,16 @@ void run_gui(const Options& opts, std::ostream&) {
 const Command& gui_command() {
     static const Command c{"gui",
                            "open the desktop app (the default when convlab runs without arguments)",
-                           "gui [--problem DESC] [--view NAME] [--presenter]",
-                           "",
+                           "gui [--problem DESC] [--view NAME] [--presenter] | gui --lesson FILE "
+                           "[--step K]",
+                           "Without --view, --problem or --lesson it opens on lesson 1, step 1.\n",
                            {{"--problem", "DESC", "benchdnn descriptor (default mb1ic2ih3oc2kh2)"},
                             {"--view", "NAME",
                              "im2col (default) | col2im | stride | fliprot | fractal | tnc | "
                              "weight_grad | timings | tensors"},
-                            {"--presenter", nullptr, "full screen, large fonts, keyboard only"}},
+                            {"--presenter", nullptr, "full screen, large fonts, keyboard only"},
+                            {"--lesson", "FILE", "open a lesson (a file, or its number: 17)"},
+                            {"--step", "K", "with --lesson: the step to open, from 1"}},
                            run_gui};
     return c;
 }

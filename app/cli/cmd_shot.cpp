@@ -1,12 +1,14 @@
 // convlab shot: renders one view of the desktop app, exactly as the window shows it, into a PNG
 // without a person (and measures frame times). Without a display it re-runs itself under
 // xvfb-run.
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 
 #include "cli/cli_common.hpp"
+#include "lesson/lesson.hpp"
 #include "ui/gui.hpp"
 
 namespace convlab::cli {
@@ -22,9 +24,43 @@ void parse_size(const std::string& text, int& w, int& h) {
 
 }  // namespace
 
+// --lesson FILE: a path, or a lesson of the lessons/ directory by number or name ("17",
+// "17_worked_problem"). Error when none matches.
+std::string lesson_path(const std::string& arg) {
+    if (std::filesystem::is_regular_file(arg)) return arg;
+    const bool number =
+        !arg.empty() && arg.size() <= 2 &&
+        std::all_of(arg.begin(), arg.end(), [](char c) { return c >= '0' && c <= '9'; });
+    const std::string prefix = number && arg.size() == 1 ? "0" + arg + "_"
+                               : number                  ? arg + "_"
+                                                         : arg;
+    for (const auto& f : lesson::lesson_files(lesson::default_lesson_dir()))
+        if (std::filesystem::path(f).filename().string().rfind(prefix, 0) == 0) return f;
+    throw Error("--lesson '" + arg + "': no such file, and no lesson of " +
+                lesson::default_lesson_dir() + " starts with '" + prefix + "'");
+}
+
+// --lesson FILE [--step K]: the lesson file and its step (K from 1, as `convlab lesson show`).
+void lesson_options(const Options& opts, std::string& file, std::size_t& step) {
+    file = lesson_path(*opts.get("--lesson"));
+    // Load it now: a malformed lesson fails before any window opens (file:line: what).
+    const lesson::Lesson l = lesson::load_lesson(file);
+    step = 0;
+    if (const auto* s = opts.get("--step"))
+        step = static_cast<std::size_t>(
+            parse_integer("--step (a step of the lesson, from 1)", *s, 1,
+                          static_cast<std::int64_t>(std::max<std::size_t>(1, l.steps.size()))) -
+            1);
+}
+
 // The options shared by shot and demo.
 ui::ShotOptions shot_options(const Options& opts) {
     ui::ShotOptions o;
+    if (opts.has("--lesson")) {
+        if (opts.has("--view") || opts.has("--problem"))
+            throw Error("--lesson: the step sets the view and the problem (drop --view/--problem)");
+        lesson_options(opts, o.lesson, o.lesson_step);
+    }
     o.view = opts.value_or("--view", "im2col");
     o.problem = opts.value_or("--problem", o.problem);
     // Fail on a bad descriptor before any window is opened.
@@ -32,7 +68,7 @@ ui::ShotOptions shot_options(const Options& opts) {
         parse_descriptor(o.problem).check();
         return 0;
     });
-    if (const auto* s = opts.get("--step"))
+    if (const auto* s = opts.get("--step"); s && o.lesson.empty())
         o.step = parse_integer("--step", *s, 0, std::int64_t{1} << 40);
     if (const auto* s = opts.get("--size")) parse_size(*s, o.width, o.height);
     if (const auto* s = opts.get("--granularity")) o.granularity = parse_granularity(*s);
@@ -123,8 +159,11 @@ void run_shot(const Options& opts, std::ostream& out) {
     if (!o.svg.empty()) out << "wrote " << o.svg << "\n";
     if (!o.sequence_dir.empty()) out << "wrote the steps to " << o.sequence_dir << "\n";
     if (!o.out.empty())
-        out << "wrote " << o.out << " (" << o.width << "x" << o.height << ", view " << o.view
-            << ", step " << o.step << ")\n";
+        out << "wrote " << o.out << " (" << o.width << "x" << o.height << ", "
+            << (o.lesson.empty()
+                    ? "view " + o.view + ", step " + std::to_string(o.step)
+                    : "lesson " + o.lesson + ", step " + std::to_string(o.lesson_step + 1))
+            << ")\n";
     if (report) {
         char buf[512];
         std::snprintf(buf, sizeof buf,
@@ -143,18 +182,22 @@ const Command& shot_command() {
     static const Command c{
         "shot",
         "render a view of the desktop app to PNG without a person (xvfb-run when no display)",
-        "shot --view NAME --problem DESC --step K [--size WxH] [--granularity G] --out FILE.png",
+        "shot --view NAME --problem DESC --step K [--size WxH] [--granularity G] --out FILE.png\n"
+        "       convlab shot --lesson FILE --step K --out FILE.png",
         "Renders exactly what the window shows (the same drawing code) and reads the back buffer\n"
         "into a PNG, written atomically. Without a display it re-runs itself under\n"
         "xvfb-run -a -s \"-screen 0 1920x1200x24\". --frames N --report plays N steps (one a\n"
         "frame, the worst case) and prints the median and max frame time.\n"
         "Views: im2col col2im stride fliprot fractal tnc weight_grad timings tensors.\n"
         "The timings view shows --results FILE or measures first with --bench-quick.\n",
+        "--lesson FILE --step K renders step K (from 1) of a lesson as the player shows it: its\n"
+        "view, problem, data, granularity, first step of its range, highlights and narration.\n",
         {{"--view", "NAME",
           "im2col (default) | col2im | stride | fliprot | fractal | tnc | "
           "weight_grad | timings | tensors"},
          {"--problem", "DESC", "benchdnn descriptor (default mb1ic2ih3oc2kh2)"},
-         {"--step", "K", "the step shown, from 0 (default 0)"},
+         {"--step", "K", "the step shown, from 0 (default 0); with --lesson the lesson's, from 1"},
+         {"--lesson", "FILE", "a lesson file (or its number: 17) to show a step of"},
          {"--size", "WxH", "window size in pixels (default 1600x1000)"},
          {"--granularity", "G", "element | line (default) | whole"},
          {"--data", "KIND", "integer (default) | real"},

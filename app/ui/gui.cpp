@@ -36,6 +36,7 @@
 #include "stb_image_write.h"
 
 #include "convlab/problem.hpp"
+#include "ui/gui_lesson.hpp"
 #include "ui/gui_timings.hpp"
 
 #ifndef CONVLAB_SOURCE_DIR
@@ -205,6 +206,7 @@ class App {
     int saved_x = 100, saved_y = 100, saved_w = 1600, saved_h = 1000;
     dim_t seq_from = 0, seq_to = 1000000;  // the step range of a PNG sequence export
     std::shared_ptr<TimingsPanel> timings = make_timings_panel();  // the timings view
+    LessonUi lesson;  // the lesson player (gui_lesson.cpp)
 
     ~App() {
         if (job && job->thread.joinable()) job->thread.join();
@@ -295,6 +297,12 @@ class App {
         r.view = name;
         s.playback.step = 0;
         request(r);
+    }
+
+    void update_lesson(bool wait = false) {
+        lesson.update(
+            s, view.get(), steps(), step_dirty, [this](const app::ViewRequest& r) { request(r); },
+            wait);
     }
 
     void update_step() {
@@ -427,6 +435,7 @@ void App::keyboard() {
     const auto& names = app::view_names();
     for (int k = 0; k < static_cast<int>(names.size()) && k < 9; ++k)
         if (pressed(GLFW_KEY_1 + k)) set_view(names[static_cast<std::size_t>(k)]);
+    if (lesson.keyboard()) return;  // a lesson: PgDn / PgUp (and N / B) step through it
     if (pressed(GLFW_KEY_PAGE_DOWN) || pressed(GLFW_KEY_PAGE_UP)) {
         const auto it = std::find(names.begin(), names.end(), s.request.view);
         const auto i = static_cast<int>(it - names.begin());
@@ -471,6 +480,7 @@ void App::sidebar(float width) {
     ImGui::SetNextWindowSize(ImVec2(width, ImGui::GetIO().DisplaySize.y));
     ImGui::Begin("ConvLab", nullptr,
                  ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoResize | ImGuiWindowFlags_NoCollapse);
+    lesson.sidebar(width);
     // View
     ImGui::TextUnformatted("View");
     const auto& names = app::view_names();
@@ -661,7 +671,8 @@ void App::sidebar(float width) {
     ImGui::Separator();
     ImGui::TextWrapped(
         "Keys: space play/pause, left/right step, Home/End, up/down speed, G granularity, "
-        "L loop, 1-9 / PgUp PgDn view, F fit, C palette, P presenter, Tab sidebar, F11 full "
+        "L loop, 1-9 / PgUp PgDn view (in a lesson: PgDn/N, PgUp/B step), F fit, C palette, P "
+        "presenter, Tab sidebar, F11 full "
         "screen, +/- font, S save PNG, Esc unpin. Mouse: wheel zoom, drag pan, hover links, "
         "click pins.");
     ImGui::End();
@@ -1016,6 +1027,28 @@ void App::canvas() {
                          (size.y - 2 * margin) / static_cast<float>(view->height));
             z = std::clamp(z, 0.05f, 64.0f);
         }
+        // The iteration need not converge (titles take pixels, not cells): shrink until the
+        // cells of the view laid out at z fit, then a little more (at most to 85%) for the
+        // titles of the last panels (they wrap at their slot's width).
+        const float avail_x = size.x - 2 * margin, avail_y = size.y - 2 * margin;
+        // (The estimate above converges slowly when titles dominate: search down from 64.)
+        const float z_estimate = z;
+        z = 64.0f;
+        float z_cells = 0;
+        for (int it = 0; it < 160 && z > 0.05f; ++it) {
+            relayout(z);
+            float cells = 0, title_right = 0;
+            for (const auto& pn : view->panels) {
+                cells = std::max(cells, static_cast<float>(pn.x + pn.width) * z);
+                title_right =
+                    std::max(title_right, static_cast<float>(pn.x + pn.slot_width) * z - fs);
+            }
+            const bool fit = cells <= avail_x && static_cast<float>(view->height) * z <= avail_y;
+            if (fit && z_cells == 0) z_cells = z;
+            if (fit && (title_right <= avail_x || z < 0.85f * z_cells)) break;
+            z *= 0.94f;
+        }
+        if (z_cells == 0) z = z_estimate;
         s.zoom = z;
         s.pan_x =
             std::max(0.0f, (size.x - 2 * margin - static_cast<float>(view->width) * z) * 0.5f);
@@ -1064,6 +1097,7 @@ void App::canvas() {
         dl->AddText(font, fs, tp, P.panel_text, titles[i].c_str(), nullptr, wrap_of(i, z));
         draw_panel(dl, i, origin, z, clip);
     }
+    lesson.draw_highlights(dl, *view, origin, z, lesson_highlight_colour(s.palette));
     dl->PopClipRect();
     ImGui::EndChild();
 }
@@ -1074,6 +1108,7 @@ void App::frame(double dt) {
     poll(false);
     keyboard();
     if (view && s.playback.advance(dt, steps())) step_dirty = true;
+    update_lesson();
     if (ex.sequence) {
         s.playback.paused = true;
         s.playback.scrub(ex.seq_next, steps());
@@ -1087,8 +1122,9 @@ void App::frame(double dt) {
     const bool side = show_sidebar && !s.presenter;
     const float sw = side ? 380.0f * s.font_scale : 0.0f;
     if (side) sidebar(sw);
+    const float lesson_h = lesson.panel_height(io.DisplaySize.x - sw, io.DisplaySize.y);
     ImGui::SetNextWindowPos(ImVec2(sw, 0));
-    ImGui::SetNextWindowSize(ImVec2(io.DisplaySize.x - sw, io.DisplaySize.y));
+    ImGui::SetNextWindowSize(ImVec2(io.DisplaySize.x - sw, io.DisplaySize.y - lesson_h));
     ImGui::Begin("view", nullptr,
                  ImGuiWindowFlags_NoTitleBar | ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoResize |
                      ImGuiWindowFlags_NoScrollbar | ImGuiWindowFlags_NoBringToFrontOnFocus);
@@ -1099,6 +1135,9 @@ void App::frame(double dt) {
             "F fit  F11 full screen  Esc leave");
     canvas();
     ImGui::End();
+    lesson.panel(ImVec2(sw, io.DisplaySize.y - lesson_h), ImVec2(io.DisplaySize.x - sw, lesson_h),
+                 {P.panel_text, P.dim_text, P.good, P.bad, lesson_highlight_colour(s.palette),
+                  P.background});
     if (show_help) {
         ImGui::Begin("keys", &show_help, ImGuiWindowFlags_AlwaysAutoResize);
         ImGui::TextUnformatted(
@@ -1107,7 +1146,7 @@ void App::frame(double dt) {
             "        loop\n1-9        views; PgUp/PgDn previous / next\nF          fit to "
             "window\nC          palette\nP          presenter mode\nTab        sidebar\nF11  "
             "      full screen\n+/-        font size\nS          save PNG\nEsc        unpin / "
-            "leave presenter");
+            "leave presenter\nPgDn/N     lesson: next step\nPgUp/B     lesson: previous step");
         ImGui::End();
     }
 }
@@ -1373,7 +1412,8 @@ void run_gui(const GuiOptions& o) {
     if (o.presenter) a.toggle_fullscreen();
     a.s.request = r;
     a.edit = r.problem;
-    a.request(r);
+    if (!o.lesson.empty()) a.lesson.open(o.lesson, o.lesson_step);
+    if (!a.lesson.player.is_open()) a.request(r);  // no lesson (or a malformed one): the view
     auto last = std::chrono::steady_clock::now();
     while (!glfwWindowShouldClose(a.window)) {
         // Idle (paused, nothing building): wait for events instead of spinning.
@@ -1397,22 +1437,31 @@ FrameReport shot_in(Window& w, const ShotOptions& o) {
     a.s.presenter = o.presenter;
     a.s.palette = o.palette;
     a.s.playback.granularity = o.granularity;
-    app::ViewRequest r = request_of(o.view, o.problem);
-    r.data = o.data;
-    r.c0 = o.c0;
     const auto t0 = std::chrono::steady_clock::now();
-    a.request(r);
-    a.poll(true);
+    if (!o.lesson.empty()) {
+        // The lesson step exactly as the player shows it (gui_lesson.cpp).
+        a.lesson.open(o.lesson, o.lesson_step);
+        a.update_lesson(true);  // evaluates the step and requests its view
+        if (!a.lesson.plan()) throw Error(a.lesson.player.error());
+        a.poll(true);
+        a.update_lesson(true);  // its step range and highlights on the built view
+    } else {
+        app::ViewRequest r = request_of(o.view, o.problem);
+        r.data = o.data;
+        r.c0 = o.c0;
+        a.request(r);
+        a.poll(true);
+    }
     FrameReport rep;
     rep.build_ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     if (!a.view) throw Error("view " + o.view + ": " + a.s.error);
     const dim_t n = a.steps();
-    if (!app::is_placeholder_view(o.view) && (o.step < 0 || o.step >= n))
+    if (o.lesson.empty() && (n > 0 || o.step != 0) && (o.step < 0 || o.step >= n))
         throw Error("--step " + std::to_string(o.step) + ": the " + o.view + " view has " +
                     std::to_string(n) + " steps at granularity " + granularity_name(o.granularity) +
                     " (0 to " + std::to_string(n - 1) + ")");
-    a.s.playback.step = o.step;
+    if (o.lesson.empty()) a.s.playback.step = o.step;
     a.step_dirty = true;
     if (o.view == "timings")
         prepare_timings_shot(*a.timings, {o.results, o.bench_quick, o.frames == 0, o.chart,

@@ -15,6 +15,8 @@ struct GuiOptions {
     std::string view = "im2col";
     std::string problem = "mb1ic2ih3oc2kh2";  // 2x3x3 input, 2 filters of 2x2x2
     bool presenter = false;
+    std::string lesson;           // a lesson file to open ("" none)
+    std::size_t lesson_step = 0;  // its step, from 0
 };
 
 // True when GLFW can open the display (DISPLAY set and reachable).
@@ -48,6 +50,10 @@ struct ShotOptions {
     std::string results;
     bool bench_quick = false;
     std::string chart;
+    // A lesson step as the player shows it (view, problem, granularity, range, narration): the
+    // view options above are then the step's.
+    std::string lesson;
+    std::size_t lesson_step = 0;  // from 0
 };
 
 struct FrameReport {

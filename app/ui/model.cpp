@@ -169,6 +169,7 @@ std::string fmt(const char* f, double a) {
 
 std::string format_value(float v, DataKind d) {
     if (!std::isfinite(v)) return "";
+    if (v == 0.0f) v = 0.0f;  // no "-0" (a negative gradient times zero)
     if (d == DataKind::Integer && v == std::floor(v) && std::fabs(v) < 1e7f)
         return fmt("%.0f", static_cast<double>(v));
     return fmt("%.2f", static_cast<double>(v));
@@ -194,7 +195,7 @@ const std::vector<std::string>& view_names() {
 }
 
 bool is_placeholder_view(const std::string& name) {
-    return name == "timings" || name == "tensors";
+    return name == "timings";
 }
 
 // [SECTION] panel geometry
@@ -453,6 +454,9 @@ struct Builder {
         return id;
     }
     std::vector<float> data(const Shape& s, std::uint64_t salt) const {
+        // A lesson's own inputs when they fit (salt 1 src, 2 wei, 3 diff_dst).
+        const std::vector<float>* given = salt == 1 ? &r.src : salt == 2 ? &r.wei : &r.diff_dst;
+        if (salt <= 3 && static_cast<dim_t>(given->size()) == s.numel()) return *given;
         return make_data(s.numel(), r.data, r.seed, salt);
     }
 };
@@ -1008,6 +1012,7 @@ void build_weight_grad(Builder& b) {
 }  // namespace
 
 ViewModel build_view(const ViewRequest& r, std::atomic<float>* progress) {
+    if (r.view == "tensors") return build_tensors_view(r);
     r.problem.check();
     Builder b{r, r.problem, progress, {}};
     b.v.name = r.view;
@@ -1029,10 +1034,6 @@ ViewModel build_view(const ViewRequest& r, std::atomic<float>* progress) {
         b.v.caption =
             "timings: the verified timing chart of the current problem comes here (not "
             "built yet: another part of ConvLab delivers it)";
-    else if (r.view == "tensors")
-        b.v.caption =
-            "tensors: the named tensors of a lesson scenario come here (not built yet: "
-            "another part of ConvLab delivers them)";
     else {
         std::string known;
         for (auto& n : view_names()) known += (known.empty() ? "" : ", ") + n;

@@ -20,6 +20,10 @@
 #include "convlab/index_map.hpp"
 #include "convlab/problem.hpp"
 
+namespace convlab::lesson {
+struct StepResult;  // lesson/lesson.hpp: a lesson step's named tensors (the tensors view)
+}
+
 namespace convlab::app {
 
 // [SECTION] panels
@@ -148,7 +152,7 @@ void layout_view(ViewModel& v, double title_cells = 0, double min_slot = 0);
 
 // The view names (BRIEF.md): im2col col2im stride fliprot fractal tnc weight_grad timings tensors.
 const std::vector<std::string>& view_names();
-bool is_placeholder_view(const std::string& name);  // timings, tensors (content comes later)
+bool is_placeholder_view(const std::string& name);  // timings (content comes later)
 
 enum class DataKind { Integer, Real };
 const char* data_kind_name(DataKind d);
@@ -159,12 +163,21 @@ struct ViewRequest {
     DataKind data = DataKind::Integer;
     dim_t c0 = 16;
     std::uint64_t seed = 1;
+    // A lesson step's inputs (lesson_player.hpp): shown instead of generated data when the
+    // sizes fit the problem (row-major, as the lesson's src / wei / diff_dst).
+    std::vector<float> src, wei, diff_dst;
+    // The tensors view: a lesson step's named tensors and which of them to show (empty: the
+    // view's choice); null: the problem's own tensors (tensors_view.cpp).
+    std::shared_ptr<const lesson::StepResult> tensors;
+    std::vector<std::string> tensor_names;
 };
 
 // Builds a view over the engine (tensors computed by the engine, maps enumerated). Throws Error
 // for an unknown view, an invalid problem or a problem too large to show (the message says
 // which). progress, when given, moves from 0 to 1.
 ViewModel build_view(const ViewRequest& r, std::atomic<float>* progress = nullptr);
+// The tensors view (tensors_view.cpp): one panel a named tensor, forward above backward.
+ViewModel build_tensors_view(const ViewRequest& r);
 
 // [SECTION] playback
 

@@ -1,0 +1,266 @@
+// The lesson player's ImGui part (gui_lesson.hpp). Index:
+//   [SECTION] opening and applying a step
+//   [SECTION] keys and the sidebar section
+//   [SECTION] the narration panel
+//   [SECTION] highlights on the canvas
+#include "ui/gui_lesson.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+
+#define GLFW_INCLUDE_NONE
+#include <GLFW/glfw3.h>
+
+namespace convlab::ui {
+
+ImU32 lesson_highlight_colour(int palette) {
+    // Okabe-Ito reddish purple (CC79A7), darker on light grounds; magenta-pink on black.
+    if (palette == 1) return IM_COL32(255, 120, 220, 255);
+    if (palette == 2) return IM_COL32(204, 121, 167, 255);
+    return IM_COL32(190, 40, 150, 255);
+}
+
+// [SECTION] opening and applying a step
+
+void LessonUi::open(const std::string& file, std::size_t step) {
+    if (player.entries.empty()) {
+        const auto dir = std::filesystem::path(file).parent_path().string();
+        player.scan(dir.empty() ? "." : dir);
+    }
+    plan_.reset();
+    player.open(file, step);
+}
+
+void LessonUi::close() {
+    player.close();
+    plan_.reset();
+    hl_.clear();
+    hl_for_ = nullptr;
+}
+
+void LessonUi::update(app::AppState& s, const app::ViewModel* view, dim_t view_steps,
+                      bool& step_dirty, const RequestFn& request, bool wait) {
+    player.poll(wait);
+    if (player.generation() != applied_) {
+        applied_ = player.generation();
+        plan_ = player.plan_ptr();
+        hl_for_ = nullptr;
+        if (plan_) {
+            s.playback.granularity = plan_->granularity;
+            s.playback.paused = true;
+            s.playback.time_left = 0;
+            s.playback.step = std::max<dim_t>(0, plan_->range_begin);
+            s.pinned = {};
+            s.error.clear();
+            step_dirty = true;
+            fit_pending_ = true;
+            request(plan_->request);
+        }
+    }
+    if (!plan_ || !view) return;
+    // The step's view (not one the user switched to): keep playback in the step's range.
+    const bool own = view->name == plan_->request.view &&
+                     (view->name == "tensors" || s.request.problem == plan_->request.problem);
+    if (own && clamp_to_range(s.playback, plan_->range_begin, plan_->range_end, view_steps))
+        step_dirty = true;
+    if (view != hl_for_) {
+        hl_for_ = view;
+        hl_ = app::highlight_cells(*view, *plan_);
+        if (fit_pending_ && own) {
+            s.zoom = 0;
+            fit_pending_ = false;
+        }
+    }
+}
+
+std::string LessonUi::range_text(dim_t view_steps) const {
+    if (!plan_ || view_steps <= 0) return "";
+    const dim_t lo = std::clamp<dim_t>(plan_->range_begin, 0, view_steps - 1);
+    const dim_t hi = plan_->range_end < 0 || plan_->range_end > view_steps
+                         ? view_steps
+                         : std::max(plan_->range_end, lo + 1);
+    return "plays steps " + std::to_string(lo) + " to " + std::to_string(hi - 1) + " of " +
+           std::to_string(view_steps);
+}
+
+// [SECTION] keys and the sidebar section
+
+bool LessonUi::keyboard() {
+    if (!active()) return false;
+    if (ImGui::GetIO().WantTextInput) return true;
+    const auto pressed = [](int key) { return ImGui::IsKeyPressed(key, false); };
+    // Presenter remotes send PgDn / PgUp.
+    if (pressed(GLFW_KEY_PAGE_DOWN) || pressed(GLFW_KEY_N)) player.next();
+    if (pressed(GLFW_KEY_PAGE_UP) || pressed(GLFW_KEY_B)) player.prev();
+    return true;
+}
+
+void LessonUi::sidebar(float width) {
+    ImGui::TextUnformatted("Lesson");
+    if (player.entries.empty() && player.dir.empty()) player.scan(lesson::default_lesson_dir());
+    const lesson::Lesson* l = player.lesson();
+    std::string current = l ? std::filesystem::path(player.file()).stem().string()
+                            : (player.error().empty() ? "choose a lesson ..." : "(error)");
+    ImGui::SetNextItemWidth(-1);
+    if (ImGui::BeginCombo("##lesson", current.c_str(), ImGuiComboFlags_HeightLarge)) {
+        for (const auto& e : player.entries) {
+            const std::string stem = std::filesystem::path(e.file).stem().string();
+            std::string label = stem.substr(0, 2) + "  " +
+                                (e.error.empty() ? e.title + "  (" + std::to_string(e.steps) +
+                                                       (e.steps == 1 ? " step)" : " steps)")
+                                                 : "malformed: " + e.error);
+            if (!e.error.empty()) ImGui::PushStyleColor(ImGuiCol_Text, IM_COL32(200, 0, 0, 255));
+            if (ImGui::Selectable(label.c_str(), e.file == player.file())) open(e.file, 0);
+            if (!e.error.empty()) ImGui::PopStyleColor();
+        }
+        ImGui::EndCombo();
+    }
+    if (l) {
+        const float rows = static_cast<float>(std::min<std::size_t>(l->steps.size(), 6));
+        if (ImGui::BeginListBox("##steps",
+                                ImVec2(-1, rows * ImGui::GetTextLineHeightWithSpacing() + 6))) {
+            for (std::size_t k = 0; k < l->steps.size(); ++k) {
+                const std::string label =
+                    std::to_string(k + 1) + ". " +
+                    (l->steps[k].title.empty() ? l->steps[k].view : l->steps[k].title);
+                if (ImGui::Selectable(label.c_str(), k == player.step())) player.go(k);
+                if (k == player.step() && player.busy()) ImGui::SetScrollHereY();
+            }
+            ImGui::EndListBox();
+        }
+        if (ImGui::Button("< previous (PgUp)")) player.prev();
+        ImGui::SameLine();
+        if (ImGui::Button("next (PgDn) >")) player.next();
+        ImGui::SameLine();
+        if (ImGui::Button("close")) close();
+    } else if (!player.error().empty()) {
+        ImGui::PushStyleColor(ImGuiCol_Text, IM_COL32(220, 30, 30, 255));
+        ImGui::PushTextWrapPos(width - 8);
+        ImGui::TextUnformatted(player.error().c_str());
+        ImGui::PopTextWrapPos();
+        ImGui::PopStyleColor();
+        if (ImGui::Button("dismiss")) close();
+    }
+    ImGui::Separator();
+}
+
+// [SECTION] the narration panel
+
+namespace {
+
+constexpr float kNarrationScale = 1.2f;
+
+std::string heading(const app::LessonPlayer& p) {
+    const lesson::Lesson* l = p.lesson();
+    if (!l) return "";
+    const lesson::Step& s = l->steps[p.step()];
+    const std::string stem = std::filesystem::path(p.file()).stem().string();
+    return "Lesson " + stem.substr(0, std::min<std::size_t>(2, stem.size())) + ": " + l->title +
+           "   ·   step " + std::to_string(p.step() + 1) + " of " +
+           std::to_string(l->steps.size()) + (s.title.empty() ? "" : ": " + s.title);
+}
+
+// The panel's text blocks, in order: (text, font scale, colour role). One list for measuring
+// and drawing, so that the panel is as high as its text.
+enum class Tone { Text, Dim, Good, Bad, Highlight };
+struct Block {
+    std::string text;
+    float scale = 1.0f;
+    Tone tone = Tone::Text;
+};
+
+std::vector<Block> blocks(const app::LessonPlayer& p, const app::StepPlan* plan) {
+    std::vector<Block> b;
+    if (const lesson::Lesson* l = p.lesson()) {
+        b.push_back({heading(p), 1.1f, Tone::Text});
+        b.push_back({l->steps[p.step()].narration, kNarrationScale, Tone::Text});
+        if (plan && !plan->highlights.empty()) {
+            std::string h = "highlighted (outlined in the view):  ";
+            for (std::size_t i = 0; i < plan->highlights.size(); ++i)
+                h += (i ? "   ·   " : "") + plan->highlights[i].text + " = " +
+                     plan->highlights[i].values;
+            b.push_back({h, 1.0f, Tone::Highlight});
+        }
+        if (const lesson::StepResult* r = p.result()) {
+            if (!r->checks.empty()) {
+                b.push_back({"checks against the engine: " + std::to_string(r->passed()) + " of " +
+                                 std::to_string(r->checks.size()) + " pass",
+                             1.0f, Tone::Dim});
+                for (const auto& ch : r->checks)
+                    b.push_back({std::string(ch.passed ? "PASS  " : "FAIL  ") + ch.message, 1.0f,
+                                 ch.passed ? Tone::Good : Tone::Bad});
+            }
+        } else if (p.busy()) {
+            b.push_back(
+                {"evaluating the step with the engine (worker thread) ...", 1.0f, Tone::Dim});
+        }
+    }
+    if (!p.error().empty())
+        b.push_back(
+            {(p.lesson() ? "this step cannot be shown: " : "") + p.error(), 1.0f, Tone::Bad});
+    b.push_back(
+        {"PgDn / N next step   PgUp / B previous   space plays the step   left / right "
+         "one step",
+         1.0f, Tone::Dim});
+    return b;
+}
+
+}  // namespace
+
+float LessonUi::panel_height(float width, float h) const {
+    if (!active()) return 0;
+    const ImGuiStyle& st = ImGui::GetStyle();
+    const float wrap = std::max(100.0f, width - 2 * st.WindowPadding.x - st.ScrollbarSize);
+    float need = 2 * st.WindowPadding.y;
+    for (const Block& b : blocks(player, plan())) {
+        need += ImGui::CalcTextSize(b.text.c_str(), nullptr, false, wrap / b.scale).y * b.scale +
+                st.ItemSpacing.y;
+    }
+    return std::clamp(need + 4.0f, h * 0.15f, h * 0.5f);
+}
+
+void LessonUi::panel(ImVec2 pos, ImVec2 size, const LessonColours& c) {
+    if (!active()) return;
+    ImGui::SetNextWindowPos(pos);
+    ImGui::SetNextWindowSize(size);
+    ImGui::PushStyleColor(ImGuiCol_WindowBg, c.background);
+    ImGui::PushStyleColor(ImGuiCol_Border, c.dim);
+    ImGui::Begin("lesson", nullptr,
+                 ImGuiWindowFlags_NoTitleBar | ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoResize |
+                     ImGuiWindowFlags_NoCollapse | ImGuiWindowFlags_NoBringToFrontOnFocus);
+    ImDrawList* dl = ImGui::GetWindowDrawList();
+    const ImVec2 wp = ImGui::GetWindowPos();
+    dl->AddLine(wp, ImVec2(wp.x + size.x, wp.y), c.dim, 2.0f);
+    for (const Block& b : blocks(player, plan())) {
+        const ImU32 col = b.tone == Tone::Dim         ? c.dim
+                          : b.tone == Tone::Good      ? c.good
+                          : b.tone == Tone::Bad       ? c.bad
+                          : b.tone == Tone::Highlight ? c.highlight
+                                                      : c.text;
+        ImGui::PushStyleColor(ImGuiCol_Text, col);
+        ImGui::SetWindowFontScale(b.scale);
+        ImGui::TextWrapped("%s", b.text.c_str());
+        ImGui::SetWindowFontScale(1.0f);
+        ImGui::PopStyleColor();
+    }
+    ImGui::End();
+    ImGui::PopStyleColor(2);
+}
+
+// [SECTION] highlights on the canvas
+
+void LessonUi::draw_highlights(ImDrawList* dl, const app::ViewModel& v, ImVec2 origin, float z,
+                               ImU32 colour) const {
+    if (&v != hl_for_ || hl_.size() != v.panels.size()) return;
+    const float t = std::clamp(z * 0.12f, 2.0f, 5.0f);
+    for (std::size_t i = 0; i < hl_.size(); ++i)
+        for (dim_t c : hl_[i]) {
+            const app::CellPos cp = app::cell_pos(v.panels[i], c);
+            const ImVec2 a(origin.x + static_cast<float>(cp.x) * z - t * 0.5f,
+                           origin.y + static_cast<float>(cp.y) * z - t * 0.5f);
+            dl->AddRect(a, ImVec2(a.x + z + t, a.y + z + t), colour, 0, 0, t);
+        }
+}
+
+}  // namespace convlab::ui

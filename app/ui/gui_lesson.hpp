@@ -1,0 +1,66 @@
+// The lesson player's ImGui part (internal to the app's ui library): the lesson section of the
+// sidebar, the narration panel under the canvas (narration, highlighted values, checks passed or
+// failed, errors), the highlight outlines on the canvas, and the step keys (PgDn / N next step,
+// PgUp / B previous). The state lives in app::LessonPlayer (lesson_player.hpp, window-free);
+// gui.cpp's App owns one LessonUi and calls it from a few hooks.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "imgui.h"
+#include "ui/lesson_player.hpp"
+
+namespace convlab::ui {
+
+struct LessonColours {
+    ImU32 text = 0, dim = 0, good = 0, bad = 0, highlight = 0, background = 0;
+};
+
+// The highlight outline colour of a palette (0 default, 1 high contrast, 2 colour-blind safe).
+ImU32 lesson_highlight_colour(int palette);
+
+class LessonUi {
+  public:
+    app::LessonPlayer player;
+
+    // A lesson is open, or a lesson failed to load (its error is shown).
+    bool active() const { return player.is_open() || !player.error().empty(); }
+    // Opens a lesson at step `step` (0-based); lists its directory's lessons when none are listed.
+    // A malformed lesson leaves active() with error() set; never throws.
+    void open(const std::string& file, std::size_t step = 0);
+    void close();
+
+    using RequestFn = std::function<void(const app::ViewRequest&)>;
+    // Once a frame (after the playback advanced): takes a finished step evaluation and applies
+    // its plan (view request, granularity, first step of the range, fit), keeps the playback
+    // inside the step's range, and resolves the highlights for the view shown. wait: block
+    // until the evaluation ends (shots).
+    void update(app::AppState& s, const app::ViewModel* view, dim_t view_steps, bool& step_dirty,
+                const RequestFn& request, bool wait = false);
+    // Step keys. Returns true when a lesson is active (then PgUp / PgDn are the lesson's).
+    bool keyboard();
+    // The lesson section of the sidebar.
+    void sidebar(float width);
+    // Height of the narration panel for a window of height h (0 when no lesson is active).
+    float panel_height(float width, float h) const;
+    void panel(ImVec2 pos, ImVec2 size, const LessonColours& c);
+    // Outlines of the highlighted cells on the canvas (origin and z as the canvas draws).
+    void draw_highlights(ImDrawList* dl, const app::ViewModel& v, ImVec2 origin, float z,
+                         ImU32 colour) const;
+    // The step's range of map steps as text ("steps 0-4 of 5"; "" none).
+    std::string range_text(dim_t view_steps) const;
+
+    const app::StepPlan* plan() const { return plan_ ? plan_.get() : nullptr; }
+
+  private:
+    std::shared_ptr<const app::StepPlan> plan_;
+    std::uint64_t applied_ = 0;
+    const app::ViewModel* hl_for_ = nullptr;
+    std::vector<std::vector<dim_t>> hl_;
+    bool fit_pending_ = false;
+};
+
+}  // namespace convlab::ui

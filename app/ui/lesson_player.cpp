@@ -1,0 +1,357 @@
+// The lesson player's window-free state (lesson_player.hpp). Index:
+//   [SECTION] the lesson list
+//   [SECTION] a step's plan and its highlights
+//   [SECTION] playback limited to a step range
+//   [SECTION] the player
+#include "ui/lesson_player.hpp"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace convlab::app {
+
+// [SECTION] the lesson list
+
+std::vector<LessonEntry> list_lessons(const std::string& dir) {
+    std::vector<LessonEntry> out;
+    std::vector<std::string> files;
+    try {
+        files = lesson::lesson_files(dir);
+    } catch (const std::exception& e) {
+        out.push_back({dir, "", 0, e.what()});
+        return out;
+    }
+    for (const auto& f : files) {
+        LessonEntry e;
+        e.file = f;
+        try {
+            const lesson::Lesson l = lesson::load_lesson(f);
+            e.title = l.title;
+            e.steps = l.steps.size();
+        } catch (const std::exception& ex) {
+            e.error = ex.what();
+        }
+        out.push_back(std::move(e));
+    }
+    return out;
+}
+
+// [SECTION] a step's plan
+
+namespace {
+
+std::string fmt_value(float v) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%.6g", static_cast<double>(v));
+    return b;
+}
+
+// The values of a block of a tensor, for the narration: "2" or "[1, -1, 0, 1]" (at most 12).
+std::string block_text(const Tensor& t, dim_t begin, dim_t end) {
+    if (end - begin == 1) return fmt_value(t.f32()[begin]);
+    std::string s = "[";
+    for (dim_t i = begin; i < end && i < begin + 12; ++i)
+        s += (i > begin ? ", " : "") + fmt_value(t.f32()[i]);
+    if (end - begin > 12) s += ", ... (" + std::to_string(end - begin) + " values)";
+    return s + "]";
+}
+
+}  // namespace
+
+StepPlan plan_step(const lesson::Lesson& l, std::size_t k,
+                   std::shared_ptr<const lesson::StepResult> r) {
+    const lesson::Step& s = l.steps.at(k);
+    StepPlan p;
+    p.request.view = s.view;
+    p.request.data = DataKind::Integer;
+    if (s.has_problem) {
+        p.request.problem = s.problem;
+        p.request.c0 = s.c0;
+        // The view shows the very numbers the step was evaluated with.
+        const auto take = [&](const char* name, std::vector<float>& into) {
+            if (const lesson::NamedTensor* t = r->find(name))
+                into.assign(t->value.f32(), t->value.f32() + t->value.numel());
+        };
+        take("src", p.request.src);
+        take("wei", p.request.wei);
+        take("diff_dst", p.request.diff_dst);
+    } else {
+        if (s.view != "tensors" && s.view != "timings")
+            p.request.view = "tensors";  // a network step has no problem for the mapping views
+        // The header names the network's first convolution (its batch from the input).
+        for (const auto& layer : s.network.layers)
+            if (!layer.problem_text.empty()) {
+                p.request.problem = layer.problem;
+                if (!s.network.input.dims.empty()) p.request.problem.mb = s.network.input.dims[0];
+                break;
+            }
+    }
+    if (p.request.view == "timings" && !s.has_problem) p.request.view = "tensors";
+    p.granularity = s.granularity;
+    p.range_begin = s.step_begin;
+    p.range_end = s.step_end;
+    p.map = s.map;
+    for (const auto& h : s.highlights) {
+        const lesson::NamedTensor* t = r->find(h.tensor);
+        if (!t) continue;  // validate() reports it; a player shows what it can
+        ResolvedHighlight rh;
+        rh.tensor = h.tensor;
+        rh.text = h.tensor;
+        if (!h.at.empty()) {
+            rh.text += "[";
+            for (std::size_t i = 0; i < h.at.size(); ++i)
+                rh.text += (i ? "," : "") + std::to_string(h.at[i]);
+            rh.text += "]";
+        }
+        const auto& dims = t->value.dims();
+        rh.numel = t->value.numel();
+        dim_t begin = 0, block = rh.numel;
+        bool ok = h.at.size() <= dims.size();
+        for (std::size_t i = 0; ok && i < h.at.size(); ++i) {
+            if (h.at[i] < 0 || h.at[i] >= dims[i]) ok = false;
+            block /= dims[i];
+            begin += h.at[i] * block;
+        }
+        if (!ok) continue;
+        rh.begin = begin;
+        rh.end = begin + block;
+        rh.values = block_text(t->value, rh.begin, rh.end);
+        p.highlights.push_back(std::move(rh));
+    }
+    if (p.request.view == "tensors") {
+        p.request.tensors = r;
+        // A convolution step: its core tensors plus every tensor it talks about.
+        const bool network = r->find("input") != nullptr && r->find("src") == nullptr;
+        if (network) {
+            // The tensors the step talks about (highlights, checks), each gradient with its
+            // tensor and each layer output with the layer's weights: readable on a projector.
+            auto& n = p.request.tensor_names;
+            const auto add = [&](const std::string& name) {
+                if (!name.empty() && r->find(name) &&
+                    std::find(n.begin(), n.end(), name) == n.end())
+                    n.push_back(name);
+            };
+            std::vector<std::string> named;
+            for (const auto& h : s.highlights) named.push_back(h.tensor);
+            for (const auto& c : s.checks) {
+                named.push_back(c.tensor);
+                if (!c.equals_tensor.empty()) named.push_back(c.equals_tensor);
+            }
+            for (const auto& t : named) {
+                add(t);
+                const auto dot = t.find('.');
+                if (t.rfind("diff_", 0) == 0) add(t.substr(5));
+                if (dot != std::string::npos && t.compare(dot + 1, 5, "diff_") == 0)
+                    add(t.substr(0, dot + 1) + t.substr(dot + 6));
+                if (dot == std::string::npos) add(t + ".wei");
+            }
+            // A backward step: every tensor with its gradient, so that the gradient row lines
+            // up under the forward row.
+            const auto is_grad = [](const std::string& x) {
+                return x.rfind("diff_", 0) == 0 || x.find(".diff_") != std::string::npos;
+            };
+            if (std::any_of(n.begin(), n.end(), is_grad))
+                for (const auto& x : std::vector<std::string>(n)) {
+                    if (is_grad(x)) continue;
+                    const auto dot = x.find('.');
+                    add(dot == std::string::npos
+                            ? "diff_" + x
+                            : x.substr(0, dot + 1) + "diff_" + x.substr(dot + 1));
+                }
+        } else {
+            // A convolution step: the tensors it talks about (highlights, checks); none named:
+            // its inputs and results.
+            auto& n = p.request.tensor_names;
+            const auto add = [&](const std::string& name) {
+                if (!name.empty() && std::find(n.begin(), n.end(), name) == n.end())
+                    n.push_back(name);
+            };
+            for (const auto& h : s.highlights) add(h.tensor);
+            for (const auto& c : s.checks) {
+                add(c.tensor);
+                add(c.equals_tensor);
+            }
+            if (n.empty())
+                n = {"src", "wei", "bias", "dst", "diff_dst", "diff_src", "diff_wei", "diff_bias"};
+        }
+    }
+    return p;
+}
+
+int panel_of_tensor(const ViewModel& v, const std::string& tensor, const std::string& map) {
+    const auto find = [&](const std::string& name) {
+        for (std::size_t i = 0; i < v.panels.size(); ++i)
+            if (v.panels[i].name == name) return static_cast<int>(i);
+        return -1;
+    };
+    if (const int i = find(tensor); i >= 0) return i;  // the tensors view: by the tensor's name
+    if (tensor.rfind("map.", 0) == 0 && !map.empty()) {
+        for (const auto& l : v.links)
+            if (l.name == map) return tensor == "map.src" ? l.src : l.dst;
+        return -1;
+    }
+    // The mapping views name their panels as the formulas do.
+    static const std::pair<const char*, const char*> alias[] = {
+        {"src", "X"},
+        {"wei", "W"},
+        {"dst", "Y"},
+        {"diff_dst", "dY"},
+        {"diff_src", "dX"},
+        {"diff_wei", "dW"},
+        {"col", "B"},
+        {"diff_col", "B*"},
+        {"diff_dst_strided", "Z"},
+        {"diff_dst_padded", "P"},
+        {"wei_fliprot", "W'"},
+        {"diff_src_via_forward", "dX"},
+        {"src_nc1hwc0", "X5"},
+        {"wei_fractal_z", "Wz"},
+        {"diff_dst_nc1hwc0", "dY5"},
+    };
+    for (const auto& [t, p] : alias)
+        if (tensor == t) return find(p);
+    return -1;
+}
+
+std::vector<std::vector<dim_t>> highlight_cells(const ViewModel& v, const StepPlan& plan) {
+    std::vector<std::vector<dim_t>> cells(v.panels.size());
+    for (const auto& h : plan.highlights) {
+        const int i = panel_of_tensor(v, h.tensor, plan.map);
+        if (i < 0) continue;
+        auto& c = cells[static_cast<std::size_t>(i)];
+        // Only a panel holding the tensor element for element (same count, row-major order).
+        if (v.panels[static_cast<std::size_t>(i)].numel() != h.numel) continue;
+        for (dim_t e = h.begin; e < h.end; ++e) c.push_back(e);
+    }
+    for (auto& c : cells) {
+        std::sort(c.begin(), c.end());
+        c.erase(std::unique(c.begin(), c.end()), c.end());
+    }
+    return cells;
+}
+
+// [SECTION] playback limited to a step range
+
+bool clamp_to_range(Playback& pb, dim_t begin, dim_t end, dim_t n) {
+    if (n <= 0) return false;
+    const dim_t lo = std::clamp(begin, dim_t{0}, n - 1);
+    const dim_t hi = end < 0 || end > n ? n : std::max(end, lo + 1);
+    if (pb.step < lo) {
+        pb.step = lo;
+        return true;
+    }
+    if (pb.step >= hi) {
+        if (!pb.paused && pb.loop) {
+            pb.step = lo;
+        } else {
+            pb.step = hi - 1;
+            pb.paused = true;
+        }
+        return true;
+    }
+    return false;
+}
+
+// [SECTION] the player
+
+LessonPlayer::~LessonPlayer() {
+    join();
+}
+
+void LessonPlayer::join() {
+    if (job_ && job_->thread.joinable()) job_->thread.join();
+}
+
+void LessonPlayer::scan(const std::string& directory) {
+    dir = directory;
+    entries = list_lessons(directory);
+}
+
+bool LessonPlayer::open(const std::string& path, std::size_t step) {
+    std::shared_ptr<const lesson::Lesson> l;
+    try {
+        l = std::make_shared<const lesson::Lesson>(lesson::load_lesson(path));
+        if (l->steps.empty()) throw lesson::LessonError({path, 0, 0}, "the lesson has no steps");
+    } catch (const std::exception& e) {
+        close();
+        file_ = path;
+        error_ = e.what();
+        ++generation_;
+        return false;
+    }
+    lesson_ = std::move(l);
+    file_ = path;
+    step_ = std::min(step, lesson_->steps.size() - 1);
+    result_.reset();
+    plan_.reset();
+    error_.clear();
+    start(step_);
+    return true;
+}
+
+void LessonPlayer::close() {
+    lesson_.reset();
+    result_.reset();
+    plan_.reset();
+    error_.clear();
+    step_ = 0;
+}
+
+bool LessonPlayer::go(std::size_t k) {
+    if (!lesson_) return false;
+    k = std::min(k, lesson_->steps.size() - 1);
+    if (k == step_) return false;
+    step_ = k;
+    result_.reset();
+    plan_.reset();
+    error_.clear();
+    start(k);
+    return true;
+}
+
+void LessonPlayer::start(std::size_t k) {
+    if (job_) {
+        queued_ = true;  // evaluated when the running job ends
+        return;
+    }
+    job_ = std::make_unique<Job>();
+    job_->step = k;
+    job_->lesson = lesson_;
+    Job* j = job_.get();
+    j->thread = std::thread([j] {
+        try {
+            auto r = std::make_shared<lesson::StepResult>(lesson::evaluate(*j->lesson, j->step));
+            j->plan = std::make_shared<StepPlan>(plan_step(*j->lesson, j->step, r));
+            j->result = std::move(r);
+        } catch (const std::exception& e) {
+            j->error = e.what();
+        }
+        j->done = true;
+    });
+}
+
+bool LessonPlayer::poll(bool wait) {
+    while (job_) {
+        if (wait) join();
+        if (!job_->done) return false;
+        join();
+        const bool current = !queued_ && lesson_ && job_->lesson == lesson_ && job_->step == step_;
+        if (current) {
+            result_ = job_->result;
+            plan_ = job_->plan;
+            error_ = job_->error;
+            ++generation_;
+            job_.reset();
+            return true;
+        }
+        // Stale (the step or lesson changed meanwhile): evaluate the current step.
+        job_.reset();
+        queued_ = false;
+        if (!lesson_) return false;
+        start(step_);
+        if (!wait) return false;
+    }
+    return false;
+}
+
+}  // namespace convlab::app

@@ -1,0 +1,143 @@
+// The lesson player's state, independent of any window (no imgui): the lesson list, the open
+// lesson and its current step, the step's evaluation on a worker thread, and what the app shows
+// for a step (view request, granularity, step range, highlighted cells). The ImGui drawing is
+// gui_lesson.cpp; the tensors view (a step's named tensors as panels) is tensors_view.cpp.
+// Index:
+//   [SECTION] the lesson list
+//   [SECTION] a step's plan: what the app shows for it
+//   [SECTION] playback limited to a step range
+//   [SECTION] the player: open, next / previous, evaluation off the frame loop
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "lesson/lesson.hpp"
+#include "ui/model.hpp"
+
+namespace convlab::app {
+
+// [SECTION] the lesson list
+
+struct LessonEntry {
+    std::string file;   // path
+    std::string title;  // "" when the file does not parse
+    std::size_t steps = 0;
+    std::string error;  // "file:line:column: what is wrong" ("" when it parses)
+};
+
+// Every *.toml of dir (sorted by name), parsed (not evaluated): title, step count or error.
+std::vector<LessonEntry> list_lessons(const std::string& dir);
+
+// [SECTION] a step's plan
+
+// A highlight resolved to a tensor's elements: "src[0,0,1]" -> tensor src, linear [begin, end).
+struct ResolvedHighlight {
+    std::string text;    // as written: "src[0,0,1]"
+    std::string tensor;  // "src"
+    dim_t numel = 0;     // of the whole tensor
+    dim_t begin = 0, end = 0;
+    std::string values;  // "= 2" or "= [1, -1, 0, 1]" (the step's values, for the narration)
+};
+
+struct StepPlan {
+    ViewRequest request;  // view, problem, c0, the step's inputs / tensors
+    Granularity granularity = Granularity::Element;
+    dim_t range_begin = 0, range_end = -1;  // map steps played: [begin, end); -1 = to the end
+    std::string map;                        // the step's map ("" none)
+    std::vector<ResolvedHighlight> highlights;
+};
+
+// The plan of step k of lesson l, given its evaluation r (for the tensors and highlights).
+// Steps without a problem (networks) use the tensors view's own content.
+StepPlan plan_step(const lesson::Lesson& l, std::size_t k,
+                   std::shared_ptr<const lesson::StepResult> r);
+
+// The view panel that shows lesson tensor `tensor` (by the views' panel names: src -> X,
+// diff_dst -> dY ...; map.src / map.dst -> the panels of the link of map `map`), or -1.
+int panel_of_tensor(const ViewModel& v, const std::string& tensor, const std::string& map);
+
+// Per panel of v, the cells the plan's highlights light (sorted). A highlight whose tensor no
+// panel shows (or whose panel holds a different number of elements) lights nothing.
+std::vector<std::vector<dim_t>> highlight_cells(const ViewModel& v, const StepPlan& plan);
+
+// [SECTION] playback limited to a step range
+
+// Keeps pb.step inside [begin, end) (end -1 or beyond n: n): below -> begin; beyond -> begin when
+// playing with loop (the range repeats), else the range's last step (and paused). Returns true
+// when it moved the step.
+bool clamp_to_range(Playback& pb, dim_t begin, dim_t end, dim_t n);
+
+// [SECTION] the player
+
+class LessonPlayer {
+  public:
+    LessonPlayer() = default;
+    ~LessonPlayer();
+    LessonPlayer(const LessonPlayer&) = delete;
+    LessonPlayer& operator=(const LessonPlayer&) = delete;
+
+    std::string dir;                   // where the list comes from
+    std::vector<LessonEntry> entries;  // the list (scan())
+    void scan(const std::string& directory);
+
+    // Loads a lesson (parse only: quick) and starts evaluating `step` (0-based, clamped). On a
+    // malformed file: returns false, error() says file:line what, and the previous lesson (if
+    // any) stays closed. Never throws.
+    bool open(const std::string& path, std::size_t step = 0);
+    void close();
+    bool is_open() const { return lesson_ != nullptr; }
+    const lesson::Lesson* lesson() const { return lesson_.get(); }
+    const std::string& file() const { return file_; }
+
+    std::size_t step() const { return step_; }
+    std::size_t num_steps() const { return lesson_ ? lesson_->steps.size() : 0; }
+    // Moves to step k (clamped to the lesson) and starts its evaluation; next/prev: +-1. Return
+    // true when the step changed.
+    bool go(std::size_t k);
+    bool next() { return step_ + 1 < num_steps() && go(step_ + 1); }
+    bool prev() { return step_ > 0 && go(step_ - 1); }
+
+    // Takes a finished evaluation (wait: block until it ends). Returns true when a new result
+    // (or error) for the current step arrived: the app then applies plan().
+    bool poll(bool wait = false);
+    bool busy() const { return job_ != nullptr; }
+
+    // The current step's evaluation (null while evaluating or after an error) and its plan.
+    const lesson::StepResult* result() const { return result_.get(); }
+    const StepPlan* plan() const { return plan_.get(); }
+    std::shared_ptr<const StepPlan> plan_ptr() const { return plan_; }
+    // A load error, or the current step's evaluation error ("file:line:column: ..."), or "".
+    const std::string& error() const { return error_; }
+    // Increments with every result or error taken by poll().
+    std::uint64_t generation() const { return generation_; }
+
+  private:
+    struct Job {
+        std::thread thread;
+        std::atomic<bool> done{false};
+        std::size_t step = 0;
+        std::shared_ptr<const lesson::Lesson> lesson;
+        std::shared_ptr<lesson::StepResult> result;
+        std::shared_ptr<StepPlan> plan;
+        std::string error;
+    };
+    void start(std::size_t k);
+    void join();
+
+    std::shared_ptr<const lesson::Lesson> lesson_;
+    std::string file_;
+    std::size_t step_ = 0;
+    std::unique_ptr<Job> job_;
+    bool queued_ = false;  // the step changed while a job ran: evaluate again when it ends
+    std::shared_ptr<const lesson::StepResult> result_;
+    std::shared_ptr<const StepPlan> plan_;
+    std::string error_;
+    std::uint64_t generation_ = 0;
+};
+
+}  // namespace convlab::app

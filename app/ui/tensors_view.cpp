@@ -1,0 +1,220 @@
+// The tensors view (model.hpp build_tensors_view): a lesson step's named tensors as panels, in
+// the same cells, colours and titles as the other views. Forward tensors in the top row, their
+// gradients right below them (diff_X under X), anything else the step names in a third row.
+// Index:
+//   [SECTION] which tensors, in which rows
+//   [SECTION] a tensor as a panel
+//   [SECTION] build_tensors_view
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <set>
+
+#include "lesson/lesson.hpp"
+#include "ui/model.hpp"
+
+namespace convlab::app {
+
+namespace {
+
+// [SECTION] which tensors, in which rows
+
+// The tensors of a convolution step every tensors view shows (when the step has them).
+const std::vector<std::string>& conv_core() {
+    static const std::vector<std::string> n = {"src",      "wei",      "bias",     "dst",
+                                               "diff_dst", "diff_src", "diff_wei", "diff_bias"};
+    return n;
+}
+
+bool is_diff(const std::string& n) {
+    return n.rfind("diff_", 0) == 0 || n.find(".diff_") != std::string::npos;
+}
+
+// The gradient of a forward tensor: src -> diff_src, conv.wei -> conv.diff_wei, dst -> diff_dst.
+std::string gradient_of(const std::string& n) {
+    const auto dot = n.find('.');
+    if (dot == std::string::npos) return "diff_" + n;
+    return n.substr(0, dot + 1) + "diff_" + n.substr(dot + 1);
+}
+
+struct Rows {
+    std::vector<std::string> forward, backward, more;
+};
+
+Rows arrange(const lesson::StepResult& r, const std::vector<std::string>& wanted) {
+    const bool network = r.find("input") != nullptr && r.find("src") == nullptr;
+    std::vector<std::string> names;
+    for (const auto& t : r.tensors)
+        if (std::find(wanted.begin(), wanted.end(), t.name) != wanted.end() || wanted.empty())
+            names.push_back(t.name);
+    // Primary tensors: a network's every tensor, a convolution's core set.
+    const auto primary = [&](const std::string& n) {
+        return network || std::find(conv_core().begin(), conv_core().end(), n) != conv_core().end();
+    };
+    Rows rows;
+    std::set<std::string> placed;
+    // A network reads best in its own order: input, then per layer its weights and its output.
+    std::vector<std::string> fwd;
+    for (const auto& n : names)
+        if (primary(n) && !is_diff(n)) fwd.push_back(n);
+    if (network) {
+        std::stable_partition(fwd.begin(), fwd.end(),
+                              [](const std::string& n) { return n == "input"; });
+        // Move every LAYER.wei / LAYER.bias right before LAYER.
+        for (const auto& n : std::vector<std::string>(fwd)) {
+            const auto dot = n.find('.');
+            if (dot == std::string::npos) continue;
+            const std::string layer = n.substr(0, dot);
+            fwd.erase(std::find(fwd.begin(), fwd.end(), n));
+            auto at = std::find(fwd.begin(), fwd.end(), layer);
+            fwd.insert(at, n);
+        }
+        // probs and loss last.
+        std::stable_partition(fwd.begin(), fwd.end(),
+                              [](const std::string& n) { return n != "probs" && n != "loss"; });
+    }
+    for (const auto& n : fwd) {
+        rows.forward.push_back(n);
+        placed.insert(n);
+    }
+    // Gradients under their tensors; dst's gradient diff_dst is an input, but sits under dst too.
+    for (const auto& n : rows.forward) {
+        const std::string g = gradient_of(n);
+        if (std::find(names.begin(), names.end(), g) != names.end()) {
+            rows.backward.push_back(g);
+            placed.insert(g);
+        }
+    }
+    for (const auto& n : names)
+        if (!placed.count(n)) (primary(n) && is_diff(n) ? rows.backward : rows.more).push_back(n);
+    return rows;
+}
+
+// [SECTION] a tensor as a panel
+
+// Dim names by what the tensor holds: weights (k, c, k...), activations (n, c, spatial...).
+std::vector<std::string> dim_names(const std::string& name, std::size_t rank) {
+    static const char* sp[] = {"d", "h", "w"};
+    const bool wei = name.find("wei") != std::string::npos;
+    std::vector<std::string> n;
+    if (rank == 1) return {"i"};
+    if (rank == 2)
+        return wei ? std::vector<std::string>{"o", "i"} : std::vector<std::string>{"n", "j"};
+    // TNC: channels outside the batch.
+    const bool tnc = name.size() > 4 && name.compare(name.size() - 4, 4, "_tnc") == 0;
+    n.push_back(wei ? "k" : tnc ? "c" : "n");
+    n.push_back(tnc ? "n" : "c");
+    const std::size_t s = rank - 2;
+    for (std::size_t i = 0; i < s; ++i) {
+        const std::size_t a = s <= 3 ? 3 - s + i : i;
+        n.push_back(s <= 3 ? (wei ? std::string("k") : std::string()) + sp[a]
+                           : "d" + std::to_string(i + 2));
+    }
+    return n;
+}
+
+std::vector<Role> roles_of(const std::string& name, const std::vector<dim_t>& dims) {
+    const std::size_t rank = dims.size();
+    if (rank == 1) return {Role::Col};
+    if (rank == 2) return {Role::Row, Role::Col};
+    // 1-D weights: a K x C grid of one-row kernels; 1-D activations: images down, channels rows.
+    // (A locally connected layer's weights (P, 1, R): one row a position.)
+    if (rank == 3)
+        return name.find("wei") == std::string::npos
+                   ? std::vector<Role>{Role::TileY, Role::Row, Role::Col}
+               : dims[1] == 1 ? std::vector<Role>{Role::Row, Role::TileX, Role::Col}
+                              : std::vector<Role>{Role::TileY, Role::TileX, Role::Col};
+    // Tiles side by side (the canvas is wider than high); a grid when both outer dims are > 1.
+    std::vector<Role> r(rank, Role::TileX);
+    if (dims[0] > 1 && dims[1] > 1) r[0] = Role::TileY;
+    r[rank - 2] = Role::Row;
+    r[rank - 1] = Role::Col;
+    return r;
+}
+
+Panel tensor_panel(const lesson::NamedTensor& t) {
+    Panel p;
+    p.name = t.name;
+    p.title = t.description;
+    std::vector<dim_t> dims = t.value.dims();
+    if (dims.empty()) dims = {1};
+    const dim_t n = product(dims);
+    // A long flat tensor (packed storage) wraps into rows of 16 or 8 cells.
+    if (dims.size() == 1 && n > 32) {
+        for (dim_t w : {16, 8, 32})
+            if (n % w == 0) {
+                dims = {n / w, w};
+                break;
+            }
+        p.shape.dims = dims;
+        p.shape.names = dims.size() == 2 ? std::vector<std::string>{"i/" + std::to_string(dims[1]),
+                                                                    "i%" + std::to_string(dims[1])}
+                                         : std::vector<std::string>{"i"};
+    } else {
+        p.shape.dims = dims;
+        p.shape.names = dim_names(t.name, dims.size());
+    }
+    p.roles = dims.size() == 2 && t.value.dims().size() == 1
+                  ? std::vector<Role>{Role::Row, Role::Col}
+                  : roles_of(t.name, dims);
+    p.values.assign(t.value.f32(), t.value.f32() + t.value.numel());
+    p.tiles_per_row = 8;
+    return p;
+}
+
+}  // namespace
+
+// [SECTION] build_tensors_view
+
+ViewModel build_tensors_view(const ViewRequest& r) {
+    std::shared_ptr<const lesson::StepResult> res = r.tensors;
+    std::vector<std::string> wanted = r.tensor_names;
+    if (!res) {
+        // The problem's own tensors: a one-step lesson evaluated by the engine.
+        r.problem.check();
+        const std::string text =
+            "title = \"tensors\"\naudience = \"app\"\n[[step]]\nview = "
+            "\"tensors\"\nnarration = \"-\"\nproblem = '" +
+            to_descriptor(r.problem) + "'\n";
+        const lesson::Lesson l = lesson::parse_lesson(text, "tensors view");
+        res = std::make_shared<lesson::StepResult>(lesson::evaluate(l, 0));
+        if (wanted.empty()) wanted = conv_core();
+    }
+    const bool network = res->find("input") != nullptr && res->find("src") == nullptr;
+    if (wanted.empty() && !network) wanted = conv_core();
+    const Rows rows = arrange(*res, wanted);
+    ViewModel v;
+    v.name = "tensors";
+    v.caption = network ? "the network's tensors: forward (top row), each gradient dL/d... right "
+                          "below its tensor; every value computed by the engine's layers"
+                        : "the step's tensors: forward (top row), each gradient right below its "
+                          "tensor; every value computed by the engine (direct loops)";
+    dim_t cells = 0;
+    for (const auto* row : {&rows.forward, &rows.backward, &rows.more}) {
+        bool first = true;
+        for (const auto& n : *row) {
+            const lesson::NamedTensor* t = res->find(n);
+            if (!t) continue;
+            cells += t->value.numel();
+            if (cells > (dim_t{4} << 20))
+                throw Error("tensors view: more than " + std::to_string(dim_t{4} << 20) +
+                            " cells; choose a smaller problem");
+            Panel p = tensor_panel(*t);
+            p.new_row = first;
+            first = false;
+            v.panels.push_back(std::move(p));
+        }
+    }
+    if (v.panels.empty()) throw Error("tensors view: the step has no tensors to show");
+    v.formula = [](const ViewModel& vm, int panel, dim_t linear) {
+        const Panel& p = vm.panels[static_cast<std::size_t>(panel)];
+        char b[48];
+        std::snprintf(b, sizeof b, " = %.6g",
+                      static_cast<double>(p.values[static_cast<std::size_t>(linear)]));
+        return cell_name(p, linear) + b + "   (" + p.title + ")";
+    };
+    layout_view(v);
+    return v;
+}
+
+}  // namespace convlab::app

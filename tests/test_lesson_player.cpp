@@ -1,0 +1,424 @@
+// The lesson player: its window-free state (open, next / previous, evaluation on a worker thread,
+// check results, step plans, highlights, step-range playback, malformed lessons), the tensors
+// view, and every step of every lesson rendered headless as the player shows it (one window,
+// many shots, through `convlab demo --lessons`), each PNG checked for size and content.
+#include <doctest/doctest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cli/cli.hpp"
+#include "lesson/lesson.hpp"
+#include "stb_image.h"
+#include "ui/lesson_player.hpp"
+
+using namespace convlab;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kLessonDir = std::string(CONVLAB_SOURCE_DIR) + "/lessons";
+
+struct TempDir {
+    fs::path path;
+    TempDir() {
+        static int counter = 0;
+        path = fs::temp_directory_path() /
+               ("convlab_player_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
+        fs::remove_all(path);
+        fs::create_directories(path);
+    }
+    ~TempDir() {
+        std::error_code ec;
+        fs::remove_all(path, ec);
+    }
+    std::string write(const std::string& name, const std::string& text) const {
+        const auto p = (path / name).string();
+        std::ofstream(p) << text;
+        return p;
+    }
+};
+
+std::string lesson_file(const std::string& number) {
+    for (const auto& f : lesson::lesson_files(kLessonDir))
+        if (fs::path(f).filename().string().rfind(number + "_", 0) == 0) return f;
+    FAIL("no lesson " << number);
+    return "";
+}
+
+const std::vector<float>& values_of(const lesson::StepResult& r, const std::string& name,
+                                    std::vector<float>& buf) {
+    const lesson::NamedTensor* t = r.find(name);
+    REQUIRE_MESSAGE(t != nullptr, name);
+    buf.assign(t->value.f32(), t->value.f32() + t->value.numel());
+    return buf;
+}
+
+}  // namespace
+
+TEST_CASE("lesson player: open, next, previous, clamps, check results") {
+    app::LessonPlayer p;
+    p.scan(kLessonDir);
+    REQUIRE(p.entries.size() >= 18);
+    for (const auto& e : p.entries) {
+        INFO(e.file);
+        CHECK(e.error.empty());
+        CHECK(!e.title.empty());
+        CHECK(e.steps > 0);
+    }
+    CHECK(!p.next());  // nothing open: no-op
+    REQUIRE(p.open(lesson_file("01")));
+    CHECK(p.step() == 0);
+    CHECK(p.busy());  // evaluated off the caller's thread
+    CHECK(p.poll(true));
+    REQUIRE(p.result() != nullptr);
+    REQUIRE(p.plan() != nullptr);
+    CHECK(p.error().empty());
+    CHECK(p.plan()->request.view == p.lesson()->steps[0].view);
+    CHECK(p.plan()->request.problem == p.lesson()->steps[0].problem);
+    CHECK(p.plan()->granularity == p.lesson()->steps[0].granularity);
+    CHECK(p.result()->checks.size() == p.lesson()->steps[0].checks.size());
+    CHECK(p.result()->passed() == p.result()->checks.size());
+    // The view shows the very data the step was evaluated with (lesson 1: p = [1, 2, -1, 3, 0]).
+    std::vector<float> buf;
+    CHECK(p.plan()->request.src == values_of(*p.result(), "src", buf));
+    CHECK(p.plan()->request.src == std::vector<float>{1, 2, -1, 3, 0});
+    const auto gen = p.generation();
+    CHECK(p.next());
+    CHECK(p.step() == 1);
+    CHECK(p.result() == nullptr);  // until its evaluation arrives
+    // Several keys in a row: only the last step's result is taken.
+    CHECK(p.next());
+    CHECK(p.prev());
+    CHECK(p.poll(true));
+    CHECK(p.step() == 1);
+    REQUIRE(p.result() != nullptr);
+    CHECK(p.generation() > gen);
+    CHECK(p.plan()->request.view == p.lesson()->steps[1].view);
+    CHECK(p.go(100));  // clamped to the last step
+    CHECK(p.step() == p.num_steps() - 1);
+    CHECK(!p.next());
+    p.poll(true);
+    CHECK(p.go(0));
+    CHECK(!p.prev());
+    p.poll(true);
+    CHECK(p.step() == 0);
+}
+
+TEST_CASE(
+    "lesson player: every step of every lesson evaluates, its checks pass, its plan is "
+    "buildable") {
+    for (const auto& f : lesson::lesson_files(kLessonDir)) {
+        app::LessonPlayer p;
+        REQUIRE_MESSAGE(p.open(f), p.error());
+        for (std::size_t k = 0; k < p.num_steps(); ++k) {
+            INFO(f << " step " << k + 1);
+            p.go(k);
+            p.poll(true);
+            REQUIRE_MESSAGE(p.result() != nullptr, p.error());
+            CHECK(p.result()->passed() == p.result()->checks.size());
+            REQUIRE(p.plan() != nullptr);
+            // Every highlight of the step resolves to a block of its tensor.
+            CHECK(p.plan()->highlights.size() == p.lesson()->steps[k].highlights.size());
+            if (p.plan()->request.view == "timings") continue;
+            const app::ViewModel v = app::build_view(p.plan()->request);
+            CHECK(!v.panels.empty());
+            // A highlight lights the cells of its panel that hold the highlighted values.
+            const auto cells = app::highlight_cells(v, *p.plan());
+            for (const auto& h : p.plan()->highlights) {
+                const int i = app::panel_of_tensor(v, h.tensor, p.plan()->map);
+                if (i < 0 || v.panels[static_cast<std::size_t>(i)].numel() != h.numel) continue;
+                const auto& c = cells[static_cast<std::size_t>(i)];
+                const lesson::NamedTensor* t = p.result()->find(h.tensor);
+                for (dim_t e = h.begin; e < h.end; ++e) {
+                    CHECK(std::binary_search(c.begin(), c.end(), e));
+                    // The panel shows the step's own value there (lesson data, engine results).
+                    CHECK(
+                        v.panels[static_cast<std::size_t>(i)].values[static_cast<std::size_t>(e)] ==
+                        t->value.f32()[e]);
+                }
+            }
+        }
+    }
+}
+
+TEST_CASE("lesson player: step range limits playback") {
+    app::Playback pb;
+    pb.step = 0;
+    CHECK(app::clamp_to_range(pb, 3, 6, 10));
+    CHECK(pb.step == 3);
+    pb.paused = false;
+    pb.loop = true;
+    // Playing through the range's end starts it again.
+    for (int i = 0; i < 3; ++i) {
+        pb.advance(1.0 / pb.speed, 10);
+        app::clamp_to_range(pb, 3, 6, 10);
+    }
+    CHECK(pb.step == 3);
+    // Without loop: stops on the range's last step.
+    pb.loop = false;
+    pb.step = 5;
+    pb.advance(1.0 / pb.speed, 10);
+    CHECK(app::clamp_to_range(pb, 3, 6, 10));
+    CHECK(pb.step == 5);
+    CHECK(pb.paused);
+    // Stepping back from the first step stays there; the last key stays on the last step.
+    pb.step = 3;
+    pb.step_back(10);
+    app::clamp_to_range(pb, 3, 6, 10);
+    CHECK(pb.step == 3);
+    pb.step = 5;
+    pb.step_forward(10);
+    app::clamp_to_range(pb, 3, 6, 10);
+    CHECK(pb.step == 5);
+    // end -1 (to the end) and end beyond the view: n; a view without steps: untouched.
+    pb.step = 9;
+    CHECK(!app::clamp_to_range(pb, 0, -1, 10));
+    CHECK(!app::clamp_to_range(pb, 0, 50, 10));
+    CHECK(!app::clamp_to_range(pb, 2, 4, 0));
+    // A range starting beyond the view starts on its last step.
+    pb.step = 0;
+    app::clamp_to_range(pb, 20, 30, 10);
+    CHECK(pb.step == 9);
+}
+
+TEST_CASE("lesson player: a lesson step's range and highlights reach the view (lesson 15)") {
+    app::LessonPlayer p;
+    REQUIRE(p.open(lesson_file("15"), 1));  // the stride-phase step: steps = [6, 25]
+    p.poll(true);
+    REQUIRE(p.plan() != nullptr);
+    CHECK(p.plan()->range_begin == 6);
+    CHECK(p.plan()->range_end == 25);
+    const app::ViewModel v = app::build_view(p.plan()->request);
+    const auto cells = app::highlight_cells(v, *p.plan());
+    const int dx = app::panel_of_tensor(v, "diff_src", p.plan()->map);
+    REQUIRE(dx >= 0);
+    CHECK(v.panels[static_cast<std::size_t>(dx)].name == "dX");
+    // diff_src[0,0,1,1] of a 5x5 image: element 6; its value is the narration's 12.
+    CHECK(cells[static_cast<std::size_t>(dx)] == std::vector<dim_t>{6});
+    CHECK(v.panels[static_cast<std::size_t>(dx)].values[6] == 12.0f);
+    CHECK(p.plan()->highlights[0].values == "12");
+}
+
+TEST_CASE("lesson player: a malformed lesson is an error state with file:line, never a crash") {
+    TempDir t;
+    const std::string bad = t.write("bad.toml",
+                                    "title = \"t\"\naudience = \"a\"\n[[step]]\n"
+                                    "view = \"im2kol\"\nnarration = \"n\"\n");
+    app::LessonPlayer p;
+    CHECK(!p.open(bad));
+    CHECK(!p.is_open());
+    CHECK(p.error().rfind(bad + ":4:", 0) == 0);
+    CHECK(p.error().find("im2kol") != std::string::npos);
+    CHECK(!p.next());
+    CHECK(!p.poll(true));
+    // A missing file, then a good lesson: the player recovers.
+    CHECK(!p.open((t.path / "missing.toml").string()));
+    CHECK(!p.error().empty());
+    REQUIRE(p.open(lesson_file("02")));
+    CHECK(p.error().empty());
+    p.poll(true);
+    CHECK(p.result() != nullptr);
+    // A lesson that parses but whose step names a missing tensor: that step's error.
+    const std::string bad_step =
+        t.write("bad_step.toml",
+                "title = \"t\"\naudience = \"a\"\n[[step]]\nview = \"im2col\"\nproblem = "
+                "\"mb1ic1iw5oc1kw3\"\nnarration = \"n\"\nhighlights = [\"nothing[0]\"]\n");
+    REQUIRE(p.open(bad_step));
+    CHECK(p.poll(true));
+    CHECK(p.result() == nullptr);
+    CHECK(p.error().rfind(bad_step + ":", 0) == 0);
+    CHECK(p.error().find("nothing") != std::string::npos);
+    // The directory listing marks the malformed files and keeps the others.
+    const auto list = app::list_lessons(t.path.string());
+    REQUIRE(list.size() == 2);
+    CHECK(!list[0].error.empty());  // bad.toml
+    CHECK(list[1].error.empty());   // bad_step.toml parses (its step fails when evaluated)
+    CHECK(list[1].steps == 1);
+}
+
+TEST_CASE("tensors view: a step's named tensors as panels, forward above backward") {
+    app::LessonPlayer p;
+    REQUIRE(p.open(lesson_file("17"), 4));  // the worked problem: the kernel gradients
+    p.poll(true);
+    REQUIRE(p.plan() != nullptr);
+    CHECK(p.plan()->request.view == "tensors");
+    const app::ViewModel v = app::build_view(p.plan()->request);
+    std::map<std::string, const app::Panel*> by;
+    for (const auto& pn : v.panels) by[pn.name] = &pn;
+    REQUIRE(by.count("conv.diff_wei"));
+    REQUIRE(by.count("conv.wei"));
+    // Values are the engine's, element for element; the gradient sits below its tensor.
+    std::vector<float> buf;
+    CHECK(by["conv.diff_wei"]->values == values_of(*p.result(), "conv.diff_wei", buf));
+    CHECK(by["conv.diff_wei"]->values[4] == 0.5f);  // dL/dw1[1][1], the lecture's number
+    CHECK(by["conv.diff_wei"]->y > by["conv.wei"]->y);
+    CHECK(by["conv.diff_wei"]->x == by["conv.wei"]->x);
+    CHECK(by["conv.diff_wei"]->shape.dims == std::vector<dim_t>{2, 1, 3, 3});
+    const auto cells = app::highlight_cells(v, *p.plan());
+    const int i = app::panel_of_tensor(v, "conv.diff_wei", "");
+    REQUIRE(i >= 0);
+    // conv.diff_wei[0,0,1,1], [0,0,2,2], [1,0,1,1]: elements 4, 8, 13.
+    CHECK(cells[static_cast<std::size_t>(i)] == std::vector<dim_t>{4, 8, 13});
+    CHECK(v.formula(v, i, 4).find("0.5") != std::string::npos);
+    // Without a lesson: the problem's own tensors, evaluated by the engine.
+    app::ViewRequest r;
+    r.view = "tensors";
+    r.problem = parse_descriptor("mb1ic2ih3oc2kh2");
+    const app::ViewModel w = app::build_view(r);
+    std::set<std::string> names;
+    for (const auto& pn : w.panels) names.insert(pn.name);
+    for (const char* n : {"src", "wei", "dst", "diff_dst", "diff_src", "diff_wei"})
+        CHECK(names.count(n));
+    CHECK(app::num_steps(w, Granularity::Line) == 0);
+    r.problem.kernel[0] = 9;  // invalid: the engine's message
+    CHECK_THROWS_AS(app::build_view(r), Error);
+}
+
+namespace {
+
+bool can_render() {
+    const char* d = std::getenv("DISPLAY");
+    return (d && *d) || ::access("/usr/bin/xvfb-run", X_OK) == 0;
+}
+
+struct Run {
+    int status = -1;
+    std::string out, err;
+};
+
+Run run(const std::string& args, const fs::path& dir) {
+    const fs::path o = dir / "stdout.txt", e = dir / "stderr.txt";
+    const std::string cmd =
+        std::string(CONVLAB_BINARY) + " " + args + " >" + o.string() + " 2>" + e.string();
+    Run r;
+    const int s = std::system(cmd.c_str());
+    r.status = WIFEXITED(s) ? WEXITSTATUS(s) : -1;
+    std::ifstream fo(o), fe(e);
+    r.out.assign(std::istreambuf_iterator<char>(fo), {});
+    r.err.assign(std::istreambuf_iterator<char>(fe), {});
+    return r;
+}
+
+struct Image {
+    int w = 0, h = 0;
+    std::vector<unsigned char> rgb;
+};
+
+Image load(const std::string& path) {
+    Image im;
+    int n = 0;
+    unsigned char* d = stbi_load(path.c_str(), &im.w, &im.h, &n, 3);
+    REQUIRE_MESSAGE(d != nullptr, "cannot decode " << path);
+    im.rgb.assign(d, d + static_cast<std::size_t>(im.w) * im.h * 3);
+    stbi_image_free(d);
+    return im;
+}
+
+// Pixels of rows [y0, y1) right of the sidebar (x >= 400) within tol of colour c.
+int count_near(const Image& im, const int c[3], int y0, int y1, int tol = 8) {
+    int n = 0;
+    for (int y = y0; y < y1; ++y)
+        for (int x = 400; x < im.w; ++x) {
+            const unsigned char* p = &im.rgb[(static_cast<std::size_t>(y) * im.w + x) * 3];
+            n += std::abs(p[0] - c[0]) <= tol && std::abs(p[1] - c[1]) <= tol &&
+                 std::abs(p[2] - c[2]) <= tol;
+        }
+    return n;
+}
+
+int distinct_colours(const Image& im, int y0, int y1) {
+    std::set<int> s;
+    for (std::size_t i = static_cast<std::size_t>(y0) * im.w * 3;
+         i + 2 < static_cast<std::size_t>(y1) * im.w * 3; i += 3)
+        s.insert(im.rgb[i] << 16 | im.rgb[i + 1] << 8 | im.rgb[i + 2]);
+    return static_cast<int>(s.size());
+}
+
+// The default palette's highlight outline (gui_lesson.cpp) and the PASS text colour.
+constexpr int kHighlight[3] = {190, 40, 150};
+constexpr int kGood[3] = {0, 130, 60};
+
+}  // namespace
+
+TEST_CASE("lesson player render: every step of every lesson, headless" *
+          doctest::skip(!can_render())) {
+    TempDir t;
+    const Run r = run("demo --lessons --out " + t.path.string(), t.path);
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    std::istringstream lines(r.out);
+    std::vector<std::string> files;
+    for (std::string f; std::getline(lines, f);)
+        if (!f.empty()) files.push_back(f);
+    // One PNG a step.
+    std::size_t steps = 0;
+    std::vector<std::pair<std::string, std::size_t>> expected;
+    for (const auto& f : lesson::lesson_files(kLessonDir)) {
+        const lesson::Lesson l = lesson::load_lesson(f);
+        for (std::size_t k = 0; k < l.steps.size(); ++k) expected.emplace_back(f, k);
+        steps += l.steps.size();
+    }
+    REQUIRE(files.size() == steps);
+    std::set<std::size_t> pictures;  // hashes of the pixels
+    for (std::size_t i = 0; i < files.size(); ++i) {
+        const auto& [lesson_path, k] = expected[i];
+        INFO(files[i]);
+        Image im = load(files[i]);
+        CHECK(im.w == 1600);
+        CHECK(im.h == 1000);
+        // Content in the canvas (top half) and in the narration panel (bottom part).
+        CHECK(distinct_colours(im, 0, im.h / 2) > 50);
+        CHECK(distinct_colours(im, im.h * 3 / 4, im.h) > 20);
+        pictures.insert(std::hash<std::string_view>{}(
+            std::string_view(reinterpret_cast<const char*>(im.rgb.data()), im.rgb.size())));
+        // Highlights that the step's view shows are outlined; passed checks say PASS in green.
+        app::LessonPlayer p;
+        REQUIRE(p.open(lesson_path, k));
+        p.poll(true);
+        REQUIRE(p.plan() != nullptr);
+        if (p.plan()->request.view != "timings") {
+            const app::ViewModel v = app::build_view(p.plan()->request);
+            std::size_t lit = 0;
+            for (const auto& c : app::highlight_cells(v, *p.plan())) lit += c.size();
+            if (lit > 0) CHECK(count_near(im, kHighlight, 120, im.h) > 30);
+        }
+        if (!p.result()->checks.empty()) CHECK(count_near(im, kGood, im.h / 2, im.h) > 30);
+    }
+    CHECK(pictures.size() == files.size());  // every step looks different
+}
+
+TEST_CASE("lesson player render: shot --lesson, and a malformed lesson fails with file:line" *
+          doctest::skip(!can_render())) {
+    TempDir t;
+    const std::string out = (t.path / "l17.png").string();
+    Run r = run("shot --lesson 17 --step 5 --out " + out, t.path);
+    INFO(r.err);
+    CHECK(r.status == 0);
+    CHECK(fs::exists(out));
+    CHECK(r.out.find("step 5") != std::string::npos);
+    const std::string bad = t.write("bad.toml",
+                                    "title = \"t\"\naudience = \"a\"\n[[step]]\n"
+                                    "view = \"im2kol\"\nnarration = \"n\"\n");
+    const std::string no = (t.path / "no.png").string();
+    r = run("shot --lesson " + bad + " --step 1 --out " + no, t.path);
+    CHECK(r.status == 2);
+    CHECK(r.err.rfind("convlab: " + bad + ":4:", 0) == 0);
+    CHECK(!fs::exists(no));
+    // A step beyond the lesson: refused before any window.
+    std::ostringstream o, e;
+    CHECK(run_cli({"shot", "--lesson", "01", "--step", "9", "--out", no}, o, e) == 2);
+    CHECK(e.str().find("--step") != std::string::npos);
+    CHECK(!fs::exists(no));
+}
