@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "cli/cli.hpp"
+#include "lesson/lesson.hpp"
 #include "stb_image.h"
 
 namespace fs = std::filesystem;
@@ -115,7 +116,7 @@ TEST_CASE("app render: every view, headless, at a few steps" * doctest::skip(!ca
     std::istringstream lines(r.out);
     std::string file;
     std::set<std::string> views;
-    int shots = 0;
+    int shots = 0, lesson_shots = 0;
     while (std::getline(lines, file)) {
         // The file list follows the timing run's summary; the chart exports are 1920x1080.
         if (!file.ends_with(".png") || file.find("/timings/") != std::string::npos) continue;
@@ -129,6 +130,10 @@ TEST_CASE("app render: every view, headless, at a few steps" * doctest::skip(!ca
             views.insert("timings");
             continue;
         }
+        if (fs::path(file).filename().string().starts_with("lesson")) {  // a lesson's first step
+            ++lesson_shots;
+            continue;
+        }
         // The current step is drawn in the canvas.
         CHECK(count_near(im, kCurrent[0], kCurrent[1], kCurrent[2]) > 50);
         const auto stem = fs::path(file).filename().string();
@@ -139,6 +144,9 @@ TEST_CASE("app render: every view, headless, at a few steps" * doctest::skip(!ca
     }
     CHECK(views.size() == 8);
     CHECK(shots >= 14);
+    CHECK(lesson_shots ==
+          static_cast<int>(
+              convlab::lesson::lesson_files(convlab::lesson::default_lesson_dir()).size()));
 }
 
 TEST_CASE("app render: the picture follows the step and the hover" * doctest::skip(!can_render())) {

@@ -189,7 +189,7 @@ const Command& shot_command() {
         "xvfb-run -a -s \"-screen 0 1920x1200x24\". --frames N --report plays N steps (one a\n"
         "frame, the worst case) and prints the median and max frame time.\n"
         "Views: im2col col2im stride fliprot fractal tnc weight_grad timings tensors.\n"
-        "The timings view shows --results FILE or measures first with --bench-quick.\n",
+        "The timings view shows --results FILE or measures first with --bench-quick.\n"
         "--lesson FILE --step K renders step K (from 1) of a lesson as the player shows it: its\n"
         "view, problem, data, granularity, first step of its range, highlights and narration.\n",
         {{"--view", "NAME",
