@@ -200,6 +200,7 @@ class App {
     ImFont* font = nullptr;
     bool fullscreen = false;
     bool show_sidebar = true;
+    int styled_palette = -1;  // the palette ImGui's widget colours were last chosen for
     bool show_help = false;
     std::string status;
     Export ex;
@@ -1117,6 +1118,18 @@ void App::frame(double dt) {
     update_step();
     update_lut();
     const Palette& P = pal();
+    if (styled_palette != s.palette) {
+        // Widgets (input fields, buttons, sliders) follow the palette's brightness: a dark
+        // palette (high contrast) gets ImGui's dark widgets, so its light text never lands on a
+        // light field.
+        const ImVec4 bg = ImGui::ColorConvertU32ToFloat4(P.background);
+        const float luma = 0.2126f * bg.x + 0.7152f * bg.y + 0.0722f * bg.z;
+        if (luma < 0.5f)
+            ImGui::StyleColorsDark();
+        else
+            ImGui::StyleColorsLight();
+        styled_palette = s.palette;
+    }
     ImGui::GetStyle().Colors[ImGuiCol_WindowBg] = ImGui::ColorConvertU32ToFloat4(P.background);
     ImGui::GetStyle().Colors[ImGuiCol_Text] = ImGui::ColorConvertU32ToFloat4(P.panel_text);
     const bool side = show_sidebar && !s.presenter;
