@@ -518,6 +518,24 @@ TEST_CASE("cli: bwd_bias takes no algorithm or direct, --timings and --threads")
     CHECK(timed.out.find("gemm") != std::string::npos);
 }
 
+TEST_CASE("cli: compute without --algo runs auto, equal to direct") {
+    TempDir dir;
+    const std::string desc = "mb2ic5ih9iw11oc6kh3kw2sh2ph1";  // stride 2, r > 0 on h
+    for (Pass pass : {Pass::Forward, Pass::BackwardData, Pass::BackwardWeight}) {
+        INFO(pass_name(pass));
+        const std::string want = dir / "direct.npy", got = dir / "auto.npy";
+        run_ok({"compute", "--problem", desc, "--pass", pass_name(pass), "--algo", "direct",
+                "--seed", "5", "--out", want});
+        const Run r =
+            run_ok({"compute", "--problem", desc, "--pass", pass_name(pass), "--seed", "5",
+                    "--out", got});
+        CHECK(r.out.find(std::string(pass_name(pass)) + " auto\n") != std::string::npos);
+        const Tensor ref = read_npy(want);
+        CHECK(convlab::test::density(ref) > 0.25);
+        check_equal(read_npy(got), ref, std::string("auto ") + pass_name(pass));
+    }
+}
+
 TEST_CASE("cli: every bad input exits 2 with one line and writes nothing") {
     TempDir dir;
     const std::string desc = "mb2ic3ih8oc4kh3ph1";  // src (2,3,8,8), wei (4,3,3,3), dst (2,4,8,8)
@@ -554,8 +572,6 @@ TEST_CASE("cli: every bad input exits 2 with one line and writes nothing") {
         {{"compute", "--problem", desc, "--algo", "direct", "--out", out}, "compute needs --pass"},
         {{"compute", "--problem", desc, "--pass", "fwd", "--algo", "direct"},
          "compute needs --out"},
-        {{"compute", "--problem", desc, "--pass", "fwd", "--out", out},
-         "compute needs --algo (fwd: direct"},
         {{"compute", "--problem", "mb2ic3ih8oc4kh3ph1zz9", "--pass", "fwd", "--algo", "direct",
           "--out", out},
          "--problem: "},
