@@ -503,8 +503,8 @@ int main(int argc, char** argv) {
     const int table_w = nw + (use_peer ? 129 : 82);
     std::printf("\n");
     print_rule(table_w);
-    std::printf("%-*s %-10s %-13s %-22s %9s %9s %8s %4s", nw, "layer", "pass", "algorithm",
-                "check", "median ms", "min ms", "GFLOP/s", "%pk");
+    std::printf("%-*s %-10s %-13s %-22s %9s %9s %8s %4s", nw, "layer", "pass", "algorithm", "check",
+                "median ms", "min ms", "GFLOP/s", "%pk");
     if (use_peer) {
         std::printf(" | %9s %8s %4s %6s  %s", "oneDNN ms", "GFLOP/s", "%pk", "ratio",
                     "oneDNN impl");

@@ -526,9 +526,8 @@ TEST_CASE("cli: compute without --algo runs auto, equal to direct") {
         const std::string want = dir / "direct.npy", got = dir / "auto.npy";
         run_ok({"compute", "--problem", desc, "--pass", pass_name(pass), "--algo", "direct",
                 "--seed", "5", "--out", want});
-        const Run r =
-            run_ok({"compute", "--problem", desc, "--pass", pass_name(pass), "--seed", "5",
-                    "--out", got});
+        const Run r = run_ok(
+            {"compute", "--problem", desc, "--pass", pass_name(pass), "--seed", "5", "--out", got});
         CHECK(r.out.find(std::string(pass_name(pass)) + " auto\n") != std::string::npos);
         const Tensor ref = read_npy(want);
         CHECK(convlab::test::density(ref) > 0.25);

@@ -195,8 +195,8 @@ void print_bench_summary(const bench::Results& r, std::ostream& out) {
     out << "Totals per pass: sum of per-layer median times over the layers where the "
            "measurement was verified (each layer counted once)\n";
     char line[200];
-    std::snprintf(line, sizeof line, "  %-10s %-22s %7s %12s %9s %6s %10s\n", "pass",
-                  "algorithm", "layers", "total ms", "GFLOP/s", "%peak", "vs peer");
+    std::snprintf(line, sizeof line, "  %-10s %-22s %7s %12s %9s %6s %10s\n", "pass", "algorithm",
+                  "layers", "total ms", "GFLOP/s", "%peak", "vs peer");
     out << line;
     std::vector<Pass> passes;
     for (const auto& m : r.rows)

@@ -273,7 +273,8 @@ void forward_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler* prof) 
 // receive exactly the taps k with (k*d) mod s = rho (none when the phase is not reachable, e.g.
 // gcd(s, d) > 1), from output o = q + (i0 + pb - k*d)/s, where i = i0 + s*q. Per phase and per
 // axis that is a stride-1 correlation of dY, so a phase is one GEMM:
-//   dX_phase (C/G x Q) = W_phase^T (C/G x K/G*T) * B (K/G*T x Q),  B((co, t), q) = dY(co, q + off_t)
+//   dX_phase (C/G x Q) = W_phase^T (C/G x K/G*T) * B (K/G*T x Q),  B((co, t), q) = dY(co, q +
+//   off_t)
 // with B gathered tile by tile; the phases partition dX, so every element is written once.
 // Narrow products are widened two ways:
 // - phases merged: when C/G is below the microkernel's MR (conv1: C = 3, four phases), the
@@ -398,19 +399,18 @@ void backward_data_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler* 
         const dim_t np = static_cast<dim_t>(pg.phases.size()), m = np * cg, nu = pg.nu();
         const dim_t kp = kg * nu, qs = pg.size();
         // Images per GEMM: enough columns to fill the tiles, the output buffer at most 4 MiB.
-        const dim_t nb = qs >= 1024 ? 1
-                                    : std::clamp<dim_t>(std::min<dim_t>(2048 / qs, (1 << 20) /
-                                                                                       (m * qs)),
-                                                        1, p.mb);
+        const dim_t nb =
+            qs >= 1024
+                ? 1
+                : std::clamp<dim_t>(std::min<dim_t>(2048 / qs, (1 << 20) / (m * qs)), 1, p.mb);
         // Rows (co, u): the dY channel and the per-axis offsets of u.
         std::vector<Im2col::Row> rows(static_cast<std::size_t>(kp));
         for (dim_t co = 0; co < kg; ++co)
             for (std::size_t u0 = 0; u0 < pg.offs[0].size(); ++u0)
                 for (std::size_t u1 = 0; u1 < pg.offs[1].size(); ++u1)
                     for (std::size_t u2 = 0; u2 < pg.offs[2].size(); ++u2) {
-                        const dim_t u =
-                            static_cast<dim_t>((u0 * pg.offs[1].size() + u1) * pg.offs[2].size() +
-                                               u2);
+                        const dim_t u = static_cast<dim_t>(
+                            (u0 * pg.offs[1].size() + u1) * pg.offs[2].size() + u2);
                         Im2col::Row& r = rows[static_cast<std::size_t>(co * nu + u)];
                         r.ci = co;
                         r.off_d = pg.offs[0][u0];
@@ -486,8 +486,8 @@ void backward_data_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler* 
                 }
                 if (!c_is_dx)
                     for (dim_t pi = 0; pi < np; ++pi)
-                        scatter(*pg.phases[static_cast<std::size_t>(pi)], n0, nn, grp, c,
-                                pi * cg, pg.q, nn * qs);
+                        scatter(*pg.phases[static_cast<std::size_t>(pi)], n0, nn, grp, c, pi * cg,
+                                pg.q, nn * qs);
             }
         }
     }
