@@ -17,6 +17,8 @@
 #include <vector>
 
 #include "cli/cli.hpp"
+#include "cli/cmd_bench.hpp"
+#include "convlab/bench.hpp"
 #include "convlab/conv.hpp"
 #include "convlab/davinci.hpp"
 #include "convlab/maps.hpp"
@@ -722,4 +724,31 @@ TEST_CASE("cli: the convlab binary exits 0 for algos and 2 for a bad descriptor"
     CHECK(shell("compute --problem mb2ic3ih8oc4kh3ph1 --pass fwd --algo im2col_gemm --out '" +
                 (dir / "y.npy") + "'") == 0);
     CHECK(read_npy(dir / "y.npy").dims() == std::vector<dim_t>{2, 4, 8, 8});
+}
+
+TEST_CASE("bench summary: GFLOP/s and share of the measured peak beside the peer, peak RSS") {
+    bench::Results r;
+    r.machine.peak_gflops = 200;
+    r.machine.threads = 2;
+    r.layers.push_back({"l", "mb1ic1ih1oc1kh1"});
+    for (const char* name : {"oneDNN", "implicit_gemm"}) {
+        bench::Measurement m;
+        m.pass = Pass::BackwardData;
+        m.algorithm = name;
+        m.peer = std::string(name) == "oneDNN";
+        m.ran = true;
+        m.check.pass = true;
+        m.flops = 1e8;                           // 0.1 GFLOP
+        m.total.median_ms = m.peer ? 1.0 : 0.5;  // 100 and 200 GFLOP/s
+        r.rows.push_back(m);
+    }
+    std::ostringstream out;
+    cli::print_bench_summary(r, out);
+    const std::string s = out.str();
+    INFO(s);
+    CHECK(s.find("%peak") != std::string::npos);
+    CHECK(s.find("100.0    50%") != std::string::npos);  // the peer: 100 GFLOP/s, half the peak
+    CHECK(s.find("200.0   100%      0.50x") != std::string::npos);
+    CHECK(s.find("200.0 GFLOP/s for 2 threads") != std::string::npos);
+    CHECK(bench::peak_rss_bytes() > (1u << 20));  // this process holds more than 1 MiB
 }
