@@ -7,6 +7,8 @@
 // [SECTION] forward            dst_g = W_g * B, batch merged into the columns when images are small
 // [SECTION] backward data      stride phases, one GEMM per phase (no col2im, no zero insertion)
 // [SECTION] backward weight    dW_g = sum_n dY_g(n) * B(n)^T (the packer gathers B^T)
+#include <omp.h>
+
 #include <algorithm>
 #include <vector>
 
@@ -227,6 +229,13 @@ dim_t images_per_gemm(const Problem& p) {
     return std::clamp<dim_t>(std::min<dim_t>(2048 / cols, (1 << 20) / (p.ocg() * cols)), 1, p.mb);
 }
 
+// Independent products enough to give every thread several: run them side by side, each on
+// one thread, rather than each product on all threads (a barrier per product).
+bool images_in_parallel(dim_t products) {
+    const int t = omp_get_max_threads();
+    return t > 1 && !omp_in_parallel() && products >= 2 * t;
+}
+
 }  // namespace
 
 // [SECTION] forward
@@ -237,33 +246,45 @@ void forward_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler* prof) 
     const dim_t cols = p.out_spatial(), is = p.in_spatial();
     const dim_t nb = images_per_gemm(p);
     const bool identity = im2col_is_identity(p);
-    float* buf = nb > 1 ? scratch(3, static_cast<std::size_t>(kg * nb * cols)) : nullptr;
-    for (dim_t n0 = 0; n0 < p.mb; n0 += nb) {
+    const dim_t blocks = (p.mb + nb - 1) / nb;
+    // Images (blocks of nb) and groups; prf is null on the image-parallel path (the profiler
+    // is not shared between threads).
+    auto block = [&](dim_t n0, dim_t g, Profiler* prf) {
         const dim_t nn = std::min(nb, p.mb - n0);
-        for (dim_t g = 0; g < p.groups; ++g) {
-            const Im2col m(p, a.src + (n0 * p.ic + g * cg) * is);
-            const StridedA w{a.wei + g * kg * rows, rows, 1};
-            float* dst0 = a.dst + (n0 * p.oc + g * kg) * cols;
-            {
-                Span s(prof, "gemm");
-                if (nn == 1 && identity)  // 1x1, stride 1, no padding: B is the image itself
-                    gemm(kg, cols, rows, w, StridedB{m.src, is, 1}, dst0, cols, false);
-                else if (nn == 1)
-                    gemm(kg, cols, rows, w, Im2colB{&m}, dst0, cols, false);
-                else
-                    gemm(kg, nn * cols, rows, w, Im2colB{&m}, buf, nn * cols, false);
-            }
-            if (nn > 1) {
-                Span s(prof, "unpack");
-#pragma omp parallel for schedule(static) if (kg * nn * cols > 65536)
-                for (dim_t k = 0; k < kg; ++k)
-                    for (dim_t i = 0; i < nn; ++i) {
-                        const float* from = buf + (k * nn + i) * cols;
-                        float* to = dst0 + (i * p.oc + k) * cols;
-                        for (dim_t e = 0; e < cols; ++e) to[e] = from[e];
-                    }
-            }
+        const Im2col m(p, a.src + (n0 * p.ic + g * cg) * is);
+        const StridedA w{a.wei + g * kg * rows, rows, 1};
+        float* dst0 = a.dst + (n0 * p.oc + g * kg) * cols;
+        float* buf = nn > 1 ? scratch(3, static_cast<std::size_t>(kg * nb * cols)) : nullptr;
+        {
+            Span s(prf, "gemm");
+            if (nn == 1 && identity)  // 1x1, stride 1, no padding: B is the image itself
+                gemm(kg, cols, rows, w, StridedB{m.src, is, 1}, dst0, cols, false);
+            else if (nn == 1)
+                gemm(kg, cols, rows, w, Im2colB{&m}, dst0, cols, false);
+            else
+                gemm(kg, nn * cols, rows, w, Im2colB{&m}, buf, nn * cols, false);
         }
+        if (nn > 1) {
+            Span s(prf, "unpack");
+#pragma omp parallel for schedule(static) if (kg * nn * cols > 65536)
+            for (dim_t k = 0; k < kg; ++k)
+                for (dim_t i = 0; i < nn; ++i) {
+                    const float* from = buf + (k * nn + i) * cols;
+                    float* to = dst0 + (i * p.oc + k) * cols;
+                    for (dim_t e = 0; e < cols; ++e) to[e] = from[e];
+                }
+        }
+    };
+    if (images_in_parallel(blocks * p.groups)) {
+        // Enough (image block, group) pairs for every thread: one parallel region, each thread
+        // whole products on one core (no barrier per product).
+        Span s(prof, "gemm");
+#pragma omp parallel for schedule(dynamic)
+        for (dim_t t = 0; t < blocks * p.groups; ++t)
+            block((t / p.groups) * nb, t % p.groups, nullptr);
+    } else {
+        for (dim_t n0 = 0; n0 < p.mb; n0 += nb)
+            for (dim_t g = 0; g < p.groups; ++g) block(n0, g, prof);
     }
     add_bias(p, a, prof);
 }
@@ -354,8 +375,8 @@ void backward_data_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler* 
     // dX positions i = i0 + s*q of phase ph, for the images [n0, n0 + nn) of group grp, from
     // rows [row0, row0 + cg) of c (columns (image, grid q of the GEMM)), or zeros without c.
     auto scatter = [&](const Phase& ph, dim_t n0, dim_t nn, dim_t grp, const float* c, dim_t row0,
-                       const dim_t* gq, dim_t ldc) {
-        Span sp(prof, "scatter");
+                       const dim_t* gq, dim_t ldc, Profiler* prf) {
+        Span sp(prf, "scatter");
         const dim_t gs = gq[0] * gq[1] * gq[2];
 #pragma omp parallel for collapse(2) schedule(static) if (nn * cg * ph.size() > 65536)
         for (dim_t i = 0; i < nn; ++i)
@@ -387,7 +408,7 @@ void backward_data_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler* 
         if (ph.ntaps() == 0) {
             for (dim_t n = 0; n < p.mb; ++n)
                 for (dim_t grp = 0; grp < p.groups; ++grp)
-                    scatter(ph, n, 1, grp, nullptr, 0, ph.q, 0);
+                    scatter(ph, n, 1, grp, nullptr, 0, ph.q, 0, prof);
             continue;
         }
         if (groups.empty() || cg >= mr ||
@@ -452,7 +473,6 @@ void backward_data_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler* 
                              pg.q[1] == g.out[1];
         // The GEMM writes dX in place: one phase covering dX (stride 1), one image at a time.
         const bool c_is_dx = np == 1 && qs == is && nb == 1;
-        float* c = c_is_dx ? nullptr : scratch(3, static_cast<std::size_t>(m * nb * qs));
         float* wa = scratch(4, static_cast<std::size_t>(m * kp));
         for (dim_t grp = 0; grp < p.groups; ++grp) {
             // A (m x kp): A[(pi, ci)][co*nu + u] = W[grp*kg + co][ci][k of tap u of phase pi],
@@ -473,21 +493,32 @@ void backward_data_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler* 
                     }
                 wt = StridedA{wa, kp, 1};
             }
-            for (dim_t n0 = 0; n0 < p.mb; n0 += nb) {
+            // One block of images; prf is null on the image-parallel path.
+            auto images = [&](dim_t n0, Profiler* prf) {
                 const dim_t nn = std::min(nb, p.mb - n0);
-                mg.src = a.diff_dst + (n0 * p.oc + grp * kg) * os;
-                float* out = c_is_dx ? a.diff_src + (n0 * p.ic + grp * cg) * is : c;
+                Im2col mi = mg;
+                mi.src = a.diff_dst + (n0 * p.oc + grp * kg) * os;
+                float* cb = c_is_dx ? nullptr : scratch(3, static_cast<std::size_t>(m * nb * qs));
+                float* out = c_is_dx ? a.diff_src + (n0 * p.ic + grp * cg) * is : cb;
                 {
-                    Span sp(prof, "gemm");
+                    Span sp(prf, "gemm");
                     if (b_is_dy && nn == 1)
-                        gemm(m, qs, kp, wt, StridedB{mg.src, os, 1}, out, qs, false);
+                        gemm(m, qs, kp, wt, StridedB{mi.src, os, 1}, out, qs, false);
                     else
-                        gemm(m, nn * qs, kp, wt, Im2colB{&mg, rows.data()}, out, nn * qs, false);
+                        gemm(m, nn * qs, kp, wt, Im2colB{&mi, rows.data()}, out, nn * qs, false);
                 }
                 if (!c_is_dx)
                     for (dim_t pi = 0; pi < np; ++pi)
-                        scatter(*pg.phases[static_cast<std::size_t>(pi)], n0, nn, grp, c, pi * cg,
-                                pg.q, nn * qs);
+                        scatter(*pg.phases[static_cast<std::size_t>(pi)], n0, nn, grp, cb, pi * cg,
+                                pg.q, nn * qs, prf);
+            };
+            const dim_t blocks = (p.mb + nb - 1) / nb;
+            if (images_in_parallel(blocks)) {
+                Span sp(prof, "gemm");  // gemm and scatter, side by side on the threads
+#pragma omp parallel for schedule(dynamic)
+                for (dim_t b = 0; b < blocks; ++b) images(b * nb, nullptr);
+            } else {
+                for (dim_t n0 = 0; n0 < p.mb; n0 += nb) images(n0, prof);
             }
         }
     }
