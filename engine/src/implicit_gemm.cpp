@@ -236,6 +236,14 @@ bool images_in_parallel(dim_t products) {
     return t > 1 && !omp_in_parallel() && products >= 2 * t;
 }
 
+// Images per product capped so that a batch of at least two images per thread splits into
+// equal blocks (32 images, 2 threads: 4 blocks of 8, not 10 + 10 + 10 + 2).
+dim_t balanced_images(dim_t nb, dim_t mb) {
+    const dim_t t = omp_get_max_threads();
+    if (t <= 1 || omp_in_parallel() || mb < 2 * t) return nb;
+    return std::clamp<dim_t>(mb / (2 * t), 1, nb);
+}
+
 }  // namespace
 
 // [SECTION] forward
@@ -244,7 +252,7 @@ bool images_in_parallel(dim_t products) {
 void forward_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler* prof) {
     const dim_t kg = p.ocg(), cg = p.icg(), rows = cg * p.kernel_spatial();
     const dim_t cols = p.out_spatial(), is = p.in_spatial();
-    const dim_t nb = images_per_gemm(p);
+    const dim_t nb = balanced_images(images_per_gemm(p), p.mb);
     const bool identity = im2col_is_identity(p);
     const dim_t blocks = (p.mb + nb - 1) / nb;
     // Images (blocks of nb) and groups; prf is null on the image-parallel path (the profiler
@@ -420,10 +428,11 @@ void backward_data_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler* 
         const dim_t np = static_cast<dim_t>(pg.phases.size()), m = np * cg, nu = pg.nu();
         const dim_t kp = kg * nu, qs = pg.size();
         // Images per GEMM: enough columns to fill the tiles, the output buffer at most 4 MiB.
-        const dim_t nb =
+        const dim_t nb = balanced_images(
             qs >= 1024
                 ? 1
-                : std::clamp<dim_t>(std::min<dim_t>(2048 / qs, (1 << 20) / (m * qs)), 1, p.mb);
+                : std::clamp<dim_t>(std::min<dim_t>(2048 / qs, (1 << 20) / (m * qs)), 1, p.mb),
+            p.mb);
         // Rows (co, u): the dY channel and the per-axis offsets of u.
         std::vector<Im2col::Row> rows(static_cast<std::size_t>(kp));
         for (dim_t co = 0; co < kg; ++co)
