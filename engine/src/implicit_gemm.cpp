@@ -539,17 +539,44 @@ void backward_weight_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler
     const dim_t kg = p.ocg(), cg = p.icg(), rows = cg * p.kernel_spatial();
     const dim_t cols = p.out_spatial(), is = p.in_spatial();
     const bool identity = im2col_is_identity(p);
+    // out (Kg x rows) = (acc ? out : 0) + dY_g(n) * im2col(n)^T.
+    auto image = [&](dim_t g, dim_t n, float* out, bool acc) {
+        const Im2col m(p, a.src + (n * p.ic + g * cg) * is);
+        const StridedA dy{a.diff_dst + (n * p.oc + g * kg) * cols, cols, 1};
+        if (identity)  // B^T is the image transposed
+            gemm(kg, rows, cols, dy, StridedB{m.src, 1, is}, out, rows, acc);
+        else
+            gemm(kg, rows, cols, dy, Im2colTB{&m}, out, rows, acc);
+    };
     Span s(prof, "gemm");
-    for (dim_t g = 0; g < p.groups; ++g)
-        for (dim_t n = 0; n < p.mb; ++n) {
-            const Im2col m(p, a.src + (n * p.ic + g * cg) * is);
-            const StridedA dy{a.diff_dst + (n * p.oc + g * kg) * cols, cols, 1};
+    const std::size_t wsize = static_cast<std::size_t>(kg * rows);
+    if (images_in_parallel(p.mb) && wsize * sizeof(float) <= (4u << 20)) {
+        // Each thread sums its own run of images (thread 0 into dW, the others into a partial
+        // dW of at most 4 MiB); then the partials are added, split over the threads.
+        const int t = omp_get_max_threads();
+        std::vector<float*> part(static_cast<std::size_t>(t), nullptr);
+        for (dim_t g = 0; g < p.groups; ++g) {
             float* dw = a.diff_wei + g * kg * rows;
-            if (identity)  // B^T is the image transposed
-                gemm(kg, rows, cols, dy, StridedB{m.src, 1, is}, dw, rows, n > 0);
-            else
-                gemm(kg, rows, cols, dy, Im2colTB{&m}, dw, rows, n > 0);
+#pragma omp parallel num_threads(t)
+            {
+                const int id = omp_get_thread_num(), nt = omp_get_num_threads();
+                float* out = id == 0 ? dw : scratch(3, wsize);
+                part[static_cast<std::size_t>(id)] = out;
+                const dim_t n0 = p.mb * id / nt, n1 = p.mb * (id + 1) / nt;
+                for (dim_t n = n0; n < n1; ++n) image(g, n, out, n > n0);
+#pragma omp barrier
+#pragma omp for schedule(static)
+                for (std::size_t e = 0; e < wsize; ++e) {
+                    float v = dw[e];
+                    for (int q = 1; q < nt; ++q) v += part[static_cast<std::size_t>(q)][e];
+                    dw[e] = v;
+                }
+            }
         }
+        return;
+    }
+    for (dim_t g = 0; g < p.groups; ++g)
+        for (dim_t n = 0; n < p.mb; ++n) image(g, n, a.diff_wei + g * kg * rows, n > 0);
 }
 
 }  // namespace convlab::detail
