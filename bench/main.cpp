@@ -3,7 +3,8 @@
 //
 //   convlab_bench [--shapes FILE] [--mb N|file] [--threads N] [--passes LIST] [--algos LIST]
 //                 [--reps N] [--min-time S] [--warmup N] [--ref onednn|direct] [--rtol X]
-//                 [--filter TEXT] [--csv FILE] [--alloc system|steady] [--no-onednn] [--list]
+//                 [--filter TEXT] [--csv FILE] [--alloc system|steady] [--no-onednn] [--no-peak]
+//                 [--list]
 //
 // Run with --help for the meaning of each option.
 #include <cstdio>
@@ -70,6 +71,7 @@ options:
                      depending on what ran before. steady: freed memory stays mapped (mallopt
                      M_MMAP_THRESHOLD 32 MiB, M_TRIM_THRESHOLD 2 GiB), as with a workspace cache
   --no-onednn        do not measure oneDNN
+  --no-peak          do not measure the fp32 peak (the %peak columns stay empty)
   --list             list the engine's algorithms and exit
   -h, --help         this text
 )";
@@ -88,6 +90,7 @@ struct Options {
     bool onednn = true;
     bool list = false;
     bool steady_alloc = false;
+    bool peak = true;
 };
 
 [[noreturn]] void usage_error(const std::string& msg) {
@@ -186,6 +189,8 @@ Options parse_args(int argc, char** argv) {
             o.steady_alloc = v == "steady";
         } else if (a == "--no-onednn") {
             o.onednn = false;
+        } else if (a == "--no-peak") {
+            o.peak = false;
         } else if (a == "--list") {
             o.list = true;
         } else {
@@ -421,6 +426,16 @@ int main(int argc, char** argv) {
     std::printf(
         "load average %.2f before the run%s\n", load,
         load > 0.5 ? " (the machine was busy; see the CPU share of other processes below)" : "");
+    // The machine's fp32 peak, measured now and again after the run (the higher counts): the
+    // %peak columns divide by it.
+    convlab::bench::Machine machine = convlab::bench::describe_machine();
+    if (o.peak) {
+        convlab::bench::measure_machine_peak(machine, threads);
+        std::printf(
+            "fp32 peak: %.1f GFLOP/s for %d threads (register-only FMA loop, measured before the "
+            "run; %.1f per thread)\n",
+            machine.peak_gflops, threads, machine.peak_gflops_1t);
+    }
     std::printf("shapes: %s (%zu layers%s), batch %s, fp32, each layer counted once\n",
                 o.shapes.c_str(), selected.size(), o.filter.empty() ? "" : ", filtered",
                 o.mb ? std::to_string(*o.mb).c_str() : "from the file");
@@ -452,7 +467,8 @@ int main(int argc, char** argv) {
         ref_direct ? "the engine's direct loops" : "oneDNN's result", o.rtol);
     std::printf(
         "GFLOP/s = flops()/median time, flops = 2*N*K*(C/G)*prod(out)*prod(kernel) per "
-        "pass; ratio = engine median / oneDNN median (> 1: engine slower)\n");
+        "pass; %%pk = GFLOP/s / measured fp32 peak; ratio = engine median / oneDNN median "
+        "(> 1: engine slower)\n");
     for (const Plan& pl : plan) {
         std::string names;
         for (const auto* a : pl.algos) names += std::string(names.empty() ? "" : ", ") + a->name;
@@ -484,17 +500,25 @@ int main(int argc, char** argv) {
     }
     std::printf("    total %.4f GFLOP per pass\n", all_flops * 1e-9);
     // Without oneDNN the peer columns are left out.
-    const int table_w = nw + (use_peer ? 118 : 77);
+    const int table_w = nw + (use_peer ? 129 : 82);
     std::printf("\n");
     print_rule(table_w);
-    std::printf("%-*s %-10s %-13s %-22s %9s %9s %8s", nw, "layer", "pass", "algorithm", "check",
-                "median ms", "min ms", "GFLOP/s");
+    std::printf("%-*s %-10s %-13s %-22s %9s %9s %8s %4s", nw, "layer", "pass", "algorithm", "check",
+                "median ms", "min ms", "GFLOP/s", "%pk");
     if (use_peer) {
-        std::printf(" | %9s %8s %6s  %s", "oneDNN ms", "GFLOP/s", "ratio", "oneDNN impl");
+        std::printf(" | %9s %8s %4s %6s  %s", "oneDNN ms", "GFLOP/s", "%pk", "ratio",
+                    "oneDNN impl");
     }
     std::printf("\n");
     print_rule(table_w);
 
+    // Share of the measured peak, "63" (percent), or "-" without a peak.
+    auto pct_peak = [&](double gf) -> std::string {
+        if (machine.peak_gflops <= 0) return "-";
+        char buf[16];
+        std::snprintf(buf, sizeof buf, "%.0f", 100 * gf / machine.peak_gflops);
+        return buf;
+    };
     std::map<std::pair<Pass, std::string>, Total> totals;
     std::map<Pass, PeerTotal> peer_totals;
     std::vector<std::string> problems;  // layers that could not run at all
@@ -586,22 +610,25 @@ int main(int argc, char** argv) {
 
             auto print_row = [&](const std::string& algo, const std::string& check,
                                  const bench::Timing* t, double max_err, bool is_peer = false) {
-                char eng_cols[64], peer_cols[64];
+                char eng_cols[80], peer_cols[80];
                 if (t) {
-                    std::snprintf(eng_cols, sizeof eng_cols, "%9.4f %9.4f %8.2f", t->median_ms,
-                                  t->min_ms, bench::gflops(flops, t->median_ms));
+                    std::snprintf(eng_cols, sizeof eng_cols, "%9.4f %9.4f %8.2f %4s", t->median_ms,
+                                  t->min_ms, bench::gflops(flops, t->median_ms),
+                                  pct_peak(bench::gflops(flops, t->median_ms)).c_str());
                 } else {
-                    std::snprintf(eng_cols, sizeof eng_cols, "%9s %9s %8s", "-", "-", "-");
+                    std::snprintf(eng_cols, sizeof eng_cols, "%9s %9s %8s %4s", "-", "-", "-", "-");
                 }
                 if (peer_ok) {
                     char ratio[16] = "-";
                     const double q = t ? t->median_ms / peer_t.median_ms : 0;
                     if (t && !is_peer)
                         std::snprintf(ratio, sizeof ratio, q < 1000 ? "%.2f" : "%.0f", q);
-                    std::snprintf(peer_cols, sizeof peer_cols, "%9.4f %8.2f %6s", peer_t.median_ms,
-                                  bench::gflops(flops, peer_t.median_ms), ratio);
+                    std::snprintf(peer_cols, sizeof peer_cols, "%9.4f %8.2f %4s %6s",
+                                  peer_t.median_ms, bench::gflops(flops, peer_t.median_ms),
+                                  pct_peak(bench::gflops(flops, peer_t.median_ms)).c_str(), ratio);
                 } else {
-                    std::snprintf(peer_cols, sizeof peer_cols, "%9s %8s %6s", "-", "-", "-");
+                    std::snprintf(peer_cols, sizeof peer_cols, "%9s %8s %4s %6s", "-", "-", "-",
+                                  "-");
                 }
                 std::printf("%-*s %-10s %-13s %-22s %s", nw, name.c_str(), pname, algo.c_str(),
                             check.c_str(), eng_cols);
@@ -717,17 +744,26 @@ int main(int argc, char** argv) {
     const double run_foreign =
         bench::foreign_cpu_share(run_start, bench::cpu_sample(), hw > 0 ? hw : threads);
     print_rule(table_w);
+    if (o.peak) {
+        const double before = machine.peak_gflops;
+        convlab::bench::measure_machine_peak(machine, threads);
+        std::printf(
+            "fp32 peak measured again after the run: %.1f GFLOP/s kept (before %.1f; the higher "
+            "counts in the totals)\n",
+            machine.peak_gflops, before);
+    }
 
     // [SECTION] summary per pass
     std::printf(
         "\nTotals per pass: sum of per-layer medians, each layer counted once "
         "(%zu layers, batch %s, %d threads)\n",
         selected.size(), o.mb ? std::to_string(*o.mb).c_str() : "from the file", threads);
-    const int sum_w = use_peer ? 112 : 74;
+    const int sum_w = use_peer ? 128 : 81;
     print_rule(sum_w);
-    std::printf("%-10s %-13s %6s %-12s %11s %8s", "pass", "algorithm", "layers", "checks",
-                "engine ms", "GFLOP/s");
-    if (use_peer) std::printf(" | %11s %8s | %13s", "oneDNN ms", "GFLOP/s", "engine/oneDNN");
+    std::printf("%-10s %-13s %6s %-12s %11s %8s %6s", "pass", "algorithm", "layers", "checks",
+                "engine ms", "GFLOP/s", "%peak");
+    if (use_peer)
+        std::printf(" | %11s %8s %6s | %13s", "oneDNN ms", "GFLOP/s", "%peak", "engine/oneDNN");
     std::printf("\n");
     print_rule(sum_w);
     bool all_ok = problems.empty();
@@ -745,16 +781,19 @@ int main(int argc, char** argv) {
                               t.failed + t.errors ? "FAIL" : "PASS");
             }
             if (t.failed + t.errors) all_ok = false;
-            char peer_cols[64] = "";
+            char peer_cols[80] = "";
             if (t.peer_layers > 0) {
-                std::snprintf(peer_cols, sizeof peer_cols, "%11.3f %8.1f | %12.2fx",
-                              t.peer_ms_paired, bench::gflops(t.flops_paired, t.peer_ms_paired),
+                const double pg = bench::gflops(t.flops_paired, t.peer_ms_paired);
+                std::snprintf(peer_cols, sizeof peer_cols, "%11.3f %8.1f %6s | %12.2fx",
+                              t.peer_ms_paired, pg, pct_peak(pg).c_str(),
                               t.ms_paired / t.peer_ms_paired);
             } else {
-                std::snprintf(peer_cols, sizeof peer_cols, "%11s %8s | %13s", "-", "-", "-");
+                std::snprintf(peer_cols, sizeof peer_cols, "%11s %8s %6s | %13s", "-", "-", "-",
+                              "-");
             }
-            std::printf("%-10s %-13s %6d %-12s %11.3f %8.1f", pname, alg->name, t.layers, checks,
-                        t.ms, bench::gflops(t.flops, t.ms));
+            std::printf("%-10s %-13s %6d %-12s %11.3f %8.1f %6s", pname, alg->name, t.layers,
+                        checks, t.ms, bench::gflops(t.flops, t.ms),
+                        pct_peak(bench::gflops(t.flops, t.ms)).c_str());
             if (use_peer) std::printf(" | %s", peer_cols);
             std::printf("\n");
             if (t.peer_layers > 0 && t.peer_layers != t.layers) {
@@ -774,11 +813,20 @@ int main(int argc, char** argv) {
             }
         }
         if (pt.layers > 0) {
-            std::printf("%-10s %-13s %6d %-12s %11s %8s | %11.3f %8.1f |\n", pname, "oneDNN",
-                        pt.layers, "", "", "", pt.ms, bench::gflops(pt.flops, pt.ms));
+            std::printf("%-10s %-13s %6d %-12s %11s %8s %6s | %11.3f %8.1f %6s |\n", pname,
+                        "oneDNN", pt.layers, "", "", "", "", pt.ms, bench::gflops(pt.flops, pt.ms),
+                        pct_peak(bench::gflops(pt.flops, pt.ms)).c_str());
         }
     }
     print_rule(sum_w);
+    if (machine.peak_gflops > 0)
+        std::printf("%%peak: share of the measured fp32 peak, %.1f GFLOP/s (%d threads)\n",
+                    machine.peak_gflops, threads);
+    if (const std::size_t rss = convlab::bench::peak_rss_bytes(); rss > 0)
+        std::printf(
+            "peak resident memory of this process (VmHWM, every algorithm and oneDNN): %.1f "
+            "MiB\n",
+            static_cast<double>(rss) / (1 << 20));
     for (const std::string& s : problems) std::printf("layer not run: %s\n", s.c_str());
     if (run_foreign >= 0) {
         std::printf("other processes used %.1f%% of the machine's CPU time during the run%s\n",

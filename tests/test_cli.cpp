@@ -17,6 +17,8 @@
 #include <vector>
 
 #include "cli/cli.hpp"
+#include "cli/cmd_bench.hpp"
+#include "convlab/bench.hpp"
 #include "convlab/conv.hpp"
 #include "convlab/davinci.hpp"
 #include "convlab/maps.hpp"
@@ -518,6 +520,23 @@ TEST_CASE("cli: bwd_bias takes no algorithm or direct, --timings and --threads")
     CHECK(timed.out.find("gemm") != std::string::npos);
 }
 
+TEST_CASE("cli: compute without --algo runs auto, equal to direct") {
+    TempDir dir;
+    const std::string desc = "mb2ic5ih9iw11oc6kh3kw2sh2ph1";  // stride 2, r > 0 on h
+    for (Pass pass : {Pass::Forward, Pass::BackwardData, Pass::BackwardWeight}) {
+        INFO(pass_name(pass));
+        const std::string want = dir / "direct.npy", got = dir / "auto.npy";
+        run_ok({"compute", "--problem", desc, "--pass", pass_name(pass), "--algo", "direct",
+                "--seed", "5", "--out", want});
+        const Run r = run_ok(
+            {"compute", "--problem", desc, "--pass", pass_name(pass), "--seed", "5", "--out", got});
+        CHECK(r.out.find(std::string(pass_name(pass)) + " auto\n") != std::string::npos);
+        const Tensor ref = read_npy(want);
+        CHECK(convlab::test::density(ref) > 0.25);
+        check_equal(read_npy(got), ref, std::string("auto ") + pass_name(pass));
+    }
+}
+
 TEST_CASE("cli: every bad input exits 2 with one line and writes nothing") {
     TempDir dir;
     const std::string desc = "mb2ic3ih8oc4kh3ph1";  // src (2,3,8,8), wei (4,3,3,3), dst (2,4,8,8)
@@ -554,8 +573,6 @@ TEST_CASE("cli: every bad input exits 2 with one line and writes nothing") {
         {{"compute", "--problem", desc, "--algo", "direct", "--out", out}, "compute needs --pass"},
         {{"compute", "--problem", desc, "--pass", "fwd", "--algo", "direct"},
          "compute needs --out"},
-        {{"compute", "--problem", desc, "--pass", "fwd", "--out", out},
-         "compute needs --algo (fwd: direct"},
         {{"compute", "--problem", "mb2ic3ih8oc4kh3ph1zz9", "--pass", "fwd", "--algo", "direct",
           "--out", out},
          "--problem: "},
@@ -707,4 +724,31 @@ TEST_CASE("cli: the convlab binary exits 0 for algos and 2 for a bad descriptor"
     CHECK(shell("compute --problem mb2ic3ih8oc4kh3ph1 --pass fwd --algo im2col_gemm --out '" +
                 (dir / "y.npy") + "'") == 0);
     CHECK(read_npy(dir / "y.npy").dims() == std::vector<dim_t>{2, 4, 8, 8});
+}
+
+TEST_CASE("bench summary: GFLOP/s and share of the measured peak beside the peer, peak RSS") {
+    bench::Results r;
+    r.machine.peak_gflops = 200;
+    r.machine.threads = 2;
+    r.layers.push_back({"l", "mb1ic1ih1oc1kh1"});
+    for (const char* name : {"oneDNN", "implicit_gemm"}) {
+        bench::Measurement m;
+        m.pass = Pass::BackwardData;
+        m.algorithm = name;
+        m.peer = std::string(name) == "oneDNN";
+        m.ran = true;
+        m.check.pass = true;
+        m.flops = 1e8;                           // 0.1 GFLOP
+        m.total.median_ms = m.peer ? 1.0 : 0.5;  // 100 and 200 GFLOP/s
+        r.rows.push_back(m);
+    }
+    std::ostringstream out;
+    cli::print_bench_summary(r, out);
+    const std::string s = out.str();
+    INFO(s);
+    CHECK(s.find("%peak") != std::string::npos);
+    CHECK(s.find("100.0    50%") != std::string::npos);  // the peer: 100 GFLOP/s, half the peak
+    CHECK(s.find("200.0   100%      0.50x") != std::string::npos);
+    CHECK(s.find("200.0 GFLOP/s for 2 threads") != std::string::npos);
+    CHECK(bench::peak_rss_bytes() > (1u << 20));  // this process holds more than 1 MiB
 }

@@ -238,17 +238,12 @@ Tensor load_input(const Options& opts, const Input& in, const Problem& p, std::u
     return t;
 }
 
-// The algorithm's name as checked against the engine's list. bwd_bias has a single one, direct,
-// so --algo is optional there.
+// The algorithm's name as checked against the engine's list. Without --algo: auto (the fastest
+// here), or direct for bwd_bias (its single algorithm).
 std::string algorithm_for(const Options& opts, Pass pass) {
     const std::string* name = opts.get("--algo");
     if (pass == Pass::BackwardBias && !name) return "direct";
-    if (!name) {
-        std::string list;
-        for (const Algorithm* a : algorithms(pass))
-            list += (list.empty() ? "" : ", ") + std::string(a->name);
-        throw Error(std::string("compute needs --algo (") + pass_name(pass) + ": " + list + ")");
-    }
+    if (!name) return std::string(find_algorithm(pass, "auto").name);
     return in_context("--algo", [&] { return std::string(find_algorithm(pass, *name).name); });
 }
 
@@ -557,7 +552,7 @@ const std::vector<Command>& commands() {
     static const std::vector<Command> table = {
         {"compute",
          "run one pass of a convolution with a named algorithm, .npy in and out",
-         "compute --problem DESC --pass PASS --algo NAME --out OUT.npy [options]",
+         "compute --problem DESC --pass PASS [--algo NAME] --out OUT.npy [options]",
          "Inputs the pass reads but not given are generated from --seed: integers in [-3, 3], so\n"
          "every result is exact in fp32 and equal across algorithms. Given .npy files must be\n"
          "fp32 little-endian, C order, finite, with the problem's shape. The output is written\n"
@@ -569,7 +564,8 @@ const std::vector<Command>& commands() {
          "fp32. Other algorithms refuse --dtype and --c0.\n",
          {{"--problem", "DESC", "benchdnn-style descriptor, e.g. mb2ic3ih8oc4kh3ph1"},
           {"--pass", "PASS", "fwd | bwd_data | bwd_weight | bwd_bias"},
-          {"--algo", "NAME", "an algorithm of the pass ('convlab algos'); bwd_bias: direct"},
+          {"--algo", "NAME",
+           "an algorithm of the pass ('convlab algos'); default auto (bwd_bias: direct)"},
           {"--src", "FILE", "activations (N, C, in...): read by fwd, bwd_weight"},
           {"--wei", "FILE", "weights (K, C/G, kernel...): read by fwd, bwd_data"},
           {"--diff-dst", "FILE", "output gradient (N, K, out...): read by bwd_*"},

@@ -195,8 +195,8 @@ void print_bench_summary(const bench::Results& r, std::ostream& out) {
     out << "Totals per pass: sum of per-layer median times over the layers where the "
            "measurement was verified (each layer counted once)\n";
     char line[200];
-    std::snprintf(line, sizeof line, "  %-10s %-22s %7s %12s %9s %10s\n", "pass", "algorithm",
-                  "layers", "total ms", "GFLOP/s", "vs peer");
+    std::snprintf(line, sizeof line, "  %-10s %-22s %7s %12s %9s %6s %10s\n", "pass", "algorithm",
+                  "layers", "total ms", "GFLOP/s", "%peak", "vs peer");
     out << line;
     std::vector<Pass> passes;
     for (const auto& m : r.rows)
@@ -233,9 +233,12 @@ void print_bench_summary(const bench::Results& r, std::ostream& out) {
             std::string ratio = "-";
             if (!peer.empty() && a != peer && peer_paired > 0)
                 ratio = fmt("%.2fx", ms / peer_paired);
-            std::snprintf(line, sizeof line, "  %-10s %-22s %7d %12.3f %9.1f %10s%s\n",
-                          pass_name(p), (a + (a == peer ? " (peer)" : "")).c_str(), n, ms,
-                          bench::gflops(flops, ms), ratio.c_str(),
+            const double gf = bench::gflops(flops, ms);
+            const std::string pk =
+                r.machine.peak_gflops > 0 ? fmt("%.0f%%", 100 * gf / r.machine.peak_gflops) : "-";
+            std::snprintf(line, sizeof line, "  %-10s %-22s %7d %12.3f %9.1f %6s %10s%s\n",
+                          pass_name(p), (a + (a == peer ? " (peer)" : "")).c_str(), n, ms, gf,
+                          pk.c_str(), ratio.c_str(),
                           bad ? ("  " + std::to_string(bad) + " FAILED/not run").c_str() : "");
             out << line;
         }
@@ -259,6 +262,10 @@ void print_bench_summary(const bench::Results& r, std::ostream& out) {
         }
         out << "\n";
     }
+    if (r.machine.peak_gflops > 0)
+        out << "%peak: share of the fp32 peak measured in the same run, "
+            << fmt("%.1f", r.machine.peak_gflops) << " GFLOP/s for " << r.machine.threads
+            << " threads\n";
     out << "machine: " << r.machine.summary() << "\n";
     out << "noise: " << r.machine.noise() << "\n";
     out << "verification: " << r.verification_summary() << "\n";
@@ -291,6 +298,9 @@ void run_bench(const Options& opts, std::ostream& out) {
     out.flush();
     const bench::Results r = bench::run(cfg);
     print_bench_summary(r, out);
+    if (const std::size_t rss = bench::peak_rss_bytes(); rss > 0)
+        out << "peak resident memory of this process (VmHWM): "
+            << fmt("%.1f", static_cast<double>(rss) / (1 << 20)) << " MiB\n";
     const std::vector<std::string> paths = write_bench_outputs(r, dir);
     out << "wrote " << paths.size() << " files to " << dir << " (results.csv, results.json, "
         << (paths.size() - 2) / 3 << " charts as SVG, PNG and PDF)\n";

@@ -231,13 +231,7 @@ Results run(const Config& cfg) {
     r.batch = cfg.batch ? *cfg.batch : 0;
     r.timing = cfg.timing;
     r.rtol = cfg.rtol;
-    auto measure_peak = [&] {
-        Machine& m = r.machine;
-        m.peak_gflops_1t = std::max(m.peak_gflops_1t, measure_fp32_peak(1, 0.1));
-        const bool own_cores = m.physical_cores > 0 && threads <= m.physical_cores;
-        const double all = threads == 1 ? m.peak_gflops_1t : measure_fp32_peak(threads, 0.1);
-        m.peak_gflops = std::max({m.peak_gflops, all, own_cores ? threads * m.peak_gflops_1t : 0});
-    };
+    auto measure_peak = [&] { measure_machine_peak(r.machine, threads); };
     if (cfg.measure_peak) measure_peak();
 
     std::size_t per_layer = 0;

@@ -429,4 +429,28 @@ double measure_fp32_peak(int threads, double seconds) {
     return best;
 }
 
+void measure_machine_peak(Machine& m, int threads, double seconds) {
+    if (threads <= 0) threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+    m.peak_gflops_1t = std::max(m.peak_gflops_1t, measure_fp32_peak(1, seconds));
+    // Threads that fit on distinct physical cores: one thread's rate times the thread count
+    // (another process may hold a core during a joint measurement); else measured together.
+    const bool own_cores = m.physical_cores > 0 && threads <= m.physical_cores;
+    const double all = threads == 1 ? m.peak_gflops_1t : measure_fp32_peak(threads, seconds);
+    m.peak_gflops = std::max({m.peak_gflops, all, own_cores ? threads * m.peak_gflops_1t : 0});
+}
+
+std::size_t peak_rss_bytes() {
+    std::ifstream in("/proc/self/status");
+    std::string line;
+    while (std::getline(in, line)) {
+        if (line.rfind("VmHWM:", 0) != 0) continue;
+        std::istringstream f(line.substr(6));
+        std::size_t kib = 0;
+        if (f >> kib) return kib * 1024;
+    }
+    rusage ru{};
+    if (getrusage(RUSAGE_SELF, &ru) != 0 || ru.ru_maxrss <= 0) return 0;
+    return static_cast<std::size_t>(ru.ru_maxrss) * 1024;  // Linux: KiB
+}
+
 }  // namespace convlab::bench

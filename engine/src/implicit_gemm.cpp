@@ -7,6 +7,8 @@
 // [SECTION] forward            dst_g = W_g * B, batch merged into the columns when images are small
 // [SECTION] backward data      stride phases, one GEMM per phase (no col2im, no zero insertion)
 // [SECTION] backward weight    dW_g = sum_n dY_g(n) * B(n)^T (the packer gathers B^T)
+#include <omp.h>
+
 #include <algorithm>
 #include <vector>
 
@@ -219,11 +221,27 @@ struct Im2colTB {
 };
 
 // Images per GEMM: small images (deep layers, the via_forward reductions) are merged so that
-// the GEMM has enough columns to fill its tiles.
+// the GEMM has enough columns to fill its tiles; the merged output (K/G x images*cols) stays
+// within 4 MiB.
 dim_t images_per_gemm(const Problem& p) {
     const dim_t cols = p.out_spatial();
     if (cols >= 1024) return 1;
-    return std::clamp<dim_t>(2048 / cols, 1, p.mb);
+    return std::clamp<dim_t>(std::min<dim_t>(2048 / cols, (1 << 20) / (p.ocg() * cols)), 1, p.mb);
+}
+
+// Independent products enough to give every thread several: run them side by side, each on
+// one thread, rather than each product on all threads (a barrier per product).
+bool images_in_parallel(dim_t products) {
+    const int t = omp_get_max_threads();
+    return t > 1 && !omp_in_parallel() && products >= 2 * t;
+}
+
+// Images per product capped so that a batch of at least two images per thread splits into
+// equal blocks (32 images, 2 threads: 4 blocks of 8, not 10 + 10 + 10 + 2).
+dim_t balanced_images(dim_t nb, dim_t mb) {
+    const dim_t t = omp_get_max_threads();
+    if (t <= 1 || omp_in_parallel() || mb < 2 * t) return nb;
+    return std::clamp<dim_t>(mb / (2 * t), 1, nb);
 }
 
 }  // namespace
@@ -234,35 +252,47 @@ dim_t images_per_gemm(const Problem& p) {
 void forward_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler* prof) {
     const dim_t kg = p.ocg(), cg = p.icg(), rows = cg * p.kernel_spatial();
     const dim_t cols = p.out_spatial(), is = p.in_spatial();
-    const dim_t nb = images_per_gemm(p);
+    const dim_t nb = balanced_images(images_per_gemm(p), p.mb);
     const bool identity = im2col_is_identity(p);
-    float* buf = nb > 1 ? scratch(3, static_cast<std::size_t>(kg * nb * cols)) : nullptr;
-    for (dim_t n0 = 0; n0 < p.mb; n0 += nb) {
+    const dim_t blocks = (p.mb + nb - 1) / nb;
+    // Images (blocks of nb) and groups; prf is null on the image-parallel path (the profiler
+    // is not shared between threads).
+    auto block = [&](dim_t n0, dim_t g, Profiler* prf) {
         const dim_t nn = std::min(nb, p.mb - n0);
-        for (dim_t g = 0; g < p.groups; ++g) {
-            const Im2col m(p, a.src + (n0 * p.ic + g * cg) * is);
-            const StridedA w{a.wei + g * kg * rows, rows, 1};
-            float* dst0 = a.dst + (n0 * p.oc + g * kg) * cols;
-            {
-                Span s(prof, "gemm");
-                if (nn == 1 && identity)  // 1x1, stride 1, no padding: B is the image itself
-                    gemm(kg, cols, rows, w, StridedB{m.src, is, 1}, dst0, cols, false);
-                else if (nn == 1)
-                    gemm(kg, cols, rows, w, Im2colB{&m}, dst0, cols, false);
-                else
-                    gemm(kg, nn * cols, rows, w, Im2colB{&m}, buf, nn * cols, false);
-            }
-            if (nn > 1) {
-                Span s(prof, "unpack");
-#pragma omp parallel for schedule(static) if (kg * nn * cols > 65536)
-                for (dim_t k = 0; k < kg; ++k)
-                    for (dim_t i = 0; i < nn; ++i) {
-                        const float* from = buf + (k * nn + i) * cols;
-                        float* to = dst0 + (i * p.oc + k) * cols;
-                        for (dim_t e = 0; e < cols; ++e) to[e] = from[e];
-                    }
-            }
+        const Im2col m(p, a.src + (n0 * p.ic + g * cg) * is);
+        const StridedA w{a.wei + g * kg * rows, rows, 1};
+        float* dst0 = a.dst + (n0 * p.oc + g * kg) * cols;
+        float* buf = nn > 1 ? scratch(3, static_cast<std::size_t>(kg * nb * cols)) : nullptr;
+        {
+            Span s(prf, "gemm");
+            if (nn == 1 && identity)  // 1x1, stride 1, no padding: B is the image itself
+                gemm(kg, cols, rows, w, StridedB{m.src, is, 1}, dst0, cols, false);
+            else if (nn == 1)
+                gemm(kg, cols, rows, w, Im2colB{&m}, dst0, cols, false);
+            else
+                gemm(kg, nn * cols, rows, w, Im2colB{&m}, buf, nn * cols, false);
         }
+        if (nn > 1) {
+            Span s(prf, "unpack");
+#pragma omp parallel for schedule(static) if (kg * nn * cols > 65536)
+            for (dim_t k = 0; k < kg; ++k)
+                for (dim_t i = 0; i < nn; ++i) {
+                    const float* from = buf + (k * nn + i) * cols;
+                    float* to = dst0 + (i * p.oc + k) * cols;
+                    for (dim_t e = 0; e < cols; ++e) to[e] = from[e];
+                }
+        }
+    };
+    if (images_in_parallel(blocks * p.groups)) {
+        // Enough (image block, group) pairs for every thread: one parallel region, each thread
+        // whole products on one core (no barrier per product).
+        Span s(prof, "gemm");
+#pragma omp parallel for schedule(dynamic)
+        for (dim_t t = 0; t < blocks * p.groups; ++t)
+            block((t / p.groups) * nb, t % p.groups, nullptr);
+    } else {
+        for (dim_t n0 = 0; n0 < p.mb; n0 += nb)
+            for (dim_t g = 0; g < p.groups; ++g) block(n0, g, prof);
     }
     add_bias(p, a, prof);
 }
@@ -271,14 +301,50 @@ void forward_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler* prof) 
 // Stride phases (Composable Kernel's decomposition): input positions i with (i + pb) mod s = rho
 // receive exactly the taps k with (k*d) mod s = rho (none when the phase is not reachable, e.g.
 // gcd(s, d) > 1), from output o = q + (i0 + pb - k*d)/s, where i = i0 + s*q. Per phase and per
-// axis that is a stride-1 correlation of dY, so each phase is one GEMM per image and group:
+// axis that is a stride-1 correlation of dY, so a phase is one GEMM:
 //   dX_phase (C/G x Q) = W_phase^T (C/G x K/G*T) * B (K/G*T x Q),  B((co, t), q) = dY(co, q +
 //   off_t)
 // with B gathered tile by tile; the phases partition dX, so every element is written once.
+// Narrow products are widened two ways:
+// - phases merged: when C/G is below the microkernel's MR (conv1: C = 3, four phases), the
+//   phases stack as rows of one GEMM, (phase, ci) x (co, u) with u over the union of the phases'
+//   offsets per axis; A holds W where u is a tap of that phase, else 0. One 12-row panel then
+//   does the work of four 3-row ones;
+// - images merged: small phases (Q < 1024) take several images as columns, as the forward does.
+// A 1x1 stride-1 unpadded problem is dX_g = W_g^T dY_g straight into dX (no gather, no scatter).
 namespace {
 struct Phase {
-    dim_t i0[3], q[3];
+    dim_t i0[3] = {0, 0, 0}, q[3] = {0, 0, 0};
     std::vector<dim_t> taps[3], off[3];
+    dim_t size() const { return q[0] * q[1] * q[2]; }
+    dim_t ntaps() const {
+        return static_cast<dim_t>(taps[0].size() * taps[1].size() * taps[2].size());
+    }
+};
+
+// Phases computed by one GEMM: rows (phase, ci), columns over the grid q[] (the largest of the
+// phases' own q per axis; a phase scatters only its own q), B rows (co, u), u over offs[].
+struct PhaseGroup {
+    std::vector<const Phase*> phases;
+    std::vector<dim_t> offs[3];
+    dim_t q[3] = {0, 0, 0};
+    dim_t size() const { return q[0] * q[1] * q[2]; }
+    dim_t nu() const {
+        return static_cast<dim_t>(offs[0].size() * offs[1].size() * offs[2].size());
+    }
+    void add(const Phase& ph) {
+        phases.push_back(&ph);
+        for (int x = 0; x < 3; ++x) {
+            q[x] = std::max(q[x], ph.q[x]);
+            for (dim_t o : ph.off[x])
+                if (std::find(offs[x].begin(), offs[x].end(), o) == offs[x].end())
+                    offs[x].push_back(o);
+        }
+    }
+    dim_t index(int x, dim_t o) const {
+        const auto& v = offs[x];
+        return static_cast<dim_t>(std::find(v.begin(), v.end(), o) - v.begin());
+    }
 };
 }  // namespace
 
@@ -286,12 +352,22 @@ void backward_data_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler* 
     const Geom3 g = geom3(p);
     const dim_t kg = p.ocg(), cg = p.icg(), ks = p.kernel_spatial(), is = p.in_spatial();
     const dim_t os = p.out_spatial();
+    if (im2col_is_identity(p) && os >= 1024) {
+        Span sp(prof, "gemm");
+        for (dim_t n = 0; n < p.mb; ++n)
+            for (dim_t grp = 0; grp < p.groups; ++grp)
+                gemm(cg, is, kg, StridedA{a.wei + grp * kg * cg, 1, cg},
+                     StridedB{a.diff_dst + (n * p.oc + grp * kg) * os, os, 1},
+                     a.diff_src + (n * p.ic + grp * cg) * is, is, false);
+        return;
+    }
+    // The phases.
+    std::vector<Phase> phases;
     for (dim_t r0 = 0; r0 < g.s[0]; ++r0)
         for (dim_t r1 = 0; r1 < g.s[1]; ++r1)
             for (dim_t r2 = 0; r2 < g.s[2]; ++r2) {
                 const dim_t rho[3] = {r0, r1, r2};
                 Phase ph;
-                dim_t qs = 1, nt = 1;
                 for (int x = 0; x < 3; ++x) {
                     const dim_t s = g.s[x];
                     ph.i0[x] = ((rho[x] - g.pb[x]) % s + s) % s;
@@ -301,96 +377,160 @@ void backward_data_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler* 
                             ph.taps[x].push_back(k);
                             ph.off[x].push_back((ph.i0[x] + g.pb[x] - k * g.d[x]) / s);
                         }
-                    qs *= ph.q[x];
-                    nt *= static_cast<dim_t>(ph.taps[x].size());
                 }
-                if (qs == 0) continue;
-                // dX positions of this phase: i = i0 + s*q per axis.
-                auto scatter = [&](dim_t n, dim_t grp, const float* c) {
-                    Span sp(prof, "scatter");
-#pragma omp parallel for schedule(static) if (cg * qs > 65536)
-                    for (dim_t ci = 0; ci < cg; ++ci) {
-                        float* img = a.diff_src + (n * p.ic + grp * cg + ci) * is;
-                        const float* row = c ? c + ci * qs : nullptr;
-                        for (dim_t qd = 0; qd < ph.q[0]; ++qd)
-                            for (dim_t qh = 0; qh < ph.q[1]; ++qh) {
-                                float* line =
-                                    img +
-                                    ((ph.i0[0] + qd * g.s[0]) * g.in[1] + ph.i0[1] + qh * g.s[1]) *
-                                        g.in[2] +
-                                    ph.i0[2];
-                                const float* from =
-                                    row ? row + (qd * ph.q[1] + qh) * ph.q[2] : nullptr;
-                                for (dim_t qw = 0; qw < ph.q[2]; ++qw)
-                                    line[qw * g.s[2]] = from ? from[qw] : 0.0f;
-                            }
-                    }
-                };
-                if (nt == 0) {  // no tap reaches these positions: their gradient is zero
-                    for (dim_t n = 0; n < p.mb; ++n)
-                        for (dim_t grp = 0; grp < p.groups; ++grp) scatter(n, grp, nullptr);
-                    continue;
-                }
-                const dim_t kp = kg * nt;
-                // Rows (co, t): the dY channel and the per-axis offsets of tap t.
-                std::vector<Im2col::Row> rows(static_cast<std::size_t>(kp));
-                std::vector<dim_t> kidx(static_cast<std::size_t>(nt));
-                {
-                    dim_t t = 0;
-                    for (std::size_t t0 = 0; t0 < ph.taps[0].size(); ++t0)
-                        for (std::size_t t1 = 0; t1 < ph.taps[1].size(); ++t1)
-                            for (std::size_t t2 = 0; t2 < ph.taps[2].size(); ++t2, ++t) {
-                                kidx[static_cast<std::size_t>(t)] =
-                                    (ph.taps[0][t0] * g.k[1] + ph.taps[1][t1]) * g.k[2] +
-                                    ph.taps[2][t2];
-                                for (dim_t co = 0; co < kg; ++co) {
-                                    Im2col::Row& r = rows[static_cast<std::size_t>(co * nt + t)];
-                                    r.ci = co;
-                                    r.off_d = ph.off[0][t0];
-                                    r.off_h = ph.off[1][t1];
-                                    r.off_w = ph.off[2][t2];
-                                    valid_range(r.off_w, 1, g.out[2], ph.q[2], r.w_lo, r.w_hi);
-                                }
-                            }
-                }
-                Im2col m;
-                for (int x = 0; x < 3; ++x) {
-                    m.g.in[x] = g.out[x];
-                    m.g.out[x] = ph.q[x];
-                    m.g.s[x] = 1;
-                    m.g.k[x] = 1;
-                    m.g.d[x] = 1;
-                }
-                m.in_size = os;
-                m.cols = qs;
-                float* c = scratch(3, static_cast<std::size_t>(cg * qs));
-                float* wa = scratch(4, static_cast<std::size_t>(cg * kp));
-                for (dim_t grp = 0; grp < p.groups; ++grp) {
-                    // A (C/G x kp): A[ci][co*nt + t] = W[grp*kg + co][ci][kidx[t]]. A 1x1 kernel
-                    // needs no copy: A is W_g^T, read in place.
-                    StridedA wt{a.wei + grp * kg * cg, 1, cg};
-                    if (ks != 1) {
-                        Span sp(prof, "pack");
-#pragma omp parallel for schedule(static) if (kg * cg * nt > 65536)
-                        for (dim_t co = 0; co < kg; ++co)
-                            for (dim_t ci = 0; ci < cg; ++ci) {
-                                const float* w = a.wei + ((grp * kg + co) * cg + ci) * ks;
-                                float* d = wa + ci * kp + co * nt;
-                                for (dim_t t = 0; t < nt; ++t)
-                                    d[t] = w[kidx[static_cast<std::size_t>(t)]];
-                            }
-                        wt = StridedA{wa, kp, 1};
-                    }
-                    for (dim_t n = 0; n < p.mb; ++n) {
-                        m.src = a.diff_dst + (n * p.oc + grp * kg) * os;
-                        {
-                            Span sp(prof, "gemm");
-                            gemm(cg, qs, kp, wt, Im2colB{&m, rows.data()}, c, qs, false);
-                        }
-                        scatter(n, grp, c);
-                    }
-                }
+                if (ph.size() > 0) phases.push_back(std::move(ph));
             }
+    // dX positions i = i0 + s*q of phase ph, for the images [n0, n0 + nn) of group grp, from
+    // rows [row0, row0 + cg) of c (columns (image, grid q of the GEMM)), or zeros without c.
+    auto scatter = [&](const Phase& ph, dim_t n0, dim_t nn, dim_t grp, const float* c, dim_t row0,
+                       const dim_t* gq, dim_t ldc, Profiler* prf) {
+        Span sp(prf, "scatter");
+        const dim_t gs = gq[0] * gq[1] * gq[2];
+#pragma omp parallel for collapse(2) schedule(static) if (nn * cg * ph.size() > 65536)
+        for (dim_t i = 0; i < nn; ++i)
+            for (dim_t ci = 0; ci < cg; ++ci) {
+                float* img = a.diff_src + ((n0 + i) * p.ic + grp * cg + ci) * is;
+                const float* row = c ? c + (row0 + ci) * ldc + i * gs : nullptr;
+                for (dim_t qd = 0; qd < ph.q[0]; ++qd)
+                    for (dim_t qh = 0; qh < ph.q[1]; ++qh) {
+                        float* line =
+                            img +
+                            ((ph.i0[0] + qd * g.s[0]) * g.in[1] + ph.i0[1] + qh * g.s[1]) *
+                                g.in[2] +
+                            ph.i0[2];
+                        const float* from = row ? row + (qd * gq[1] + qh) * gq[2] : nullptr;
+                        if (g.s[2] == 1 && from) {
+                            std::copy(from, from + ph.q[2], line);
+                        } else {
+                            for (dim_t qw = 0; qw < ph.q[2]; ++qw)
+                                line[qw * g.s[2]] = from ? from[qw] : 0.0f;
+                        }
+                    }
+            }
+    };
+    // Groups: phases without taps get zeros; the others are merged while their rows fill less
+    // than one microkernel panel, else one GEMM each.
+    const dim_t mr = microkernel().mr;
+    std::vector<PhaseGroup> groups;
+    for (const Phase& ph : phases) {
+        if (ph.ntaps() == 0) {
+            for (dim_t n = 0; n < p.mb; ++n)
+                for (dim_t grp = 0; grp < p.groups; ++grp)
+                    scatter(ph, n, 1, grp, nullptr, 0, ph.q, 0, prof);
+            continue;
+        }
+        if (groups.empty() || cg >= mr ||
+            static_cast<dim_t>(groups.back().phases.size() + 1) * cg > mr)
+            groups.emplace_back();
+        groups.back().add(ph);
+    }
+    for (const PhaseGroup& pg : groups) {
+        const dim_t np = static_cast<dim_t>(pg.phases.size()), m = np * cg, nu = pg.nu();
+        const dim_t kp = kg * nu, qs = pg.size();
+        // Images per GEMM: enough columns to fill the tiles, the output buffer at most 4 MiB.
+        const dim_t nb = balanced_images(
+            qs >= 1024
+                ? 1
+                : std::clamp<dim_t>(std::min<dim_t>(2048 / qs, (1 << 20) / (m * qs)), 1, p.mb),
+            p.mb);
+        // Rows (co, u): the dY channel and the per-axis offsets of u.
+        std::vector<Im2col::Row> rows(static_cast<std::size_t>(kp));
+        for (dim_t co = 0; co < kg; ++co)
+            for (std::size_t u0 = 0; u0 < pg.offs[0].size(); ++u0)
+                for (std::size_t u1 = 0; u1 < pg.offs[1].size(); ++u1)
+                    for (std::size_t u2 = 0; u2 < pg.offs[2].size(); ++u2) {
+                        const dim_t u = static_cast<dim_t>(
+                            (u0 * pg.offs[1].size() + u1) * pg.offs[2].size() + u2);
+                        Im2col::Row& r = rows[static_cast<std::size_t>(co * nu + u)];
+                        r.ci = co;
+                        r.off_d = pg.offs[0][u0];
+                        r.off_h = pg.offs[1][u1];
+                        r.off_w = pg.offs[2][u2];
+                        valid_range(r.off_w, 1, g.out[2], pg.q[2], r.w_lo, r.w_hi);
+                    }
+        // Flat kernel index and column u of each tap of each phase.
+        struct Tap {
+            dim_t k, u;
+        };
+        std::vector<std::vector<Tap>> taps(static_cast<std::size_t>(np));
+        for (dim_t pi = 0; pi < np; ++pi) {
+            const Phase& ph = *pg.phases[static_cast<std::size_t>(pi)];
+            for (std::size_t t0 = 0; t0 < ph.taps[0].size(); ++t0)
+                for (std::size_t t1 = 0; t1 < ph.taps[1].size(); ++t1)
+                    for (std::size_t t2 = 0; t2 < ph.taps[2].size(); ++t2)
+                        taps[static_cast<std::size_t>(pi)].push_back(
+                            {(ph.taps[0][t0] * g.k[1] + ph.taps[1][t1]) * g.k[2] + ph.taps[2][t2],
+                             (pg.index(0, ph.off[0][t0]) * static_cast<dim_t>(pg.offs[1].size()) +
+                              pg.index(1, ph.off[1][t1])) *
+                                     static_cast<dim_t>(pg.offs[2].size()) +
+                                 pg.index(2, ph.off[2][t2])});
+        }
+        Im2col mg;
+        for (int x = 0; x < 3; ++x) {
+            mg.g.in[x] = g.out[x];
+            mg.g.out[x] = pg.q[x];
+            mg.g.s[x] = 1;
+            mg.g.k[x] = 1;
+            mg.g.d[x] = 1;
+        }
+        mg.in_size = os;
+        mg.n_stride = p.oc * os;
+        mg.cols = qs;
+        // B is dY itself: one phase whose single tap reads dY at offset 0 over all of it.
+        const bool b_is_dy = np == 1 && nu == 1 && pg.offs[0][0] == 0 && pg.offs[1][0] == 0 &&
+                             pg.offs[2][0] == 0 && qs == os && pg.q[2] == g.out[2] &&
+                             pg.q[1] == g.out[1];
+        // The GEMM writes dX in place: one phase covering dX (stride 1), one image at a time.
+        const bool c_is_dx = np == 1 && qs == is && nb == 1;
+        float* wa = scratch(4, static_cast<std::size_t>(m * kp));
+        for (dim_t grp = 0; grp < p.groups; ++grp) {
+            // A (m x kp): A[(pi, ci)][co*nu + u] = W[grp*kg + co][ci][k of tap u of phase pi],
+            // 0 where u is no tap of pi. One 1x1 phase needs no copy: A is W_g^T, read in place.
+            StridedA wt{a.wei + grp * kg * cg, 1, cg};
+            if (!(ks == 1 && np == 1)) {
+                Span sp(prof, "pack");
+                if (np > 1) std::fill(wa, wa + m * kp, 0.0f);
+#pragma omp parallel for collapse(2) schedule(static) if (kg * m * nu > 65536)
+                for (dim_t pi = 0; pi < np; ++pi)
+                    for (dim_t ci = 0; ci < cg; ++ci) {
+                        const auto& tp = taps[static_cast<std::size_t>(pi)];
+                        float* d = wa + (pi * cg + ci) * kp;
+                        for (dim_t co = 0; co < kg; ++co) {
+                            const float* w = a.wei + ((grp * kg + co) * cg + ci) * ks;
+                            for (const Tap& t : tp) d[co * nu + t.u] = w[t.k];
+                        }
+                    }
+                wt = StridedA{wa, kp, 1};
+            }
+            // One block of images; prf is null on the image-parallel path.
+            auto images = [&](dim_t n0, Profiler* prf) {
+                const dim_t nn = std::min(nb, p.mb - n0);
+                Im2col mi = mg;
+                mi.src = a.diff_dst + (n0 * p.oc + grp * kg) * os;
+                float* cb = c_is_dx ? nullptr : scratch(3, static_cast<std::size_t>(m * nb * qs));
+                float* out = c_is_dx ? a.diff_src + (n0 * p.ic + grp * cg) * is : cb;
+                {
+                    Span sp(prf, "gemm");
+                    if (b_is_dy && nn == 1)
+                        gemm(m, qs, kp, wt, StridedB{mi.src, os, 1}, out, qs, false);
+                    else
+                        gemm(m, nn * qs, kp, wt, Im2colB{&mi, rows.data()}, out, nn * qs, false);
+                }
+                if (!c_is_dx)
+                    for (dim_t pi = 0; pi < np; ++pi)
+                        scatter(*pg.phases[static_cast<std::size_t>(pi)], n0, nn, grp, cb, pi * cg,
+                                pg.q, nn * qs, prf);
+            };
+            const dim_t blocks = (p.mb + nb - 1) / nb;
+            if (images_in_parallel(blocks)) {
+                Span sp(prof, "gemm");  // gemm and scatter, side by side on the threads
+#pragma omp parallel for schedule(dynamic)
+                for (dim_t b = 0; b < blocks; ++b) images(b * nb, nullptr);
+            } else {
+                for (dim_t n0 = 0; n0 < p.mb; n0 += nb) images(n0, prof);
+            }
+        }
+    }
 }
 
 // [SECTION] backward weight
@@ -399,17 +539,44 @@ void backward_weight_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler
     const dim_t kg = p.ocg(), cg = p.icg(), rows = cg * p.kernel_spatial();
     const dim_t cols = p.out_spatial(), is = p.in_spatial();
     const bool identity = im2col_is_identity(p);
+    // out (Kg x rows) = (acc ? out : 0) + dY_g(n) * im2col(n)^T.
+    auto image = [&](dim_t g, dim_t n, float* out, bool acc) {
+        const Im2col m(p, a.src + (n * p.ic + g * cg) * is);
+        const StridedA dy{a.diff_dst + (n * p.oc + g * kg) * cols, cols, 1};
+        if (identity)  // B^T is the image transposed
+            gemm(kg, rows, cols, dy, StridedB{m.src, 1, is}, out, rows, acc);
+        else
+            gemm(kg, rows, cols, dy, Im2colTB{&m}, out, rows, acc);
+    };
     Span s(prof, "gemm");
-    for (dim_t g = 0; g < p.groups; ++g)
-        for (dim_t n = 0; n < p.mb; ++n) {
-            const Im2col m(p, a.src + (n * p.ic + g * cg) * is);
-            const StridedA dy{a.diff_dst + (n * p.oc + g * kg) * cols, cols, 1};
+    const std::size_t wsize = static_cast<std::size_t>(kg * rows);
+    if (images_in_parallel(p.mb) && wsize * sizeof(float) <= (4u << 20)) {
+        // Each thread sums its own run of images (thread 0 into dW, the others into a partial
+        // dW of at most 4 MiB); then the partials are added, split over the threads.
+        const int t = omp_get_max_threads();
+        std::vector<float*> part(static_cast<std::size_t>(t), nullptr);
+        for (dim_t g = 0; g < p.groups; ++g) {
             float* dw = a.diff_wei + g * kg * rows;
-            if (identity)  // B^T is the image transposed
-                gemm(kg, rows, cols, dy, StridedB{m.src, 1, is}, dw, rows, n > 0);
-            else
-                gemm(kg, rows, cols, dy, Im2colTB{&m}, dw, rows, n > 0);
+#pragma omp parallel num_threads(t)
+            {
+                const int id = omp_get_thread_num(), nt = omp_get_num_threads();
+                float* out = id == 0 ? dw : scratch(3, wsize);
+                part[static_cast<std::size_t>(id)] = out;
+                const dim_t n0 = p.mb * id / nt, n1 = p.mb * (id + 1) / nt;
+                for (dim_t n = n0; n < n1; ++n) image(g, n, out, n > n0);
+#pragma omp barrier
+#pragma omp for schedule(static)
+                for (std::size_t e = 0; e < wsize; ++e) {
+                    float v = dw[e];
+                    for (int q = 1; q < nt; ++q) v += part[static_cast<std::size_t>(q)][e];
+                    dw[e] = v;
+                }
+            }
         }
+        return;
+    }
+    for (dim_t g = 0; g < p.groups; ++g)
+        for (dim_t n = 0; n < p.mb; ++n) image(g, n, a.diff_wei + g * kg * rows, n > 0);
 }
 
 }  // namespace convlab::detail

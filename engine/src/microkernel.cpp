@@ -10,6 +10,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -281,7 +282,22 @@ struct Scratch {
 };
 }  // namespace
 
+namespace {
+std::atomic<std::size_t> g_scratch_high{0};
+}  // namespace
+
+std::size_t scratch_high_water() {
+    return g_scratch_high.load();
+}
+void reset_scratch_high_water() {
+    g_scratch_high.store(0);
+}
+
 float* scratch(int slot, std::size_t floats) {
+    const std::size_t bytes_req = floats * sizeof(float);
+    for (std::size_t h = g_scratch_high.load(std::memory_order_relaxed);
+         bytes_req > h && !g_scratch_high.compare_exchange_weak(h, bytes_req);) {
+    }
     thread_local Scratch s;
     if (s.size[slot] < floats) {
         const std::size_t bytes = ((floats * sizeof(float) + 63) / 64) * 64;

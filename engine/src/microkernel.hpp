@@ -80,6 +80,10 @@ struct GemmBlocking {
 // via_forward intermediates.
 inline constexpr int kScratchSlots = 8;
 float* scratch(int slot, std::size_t floats);
+// Largest single scratch request in bytes since the last reset, over all threads and slots: the
+// instrument behind "no column matrix larger than a few MiB" (tests/test_speed.cpp).
+std::size_t scratch_high_water();
+void reset_scratch_high_water();
 
 // Splits M x N over the threads as tm x tn blocks, choosing the split with the least estimated
 // cost (tile work plus duplicated packing).

@@ -188,6 +188,14 @@ struct Machine {
 // Fills everything but peer, peak, the noise figures and threads.
 Machine describe_machine();
 
+// Measures the fp32 peak for `threads` threads into m.peak_gflops / m.peak_gflops_1t, keeping
+// the higher of what m already holds (the runner calls it before and after a run).
+void measure_machine_peak(Machine& m, int threads, double seconds = 0.1);
+
+// Peak resident memory of this process so far, bytes: VmHWM of /proc/self/status, else
+// getrusage's ru_maxrss; 0 when unknown.
+std::size_t peak_rss_bytes();
+
 // [SECTION] peer interface
 
 // One convolution in a peer library (oneDNN ...), for the passes it was created for. The engine
