@@ -120,7 +120,7 @@ TEST_CASE("layers: transposed convolution equals the scatter of every input by t
 
 TEST_CASE("layers: transposed convolution backward matches finite differences") {
     std::mt19937 rng(12);
-    for (int trial = 0; trial < 8; ++trial) {
+    for (int trial = 0; trial < 5; ++trial) {
         const Problem p = test::random_problem(rng, 2);
         CAPTURE(to_descriptor(p));
         Tensor x = test::integer_tensor(p.dst_dims(), rng);
@@ -139,7 +139,7 @@ TEST_CASE("layers: transposed convolution backward matches finite differences") 
 
 TEST_CASE("layers: locally connected forward equals direct loops, backward finite differences") {
     std::mt19937 rng(13);
-    for (int trial = 0; trial < 10; ++trial) {
+    for (int trial = 0; trial < 7; ++trial) {
         Problem p = test::random_problem(rng, trial % 3 + 1);
         p.groups = 1;
         if (!p.validate().empty()) continue;
