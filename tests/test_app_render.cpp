@@ -21,66 +21,18 @@
 #include "cli/cli.hpp"
 #include "lesson/lesson.hpp"
 #include "stb_image.h"
+#include "test_files.hpp"
 
 namespace fs = std::filesystem;
+using convlab::test::can_render;
+using convlab::test::distinct_colours;
+using convlab::test::Image;
+using convlab::test::load_png;
+using convlab::test::Run;
+using convlab::test::run_binary;
+using convlab::test::TempDir;
 
 namespace {
-
-bool can_render() {
-    const char* d = std::getenv("DISPLAY");
-    return (d && *d) || ::access("/usr/bin/xvfb-run", X_OK) == 0;
-}
-
-struct Run {
-    int status = -1;
-    std::string out, err;
-};
-
-// Runs the convlab binary with `args` (shell-quoted by the caller), capturing both streams.
-Run run(const std::string& args, const fs::path& dir) {
-    const fs::path o = dir / "stdout.txt", e = dir / "stderr.txt";
-    // Run in `dir` (theme files are looked up relative to the working directory first).
-    const std::string cmd = "cd " + dir.string() + " && " + std::string(CONVLAB_BINARY) + " " +
-                            args + " >" + o.string() + " 2>" + e.string();
-    Run r;
-    const int s = std::system(cmd.c_str());
-    r.status = WIFEXITED(s) ? WEXITSTATUS(s) : -1;
-    std::ifstream fo(o), fe(e);
-    r.out.assign(std::istreambuf_iterator<char>(fo), {});
-    r.err.assign(std::istreambuf_iterator<char>(fe), {});
-    return r;
-}
-
-struct TempDir {
-    fs::path path;
-    TempDir() {
-        static int counter = 0;
-        path = fs::temp_directory_path() /
-               ("convlab_app_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-        fs::remove_all(path);
-        fs::create_directories(path);
-    }
-    ~TempDir() {
-        std::error_code ec;
-        fs::remove_all(path, ec);
-    }
-};
-
-struct Image {
-    int w = 0, h = 0;
-    std::vector<unsigned char> rgb;
-    unsigned char* at(int x, int y) { return &rgb[(static_cast<std::size_t>(y) * w + x) * 3]; }
-};
-
-Image load(const std::string& path) {
-    Image im;
-    int n = 0;
-    unsigned char* d = stbi_load(path.c_str(), &im.w, &im.h, &n, 3);
-    REQUIRE_MESSAGE(d != nullptr, "cannot decode " << path);
-    im.rgb.assign(d, d + static_cast<std::size_t>(im.w) * im.h * 3);
-    stbi_image_free(d);
-    return im;
-}
 
 // Pixels right of the sidebar (x >= 400) close to colour c.
 int count_near(Image& im, int r, int g, int b, int tol = 6) {
@@ -94,13 +46,6 @@ int count_near(Image& im, int r, int g, int b, int tol = 6) {
     return n;
 }
 
-int distinct_colours(Image& im) {
-    std::set<int> s;
-    for (std::size_t i = 0; i + 2 < im.rgb.size(); i += 3)
-        s.insert(im.rgb[i] << 16 | im.rgb[i + 1] << 8 | im.rgb[i + 2]);
-    return static_cast<int>(s.size());
-}
-
 // The default palette's "current step" fill: white mixed 80% with Okabe-Ito orange (230,159,0),
 // and "linked": white mixed 85% with sky blue (86,180,233).
 constexpr int kCurrent[3] = {235, 178, 51};
@@ -110,7 +55,7 @@ constexpr int kLinked[3] = {111, 191, 236};
 
 TEST_CASE("app render: every view, headless, at a few steps" * doctest::skip(!can_render())) {
     TempDir t;
-    const Run r = run("demo --out " + t.path.string(), t.path);
+    const Run r = run_binary("demo --out " + t.path.string(), t.path);
     INFO(r.err);
     REQUIRE(r.status == 0);
     std::istringstream lines(r.out);
@@ -122,7 +67,7 @@ TEST_CASE("app render: every view, headless, at a few steps" * doctest::skip(!ca
         if (!file.ends_with(".png") || file.find("/timings/") != std::string::npos) continue;
         INFO(file);
         REQUIRE(fs::exists(file));
-        Image im = load(file);
+        Image im = load_png(file);
         CHECK(im.w == 1600);
         CHECK(im.h == 1000);
         CHECK(distinct_colours(im) > 50);
@@ -154,10 +99,10 @@ TEST_CASE("app render: the picture follows the step and the hover" * doctest::sk
     const std::string base = "shot --view col2im --problem mb1ic2ih3oc2kh2 --size 1280x800 ";
     const auto a = (t.path / "a.png").string(), b = (t.path / "b.png").string(),
                c = (t.path / "c.png").string();
-    REQUIRE(run(base + "--step 0 --out " + a, t.path).status == 0);
-    REQUIRE(run(base + "--step 3 --out " + b, t.path).status == 0);
-    REQUIRE(run(base + "--step 3 --hover 3:4 --out " + c, t.path).status == 0);
-    Image ia = load(a), ib = load(b), ic = load(c);
+    REQUIRE(run_binary(base + "--step 0 --out " + a, t.path).status == 0);
+    REQUIRE(run_binary(base + "--step 3 --out " + b, t.path).status == 0);
+    REQUIRE(run_binary(base + "--step 3 --hover 3:4 --out " + c, t.path).status == 0);
+    Image ia = load_png(a), ib = load_png(b), ic = load_png(c);
     CHECK(ia.w == 1280);
     CHECK(ia.h == 800);
     CHECK(ia.rgb != ib.rgb);
@@ -168,7 +113,7 @@ TEST_CASE("app render: the picture follows the step and the hover" * doctest::sk
     // Placeholder views render too (and say what will be there).
     for (const char* v : {"timings", "tensors"}) {
         const auto p = (t.path / (std::string(v) + ".png")).string();
-        const Run r = run(std::string("shot --view ") + v + " --out " + p, t.path);
+        const Run r = run_binary(std::string("shot --view ") + v + " --out " + p, t.path);
         INFO(r.err);
         CHECK(r.status == 0);
         CHECK(fs::exists(p));
@@ -204,7 +149,7 @@ TEST_CASE("app render: bad shots fail with status 2, one line, no file") {
     if (!can_render()) return;
     // Needs the view: a step past the end.
     const auto p = (t.path / "late.png").string();
-    const Run r = run("shot --view im2col --step 4 --out " + p, t.path);
+    const Run r = run_binary("shot --view im2col --step 4 --out " + p, t.path);
     CHECK(r.status == 2);
     CHECK(r.err.find("--step 4") != std::string::npos);
     CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
@@ -214,8 +159,8 @@ TEST_CASE("app render: bad shots fail with status 2, one line, no file") {
 TEST_CASE("app render: frame times of the ResNet-50 3x3 layer's im2col view" *
           doctest::skip(!can_render())) {
     TempDir t;
-    const Run r =
-        run("shot --view im2col --problem mb1ic64ih56oc64kh3ph1 --frames 20 --report", t.path);
+    const Run r = run_binary(
+        "shot --view im2col --problem mb1ic64ih56oc64kh3ph1 --frames 20 --report", t.path);
     INFO(r.err);
     REQUIRE(r.status == 0);
     MESSAGE(r.out);
@@ -236,9 +181,9 @@ TEST_CASE("app render: SVG export and a numbered PNG sequence of a step range" *
     const auto svg = (t.path / "v.svg").string();
     const auto seq = t.path / "seq";
     fs::create_directories(seq);
-    const Run r = run("shot --view col2im --problem mb1ic2ih3oc2kh2 --step 2 --svg " + svg +
-                          " --sequence " + seq.string() + " --steps 1:3",
-                      t.path);
+    const Run r = run_binary("shot --view col2im --problem mb1ic2ih3oc2kh2 --step 2 --svg " + svg +
+                                 " --sequence " + seq.string() + " --steps 1:3",
+                             t.path);
     INFO(r.err);
     REQUIRE(r.status == 0);
     std::ifstream f(svg);
@@ -257,7 +202,7 @@ TEST_CASE("app render: SVG export and a numbered PNG sequence of a step range" *
         const auto p = seq / ("col2im_000" + std::to_string(k) + ".png");
         INFO(p.string());
         REQUIRE(fs::exists(p));
-        pics.push_back(load(p.string()).rgb);
+        pics.push_back(load_png(p.string()).rgb);
     }
     CHECK_FALSE(fs::exists(seq / "col2im_0000.png"));
     CHECK_FALSE(fs::exists(seq / "col2im_0004.png"));
@@ -273,9 +218,9 @@ TEST_CASE("app render: a theme file changes the palette" * doctest::skip(!can_re
         f << "# test theme\nname = test magenta\nbackground = #ff00ff\nnot a line\n";
     }
     const auto p = (t.path / "m.png").string();
-    const Run r = run("shot --view im2col --out " + p, t.path);
+    const Run r = run_binary("shot --view im2col --out " + p, t.path);
     INFO(r.err);
     REQUIRE(r.status == 0);
-    Image im = load(p);
+    Image im = load_png(p);
     CHECK(count_near(im, 255, 0, 255, 2) > 100000);  // the canvas background
 }

@@ -16,29 +16,16 @@
 #include "cli/cli.hpp"
 #include "cli/cmd_bench.hpp"
 #include "convlab/bench.hpp"
+#include "test_files.hpp"
 
 using namespace convlab;
 using namespace convlab::charts;
 using convlab::bench::Measurement;
 using convlab::bench::Results;
 namespace fs = std::filesystem;
+using convlab::test::TempDir;
 
 namespace {
-
-struct TempDir {
-    fs::path path;
-    TempDir() {
-        static int counter = 0;
-        path = fs::temp_directory_path() /
-               ("convlab_charts_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-        fs::remove_all(path);
-        fs::create_directories(path);
-    }
-    ~TempDir() {
-        std::error_code ec;
-        fs::remove_all(path, ec);
-    }
-};
 
 Measurement row(std::size_t layer, Pass pass, const std::string& algo, double ms, bool pass_ok,
                 std::vector<std::pair<std::string, double>> ops = {}) {

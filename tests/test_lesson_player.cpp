@@ -21,34 +21,22 @@
 #include "cli/cli.hpp"
 #include "lesson/lesson.hpp"
 #include "stb_image.h"
+#include "test_files.hpp"
 #include "ui/lesson_player.hpp"
 
 using namespace convlab;
 namespace fs = std::filesystem;
+using convlab::test::can_render;
+using convlab::test::distinct_colours;
+using convlab::test::Image;
+using convlab::test::load_png;
+using convlab::test::Run;
+using convlab::test::run_binary;
+using convlab::test::TempDir;
 
 namespace {
 
 const std::string kLessonDir = std::string(CONVLAB_SOURCE_DIR) + "/lessons";
-
-struct TempDir {
-    fs::path path;
-    TempDir() {
-        static int counter = 0;
-        path = fs::temp_directory_path() /
-               ("convlab_player_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-        fs::remove_all(path);
-        fs::create_directories(path);
-    }
-    ~TempDir() {
-        std::error_code ec;
-        fs::remove_all(path, ec);
-    }
-    std::string write(const std::string& name, const std::string& text) const {
-        const auto p = (path / name).string();
-        std::ofstream(p) << text;
-        return p;
-    }
-};
 
 std::string lesson_file(const std::string& number) {
     for (const auto& f : lesson::lesson_files(kLessonDir))
@@ -288,44 +276,6 @@ TEST_CASE("tensors view: a step's named tensors as panels, forward above backwar
 
 namespace {
 
-bool can_render() {
-    const char* d = std::getenv("DISPLAY");
-    return (d && *d) || ::access("/usr/bin/xvfb-run", X_OK) == 0;
-}
-
-struct Run {
-    int status = -1;
-    std::string out, err;
-};
-
-Run run(const std::string& args, const fs::path& dir) {
-    const fs::path o = dir / "stdout.txt", e = dir / "stderr.txt";
-    const std::string cmd =
-        std::string(CONVLAB_BINARY) + " " + args + " >" + o.string() + " 2>" + e.string();
-    Run r;
-    const int s = std::system(cmd.c_str());
-    r.status = WIFEXITED(s) ? WEXITSTATUS(s) : -1;
-    std::ifstream fo(o), fe(e);
-    r.out.assign(std::istreambuf_iterator<char>(fo), {});
-    r.err.assign(std::istreambuf_iterator<char>(fe), {});
-    return r;
-}
-
-struct Image {
-    int w = 0, h = 0;
-    std::vector<unsigned char> rgb;
-};
-
-Image load(const std::string& path) {
-    Image im;
-    int n = 0;
-    unsigned char* d = stbi_load(path.c_str(), &im.w, &im.h, &n, 3);
-    REQUIRE_MESSAGE(d != nullptr, "cannot decode " << path);
-    im.rgb.assign(d, d + static_cast<std::size_t>(im.w) * im.h * 3);
-    stbi_image_free(d);
-    return im;
-}
-
 // Pixels of rows [y0, y1) right of the sidebar (x >= 400) within tol of colour c.
 int count_near(const Image& im, const int c[3], int y0, int y1, int tol = 8) {
     int n = 0;
@@ -338,14 +288,6 @@ int count_near(const Image& im, const int c[3], int y0, int y1, int tol = 8) {
     return n;
 }
 
-int distinct_colours(const Image& im, int y0, int y1) {
-    std::set<int> s;
-    for (std::size_t i = static_cast<std::size_t>(y0) * im.w * 3;
-         i + 2 < static_cast<std::size_t>(y1) * im.w * 3; i += 3)
-        s.insert(im.rgb[i] << 16 | im.rgb[i + 1] << 8 | im.rgb[i + 2]);
-    return static_cast<int>(s.size());
-}
-
 // The default palette's highlight outline (gui_lesson.cpp) and the PASS text colour.
 constexpr int kHighlight[3] = {190, 40, 150};
 constexpr int kGood[3] = {0, 130, 60};
@@ -355,7 +297,7 @@ constexpr int kGood[3] = {0, 130, 60};
 TEST_CASE("lesson player render: every step of every lesson, headless" *
           doctest::skip(!can_render())) {
     TempDir t;
-    const Run r = run("demo --lessons --out " + t.path.string(), t.path);
+    const Run r = run_binary("demo --lessons --out " + t.path.string(), t.path);
     INFO(r.err);
     REQUIRE(r.status == 0);
     std::istringstream lines(r.out);
@@ -375,7 +317,7 @@ TEST_CASE("lesson player render: every step of every lesson, headless" *
     for (std::size_t i = 0; i < files.size(); ++i) {
         const auto& [lesson_path, k] = expected[i];
         INFO(files[i]);
-        Image im = load(files[i]);
+        Image im = load_png(files[i]);
         CHECK(im.w == 1600);
         CHECK(im.h == 1000);
         // Content in the canvas (top half) and in the narration panel (bottom part).
@@ -403,7 +345,7 @@ TEST_CASE("lesson player render: shot --lesson, and a malformed lesson fails wit
           doctest::skip(!can_render())) {
     TempDir t;
     const std::string out = (t.path / "l17.png").string();
-    Run r = run("shot --lesson 17 --step 5 --out " + out, t.path);
+    Run r = run_binary("shot --lesson 17 --step 5 --out " + out, t.path);
     INFO(r.err);
     CHECK(r.status == 0);
     CHECK(fs::exists(out));
@@ -412,7 +354,7 @@ TEST_CASE("lesson player render: shot --lesson, and a malformed lesson fails wit
                                     "title = \"t\"\naudience = \"a\"\n[[step]]\n"
                                     "view = \"im2kol\"\nnarration = \"n\"\n");
     const std::string no = (t.path / "no.png").string();
-    r = run("shot --lesson " + bad + " --step 1 --out " + no, t.path);
+    r = run_binary("shot --lesson " + bad + " --step 1 --out " + no, t.path);
     CHECK(r.status == 2);
     CHECK(r.err.rfind("convlab: " + bad + ":4:", 0) == 0);
     CHECK(!fs::exists(no));

@@ -14,36 +14,14 @@
 #include <vector>
 
 #include "convlab/npy.hpp"
+#include "test_files.hpp"
 #include "test_util.hpp"
 
 using namespace convlab;
 namespace fs = std::filesystem;
+using convlab::test::TempDir;
 
 namespace {
-
-// A fresh folder under the system temp folder, removed with everything in it.
-struct TempDir {
-    fs::path path;
-    TempDir() {
-        static int counter = 0;
-        path = fs::temp_directory_path() /
-               ("convlab_npy_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-        fs::remove_all(path);
-        fs::create_directories(path);
-    }
-    ~TempDir() {
-        std::error_code ec;
-        fs::permissions(path, fs::perms::owner_all, fs::perm_options::add, ec);
-        fs::remove_all(path, ec);
-    }
-    std::string operator/(const std::string& name) const { return (path / name).string(); }
-    std::vector<std::string> listing() const {
-        std::vector<std::string> names;
-        for (const auto& e : fs::directory_iterator(path)) names.push_back(e.path().filename());
-        std::sort(names.begin(), names.end());
-        return names;
-    }
-};
 
 std::string le_bytes(std::uint32_t v, int n) {
     std::string s;

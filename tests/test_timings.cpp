@@ -21,27 +21,20 @@
 #include "convlab/bench.hpp"
 #include "convlab/conv.hpp"
 #include "stb_image.h"
+#include "test_files.hpp"
 #include "ui/timings_state.hpp"
 
 using namespace convlab;
 namespace fs = std::filesystem;
+using convlab::test::can_render;
+using convlab::test::distinct_colours;
+using convlab::test::Image;
+using convlab::test::load_png;
+using convlab::test::Run;
+using convlab::test::run_binary;
+using convlab::test::TempDir;
 
 namespace {
-
-struct TempDir {
-    fs::path path;
-    TempDir() {
-        static int counter = 0;
-        path = fs::temp_directory_path() /
-               ("convlab_timings_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-        fs::remove_all(path);
-        fs::create_directories(path);
-    }
-    ~TempDir() {
-        std::error_code ec;
-        fs::remove_all(path, ec);
-    }
-};
 
 bench::Layer layer(const std::string& desc) {
     bench::Layer l;
@@ -313,51 +306,6 @@ TEST_CASE("timings panel: exports to a folder, an unwritable folder is an error,
 
 namespace {
 
-bool can_render() {
-    const char* d = std::getenv("DISPLAY");
-    return (d && *d) || ::access("/usr/bin/xvfb-run", X_OK) == 0;
-}
-
-struct Run {
-    int status = -1;
-    std::string out, err;
-};
-
-Run run_binary(const std::string& args, const fs::path& dir) {
-    const fs::path o = dir / "stdout.txt", e = dir / "stderr.txt";
-    const std::string cmd =
-        std::string(CONVLAB_BINARY) + " " + args + " >" + o.string() + " 2>" + e.string();
-    Run r;
-    const int s = std::system(cmd.c_str());
-    r.status = WIFEXITED(s) ? WEXITSTATUS(s) : -1;
-    std::ifstream fo(o), fe(e);
-    r.out.assign(std::istreambuf_iterator<char>(fo), {});
-    r.err.assign(std::istreambuf_iterator<char>(fe), {});
-    return r;
-}
-
-struct Image {
-    int w = 0, h = 0;
-    std::vector<unsigned char> rgb;
-};
-
-Image load(const std::string& path) {
-    Image im;
-    int n = 0;
-    unsigned char* d = stbi_load(path.c_str(), &im.w, &im.h, &n, 3);
-    REQUIRE_MESSAGE(d != nullptr, "cannot decode " << path);
-    im.rgb.assign(d, d + static_cast<std::size_t>(im.w) * im.h * 3);
-    stbi_image_free(d);
-    return im;
-}
-
-int distinct_colours(const Image& im) {
-    std::set<int> s;
-    for (std::size_t i = 0; i + 2 < im.rgb.size(); i += 3)
-        s.insert(im.rgb[i] << 16 | im.rgb[i + 1] << 8 | im.rgb[i + 2]);
-    return static_cast<int>(s.size());
-}
-
 // Pixels right of the sidebar close to the FAIL red (200, 30, 30).
 int fail_red(const Image& im) {
     int n = 0;
@@ -397,7 +345,7 @@ TEST_CASE("timings panel: the view rendered headless from a results.json, FAIL m
                        t.path);
         INFO(run.err);
         REQUIRE(run.status == 0);
-        return load(p);
+        return load_png(p);
     };
     const Image a = shot(with_fail, "", "fail.png");
     const Image b = shot(all_ok, "", "ok.png");

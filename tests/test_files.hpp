@@ -1,0 +1,114 @@
+// Shared test helpers for files and processes: a temporary folder, the convlab binary run with
+// its output captured, and PNG pictures decoded for the headless-rendering checks.
+#pragma once
+
+#include <doctest/doctest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "stb_image.h"
+
+namespace convlab::test {
+
+namespace fs = std::filesystem;
+
+// A fresh folder under the system temp folder, removed with everything in it (its permissions
+// restored first, for tests that make it unwritable).
+struct TempDir {
+    fs::path path;
+    TempDir() {
+        static int counter = 0;
+        path = fs::temp_directory_path() /
+               ("convlab_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
+        fs::remove_all(path);
+        fs::create_directories(path);
+    }
+    ~TempDir() {
+        std::error_code ec;
+        fs::permissions(path, fs::perms::owner_all, fs::perm_options::add, ec);
+        fs::remove_all(path, ec);
+    }
+    TempDir(const TempDir&) = delete;
+    TempDir& operator=(const TempDir&) = delete;
+    std::string operator/(const std::string& name) const { return (path / name).string(); }
+    // The names of the folder's entries, sorted.
+    std::vector<std::string> listing() const {
+        std::vector<std::string> names;
+        for (const auto& e : fs::directory_iterator(path)) names.push_back(e.path().filename());
+        std::sort(names.begin(), names.end());
+        return names;
+    }
+    // Writes `text` to the file `name` in the folder and returns its path.
+    std::string write(const std::string& name, const std::string& text) const {
+        const auto p = (path / name).string();
+        std::ofstream(p) << text;
+        return p;
+    }
+};
+
+// True where the app can render: a display, or xvfb-run to make one.
+inline bool can_render() {
+    const char* d = std::getenv("DISPLAY");
+    return (d && *d) || ::access("/usr/bin/xvfb-run", X_OK) == 0;
+}
+
+struct Run {
+    int status = -1;
+    std::string out, err;
+};
+
+// Runs the convlab binary with `args` (shell-quoted by the caller) in `dir` (theme files are
+// looked up relative to the working directory first), capturing both streams.
+inline Run run_binary(const std::string& args, const fs::path& dir) {
+    const fs::path o = dir / "stdout.txt", e = dir / "stderr.txt";
+    const std::string cmd = "cd " + dir.string() + " && " + std::string(CONVLAB_BINARY) + " " +
+                            args + " >" + o.string() + " 2>" + e.string();
+    Run r;
+    const int s = std::system(cmd.c_str());
+    r.status = WIFEXITED(s) ? WEXITSTATUS(s) : -1;
+    std::ifstream fo(o), fe(e);
+    r.out.assign(std::istreambuf_iterator<char>(fo), {});
+    r.err.assign(std::istreambuf_iterator<char>(fe), {});
+    return r;
+}
+
+// A decoded picture, RGB8 rows top first.
+struct Image {
+    int w = 0, h = 0;
+    std::vector<unsigned char> rgb;
+    unsigned char* at(int x, int y) { return &rgb[(static_cast<std::size_t>(y) * w + x) * 3]; }
+    const unsigned char* at(int x, int y) const {
+        return &rgb[(static_cast<std::size_t>(y) * w + x) * 3];
+    }
+};
+
+inline Image load_png(const std::string& path) {
+    Image im;
+    int n = 0;
+    unsigned char* d = stbi_load(path.c_str(), &im.w, &im.h, &n, 3);
+    REQUIRE_MESSAGE(d != nullptr, "cannot decode " << path);
+    im.rgb.assign(d, d + static_cast<std::size_t>(im.w) * im.h * 3);
+    stbi_image_free(d);
+    return im;
+}
+
+// Distinct colours of rows [y0, y1) (all rows by default).
+inline int distinct_colours(const Image& im, int y0 = 0, int y1 = -1) {
+    if (y1 < 0) y1 = im.h;
+    std::set<int> s;
+    for (std::size_t i = static_cast<std::size_t>(y0) * im.w * 3;
+         i + 2 < static_cast<std::size_t>(y1) * im.w * 3; i += 3)
+        s.insert(im.rgb[i] << 16 | im.rgb[i + 1] << 8 | im.rgb[i + 2]);
+    return static_cast<int>(s.size());
+}
+
+}  // namespace convlab::test
