@@ -41,6 +41,9 @@
 namespace {
 
 using convlab::Pass;
+using convlab::bench::args_for;
+using convlab::bench::Buffers;
+using convlab::bench::output_size;
 
 const char* const kUsage = R"(usage: convlab_bench [options]
 
@@ -280,45 +283,6 @@ std::string engine_isa() {
     s += " fma";
 #endif
     return s.empty() ? "baseline x86-64" : s.substr(1);
-}
-
-// Buffers of one layer: plain (ConvLab) layouts.
-struct Buffers {
-    std::vector<float> src, wei, diff_dst;  // inputs (random)
-    std::vector<float> out, ref;            // output of the algorithm under test, reference
-};
-
-std::size_t output_size(const convlab::Problem& p, Pass pass) {
-    switch (pass) {
-        case Pass::Forward:
-            return static_cast<std::size_t>(p.mb * p.oc * p.out_spatial());
-        case Pass::BackwardData:
-            return static_cast<std::size_t>(p.mb * p.ic * p.in_spatial());
-        default:
-            return static_cast<std::size_t>(p.oc * p.icg() * p.kernel_spatial());
-    }
-}
-
-convlab::ConvArgs args_for(Pass pass, Buffers& b, float* out) {
-    convlab::ConvArgs a;
-    switch (pass) {
-        case Pass::Forward:
-            a.src = b.src.data();
-            a.wei = b.wei.data();
-            a.dst = out;
-            break;
-        case Pass::BackwardData:
-            a.diff_dst = b.diff_dst.data();
-            a.wei = b.wei.data();
-            a.diff_src = out;
-            break;
-        default:
-            a.src = b.src.data();
-            a.diff_dst = b.diff_dst.data();
-            a.diff_wei = out;
-            break;
-    }
-    return a;
 }
 
 // Totals of one (pass, algorithm) over the layers.

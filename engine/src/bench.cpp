@@ -84,44 +84,6 @@ std::vector<PassPlan> make_plan(const Config& cfg) {
     return plan;
 }
 
-std::size_t output_size(const Problem& p, Pass pass) {
-    switch (pass) {
-        case Pass::Forward:
-            return static_cast<std::size_t>(p.mb * p.oc * p.out_spatial());
-        case Pass::BackwardData:
-            return static_cast<std::size_t>(p.mb * p.ic * p.in_spatial());
-        default:
-            return static_cast<std::size_t>(p.oc * p.icg() * p.kernel_spatial());
-    }
-}
-
-struct Buffers {
-    std::vector<float> src, wei, diff_dst;  // inputs (random, dense)
-    std::vector<float> out, ref;            // output under test, reference
-};
-
-ConvArgs args_for(Pass pass, Buffers& b, float* out) {
-    ConvArgs a;
-    switch (pass) {
-        case Pass::Forward:
-            a.src = b.src.data();
-            a.wei = b.wei.data();
-            a.dst = out;
-            break;
-        case Pass::BackwardData:
-            a.diff_dst = b.diff_dst.data();
-            a.wei = b.wei.data();
-            a.diff_src = out;
-            break;
-        default:
-            a.src = b.src.data();
-            a.diff_dst = b.diff_dst.data();
-            a.diff_wei = out;
-            break;
-    }
-    return a;
-}
-
 void poison(std::vector<float>& v, std::size_t n) {
     v.assign(n, std::numeric_limits<float>::quiet_NaN());
 }
@@ -191,6 +153,39 @@ void time_with_ops(const TimingRule& rule, const std::function<void(Profiler*)>&
 }
 
 }  // namespace
+
+std::size_t output_size(const Problem& p, Pass pass) {
+    switch (pass) {
+        case Pass::Forward:
+            return static_cast<std::size_t>(p.mb * p.oc * p.out_spatial());
+        case Pass::BackwardData:
+            return static_cast<std::size_t>(p.mb * p.ic * p.in_spatial());
+        default:
+            return static_cast<std::size_t>(p.oc * p.icg() * p.kernel_spatial());
+    }
+}
+
+ConvArgs args_for(Pass pass, Buffers& b, float* out) {
+    ConvArgs a;
+    switch (pass) {
+        case Pass::Forward:
+            a.src = b.src.data();
+            a.wei = b.wei.data();
+            a.dst = out;
+            break;
+        case Pass::BackwardData:
+            a.diff_dst = b.diff_dst.data();
+            a.wei = b.wei.data();
+            a.diff_src = out;
+            break;
+        default:
+            a.src = b.src.data();
+            a.diff_dst = b.diff_dst.data();
+            a.diff_wei = out;
+            break;
+    }
+    return a;
+}
 
 double pass_bytes(const Problem& p, Pass) {
     // Each pass reads two of (src, wei, dst) and writes the third: all three once, fp32.

@@ -194,6 +194,16 @@ void measure_machine_peak(Machine& m, int threads, double seconds = 0.1);
 
 // Peak resident memory of this process so far, bytes: VmHWM of /proc/self/status, else
 // getrusage's ru_maxrss; 0 when unknown.
+// Dense buffers of one layer for the measurement loops (ConvLab's plain layouts).
+struct Buffers {
+    std::vector<float> src, wei, diff_dst;  // inputs (random, dense)
+    std::vector<float> out, ref;            // output under test, reference
+};
+// Elements of the output of `pass`: dst, diff_src or diff_wei.
+std::size_t output_size(const Problem& p, Pass pass);
+// The ConvArgs of `pass` over b's inputs, writing to `out`.
+ConvArgs args_for(Pass pass, Buffers& b, float* out);
+
 std::size_t peak_rss_bytes();
 
 // [SECTION] peer interface
