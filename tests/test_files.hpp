@@ -78,8 +78,8 @@ inline Run run_binary(const std::string& args, const fs::path& dir) {
     const fs::path o = dir / "stdout.txt", e = dir / "stderr.txt";
     const std::string first = args.substr(0, args.find(' '));
     const bool gl = first == "demo" || first == "shot" || first == "gui";
-    const std::string env = gl ? "ASAN_OPTIONS=\"${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0\" "
-                               : "";
+    const std::string env =
+        gl ? "ASAN_OPTIONS=\"${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0\" " : "";
     const std::string cmd = "cd " + dir.string() + " && " + env + std::string(CONVLAB_BINARY) +
                             " " + args + " >" + o.string() + " 2>" + e.string();
     Run r;
