@@ -32,6 +32,7 @@ struct RestoreCore {
     ~RestoreCore() {
         int n = 0;
         detail::select_microkernel(detail::microkernels(n)[0].isa);
+        detail::set_read_a(detail::ReadA::automatic);
         set_gemm_core(GemmCore::blocked);
     }
 };
@@ -121,8 +122,13 @@ TEST_CASE("blocked GEMM equals a naive product on every microkernel, transpose a
                                {7, 70, 257},  {97, 31, 300},  {25, 1600, 9}, {130, 1540, 40},
                                {64, 49, 513}, {200, 100, 64}, {5, 3000, 3},  {3, 200, 300},
                                {4, 65, 20},   {2, 1700, 7},   {1, 129, 260}};
-    for (int u = 0; u < count; ++u) {
-        REQUIRE(detail::select_microkernel(uks[u].isa));
+    for (int u = 0; u < count * 3; ++u) {
+        // Each microkernel with row-major A packed, read in place (where the ISA has a kernel
+        // for it) and as the heuristic chooses.
+        REQUIRE(detail::select_microkernel(uks[u / 3].isa));
+        const auto mode = static_cast<detail::ReadA>(u % 3);
+        detail::set_read_a(mode);
+        INFO("A read mode " << u % 3 << " (0 auto, 1 packed, 2 in place)");
         INFO("narrow 4x64 kernel in use for m <= 4: "
              << (std::string_view(detail::microkernel_for(3).isa) == "avx512" &&
                  detail::microkernel_for(3).mr == 4));
@@ -148,8 +154,8 @@ TEST_CASE("blocked GEMM equals a naive product on every microkernel, transpose a
                     detail::sgemm(m, n, k, sa, sb, c.data(), n, acc);
                     dim_t bad = 0;
                     for (std::size_t i = 0; i < c.size(); ++i) bad += c[i] != want[i];
-                    INFO(uks[u].isa << " m " << m << " n " << n << " k " << k << " ta " << ta
-                                    << " tb " << tb << " acc " << acc);
+                    INFO(uks[u / 3].isa << " m " << m << " n " << n << " k " << k << " ta " << ta
+                                        << " tb " << tb << " acc " << acc);
                     CHECK(bad == 0);
                 }
     }
@@ -189,6 +195,15 @@ TEST_CASE("fast algorithms equal direct with every microkernel and with Eigen's 
         }
         const std::string tag = u < count ? uks[u].isa : "eigen";
         for (const Problem& p : probs) CHECK(check_problem(p, rng, tag) == 11);
+        // Row-major operands (forward weights, backward-weight dY) both packed and in place.
+        for (const auto mode : {detail::ReadA::packed, detail::ReadA::in_place}) {
+            detail::set_read_a(mode);
+            for (const Problem& p : probs)
+                CHECK(check_problem(p, rng,
+                                    tag + (mode == detail::ReadA::packed ? " A packed"
+                                                                         : " A in place")) == 11);
+        }
+        detail::set_read_a(detail::ReadA::automatic);
     }
 }
 

@@ -31,9 +31,13 @@ namespace {
 // Register tile: MR rows x NR columns of C held in registers for the whole k loop; each k step
 // loads NR/W vectors of B and broadcasts MR values of A.
 #ifdef CONVLAB_X86
-__attribute__((target("avx512f,fma"))) void kernel_avx512(dim_t kc, const float* a, const float* b,
-                                                          float* c, dim_t ldc, bool acc,
-                                                          dim_t lda) {
+// kRowA: A read in place from a row-major matrix, a(i, k) = a[i*lda + k] (no packing); else
+// a(i, k) = a[k*lda + i] (a packed panel, lda = MR, or column-contiguous A).
+template <bool kRowA>
+__attribute__((target("avx512f,fma"))) inline void kernel_avx512_12x32(dim_t kc, const float* a,
+                                                                       const float* b, float* c,
+                                                                       dim_t ldc, bool acc,
+                                                                       dim_t lda) {
     constexpr int MR = 12;
     __m512 c0[MR], c1[MR];
 #pragma GCC unroll 12
@@ -42,11 +46,11 @@ __attribute__((target("avx512f,fma"))) void kernel_avx512(dim_t kc, const float*
         const __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
 #pragma GCC unroll 12
         for (int i = 0; i < MR; ++i) {
-            const __m512 ai = _mm512_set1_ps(a[i]);
+            const __m512 ai = _mm512_set1_ps(kRowA ? a[i * lda + k] : a[i]);
             c0[i] = _mm512_fmadd_ps(ai, b0, c0[i]);
             c1[i] = _mm512_fmadd_ps(ai, b1, c1[i]);
         }
-        a += lda;
+        if constexpr (!kRowA) a += lda;
         b += 32;
     }
 #pragma GCC unroll 12
@@ -59,6 +63,18 @@ __attribute__((target("avx512f,fma"))) void kernel_avx512(dim_t kc, const float*
         _mm512_storeu_ps(ci, c0[i]);
         _mm512_storeu_ps(ci + 16, c1[i]);
     }
+}
+
+__attribute__((target("avx512f,fma"))) void kernel_avx512(dim_t kc, const float* a, const float* b,
+                                                          float* c, dim_t ldc, bool acc,
+                                                          dim_t lda) {
+    kernel_avx512_12x32<false>(kc, a, b, c, ldc, acc, lda);
+}
+
+__attribute__((target("avx512f,fma"))) void kernel_avx512_rowa(dim_t kc, const float* a,
+                                                               const float* b, float* c, dim_t ldc,
+                                                               bool acc, dim_t lda) {
+    kernel_avx512_12x32<true>(kc, a, b, c, ldc, acc, lda);
 }
 
 // For products with few rows (M <= 4, as the via_forward convolutions with 3 output channels):
@@ -123,8 +139,10 @@ __attribute__((target("avx512f,fma"))) void kernel_avx512_4x64_rows(dim_t kc, co
     kernel_4x64<true>(kc, a, nullptr, brows, nv, c, ldc, acc, lda);
 }
 
-__attribute__((target("avx2,fma"))) void kernel_avx2(dim_t kc, const float* a, const float* b,
-                                                     float* c, dim_t ldc, bool acc, dim_t lda) {
+template <bool kRowA>
+__attribute__((target("avx2,fma"))) inline void kernel_avx2_6x16(dim_t kc, const float* a,
+                                                                 const float* b, float* c,
+                                                                 dim_t ldc, bool acc, dim_t lda) {
     constexpr int MR = 6;
     __m256 c0[MR], c1[MR];
 #pragma GCC unroll 6
@@ -133,11 +151,11 @@ __attribute__((target("avx2,fma"))) void kernel_avx2(dim_t kc, const float* a, c
         const __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
 #pragma GCC unroll 6
         for (int i = 0; i < MR; ++i) {
-            const __m256 ai = _mm256_broadcast_ss(a + i);
+            const __m256 ai = _mm256_broadcast_ss(kRowA ? a + i * lda + k : a + i);
             c0[i] = _mm256_fmadd_ps(ai, b0, c0[i]);
             c1[i] = _mm256_fmadd_ps(ai, b1, c1[i]);
         }
-        a += lda;
+        if constexpr (!kRowA) a += lda;
         b += 16;
     }
 #pragma GCC unroll 6
@@ -150,6 +168,17 @@ __attribute__((target("avx2,fma"))) void kernel_avx2(dim_t kc, const float* a, c
         _mm256_storeu_ps(ci, c0[i]);
         _mm256_storeu_ps(ci + 8, c1[i]);
     }
+}
+
+__attribute__((target("avx2,fma"))) void kernel_avx2(dim_t kc, const float* a, const float* b,
+                                                     float* c, dim_t ldc, bool acc, dim_t lda) {
+    kernel_avx2_6x16<false>(kc, a, b, c, ldc, acc, lda);
+}
+
+__attribute__((target("avx2,fma"))) void kernel_avx2_rowa(dim_t kc, const float* a, const float* b,
+                                                          float* c, dim_t ldc, bool acc,
+                                                          dim_t lda) {
+    kernel_avx2_6x16<true>(kc, a, b, c, ldc, acc, lda);
 }
 #endif
 
@@ -188,11 +217,11 @@ struct Registry {
 #ifdef CONVLAB_X86
         __builtin_cpu_init();
         if (__builtin_cpu_supports("avx512f")) {
-            all.push_back({"avx512", 12, 32, kernel_avx512});
+            all.push_back({"avx512", 12, 32, kernel_avx512, nullptr, kernel_avx512_rowa});
             narrow_avx512 = {"avx512", 4, 64, kernel_avx512_4x64, kernel_avx512_4x64_rows};
         }
         if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-            all.push_back({"avx2", 6, 16, kernel_avx2});
+            all.push_back({"avx2", 6, 16, kernel_avx2, nullptr, kernel_avx2_rowa});
 #endif
         all.push_back({"portable", 4, 16, kernel_portable});
         best = all.front();
@@ -330,6 +359,29 @@ void choose_split(dim_t m, dim_t n, dim_t k, const MicroKernel& uk, int threads,
             tn = b;
         }
     }
+}
+
+namespace {
+// -1 auto, 0 always packed, 1 in place whenever possible; CONVLAB_READ_A=packed|in_place.
+std::atomic<int> g_read_a{[] {
+    const char* e = std::getenv("CONVLAB_READ_A");
+    const std::string_view v = e ? e : "";
+    return v == "packed" ? 0 : v == "in_place" ? 1 : -1;
+}()};
+}  // namespace
+
+void set_read_a(ReadA mode) {
+    g_read_a.store(mode == ReadA::packed ? 0 : mode == ReadA::in_place ? 1 : -1);
+}
+
+bool read_a_in_place(const MicroKernel& uk, const StridedA& a, dim_t n) {
+    if (!uk.rowa_fn || a.cs != 1) return false;
+    if (const int force = g_read_a.load(std::memory_order_relaxed); force >= 0) return force != 0;
+    // Packing A costs about one cycle per element, amortised over the block's column tiles: with
+    // few tiles (the 7x7 and 14x14 layers at batch 1) it costs as much as the tiles themselves.
+    // Reading in place broadcasts from MR rows at once; when the row stride is a multiple of
+    // 1 KiB those rows share few L1 sets, which costs more than packing over many tiles.
+    return (n + uk.nr - 1) / uk.nr <= 8 || a.rs % 256 != 0;
 }
 
 int gemm_threads(dim_t m, dim_t n, dim_t k) {

@@ -38,6 +38,9 @@ struct MicroKernel {
     int mr = 0, nr = 0;
     MicroKernelFn fn = nullptr;
     MicroKernelRowsFn rows_fn = nullptr;  // only where packing B cannot pay (few rows of C)
+    // A read in place from row-major storage, a(i, k) = a[i*lda + k]: for products with few
+    // column tiles, where packing A would cost as much as the tiles themselves.
+    MicroKernelFn rowa_fn = nullptr;
 };
 
 // The best microkernel for this CPU (CONVLAB_ISA=avx512|avx2|portable in the environment caps
@@ -93,6 +96,13 @@ void choose_split(dim_t m, dim_t n, dim_t k, const MicroKernel& uk, int threads,
 int gemm_threads(dim_t m, dim_t n, dim_t k);
 // Runs fn(ctx, t) for t in [0, threads) on OpenMP's threads.
 void run_threads(int threads, void (*fn)(void*, int), void* ctx);
+
+// Whether gemm_block reads a row-major A (cs == 1) in place for a block of n columns: by a
+// heuristic (auto), or always packed / in place wherever the microkernel can (for tests and
+// measurements; CONVLAB_READ_A=packed|in_place in the environment sets the start value).
+bool read_a_in_place(const MicroKernel& uk, const StridedA& a, dim_t n);
+enum class ReadA { automatic, packed, in_place };
+void set_read_a(ReadA mode);
 
 // A B packer that can also hand out B's rows in place: run_end(j, nr) is the end of the run of
 // columns from j that may be contiguous in memory (panels are cut there); block_rows(k0, kc)
@@ -167,6 +177,7 @@ void gemm_block(const MicroKernel& uk, const GemmBlocking& bl, dim_t i0, dim_t i
     float* bbuf = scratch(0, static_cast<std::size_t>(((ncb + nr - 1) / nr) * nr * kcb));
     float* abuf = scratch(1, static_cast<std::size_t>(((mcb + mr - 1) / mr) * mr * kcb));
     float* tile = scratch(2, static_cast<std::size_t>(mr * nr));
+    const bool row_a = a.rs != 1 && read_a_in_place(uk, a, j1 - j0);
     for (dim_t jc = j0; jc < j1; jc += ncb) {
         const dim_t nc = std::min(ncb, j1 - jc);
         for (dim_t pc = 0; pc < k; pc += kcb) {
@@ -176,24 +187,28 @@ void gemm_block(const MicroKernel& uk, const GemmBlocking& bl, dim_t i0, dim_t i
             for (dim_t ic = i0; ic < i1; ic += mcb) {
                 const dim_t mc = std::min(mcb, i1 - ic);
                 // A with contiguous columns (rs == 1, as W^T in backward data) is read in place
-                // by full row panels; only a last partial panel is packed (zero-padded).
-                const bool in_place = a.rs == 1;
+                // by full row panels, and so is row-major A when the panel has few column tiles
+                // to amortise its packing over (row_a); only a last partial panel is packed.
+                const bool in_place = a.rs == 1 || row_a;
                 const dim_t full = in_place ? (mc / mr) * mr : 0;
                 if (full < mc) pack_a(a, ic + full, mc - full, pc, kc, mr, abuf + full * kc);
                 for (dim_t ir = 0; ir < mc; ir += mr) {
                     const dim_t mv = std::min<dim_t>(mr, mc - ir);
                     const bool direct = ir < full;
-                    const float* ap = direct ? a.p + (ic + ir) + pc * a.cs : abuf + ir * kc;
-                    const dim_t lda = direct ? a.cs : mr;
+                    const float* ap = !direct ? abuf + ir * kc
+                                      : row_a ? a.p + (ic + ir) * a.rs + pc
+                                              : a.p + (ic + ir) + pc * a.cs;
+                    const dim_t lda = !direct ? mr : row_a ? a.rs : a.cs;
+                    const MicroKernelFn fn = direct && row_a ? uk.rowa_fn : uk.fn;
                     for (dim_t jr = 0; jr < nc; jr += nr) {
                         const dim_t nv = std::min<dim_t>(nr, nc - jr);
                         float* cp = c + (ic + ir) * ldc + jc + jr;
                         const float* bp = bbuf + jr * kc;
                         if (mv == mr && nv == nr) {
-                            uk.fn(kc, ap, bp, cp, ldc, acc, lda);
+                            fn(kc, ap, bp, cp, ldc, acc, lda);
                             continue;
                         }
-                        uk.fn(kc, ap, bp, tile, nr, false, lda);
+                        fn(kc, ap, bp, tile, nr, false, lda);
                         for (dim_t i = 0; i < mv; ++i)
                             for (dim_t j = 0; j < nv; ++j)
                                 cp[i * ldc + j] =
