@@ -3,19 +3,18 @@
 // default algorithm of `convlab compute`.
 //
 // Heuristic, from convlab_bench on the 20 ResNet-50 layers (batch 1, 2 threads, AVX-512; sums of
-// per-layer medians, ratio to oneDNN in the same run; the machine was shared, so only ratios
-// mean anything):
-//   fwd         implicit_gemm 1.09x, im2col_gemm 1.21x
-//   bwd_data    col2im 1.44x, implicit_gemm 1.55x (col2im ahead on most 3x3 and 1x1 layers;
-//               implicit_gemm holds no column matrix)
-//   bwd_weight  implicit_gemm 0.88x, im2col_gemm 1.55x
-// conv1's backward data (C = 3, stride 2), three runs of 40 repeats: implicit_gemm 0.62-0.71x
-// oneDNN, col2im 1.00-1.14x (medians); at batch 32 implicit_gemm 1.14x, col2im 1.45x. So
-// backward data takes implicit_gemm when C/G is below the microkernel's MR and a stride > 1
-// (its phases merge into full tiles), col2im otherwise. Batch 32 of the other layers was not
-// measured.
+// per-layer medians, ratio to oneDNN in the same run; two runs on 2026-11-22, after the GEMM
+// began reading row-major operands from their rows):
+//   fwd         implicit_gemm 1.52-1.56x, im2col_gemm 1.43-1.52x (implicit_gemm ahead on the
+//               3x3 layers, im2col_gemm on some 1x1; implicit_gemm holds no column matrix)
+//   bwd_data    col2im 1.06-1.09x, implicit_gemm 1.32-1.38x
+//   bwd_weight  implicit_gemm 1.37-1.42x, im2col_gemm 1.39-1.42x
+// conv1's backward data (C = 3, stride 2) once favoured implicit_gemm; now col2im is ahead there
+// too (2 threads, --alloc steady, medians over 0.5 s: batch 1 col2im 1.73-2.06 ms, implicit_gemm
+// 2.96-5.43 ms, oneDNN 5.5-10.8 ms; batch 32 col2im 72-79 ms, implicit_gemm 112-113 ms, oneDNN
+// 188-208 ms). So backward data takes col2im. Batch 32 of the other layers was not measured for
+// this choice.
 #include "algorithms.hpp"
-#include "microkernel.hpp"
 
 namespace convlab::detail {
 
@@ -24,14 +23,7 @@ void forward_auto(const Problem& p, const ConvArgs& a, Profiler* prof) {
 }
 
 void backward_data_auto(const Problem& p, const ConvArgs& a, Profiler* prof) {
-    // Few input channels per group and a stride: implicit_gemm merges the stride phases into
-    // one GEMM of full register tiles (conv1), where col2im's column matrix is widest.
-    bool strided = false;
-    for (int i = 0; i < p.ndims; ++i) strided |= p.stride[i] > 1;
-    if (strided && p.icg() < microkernel().mr)
-        backward_data_implicit_gemm(p, a, prof);
-    else
-        backward_data_col2im(p, a, prof);
+    backward_data_col2im(p, a, prof);
 }
 
 void backward_weight_auto(const Problem& p, const ConvArgs& a, Profiler* prof) {

@@ -97,11 +97,11 @@ int gemm_threads(dim_t m, dim_t n, dim_t k);
 // Runs fn(ctx, t) for t in [0, threads) on OpenMP's threads.
 void run_threads(int threads, void (*fn)(void*, int), void* ctx);
 
-// Whether gemm_block reads a row-major A (cs == 1) in place for a block of n columns: by a
-// heuristic (auto), or always packed / in place wherever the microkernel can (for tests and
-// measurements; CONVLAB_READ_A=packed|in_place in the environment sets the start value).
-bool read_a_in_place(const MicroKernel& uk, const StridedA& a, dim_t n);
-enum class ReadA { automatic, packed, in_place };
+// Whether gemm_block reads a row-major A (cs == 1) from its rows (in place, or copied row by row
+// when the row stride would make the rows collide in L1) instead of packing it into panels;
+// set_read_a switches for tests and measurements (CONVLAB_READ_A=packed sets the start value).
+bool read_a_in_place(const MicroKernel& uk, const StridedA& a);
+enum class ReadA { rows, packed };
 void set_read_a(ReadA mode);
 
 // A B packer that can also hand out B's rows in place: run_end(j, nr) is the end of the run of
@@ -175,9 +175,13 @@ void gemm_block(const MicroKernel& uk, const GemmBlocking& bl, dim_t i0, dim_t i
     const dim_t kcb = std::min(bl.kc, k);
     const dim_t mcb = std::min(bl.mc, ((i1 - i0 + mr - 1) / mr) * mr);
     float* bbuf = scratch(0, static_cast<std::size_t>(((ncb + nr - 1) / nr) * nr * kcb));
-    float* abuf = scratch(1, static_cast<std::size_t>(((mcb + mr - 1) / mr) * mr * kcb));
+    const bool row_a = a.rs != 1 && read_a_in_place(uk, a);
+    // Row strides that are multiples of 4 KiB put the MR rows in one L1 set, which thrashes:
+    // such rows are copied (a memcpy, not a transpose) to rows kcs apart, MR-padded with zeros.
+    const bool row_copy = row_a && a.rs % 1024 == 0;
+    const dim_t kcs = kcb + 16, mcp = ((mcb + mr - 1) / mr) * mr;
+    float* abuf = scratch(1, static_cast<std::size_t>(mcp * (row_copy ? kcs : kcb)));
     float* tile = scratch(2, static_cast<std::size_t>(mr * nr));
-    const bool row_a = a.rs != 1 && read_a_in_place(uk, a, j1 - j0);
     for (dim_t jc = j0; jc < j1; jc += ncb) {
         const dim_t nc = std::min(ncb, j1 - jc);
         for (dim_t pc = 0; pc < k; pc += kcb) {
@@ -187,18 +191,27 @@ void gemm_block(const MicroKernel& uk, const GemmBlocking& bl, dim_t i0, dim_t i
             for (dim_t ic = i0; ic < i1; ic += mcb) {
                 const dim_t mc = std::min(mcb, i1 - ic);
                 // A with contiguous columns (rs == 1, as W^T in backward data) is read in place
-                // by full row panels, and so is row-major A when the panel has few column tiles
-                // to amortise its packing over (row_a); only a last partial panel is packed.
+                // by full row panels, and so is row-major A (row_a, copied when row_copy); only a
+                // last partial panel is packed.
+                if (row_copy)
+                    for (dim_t i = 0; i < ((mc + mr - 1) / mr) * mr; ++i) {
+                        float* d = abuf + i * kcs;
+                        if (i < mc)
+                            std::copy_n(a.p + (ic + i) * a.rs + pc, kc, d);
+                        else
+                            std::fill_n(d, kc, 0.0f);
+                    }
                 const bool in_place = a.rs == 1 || row_a;
-                const dim_t full = in_place ? (mc / mr) * mr : 0;
+                const dim_t full = row_copy ? mc : in_place ? (mc / mr) * mr : 0;
                 if (full < mc) pack_a(a, ic + full, mc - full, pc, kc, mr, abuf + full * kc);
                 for (dim_t ir = 0; ir < mc; ir += mr) {
                     const dim_t mv = std::min<dim_t>(mr, mc - ir);
                     const bool direct = ir < full;
-                    const float* ap = !direct ? abuf + ir * kc
-                                      : row_a ? a.p + (ic + ir) * a.rs + pc
-                                              : a.p + (ic + ir) + pc * a.cs;
-                    const dim_t lda = !direct ? mr : row_a ? a.rs : a.cs;
+                    const float* ap = !direct    ? abuf + ir * kc
+                                      : row_copy ? abuf + ir * kcs
+                                      : row_a    ? a.p + (ic + ir) * a.rs + pc
+                                                 : a.p + (ic + ir) + pc * a.cs;
+                    const dim_t lda = !direct ? mr : row_copy ? kcs : row_a ? a.rs : a.cs;
                     const MicroKernelFn fn = direct && row_a ? uk.rowa_fn : uk.fn;
                     for (dim_t jr = 0; jr < nc; jr += nr) {
                         const dim_t nv = std::min<dim_t>(nr, nc - jr);
