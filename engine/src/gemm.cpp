@@ -1,14 +1,17 @@
 // im2col + GEMM (forward, backward weight) and W^T dY + col2im (backward data). The GEMM core is
 // ConvLab's blocked GEMM (microkernel.hpp) or Eigen's (the reference path), both on all threads.
 // One column matrix of one image and group lives at a time, in a per-thread buffer kept between
-// calls:  B (rows x cols), rows = C/G * prod(k), cols = prod(out).
+// calls:  B (rows x cols), rows = C/G * prod(k), cols = prod(out); backward data on small images
+// also holds the product of a few images merged (rows x at most 1023 floats).
 //
 // [SECTION] GEMM core switch
 // [SECTION] forward
 // [SECTION] backward data
 // [SECTION] backward weight
 #include <Eigen/Core>
+#include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <string_view>
 
 #include "algorithms.hpp"
@@ -134,24 +137,71 @@ void forward_im2col_gemm(const Problem& p, const ConvArgs& a, Profiler* prof) {
 
 // [SECTION] backward data
 // B* (rows x cols) = wei_g^T (rows x Kg) * diff_dst_g (Kg x cols), then col2im adds B* into dX.
+// Small images (the 7x7 and 14x14 layers in a batch) are merged: the dY of nb images side by side
+// (Kg x nb*cols) makes one GEMM that streams the weights once instead of nb times; each image's
+// block of the product is then copied out and added into dX.
+namespace {
+dim_t col2im_images_per_gemm(const Problem& p, const GemmDims& d) {
+    if (d.cols >= 512) return 1;
+    return std::min<dim_t>(p.mb, (512 + d.cols - 1) / d.cols);
+}
+}  // namespace
+
 void backward_data_col2im(const Problem& p, const ConvArgs& a, Profiler* prof) {
     const GemmDims d(p);
     const bool identity = im2col_is_identity(p);
     float* col = identity ? nullptr : column_buffer(d);
-    for (dim_t n = 0; n < p.mb; ++n)
+    const dim_t nb = col2im_images_per_gemm(p, d);
+    if (nb <= 1) {
+        for (dim_t n = 0; n < p.mb; ++n)
+            for (dim_t g = 0; g < p.groups; ++g) {
+                float* out = identity ? a.diff_src + (n * p.ic + g * d.cg) * d.in_size : col;
+                {
+                    Span s(prof, "gemm");
+                    matmul(d.rows, d.cols, d.kg, a.wei + g * d.kg * d.rows, true,
+                           a.diff_dst + (n * p.oc + g * d.kg) * d.cols, false, out, false);
+                }
+                if (!identity) {
+                    Span s(prof, "col2im");
+                    // Each (n, g) owns its channels: zeroed inside col2im's loop, then accumulated.
+                    col2im_kernel(p, col, n, g, a.diff_src, true);
+                }
+            }
+        return;
+    }
+    float* dy = scratch(4, static_cast<std::size_t>(d.kg * nb * d.cols));
+    float* prod = scratch(5, static_cast<std::size_t>(d.rows * nb * d.cols));
+    const auto cols_bytes = static_cast<std::size_t>(d.cols) * sizeof(float);
+    for (dim_t n0 = 0; n0 < p.mb; n0 += nb) {
+        const dim_t nn = std::min(nb, p.mb - n0), wide = nn * d.cols;
         for (dim_t g = 0; g < p.groups; ++g) {
-            float* out = identity ? a.diff_src + (n * p.ic + g * d.cg) * d.in_size : col;
+            {
+                Span s(prof, "pack");
+                for (dim_t k = 0; k < d.kg; ++k)
+                    for (dim_t i = 0; i < nn; ++i)
+                        std::memcpy(dy + k * wide + i * d.cols,
+                                    a.diff_dst + ((n0 + i) * p.oc + g * d.kg + k) * d.cols,
+                                    cols_bytes);
+            }
             {
                 Span s(prof, "gemm");
-                matmul(d.rows, d.cols, d.kg, a.wei + g * d.kg * d.rows, true,
-                       a.diff_dst + (n * p.oc + g * d.kg) * d.cols, false, out, false);
+                matmul(d.rows, wide, d.kg, a.wei + g * d.kg * d.rows, true, dy, false, prod, false);
             }
-            if (!identity) {
-                Span s(prof, "col2im");
-                // Each (n, g) owns its channels: zeroed inside col2im's loop, then accumulated.
-                col2im_kernel(p, col, n, g, a.diff_src, true);
+            for (dim_t i = 0; i < nn; ++i) {
+                const dim_t n = n0 + i;
+                float* out = identity ? a.diff_src + (n * p.ic + g * d.cg) * d.in_size : col;
+                {
+                    Span s(prof, "unpack");
+                    for (dim_t r = 0; r < d.rows; ++r)
+                        std::memcpy(out + r * d.cols, prod + r * wide + i * d.cols, cols_bytes);
+                }
+                if (!identity) {
+                    Span s(prof, "col2im");
+                    col2im_kernel(p, col, n, g, a.diff_src, true);
+                }
             }
         }
+    }
 }
 
 // [SECTION] backward weight
