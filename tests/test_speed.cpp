@@ -129,8 +129,15 @@ TEST_CASE("blocked GEMM equals a naive product on every microkernel, transpose a
         detail::set_read_a(u % 2 ? detail::ReadA::packed : detail::ReadA::rows);
         INFO("A " << (u % 2 ? "packed" : "read from its rows"));
         INFO("narrow 4x64 kernel in use for m <= 4: "
-             << (std::string_view(detail::microkernel_for(3).isa) == "avx512" &&
-                 detail::microkernel_for(3).mr == 4));
+             << (std::string_view(detail::microkernel_for(3, 64).isa) == "avx512" &&
+                 detail::microkernel_for(3, 64).mr == 4));
+        // With AVX-512, 8 x 48 takes the shapes it fills better than 12 x 32 (below: 16 x 96
+        // and 64 x 200), 12 x 32 the others.
+        if (std::string_view(uks[u / 2].isa) == "avx512") {
+            CHECK(detail::microkernel_for(16, 96).mr == 8);
+            CHECK(detail::microkernel_for(64, 200).mr == 8);
+            CHECK(detail::microkernel_for(64, 49).mr == 12);
+        }
         for (const auto& s : shapes)
             for (int tr = 0; tr < 4; ++tr)
                 for (bool acc : {false, true}) {

@@ -31,50 +31,65 @@ namespace {
 // Register tile: MR rows x NR columns of C held in registers for the whole k loop; each k step
 // loads NR/W vectors of B and broadcasts MR values of A.
 #ifdef CONVLAB_X86
-// kRowA: A read in place from a row-major matrix, a(i, k) = a[i*lda + k] (no packing); else
-// a(i, k) = a[k*lda + i] (a packed panel, lda = MR, or column-contiguous A).
-template <bool kRowA>
-__attribute__((target("avx512f,fma"))) inline void kernel_avx512_12x32(dim_t kc, const float* a,
-                                                                       const float* b, float* c,
-                                                                       dim_t ldc, bool acc,
-                                                                       dim_t lda) {
-    constexpr int MR = 12;
-    __m512 c0[MR], c1[MR];
+// MR rows x 16*NV columns (12 x 32, or 8 x 48 where M is a multiple of 8 and N is wide: 24
+// accumulators either way). kRowA: A read in place from a row-major matrix, a(i, k) =
+// a[i*lda + k] (no packing); else a(i, k) = a[k*lda + i] (a packed panel, lda = MR, or
+// column-contiguous A).
+template <int MR, int NV, bool kRowA>
+__attribute__((target("avx512f,fma"))) inline void kernel_avx512_t(dim_t kc, const float* a,
+                                                                   const float* b, float* c,
+                                                                   dim_t ldc, bool acc, dim_t lda) {
+    __m512 t[MR][NV];
 #pragma GCC unroll 12
-    for (int i = 0; i < MR; ++i) c0[i] = c1[i] = _mm512_setzero_ps();
+    for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 3
+        for (int v = 0; v < NV; ++v) t[i][v] = _mm512_setzero_ps();
     for (dim_t k = 0; k < kc; ++k) {
-        const __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
+        __m512 bv[NV];
+#pragma GCC unroll 3
+        for (int v = 0; v < NV; ++v) bv[v] = _mm512_loadu_ps(b + 16 * v);
 #pragma GCC unroll 12
         for (int i = 0; i < MR; ++i) {
             const __m512 ai = _mm512_set1_ps(kRowA ? a[i * lda + k] : a[i]);
-            c0[i] = _mm512_fmadd_ps(ai, b0, c0[i]);
-            c1[i] = _mm512_fmadd_ps(ai, b1, c1[i]);
+#pragma GCC unroll 3
+            for (int v = 0; v < NV; ++v) t[i][v] = _mm512_fmadd_ps(ai, bv[v], t[i][v]);
         }
         if constexpr (!kRowA) a += lda;
-        b += 32;
+        b += 16 * NV;
     }
 #pragma GCC unroll 12
-    for (int i = 0; i < MR; ++i) {
-        float* ci = c + i * ldc;
-        if (acc) {
-            c0[i] = _mm512_add_ps(c0[i], _mm512_loadu_ps(ci));
-            c1[i] = _mm512_add_ps(c1[i], _mm512_loadu_ps(ci + 16));
+    for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 3
+        for (int v = 0; v < NV; ++v) {
+            float* ci = c + i * ldc + 16 * v;
+            if (acc) t[i][v] = _mm512_add_ps(t[i][v], _mm512_loadu_ps(ci));
+            _mm512_storeu_ps(ci, t[i][v]);
         }
-        _mm512_storeu_ps(ci, c0[i]);
-        _mm512_storeu_ps(ci + 16, c1[i]);
-    }
 }
 
 __attribute__((target("avx512f,fma"))) void kernel_avx512(dim_t kc, const float* a, const float* b,
                                                           float* c, dim_t ldc, bool acc,
                                                           dim_t lda) {
-    kernel_avx512_12x32<false>(kc, a, b, c, ldc, acc, lda);
+    kernel_avx512_t<12, 2, false>(kc, a, b, c, ldc, acc, lda);
 }
 
 __attribute__((target("avx512f,fma"))) void kernel_avx512_rowa(dim_t kc, const float* a,
                                                                const float* b, float* c, dim_t ldc,
                                                                bool acc, dim_t lda) {
-    kernel_avx512_12x32<true>(kc, a, b, c, ldc, acc, lda);
+    kernel_avx512_t<12, 2, true>(kc, a, b, c, ldc, acc, lda);
+}
+
+__attribute__((target("avx512f,fma"))) void kernel_avx512_8x48(dim_t kc, const float* a,
+                                                               const float* b, float* c, dim_t ldc,
+                                                               bool acc, dim_t lda) {
+    kernel_avx512_t<8, 3, false>(kc, a, b, c, ldc, acc, lda);
+}
+
+__attribute__((target("avx512f,fma"))) void kernel_avx512_8x48_rowa(dim_t kc, const float* a,
+                                                                    const float* b, float* c,
+                                                                    dim_t ldc, bool acc,
+                                                                    dim_t lda) {
+    kernel_avx512_t<8, 3, true>(kc, a, b, c, ldc, acc, lda);
 }
 
 // For products with few rows (M <= 4, as the via_forward convolutions with 3 output channels):
@@ -205,6 +220,7 @@ struct Registry {
     std::vector<MicroKernel> all;  // best first
     MicroKernel best;
     MicroKernel narrow_avx512;  // 4 x 64 for M <= 4 (fn null when the CPU lacks AVX-512)
+    MicroKernel wide_avx512;    // 8 x 48 where it wastes less of its tiles than 12 x 32
     bool select(std::string_view isa) {
         for (const auto& k : all)
             if (isa == k.isa) {
@@ -219,6 +235,7 @@ struct Registry {
         if (__builtin_cpu_supports("avx512f")) {
             all.push_back({"avx512", 12, 32, kernel_avx512, nullptr, kernel_avx512_rowa});
             narrow_avx512 = {"avx512", 4, 64, kernel_avx512_4x64, kernel_avx512_4x64_rows};
+            wide_avx512 = {"avx512", 8, 48, kernel_avx512_8x48, nullptr, kernel_avx512_8x48_rowa};
         }
         if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
             all.push_back({"avx2", 6, 16, kernel_avx2, nullptr, kernel_avx2_rowa});
@@ -240,10 +257,23 @@ const MicroKernel& microkernel() {
     return registry().best;
 }
 
-const MicroKernel& microkernel_for(dim_t m) {
+namespace {
+// Share of the multiply-adds of an m x n product that land in C (the rest fill edge tiles).
+double tile_use(dim_t m, dim_t n, int mr, int nr) {
+    const double rows = static_cast<double>((m + mr - 1) / mr * mr);
+    const double cols = static_cast<double>((n + nr - 1) / nr * nr);
+    return static_cast<double>(m) * static_cast<double>(n) / (rows * cols);
+}
+}  // namespace
+
+const MicroKernel& microkernel_for(dim_t m, dim_t n) {
     const Registry& r = registry();
-    if (m <= 4 && r.narrow_avx512.fn && std::string_view(r.best.isa) == "avx512")
-        return r.narrow_avx512;
+    if (std::string_view(r.best.isa) != "avx512") return r.best;
+    if (m <= 4 && r.narrow_avx512.fn) return r.narrow_avx512;
+    // 8 x 48 for M = 64 (ResNet's res2 layers and conv1: 12 x 32 fills 64 of 72 rows), unless
+    // its wider column tiles waste more (N = 49: 49 of 96 columns).
+    if (r.wide_avx512.fn && tile_use(m, n, 8, 48) > 1.03 * tile_use(m, n, 12, 32))
+        return r.wide_avx512;
     return r.best;
 }
 

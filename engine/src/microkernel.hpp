@@ -38,8 +38,8 @@ struct MicroKernel {
     int mr = 0, nr = 0;
     MicroKernelFn fn = nullptr;
     MicroKernelRowsFn rows_fn = nullptr;  // only where packing B cannot pay (few rows of C)
-    // A read in place from row-major storage, a(i, k) = a[i*lda + k]: for products with few
-    // column tiles, where packing A would cost as much as the tiles themselves.
+    // A read from row-major storage, a(i, k) = a[i*lda + k], instead of a packed panel (see
+    // read_a_in_place); null where the ISA has none.
     MicroKernelFn rowa_fn = nullptr;
 };
 
@@ -50,8 +50,9 @@ const MicroKernel& microkernel();
 // when the CPU lacks that ISA).
 const MicroKernel* microkernels(int& count);
 bool select_microkernel(const char* isa);
-// The microkernel for a product with m rows: the selected one, or AVX-512's 4 x 64 when m <= 4.
-const MicroKernel& microkernel_for(dim_t m);
+// The microkernel for an m x n product: the selected one; with AVX-512 selected, 4 x 64 when
+// m <= 4 and 8 x 48 when it fills its tiles better than 12 x 32.
+const MicroKernel& microkernel_for(dim_t m, dim_t n);
 
 // [SECTION] operands
 
@@ -237,7 +238,7 @@ void gemm_block(const MicroKernel& uk, const GemmBlocking& bl, dim_t i0, dim_t i
 template <class PackB>
 void gemm(dim_t m, dim_t n, dim_t k, const StridedA& a, const PackB& packb, float* c, dim_t ldc,
           bool accumulate) {
-    const MicroKernel& uk = microkernel_for(m);
+    const MicroKernel& uk = microkernel_for(m, n);
     const GemmBlocking bl;
     int tm = 1, tn = 1;
     choose_split(m, n, k, uk, gemm_threads(m, n, k), tm, tn);
