@@ -19,6 +19,7 @@ using convlab::bench::Layer;
 using convlab::bench::load_average;
 using convlab::bench::local_date;
 using convlab::bench::measure;
+using convlab::bench::measure_interleaved;
 using convlab::bench::read_shape_file;
 using convlab::bench::summarize;
 using convlab::bench::Timing;

@@ -1,5 +1,7 @@
 // convlab_bench: times ConvLab's convolution algorithms per layer and pass, side by side with
 // oneDNN fp32 measured in the same run, after checking every algorithm's result once per layer.
+// oneDNN and the algorithms of a layer and pass are timed in alternating rounds, so that load that
+// comes and goes on a shared machine falls on all of them alike.
 //
 //   convlab_bench [--shapes FILE] [--mb N|file] [--threads N] [--passes LIST] [--algos LIST]
 //                 [--reps N] [--min-time S] [--warmup N] [--ref onednn|direct] [--rtol X]
@@ -49,7 +51,8 @@ const char* const kUsage = R"(usage: convlab_bench [options]
 
 Times ConvLab's convolution algorithms on every layer of a shape file, for each pass, side by side
 with oneDNN fp32 in the same run. Every algorithm's result is checked once per layer before it is
-timed (PASS/FAIL column); every layer counts once in the totals.
+timed (PASS/FAIL column); then oneDNN and the algorithms are timed in alternating rounds, so that
+load from elsewhere falls on all of them alike. Every layer counts once in the totals.
 
 options:
   --shapes FILE      shape file (default: <source>/assets/shapes/resnet50.txt)
@@ -415,7 +418,8 @@ int main(int argc, char** argv) {
     } else {
         std::printf(
             "timing: %d warm-up runs, then runs until >= %.2f s measured and >= %d runs "
-            "(at most %d); median and min reported\n",
+            "(at most %d), oneDNN and the algorithms of a layer in alternating rounds; median "
+            "and min reported\n",
             o.timing.warmup, o.timing.min_seconds, o.timing.min_reps, o.timing.max_reps);
     }
     if (use_peer) {
@@ -564,8 +568,79 @@ int main(int argc, char** argv) {
                 }
             }
 
+            // Each algorithm is checked once (one run on an output poisoned with NaN: every
+            // element must be written); then oneDNN and every algorithm that ran are timed side
+            // by side (bench::measure_interleaved), and the rows are printed.
+            struct Row {
+                const convlab::Algorithm* alg;
+                std::string check;
+                double err = 0;
+                bool ran = false;
+                std::string timing_error;
+            };
+            std::vector<Row> rows;
+            for (const convlab::Algorithm* alg : pl.algos) {
+                Total& tot = totals[{pass, alg->name}];
+                Row row{alg, "", 0, false, ""};
+                try {
+                    std::fill(b.out.begin(), b.out.end(), std::numeric_limits<float>::quiet_NaN());
+                    alg->run(p, args_for(pass, b, b.out.data()), nullptr);
+                    row.ran = true;
+                } catch (const std::exception& e) {
+                    row.check = std::string("ERROR: ") + e.what();
+                }
+                if (!row.ran) {
+                    rows.push_back(std::move(row));
+                    continue;
+                }
+                if (ref_direct && std::string_view(alg->name) == "direct") {
+                    row.check = "reference";
+                } else if (!have_ref) {
+                    row.check = "UNCHECKED: " + ref_error;
+                    ++tot.failed;
+                    tot.failures.push_back(name + " (unchecked)");
+                } else {
+                    const bench::Check c =
+                        bench::compare(b.out.data(), b.ref.data(), n_out, o.rtol);
+                    row.check = c.str();
+                    row.err = c.max_err;
+                    if (c.pass) {
+                        ++tot.passed;
+                    } else {
+                        ++tot.failed;
+                        tot.failures.push_back(name);
+                    }
+                }
+                rows.push_back(std::move(row));
+            }
+            std::vector<std::function<void()>> timed;
+            std::vector<Row*> timed_rows;  // null: oneDNN
             if (peer_ok) {
-                peer_t = bench::measure(o.timing, [&] { peer->run(pass); });
+                timed.push_back([&] { peer->run(pass); });
+                timed_rows.push_back(nullptr);
+            }
+            const convlab::ConvArgs args = args_for(pass, b, b.out.data());
+            for (Row& row : rows) {
+                if (!row.ran) continue;
+                timed.push_back([&p, &args, &row] {
+                    if (!row.timing_error.empty()) return;
+                    try {
+                        row.alg->run(p, args, nullptr);
+                    } catch (const std::exception& e) {
+                        row.timing_error = e.what();
+                    }
+                });
+                timed_rows.push_back(&row);
+            }
+            const std::vector<bench::Timing> times = bench::measure_interleaved(o.timing, timed);
+            std::map<const Row*, bench::Timing> row_time;
+            for (std::size_t i = 0; i < timed.size(); ++i) {
+                if (timed_rows[i])
+                    row_time[timed_rows[i]] = times[i];
+                else
+                    peer_t = times[i];
+            }
+            if (peer_ok) {
                 PeerTotal& pt = peer_totals[pass];
                 ++pt.layers;
                 pt.ms += peer_t.median_ms;
@@ -633,53 +708,22 @@ int main(int argc, char** argv) {
                 print_row("(oneDNN)", check, &peer_t, err, true);
             }
 
-            for (const convlab::Algorithm* alg : pl.algos) {
+            for (const Row& row : rows) {
+                const convlab::Algorithm* alg = row.alg;
                 Total& tot = totals[{pass, alg->name}];
-                const convlab::ConvArgs args = args_for(pass, b, b.out.data());
-                // Check: one run on an output poisoned with NaN (every element must be written).
-                std::string check;
-                double err = 0;
-                bool ran = false;
-                try {
-                    std::fill(b.out.begin(), b.out.end(), std::numeric_limits<float>::quiet_NaN());
-                    alg->run(p, args, nullptr);
-                    ran = true;
-                } catch (const std::exception& e) {
-                    check = std::string("ERROR: ") + e.what();
-                }
-                if (!ran) {
+                if (!row.ran) {
                     ++tot.errors;
                     tot.failures.push_back(name + " (error)");
-                    print_row(alg->name, check, nullptr, 0);
+                    print_row(alg->name, row.check, nullptr, 0);
                     continue;
                 }
-                if (ref_direct && std::string_view(alg->name) == "direct") {
-                    check = "reference";
-                } else if (!have_ref) {
-                    check = "UNCHECKED: " + ref_error;
-                    ++tot.failed;
-                    tot.failures.push_back(name + " (unchecked)");
-                } else {
-                    const bench::Check c =
-                        bench::compare(b.out.data(), b.ref.data(), n_out, o.rtol);
-                    check = c.str();
-                    err = c.max_err;
-                    if (c.pass) {
-                        ++tot.passed;
-                    } else {
-                        ++tot.failed;
-                        tot.failures.push_back(name);
-                    }
-                }
-                bench::Timing t;
-                try {
-                    t = bench::measure(o.timing, [&] { alg->run(p, args, nullptr); });
-                } catch (const std::exception& e) {
+                if (!row.timing_error.empty()) {
                     ++tot.errors;
                     tot.failures.push_back(name + " (error while timing)");
-                    print_row(alg->name, std::string("ERROR: ") + e.what(), nullptr, 0);
+                    print_row(alg->name, "ERROR: " + row.timing_error, nullptr, 0);
                     continue;
                 }
+                const bench::Timing& t = row_time.at(&row);
                 ++tot.layers;
                 tot.ms += t.median_ms;
                 tot.flops += flops;
@@ -689,7 +733,7 @@ int main(int argc, char** argv) {
                     tot.peer_ms_paired += peer_t.median_ms;
                     tot.flops_paired += flops;
                 }
-                print_row(alg->name, check, &t, err);
+                print_row(alg->name, row.check, &t, row.err);
             }
             if (pl.algos.empty() && peer_ok && !ref_direct) {
                 print_row("-", "-", nullptr, 0);

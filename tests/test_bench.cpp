@@ -119,6 +119,39 @@ TEST_CASE("bench: summarize gives median, min, max and quartiles") {
     CHECK(calls == 6);
 }
 
+TEST_CASE("bench: measure_interleaved alternates the functions, rotating who goes first") {
+    std::vector<int> order;
+    TimingRule rule;
+    rule.warmup = 1;
+    rule.reps = 3;
+    const std::vector<std::function<void()>> fns{
+        [&] { order.push_back(0); }, [&] { order.push_back(1); }, [&] { order.push_back(2); }};
+    const std::vector<Stats> s = measure_interleaved(rule, fns);
+    REQUIRE(s.size() == 3);
+    for (const Stats& x : s) CHECK(x.runs == 3);
+    // Warm-ups first, then rounds 0 1 2 / 1 2 0 / 2 0 1.
+    CHECK(order == std::vector<int>{0, 1, 2, 0, 1, 2, 1, 2, 0, 2, 0, 1});
+    // By time: a slow function leaves the rounds once it has its runs and seconds; the fast one
+    // goes on alone until it has its own.
+    int fast = 0, slow = 0;
+    rule = TimingRule{};
+    rule.warmup = 0;
+    rule.min_reps = 3;
+    rule.min_seconds = 0.03;
+    const auto wait = [](double sec) {
+        const auto t0 = std::chrono::steady_clock::now();
+        while (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < sec) {
+        }
+    };
+    const std::vector<Stats> t =
+        measure_interleaved(rule, {[&] { ++fast, wait(0.001); }, [&] { ++slow, wait(0.011); }});
+    CHECK(t[1].runs == 3);
+    CHECK(slow == 3);
+    CHECK(t[0].runs >= 30);
+    CHECK(t[0].runs == fast);
+    CHECK(t[0].median_ms < t[1].median_ms);
+}
+
 TEST_CASE("bench: compare reports max abs and rel error, NaN and an all-zero reference") {
     const std::vector<float> ref{1, -2, 4, 0.5f};
     std::vector<float> got = ref;

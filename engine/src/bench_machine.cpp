@@ -116,6 +116,39 @@ Stats summarize(std::vector<double> seconds) {
     return t;
 }
 
+std::vector<Stats> measure_interleaved(const TimingRule& rule,
+                                       const std::vector<std::function<void()>>& runs) {
+    using Clock = std::chrono::steady_clock;
+    const std::size_t count = runs.size();
+    for (const auto& run : runs)
+        for (int i = 0; i < rule.warmup; ++i) run();
+    std::vector<std::vector<double>> seconds(count);
+    std::vector<double> total(count, 0.0);
+    const auto met = [&](std::size_t f) {
+        const int n = static_cast<int>(seconds[f].size());
+        if (rule.reps > 0) return n >= rule.reps;
+        return (n >= rule.min_reps && total[f] >= rule.min_seconds) || n >= rule.max_reps;
+    };
+    for (std::size_t round = 0;; ++round) {
+        bool any = false;
+        for (std::size_t i = 0; i < count; ++i) {
+            const std::size_t f = (round + i) % count;
+            if (met(f)) continue;
+            any = true;
+            const auto t0 = Clock::now();
+            runs[f]();
+            const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+            seconds[f].push_back(s);
+            total[f] += s;
+        }
+        if (!any) break;
+    }
+    std::vector<Stats> out;
+    out.reserve(count);
+    for (auto& v : seconds) out.push_back(summarize(std::move(v)));
+    return out;
+}
+
 // [SECTION] comparison and random data
 
 Check compare(const float* got, const float* ref, std::size_t n, double rtol) {

@@ -95,6 +95,13 @@ Stats measure(const TimingRule& rule, F&& run) {
     return summarize(std::move(seconds));
 }
 
+// Several measurements side by side: a warm-up of each, then rounds in which each function that
+// has not yet met the rule runs once (the first of the round rotating), so that contention that
+// comes and goes on a shared machine falls on all of them alike and their ratios hold. A function
+// leaves the rounds when it has met the rule on its own runs.
+std::vector<Stats> measure_interleaved(const TimingRule& rule,
+                                       const std::vector<std::function<void()>>& runs);
+
 // GFLOP/s of `flops` operations done in `ms` milliseconds (also GB/s of bytes).
 inline double gflops(double flops, double ms) {
     return ms > 0 ? flops / (ms * 1e6) : 0;
