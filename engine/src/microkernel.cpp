@@ -1,7 +1,8 @@
 // ConvLab's SGEMM core: microkernels, packing, scratch buffers, the thread split.
 //
-// [SECTION] microkernels   avx512 12x32, avx2 6x16, portable 4x16 (compiled for their target with
-//                          function attributes, picked at run time by what the CPU supports)
+// [SECTION] microkernels   avx512 12x32 (and 8x48, 4x64 per product), avx2 6x16, portable 4x16
+//                          (compiled for their target with function attributes, picked at run
+//                          time by what the CPU supports); A packed or read from its rows
 // [SECTION] selection
 // [SECTION] packing
 // [SECTION] scratch and split
