@@ -21,6 +21,7 @@
 #include "charts/chart_export.hpp"
 #include "cli/cli_common.hpp"
 #include "onednn_peer.hpp"
+#include "ui/timings_state.hpp"
 
 #ifndef CONVLAB_SOURCE_DIR
 #define CONVLAB_SOURCE_DIR "."
@@ -147,20 +148,6 @@ struct ProgressBar {
 
 // [SECTION] outputs and summary
 
-void write_file_atomically(const fs::path& path, const std::function<void(std::ostream&)>& write) {
-    const fs::path tmp = path.string() + ".tmp";
-    {
-        std::ofstream f(tmp);
-        if (!f) throw Error("cannot write " + path.string());
-        write(f);
-        f.flush();
-        if (!f) throw Error("cannot write " + path.string());
-    }
-    std::error_code ec;
-    fs::rename(tmp, path, ec);
-    if (ec) throw Error("cannot write " + path.string() + ": " + ec.message());
-}
-
 void make_dir(const std::string& dir) {
     std::error_code ec;
     fs::create_directories(dir, ec);
@@ -179,16 +166,8 @@ std::string fmt(const char* f, double x) {
 
 std::vector<std::string> write_bench_outputs(const bench::Results& r, const std::string& dir) {
     make_dir(dir);
-    std::vector<std::string> paths;
-    const fs::path csv = fs::path(dir) / "results.csv";
-    const fs::path json = fs::path(dir) / "results.json";
-    write_file_atomically(csv, [&](std::ostream& o) { bench::write_csv(r, o); });
-    write_file_atomically(json, [&](std::ostream& o) { bench::write_json(r, o); });
-    paths.push_back(csv.string());
-    paths.push_back(json.string());
-    for (const charts::Chart& c : charts::standard_charts(r))
-        for (const std::string& p : charts::export_chart_all(c, dir)) paths.push_back(p);
-    return paths;
+    // The Timings panel's export, with every format and the results files.
+    return app::export_timings(r, charts::standard_charts(r), dir, app::TimingsExport{});
 }
 
 void print_bench_summary(const bench::Results& r, std::ostream& out) {
