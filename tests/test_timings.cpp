@@ -304,6 +304,36 @@ TEST_CASE("timings panel: exports to a folder, an unwritable folder is an error,
     CHECK_THROWS_AS(app::load_results((t.path / "none.json").string()), Error);
 }
 
+TEST_CASE("timings panel: the export runs on its own thread, one job at a time, outcome once") {
+    auto r = std::make_shared<const bench::Results>(results_with_a_fail());
+    const std::vector<charts::Chart> list = charts::standard_charts(*r);
+    TempDir t;
+    app::TimingsExport what;
+    what.pdf = what.svg = false;
+    app::TimingsExportJob job;
+    std::vector<std::string> paths;
+    std::string error;
+    CHECK_FALSE(job.take(paths, error));  // nothing started
+    const std::string dir = (t.path / "out").string();
+    REQUIRE(job.start(r, list, dir, what, {320, 180, 1}));
+    job.wait();
+    REQUIRE(job.take(paths, error));
+    CHECK(error.empty());
+    CHECK(paths.size() == 2 + list.size());  // results.csv, results.json, one PNG a chart
+    for (const auto& p : paths) CHECK(fs::exists(p));
+    CHECK_FALSE(job.take(paths, error));  // handed over once
+    // An unwritable folder: the error comes back through take(), no files.
+    const fs::path file = t.path / "a_file";
+    std::ofstream(file) << "x";
+    REQUIRE(job.start(r, list, (file / "sub").string(), what));
+    job.wait();
+    REQUIRE(job.take(paths, error));
+    CHECK(paths.empty());
+    CHECK(error.find("export folder") != std::string::npos);
+    // No results: refused.
+    CHECK_FALSE(job.start(nullptr, list, dir, what));
+}
+
 namespace {
 
 // Pixels right of the sidebar close to the FAIL red (200, 30, 30).

@@ -47,6 +47,8 @@ struct TimingsPanel {
     int set_layers = -1;  // layers of the chosen set (-1 unreadable)
     bool peer_available = ::bench::PeerConv::available();
     app::TimingsExport exp;
+    app::TimingsExportJob export_job;
+    std::string export_dir;  // the running export's folder
     std::string load_path = "out/timings/results.json";
     std::string message;  // last action's outcome
     bool message_error = false;
@@ -600,27 +602,33 @@ void footer(TimingsPanel& P, const charts::Chart* c, const TimingsStyle& st) {
     same_line_or_wrap(checkbox_w("results.csv/json"));
     ImGui::Checkbox("results.csv/json", &P.exp.results_files);
     const bool have = P.snap.results && !P.charts.empty();
-    ImGui::BeginDisabled(!have);
+    const bool exporting = P.export_job.running();
+    ImGui::BeginDisabled(!have || exporting);
     int which = 0;
     same_line_or_wrap(button_w("Export this chart"));
     if (ImGui::Button("Export this chart")) which = 1;
     same_line_or_wrap(button_w("Export all charts"));
     if (ImGui::Button("Export all charts")) which = 2;
     ImGui::EndDisabled();
-    if (which && have) {
-        try {
-            std::vector<charts::Chart> list;
-            if (which == 1 && P.current())
-                list.push_back(*P.current());
-            else
-                list = P.charts;
-            const auto paths =
-                app::export_timings(*P.snap.results, list, P.settings.out_dir, P.exp);
-            P.say("wrote " + std::to_string(paths.size()) + " files to " + P.settings.out_dir,
-                  false);
-        } catch (const std::exception& e) {
-            P.say(e.what(), true);
+    if (which && have && !exporting) {
+        // On the export job's thread: the panel keeps drawing meanwhile.
+        std::vector<charts::Chart> list;
+        if (which == 1 && P.current())
+            list.push_back(*P.current());
+        else
+            list = P.charts;
+        if (P.export_job.start(P.snap.results, std::move(list), P.settings.out_dir, P.exp)) {
+            P.export_dir = P.settings.out_dir;
+            P.say("exporting to " + P.export_dir + " ...", false);
         }
+    }
+    std::vector<std::string> written;
+    std::string export_error;
+    if (P.export_job.take(written, export_error)) {
+        if (export_error.empty())
+            P.say("wrote " + std::to_string(written.size()) + " files to " + P.export_dir, false);
+        else
+            P.say(export_error, true);
     }
     ImGui::AlignTextToFramePadding();
     ImGui::TextUnformatted("Show a results.json");

@@ -290,6 +290,44 @@ std::vector<std::string> export_timings(const bench::Results& r,
     return paths;
 }
 
+TimingsExportJob::~TimingsExportJob() {
+    wait();
+}
+
+void TimingsExportJob::wait() {
+    if (thread_.joinable()) thread_.join();
+}
+
+bool TimingsExportJob::start(std::shared_ptr<const bench::Results> results,
+                             std::vector<charts::Chart> list, std::string dir, TimingsExport what,
+                             charts::ExportSize size) {
+    if (running() || !results) return false;
+    wait();  // a finished job whose outcome was not taken
+    active_ = true;
+    done_ = false;
+    paths_.clear();
+    error_.clear();
+    thread_ = std::thread([this, results = std::move(results), list = std::move(list),
+                           dir = std::move(dir), what, size] {
+        try {
+            paths_ = export_timings(*results, list, dir, what, size);
+        } catch (const std::exception& e) {
+            error_ = e.what();
+        }
+        done_ = true;
+    });
+    return true;
+}
+
+bool TimingsExportJob::take(std::vector<std::string>& paths, std::string& error) {
+    if (!active_ || !done_.load()) return false;
+    wait();
+    active_ = false;
+    paths = std::move(paths_);
+    error = std::move(error_);
+    return true;
+}
+
 // [SECTION] screen mapping
 
 namespace {

@@ -118,6 +118,31 @@ std::vector<std::string> export_timings(const bench::Results& r,
                                         const std::string& dir, const TimingsExport& what,
                                         const charts::ExportSize& size = {});
 
+// An export on its own thread, so that the panel keeps drawing while every chart is written in
+// three formats (most of a second). start() is refused (false) while a job runs; take() hands
+// over the outcome once, when the job has ended. The destructor waits for a running job, so no
+// export is cut short.
+class TimingsExportJob {
+  public:
+    TimingsExportJob() = default;
+    TimingsExportJob(const TimingsExportJob&) = delete;
+    TimingsExportJob& operator=(const TimingsExportJob&) = delete;
+    ~TimingsExportJob();
+    bool start(std::shared_ptr<const bench::Results> results, std::vector<charts::Chart> list,
+               std::string dir, TimingsExport what, charts::ExportSize size = {});
+    bool running() const { return active_ && !done_.load(); }
+    // True once per finished job: its paths, or its error (paths empty).
+    bool take(std::vector<std::string>& paths, std::string& error);
+    void wait();
+
+  private:
+    std::thread thread_;
+    std::atomic<bool> done_{false};
+    bool active_ = false;
+    std::vector<std::string> paths_;
+    std::string error_;
+};
+
 // [SECTION] screen mapping
 
 // The plot rectangle in pixels (y grows downwards).
