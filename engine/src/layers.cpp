@@ -274,16 +274,21 @@ void softmax_cross_entropy_backward(Tensor& diff_logits, const Tensor& probs,
 
 // [SECTION] Layer classes and Sequential
 
+std::vector<Param> WeightedLayer::params() {
+    std::vector<Param> v{{"wei", &wei_, &diff_wei_}};
+    if (!bias_.empty()) v.push_back({"bias", &bias_, &diff_bias_});
+    return v;
+}
+
 Conv::Conv(std::string name, Problem p, Tensor wei, Tensor bias)
-    : Layer(std::move(name)), p_(std::move(p)), wei_(std::move(wei)), bias_(std::move(bias)) {
+    : WeightedLayer(std::move(name), std::move(wei), std::move(bias)), p_(std::move(p)) {
     p_.check();
     expect_dims("wei", wei_, p_.wei_dims());
     if (!bias_.empty()) expect_dims("bias", bias_, {p_.oc});
 }
 Tensor Conv::forward(const Tensor& x) {
     x_ = x;
-    return convlab::forward(with_batch(p_, x.dims()[0]), x, wei_, bias_.empty() ? nullptr : &bias_,
-                            "direct");
+    return convlab::forward(with_batch(p_, x.dims()[0]), x, wei_, bias_or_null(), "direct");
 }
 Tensor Conv::backward(const Tensor& diff_y) {
     const Problem p = with_batch(p_, x_.dims()[0]);
@@ -291,58 +296,38 @@ Tensor Conv::backward(const Tensor& diff_y) {
     diff_bias_ = backward_bias(p, diff_y);
     return backward_data(p, diff_y, wei_, "direct");
 }
-std::vector<Param> Conv::params() {
-    std::vector<Param> v{{"wei", &wei_, &diff_wei_}};
-    if (!bias_.empty()) v.push_back({"bias", &bias_, &diff_bias_});
-    return v;
-}
-
 ConvTransposed::ConvTransposed(std::string name, Problem p, Tensor wei, Tensor bias)
-    : Layer(std::move(name)), p_(std::move(p)), wei_(std::move(wei)), bias_(std::move(bias)) {
+    : WeightedLayer(std::move(name), std::move(wei), std::move(bias)), p_(std::move(p)) {
     p_.check();
     expect_dims("wei", wei_, p_.wei_dims());
     if (!bias_.empty()) expect_dims("bias", bias_, {p_.ic});
 }
 Tensor ConvTransposed::forward(const Tensor& x) {
     x_ = x;
-    return conv_transposed_forward(with_batch(p_, x.dims()[0]), x, wei_,
-                                   bias_.empty() ? nullptr : &bias_);
+    return conv_transposed_forward(with_batch(p_, x.dims()[0]), x, wei_, bias_or_null());
 }
 Tensor ConvTransposed::backward(const Tensor& diff_y) {
     Tensor diff_x;
-    conv_transposed_backward(diff_x, diff_wei_, bias_.empty() ? nullptr : &diff_bias_,
-                             with_batch(p_, x_.dims()[0]), diff_y, x_, wei_);
+    conv_transposed_backward(diff_x, diff_wei_, diff_bias_or_null(), with_batch(p_, x_.dims()[0]),
+                             diff_y, x_, wei_);
     return diff_x;
 }
-std::vector<Param> ConvTransposed::params() {
-    std::vector<Param> v{{"wei", &wei_, &diff_wei_}};
-    if (!bias_.empty()) v.push_back({"bias", &bias_, &diff_bias_});
-    return v;
-}
-
 LocallyConnected::LocallyConnected(std::string name, Problem p, Tensor wei, Tensor bias)
-    : Layer(std::move(name)), p_(std::move(p)), wei_(std::move(wei)), bias_(std::move(bias)) {
+    : WeightedLayer(std::move(name), std::move(wei), std::move(bias)), p_(std::move(p)) {
     p_.check();
     expect_dims("wei", wei_, locally_connected_wei_dims(p_));
     if (!bias_.empty()) expect_dims("bias", bias_, {p_.oc, p_.out_spatial()});
 }
 Tensor LocallyConnected::forward(const Tensor& x) {
     x_ = x;
-    return locally_connected_forward(with_batch(p_, x.dims()[0]), x, wei_,
-                                     bias_.empty() ? nullptr : &bias_);
+    return locally_connected_forward(with_batch(p_, x.dims()[0]), x, wei_, bias_or_null());
 }
 Tensor LocallyConnected::backward(const Tensor& diff_y) {
     Tensor diff_x;
-    locally_connected_backward(diff_x, diff_wei_, bias_.empty() ? nullptr : &diff_bias_,
-                               with_batch(p_, x_.dims()[0]), diff_y, x_, wei_);
+    locally_connected_backward(diff_x, diff_wei_, diff_bias_or_null(), with_batch(p_, x_.dims()[0]),
+                               diff_y, x_, wei_);
     return diff_x;
 }
-std::vector<Param> LocallyConnected::params() {
-    std::vector<Param> v{{"wei", &wei_, &diff_wei_}};
-    if (!bias_.empty()) v.push_back({"bias", &bias_, &diff_bias_});
-    return v;
-}
-
 Tensor ReLU::forward(const Tensor& x) {
     x_ = x;
     return relu_forward(x);
@@ -374,26 +359,19 @@ Tensor GlobalMaxPool::backward(const Tensor& diff_y) {
 }
 
 FullyConnected::FullyConnected(std::string name, Tensor wei, Tensor bias)
-    : Layer(std::move(name)), wei_(std::move(wei)), bias_(std::move(bias)) {
+    : WeightedLayer(std::move(name), std::move(wei), std::move(bias)) {
     if (wei_.rank() != 2) throw Error("fc wei has dims " + wei_.shape_str() + ", expected (O, F)");
     if (!bias_.empty()) expect_dims("fc bias", bias_, {wei_.dims()[0]});
 }
 Tensor FullyConnected::forward(const Tensor& x) {
     x_ = x;
-    return fully_connected_forward(x, wei_, bias_.empty() ? nullptr : &bias_);
+    return fully_connected_forward(x, wei_, bias_or_null());
 }
 Tensor FullyConnected::backward(const Tensor& diff_y) {
     Tensor diff_x;
-    fully_connected_backward(diff_x, diff_wei_, bias_.empty() ? nullptr : &diff_bias_, diff_y, x_,
-                             wei_);
+    fully_connected_backward(diff_x, diff_wei_, diff_bias_or_null(), diff_y, x_, wei_);
     return diff_x;
 }
-std::vector<Param> FullyConnected::params() {
-    std::vector<Param> v{{"wei", &wei_, &diff_wei_}};
-    if (!bias_.empty()) v.push_back({"bias", &bias_, &diff_bias_});
-    return v;
-}
-
 void Sequential::add(std::unique_ptr<Layer> layer) {
     layers_.push_back(std::move(layer));
 }

@@ -138,45 +138,53 @@ class Layer {
     std::string name_;
 };
 
+// A layer with weights and an optional bias (empty tensor: none): keeps them, their gradients
+// and the input of the last forward, and lists them as params().
+class WeightedLayer : public Layer {
+  public:
+    WeightedLayer(std::string name, Tensor wei, Tensor bias)
+        : Layer(std::move(name)), wei_(std::move(wei)), bias_(std::move(bias)) {}
+    std::vector<Param> params() override;
+
+  protected:
+    const Tensor* bias_or_null() const { return bias_.empty() ? nullptr : &bias_; }
+    Tensor* diff_bias_or_null() { return bias_.empty() ? nullptr : &diff_bias_; }
+    Tensor wei_, bias_, diff_wei_, diff_bias_, x_;
+};
+
 // Convolution through the engine. The problem's mb is taken from the input at each call.
-class Conv final : public Layer {
+class Conv final : public WeightedLayer {
   public:
     Conv(std::string name, Problem p, Tensor wei, Tensor bias = {});
     const char* kind() const override { return "conv"; }
     Tensor forward(const Tensor& x) override;
     Tensor backward(const Tensor& diff_y) override;
-    std::vector<Param> params() override;
     const Problem& problem() const { return p_; }
 
   private:
     Problem p_;
-    Tensor wei_, bias_, diff_wei_, diff_bias_, x_;
 };
 
-class ConvTransposed final : public Layer {
+class ConvTransposed final : public WeightedLayer {
   public:
     ConvTransposed(std::string name, Problem p, Tensor wei, Tensor bias = {});
     const char* kind() const override { return "conv_transposed"; }
     Tensor forward(const Tensor& x) override;
     Tensor backward(const Tensor& diff_y) override;
-    std::vector<Param> params() override;
 
   private:
     Problem p_;
-    Tensor wei_, bias_, diff_wei_, diff_bias_, x_;
 };
 
-class LocallyConnected final : public Layer {
+class LocallyConnected final : public WeightedLayer {
   public:
     LocallyConnected(std::string name, Problem p, Tensor wei, Tensor bias = {});
     const char* kind() const override { return "locally_connected"; }
     Tensor forward(const Tensor& x) override;
     Tensor backward(const Tensor& diff_y) override;
-    std::vector<Param> params() override;
 
   private:
     Problem p_;
-    Tensor wei_, bias_, diff_wei_, diff_bias_, x_;
 };
 
 class ReLU final : public Layer {
@@ -213,16 +221,12 @@ class GlobalMaxPool final : public Layer {
     std::vector<dim_t> argmax_, x_dims_;
 };
 
-class FullyConnected final : public Layer {
+class FullyConnected final : public WeightedLayer {
   public:
     FullyConnected(std::string name, Tensor wei, Tensor bias = {});
     const char* kind() const override { return "fc"; }
     Tensor forward(const Tensor& x) override;
     Tensor backward(const Tensor& diff_y) override;
-    std::vector<Param> params() override;
-
-  private:
-    Tensor wei_, bias_, diff_wei_, diff_bias_, x_;
 };
 
 // A chain of layers ending in logits, trained with softmax cross-entropy. forward keeps every
