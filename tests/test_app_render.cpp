@@ -124,10 +124,9 @@ TEST_CASE("app render: bad shots fail with status 2, one line, no file") {
     TempDir t;
     // Refused before any window opens (in-process).
     const auto in_process = [&](std::vector<std::string> args) {
-        std::ostringstream out, err;
-        const int s = convlab::run_cli(std::move(args), out, err);
-        CHECK(s == 2);
-        const std::string e = err.str();
+        const Run r = convlab::test::run_in_process(std::move(args));
+        CHECK(r.status == 2);
+        const std::string& e = r.err;
         CHECK(e.rfind("convlab: ", 0) == 0);
         CHECK(std::count(e.begin(), e.end(), '\n') == 1);
         return e;

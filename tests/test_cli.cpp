@@ -33,16 +33,8 @@ using convlab::test::TempDir;
 
 namespace {
 
-struct Run {
-    int status;
-    std::string out, err;
-};
-
-Run run(std::vector<std::string> args) {
-    std::ostringstream out, err;
-    const int status = run_cli(std::move(args), out, err);
-    return {status, out.str(), err.str()};
-}
+using convlab::test::Run;
+const auto run = convlab::test::run_in_process;
 
 std::string joined(const std::vector<std::string>& args) {
     std::string s;

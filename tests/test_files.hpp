@@ -1,5 +1,6 @@
-// Shared test helpers for files and processes: a temporary folder, the convlab binary run with
-// its output captured, and PNG pictures decoded for the headless-rendering checks.
+// Shared test helpers for files and processes: a temporary folder, the convlab command line run
+// in-process or as the binary with its output captured, and PNG pictures decoded for the
+// headless-rendering checks.
 #pragma once
 
 #include <doctest/doctest.h>
@@ -12,9 +13,11 @@
 #include <fstream>
 #include <iterator>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
+#include "cli/cli.hpp"
 #include "stb_image.h"
 
 namespace convlab::test {
@@ -65,6 +68,16 @@ struct Run {
     int status = -1;
     std::string out, err;
 };
+
+// Runs the command line in this process (convlab::run_cli), capturing both streams.
+inline Run run_in_process(std::vector<std::string> args) {
+    std::ostringstream out, err;
+    Run r;
+    r.status = convlab::run_cli(std::move(args), out, err);
+    r.out = out.str();
+    r.err = err.str();
+    return r;
+}
 
 // Runs the convlab binary with `args` (shell-quoted by the caller) in `dir` (theme files are
 // looked up relative to the working directory first), capturing both streams.

@@ -13,6 +13,7 @@
 #include "cli/cli.hpp"
 #include "convlab/layers.hpp"
 #include "lesson/lesson.hpp"
+#include "test_files.hpp"
 
 using namespace convlab;
 using namespace convlab::lesson;
@@ -51,11 +52,10 @@ void expect_error(const std::string& text, int line, const std::string& fragment
 }
 
 int run(std::vector<std::string> args, std::string& out, std::string& err) {
-    std::ostringstream o, e;
-    const int status = run_cli(std::move(args), o, e);
-    out = o.str();
-    err = e.str();
-    return status;
+    const convlab::test::Run r = convlab::test::run_in_process(std::move(args));
+    out = r.out;
+    err = r.err;
+    return r.status;
 }
 
 }  // namespace

@@ -403,10 +403,9 @@ TEST_CASE("timings panel: the view rendered headless from a results.json, FAIL m
 TEST_CASE("timings panel: shot options of the timings view are checked before any window") {
     TempDir t;
     const auto in_process = [&](std::vector<std::string> args) {
-        std::ostringstream out, err;
-        const int s = convlab::run_cli(std::move(args), out, err);
-        CHECK(s == 2);
-        return err.str();
+        const Run r = convlab::test::run_in_process(std::move(args));
+        CHECK(r.status == 2);
+        return r.err;
     };
     const std::string png = (t.path / "x.png").string();
     CHECK(in_process({"shot", "--view", "im2col", "--chart", "ops_fwd", "--out", png})
