@@ -53,15 +53,6 @@ double parse_number(std::string_view flag, const std::string& text, double lo) {
     return x;
 }
 
-std::string shell_quote(const std::string& s) {
-    if (!s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                          "0123456789-_./,:=+") == std::string::npos)
-        return s;
-    std::string out = "'";
-    for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    return out + "'";
-}
-
 const Command& command();
 
 // The command line that reproduces the run, from the options as given.
@@ -71,7 +62,7 @@ std::string reproduce(const Options& opts) {
         const std::string* v = opts.get(o.name);
         if (!v) continue;
         s += std::string(" ") + o.name;
-        if (o.value) s += " " + shell_quote(*v);
+        if (o.value) s += " " + bench::shell_quote(*v);
     }
     return s;
 }

@@ -67,21 +67,12 @@ std::vector<std::string> algo_tokens(const TimingsSettings& s) {
     return tokens;
 }
 
-std::string shell_quote(const std::string& s) {
-    if (!s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                          "0123456789-_./,:=+") == std::string::npos)
-        return s;
-    std::string out = "'";
-    for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    return out + "'";
-}
-
 }  // namespace
 
 std::string reproduce_command(const TimingsSettings& s, bool peer_used) {
     std::string cmd = "convlab bench";
     if (s.quick) cmd += " --quick";
-    cmd += " --shapes " + shell_quote(s.shapes_file);
+    cmd += " --shapes " + bench::shell_quote(s.shapes_file);
     cmd += " --batch " + std::to_string(s.batch);
     std::string passes;
     for (Pass p : selected_passes(s))
@@ -95,7 +86,7 @@ std::string reproduce_command(const TimingsSettings& s, bool peer_used) {
     }
     cmd += std::string(" --peer ") + (peer_used ? "onednn" : "none");
     cmd += " --threads " + std::to_string(s.threads);
-    cmd += " --out " + shell_quote(s.out_dir);
+    cmd += " --out " + bench::shell_quote(s.out_dir);
     return cmd;
 }
 

@@ -154,6 +154,15 @@ void time_with_ops(const TimingRule& rule, const std::function<void(Profiler*)>&
 
 }  // namespace
 
+std::string shell_quote(const std::string& s) {
+    if (!s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                          "0123456789-_./,:=+") == std::string::npos)
+        return s;
+    std::string out = "'";
+    for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return out + "'";
+}
+
 std::size_t output_size(const Problem& p, Pass pass) {
     switch (pass) {
         case Pass::Forward:

@@ -240,6 +240,9 @@ struct PeerSpec {
 
 struct Results;
 
+// A word of a shell command line (Config::command), single-quoted unless it is plainly safe.
+std::string shell_quote(const std::string& s);
+
 struct Config {
     std::vector<Layer> layers;
     std::optional<dim_t> batch;  // replaces every layer's mb; nullopt keeps the file's
