@@ -156,23 +156,6 @@ void check_output_path(const std::string& path) {
     if (::access(dir.c_str(), W_OK | X_OK) != 0) throw cannot(errno);
 }
 
-// Generated inputs: integers in [-3, 3] from splitmix64, so that every sum is exact in fp32 and
-// the result does not depend on the summation order. `salt` separates the tensors of one seed
-// (the same seed gives the same src to every pass).
-Tensor generate(std::vector<dim_t> dims, std::uint64_t seed, std::uint64_t salt) {
-    Tensor t(std::move(dims));
-    float* data = t.f32();
-    std::uint64_t state = seed ^ (salt * 0xd1b54a32d192ed03ull);
-    for (dim_t i = 0; i < t.numel(); ++i) {
-        std::uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-        z ^= z >> 31;
-        data[i] = static_cast<float>(static_cast<int>(z % 7) - 3);
-    }
-    return t;
-}
-
 std::string json_string(std::string_view s) {
     std::string r = "\"";
     for (char c : s) {
@@ -230,7 +213,7 @@ std::vector<const Input*> inputs_of(Pass pass) {
 Tensor load_input(const Options& opts, const Input& in, const Problem& p, std::uint64_t seed) {
     const std::vector<dim_t> dims = dims_of(in, p);
     const std::string* path = opts.get(in.flag);
-    if (!path) return generate(dims, seed, in.salt);
+    if (!path) return seeded_integers(dims, seed, in.salt);
     Tensor t = read_npy(*path);
     if (t.dims() != dims)
         throw Error(std::string(in.flag) + " " + *path + " has shape " + t.shape_str() +

@@ -69,21 +69,6 @@ Tensor to_tensor(const InlineTensor& it, const std::string& what) {
     return to_tensor(it, dims, what);
 }
 
-// Integers in [-3, 3] from splitmix64, the same sequence as `convlab compute --seed`: sums stay
-// exact in fp32 and every algorithm gives the same bits.
-Tensor generate(std::vector<dim_t> dims, std::uint64_t seed, std::uint64_t salt) {
-    Tensor t(std::move(dims));
-    std::uint64_t state = seed ^ (salt * 0xd1b54a32d192ed03ull);
-    for (dim_t i = 0; i < t.numel(); ++i) {
-        std::uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-        z ^= z >> 31;
-        t.f32()[i] = static_cast<float>(static_cast<int>(z % 7) - 3);
-    }
-    return t;
-}
-
 const InlineTensor* data_of(const Step& s, std::string_view name) {
     for (const auto& [k, v] : s.data)
         if (k == name) return &v;
@@ -92,7 +77,7 @@ const InlineTensor* data_of(const Step& s, std::string_view name) {
 
 Tensor input(const Step& s, const char* name, std::vector<dim_t> dims, std::uint64_t salt) {
     if (const InlineTensor* d = data_of(s, name)) return to_tensor(*d, dims, name);
-    return generate(std::move(dims), s.seed, salt);
+    return seeded_integers(std::move(dims), s.seed, salt);
 }
 
 Tensor run_map(const IndexMap& m, const Tensor& src) {
@@ -316,7 +301,7 @@ std::unique_ptr<layers::Layer> build_layer(const LayerSpec& l, std::size_t index
     const std::uint64_t seed = l.seed ? l.seed : 1000 + index;
     auto weights = [&](std::vector<dim_t> dims) {
         return l.wei.present() ? to_tensor(l.wei, dims, "'wei' of layer " + l.name)
-                               : generate(std::move(dims), seed, 2);
+                               : seeded_integers(std::move(dims), seed, 2);
     };
     auto bias = [&](std::vector<dim_t> dims) {
         return l.bias.present() ? to_tensor(l.bias, dims, "'bias' of layer " + l.name) : Tensor{};

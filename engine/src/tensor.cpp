@@ -90,6 +90,20 @@ float bf16_to_float(std::uint16_t b) {
     return std::bit_cast<float>(static_cast<std::uint32_t>(b) << 16);
 }
 
+Tensor seeded_integers(std::vector<dim_t> dims, std::uint64_t seed, std::uint64_t salt) {
+    Tensor t(std::move(dims));
+    float* data = t.f32();
+    std::uint64_t state = seed ^ (salt * 0xd1b54a32d192ed03ull);
+    for (dim_t i = 0; i < t.numel(); ++i) {
+        std::uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+        z ^= z >> 31;
+        data[i] = static_cast<float>(static_cast<int>(z % 7) - 3);
+    }
+    return t;
+}
+
 dim_t product(std::span<const dim_t> dims) {
     dim_t p = 1;
     for (dim_t d : dims)

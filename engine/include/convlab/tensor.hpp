@@ -81,4 +81,9 @@ class Tensor {
 std::string dims_str(std::span<const dim_t> dims);  // "(2,3,4,5)"
 dim_t product(std::span<const dim_t> dims);
 
+// Integers in [-3, 3] from splitmix64: sums of them stay exact in fp32, so every algorithm gives
+// the same bits whatever its summation order. `salt` separates the tensors of one seed. The
+// sequence of `convlab compute --seed` and of the lessons' generated data.
+Tensor seeded_integers(std::vector<dim_t> dims, std::uint64_t seed, std::uint64_t salt);
+
 }  // namespace convlab
