@@ -577,11 +577,12 @@ int main(int argc, char** argv) {
                 double err = 0;
                 bool ran = false;
                 std::string timing_error;
+                bench::Timing time;
             };
             std::vector<Row> rows;
             for (const convlab::Algorithm* alg : pl.algos) {
                 Total& tot = totals[{pass, alg->name}];
-                Row row{alg, "", 0, false, ""};
+                Row row{alg, "", 0, false, "", {}};
                 try {
                     std::fill(b.out.begin(), b.out.end(), std::numeric_limits<float>::quiet_NaN());
                     alg->run(p, args_for(pass, b, b.out.data()), nullptr);
@@ -633,13 +634,8 @@ int main(int argc, char** argv) {
                 timed_rows.push_back(&row);
             }
             const std::vector<bench::Timing> times = bench::measure_interleaved(o.timing, timed);
-            std::map<const Row*, bench::Timing> row_time;
-            for (std::size_t i = 0; i < timed.size(); ++i) {
-                if (timed_rows[i])
-                    row_time[timed_rows[i]] = times[i];
-                else
-                    peer_t = times[i];
-            }
+            for (std::size_t i = 0; i < timed.size(); ++i)
+                (timed_rows[i] ? timed_rows[i]->time : peer_t) = times[i];
             if (peer_ok) {
                 PeerTotal& pt = peer_totals[pass];
                 ++pt.layers;
@@ -723,7 +719,7 @@ int main(int argc, char** argv) {
                     print_row(alg->name, "ERROR: " + row.timing_error, nullptr, 0);
                     continue;
                 }
-                const bench::Timing& t = row_time.at(&row);
+                const bench::Timing& t = row.time;
                 ++tot.layers;
                 tot.ms += t.median_ms;
                 tot.flops += flops;
