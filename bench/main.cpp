@@ -274,20 +274,6 @@ std::vector<Plan> make_plan(const Options& o) {
     return plan;
 }
 
-std::string engine_isa() {
-    std::string s;
-#if defined(__AVX512F__)
-    s += " avx512f";
-#endif
-#if defined(__AVX2__)
-    s += " avx2";
-#endif
-#if defined(__FMA__)
-    s += " fma";
-#endif
-    return s.empty() ? "baseline x86-64" : s.substr(1);
-}
-
 // Totals of one (pass, algorithm) over the layers.
 struct Total {
     int layers = 0;       // layers timed
@@ -384,10 +370,11 @@ int main(int argc, char** argv) {
     // [SECTION] header
     std::printf("convlab_bench %s\n", CONVLAB_VERSION);
     const double load = bench::load_average();
+    convlab::bench::Machine machine = convlab::bench::describe_machine();
     std::printf(
         "machine: CPU %s (%d logical CPUs) | threads %d | compiler %s (engine ISA: %s) | "
         "%s | %s\n",
-        bench::cpu_model().c_str(), hw, threads, CONVLAB_COMPILER, engine_isa().c_str(),
+        bench::cpu_model().c_str(), hw, threads, CONVLAB_COMPILER, machine.engine_isa.c_str(),
         use_peer ? bench::PeerConv::describe().c_str() : "oneDNN: not measured",
         bench::local_date().c_str());
     std::printf(
@@ -395,7 +382,6 @@ int main(int argc, char** argv) {
         load > 0.5 ? " (the machine was busy; see the CPU share of other processes below)" : "");
     // The machine's fp32 peak, measured now and again after the run (the higher counts): the
     // %peak columns divide by it.
-    convlab::bench::Machine machine = convlab::bench::describe_machine();
     if (o.peak) {
         convlab::bench::measure_machine_peak(machine, threads);
         std::printf(
