@@ -35,7 +35,8 @@ const char* const kProblems[] = {
 const char* const kViews[] = {"im2col",  "col2im", "stride",     "fliprot",
                               "fractal", "tnc",    "weight_grad"};
 
-const Granularity kGranularities[] = {Granularity::Element, Granularity::Line, Granularity::Whole};
+const Granularity kGranularities[] = {Granularity::Element, Granularity::Line, Granularity::Tile,
+                                      Granularity::Whole};
 
 app::ViewModel build(const std::string& view, const char* desc,
                      app::DataKind data = app::DataKind::Integer, dim_t c0 = 4) {

@@ -176,7 +176,8 @@ TEST_CASE("cli: map --step-granularity lists the pairs step by step") {
         a.insert(a.end(), extra.begin(), extra.end());
         return a;
     };
-    for (Granularity g : {Granularity::Element, Granularity::Line, Granularity::Whole}) {
+    for (Granularity g :
+         {Granularity::Element, Granularity::Line, Granularity::Tile, Granularity::Whole}) {
         INFO(granularity_name(g));
         const std::string out = run_ok(with({"--step-granularity", granularity_name(g)})).out;
         CHECK(count_lines_starting(out, "step ") == m.num_steps(g));
@@ -449,7 +450,8 @@ TEST_CASE("cli: map --step-granularity on the DaVinci maps") {
     const std::string desc = "mb2ic5ih6oc20oh3kh3sh2ph1";
     const Problem p = parse_descriptor(desc);
     for (const std::string name : {"tnc5d", "fliprot_fz", "strided5d", "im2col_fractal"})
-        for (Granularity g : {Granularity::Element, Granularity::Line, Granularity::Whole}) {
+        for (Granularity g :
+             {Granularity::Element, Granularity::Line, Granularity::Tile, Granularity::Whole}) {
             INFO(name << " " << granularity_name(g));
             const IndexMap m = davinci::by_name(name, p, 8);
             const std::vector<std::string> args{"map",

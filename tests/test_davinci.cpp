@@ -681,7 +681,7 @@ TEST_CASE("davinci: FRACTAL_NZ is printable, enumerable and usable by the generi
                 // Enumerable: the steps of every granularity write each destination exactly
                 // once, with the pair the map gives.
                 for (auto g : {convlab::Granularity::Element, convlab::Granularity::Line,
-                               convlab::Granularity::Whole}) {
+                               convlab::Granularity::Tile, convlab::Granularity::Whole}) {
                     std::vector<int> seen(static_cast<std::size_t>(phys.numel()), 0);
                     dim_t wrong = 0;
                     for (dim_t st = 0; st < pack.num_steps(g); ++st)

@@ -948,8 +948,46 @@ TEST_CASE("maps: step enumeration of every map") {
             CHECK(line_sizes);
             CHECK(elem == want);
             CHECK(lines == want);
+
+            // Tile: at most kTileLines whole lines along the axis walked outside the line axis
+            // (the highest other axis), all within one index of the remaining axes.
+            int mid_axis = -1;
+            for (int a = 0; a < dom.rank(); ++a)
+                if (a != m.line_axis()) mid_axis = a;
+            const dim_t mid = mid_axis < 0 ? 1 : dom.dims[static_cast<std::size_t>(mid_axis)];
+            CHECK(m.mid_extent() == mid);
+            CHECK(m.num_steps(Granularity::Tile) ==
+                  n / (line * mid) * ((mid + convlab::kTileLines - 1) / convlab::kTileLines));
+            std::vector<std::pair<dim_t, dim_t>> tiles;
+            bool tile_sizes = true, one_block = true;
+            std::vector<dim_t> c0(static_cast<std::size_t>(dom.rank())), c(c0.size());
+            for (dim_t s = 0; s < m.num_steps(Granularity::Tile); ++s) {
+                const auto t = step_pairs(m, Granularity::Tile, s);
+                const auto sz = static_cast<dim_t>(t.size());
+                tile_sizes =
+                    tile_sizes && sz % line == 0 && sz >= line && sz <= convlab::kTileLines * line;
+                for (std::size_t i = 0; i < t.size(); ++i) {
+                    const dim_t d = m.kind() == IndexMap::Kind::Gather ? t[i].second : t[i].first;
+                    dom.coord_of(d, i == 0 ? std::span<dim_t>(c0) : std::span<dim_t>(c));
+                    if (i == 0) continue;
+                    for (int a = 0; a < dom.rank(); ++a)
+                        if (a != m.line_axis() && a != mid_axis)
+                            one_block = one_block && c[static_cast<std::size_t>(a)] ==
+                                                         c0[static_cast<std::size_t>(a)];
+                    if (mid_axis >= 0)
+                        one_block =
+                            one_block &&
+                            c[static_cast<std::size_t>(mid_axis)] / convlab::kTileLines ==
+                                c0[static_cast<std::size_t>(mid_axis)] / convlab::kTileLines;
+                }
+                tiles.insert(tiles.end(), t.begin(), t.end());
+            }
+            CHECK(tile_sizes);
+            CHECK(one_block);
+            CHECK(tiles == want);
             CHECK(step_pairs(m, Granularity::Whole, 0) == want);
-            for (Granularity g : {Granularity::Element, Granularity::Line, Granularity::Whole}) {
+            for (Granularity g :
+                 {Granularity::Element, Granularity::Line, Granularity::Tile, Granularity::Whole}) {
                 CHECK(step_pairs(m, g, -1).empty());
                 CHECK(step_pairs(m, g, m.num_steps(g)).empty());
             }
@@ -958,7 +996,8 @@ TEST_CASE("maps: step enumeration of every map") {
             const Buf src = iota(m.src().numel());
             const Buf full = run(m, src);
             const bool gather = m.kind() == IndexMap::Kind::Gather;
-            for (Granularity g : {Granularity::Element, Granularity::Line, Granularity::Whole}) {
+            for (Granularity g :
+                 {Granularity::Element, Granularity::Line, Granularity::Tile, Granularity::Whole}) {
                 Buf dst(full.size(), 0.0f);
                 m.execute_steps(g, m.num_steps(g), src.data(), dst.data());
                 check_same(dst, full, m.dst().dims,
@@ -1283,12 +1322,14 @@ TEST_CASE("maps: names, by_name, granularities, shapes and map construction") {
         for (const auto& name : known) CHECK(what.find(name) != std::string::npos);
     }
 
-    for (Granularity g : {Granularity::Element, Granularity::Line, Granularity::Whole})
+    for (Granularity g :
+         {Granularity::Element, Granularity::Line, Granularity::Tile, Granularity::Whole})
         CHECK(convlab::parse_granularity(convlab::granularity_name(g)) == g);
     CHECK(std::string(convlab::granularity_name(Granularity::Line)) == "line");
     CHECK(convlab::parse_granularity("row") == Granularity::Line);
     CHECK(convlab::parse_granularity("column") == Granularity::Line);
-    CHECK_THROWS_AS(convlab::parse_granularity("tile"), Error);
+    CHECK(convlab::parse_granularity("tile") == Granularity::Tile);
+    CHECK_THROWS_AS(convlab::parse_granularity("tiles"), Error);
 
     const Shape s{{2, 3, 4, 5}, {"n", "c", "h", "w"}};
     CHECK(s.str() == "(n=2,c=3,h=4,w=5)");

@@ -585,7 +585,7 @@ const std::vector<Command>& commands() {
           {"--problem", "DESC", "benchdnn-style descriptor"},
           {"--format", "FORMAT", "text (default) | json"},
           {"--limit", "N", "print at most N pairs"},
-          {"--step-granularity", "G", "element | line | whole: list the pairs step by step"}},
+          {"--step-granularity", "G", "element | line | tile | whole: list the pairs step by step"}},
          run_map},
         {"algos", "list the algorithms of every pass", "algos", "", {}, run_algos},
         {"describe",

@@ -199,7 +199,7 @@ const Command& shot_command() {
          {"--step", "K", "the step shown, from 0 (default 0); with --lesson the lesson's, from 1"},
          {"--lesson", "FILE", "a lesson file (or its number: 17) to show a step of"},
          {"--size", "WxH", "window size in pixels (default 1600x1000)"},
-         {"--granularity", "G", "element | line (default) | whole"},
+         {"--granularity", "G", "element | line (default) | tile | whole"},
          {"--data", "KIND", "integer (default) | real"},
          {"--c0", "C0", "C0 of the DaVinci views (default 16)"},
          {"--palette", "NAME", "default | high-contrast | colorblind"},

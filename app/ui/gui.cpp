@@ -410,7 +410,8 @@ void App::keyboard() {
     if (pressed(GLFW_KEY_DOWN, true)) pb.speed = std::max(0.25, pb.speed / 1.5);
     if (pressed(GLFW_KEY_G)) {
         pb.granularity = pb.granularity == Granularity::Element ? Granularity::Line
-                         : pb.granularity == Granularity::Line  ? Granularity::Whole
+                         : pb.granularity == Granularity::Line  ? Granularity::Tile
+                         : pb.granularity == Granularity::Tile  ? Granularity::Whole
                                                                 : Granularity::Element;
         pb.step = 0;
         step_dirty = true;
@@ -628,7 +629,14 @@ void App::sidebar(float width) {
     ImGui::SameLine();
     gch |= ImGui::RadioButton("line", &g, 1);
     ImGui::SameLine();
-    gch |= ImGui::RadioButton("whole", &g, 2);
+    gch |= ImGui::RadioButton("tile", &g, 2);
+    if (ImGui::IsItemHovered())
+        ImGui::SetTooltip(
+            "%lld lines at a time: 16 columns of the column matrix (a GEMM panel), "
+            "one 16 x C0 fractal",
+            static_cast<long long>(kTileLines));
+    ImGui::SameLine();
+    gch |= ImGui::RadioButton("whole", &g, 3);
     if (gch) {
         pb.granularity = static_cast<Granularity>(g);
         pb.step = 0;
@@ -695,6 +703,7 @@ void App::header() {
     }
     const char* gran = s.playback.granularity == Granularity::Element ? "one element"
                        : s.playback.granularity == Granularity::Line  ? "one line"
+                       : s.playback.granularity == Granularity::Tile  ? "one tile (16 lines)"
                                                                       : "everything";
     std::string line = s.descriptor + "   view " + s.request.view + "   step " +
                        std::to_string(s.playback.step) + " (of 0 to " +
@@ -1155,7 +1164,7 @@ void App::frame(double dt) {
         ImGui::Begin("keys", &show_help, ImGuiWindowFlags_AlwaysAutoResize);
         ImGui::TextUnformatted(
             "space      play / pause\nleft/right step back / forward\nHome/End   first / "
-            "last step\nup/down    speed\nG          granularity element / line / whole\nL  "
+            "last step\nup/down    speed\nG          granularity element / line / tile / whole\nL  "
             "        loop\n1-9        views; PgUp/PgDn previous / next\nF          fit to "
             "window\nC          palette\nP          presenter mode\nTab        sidebar\nF11  "
             "      full screen\n+/-        font size\nS          save PNG\nEsc        unpin / "

@@ -333,18 +333,11 @@ void layout_view(ViewModel& v, double title_cells, double min_slot) {
 // [SECTION] links
 
 dim_t Link::num_steps(Granularity g) const {
-    const auto n = static_cast<dim_t>(order.size());
-    if (n == 0) return 0;
-    if (g == Granularity::Whole) return 1;
-    if (g == Granularity::Line) return (n + line_len - 1) / line_len;
-    return n;
+    return walk_num_steps(g, static_cast<dim_t>(order.size()), line_len, mid_len);
 }
 
 void Link::step_range(Granularity g, dim_t step, dim_t& begin, dim_t& end) const {
-    const auto n = static_cast<dim_t>(order.size());
-    const dim_t per = g == Granularity::Whole ? n : g == Granularity::Line ? line_len : 1;
-    begin = std::clamp(step * per, dim_t{0}, n);
-    end = std::clamp((step + 1) * per, dim_t{0}, n);
+    walk_step_span(g, step, static_cast<dim_t>(order.size()), line_len, mid_len, begin, end);
 }
 
 std::vector<dim_t> Link::sources_of(dim_t dst_linear) const {
@@ -382,6 +375,7 @@ Link make_link(std::shared_ptr<const IndexMap> map, int src, int dst,
     const dim_t n = map->domain().numel();
     const dim_t m = map->codomain().numel();
     l.line_len = map->domain().dims[static_cast<std::size_t>(map->line_axis())];
+    l.mid_len = map->mid_extent();
     l.order.resize(static_cast<std::size_t>(n));
     l.step_of.resize(static_cast<std::size_t>(n));
     l.image.resize(static_cast<std::size_t>(n));
@@ -1081,6 +1075,16 @@ void Playback::scrub(dim_t s, dim_t n) {
     step = n <= 0 ? 0 : std::clamp(s, dim_t{0}, n - 1);
 }
 
+namespace {
+
+// A relation's result panel is walked row-major: its last axis is the line.
+dim_t mid_extent(const Panel& p) {
+    const auto& d = p.shape.dims;
+    return d.size() < 2 ? 1 : d[d.size() - 2];
+}
+
+}  // namespace
+
 dim_t num_steps(const ViewModel& v, Granularity g) {
     dim_t n = 0;
     for (const auto& d : v.drivers) {
@@ -1089,11 +1093,7 @@ dim_t num_steps(const ViewModel& v, Granularity g) {
         } else {
             const Panel& r = v.panels[static_cast<std::size_t>(
                 v.relations[static_cast<std::size_t>(d.relation)].result)];
-            const dim_t e = r.numel();
-            const dim_t line = r.shape.dims.back();
-            n = std::max(n, g == Granularity::Whole  ? dim_t{1}
-                            : g == Granularity::Line ? (e + line - 1) / line
-                                                     : e);
+            n = std::max(n, walk_num_steps(g, r.numel(), r.shape.dims.back(), mid_extent(r)));
         }
     }
     return n;
@@ -1216,9 +1216,9 @@ StepState compute_step(const ViewModel& v, Granularity g, dim_t step) {
             const Relation& rel = v.relations[static_cast<std::size_t>(drv.relation)];
             const auto ri = static_cast<std::size_t>(rel.result);
             const dim_t n = v.panels[ri].numel();
-            const dim_t line = v.panels[ri].shape.dims.back();
-            const dim_t per = g == Granularity::Whole ? n : g == Granularity::Line ? line : 1;
-            const dim_t begin = std::min(step * per, n), end = std::min(begin + per, n);
+            dim_t begin = 0, end = 0;
+            walk_step_span(g, step, n, v.panels[ri].shape.dims.back(), mid_extent(v.panels[ri]),
+                           begin, end);
             for (dim_t d = end; d < n; ++d) {
                 st.panels[ri].flags[static_cast<std::size_t>(d)] |= kPending;
                 st.panels[ri].shown[static_cast<std::size_t>(d)] = NAN;

@@ -93,6 +93,7 @@ struct Link {
     // Inverse of image: for every codomain element, the domain elements that map to it.
     std::vector<dim_t> inv_start, inv_items;
     dim_t line_len = 1;  // domain dims[line_axis]: element steps per Line step
+    dim_t mid_len = 1;   // IndexMap::mid_extent(): lines per Tile block
 
     bool is_gather() const { return map->kind() == IndexMap::Kind::Gather; }
     dim_t num_steps(Granularity g) const;

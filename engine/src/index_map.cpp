@@ -43,6 +43,8 @@ const char* granularity_name(Granularity g) {
             return "element";
         case Granularity::Line:
             return "line";
+        case Granularity::Tile:
+            return "tile";
         case Granularity::Whole:
             return "whole";
     }
@@ -52,8 +54,58 @@ const char* granularity_name(Granularity g) {
 Granularity parse_granularity(std::string_view s) {
     if (s == "element") return Granularity::Element;
     if (s == "line" || s == "row" || s == "column") return Granularity::Line;
+    if (s == "tile") return Granularity::Tile;
     if (s == "whole") return Granularity::Whole;
-    throw Error("step granularity '" + std::string(s) + "': expected element, line or whole");
+    throw Error("step granularity '" + std::string(s) +
+                "': expected element, line (row, column), tile or whole");
+}
+
+dim_t walk_num_steps(Granularity g, dim_t n, dim_t line, dim_t mid) {
+    if (n <= 0 || line <= 0) return 0;
+    switch (g) {
+        case Granularity::Element:
+            return n;
+        case Granularity::Line:
+            return (n + line - 1) / line;
+        case Granularity::Tile: {
+            const dim_t lines = (n + line - 1) / line;
+            mid = std::max(mid, dim_t{1});
+            const dim_t blocks = (mid + kTileLines - 1) / kTileLines;
+            return (lines + mid - 1) / mid * blocks;
+        }
+        case Granularity::Whole:
+            return 1;
+    }
+    return 0;
+}
+
+void walk_step_span(Granularity g, dim_t step, dim_t n, dim_t line, dim_t mid, dim_t& begin,
+                    dim_t& end) {
+    begin = end = 0;
+    if (step < 0 || step >= walk_num_steps(g, n, line, mid)) return;
+    switch (g) {
+        case Granularity::Element:
+            begin = step;
+            end = step + 1;
+            break;
+        case Granularity::Line:
+            begin = step * line;
+            end = begin + line;
+            break;
+        case Granularity::Tile: {
+            mid = std::max(mid, dim_t{1});
+            const dim_t blocks = (mid + kTileLines - 1) / kTileLines;
+            const dim_t outer = step / blocks, b = step % blocks;
+            const dim_t first = b * kTileLines, last = std::min(mid, first + kTileLines);
+            begin = (outer * mid + first) * line;
+            end = (outer * mid + last) * line;
+            break;
+        }
+        case Granularity::Whole:
+            end = n;
+            break;
+    }
+    end = std::min(end, n);
 }
 
 // [SECTION] IndexMap
@@ -138,29 +190,18 @@ std::vector<int> IndexMap::walk_order() const {
     return order;
 }
 
-dim_t IndexMap::num_steps(Granularity g) const {
-    const dim_t n = domain().numel();
-    switch (g) {
-        case Granularity::Element:
-            return n;
-        case Granularity::Line: {
-            const dim_t line = domain().dims[line_axis_];
-            return line ? n / line : 0;
-        }
-        case Granularity::Whole:
-            return n ? 1 : 0;
-    }
-    return 0;
+dim_t IndexMap::mid_extent() const {
+    const auto order = walk_order();
+    return order.size() < 2 ? 1 : domain().dims[static_cast<std::size_t>(order[order.size() - 2])];
 }
 
-// The i-th domain element (in walk order) of step `step`, as a linear domain index; fills coord.
-dim_t IndexMap::domain_linear_at(Granularity g, dim_t step, dim_t i,
-                                 std::vector<dim_t>& coord) const {
+dim_t IndexMap::num_steps(Granularity g) const {
+    return walk_num_steps(g, domain().numel(), domain().dims[line_axis_], mid_extent());
+}
+
+// The domain element at position `walk` of the walk order, as a linear domain index; fills coord.
+dim_t IndexMap::domain_linear_at(dim_t walk, std::vector<dim_t>& coord) const {
     const Shape& dom = domain();
-    dim_t per_step = 1;
-    if (g == Granularity::Line) per_step = dom.dims[line_axis_];
-    if (g == Granularity::Whole) per_step = dom.numel();
-    dim_t walk = step * per_step + i;  // position in walk order
     const auto order = walk_order();
     for (int k = static_cast<int>(order.size()) - 1; k >= 0; --k) {
         const int a = order[k];
@@ -172,14 +213,12 @@ dim_t IndexMap::domain_linear_at(Granularity g, dim_t step, dim_t i,
 
 void IndexMap::for_each_in_step(Granularity g, dim_t step,
                                 const std::function<void(dim_t, dim_t)>& f) const {
-    if (step < 0 || step >= num_steps(g)) return;
     const Shape& dom = domain();
-    dim_t per_step = 1;
-    if (g == Granularity::Line) per_step = dom.dims[line_axis_];
-    if (g == Granularity::Whole) per_step = dom.numel();
+    dim_t begin = 0, end = 0;
+    walk_step_span(g, step, dom.numel(), dom.dims[line_axis_], mid_extent(), begin, end);
     std::vector<dim_t> c(static_cast<std::size_t>(dom.rank()));
-    for (dim_t i = 0; i < per_step; ++i) {
-        const dim_t d = domain_linear_at(g, step, i, c);
+    for (dim_t i = begin; i < end; ++i) {
+        const dim_t d = domain_linear_at(i, c);
         const dim_t o = fn_(c.data());
         if (kind_ == Kind::Gather)
             f(o, d);

@@ -40,10 +40,24 @@ struct Shape {
 enum class Granularity {
     Element,  // one domain element a step
     Line,     // all domain elements that differ only along line_axis (a column of im2col's matrix)
+    Tile,     // kTileLines consecutive lines along the next walked axis, never crossing an index
+              // of the axes outside it: 16 columns of im2col's matrix (a GEMM panel), one
+              // 16 x C0 fractal of FRACTAL_Z
     Whole,    // everything in one step
 };
 const char* granularity_name(Granularity g);
-Granularity parse_granularity(std::string_view s);  // element|line|whole; throws Error
+Granularity parse_granularity(std::string_view s);  // element|line|tile|whole; throws Error
+
+// Lines per Tile step: the edge of a DaVinci fractal (N0 = 16).
+inline constexpr dim_t kTileLines = 16;
+
+// Steps of a walk over n elements (row-major over axes ..., mid, line: `line` elements per line,
+// `mid` lines per index of the outer axes; n a multiple of line * mid) and the element positions
+// [begin, end) of one step (clamped; an empty range outside the steps). Shared by IndexMap and
+// the app's views, so both cut the same steps.
+dim_t walk_num_steps(Granularity g, dim_t n, dim_t line, dim_t mid);
+void walk_step_span(Granularity g, dim_t step, dim_t n, dim_t line, dim_t mid, dim_t& begin,
+                    dim_t& end);
 
 class IndexMap {
   public:
@@ -63,6 +77,9 @@ class IndexMap {
     const Shape& domain() const { return kind_ == Kind::Gather ? dst_ : src_; }
     const Shape& codomain() const { return kind_ == Kind::Gather ? src_ : dst_; }
     int line_axis() const { return line_axis_; }
+    // Extent of the axis walked just outside line_axis (1 for a rank-1 domain): lines per Tile
+    // block.
+    dim_t mid_extent() const;
 
     // The image of one domain element (linear index), or -1.
     dim_t map(dim_t domain_linear) const;
@@ -106,7 +123,7 @@ class IndexMap {
     int line_axis_;
     // Order in which domain axes are walked, outermost first (line_axis last).
     std::vector<int> walk_order() const;
-    dim_t domain_linear_at(Granularity g, dim_t step, dim_t i, std::vector<dim_t>& coord) const;
+    dim_t domain_linear_at(dim_t walk, std::vector<dim_t>& coord) const;
 };
 
 // second(first(x)) for two gathers: first maps A -> B, second maps B -> C; the result maps A -> C
