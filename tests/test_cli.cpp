@@ -392,13 +392,16 @@ TEST_CASE(
         const char* algo;
         std::vector<const char*> ops;
     } cases[] = {
-        {"fwd", "fractal", {"pack", "transpose_b", "im2col", "fractal_gemm", "unpack"}},
+        {"fwd",
+         "fractal",
+         {"pack_src", "pack_wei", "transpose_b", "im2col", "fractal_gemm", "unpack"}},
         {"bwd_data",
          "fractal_via_forward",
-         {"pack", "zero-insert", "pad", "fliprot", "im2col", "fractal_gemm", "unpack"}},
+         {"pack_dst", "pack_wei", "zero-insert", "pad", "fliprot", "im2col", "fractal_gemm",
+          "unpack"}},
         {"bwd_weight",
          "fractal_via_forward",
-         {"pack", "tnc", "tncf", "im2col", "fractal_gemm", "unpack"}},
+         {"pack_src", "pack_dst", "tnc", "tncf", "im2col", "fractal_gemm", "tncf_dw", "unpack"}},
     };
     for (const auto& c : cases) {
         const Run r = run_ok({"compute", "--problem", "mb2ic20ih9oc18kh3sh2ph1", "--pass", c.pass,
@@ -441,6 +444,11 @@ TEST_CASE("cli: map prints every DaVinci map as davinci::by_name dumps it, with 
           with_newline(maps::tnc_src(p).dump()));
     CHECK(run_ok({"map", "--map", "fliprot_fz", "--problem", desc}).out ==
           with_newline(davinci::fliprot_fz(p).dump()));
+    // With --c0, the issue's spellings tnc and fliprot are the DaVinci converters.
+    CHECK(run_ok({"map", "--map", "fliprot", "--problem", desc, "--c0", "8"}).out ==
+          with_newline(davinci::by_name("fliprot_fz", p, 8).dump()));
+    CHECK(run_ok({"map", "--map", "tnc", "--problem", desc, "--c0", "16"}).out ==
+          with_newline(davinci::by_name("tnc5d", p, 16).dump()));
     // 3-D: nc1hwc0 packs into NDC1HWC0.
     CHECK(run_ok({"map", "--map", "nc1hwc0", "--problem", problem3d}).out ==
           with_newline(davinci::pack_activation(parse_descriptor(problem3d).src_dims()).dump()));
@@ -593,13 +601,13 @@ TEST_CASE("cli: every bad input exits 2 with one line and writes nothing") {
         {{"map", "--map", "im2col", "--problem", desc, "--format", "xml"},
          "--format 'xml': expected text or json"},
         {{"map", "--map", "im2col", "--problem", desc, "--limit", "-3"}, "--limit '-3'"},
-        {{"map", "--map", "im2col", "--problem", desc, "--step-granularity", "tile"},
+        {{"map", "--map", "im2col", "--problem", desc, "--step-granularity", "tiles"},
          "--step-granularity: "},
         {{"map", "--problem", desc}, "map needs --map"},
         {{"map", "--map", "im2col", "--problem", desc, "--c0", "8"},
          "--c0 is taken by the DaVinci maps only; im2col is an NCHW map"},
-        {{"map", "--map", "tnc", "--problem", desc, "--c0", "16"},
-         "--c0 is taken by the DaVinci maps only; tnc is an NCHW map"},
+        {{"map", "--map", "strided", "--problem", desc, "--c0", "16"},
+         "--c0 is taken by the DaVinci maps only; strided is an NCHW map"},
         {{"map", "--map", "tnc5d", "--problem", desc, "--c0", "0"},
          "--c0 '0': expected an integer in [1, 64]"},
         {{"map", "--map", "tnc5d", "--problem", desc, "--c0", "65"}, "--c0 '65'"},

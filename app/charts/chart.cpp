@@ -228,14 +228,16 @@ Color algorithm_color(const std::string& name) {
 
 Color operation_color(const std::string& name) {
     static const std::map<std::string, Color> fixed{
-        {"gemm", {31, 119, 180, 255}},    {"fractal_gemm", {23, 80, 150, 255}},
-        {"im2col", {255, 127, 14, 255}},  {"col2im", {214, 39, 40, 255}},
-        {"zero", {199, 199, 199, 255}},   {"zero-insert", {188, 189, 34, 255}},
-        {"pad", {219, 219, 141, 255}},    {"fliprot", {44, 160, 44, 255}},
-        {"tnc", {148, 103, 189, 255}},    {"tncf", {197, 176, 213, 255}},
-        {"pack", {140, 86, 75, 255}},     {"unpack", {196, 156, 148, 255}},
-        {"bias", {227, 119, 194, 255}},   {"transpose_b", {23, 190, 207, 255}},
-        {"direct", {127, 127, 127, 255}}, {"other", {235, 235, 235, 255}}};
+        {"gemm", {31, 119, 180, 255}},      {"fractal_gemm", {23, 80, 150, 255}},
+        {"im2col", {255, 127, 14, 255}},    {"col2im", {214, 39, 40, 255}},
+        {"zero", {199, 199, 199, 255}},     {"zero-insert", {188, 189, 34, 255}},
+        {"pad", {219, 219, 141, 255}},      {"fliprot", {44, 160, 44, 255}},
+        {"tnc", {148, 103, 189, 255}},      {"tncf", {197, 176, 213, 255}},
+        {"pack", {140, 86, 75, 255}},       {"unpack", {196, 156, 148, 255}},
+        {"pack_src", {140, 86, 75, 255}},   {"pack_dst", {112, 62, 52, 255}},
+        {"pack_wei", {170, 120, 105, 255}}, {"tncf_dw", {120, 90, 160, 255}},
+        {"bias", {227, 119, 194, 255}},     {"transpose_b", {23, 190, 207, 255}},
+        {"direct", {127, 127, 127, 255}},   {"other", {235, 235, 235, 255}}};
     if (const auto it = fixed.find(name); it != fixed.end()) return it->second;
     return algorithm_color(name);
 }

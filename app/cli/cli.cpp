@@ -419,7 +419,11 @@ bool listed(const std::vector<std::string>& names, const std::string& name) {
 
 // The NCHW maps of maps::by_name (im2col ... fliprot, tnc: names kept as they were) and the
 // DaVinci ones of davinci::by_name (nc1hwc0 ... fliprot_fz, tnc5d), which alone take --c0.
-IndexMap map_by_name(const Options& opts, const std::string& name, const Problem& p) {
+IndexMap map_by_name(const Options& opts, std::string name, const Problem& p) {
+    // The DaVinci spellings: with --c0, tnc and fliprot are the NC1HWC0 / FRACTAL_Z
+    // converters (tnc5d, fliprot_fz); without it they are the NCHW maps.
+    if (opts.has("--c0") && (name == "tnc" || name == "fliprot"))
+        name = name == "tnc" ? "tnc5d" : "fliprot_fz";
     const bool nchw = listed(maps::names(), name);
     if (!nchw && !listed(davinci::map_names(), name)) {
         std::string known;
@@ -577,7 +581,8 @@ const std::vector<Command>& commands() {
          "fliprot_fz (FRACTAL_Z weights -> backward-data weights), strided5d (zero insertion of\n"
          "NC1HWC0 dY), pad5d (its pad, with r), im2col_fractal (column matrix in fractals).\n",
          {{"--map", "NAME",
-           "im2col | col2im | strided | pad | fliprot | tnc (NCHW);\n"
+           "im2col | col2im | strided | pad | fliprot | tnc (NCHW; with --c0, tnc and\n"
+           "                          fliprot mean tnc5d and fliprot_fz);\n"
            "                          nc1hwc0 | unpack_nc1hwc0 | fractal_z | fractal_z_3d |\n"
            "                          unpack_fractal_z | tnc5d | tncf | fliprot_fz | strided5d |\n"
            "                          pad5d | im2col_fractal (DaVinci)"},
@@ -585,7 +590,8 @@ const std::vector<Command>& commands() {
           {"--problem", "DESC", "benchdnn-style descriptor"},
           {"--format", "FORMAT", "text (default) | json"},
           {"--limit", "N", "print at most N pairs"},
-          {"--step-granularity", "G", "element | line | tile | whole: list the pairs step by step"}},
+          {"--step-granularity", "G",
+           "element | line | tile | whole: list the pairs step by step"}},
          run_map},
         {"algos", "list the algorithms of every pass", "algos", "", {}, run_algos},
         {"describe",

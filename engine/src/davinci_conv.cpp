@@ -230,10 +230,13 @@ void forward_fractal(const Problem& p, const ConvArgs& a, Profiler* prof, const 
     const dim_t wslice = q.oc * q.ic * q.kernel_spatial();
     for (dim_t g = 0; g < p.groups; ++g) {
         {
-            Span s(prof, "pack");
+            Span s(prof, "pack_src");
             pack_activation_kernel(xd, o.c0, a.src, x5.get(), p.ic, g * q.ic);
-            pack_weight_kernel(wd, o.c0, a.wei + g * wslice, wz.get());
             round_storage(o.storage, x5.get(), xg.size());
+        }
+        {
+            Span s(prof, "pack_wei");
+            pack_weight_kernel(wd, o.c0, a.wei + g * wslice, wz.get());
             round_storage(o.storage, wz.get(), wg.size());
         }
         conv_fractal(q, o.c0, x5.get(), wz.get(), a.bias ? a.bias + g * q.oc : nullptr, y5.get(),
@@ -267,10 +270,13 @@ void backward_data_fractal_via_forward(const Problem& p, const ConvArgs& a, Prof
     const dim_t wslice = p1.oc * p1.ic * p.kernel_spatial();
     for (dim_t g = 0; g < p.groups; ++g) {
         {
-            Span s(prof, "pack");
+            Span s(prof, "pack_dst");
             pack_activation_kernel(yd, c0, a.diff_dst, y5.get(), p.oc, g * p1.oc);
-            pack_weight_kernel(wd, c0, a.wei + g * wslice, wz.get());
             round_storage(o.storage, y5.get(), yg.size());
+        }
+        {
+            Span s(prof, "pack_wei");
+            pack_weight_kernel(wd, c0, a.wei + g * wslice, wz.get());
             round_storage(o.storage, wz.get(), wg.size());
         }
         {
@@ -312,10 +318,13 @@ void backward_weight_fractal_fz(const Problem& p, const float* src, const float*
     }
     for (dim_t g = 0; g < p.groups; ++g) {
         {
-            Span s(prof, "pack");
+            Span s(prof, "pack_src");
             pack_activation_kernel(xd, c0, src, x5.get(), p.ic, g * p1.ic);
-            pack_activation_kernel(yd, c0, diff_dst, y5.get(), p.oc, g * p1.oc);
             round_storage(o.storage, x5.get(), xg.size());
+        }
+        {
+            Span s(prof, "pack_dst");
+            pack_activation_kernel(yd, c0, diff_dst, y5.get(), p.oc, g * p1.oc);
             round_storage(o.storage, y5.get(), yg.size());
         }
         {
@@ -328,7 +337,7 @@ void backward_weight_fractal_fz(const Problem& p, const float* src, const float*
         }
         conv_fractal(q, c0, xt.get(), yf.get(), nullptr, r5.get(), prof);
         // (C/G, K/G, k...) in NC1HWC0 -> FRACTAL_Z of (K, C/G, k...), this group's K/G rows.
-        Span s(prof, "tncf");
+        Span s(prof, "tncf_dw");
         if (p.groups == 1)
             tncf_kernel(rd, c0, r5.get(), dw_fz);
         else
