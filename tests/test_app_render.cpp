@@ -189,12 +189,27 @@ TEST_CASE("app render: SVG export and a numbered PNG sequence of a step range" *
     const std::string text((std::istreambuf_iterator<char>(f)), {});
     CHECK(text.rfind("<svg", 0) == 0);
     CHECK(text.find("</svg>") != std::string::npos);
-    // One rect per cell (W 16, dY 8, B* 32, dX 18) and the background.
-    std::size_t rects = 0;
-    for (std::size_t p = text.find("<rect"); p != std::string::npos; p = text.find("<rect", p + 1))
-        ++rects;
-    CHECK(rects == 1 + 16 + 8 + 32 + 18);
-    CHECK(text.find("B*  B* = W^T dY") != std::string::npos);
+    const auto count = [](const std::string& hay, const std::string& needle) {
+        std::size_t n = 0;
+        for (std::size_t p = hay.find(needle); p != std::string::npos; p = hay.find(needle, p + 1))
+            ++n;
+        return n;
+    };
+    // One rect per cell (W 16, dY 8, B* 32, dX 18), the background and the colour key's 6.
+    CHECK(count(text, "<rect") == 1 + 6 + 16 + 8 + 32 + 18);
+    CHECK(text.find("B* B* = W^T dY") != std::string::npos);
+    CHECK(text.find("not written yet") != std::string::npos);
+    // dX's 18 cells carry their contribution counts, as in the window.
+    CHECK(count(text, "\">x") == 18);
+    // Padding cells are drawn as padding: X of 4 x 4 padded by 1 has 20 of them.
+    const auto padded = (t.path / "p.svg").string();
+    REQUIRE(run_binary("shot --view im2col --problem mb1ic1ih4oc1kh3ph1 --step 0 --svg " + padded,
+                       t.path)
+                .status == 0);
+    std::ifstream pf(padded);
+    const std::string ptext((std::istreambuf_iterator<char>(pf)), {});
+    // + the 5 padding zeros column 0 reads (output (0, 0): 3 above, 2 to the left).
+    CHECK(count(ptext, "<rect") == 1 + 6 + 20 + 16 + 9 * 16 + 5);
     // Steps 1..3 as col2im_0001.png ... col2im_0003.png, each a different picture.
     std::vector<std::vector<unsigned char>> pics;
     for (int k = 1; k <= 3; ++k) {

@@ -205,7 +205,13 @@ class App {
     std::string status;
     Export ex;
     int saved_x = 100, saved_y = 100, saved_w = 1600, saved_h = 1000;
-    dim_t seq_from = 0, seq_to = 1000000;  // the step range of a PNG sequence export
+    dim_t seq_from = 0, seq_to = 0;  // the step range of a PNG sequence export
+    bool seq_to_last = true;         // "to" follows the view's last step until edited
+    // Fit to the canvas: while nobody zooms or pans, the fit is redone when the canvas or the
+    // font changes size (presenter mode, full screen, a lesson's narration panel).
+    bool fit_auto = true;
+    ImVec2 fit_size{0, 0};
+    float fit_fs = 0;
     std::shared_ptr<TimingsPanel> timings = make_timings_panel();  // the timings view
     LessonUi lesson;  // the lesson player (gui_lesson.cpp)
 
@@ -219,6 +225,22 @@ class App {
         return palettes()[static_cast<std::size_t>(std::clamp(s.palette, 0, kNumPalettes - 1))];
     }
     dim_t steps() const { return view ? app::num_steps(*view, s.playback.granularity) : 0; }
+
+    struct LegendEntry {
+        ImU32 colour;
+        const char* label;
+        bool hatch;
+    };
+    // The colour key, the same in the window and in the SVG export.
+    std::vector<LegendEntry> legend() const {
+        const Palette& P = pal();
+        return {{c_current, "current step", false},
+                {c_linked, "linked to hovered cell", false},
+                {P.pending, "not written yet", false},
+                {P.padding, "padding / zero lane", true},
+                {mix(P.cell, P.positive, 0.55f), "value > 0", false},
+                {mix(P.cell, P.negative, 0.55f), "value < 0", false}};
+    }
 
     // Starts building a view on the worker thread (one at a time; the latest request waits).
     void request(const app::ViewRequest& r) {
@@ -431,8 +453,10 @@ void App::keyboard() {
     if (pressed(GLFW_KEY_ESCAPE)) {
         if (s.pinned.valid())
             s.pinned = {};
-        else if (s.presenter)
+        else if (s.presenter) {
             s.presenter = false;
+            if (fullscreen) toggle_fullscreen();
+        }
     }
     const auto& names = app::view_names();
     for (int k = 0; k < static_cast<int>(names.size()) && k < 9; ++k)
@@ -628,7 +652,6 @@ void App::sidebar(float width) {
     bool gch = ImGui::RadioButton("element", &g, 0);
     ImGui::SameLine();
     gch |= ImGui::RadioButton("line", &g, 1);
-    ImGui::SameLine();
     gch |= ImGui::RadioButton("tile", &g, 2);
     if (ImGui::IsItemHovered())
         ImGui::SetTooltip(
@@ -665,11 +688,12 @@ void App::sidebar(float width) {
     if (ImGui::Button("PNG (S)")) ex.png = ex.dir + "/" + s.request.view + ".png";
     ImGui::SameLine();
     if (ImGui::Button("SVG")) ex.svg = ex.dir + "/" + s.request.view + ".svg";
-    ImGui::SetNextItemWidth(width * 0.3f);
+    if (seq_to_last) seq_to = std::max<dim_t>(0, n - 1);
+    ImGui::SetNextItemWidth(width * 0.36f);
     input_dim("from", seq_from);
     ImGui::SameLine();
-    ImGui::SetNextItemWidth(width * 0.3f);
-    input_dim("to", seq_to);
+    ImGui::SetNextItemWidth(width * 0.36f);
+    if (input_dim("to", seq_to)) seq_to_last = false;
     if (ImGui::Button("steps from..to as numbered PNGs") && n > 0) {
         ex.sequence = true;
         ex.seq_next = std::min(seq_from, n - 1);
@@ -679,11 +703,8 @@ void App::sidebar(float width) {
     if (!status.empty()) ImGui::TextWrapped("%s", status.c_str());
     ImGui::Separator();
     ImGui::TextWrapped(
-        "Keys: space play/pause, left/right step, Home/End, up/down speed, G granularity, "
-        "L loop, 1-9 / PgUp PgDn view (in a lesson: PgDn/N, PgUp/B step), F fit, C palette, P "
-        "presenter, Tab sidebar, F11 full "
-        "screen, +/- font, S save PNG, Esc unpin. Mouse: wheel zoom, drag pan, hover links, "
-        "click pins.");
+        "Keys: space play, left/right step, G granularity, P presenter; H or F1 lists them "
+        "all. Mouse: wheel zoom, drag pan, hover links, click pins.");
     ImGui::End();
 }
 
@@ -739,12 +760,7 @@ void App::header() {
         ImGui::TextUnformatted(label);
         ImGui::SameLine(0, sz * 1.5f);
     };
-    swatch(c_current, "current step");
-    swatch(c_linked, "linked to hovered cell");
-    swatch(P.pending, "not written yet");
-    swatch(P.padding, "padding / zero lane", true);
-    swatch(mix(P.cell, P.positive, 0.55f), "value > 0");
-    swatch(mix(P.cell, P.negative, 0.55f), "value < 0");
+    for (const LegendEntry& e : legend()) swatch(e.colour, e.label, e.hatch);
     ImGui::NewLine();
     ImGui::PopStyleColor();
 }
@@ -767,11 +783,12 @@ void App::texture(std::size_t i) {
         }
         glGenTextures(1, &t.id);
         glBindTexture(GL_TEXTURE_2D, t.id);
-        glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MIN_FILTER, GL_LINEAR);
+        // Minified through mipmaps (below): a plain linear filter samples 2 x 2 of many
+        // texels per pixel and speckles.
+        glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MIN_FILTER, GL_LINEAR_MIPMAP_LINEAR);
         glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MAG_FILTER, GL_NEAREST);
         glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_WRAP_S, GL_CLAMP_TO_EDGE);
         glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_WRAP_T, GL_CLAMP_TO_EDGE);
-        glTexImage2D(GL_TEXTURE_2D, 0, GL_RGBA, t.w, t.h, 0, GL_RGBA, GL_UNSIGNED_BYTE, nullptr);
         t.pixels.assign(static_cast<std::size_t>(t.w) * static_cast<std::size_t>(t.h), 0);
         t.dirty = true;
     }
@@ -782,7 +799,41 @@ void App::texture(std::size_t i) {
         t.pixels[t.texel[static_cast<std::size_t>(c)]] = cell_colour(i, c);
     glBindTexture(GL_TEXTURE_2D, t.id);
     glPixelStorei(GL_UNPACK_ALIGNMENT, 4);
-    glTexSubImage2D(GL_TEXTURE_2D, 0, 0, 0, t.w, t.h, GL_RGBA, GL_UNSIGNED_BYTE, t.pixels.data());
+    // Level 0 and its box-filtered halvings (alpha-weighted: the transparent gaps between
+    // tiles do not darken the cells next to them).
+    std::vector<std::uint32_t> level = t.pixels, next;
+    int w = t.w, h = t.h, lv = 0;
+    for (;;) {
+        glTexImage2D(GL_TEXTURE_2D, lv, GL_RGBA, w, h, 0, GL_RGBA, GL_UNSIGNED_BYTE, level.data());
+        if (w == 1 && h == 1) break;
+        const int nw = std::max(1, w / 2), nh = std::max(1, h / 2);
+        next.assign(static_cast<std::size_t>(nw) * static_cast<std::size_t>(nh), 0);
+        for (int y = 0; y < nh; ++y)
+            for (int x = 0; x < nw; ++x) {
+                unsigned sum[4] = {0, 0, 0, 0};
+                for (int dy = 0; dy < 2; ++dy)
+                    for (int dx = 0; dx < 2; ++dx) {
+                        const int sx = std::min(w - 1, 2 * x + dx),
+                                  sy = std::min(h - 1, 2 * y + dy);
+                        const std::uint32_t c =
+                            level[static_cast<std::size_t>(sy) * static_cast<std::size_t>(w) +
+                                  static_cast<std::size_t>(sx)];
+                        const unsigned a = c >> 24;
+                        for (int k = 0; k < 3; ++k) sum[k] += ((c >> (8 * k)) & 0xffu) * a;
+                        sum[3] += a;
+                    }
+                if (sum[3] == 0) continue;
+                std::uint32_t out = (sum[3] / 4) << 24;
+                for (int k = 0; k < 3; ++k) out |= (sum[k] / sum[3]) << (8 * k);
+                next[static_cast<std::size_t>(y) * static_cast<std::size_t>(nw) +
+                     static_cast<std::size_t>(x)] = out;
+            }
+        level.swap(next);
+        w = nw;
+        h = nh;
+        ++lv;
+    }
+    glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MAX_LEVEL, lv);
     t.dirty = false;
 }
 
@@ -920,16 +971,16 @@ void App::draw_panel(ImDrawList* dl, std::size_t i, ImVec2 origin, float z, cons
                                 sz *= z * 0.9f / ts.x;
                                 ts = font->CalcTextSizeA(sz, FLT_MAX, 0, v.c_str());
                             }
-                            if (sz >= 6.0f)
+                            if (sz >= 8.0f)  // smaller digits blur: hover shows the value
                                 dl->AddText(
                                     font, sz,
                                     ImVec2(a.x + (z - ts.x) * 0.5f, a.y + (z - ts.y) * 0.5f), tc,
                                     v.c_str());
                         }
-                        if (!ps.count.empty() && z >= 26.0f) {
+                        if (!ps.count.empty() && z >= 34.0f) {
                             const std::string cnt = "x" + std::to_string(ps.count[cu]);
-                            dl->AddText(font, z * 0.24f, ImVec2(a.x + 2, b.y - z * 0.28f), tc,
-                                        cnt.c_str());
+                            const float cs = std::max(9.0f, z * 0.26f);
+                            dl->AddText(font, cs, ImVec2(a.x + 2, b.y - cs - 1), tc, cnt.c_str());
                         }
                     }
             }
@@ -1007,8 +1058,22 @@ void App::canvas() {
         const Panel& pn = view->panels[i];
         titles[i] = pn.name + "  " + pn.title + "\n" + shape_text(pn.shape) + "\n" + role_text(pn);
     }
+    // A title wraps at its panel's slot and at the canvas's right edge.
+    const float avail_x = size.x - 2 * margin, avail_y = size.y - 2 * margin;
     const auto wrap_of = [&](std::size_t i, float z) {
-        return std::max(static_cast<float>(view->panels[i].slot_width) * z - fs * 0.6f, fs * 8);
+        const Panel& pn = view->panels[i];
+        return std::max(std::min(static_cast<float>(pn.slot_width) * z - fs * 0.6f,
+                                 avail_x - static_cast<float>(pn.x) * z),
+                        fs * 8);
+    };
+    // Right edge of the widest title line, from the view's left edge, at zoom z.
+    const auto titles_right = [&](float z) {
+        float r = 0;
+        for (std::size_t i = 0; i < titles.size(); ++i)
+            r = std::max(r,
+                         static_cast<float>(view->panels[i].x) * z +
+                             font->CalcTextSizeA(fs, FLT_MAX, wrap_of(i, z), titles[i].c_str()).x);
+        return r;
     };
     float top = 0;
     // Least room per panel for its title: 13 characters, less when a row has many panels.
@@ -1028,8 +1093,15 @@ void App::canvas() {
         top += fs * 1.3f;  // and the tile labels
         app::layout_view(*view, top / z, min_slot);
     };
+    if (s.zoom > 0 && fit_auto &&
+        (std::abs(size.x - fit_size.x) > 0.5f || std::abs(size.y - fit_size.y) > 0.5f ||
+         fs != fit_fs))
+        s.zoom = 0;
     // Fit: the whole view in the canvas (cells at most 64 px).
     if (s.zoom <= 0) {
+        fit_auto = true;
+        fit_size = size;
+        fit_fs = fs;
         float z = 16.0f;
         for (int it = 0; it < 4; ++it) {
             relayout(z);
@@ -1040,28 +1112,26 @@ void App::canvas() {
         // The iteration need not converge (titles take pixels, not cells): shrink until the
         // cells of the view laid out at z fit, then a little more (at most to 85%) for the
         // titles of the last panels (they wrap at their slot's width).
-        const float avail_x = size.x - 2 * margin, avail_y = size.y - 2 * margin;
         // (The estimate above converges slowly when titles dominate: search down from 64.)
         const float z_estimate = z;
         z = 64.0f;
         float z_cells = 0;
         for (int it = 0; it < 160 && z > 0.05f; ++it) {
             relayout(z);
-            float cells = 0, title_right = 0;
-            for (const auto& pn : view->panels) {
+            float cells = 0;
+            for (const auto& pn : view->panels)
                 cells = std::max(cells, static_cast<float>(pn.x + pn.width) * z);
-                title_right =
-                    std::max(title_right, static_cast<float>(pn.x + pn.slot_width) * z - fs);
-            }
             const bool fit = cells <= avail_x && static_cast<float>(view->height) * z <= avail_y;
             if (fit && z_cells == 0) z_cells = z;
-            if (fit && (title_right <= avail_x || z < 0.85f * z_cells)) break;
+            if (fit && (titles_right(z) <= avail_x || z < 0.85f * z_cells)) break;
             z *= 0.94f;
         }
         if (z_cells == 0) z = z_estimate;
         s.zoom = z;
-        s.pan_x =
-            std::max(0.0f, (size.x - 2 * margin - static_cast<float>(view->width) * z) * 0.5f);
+        relayout(z);
+        // Centred, but never pushing a title past the right edge.
+        s.pan_x = std::max(0.0f, std::min((avail_x - static_cast<float>(view->width) * z) * 0.5f,
+                                          avail_x - titles_right(z)));
         s.pan_y = 0;
     }
     const float z = s.zoom;
@@ -1076,14 +1146,13 @@ void App::canvas() {
         s.pan_x -= mx * (nz / z - 1.0f);
         s.pan_y -= my * (nz / z - 1.0f);
         s.zoom = nz;
+        fit_auto = false;
     }
-    if (ImGui::IsItemActive() && ImGui::IsMouseDragging(ImGuiMouseButton_Left, 3.0f)) {
+    if (ImGui::IsItemActive() && (ImGui::IsMouseDragging(ImGuiMouseButton_Left, 3.0f) ||
+                                  ImGui::IsMouseDragging(ImGuiMouseButton_Right, 1.0f))) {
         s.pan_x += io.MouseDelta.x;
         s.pan_y += io.MouseDelta.y;
-    }
-    if (ImGui::IsItemActive() && ImGui::IsMouseDragging(ImGuiMouseButton_Right, 1.0f)) {
-        s.pan_x += io.MouseDelta.x;
-        s.pan_y += io.MouseDelta.y;
+        fit_auto = false;
     }
     app::Selection h;
     if (over) {
@@ -1196,8 +1265,28 @@ std::string xml_escape(const std::string& t) {
 
 }  // namespace
 
-// The view as SVG: the same cells, colours, values and titles as the window, laid out with
-// room for two title lines (32 px cells).
+namespace {
+
+// Greedy word wrap at about `chars` characters a line.
+std::vector<std::string> wrap_words(const std::string& text, std::size_t chars) {
+    std::vector<std::string> lines;
+    std::istringstream in(text);
+    std::string word, line;
+    while (in >> word) {
+        if (!line.empty() && line.size() + 1 + word.size() > chars) {
+            lines.push_back(line);
+            line.clear();
+        }
+        line += (line.empty() ? "" : " ") + word;
+    }
+    if (!line.empty()) lines.push_back(line);
+    return lines;
+}
+
+}  // namespace
+
+// The view as SVG: the same cells, colours, values, padding, contribution counts, titles and
+// colour key as the window (32 px cells; text wrapped to the panels' slots).
 std::string App::svg() const {
     if (!view) throw Error("nothing to export yet");
     dim_t total = 0;
@@ -1211,44 +1300,123 @@ std::string App::svg() const {
         std::snprintf(b, sizeof b, "#%02x%02x%02x", c & 0xff, (c >> 8) & 0xff, (c >> 16) & 0xff);
         return std::string(b);
     };
-    const double u = 32, left = 20, top = 70;
-    ViewModel v = *view;  // laid out for the SVG: 1.6 cells of titles, 9 cells per panel at least
+    const double u = 32, left = 20, title_px = 15, line_h = 18, char_w = 0.58;
+    // Layout twice: the slots' widths decide how many lines the titles wrap into.
+    ViewModel v = *view;
     app::layout_view(v, 1.6, 9.0);
+    std::vector<std::vector<std::string>> titles(v.panels.size());
+    std::size_t lines = 1;
+    for (std::size_t i = 0; i < v.panels.size(); ++i) {
+        const Panel& pn = v.panels[i];
+        const auto chars = static_cast<std::size_t>(
+            std::max(12.0, (pn.slot_width - 0.3) * u / (title_px * char_w)));
+        titles[i] = wrap_words(pn.name + "  " + pn.title, chars);
+        for (const auto& l : wrap_words(shape_text(pn.shape) + "  " + role_text(pn), chars))
+            titles[i].push_back(l);
+        lines = std::max(lines, titles[i].size());
+    }
+    const double title_cells = (static_cast<double>(lines) * line_h + 22) / u;
+    app::layout_view(v, title_cells, 9.0);
+    // Header: caption (wrapped), the step line, the colour key.
+    const double page_w = std::max(900.0, v.width * u + 2 * left);
+    const auto caption =
+        wrap_words(view->caption, static_cast<std::size_t>((page_w - 2 * left) / (16 * char_w)));
+    const double key_y = 24 + static_cast<double>(caption.size()) * 20 + 18;
+    const double top = key_y + 30;
     std::ostringstream o;
-    o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\""
-      << std::max(900.0, v.width * u + 2 * left) << "\" height=\"" << v.height * u + top + 20
-      << "\" font-family=\"DejaVu Sans\">\n";
+    o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << page_w << "\" height=\""
+      << v.height * u + top + 20 << "\" font-family=\"DejaVu Sans\">\n";
     o << "<rect width=\"100%\" height=\"100%\" fill=\"" << hex(P.background) << "\"/>\n";
-    o << "<text x=\"" << left << "\" y=\"24\" font-size=\"16\" fill=\"" << hex(P.panel_text)
-      << "\">" << xml_escape(view->caption) << "</text>\n";
-    o << "<text x=\"" << left << "\" y=\"46\" font-size=\"14\" fill=\"" << hex(P.panel_text)
-      << "\">"
+    for (std::size_t k = 0; k < caption.size(); ++k)
+        o << "<text x=\"" << left << "\" y=\"" << 24 + 20 * static_cast<double>(k)
+          << "\" font-size=\"16\" fill=\"" << hex(P.panel_text) << "\">" << xml_escape(caption[k])
+          << "</text>\n";
+    o << "<text x=\"" << left << "\" y=\"" << key_y - 12 << "\" font-size=\"14\" fill=\""
+      << hex(P.panel_text) << "\">"
       << xml_escape(s.descriptor + "   view " + s.request.view + "   step " +
                     std::to_string(s.playback.step) + " (a step = one " +
                     granularity_name(s.playback.granularity) + ")")
       << "</text>\n";
+    double kx = left;
+    for (const LegendEntry& e : legend()) {
+        o << "<rect x=\"" << kx << "\" y=\"" << key_y << "\" width=\"14\" height=\"14\" fill=\""
+          << hex(e.colour) << "\" stroke=\"" << hex(P.grid) << "\"/>";
+        if (e.hatch)
+            o << "<line x1=\"" << kx << "\" y1=\"" << key_y << "\" x2=\"" << kx + 14 << "\" y2=\""
+              << key_y + 14 << "\" stroke=\"" << hex(P.dim_text) << "\"/>";
+        o << "<text x=\"" << kx + 19 << "\" y=\"" << key_y + 12 << "\" font-size=\"13\" fill=\""
+          << hex(P.panel_text) << "\">" << xml_escape(e.label) << "</text>\n";
+        kx += 19 + 13 * char_w * static_cast<double>(std::strlen(e.label)) + 22;
+    }
+    const auto cell = [&](double x, double y, ImU32 fill, ImU32 stroke, double width) {
+        o << "<rect x=\"" << x << "\" y=\"" << y << "\" width=\"" << u << "\" height=\"" << u
+          << "\" fill=\"" << hex(fill) << "\" stroke=\"" << hex(stroke) << "\" stroke-width=\""
+          << width << "\"/>";
+    };
+    const auto text = [&](double x, double y, double size, const std::string& colour,
+                          const std::string& t, const char* anchor = "middle") {
+        o << "<text x=\"" << x << "\" y=\"" << y << "\" font-size=\"" << size << "\" text-anchor=\""
+          << anchor << "\" fill=\"" << colour << "\">" << xml_escape(t) << "</text>";
+    };
     for (std::size_t i = 0; i < v.panels.size(); ++i) {
         const Panel& pn = v.panels[i];
-        const double tx = left + pn.x * u, ty = top + (pn.y - 1.6) * u;
-        o << "<text x=\"" << tx << "\" y=\"" << ty + 16 << "\" font-size=\"15\" fill=\""
-          << hex(P.panel_text) << "\">" << xml_escape(pn.name + "  " + pn.title) << "</text>\n";
-        o << "<text x=\"" << tx << "\" y=\"" << ty + 34 << "\" font-size=\"13\" fill=\""
-          << hex(P.dim_text) << "\">" << xml_escape(shape_text(pn.shape) + "  " + role_text(pn))
-          << "</text>\n";
+        const app::PanelState& ps = st.panels[i];
+        const double tx = left + pn.x * u, ty = top + (pn.y - title_cells) * u;
+        for (std::size_t k = 0; k < titles[i].size(); ++k)
+            o << "<text x=\"" << tx << "\" y=\"" << ty + 15 + line_h * static_cast<double>(k)
+              << "\" font-size=\"" << (k == 0 ? title_px : 13) << "\" fill=\""
+              << hex(k == 0 ? P.panel_text : P.dim_text) << "\">" << xml_escape(titles[i][k])
+              << "</text>\n";
+        // Padding borders of every tile (zeros), as the window draws them.
+        const dim_t tw = pn.pad_left + pn.cols + pn.pad_right;
+        const dim_t th = pn.pad_top + pn.rows + pn.pad_bottom;
+        if (tw * th > pn.rows * pn.cols) {
+            const dim_t per_row =
+                pn.tiles_per_row > 0 ? std::min(pn.tiles_per_row, pn.tiles_x) : pn.tiles_x;
+            const dim_t wraps = (pn.tiles_x + per_row - 1) / per_row;
+            for (dim_t sr = 0; sr < wraps * pn.tiles_y; ++sr)
+                for (dim_t sc = 0; sc < per_row; ++sc) {
+                    if ((sr % wraps) * per_row + sc >= pn.tiles_x) continue;
+                    const double ox = pn.x + static_cast<double>(sc * (tw + 1));
+                    const double oy = pn.y + static_cast<double>(sr * (th + 1));
+                    for (dim_t r = 0; r < th; ++r)
+                        for (dim_t q = 0; q < tw; ++q) {
+                            if (r >= pn.pad_top && r < pn.pad_top + pn.rows && q >= pn.pad_left &&
+                                q < pn.pad_left + pn.cols)
+                                continue;
+                            const double x = left + (ox + static_cast<double>(q)) * u;
+                            const double y = top + (oy + static_cast<double>(r)) * u;
+                            cell(x, y, P.padding, P.grid, 1);
+                            o << "<line x1=\"" << x << "\" y1=\"" << y << "\" x2=\"" << x + u
+                              << "\" y2=\"" << y + u << "\" stroke=\"" << hex(P.grid) << "\"/>";
+                            text(x + u / 2, y + u * 0.65, 12, hex(P.dim_text), "0");
+                            o << "\n";
+                        }
+                }
+        }
+        for (const CellPos& cp : ps.current_pads) {
+            const double x = left + (pn.x + cp.x) * u, y = top + (pn.y + cp.y) * u;
+            cell(x, y, c_current_pad, P.current, 3);
+            text(x + u / 2, y + u * 0.65, 12, hex(P.value_text), "0");
+            o << "\n";
+        }
         for (dim_t c = 0; c < pn.numel(); ++c) {
             const CellPos cp = app::cell_pos(pn, c);
             const double x = left + cp.x * u, y = top + cp.y * u;
             const ImU32 col = cell_colour(i, c);
-            o << "<rect x=\"" << x << "\" y=\"" << y << "\" width=\"" << u << "\" height=\"" << u
-              << "\" fill=\"" << hex(col) << "\" stroke=\"" << hex(P.grid) << "\"/>";
             const auto cu = static_cast<std::size_t>(c);
+            const bool current = (ps.flags[cu] & app::kCurrent) != 0;
+            cell(x, y, col, current ? P.current : P.grid, current ? 3 : 1);
             const bool lane = !pn.padding_lane.empty() && pn.padding_lane[cu];
-            const std::string val =
-                lane ? "0" : app::format_value(st.panels[i].shown[cu], s.request.data);
+            if (lane)
+                o << "<line x1=\"" << x << "\" y1=\"" << y << "\" x2=\"" << x + u << "\" y2=\""
+                  << y + u << "\" stroke=\"" << hex(P.grid) << "\"/>";
+            const std::string ink = luminance(col) > 0.5f ? "#000000" : "#ffffff";
+            const std::string val = lane ? "0" : app::format_value(ps.shown[cu], s.request.data);
             if (!val.empty())
-                o << "<text x=\"" << x + u / 2 << "\" y=\"" << y + u * 0.65
-                  << "\" font-size=\"12\" text-anchor=\"middle\" fill=\""
-                  << (luminance(col) > 0.5f ? "#000000" : "#ffffff") << "\">" << val << "</text>";
+                text(x + u / 2, y + u * (ps.count.empty() ? 0.65 : 0.55), 12, ink, val);
+            if (!ps.count.empty() && !lane)
+                text(x + 2, y + u - 3, 9, ink, "x" + std::to_string(ps.count[cu]), "start");
             o << "\n";
         }
     }
