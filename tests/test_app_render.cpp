@@ -224,6 +224,24 @@ TEST_CASE("app render: SVG export and a numbered PNG sequence of a step range" *
     CHECK(pics[1] != pics[2]);
 }
 
+TEST_CASE("app render: the fitted view is never cut off, in presenter mode and in a lesson" *
+          doctest::skip(!can_render())) {
+    // Presenter mode enlarges the fonts and a lesson adds its narration panel after the first
+    // frame: the fit must follow, or the bottom row of panels (dX, the gradients) is lost.
+    TempDir t;
+    const auto png = (t.path / "f.png").string();
+    for (const std::string args :
+         {"--view stride --problem mb1ic1ih6oc1oh3kh3sh2ph1 --step 4 --presenter",
+          "--view col2im --problem mb1ic2ih5oc2kh3sh2ph1 --step 3 --size 1024x768",
+          "--view im2col --problem mb1ic2ih3oc2kh2 --step 1", "--lesson 17 --step 5 --presenter",
+          "--lesson 01 --step 3 --presenter"}) {
+        const Run r = run_binary("shot " + args + " --out " + png, t.path);
+        INFO(args << "\n" << r.out << r.err);
+        REQUIRE(r.status == 0);
+        CHECK(r.out.find("view fits the canvas: drawn") != std::string::npos);
+    }
+}
+
 TEST_CASE("app render: a theme file changes the palette" * doctest::skip(!can_render())) {
     TempDir t;
     fs::create_directories(t.path / "assets" / "themes");

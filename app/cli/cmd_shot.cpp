@@ -164,6 +164,14 @@ void run_shot(const Options& opts, std::ostream& out) {
                     ? "view " + o.view + ", step " + std::to_string(o.step)
                     : "lesson " + o.lesson + ", step " + std::to_string(o.lesson_step + 1))
             << ")\n";
+    if (o.view != "timings" && r.canvas_w > 0) {
+        char fit[160];
+        std::snprintf(fit, sizeof fit, "view %s the canvas: drawn %.0fx%.0f px of %.0fx%.0f\n",
+                      r.fits() ? "fits" : "does NOT fit", static_cast<double>(r.drawn_w),
+                      static_cast<double>(r.drawn_h), static_cast<double>(r.canvas_w),
+                      static_cast<double>(r.canvas_h));
+        out << fit;
+    }
     if (report) {
         char buf[512];
         std::snprintf(buf, sizeof buf,

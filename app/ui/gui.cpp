@@ -212,6 +212,8 @@ class App {
     bool fit_auto = true;
     ImVec2 fit_size{0, 0};
     float fit_fs = 0;
+    // The canvas and the extent of what was drawn on it (panels and titles), last frame.
+    ImVec2 canvas_size{0, 0}, drawn_size{0, 0};
     std::shared_ptr<TimingsPanel> timings = make_timings_panel();  // the timings view
     LessonUi lesson;  // the lesson player (gui_lesson.cpp)
 
@@ -1137,6 +1139,10 @@ void App::canvas() {
     const float z = s.zoom;
     relayout(z);
     const ImVec2 origin(c0.x + margin + s.pan_x, c0.y + margin + s.pan_y);
+    canvas_size = size;
+    drawn_size =
+        ImVec2(margin + s.pan_x + std::max(static_cast<float>(view->width) * z, titles_right(z)),
+               margin + s.pan_y + static_cast<float>(view->height) * z);
     // Mouse: wheel zooms about the cursor, drag pans, hover links, click pins.
     ImGuiIO& io = ImGui::GetIO();
     const bool over = ImGui::IsItemHovered();
@@ -1665,6 +1671,10 @@ FrameReport shot_in(Window& w, const ShotOptions& o) {
     }
     // A few frames settle ImGui's layout (auto-sized items measure themselves on frame 1).
     for (int i = 0; i < 3; ++i) render_frame(a, 0.0);
+    rep.canvas_w = a.canvas_size.x;
+    rep.canvas_h = a.canvas_size.y;
+    rep.drawn_w = a.drawn_size.x;
+    rep.drawn_h = a.drawn_size.y;
     if (!o.out.empty()) {
         a.ex.png = o.out;
         render_frame(a, 0.0);

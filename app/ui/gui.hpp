@@ -61,6 +61,10 @@ struct FrameReport {
     double median_ms = 0, max_ms = 0;              // a new step every frame
     double still_median_ms = 0, still_max_ms = 0;  // no step change
     double build_ms = 0;                           // building the view (worker thread)
+    // Where the view's panels and titles end against the canvas, in pixels, at the last frame
+    // (fitted: nothing cut off at the right or the bottom).
+    float canvas_w = 0, canvas_h = 0, drawn_w = 0, drawn_h = 0;
+    bool fits() const { return drawn_w <= canvas_w + 0.5f && drawn_h <= canvas_h + 0.5f; }
 };
 
 // Renders what the window shows for these options into a PNG (written atomically: nothing is
