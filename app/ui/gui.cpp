@@ -22,6 +22,7 @@
 #include <fstream>
 #include <memory>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -1095,6 +1096,17 @@ void App::canvas() {
         top += fs * 1.3f;  // and the tile labels
         app::layout_view(*view, top / z, min_slot);
     };
+    // Short of height (a lesson's narration, presenter fonts): one-line titles (name and
+    // title; the hover shows coordinates) rather than cells a few pixels high.
+    {
+        relayout(16.0f);
+        std::set<double> rows;
+        for (const auto& pn : view->panels) rows.insert(pn.y);
+        if (static_cast<float>(rows.size()) * top > 0.4f * avail_y) {
+            for (std::size_t i = 0; i < titles.size(); ++i)
+                titles[i] = view->panels[i].name + "  " + view->panels[i].title;
+        }
+    }
     if (s.zoom > 0 && fit_auto &&
         (std::abs(size.x - fit_size.x) > 0.5f || std::abs(size.y - fit_size.y) > 0.5f ||
          fs != fit_fs))
