@@ -2,7 +2,7 @@
 // (DGifSlurp): frame count, size, delay, the NETSCAPE2.0 loop block, and pixels equal to the
 // input colours exactly while a frame has at most 256 colours (nearest kept colour beyond, the
 // same bytes on every run); bad input throws Error naming the path and the rule and leaves no
-// file.
+// file. Then `convlab shot --gif` renders one frame per step of the range.
 #include <doctest/doctest.h>
 #include <gif_lib.h>
 
@@ -19,7 +19,12 @@
 #include "test_files.hpp"
 #include "ui/gif_writer.hpp"
 
+namespace fs = std::filesystem;
 using convlab::Error;
+using convlab::test::can_render;
+using convlab::test::Run;
+using convlab::test::run_binary;
+using convlab::test::run_in_process;
 using convlab::test::TempDir;
 using convlab::ui::gif_delay_cs;
 using convlab::ui::GifWriter;
@@ -260,4 +265,54 @@ TEST_CASE("gif: errors name the path and the rule and leave no file") {
     CHECK_THROWS_AS(write_gif(path, {small, wider}, 10), Error);
     CHECK(read_all(path) == "old");
     CHECK(t.listing() == std::vector<std::string>{"x.gif"});
+}
+
+TEST_CASE("gif: convlab shot --gif refuses bad options before any window opens") {
+    TempDir t;
+    const std::string gif = t / "v.gif";
+    const auto err = [](std::vector<std::string> args) {
+        const Run r = run_in_process(std::move(args));
+        CHECK(r.status == 2);
+        return r.err;
+    };
+    CHECK(err({"shot", "--gif", gif, "--fps", "0"}).find("--fps '0'") != std::string::npos);
+    CHECK(err({"shot", "--gif", gif, "--fps", "60"}).find("[0.1, 50]") != std::string::npos);
+    CHECK(err({"shot", "--out", t / "x.png", "--from", "1"}).find("go with --gif") !=
+          std::string::npos);
+    CHECK(err({"shot", "--gif", gif, "--from", "3", "--to", "1"}).find("--from 3 --to 1") !=
+          std::string::npos);
+    CHECK(err({"shot", "--gif", t / "no/dir/v.gif"}).find("cannot write") != std::string::npos);
+    CHECK(err({"shot", "--gif", gif, "--steps", "1:2"}).find("--steps goes with --sequence") !=
+          std::string::npos);
+    CHECK(t.listing().empty());
+}
+
+TEST_CASE("app render: convlab shot --gif writes one frame per step of the range" *
+          doctest::skip(!can_render())) {
+    TempDir t;
+    const std::string gif = t / "im2col.gif";
+    const Run r = run_binary(
+        "shot --view im2col --problem mb1ic2ih3oc2kh2 --granularity element --size 800x500 --gif " +
+            gif + " --from 1 --to 5 --fps 4",
+        t.path);
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    CHECK(r.out.find("wrote " + gif) != std::string::npos);
+    const Decoded d = decode(gif);
+    CHECK(d.width == 800);
+    CHECK(d.height == 500);
+    REQUIRE(d.rgb.size() == 5u);  // steps 1..5: B - A + 1 frames
+    CHECK(d.loop_count == 0);
+    for (std::size_t k = 0; k < d.rgb.size(); ++k) {
+        CHECK(d.delays[k] == 25);                    // 4 steps a second
+        if (k > 0) CHECK(d.rgb[k] != d.rgb[k - 1]);  // every step a different picture
+    }
+    CHECK(t.listing() == std::vector<std::string>{"im2col.gif", "stderr.txt", "stdout.txt"});
+
+    // A range past the last step fails with one line and leaves no file.
+    const std::string late = t / "late.gif";
+    const Run bad = run_binary("shot --view im2col --gif " + late + " --from 2 --to 99", t.path);
+    CHECK(bad.status == 2);
+    CHECK(bad.err.find("steps 2 to 99") != std::string::npos);
+    CHECK_FALSE(fs::exists(late));
 }
