@@ -16,5 +16,8 @@ endif()
 # cairo draws the exported charts (SVG, PNG, PDF); found through pkg-config.
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(CAIRO REQUIRED IMPORTED_TARGET cairo)
+# giflib (libgif-dev) writes the animated GIF export. CMake's FindGIF module finds its header and
+# library whether or not the package ships a pkg-config file: the imported target GIF::GIF.
+find_package(GIF 5 REQUIRED)
 find_package(tomlplusplus 3 REQUIRED)  # lesson files (libtomlplusplus-dev: tomlplusplus::tomlplusplus)
 include(${CMAKE_CURRENT_LIST_DIR}/imgui.cmake)

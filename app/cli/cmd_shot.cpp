@@ -9,6 +9,7 @@
 
 #include "cli/cli_common.hpp"
 #include "lesson/lesson.hpp"
+#include "ui/gif_writer.hpp"
 #include "ui/gui.hpp"
 
 namespace convlab::cli {
@@ -20,6 +21,32 @@ void parse_size(const std::string& text, int& w, int& h) {
     if (x == std::string::npos) throw Error("--size '" + text + "': expected WxH, e.g. 1600x1000");
     w = static_cast<int>(parse_integer("--size width", text.substr(0, x), 320, 8192));
     h = static_cast<int>(parse_integer("--size height", text.substr(x + 1), 240, 8192));
+}
+
+// --from A --to B [--fps F]: the steps of --gif (or of --sequence, as --steps A:B), and the GIF's
+// speed in steps a second.
+void gif_range(const Options& opts, ui::ShotOptions& o) {
+    const auto* from = opts.get("--from");
+    const auto* to = opts.get("--to");
+    const auto* fps = opts.get("--fps");
+    if ((from || to) && o.gif.empty() && o.sequence_dir.empty())
+        throw Error("--from and --to go with --gif (or --sequence)");
+    if (fps && o.gif.empty()) throw Error("--fps goes with --gif");
+    if ((from || to) && opts.has("--steps")) throw Error("--steps A:B and --from/--to: give one");
+    if (opts.has("--steps") && o.sequence_dir.empty())
+        throw Error("--steps goes with --sequence (--gif takes --from A --to B)");
+    if (from) o.seq_from = parse_integer("--from", *from, 0, std::int64_t{1} << 40);
+    if (to) o.seq_to = parse_integer("--to", *to, 0, std::int64_t{1} << 40);
+    if (o.seq_to >= 0 && o.seq_from > o.seq_to)
+        throw Error("--from " + std::to_string(o.seq_from) + " --to " + std::to_string(o.seq_to) +
+                    ": the first step must not come after the last");
+    if (fps) {
+        char* end = nullptr;
+        o.gif_fps = std::strtod(fps->c_str(), &end);
+        if (fps->empty() || *end != '\0' || !(o.gif_fps >= ui::kGifMinFps) ||
+            !(o.gif_fps <= ui::kGifMaxFps))
+            throw Error("--fps '" + *fps + "': expected a number of steps a second in [0.1, 50]");
+    }
 }
 
 }  // namespace
@@ -150,14 +177,26 @@ void run_shot(const Options& opts, std::ostream& out) {
             o.seq_to = parse_integer("--steps", r->substr(c + 1), 0, std::int64_t{1} << 40);
         }
     }
-    if (o.out.empty() && o.frames == 0 && o.svg.empty() && o.sequence_dir.empty() && !report)
-        throw Error("shot needs --out FILE.png (or --svg, --sequence, --frames N --report)");
+    if (const auto* s = opts.get("--gif")) {
+        o.gif = *s;
+        ui::check_writable(o.gif);
+        if (!o.sequence_dir.empty())
+            throw Error("--gif and --sequence: give one (one GIF, or numbered PNGs)");
+    }
+    gif_range(opts, o);
+    if (o.out.empty() && o.frames == 0 && o.svg.empty() && o.sequence_dir.empty() &&
+        o.gif.empty() && !report)
+        throw Error("shot needs --out FILE.png (or --svg, --sequence, --gif, --frames N --report)");
     if (report && o.frames == 0) o.frames = 60;
     if (!o.out.empty()) ui::check_writable(o.out);
     ensure_display(out);
     const ui::FrameReport r = ui::shot(o);
     if (!o.svg.empty()) out << "wrote " << o.svg << "\n";
     if (!o.sequence_dir.empty()) out << "wrote the steps to " << o.sequence_dir << "\n";
+    if (!o.gif.empty())
+        out << "wrote " << o.gif << " (steps " << o.seq_from << " to "
+            << (o.seq_to < 0 ? std::string("the last") : std::to_string(o.seq_to)) << ", "
+            << o.gif_fps << " steps a second, looping)\n";
     if (!o.out.empty())
         out << "wrote " << o.out << " (" << o.width << "x" << o.height << ", "
             << (o.lesson.empty()
@@ -191,13 +230,16 @@ const Command& shot_command() {
         "shot",
         "render a view of the desktop app to PNG without a person (xvfb-run when no display)",
         "shot --view NAME --problem DESC --step K [--size WxH] [--granularity G] --out FILE.png\n"
-        "       convlab shot --lesson FILE --step K --out FILE.png",
+        "       convlab shot --lesson FILE --step K --out FILE.png\n"
+        "       convlab shot --view NAME --problem DESC --gif FILE.gif --from A --to B [--fps F]",
         "Renders exactly what the window shows (the same drawing code) and reads the back buffer\n"
         "into a PNG, written atomically. Without a display it re-runs itself under\n"
         "xvfb-run -a -s \"-screen 0 1920x1200x24\". --frames N --report plays N steps (one a\n"
         "frame, the worst case) and prints the median and max frame time.\n"
         "Views: im2col col2im stride fliprot fractal tnc weight_grad timings tensors.\n"
         "The timings view shows --results FILE or measures first with --bench-quick.\n"
+        "--gif FILE --from A --to B renders steps A to B (the same drawing) into one animated\n"
+        "GIF that loops, --fps F steps a second (a palette of <= 256 colours per frame).\n"
         "--lesson FILE --step K renders step K (from 1) of a lesson as the player shows it: its\n"
         "view, problem, data, granularity, first step of its range, highlights and narration.\n",
         {{"--view", "NAME",
@@ -221,6 +263,10 @@ const Command& shot_command() {
          {"--svg", "FILE", "also the view as SVG (cells, values, titles)"},
          {"--sequence", "DIR", "also steps as numbered PNGs DIR/VIEW_NNNN.png"},
          {"--steps", "A:B", "the steps of --sequence (default all)"},
+         {"--gif", "FILE", "also steps as one looping animated GIF (each frame <= 256 colours)"},
+         {"--from", "A", "the first step of --gif or --sequence (default 0)"},
+         {"--to", "B", "the last step of --gif or --sequence (default the last)"},
+         {"--fps", "F", "--gif: steps a second, 0.1 to 50 (default 2, the app's speed)"},
          {"--frames", "N", "render N frames, one new step each"},
          {"--report", nullptr, "print frame-time median and max"}},
         run_shot};

@@ -37,6 +37,7 @@
 #include "stb_image_write.h"
 
 #include "convlab/problem.hpp"
+#include "ui/gif_writer.hpp"
 #include "ui/gui_lesson.hpp"
 #include "ui/gui_timings.hpp"
 
@@ -182,6 +183,9 @@ struct Export {
     dim_t seq_next = 0, seq_end = 0;
     std::string dir = "out/export";
     std::vector<std::string> written;
+    std::string gif;  // the sequence as this one GIF instead ("" : numbered PNGs)
+    double gif_fps = 2;
+    std::unique_ptr<GifWriter> gif_out;  // open while the GIF is written
 };
 
 class App {
@@ -697,11 +701,18 @@ void App::sidebar(float width) {
     ImGui::SameLine();
     ImGui::SetNextItemWidth(width * 0.36f);
     if (input_dim("to", seq_to)) seq_to_last = false;
-    if (ImGui::Button("steps from..to as numbered PNGs") && n > 0) {
+    const bool pngs = ImGui::Button("steps from..to as numbered PNGs");
+    ImGui::SameLine();
+    const bool gif = ImGui::Button("GIF");
+    if (ImGui::IsItemHovered())
+        ImGui::SetTooltip("the same steps as one looping GIF, at steps / s");
+    if ((pngs || gif) && n > 0) {
         ex.sequence = true;
         ex.seq_next = std::min(seq_from, n - 1);
         ex.seq_end = std::clamp(seq_to, ex.seq_next, n - 1) + 1;
         ex.written.clear();
+        ex.gif = gif ? ex.dir + "/" + s.request.view + ".gif" : "";
+        ex.gif_fps = s.playback.speed;
     }
     if (!status.empty()) ImGui::TextWrapped("%s", status.c_str());
     ImGui::Separator();
@@ -1483,7 +1494,23 @@ void App::after_render() {
             status = "wrote " + ex.svg;
             ex.svg.clear();
         }
-        if (ex.sequence) {
+        if (ex.sequence && !ex.gif.empty()) {  // one GIF frame a step (gif_writer.hpp)
+            int w = 0, h = 0;
+            auto px = read_back_buffer(w, h, window);
+            if (!ex.gif_out) {
+                make_parent(ex.gif);
+                ex.gif_out = std::make_unique<GifWriter>(ex.gif, gif_delay_cs(ex.gif_fps));
+            }
+            ex.gif_out->add(w, h, px);
+            if (++ex.seq_next >= ex.seq_end) {
+                ex.sequence = false;
+                ex.gif_out->finish();
+                status =
+                    "wrote " + ex.gif + " (" + std::to_string(ex.gif_out->frames()) + " frames)";
+                ex.gif_out.reset();
+            }
+        }
+        if (ex.sequence && ex.gif.empty()) {
             int w = 0, h = 0;
             auto px = read_back_buffer(w, h, window);
             char name[64];
@@ -1503,6 +1530,7 @@ void App::after_render() {
         ex.png.clear();
         ex.svg.clear();
         ex.sequence = false;
+        ex.gif_out.reset();  // removes the unfinished GIF's temporary file
     }
 }
 
@@ -1697,12 +1725,14 @@ FrameReport shot_in(Window& w, const ShotOptions& o) {
         render_frame(a, 0.0);
         if (!a.status.starts_with("wrote")) throw Error(a.status);
     }
-    if (!o.sequence_dir.empty()) {
+    if (!o.sequence_dir.empty() || !o.gif.empty()) {
         const dim_t to = o.seq_to < 0 ? n - 1 : o.seq_to;
         if (o.seq_from < 0 || o.seq_from > to || to >= n)
-            throw Error("--steps " + std::to_string(o.seq_from) + ":" + std::to_string(to) +
+            throw Error("steps " + std::to_string(o.seq_from) + " to " + std::to_string(to) +
                         ": the " + o.view + " view has steps 0 to " + std::to_string(n - 1));
-        a.ex.dir = o.sequence_dir;
+        if (!o.sequence_dir.empty()) a.ex.dir = o.sequence_dir;
+        a.ex.gif = o.gif;
+        a.ex.gif_fps = o.gif_fps;
         a.ex.sequence = true;
         a.ex.seq_next = o.seq_from;
         a.ex.seq_end = to + 1;

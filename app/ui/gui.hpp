@@ -41,6 +41,9 @@ struct ShotOptions {
     // Also steps [seq_from, seq_to] as DIR/VIEW_NNNN.png ("" : none).
     std::string sequence_dir;
     dim_t seq_from = 0, seq_to = -1;
+    // Or the same steps as one looping GIF ("" : none), at this many steps a second.
+    std::string gif;
+    double gif_fps = 2;
     int frames = 0;  // > 0: render this many frames (playing) and report frame times
     // Hover (panel, cell) to show the linking in the picture; -1: none.
     int hover_panel = -1;
