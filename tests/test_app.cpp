@@ -242,41 +242,93 @@ TEST_CASE("app model: every view agrees with the engine's reference on integer a
             }
 }
 
+namespace {
+
+// Every cell's canvas position hits back to it, lies inside its panel, no two cells share a
+// position, and panels do not overlap.
+void check_geometry(const app::ViewModel& v, const std::string& what) {
+    for (std::size_t i = 0; i < v.panels.size(); ++i) {
+        const app::Panel& p = v.panels[i];
+        std::set<std::pair<double, double>> seen;
+        for (dim_t c = 0; c < p.numel(); ++c) {
+            const app::CellPos cp = app::cell_pos(p, c);
+            INFO(what << " panel " << p.name << " cell " << c);
+            REQUIRE(app::hit_test(p, cp.x + 0.5, cp.y + 0.5) == c);
+            CHECK(cp.x >= p.x);
+            CHECK(cp.y >= p.y);
+            CHECK(cp.x + 1 <= p.x + p.width + 1e-9);
+            CHECK(cp.y + 1 <= p.y + p.height + 1e-9);
+            seen.insert({cp.x, cp.y});
+            dim_t tx = 0, ty = 0, row = 0, col = 0;
+            app::cell_tile(p, c, tx, ty, row, col);
+            CHECK(app::linear_at(p, tx, ty, row, col) == c);
+        }
+        CHECK(static_cast<dim_t>(seen.size()) == p.numel());
+        // Points between tiles hit nothing.
+        CHECK(app::hit_test(p, p.x - 0.5, p.y + 0.5) == -1);
+    }
+    for (std::size_t i = 0; i < v.panels.size(); ++i)
+        for (std::size_t j = i + 1; j < v.panels.size(); ++j) {
+            const auto& a = v.panels[i];
+            const auto& b = v.panels[j];
+            INFO(what << " panels " << a.name << " and " << b.name);
+            const bool apart = a.x + a.width <= b.x || b.x + b.width <= a.x ||
+                               a.y + a.height <= b.y || b.y + b.height <= a.y;
+            CHECK(apart);
+        }
+}
+
+}  // namespace
+
 TEST_CASE("app model: canvas geometry round-trips for every cell") {
     for (const char* desc : kProblems)
         for (const char* view : kViews) {
             app::ViewModel v = build(view, desc);
             app::layout_view(v, 2.5, 7.0);
-            for (std::size_t i = 0; i < v.panels.size(); ++i) {
-                const app::Panel& p = v.panels[i];
-                std::set<std::pair<double, double>> seen;
-                for (dim_t c = 0; c < p.numel(); ++c) {
-                    const app::CellPos cp = app::cell_pos(p, c);
-                    INFO(desc << " view " << view << " panel " << p.name << " cell " << c);
-                    REQUIRE(app::hit_test(p, cp.x + 0.5, cp.y + 0.5) == c);
-                    CHECK(cp.x >= p.x);
-                    CHECK(cp.y >= p.y);
-                    CHECK(cp.x + 1 <= p.x + p.width + 1e-9);
-                    CHECK(cp.y + 1 <= p.y + p.height + 1e-9);
-                    seen.insert({cp.x, cp.y});
-                    dim_t tx = 0, ty = 0, row = 0, col = 0;
-                    app::cell_tile(p, c, tx, ty, row, col);
-                    CHECK(app::linear_at(p, tx, ty, row, col) == c);
-                }
-                CHECK(static_cast<dim_t>(seen.size()) == p.numel());
-                // Points between tiles hit nothing.
-                CHECK(app::hit_test(p, p.x - 0.5, p.y + 0.5) == -1);
-            }
-            // Panels do not overlap.
-            for (std::size_t i = 0; i < v.panels.size(); ++i)
-                for (std::size_t j = i + 1; j < v.panels.size(); ++j) {
-                    const auto& a = v.panels[i];
-                    const auto& b = v.panels[j];
-                    const bool apart = a.x + a.width <= b.x || b.x + b.width <= a.x ||
-                                       a.y + a.height <= b.y || b.y + b.height <= a.y;
-                    CHECK(apart);
-                }
+            check_geometry(v, std::string(desc) + " view " + view);
         }
+}
+
+// Realistic channel counts (the audit's fractal and tnc problems, the sidebar's C = 20 preset):
+// the K x C grid of kernels, FRACTAL_Z and TNC(X) wrap into near-square grids instead of tall
+// strips (before: W 31 x 215 cells, T 16 x 739; the views fit at about 2.4 and 0.7 px a cell).
+TEST_CASE("app model: views at realistic channel counts are laid out to fill the canvas") {
+    struct Case {
+        const char* view;
+        const char* desc;
+        double min_zoom;  // fit_zoom on the default canvas guess, px per cell
+    };
+    const Case cases[] = {
+        {"fractal", "mb1ic20ih4oc18kh3ph1", 4.0},      {"tnc", "mb1ic20ih6oc18kh3", 2.5},
+        {"fractal", "mb1ic20ih2oc18kh1", 8.0},         {"fractal", "mb2ic40ih3oc36kh3", 2.0},
+        {"tnc", "mb1ic20id3ih4iw4oc18kd2kh2kw2", 2.0},
+    };
+    for (const auto& cs : cases) {
+        app::ViewModel v = build(cs.view, cs.desc, app::DataKind::Integer, 16);
+        const std::string what = std::string(cs.view) + " " + cs.desc;
+        INFO(what);
+        for (const auto& p : v.panels) {
+            INFO("panel " << p.name << ": " << p.width << " x " << p.height << " cells");
+            CHECK(p.height <= 3.0 * p.width);  // no tall strip
+            CHECK(p.width <= 6.0 * p.height);  // nor a long band
+        }
+        CHECK(v.width <= 3.0 * v.height);
+        CHECK(v.height <= 1.5 * v.width);
+        const double z = app::fit_zoom(v);
+        MESSAGE(what << ": fit zoom " << z << " px, view " << v.width << " x " << v.height);
+        CHECK(z >= cs.min_zoom);
+        // Wrapping kept the cell <-> tensor coordinate mapping: geometry round-trips.
+        app::layout_view(v, 2.5, 7.0);
+        check_geometry(v, what);
+    }
+    // The arrangement keeps rows already chosen and the reading order.
+    const app::ViewModel f = build("fractal", "mb1ic20ih4oc18kh3ph1", app::DataKind::Integer, 16);
+    REQUIRE(f.panels.size() == 4);
+    CHECK(f.panels[2].name == "W");
+    CHECK(f.panels[2].new_row);
+    CHECK(f.panels[2].y > f.panels[0].y);
+    CHECK(f.panels[3].y == f.panels[2].y);
+    CHECK(f.panels[3].x > f.panels[2].x);
 }
 
 TEST_CASE("app model: playback") {

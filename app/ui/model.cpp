@@ -8,6 +8,7 @@
 #include "ui/model.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdio>
 #include <numeric>
@@ -114,8 +115,15 @@ std::vector<Role> act_roles(int rank) {
     return {Role::TileY, Role::TileX, Role::TileX, Role::Row, Role::Col};
 }
 
-// Roles of weights (k, c, kernel...): the K x C grid of kernels.
-std::vector<Role> wei_roles(int rank) {
+// Roles of weights (k, c, kernel...): the K x C grid of kernels; 1x1 kernels: the K x C matrix
+// (a grid of one-cell tiles would be half gaps).
+std::vector<Role> wei_roles(const Shape& s) {
+    const int rank = s.rank();
+    if (std::all_of(s.dims.begin() + 2, s.dims.end(), [](dim_t d) { return d == 1; })) {
+        std::vector<Role> r(static_cast<std::size_t>(rank), Role::Col);
+        r[0] = Role::Row;
+        return r;
+    }
     if (rank == 3) return {Role::TileY, Role::TileX, Role::Col};
     if (rank == 4) return {Role::TileY, Role::TileX, Role::Row, Role::Col};
     return {Role::TileY, Role::TileX, Role::TileX, Role::Row, Role::Col};
@@ -148,7 +156,7 @@ Panel make_panel(std::string name, std::string title, Shape s, std::vector<Role>
     if (static_cast<dim_t>(p.values.size()) != p.shape.numel())
         throw Error("panel " + p.name + ": " + std::to_string(p.values.size()) +
                     " values for shape " + p.shape.str());
-    p.tiles_per_row = 8;
+    p.auto_wrap = true;  // arrange_view wraps long rows of tiles
     return p;
 }
 
@@ -328,6 +336,165 @@ void layout_view(ViewModel& v, double title_cells, double min_slot) {
         v.height = std::max(v.height, p.y + p.height);
         prev = &p;
     }
+}
+
+namespace {
+
+// Pixels a row of panels takes at zoom z: every panel's slot (its cells and the gap, or the least
+// slot of its title), the last one its cells (its title may wrap a little past them).
+double row_pixels(const std::vector<const Panel*>& row, double z, const CanvasGuess& c) {
+    double w = 0;
+    for (std::size_t i = 0; i + 1 < row.size(); ++i)
+        w += std::max((row[i]->width + kPanelGap) * z, c.slot);
+    return w + std::max(row.back()->width * z, 0.8 * c.slot);
+}
+
+// Width and height (cells) of a laid-out panel's grid of tiles at `per_row` tiles per row.
+void grid_extent(const Panel& p, dim_t per_row, double& w, double& h) {
+    const dim_t per = per_row > 0 ? std::min(per_row, p.tiles_x) : p.tiles_x;
+    const auto cols = static_cast<double>(per);
+    const auto rows = static_cast<double>(p.tiles_y * ((p.tiles_x + per - 1) / per));
+    w = cols * tile_w(p) + (cols - 1) * kTileGap;
+    h = rows * tile_h(p) + (rows - 1) * kTileGap;
+}
+
+// Tiles per row worth trying for a laid-out panel: no wrap, and every count whose grid is
+// between 3 times taller and 4 times wider than it is wide/tall (0 stands for no wrap).
+std::vector<dim_t> wrap_candidates(const Panel& p) {
+    std::vector<dim_t> r;
+    double w = 0, h = 0;
+    grid_extent(p, 0, w, h);
+    if (p.tiles_x <= 1 || w <= 4 * h) r.push_back(0);
+    for (dim_t per = 1; per < p.tiles_x && p.tiles_x > 1; ++per) {
+        grid_extent(p, per, w, h);
+        if (w * 3 >= h && w <= 4 * h) r.push_back(per);
+    }
+    if (r.empty()) r.push_back(0);
+    return r;
+}
+
+// The candidate whose grid is nearest a square, preferring a divisor of the tile count.
+dim_t near_square(const Panel& p, const std::vector<dim_t>& cands) {
+    dim_t best = cands.front();
+    double best_cost = INFINITY;
+    for (dim_t per : cands) {
+        double w = 0, h = 0;
+        grid_extent(p, per, w, h);
+        const double cost = std::fabs(std::log(w / h)) + (per && p.tiles_x % per ? 0.3 : 0);
+        if (cost < best_cost) {
+            best_cost = cost;
+            best = per;
+        }
+    }
+    return best;
+}
+
+}  // namespace
+
+double fit_zoom(ViewModel& v, const CanvasGuess& c) {
+    std::vector<std::vector<const Panel*>> rows;
+    for (auto& p : v.panels) {
+        layout_panel(p);
+        if (rows.empty() || p.new_row) rows.emplace_back();
+        rows.back().push_back(&p);
+    }
+    if (rows.empty()) return 64;
+    double cells_h = kPanelGap * 0.5 * static_cast<double>(rows.size() - 1);
+    for (const auto& r : rows) {
+        double h = 0;
+        for (const Panel* p : r) h = std::max(h, p->height);
+        cells_h += h;
+    }
+    const double room_h = c.height - c.title * static_cast<double>(rows.size());
+    double z = std::clamp(room_h / std::max(cells_h, 1.0), 0.05, 64.0);
+    if (room_h <= 0) z = 0.05;
+    // The widest row at z: row_pixels grows with z, so bisect down to the largest z that fits.
+    const auto fits = [&](double zz) {
+        for (const auto& r : rows)
+            if (row_pixels(r, zz, c) > c.width) return false;
+        return true;
+    };
+    if (fits(z)) return z;
+    double lo = 0.05, hi = z;
+    for (int it = 0; it < 40; ++it) {
+        const double mid = 0.5 * (lo + hi);
+        (fits(mid) ? lo : hi) = mid;
+    }
+    return lo;
+}
+
+namespace {
+
+// The best row breaks for the view's current panels (reading order kept, new_row flags in
+// `forced` kept): the largest fit_zoom, and within 5% of it the fewest rows. Leaves the panels'
+// new_row set to the choice and returns its zoom.
+double choose_rows(ViewModel& v, const std::vector<bool>& forced, const CanvasGuess& c) {
+    std::vector<std::size_t> free;
+    for (std::size_t i = 1; i < v.panels.size(); ++i)
+        if (!forced[i]) free.push_back(i);
+    if (free.size() > 10) free.clear();  // (no view has that many panels)
+    const std::size_t n = std::size_t{1} << free.size();
+    std::vector<double> zoom(n);
+    double best_z = 0;
+    for (std::size_t m = 0; m < n; ++m) {
+        for (std::size_t k = 0; k < free.size(); ++k) v.panels[free[k]].new_row = (m >> k) & 1;
+        zoom[m] = fit_zoom(v, c);
+        best_z = std::max(best_z, zoom[m]);
+    }
+    std::size_t pick = 0;
+    for (std::size_t m = 1; m < n; ++m) {
+        if (zoom[m] < best_z / 1.05) continue;
+        const int rows = std::popcount(m), pick_rows = std::popcount(pick);
+        if (zoom[pick] < best_z / 1.05 || rows < pick_rows ||
+            (rows == pick_rows && zoom[m] > zoom[pick]))
+            pick = m;
+    }
+    for (std::size_t k = 0; k < free.size(); ++k) v.panels[free[k]].new_row = (pick >> k) & 1;
+    return zoom[pick];
+}
+
+}  // namespace
+
+void arrange_view(ViewModel& v, const CanvasGuess& c) {
+    std::vector<bool> forced(v.panels.size());
+    std::vector<std::vector<dim_t>> cands(v.panels.size());
+    for (std::size_t i = 0; i < v.panels.size(); ++i) {
+        Panel& p = v.panels[i];
+        forced[i] = p.new_row;
+        layout_panel(p);
+        if (!p.auto_wrap) continue;
+        cands[i] = wrap_candidates(p);
+        p.tiles_per_row = near_square(p, cands[i]);
+    }
+    // A ragged last row of tiles costs 5% of zoom; a change must gain 2%.
+    const auto score = [&] {
+        double z = choose_rows(v, forced, c);
+        for (const auto& p : v.panels)
+            if (p.auto_wrap && p.tiles_per_row > 0 && p.tiles_x % p.tiles_per_row) z *= 0.95;
+        return z;
+    };
+    // Coordinate descent over the panels' tiles per row, rows re-chosen for each.
+    double best = score();
+    for (int pass = 0; pass < 3; ++pass) {
+        bool changed = false;
+        for (std::size_t i = 0; i < v.panels.size(); ++i) {
+            Panel& p = v.panels[i];
+            for (dim_t per : cands[i]) {
+                const dim_t keep = p.tiles_per_row;
+                if (per == keep) continue;
+                p.tiles_per_row = per;
+                if (const double z = score(); z > best * 1.02) {
+                    best = z;
+                    changed = true;
+                } else {
+                    p.tiles_per_row = keep;
+                }
+            }
+        }
+        if (!changed) break;
+    }
+    score();  // the rows of the final choice
+    layout_view(v);
 }
 
 // [SECTION] links
@@ -533,7 +700,7 @@ void build_im2col(Builder& b) {
     Panel col = make_panel(
         "B", "column matrix B = im2col(X): rows (c, k...), cols = output position", m.dst(),
         {Role::TileY, Role::TileX, Role::Row, Role::Col}, run_map(m, b.v.panels[0].values));
-    col.tiles_per_row = 0;
+    col.auto_wrap = false;  // one matrix per (n, g): never wrapped
     const int ci = b.add(std::move(col));
     b.link(m, xi, ci, true);
     b.v.caption =
@@ -609,18 +776,18 @@ void build_col2im(Builder& b) {
     const IndexMap m = maps::col2im(p);
     const Shape ws = wei_shape(p), ys = act_shape(p, true, "k");
     auto w = b.data(ws, 2), dy = b.data(ys, 3);
-    const int wi =
-        b.add(make_panel("W", "weights (K x C grid of kernels)", ws, wei_roles(ws.rank()), w));
+    const int wi = b.add(make_panel("W", "weights (K x C grid of kernels)", ws, wei_roles(ws), w));
     Panel dyp = make_panel("dY", "output gradient", ys, act_roles(ys.rank()), dy);
     const int yi = b.add(std::move(dyp));
     auto bstar = wt_dy(p, w, dy);
     Panel bp = make_panel("B*", "B* = W^T dY (column matrix of dX)", m.src(),
                           {Role::TileY, Role::TileX, Role::Row, Role::Col}, bstar);
-    bp.tiles_per_row = 0;
+    bp.auto_wrap = false;  // one matrix per (n, g): never wrapped
     const int bi = b.add(std::move(bp));
     auto dx = run_map(m, bstar);
-    const int xi = b.add(make_panel("dX", "input gradient = col2im(B*): running sums", m.dst(),
-                                    act_roles(m.dst().rank()), dx));
+    Panel xp = make_panel("dX", "input gradient = col2im(B*): running sums", m.dst(),
+                          act_roles(m.dst().rank()), dx);
+    const int xi = b.add(std::move(xp));
     b.link(m, bi, xi, true);
     Relation rel;
     rel.name = "B* = W^T dY";
@@ -679,12 +846,12 @@ void build_stride(Builder& b) {
     auto pd = run_map(mp, z);
     const int pi = b.add(make_panel("P", "Z padded: (k-1)d - p before, (k-1)d - p + r after",
                                     mp.dst(), act_roles(mp.dst().rank()), pd));
-    Panel wp = make_panel("W", "weights", ws, wei_roles(ws.rank()), w);
+    Panel wp = make_panel("W", "weights", ws, wei_roles(ws), w);
     wp.new_row = true;
     const int wi = b.add(std::move(wp));
     auto wf = run_map(mf, w);
     const int fi = b.add(make_panel("W'", "FlipRot(W): C x K, every kernel rotated", mf.dst(),
-                                    wei_roles(mf.dst().rank()), wf));
+                                    wei_roles(mf.dst()), wf));
     const Shape xs = act_shape(p, false, "c");
     const Tensor dx =
         backward_data(p, to_tensor(dy, ys.dims), to_tensor(w, ws.dims), "via_forward");
@@ -776,7 +943,6 @@ void build_stride(Builder& b) {
         }
         return generic_formula(vm, panel, linear, d);
     };
-    b.v.panels[static_cast<std::size_t>(wi)].tiles_per_row = 8;
 }
 
 void build_fliprot(Builder& b) {
@@ -784,10 +950,9 @@ void build_fliprot(Builder& b) {
     const IndexMap m = maps::flip_rot(p);
     const Shape ws = wei_shape(p);
     auto w = b.data(ws, 2);
-    const int wi =
-        b.add(make_panel("W", "weights: K x C grid of kernels", ws, wei_roles(ws.rank()), w));
+    const int wi = b.add(make_panel("W", "weights: K x C grid of kernels", ws, wei_roles(ws), w));
     const int fi = b.add(make_panel("W'", "FlipRot(W): C x K grid, every kernel rotated 180 deg",
-                                    m.dst(), wei_roles(m.dst().rank()), run_map(m, w)));
+                                    m.dst(), wei_roles(m.dst()), run_map(m, w)));
     b.link(m, wi, fi, true);
     std::vector<float> fast(b.v.panels[1].values.size());
     flip_rot_kernel(p, w.data(), fast.data());
@@ -826,7 +991,7 @@ void build_fractal(Builder& b) {
     Panel x5 = make_panel("X5", fmt5 + ": C1 blocks of C0 lanes; rows = spatial position", ma.dst(),
                           blocked_act_roles(ma.dst()), run_map(ma, x));
     const int x5i = b.add(std::move(x5));
-    Panel wp = make_panel("W", "weights OIHW", ws, wei_roles(ws.rank()), w);
+    Panel wp = make_panel("W", "weights OIHW", ws, wei_roles(ws), w);
     wp.new_row = true;
     const int wi = b.add(std::move(wp));
     Panel wz = make_panel("Wz", "FRACTAL_Z: (C1 k..) x N1 fractals of 16 x C0", mw.dst(),
@@ -892,9 +1057,14 @@ void build_tnc(Builder& b) {
     auto x5 = run_map(pa, x);
     const int x5i =
         b.add(make_panel("X5", "X in NC1HWC0", pa.dst(), blocked_act_roles(pa.dst()), x5));
+    // T's tiles as X's: channels across (wrapped into a grid), batch blocks down.
+    std::vector<Role> troles = blocked_act_roles(mt.dst());
+    troles.front() = Role::TileX;
+    for (std::size_t i = 0; i < troles.size(); ++i)
+        if (mt.dst().names[i] == "c1") troles[i] = Role::TileY;
     const int ti =
         b.add(make_panel("T", "TNC(X): batch becomes the blocked channel dim (C, N1, H, W, C0)",
-                         mt.dst(), blocked_act_roles(mt.dst()), run_map(mt, x5)));
+                         mt.dst(), troles, run_map(mt, x5)));
     Panel yp = make_panel("dY", "output gradient NCHW", ys, act_roles(ys.rank()), dy);
     yp.new_row = true;
     const int yi = b.add(std::move(yp));
@@ -953,7 +1123,7 @@ void build_weight_grad(Builder& b) {
     const int xi = b.add(make_panel("X", "input", xs, act_roles(xs.rank()), x));
     Panel bp = make_panel("B", "B = im2col(X): rows (c, k..), cols = output position", m.dst(),
                           {Role::TileY, Role::TileX, Role::Row, Role::Col}, run_map(m, x));
-    bp.tiles_per_row = 0;
+    bp.auto_wrap = false;  // one matrix per (n, g): never wrapped
     const int bi = b.add(std::move(bp));
     // dY as a K x prod(out) matrix per image: the left operand of dW = dY B^T.
     std::vector<Role> yr(ys.dims.size(), Role::Col);
@@ -1033,7 +1203,7 @@ ViewModel build_view(const ViewRequest& r, std::atomic<float>* progress) {
         for (auto& n : view_names()) known += (known.empty() ? "" : ", ") + n;
         throw Error("unknown view '" + r.view + "' (views: " + known + ")");
     }
-    layout_view(b.v);
+    arrange_view(b.v);
     if (progress) progress->store(1.0f);
     return std::move(b.v);
 }
