@@ -331,6 +331,45 @@ TEST_CASE("app model: views at realistic channel counts are laid out to fill the
     CHECK(f.panels[3].x > f.panels[2].x);
 }
 
+// col2im and weight_grad: the results start a new row (4 panels in one row left the bottom half
+// of a 1600 x 1000 canvas empty): dX below W, dY and B*; dY and dW below X and B, their rows k
+// side by side. The fit then uses the height: bigger cells than the one-row layout.
+TEST_CASE("app model: col2im and weight_grad put their results on a new row") {
+    struct Case {
+        const char* view;
+        const char* desc;
+        const char* first_of_row2;
+        const char* result;
+    };
+    for (const Case& cs : {Case{"col2im", "mb1ic2ih5oc3kh3", "dX", "dX"},
+                           Case{"weight_grad", "mb1ic3ih6oc4kh3", "dY", "dW"}}) {
+        app::ViewModel v = build(cs.view, cs.desc);
+        const std::string what = std::string(cs.view) + " " + cs.desc;
+        INFO(what);
+        const auto at = [&](const char* name) -> const app::Panel& {
+            const auto it = std::find_if(v.panels.begin(), v.panels.end(),
+                                         [&](const app::Panel& p) { return p.name == name; });
+            REQUIRE(it != v.panels.end());
+            return *it;
+        };
+        const app::Panel& first = at(cs.first_of_row2);
+        const app::Panel& result = at(cs.result);
+        CHECK(first.new_row);
+        CHECK(first.x == 0);
+        CHECK(result.y > v.panels[0].y + v.panels[0].height);  // below the first row
+        CHECK(result.y == first.y);
+        const double z = app::fit_zoom(v);
+        // The layout before: every panel in one row, no tile row wrapped.
+        for (auto& p : v.panels) {
+            p.new_row = false;
+            p.tiles_per_row = 0;
+        }
+        const double one_row = app::fit_zoom(v);
+        MESSAGE(what << ": fit zoom " << z << " px, in one row " << one_row);
+        CHECK(z > one_row);
+    }
+}
+
 TEST_CASE("app model: playback") {
     app::Playback pb;
     CHECK(pb.paused);
