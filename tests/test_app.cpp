@@ -370,6 +370,107 @@ TEST_CASE("app model: col2im and weight_grad put their results on a new row") {
     }
 }
 
+namespace {
+
+// The formula of cell `coord` of the panel named `panel`.
+std::string formula_at(const app::ViewModel& v, const std::string& panel,
+                       const std::vector<dim_t>& coord) {
+    for (std::size_t i = 0; i < v.panels.size(); ++i)
+        if (v.panels[i].name == panel)
+            return v.formula(v, static_cast<int>(i), v.panels[i].shape.linear_of(coord));
+    FAIL("no panel " << panel);
+    return "";
+}
+
+}  // namespace
+
+// Hover formulas name the terms and fill in the numbers (values by hand from the integer data:
+// element i holds i % 99 + 1).
+TEST_CASE("app model: hover formulas list their terms with the numbers filled in") {
+    SUBCASE("col2im: dX lists the B* cells it sums, capped at 8 terms") {
+        const app::ViewModel v = build("col2im", "mb1ic2ih5oc3kh3");
+        // dX(0,0,1,1): taps (kh,kw) = (0,0),(0,1),(1,0),(1,1) at output (1,1),(1,0),(0,1),(0,0).
+        const std::string f = formula_at(v, "dX", {0, 0, 1, 1});
+        MESSAGE(f);
+        CHECK(f.find("dX(n=0,c=0,h=1,w=1) = sum of B*(row, col) over the 4 kernel taps") == 0);
+        CHECK(f.find("= B*(0,4) + B*(1,3) + B*(3,1) + B*(4,0) = 1122 + 1104 + 1050 + 1014 = "
+                     "4290") != std::string::npos);
+        const std::string g = formula_at(v, "dX", {0, 0, 2, 2});  // 9 taps
+        MESSAGE(g);
+        CHECK(g.find("over the 9 kernel taps") != std::string::npos);
+        CHECK(g.find("+ ... = ") != std::string::npos);
+    }
+    SUBCASE("stride: dX lists the dY x W' products that are not zeros of P") {
+        const app::ViewModel v = build("stride", "mb1ic2ih3oc2kh2");
+        // dY k=0 [1 2; 3 4], k=1 [5 6; 7 8]; W'(c=0,k=0) [4 3; 2 1], W'(c=0,k=1) [12 11; 10 9].
+        const std::string f = formula_at(v, "dX", {0, 0, 0, 0});
+        MESSAGE(f);
+        CHECK(f.find("(8 products; 2 read a dY tap") != std::string::npos);
+        CHECK(f.find("dY(0,0,0,0)*W'(0,0,1,1) + dY(0,1,0,0)*W'(0,1,1,1) = 1*1 + 5*9 = 46") !=
+              std::string::npos);
+        const app::ViewModel r = build("stride", "mb1ic1ih6oc1kh3sh2ph1", app::DataKind::Real);
+        const std::string g = formula_at(r, "dX", {0, 0, 2, 2});
+        MESSAGE(g);
+        CHECK(g.find("*W'(0,0,") != std::string::npos);
+    }
+    SUBCASE("tnc: T and TNCf give the N/C swap and the padded batch") {
+        const app::ViewModel v = build("tnc", "mb1ic20ih6oc18kh3", app::DataKind::Integer, 16);
+        // T(c=19, n1=0, h=0, w=0, n0=0) <- X5(n=0, c1=1, h=0, w=0, c0=3) = X(0,19,0,0) = 91.
+        const std::string t = formula_at(v, "T", {19, 0, 0, 0, 0});
+        MESSAGE(t);
+        CHECK(t.find("channel c = 19 outermost, batch n = n1*C0 + n0 = 0*16 + 0 = 0; c1 = c/C0 = "
+                     "19/16 = 1, c0 = c%C0 = 3 <- X5(n=0,c1=1,h=0,w=0,c0=3) = 91") !=
+              std::string::npos);
+        const std::string tp = formula_at(v, "T", {19, 0, 0, 0, 5});
+        CHECK(tp.find("n = n1*C0 + n0 = 0*16 + 5 = 5 >= N = 1: batch padding (N padded to N1*C0 "
+                      "= 16), zero") != std::string::npos);
+        // dYf row 5 = (n1=0, h=1, w=1), k = 1*16 + 1 = 17: dY5(n=0, c1=1, h=1, w=1, c0=1) =
+        // dY(0,17,1,1) = (17*16 + 5) % 99 + 1 = 80.
+        const std::string f = formula_at(v, "dYf", {5, 1, 1, 0});
+        MESSAGE(f);
+        CHECK(f.find("row 5 = (n1=0, h=1, w=1); k = k1*16 + k0 = 1*16 + 1 = 17, n = n1*C0 + n0 = "
+                     "0*16 + 0 = 0; c1 = k/C0 = 1, c0 = k%C0 = 1 <- "
+                     "dY5(n=0,c1=1,h=1,w=1,c0=1) = 80") != std::string::npos);
+        CHECK(formula_at(v, "dYf", {5, 1, 3, 0}).find("(k >= K = 18): padding") !=
+              std::string::npos);
+        CHECK(formula_at(v, "dYf", {5, 1, 1, 2}).find("n = n1*C0 + n0 = 0*16 + 2 = 2 >= N = 1") !=
+              std::string::npos);
+    }
+    SUBCASE("fractal: Wz derives c and k from the fractal coordinates") {
+        const app::ViewModel v =
+            build("fractal", "mb1ic20ih4oc18kh3ph1", app::DataKind::Integer, 16);
+        // Row 13 = (c1=1, kh=1, kw=1); W(17, 19, 1, 1) is element 3235: 3235 % 99 + 1 = 68.
+        const std::string f = formula_at(v, "Wz", {13, 1, 1, 3});
+        MESSAGE(f);
+        CHECK(f.find("row 13 = (c1=1, kh=1, kw=1); c = c1*C0 + c0 = 1*16 + 3 = 19, k = n1*16 + "
+                     "n0 = 1*16 + 1 = 17 <- W(k=17,c=19,kh=1,kw=1) = 68") != std::string::npos);
+        CHECK(formula_at(v, "Wz", {13, 1, 2, 3}).find("= 18 >= K = 18: padding") !=
+              std::string::npos);
+        CHECK(formula_at(v, "Wz", {13, 0, 0, 4})
+                  .find("= 1*16 + 4 = 20, k = n1*16 + n0 = 0*16 + 0 = 0 (c >= C = 20): a padding "
+                        "lane") != std::string::npos);
+        // X5 lanes: c = c1*C0 + c0 with the numbers.
+        CHECK(formula_at(v, "X5", {0, 1, 0, 0, 2})
+                  .find("c = c1*C0 + c0 = 1*16 + 2 = 18 <- "
+                        "X(n=0,c=18,h=0,w=0) = ") != std::string::npos);
+        const app::ViewModel v3 = build("fractal", "mb1ic3id2ih2iw2oc2kd2kh2kw2");
+        const std::string g = formula_at(v3, "Wz", {5, 0, 1, 2});  // c0 = 4: C1 = 1
+        MESSAGE(g);
+        CHECK(g.find("row 5 = (kd=1, c1=0, kh=0, kw=1)") != std::string::npos);
+    }
+    SUBCASE("every formula of every view is non-empty and names its cell") {
+        for (const char* view : kViews) {
+            const app::ViewModel v = build(view, "mb2ic3ih5oc4kh3sh2ph1");
+            for (std::size_t i = 0; i < v.panels.size(); ++i)
+                for (dim_t c = 0; c < v.panels[i].numel(); c += 7) {
+                    const std::string f = v.formula(v, static_cast<int>(i), c);
+                    INFO(view << " " << f);
+                    CHECK(f.find(v.panels[i].name + "(") == 0);
+                }
+        }
+    }
+}
+
 TEST_CASE("app model: playback") {
     app::Playback pb;
     CHECK(pb.paused);

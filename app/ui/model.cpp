@@ -651,6 +651,89 @@ std::string generic_formula(const ViewModel& v, int panel, dim_t linear, DataKin
     return s;
 }
 
+// At most this many terms of a sum are written out, then "+ ...".
+constexpr std::size_t kMaxTerms = 8;
+
+std::string join_terms(const std::vector<std::string>& t, const char* sep = " + ") {
+    std::string s;
+    for (std::size_t i = 0; i < t.size() && i < kMaxTerms; ++i) s += (i ? sep : "") + t[i];
+    if (t.size() > kMaxTerms) s += std::string(sep) + "...";
+    return s;
+}
+
+// "B*(4,0)": a panel's name and its coordinates from dim `first` on, without the dim names.
+std::string short_name(const Panel& p, dim_t linear, std::size_t first = 0) {
+    const auto c = coords(p.shape, linear);
+    std::string r = p.name + "(";
+    for (std::size_t i = first; i < c.size(); ++i)
+        r += (i > first ? "," : "") + std::to_string(c[i]);
+    return r + ")";
+}
+
+std::string value_of(const Panel& p, dim_t linear, DataKind d) {
+    return format_value(p.values[static_cast<std::size_t>(linear)], d);
+}
+
+// A packed activation cell (n, [d,] c1, [h,] w, c0) of NC1HWC0-like `dst`, gathered through
+// link `l` from the NCHW panel: "c = c1*C0 + c0 = 1*16 + 3 = 19 <- X(...) = v" (`ch` names the
+// channel: c, or k for dY).
+std::string pack_formula(const ViewModel& vm, int panel, const Link& l, dim_t linear, dim_t c0,
+                         const char* ch, DataKind d) {
+    const Panel& dst = vm.panels[static_cast<std::size_t>(panel)];
+    const Panel& src = vm.panels[static_cast<std::size_t>(l.src)];
+    const auto c = coords(dst.shape, linear);
+    const std::size_t c1_axis = dst.shape.rank() == 6 ? 2 : 1;
+    const dim_t chan = c[c1_axis] * c0 + c.back();
+    std::string s = cell_name(dst, linear) + ": " + ch +
+                    " = c1*C0 + c0 = " + std::to_string(c[c1_axis]) + "*" + std::to_string(c0) +
+                    " + " + std::to_string(c.back()) + " = " + std::to_string(chan);
+    const dim_t from = l.image[static_cast<std::size_t>(linear)];
+    if (from < 0)
+        return s + " >= " + std::string(ch == std::string("c") ? "C" : "K") + " = " +
+               std::to_string(src.shape.dims[1]) + ": a padding lane, zero";
+    return s + " <- " + cell_name(src, from) + " = " + value_of(src, from, d);
+}
+
+// A FRACTAL_Z(_3D) row split into its kernel position and block: row = ((kd*B + b)*KH + kh)*KW
+// + kw for `ks` = the spatial sizes (1 to 3 axes, d outermost). k receives the position per
+// axis, *block the block index; returns "row 5 = (c1=0, kh=1, kw=2)".
+std::string split_fractal_row(dim_t row, dim_t blocks, const std::vector<dim_t>& ks,
+                              const std::vector<std::string>& names, const char* block_name,
+                              std::vector<dim_t>& k, dim_t* block) {
+    const auto nd = static_cast<int>(ks.size());
+    k.assign(ks.size(), 0);
+    dim_t r = row;
+    for (int i = nd - 1; i >= (nd == 3 ? 1 : 0); --i) {
+        k[static_cast<std::size_t>(i)] = r % ks[static_cast<std::size_t>(i)];
+        r /= ks[static_cast<std::size_t>(i)];
+    }
+    *block = r % blocks;
+    if (nd == 3) k[0] = r / blocks;
+    std::vector<std::string> parts;
+    for (int i = 0; i < nd; ++i) {
+        if (i == (nd == 3 ? 1 : 0)) parts.push_back(block_name + ("=" + std::to_string(*block)));
+        parts.push_back(names[static_cast<std::size_t>(i)] + "=" +
+                        std::to_string(k[static_cast<std::size_t>(i)]));
+    }
+    return "row " + std::to_string(row) + " = (" + join_terms(parts, ", ") + ")";
+}
+
+// Values of a sum's terms: "3 + 5 - 0.25" (a negative term subtracted), capped as join_terms.
+std::string join_values(const std::vector<std::string>& v) {
+    std::string s;
+    for (std::size_t i = 0; i < v.size() && i < kMaxTerms; ++i) {
+        const bool neg = !v[i].empty() && v[i][0] == '-';
+        s += i == 0 ? v[i] : (neg ? " - " + v[i].substr(1) : " + " + v[i]);
+    }
+    if (v.size() > kMaxTerms) s += " + ...";
+    return s;
+}
+
+// A factor of a product: "-0.25" in parentheses.
+std::string factor(const std::string& v) {
+    return !v.empty() && v[0] == '-' ? "(" + v + ")" : v;
+}
+
 // im2col's arithmetic for one column-matrix cell (n, g, row, col): the kernel tap, the output
 // position and the input position per axis, as text with the numbers filled in; pos receives the
 // padded position (input position + pad_begin) per axis.
@@ -824,10 +907,19 @@ void build_col2im(Builder& b) {
                             : "added into " + cell_name(vm.panels[3], dst));
         }
         if (panel == 3) {
+            // dX(n, c, h, w) = the B* cells (one per kernel tap whose window covers it).
+            const Panel& bs = vm.panels[2];
             const auto src = vm.links[0].sources_of(linear);
-            return cell_name(vm.panels[3], linear) + " = sum of " + std::to_string(src.size()) +
-                   " cells of B* (one per kernel tap whose window covers it) = " +
-                   format_value(vm.panels[3].values[static_cast<std::size_t>(linear)], d);
+            const std::string s = cell_name(vm.panels[3], linear) + " = ";
+            if (src.empty()) return s + "0: no kernel window covers it";
+            std::vector<std::string> names, vals;
+            for (dim_t c : src) {
+                names.push_back(short_name(bs, c, 2));
+                vals.push_back(value_of(bs, c, d));
+            }
+            return s + "sum of B*(row, col) over the " + std::to_string(src.size()) +
+                   " kernel taps whose window covers it = " + join_terms(names) + " = " +
+                   join_values(vals) + " = " + value_of(vm.panels[3], linear, d);
         }
         return generic_formula(vm, panel, linear, d);
     };
@@ -915,23 +1007,27 @@ void build_stride(Builder& b) {
     const DataKind d = b.r.data;
     b.v.formula = [p, d](const ViewModel& vm, int panel, dim_t linear) -> std::string {
         if (panel == 5) {
+            // dX = sum over the window of P x W'; P is a dY tap, an inserted zero or padding.
             std::vector<std::vector<dim_t>> ops(2);
             vm.relations[0].fn(linear, ops);
-            // dY taps: P cells that come from Z cells that come from dY cells.
-            std::string taps;
-            int count = 0;
-            for (dim_t pc : ops[0]) {
-                const dim_t zc = vm.links[1].image[static_cast<std::size_t>(pc)];
+            const Panel &yp = vm.panels[0], &fp = vm.panels[4];
+            std::vector<std::string> terms, nums;
+            for (std::size_t i = 0; i < ops[0].size(); ++i) {
+                const dim_t zc = vm.links[1].image[static_cast<std::size_t>(ops[0][i])];
                 if (zc < 0) continue;
                 const dim_t yc = vm.links[0].image[static_cast<std::size_t>(zc)];
                 if (yc < 0) continue;
-                if (++count <= 4) taps += " " + cell_name(vm.panels[0], yc);
+                terms.push_back(short_name(yp, yc) + "*" + short_name(fp, ops[1][i]));
+                nums.push_back(factor(value_of(yp, yc, d)) + "*" +
+                               factor(value_of(fp, ops[1][i], d)));
             }
-            return cell_name(vm.panels[5], linear) + " = " +
-                   format_value(vm.panels[5].values[static_cast<std::size_t>(linear)], d) +
-                   " = sum over the window of P times W': " + std::to_string(ops[0].size()) +
-                   " products, " + std::to_string(count) + " of them non-zero dY taps:" + taps +
-                   (count > 4 ? " ..." : "");
+            std::string s = cell_name(vm.panels[5], linear) + " = sum over the window of P x W' (" +
+                            std::to_string(ops[0].size()) + " products; " +
+                            std::to_string(terms.size()) +
+                            " read a dY tap, the others a zero of P) = ";
+            if (terms.empty()) return s + "0";
+            return s + join_terms(terms) + " = " + join_terms(nums) + " = " +
+                   value_of(vm.panels[5], linear, d);
         }
         if (panel == 1) {
             const auto c = coords(vm.panels[1].shape, linear);
@@ -1017,31 +1113,28 @@ void build_fractal(Builder& b) {
                   " (channels in blocks of C0 lanes, lanes past C are zero) and FRACTAL_Z "
                   "(16 x C0 fractals: 16 output channels by C0 input channels)";
     const DataKind d = b.r.data;
-    b.v.formula = [c0, d](const ViewModel& vm, int panel, dim_t linear) -> std::string {
-        if (panel == 1) {
-            const auto c = coords(vm.panels[1].shape, linear);
-            const dim_t c1 = c[c.size() - 4 + (c.size() == 4 ? 1 : 0)];
-            (void)c1;
-            const dim_t src = vm.links[0].image[static_cast<std::size_t>(linear)];
-            std::string s = cell_name(vm.panels[1], linear) + ": ";
-            if (src < 0) return s + "c = c1*C0 + c0 >= C: a padding lane, zero";
-            const auto xc = coords(vm.panels[0].shape, src);
-            return s + "c = c1*C0 + c0 = " + std::to_string(xc[1] / c0) + "*" + std::to_string(c0) +
-                   " + " + std::to_string(xc[1] % c0) + " = " + std::to_string(xc[1]) + " <- " +
-                   cell_name(vm.panels[0], src) + " = " +
-                   format_value(vm.panels[0].values[static_cast<std::size_t>(src)], d);
-        }
-        if (panel == 3) {
-            const auto c = coords(vm.panels[3].shape, linear);
-            const dim_t src = vm.links[1].image[static_cast<std::size_t>(linear)];
-            std::string s = cell_name(vm.panels[3], linear) +
-                            ": cout = n1*16 + n0 = " + std::to_string(c[1]) + "*16 + " +
-                            std::to_string(c[2]) + " = " + std::to_string(c[1] * 16 + c[2]) + ", ";
-            if (src < 0) return s + "past K or C: a padding lane, zero";
-            return s + "<- " + cell_name(vm.panels[2], src) + " = " +
-                   format_value(vm.panels[2].values[static_cast<std::size_t>(src)], d);
-        }
-        return generic_formula(vm, panel, linear, d);
+    b.v.formula = [p, c0, d](const ViewModel& vm, int panel, dim_t linear) -> std::string {
+        if (panel == 1) return pack_formula(vm, 1, vm.links[0], linear, c0, "c", d);
+        if (panel != 3) return generic_formula(vm, panel, linear, d);
+        // FRACTAL_Z (C1*KH*KW, N1, 16, C0): row = (c1, kernel position), k = n1*16 + n0.
+        const Panel &fz = vm.panels[3], &wo = vm.panels[2];
+        const auto c = coords(fz.shape, linear);
+        const dim_t K = wo.shape.dims[0], C = wo.shape.dims[1], n0s = fz.shape.dims[2];
+        std::vector<dim_t> ks(p.kernel.begin(), p.kernel.begin() + p.ndims), kk;
+        dim_t c1 = 0;
+        const std::string row =
+            split_fractal_row(c[0], (C + c0 - 1) / c0, ks, spatial(p.ndims, "k"), "c1", kk, &c1);
+        const dim_t cc = c1 * c0 + c[3], k = c[1] * n0s + c[2];
+        std::string s = cell_name(fz, linear) + ": " + row +
+                        "; c = c1*C0 + c0 = " + std::to_string(c1) + "*" + std::to_string(c0) +
+                        " + " + std::to_string(c[3]) + " = " + std::to_string(cc) +
+                        ", k = n1*16 + n0 = " + std::to_string(c[1]) + "*" + std::to_string(n0s) +
+                        " + " + std::to_string(c[2]) + " = " + std::to_string(k);
+        if (k >= K)
+            return s + " >= K = " + std::to_string(K) + ": padding (K padded to N1*16), zero";
+        if (cc >= C) return s + " (c >= C = " + std::to_string(C) + "): a padding lane, zero";
+        const dim_t src = vm.links[1].image[static_cast<std::size_t>(linear)];
+        return s + " <- " + cell_name(wo, src) + " = " + value_of(wo, src, d);
     };
 }
 
@@ -1113,7 +1206,55 @@ void build_tnc(Builder& b) {
                   "): swap N and C so the batch is reduced over; TNCf writes dY straight into "
                   "FRACTAL_Z as the kernel of the dW convolution";
     const DataKind d = b.r.data;
-    b.v.formula = [d](const ViewModel& vm, int panel, dim_t linear) {
+    const dim_t N = p.mb, K = p.oc, n1s = (p.mb + c0 - 1) / c0;
+    std::vector<dim_t> outs;
+    for (int i = 0; i < p.ndims; ++i) outs.push_back(p.out(i));
+    b.v.formula = [p, c0, d, N, K, n1s, outs](const ViewModel& vm, int panel,
+                                              dim_t linear) -> std::string {
+        const auto num = [](dim_t v) { return std::to_string(v); };
+        if (panel == 1) return pack_formula(vm, 1, vm.links[0], linear, c0, "c", d);
+        if (panel == 4) return pack_formula(vm, 4, vm.links[2], linear, c0, "k", d);
+        if (panel == 2) {
+            // T (C, [D,] N1, H, W, N0): the channel outermost, the batch blocked in N0 lanes.
+            const Panel& t = vm.panels[2];
+            const auto c = coords(t.shape, linear);
+            const std::size_t n1_axis = t.shape.rank() == 6 ? 2 : 1;
+            const dim_t n = c[n1_axis] * c0 + c.back(), ch = c[0];
+            std::string s = cell_name(t, linear) + ": TNC swaps N and C: channel c = " + num(ch) +
+                            " outermost, batch n = n1*C0 + n0 = " + num(c[n1_axis]) + "*" +
+                            num(c0) + " + " + num(c.back()) + " = " + num(n);
+            if (n >= N)
+                return s + " >= N = " + num(N) +
+                       ": batch padding (N padded to N1*C0 = " + num(n1s * c0) + "), zero";
+            const dim_t src = vm.links[1].image[static_cast<std::size_t>(linear)];
+            return s + "; c1 = c/C0 = " + num(ch) + "/" + num(c0) + " = " + num(ch / c0) +
+                   ", c0 = c%C0 = " + num(ch % c0) + " <- " + cell_name(vm.panels[1], src) + " = " +
+                   value_of(vm.panels[1], src, d);
+        }
+        if (panel == 5) {
+            // TNCf: dY as the kernel (Cout = K, Cin = N, Ho, Wo) in FRACTAL_Z (N1*Ho*Wo, K1,
+            // 16, C0).
+            const Panel& f = vm.panels[5];
+            const auto c = coords(f.shape, linear);
+            std::vector<dim_t> pos;
+            dim_t n1 = 0;
+            const std::string row =
+                split_fractal_row(c[0], n1s, outs, spatial(p.ndims), "n1", pos, &n1);
+            const dim_t k0s = f.shape.dims[2], k = c[1] * k0s + c[2], n = n1 * c0 + c[3];
+            std::string s = cell_name(f, linear) +
+                            ": TNCf writes dY as the kernel of the dW convolution (Cout = K, Cin = "
+                            "N): " +
+                            row + "; k = k1*16 + k0 = " + num(c[1]) + "*" + num(k0s) + " + " +
+                            num(c[2]) + " = " + num(k) + ", n = n1*C0 + n0 = " + num(n1) + "*" +
+                            num(c0) + " + " + num(c[3]) + " = " + num(n);
+            if (k >= K) return s + " (k >= K = " + num(K) + "): padding (K padded to K1*16), zero";
+            if (n >= N)
+                return s + " >= N = " + num(N) +
+                       ": batch padding (N padded to N1*C0 = " + num(n1s * c0) + "), zero";
+            const dim_t src = vm.links[3].image[static_cast<std::size_t>(linear)];
+            return s + "; c1 = k/C0 = " + num(k / c0) + ", c0 = k%C0 = " + num(k % c0) + " <- " +
+                   cell_name(vm.panels[4], src) + " = " + value_of(vm.panels[4], src, d);
+        }
         return generic_formula(vm, panel, linear, d);
     };
 }
