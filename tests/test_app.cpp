@@ -7,7 +7,11 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cmath>
+#include <cstdlib>
+#include <new>
 #include <set>
 #include <string>
 #include <vector>
@@ -17,6 +21,47 @@
 #include "ui/model.hpp"
 
 using namespace convlab;
+
+// The largest single operator-new allocation while armed: evidence that a view too large to show
+// is refused before its panels are allocated. (Not under AddressSanitizer, which has its own
+// operator new: there the test checks the message and the time only.)
+#if defined(__SANITIZE_ADDRESS__)
+#define CONVLAB_TRACK_NEW 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define CONVLAB_TRACK_NEW 0
+#endif
+#endif
+#ifndef CONVLAB_TRACK_NEW
+#define CONVLAB_TRACK_NEW 1
+#endif
+
+namespace {
+std::atomic<bool> g_track_new{false};
+std::atomic<std::size_t> g_largest_new{0};
+}  // namespace
+
+#if CONVLAB_TRACK_NEW
+// malloc/free underneath, as libstdc++'s own; GCC cannot see that the pair matches.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+void* operator new(std::size_t n) {
+    if (g_track_new.load(std::memory_order_relaxed)) {
+        std::size_t cur = g_largest_new.load(std::memory_order_relaxed);
+        while (n > cur && !g_largest_new.compare_exchange_weak(cur, n)) {
+        }
+    }
+    if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
+    throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept {
+    std::free(p);
+}
+void operator delete(void* p, std::size_t) noexcept {
+    std::free(p);
+}
+#pragma GCC diagnostic pop
+#endif
 
 namespace {
 
@@ -468,6 +513,57 @@ TEST_CASE("app model: hover formulas list their terms with the numbers filled in
                     CHECK(f.find(v.panels[i].name + "(") == 0);
                 }
         }
+    }
+}
+
+// A view too large to show is refused from the problem's sizes before anything is allocated
+// (mb1ic64ih400oc64kh3ph1 used to allocate and fill ~486 MB first), with one message that
+// names the sizes and the limit; the shot adds "view im2col: " once.
+TEST_CASE("app model: a view too large to show is refused from its sizes, before allocating") {
+    app::ViewRequest r;
+    r.view = "im2col";
+    r.problem = parse_descriptor("mb1ic64ih400oc64kh3ph1");
+    std::string msg;
+    try {
+        app::build_view(r);
+    } catch (const Error& e) {
+        msg = e.what();
+    }
+    CHECK(msg ==
+          "too large to show: 102,400,000 cells (X 10,240,000 + B 92,160,000), more than the "
+          "25,165,824 the app draws; choose a smaller problem");
+    CHECK(msg.find("view ") == std::string::npos);  // the caller names the view
+    // Every view of a problem the engine accepts (X 822 M elements, B 7.3 G) and the views of
+    // the first one that are too large; the descriptor parser itself refuses tensors past 2^34
+    // elements (mb64ic2048ih1000oc2048kh3).
+    CHECK_THROWS_AS(parse_descriptor("mb64ic2048ih1000oc2048kh3"), Error);
+    struct Case {
+        const char* desc;
+        const char* view;
+    };
+    std::vector<Case> cases;
+    for (const char* view : kViews)
+        if (std::string(view) != "fliprot")  // (only W and W': 590 K cells)
+            cases.push_back({"mb64ic256ih224oc256kh3", view});
+    for (const char* view : {"im2col", "col2im", "stride", "tnc", "weight_grad"})
+        cases.push_back({"mb1ic64ih400oc64kh3ph1", view});
+    r.c0 = 16;
+    for (const Case& cs : cases) {
+        r.view = cs.view;
+        r.problem = parse_descriptor(cs.desc);
+        const std::string what = std::string(cs.view) + " " + cs.desc;
+        INFO(what);
+        g_largest_new = 0;
+        g_track_new = true;
+        const auto t0 = std::chrono::steady_clock::now();
+        CHECK_THROWS_WITH_AS(app::build_view(r), doctest::Contains("too large to show: "), Error);
+        const double sec =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        g_track_new = false;
+        CHECK(sec < 1.0);
+#if CONVLAB_TRACK_NEW
+        CHECK(g_largest_new.load() < (std::size_t{1} << 20));
+#endif
     }
 }
 

@@ -173,6 +173,17 @@ std::string fmt(const char* f, double a) {
     return buf;
 }
 
+// 102400000 -> "102,400,000" (beyond 2^53, "1.2e+20").
+std::string grouped(double v) {
+    if (!(v < 0x1p53)) return fmt("%.3g", v);
+    std::string d = fmt("%.0f", v), r;
+    for (std::size_t i = 0; i < d.size(); ++i) {
+        if (i > 0 && (d.size() - i) % 3 == 0) r += ',';
+        r += d[i];
+    }
+    return r;
+}
+
 }  // namespace
 
 std::string format_value(float v, DataKind d) {
@@ -593,12 +604,28 @@ struct Builder {
     dim_t cells = 0;
     int maps_total = 1, maps_done = 0;
 
+    // Refuses a view too large to show from its panels' shapes (name, shape), before anything
+    // is allocated: counted in double, so absurd sizes cannot overflow.
+    void plan(std::initializer_list<std::pair<const char*, Shape>> panels) const {
+        double total = 0;
+        std::string parts;
+        for (const auto& [name, shape] : panels) {
+            double n = 1;
+            for (dim_t d : shape.dims) n *= static_cast<double>(d);
+            total += n;
+            parts += (parts.empty() ? "" : " + ") + std::string(name) + " " + grouped(n);
+        }
+        if (total > static_cast<double>(kMaxViewCells))
+            throw Error("too large to show: " + grouped(total) + " cells (" + parts +
+                        "), more than the " + grouped(static_cast<double>(kMaxViewCells)) +
+                        " the app draws; choose a smaller problem");
+    }
     int add(Panel panel) {
         cells += panel.shape.numel();
-        if (cells > kMaxViewCells)
-            throw Error("view " + r.view + ": " + std::to_string(cells) +
-                        " cells to draw, more than the " + std::to_string(kMaxViewCells) +
-                        " the app shows; choose a smaller problem");
+        if (cells > kMaxViewCells)  // (plan() refused it already unless a panel was not planned)
+            throw Error("too large to show: " + grouped(static_cast<double>(cells)) +
+                        " cells, more than the " + grouped(static_cast<double>(kMaxViewCells)) +
+                        " the app draws; choose a smaller problem");
         v.panels.push_back(std::move(panel));
         return static_cast<int>(v.panels.size()) - 1;
     }
@@ -770,6 +797,7 @@ std::string im2col_arith(const Problem& p, const std::vector<dim_t>& c, dim_t* c
 void build_im2col(Builder& b) {
     const Problem& p = b.p;
     const IndexMap m = maps::im2col(p);
+    b.plan({{"X", m.src()}, {"B", m.dst()}});
     b.maps_total = 1;
     Panel x = make_panel("X", "input", m.src(), act_roles(m.src().rank()), b.data(m.src(), 1));
     // Zero padding drawn around every channel (h and w; 1-D: w).
@@ -858,6 +886,7 @@ void build_col2im(Builder& b) {
     const Problem& p = b.p;
     const IndexMap m = maps::col2im(p);
     const Shape ws = wei_shape(p), ys = act_shape(p, true, "k");
+    b.plan({{"W", ws}, {"dY", ys}, {"B*", m.src()}, {"dX", m.dst()}});
     auto w = b.data(ws, 2), dy = b.data(ys, 3);
     const int wi = b.add(make_panel("W", "weights (K x C grid of kernels)", ws, wei_roles(ws), w));
     Panel dyp = make_panel("dY", "output gradient", ys, act_roles(ys.rank()), dy);
@@ -932,6 +961,12 @@ void build_stride(Builder& b) {
     const IndexMap mf = maps::flip_rot(p);
     b.maps_total = 3;
     const Shape ys = act_shape(p, true, "k"), ws = wei_shape(p);
+    b.plan({{"dY", ys},
+            {"Z", ms.dst()},
+            {"P", mp.dst()},
+            {"W", ws},
+            {"W'", mf.dst()},
+            {"dX", act_shape(p, false, "c")}});
     auto dy = b.data(ys, 3), w = b.data(ws, 2);
     const int yi = b.add(make_panel("dY", "output gradient", ys, act_roles(ys.rank()), dy));
     auto z = run_map(ms, dy);
@@ -1048,6 +1083,7 @@ void build_fliprot(Builder& b) {
     const Problem& p = b.p;
     const IndexMap m = maps::flip_rot(p);
     const Shape ws = wei_shape(p);
+    b.plan({{"W", ws}, {"W'", m.dst()}});
     auto w = b.data(ws, 2);
     const int wi = b.add(make_panel("W", "weights: K x C grid of kernels", ws, wei_roles(ws), w));
     const int fi = b.add(make_panel("W'", "FlipRot(W): C x K grid, every kernel rotated 180 deg",
@@ -1084,6 +1120,7 @@ void build_fractal(Builder& b) {
     const Shape xs = act_shape(p, false, "c"), ws = wei_shape(p);
     const IndexMap ma = davinci::pack_activation(xs.dims, c0);
     const IndexMap mw = davinci::pack_weight(ws.dims, c0);
+    b.plan({{"X", xs}, {"X5", ma.dst()}, {"W", ws}, {"Wz", mw.dst()}});
     auto x = b.data(xs, 1), w = b.data(ws, 2);
     const int xi = b.add(make_panel("X", "input NCHW", xs, act_roles(xs.rank()), x));
     const std::string fmt5 = p.ndims == 3 ? "NDC1HWC0" : p.ndims == 2 ? "NC1HWC0" : "NC1WC0";
@@ -1148,6 +1185,12 @@ void build_tnc(Builder& b) {
     const IndexMap py = davinci::pack_activation(ys.dims, c0);
     const IndexMap mt = davinci::tnc5d(xs.dims, c0);
     const IndexMap mf = davinci::tncf(ys.dims, c0);
+    b.plan({{"X", xs},
+            {"X5", pa.dst()},
+            {"T", mt.dst()},
+            {"dY", ys},
+            {"dY5", py.dst()},
+            {"dYf", mf.dst()}});
     auto x = b.data(xs, 1), dy = b.data(ys, 3);
     const int xi = b.add(make_panel("X", "input NCHW", xs, act_roles(xs.rank()), x));
     auto x5 = run_map(pa, x);
@@ -1263,6 +1306,7 @@ void build_weight_grad(Builder& b) {
     const Problem& p = b.p;
     const IndexMap m = maps::im2col(p);
     const Shape xs = m.src(), ys = act_shape(p, true, "k"), ws = wei_shape(p);
+    b.plan({{"X", xs}, {"B", m.dst()}, {"dY", ys}, {"dW", ws}});
     auto x = b.data(xs, 1), dy = b.data(ys, 3);
     const int xi = b.add(make_panel("X", "input", xs, act_roles(xs.rank()), x));
     Panel bp = make_panel("B", "B = im2col(X): rows (c, k..), cols = output position", m.dst(),
