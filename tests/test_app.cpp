@@ -7,7 +7,11 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cmath>
+#include <cstdlib>
+#include <new>
 #include <set>
 #include <string>
 #include <vector>
@@ -17,6 +21,47 @@
 #include "ui/model.hpp"
 
 using namespace convlab;
+
+// The largest single operator-new allocation while armed: evidence that a view too large to show
+// is refused before its panels are allocated. (Not under AddressSanitizer, which has its own
+// operator new: there the test checks the message and the time only.)
+#if defined(__SANITIZE_ADDRESS__)
+#define CONVLAB_TRACK_NEW 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define CONVLAB_TRACK_NEW 0
+#endif
+#endif
+#ifndef CONVLAB_TRACK_NEW
+#define CONVLAB_TRACK_NEW 1
+#endif
+
+namespace {
+std::atomic<bool> g_track_new{false};
+std::atomic<std::size_t> g_largest_new{0};
+}  // namespace
+
+#if CONVLAB_TRACK_NEW
+// malloc/free underneath, as libstdc++'s own; GCC cannot see that the pair matches.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+void* operator new(std::size_t n) {
+    if (g_track_new.load(std::memory_order_relaxed)) {
+        std::size_t cur = g_largest_new.load(std::memory_order_relaxed);
+        while (n > cur && !g_largest_new.compare_exchange_weak(cur, n)) {
+        }
+    }
+    if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
+    throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept {
+    std::free(p);
+}
+void operator delete(void* p, std::size_t) noexcept {
+    std::free(p);
+}
+#pragma GCC diagnostic pop
+#endif
 
 namespace {
 
@@ -242,41 +287,284 @@ TEST_CASE("app model: every view agrees with the engine's reference on integer a
             }
 }
 
+namespace {
+
+// Every cell's canvas position hits back to it, lies inside its panel, no two cells share a
+// position, and panels do not overlap.
+void check_geometry(const app::ViewModel& v, const std::string& what) {
+    for (std::size_t i = 0; i < v.panels.size(); ++i) {
+        const app::Panel& p = v.panels[i];
+        std::set<std::pair<double, double>> seen;
+        for (dim_t c = 0; c < p.numel(); ++c) {
+            const app::CellPos cp = app::cell_pos(p, c);
+            INFO(what << " panel " << p.name << " cell " << c);
+            REQUIRE(app::hit_test(p, cp.x + 0.5, cp.y + 0.5) == c);
+            CHECK(cp.x >= p.x);
+            CHECK(cp.y >= p.y);
+            CHECK(cp.x + 1 <= p.x + p.width + 1e-9);
+            CHECK(cp.y + 1 <= p.y + p.height + 1e-9);
+            seen.insert({cp.x, cp.y});
+            dim_t tx = 0, ty = 0, row = 0, col = 0;
+            app::cell_tile(p, c, tx, ty, row, col);
+            CHECK(app::linear_at(p, tx, ty, row, col) == c);
+        }
+        CHECK(static_cast<dim_t>(seen.size()) == p.numel());
+        // Points between tiles hit nothing.
+        CHECK(app::hit_test(p, p.x - 0.5, p.y + 0.5) == -1);
+    }
+    for (std::size_t i = 0; i < v.panels.size(); ++i)
+        for (std::size_t j = i + 1; j < v.panels.size(); ++j) {
+            const auto& a = v.panels[i];
+            const auto& b = v.panels[j];
+            INFO(what << " panels " << a.name << " and " << b.name);
+            const bool apart = a.x + a.width <= b.x || b.x + b.width <= a.x ||
+                               a.y + a.height <= b.y || b.y + b.height <= a.y;
+            CHECK(apart);
+        }
+}
+
+}  // namespace
+
 TEST_CASE("app model: canvas geometry round-trips for every cell") {
     for (const char* desc : kProblems)
         for (const char* view : kViews) {
             app::ViewModel v = build(view, desc);
             app::layout_view(v, 2.5, 7.0);
-            for (std::size_t i = 0; i < v.panels.size(); ++i) {
-                const app::Panel& p = v.panels[i];
-                std::set<std::pair<double, double>> seen;
-                for (dim_t c = 0; c < p.numel(); ++c) {
-                    const app::CellPos cp = app::cell_pos(p, c);
-                    INFO(desc << " view " << view << " panel " << p.name << " cell " << c);
-                    REQUIRE(app::hit_test(p, cp.x + 0.5, cp.y + 0.5) == c);
-                    CHECK(cp.x >= p.x);
-                    CHECK(cp.y >= p.y);
-                    CHECK(cp.x + 1 <= p.x + p.width + 1e-9);
-                    CHECK(cp.y + 1 <= p.y + p.height + 1e-9);
-                    seen.insert({cp.x, cp.y});
-                    dim_t tx = 0, ty = 0, row = 0, col = 0;
-                    app::cell_tile(p, c, tx, ty, row, col);
-                    CHECK(app::linear_at(p, tx, ty, row, col) == c);
-                }
-                CHECK(static_cast<dim_t>(seen.size()) == p.numel());
-                // Points between tiles hit nothing.
-                CHECK(app::hit_test(p, p.x - 0.5, p.y + 0.5) == -1);
-            }
-            // Panels do not overlap.
+            check_geometry(v, std::string(desc) + " view " + view);
+        }
+}
+
+// Realistic channel counts (the audit's fractal and tnc problems, the sidebar's C = 20 preset):
+// the K x C grid of kernels, FRACTAL_Z and TNC(X) wrap into near-square grids instead of tall
+// strips (before: W 31 x 215 cells, T 16 x 739; the views fit at about 2.4 and 0.7 px a cell).
+TEST_CASE("app model: views at realistic channel counts are laid out to fill the canvas") {
+    struct Case {
+        const char* view;
+        const char* desc;
+        double min_zoom;  // fit_zoom on the default canvas guess, px per cell
+    };
+    const Case cases[] = {
+        {"fractal", "mb1ic20ih4oc18kh3ph1", 4.0},      {"tnc", "mb1ic20ih6oc18kh3", 2.5},
+        {"fractal", "mb1ic20ih2oc18kh1", 8.0},         {"fractal", "mb2ic40ih3oc36kh3", 2.0},
+        {"tnc", "mb1ic20id3ih4iw4oc18kd2kh2kw2", 2.0},
+    };
+    for (const auto& cs : cases) {
+        app::ViewModel v = build(cs.view, cs.desc, app::DataKind::Integer, 16);
+        const std::string what = std::string(cs.view) + " " + cs.desc;
+        INFO(what);
+        for (const auto& p : v.panels) {
+            INFO("panel " << p.name << ": " << p.width << " x " << p.height << " cells");
+            CHECK(p.height <= 3.0 * p.width);  // no tall strip
+            CHECK(p.width <= 6.0 * p.height);  // nor a long band
+        }
+        CHECK(v.width <= 3.0 * v.height);
+        CHECK(v.height <= 1.5 * v.width);
+        const double z = app::fit_zoom(v);
+        MESSAGE(what << ": fit zoom " << z << " px, view " << v.width << " x " << v.height);
+        CHECK(z >= cs.min_zoom);
+        // Wrapping kept the cell <-> tensor coordinate mapping: geometry round-trips.
+        app::layout_view(v, 2.5, 7.0);
+        check_geometry(v, what);
+    }
+    // The arrangement keeps rows already chosen and the reading order.
+    const app::ViewModel f = build("fractal", "mb1ic20ih4oc18kh3ph1", app::DataKind::Integer, 16);
+    REQUIRE(f.panels.size() == 4);
+    CHECK(f.panels[2].name == "W");
+    CHECK(f.panels[2].new_row);
+    CHECK(f.panels[2].y > f.panels[0].y);
+    CHECK(f.panels[3].y == f.panels[2].y);
+    CHECK(f.panels[3].x > f.panels[2].x);
+}
+
+// col2im and weight_grad: the results start a new row (4 panels in one row left the bottom half
+// of a 1600 x 1000 canvas empty): dX below W, dY and B*; dY and dW below X and B, their rows k
+// side by side. The fit then uses the height: bigger cells than the one-row layout.
+TEST_CASE("app model: col2im and weight_grad put their results on a new row") {
+    struct Case {
+        const char* view;
+        const char* desc;
+        const char* first_of_row2;
+        const char* result;
+    };
+    for (const Case& cs : {Case{"col2im", "mb1ic2ih5oc3kh3", "dX", "dX"},
+                           Case{"weight_grad", "mb1ic3ih6oc4kh3", "dY", "dW"}}) {
+        app::ViewModel v = build(cs.view, cs.desc);
+        const std::string what = std::string(cs.view) + " " + cs.desc;
+        INFO(what);
+        const auto at = [&](const char* name) -> const app::Panel& {
+            const auto it = std::find_if(v.panels.begin(), v.panels.end(),
+                                         [&](const app::Panel& p) { return p.name == name; });
+            REQUIRE(it != v.panels.end());
+            return *it;
+        };
+        const app::Panel& first = at(cs.first_of_row2);
+        const app::Panel& result = at(cs.result);
+        CHECK(first.new_row);
+        CHECK(first.x == 0);
+        CHECK(result.y > v.panels[0].y + v.panels[0].height);  // below the first row
+        CHECK(result.y == first.y);
+        const double z = app::fit_zoom(v);
+        // The layout before: every panel in one row, no tile row wrapped.
+        for (auto& p : v.panels) {
+            p.new_row = false;
+            p.tiles_per_row = 0;
+        }
+        const double one_row = app::fit_zoom(v);
+        MESSAGE(what << ": fit zoom " << z << " px, in one row " << one_row);
+        CHECK(z > one_row);
+    }
+}
+
+namespace {
+
+// The formula of cell `coord` of the panel named `panel`.
+std::string formula_at(const app::ViewModel& v, const std::string& panel,
+                       const std::vector<dim_t>& coord) {
+    for (std::size_t i = 0; i < v.panels.size(); ++i)
+        if (v.panels[i].name == panel)
+            return v.formula(v, static_cast<int>(i), v.panels[i].shape.linear_of(coord));
+    FAIL("no panel " << panel);
+    return "";
+}
+
+}  // namespace
+
+// Hover formulas name the terms and fill in the numbers (values by hand from the integer data:
+// element i holds i % 99 + 1).
+TEST_CASE("app model: hover formulas list their terms with the numbers filled in") {
+    SUBCASE("col2im: dX lists the B* cells it sums, capped at 8 terms") {
+        const app::ViewModel v = build("col2im", "mb1ic2ih5oc3kh3");
+        // dX(0,0,1,1): taps (kh,kw) = (0,0),(0,1),(1,0),(1,1) at output (1,1),(1,0),(0,1),(0,0).
+        const std::string f = formula_at(v, "dX", {0, 0, 1, 1});
+        MESSAGE(f);
+        CHECK(f.find("dX(n=0,c=0,h=1,w=1) = sum of B*(row, col) over the 4 kernel taps") == 0);
+        CHECK(f.find("= B*(0,4) + B*(1,3) + B*(3,1) + B*(4,0) = 1122 + 1104 + 1050 + 1014 = "
+                     "4290") != std::string::npos);
+        const std::string g = formula_at(v, "dX", {0, 0, 2, 2});  // 9 taps
+        MESSAGE(g);
+        CHECK(g.find("over the 9 kernel taps") != std::string::npos);
+        CHECK(g.find("+ ... = ") != std::string::npos);
+    }
+    SUBCASE("stride: dX lists the dY x W' products that are not zeros of P") {
+        const app::ViewModel v = build("stride", "mb1ic2ih3oc2kh2");
+        // dY k=0 [1 2; 3 4], k=1 [5 6; 7 8]; W'(c=0,k=0) [4 3; 2 1], W'(c=0,k=1) [12 11; 10 9].
+        const std::string f = formula_at(v, "dX", {0, 0, 0, 0});
+        MESSAGE(f);
+        CHECK(f.find("(8 products; 2 read a dY tap") != std::string::npos);
+        CHECK(f.find("dY(0,0,0,0)*W'(0,0,1,1) + dY(0,1,0,0)*W'(0,1,1,1) = 1*1 + 5*9 = 46") !=
+              std::string::npos);
+        const app::ViewModel r = build("stride", "mb1ic1ih6oc1kh3sh2ph1", app::DataKind::Real);
+        const std::string g = formula_at(r, "dX", {0, 0, 2, 2});
+        MESSAGE(g);
+        CHECK(g.find("*W'(0,0,") != std::string::npos);
+    }
+    SUBCASE("tnc: T and TNCf give the N/C swap and the padded batch") {
+        const app::ViewModel v = build("tnc", "mb1ic20ih6oc18kh3", app::DataKind::Integer, 16);
+        // T(c=19, n1=0, h=0, w=0, n0=0) <- X5(n=0, c1=1, h=0, w=0, c0=3) = X(0,19,0,0) = 91.
+        const std::string t = formula_at(v, "T", {19, 0, 0, 0, 0});
+        MESSAGE(t);
+        CHECK(t.find("channel c = 19 outermost, batch n = n1*C0 + n0 = 0*16 + 0 = 0; c1 = c/C0 = "
+                     "19/16 = 1, c0 = c%C0 = 3 <- X5(n=0,c1=1,h=0,w=0,c0=3) = 91") !=
+              std::string::npos);
+        const std::string tp = formula_at(v, "T", {19, 0, 0, 0, 5});
+        CHECK(tp.find("n = n1*C0 + n0 = 0*16 + 5 = 5 >= N = 1: batch padding (N padded to N1*C0 "
+                      "= 16), zero") != std::string::npos);
+        // dYf row 5 = (n1=0, h=1, w=1), k = 1*16 + 1 = 17: dY5(n=0, c1=1, h=1, w=1, c0=1) =
+        // dY(0,17,1,1) = (17*16 + 5) % 99 + 1 = 80.
+        const std::string f = formula_at(v, "dYf", {5, 1, 1, 0});
+        MESSAGE(f);
+        CHECK(f.find("row 5 = (n1=0, h=1, w=1); k = k1*16 + k0 = 1*16 + 1 = 17, n = n1*C0 + n0 = "
+                     "0*16 + 0 = 0; c1 = k/C0 = 1, c0 = k%C0 = 1 <- "
+                     "dY5(n=0,c1=1,h=1,w=1,c0=1) = 80") != std::string::npos);
+        CHECK(formula_at(v, "dYf", {5, 1, 3, 0}).find("(k >= K = 18): padding") !=
+              std::string::npos);
+        CHECK(formula_at(v, "dYf", {5, 1, 1, 2}).find("n = n1*C0 + n0 = 0*16 + 2 = 2 >= N = 1") !=
+              std::string::npos);
+    }
+    SUBCASE("fractal: Wz derives c and k from the fractal coordinates") {
+        const app::ViewModel v =
+            build("fractal", "mb1ic20ih4oc18kh3ph1", app::DataKind::Integer, 16);
+        // Row 13 = (c1=1, kh=1, kw=1); W(17, 19, 1, 1) is element 3235: 3235 % 99 + 1 = 68.
+        const std::string f = formula_at(v, "Wz", {13, 1, 1, 3});
+        MESSAGE(f);
+        CHECK(f.find("row 13 = (c1=1, kh=1, kw=1); c = c1*C0 + c0 = 1*16 + 3 = 19, k = n1*16 + "
+                     "n0 = 1*16 + 1 = 17 <- W(k=17,c=19,kh=1,kw=1) = 68") != std::string::npos);
+        CHECK(formula_at(v, "Wz", {13, 1, 2, 3}).find("= 18 >= K = 18: padding") !=
+              std::string::npos);
+        CHECK(formula_at(v, "Wz", {13, 0, 0, 4})
+                  .find("= 1*16 + 4 = 20, k = n1*16 + n0 = 0*16 + 0 = 0 (c >= C = 20): a padding "
+                        "lane") != std::string::npos);
+        // X5 lanes: c = c1*C0 + c0 with the numbers.
+        CHECK(formula_at(v, "X5", {0, 1, 0, 0, 2})
+                  .find("c = c1*C0 + c0 = 1*16 + 2 = 18 <- "
+                        "X(n=0,c=18,h=0,w=0) = ") != std::string::npos);
+        const app::ViewModel v3 = build("fractal", "mb1ic3id2ih2iw2oc2kd2kh2kw2");
+        const std::string g = formula_at(v3, "Wz", {5, 0, 1, 2});  // c0 = 4: C1 = 1
+        MESSAGE(g);
+        CHECK(g.find("row 5 = (kd=1, c1=0, kh=0, kw=1)") != std::string::npos);
+    }
+    SUBCASE("every formula of every view is non-empty and names its cell") {
+        for (const char* view : kViews) {
+            const app::ViewModel v = build(view, "mb2ic3ih5oc4kh3sh2ph1");
             for (std::size_t i = 0; i < v.panels.size(); ++i)
-                for (std::size_t j = i + 1; j < v.panels.size(); ++j) {
-                    const auto& a = v.panels[i];
-                    const auto& b = v.panels[j];
-                    const bool apart = a.x + a.width <= b.x || b.x + b.width <= a.x ||
-                                       a.y + a.height <= b.y || b.y + b.height <= a.y;
-                    CHECK(apart);
+                for (dim_t c = 0; c < v.panels[i].numel(); c += 7) {
+                    const std::string f = v.formula(v, static_cast<int>(i), c);
+                    INFO(view << " " << f);
+                    CHECK(f.find(v.panels[i].name + "(") == 0);
                 }
         }
+    }
+}
+
+// A view too large to show is refused from the problem's sizes before anything is allocated
+// (mb1ic64ih400oc64kh3ph1 used to allocate and fill ~486 MB first), with one message that
+// names the sizes and the limit; the shot adds "view im2col: " once.
+TEST_CASE("app model: a view too large to show is refused from its sizes, before allocating") {
+    app::ViewRequest r;
+    r.view = "im2col";
+    r.problem = parse_descriptor("mb1ic64ih400oc64kh3ph1");
+    std::string msg;
+    try {
+        app::build_view(r);
+    } catch (const Error& e) {
+        msg = e.what();
+    }
+    CHECK(msg ==
+          "too large to show: 102,400,000 cells (X 10,240,000 + B 92,160,000), more than the "
+          "25,165,824 the app draws; choose a smaller problem");
+    CHECK(msg.find("view ") == std::string::npos);  // the caller names the view
+    // Every view of a problem the engine accepts (X 822 M elements, B 7.3 G) and the views of
+    // the first one that are too large; the descriptor parser itself refuses tensors past 2^34
+    // elements (mb64ic2048ih1000oc2048kh3).
+    CHECK_THROWS_AS(parse_descriptor("mb64ic2048ih1000oc2048kh3"), Error);
+    struct Case {
+        const char* desc;
+        const char* view;
+    };
+    std::vector<Case> cases;
+    for (const char* view : kViews)
+        if (std::string(view) != "fliprot")  // (only W and W': 590 K cells)
+            cases.push_back({"mb64ic256ih224oc256kh3", view});
+    for (const char* view : {"im2col", "col2im", "stride", "tnc", "weight_grad"})
+        cases.push_back({"mb1ic64ih400oc64kh3ph1", view});
+    r.c0 = 16;
+    for (const Case& cs : cases) {
+        r.view = cs.view;
+        r.problem = parse_descriptor(cs.desc);
+        const std::string what = std::string(cs.view) + " " + cs.desc;
+        INFO(what);
+        g_largest_new = 0;
+        g_track_new = true;
+        const auto t0 = std::chrono::steady_clock::now();
+        CHECK_THROWS_WITH_AS(app::build_view(r), doctest::Contains("too large to show: "), Error);
+        const double sec =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        g_track_new = false;
+        CHECK(sec < 1.0);
+#if CONVLAB_TRACK_NEW
+        CHECK(g_largest_new.load() < (std::size_t{1} << 20));
+#endif
+    }
 }
 
 TEST_CASE("app model: playback") {

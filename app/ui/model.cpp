@@ -8,6 +8,7 @@
 #include "ui/model.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdio>
 #include <numeric>
@@ -114,8 +115,15 @@ std::vector<Role> act_roles(int rank) {
     return {Role::TileY, Role::TileX, Role::TileX, Role::Row, Role::Col};
 }
 
-// Roles of weights (k, c, kernel...): the K x C grid of kernels.
-std::vector<Role> wei_roles(int rank) {
+// Roles of weights (k, c, kernel...): the K x C grid of kernels; 1x1 kernels: the K x C matrix
+// (a grid of one-cell tiles would be half gaps).
+std::vector<Role> wei_roles(const Shape& s) {
+    const int rank = s.rank();
+    if (std::all_of(s.dims.begin() + 2, s.dims.end(), [](dim_t d) { return d == 1; })) {
+        std::vector<Role> r(static_cast<std::size_t>(rank), Role::Col);
+        r[0] = Role::Row;
+        return r;
+    }
     if (rank == 3) return {Role::TileY, Role::TileX, Role::Col};
     if (rank == 4) return {Role::TileY, Role::TileX, Role::Row, Role::Col};
     return {Role::TileY, Role::TileX, Role::TileX, Role::Row, Role::Col};
@@ -148,7 +156,7 @@ Panel make_panel(std::string name, std::string title, Shape s, std::vector<Role>
     if (static_cast<dim_t>(p.values.size()) != p.shape.numel())
         throw Error("panel " + p.name + ": " + std::to_string(p.values.size()) +
                     " values for shape " + p.shape.str());
-    p.tiles_per_row = 8;
+    p.auto_wrap = true;  // arrange_view wraps long rows of tiles
     return p;
 }
 
@@ -163,6 +171,17 @@ std::string fmt(const char* f, double a) {
     char buf[64];
     std::snprintf(buf, sizeof buf, f, a);
     return buf;
+}
+
+// 102400000 -> "102,400,000" (beyond 2^53, "1.2e+20").
+std::string grouped(double v) {
+    if (!(v < 0x1p53)) return fmt("%.3g", v);
+    std::string d = fmt("%.0f", v), r;
+    for (std::size_t i = 0; i < d.size(); ++i) {
+        if (i > 0 && (d.size() - i) % 3 == 0) r += ',';
+        r += d[i];
+    }
+    return r;
 }
 
 }  // namespace
@@ -330,6 +349,165 @@ void layout_view(ViewModel& v, double title_cells, double min_slot) {
     }
 }
 
+namespace {
+
+// Pixels a row of panels takes at zoom z: every panel's slot, its cells and the gap or the least
+// slot of its title (the app's fit makes the last panel's slot fit too: col2im mb1ic2ih5oc3kh3
+// in one row, 54 cells of slots, fits 1180 px at 21.9 px a cell; the shot measured 21.1).
+double row_pixels(const std::vector<const Panel*>& row, double z, const CanvasGuess& c) {
+    double w = 0;
+    for (const Panel* p : row) w += std::max((p->width + kPanelGap) * z, c.slot);
+    return w;
+}
+
+// Width and height (cells) of a laid-out panel's grid of tiles at `per_row` tiles per row.
+void grid_extent(const Panel& p, dim_t per_row, double& w, double& h) {
+    const dim_t per = per_row > 0 ? std::min(per_row, p.tiles_x) : p.tiles_x;
+    const auto cols = static_cast<double>(per);
+    const auto rows = static_cast<double>(p.tiles_y * ((p.tiles_x + per - 1) / per));
+    w = cols * tile_w(p) + (cols - 1) * kTileGap;
+    h = rows * tile_h(p) + (rows - 1) * kTileGap;
+}
+
+// Tiles per row worth trying for a laid-out panel: no wrap, and every count whose grid is
+// between 3 times taller and 4 times wider than it is wide/tall (0 stands for no wrap).
+std::vector<dim_t> wrap_candidates(const Panel& p) {
+    std::vector<dim_t> r;
+    double w = 0, h = 0;
+    grid_extent(p, 0, w, h);
+    if (p.tiles_x <= 1 || w <= 4 * h) r.push_back(0);
+    for (dim_t per = 1; per < p.tiles_x && p.tiles_x > 1; ++per) {
+        grid_extent(p, per, w, h);
+        if (w * 3 >= h && w <= 4 * h) r.push_back(per);
+    }
+    if (r.empty()) r.push_back(0);
+    return r;
+}
+
+// The candidate whose grid is nearest a square, preferring a divisor of the tile count.
+dim_t near_square(const Panel& p, const std::vector<dim_t>& cands) {
+    dim_t best = cands.front();
+    double best_cost = INFINITY;
+    for (dim_t per : cands) {
+        double w = 0, h = 0;
+        grid_extent(p, per, w, h);
+        const double cost = std::fabs(std::log(w / h)) + (per && p.tiles_x % per ? 0.3 : 0);
+        if (cost < best_cost) {
+            best_cost = cost;
+            best = per;
+        }
+    }
+    return best;
+}
+
+}  // namespace
+
+double fit_zoom(ViewModel& v, const CanvasGuess& c) {
+    std::vector<std::vector<const Panel*>> rows;
+    for (auto& p : v.panels) {
+        layout_panel(p);
+        if (rows.empty() || p.new_row) rows.emplace_back();
+        rows.back().push_back(&p);
+    }
+    if (rows.empty()) return 64;
+    double cells_h = kPanelGap * 0.5 * static_cast<double>(rows.size() - 1);
+    for (const auto& r : rows) {
+        double h = 0;
+        for (const Panel* p : r) h = std::max(h, p->height);
+        cells_h += h;
+    }
+    const double room_h = c.height - c.title * static_cast<double>(rows.size());
+    double z = std::clamp(room_h / std::max(cells_h, 1.0), 0.05, 64.0);
+    if (room_h <= 0) z = 0.05;
+    // The widest row at z: row_pixels grows with z, so bisect down to the largest z that fits.
+    const auto fits = [&](double zz) {
+        for (const auto& r : rows)
+            if (row_pixels(r, zz, c) > c.width) return false;
+        return true;
+    };
+    if (fits(z)) return z;
+    double lo = 0.05, hi = z;
+    for (int it = 0; it < 40; ++it) {
+        const double mid = 0.5 * (lo + hi);
+        (fits(mid) ? lo : hi) = mid;
+    }
+    return lo;
+}
+
+namespace {
+
+// The best row breaks for the view's current panels (reading order kept, new_row flags in
+// `forced` kept): the largest fit_zoom, and within 5% of it the fewest rows. Leaves the panels'
+// new_row set to the choice and returns its zoom.
+double choose_rows(ViewModel& v, const std::vector<bool>& forced, const CanvasGuess& c) {
+    std::vector<std::size_t> free;
+    for (std::size_t i = 1; i < v.panels.size(); ++i)
+        if (!forced[i]) free.push_back(i);
+    if (free.size() > 10) free.clear();  // (no view has that many panels)
+    const std::size_t n = std::size_t{1} << free.size();
+    std::vector<double> zoom(n);
+    double best_z = 0;
+    for (std::size_t m = 0; m < n; ++m) {
+        for (std::size_t k = 0; k < free.size(); ++k) v.panels[free[k]].new_row = (m >> k) & 1;
+        zoom[m] = fit_zoom(v, c);
+        best_z = std::max(best_z, zoom[m]);
+    }
+    std::size_t pick = 0;
+    for (std::size_t m = 1; m < n; ++m) {
+        if (zoom[m] < best_z / 1.05) continue;
+        const int rows = std::popcount(m), pick_rows = std::popcount(pick);
+        if (zoom[pick] < best_z / 1.05 || rows < pick_rows ||
+            (rows == pick_rows && zoom[m] > zoom[pick]))
+            pick = m;
+    }
+    for (std::size_t k = 0; k < free.size(); ++k) v.panels[free[k]].new_row = (pick >> k) & 1;
+    return zoom[pick];
+}
+
+}  // namespace
+
+void arrange_view(ViewModel& v, const CanvasGuess& c) {
+    std::vector<bool> forced(v.panels.size());
+    std::vector<std::vector<dim_t>> cands(v.panels.size());
+    for (std::size_t i = 0; i < v.panels.size(); ++i) {
+        Panel& p = v.panels[i];
+        forced[i] = p.new_row;
+        layout_panel(p);
+        if (!p.auto_wrap) continue;
+        cands[i] = wrap_candidates(p);
+        p.tiles_per_row = near_square(p, cands[i]);
+    }
+    // A ragged last row of tiles costs 5% of zoom; a change must gain 2%.
+    const auto score = [&] {
+        double z = choose_rows(v, forced, c);
+        for (const auto& p : v.panels)
+            if (p.auto_wrap && p.tiles_per_row > 0 && p.tiles_x % p.tiles_per_row) z *= 0.95;
+        return z;
+    };
+    // Coordinate descent over the panels' tiles per row, rows re-chosen for each.
+    double best = score();
+    for (int pass = 0; pass < 3; ++pass) {
+        bool changed = false;
+        for (std::size_t i = 0; i < v.panels.size(); ++i) {
+            Panel& p = v.panels[i];
+            for (dim_t per : cands[i]) {
+                const dim_t keep = p.tiles_per_row;
+                if (per == keep) continue;
+                p.tiles_per_row = per;
+                if (const double z = score(); z > best * 1.02) {
+                    best = z;
+                    changed = true;
+                } else {
+                    p.tiles_per_row = keep;
+                }
+            }
+        }
+        if (!changed) break;
+    }
+    score();  // the rows of the final choice
+    layout_view(v);
+}
+
 // [SECTION] links
 
 dim_t Link::num_steps(Granularity g) const {
@@ -426,12 +604,28 @@ struct Builder {
     dim_t cells = 0;
     int maps_total = 1, maps_done = 0;
 
+    // Refuses a view too large to show from its panels' shapes (name, shape), before anything
+    // is allocated: counted in double, so absurd sizes cannot overflow.
+    void plan(std::initializer_list<std::pair<const char*, Shape>> panels) const {
+        double total = 0;
+        std::string parts;
+        for (const auto& [name, shape] : panels) {
+            double n = 1;
+            for (dim_t d : shape.dims) n *= static_cast<double>(d);
+            total += n;
+            parts += (parts.empty() ? "" : " + ") + std::string(name) + " " + grouped(n);
+        }
+        if (total > static_cast<double>(kMaxViewCells))
+            throw Error("too large to show: " + grouped(total) + " cells (" + parts +
+                        "), more than the " + grouped(static_cast<double>(kMaxViewCells)) +
+                        " the app draws; choose a smaller problem");
+    }
     int add(Panel panel) {
         cells += panel.shape.numel();
-        if (cells > kMaxViewCells)
-            throw Error("view " + r.view + ": " + std::to_string(cells) +
-                        " cells to draw, more than the " + std::to_string(kMaxViewCells) +
-                        " the app shows; choose a smaller problem");
+        if (cells > kMaxViewCells)  // (plan() refused it already unless a panel was not planned)
+            throw Error("too large to show: " + grouped(static_cast<double>(cells)) +
+                        " cells, more than the " + grouped(static_cast<double>(kMaxViewCells)) +
+                        " the app draws; choose a smaller problem");
         v.panels.push_back(std::move(panel));
         return static_cast<int>(v.panels.size()) - 1;
     }
@@ -484,6 +678,89 @@ std::string generic_formula(const ViewModel& v, int panel, dim_t linear, DataKin
     return s;
 }
 
+// At most this many terms of a sum are written out, then "+ ...".
+constexpr std::size_t kMaxTerms = 8;
+
+std::string join_terms(const std::vector<std::string>& t, const char* sep = " + ") {
+    std::string s;
+    for (std::size_t i = 0; i < t.size() && i < kMaxTerms; ++i) s += (i ? sep : "") + t[i];
+    if (t.size() > kMaxTerms) s += std::string(sep) + "...";
+    return s;
+}
+
+// "B*(4,0)": a panel's name and its coordinates from dim `first` on, without the dim names.
+std::string short_name(const Panel& p, dim_t linear, std::size_t first = 0) {
+    const auto c = coords(p.shape, linear);
+    std::string r = p.name + "(";
+    for (std::size_t i = first; i < c.size(); ++i)
+        r += (i > first ? "," : "") + std::to_string(c[i]);
+    return r + ")";
+}
+
+std::string value_of(const Panel& p, dim_t linear, DataKind d) {
+    return format_value(p.values[static_cast<std::size_t>(linear)], d);
+}
+
+// A packed activation cell (n, [d,] c1, [h,] w, c0) of NC1HWC0-like `dst`, gathered through
+// link `l` from the NCHW panel: "c = c1*C0 + c0 = 1*16 + 3 = 19 <- X(...) = v" (`ch` names the
+// channel: c, or k for dY).
+std::string pack_formula(const ViewModel& vm, int panel, const Link& l, dim_t linear, dim_t c0,
+                         const char* ch, DataKind d) {
+    const Panel& dst = vm.panels[static_cast<std::size_t>(panel)];
+    const Panel& src = vm.panels[static_cast<std::size_t>(l.src)];
+    const auto c = coords(dst.shape, linear);
+    const std::size_t c1_axis = dst.shape.rank() == 6 ? 2 : 1;
+    const dim_t chan = c[c1_axis] * c0 + c.back();
+    std::string s = cell_name(dst, linear) + ": " + ch +
+                    " = c1*C0 + c0 = " + std::to_string(c[c1_axis]) + "*" + std::to_string(c0) +
+                    " + " + std::to_string(c.back()) + " = " + std::to_string(chan);
+    const dim_t from = l.image[static_cast<std::size_t>(linear)];
+    if (from < 0)
+        return s + " >= " + std::string(ch == std::string("c") ? "C" : "K") + " = " +
+               std::to_string(src.shape.dims[1]) + ": a padding lane, zero";
+    return s + " <- " + cell_name(src, from) + " = " + value_of(src, from, d);
+}
+
+// A FRACTAL_Z(_3D) row split into its kernel position and block: row = ((kd*B + b)*KH + kh)*KW
+// + kw for `ks` = the spatial sizes (1 to 3 axes, d outermost). k receives the position per
+// axis, *block the block index; returns "row 5 = (c1=0, kh=1, kw=2)".
+std::string split_fractal_row(dim_t row, dim_t blocks, const std::vector<dim_t>& ks,
+                              const std::vector<std::string>& names, const char* block_name,
+                              std::vector<dim_t>& k, dim_t* block) {
+    const auto nd = static_cast<int>(ks.size());
+    k.assign(ks.size(), 0);
+    dim_t r = row;
+    for (int i = nd - 1; i >= (nd == 3 ? 1 : 0); --i) {
+        k[static_cast<std::size_t>(i)] = r % ks[static_cast<std::size_t>(i)];
+        r /= ks[static_cast<std::size_t>(i)];
+    }
+    *block = r % blocks;
+    if (nd == 3) k[0] = r / blocks;
+    std::vector<std::string> parts;
+    for (int i = 0; i < nd; ++i) {
+        if (i == (nd == 3 ? 1 : 0)) parts.push_back(block_name + ("=" + std::to_string(*block)));
+        parts.push_back(names[static_cast<std::size_t>(i)] + "=" +
+                        std::to_string(k[static_cast<std::size_t>(i)]));
+    }
+    return "row " + std::to_string(row) + " = (" + join_terms(parts, ", ") + ")";
+}
+
+// Values of a sum's terms: "3 + 5 - 0.25" (a negative term subtracted), capped as join_terms.
+std::string join_values(const std::vector<std::string>& v) {
+    std::string s;
+    for (std::size_t i = 0; i < v.size() && i < kMaxTerms; ++i) {
+        const bool neg = !v[i].empty() && v[i][0] == '-';
+        s += i == 0 ? v[i] : (neg ? " - " + v[i].substr(1) : " + " + v[i]);
+    }
+    if (v.size() > kMaxTerms) s += " + ...";
+    return s;
+}
+
+// A factor of a product: "-0.25" in parentheses.
+std::string factor(const std::string& v) {
+    return !v.empty() && v[0] == '-' ? "(" + v + ")" : v;
+}
+
 // im2col's arithmetic for one column-matrix cell (n, g, row, col): the kernel tap, the output
 // position and the input position per axis, as text with the numbers filled in; pos receives the
 // padded position (input position + pad_begin) per axis.
@@ -520,6 +797,7 @@ std::string im2col_arith(const Problem& p, const std::vector<dim_t>& c, dim_t* c
 void build_im2col(Builder& b) {
     const Problem& p = b.p;
     const IndexMap m = maps::im2col(p);
+    b.plan({{"X", m.src()}, {"B", m.dst()}});
     b.maps_total = 1;
     Panel x = make_panel("X", "input", m.src(), act_roles(m.src().rank()), b.data(m.src(), 1));
     // Zero padding drawn around every channel (h and w; 1-D: w).
@@ -533,7 +811,7 @@ void build_im2col(Builder& b) {
     Panel col = make_panel(
         "B", "column matrix B = im2col(X): rows (c, k...), cols = output position", m.dst(),
         {Role::TileY, Role::TileX, Role::Row, Role::Col}, run_map(m, b.v.panels[0].values));
-    col.tiles_per_row = 0;
+    col.auto_wrap = false;  // one matrix per (n, g): never wrapped
     const int ci = b.add(std::move(col));
     b.link(m, xi, ci, true);
     b.v.caption =
@@ -608,19 +886,23 @@ void build_col2im(Builder& b) {
     const Problem& p = b.p;
     const IndexMap m = maps::col2im(p);
     const Shape ws = wei_shape(p), ys = act_shape(p, true, "k");
+    b.plan({{"W", ws}, {"dY", ys}, {"B*", m.src()}, {"dX", m.dst()}});
     auto w = b.data(ws, 2), dy = b.data(ys, 3);
-    const int wi =
-        b.add(make_panel("W", "weights (K x C grid of kernels)", ws, wei_roles(ws.rank()), w));
+    const int wi = b.add(make_panel("W", "weights (K x C grid of kernels)", ws, wei_roles(ws), w));
     Panel dyp = make_panel("dY", "output gradient", ys, act_roles(ys.rank()), dy);
     const int yi = b.add(std::move(dyp));
     auto bstar = wt_dy(p, w, dy);
     Panel bp = make_panel("B*", "B* = W^T dY (column matrix of dX)", m.src(),
                           {Role::TileY, Role::TileX, Role::Row, Role::Col}, bstar);
-    bp.tiles_per_row = 0;
+    bp.auto_wrap = false;  // one matrix per (n, g): never wrapped
     const int bi = b.add(std::move(bp));
     auto dx = run_map(m, bstar);
-    const int xi = b.add(make_panel("dX", "input gradient = col2im(B*): running sums", m.dst(),
-                                    act_roles(m.dst().rank()), dx));
+    Panel xp = make_panel("dX", "input gradient = col2im(B*): running sums", m.dst(),
+                          act_roles(m.dst().rank()), dx);
+    // The result on its own row below the product W^T dY: the fit can use the canvas height
+    // (mb1ic2ih5oc3kh3: cells 25 px instead of 21 in a 1600x1000 shot).
+    xp.new_row = true;
+    const int xi = b.add(std::move(xp));
     b.link(m, bi, xi, true);
     Relation rel;
     rel.name = "B* = W^T dY";
@@ -654,10 +936,19 @@ void build_col2im(Builder& b) {
                             : "added into " + cell_name(vm.panels[3], dst));
         }
         if (panel == 3) {
+            // dX(n, c, h, w) = the B* cells (one per kernel tap whose window covers it).
+            const Panel& bs = vm.panels[2];
             const auto src = vm.links[0].sources_of(linear);
-            return cell_name(vm.panels[3], linear) + " = sum of " + std::to_string(src.size()) +
-                   " cells of B* (one per kernel tap whose window covers it) = " +
-                   format_value(vm.panels[3].values[static_cast<std::size_t>(linear)], d);
+            const std::string s = cell_name(vm.panels[3], linear) + " = ";
+            if (src.empty()) return s + "0: no kernel window covers it";
+            std::vector<std::string> names, vals;
+            for (dim_t c : src) {
+                names.push_back(short_name(bs, c, 2));
+                vals.push_back(value_of(bs, c, d));
+            }
+            return s + "sum of B*(row, col) over the " + std::to_string(src.size()) +
+                   " kernel taps whose window covers it = " + join_terms(names) + " = " +
+                   join_values(vals) + " = " + value_of(vm.panels[3], linear, d);
         }
         return generic_formula(vm, panel, linear, d);
     };
@@ -670,6 +961,12 @@ void build_stride(Builder& b) {
     const IndexMap mf = maps::flip_rot(p);
     b.maps_total = 3;
     const Shape ys = act_shape(p, true, "k"), ws = wei_shape(p);
+    b.plan({{"dY", ys},
+            {"Z", ms.dst()},
+            {"P", mp.dst()},
+            {"W", ws},
+            {"W'", mf.dst()},
+            {"dX", act_shape(p, false, "c")}});
     auto dy = b.data(ys, 3), w = b.data(ws, 2);
     const int yi = b.add(make_panel("dY", "output gradient", ys, act_roles(ys.rank()), dy));
     auto z = run_map(ms, dy);
@@ -679,12 +976,12 @@ void build_stride(Builder& b) {
     auto pd = run_map(mp, z);
     const int pi = b.add(make_panel("P", "Z padded: (k-1)d - p before, (k-1)d - p + r after",
                                     mp.dst(), act_roles(mp.dst().rank()), pd));
-    Panel wp = make_panel("W", "weights", ws, wei_roles(ws.rank()), w);
+    Panel wp = make_panel("W", "weights", ws, wei_roles(ws), w);
     wp.new_row = true;
     const int wi = b.add(std::move(wp));
     auto wf = run_map(mf, w);
     const int fi = b.add(make_panel("W'", "FlipRot(W): C x K, every kernel rotated", mf.dst(),
-                                    wei_roles(mf.dst().rank()), wf));
+                                    wei_roles(mf.dst()), wf));
     const Shape xs = act_shape(p, false, "c");
     const Tensor dx =
         backward_data(p, to_tensor(dy, ys.dims), to_tensor(w, ws.dims), "via_forward");
@@ -745,23 +1042,27 @@ void build_stride(Builder& b) {
     const DataKind d = b.r.data;
     b.v.formula = [p, d](const ViewModel& vm, int panel, dim_t linear) -> std::string {
         if (panel == 5) {
+            // dX = sum over the window of P x W'; P is a dY tap, an inserted zero or padding.
             std::vector<std::vector<dim_t>> ops(2);
             vm.relations[0].fn(linear, ops);
-            // dY taps: P cells that come from Z cells that come from dY cells.
-            std::string taps;
-            int count = 0;
-            for (dim_t pc : ops[0]) {
-                const dim_t zc = vm.links[1].image[static_cast<std::size_t>(pc)];
+            const Panel &yp = vm.panels[0], &fp = vm.panels[4];
+            std::vector<std::string> terms, nums;
+            for (std::size_t i = 0; i < ops[0].size(); ++i) {
+                const dim_t zc = vm.links[1].image[static_cast<std::size_t>(ops[0][i])];
                 if (zc < 0) continue;
                 const dim_t yc = vm.links[0].image[static_cast<std::size_t>(zc)];
                 if (yc < 0) continue;
-                if (++count <= 4) taps += " " + cell_name(vm.panels[0], yc);
+                terms.push_back(short_name(yp, yc) + "*" + short_name(fp, ops[1][i]));
+                nums.push_back(factor(value_of(yp, yc, d)) + "*" +
+                               factor(value_of(fp, ops[1][i], d)));
             }
-            return cell_name(vm.panels[5], linear) + " = " +
-                   format_value(vm.panels[5].values[static_cast<std::size_t>(linear)], d) +
-                   " = sum over the window of P times W': " + std::to_string(ops[0].size()) +
-                   " products, " + std::to_string(count) + " of them non-zero dY taps:" + taps +
-                   (count > 4 ? " ..." : "");
+            std::string s = cell_name(vm.panels[5], linear) + " = sum over the window of P x W' (" +
+                            std::to_string(ops[0].size()) + " products; " +
+                            std::to_string(terms.size()) +
+                            " read a dY tap, the others a zero of P) = ";
+            if (terms.empty()) return s + "0";
+            return s + join_terms(terms) + " = " + join_terms(nums) + " = " +
+                   value_of(vm.panels[5], linear, d);
         }
         if (panel == 1) {
             const auto c = coords(vm.panels[1].shape, linear);
@@ -776,18 +1077,17 @@ void build_stride(Builder& b) {
         }
         return generic_formula(vm, panel, linear, d);
     };
-    b.v.panels[static_cast<std::size_t>(wi)].tiles_per_row = 8;
 }
 
 void build_fliprot(Builder& b) {
     const Problem& p = b.p;
     const IndexMap m = maps::flip_rot(p);
     const Shape ws = wei_shape(p);
+    b.plan({{"W", ws}, {"W'", m.dst()}});
     auto w = b.data(ws, 2);
-    const int wi =
-        b.add(make_panel("W", "weights: K x C grid of kernels", ws, wei_roles(ws.rank()), w));
+    const int wi = b.add(make_panel("W", "weights: K x C grid of kernels", ws, wei_roles(ws), w));
     const int fi = b.add(make_panel("W'", "FlipRot(W): C x K grid, every kernel rotated 180 deg",
-                                    m.dst(), wei_roles(m.dst().rank()), run_map(m, w)));
+                                    m.dst(), wei_roles(m.dst()), run_map(m, w)));
     b.link(m, wi, fi, true);
     std::vector<float> fast(b.v.panels[1].values.size());
     flip_rot_kernel(p, w.data(), fast.data());
@@ -820,13 +1120,14 @@ void build_fractal(Builder& b) {
     const Shape xs = act_shape(p, false, "c"), ws = wei_shape(p);
     const IndexMap ma = davinci::pack_activation(xs.dims, c0);
     const IndexMap mw = davinci::pack_weight(ws.dims, c0);
+    b.plan({{"X", xs}, {"X5", ma.dst()}, {"W", ws}, {"Wz", mw.dst()}});
     auto x = b.data(xs, 1), w = b.data(ws, 2);
     const int xi = b.add(make_panel("X", "input NCHW", xs, act_roles(xs.rank()), x));
     const std::string fmt5 = p.ndims == 3 ? "NDC1HWC0" : p.ndims == 2 ? "NC1HWC0" : "NC1WC0";
     Panel x5 = make_panel("X5", fmt5 + ": C1 blocks of C0 lanes; rows = spatial position", ma.dst(),
                           blocked_act_roles(ma.dst()), run_map(ma, x));
     const int x5i = b.add(std::move(x5));
-    Panel wp = make_panel("W", "weights OIHW", ws, wei_roles(ws.rank()), w);
+    Panel wp = make_panel("W", "weights OIHW", ws, wei_roles(ws), w);
     wp.new_row = true;
     const int wi = b.add(std::move(wp));
     Panel wz = make_panel("Wz", "FRACTAL_Z: (C1 k..) x N1 fractals of 16 x C0", mw.dst(),
@@ -849,31 +1150,28 @@ void build_fractal(Builder& b) {
                   " (channels in blocks of C0 lanes, lanes past C are zero) and FRACTAL_Z "
                   "(16 x C0 fractals: 16 output channels by C0 input channels)";
     const DataKind d = b.r.data;
-    b.v.formula = [c0, d](const ViewModel& vm, int panel, dim_t linear) -> std::string {
-        if (panel == 1) {
-            const auto c = coords(vm.panels[1].shape, linear);
-            const dim_t c1 = c[c.size() - 4 + (c.size() == 4 ? 1 : 0)];
-            (void)c1;
-            const dim_t src = vm.links[0].image[static_cast<std::size_t>(linear)];
-            std::string s = cell_name(vm.panels[1], linear) + ": ";
-            if (src < 0) return s + "c = c1*C0 + c0 >= C: a padding lane, zero";
-            const auto xc = coords(vm.panels[0].shape, src);
-            return s + "c = c1*C0 + c0 = " + std::to_string(xc[1] / c0) + "*" + std::to_string(c0) +
-                   " + " + std::to_string(xc[1] % c0) + " = " + std::to_string(xc[1]) + " <- " +
-                   cell_name(vm.panels[0], src) + " = " +
-                   format_value(vm.panels[0].values[static_cast<std::size_t>(src)], d);
-        }
-        if (panel == 3) {
-            const auto c = coords(vm.panels[3].shape, linear);
-            const dim_t src = vm.links[1].image[static_cast<std::size_t>(linear)];
-            std::string s = cell_name(vm.panels[3], linear) +
-                            ": cout = n1*16 + n0 = " + std::to_string(c[1]) + "*16 + " +
-                            std::to_string(c[2]) + " = " + std::to_string(c[1] * 16 + c[2]) + ", ";
-            if (src < 0) return s + "past K or C: a padding lane, zero";
-            return s + "<- " + cell_name(vm.panels[2], src) + " = " +
-                   format_value(vm.panels[2].values[static_cast<std::size_t>(src)], d);
-        }
-        return generic_formula(vm, panel, linear, d);
+    b.v.formula = [p, c0, d](const ViewModel& vm, int panel, dim_t linear) -> std::string {
+        if (panel == 1) return pack_formula(vm, 1, vm.links[0], linear, c0, "c", d);
+        if (panel != 3) return generic_formula(vm, panel, linear, d);
+        // FRACTAL_Z (C1*KH*KW, N1, 16, C0): row = (c1, kernel position), k = n1*16 + n0.
+        const Panel &fz = vm.panels[3], &wo = vm.panels[2];
+        const auto c = coords(fz.shape, linear);
+        const dim_t K = wo.shape.dims[0], C = wo.shape.dims[1], n0s = fz.shape.dims[2];
+        std::vector<dim_t> ks(p.kernel.begin(), p.kernel.begin() + p.ndims), kk;
+        dim_t c1 = 0;
+        const std::string row =
+            split_fractal_row(c[0], (C + c0 - 1) / c0, ks, spatial(p.ndims, "k"), "c1", kk, &c1);
+        const dim_t cc = c1 * c0 + c[3], k = c[1] * n0s + c[2];
+        std::string s = cell_name(fz, linear) + ": " + row +
+                        "; c = c1*C0 + c0 = " + std::to_string(c1) + "*" + std::to_string(c0) +
+                        " + " + std::to_string(c[3]) + " = " + std::to_string(cc) +
+                        ", k = n1*16 + n0 = " + std::to_string(c[1]) + "*" + std::to_string(n0s) +
+                        " + " + std::to_string(c[2]) + " = " + std::to_string(k);
+        if (k >= K)
+            return s + " >= K = " + std::to_string(K) + ": padding (K padded to N1*16), zero";
+        if (cc >= C) return s + " (c >= C = " + std::to_string(C) + "): a padding lane, zero";
+        const dim_t src = vm.links[1].image[static_cast<std::size_t>(linear)];
+        return s + " <- " + cell_name(wo, src) + " = " + value_of(wo, src, d);
     };
 }
 
@@ -887,14 +1185,25 @@ void build_tnc(Builder& b) {
     const IndexMap py = davinci::pack_activation(ys.dims, c0);
     const IndexMap mt = davinci::tnc5d(xs.dims, c0);
     const IndexMap mf = davinci::tncf(ys.dims, c0);
+    b.plan({{"X", xs},
+            {"X5", pa.dst()},
+            {"T", mt.dst()},
+            {"dY", ys},
+            {"dY5", py.dst()},
+            {"dYf", mf.dst()}});
     auto x = b.data(xs, 1), dy = b.data(ys, 3);
     const int xi = b.add(make_panel("X", "input NCHW", xs, act_roles(xs.rank()), x));
     auto x5 = run_map(pa, x);
     const int x5i =
         b.add(make_panel("X5", "X in NC1HWC0", pa.dst(), blocked_act_roles(pa.dst()), x5));
+    // T's tiles as X's: channels across (wrapped into a grid), batch blocks down.
+    std::vector<Role> troles = blocked_act_roles(mt.dst());
+    troles.front() = Role::TileX;
+    for (std::size_t i = 0; i < troles.size(); ++i)
+        if (mt.dst().names[i] == "c1") troles[i] = Role::TileY;
     const int ti =
         b.add(make_panel("T", "TNC(X): batch becomes the blocked channel dim (C, N1, H, W, C0)",
-                         mt.dst(), blocked_act_roles(mt.dst()), run_map(mt, x5)));
+                         mt.dst(), troles, run_map(mt, x5)));
     Panel yp = make_panel("dY", "output gradient NCHW", ys, act_roles(ys.rank()), dy);
     yp.new_row = true;
     const int yi = b.add(std::move(yp));
@@ -940,7 +1249,55 @@ void build_tnc(Builder& b) {
                   "): swap N and C so the batch is reduced over; TNCf writes dY straight into "
                   "FRACTAL_Z as the kernel of the dW convolution";
     const DataKind d = b.r.data;
-    b.v.formula = [d](const ViewModel& vm, int panel, dim_t linear) {
+    const dim_t N = p.mb, K = p.oc, n1s = (p.mb + c0 - 1) / c0;
+    std::vector<dim_t> outs;
+    for (int i = 0; i < p.ndims; ++i) outs.push_back(p.out(i));
+    b.v.formula = [p, c0, d, N, K, n1s, outs](const ViewModel& vm, int panel,
+                                              dim_t linear) -> std::string {
+        const auto num = [](dim_t v) { return std::to_string(v); };
+        if (panel == 1) return pack_formula(vm, 1, vm.links[0], linear, c0, "c", d);
+        if (panel == 4) return pack_formula(vm, 4, vm.links[2], linear, c0, "k", d);
+        if (panel == 2) {
+            // T (C, [D,] N1, H, W, N0): the channel outermost, the batch blocked in N0 lanes.
+            const Panel& t = vm.panels[2];
+            const auto c = coords(t.shape, linear);
+            const std::size_t n1_axis = t.shape.rank() == 6 ? 2 : 1;
+            const dim_t n = c[n1_axis] * c0 + c.back(), ch = c[0];
+            std::string s = cell_name(t, linear) + ": TNC swaps N and C: channel c = " + num(ch) +
+                            " outermost, batch n = n1*C0 + n0 = " + num(c[n1_axis]) + "*" +
+                            num(c0) + " + " + num(c.back()) + " = " + num(n);
+            if (n >= N)
+                return s + " >= N = " + num(N) +
+                       ": batch padding (N padded to N1*C0 = " + num(n1s * c0) + "), zero";
+            const dim_t src = vm.links[1].image[static_cast<std::size_t>(linear)];
+            return s + "; c1 = c/C0 = " + num(ch) + "/" + num(c0) + " = " + num(ch / c0) +
+                   ", c0 = c%C0 = " + num(ch % c0) + " <- " + cell_name(vm.panels[1], src) + " = " +
+                   value_of(vm.panels[1], src, d);
+        }
+        if (panel == 5) {
+            // TNCf: dY as the kernel (Cout = K, Cin = N, Ho, Wo) in FRACTAL_Z (N1*Ho*Wo, K1,
+            // 16, C0).
+            const Panel& f = vm.panels[5];
+            const auto c = coords(f.shape, linear);
+            std::vector<dim_t> pos;
+            dim_t n1 = 0;
+            const std::string row =
+                split_fractal_row(c[0], n1s, outs, spatial(p.ndims), "n1", pos, &n1);
+            const dim_t k0s = f.shape.dims[2], k = c[1] * k0s + c[2], n = n1 * c0 + c[3];
+            std::string s = cell_name(f, linear) +
+                            ": TNCf writes dY as the kernel of the dW convolution (Cout = K, Cin = "
+                            "N): " +
+                            row + "; k = k1*16 + k0 = " + num(c[1]) + "*" + num(k0s) + " + " +
+                            num(c[2]) + " = " + num(k) + ", n = n1*C0 + n0 = " + num(n1) + "*" +
+                            num(c0) + " + " + num(c[3]) + " = " + num(n);
+            if (k >= K) return s + " (k >= K = " + num(K) + "): padding (K padded to K1*16), zero";
+            if (n >= N)
+                return s + " >= N = " + num(N) +
+                       ": batch padding (N padded to N1*C0 = " + num(n1s * c0) + "), zero";
+            const dim_t src = vm.links[3].image[static_cast<std::size_t>(linear)];
+            return s + "; c1 = k/C0 = " + num(k / c0) + ", c0 = k%C0 = " + num(k % c0) + " <- " +
+                   cell_name(vm.panels[4], src) + " = " + value_of(vm.panels[4], src, d);
+        }
         return generic_formula(vm, panel, linear, d);
     };
 }
@@ -949,17 +1306,21 @@ void build_weight_grad(Builder& b) {
     const Problem& p = b.p;
     const IndexMap m = maps::im2col(p);
     const Shape xs = m.src(), ys = act_shape(p, true, "k"), ws = wei_shape(p);
+    b.plan({{"X", xs}, {"B", m.dst()}, {"dY", ys}, {"dW", ws}});
     auto x = b.data(xs, 1), dy = b.data(ys, 3);
     const int xi = b.add(make_panel("X", "input", xs, act_roles(xs.rank()), x));
     Panel bp = make_panel("B", "B = im2col(X): rows (c, k..), cols = output position", m.dst(),
                           {Role::TileY, Role::TileX, Role::Row, Role::Col}, run_map(m, x));
-    bp.tiles_per_row = 0;
+    bp.auto_wrap = false;  // one matrix per (n, g): never wrapped
     const int bi = b.add(std::move(bp));
     // dY as a K x prod(out) matrix per image: the left operand of dW = dY B^T.
     std::vector<Role> yr(ys.dims.size(), Role::Col);
     yr[0] = Role::TileY;
     yr[1] = Role::Row;
     Panel yp = make_panel("dY", "dY: rows k, cols = output position", ys, yr, dy);
+    // dY beside the result dW (their rows k aligned), below X and B: the fit can use the height
+    // (mb1ic3ih6oc4kh3: cells 18 px instead of 14 in a 1600x1000 shot).
+    yp.new_row = true;
     const int yi = b.add(std::move(yp));
     const Tensor dw =
         backward_weight(p, to_tensor(x, xs.dims), to_tensor(dy, ys.dims), "im2col_gemm");
@@ -1033,7 +1394,7 @@ ViewModel build_view(const ViewRequest& r, std::atomic<float>* progress) {
         for (auto& n : view_names()) known += (known.empty() ? "" : ", ") + n;
         throw Error("unknown view '" + r.view + "' (views: " + known + ")");
     }
-    layout_view(b.v);
+    arrange_view(b.v);
     if (progress) progress->store(1.0f);
     return std::move(b.v);
 }

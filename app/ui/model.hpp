@@ -48,6 +48,9 @@ struct Panel {
     std::vector<std::uint8_t> padding_lane;
     dim_t tiles_per_row = 0;  // 0: all tiles of a TileY row side by side; else wrap
     bool new_row = false;     // starts a new row of panels on the canvas
+    // arrange_view chooses tiles_per_row (a long row of tiles wrapped into a near-square grid);
+    // false: tiles_per_row is kept as set.
+    bool auto_wrap = false;
     // Filled in by layout():
     dim_t rows = 1, cols = 1, tiles_x = 1, tiles_y = 1;
     double x = 0, y = 0;  // top-left on the canvas, in cells
@@ -150,6 +153,26 @@ struct ViewModel {
 // every row for the titles; min_slot: least room per panel (both in cells, the GUI converts its
 // pixel sizes at the current zoom).
 void layout_view(ViewModel& v, double title_cells = 0, double min_slot = 0);
+
+// The canvas arrange_view plans for (pixels): the app's canvas at 1600 x 1000 beside the sidebar,
+// the panel titles above every row of panels and the least slot a title gets (gui.cpp).
+struct CanvasGuess {
+    double width = 1180, height = 800;
+    double title = 120;  // title block above each row of panels
+    double slot = 220;   // least width of a panel's slot (its title wraps inside it)
+};
+
+// Zoom (pixels per cell) at which the view fits `c` with its current panels, tiles_per_row and
+// new_row flags (layout_panel on each panel; clamped to [0.05, 64]).
+double fit_zoom(ViewModel& v, const CanvasGuess& c = {});
+
+// Chooses the arrangement of a built view so that it fills the canvas: for panels with
+// auto_wrap, tiles_per_row (starting from the near-square grid of tiles; no grid more than 3
+// times taller than wide or 4 times wider than tall, no wrap only when the row of tiles is at
+// most 2.5 times wider than tall), and extra rows of panels (the reading order and the new_row
+// flags already set kept; within 5% of the best zoom, the fewest rows), the combination with the
+// largest fit_zoom. Calls layout_view.
+void arrange_view(ViewModel& v, const CanvasGuess& c = {});
 
 // The view names (BRIEF.md): im2col col2im stride fliprot fractal tnc weight_grad timings tensors.
 const std::vector<std::string>& view_names();
