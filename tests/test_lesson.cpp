@@ -3,9 +3,11 @@
 // gradients; the `convlab lesson` command.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -14,6 +16,7 @@
 #include "convlab/layers.hpp"
 #include "lesson/lesson.hpp"
 #include "test_files.hpp"
+#include "ui/lesson_player.hpp"
 
 using namespace convlab;
 using namespace convlab::lesson;
@@ -31,10 +34,14 @@ std::string lesson_text(const std::string& step_extra, const std::string& view =
     return t + step_extra;
 }
 
-// Parses and validates; returns the LessonError (or fails the test when there is none).
+// Parses and validates, and checks every step against its view (as `convlab lesson check`);
+// returns the LessonError (or fails the test when there is none).
 LessonError error_of(const std::string& text) {
     try {
-        validate(parse_lesson(text, "bad.toml"));
+        const Lesson l = parse_lesson(text, "bad.toml");
+        validate(l);
+        for (std::size_t k = 0; k < l.steps.size(); ++k)
+            app::check_step_view(l, k, std::make_shared<const StepResult>(evaluate(l, k)));
     } catch (const LessonError& e) {
         return e;
     }
@@ -74,12 +81,14 @@ TEST_CASE("lessons: every lesson in lessons/ loads, validates and passes every c
             CAPTURE(k + 1);
             const Step& s = l.steps[k];
             CHECK(!s.narration.empty());
-            const StepResult r = evaluate(l, k);
+            const auto rp = std::make_shared<const StepResult>(evaluate(l, k));
+            const StepResult& r = *rp;
             CHECK(!r.tensors.empty());
-            if (!s.map.empty()) {
-                CHECK(r.map_steps > 0);
-                CHECK(s.step_end <= r.map_steps);
-            }
+            if (!s.map.empty()) CHECK(r.map_steps > 0);
+            // The step range lies within its view's steps (which the player plays).
+            const app::StepView v = app::check_step_view(l, k, rp);
+            CHECK(s.step_end <= v.steps);
+            CHECK(s.step_begin < std::max<dim_t>(v.steps, 1));
             REQUIRE(r.checks.size() == s.checks.size());
             for (const CheckResult& c : r.checks) {
                 INFO(c.message);
@@ -113,10 +122,20 @@ TEST_CASE("lessons: malformed lessons give file:line errors naming what is wrong
         t.replace(t.find("mb1ic1iw5oc1kw3pw1"), 18, "mb1ic1iw5oc1kw9");
         expect_error(t, 5, "problem 'mb1ic1iw5oc1kw9'");
     }
-    SUBCASE("step range beyond the map") {
-        // im2col of this problem: 5 columns at line granularity.
+    SUBCASE("step range beyond the view") {
+        // The im2col view of this problem: 5 columns at line granularity.
         expect_error(lesson_text("map = \"im2col\"\ngranularity = \"line\"\nsteps = [0, 6]\n"), 9,
-                     "has 5 line steps");
+                     "the im2col view of mb1ic1iw5oc1kw3pw1 has 5 line steps");
+        // The weight_grad view plays dW element by element (3 steps), with no map.
+        expect_error(lesson_text("steps = [3, 3]\n", "weight_grad"), 7, "has 3 element steps");
+        // A view without steps.
+        expect_error(lesson_text("steps = [0, 1]\n", "tensors"), 7,
+                     "the tensors view has no steps to play");
+        // The step it opens on: inside the range, and inside the view.
+        expect_error(lesson_text("steps = [1, 3]\nstart = 3\n", "weight_grad"), 8,
+                     "'start' = 3 must lie in 'steps' [1, 3)");
+        expect_error(lesson_text("start = 3\n", "weight_grad"), 7,
+                     "'start' = 3: the weight_grad view of mb1ic1iw5oc1kw3pw1 has 3 element steps");
     }
     SUBCASE("unknown map") {
         expect_error(lesson_text("map = \"im3col\"\n"), 7, "unknown map 'im3col'");

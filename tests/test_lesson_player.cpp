@@ -124,6 +124,29 @@ TEST_CASE(
             CHECK(!v.panels.empty());
             // A highlight lights the cells of its panel that hold the highlighted values.
             const auto cells = app::highlight_cells(v, *p.plan());
+            // The step opens on the first step of its range, where every highlighted cell is
+            // already written (the narration talks about it; it must not be blank).
+            const dim_t n = app::num_steps(v, p.plan()->granularity);
+            if (n > 0) {
+                app::Playback pb;
+                pb.step = p.plan()->open;
+                CHECK(!app::clamp_to_range(pb, p.plan()->range_begin, p.plan()->range_end, n));
+                const app::StepState st = app::compute_step(v, p.plan()->granularity, pb.step);
+                for (std::size_t i = 0; i < cells.size(); ++i)
+                    for (dim_t c : cells[i]) {
+                        const auto cu = static_cast<std::size_t>(c);
+                        if ((st.panels[i].flags[cu] & app::kPending) == 0) continue;
+                        // Where it is written, for the message.
+                        dim_t w = pb.step;
+                        while (w + 1 < n &&
+                               (app::compute_step(v, p.plan()->granularity, w).panels[i].flags[cu] &
+                                app::kPending))
+                            ++w;
+                        FAIL_CHECK("panel " << v.panels[i].name << " cell " << c
+                                            << " is blank at step " << pb.step
+                                            << ", where the step opens; written at step " << w);
+                    }
+            }
             for (const auto& h : p.plan()->highlights) {
                 const int i = app::panel_of_tensor(v, h.tensor, p.plan()->map);
                 if (i < 0 || v.panels[static_cast<std::size_t>(i)].numel() != h.numel) continue;
@@ -197,6 +220,36 @@ TEST_CASE("lesson player: a lesson step's range and highlights reach the view (l
     CHECK(cells[static_cast<std::size_t>(dx)] == std::vector<dim_t>{6});
     CHECK(v.panels[static_cast<std::size_t>(dx)].values[6] == 12.0f);
     CHECK(p.plan()->highlights[0].values == "12");
+}
+
+TEST_CASE("lesson player: a step opens where its narration is (start, granularity)") {
+    app::LessonPlayer p;
+    // Lesson 2, step 3: dL/dX[1][2] of a 4x4 dX, element 6; the whole range still plays.
+    REQUIRE(p.open(lesson_file("02"), 2));
+    p.poll(true);
+    REQUIRE(p.plan() != nullptr);
+    CHECK(p.plan()->open == 6);
+    CHECK(p.plan()->range_begin == 0);
+    CHECK(p.plan()->range_end == -1);
+    app::ViewModel v = app::build_view(p.plan()->request);
+    app::StepState st = app::compute_step(v, p.plan()->granularity, p.plan()->open);
+    const int dx = app::panel_of_tensor(v, "diff_src", p.plan()->map);
+    REQUIRE(dx >= 0);
+    const auto& flags = st.panels[static_cast<std::size_t>(dx)].flags;
+    CHECK((flags[6] & app::kPending) == 0);
+    CHECK((flags[6] & app::kCurrent) != 0);
+    CHECK((flags[7] & app::kPending) != 0);  // the next one is still blank
+    // Lesson 4, step 4: one row a step, opening on row 5 (the leftover row): all of dX written.
+    REQUIRE(p.open(lesson_file("04"), 3));
+    p.poll(true);
+    REQUIRE(p.plan() != nullptr);
+    CHECK(p.plan()->granularity == Granularity::Line);
+    CHECK(p.plan()->open == 5);
+    v = app::build_view(p.plan()->request);
+    st = app::compute_step(v, p.plan()->granularity, p.plan()->open);
+    const int dx4 = app::panel_of_tensor(v, "diff_src", p.plan()->map);
+    REQUIRE(dx4 >= 0);
+    for (auto f : st.panels[static_cast<std::size_t>(dx4)].flags) CHECK((f & app::kPending) == 0);
 }
 
 TEST_CASE("lesson player: a malformed lesson is an error state with file:line, never a crash") {

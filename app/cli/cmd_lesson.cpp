@@ -6,10 +6,12 @@
 // list:  the lessons of a directory (default: lessons/ of the source tree), with step counts.
 // show:  one step: its narration, the checks, and its named tensors as text.
 #include <filesystem>
+#include <memory>
 #include <ostream>
 
 #include "cli/cli_common.hpp"
 #include "lesson/lesson.hpp"
+#include "ui/lesson_player.hpp"
 
 namespace convlab::cli {
 
@@ -42,16 +44,18 @@ void check_file(const std::string& f, std::ostream& out, CheckCounts& counts) {
     std::vector<std::string> lines;
     for (std::size_t k = 0; k < l.steps.size(); ++k) {
         try {
-            const lesson::StepResult r = lesson::evaluate(l, k);
-            for (std::size_t c = 0; c < r.checks.size(); ++c) {
+            const auto r = std::make_shared<const lesson::StepResult>(lesson::evaluate(l, k));
+            for (std::size_t c = 0; c < r->checks.size(); ++c) {
                 ++checks;
-                if (r.checks[c].passed) {
+                if (r->checks[c].passed) {
                     ++passed;
                 } else {
                     lines.push_back("  FAIL " + l.steps[k].checks[c].pos.str() + ": step " +
-                                    std::to_string(k + 1) + ": " + r.checks[c].message);
+                                    std::to_string(k + 1) + ": " + r->checks[c].message);
                 }
             }
+            // What only the view tells: its steps and the tensors it draws.
+            app::check_step_view(l, k, r);
         } catch (const lesson::LessonError& e) {
             lines.push_back(e.what());
             ++counts.errors;
@@ -102,16 +106,20 @@ void run_show(const std::vector<std::string>& args, const Options& opts, std::os
         static_cast<std::size_t>(parse_integer("--step", opts.required("lesson show", "--step"), 1,
                                                static_cast<std::int64_t>(l.steps.size())));
     const lesson::Step& s = l.steps[k - 1];
-    const lesson::StepResult r = lesson::evaluate(l, k - 1);
+    const auto rp = std::make_shared<const lesson::StepResult>(lesson::evaluate(l, k - 1));
+    const lesson::StepResult& r = *rp;
+    const app::StepView sv = app::check_step_view(l, k - 1, rp);
     out << l.title << " - step " << k << " of " << l.steps.size();
     if (!s.title.empty()) out << ": " << s.title;
-    out << "\nview: " << s.view << "\n";
+    out << "\nview: " << sv.view;
+    if (sv.steps > 0)
+        out << ", plays " << granularity_name(s.granularity) << " steps [" << s.step_begin << ", "
+            << (s.step_end < 0 ? sv.steps : s.step_end) << ") of " << sv.steps;
+    out << "\n";
     if (s.has_problem) out << "problem: " << s.problem_text << "\n";
-    if (!s.map.empty()) {
-        out << "map: " << s.map << ", " << granularity_name(s.granularity) << " steps ["
-            << s.step_begin << ", " << (s.step_end < 0 ? r.map_steps : s.step_end) << ") of "
-            << r.map_steps << "\n";
-    }
+    if (!s.map.empty())
+        out << "map: " << s.map << " (" << r.map_steps << " " << granularity_name(s.granularity)
+            << " steps)\n";
     if (s.network.present()) out << "loss: " << r.loss << "\n";
     out << "\n" << s.narration << "\n";
     if (!s.highlights.empty()) {

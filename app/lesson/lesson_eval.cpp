@@ -516,11 +516,6 @@ StepResult evaluate(const Lesson& l, std::size_t index) {
             throw LessonError(
                 s.map_pos, "map '" + s.map + "' for problem " + s.problem_text + ": " + e.what());
         }
-        if (s.step_end > r.map_steps)
-            throw LessonError(s.steps_pos, "'steps' = [" + std::to_string(s.step_begin) + ", " +
-                                               std::to_string(s.step_end) + "]: map '" + s.map +
-                                               "' has " + std::to_string(r.map_steps) + " " +
-                                               granularity_name(s.granularity) + " steps");
     }
     if (s.network.present()) network_tensors(s.network, r);
     for (const Highlight& h : s.highlights) {

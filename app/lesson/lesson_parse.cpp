@@ -9,6 +9,7 @@
 #include <toml++/toml.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <fstream>
 #include <sstream>
 
@@ -307,8 +308,8 @@ void parse_data(const Ctx& c, const toml::node& d, Step& s) {
 Step parse_step(const Ctx& c, const toml::node& n, const Defaults& defaults) {
     const toml::table& t = as_table(c, n, "a step");
     only_keys(c, t,
-              {"title", "view", "problem", "map", "c0", "granularity", "steps", "highlights",
-               "narration", "data", "compare", "network", "check"},
+              {"title", "view", "problem", "map", "c0", "granularity", "steps", "start",
+               "highlights", "narration", "data", "compare", "network", "check"},
               "a step");
     Step s;
     s.pos = c.at(n);
@@ -352,10 +353,19 @@ Step parse_step(const Ctx& c, const toml::node& n, const Defaults& defaults) {
         if (v[0] < 0 || v[1] < v[0])
             c.fail(*r, "'steps' = [" + std::to_string(v[0]) + ", " + std::to_string(v[1]) +
                            "]: need 0 <= first <= end");
-        if (s.map.empty()) c.fail(*r, "'steps' needs a 'map' to play");
         s.step_begin = v[0];
         s.step_end = v[1];
         s.steps_pos = c.at(*r);
+    }
+    if (const toml::node* o = t.get("start")) {
+        s.step_start = as_integer(c, *o, "'start'");
+        s.start_pos = c.at(*o);
+        const std::int64_t end = s.step_end < 0 ? INT64_MAX : s.step_end;
+        if (s.step_start < s.step_begin || s.step_start >= end)
+            c.fail(*o, "'start' = " + std::to_string(s.step_start) + " must lie in 'steps' [" +
+                           std::to_string(s.step_begin) + ", " +
+                           (s.step_end < 0 ? std::string("end") : std::to_string(s.step_end)) +
+                           ")");
     }
     if (const toml::node* h = t.get("highlights")) {
         if (!h->is_array()) c.fail(*h, "'highlights' must be an array of strings");

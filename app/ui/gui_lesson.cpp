@@ -50,7 +50,7 @@ void LessonUi::update(app::AppState& s, const app::ViewModel* view, dim_t view_s
             s.playback.granularity = plan_->granularity;
             s.playback.paused = true;
             s.playback.time_left = 0;
-            s.playback.step = std::max<dim_t>(0, plan_->range_begin);
+            s.playback.step = std::max<dim_t>(0, plan_->open);
             s.pinned = {};
             s.error.clear();
             step_dirty = true;

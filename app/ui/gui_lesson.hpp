@@ -35,7 +35,7 @@ class LessonUi {
 
     using RequestFn = std::function<void(const app::ViewRequest&)>;
     // Once a frame (after the playback advanced): takes a finished step evaluation and applies
-    // its plan (view request, granularity, first step of the range, fit), keeps the playback
+    // its plan (view request, granularity, the step it opens on, fit), keeps the playback
     // inside the step's range, and resolves the highlights for the view shown. wait: block
     // until the evaluation ends (shots).
     void update(app::AppState& s, const app::ViewModel* view, dim_t view_steps, bool& step_dirty,

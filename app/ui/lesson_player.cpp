@@ -90,6 +90,7 @@ StepPlan plan_step(const lesson::Lesson& l, std::size_t k,
     p.granularity = s.granularity;
     p.range_begin = s.step_begin;
     p.range_end = s.step_end;
+    p.open = s.step_start < 0 ? s.step_begin : s.step_start;
     p.map = s.map;
     for (const auto& h : s.highlights) {
         const lesson::NamedTensor* t = r->find(h.tensor);
@@ -228,6 +229,43 @@ std::vector<std::vector<dim_t>> highlight_cells(const ViewModel& v, const StepPl
         c.erase(std::unique(c.begin(), c.end()), c.end());
     }
     return cells;
+}
+
+StepView check_step_view(const lesson::Lesson& l, std::size_t k,
+                         std::shared_ptr<const lesson::StepResult> r) {
+    const lesson::Step& s = l.steps.at(k);
+    const StepPlan plan = plan_step(l, k, r);
+    StepView out;
+    out.view = plan.request.view;
+    ViewModel v;
+    try {
+        v = build_view(plan.request);
+    } catch (const Error& e) {
+        throw lesson::LessonError(s.view_pos, "the " + out.view + " view: " + e.what());
+    }
+    out.steps = num_steps(v, s.granularity);
+    for (const auto& t : r->tensors) {
+        const int i = panel_of_tensor(v, t.name, plan.map);
+        if (i >= 0 && v.panels[static_cast<std::size_t>(i)].numel() == t.value.numel())
+            out.tensors.push_back(t.name);
+    }
+    if (s.step_start >= 0 && s.step_start >= out.steps)
+        throw lesson::LessonError(
+            s.start_pos, "'start' = " + std::to_string(s.step_start) + ": the " + out.view +
+                             " view of " + s.problem_text + " has " + std::to_string(out.steps) +
+                             " " + granularity_name(s.granularity) + " steps");
+    const bool ranged = s.step_begin > 0 || s.step_end >= 0;
+    const std::string range =
+        "'steps' = [" + std::to_string(s.step_begin) + ", " + std::to_string(s.step_end) + "]: ";
+    if (ranged && out.steps == 0)
+        throw lesson::LessonError(s.steps_pos,
+                                  range + "the " + out.view + " view has no steps to play");
+    if (ranged && (s.step_end > out.steps || s.step_begin >= out.steps))
+        throw lesson::LessonError(s.steps_pos, range + "the " + out.view + " view of " +
+                                                   s.problem_text + " has " +
+                                                   std::to_string(out.steps) + " " +
+                                                   granularity_name(s.granularity) + " steps");
+    return out;
 }
 
 // [SECTION] playback limited to a step range
