@@ -137,6 +137,20 @@ TEST_CASE("lessons: malformed lessons give file:line errors naming what is wrong
         expect_error(lesson_text("start = 3\n", "weight_grad"), 7,
                      "'start' = 3: the weight_grad view of mb1ic1iw5oc1kw3pw1 has 3 element steps");
     }
+    SUBCASE("a highlight on a tensor the step's view does not draw") {
+        // The im2col view draws X and B (and its map's tensors), not Y.
+        expect_error(
+            lesson_text("highlights = [\"col[0,0,1]\", \"dst[0,0,2]\"]\n"), 7,
+            "highlight 'dst[0,0,2]': the im2col view does not draw dst (it draws: src, col)");
+        // The weight_grad view has no bias gradient; the tensors view draws what it is asked to.
+        expect_error(lesson_text("highlights = [\"diff_bias[0]\"]\n", "weight_grad"), 7,
+                     "the weight_grad view does not draw diff_bias (it draws: src, diff_dst, "
+                     "diff_wei, col)");
+        const std::string ok = lesson_text("highlights = [\"diff_bias[0]\"]\n", "tensors");
+        const Lesson l = parse_lesson(ok, "ok.toml");
+        CHECK_NOTHROW(
+            app::check_step_view(l, 0, std::make_shared<const StepResult>(evaluate(l, 0))));
+    }
     SUBCASE("unknown map") {
         expect_error(lesson_text("map = \"im3col\"\n"), 7, "unknown map 'im3col'");
     }
@@ -334,6 +348,12 @@ TEST_CASE("lessons: convlab lesson check, list and show") {
         CHECK(at(bad3 + ": 2 steps") < at(bad3 + ":7:15: the highlight names tensor 'dts'"));
         CHECK(err == "convlab: lesson check: 3 of 4 lessons failed, 3 errors\n");
     }
+
+    // lesson check rejects a highlight its view does not draw, at the highlight's line.
+    std::ofstream(bad) << lesson_text("highlights = [\"dst[0,0,0]\"]\n");
+    CHECK(run({"lesson", "check", bad}, out, err) == 2);
+    CHECK(out.find(bad + ":7:15: highlight 'dst[0,0,0]': the im2col view does not draw dst") !=
+          std::string::npos);
 
     CHECK(run({"lesson", "show", one, "--step", "9"}, out, err) == 2);
     CHECK(err.find("--step") != std::string::npos);

@@ -109,6 +109,25 @@ IndexMap map_of(const Step& s) {
 
 // [SECTION] Convolution steps
 
+// The step names a DaVinci tensor (packed storage, a fractal algorithm's result) somewhere.
+bool names_davinci(const Step& s) {
+    static const std::vector<std::string> names{"src_nc1hwc0",
+                                                "wei_fractal_z",
+                                                "diff_dst_nc1hwc0",
+                                                "dst.fractal",
+                                                "diff_wei.fractal_via_forward",
+                                                "diff_src.fractal_via_forward",
+                                                "diff_wei_fractal_z"};
+    const auto named = [&](const std::string& n) {
+        return std::find(names.begin(), names.end(), n) != names.end();
+    };
+    for (const auto& h : s.highlights)
+        if (named(h.tensor)) return true;
+    for (const auto& c : s.checks)
+        if (named(c.tensor) || named(c.equals_tensor)) return true;
+    return false;
+}
+
 void conv_tensors(const Step& s, StepResult& r) {
     const Problem& p = s.problem;
     const std::string d = "(" + to_descriptor(p) + ")";
@@ -206,8 +225,8 @@ void conv_tensors(const Step& s, StepResult& r) {
         }
     }
 
-    // DaVinci tensors for the fractal and tnc views (and DaVinci maps).
-    if (s.view == "fractal" || s.view == "tnc" || is_davinci_map(s.map)) {
+    // DaVinci tensors for the fractal and tnc views, DaVinci maps, and steps that name them.
+    if (s.view == "fractal" || s.view == "tnc" || is_davinci_map(s.map) || names_davinci(s)) {
         // Copies: add() grows r.tensors, which would leave references dangling.
         const Tensor x = r.find("src")->value;
         const Tensor w = r.find("wei")->value;

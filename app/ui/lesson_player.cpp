@@ -56,6 +56,13 @@ std::string block_text(const Tensor& t, dim_t begin, dim_t end) {
     return s + "]";
 }
 
+std::string index_text(const std::vector<dim_t>& at) {
+    if (at.empty()) return "";
+    std::string s = "[";
+    for (std::size_t i = 0; i < at.size(); ++i) s += (i ? "," : "") + std::to_string(at[i]);
+    return s + "]";
+}
+
 }  // namespace
 
 StepPlan plan_step(const lesson::Lesson& l, std::size_t k,
@@ -97,13 +104,7 @@ StepPlan plan_step(const lesson::Lesson& l, std::size_t k,
         if (!t) continue;  // validate() reports it; a player shows what it can
         ResolvedHighlight rh;
         rh.tensor = h.tensor;
-        rh.text = h.tensor;
-        if (!h.at.empty()) {
-            rh.text += "[";
-            for (std::size_t i = 0; i < h.at.size(); ++i)
-                rh.text += (i ? "," : "") + std::to_string(h.at[i]);
-            rh.text += "]";
-        }
+        rh.text = h.tensor + index_text(h.at);
         const auto& dims = t->value.dims();
         rh.numel = t->value.numel();
         dim_t begin = 0, block = rh.numel;
@@ -254,6 +255,17 @@ StepView check_step_view(const lesson::Lesson& l, std::size_t k,
             s.start_pos, "'start' = " + std::to_string(s.step_start) + ": the " + out.view +
                              " view of " + s.problem_text + " has " + std::to_string(out.steps) +
                              " " + granularity_name(s.granularity) + " steps");
+    for (const auto& h : s.highlights) {
+        if (std::find(out.tensors.begin(), out.tensors.end(), h.tensor) != out.tensors.end())
+            continue;
+        std::string drawn;
+        for (const auto& t : out.tensors) drawn += (drawn.empty() ? "" : ", ") + t;
+        throw lesson::LessonError(
+            h.pos, "highlight '" + h.tensor + index_text(h.at) + "': the " + out.view +
+                       " view does not draw " + h.tensor +
+                       " (it draws: " + (drawn.empty() ? "no tensors" : drawn) +
+                       "); choose a view that does, e.g. tensors");
+    }
     const bool ranged = s.step_begin > 0 || s.step_end >= 0;
     const std::string range =
         "'steps' = [" + std::to_string(s.step_begin) + ", " + std::to_string(s.step_end) + "]: ";
