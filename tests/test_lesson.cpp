@@ -151,6 +151,14 @@ TEST_CASE("lessons: malformed lessons give file:line errors naming what is wrong
         CHECK_NOTHROW(
             app::check_step_view(l, 0, std::make_shared<const StepResult>(evaluate(l, 0))));
     }
+    SUBCASE("show: tensor names of the step, on the tensors view only") {
+        expect_error(lesson_text("show = [\"src\", \"dts\"]\n", "tensors"), 7,
+                     "'show' names tensor 'dts', which this step does not have");
+        expect_error(lesson_text("show = [\"src\"]\n"), 7,
+                     "'show' lists the panels of the tensors view; this step's view is 'im2col'");
+        expect_error(lesson_text("show = \"src\"\n", "tensors"), 7,
+                     "'show' must be an array of tensor names");
+    }
     SUBCASE("unknown map") {
         expect_error(lesson_text("map = \"im3col\"\n"), 7, "unknown map 'im3col'");
     }

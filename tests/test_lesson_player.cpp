@@ -255,6 +255,36 @@ TEST_CASE("lesson player: a step opens where its narration is (start, granularit
     for (auto f : st.panels[static_cast<std::size_t>(dx4)].flags) CHECK((f & app::kPending) == 0);
 }
 
+TEST_CASE("tensors view: a step's show list gives the panels, in its order (lesson 7: W B = Y)") {
+    app::LessonPlayer p;
+    REQUIRE(p.open(lesson_file("07"), 1));
+    p.poll(true);
+    REQUIRE(p.plan() != nullptr);
+    CHECK(p.plan()->request.view == "tensors");
+    CHECK(p.plan()->request.tensor_names == std::vector<std::string>{"wei", "col", "dst"});
+    const app::ViewModel v = app::build_view(p.plan()->request);
+    REQUIRE(v.panels.size() == 3);
+    CHECK(v.panels[0].name == "wei");
+    CHECK(v.panels[1].name == "col");
+    CHECK(v.panels[2].name == "dst");
+    // One row, left to right; Y[0][0][0] = 10 is outlined in Y.
+    CHECK(v.panels[0].y == v.panels[2].y);
+    CHECK(v.panels[0].x < v.panels[1].x);
+    CHECK(v.panels[1].x < v.panels[2].x);
+    CHECK(app::highlight_cells(v, *p.plan())[2] == std::vector<dim_t>{0});
+    CHECK(v.panels[2].values[0] == 10.0f);
+    // A highlighted tensor the list leaves out is drawn after it.
+    TempDir t;
+    const std::string f = t.write("show.toml",
+                                  "title = \"t\"\naudience = \"a\"\n[[step]]\nview = \"tensors\"\n"
+                                  "problem = \"mb1ic1iw5oc1kw3\"\nnarration = \"n\"\n"
+                                  "show = [\"dst\", \"src\"]\nhighlights = [\"wei[0]\"]\n");
+    REQUIRE(p.open(f));
+    p.poll(true);
+    REQUIRE(p.plan() != nullptr);
+    CHECK(p.plan()->request.tensor_names == std::vector<std::string>{"dst", "src", "wei"});
+}
+
 TEST_CASE("lesson player: a malformed lesson is an error state with file:line, never a crash") {
     TempDir t;
     const std::string bad = t.write("bad.toml",

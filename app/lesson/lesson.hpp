@@ -117,6 +117,10 @@ struct Step {
     std::int64_t step_end = -1;    // -1 = to the end of the view's steps
     std::int64_t step_start = -1;  // the step it opens on, inside the range; -1 = step_begin
     std::vector<Highlight> highlights;
+    // The tensors view's panels, in order (empty: the view's choice). Each names a tensor of the
+    // step (validated by evaluate); highlighted tensors not listed are drawn after them.
+    std::vector<std::string> show;
+    std::vector<SourcePos> show_pos;
     std::string narration;
     // Inline data by tensor name (src, wei, bias, diff_dst); the rest from `seed`.
     std::vector<std::pair<std::string, InlineTensor>> data;

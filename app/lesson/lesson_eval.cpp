@@ -123,6 +123,8 @@ bool names_davinci(const Step& s) {
     };
     for (const auto& h : s.highlights)
         if (named(h.tensor)) return true;
+    for (const auto& n : s.show)
+        if (named(n)) return true;
     for (const auto& c : s.checks)
         if (named(c.tensor) || named(c.equals_tensor)) return true;
     return false;
@@ -537,6 +539,7 @@ StepResult evaluate(const Lesson& l, std::size_t index) {
         }
     }
     if (s.network.present()) network_tensors(s.network, r);
+    for (std::size_t i = 0; i < s.show.size(); ++i) need(r, s.show[i], s.show_pos[i], "'show'");
     for (const Highlight& h : s.highlights) {
         std::vector<dim_t> block;
         block_of(need(r, h.tensor, h.pos, "the highlight").value, h.at, block, h.pos, h.tensor);

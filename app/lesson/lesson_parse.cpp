@@ -309,7 +309,7 @@ Step parse_step(const Ctx& c, const toml::node& n, const Defaults& defaults) {
     const toml::table& t = as_table(c, n, "a step");
     only_keys(c, t,
               {"title", "view", "problem", "map", "c0", "granularity", "steps", "start",
-               "highlights", "narration", "data", "compare", "network", "check"},
+               "highlights", "show", "narration", "data", "compare", "network", "check"},
               "a step");
     Step s;
     s.pos = c.at(n);
@@ -370,6 +370,17 @@ Step parse_step(const Ctx& c, const toml::node& n, const Defaults& defaults) {
     if (const toml::node* h = t.get("highlights")) {
         if (!h->is_array()) c.fail(*h, "'highlights' must be an array of strings");
         for (const toml::node& e : *h->as_array()) s.highlights.push_back(parse_highlight(c, e));
+    }
+    if (const toml::node* sh = t.get("show")) {
+        if (!sh->is_array()) c.fail(*sh, "'show' must be an array of tensor names");
+        if (s.view != "tensors")
+            c.fail(*sh, "'show' lists the panels of the tensors view; this step's view is '" +
+                            s.view + "'");
+        for (const toml::node& e : *sh->as_array()) {
+            if (!e.is_string()) c.fail(e, "a 'show' entry must be a tensor name (a string)");
+            s.show.emplace_back(e.as_string()->get());
+            s.show_pos.push_back(c.at(e));
+        }
     }
     if (const toml::node* d = t.get("data")) {
         if (!s.has_problem) c.fail(*d, "'data' needs the step's 'problem'");

@@ -124,7 +124,13 @@ StepPlan plan_step(const lesson::Lesson& l, std::size_t k,
         p.request.tensors = r;
         // A convolution step: its core tensors plus every tensor it talks about.
         const bool network = r->find("input") != nullptr && r->find("src") == nullptr;
-        if (network) {
+        if (!s.show.empty()) {
+            // The step's own list, then any highlighted tensor it leaves out (always drawn).
+            auto& n = p.request.tensor_names;
+            n = s.show;
+            for (const auto& h : s.highlights)
+                if (std::find(n.begin(), n.end(), h.tensor) == n.end()) n.push_back(h.tensor);
+        } else if (network) {
             // The tensors the step talks about (highlights, checks), each gradient with its
             // tensor and each layer output with the layer's weights: readable on a projector.
             auto& n = p.request.tensor_names;

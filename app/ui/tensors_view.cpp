@@ -1,6 +1,8 @@
 // The tensors view (model.hpp build_tensors_view): a lesson step's named tensors as panels, in
 // the same cells, colours and titles as the other views. Forward tensors in the top row, their
-// gradients right below them (diff_X under X), anything else the step names in a third row.
+// gradients right below them (diff_X under X), anything else the step names in a third row; a
+// convolution step that names its tensors (show, highlights, checks) gets them in that order,
+// gradients in the second row.
 // Index:
 //   [SECTION] which tensors, in which rows
 //   [SECTION] a tensor as a panel
@@ -43,13 +45,21 @@ struct Rows {
 
 Rows arrange(const lesson::StepResult& r, const std::vector<std::string>& wanted) {
     const bool network = r.find("input") != nullptr && r.find("src") == nullptr;
+    // A convolution step that names its tensors gets them in its order (W, B, Y left to right).
+    const bool named = !network && !wanted.empty();
     std::vector<std::string> names;
-    for (const auto& t : r.tensors)
-        if (std::find(wanted.begin(), wanted.end(), t.name) != wanted.end() || wanted.empty())
-            names.push_back(t.name);
-    // Primary tensors: a network's every tensor, a convolution's core set.
+    if (named) {
+        for (const auto& w : wanted)
+            if (r.find(w)) names.push_back(w);
+    } else {
+        for (const auto& t : r.tensors)
+            if (std::find(wanted.begin(), wanted.end(), t.name) != wanted.end() || wanted.empty())
+                names.push_back(t.name);
+    }
+    // Primary tensors: a network's every tensor, a convolution's core set (or all it names).
     const auto primary = [&](const std::string& n) {
-        return network || std::find(conv_core().begin(), conv_core().end(), n) != conv_core().end();
+        return network || named ||
+               std::find(conv_core().begin(), conv_core().end(), n) != conv_core().end();
     };
     Rows rows;
     std::set<std::string> placed;
@@ -98,6 +108,8 @@ std::vector<std::string> dim_names(const std::string& name, std::size_t rank) {
     const bool wei = name.find("wei") != std::string::npos;
     std::vector<std::string> n;
     if (rank == 1) return {"i"};
+    // A column matrix per image and group: rows (c, k...), one column per output position.
+    if (rank == 4 && (name == "col" || name == "diff_col")) return {"n", "g", "row", "col"};
     if (rank == 2)
         return wei ? std::vector<std::string>{"o", "i"} : std::vector<std::string>{"n", "j"};
     // TNC: channels outside the batch.
