@@ -162,6 +162,9 @@ struct NamedTensor {
     std::string name;         // "diff_wei", "conv.diff_wei", "map.dst" ...
     std::string description;  // one line: what it is and how the engine computed it
     Tensor value;
+    // Its dims' names when they are not the usual (n, c, spatial...) / (k, c, kernel...): a map's
+    // shapes ("n", "c1", "h", "w", "c0"), packed storage ("c1hw", "n1", "n0", "c0"). Empty: usual.
+    std::vector<std::string> dim_names = {};
 };
 
 struct CheckResult {

@@ -114,8 +114,10 @@ std::vector<std::string> dim_names(const std::string& name, std::size_t rank) {
         return wei ? std::vector<std::string>{"o", "i"} : std::vector<std::string>{"n", "j"};
     // TNC: channels outside the batch.
     const bool tnc = name.size() > 4 && name.compare(name.size() - 4, 4, "_tnc") == 0;
-    n.push_back(wei ? "k" : tnc ? "c" : "n");
-    n.push_back(tnc ? "n" : "c");
+    // FlipRot(W) is (C, K/G, k...): the channel dims swapped.
+    const bool flipped = name.find("fliprot") != std::string::npos;
+    n.push_back(flipped ? "c" : wei ? "k" : tnc ? "c" : "n");
+    n.push_back(flipped ? "k" : tnc ? "n" : "c");
     const std::size_t s = rank - 2;
     for (std::size_t i = 0; i < s; ++i) {
         const std::size_t a = s <= 3 ? 3 - s + i : i;
@@ -164,7 +166,8 @@ Panel tensor_panel(const lesson::NamedTensor& t) {
                                          : std::vector<std::string>{"i"};
     } else {
         p.shape.dims = dims;
-        p.shape.names = dim_names(t.name, dims.size());
+        p.shape.names =
+            t.dim_names.size() == dims.size() ? t.dim_names : dim_names(t.name, dims.size());
     }
     p.roles = dims.size() == 2 && t.value.dims().size() == 1
                   ? std::vector<Role>{Role::Row, Role::Col}
