@@ -285,6 +285,39 @@ TEST_CASE("tensors view: a step's show list gives the panels, in its order (less
     CHECK(p.plan()->request.tensor_names == std::vector<std::string>{"dst", "src", "wei"});
 }
 
+TEST_CASE("tensors view: the tensors a network step talks about, values to three figures") {
+    const auto panels_of = [](const std::string& lesson, std::size_t step) {
+        app::LessonPlayer p;
+        REQUIRE(p.open(lesson_file(lesson), step));
+        p.poll(true);
+        REQUIRE(p.plan() != nullptr);
+        const app::ViewModel v = app::build_view(p.plan()->request);
+        std::map<std::string, app::Panel> by;
+        for (const auto& pn : v.panels) by[pn.name] = pn;
+        return by;
+    };
+    // Lesson 17, step 4 (the pooling tie): the pooling output and its gradient are drawn, the
+    // gradient right below it.
+    auto by = panels_of("17", 3);
+    for (const char* n : {"conv", "relu", "pool", "diff_conv", "diff_relu", "diff_pool"})
+        CHECK_MESSAGE(by.count(n), n);
+    CHECK(by["diff_pool"].x == by["pool"].x);
+    CHECK(by["diff_pool"].y > by["pool"].y);
+    // Step 2: the fc output; lesson 11, step 2: fc; lesson 6, step 3: the input t.
+    CHECK(panels_of("17", 1).count("fc"));
+    CHECK(panels_of("11", 1).count("fc"));
+    by = panels_of("06", 2);
+    REQUIRE(by.count("input"));
+    CHECK(by["input"].values[2] == 2.0f);  // t[0][2]
+    // The loss 0.0181499 (cells show two decimals): three significant figures in its title.
+    REQUIRE(by.count("loss"));
+    CHECK(by["loss"].title.rfind("= 0.0181  ", 0) == 0);
+    REQUIRE(by.count("probs"));
+    CHECK(by["probs"].title.rfind("= [0.982, 0.018]  ", 0) == 0);
+    // Values two decimals show exactly get no such title.
+    CHECK(panels_of("17", 2)["diff_fc"].title.rfind("= ", 0) == std::string::npos);
+}
+
 TEST_CASE("lesson player: a malformed lesson is an error state with file:line, never a crash") {
     TempDir t;
     const std::string bad = t.write("bad.toml",

@@ -146,10 +146,32 @@ std::vector<Role> roles_of(const std::string& name, const std::vector<dim_t>& di
     return r;
 }
 
+// "0.0181" or "[0.982, 0.018]": three significant figures, for a small tensor whose cells (two
+// decimals) would lose digits the narration quotes (a loss, probabilities).
+std::string small_values(const Tensor& t) {
+    const dim_t n = t.numel();
+    if (n == 0 || n > 6) return "";
+    bool lossy = false;
+    for (dim_t i = 0; i < n; ++i) {
+        const double v = t.f32()[i];
+        lossy |= std::abs(v - std::round(v * 100) / 100) > 1e-6;
+    }
+    if (!lossy) return "";
+    std::string s = n > 1 ? "[" : "";
+    for (dim_t i = 0; i < n; ++i) {
+        char b[32];
+        std::snprintf(b, sizeof b, "%.3g", static_cast<double>(t.f32()[i]));
+        s += (i ? ", " : "") + std::string(b);
+    }
+    return s + (n > 1 ? "]" : "");
+}
+
 Panel tensor_panel(const lesson::NamedTensor& t) {
     Panel p;
     p.name = t.name;
     p.title = t.description;
+    if (const std::string v = small_values(t.value); !v.empty())
+        p.title = "= " + v + "  " + p.title;
     std::vector<dim_t> dims = t.value.dims();
     if (dims.empty()) dims = {1};
     const dim_t n = product(dims);
