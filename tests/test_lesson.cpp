@@ -159,6 +159,15 @@ TEST_CASE("lessons: malformed lessons give file:line errors naming what is wrong
         expect_error(lesson_text("show = \"src\"\n", "tensors"), 7,
                      "'show' must be an array of tensor names");
     }
+    SUBCASE("chart: a timings step's, one its compare list measures") {
+        expect_error(lesson_text("chart = \"ops_fwd\"\n"), 7,
+                     "'chart' goes with view = \"timings\"");
+        expect_error(lesson_text("compare = [\"bwd_data:col2im\"]\nchart = \"relative_bwd_data\"\n",
+                                 "timings"),
+                     8,
+                     "chart 'relative_bwd_data': the step's measurement (its 'compare' list) gives "
+                     "ops_bwd_data, gflops_bwd_data");
+    }
     SUBCASE("unknown map") {
         expect_error(lesson_text("map = \"im3col\"\n"), 7, "unknown map 'im3col'");
     }

@@ -18,11 +18,13 @@
 #include <string_view>
 #include <vector>
 
+#include "charts/chart.hpp"
 #include "cli/cli.hpp"
 #include "lesson/lesson.hpp"
 #include "stb_image.h"
 #include "test_files.hpp"
 #include "ui/lesson_player.hpp"
+#include "ui/timings_state.hpp"
 
 using namespace convlab;
 namespace fs = std::filesystem;
@@ -316,6 +318,57 @@ TEST_CASE("tensors view: the tensors a network step talks about, values to three
     CHECK(by["probs"].title.rfind("= [0.982, 0.018]  ", 0) == 0);
     // Values two decimals show exactly get no such title.
     CHECK(panels_of("17", 2)["diff_fc"].title.rfind("= ", 0) == std::string::npos);
+}
+
+TEST_CASE("lesson player: a timings step measures its own layer live (lesson 18)") {
+    app::LessonPlayer p;
+    REQUIRE(p.open(lesson_file("18"), 1));
+    p.poll(true);
+    REQUIRE(p.plan() != nullptr);
+    CHECK(p.plan()->request.view == "timings");
+    const lesson::Step& s = p.lesson()->steps[1];
+    CHECK(s.chart == "relative_bwd_data");
+    // What the lesson UI starts in the Timings panel when the step opens (gui_lesson.cpp), on a
+    // smaller layer: the test measures, it does not teach.
+    app::TimingsLessonRun run;
+    run.problem = s.problem;
+    run.problem.mb = 1;
+    run.problem.ic = run.problem.oc = 4;
+    run.problem.name = "lesson18";
+    run.algos = s.compare;
+    run.chart = s.chart;
+    run.source = "test";
+    bench::Config cfg = app::lesson_config(run, 1, std::nullopt, "out dir");
+    REQUIRE(cfg.layers.size() == 1);
+    CHECK(cfg.passes == std::vector<Pass>{Pass::Forward, Pass::BackwardData});
+    CHECK(cfg.command.find("--passes fwd,bwd_data --algos "
+                           "fwd:im2col_gemm,bwd_data:col2im,bwd_data:via_forward") !=
+          std::string::npos);
+    CHECK(cfg.command.find("--out 'out dir'") != std::string::npos);
+    app::TimingsRun r;
+    REQUIRE(r.start(std::move(cfg)));
+    r.wait();
+    const app::TimingsSnapshot sn = r.snapshot();
+    REQUIRE(sn.results != nullptr);
+    CHECK(sn.error.empty());
+    // Exactly the step's algorithms, all verified, and the step's chart among the charts.
+    std::set<std::string> measured;
+    for (const auto& m : sn.results->rows)
+        measured.insert(std::string(pass_name(m.pass)) + ":" + m.algorithm);
+    CHECK(measured == std::set<std::string>(s.compare.begin(), s.compare.end()));
+    CHECK(sn.results->failed() == 0);
+    bool has_chart = false;
+    for (const auto& c : charts::standard_charts(*sn.results)) has_chart |= c.id == s.chart;
+    CHECK(has_chart);
+    // Not PASS:NAME, or an unknown algorithm: refused with the reason.
+    run.algos = {"col2im"};
+    CHECK_THROWS_WITH_AS(app::lesson_config(run, 1, std::nullopt, "x"),
+                         doctest::Contains("PASS:NAME"), Error);
+    run.algos = {"bwd_data:col3im"};
+    CHECK_THROWS_AS(app::lesson_config(run, 1, std::nullopt, "x"), Error);
+    // None listed: every algorithm of every pass.
+    run.algos.clear();
+    CHECK(app::lesson_config(run, 1, std::nullopt, "x").passes.size() == 3);
 }
 
 TEST_CASE("lesson player: a malformed lesson is an error state with file:line, never a crash") {

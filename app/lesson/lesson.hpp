@@ -126,6 +126,7 @@ struct Step {
     std::vector<std::pair<std::string, InlineTensor>> data;
     std::uint64_t seed = 1;
     std::vector<std::string> compare;  // "bwd_data:via_forward": extra tensors by algorithm
+    std::string chart;  // view timings: the chart shown of the step's live measurement ("" any)
     NetworkSpec network;
     std::vector<Check> checks;
     SourcePos pos;  // the [[step]] header

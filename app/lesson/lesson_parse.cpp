@@ -309,7 +309,7 @@ Step parse_step(const Ctx& c, const toml::node& n, const Defaults& defaults) {
     const toml::table& t = as_table(c, n, "a step");
     only_keys(c, t,
               {"title", "view", "problem", "map", "c0", "granularity", "steps", "start",
-               "highlights", "show", "narration", "data", "compare", "network", "check"},
+               "highlights", "show", "narration", "data", "compare", "chart", "network", "check"},
               "a step");
     Step s;
     s.pos = c.at(n);
@@ -405,6 +405,28 @@ Step parse_step(const Ctx& c, const toml::node& n, const Defaults& defaults) {
             if (!s.has_problem) c.fail(e, "'compare' needs the step's 'problem'");
             s.compare.push_back(v);
         }
+    }
+    if (const toml::node* ch = t.get("chart")) {
+        s.chart = get_string(c, t, "chart", false, n, "a step");
+        if (s.view != "timings")
+            c.fail(*ch,
+                   "'chart' goes with view = \"timings\"; this step's view is '" + s.view + "'");
+        // The charts of a measurement of the compare list's passes (all three without one).
+        std::vector<std::string> ids;
+        bool fwd = s.compare.empty(), bwd_data = s.compare.empty();
+        for (const char* pass : {"fwd", "bwd_data", "bwd_weight"}) {
+            bool has = s.compare.empty();
+            for (const auto& e : s.compare) has |= e.rfind(std::string(pass) + ":", 0) == 0;
+            if (!has) continue;
+            fwd |= std::string(pass) == "fwd";
+            bwd_data |= std::string(pass) == "bwd_data";
+            ids.push_back(std::string("ops_") + pass);
+            ids.push_back(std::string("gflops_") + pass);
+        }
+        if (fwd && bwd_data) ids.insert(ids.begin(), "relative_bwd_data");
+        if (std::find(ids.begin(), ids.end(), s.chart) == ids.end())
+            c.fail(*ch, "chart '" + s.chart + "': the step's measurement (its 'compare' list) " +
+                            "gives " + join(ids));
     }
     if (const toml::node* net = t.get("network")) {
         s.network = parse_network(c, *net);

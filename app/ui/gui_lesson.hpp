@@ -56,7 +56,11 @@ class LessonUi {
     const app::StepPlan* plan() const { return plan_ ? plan_.get() : nullptr; }
 
   private:
+    // A timings step measures its problem live, in the app's Timings panel (gui_timings.hpp).
+    void start_timings(bool wait);
     std::shared_ptr<const app::StepPlan> plan_;
+    bool timings_started_ = false;  // a run this player started may be under way
+    std::string timings_note_;      // why a timings step could not start its run ("" fine)
     std::uint64_t applied_ = 0;
     const app::ViewModel* hl_for_ = nullptr;
     std::vector<std::vector<dim_t>> hl_;
