@@ -371,6 +371,56 @@ TEST_CASE("lesson player: a timings step measures its own layer live (lesson 18)
     CHECK(app::lesson_config(run, 1, std::nullopt, "x").passes.size() == 3);
 }
 
+TEST_CASE("lesson player: next at a lesson's last step opens the next lesson, and back") {
+    app::LessonPlayer p;
+    p.scan(kLessonDir);
+    REQUIRE(p.open(lesson_file("01")));
+    p.poll(true);
+    // Through lesson 1 step by step, then on into lesson 2.
+    const std::size_t n1 = p.num_steps();
+    for (std::size_t k = 1; k < n1; ++k) CHECK(p.forward());
+    CHECK(p.step() == n1 - 1);
+    CHECK(p.file() == lesson_file("01"));
+    CHECK(p.forward());
+    CHECK(p.file() == lesson_file("02"));
+    CHECK(p.step() == 0);
+    CHECK(p.poll(true));
+    REQUIRE(p.result() != nullptr);
+    CHECK(p.plan()->request.view == p.lesson()->steps[0].view);
+    // Back from lesson 2's first step: lesson 1's last step.
+    CHECK(p.backward());
+    CHECK(p.file() == lesson_file("01"));
+    CHECK(p.step() == n1 - 1);
+    p.poll(true);
+    // The course's ends stay where they are.
+    REQUIRE(p.open(lesson_file("01")));
+    CHECK(!p.backward());
+    CHECK(p.file() == lesson_file("01"));
+    REQUIRE(p.open(lesson_file("18"), 100));
+    CHECK(!p.forward());
+    CHECK(p.file() == lesson_file("18"));
+    p.poll(true);
+    // A lesson that does not parse is skipped; a file outside the list has no neighbours.
+    TempDir t;
+    const std::string good =
+        "title = \"t\"\naudience = \"a\"\n[[step]]\nview = \"im2col\"\n"
+        "problem = \"mb1ic1iw5oc1kw3\"\nnarration = \"n\"\n";
+    const std::string a = t.write("a.toml", good), c = t.write("c.toml", good);
+    t.write("b.toml", "title = \"broken\n");
+    app::LessonPlayer q;
+    q.scan(t.path.string());
+    REQUIRE(q.entries.size() == 3);
+    REQUIRE(q.open(a));
+    CHECK(q.forward());
+    CHECK(q.file() == c);
+    CHECK(q.backward());
+    CHECK(q.file() == a);
+    q.poll(true);
+    REQUIRE(q.open(lesson_file("02"), 100));
+    CHECK(!q.forward());
+    q.poll(true);
+}
+
 TEST_CASE("lesson player: a malformed lesson is an error state with file:line, never a crash") {
     TempDir t;
     const std::string bad = t.write("bad.toml",

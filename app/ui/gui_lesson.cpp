@@ -124,8 +124,9 @@ bool LessonUi::keyboard() {
     if (ImGui::GetIO().WantTextInput) return true;
     const auto pressed = [](int key) { return ImGui::IsKeyPressed(key, false); };
     // Presenter remotes send PgDn / PgUp.
-    if (pressed(GLFW_KEY_PAGE_DOWN) || pressed(GLFW_KEY_N)) player.next();
-    if (pressed(GLFW_KEY_PAGE_UP) || pressed(GLFW_KEY_B)) player.prev();
+    // At a lesson's end they go on to the next lesson (and back): the course in one sequence.
+    if (pressed(GLFW_KEY_PAGE_DOWN) || pressed(GLFW_KEY_N)) player.forward();
+    if (pressed(GLFW_KEY_PAGE_UP) || pressed(GLFW_KEY_B)) player.backward();
     return true;
 }
 
@@ -162,9 +163,9 @@ void LessonUi::sidebar(float width) {
             }
             ImGui::EndListBox();
         }
-        if (ImGui::Button("< previous (PgUp)")) player.prev();
+        if (ImGui::Button("< previous (PgUp)")) player.backward();
         ImGui::SameLine();
-        if (ImGui::Button("next (PgDn) >")) player.next();
+        if (ImGui::Button("next (PgDn) >")) player.forward();
         ImGui::SameLine();
         if (ImGui::Button("close")) close();
     } else if (!player.error().empty()) {
@@ -235,8 +236,8 @@ std::vector<Block> blocks(const app::LessonPlayer& p, const app::StepPlan* plan,
         b.push_back(
             {(p.lesson() ? "this step cannot be shown: " : "") + p.error(), 1.0f, Tone::Bad});
     b.push_back(
-        {"PgDn / N next step   PgUp / B previous   space plays the step   left / right "
-         "one step",
+        {"PgDn / N next step (after the last: the next lesson)   PgUp / B previous   space plays "
+         "the step   left / right one step",
          1.0f, Tone::Dim});
     return b;
 }

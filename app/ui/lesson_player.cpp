@@ -6,7 +6,9 @@
 #include "ui/lesson_player.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
+#include <filesystem>
 
 namespace convlab::app {
 
@@ -363,6 +365,38 @@ bool LessonPlayer::go(std::size_t k) {
     error_.clear();
     start(k);
     return true;
+}
+
+std::string LessonPlayer::neighbour(int direction) const {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    const fs::path me = fs::weakly_canonical(file_, ec);
+    std::ptrdiff_t at = -1;
+    for (std::size_t i = 0; i < entries.size(); ++i) {
+        std::error_code ec2;
+        if (fs::weakly_canonical(entries[i].file, ec2) == me) at = static_cast<std::ptrdiff_t>(i);
+    }
+    if (at < 0) return "";
+    for (std::ptrdiff_t i = at + direction;
+         i >= 0 && i < static_cast<std::ptrdiff_t>(entries.size()); i += direction) {
+        const LessonEntry& e = entries[static_cast<std::size_t>(i)];
+        if (e.error.empty() && e.steps > 0) return e.file;
+    }
+    return "";
+}
+
+bool LessonPlayer::forward() {
+    if (!lesson_) return false;
+    if (next()) return true;
+    const std::string f = neighbour(+1);
+    return !f.empty() && open(f, 0);
+}
+
+bool LessonPlayer::backward() {
+    if (!lesson_) return false;
+    if (prev()) return true;
+    const std::string f = neighbour(-1);
+    return !f.empty() && open(f, SIZE_MAX);  // clamped to its last step
 }
 
 void LessonPlayer::start(std::size_t k) {

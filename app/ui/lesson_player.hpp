@@ -116,6 +116,12 @@ class LessonPlayer {
     bool go(std::size_t k);
     bool next() { return step_ + 1 < num_steps() && go(step_ + 1); }
     bool prev() { return step_ > 0 && go(step_ - 1); }
+    // What PgDn / PgUp do (a presenter goes through the course without the sidebar): the next
+    // step, or from a lesson's last step the first step of the next lesson in `entries`; the
+    // previous step, or from a first step the last step of the previous lesson. Lessons that do
+    // not parse are skipped. Return true when the step or lesson changed.
+    bool forward();
+    bool backward();
 
     // Takes a finished evaluation (wait: block until it ends). Returns true when a new result
     // (or error) for the current step arrived: the app then applies plan().
@@ -143,6 +149,8 @@ class LessonPlayer {
     };
     void start(std::size_t k);
     void join();
+    // The next (dir +1) or previous (-1) parsing lesson of `entries` from the open one, or "".
+    std::string neighbour(int direction) const;
 
     std::shared_ptr<const lesson::Lesson> lesson_;
     std::string file_;
