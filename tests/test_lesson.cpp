@@ -3,9 +3,11 @@
 // gradients; the `convlab lesson` command.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -14,6 +16,7 @@
 #include "convlab/layers.hpp"
 #include "lesson/lesson.hpp"
 #include "test_files.hpp"
+#include "ui/lesson_player.hpp"
 
 using namespace convlab;
 using namespace convlab::lesson;
@@ -31,10 +34,14 @@ std::string lesson_text(const std::string& step_extra, const std::string& view =
     return t + step_extra;
 }
 
-// Parses and validates; returns the LessonError (or fails the test when there is none).
+// Parses and validates, and checks every step against its view (as `convlab lesson check`);
+// returns the LessonError (or fails the test when there is none).
 LessonError error_of(const std::string& text) {
     try {
-        validate(parse_lesson(text, "bad.toml"));
+        const Lesson l = parse_lesson(text, "bad.toml");
+        validate(l);
+        for (std::size_t k = 0; k < l.steps.size(); ++k)
+            app::check_step_view(l, k, std::make_shared<const StepResult>(evaluate(l, k)));
     } catch (const LessonError& e) {
         return e;
     }
@@ -74,12 +81,14 @@ TEST_CASE("lessons: every lesson in lessons/ loads, validates and passes every c
             CAPTURE(k + 1);
             const Step& s = l.steps[k];
             CHECK(!s.narration.empty());
-            const StepResult r = evaluate(l, k);
+            const auto rp = std::make_shared<const StepResult>(evaluate(l, k));
+            const StepResult& r = *rp;
             CHECK(!r.tensors.empty());
-            if (!s.map.empty()) {
-                CHECK(r.map_steps > 0);
-                CHECK(s.step_end <= r.map_steps);
-            }
+            if (!s.map.empty()) CHECK(r.map_steps > 0);
+            // The step range lies within its view's steps (which the player plays).
+            const app::StepView v = app::check_step_view(l, k, rp);
+            CHECK(s.step_end <= v.steps);
+            CHECK(s.step_begin < std::max<dim_t>(v.steps, 1));
             REQUIRE(r.checks.size() == s.checks.size());
             for (const CheckResult& c : r.checks) {
                 INFO(c.message);
@@ -113,10 +122,51 @@ TEST_CASE("lessons: malformed lessons give file:line errors naming what is wrong
         t.replace(t.find("mb1ic1iw5oc1kw3pw1"), 18, "mb1ic1iw5oc1kw9");
         expect_error(t, 5, "problem 'mb1ic1iw5oc1kw9'");
     }
-    SUBCASE("step range beyond the map") {
-        // im2col of this problem: 5 columns at line granularity.
+    SUBCASE("step range beyond the view") {
+        // The im2col view of this problem: 5 columns at line granularity.
         expect_error(lesson_text("map = \"im2col\"\ngranularity = \"line\"\nsteps = [0, 6]\n"), 9,
-                     "has 5 line steps");
+                     "the im2col view of mb1ic1iw5oc1kw3pw1 has 5 line steps");
+        // The weight_grad view plays dW element by element (3 steps), with no map.
+        expect_error(lesson_text("steps = [3, 3]\n", "weight_grad"), 7, "has 3 element steps");
+        // A view without steps.
+        expect_error(lesson_text("steps = [0, 1]\n", "tensors"), 7,
+                     "the tensors view has no steps to play");
+        // The step it opens on: inside the range, and inside the view.
+        expect_error(lesson_text("steps = [1, 3]\nstart = 3\n", "weight_grad"), 8,
+                     "'start' = 3 must lie in 'steps' [1, 3)");
+        expect_error(lesson_text("start = 3\n", "weight_grad"), 7,
+                     "'start' = 3: the weight_grad view of mb1ic1iw5oc1kw3pw1 has 3 element steps");
+    }
+    SUBCASE("a highlight on a tensor the step's view does not draw") {
+        // The im2col view draws X and B (and its map's tensors), not Y.
+        expect_error(
+            lesson_text("highlights = [\"col[0,0,1]\", \"dst[0,0,2]\"]\n"), 7,
+            "highlight 'dst[0,0,2]': the im2col view does not draw dst (it draws: src, col)");
+        // The weight_grad view has no bias gradient; the tensors view draws what it is asked to.
+        expect_error(lesson_text("highlights = [\"diff_bias[0]\"]\n", "weight_grad"), 7,
+                     "the weight_grad view does not draw diff_bias (it draws: src, diff_dst, "
+                     "diff_wei, col)");
+        const std::string ok = lesson_text("highlights = [\"diff_bias[0]\"]\n", "tensors");
+        const Lesson l = parse_lesson(ok, "ok.toml");
+        CHECK_NOTHROW(
+            app::check_step_view(l, 0, std::make_shared<const StepResult>(evaluate(l, 0))));
+    }
+    SUBCASE("show: tensor names of the step, on the tensors view only") {
+        expect_error(lesson_text("show = [\"src\", \"dts\"]\n", "tensors"), 7,
+                     "'show' names tensor 'dts', which this step does not have");
+        expect_error(lesson_text("show = [\"src\"]\n"), 7,
+                     "'show' lists the panels of the tensors view; this step's view is 'im2col'");
+        expect_error(lesson_text("show = \"src\"\n", "tensors"), 7,
+                     "'show' must be an array of tensor names");
+    }
+    SUBCASE("chart: a timings step's, one its compare list measures") {
+        expect_error(lesson_text("chart = \"ops_fwd\"\n"), 7,
+                     "'chart' goes with view = \"timings\"");
+        expect_error(lesson_text("compare = [\"bwd_data:col2im\"]\nchart = \"relative_bwd_data\"\n",
+                                 "timings"),
+                     8,
+                     "chart 'relative_bwd_data': the step's measurement (its 'compare' list) gives "
+                     "ops_bwd_data, gflops_bwd_data");
     }
     SUBCASE("unknown map") {
         expect_error(lesson_text("map = \"im3col\"\n"), 7, "unknown map 'im3col'");
@@ -276,9 +326,11 @@ TEST_CASE("lessons: convlab lesson check, list and show") {
         f << lesson_text("", "im2kol");
     }
     CHECK(run({"lesson", "check", one, bad}, out, err) == 2);
-    CHECK(err == "convlab: " + bad +
-                     ":4:8: unknown view 'im2kol' (views: im2col, col2im, stride, "
-                     "fliprot, fractal, tnc, weight_grad, timings, tensors)\n");
+    CHECK(out.find("01_backprop_1d.toml: 4 steps, 5/5 checks passed\n") != std::string::npos);
+    CHECK(out.find(bad + ":4:8: unknown view 'im2kol' (views: im2col, col2im, stride, "
+                         "fliprot, fractal, tnc, weight_grad, timings, tensors)\n") !=
+          std::string::npos);
+    CHECK(err == "convlab: lesson check: 1 of 2 lessons failed, 1 error\n");
     // list keeps going over a malformed lesson.
     CHECK(run({"lesson", "list", dir.string()}, out, err) == 0);
     CHECK(out.find("bad.toml  malformed: " + bad + ":4:8:") != std::string::npos);
@@ -290,7 +342,35 @@ TEST_CASE("lessons: convlab lesson check, list and show") {
     CHECK(run({"lesson", "check", bad}, out, err) == 2);
     CHECK(out.find("1 step, 0/1 checks passed (FAILED)") != std::string::npos);
     CHECK(out.find("FAIL " + bad + ":7:") != std::string::npos);
-    CHECK(err == "convlab: lesson check: 1 of 1 checks failed\n");
+    CHECK(err == "convlab: lesson check: 1 of 1 lesson failed, 1 of 1 checks failed\n");
+
+    // Several malformed files: every one is reported (file:line:column: message), in order, and
+    // the good files between them are still checked.
+    {
+        const std::string bad2 = (dir / "bad2.toml").string(), bad3 = (dir / "bad3.toml").string();
+        std::ofstream(bad2) << lesson_text("map = \"im3col\"\n");
+        // Two steps: the first names a missing tensor, the second still runs and passes.
+        std::ofstream(bad3) << lesson_text("highlights = [\"dts[0]\"]\n") +
+                                   "[[step]]\nview = \"im2col\"\nproblem = \"mb1ic1iw5oc1kw3\"\n"
+                                   "narration = \"n\"\n[[step.check]]\ntensor = \"dst\"\n"
+                                   "equals_tensor = \"dst\"\n";
+        std::ofstream(bad) << lesson_text("", "im2kol");
+        CHECK(run({"lesson", "check", bad, one, bad2, bad3}, out, err) == 2);
+        INFO(out);
+        const auto at = [&](const std::string& s) { return out.find(s); };
+        CHECK(at(bad + ":4:8: unknown view 'im2kol'") == 0);
+        CHECK(at(bad + ":4:8:") < at("01_backprop_1d.toml: 4 steps, 5/5 checks passed\n"));
+        CHECK(at("01_backprop_1d.toml: 4 steps") < at(bad2 + ":7:7: unknown map 'im3col'"));
+        CHECK(at(bad2 + ":7:") < at(bad3 + ": 2 steps, 1/1 checks passed (FAILED)\n"));
+        CHECK(at(bad3 + ": 2 steps") < at(bad3 + ":7:15: the highlight names tensor 'dts'"));
+        CHECK(err == "convlab: lesson check: 3 of 4 lessons failed, 3 errors\n");
+    }
+
+    // lesson check rejects a highlight its view does not draw, at the highlight's line.
+    std::ofstream(bad) << lesson_text("highlights = [\"dst[0,0,0]\"]\n");
+    CHECK(run({"lesson", "check", bad}, out, err) == 2);
+    CHECK(out.find(bad + ":7:15: highlight 'dst[0,0,0]': the im2col view does not draw dst") !=
+          std::string::npos);
 
     CHECK(run({"lesson", "show", one, "--step", "9"}, out, err) == 2);
     CHECK(err.find("--step") != std::string::npos);
@@ -298,6 +378,6 @@ TEST_CASE("lessons: convlab lesson check, list and show") {
     CHECK(run({"lesson", "teach"}, out, err) == 2);
     CHECK(err.find("unknown action 'teach'") != std::string::npos);
     CHECK(run({"lesson", "check", (dir / "missing.toml").string()}, out, err) == 2);
-    CHECK(err.find("cannot open the file") != std::string::npos);
+    CHECK(out.find("missing.toml: cannot open the file\n") != std::string::npos);
     std::filesystem::remove_all(dir);
 }

@@ -18,11 +18,13 @@
 #include <string_view>
 #include <vector>
 
+#include "charts/chart.hpp"
 #include "cli/cli.hpp"
 #include "lesson/lesson.hpp"
 #include "stb_image.h"
 #include "test_files.hpp"
 #include "ui/lesson_player.hpp"
+#include "ui/timings_state.hpp"
 
 using namespace convlab;
 namespace fs = std::filesystem;
@@ -124,9 +126,35 @@ TEST_CASE(
             CHECK(!v.panels.empty());
             // A highlight lights the cells of its panel that hold the highlighted values.
             const auto cells = app::highlight_cells(v, *p.plan());
+            // The step opens on the first step of its range, where every highlighted cell is
+            // already written (the narration talks about it; it must not be blank).
+            const dim_t n = app::num_steps(v, p.plan()->granularity);
+            if (n > 0) {
+                app::Playback pb;
+                pb.step = p.plan()->open;
+                CHECK(!app::clamp_to_range(pb, p.plan()->range_begin, p.plan()->range_end, n));
+                const app::StepState st = app::compute_step(v, p.plan()->granularity, pb.step);
+                for (std::size_t i = 0; i < cells.size(); ++i)
+                    for (dim_t c : cells[i]) {
+                        const auto cu = static_cast<std::size_t>(c);
+                        if ((st.panels[i].flags[cu] & app::kPending) == 0) continue;
+                        // Where it is written, for the message.
+                        dim_t w = pb.step;
+                        while (w + 1 < n &&
+                               (app::compute_step(v, p.plan()->granularity, w).panels[i].flags[cu] &
+                                app::kPending))
+                            ++w;
+                        FAIL_CHECK("panel " << v.panels[i].name << " cell " << c
+                                            << " is blank at step " << pb.step
+                                            << ", where the step opens; written at step " << w);
+                    }
+            }
             for (const auto& h : p.plan()->highlights) {
+                // The view draws every highlighted tensor (lesson check rejects it otherwise).
+                INFO(h.text);
                 const int i = app::panel_of_tensor(v, h.tensor, p.plan()->map);
-                if (i < 0 || v.panels[static_cast<std::size_t>(i)].numel() != h.numel) continue;
+                REQUIRE(i >= 0);
+                REQUIRE(v.panels[static_cast<std::size_t>(i)].numel() == h.numel);
                 const auto& c = cells[static_cast<std::size_t>(i)];
                 const lesson::NamedTensor* t = p.result()->find(h.tensor);
                 for (dim_t e = h.begin; e < h.end; ++e) {
@@ -197,6 +225,200 @@ TEST_CASE("lesson player: a lesson step's range and highlights reach the view (l
     CHECK(cells[static_cast<std::size_t>(dx)] == std::vector<dim_t>{6});
     CHECK(v.panels[static_cast<std::size_t>(dx)].values[6] == 12.0f);
     CHECK(p.plan()->highlights[0].values == "12");
+}
+
+TEST_CASE("lesson player: a step opens where its narration is (start, granularity)") {
+    app::LessonPlayer p;
+    // Lesson 2, step 3: dL/dX[1][2] of a 4x4 dX, element 6; the whole range still plays.
+    REQUIRE(p.open(lesson_file("02"), 2));
+    p.poll(true);
+    REQUIRE(p.plan() != nullptr);
+    CHECK(p.plan()->open == 6);
+    CHECK(p.plan()->range_begin == 0);
+    CHECK(p.plan()->range_end == -1);
+    app::ViewModel v = app::build_view(p.plan()->request);
+    app::StepState st = app::compute_step(v, p.plan()->granularity, p.plan()->open);
+    const int dx = app::panel_of_tensor(v, "diff_src", p.plan()->map);
+    REQUIRE(dx >= 0);
+    const auto& flags = st.panels[static_cast<std::size_t>(dx)].flags;
+    CHECK((flags[6] & app::kPending) == 0);
+    CHECK((flags[6] & app::kCurrent) != 0);
+    CHECK((flags[7] & app::kPending) != 0);  // the next one is still blank
+    // Lesson 4, step 4: one row a step, opening on row 5 (the leftover row): all of dX written.
+    REQUIRE(p.open(lesson_file("04"), 3));
+    p.poll(true);
+    REQUIRE(p.plan() != nullptr);
+    CHECK(p.plan()->granularity == Granularity::Line);
+    CHECK(p.plan()->open == 5);
+    v = app::build_view(p.plan()->request);
+    st = app::compute_step(v, p.plan()->granularity, p.plan()->open);
+    const int dx4 = app::panel_of_tensor(v, "diff_src", p.plan()->map);
+    REQUIRE(dx4 >= 0);
+    for (auto f : st.panels[static_cast<std::size_t>(dx4)].flags) CHECK((f & app::kPending) == 0);
+}
+
+TEST_CASE("tensors view: a step's show list gives the panels, in its order (lesson 7: W B = Y)") {
+    app::LessonPlayer p;
+    REQUIRE(p.open(lesson_file("07"), 1));
+    p.poll(true);
+    REQUIRE(p.plan() != nullptr);
+    CHECK(p.plan()->request.view == "tensors");
+    CHECK(p.plan()->request.tensor_names == std::vector<std::string>{"wei", "col", "dst"});
+    const app::ViewModel v = app::build_view(p.plan()->request);
+    REQUIRE(v.panels.size() == 3);
+    CHECK(v.panels[0].name == "wei");
+    CHECK(v.panels[1].name == "col");
+    CHECK(v.panels[2].name == "dst");
+    // One row, left to right; Y[0][0][0] = 10 is outlined in Y.
+    CHECK(v.panels[0].y == v.panels[2].y);
+    CHECK(v.panels[0].x < v.panels[1].x);
+    CHECK(v.panels[1].x < v.panels[2].x);
+    CHECK(app::highlight_cells(v, *p.plan())[2] == std::vector<dim_t>{0});
+    CHECK(v.panels[2].values[0] == 10.0f);
+    // A highlighted tensor the list leaves out is drawn after it.
+    TempDir t;
+    const std::string f = t.write("show.toml",
+                                  "title = \"t\"\naudience = \"a\"\n[[step]]\nview = \"tensors\"\n"
+                                  "problem = \"mb1ic1iw5oc1kw3\"\nnarration = \"n\"\n"
+                                  "show = [\"dst\", \"src\"]\nhighlights = [\"wei[0]\"]\n");
+    REQUIRE(p.open(f));
+    p.poll(true);
+    REQUIRE(p.plan() != nullptr);
+    CHECK(p.plan()->request.tensor_names == std::vector<std::string>{"dst", "src", "wei"});
+}
+
+TEST_CASE("tensors view: the tensors a network step talks about, values to three figures") {
+    const auto panels_of = [](const std::string& lesson, std::size_t step) {
+        app::LessonPlayer p;
+        REQUIRE(p.open(lesson_file(lesson), step));
+        p.poll(true);
+        REQUIRE(p.plan() != nullptr);
+        const app::ViewModel v = app::build_view(p.plan()->request);
+        std::map<std::string, app::Panel> by;
+        for (const auto& pn : v.panels) by[pn.name] = pn;
+        return by;
+    };
+    // Lesson 17, step 4 (the pooling tie): the pooling output and its gradient are drawn, the
+    // gradient right below it.
+    auto by = panels_of("17", 3);
+    for (const char* n : {"conv", "relu", "pool", "diff_conv", "diff_relu", "diff_pool"})
+        CHECK_MESSAGE(by.count(n), n);
+    CHECK(by["diff_pool"].x == by["pool"].x);
+    CHECK(by["diff_pool"].y > by["pool"].y);
+    // Step 2: the fc output; lesson 11, step 2: fc; lesson 6, step 3: the input t.
+    CHECK(panels_of("17", 1).count("fc"));
+    CHECK(panels_of("11", 1).count("fc"));
+    by = panels_of("06", 2);
+    REQUIRE(by.count("input"));
+    CHECK(by["input"].values[2] == 2.0f);  // t[0][2]
+    // The loss 0.0181499 (cells show two decimals): three significant figures in its title.
+    REQUIRE(by.count("loss"));
+    CHECK(by["loss"].title.rfind("= 0.0181  ", 0) == 0);
+    REQUIRE(by.count("probs"));
+    CHECK(by["probs"].title.rfind("= [0.982, 0.018]  ", 0) == 0);
+    // Values two decimals show exactly get no such title.
+    CHECK(panels_of("17", 2)["diff_fc"].title.rfind("= ", 0) == std::string::npos);
+}
+
+TEST_CASE("lesson player: a timings step measures its own layer live (lesson 18)") {
+    app::LessonPlayer p;
+    REQUIRE(p.open(lesson_file("18"), 1));
+    p.poll(true);
+    REQUIRE(p.plan() != nullptr);
+    CHECK(p.plan()->request.view == "timings");
+    const lesson::Step& s = p.lesson()->steps[1];
+    CHECK(s.chart == "relative_bwd_data");
+    // What the lesson UI starts in the Timings panel when the step opens (gui_lesson.cpp), on a
+    // smaller layer: the test measures, it does not teach.
+    app::TimingsLessonRun run;
+    run.problem = s.problem;
+    run.problem.mb = 1;
+    run.problem.ic = run.problem.oc = 4;
+    run.problem.name = "lesson18";
+    run.algos = s.compare;
+    run.chart = s.chart;
+    run.source = "test";
+    bench::Config cfg = app::lesson_config(run, 1, std::nullopt, "out dir");
+    REQUIRE(cfg.layers.size() == 1);
+    CHECK(cfg.passes == std::vector<Pass>{Pass::Forward, Pass::BackwardData});
+    CHECK(cfg.command.find("--passes fwd,bwd_data --algos "
+                           "fwd:im2col_gemm,bwd_data:col2im,bwd_data:via_forward") !=
+          std::string::npos);
+    CHECK(cfg.command.find("--out 'out dir'") != std::string::npos);
+    app::TimingsRun r;
+    REQUIRE(r.start(std::move(cfg)));
+    r.wait();
+    const app::TimingsSnapshot sn = r.snapshot();
+    REQUIRE(sn.results != nullptr);
+    CHECK(sn.error.empty());
+    // Exactly the step's algorithms, all verified, and the step's chart among the charts.
+    std::set<std::string> measured;
+    for (const auto& m : sn.results->rows)
+        measured.insert(std::string(pass_name(m.pass)) + ":" + m.algorithm);
+    CHECK(measured == std::set<std::string>(s.compare.begin(), s.compare.end()));
+    CHECK(sn.results->failed() == 0);
+    bool has_chart = false;
+    for (const auto& c : charts::standard_charts(*sn.results)) has_chart |= c.id == s.chart;
+    CHECK(has_chart);
+    // Not PASS:NAME, or an unknown algorithm: refused with the reason.
+    run.algos = {"col2im"};
+    CHECK_THROWS_WITH_AS(app::lesson_config(run, 1, std::nullopt, "x"),
+                         doctest::Contains("PASS:NAME"), Error);
+    run.algos = {"bwd_data:col3im"};
+    CHECK_THROWS_AS(app::lesson_config(run, 1, std::nullopt, "x"), Error);
+    // None listed: every algorithm of every pass.
+    run.algos.clear();
+    CHECK(app::lesson_config(run, 1, std::nullopt, "x").passes.size() == 3);
+}
+
+TEST_CASE("lesson player: next at a lesson's last step opens the next lesson, and back") {
+    app::LessonPlayer p;
+    p.scan(kLessonDir);
+    REQUIRE(p.open(lesson_file("01")));
+    p.poll(true);
+    // Through lesson 1 step by step, then on into lesson 2.
+    const std::size_t n1 = p.num_steps();
+    for (std::size_t k = 1; k < n1; ++k) CHECK(p.forward());
+    CHECK(p.step() == n1 - 1);
+    CHECK(p.file() == lesson_file("01"));
+    CHECK(p.forward());
+    CHECK(p.file() == lesson_file("02"));
+    CHECK(p.step() == 0);
+    CHECK(p.poll(true));
+    REQUIRE(p.result() != nullptr);
+    CHECK(p.plan()->request.view == p.lesson()->steps[0].view);
+    // Back from lesson 2's first step: lesson 1's last step.
+    CHECK(p.backward());
+    CHECK(p.file() == lesson_file("01"));
+    CHECK(p.step() == n1 - 1);
+    p.poll(true);
+    // The course's ends stay where they are.
+    REQUIRE(p.open(lesson_file("01")));
+    CHECK(!p.backward());
+    CHECK(p.file() == lesson_file("01"));
+    REQUIRE(p.open(lesson_file("18"), 100));
+    CHECK(!p.forward());
+    CHECK(p.file() == lesson_file("18"));
+    p.poll(true);
+    // A lesson that does not parse is skipped; a file outside the list has no neighbours.
+    TempDir t;
+    const std::string good =
+        "title = \"t\"\naudience = \"a\"\n[[step]]\nview = \"im2col\"\n"
+        "problem = \"mb1ic1iw5oc1kw3\"\nnarration = \"n\"\n";
+    const std::string a = t.write("a.toml", good), c = t.write("c.toml", good);
+    t.write("b.toml", "title = \"broken\n");
+    app::LessonPlayer q;
+    q.scan(t.path.string());
+    REQUIRE(q.entries.size() == 3);
+    REQUIRE(q.open(a));
+    CHECK(q.forward());
+    CHECK(q.file() == c);
+    CHECK(q.backward());
+    CHECK(q.file() == a);
+    q.poll(true);
+    REQUIRE(q.open(lesson_file("02"), 100));
+    CHECK(!q.forward());
+    q.poll(true);
 }
 
 TEST_CASE("lesson player: a malformed lesson is an error state with file:line, never a crash") {

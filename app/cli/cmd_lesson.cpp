@@ -1,15 +1,17 @@
 // convlab lesson check FILE... | list [DIR] | show FILE --step K
 //
-// check: load, validate and evaluate every step of every file; one line a lesson. A malformed
-//        lesson stops with "file:line:column: what is wrong" (status 2); failed checks are listed
-//        one a line and the command ends with status 2.
+// check: load, validate and evaluate every step of every file; one line a lesson, then its failed
+//        checks and its errors ("file:line:column: what is wrong"), one a line. Every file is
+//        checked; the command ends with status 2 when any failed.
 // list:  the lessons of a directory (default: lessons/ of the source tree), with step counts.
 // show:  one step: its narration, the checks, and its named tensors as text.
 #include <filesystem>
+#include <memory>
 #include <ostream>
 
 #include "cli/cli_common.hpp"
 #include "lesson/lesson.hpp"
+#include "ui/lesson_player.hpp"
 
 namespace convlab::cli {
 
@@ -21,35 +23,66 @@ std::string base_name(const std::string& path) {
     return std::filesystem::path(path).filename().string();
 }
 
-void run_check(const std::vector<std::string>& files, std::ostream& out) {
-    if (files.empty()) throw Error("lesson check: expected one or more lesson files");
-    std::size_t failed = 0, total = 0;
-    for (const std::string& f : files) {
-        const Lesson l = lesson::load_lesson(f);
-        std::size_t checks = 0, passed = 0;
-        std::vector<std::string> failures;
-        for (std::size_t k = 0; k < l.steps.size(); ++k) {
-            const lesson::StepResult r = lesson::evaluate(l, k);
-            for (std::size_t c = 0; c < r.checks.size(); ++c) {
+// One lesson file: its summary line, then its failed checks and its errors, one a line. A
+// malformed file (it does not parse) is one error; a step that cannot be evaluated is one error
+// and the other steps still run. Adds to the counts; never throws a LessonError.
+struct CheckCounts {
+    std::size_t checks = 0, failed = 0, errors = 0, bad_files = 0;
+};
+
+void check_file(const std::string& f, std::ostream& out, CheckCounts& counts) {
+    Lesson l;
+    try {
+        l = lesson::load_lesson(f);
+    } catch (const lesson::LessonError& e) {
+        out << e.what() << "\n";
+        ++counts.errors;
+        ++counts.bad_files;
+        return;
+    }
+    std::size_t checks = 0, passed = 0;
+    std::vector<std::string> lines;
+    for (std::size_t k = 0; k < l.steps.size(); ++k) {
+        try {
+            const auto r = std::make_shared<const lesson::StepResult>(lesson::evaluate(l, k));
+            for (std::size_t c = 0; c < r->checks.size(); ++c) {
                 ++checks;
-                if (r.checks[c].passed) {
+                if (r->checks[c].passed) {
                     ++passed;
                 } else {
-                    failures.push_back("  FAIL " + l.steps[k].checks[c].pos.str() + ": step " +
-                                       std::to_string(k + 1) + ": " + r.checks[c].message);
+                    lines.push_back("  FAIL " + l.steps[k].checks[c].pos.str() + ": step " +
+                                    std::to_string(k + 1) + ": " + r->checks[c].message);
                 }
             }
+            // What only the view tells: its steps and the tensors it draws.
+            app::check_step_view(l, k, r);
+        } catch (const lesson::LessonError& e) {
+            lines.push_back(e.what());
+            ++counts.errors;
         }
-        out << f << ": " << l.steps.size() << (l.steps.size() == 1 ? " step, " : " steps, ")
-            << passed << "/" << checks << " checks passed" << (passed == checks ? "" : " (FAILED)")
-            << "\n";
-        for (const auto& s : failures) out << s << "\n";
-        failed += checks - passed;
-        total += checks;
     }
-    if (failed)
-        throw Error("lesson check: " + std::to_string(failed) + " of " + std::to_string(total) +
-                    " checks failed");
+    const bool bad = passed != checks || lines.size() > checks - passed;
+    out << f << ": " << l.steps.size() << (l.steps.size() == 1 ? " step, " : " steps, ") << passed
+        << "/" << checks << " checks passed" << (bad ? " (FAILED)" : "") << "\n";
+    for (const auto& s : lines) out << s << "\n";
+    counts.checks += checks;
+    counts.failed += checks - passed;
+    counts.bad_files += bad;
+}
+
+// Every file is checked, whatever the ones before it gave.
+void run_check(const std::vector<std::string>& files, std::ostream& out) {
+    if (files.empty()) throw Error("lesson check: expected one or more lesson files");
+    CheckCounts n;
+    for (const std::string& f : files) check_file(f, out, n);
+    if (n.bad_files == 0) return;
+    std::string what = std::to_string(n.bad_files) + " of " + std::to_string(files.size()) +
+                       (files.size() == 1 ? " lesson" : " lessons") + " failed";
+    if (n.errors) what += ", " + std::to_string(n.errors) + (n.errors == 1 ? " error" : " errors");
+    if (n.failed)
+        what +=
+            ", " + std::to_string(n.failed) + " of " + std::to_string(n.checks) + " checks failed";
+    throw Error("lesson check: " + what);
 }
 
 void run_list(const std::vector<std::string>& args, std::ostream& out) {
@@ -73,16 +106,20 @@ void run_show(const std::vector<std::string>& args, const Options& opts, std::os
         static_cast<std::size_t>(parse_integer("--step", opts.required("lesson show", "--step"), 1,
                                                static_cast<std::int64_t>(l.steps.size())));
     const lesson::Step& s = l.steps[k - 1];
-    const lesson::StepResult r = lesson::evaluate(l, k - 1);
+    const auto rp = std::make_shared<const lesson::StepResult>(lesson::evaluate(l, k - 1));
+    const lesson::StepResult& r = *rp;
+    const app::StepView sv = app::check_step_view(l, k - 1, rp);
     out << l.title << " - step " << k << " of " << l.steps.size();
     if (!s.title.empty()) out << ": " << s.title;
-    out << "\nview: " << s.view << "\n";
+    out << "\nview: " << sv.view;
+    if (sv.steps > 0)
+        out << ", plays " << granularity_name(s.granularity) << " steps [" << s.step_begin << ", "
+            << (s.step_end < 0 ? sv.steps : s.step_end) << ") of " << sv.steps;
+    out << "\n";
     if (s.has_problem) out << "problem: " << s.problem_text << "\n";
-    if (!s.map.empty()) {
-        out << "map: " << s.map << ", " << granularity_name(s.granularity) << " steps ["
-            << s.step_begin << ", " << (s.step_end < 0 ? r.map_steps : s.step_end) << ") of "
-            << r.map_steps << "\n";
-    }
+    if (!s.map.empty())
+        out << "map: " << s.map << " (" << r.map_steps << " " << granularity_name(s.granularity)
+            << " steps)\n";
     if (s.network.present()) out << "loss: " << r.loss << "\n";
     out << "\n" << s.narration << "\n";
     if (!s.highlights.empty()) {
@@ -135,8 +172,8 @@ const Command& lesson_command() {
         "check, list and show classroom lessons (lessons/*.toml)",
         "lesson check FILE... | lesson list [DIR] | lesson show FILE --step K [--tensor NAMES]",
         "check: loads, validates and evaluates every step with the engine; one line a lesson\n"
-        "(steps, checks passed). A malformed lesson stops with file:line:column and what is\n"
-        "wrong; a failed check is listed with its line; both end with status 2.\n"
+        "(steps, checks passed), then every error as file:line:column: what is wrong and every\n"
+        "failed check with its line. All files are checked; status 2 when any failed.\n"
         "list: the lessons of DIR (default: the lessons/ directory of the source tree).\n"
         "show: the narration, checks and named tensors of step K (1-based).\n"
         "Lesson format: lessons/README.md.\n",

@@ -110,18 +110,27 @@ struct Step {
     std::string map;       // maps::names() or davinci::map_names(); empty = none
     std::int64_t c0 = 16;  // C0 of the DaVinci maps
     Granularity granularity = Granularity::Element;
-    std::int64_t step_begin = 0;  // range of map steps played: [step_begin, step_end)
-    std::int64_t step_end = -1;   // -1 = to the end of the map
+    // Range of the view's steps played, [step_begin, step_end); the step opens on step_begin.
+    // Checked against the view (app::check_step_view), not here: a view's steps are those of
+    // what drives it (the map it animates, or the result it computes element by element).
+    std::int64_t step_begin = 0;
+    std::int64_t step_end = -1;    // -1 = to the end of the view's steps
+    std::int64_t step_start = -1;  // the step it opens on, inside the range; -1 = step_begin
     std::vector<Highlight> highlights;
+    // The tensors view's panels, in order (empty: the view's choice). Each names a tensor of the
+    // step (validated by evaluate); highlighted tensors not listed are drawn after them.
+    std::vector<std::string> show;
+    std::vector<SourcePos> show_pos;
     std::string narration;
     // Inline data by tensor name (src, wei, bias, diff_dst); the rest from `seed`.
     std::vector<std::pair<std::string, InlineTensor>> data;
     std::uint64_t seed = 1;
     std::vector<std::string> compare;  // "bwd_data:via_forward": extra tensors by algorithm
+    std::string chart;  // view timings: the chart shown of the step's live measurement ("" any)
     NetworkSpec network;
     std::vector<Check> checks;
     SourcePos pos;  // the [[step]] header
-    SourcePos view_pos, problem_pos, map_pos, steps_pos;
+    SourcePos view_pos, problem_pos, map_pos, steps_pos, start_pos;
 };
 
 struct Lesson {
@@ -140,10 +149,11 @@ Lesson parse_lesson(std::string_view text, const std::string& file);
 // Reads and parses a file (a missing or unreadable file is a LessonError at line 0).
 Lesson load_lesson(const std::string& path);
 
-// Checks what parse cannot: map names for the step's problem, the step range within the map's
-// num_steps, and (by evaluating the step) that every check and highlight names an existing
-// tensor, with an index inside it and an expected value of the right shape. Throws LessonError
-// at the offending line.
+// Checks what parse cannot: map names for the step's problem and (by evaluating the step) that
+// every check and highlight names an existing tensor, with an index inside it and an expected
+// value of the right shape. Throws LessonError at the offending line. What only the step's view
+// can tell (its step range, the tensors it draws) is app::check_step_view (lesson_player.hpp);
+// `convlab lesson check` runs both.
 void validate_step(const Lesson& l, std::size_t step);
 void validate(const Lesson& l);
 
@@ -153,6 +163,9 @@ struct NamedTensor {
     std::string name;         // "diff_wei", "conv.diff_wei", "map.dst" ...
     std::string description;  // one line: what it is and how the engine computed it
     Tensor value;
+    // Its dims' names when they are not the usual (n, c, spatial...) / (k, c, kernel...): a map's
+    // shapes ("n", "c1", "h", "w", "c0"), packed storage ("c1hw", "n1", "n0", "c0"). Empty: usual.
+    std::vector<std::string> dim_names = {};
 };
 
 struct CheckResult {

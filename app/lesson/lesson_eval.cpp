@@ -86,8 +86,10 @@ Tensor run_map(const IndexMap& m, const Tensor& src) {
     return dst;
 }
 
-void add(StepResult& r, std::string name, std::string desc, Tensor t) {
-    r.tensors.push_back({std::move(name), std::move(desc), std::move(t)});
+void add(StepResult& r, std::string name, std::string desc, Tensor t,
+         std::vector<std::string> dim_names = {}) {
+    if (dim_names.size() != static_cast<std::size_t>(t.rank())) dim_names.clear();
+    r.tensors.push_back({std::move(name), std::move(desc), std::move(t), std::move(dim_names)});
 }
 
 bool is_davinci_map(const std::string& name) {
@@ -108,6 +110,27 @@ IndexMap map_of(const Step& s) {
 }
 
 // [SECTION] Convolution steps
+
+// The step names a DaVinci tensor (packed storage, a fractal algorithm's result) somewhere.
+bool names_davinci(const Step& s) {
+    static const std::vector<std::string> names{"src_nc1hwc0",
+                                                "wei_fractal_z",
+                                                "diff_dst_nc1hwc0",
+                                                "dst.fractal",
+                                                "diff_wei.fractal_via_forward",
+                                                "diff_src.fractal_via_forward",
+                                                "diff_wei_fractal_z"};
+    const auto named = [&](const std::string& n) {
+        return std::find(names.begin(), names.end(), n) != names.end();
+    };
+    for (const auto& h : s.highlights)
+        if (named(h.tensor)) return true;
+    for (const auto& n : s.show)
+        if (named(n)) return true;
+    for (const auto& c : s.checks)
+        if (named(c.tensor) || named(c.equals_tensor)) return true;
+    return false;
+}
 
 void conv_tensors(const Step& s, StepResult& r) {
     const Problem& p = s.problem;
@@ -206,21 +229,25 @@ void conv_tensors(const Step& s, StepResult& r) {
         }
     }
 
-    // DaVinci tensors for the fractal and tnc views (and DaVinci maps).
-    if (s.view == "fractal" || s.view == "tnc" || is_davinci_map(s.map)) {
+    // DaVinci tensors for the fractal and tnc views, DaVinci maps, and steps that name them.
+    if (s.view == "fractal" || s.view == "tnc" || is_davinci_map(s.map) || names_davinci(s)) {
         // Copies: add() grows r.tensors, which would leave references dangling.
         const Tensor x = r.find("src")->value;
         const Tensor w = r.find("wei")->value;
         const Tensor dy = r.find("diff_dst")->value;
         const dim_t c0 = s.c0;
+        const IndexMap px = davinci::pack_activation(p.src_dims(), c0);
+        const IndexMap pw = davinci::pack_weight(p.wei_dims(), c0);
+        const IndexMap py = davinci::pack_activation(p.dst_dims(), c0);
         add(r, "src_nc1hwc0",
             "X packed to NC1HWC0 / NDC1HWC0 storage (C0 = " + std::to_string(c0) +
                 "), padding lanes zero",
-            run_map(davinci::pack_activation(p.src_dims(), c0), x));
-        add(r, "wei_fractal_z", "W packed to FRACTAL_Z / FRACTAL_Z_3D storage",
-            run_map(davinci::pack_weight(p.wei_dims(), c0), w));
-        add(r, "diff_dst_nc1hwc0", "dY packed to NC1HWC0 / NDC1HWC0",
-            run_map(davinci::pack_activation(p.dst_dims(), c0), dy));
+            run_map(px, x), px.dst().names);
+        add(r, "wei_fractal_z",
+            "W packed to FRACTAL_Z / FRACTAL_Z_3D storage (C0 = " + std::to_string(c0) + ")",
+            run_map(pw, w), pw.dst().names);
+        add(r, "diff_dst_nc1hwc0", "dY packed to NC1HWC0 / NDC1HWC0", run_map(py, dy),
+            py.dst().names);
         davinci::Options o;
         o.c0 = c0;
         add(r, "dst.fractal",
@@ -232,13 +259,15 @@ void conv_tensors(const Step& s, StepResult& r) {
         add(r, "diff_src.fractal_via_forward",
             "dL/dX by the fractal scheme (strided5d, pad5d, fliprot_fz, fractal conv), unpacked",
             davinci::backward_data(p, dy, w, o));
+        // The storage in the dims of W's FRACTAL_Z (C1 k..., N1, 16, C0): fractal by fractal.
         Tensor dwfz = davinci::backward_weight_fz(p, x, dy, o);
-        Tensor storage(std::vector<dim_t>{dwfz.layout().storage_size()});
+        const dim_t size = dwfz.layout().storage_size();
+        Tensor storage(pw.dst().numel() == size ? pw.dst().dims : std::vector<dim_t>{size});
         std::copy(static_cast<const float*>(dwfz.raw()),
                   static_cast<const float*>(dwfz.raw()) + storage.numel(), storage.f32());
         add(r, "diff_wei_fractal_z",
             "dL/dW in FRACTAL_Z / FRACTAL_Z_3D storage (fp32), as Ascend's backprop filter",
-            std::move(storage));
+            std::move(storage), pw.dst().names);
     }
 }
 
@@ -263,7 +292,8 @@ Tensor map_source(const StepResult& r, const std::string& name, const IndexMap& 
         {"tnc5d", "src_nc1hwc0"},
         {"tncf", "diff_dst_nc1hwc0"},
         {"fliprot_fz", "wei_fractal_z"},
-        {"strided5d", "diff_dst_nc1hwc0"}};
+        {"strided5d", "diff_dst_nc1hwc0"},
+        {"im2col_fractal", "src_nc1hwc0"}};
     for (const auto& [map, tensor] : natural)
         if (name == map)
             if (const NamedTensor* t = r.find(tensor))
@@ -285,13 +315,13 @@ void map_tensors(const Step& s, StepResult& r) {
     m.execute(src.f32(), full.f32());
     const dim_t end = s.step_end < 0 ? r.map_steps : std::min<dim_t>(s.step_end, r.map_steps);
     m.execute_steps(s.granularity, end, src.f32(), played.f32());
-    add(r, "map.src", "source of map " + m.name() + " " + m.src().str(), std::move(src));
-    add(r, "map.dst", "destination of map " + m.name() + " " + m.dst().str() + ", every step",
-        std::move(full));
+    add(r, "map.src", "source of map " + m.name(), std::move(src), m.src().names);
+    add(r, "map.dst", "destination of map " + m.name() + ", every step", std::move(full),
+        m.dst().names);
     add(r, "map.dst_played",
         "destination after steps [0, " + std::to_string(end) + ") at " +
             granularity_name(s.granularity) + " granularity",
-        std::move(played));
+        std::move(played), m.dst().names);
 }
 
 // [SECTION] Network steps
@@ -516,13 +546,9 @@ StepResult evaluate(const Lesson& l, std::size_t index) {
             throw LessonError(
                 s.map_pos, "map '" + s.map + "' for problem " + s.problem_text + ": " + e.what());
         }
-        if (s.step_end > r.map_steps)
-            throw LessonError(s.steps_pos, "'steps' = [" + std::to_string(s.step_begin) + ", " +
-                                               std::to_string(s.step_end) + "]: map '" + s.map +
-                                               "' has " + std::to_string(r.map_steps) + " " +
-                                               granularity_name(s.granularity) + " steps");
     }
     if (s.network.present()) network_tensors(s.network, r);
+    for (std::size_t i = 0; i < s.show.size(); ++i) need(r, s.show[i], s.show_pos[i], "'show'");
     for (const Highlight& h : s.highlights) {
         std::vector<dim_t> block;
         block_of(need(r, h.tensor, h.pos, "the highlight").value, h.at, block, h.pos, h.tensor);

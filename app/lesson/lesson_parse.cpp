@@ -9,6 +9,7 @@
 #include <toml++/toml.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <fstream>
 #include <sstream>
 
@@ -307,8 +308,8 @@ void parse_data(const Ctx& c, const toml::node& d, Step& s) {
 Step parse_step(const Ctx& c, const toml::node& n, const Defaults& defaults) {
     const toml::table& t = as_table(c, n, "a step");
     only_keys(c, t,
-              {"title", "view", "problem", "map", "c0", "granularity", "steps", "highlights",
-               "narration", "data", "compare", "network", "check"},
+              {"title", "view", "problem", "map", "c0", "granularity", "steps", "start",
+               "highlights", "show", "narration", "data", "compare", "chart", "network", "check"},
               "a step");
     Step s;
     s.pos = c.at(n);
@@ -352,14 +353,34 @@ Step parse_step(const Ctx& c, const toml::node& n, const Defaults& defaults) {
         if (v[0] < 0 || v[1] < v[0])
             c.fail(*r, "'steps' = [" + std::to_string(v[0]) + ", " + std::to_string(v[1]) +
                            "]: need 0 <= first <= end");
-        if (s.map.empty()) c.fail(*r, "'steps' needs a 'map' to play");
         s.step_begin = v[0];
         s.step_end = v[1];
         s.steps_pos = c.at(*r);
     }
+    if (const toml::node* o = t.get("start")) {
+        s.step_start = as_integer(c, *o, "'start'");
+        s.start_pos = c.at(*o);
+        const std::int64_t end = s.step_end < 0 ? INT64_MAX : s.step_end;
+        if (s.step_start < s.step_begin || s.step_start >= end)
+            c.fail(*o, "'start' = " + std::to_string(s.step_start) + " must lie in 'steps' [" +
+                           std::to_string(s.step_begin) + ", " +
+                           (s.step_end < 0 ? std::string("end") : std::to_string(s.step_end)) +
+                           ")");
+    }
     if (const toml::node* h = t.get("highlights")) {
         if (!h->is_array()) c.fail(*h, "'highlights' must be an array of strings");
         for (const toml::node& e : *h->as_array()) s.highlights.push_back(parse_highlight(c, e));
+    }
+    if (const toml::node* sh = t.get("show")) {
+        if (!sh->is_array()) c.fail(*sh, "'show' must be an array of tensor names");
+        if (s.view != "tensors")
+            c.fail(*sh, "'show' lists the panels of the tensors view; this step's view is '" +
+                            s.view + "'");
+        for (const toml::node& e : *sh->as_array()) {
+            if (!e.is_string()) c.fail(e, "a 'show' entry must be a tensor name (a string)");
+            s.show.emplace_back(e.as_string()->get());
+            s.show_pos.push_back(c.at(e));
+        }
     }
     if (const toml::node* d = t.get("data")) {
         if (!s.has_problem) c.fail(*d, "'data' needs the step's 'problem'");
@@ -384,6 +405,28 @@ Step parse_step(const Ctx& c, const toml::node& n, const Defaults& defaults) {
             if (!s.has_problem) c.fail(e, "'compare' needs the step's 'problem'");
             s.compare.push_back(v);
         }
+    }
+    if (const toml::node* ch = t.get("chart")) {
+        s.chart = get_string(c, t, "chart", false, n, "a step");
+        if (s.view != "timings")
+            c.fail(*ch,
+                   "'chart' goes with view = \"timings\"; this step's view is '" + s.view + "'");
+        // The charts of a measurement of the compare list's passes (all three without one).
+        std::vector<std::string> ids;
+        bool fwd = s.compare.empty(), bwd_data = s.compare.empty();
+        for (const char* pass : {"fwd", "bwd_data", "bwd_weight"}) {
+            bool has = s.compare.empty();
+            for (const auto& e : s.compare) has |= e.rfind(std::string(pass) + ":", 0) == 0;
+            if (!has) continue;
+            fwd |= std::string(pass) == "fwd";
+            bwd_data |= std::string(pass) == "bwd_data";
+            ids.push_back(std::string("ops_") + pass);
+            ids.push_back(std::string("gflops_") + pass);
+        }
+        if (fwd && bwd_data) ids.insert(ids.begin(), "relative_bwd_data");
+        if (std::find(ids.begin(), ids.end(), s.chart) == ids.end())
+            c.fail(*ch, "chart '" + s.chart + "': the step's measurement (its 'compare' list) " +
+                            "gives " + join(ids));
     }
     if (const toml::node* net = t.get("network")) {
         s.network = parse_network(c, *net);

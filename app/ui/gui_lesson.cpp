@@ -5,6 +5,8 @@
 //   [SECTION] highlights on the canvas
 #include "ui/gui_lesson.hpp"
 
+#include "ui/gui_timings.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -50,12 +52,13 @@ void LessonUi::update(app::AppState& s, const app::ViewModel* view, dim_t view_s
             s.playback.granularity = plan_->granularity;
             s.playback.paused = true;
             s.playback.time_left = 0;
-            s.playback.step = std::max<dim_t>(0, plan_->range_begin);
+            s.playback.step = std::max<dim_t>(0, plan_->open);
             s.pinned = {};
             s.error.clear();
             step_dirty = true;
             fit_pending_ = true;
             request(plan_->request);
+            start_timings(wait);
         }
     }
     if (!plan_ || !view) return;
@@ -71,6 +74,36 @@ void LessonUi::update(app::AppState& s, const app::ViewModel* view, dim_t view_s
             s.zoom = 0;
             fit_pending_ = false;
         }
+    }
+}
+
+void LessonUi::start_timings(bool wait) {
+    timings_note_.clear();
+    const std::shared_ptr<TimingsPanel> panel = current_timings_panel();
+    if (!panel) return;
+    if (plan_->request.view != "timings") {
+        // Leaving a measuring step: its run stops after the measurement under way.
+        if (timings_started_ && timings_busy(*panel)) cancel_timings(*panel);
+        timings_started_ = false;
+        return;
+    }
+    const lesson::Lesson* l = player.lesson();
+    if (!l) return;
+    const lesson::Step& s = l->steps[player.step()];
+    app::TimingsLessonRun run;
+    run.problem = s.problem;
+    // The charts' label of the layer: where it comes from.
+    run.problem.name = std::filesystem::path(player.file()).stem().string() + "_step" +
+                       std::to_string(player.step() + 1);
+    run.algos = s.compare;
+    run.chart = s.chart;
+    run.source = "lesson " + std::filesystem::path(player.file()).stem().string() + ", step " +
+                 std::to_string(player.step() + 1);
+    try {
+        start_lesson_timings(*panel, run, wait);
+        timings_started_ = true;
+    } catch (const std::exception& e) {
+        timings_note_ = std::string("the step's measurement could not start: ") + e.what();
     }
 }
 
@@ -91,8 +124,9 @@ bool LessonUi::keyboard() {
     if (ImGui::GetIO().WantTextInput) return true;
     const auto pressed = [](int key) { return ImGui::IsKeyPressed(key, false); };
     // Presenter remotes send PgDn / PgUp.
-    if (pressed(GLFW_KEY_PAGE_DOWN) || pressed(GLFW_KEY_N)) player.next();
-    if (pressed(GLFW_KEY_PAGE_UP) || pressed(GLFW_KEY_B)) player.prev();
+    // At a lesson's end they go on to the next lesson (and back): the course in one sequence.
+    if (pressed(GLFW_KEY_PAGE_DOWN) || pressed(GLFW_KEY_N)) player.forward();
+    if (pressed(GLFW_KEY_PAGE_UP) || pressed(GLFW_KEY_B)) player.backward();
     return true;
 }
 
@@ -129,9 +163,9 @@ void LessonUi::sidebar(float width) {
             }
             ImGui::EndListBox();
         }
-        if (ImGui::Button("< previous (PgUp)")) player.prev();
+        if (ImGui::Button("< previous (PgUp)")) player.backward();
         ImGui::SameLine();
-        if (ImGui::Button("next (PgDn) >")) player.next();
+        if (ImGui::Button("next (PgDn) >")) player.forward();
         ImGui::SameLine();
         if (ImGui::Button("close")) close();
     } else if (!player.error().empty()) {
@@ -170,7 +204,8 @@ struct Block {
     Tone tone = Tone::Text;
 };
 
-std::vector<Block> blocks(const app::LessonPlayer& p, const app::StepPlan* plan) {
+std::vector<Block> blocks(const app::LessonPlayer& p, const app::StepPlan* plan,
+                          const std::string& note) {
     std::vector<Block> b;
     if (const lesson::Lesson* l = p.lesson()) {
         b.push_back({heading(p), 1.1f, Tone::Text});
@@ -196,12 +231,13 @@ std::vector<Block> blocks(const app::LessonPlayer& p, const app::StepPlan* plan)
                 {"evaluating the step with the engine (worker thread) ...", 1.0f, Tone::Dim});
         }
     }
+    if (!note.empty()) b.push_back({note, 1.0f, Tone::Bad});
     if (!p.error().empty())
         b.push_back(
             {(p.lesson() ? "this step cannot be shown: " : "") + p.error(), 1.0f, Tone::Bad});
     b.push_back(
-        {"PgDn / N next step   PgUp / B previous   space plays the step   left / right "
-         "one step",
+        {"PgDn / N next step (after the last: the next lesson)   PgUp / B previous   space plays "
+         "the step   left / right one step",
          1.0f, Tone::Dim});
     return b;
 }
@@ -213,7 +249,7 @@ float LessonUi::panel_height(float width, float h) const {
     const ImGuiStyle& st = ImGui::GetStyle();
     const float wrap = std::max(100.0f, width - 2 * st.WindowPadding.x - st.ScrollbarSize);
     float need = 2 * st.WindowPadding.y;
-    for (const Block& b : blocks(player, plan())) {
+    for (const Block& b : blocks(player, plan(), timings_note_)) {
         need += ImGui::CalcTextSize(b.text.c_str(), nullptr, false, wrap / b.scale).y * b.scale +
                 st.ItemSpacing.y;
     }
@@ -232,7 +268,7 @@ void LessonUi::panel(ImVec2 pos, ImVec2 size, const LessonColours& c) {
     ImDrawList* dl = ImGui::GetWindowDrawList();
     const ImVec2 wp = ImGui::GetWindowPos();
     dl->AddLine(wp, ImVec2(wp.x + size.x, wp.y), c.dim, 2.0f);
-    for (const Block& b : blocks(player, plan())) {
+    for (const Block& b : blocks(player, plan(), timings_note_)) {
         const ImU32 col = b.tone == Tone::Dim         ? c.dim
                           : b.tone == Tone::Good      ? c.good
                           : b.tone == Tone::Bad       ? c.bad

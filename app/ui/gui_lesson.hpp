@@ -35,7 +35,7 @@ class LessonUi {
 
     using RequestFn = std::function<void(const app::ViewRequest&)>;
     // Once a frame (after the playback advanced): takes a finished step evaluation and applies
-    // its plan (view request, granularity, first step of the range, fit), keeps the playback
+    // its plan (view request, granularity, the step it opens on, fit), keeps the playback
     // inside the step's range, and resolves the highlights for the view shown. wait: block
     // until the evaluation ends (shots).
     void update(app::AppState& s, const app::ViewModel* view, dim_t view_steps, bool& step_dirty,
@@ -56,7 +56,11 @@ class LessonUi {
     const app::StepPlan* plan() const { return plan_ ? plan_.get() : nullptr; }
 
   private:
+    // A timings step measures its problem live, in the app's Timings panel (gui_timings.hpp).
+    void start_timings(bool wait);
     std::shared_ptr<const app::StepPlan> plan_;
+    bool timings_started_ = false;  // a run this player started may be under way
+    std::string timings_note_;      // why a timings step could not start its run ("" fine)
     std::uint64_t applied_ = 0;
     const app::ViewModel* hl_for_ = nullptr;
     std::vector<std::vector<dim_t>> hl_;

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "charts/chart.hpp"
+#include "convlab/conv.hpp"
 #include "imgui_stdlib.h"
 #include "onednn_peer.hpp"
 #include "ui/timings_state.hpp"
@@ -55,6 +56,7 @@ struct TimingsPanel {
     bool was_running = false;
     int forced_series = -1;  // shots: the hovered mark
     long long forced_mark = -1;
+    std::string wanted_chart;  // a lesson step's chart, shown as soon as it is built
 
     TimingsPanel() {
         sets = app::shape_sets(shapes_dir);
@@ -95,6 +97,14 @@ struct TimingsPanel {
                     say(std::string("charts: ") + e.what(), true);
                 }
             }
+            // A lesson step's chart, once its results give it.
+            for (const auto& c : charts)
+                if (!wanted_chart.empty() && c.id == wanted_chart) {
+                    chart_id = wanted_chart;
+                    picked = true;
+                    select_tab = true;
+                    wanted_chart.clear();
+                }
             // Until a tab is picked, the first chart (the paper's, once measured) is shown.
             const bool known =
                 std::any_of(charts.begin(), charts.end(),
@@ -136,8 +146,43 @@ struct TimingsPanel {
     }
 };
 
+namespace {
+std::weak_ptr<TimingsPanel>& latest_panel() {
+    static std::weak_ptr<TimingsPanel> p;  // the UI thread's; windows are made one at a time
+    return p;
+}
+}  // namespace
+
 std::shared_ptr<TimingsPanel> make_timings_panel() {
-    return std::make_shared<TimingsPanel>();
+    auto p = std::make_shared<TimingsPanel>();
+    latest_panel() = p;
+    return p;
+}
+
+void cancel_timings(TimingsPanel& P) {
+    P.run.cancel();
+}
+
+std::shared_ptr<TimingsPanel> current_timings_panel() {
+    return latest_panel().lock();
+}
+
+void start_lesson_timings(TimingsPanel& P, const app::TimingsLessonRun& l, bool wait) {
+    std::optional<convlab::bench::PeerSpec> peer;
+    if (P.settings.peer && P.peer_available) peer = ::bench::PeerConv::spec();
+    bench::Config cfg = app::lesson_config(l, P.settings.threads, peer, P.settings.out_dir);
+    if (P.run.running()) {
+        P.run.cancel();
+        P.run.wait();
+    }
+    if (!P.run.start(std::move(cfg))) throw Error("timings: a run is still under way");
+    P.was_running = true;
+    P.say("", false);
+    P.wanted_chart = l.chart;
+    P.picked = false;
+    P.built = ~std::uint64_t{0};
+    if (wait) P.run.wait();
+    P.update();
 }
 
 bool timings_busy(const TimingsPanel& p) {

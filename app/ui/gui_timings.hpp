@@ -9,6 +9,7 @@
 #include <string>
 
 #include "imgui.h"
+#include "ui/timings_state.hpp"
 
 namespace convlab::ui {
 
@@ -27,6 +28,17 @@ struct TimingsStyle {
 void draw_timings(TimingsPanel& p, const TimingsStyle& st);
 // A run is under way (the window loop keeps drawing frames to show its progress).
 bool timings_busy(const TimingsPanel& p);
+
+// A lesson step's live measurement (the lesson player, gui_lesson.cpp; the configuration is
+// app::lesson_config), with the panel's peer and threads. Cancels a run under way and starts this
+// one on the worker thread; the charts fill in as results arrive, showing run.chart once it is
+// one of them. wait: block until it ends (shots). Throws Error naming what is wrong.
+void start_lesson_timings(TimingsPanel& p, const app::TimingsLessonRun& run, bool wait);
+// Asks the run under way to stop after its current measurement (never blocks).
+void cancel_timings(TimingsPanel& p);
+// The panel of the app's window (the most recently made one that is still alive; null when
+// none): the lesson player starts its runs there, so that the Timings view shows them.
+std::shared_ptr<TimingsPanel> current_timings_panel();
 
 // Headless shots of the view (convlab shot --view timings, the demo).
 struct TimingsShot {

@@ -6,7 +6,9 @@
 #include "ui/lesson_player.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
+#include <filesystem>
 
 namespace convlab::app {
 
@@ -56,6 +58,13 @@ std::string block_text(const Tensor& t, dim_t begin, dim_t end) {
     return s + "]";
 }
 
+std::string index_text(const std::vector<dim_t>& at) {
+    if (at.empty()) return "";
+    std::string s = "[";
+    for (std::size_t i = 0; i < at.size(); ++i) s += (i ? "," : "") + std::to_string(at[i]);
+    return s + "]";
+}
+
 }  // namespace
 
 StepPlan plan_step(const lesson::Lesson& l, std::size_t k,
@@ -90,19 +99,14 @@ StepPlan plan_step(const lesson::Lesson& l, std::size_t k,
     p.granularity = s.granularity;
     p.range_begin = s.step_begin;
     p.range_end = s.step_end;
+    p.open = s.step_start < 0 ? s.step_begin : s.step_start;
     p.map = s.map;
     for (const auto& h : s.highlights) {
         const lesson::NamedTensor* t = r->find(h.tensor);
         if (!t) continue;  // validate() reports it; a player shows what it can
         ResolvedHighlight rh;
         rh.tensor = h.tensor;
-        rh.text = h.tensor;
-        if (!h.at.empty()) {
-            rh.text += "[";
-            for (std::size_t i = 0; i < h.at.size(); ++i)
-                rh.text += (i ? "," : "") + std::to_string(h.at[i]);
-            rh.text += "]";
-        }
+        rh.text = h.tensor + index_text(h.at);
         const auto& dims = t->value.dims();
         rh.numel = t->value.numel();
         dim_t begin = 0, block = rh.numel;
@@ -122,7 +126,13 @@ StepPlan plan_step(const lesson::Lesson& l, std::size_t k,
         p.request.tensors = r;
         // A convolution step: its core tensors plus every tensor it talks about.
         const bool network = r->find("input") != nullptr && r->find("src") == nullptr;
-        if (network) {
+        if (!s.show.empty()) {
+            // The step's own list, then any highlighted tensor it leaves out (always drawn).
+            auto& n = p.request.tensor_names;
+            n = s.show;
+            for (const auto& h : s.highlights)
+                if (std::find(n.begin(), n.end(), h.tensor) == n.end()) n.push_back(h.tensor);
+        } else if (network) {
             // The tensors the step talks about (highlights, checks), each gradient with its
             // tensor and each layer output with the layer's weights: readable on a projector.
             auto& n = p.request.tensor_names;
@@ -230,6 +240,54 @@ std::vector<std::vector<dim_t>> highlight_cells(const ViewModel& v, const StepPl
     return cells;
 }
 
+StepView check_step_view(const lesson::Lesson& l, std::size_t k,
+                         std::shared_ptr<const lesson::StepResult> r) {
+    const lesson::Step& s = l.steps.at(k);
+    const StepPlan plan = plan_step(l, k, r);
+    StepView out;
+    out.view = plan.request.view;
+    ViewModel v;
+    try {
+        v = build_view(plan.request);
+    } catch (const Error& e) {
+        throw lesson::LessonError(s.view_pos, "the " + out.view + " view: " + e.what());
+    }
+    out.steps = num_steps(v, s.granularity);
+    for (const auto& t : r->tensors) {
+        const int i = panel_of_tensor(v, t.name, plan.map);
+        if (i >= 0 && v.panels[static_cast<std::size_t>(i)].numel() == t.value.numel())
+            out.tensors.push_back(t.name);
+    }
+    if (s.step_start >= 0 && s.step_start >= out.steps)
+        throw lesson::LessonError(
+            s.start_pos, "'start' = " + std::to_string(s.step_start) + ": the " + out.view +
+                             " view of " + s.problem_text + " has " + std::to_string(out.steps) +
+                             " " + granularity_name(s.granularity) + " steps");
+    for (const auto& h : s.highlights) {
+        if (std::find(out.tensors.begin(), out.tensors.end(), h.tensor) != out.tensors.end())
+            continue;
+        std::string drawn;
+        for (const auto& t : out.tensors) drawn += (drawn.empty() ? "" : ", ") + t;
+        throw lesson::LessonError(
+            h.pos, "highlight '" + h.tensor + index_text(h.at) + "': the " + out.view +
+                       " view does not draw " + h.tensor +
+                       " (it draws: " + (drawn.empty() ? "no tensors" : drawn) +
+                       "); choose a view that does, e.g. tensors");
+    }
+    const bool ranged = s.step_begin > 0 || s.step_end >= 0;
+    const std::string range =
+        "'steps' = [" + std::to_string(s.step_begin) + ", " + std::to_string(s.step_end) + "]: ";
+    if (ranged && out.steps == 0)
+        throw lesson::LessonError(s.steps_pos,
+                                  range + "the " + out.view + " view has no steps to play");
+    if (ranged && (s.step_end > out.steps || s.step_begin >= out.steps))
+        throw lesson::LessonError(s.steps_pos, range + "the " + out.view + " view of " +
+                                                   s.problem_text + " has " +
+                                                   std::to_string(out.steps) + " " +
+                                                   granularity_name(s.granularity) + " steps");
+    return out;
+}
+
 // [SECTION] playback limited to a step range
 
 bool clamp_to_range(Playback& pb, dim_t begin, dim_t end, dim_t n) {
@@ -307,6 +365,38 @@ bool LessonPlayer::go(std::size_t k) {
     error_.clear();
     start(k);
     return true;
+}
+
+std::string LessonPlayer::neighbour(int direction) const {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    const fs::path me = fs::weakly_canonical(file_, ec);
+    std::ptrdiff_t at = -1;
+    for (std::size_t i = 0; i < entries.size(); ++i) {
+        std::error_code ec2;
+        if (fs::weakly_canonical(entries[i].file, ec2) == me) at = static_cast<std::ptrdiff_t>(i);
+    }
+    if (at < 0) return "";
+    for (std::ptrdiff_t i = at + direction;
+         i >= 0 && i < static_cast<std::ptrdiff_t>(entries.size()); i += direction) {
+        const LessonEntry& e = entries[static_cast<std::size_t>(i)];
+        if (e.error.empty() && e.steps > 0) return e.file;
+    }
+    return "";
+}
+
+bool LessonPlayer::forward() {
+    if (!lesson_) return false;
+    if (next()) return true;
+    const std::string f = neighbour(+1);
+    return !f.empty() && open(f, 0);
+}
+
+bool LessonPlayer::backward() {
+    if (!lesson_) return false;
+    if (prev()) return true;
+    const std::string f = neighbour(-1);
+    return !f.empty() && open(f, SIZE_MAX);  // clamped to its last step
 }
 
 void LessonPlayer::start(std::size_t k) {

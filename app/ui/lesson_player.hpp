@@ -47,7 +47,8 @@ struct ResolvedHighlight {
 struct StepPlan {
     ViewRequest request;  // view, problem, c0, the step's inputs / tensors
     Granularity granularity = Granularity::Element;
-    dim_t range_begin = 0, range_end = -1;  // map steps played: [begin, end); -1 = to the end
+    dim_t range_begin = 0, range_end = -1;  // view steps played: [begin, end); -1 = to the end
+    dim_t open = 0;                         // the step it opens on (in the range)
     std::string map;                        // the step's map ("" none)
     std::vector<ResolvedHighlight> highlights;
 };
@@ -64,6 +65,20 @@ int panel_of_tensor(const ViewModel& v, const std::string& tensor, const std::st
 // Per panel of v, the cells the plan's highlights light (sorted). A highlight whose tensor no
 // panel shows (or whose panel holds a different number of elements) lights nothing.
 std::vector<std::vector<dim_t>> highlight_cells(const ViewModel& v, const StepPlan& plan);
+
+// What a step's view draws and plays, read from the view itself (built as the player builds it).
+struct StepView {
+    std::string view;                  // the view shown (a network step: tensors)
+    dim_t steps = 0;                   // its number of steps at the step's granularity
+    std::vector<std::string> tensors;  // the step's tensors it draws, element for element
+};
+
+// Builds the view of step k (evaluated as r) and checks what only the view can tell: the step's
+// range of steps lies within the view's steps, and every highlight names a tensor the view
+// draws. Throws lesson::LessonError at the line of 'steps' or of the highlight, naming the view
+// and what it has. Builds the view (the engine enumerates its maps): keep it off the frame loop.
+StepView check_step_view(const lesson::Lesson& l, std::size_t k,
+                         std::shared_ptr<const lesson::StepResult> r);
 
 // [SECTION] playback limited to a step range
 
@@ -101,6 +116,12 @@ class LessonPlayer {
     bool go(std::size_t k);
     bool next() { return step_ + 1 < num_steps() && go(step_ + 1); }
     bool prev() { return step_ > 0 && go(step_ - 1); }
+    // What PgDn / PgUp do (a presenter goes through the course without the sidebar): the next
+    // step, or from a lesson's last step the first step of the next lesson in `entries`; the
+    // previous step, or from a first step the last step of the previous lesson. Lessons that do
+    // not parse are skipped. Return true when the step or lesson changed.
+    bool forward();
+    bool backward();
 
     // Takes a finished evaluation (wait: block until it ends). Returns true when a new result
     // (or error) for the current step arrived: the app then applies plan().
@@ -128,6 +149,8 @@ class LessonPlayer {
     };
     void start(std::size_t k);
     void join();
+    // The next (dir +1) or previous (-1) parsing lesson of `entries` from the open one, or "".
+    std::string neighbour(int direction) const;
 
     std::shared_ptr<const lesson::Lesson> lesson_;
     std::string file_;

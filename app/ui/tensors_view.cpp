@@ -1,6 +1,8 @@
 // The tensors view (model.hpp build_tensors_view): a lesson step's named tensors as panels, in
 // the same cells, colours and titles as the other views. Forward tensors in the top row, their
-// gradients right below them (diff_X under X), anything else the step names in a third row.
+// gradients right below them (diff_X under X), anything else the step names in a third row; a
+// convolution step that names its tensors (show, highlights, checks) gets them in that order,
+// gradients in the second row.
 // Index:
 //   [SECTION] which tensors, in which rows
 //   [SECTION] a tensor as a panel
@@ -43,13 +45,21 @@ struct Rows {
 
 Rows arrange(const lesson::StepResult& r, const std::vector<std::string>& wanted) {
     const bool network = r.find("input") != nullptr && r.find("src") == nullptr;
+    // A convolution step that names its tensors gets them in its order (W, B, Y left to right).
+    const bool named = !network && !wanted.empty();
     std::vector<std::string> names;
-    for (const auto& t : r.tensors)
-        if (std::find(wanted.begin(), wanted.end(), t.name) != wanted.end() || wanted.empty())
-            names.push_back(t.name);
-    // Primary tensors: a network's every tensor, a convolution's core set.
+    if (named) {
+        for (const auto& w : wanted)
+            if (r.find(w)) names.push_back(w);
+    } else {
+        for (const auto& t : r.tensors)
+            if (std::find(wanted.begin(), wanted.end(), t.name) != wanted.end() || wanted.empty())
+                names.push_back(t.name);
+    }
+    // Primary tensors: a network's every tensor, a convolution's core set (or all it names).
     const auto primary = [&](const std::string& n) {
-        return network || std::find(conv_core().begin(), conv_core().end(), n) != conv_core().end();
+        return network || named ||
+               std::find(conv_core().begin(), conv_core().end(), n) != conv_core().end();
     };
     Rows rows;
     std::set<std::string> placed;
@@ -98,12 +108,16 @@ std::vector<std::string> dim_names(const std::string& name, std::size_t rank) {
     const bool wei = name.find("wei") != std::string::npos;
     std::vector<std::string> n;
     if (rank == 1) return {"i"};
+    // A column matrix per image and group: rows (c, k...), one column per output position.
+    if (rank == 4 && (name == "col" || name == "diff_col")) return {"n", "g", "row", "col"};
     if (rank == 2)
         return wei ? std::vector<std::string>{"o", "i"} : std::vector<std::string>{"n", "j"};
     // TNC: channels outside the batch.
     const bool tnc = name.size() > 4 && name.compare(name.size() - 4, 4, "_tnc") == 0;
-    n.push_back(wei ? "k" : tnc ? "c" : "n");
-    n.push_back(tnc ? "n" : "c");
+    // FlipRot(W) is (C, K/G, k...): the channel dims swapped.
+    const bool flipped = name.find("fliprot") != std::string::npos;
+    n.push_back(flipped ? "c" : wei ? "k" : tnc ? "c" : "n");
+    n.push_back(flipped ? "k" : tnc ? "n" : "c");
     const std::size_t s = rank - 2;
     for (std::size_t i = 0; i < s; ++i) {
         const std::size_t a = s <= 3 ? 3 - s + i : i;
@@ -132,10 +146,32 @@ std::vector<Role> roles_of(const std::string& name, const std::vector<dim_t>& di
     return r;
 }
 
+// "0.0181" or "[0.982, 0.018]": three significant figures, for a small tensor whose cells (two
+// decimals) would lose digits the narration quotes (a loss, probabilities).
+std::string small_values(const Tensor& t) {
+    const dim_t n = t.numel();
+    if (n == 0 || n > 6) return "";
+    bool lossy = false;
+    for (dim_t i = 0; i < n; ++i) {
+        const double v = t.f32()[i];
+        lossy |= std::abs(v - std::round(v * 100) / 100) > 1e-6;
+    }
+    if (!lossy) return "";
+    std::string s = n > 1 ? "[" : "";
+    for (dim_t i = 0; i < n; ++i) {
+        char b[32];
+        std::snprintf(b, sizeof b, "%.3g", static_cast<double>(t.f32()[i]));
+        s += (i ? ", " : "") + std::string(b);
+    }
+    return s + (n > 1 ? "]" : "");
+}
+
 Panel tensor_panel(const lesson::NamedTensor& t) {
     Panel p;
     p.name = t.name;
     p.title = t.description;
+    if (const std::string v = small_values(t.value); !v.empty())
+        p.title = "= " + v + "  " + p.title;
     std::vector<dim_t> dims = t.value.dims();
     if (dims.empty()) dims = {1};
     const dim_t n = product(dims);
@@ -152,7 +188,8 @@ Panel tensor_panel(const lesson::NamedTensor& t) {
                                          : std::vector<std::string>{"i"};
     } else {
         p.shape.dims = dims;
-        p.shape.names = dim_names(t.name, dims.size());
+        p.shape.names =
+            t.dim_names.size() == dims.size() ? t.dim_names : dim_names(t.name, dims.size());
     }
     p.roles = dims.size() == 2 && t.value.dims().size() == 1
                   ? std::vector<Role>{Role::Row, Role::Col}

@@ -1,5 +1,6 @@
 // The Timings panel's window-free state (timings_state.hpp). Index:
 //   [SECTION] settings
+//   [SECTION] a lesson step's measurement
 //   [SECTION] the run
 //   [SECTION] exports
 //   [SECTION] screen mapping
@@ -117,6 +118,45 @@ bench::Config make_config(const TimingsSettings& s, const std::optional<bench::P
     }
     if (s.peer && peer) cfg.peer = peer;
     cfg.command = reproduce_command(s, cfg.peer.has_value());
+    return cfg;
+}
+
+// [SECTION] a lesson step's measurement
+
+bench::Config lesson_config(const TimingsLessonRun& l, int threads,
+                            const std::optional<bench::PeerSpec>& peer,
+                            const std::string& out_dir) {
+    bench::Config cfg;
+    cfg.passes.clear();  // the listed algorithms' passes only
+    std::string passes, algos;
+    for (const std::string& a : l.algos) {
+        const auto colon = a.find(':');
+        if (colon == std::string::npos)
+            throw Error("timings: '" + a + "' is not PASS:NAME (e.g. bwd_data:col2im)");
+        const Pass pass = parse_pass(a.substr(0, colon));
+        find_algorithm(pass, a.substr(colon + 1));  // throws naming the known ones
+        if (std::find(cfg.passes.begin(), cfg.passes.end(), pass) == cfg.passes.end())
+            cfg.passes.push_back(pass);
+        cfg.algos.push_back(a);
+        algos += (algos.empty() ? "" : ",") + a;
+    }
+    if (cfg.algos.empty()) cfg.passes = {Pass::Forward, Pass::BackwardData, Pass::BackwardWeight};
+    std::sort(cfg.passes.begin(), cfg.passes.end());
+    for (Pass p : cfg.passes) passes += (passes.empty() ? "" : ",") + std::string(pass_name(p));
+    const std::string desc = to_descriptor(l.problem);
+    cfg.layers.push_back({l.problem, desc, 1});
+    cfg.threads = threads;
+    cfg.timing.warmup = 1;  // the panel's quick timing
+    cfg.timing.min_reps = 5;
+    cfg.timing.min_seconds = 0.01;
+    cfg.peer = peer;
+    cfg.shapes_file = l.source;
+    // The one layer as a shape file, then the same measurement.
+    cfg.command = "echo " + bench::shell_quote(desc) +
+                  " > layer.txt && convlab bench --shapes layer.txt --batch file --passes " +
+                  passes + (algos.empty() ? "" : " --algos " + algos) +
+                  " --warmup 1 --min-time 0.01 --peer " + (peer ? "onednn" : "none") +
+                  " --threads " + std::to_string(threads) + " --out " + bench::shell_quote(out_dir);
     return cfg;
 }
 

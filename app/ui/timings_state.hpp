@@ -3,6 +3,7 @@
 // under a mutex), the exports, and the mapping of a chart model (charts/chart.hpp) to screen
 // pixels that the ImGui drawing (gui_timings.cpp) follows mark for mark. Index:
 //   [SECTION] settings: the controls' choices and the runner configuration made of them
+//   [SECTION] a lesson step's measurement: its one layer and algorithms
 //   [SECTION] the run: worker thread, progress, cancel, snapshot
 //   [SECTION] exports: results.csv/json and the charts as SVG/PNG/PDF
 //   [SECTION] screen mapping of a chart (pixels), and hover
@@ -50,6 +51,21 @@ std::string reproduce_command(const TimingsSettings& s, bool peer_used);
 // The runner configuration of the settings (layers read from the shape file). Throws Error naming
 // the control and the rule: no pass, no algorithm, bad shape file, batch < 1.
 bench::Config make_config(const TimingsSettings& s, const std::optional<bench::PeerSpec>& peer);
+
+// [SECTION] a lesson step's measurement
+
+// A timings step of a lesson measures its own layer when it opens (lessons/README.md).
+struct TimingsLessonRun {
+    Problem problem;                 // its name labels the layer on the charts
+    std::vector<std::string> algos;  // "PASS:NAME" ("bwd_data:col2im"); empty: all of every pass
+    std::string chart;               // chart id to show ("" the panel's choice)
+    std::string source;              // where it comes from ("lesson 18_measuring, step 2")
+};
+// Its runner configuration: the one layer, the listed algorithms in their passes only, quick
+// timing (1 warm-up, >= 5 runs filling >= 10 ms), and a reproduce command. Throws Error naming
+// an entry that is not PASS:NAME or not an algorithm of its pass.
+bench::Config lesson_config(const TimingsLessonRun& run, int threads,
+                            const std::optional<bench::PeerSpec>& peer, const std::string& out_dir);
 
 // [SECTION] the run
 
