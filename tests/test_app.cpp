@@ -567,6 +567,40 @@ TEST_CASE("app model: a view too large to show is refused from its sizes, before
     }
 }
 
+TEST_CASE("app model: a driver shorter than the view stays finished, not blank, to the end") {
+    // The fractal view packs X and W: two maps of different lengths under one step index.
+    for (Granularity g : kGranularities) {
+        const app::ViewModel v = build("fractal", "mb1ic3ih3oc5kh2", app::DataKind::Integer, 4);
+        const dim_t n = app::num_steps(v, g);
+        int shorter = 0;
+        for (const auto& drv : v.drivers) {
+            if (drv.link < 0) continue;
+            const app::Link& l = v.links[static_cast<std::size_t>(drv.link)];
+            if (l.num_steps(g) >= n) continue;
+            ++shorter;
+            const app::StepState st = app::compute_step(v, g, n - 1);
+            const auto& pd = st.panels[static_cast<std::size_t>(l.dst)];
+            const auto pending = std::count_if(pd.flags.begin(), pd.flags.end(),
+                                               [](auto f) { return (f & app::kPending) != 0; });
+            INFO(granularity_name(g) << " " << l.name);
+            CHECK(pending == 0);
+            CHECK(st.current[static_cast<std::size_t>(l.dst)].empty());
+        }
+        if (g != Granularity::Whole) CHECK(shorter == 1);
+    }
+}
+
+TEST_CASE("app model: values show three significant figures, integers whole") {
+    using app::DataKind;
+    CHECK(app::format_value(0.0181499f, DataKind::Real) == "0.0181");
+    CHECK(app::format_value(-0.5f, DataKind::Real) == "-0.5");
+    CHECK(app::format_value(12.345f, DataKind::Real) == "12.3");
+    CHECK(app::format_value(1234.4f, DataKind::Real) == "1234");
+    CHECK(app::format_value(7.0f, DataKind::Integer) == "7");
+    CHECK(app::format_value(-0.0f, DataKind::Real) == "0");
+    CHECK(app::format_value(NAN, DataKind::Real).empty());
+}
+
 TEST_CASE("app model: playback") {
     app::Playback pb;
     CHECK(pb.paused);

@@ -191,7 +191,9 @@ std::string format_value(float v, DataKind d) {
     if (v == 0.0f) v = 0.0f;  // no "-0" (a negative gradient times zero)
     if (d == DataKind::Integer && v == std::floor(v) && std::fabs(v) < 1e7f)
         return fmt("%.0f", static_cast<double>(v));
-    return fmt("%.2f", static_cast<double>(v));
+    // Three significant figures (0.0181, 0.5, 12.3), whole numbers from 1000 on (no exponent).
+    if (std::fabs(v) >= 1000.0f) return fmt("%.0f", static_cast<double>(v));
+    return fmt("%.3g", static_cast<double>(v));
 }
 
 std::string cell_name(const Panel& p, dim_t linear) {
@@ -1535,6 +1537,8 @@ StepState compute_step(const ViewModel& v, Granularity g, dim_t step) {
             PanelState& ps = st.panels[si];
             PanelState& pd = st.panels[di];
             const auto n = static_cast<dim_t>(l.order.size());
+            // A driver shorter than the view has finished: all written, nothing current.
+            if (step >= l.num_steps(g)) begin = end = n;
             if (l.is_gather()) {
                 // Destinations appear once their step has run.
                 for (dim_t d = 0; d < n; ++d)
@@ -1580,6 +1584,9 @@ StepState compute_step(const ViewModel& v, Granularity g, dim_t step) {
             dim_t begin = 0, end = 0;
             walk_step_span(g, step, n, v.panels[ri].shape.dims.back(), mid_extent(v.panels[ri]),
                            begin, end);
+            if (step >=
+                walk_num_steps(g, n, v.panels[ri].shape.dims.back(), mid_extent(v.panels[ri])))
+                begin = end = n;
             for (dim_t d = end; d < n; ++d) {
                 st.panels[ri].flags[static_cast<std::size_t>(d)] |= kPending;
                 st.panels[ri].shown[static_cast<std::size_t>(d)] = NAN;
