@@ -45,6 +45,19 @@ void forward_throws(const Problem&, const ConvArgs&, Profiler*) {
     throw Error("deliberate failure");
 }
 
+// Two right algorithms that log their calls: 'A' / 'B' for a timed call (a profiler is given),
+// 'a' / 'b' for an untimed one (the check, warm-ups).
+std::string call_log;
+void forward_logged_a(const Problem& p, const ConvArgs& a, Profiler* prof) {
+    call_log += prof ? 'A' : 'a';
+    find_algorithm(Pass::Forward, "direct").run(p, a, nullptr);
+}
+void forward_logged_b(const Problem& p, const ConvArgs& a, Profiler* prof) {
+    call_log += prof ? 'B' : 'b';
+    Span s(prof, "logged");
+    find_algorithm(Pass::Forward, "direct").run(p, a, nullptr);
+}
+
 // A peer computed with the engine's direct loops (so its result is right), or wrong on purpose.
 class FakePeer final : public PeerConv {
   public:
@@ -243,6 +256,35 @@ TEST_CASE("bench: a deliberately wrong algorithm is caught, a throwing one is re
     CHECK(r.verification_summary().find("FAILED") != std::string::npos);
 }
 
+TEST_CASE("bench: a pass's algorithms are timed in alternating rounds, after every check") {
+    Config cfg = tiny_config();
+    cfg.layers.resize(1);
+    cfg.passes = {Pass::Forward};
+    cfg.extra_algorithms = {{Pass::Forward, "logged_a", "logs its calls", forward_logged_a},
+                            {Pass::Forward, "logged_b", "logs its calls", forward_logged_b}};
+    cfg.algos = {"logged_a", "logged_b"};
+    cfg.timing.warmup = 1;
+    cfg.timing.reps = 3;
+    call_log.clear();
+    const Results r = run(cfg);
+    // Checks (one call each), warm-ups, then rounds A B / B A / A B.
+    CHECK(call_log ==
+          "ab"
+          "ab"
+          "ABBAAB");
+    REQUIRE(r.rows.size() == 2);
+    for (const Measurement& m : r.rows) {
+        CHECK(m.valid());
+        CHECK(m.total.runs == 3);
+    }
+    // Spans are kept per algorithm; both share the window's foreign CPU share.
+    REQUIRE(r.rows[1].ops.size() == 1);
+    CHECK(r.rows[1].ops[0].name == "logged");
+    CHECK(r.rows[1].ops[0].time.runs == 3);
+    CHECK(r.rows[0].ops.empty());
+    CHECK(r.rows[0].foreign_cpu == r.rows[1].foreign_cpu);
+}
+
 TEST_CASE("bench: above the direct limit the reference is a named second algorithm, said so") {
     Config cfg = tiny_config();
     cfg.passes = {Pass::Forward, Pass::BackwardData};
@@ -317,7 +359,10 @@ TEST_CASE("bench: progress reaches the total, cancel stops early") {
     };
     r = run(cfg);
     CHECK(r.cancelled);
-    CHECK(r.rows.size() == 2);
+    // The pass being measured ends (its algorithms are timed together), then the run stops.
+    CHECK(r.rows.size() >= 2);
+    CHECK(r.rows.size() < total);
+    for (const Measurement& m : r.rows) CHECK((m.layer == 0 && m.pass == Pass::Forward));
     CHECK(r.verification_summary().find("CANCELLED") != std::string::npos);
 }
 
@@ -343,7 +388,9 @@ TEST_CASE("bench: CSV and JSON results parse back to the same results") {
     cfg.algos = {"im2col_gemm", "off_by_one", "col2im"};
     cfg.peer = fake_peer(false);
     cfg.command = "convlab bench --shapes \"odd, name\".txt --out x";
-    const Results r = run(cfg);
+    Results r = run(cfg);
+    r.rows[0].foreign_cpu = 0.2;  // measured while others held 20% of the CPUs: noisy
+    r.rows[1].foreign_cpu = 0.01;
     std::ostringstream csv, json;
     write_csv(r, csv);
     write_json(r, json);
@@ -379,6 +426,8 @@ TEST_CASE("bench: CSV and JSON results parse back to the same results") {
             CHECK(y.total.q3_ms == x.total.q3_ms);
             CHECK(y.total.runs == x.total.runs);
             CHECK(y.flops == x.flops);
+            CHECK(y.foreign_cpu == x.foreign_cpu);
+            CHECK(y.noisy() == x.noisy());
             REQUIRE(y.ops.size() == x.ops.size());
             for (std::size_t k = 0; k < x.ops.size(); ++k) {
                 CHECK(y.ops[k].name == x.ops[k].name);
@@ -386,7 +435,20 @@ TEST_CASE("bench: CSV and JSON results parse back to the same results") {
             }
         }
         CHECK(b.failed() == r.failed());
+        CHECK(b.rows[0].noisy());
+        CHECK_FALSE(b.rows[1].noisy());
     }
+    // The noisy column says so in the file, on the total row and on its operations' rows.
+    {
+        std::istringstream in(csv.str());
+        std::string l;
+        while (std::getline(in, l) && l.rfind("layer_index,", 0) != 0) {
+        }
+        CHECK(l.find(",foreign_cpu,noisy,") != std::string::npos);
+        std::getline(in, l);
+        CHECK(l.find(",0.2,true,") != std::string::npos);
+    }
+    CHECK(json.str().find("\"noisy\": true") != std::string::npos);
     // One row per (layer, pass, algorithm, operation): total + each operation.
     std::size_t expected = 0;
     for (const Measurement& m : r.rows) expected += 1 + m.ops.size();

@@ -261,6 +261,37 @@ TEST_CASE("charts: GFLOP/s bars with the measured peak as a reference line") {
     CHECK(standard_charts(r).size() == 1 + 2 + 2);
 }
 
+TEST_CASE("charts: values measured under load are marked noisy, counted and footnoted") {
+    Results r = sample();
+    CHECK(gflops_chart(r, Pass::Forward).noisy == 0);
+    CHECK(gflops_chart(r, Pass::Forward).verification.find("0 of 3 plotted values noisy") !=
+          std::string::npos);
+    r.rows[0].foreign_cpu = 0.2;   // layer a, fwd im2col_gemm: others used 20% of the CPUs
+    r.rows[3].foreign_cpu = 0.04;  // layer b, fwd: 4%, not noisy
+    const Chart g = gflops_chart(r, Pass::Forward);
+    REQUIRE(g.series.size() == 1);
+    CHECK(g.series[0].marks[0].noisy);
+    CHECK_FALSE(g.series[0].marks[1].noisy);
+    CHECK(g.noisy == 1);
+    CHECK(g.verification.find("1 of 3 plotted values noisy") != std::string::npos);
+    CHECK(g.footer[0].find("1 of 3 plotted values noisy") != std::string::npos);
+    bool footnote = false;
+    for (const std::string& l : g.footer)
+        footnote |= l.find("~ (hatched) measured while other processes used > 5% of the CPU") == 0;
+    CHECK(footnote);
+    // The ratio over a noisy forward time is noisy too: layer a's two bars.
+    CHECK(relative_time_chart(r).noisy == 2);
+    // A stacked bar counts once.
+    const Chart o = operation_share_chart(r, Pass::Forward);
+    CHECK(o.noisy == 1);
+    CHECK(o.verification.find("1 of 3 plotted values noisy") != std::string::npos);
+    TempDir dir;
+    for (const Chart& c : {g, o}) {
+        const auto paths = export_chart_all(c, dir.path.string());
+        CHECK(xml_error(slurp(dir.path / (c.id + ".svg"))) == "");
+    }
+}
+
 TEST_CASE("charts: export to SVG (XML), PNG (decodes) and PDF (has a page), headless") {
     TempDir dir;
     const Results r = sample();

@@ -112,8 +112,30 @@ void layer_axis(Chart& c, const Results& r) {
 }
 
 void finish(Chart& c, const Results& r) {
+    for (const Series& s : c.series)
+        for (const Mark& m : s.marks) (m.kind == MarkKind::Failed ? c.failed : c.plotted) += 1;
+    // Values drawn (a stacked bar once) and how many of them were measured under load.
+    std::size_t values = 0;
+    std::vector<double> stacks, noisy_stacks;
+    for (const Series& s : c.series)
+        for (const Mark& m : s.marks) {
+            if (m.kind == MarkKind::Failed) continue;
+            if (s.style != SeriesStyle::StackedBars) {
+                ++values;
+                c.noisy += m.noisy ? 1 : 0;
+                continue;
+            }
+            if (std::find(stacks.begin(), stacks.end(), m.x0) == stacks.end())
+                stacks.push_back(m.x0);
+            if (m.noisy &&
+                std::find(noisy_stacks.begin(), noisy_stacks.end(), m.x0) == noisy_stacks.end())
+                noisy_stacks.push_back(m.x0);
+        }
+    values += stacks.size();
+    c.noisy += noisy_stacks.size();
     c.verified = r.failed() == 0 && !r.rows.empty() && !r.cancelled;
-    c.verification = r.verification_summary();
+    c.verification = r.verification_summary() + "; " + std::to_string(c.noisy) + " of " +
+                     std::to_string(values) + " plotted values noisy" + (c.noisy > 0 ? " (~)" : "");
     c.footer.push_back(std::string(c.verified ? "Verified: " : "NOT ALL VERIFIED: ") +
                        c.verification);
     c.footer.push_back("Machine: " + r.machine.summary());
@@ -121,9 +143,11 @@ void finish(Chart& c, const Results& r) {
                        (r.timing.reps > 0 ? std::to_string(r.timing.reps) + " runs"
                                           : fmt("runs filling >= %.2g s", r.timing.min_seconds)) +
                        " after " + std::to_string(r.timing.warmup) + " warm-up runs.");
+    if (c.noisy > 0)
+        c.footer.push_back("~ (hatched) measured while other processes used > " +
+                           fmt("%.0f", 100 * bench::kNoisyForeignCpu) +
+                           "% of the CPU: its time is suspect");
     c.footer.push_back("Reproduce: " + (r.command.empty() ? "(command not recorded)" : r.command));
-    for (const Series& s : c.series)
-        for (const Mark& m : s.marks) (m.kind == MarkKind::Failed ? c.failed : c.plotted) += 1;
     if (c.failed > 0) {
         LegendEntry e;
         e.label = "FAIL: not verified, not plotted";
@@ -304,6 +328,7 @@ Chart relative_time_chart(const Results& r, const std::string& forward_algo) {
             k.hi = mb->total.q3_ms / mf->total.median_ms;
             hi = std::max({hi, k.y1, k.hi});
             lo = std::min({lo, k.y1, k.lo});
+            k.noisy = mb->noisy() || mf->noisy();
             k.hover = head + fmt("\n%.2fx forward", k.y1) + " (" + ms(mb->total.median_ms) + " / " +
                       ms(mf->total.median_ms) + ")\n" + timing_line(*mb) + "\n" + check_line(*mb);
             se.marks.push_back(std::move(k));
@@ -325,6 +350,7 @@ Chart relative_time_chart(const Results& r, const std::string& forward_algo) {
             k.kind = MarkKind::Point;
             k.x0 = k.x1 = static_cast<double>(li) + 0.5;
             k.y0 = k.y1 = mb->total.median_ms / mf->total.median_ms;
+            k.noisy = mb->noisy() || mf->noisy();
             hi = std::max(hi, k.y1);
             lo = std::min(lo, k.y1);
             k.hover = short_layer_name(r.layers[li].name) + "  " + peer +
@@ -450,6 +476,7 @@ Chart operation_share_chart(const Results& r, Pass pass) {
                 y = mk.y1;
                 mk.hover = head + "\n" + ops[k] + ": " + ms(t) + fmt(" (%.1f%%", 100 * t / denom) +
                            " of " + ms(m->total.median_ms) + ")\n" + check_line(*m);
+                mk.noisy = m->noisy();
                 if (first) mk.label = std::to_string(s + 1);
                 first = false;
                 series[k].marks.push_back(std::move(mk));
@@ -502,6 +529,7 @@ Chart gflops_chart(const Results& r, Pass pass) {
             k.lo = bench::gflops(m->flops, m->total.q3_ms);
             k.hi = bench::gflops(m->flops, m->total.q1_ms);
             hi = std::max({hi, k.y1, k.hi});
+            k.noisy = m->noisy();
             k.hover = head + fmt("\n%.2f GFLOP/s", k.y1) + fmt(", %.2f GB/s", m->gbps()) + "\n" +
                       timing_line(*m) + "\n" + check_line(*m);
             se.marks.push_back(std::move(k));
@@ -526,6 +554,7 @@ Chart gflops_chart(const Results& r, Pass pass) {
             k.x0 = static_cast<double>(li) + 0.1;
             k.x1 = static_cast<double>(li) + 0.9;
             k.y0 = k.y1 = m->gflops();
+            k.noisy = m->noisy();
             hi = std::max(hi, k.y1);
             k.hover =
                 head + fmt("\n%.2f GFLOP/s", k.y1) + "\n" + timing_line(*m) + "\n" + check_line(*m);

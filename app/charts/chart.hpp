@@ -71,6 +71,9 @@ struct Mark {
     double hi = std::numeric_limits<double>::quiet_NaN();
     std::string hover;  // exact figures, several lines ('\n')
     std::string label;  // short text drawn at the mark (slot number of a stacked bar); may be ""
+    // Measured while other processes used more than bench::kNoisyForeignCpu of the CPUs: the
+    // export hatches the bar (or rings the point) and puts a '~' over it.
+    bool noisy = false;
 };
 
 enum class SeriesStyle { Bars, StackedBars, LinePoints };
@@ -117,6 +120,7 @@ struct Chart {
     std::string verification;  // one line
     std::size_t plotted = 0;   // marks with a value
     std::size_t failed = 0;    // Failed marks
+    std::size_t noisy = 0;     // plotted values marked noisy (a stacked bar counts once)
 
     // The mark under data point (hx, hy): the nearest whose box, grown by tol_x (x data units)
     // and tol_y (a fraction of the plot height), holds it. Returns (series index, mark index).

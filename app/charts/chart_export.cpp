@@ -146,6 +146,21 @@ void draw_fail_marker(cairo_t* cr, const Layout& L, const Mark& m) {
     cairo_restore(cr);
 }
 
+// Diagonal hatching over a rectangle (a noisy measurement's bar).
+void hatch(cairo_t* cr, double x, double y, double w, double h) {
+    cairo_save(cr);
+    cairo_rectangle(cr, x, y, w, h);
+    cairo_clip(cr);
+    cairo_set_source_rgba(cr, 0, 0, 0, 0.5);
+    cairo_set_line_width(cr, 0.9);
+    for (double d = -h; d < w; d += 5) {
+        cairo_move_to(cr, x + d, y + h);
+        cairo_line_to(cr, x + d + h, y);
+    }
+    cairo_stroke(cr);
+    cairo_restore(cr);
+}
+
 void draw_swatch(cairo_t* cr, double x, double y, const LegendEntry& e) {
     if (e.failed) {
         cairo_set_source_rgb(cr, 0.8, 0.1, 0.1);
@@ -230,7 +245,16 @@ void draw(cairo_t* cr, const Chart& c, double W, double H) {
     cairo_show_text(cr, c.y.title.c_str());
     cairo_restore(cr);
 
-    // Marks, clipped to the plot.
+    // Marks, clipped to the plot. Noisy values get a '~' over them, drawn after the clip.
+    std::vector<std::pair<double, double>> tildes;  // (x, y) pixels of the mark tops
+    auto add_tilde = [&](double x, double y) {
+        for (auto& t : tildes)
+            if (std::fabs(t.first - x) < 0.5) {
+                t.second = std::min(t.second, y);
+                return;
+            }
+        tildes.emplace_back(x, y);
+    };
     cairo_save(cr);
     cairo_rectangle(cr, L.left, L.top - 1, L.right - L.left, L.bottom - L.top + 1);
     cairo_clip(cr);
@@ -249,6 +273,10 @@ void draw(cairo_t* cr, const Chart& c, double W, double H) {
             cairo_set_source_rgba(cr, 1, 1, 1, 0.7);
             cairo_set_line_width(cr, 0.5);
             cairo_stroke(cr);
+            if (m.noisy) {
+                hatch(cr, x0, std::min(y0, y1), x1 - x0, std::fabs(y1 - y0));
+                add_tilde(0.5 * (x0 + x1), std::min(y0, y1));
+            }
             if (std::isfinite(m.lo) && std::isfinite(m.hi)) {
                 const double cx = 0.5 * (x0 + x1), cap = std::min(3.0, 0.3 * (x1 - x0));
                 cairo_set_source_rgba(cr, 0.15, 0.15, 0.15, 0.8);
@@ -302,15 +330,26 @@ void draw(cairo_t* cr, const Chart& c, double W, double H) {
                 cairo_line_to(cr, L.px(m.x1), L.py(m.y0));
                 cairo_stroke(cr);
             }
-            cairo_arc(cr, 0.5 * (L.px(m.x0) + L.px(m.x1)), L.py(m.y0), 3.6, 0, 2 * M_PI);
+            const double cx = 0.5 * (L.px(m.x0) + L.px(m.x1));
+            cairo_arc(cr, cx, L.py(m.y0), 3.6, 0, 2 * M_PI);
             color(cr, s.color);
             cairo_fill_preserve(cr);
             cairo_set_source_rgb(cr, 1, 1, 1);
             cairo_set_line_width(cr, 1);
             cairo_stroke(cr);
+            if (m.noisy) {  // a ring around the dot, and the '~'
+                color(cr, s.color);
+                cairo_set_line_width(cr, 1);
+                cairo_arc(cr, cx, L.py(m.y0), 6.5, 0, 2 * M_PI);
+                cairo_stroke(cr);
+                add_tilde(cx, L.py(m.y0) - 6);
+            }
         }
     }
     cairo_restore(cr);
+    font(cr, 13, true);
+    cairo_set_source_rgb(cr, 0.1, 0.1, 0.1);
+    for (const auto& [x, y] : tildes) text_at(cr, x, std::max(y - 3, L.top - 2), "~", 0.5);
     // Axes frame.
     cairo_set_source_rgb(cr, 0.2, 0.2, 0.2);
     cairo_set_line_width(cr, 1);

@@ -109,48 +109,34 @@ Verification verify(const std::vector<float>& got, const std::vector<float>& ref
 
 // [SECTION] one measurement: check once, then time with per-operation spans
 
-// Times `run` by the rule; each timed call gets a fresh profiler, so each operation's time per
-// call is known for every repeat. An operation absent from some call counts 0 there.
-void time_with_ops(const TimingRule& rule, const std::function<void(Profiler*)>& run,
-                   Measurement& m) {
-    using Clock = std::chrono::steady_clock;
-    for (int i = 0; i < rule.warmup; ++i) run(nullptr);
-    std::vector<double> totals;
+// Collects the profiler spans of each timed call of one measurement, so each operation's time
+// per call is known for every repeat. An operation absent from some call counts 0 there.
+struct OpRecorder {
     std::vector<std::string> names;
     std::vector<std::vector<double>> per_op;  // [op][repeat]
-    double sum = 0;
-    Profiler prof;
-    for (;;) {
-        prof.clear();
-        const auto t0 = Clock::now();
-        run(&prof);
-        const double s = std::chrono::duration<double>(Clock::now() - t0).count();
-        const std::size_t rep = totals.size();
-        totals.push_back(s);
-        sum += s;
+    std::size_t reps = 0;
+
+    void add(const Profiler& prof) {
         for (const Profiler::Entry& e : prof.entries()) {
             auto it = std::find(names.begin(), names.end(), e.name);
-            std::size_t k = static_cast<std::size_t>(it - names.begin());
+            const auto k = static_cast<std::size_t>(it - names.begin());
             if (it == names.end()) {
                 names.push_back(e.name);
-                per_op.emplace_back(rep, 0.0);
+                per_op.emplace_back(reps, 0.0);
             }
-            per_op[k].resize(rep + 1, 0.0);
-            per_op[k][rep] = e.seconds;
+            per_op[k].resize(reps + 1, 0.0);
+            per_op[k][reps] = e.seconds;
         }
-        for (auto& v : per_op) v.resize(rep + 1, 0.0);
-        const int n = static_cast<int>(totals.size());
-        if (rule.reps > 0) {
-            if (n >= rule.reps) break;
-        } else if ((n >= rule.min_reps && sum >= rule.min_seconds) || n >= rule.max_reps) {
-            break;
-        }
+        ++reps;
+        for (auto& v : per_op) v.resize(reps, 0.0);
     }
-    m.total = summarize(std::move(totals));
-    m.ops.clear();
-    for (std::size_t k = 0; k < names.size(); ++k)
-        m.ops.push_back({names[k], summarize(std::move(per_op[k]))});
-}
+    std::vector<Measurement::Op> finish() {
+        std::vector<Measurement::Op> ops;
+        for (std::size_t k = 0; k < names.size(); ++k)
+            ops.push_back({names[k], summarize(std::move(per_op[k]))});
+        return ops;
+    }
+};
 
 }  // namespace
 
@@ -399,9 +385,18 @@ Results run(const Config& cfg) {
                 return v;
             };
 
-            // The peer: its check and its time.
-            if (cfg.peer) {
+            // Checks first: the peer's result, then one run of each algorithm on an output
+            // poisoned with NaN (every element must be written).
+            struct Entry {
                 Measurement m;
+                std::function<void(Profiler*)> call;  // the timed call; empty: not timed
+                std::string error;                    // thrown while timed
+                OpRecorder ops;
+            };
+            std::vector<Entry> entries;
+            if (cfg.peer) {
+                Entry e;
+                Measurement& m = e.m;
                 m.layer = li;
                 m.pass = pass;
                 m.algorithm = cfg.peer->name;
@@ -414,52 +409,75 @@ Results run(const Config& cfg) {
                 } else {
                     m.impl = peer->impl(pass);
                     m.check = check_of(peer_out, ref_is_peer);
-                    try {
-                        const CpuSample t0 = cpu_sample();
-                        m.total = measure(cfg.timing, [&] { peer->run(pass); });
-                        m.foreign_cpu = foreign_cpu_share(t0, cpu_sample(), hw);
-                        m.ran = true;
-                    } catch (const std::exception& e) {
-                        m.error = e.what();
-                    }
+                    e.call = [&peer, pass](Profiler*) { peer->run(pass); };
                 }
-                r.rows.push_back(std::move(m));
-                step(info.name + " " + pass_name(pass) + " " + cfg.peer->name);
+                entries.push_back(std::move(e));
             }
-
             for (const Algorithm* a : pl.algos) {
-                if (cancelled()) {
-                    r.cancelled = true;
-                    break;
-                }
-                Measurement m;
+                Entry e;
+                Measurement& m = e.m;
                 m.layer = li;
                 m.pass = pass;
                 m.algorithm = a->name;
                 m.flops = flops;
                 m.bytes = pass_bytes(p, pass);
                 try {
-                    // Check: one run on an output poisoned with NaN (every element written).
                     poison(b.out, n_out);
-                    const ConvArgs a1 = args_for(pass, b, b.out.data());
-                    a->run(p, a1, nullptr);
+                    a->run(p, args_for(pass, b, b.out.data()), nullptr);
                     const bool is_ref =
                         !ref_is_peer && ref_algo == a->name &&
                         !std::count_if(cfg.extra_algorithms.begin(), cfg.extra_algorithms.end(),
                                        [&](const Algorithm& x) { return &x == a; });
                     m.check = check_of(b.out, is_ref);
-                    const ConvArgs a2 = args_for(pass, b, b.out.data());
-                    const CpuSample t0 = cpu_sample();
-                    time_with_ops(
-                        cfg.timing, [&](Profiler* prof) { a->run(p, a2, prof); }, m);
-                    m.foreign_cpu = foreign_cpu_share(t0, cpu_sample(), hw);
-                    m.ran = true;
-                } catch (const std::exception& e) {
-                    m.error = e.what();
-                    m.ran = false;
+                    const ConvArgs args = args_for(pass, b, b.out.data());
+                    e.call = [a, &p, args](Profiler* prof) { a->run(p, args, prof); };
+                } catch (const std::exception& x) {
+                    m.error = x.what();
                 }
-                r.rows.push_back(std::move(m));
-                step(info.name + " " + pass_name(pass) + " " + a->name);
+                entries.push_back(std::move(e));
+            }
+
+            // Times: the peer and the algorithms of this pass in alternating rounds, so that
+            // load which comes and goes on a shared machine falls on all of them alike.
+            std::vector<std::size_t> timed;
+            for (std::size_t i = 0; i < entries.size(); ++i)
+                if (entries[i].call) timed.push_back(i);
+            if (!timed.empty()) {
+                Profiler prof;
+                Interleaved fns;
+                fns.count = timed.size();
+                fns.run = [&](std::size_t f, bool is_timed) {
+                    Entry& e = entries[timed[f]];
+                    if (!e.error.empty()) return;  // it threw before: no more calls
+                    try {
+                        e.call(is_timed ? &prof : nullptr);
+                    } catch (const std::exception& x) {
+                        e.error = x.what();
+                    }
+                };
+                fns.after = [&](std::size_t f, double) {
+                    entries[timed[f]].ops.add(prof);
+                    prof.clear();
+                };
+                const CpuSample t0 = cpu_sample();
+                const std::vector<Stats> stats = measure_interleaved(cfg.timing, fns);
+                const double foreign = foreign_cpu_share(t0, cpu_sample(), hw);
+                for (std::size_t f = 0; f < timed.size(); ++f) {
+                    Entry& e = entries[timed[f]];
+                    e.m.foreign_cpu = foreign;
+                    if (!e.error.empty()) {
+                        e.m.error = "threw while timed: " + e.error;
+                        continue;
+                    }
+                    e.m.total = stats[f];
+                    e.m.ops = e.ops.finish();
+                    e.m.ran = true;
+                }
+            }
+            for (Entry& e : entries) {
+                const std::string what = info.name + " " + pass_name(pass) + " " + e.m.algorithm;
+                r.rows.push_back(std::move(e.m));
+                step(what);
             }
         }
         if (cancelled()) r.cancelled = true;
@@ -486,6 +504,12 @@ std::size_t Results::passed() const {
 
 std::size_t Results::failed() const {
     return rows.size() - passed();
+}
+
+std::size_t Results::noisy() const {
+    std::size_t n = 0;
+    for (const Measurement& m : rows) n += m.valid() && m.noisy() ? 1 : 0;
+    return n;
 }
 
 std::string Results::verification_summary() const {

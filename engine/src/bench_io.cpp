@@ -6,6 +6,7 @@
 //   [SECTION] JSON (a small reader for what the writer writes: objects, arrays, strings,
 //             numbers, true/false/null)
 //   [SECTION] rebuilding results from fields
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -75,10 +76,15 @@ Fields machine_fields(const Results& r) {
 }
 
 const char* const kColumns[] = {
-    "layer_index", "layer",     "descriptor", "pass",  "algorithm", "peer",     "operation",
-    "median_ms",   "min_ms",    "max_ms",     "q1_ms", "q3_ms",     "runs",     "share",
-    "foreign_cpu", "gflops",    "gbps",       "flops", "bytes",     "verified", "max_abs_err",
-    "max_rel_err", "reference", "note",       "impl",  "error"};
+    "layer_index", "layer",       "descriptor", "pass",  "algorithm", "peer",  "operation",
+    "median_ms",   "min_ms",      "max_ms",     "q1_ms", "q3_ms",     "runs",  "share",
+    "foreign_cpu", "noisy",       "gflops",     "gbps",  "flops",     "bytes", "verified",
+    "max_abs_err", "max_rel_err", "reference",  "note",  "impl",      "error"};
+
+// Columns added after the first format: a file written before them reads without them.
+bool optional_column(const std::string& name) {
+    return name == "noisy";
+}
 
 std::vector<Fields> row_fields(const Results& r) {
     std::vector<Fields> out;
@@ -100,6 +106,7 @@ std::vector<Fields> row_fields(const Results& r) {
                      nf("runs", t.runs),
                      nf("share", m.total.median_ms > 0 ? t.median_ms / m.total.median_ms : 0),
                      nf("foreign_cpu", m.foreign_cpu),
+                     bf("noisy", m.noisy()),
                      nf("gflops", total ? m.gflops() : 0),
                      nf("gbps", total ? m.gbps() : 0),
                      nf("flops", m.flops),
@@ -532,10 +539,13 @@ Results read_csv(std::istream& in) {
     }
     machine_from(machine, r, "CSV header comments");
     if (!read_record(in, header, line)) throw Error("CSV: no header line");
-    for (std::size_t i = 0; i < std::size(kColumns); ++i)
-        if (i >= header.size() || header[i] != kColumns[i])
+    for (std::size_t i = 0; i < header.size(); ++i)
+        if (std::find(std::begin(kColumns), std::end(kColumns), header[i]) == std::end(kColumns))
             throw Error("CSV line " + std::to_string(line) + ": column " + std::to_string(i + 1) +
-                        " should be '" + kColumns[i] + "'");
+                        " '" + header[i] + "' is not a results column");
+    for (const char* c : kColumns)
+        if (!optional_column(c) && std::find(header.begin(), header.end(), c) == header.end())
+            throw Error("CSV line " + std::to_string(line) + ": no column '" + c + "'");
     while (read_record(in, fields, line)) {
         if (fields.size() == 1 && fields[0].empty()) continue;
         const std::string where = "CSV line " + std::to_string(line);

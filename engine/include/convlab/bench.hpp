@@ -102,6 +102,19 @@ Stats measure(const TimingRule& rule, F&& run) {
 std::vector<Stats> measure_interleaved(const TimingRule& rule,
                                        const std::vector<std::function<void()>>& runs);
 
+// The general form the runner uses. run(f, timed) runs function f once: first rule.warmup
+// untimed calls of each (timed = false), then the rounds as above. after(f, seconds), when set,
+// is called right after each timed call of f, outside the timed region (to collect what the call
+// recorded, e.g. its profiler spans). clock, when set, replaces the steady clock (seconds; tests
+// give a fake one so that no result depends on the machine's speed).
+struct Interleaved {
+    std::size_t count = 0;
+    std::function<void(std::size_t f, bool timed)> run;
+    std::function<void(std::size_t f, double seconds)> after;
+    std::function<double()> clock;
+};
+std::vector<Stats> measure_interleaved(const TimingRule& rule, const Interleaved& fns);
+
 // GFLOP/s of `flops` operations done in `ms` milliseconds (also GB/s of bytes).
 inline double gflops(double flops, double ms) {
     return ms > 0 ? flops / (ms * 1e6) : 0;
@@ -275,6 +288,10 @@ struct Config {
     const std::atomic<bool>* cancel = nullptr;      // set to stop after the current measurement
 };
 
+// Above this share of the CPUs used by other processes while it was timed, a measurement is
+// "noisy": marked so in the files and drawn distinguishably (hatched, '~') on the charts.
+inline constexpr double kNoisyForeignCpu = 0.05;
+
 // One measured (layer, pass, algorithm): the total and each operation (profiler span), with the
 // verification of that configuration.
 struct Measurement {
@@ -294,9 +311,11 @@ struct Measurement {
     std::vector<Op> ops;  // in order of first use
     double flops = 0;     // 2*N*K*(C/G)*prod(O)*prod(k)
     double bytes = 0;     // tensors read and written once, fp32
-    // Share of the CPUs (0..1) other processes used while this was timed; -1 unknown. Above
-    // 0.05 the time is suspect (they took cores from it).
+    // Share of the CPUs (0..1) other processes used while this was timed (the window of its
+    // pass's alternating rounds, shared with the peer and the other algorithms); -1 unknown.
+    // Above kNoisyForeignCpu the time is suspect (they took cores from it): noisy().
     double foreign_cpu = -1;
+    bool noisy() const { return foreign_cpu > kNoisyForeignCpu; }
     double gflops() const { return bench::gflops(flops, total.median_ms); }
     double gbps() const { return bench::gflops(bytes, total.median_ms); }
     // A valid time: it ran and its verification passed (or it is the direct reference itself).
@@ -321,6 +340,7 @@ struct Results {
     // Every measurement that ran was verified and passed.
     std::size_t passed() const;
     std::size_t failed() const;                // failed, unchecked or errored
+    std::size_t noisy() const;                 // valid measurements that are noisy()
     std::string verification_summary() const;  // "all 100 measurements verified (PASS) ..."
     const Measurement* find(std::size_t layer, Pass pass, const std::string& algo) const;
 };
