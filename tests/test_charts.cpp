@@ -1,11 +1,13 @@
 // Charts: the model built from hand-made results (ratios, win count, stacking, FAIL marks never
 // plotted, hover lookup), and headless export: SVG parses as XML, PNG decodes, PDF has pages.
-// Also `convlab bench` end to end on a tiny shape file.
+// Also `convlab bench` end to end on a tiny shape file (status 0 verified, 1 with failures, 2
+// on bad input).
 #include <doctest/doctest.h>
 
 #include <cairo.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -354,6 +356,49 @@ TEST_CASE("charts: convlab bench writes verified CSV, JSON and charts, bad input
                 o1, e1) == 0);
     CHECK(slurp(fs::path(again) / "results.csv") == slurp(fs::path(out) / "results.csv"));
     CHECK(fs::exists(fs::path(again) / "relative_bwd_data.pdf"));
+
+    // Measurements that fail verification (a tolerance no fp32 sum meets): the files are still
+    // written, the failures marked FAIL and not plotted, and the status is 1 with a count.
+    const std::string strict = (dir.path / "strict").string();
+    std::ostringstream of, ef;
+    const int failed_status = run_cli({"bench",
+                                       "--shapes",
+                                       shapes.string(),
+                                       "--batch",
+                                       "1",
+                                       "--passes",
+                                       "fwd,bwd_data",
+                                       "--algos",
+                                       "im2col_gemm,col2im,via_forward",
+                                       "--peer",
+                                       "none",
+                                       "--threads",
+                                       "1",
+                                       "--warmup",
+                                       "0",
+                                       "--reps",
+                                       "2",
+                                       "--rtol",
+                                       "1e-12",
+                                       "--out",
+                                       strict},
+                                      of, ef);
+    CHECK(failed_status == 1);
+    CHECK(ef.str().rfind("convlab: ", 0) == 0);
+    CHECK(ef.str().find(" of 6 measurements failed verification") != std::string::npos);
+    const std::string ef_text = ef.str();
+    CHECK(std::count(ef_text.begin(), ef_text.end(), '\n') == 1);
+    CHECK(of.str().find("FAILED") != std::string::npos);
+    std::ifstream strict_json(fs::path(strict) / "results.json");
+    const Results rs = bench::read_json(strict_json);
+    CHECK(rs.rows.size() == 6);
+    CHECK(rs.failed() > 0);
+    CHECK(ef.str().find(std::to_string(rs.failed()) + " of 6") != std::string::npos);
+    CHECK(fs::exists(fs::path(strict) / "relative_bwd_data.svg"));
+    std::ostringstream orp, erp;  // redrawn: the same failures, the same status
+    CHECK(run_cli({"bench", "--replot", (fs::path(strict) / "results.json").string(), "--out",
+                   (dir.path / "strict2").string()},
+                  orp, erp) == 1);
 
     std::ostringstream o2, e2;
     CHECK(run_cli({"bench", "--shapes", shapes.string(), "--peer", "bogus", "--out", out}, o2,

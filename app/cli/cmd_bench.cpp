@@ -245,6 +245,15 @@ void print_bench_summary(const bench::Results& r, std::ostream& out) {
 
 namespace {
 
+// Exit status 1, the files being written, when any measurement failed or did not run.
+void fail_if_unverified(const bench::Results& r, const std::string& dir) {
+    if (r.failed() > 0)
+        throw CommandFailed(std::to_string(r.failed()) + " of " + std::to_string(r.rows.size()) +
+                            " measurements failed verification or did not run; they are marked "
+                            "FAIL in the files written to " +
+                            dir + " and not plotted");
+}
+
 void run_bench(const Options& opts, std::ostream& out) {
     const std::string dir = opts.required("bench", "--out");
     if (const std::string* from = opts.get("--replot")) {
@@ -257,6 +266,7 @@ void run_bench(const Options& opts, std::ostream& out) {
         const std::vector<std::string> paths = write_bench_outputs(r, dir);
         out << "wrote " << paths.size() << " files to " << dir << " (redrawn from " << *from
             << ", not measured again)\n";
+        fail_if_unverified(r, dir);
         return;
     }
     bench::Config cfg = config_from(opts);
@@ -274,10 +284,7 @@ void run_bench(const Options& opts, std::ostream& out) {
     const std::vector<std::string> paths = write_bench_outputs(r, dir);
     out << "wrote " << paths.size() << " files to " << dir << " (results.csv, results.json, "
         << (paths.size() - 2) / 3 << " charts as SVG, PNG and PDF)\n";
-    if (r.failed() > 0)
-        out << "WARNING: " << r.failed()
-            << " measurements failed verification or did not run; they are marked FAIL in the "
-               "files and not plotted\n";
+    fail_if_unverified(r, dir);
 }
 
 const Command& command() {
@@ -292,7 +299,8 @@ const Command& command() {
         "Writes DIR/results.csv and DIR/results.json (one row per layer, pass, algorithm and\n"
         "operation) and the charts relative_bwd_data, ops_<pass>, gflops_<pass> as .svg, .png\n"
         "and .pdf, each with its verification status, machine record and this command line.\n"
-        "A progress bar goes to stderr when it is a terminal.\n",
+        "A progress bar goes to stderr when it is a terminal. Exit status 1 (after writing the\n"
+        "files) when any measurement failed verification or did not run, 2 on bad input.\n",
         {{"--shapes", "FILE", "shape file (default assets/shapes/resnet50.txt)"},
          {"--quick", nullptr, "classroom-sized run under a minute (assets/shapes/classroom.txt)"},
          {"--batch", "N", "batch of every layer (default 1); 'file' keeps each line's mb"},
