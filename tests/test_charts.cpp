@@ -400,6 +400,19 @@ TEST_CASE("charts: convlab bench writes verified CSV, JSON and charts, bad input
                    (dir.path / "strict2").string()},
                   orp, erp) == 1);
 
+    // Without bwd_data there is no relative chart, and the command says so.
+    const std::string fwd_only = (dir.path / "fwd_only").string();
+    std::ostringstream of1, ef1;
+    REQUIRE(run_cli({"bench", "--shapes", shapes.string(), "--passes", "fwd", "--algos",
+                     "im2col_gemm", "--peer", "none", "--threads", "1", "--warmup", "0", "--reps",
+                     "1", "--out", fwd_only},
+                    of1, ef1) == 0);
+    CHECK(of1.str().find("relative_bwd_data: skipped, needs passes fwd and bwd_data\n") !=
+          std::string::npos);
+    CHECK_FALSE(fs::exists(fs::path(fwd_only) / "relative_bwd_data.svg"));
+    CHECK(fs::exists(fs::path(fwd_only) / "gflops_fwd.svg"));
+    CHECK(o.str().find("skipped") == std::string::npos);
+
     std::ostringstream o2, e2;
     CHECK(run_cli({"bench", "--shapes", shapes.string(), "--peer", "bogus", "--out", out}, o2,
                   e2) == 2);

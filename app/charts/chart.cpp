@@ -590,14 +590,29 @@ Chart gflops_chart(const Results& r, Pass pass) {
     return c;
 }
 
+namespace {
+
+// The relative chart divides bwd_data times by fwd times: both passes must have engine rows.
+bool can_draw_relative(const Results& r) {
+    return !engine_algos(r, Pass::Forward).empty() && !engine_algos(r, Pass::BackwardData).empty();
+}
+
+}  // namespace
+
+std::vector<std::string> skipped_charts(const Results& r) {
+    std::vector<std::string> out;
+    if (!can_draw_relative(r))
+        out.push_back("relative_bwd_data: skipped, needs passes fwd and bwd_data");
+    return out;
+}
+
 std::vector<Chart> standard_charts(const Results& r) {
     std::vector<Pass> passes;
     for (const Measurement& m : r.rows)
         if (std::find(passes.begin(), passes.end(), m.pass) == passes.end())
             passes.push_back(m.pass);
     std::vector<Chart> out;
-    if (!engine_algos(r, Pass::Forward).empty() && !engine_algos(r, Pass::BackwardData).empty())
-        out.push_back(relative_time_chart(r));
+    if (can_draw_relative(r)) out.push_back(relative_time_chart(r));
     for (Pass p : passes)
         if (!engine_algos(r, p).empty()) out.push_back(operation_share_chart(r, p));
     for (Pass p : passes) out.push_back(gflops_chart(r, p));

@@ -143,6 +143,9 @@ Chart gflops_chart(const bench::Results& r, Pass pass);
 // All of them for the passes in the results: relative (when fwd and bwd_data were measured),
 // then ops_<pass> and gflops_<pass> per pass.
 std::vector<Chart> standard_charts(const bench::Results& r);
+// The standard charts that standard_charts leaves out for these results, each with why:
+// "relative_bwd_data: skipped, needs passes fwd and bwd_data".
+std::vector<std::string> skipped_charts(const bench::Results& r);
 
 // Layers where `a` is faster than `b` (median totals), over the layers where both ran and were
 // verified, in one pass.

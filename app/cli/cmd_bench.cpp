@@ -155,8 +155,10 @@ std::string fmt(const char* f, double x) {
 
 }  // namespace
 
-std::vector<std::string> write_bench_outputs(const bench::Results& r, const std::string& dir) {
+std::vector<std::string> write_bench_outputs(const bench::Results& r, const std::string& dir,
+                                             std::ostream& log) {
     make_dir(dir);
+    for (const std::string& why : charts::skipped_charts(r)) log << why << "\n";
     // The Timings panel's export, with every format and the results files.
     return app::export_timings(r, charts::standard_charts(r), dir, app::TimingsExport{});
 }
@@ -263,7 +265,7 @@ void run_bench(const Options& opts, std::ostream& out) {
         const bench::Results r =
             in_context("--replot '" + *from + "'", [&] { return bench::read_json(in); });
         print_bench_summary(r, out);
-        const std::vector<std::string> paths = write_bench_outputs(r, dir);
+        const std::vector<std::string> paths = write_bench_outputs(r, dir, out);
         out << "wrote " << paths.size() << " files to " << dir << " (redrawn from " << *from
             << ", not measured again)\n";
         fail_if_unverified(r, dir);
@@ -281,7 +283,7 @@ void run_bench(const Options& opts, std::ostream& out) {
     if (const std::size_t rss = bench::peak_rss_bytes(); rss > 0)
         out << "peak resident memory of this process (VmHWM): "
             << fmt("%.1f", static_cast<double>(rss) / (1 << 20)) << " MiB\n";
-    const std::vector<std::string> paths = write_bench_outputs(r, dir);
+    const std::vector<std::string> paths = write_bench_outputs(r, dir, out);
     out << "wrote " << paths.size() << " files to " << dir << " (results.csv, results.json, "
         << (paths.size() - 2) / 3 << " charts as SVG, PNG and PDF)\n";
     fail_if_unverified(r, dir);
@@ -334,7 +336,7 @@ int write_quick_timings(const std::string& dir, std::ostream& log) {
         bench::Config cfg = config_from(opts);
         const bench::Results r = bench::run(cfg);
         print_bench_summary(r, log);
-        const auto paths = write_bench_outputs(r, dir);
+        const auto paths = write_bench_outputs(r, dir, log);
         log << "wrote " << paths.size() << " files to " << dir << "\n";
         return r.failed() == 0 ? 0 : 1;
     } catch (const std::exception& e) {
