@@ -335,6 +335,63 @@ TEST_CASE("bench: the peer is timed in the same run and checked like the engine"
     CHECK_FALSE(wrong->valid());
 }
 
+TEST_CASE("bench: fp16 / bf16 storage times the fractal algorithms alone, within 4e-3 / 3e-2") {
+    Config cfg = tiny_config();
+    cfg.peer = fake_peer(false);
+    for (DType dt : {DType::f16, DType::bf16}) {
+        CAPTURE(dtype_name(dt));
+        cfg.dtype = dt;
+        const Results r = run(cfg);
+        CHECK(r.dtype == dt);
+        CHECK(r.rtol == (dt == DType::f16 ? 4e-3 : 3e-2));
+        // fwd fractal, bwd_data and bwd_weight fractal_via_forward, on both layers; no peer.
+        REQUIRE(r.rows.size() == 2 * 3);
+        for (const Measurement& m : r.rows) {
+            CAPTURE(m.algorithm);
+            CHECK(supports_storage_dtype(m.pass, m.algorithm));
+            CHECK_FALSE(m.peer);
+            CHECK(m.dtype == dt);
+            CHECK(m.valid());
+            CHECK(m.check.reference == "direct");  // the fp32 reference, not itself
+            CHECK(m.check.max_rel <= r.rtol);
+            CHECK(m.check.max_rel > 1e-5);  // rounded storage: far from fp32's ~1e-7
+            CHECK(m.total.runs == 3);
+        }
+        REQUIRE(r.notes.size() == 2);
+        CHECK(r.notes[0].find("im2col_gemm") != std::string::npos);
+        CHECK(r.notes[0].find("fp32 only: skipped") != std::string::npos);
+        CHECK(r.notes[1] ==
+              std::string("dtype ") + dtype_name(dt) + ": peer fake is fp32 only: skipped");
+        CHECK(r.machine.peer == "none");
+        CHECK(r.verification_summary().find(std::string(dtype_name(dt)) + " storage") !=
+              std::string::npos);
+        // The files keep the dtype of the run and of each row, and the notes.
+        std::stringstream csv, json;
+        write_csv(r, csv);
+        write_json(r, json);
+        for (Results b : {read_csv(csv), read_json(json)}) {
+            CHECK(b.dtype == dt);
+            CHECK(b.notes == r.notes);
+            REQUIRE(b.rows.size() == r.rows.size());
+            CHECK(b.rows[0].dtype == dt);
+        }
+    }
+    // fp32: the same algorithms agree with direct to fp32 rounding.
+    cfg.dtype = DType::f32;
+    cfg.algos = {"fractal", "fractal_via_forward"};
+    const Results f = run(cfg);
+    for (const Measurement& m : f.rows)
+        if (!m.peer) CHECK(m.check.max_rel < 1e-5);
+    // A named fp32-only algorithm is refused, naming the field and the rule.
+    cfg.dtype = DType::f16;
+    cfg.algos = {"fractal", "im2col_gemm"};
+    CHECK_THROWS_WITH_AS(run(cfg), doctest::Contains("dtype: fp16 storage is supported by"), Error);
+    CHECK_THROWS_WITH_AS(run(cfg), doctest::Contains("im2col_gemm (in algos) is fp32 only"), Error);
+    cfg.algos.clear();
+    cfg.reference = "peer";
+    CHECK_THROWS_WITH_AS(run(cfg), doctest::Contains("fp32 only"), Error);
+}
+
 TEST_CASE("bench: progress reaches the total, cancel stops early") {
     Config cfg = tiny_config();
     std::vector<std::size_t> seen;

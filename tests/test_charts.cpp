@@ -400,6 +400,37 @@ TEST_CASE("charts: convlab bench writes verified CSV, JSON and charts, bad input
                    (dir.path / "strict2").string()},
                   orp, erp) == 1);
 
+    // fp16 storage: the fractal algorithms alone, the dtype in the files; oneDNN refused.
+    const std::string half = (dir.path / "half").string();
+    std::ostringstream oh, eh;
+    REQUIRE(run_cli({"bench", "--shapes", shapes.string(), "--dtype", "fp16", "--peer", "none",
+                     "--threads", "1", "--warmup", "0", "--reps", "1", "--out", half},
+                    oh, eh) == 0);
+    CHECK(oh.str().find("note: dtype fp16: ") != std::string::npos);
+    {
+        std::ifstream in(fs::path(half) / "results.json");
+        const Results rh = bench::read_json(in);
+        CHECK(rh.dtype == DType::f16);
+        CHECK(rh.rtol == 4e-3);
+        CHECK(rh.rows.size() == 2 * 3);
+        for (const Measurement& m : rh.rows) CHECK((m.dtype == DType::f16 && m.valid()));
+    }
+    CHECK(slurp(fs::path(half) / "results.csv").find("# dtype: fp16") != std::string::npos);
+    std::ostringstream oh2, eh2;
+    CHECK(run_cli({"bench", "--shapes", shapes.string(), "--dtype", "bf16", "--peer", "onednn",
+                   "--out", half},
+                  oh2, eh2) == 2);
+    CHECK(eh2.str().find("--peer onednn: oneDNN is timed in fp32 only") != std::string::npos);
+    std::ostringstream oh3, eh3;
+    CHECK(run_cli({"bench", "--shapes", shapes.string(), "--dtype", "fp64", "--out", half}, oh3,
+                  eh3) == 2);
+    CHECK(eh3.str().find("--dtype") != std::string::npos);
+    std::ostringstream oh4, eh4;
+    CHECK(run_cli({"bench", "--shapes", shapes.string(), "--dtype", "bf16", "--algos",
+                   "im2col_gemm", "--peer", "none", "--out", half},
+                  oh4, eh4) == 2);
+    CHECK(eh4.str().find("dtype: bf16 storage is supported by") != std::string::npos);
+
     // Without bwd_data there is no relative chart, and the command says so.
     const std::string fwd_only = (dir.path / "fwd_only").string();
     std::ostringstream of1, ef1;

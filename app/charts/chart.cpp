@@ -147,6 +147,7 @@ void finish(Chart& c, const Results& r) {
         c.footer.push_back("~ (hatched) measured while other processes used > " +
                            fmt("%.0f", 100 * bench::kNoisyForeignCpu) +
                            "% of the CPU: its time is suspect");
+    for (const std::string& n : r.notes) c.footer.push_back("Note: " + n);
     c.footer.push_back("Reproduce: " + (r.command.empty() ? "(command not recorded)" : r.command));
     if (c.failed > 0) {
         LegendEntry e;
@@ -585,7 +586,10 @@ Chart gflops_chart(const Results& r, Pass pass) {
                 " point(s) above the measured peak: the FMA loop was slowed by other processes "
                 "or a lower clock when it ran (see Noise below)");
     }
-    y_axis(c, 0, hi * 1.05, "GFLOP/s (fp32)");
+    y_axis(c, 0, hi * 1.05,
+           r.dtype == DType::f32
+               ? std::string("GFLOP/s (fp32)")
+               : std::string("GFLOP/s (") + dtype_name(r.dtype) + " storage, fp32 accumulation)");
     finish(c, r);
     return c;
 }

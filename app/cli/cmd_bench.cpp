@@ -106,10 +106,22 @@ bench::Config config_from(const Options& opts) {
         cfg.timing.reps = static_cast<int>(parse_integer("--reps", *v, 1, 100000));
     if (const std::string* v = opts.get("--min-time"))
         cfg.timing.min_seconds = parse_number("--min-time", *v, 0);
-    if (const std::string* v = opts.get("--rtol")) cfg.rtol = parse_number("--rtol", *v, 1e-12);
+    if (const std::string* v = opts.get("--dtype"))
+        cfg.dtype = in_context("--dtype", [&] { return parse_dtype(*v); });
+    const bool fp32 = cfg.dtype == DType::f32;
+    if (const std::string* v = opts.get("--rtol")) {
+        const double x = parse_number("--rtol", *v, 1e-12);
+        (fp32 ? cfg.rtol : cfg.dtype == DType::f16 ? cfg.rtol_fp16 : cfg.rtol_bf16) = x;
+    }
     cfg.reference = opts.value_or("--reference", "auto");
+    // The peer is fp32 only: with fp16 / bf16 it is left out unless asked for (then an error).
     const std::string peer =
-        opts.value_or("--peer", ::bench::PeerConv::available() ? "onednn" : "none");
+        opts.value_or("--peer", ::bench::PeerConv::available() && fp32 ? "onednn" : "none");
+    if (peer == "onednn" && !fp32)
+        throw Error(std::string("--peer onednn: oneDNN is timed in fp32 only; --dtype ") +
+                    dtype_name(cfg.dtype) +
+                    " times the DaVinci fractal algorithms alone (use "
+                    "--peer none, or --dtype fp32)");
     if (peer == "onednn") {
         cfg.peer = ::bench::PeerConv::spec();
         if (!cfg.peer) throw Error("--peer onednn: this convlab was built without oneDNN");
@@ -276,9 +288,12 @@ void run_bench(const Options& opts, std::ostream& out) {
     ProgressBar bar;
     cfg.progress = [&bar](const bench::Config::Progress& p) { bar(p); };
     out << "convlab bench: " << cfg.layers.size() << " layers of " << cfg.shapes_file
-        << (cfg.peer ? ", peer " + cfg.peer->description : ", no peer") << "\n";
+        << (cfg.peer ? ", peer " + cfg.peer->description : ", no peer")
+        << (cfg.dtype == DType::f32 ? "" : std::string(", ") + dtype_name(cfg.dtype) + " storage")
+        << "\n";
     out.flush();
     const bench::Results r = bench::run(cfg);
+    for (const std::string& n : r.notes) out << "note: " << n << "\n";
     print_bench_summary(r, out);
     if (const std::size_t rss = bench::peak_rss_bytes(); rss > 0)
         out << "peak resident memory of this process (VmHWM): "
@@ -310,11 +325,16 @@ const Command& command() {
          {"--algos", "LIST", "comma-separated names or PASS:NAME (default: all but direct)"},
          {"--peer", "NAME", "onednn (default when built with it) | none"},
          {"--threads", "T", "threads of the engine and the peer (default 0 = all cores)"},
+         {"--dtype", "TYPE",
+          "fp32 (default) | fp16 | bf16: storage of the DaVinci fractal algorithms (fp32 "
+          "accumulation); the others and oneDNN are fp32 only and skipped"},
          {"--warmup", "N", "untimed runs before timing (default 2)"},
          {"--reps", "N", "exactly N timed runs (default: runs filling --min-time, at least 3)"},
          {"--min-time", "S", "seconds of timed runs per measurement (default 0.2)"},
          {"--reference", "REF", "auto (default) | direct | peer | an algorithm name"},
-         {"--rtol", "X", "tolerance of the check, relative to max(|ref|, rms) (default 1e-4)"},
+         {"--rtol", "X",
+          "tolerance of the check, relative to max(|ref|, rms) (default 1e-4; fp16 4e-3, bf16 "
+          "3e-2)"},
          {"--filter", "TEXT", "only layers whose name contains TEXT"},
          {"--replot", "FILE", "redraw the charts of a results.json (nothing is measured)"},
          {"--out", "DIR", "directory of the results and charts (created when missing)"}},

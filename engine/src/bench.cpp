@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "convlab/bench.hpp"
+#include "convlab/davinci.hpp"
 #include "convlab/profiler.hpp"
 
 namespace convlab::bench {
@@ -24,7 +25,34 @@ struct PassPlan {
     std::vector<const Algorithm*> algos;
 };
 
-std::vector<PassPlan> make_plan(const Config& cfg) {
+const char* const kStorageAlgos =
+    "fwd:fractal, bwd_data:fractal_via_forward, "
+    "bwd_weight:fractal_via_forward";
+
+// The runner's call of an algorithm with a storage dtype: the registry's own for fp32, else the
+// DaVinci entry point with C0 16 and that storage.
+std::function<void(const Problem&, const ConvArgs&, Profiler*)> storage_call(const Algorithm& a,
+                                                                             DType dtype) {
+    if (dtype == DType::f32) return a.run;
+    const davinci::Options o{davinci::kC0, dtype};
+    const std::string_view name = a.name;
+    if (a.pass == Pass::Forward && name == "fractal")
+        return [o](const Problem& p, const ConvArgs& x, Profiler* prof) {
+            davinci::forward_fractal(p, x, prof, o);
+        };
+    if (a.pass == Pass::BackwardData && name == "fractal_via_forward")
+        return [o](const Problem& p, const ConvArgs& x, Profiler* prof) {
+            davinci::backward_data_fractal_via_forward(p, x, prof, o);
+        };
+    if (a.pass == Pass::BackwardWeight && name == "fractal_via_forward")
+        return [o](const Problem& p, const ConvArgs& x, Profiler* prof) {
+            davinci::backward_weight_fractal_via_forward(p, x, prof, o);
+        };
+    throw Error(std::string("dtype: ") + dtype_name(dtype) + " storage is not supported by " +
+                pass_name(a.pass) + ":" + a.name + " (fp32 only)");
+}
+
+std::vector<PassPlan> make_plan(const Config& cfg, std::vector<std::string>& notes) {
     std::vector<PassPlan> plan;
     for (Pass p : cfg.passes) {
         if (p == Pass::BackwardBias)
@@ -40,13 +68,36 @@ std::vector<PassPlan> make_plan(const Config& cfg) {
             if (a.pass == p) out.push_back(&a);
         return out;
     };
-    auto add = [](PassPlan& pl, const Algorithm* a) {
+    // With fp16 / bf16 storage only the registry's capable algorithms can run.
+    const bool fp32 = cfg.dtype == DType::f32;
+    auto capable = [&](const Algorithm* a) {
+        const bool extra = std::any_of(cfg.extra_algorithms.begin(), cfg.extra_algorithms.end(),
+                                       [&](const Algorithm& x) { return &x == a; });
+        return fp32 || (!extra && supports_storage_dtype(a->pass, a->name));
+    };
+    std::vector<std::string> skipped;
+    auto add = [&](PassPlan& pl, const Algorithm* a) {
+        if (!capable(a)) {
+            const std::string name = std::string(pass_name(pl.pass)) + ":" + a->name;
+            if (std::find(skipped.begin(), skipped.end(), name) == skipped.end())
+                skipped.push_back(name);
+            return;
+        }
         if (std::find(pl.algos.begin(), pl.algos.end(), a) == pl.algos.end()) pl.algos.push_back(a);
+    };
+    auto note_skipped = [&] {
+        if (skipped.empty()) return;
+        std::string list;
+        for (const std::string& n : skipped) list += (list.empty() ? "" : ", ") + n;
+        notes.push_back(std::string("dtype ") + dtype_name(cfg.dtype) + ": " + list +
+                        " are fp32 only: skipped (" + dtype_name(cfg.dtype) +
+                        " storage: " + kStorageAlgos + ")");
     };
     if (cfg.algos.empty()) {
         for (PassPlan& pl : plan)
             for (const Algorithm* a : candidates(pl.pass))
                 if (std::string_view(a->name) != "direct") add(pl, a);
+        note_skipped();
         return plan;
     }
     for (const std::string& tok : cfg.algos) {
@@ -66,6 +117,11 @@ std::vector<PassPlan> make_plan(const Config& cfg) {
             if (only && pl.pass != *only) continue;
             for (const Algorithm* a : candidates(pl.pass)) {
                 if (name == a->name) {
+                    if (!capable(a))
+                        throw Error(std::string("dtype: ") + dtype_name(cfg.dtype) +
+                                    " storage is supported by " + kStorageAlgos + " only; " +
+                                    pass_name(pl.pass) + ":" + a->name +
+                                    " (in algos) is fp32 only");
                     add(pl, a);
                     found = true;
                 }
@@ -81,6 +137,7 @@ std::vector<PassPlan> make_plan(const Config& cfg) {
                         "' is not an algorithm of a selected pass (known: " + known + ")");
         }
     }
+    note_skipped();
     return plan;
 }
 
@@ -140,6 +197,12 @@ struct OpRecorder {
 
 }  // namespace
 
+bool supports_storage_dtype(Pass pass, std::string_view algo) {
+    return (pass == Pass::Forward && algo == "fractal") ||
+           ((pass == Pass::BackwardData || pass == Pass::BackwardWeight) &&
+            algo == "fractal_via_forward");
+}
+
 std::string shell_quote(const std::string& s) {
     if (!s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
                                           "0123456789-_./,:=+") == std::string::npos)
@@ -196,13 +259,24 @@ Results run(const Config& cfg) {
     if (cfg.layers.empty()) throw Error("shapes: no layer to run");
     if (cfg.timing.warmup < 0) throw Error("warmup: must be >= 0");
     if (cfg.timing.reps < 0) throw Error("reps: must be >= 0");
-    if (!(cfg.rtol > 0)) throw Error("rtol: must be > 0");
+    if (!(cfg.rtol > 0) || !(cfg.rtol_fp16 > 0) || !(cfg.rtol_bf16 > 0))
+        throw Error("rtol: must be > 0");
     if (cfg.batch && *cfg.batch < 1) throw Error("batch: must be >= 1");
-    const std::vector<PassPlan> plan = make_plan(cfg);
+    std::vector<std::string> notes;
+    const std::vector<PassPlan> plan = make_plan(cfg, notes);
+    const bool fp32 = cfg.dtype == DType::f32;
+    const std::string dtype = dtype_name(cfg.dtype);
+    // The peer is timed in fp32 only: with fp16 / bf16 storage it is not run (noted).
+    const PeerSpec* peer_spec = cfg.peer && fp32 ? &*cfg.peer : nullptr;
+    if (cfg.peer && !fp32)
+        notes.push_back("dtype " + dtype + ": peer " + cfg.peer->name + " is fp32 only: skipped");
+    const double rtol = fp32 ? cfg.rtol : cfg.dtype == DType::f16 ? cfg.rtol_fp16 : cfg.rtol_bf16;
     const bool ref_named =
         cfg.reference != "auto" && cfg.reference != "direct" && cfg.reference != "peer";
-    if (cfg.reference == "peer" && !cfg.peer)
-        throw Error("reference: 'peer' needs a peer library (none given)");
+    if (cfg.reference == "peer" && !peer_spec)
+        throw Error(cfg.peer ? "reference: 'peer' with dtype " + dtype +
+                                   ": the peer is fp32 only and not run (use auto or direct)"
+                             : std::string("reference: 'peer' needs a peer library (none given)"));
     if (ref_named) {
         for (const PassPlan& pl : plan) find_algorithm(pl.pass, cfg.reference);  // throws
     }
@@ -210,22 +284,24 @@ Results run(const Config& cfg) {
     const int hw = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
     const int threads = cfg.threads > 0 ? cfg.threads : hw;
     set_num_threads(threads);
-    if (cfg.peer && cfg.peer->set_threads) cfg.peer->set_threads(threads);
+    if (peer_spec && peer_spec->set_threads) peer_spec->set_threads(threads);
 
     Results r;
     r.machine = describe_machine();
     r.machine.threads = threads;
-    r.machine.peer = cfg.peer ? cfg.peer->description : "none";
+    r.machine.peer = peer_spec ? peer_spec->description : "none";
     r.shapes_file = cfg.shapes_file;
     r.command = cfg.command;
     r.batch = cfg.batch ? *cfg.batch : 0;
     r.timing = cfg.timing;
-    r.rtol = cfg.rtol;
+    r.rtol = rtol;
+    r.dtype = cfg.dtype;
+    r.notes = notes;
     auto measure_peak = [&] { measure_machine_peak(r.machine, threads); };
     if (cfg.measure_peak) measure_peak();
 
     std::size_t per_layer = 0;
-    for (const PassPlan& pl : plan) per_layer += pl.algos.size() + (cfg.peer ? 1 : 0);
+    for (const PassPlan& pl : plan) per_layer += pl.algos.size() + (peer_spec ? 1 : 0);
     Config::Progress progress;
     progress.total = per_layer * cfg.layers.size();
     auto step = [&](const std::string& what) {
@@ -264,7 +340,7 @@ Results run(const Config& cfg) {
         };
         if (!why.empty()) {
             for (const PassPlan& pl : plan) {
-                if (cfg.peer) error_row(pl.pass, cfg.peer->name, true, "invalid problem: " + why);
+                if (peer_spec) error_row(pl.pass, peer_spec->name, true, "invalid problem: " + why);
                 for (const Algorithm* a : pl.algos)
                     error_row(pl.pass, a->name, false, "invalid problem: " + why);
             }
@@ -283,9 +359,9 @@ Results run(const Config& cfg) {
 
         std::unique_ptr<PeerConv> peer;
         std::string peer_error;
-        if (cfg.peer) {
+        if (peer_spec) {
             try {
-                peer = cfg.peer->create(p, cfg.passes);
+                peer = peer_spec->create(p, cfg.passes);
                 peer->set_inputs(b.src.data(), b.wei.data(), b.diff_dst.data());
             } catch (const std::exception& e) {
                 peer_error = e.what();
@@ -336,12 +412,12 @@ Results run(const Config& cfg) {
             bool have_ref = false;
             std::string ref_error;
             if (ref_is_peer) {
-                ref_name = "peer:" + cfg.peer->name;
+                ref_name = "peer:" + peer_spec->name;
                 if (!peer_out.empty()) {
                     b.ref = peer_out;
                     have_ref = true;
                 } else {
-                    ref_error = cfg.peer->name + " has no result" +
+                    ref_error = peer_spec->name + " has no result" +
                                 (peer_error.empty() ? "" : ": " + peer_error);
                 }
                 if (cfg.reference == "auto") {
@@ -380,7 +456,7 @@ Results run(const Config& cfg) {
                     v.reference = ref_name;
                     v.note = "no reference: " + ref_error;
                 } else {
-                    v = verify(got, b.ref, ref_name, ref_note, cfg.rtol);
+                    v = verify(got, b.ref, ref_name, ref_note, rtol);
                 }
                 return v;
             };
@@ -394,12 +470,12 @@ Results run(const Config& cfg) {
                 OpRecorder ops;
             };
             std::vector<Entry> entries;
-            if (cfg.peer) {
+            if (peer_spec) {
                 Entry e;
                 Measurement& m = e.m;
                 m.layer = li;
                 m.pass = pass;
-                m.algorithm = cfg.peer->name;
+                m.algorithm = peer_spec->name;
                 m.peer = true;
                 m.flops = flops;
                 m.bytes = pass_bytes(p, pass);
@@ -419,18 +495,20 @@ Results run(const Config& cfg) {
                 m.layer = li;
                 m.pass = pass;
                 m.algorithm = a->name;
+                m.dtype = cfg.dtype;
                 m.flops = flops;
                 m.bytes = pass_bytes(p, pass);
                 try {
+                    const auto call = storage_call(*a, cfg.dtype);
                     poison(b.out, n_out);
-                    a->run(p, args_for(pass, b, b.out.data()), nullptr);
+                    call(p, args_for(pass, b, b.out.data()), nullptr);
                     const bool is_ref =
-                        !ref_is_peer && ref_algo == a->name &&
+                        fp32 && !ref_is_peer && ref_algo == a->name &&
                         !std::count_if(cfg.extra_algorithms.begin(), cfg.extra_algorithms.end(),
                                        [&](const Algorithm& x) { return &x == a; });
                     m.check = check_of(b.out, is_ref);
                     const ConvArgs args = args_for(pass, b, b.out.data());
-                    e.call = [a, &p, args](Profiler* prof) { a->run(p, args, prof); };
+                    e.call = [call, &p, args](Profiler* prof) { call(p, args, prof); };
                 } catch (const std::exception& x) {
                     m.error = x.what();
                 }
@@ -534,7 +612,8 @@ std::string Results::verification_summary() const {
         if (bad.size() > 6) s << ", ...";
         s << "; " << passed() << " verified";
     }
-    s << " (rtol " << rtol << "; reference:";
+    s << " (" << (dtype == DType::f32 ? "" : std::string(dtype_name(dtype)) + " storage, ")
+      << "rtol " << rtol << "; reference:";
     bool first = true;
     for (const auto& [name, n] : refs) {
         s << (first ? " " : ", ") << (name == "self" ? "is the reference" : name) << " " << n;

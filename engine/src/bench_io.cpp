@@ -46,6 +46,23 @@ Field bf(std::string name, bool b) {
     return {std::move(name), b ? "true" : "false", true};
 }
 
+// Notes in one field, " | " between them (a note never holds '|').
+std::string join_notes(const std::vector<std::string>& notes) {
+    std::string s;
+    for (const std::string& n : notes) s += (s.empty() ? "" : " | ") + n;
+    return s;
+}
+std::vector<std::string> split_notes(const std::string& s) {
+    std::vector<std::string> out;
+    for (std::size_t i = 0; i < s.size();) {
+        std::size_t j = s.find(" | ", i);
+        if (j == std::string::npos) j = s.size();
+        out.push_back(s.substr(i, j - i));
+        i = j + 3;
+    }
+    return out;
+}
+
 Fields machine_fields(const Results& r) {
     const Machine& m = r.machine;
     return {sf("cpu", m.cpu),
@@ -66,24 +83,26 @@ Fields machine_fields(const Results& r) {
             nf("median_spread", m.median_spread),
             sf("shapes", r.shapes_file),
             nf("batch", static_cast<double>(r.batch)),
+            sf("dtype", dtype_name(r.dtype)),
             nf("warmup", r.timing.warmup),
             nf("reps", r.timing.reps),
             nf("min_reps", r.timing.min_reps),
             nf("min_seconds", r.timing.min_seconds),
             nf("rtol", r.rtol),
             bf("cancelled", r.cancelled),
+            sf("notes", join_notes(r.notes)),
             sf("command", r.command)};
 }
 
 const char* const kColumns[] = {
-    "layer_index", "layer",       "descriptor", "pass",  "algorithm", "peer",  "operation",
-    "median_ms",   "min_ms",      "max_ms",     "q1_ms", "q3_ms",     "runs",  "share",
-    "foreign_cpu", "noisy",       "gflops",     "gbps",  "flops",     "bytes", "verified",
-    "max_abs_err", "max_rel_err", "reference",  "note",  "impl",      "error"};
+    "layer_index", "layer",       "descriptor",  "pass",      "algorithm", "peer",  "dtype",
+    "operation",   "median_ms",   "min_ms",      "max_ms",    "q1_ms",     "q3_ms", "runs",
+    "share",       "foreign_cpu", "noisy",       "gflops",    "gbps",      "flops", "bytes",
+    "verified",    "max_abs_err", "max_rel_err", "reference", "note",      "impl",  "error"};
 
 // Columns added after the first format: a file written before them reads without them.
 bool optional_column(const std::string& name) {
-    return name == "noisy";
+    return name == "noisy" || name == "dtype";
 }
 
 std::vector<Fields> row_fields(const Results& r) {
@@ -97,6 +116,7 @@ std::vector<Fields> row_fields(const Results& r) {
                      sf("pass", pass_name(m.pass)),
                      sf("algorithm", m.algorithm),
                      bf("peer", m.peer),
+                     sf("dtype", dtype_name(m.dtype)),
                      sf("operation", op),
                      nf("median_ms", t.median_ms),
                      nf("min_ms", t.min_ms),
@@ -212,6 +232,16 @@ bool to_bool(const Map& m, const std::string& key, const std::string& where) {
     throw Error(where + ": field '" + key + "' is not true/false: '" + s + "'");
 }
 
+// Runs f; an Error it throws gets "where: field 'name': " in front.
+template <class F>
+auto in_field(const std::string& name, const std::string& where, F&& f) -> decltype(f()) {
+    try {
+        return f();
+    } catch (const Error& e) {
+        throw Error(where + ": field '" + name + "': " + e.what());
+    }
+}
+
 void machine_from(const Map& f, Results& r, const std::string& where) {
     Machine& m = r.machine;
     m.cpu = to_str(f, "cpu", where);
@@ -232,6 +262,9 @@ void machine_from(const Map& f, Results& r, const std::string& where) {
     m.median_spread = to_num(f, "median_spread", where);
     r.shapes_file = to_str(f, "shapes", where);
     r.batch = static_cast<dim_t>(to_num(f, "batch", where));
+    r.dtype = f.count("dtype")
+                  ? in_field("dtype", where, [&] { return parse_dtype(f.at("dtype")); })
+                  : DType::f32;
     r.timing.warmup = static_cast<int>(to_num(f, "warmup", where));
     r.timing.reps = static_cast<int>(to_num(f, "reps", where));
     r.timing.min_reps = static_cast<int>(to_num(f, "min_reps", where));
@@ -239,6 +272,7 @@ void machine_from(const Map& f, Results& r, const std::string& where) {
     r.rtol = to_num(f, "rtol", where);
     r.cancelled = to_bool(f, "cancelled", where);
     r.command = to_str(f, "command", where);
+    if (f.count("notes")) r.notes = split_notes(f.at("notes"));
 }
 
 Stats stats_from(const Map& f, const std::string& where) {
@@ -268,6 +302,8 @@ void add_row(const Map& f, Results& r, const std::string& where) {
         m.pass = pass;
         m.algorithm = algo;
         m.peer = to_bool(f, "peer", where);
+        if (f.count("dtype"))
+            m.dtype = in_field("dtype", where, [&] { return parse_dtype(f.at("dtype")); });
         m.total = stats_from(f, where);
         m.flops = to_num(f, "flops", where);
         m.foreign_cpu = to_num(f, "foreign_cpu", where);

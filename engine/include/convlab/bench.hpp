@@ -266,8 +266,22 @@ struct Config {
     // Algorithms outside the registry (tests: a deliberately wrong one), selected like others.
     std::vector<Algorithm> extra_algorithms;
     int threads = 2;  // 0 = all cores
+    // Storage dtype of the timed algorithms. fp16 / bf16 only for the algorithms that take a
+    // storage dtype (supports_storage_dtype: the DaVinci fractal ones, C0 16, fp32
+    // accumulation); every other algorithm and the peer are fp32 only. With fp16 / bf16, an
+    // algorithm list left empty (or "all") keeps the capable ones and the rest is skipped with a
+    // note in Results::notes; a named fp32-only algorithm is an Error; a peer is skipped (noted).
+    // The reference of the check stays fp32 (direct loops, or an fp32 algorithm).
+    DType dtype = DType::f32;
     TimingRule timing;
+    // Tolerance of the check, per dtype (the one of `dtype` applies; see Check). fp16 / bf16
+    // storage rounds every operand to 11 / 8 significant bits (unit roundoff u = 2^-11 / 2^-8);
+    // the error of a sum relative to its rms is then about u whatever its length, and its
+    // maximum over a layer's outputs about 5u (ResNet-50, batch 1: fp16 2.5e-3, bf16 2.1e-2
+    // at most, the 1x1 stride-2 backward-data layers, whose many zeros halve the rms). About 8u.
     double rtol = 1e-4;
+    double rtol_fp16 = 4e-3;
+    double rtol_bf16 = 3e-2;
     // Reference of the check: "auto" (direct loops when the layer's FLOPs are at most
     // direct_max_flops, else the peer, else the first other selected algorithm of the pass:
     // said so in the result), "direct", "peer", or an algorithm name.
@@ -299,7 +313,8 @@ struct Measurement {
     Pass pass = Pass::Forward;
     std::string algorithm;  // the engine's name, or the peer's name
     bool peer = false;
-    bool ran = false;  // false: it threw (error says why); never plotted
+    DType dtype = DType::f32;  // storage dtype it ran with
+    bool ran = false;          // false: it threw (error says why); never plotted
     std::string error;
     std::string impl;  // peer: its implementation name
     Verification check;
@@ -308,9 +323,9 @@ struct Measurement {
         std::string name;  // profiler span: im2col, gemm, col2im, zero-insert ...
         Stats time;        // per call (all spans of that name in one call, summed)
     };
-    std::vector<Op> ops;  // in order of first use
+    std::vector<Op> ops;      // in order of first use
     double flops = 0;     // 2*N*K*(C/G)*prod(O)*prod(k)
-    double bytes = 0;     // tensors read and written once, fp32
+    double bytes = 0;         // tensors read and written once, fp32
     // Share of the CPUs (0..1) other processes used while this was timed (the window of its
     // pass's alternating rounds, shared with the peer and the other algorithms); -1 unknown.
     // Above kNoisyForeignCpu the time is suspect (they took cores from it): noisy().
@@ -334,8 +349,11 @@ struct Results {
     std::string shapes_file;
     std::string command;
     dim_t batch = 0;  // 0: each layer's own
+    DType dtype = DType::f32;
     TimingRule timing;
-    double rtol = 0;
+    double rtol = 0;  // the tolerance of the checks (the one of dtype)
+    // What the run left out and why ("dtype fp16: im2col_gemm, ... are fp32 only: skipped").
+    std::vector<std::string> notes;
     bool cancelled = false;
     // Every measurement that ran was verified and passed.
     std::size_t passed() const;
@@ -346,6 +364,10 @@ struct Results {
 };
 
 // [SECTION] the runner
+
+// True when `algo` of `pass` can run with fp16 / bf16 storage (the DaVinci fractal algorithms:
+// fwd fractal, bwd_data and bwd_weight fractal_via_forward).
+bool supports_storage_dtype(Pass pass, std::string_view algo);
 
 // Runs the configuration. Throws Error for a bad configuration (unknown algorithm, empty shape
 // list) before measuring anything; errors of single measurements are recorded in their rows.
