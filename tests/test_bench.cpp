@@ -3,6 +3,7 @@
 // interface (a fake peer), progress and cancel, and the results files parsed back.
 #include <doctest/doctest.h>
 
+#include <array>
 #include <atomic>
 #include <cmath>
 #include <limits>
@@ -163,6 +164,73 @@ TEST_CASE("bench: measure_interleaved alternates the functions, rotating who goe
     CHECK(t[0].runs >= 30);
     CHECK(t[0].runs == fast);
     CHECK(t[0].median_ms < t[1].median_ms);
+}
+
+TEST_CASE("bench: FLOPs with padding taps (CK) and without (benchdnn), against brute force") {
+    // Every (output, tap) pair of every axis, kept when its input index is inside the input.
+    const auto brute = [](const Problem& p) {
+        double taps = 0;
+        const int n = p.ndims;
+        std::array<dim_t, 3> o{0, 0, 0}, k{0, 0, 0};
+        const dim_t outs = p.out_spatial(), ks = p.kernel_spatial();
+        for (dim_t oi = 0; oi < outs; ++oi) {
+            dim_t div = 1;
+            for (int i = n - 1; i >= 0; --i) {
+                const auto u = static_cast<std::size_t>(i);
+                o[u] = (oi / div) % p.out(i);
+                div *= p.out(i);
+            }
+            for (dim_t ki = 0; ki < ks; ++ki) {
+                bool inside = true;
+                dim_t kdiv = 1;
+                for (int i = n - 1; i >= 0; --i) {
+                    const auto u = static_cast<std::size_t>(i);
+                    k[u] = (ki / kdiv) % p.kernel[u];
+                    kdiv *= p.kernel[u];
+                    const dim_t x = o[u] * p.stride[u] - p.pad_begin[u] + k[u] * p.dilation[u];
+                    inside &= x >= 0 && x < p.in[u];
+                }
+                taps += inside ? 1 : 0;
+            }
+        }
+        return 2.0 * double(p.mb) * double(p.oc) * double(p.icg()) * taps;
+    };
+    for (const char* d : {"mb2ic3ih7oc4kh3ph1",                              // padded 2-D
+                          "mb1ic3ih224oc64oh112kh7sh2ph3",                   // ResNet-50 conv1
+                          "g2mb1ic4ih9iw8oc6kh3kw2sh2sw3dh1ph2pw1phe0pwe3",  // dilated, asymmetric
+                          "mb1ic2id5ih4iw6oc3kd3kh2kw3pd1ph1pw2",            // 3-D
+                          "mb2ic2iw9oc2kw4sw2pw3",                           // 1-D, pad > half
+                          "mb1ic5ih6oc2kh3"}) {                              // no padding
+        CAPTURE(d);
+        const Problem p = parse_descriptor(d);
+        REQUIRE(p.validate().empty());
+        CHECK(p.flops_no_pad() == brute(p));
+        CHECK(p.flops() ==
+              2.0 * double(p.mb * p.oc * p.icg() * p.out_spatial() * p.kernel_spatial()));
+        CHECK(p.flops_no_pad() <= p.flops());
+    }
+    // By hand: 1-D, in 3, kernel 3, pad 1 each side: out 3; taps inside: 2 + 3 + 2 = 7 of 9.
+    const Problem q = parse_descriptor("mb1ic1iw3oc1kw3pw1");
+    CHECK(q.flops() == 18);
+    CHECK(q.flops_no_pad() == 14);
+    CHECK(parse_descriptor("mb1ic5ih6oc2kh3").flops_no_pad() ==
+          parse_descriptor("mb1ic5ih6oc2kh3").flops());
+    // The runner stores both, and the files carry both (gflops, gflops_benchdnn).
+    Config cfg = tiny_config();
+    cfg.passes = {Pass::Forward};
+    cfg.algos = {"im2col_gemm"};
+    const Results r = run(cfg);
+    REQUIRE(r.rows.size() == 2);
+    CHECK(r.rows[0].flops_no_pad == cfg.layers[0].problem.flops_no_pad());
+    CHECK(r.rows[0].flops_no_pad < r.rows[0].flops);  // padded layer
+    CHECK(r.rows[0].gflops_benchdnn() < r.rows[0].gflops());
+    std::stringstream csv, json;
+    write_csv(r, csv);
+    write_json(r, json);
+    CHECK(csv.str().find(",gflops,gflops_benchdnn,") != std::string::npos);
+    CHECK(json.str().find("\"gflops_benchdnn\": ") != std::string::npos);
+    for (Results b : {read_csv(csv), read_json(json)})
+        CHECK(b.rows[0].flops_no_pad == r.rows[0].flops_no_pad);
 }
 
 TEST_CASE("bench: compare reports max abs and rel error, NaN and an all-zero reference") {

@@ -505,8 +505,9 @@ Chart gflops_chart(const Results& r, Pass pass) {
     const std::string peer = peer_name(r);
     c.title = std::string("Throughput per layer, ") + pass_name(pass);
     c.subtitle =
-        "GFLOP/s = 2*N*K*(C/G)*prod(out)*prod(kernel) / median time; whiskers: interquartile "
-        "range of the repeats";
+        "GFLOP/s = 2*N*K*(C/G)*prod(out)*prod(kernel) / median time (padding taps counted, as "
+        "CK; gflops_benchdnn in the files leaves them out); whiskers: interquartile range of the "
+        "repeats";
     if (!peer.empty()) c.subtitle += "; black level: " + peer + " fp32 in the same run";
     double hi = 1;
     const std::size_t n = algos.size();
@@ -531,8 +532,10 @@ Chart gflops_chart(const Results& r, Pass pass) {
             k.hi = bench::gflops(m->flops, m->total.q1_ms);
             hi = std::max({hi, k.y1, k.hi});
             k.noisy = m->noisy();
-            k.hover = head + fmt("\n%.2f GFLOP/s", k.y1) + fmt(", %.2f GB/s", m->gbps()) + "\n" +
-                      timing_line(*m) + "\n" + check_line(*m);
+            k.hover = head + fmt("\n%.2f GFLOP/s", k.y1) +
+                      fmt(" (%.2f counting no padding taps, as benchdnn)", m->gflops_benchdnn()) +
+                      fmt(", %.2f GB/s", m->gbps()) + "\n" + timing_line(*m) + "\n" +
+                      check_line(*m);
             se.marks.push_back(std::move(k));
         }
         c.legend.push_back({algos[s], se.color, SeriesStyle::Bars, false, false});

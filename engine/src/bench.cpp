@@ -327,6 +327,7 @@ Results run(const Config& cfg) {
         r.layers.push_back(info);
         const std::string why = p.validate();
         const double flops = why.empty() ? p.flops() : 0;
+        const double flops_no_pad = why.empty() ? p.flops_no_pad() : 0;
         auto error_row = [&](Pass pass, const std::string& algo, bool is_peer,
                              const std::string& err) {
             Measurement m;
@@ -336,6 +337,7 @@ Results run(const Config& cfg) {
             m.peer = is_peer;
             m.error = err;
             m.flops = flops;
+            m.flops_no_pad = flops_no_pad;
             r.rows.push_back(std::move(m));
         };
         if (!why.empty()) {
@@ -478,6 +480,7 @@ Results run(const Config& cfg) {
                 m.algorithm = peer_spec->name;
                 m.peer = true;
                 m.flops = flops;
+                m.flops_no_pad = flops_no_pad;
                 m.bytes = pass_bytes(p, pass);
                 if (!peer_ok || peer_out.empty()) {
                     m.error = peer ? (peer_ok ? peer_error : peer->error(pass)) : peer_error;
@@ -497,6 +500,7 @@ Results run(const Config& cfg) {
                 m.algorithm = a->name;
                 m.dtype = cfg.dtype;
                 m.flops = flops;
+                m.flops_no_pad = flops_no_pad;
                 m.bytes = pass_bytes(p, pass);
                 try {
                     const auto call = storage_call(*a, cfg.dtype);

@@ -95,14 +95,16 @@ Fields machine_fields(const Results& r) {
 }
 
 const char* const kColumns[] = {
-    "layer_index", "layer",       "descriptor",  "pass",      "algorithm", "peer",  "dtype",
-    "operation",   "median_ms",   "min_ms",      "max_ms",    "q1_ms",     "q3_ms", "runs",
-    "share",       "foreign_cpu", "noisy",       "gflops",    "gbps",      "flops", "bytes",
-    "verified",    "max_abs_err", "max_rel_err", "reference", "note",      "impl",  "error"};
+    "layer_index",     "layer",       "descriptor", "pass",           "algorithm", "peer",
+    "dtype",           "operation",   "median_ms",  "min_ms",         "max_ms",    "q1_ms",
+    "q3_ms",           "runs",        "share",      "foreign_cpu",    "noisy",     "gflops",
+    "gflops_benchdnn", "gbps",        "flops",      "flops_benchdnn", "bytes",     "verified",
+    "max_abs_err",     "max_rel_err", "reference",  "note",           "impl",      "error"};
 
 // Columns added after the first format: a file written before them reads without them.
 bool optional_column(const std::string& name) {
-    return name == "noisy" || name == "dtype";
+    return name == "noisy" || name == "dtype" || name == "gflops_benchdnn" ||
+           name == "flops_benchdnn";
 }
 
 std::vector<Fields> row_fields(const Results& r) {
@@ -128,8 +130,10 @@ std::vector<Fields> row_fields(const Results& r) {
                      nf("foreign_cpu", m.foreign_cpu),
                      bf("noisy", m.noisy()),
                      nf("gflops", total ? m.gflops() : 0),
+                     nf("gflops_benchdnn", total ? m.gflops_benchdnn() : 0),
                      nf("gbps", total ? m.gbps() : 0),
                      nf("flops", m.flops),
+                     nf("flops_benchdnn", m.flops_no_pad),
                      nf("bytes", m.bytes),
                      sf("verified", m.ran ? m.check.status() : "ERROR"),
                      nf("max_abs_err", m.check.max_abs),
@@ -306,6 +310,15 @@ void add_row(const Map& f, Results& r, const std::string& where) {
             m.dtype = in_field("dtype", where, [&] { return parse_dtype(f.at("dtype")); });
         m.total = stats_from(f, where);
         m.flops = to_num(f, "flops", where);
+        if (f.count("flops_benchdnn")) {
+            m.flops_no_pad = to_num(f, "flops_benchdnn", where);
+        } else {  // a file from before the column: count again from the descriptor
+            try {
+                m.flops_no_pad = parse_descriptor(to_str(f, "descriptor", where)).flops_no_pad();
+            } catch (const Error&) {
+                m.flops_no_pad = 0;
+            }
+        }
         m.foreign_cpu = to_num(f, "foreign_cpu", where);
         m.bytes = to_num(f, "bytes", where);
         const std::string v = to_str(f, "verified", where);

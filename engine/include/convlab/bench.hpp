@@ -324,7 +324,8 @@ struct Measurement {
         Stats time;        // per call (all spans of that name in one call, summed)
     };
     std::vector<Op> ops;      // in order of first use
-    double flops = 0;     // 2*N*K*(C/G)*prod(O)*prod(k)
+    double flops = 0;         // 2*N*K*(C/G)*prod(O)*prod(k): padding taps included (CK)
+    double flops_no_pad = 0;  // only taps inside the input, as benchdnn counts (<= flops)
     double bytes = 0;         // tensors read and written once, fp32
     // Share of the CPUs (0..1) other processes used while this was timed (the window of its
     // pass's alternating rounds, shared with the peer and the other algorithms); -1 unknown.
@@ -332,6 +333,7 @@ struct Measurement {
     double foreign_cpu = -1;
     bool noisy() const { return foreign_cpu > kNoisyForeignCpu; }
     double gflops() const { return bench::gflops(flops, total.median_ms); }
+    double gflops_benchdnn() const { return bench::gflops(flops_no_pad, total.median_ms); }
     double gbps() const { return bench::gflops(bytes, total.median_ms); }
     // A valid time: it ran and its verification passed (or it is the direct reference itself).
     bool valid() const { return ran && check.pass; }
