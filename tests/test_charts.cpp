@@ -315,6 +315,25 @@ TEST_CASE("charts: export to SVG (XML), PNG (decodes) and PDF (has a page), head
         CHECK(pdf.find("/Type /Page") != std::string::npos);
         CHECK(pdf.find("%%EOF") != std::string::npos);
     }
+    // The SVG's text is glyph outlines: a <title> and a <desc> carry it, searchable, escaped.
+    Results odd = r;
+    odd.command = "convlab bench --filter 'a<b&c' --out y";
+    const Chart t = gflops_chart(odd, Pass::Forward);
+    export_chart(t, (dir.path / "t.svg").string(), Format::Svg);
+    const std::string svg = slurp(dir.path / "t.svg");
+    CHECK(xml_error(svg) == "");
+    const auto root = svg.find("<svg");
+    REQUIRE(root != std::string::npos);
+    const auto title = svg.find("<title>Throughput per layer, fwd</title>");
+    CHECK(title == svg.find('>', root) + 2);  // the root's first child
+    const auto desc = svg.find("<desc>");
+    REQUIRE(desc != std::string::npos);
+    const std::string d = svg.substr(desc, svg.find("</desc>") - desc);
+    CHECK(d.find("convlab bench --filter 'a&lt;b&amp;c' --out y") != std::string::npos);
+    CHECK(d.find("NOT ALL VERIFIED: 1 of 9 measurements FAILED") != std::string::npos);
+    CHECK(d.find("Machine: ") != std::string::npos);
+    CHECK(d.find("Test CPU") != std::string::npos);
+    CHECK_FALSE(fs::exists(dir.path / "t.svg.tmp"));
     // An unwritable path: an Error naming it, and no file left behind.
     const Chart c = gflops_chart(r, Pass::Forward);
     CHECK_THROWS_AS(export_chart(c, (dir.path / "no" / "such" / "x.svg").string(), Format::Svg),

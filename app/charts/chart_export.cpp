@@ -12,6 +12,8 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <memory>
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -467,6 +469,52 @@ void check(cairo_status_t st, const std::string& path) {
         throw Error("cannot write chart '" + path + "': " + cairo_status_to_string(st));
 }
 
+std::string xml_escape(const std::string& s) {
+    std::string out;
+    for (const char c : s) {
+        switch (c) {
+            case '&':
+                out += "&amp;";
+                break;
+            case '<':
+                out += "&lt;";
+                break;
+            case '>':
+                out += "&gt;";
+                break;
+            default:
+                // Control characters other than tab and newline are not allowed in XML 1.0.
+                if (static_cast<unsigned char>(c) >= 0x20 || c == '\n' || c == '\t') out += c;
+        }
+    }
+    return out;
+}
+
+// Cairo draws the text of an SVG as glyph outlines, so nothing in it can be searched or read by
+// a screen reader: a <title> (the chart's title) and a <desc> (subtitle, verification status,
+// machine record, notes, the command that reproduces it) go in as the root's first children.
+void add_svg_text(const Chart& chart, const std::string& tmp, const std::string& path) {
+    std::string svg;
+    {
+        std::ifstream in(tmp, std::ios::binary);
+        svg.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+        if (!in.good() && !in.eof()) throw Error("cannot write chart '" + path + "': read back");
+    }
+    const std::size_t root = svg.find("<svg");
+    const std::size_t end = root == std::string::npos ? root : svg.find('>', root);
+    if (end == std::string::npos)
+        throw Error("cannot write chart '" + path + "': cairo wrote no <svg> element");
+    std::string desc = chart.subtitle;
+    for (const std::string& f : chart.footer) desc += (desc.empty() ? "" : "\n") + f;
+    const std::string text =
+        "\n<title>" + xml_escape(chart.title) + "</title>\n<desc>" + xml_escape(desc) + "</desc>";
+    svg.insert(end + 1, text);
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << svg;
+    out.close();
+    if (!out) throw Error("cannot write chart '" + path + "': rewriting the SVG failed");
+}
+
 }  // namespace
 
 const char* format_extension(Format f) {
@@ -506,6 +554,10 @@ void export_chart(const Chart& chart, const std::string& path, Format format,
         if (format == Format::Pdf) {
             cairo_pdf_surface_set_metadata(surface.get(), CAIRO_PDF_METADATA_TITLE,
                                            chart.title.c_str());
+            std::string subject = chart.verification;
+            if (!chart.footer.empty()) subject += "; " + chart.footer.back();  // Reproduce: ...
+            cairo_pdf_surface_set_metadata(surface.get(), CAIRO_PDF_METADATA_SUBJECT,
+                                           subject.c_str());
             cairo_pdf_surface_set_metadata(surface.get(), CAIRO_PDF_METADATA_CREATOR,
                                            "ConvLab (convlab bench)");
         }
@@ -519,6 +571,15 @@ void export_chart(const Chart& chart, const std::string& path, Format format,
         } else {
             cairo_surface_finish(surface.get());
             check(cairo_surface_status(surface.get()), path);
+        }
+    }
+    if (format == Format::Svg) {
+        try {
+            add_svg_text(chart, tmp, path);
+        } catch (...) {
+            std::error_code ec;
+            fs::remove(tmp, ec);
+            throw;
         }
     }
     std::error_code ec;
