@@ -145,25 +145,49 @@ TEST_CASE("bench: measure_interleaved alternates the functions, rotating who goe
     for (const Stats& x : s) CHECK(x.runs == 3);
     // Warm-ups first, then rounds 0 1 2 / 1 2 0 / 2 0 1.
     CHECK(order == std::vector<int>{0, 1, 2, 0, 1, 2, 1, 2, 0, 2, 0, 1});
-    // By time: a slow function leaves the rounds once it has its runs and seconds; the fast one
-    // goes on alone until it has its own.
-    int fast = 0, slow = 0;
-    rule = TimingRule{};
-    rule.warmup = 0;
-    rule.min_reps = 3;
-    rule.min_seconds = 0.03;
-    const auto wait = [](double sec) {
-        const auto t0 = std::chrono::steady_clock::now();
-        while (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < sec) {
-        }
+    // By time, on a fake clock that each call advances by its cost (powers of two: exact sums),
+    // so nothing depends on the machine's speed or load. Costs 1/1024 s and 11/1024 s, at least
+    // 3 runs and 32/1024 s each: the slow one leaves after 3 rounds (33/1024 s), the fast one
+    // goes on alone until it has 32 runs.
+    double now = 0;
+    std::vector<int> calls;
+    Interleaved timed;
+    timed.count = 2;
+    timed.clock = [&] { return now; };
+    timed.run = [&](std::size_t f, bool is_timed) {
+        if (is_timed) calls.push_back(static_cast<int>(f));
+        now += (f == 0 ? 1.0 : 11.0) / 1024;
     };
-    const std::vector<Stats> t =
-        measure_interleaved(rule, {[&] { ++fast, wait(0.001); }, [&] { ++slow, wait(0.011); }});
+    std::vector<std::pair<std::size_t, double>> after;
+    timed.after = [&](std::size_t f, double sec) { after.emplace_back(f, sec); };
+    rule = TimingRule{};
+    rule.warmup = 2;
+    rule.min_reps = 3;
+    rule.min_seconds = 32.0 / 1024;
+    const std::vector<Stats> t = measure_interleaved(rule, timed);
+    REQUIRE(t.size() == 2);
+    CHECK(t[0].runs == 32);
     CHECK(t[1].runs == 3);
-    CHECK(slow == 3);
-    CHECK(t[0].runs >= 30);
-    CHECK(t[0].runs == fast);
-    CHECK(t[0].median_ms < t[1].median_ms);
+    CHECK(t[0].median_ms == doctest::Approx(1000.0 / 1024));
+    CHECK(t[1].median_ms == doctest::Approx(11000.0 / 1024));
+    // Rounds 0 1 / 1 0 / 0 1 while both run, then the fast one alone.
+    std::vector<int> expected{0, 1, 1, 0, 0, 1};
+    expected.resize(3 + 32, 0);
+    CHECK(calls == expected);
+    // after() follows every timed call, with its measured seconds; warm-ups are not timed.
+    REQUIRE(after.size() == calls.size());
+    for (std::size_t i = 0; i < after.size(); ++i) {
+        CHECK(after[i].first == static_cast<std::size_t>(calls[i]));
+        CHECK(after[i].second == (calls[i] == 0 ? 1.0 : 11.0) / 1024);
+    }
+    // max_reps ends a function whose calls never fill min_seconds.
+    rule.max_reps = 5;
+    rule.min_seconds = 1e9;
+    calls.clear();
+    const std::vector<Stats> capped = measure_interleaved(rule, timed);
+    CHECK(capped[0].runs == 5);
+    CHECK(capped[1].runs == 5);
+    CHECK(calls.size() == 10);
 }
 
 TEST_CASE("bench: FLOPs with padding taps (CK) and without (benchdnn), against brute force") {
