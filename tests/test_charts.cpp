@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -292,6 +293,87 @@ TEST_CASE("charts: values measured under load are marked noisy, counted and foot
         const auto paths = export_chart_all(c, dir.path.string());
         CHECK(xml_error(slurp(dir.path / (c.id + ".svg"))) == "");
     }
+}
+
+TEST_CASE("charts: every operation and algorithm has its own colour, far from the others") {
+    const auto dist = [](Color a, Color b) {
+        const auto d = [](std::uint8_t x, std::uint8_t y) { return double(x) - double(y); };
+        return std::sqrt(d(a.r, b.r) * d(a.r, b.r) + d(a.g, b.g) * d(a.g, b.g) +
+                         d(a.b, b.b) * d(a.b, b.b));
+    };
+    const std::vector<std::string>& ops = known_operations();
+    CHECK(ops.size() == 21);
+    for (std::size_t i = 0; i < ops.size(); ++i)
+        for (std::size_t j = i + 1; j < ops.size(); ++j) {
+            CAPTURE(ops[i]);
+            CAPTURE(ops[j]);
+            CHECK(dist(operation_color(ops[i]), operation_color(ops[j])) >= 50);
+        }
+    // The spans every algorithm of the engine records are known ones (none falls back to a
+    // hashed colour): a padded, strided, dilated, grouped layer runs each algorithm once.
+    bench::Config cfg;
+    bench::Layer l;
+    l.descriptor = "g2mb2ic4ih7oc4kh3sh2dh1ph1n\"t:x\"";
+    l.problem = parse_descriptor(l.descriptor);
+    cfg.layers = {l};
+    cfg.algos = {"all"};
+    cfg.threads = 1;
+    cfg.timing.warmup = 0;
+    cfg.timing.reps = 1;
+    cfg.measure_peak = false;
+    const Results r = bench::run(cfg);
+    std::size_t spans = 0;
+    for (const Measurement& m : r.rows)
+        for (const auto& op : m.ops) {
+            CAPTURE(m.algorithm);
+            CHECK(std::find(ops.begin(), ops.end(), op.name) != ops.end());
+            ++spans;
+        }
+    CHECK(spans > 20);
+    std::vector<std::string> algos{"oneDNN"};
+    for (const Algorithm& a : algorithms())
+        if (std::find(algos.begin(), algos.end(), a.name) == algos.end()) algos.push_back(a.name);
+    for (std::size_t i = 0; i < algos.size(); ++i)
+        for (std::size_t j = i + 1; j < algos.size(); ++j) {
+            CAPTURE(algos[i]);
+            CAPTURE(algos[j]);
+            CHECK(dist(algorithm_color(algos[i]), algorithm_color(algos[j])) >= 60);
+        }
+}
+
+TEST_CASE("charts: ops bars are named under them, GFLOP/s on a log axis with the peak") {
+    const Results r = sample();
+    const Chart o = operation_share_chart(r, Pass::BackwardData);
+    std::vector<std::string> tags;
+    for (const Series& s : o.series)
+        for (const Mark& m : s.marks)
+            if (!m.tag.empty()) tags.push_back(m.tag);
+    // One name per bar (3 layers x 2 algorithms), the failed slot included.
+    CHECK(tags.size() == 6);
+    CHECK(std::count(tags.begin(), tags.end(), "col2im") == 3);
+    CHECK(std::count(tags.begin(), tags.end(), "via_fwd") == 3);
+    CHECK(short_algorithm_name("fractal_via_forward") == "frac_via");
+    CHECK(short_algorithm_name("a_very_long_name") == "a_very_l.");
+    // 2, 1, 2 GFLOP/s against a 50 GFLOP/s peak: a log axis holds both, bars rise from its min.
+    const Chart g = gflops_chart(r, Pass::Forward);
+    CHECK(g.y.log);
+    CHECK(g.y.min > 0);
+    CHECK(g.y.min < 1.0);
+    CHECK(g.y.max >= 50);
+    for (const Mark& m : g.series[0].marks) CHECK(m.y0 == g.y.min);
+    CHECK(g.y.frac(1.0) > 0.1);  // the small values are not flattened at the baseline
+    CHECK(g.y.title.find("log scale") != std::string::npos);
+    double lo = 0.03, hi = 7;  // 2.4 decades: 1-2-5 ticks
+    auto t = log_ticks(lo, hi);
+    CHECK(lo == doctest::Approx(0.02));
+    CHECK(hi == doctest::Approx(10));
+    REQUIRE(t.size() == 9);  // 0.02 0.05 0.1 0.2 0.5 1 2 5 10
+    lo = 0.0003;
+    hi = 300;  // six decades: the powers of ten only
+    t = log_ticks(lo, hi);
+    REQUIRE(t.size() == 6);
+    CHECK(t.front().label == "0.001");
+    CHECK(t.back().label == "100");
 }
 
 TEST_CASE("charts: export to SVG (XML), PNG (decodes) and PDF (has a page), headless") {

@@ -71,6 +71,9 @@ struct Mark {
     double hi = std::numeric_limits<double>::quiet_NaN();
     std::string hover;  // exact figures, several lines ('\n')
     std::string label;  // short text drawn at the mark (slot number of a stacked bar); may be ""
+    // Name of the slot (a short algorithm name) on the first mark of each stacked bar: the
+    // export writes it turned under the bar instead of `label`'s number. May be "".
+    std::string tag;
     // Measured while other processes used more than bench::kNoisyForeignCpu of the CPUs: the
     // export hatches the bar (or rings the point) and puts a '~' over it.
     bool noisy = false;
@@ -161,12 +164,17 @@ WinCount count_wins(const bench::Results& r, Pass pass, const std::string& a, co
 // About `count` ticks at 1, 2, 5 x 10^k steps covering [lo, hi]; *lo and *hi are widened to
 // the outer ticks.
 std::vector<Tick> nice_ticks(double& lo, double& hi, int count = 6);
-// Log axis ticks at 1, 2, 5 x 10^k inside [lo, hi] (lo > 0); *lo and *hi widened to a 1-2-5 value.
+// Log axis ticks at 1, 2, 5 x 10^k inside [lo, hi] (lo > 0; only 10^k when [lo, hi] spans more
+// than four decades); *lo and *hi widened to a 1-2-5 value.
 std::vector<Tick> log_ticks(double& lo, double& hi);
 // A fixed colour per algorithm / operation name, so the same name has the same colour in
 // every chart.
 Color algorithm_color(const std::string& name);
 Color operation_color(const std::string& name);
+// The profiler spans the engine's algorithms record, each with its own operation_color.
+const std::vector<std::string>& known_operations();
+// A short algorithm name for labels under narrow bars: "im2col_gemm" -> "im2col".
+std::string short_algorithm_name(const std::string& name);
 // "resnet_50:res2a_branch1" -> "res2a_branch1".
 std::string short_layer_name(const std::string& name);
 

@@ -86,6 +86,7 @@ struct Layout {
     std::vector<std::string> footer;    // wrapped
     double footer_top = 0;
     double label_h = 0;  // rotated category labels
+    double slot_h = 0;   // slot names (turned) or numbers under the bars
     Axis xa, ya;
     double ymin = 0, ymax = 1;
     double px(double x) const { return left + xa.frac(x) * (right - left); }
@@ -96,6 +97,7 @@ constexpr double kPad = 18;
 constexpr double kLabelAngle = -55 * 3.14159265358979 / 180;
 constexpr double kFooterSize = 9.5;
 constexpr double kTickSize = 10;
+constexpr double kTagSize = 9;
 
 Layout layout(cairo_t* cr, const Chart& c, double W, double H) {
     Layout L;
@@ -117,9 +119,15 @@ Layout layout(cairo_t* cr, const Chart& c, double W, double H) {
     L.left = kPad + 62;
     L.right = L.legend_x - 18;
     bool slot_labels = false;
+    double tag_w = 0;  // longest slot name, written turned under its bar
+    font(cr, kTagSize);
     for (const Series& s : c.series)
-        for (const Mark& m : s.marks) slot_labels |= !m.label.empty();
-    L.bottom = L.footer_top - 14 - 18 - L.label_h - (slot_labels ? 12 : 0);
+        for (const Mark& m : s.marks) {
+            slot_labels |= !m.label.empty();
+            if (!m.tag.empty()) tag_w = std::max(tag_w, text_width(cr, m.tag));
+        }
+    L.slot_h = tag_w > 0 ? tag_w + 8 : slot_labels ? 12 : 0;
+    L.bottom = L.footer_top - 14 - 18 - L.label_h - L.slot_h;
     L.xa.min = c.x.min;
     L.xa.max = c.x.max > c.x.min ? c.x.max : c.x.min + 1;
     L.ya.min = c.y.min;
@@ -153,9 +161,9 @@ void hatch(cairo_t* cr, double x, double y, double w, double h) {
     cairo_save(cr);
     cairo_rectangle(cr, x, y, w, h);
     cairo_clip(cr);
-    cairo_set_source_rgba(cr, 0, 0, 0, 0.5);
-    cairo_set_line_width(cr, 0.9);
-    for (double d = -h; d < w; d += 5) {
+    cairo_set_source_rgba(cr, 0, 0, 0, 0.35);
+    cairo_set_line_width(cr, 0.8);
+    for (double d = -h; d < w; d += 6) {
         cairo_move_to(cr, x + d, y + h);
         cairo_line_to(cr, x + d + h, y);
     }
@@ -360,18 +368,26 @@ void draw(cairo_t* cr, const Chart& c, double W, double H) {
     cairo_line_to(cr, L.right, L.bottom);
     cairo_stroke(cr);
 
-    // Slot labels (numbers under the bars), then rotated category labels.
-    double label_top = L.bottom + 4;
-    bool any_slot = false;
-    font(cr, 8.5);
-    cairo_set_source_rgb(cr, 0.35, 0.35, 0.35);
+    // Slot names turned under their bars (or slot numbers), then rotated category labels.
+    const double label_top = L.bottom + 4 + L.slot_h;
+    cairo_set_source_rgb(cr, 0.25, 0.25, 0.25);
     for (const Series& s : c.series)
-        for (const Mark& m : s.marks)
-            if (!m.label.empty()) {
-                text_at(cr, 0.5 * (L.px(m.x0) + L.px(m.x1)), L.bottom + 11, m.label, 0.5);
-                any_slot = true;
+        for (const Mark& m : s.marks) {
+            const double cx = 0.5 * (L.px(m.x0) + L.px(m.x1));
+            if (!m.tag.empty()) {
+                // As large as the bar is wide (a turned line of text is about 0.75 em thick).
+                const double fs = std::clamp((L.px(m.x1) - L.px(m.x0)) / 0.75, 6.0, kTagSize);
+                font(cr, fs);
+                cairo_save(cr);
+                cairo_move_to(cr, cx + 0.35 * fs, L.bottom + 4 + text_width(cr, m.tag));
+                cairo_rotate(cr, -M_PI / 2);
+                cairo_show_text(cr, m.tag.c_str());
+                cairo_restore(cr);
+            } else if (!m.label.empty()) {
+                font(cr, 8.5);
+                text_at(cr, cx, L.bottom + 11, m.label, 0.5);
             }
-    if (any_slot) label_top += 12;
+        }
     font(cr, kTickSize);
     cairo_set_source_rgb(cr, 0.15, 0.15, 0.15);
     for (std::size_t i = 0; i < c.x.categories.size(); ++i) {
