@@ -484,6 +484,65 @@ TEST_CASE("bench: fp16 / bf16 storage times the fractal algorithms alone, within
     CHECK_THROWS_WITH_AS(run(cfg), doctest::Contains("fp32 only"), Error);
 }
 
+TEST_CASE("bench: a sweep over batch and threads: each combination a set of rows") {
+    Config cfg = tiny_config();
+    cfg.passes = {Pass::Forward};
+    cfg.algos = {"im2col_gemm"};
+    std::vector<std::size_t> seen;
+    std::size_t total = 0;
+    cfg.progress = [&](const Config::Progress& p) {
+        seen.push_back(p.done);
+        total = p.total;
+        REQUIRE(p.results);
+        CHECK(p.results->rows.size() == p.done);  // every combination's rows so far
+    };
+    const Results r = run_sweep(cfg, {1, 3}, {1, 2});
+    // 2 batches x 2 thread counts x 2 layers x 1 algorithm, batches outermost.
+    REQUIRE(r.rows.size() == 8);
+    CHECK(total == 8);
+    CHECK(seen.size() == 8);
+    CHECK(seen.back() == 8);
+    REQUIRE(r.sweep.size() == 4);
+    CHECK(r.sweep[0].batch == 1);
+    CHECK(r.sweep[0].threads == 1);
+    CHECK(r.sweep[1].threads == 2);
+    CHECK(r.sweep[3].batch == 3);
+    for (std::size_t i = 0; i < r.rows.size(); ++i) {
+        CHECK(r.rows[i].valid());
+        CHECK(r.rows[i].batch == (i < 4 ? 1 : 3));
+        CHECK(r.rows[i].threads == (i % 4 < 2 ? 1 : 2));
+    }
+    // The layer's FLOPs follow the batch.
+    CHECK(r.rows[4].flops == doctest::Approx(3 * r.rows[0].flops));
+    const std::vector<Results> parts = split_sweep(r);
+    REQUIRE(parts.size() == 4);
+    CHECK(parts[3].batch == 3);
+    CHECK(parts[3].machine.threads == 2);
+    REQUIRE(parts[3].rows.size() == 2);
+    CHECK(parts[3].rows[0].batch == 3);
+    CHECK(parts[3].layers[0].descriptor.rfind("mb3", 0) == 0);
+    CHECK(parts[0].layers[0].descriptor.rfind("mb1", 0) == 0);
+    // The files keep each row's batch and threads and the sweep's record.
+    std::stringstream csv, json;
+    write_csv(r, csv);
+    write_json(r, json);
+    for (Results b : {read_csv(csv), read_json(json)}) {
+        REQUIRE(b.sweep.size() == 4);
+        CHECK(b.sweep[3].batch == 3);
+        CHECK(b.sweep[3].threads == 2);
+        CHECK(b.sweep[2].foreign_cpu == r.sweep[2].foreign_cpu);
+        REQUIRE(b.rows.size() == 8);
+        CHECK(b.rows[5].batch == 3);
+        CHECK(b.rows[5].threads == 1);
+        CHECK(split_sweep(b)[2].rows.size() == 2);
+    }
+    CHECK(csv.str().find("mb3ic3ih7") != std::string::npos);  // descriptor with the row's batch
+    // One combination: a plain run, no sweep record.
+    CHECK(run_sweep(cfg, {2}, {1}).sweep.empty());
+    CHECK_THROWS_AS(run_sweep(cfg, {1, 1}, {1}), Error);
+    CHECK_THROWS_AS(run_sweep(cfg, {std::nullopt, 2}, {1}), Error);
+}
+
 TEST_CASE("bench: progress reaches the total, cancel stops early") {
     Config cfg = tiny_config();
     std::vector<std::size_t> seen;

@@ -532,6 +532,30 @@ TEST_CASE("charts: convlab bench writes verified CSV, JSON and charts, bad input
                   oh4, eh4) == 2);
     CHECK(eh4.str().find("dtype: bf16 storage is supported by") != std::string::npos);
 
+    // A sweep: --batch 1,2 --threads 1,2, each combination its rows and its charts.
+    const std::string sweep = (dir.path / "sweep").string();
+    std::ostringstream os, es;
+    REQUIRE(run_cli({"bench", "--shapes", shapes.string(), "--batch", "1,2", "--threads", "1,2",
+                     "--passes", "fwd", "--algos", "im2col_gemm", "--peer", "none", "--warmup", "0",
+                     "--reps", "1", "--out", sweep},
+                    os, es) == 0);
+    CHECK(os.str().find("== batch 2, 1 thread ==") != std::string::npos);
+    for (const char* f : {"gflops_fwd_b1_t1.svg", "gflops_fwd_b1_t2.png", "ops_fwd_b2_t1.pdf",
+                          "gflops_fwd_b2_t2.svg"})
+        CHECK(fs::exists(fs::path(sweep) / f));
+    {
+        std::ifstream in(fs::path(sweep) / "results.json");
+        const Results rw = bench::read_json(in);
+        CHECK(rw.rows.size() == 4 * 2);
+        CHECK(rw.sweep.size() == 4);
+    }
+    CHECK(slurp(fs::path(sweep) / "gflops_fwd_b2_t2.svg").find("(batch 2, 2 threads)") !=
+          std::string::npos);
+    std::ostringstream os2, es2;
+    CHECK(run_cli({"bench", "--shapes", shapes.string(), "--batch", "file,2", "--out", sweep}, os2,
+                  es2) == 2);
+    CHECK(es2.str().find("--batch") != std::string::npos);
+
     // Without bwd_data there is no relative chart, and the command says so.
     const std::string fwd_only = (dir.path / "fwd_only").string();
     std::ostringstream of1, ef1;

@@ -2,6 +2,7 @@
 //   [SECTION] plan: which algorithms of which pass, and the reference of each check
 //   [SECTION] one measurement: check once, then time with per-operation spans
 //   [SECTION] run
+//   [SECTION] sweeps
 //   [SECTION] results summary
 #include <algorithm>
 #include <cmath>
@@ -335,6 +336,8 @@ Results run(const Config& cfg) {
             m.pass = pass;
             m.algorithm = algo;
             m.peer = is_peer;
+            m.batch = p.mb;
+            m.threads = threads;
             m.error = err;
             m.flops = flops;
             m.flops_no_pad = flops_no_pad;
@@ -479,6 +482,8 @@ Results run(const Config& cfg) {
                 m.pass = pass;
                 m.algorithm = peer_spec->name;
                 m.peer = true;
+                m.batch = p.mb;
+                m.threads = threads;
                 m.flops = flops;
                 m.flops_no_pad = flops_no_pad;
                 m.bytes = pass_bytes(p, pass);
@@ -498,6 +503,8 @@ Results run(const Config& cfg) {
                 m.layer = li;
                 m.pass = pass;
                 m.algorithm = a->name;
+                m.batch = p.mb;
+                m.threads = threads;
                 m.dtype = cfg.dtype;
                 m.flops = flops;
                 m.flops_no_pad = flops_no_pad;
@@ -574,6 +581,104 @@ Results run(const Config& cfg) {
         r.machine.median_spread = spreads[spreads.size() / 2];
     }
     return r;
+}
+
+// [SECTION] sweeps
+
+Results run_sweep(const Config& cfg, const std::vector<std::optional<dim_t>>& batches,
+                  const std::vector<int>& threads) {
+    if (batches.empty()) throw Error("batch: empty list");
+    if (threads.empty()) throw Error("threads: empty list");
+    if (batches.size() > 1 && std::count(batches.begin(), batches.end(), std::nullopt))
+        throw Error("batch: 'file' (each layer's own) cannot be swept with other values");
+    for (std::size_t i = 0; i < batches.size(); ++i)
+        for (std::size_t j = 0; j < i; ++j)
+            if (batches[i] == batches[j]) throw Error("batch: a value given twice");
+    for (std::size_t i = 0; i < threads.size(); ++i)
+        for (std::size_t j = 0; j < i; ++j)
+            if (threads[i] == threads[j]) throw Error("threads: a value given twice");
+    const std::size_t combos = batches.size() * threads.size();
+    Results out;
+    std::size_t done_before = 0;
+    for (const std::optional<dim_t>& b : batches) {
+        for (const int t : threads) {
+            Config c = cfg;
+            c.batch = b;
+            c.threads = t;
+            if (cfg.progress)
+                c.progress = [&](const Config::Progress& p) {
+                    Config::Progress q = p;
+                    q.done += done_before;
+                    q.total *= combos;  // every combination has as many measurements
+                    Results partial;    // what ran so far, for a live chart
+                    const Results* all = p.results;
+                    if (!out.rows.empty() && p.results) {
+                        partial = out;
+                        partial.rows.insert(partial.rows.end(), p.results->rows.begin(),
+                                            p.results->rows.end());
+                        all = &partial;
+                    }
+                    q.results = all;
+                    cfg.progress(q);
+                };
+            Results r = run(c);
+            SweepPoint pt;
+            pt.batch = b ? *b : 0;
+            pt.threads = r.machine.threads;
+            pt.peak_gflops = r.machine.peak_gflops;
+            pt.peak_gflops_1t = r.machine.peak_gflops_1t;
+            pt.foreign_cpu = r.machine.foreign_cpu;
+            const std::size_t measured = r.rows.size();
+            if (out.sweep.empty()) {
+                std::vector<Measurement> rows = std::move(r.rows);
+                out = std::move(r);
+                out.rows = std::move(rows);
+            } else {
+                out.rows.insert(out.rows.end(), r.rows.begin(), r.rows.end());
+                out.machine.foreign_cpu = std::max(out.machine.foreign_cpu, pt.foreign_cpu);
+                out.cancelled = out.cancelled || r.cancelled;
+                for (const std::string& n : r.notes)
+                    if (std::find(out.notes.begin(), out.notes.end(), n) == out.notes.end())
+                        out.notes.push_back(n);
+            }
+            out.sweep.push_back(pt);
+            done_before += measured;
+            if (out.cancelled) break;
+        }
+        if (out.cancelled) break;
+    }
+    if (combos == 1) out.sweep.clear();  // a single run: its record says it all
+    return out;
+}
+
+std::vector<Results> split_sweep(const Results& r) {
+    if (r.sweep.empty()) return {r};
+    std::vector<Results> parts;
+    for (const SweepPoint& pt : r.sweep) {
+        Results s = r;
+        s.sweep.clear();
+        s.rows.clear();
+        s.batch = pt.batch;
+        s.machine.threads = pt.threads;
+        s.machine.peak_gflops = pt.peak_gflops;
+        s.machine.peak_gflops_1t = pt.peak_gflops_1t;
+        s.machine.foreign_cpu = pt.foreign_cpu;
+        for (const Measurement& m : r.rows)
+            if (m.threads == pt.threads && (pt.batch == 0 || m.batch == pt.batch))
+                s.rows.push_back(m);
+        if (pt.batch > 0)
+            for (LayerInfo& l : s.layers) {
+                try {
+                    Problem p = parse_descriptor(l.descriptor);
+                    p.mb = pt.batch;
+                    l.descriptor = to_descriptor(p);
+                } catch (const Error&) {
+                    // not a descriptor (an invalid layer): left as written
+                }
+            }
+        parts.push_back(std::move(s));
+    }
+    return parts;
 }
 
 // [SECTION] results summary

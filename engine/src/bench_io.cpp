@@ -63,6 +63,53 @@ std::vector<std::string> split_notes(const std::string& s) {
     return out;
 }
 
+// "batch=1 threads=2 peak=230.1 peak_1t=115.2 foreign_cpu=0.04; batch=32 ..." ("" when none).
+std::string sweep_text(const std::vector<SweepPoint>& sweep) {
+    std::string s;
+    for (const SweepPoint& p : sweep)
+        s += (s.empty() ? "" : "; ") + ("batch=" + num(static_cast<double>(p.batch))) +
+             " threads=" + num(p.threads) + " peak=" + num(p.peak_gflops) +
+             " peak_1t=" + num(p.peak_gflops_1t) + " foreign_cpu=" + num(p.foreign_cpu);
+    return s;
+}
+
+std::vector<SweepPoint> parse_sweep(const std::string& text, const std::string& where) {
+    std::vector<SweepPoint> out;
+    std::istringstream in(text);
+    std::string item;
+    while (std::getline(in, item, ';')) {
+        SweepPoint p;
+        std::istringstream words(item);
+        std::string w;
+        int seen = 0;
+        while (words >> w) {
+            const auto eq = w.find('=');
+            double x = 0;
+            const char* b = w.c_str() + (eq == std::string::npos ? 0 : eq + 1);
+            const auto res = std::from_chars(b, w.c_str() + w.size(), x);
+            if (eq == std::string::npos || res.ec != std::errc() || res.ptr != w.c_str() + w.size())
+                throw Error(where + ": field 'sweep': '" + w + "' is not name=number");
+            const std::string k = w.substr(0, eq);
+            if (k == "batch") {
+                p.batch = static_cast<dim_t>(x);
+            } else if (k == "threads") {
+                p.threads = static_cast<int>(x);
+            } else if (k == "peak") {
+                p.peak_gflops = x;
+            } else if (k == "peak_1t") {
+                p.peak_gflops_1t = x;
+            } else if (k == "foreign_cpu") {
+                p.foreign_cpu = x;
+            } else {
+                throw Error(where + ": field 'sweep': unknown name '" + k + "'");
+            }
+            ++seen;
+        }
+        if (seen > 0) out.push_back(p);
+    }
+    return out;
+}
+
 Fields machine_fields(const Results& r) {
     const Machine& m = r.machine;
     return {sf("cpu", m.cpu),
@@ -91,26 +138,37 @@ Fields machine_fields(const Results& r) {
             nf("rtol", r.rtol),
             bf("cancelled", r.cancelled),
             sf("notes", join_notes(r.notes)),
+            sf("sweep", sweep_text(r.sweep)),
             sf("command", r.command)};
 }
 
 const char* const kColumns[] = {
-    "layer_index",     "layer",       "descriptor", "pass",           "algorithm", "peer",
-    "dtype",           "operation",   "median_ms",  "min_ms",         "max_ms",    "q1_ms",
-    "q3_ms",           "runs",        "share",      "foreign_cpu",    "noisy",     "gflops",
-    "gflops_benchdnn", "gbps",        "flops",      "flops_benchdnn", "bytes",     "verified",
-    "max_abs_err",     "max_rel_err", "reference",  "note",           "impl",      "error"};
+    "layer_index", "layer",    "descriptor",      "pass",        "algorithm", "peer",
+    "batch",       "threads",  "dtype",           "operation",   "median_ms", "min_ms",
+    "max_ms",      "q1_ms",    "q3_ms",           "runs",        "share",     "foreign_cpu",
+    "noisy",       "gflops",   "gflops_benchdnn", "gbps",        "flops",     "flops_benchdnn",
+    "bytes",       "verified", "max_abs_err",     "max_rel_err", "reference", "note",
+    "impl",        "error"};
 
 // Columns added after the first format: a file written before them reads without them.
 bool optional_column(const std::string& name) {
-    return name == "noisy" || name == "dtype" || name == "gflops_benchdnn" ||
-           name == "flops_benchdnn";
+    return name == "noisy" || name == "dtype" || name == "batch" || name == "threads" ||
+           name == "gflops_benchdnn" || name == "flops_benchdnn";
 }
 
 std::vector<Fields> row_fields(const Results& r) {
     std::vector<Fields> out;
     for (const Measurement& m : r.rows) {
-        const LayerInfo li = m.layer < r.layers.size() ? r.layers[m.layer] : LayerInfo{};
+        LayerInfo li = m.layer < r.layers.size() ? r.layers[m.layer] : LayerInfo{};
+        if (!r.sweep.empty() && m.batch > 0) {  // a sweep: the layer with this row's batch
+            try {
+                Problem p = parse_descriptor(li.descriptor);
+                p.mb = m.batch;
+                li.descriptor = to_descriptor(p);
+            } catch (const Error&) {
+                // not a descriptor (an invalid layer): as written
+            }
+        }
         auto row = [&](const std::string& op, const Stats& t, bool total) {
             Fields f{nf("layer_index", static_cast<double>(m.layer)),
                      sf("layer", li.name),
@@ -118,6 +176,8 @@ std::vector<Fields> row_fields(const Results& r) {
                      sf("pass", pass_name(m.pass)),
                      sf("algorithm", m.algorithm),
                      bf("peer", m.peer),
+                     nf("batch", static_cast<double>(m.batch)),
+                     nf("threads", m.threads),
                      sf("dtype", dtype_name(m.dtype)),
                      sf("operation", op),
                      nf("median_ms", t.median_ms),
@@ -277,6 +337,7 @@ void machine_from(const Map& f, Results& r, const std::string& where) {
     r.cancelled = to_bool(f, "cancelled", where);
     r.command = to_str(f, "command", where);
     if (f.count("notes")) r.notes = split_notes(f.at("notes"));
+    if (f.count("sweep")) r.sweep = parse_sweep(f.at("sweep"), where);
 }
 
 Stats stats_from(const Map& f, const std::string& where) {
@@ -306,6 +367,8 @@ void add_row(const Map& f, Results& r, const std::string& where) {
         m.pass = pass;
         m.algorithm = algo;
         m.peer = to_bool(f, "peer", where);
+        if (f.count("batch")) m.batch = static_cast<dim_t>(to_num(f, "batch", where));
+        if (f.count("threads")) m.threads = static_cast<int>(to_num(f, "threads", where));
         if (f.count("dtype"))
             m.dtype = in_field("dtype", where, [&] { return parse_dtype(f.at("dtype")); });
         m.total = stats_from(f, where);

@@ -313,6 +313,8 @@ struct Measurement {
     Pass pass = Pass::Forward;
     std::string algorithm;  // the engine's name, or the peer's name
     bool peer = false;
+    dim_t batch = 0;  // the layer's N as measured (0: unknown, files from before the column)
+    int threads = 0;  // threads of the engine and the peer (0: unknown)
     DType dtype = DType::f32;  // storage dtype it ran with
     bool ran = false;          // false: it threw (error says why); never plotted
     std::string error;
@@ -344,6 +346,15 @@ struct LayerInfo {
     std::string descriptor;  // canonical, with the batch used
 };
 
+// One (batch, threads) combination of a sweep (run_sweep) and what was measured with it.
+struct SweepPoint {
+    dim_t batch = 0;  // 0: each layer's own
+    int threads = 0;
+    double peak_gflops = 0;     // the fp32 peak for these threads (Machine::peak_gflops)
+    double peak_gflops_1t = 0;  // one thread
+    double foreign_cpu = -1;    // share of the CPUs others used during this combination
+};
+
 struct Results {
     Machine machine;
     std::vector<LayerInfo> layers;
@@ -357,6 +368,9 @@ struct Results {
     // What the run left out and why ("dtype fp16: im2col_gemm, ... are fp32 only: skipped").
     std::vector<std::string> notes;
     bool cancelled = false;
+    // The combinations of a sweep, in the order they ran; empty for a single run (whose batch
+    // and threads are those above). Rows tell theirs apart by Measurement::batch / threads.
+    std::vector<SweepPoint> sweep;
     // Every measurement that ran was verified and passed.
     std::size_t passed() const;
     std::size_t failed() const;                // failed, unchecked or errored
@@ -374,6 +388,18 @@ bool supports_storage_dtype(Pass pass, std::string_view algo);
 // Runs the configuration. Throws Error for a bad configuration (unknown algorithm, empty shape
 // list) before measuring anything; errors of single measurements are recorded in their rows.
 Results run(const Config& cfg);
+
+// Runs cfg once per combination of `batches` (nullopt: each layer's own) and `threads`, batches
+// outermost, and returns every row in one Results: the machine record of the first run (its
+// foreign CPU share the highest), each combination's peak and noise in Results::sweep. Progress
+// counts over all combinations; a cancel ends the sweep. Errors as run().
+Results run_sweep(const Config& cfg, const std::vector<std::optional<dim_t>>& batches,
+                  const std::vector<int>& threads);
+
+// The results of each combination on its own, as run() would have returned them (batch,
+// machine.threads, peak and foreign CPU share of the combination; layer descriptors with its
+// batch); a single run's results as they are.
+std::vector<Results> split_sweep(const Results& r);
 
 // The bytes a pass moves at least: its inputs read and its output written once, fp32.
 double pass_bytes(const Problem& p, Pass pass);
