@@ -674,6 +674,28 @@ TEST_CASE("bench: CSV and JSON results parse back to the same results") {
     CHECK_THROWS_WITH_AS(read_json(bad_json), doctest::Contains("JSON"), Error);
 }
 
+TEST_CASE("bench: the foreign CPU share does not count the counters' tick as load") {
+    // 2 CPUs, a 50 ms window, counters in 10 ms ticks: this process used 100 ms.
+    CpuSample a, b;
+    a.ok = b.ok = true;
+    a.tick = b.tick = 0.01;
+    a.wall = 10.0;
+    b.wall = 10.05;
+    b.self = 0.1;
+    b.busy = 0.11;  // one tick more than ours: within the counters' error, not load
+    CHECK(foreign_cpu_share(a, b, 2) == 0);
+    b.busy = 0.12;  // two ticks: still within one tick per CPU
+    CHECK(foreign_cpu_share(a, b, 2) == 0);
+    b.busy = 0.16;  // 60 ms of others' time, 40 ms beyond the error, of 100 ms capacity
+    CHECK(foreign_cpu_share(a, b, 2) == doctest::Approx(0.4));
+    b.busy = 0.5;
+    CHECK(foreign_cpu_share(a, b, 2) == 1.0);  // clamped
+    b.ok = false;
+    CHECK(foreign_cpu_share(a, b, 2) < 0);
+    const CpuSample now = cpu_sample();
+    if (now.ok) CHECK(now.tick > 0);
+}
+
 TEST_CASE("bench: the measured fp32 peak is positive and the machine record is filled") {
     const double peak = measure_fp32_peak(1, 0.02);
     CHECK(peak > 0.1);

@@ -258,6 +258,7 @@ CpuSample cpu_sample() {
     }
     const double tick = static_cast<double>(sysconf(_SC_CLK_TCK));
     if (tick <= 0) return s;
+    s.tick = 1 / tick;
     s.busy = (user + nice + system + irq + softirq) / tick;
     s.steal = steal / tick;
     rusage ru{};
@@ -275,7 +276,8 @@ double foreign_cpu_share(const CpuSample& a, const CpuSample& b, int cpus) {
     const double wall = b.wall - a.wall;
     if (wall <= 0) return -1;
     const double foreign = (b.busy - a.busy) - (b.self - a.self) + (b.steal - a.steal);
-    return std::min(1.0, std::max(0.0, foreign) / (wall * cpus));
+    const double error = std::max(a.tick, b.tick) * cpus;  // the counters' steps
+    return std::min(1.0, std::max(0.0, foreign - error) / (wall * cpus));
 }
 
 std::string local_date() {

@@ -167,11 +167,14 @@ struct CpuSample {
     double steal = 0;  // seconds taken by the hypervisor
     double self = 0;   // user + system seconds of this process (all threads)
     double wall = 0;   // steady clock seconds
+    double tick = 0;   // seconds of one step of the machine's counters (busy, steal): 1/CLK_TCK
     bool ok = false;
 };
 CpuSample cpu_sample();
 // Share of the machine's CPU capacity (0..1) that other processes (and steal) used between a and
-// b; negative when unknown.
+// b, at least: the machine's counters step a tick (10 ms) per CPU, this process's time is exact,
+// so up to one tick per CPU of "foreign" time may be counting error and is not counted (a 50 ms
+// window on 2 CPUs would otherwise read 10% from nothing). Negative when unknown.
 double foreign_cpu_share(const CpuSample& a, const CpuSample& b, int cpus);
 
 // fp32 peak of this machine, measured: `threads` threads each run independent chains of vector
