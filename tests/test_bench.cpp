@@ -3,6 +3,7 @@
 // interface (a fake peer), progress and cancel, and the results files parsed back.
 #include <doctest/doctest.h>
 
+#include <array>
 #include <atomic>
 #include <cmath>
 #include <limits>
@@ -43,6 +44,19 @@ void forward_off_by_one(const Problem& p, const ConvArgs& a, Profiler* prof) {
 
 void forward_throws(const Problem&, const ConvArgs&, Profiler*) {
     throw Error("deliberate failure");
+}
+
+// Two right algorithms that log their calls: 'A' / 'B' for a timed call (a profiler is given),
+// 'a' / 'b' for an untimed one (the check, warm-ups).
+std::string call_log;
+void forward_logged_a(const Problem& p, const ConvArgs& a, Profiler* prof) {
+    call_log += prof ? 'A' : 'a';
+    find_algorithm(Pass::Forward, "direct").run(p, a, nullptr);
+}
+void forward_logged_b(const Problem& p, const ConvArgs& a, Profiler* prof) {
+    call_log += prof ? 'B' : 'b';
+    Span s(prof, "logged");
+    find_algorithm(Pass::Forward, "direct").run(p, a, nullptr);
 }
 
 // A peer computed with the engine's direct loops (so its result is right), or wrong on purpose.
@@ -131,25 +145,116 @@ TEST_CASE("bench: measure_interleaved alternates the functions, rotating who goe
     for (const Stats& x : s) CHECK(x.runs == 3);
     // Warm-ups first, then rounds 0 1 2 / 1 2 0 / 2 0 1.
     CHECK(order == std::vector<int>{0, 1, 2, 0, 1, 2, 1, 2, 0, 2, 0, 1});
-    // By time: a slow function leaves the rounds once it has its runs and seconds; the fast one
-    // goes on alone until it has its own.
-    int fast = 0, slow = 0;
-    rule = TimingRule{};
-    rule.warmup = 0;
-    rule.min_reps = 3;
-    rule.min_seconds = 0.03;
-    const auto wait = [](double sec) {
-        const auto t0 = std::chrono::steady_clock::now();
-        while (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < sec) {
-        }
+    // By time, on a fake clock that each call advances by its cost (powers of two: exact sums),
+    // so nothing depends on the machine's speed or load. Costs 1/1024 s and 11/1024 s, at least
+    // 3 runs and 32/1024 s each: the slow one leaves after 3 rounds (33/1024 s), the fast one
+    // goes on alone until it has 32 runs.
+    double now = 0;
+    std::vector<int> calls;
+    Interleaved timed;
+    timed.count = 2;
+    timed.clock = [&] { return now; };
+    timed.run = [&](std::size_t f, bool is_timed) {
+        if (is_timed) calls.push_back(static_cast<int>(f));
+        now += (f == 0 ? 1.0 : 11.0) / 1024;
     };
-    const std::vector<Stats> t =
-        measure_interleaved(rule, {[&] { ++fast, wait(0.001); }, [&] { ++slow, wait(0.011); }});
+    std::vector<std::pair<std::size_t, double>> after;
+    timed.after = [&](std::size_t f, double sec) { after.emplace_back(f, sec); };
+    rule = TimingRule{};
+    rule.warmup = 2;
+    rule.min_reps = 3;
+    rule.min_seconds = 32.0 / 1024;
+    const std::vector<Stats> t = measure_interleaved(rule, timed);
+    REQUIRE(t.size() == 2);
+    CHECK(t[0].runs == 32);
     CHECK(t[1].runs == 3);
-    CHECK(slow == 3);
-    CHECK(t[0].runs >= 30);
-    CHECK(t[0].runs == fast);
-    CHECK(t[0].median_ms < t[1].median_ms);
+    CHECK(t[0].median_ms == doctest::Approx(1000.0 / 1024));
+    CHECK(t[1].median_ms == doctest::Approx(11000.0 / 1024));
+    // Rounds 0 1 / 1 0 / 0 1 while both run, then the fast one alone.
+    std::vector<int> expected{0, 1, 1, 0, 0, 1};
+    expected.resize(3 + 32, 0);
+    CHECK(calls == expected);
+    // after() follows every timed call, with its measured seconds; warm-ups are not timed.
+    REQUIRE(after.size() == calls.size());
+    for (std::size_t i = 0; i < after.size(); ++i) {
+        CHECK(after[i].first == static_cast<std::size_t>(calls[i]));
+        CHECK(after[i].second == (calls[i] == 0 ? 1.0 : 11.0) / 1024);
+    }
+    // max_reps ends a function whose calls never fill min_seconds.
+    rule.max_reps = 5;
+    rule.min_seconds = 1e9;
+    calls.clear();
+    const std::vector<Stats> capped = measure_interleaved(rule, timed);
+    CHECK(capped[0].runs == 5);
+    CHECK(capped[1].runs == 5);
+    CHECK(calls.size() == 10);
+}
+
+TEST_CASE("bench: FLOPs with padding taps (CK) and without (benchdnn), against brute force") {
+    // Every (output, tap) pair of every axis, kept when its input index is inside the input.
+    const auto brute = [](const Problem& p) {
+        double taps = 0;
+        const int n = p.ndims;
+        std::array<dim_t, 3> o{0, 0, 0}, k{0, 0, 0};
+        const dim_t outs = p.out_spatial(), ks = p.kernel_spatial();
+        for (dim_t oi = 0; oi < outs; ++oi) {
+            dim_t div = 1;
+            for (int i = n - 1; i >= 0; --i) {
+                const auto u = static_cast<std::size_t>(i);
+                o[u] = (oi / div) % p.out(i);
+                div *= p.out(i);
+            }
+            for (dim_t ki = 0; ki < ks; ++ki) {
+                bool inside = true;
+                dim_t kdiv = 1;
+                for (int i = n - 1; i >= 0; --i) {
+                    const auto u = static_cast<std::size_t>(i);
+                    k[u] = (ki / kdiv) % p.kernel[u];
+                    kdiv *= p.kernel[u];
+                    const dim_t x = o[u] * p.stride[u] - p.pad_begin[u] + k[u] * p.dilation[u];
+                    inside &= x >= 0 && x < p.in[u];
+                }
+                taps += inside ? 1 : 0;
+            }
+        }
+        return 2.0 * double(p.mb) * double(p.oc) * double(p.icg()) * taps;
+    };
+    for (const char* d : {"mb2ic3ih7oc4kh3ph1",                              // padded 2-D
+                          "mb1ic3ih224oc64oh112kh7sh2ph3",                   // ResNet-50 conv1
+                          "g2mb1ic4ih9iw8oc6kh3kw2sh2sw3dh1ph2pw1phe0pwe3",  // dilated, asymmetric
+                          "mb1ic2id5ih4iw6oc3kd3kh2kw3pd1ph1pw2",            // 3-D
+                          "mb2ic2iw9oc2kw4sw2pw3",                           // 1-D, pad > half
+                          "mb1ic5ih6oc2kh3"}) {                              // no padding
+        CAPTURE(d);
+        const Problem p = parse_descriptor(d);
+        REQUIRE(p.validate().empty());
+        CHECK(p.flops_no_pad() == brute(p));
+        CHECK(p.flops() ==
+              2.0 * double(p.mb * p.oc * p.icg() * p.out_spatial() * p.kernel_spatial()));
+        CHECK(p.flops_no_pad() <= p.flops());
+    }
+    // By hand: 1-D, in 3, kernel 3, pad 1 each side: out 3; taps inside: 2 + 3 + 2 = 7 of 9.
+    const Problem q = parse_descriptor("mb1ic1iw3oc1kw3pw1");
+    CHECK(q.flops() == 18);
+    CHECK(q.flops_no_pad() == 14);
+    CHECK(parse_descriptor("mb1ic5ih6oc2kh3").flops_no_pad() ==
+          parse_descriptor("mb1ic5ih6oc2kh3").flops());
+    // The runner stores both, and the files carry both (gflops, gflops_benchdnn).
+    Config cfg = tiny_config();
+    cfg.passes = {Pass::Forward};
+    cfg.algos = {"im2col_gemm"};
+    const Results r = run(cfg);
+    REQUIRE(r.rows.size() == 2);
+    CHECK(r.rows[0].flops_no_pad == cfg.layers[0].problem.flops_no_pad());
+    CHECK(r.rows[0].flops_no_pad < r.rows[0].flops);  // padded layer
+    CHECK(r.rows[0].gflops_benchdnn() < r.rows[0].gflops());
+    std::stringstream csv, json;
+    write_csv(r, csv);
+    write_json(r, json);
+    CHECK(csv.str().find(",gflops,gflops_benchdnn,") != std::string::npos);
+    CHECK(json.str().find("\"gflops_benchdnn\": ") != std::string::npos);
+    for (Results b : {read_csv(csv), read_json(json)})
+        CHECK(b.rows[0].flops_no_pad == r.rows[0].flops_no_pad);
 }
 
 TEST_CASE("bench: compare reports max abs and rel error, NaN and an all-zero reference") {
@@ -243,6 +348,35 @@ TEST_CASE("bench: a deliberately wrong algorithm is caught, a throwing one is re
     CHECK(r.verification_summary().find("FAILED") != std::string::npos);
 }
 
+TEST_CASE("bench: a pass's algorithms are timed in alternating rounds, after every check") {
+    Config cfg = tiny_config();
+    cfg.layers.resize(1);
+    cfg.passes = {Pass::Forward};
+    cfg.extra_algorithms = {{Pass::Forward, "logged_a", "logs its calls", forward_logged_a},
+                            {Pass::Forward, "logged_b", "logs its calls", forward_logged_b}};
+    cfg.algos = {"logged_a", "logged_b"};
+    cfg.timing.warmup = 1;
+    cfg.timing.reps = 3;
+    call_log.clear();
+    const Results r = run(cfg);
+    // Checks (one call each), warm-ups, then rounds A B / B A / A B.
+    CHECK(call_log ==
+          "ab"
+          "ab"
+          "ABBAAB");
+    REQUIRE(r.rows.size() == 2);
+    for (const Measurement& m : r.rows) {
+        CHECK(m.valid());
+        CHECK(m.total.runs == 3);
+    }
+    // Spans are kept per algorithm; both share the window's foreign CPU share.
+    REQUIRE(r.rows[1].ops.size() == 1);
+    CHECK(r.rows[1].ops[0].name == "logged");
+    CHECK(r.rows[1].ops[0].time.runs == 3);
+    CHECK(r.rows[0].ops.empty());
+    CHECK(r.rows[0].foreign_cpu == r.rows[1].foreign_cpu);
+}
+
 TEST_CASE("bench: above the direct limit the reference is a named second algorithm, said so") {
     Config cfg = tiny_config();
     cfg.passes = {Pass::Forward, Pass::BackwardData};
@@ -293,6 +427,122 @@ TEST_CASE("bench: the peer is timed in the same run and checked like the engine"
     CHECK_FALSE(wrong->valid());
 }
 
+TEST_CASE("bench: fp16 / bf16 storage times the fractal algorithms alone, within 4e-3 / 3e-2") {
+    Config cfg = tiny_config();
+    cfg.peer = fake_peer(false);
+    for (DType dt : {DType::f16, DType::bf16}) {
+        CAPTURE(dtype_name(dt));
+        cfg.dtype = dt;
+        const Results r = run(cfg);
+        CHECK(r.dtype == dt);
+        CHECK(r.rtol == (dt == DType::f16 ? 4e-3 : 3e-2));
+        // fwd fractal, bwd_data and bwd_weight fractal_via_forward, on both layers; no peer.
+        REQUIRE(r.rows.size() == 2 * 3);
+        for (const Measurement& m : r.rows) {
+            CAPTURE(m.algorithm);
+            CHECK(supports_storage_dtype(m.pass, m.algorithm));
+            CHECK_FALSE(m.peer);
+            CHECK(m.dtype == dt);
+            CHECK(m.valid());
+            CHECK(m.check.reference == "direct");  // the fp32 reference, not itself
+            CHECK(m.check.max_rel <= r.rtol);
+            CHECK(m.check.max_rel > 1e-5);  // rounded storage: far from fp32's ~1e-7
+            CHECK(m.total.runs == 3);
+        }
+        REQUIRE(r.notes.size() == 2);
+        CHECK(r.notes[0].find("im2col_gemm") != std::string::npos);
+        CHECK(r.notes[0].find("fp32 only: skipped") != std::string::npos);
+        CHECK(r.notes[1] ==
+              std::string("dtype ") + dtype_name(dt) + ": peer fake is fp32 only: skipped");
+        CHECK(r.machine.peer == "none");
+        CHECK(r.verification_summary().find(std::string(dtype_name(dt)) + " storage") !=
+              std::string::npos);
+        // The files keep the dtype of the run and of each row, and the notes.
+        std::stringstream csv, json;
+        write_csv(r, csv);
+        write_json(r, json);
+        for (Results b : {read_csv(csv), read_json(json)}) {
+            CHECK(b.dtype == dt);
+            CHECK(b.notes == r.notes);
+            REQUIRE(b.rows.size() == r.rows.size());
+            CHECK(b.rows[0].dtype == dt);
+        }
+    }
+    // fp32: the same algorithms agree with direct to fp32 rounding.
+    cfg.dtype = DType::f32;
+    cfg.algos = {"fractal", "fractal_via_forward"};
+    const Results f = run(cfg);
+    for (const Measurement& m : f.rows)
+        if (!m.peer) CHECK(m.check.max_rel < 1e-5);
+    // A named fp32-only algorithm is refused, naming the field and the rule.
+    cfg.dtype = DType::f16;
+    cfg.algos = {"fractal", "im2col_gemm"};
+    CHECK_THROWS_WITH_AS(run(cfg), doctest::Contains("dtype: fp16 storage is supported by"), Error);
+    CHECK_THROWS_WITH_AS(run(cfg), doctest::Contains("im2col_gemm (in algos) is fp32 only"), Error);
+    cfg.algos.clear();
+    cfg.reference = "peer";
+    CHECK_THROWS_WITH_AS(run(cfg), doctest::Contains("fp32 only"), Error);
+}
+
+TEST_CASE("bench: a sweep over batch and threads: each combination a set of rows") {
+    Config cfg = tiny_config();
+    cfg.passes = {Pass::Forward};
+    cfg.algos = {"im2col_gemm"};
+    std::vector<std::size_t> seen;
+    std::size_t total = 0;
+    cfg.progress = [&](const Config::Progress& p) {
+        seen.push_back(p.done);
+        total = p.total;
+        REQUIRE(p.results);
+        CHECK(p.results->rows.size() == p.done);  // every combination's rows so far
+    };
+    const Results r = run_sweep(cfg, {1, 3}, {1, 2});
+    // 2 batches x 2 thread counts x 2 layers x 1 algorithm, batches outermost.
+    REQUIRE(r.rows.size() == 8);
+    CHECK(total == 8);
+    CHECK(seen.size() == 8);
+    CHECK(seen.back() == 8);
+    REQUIRE(r.sweep.size() == 4);
+    CHECK(r.sweep[0].batch == 1);
+    CHECK(r.sweep[0].threads == 1);
+    CHECK(r.sweep[1].threads == 2);
+    CHECK(r.sweep[3].batch == 3);
+    for (std::size_t i = 0; i < r.rows.size(); ++i) {
+        CHECK(r.rows[i].valid());
+        CHECK(r.rows[i].batch == (i < 4 ? 1 : 3));
+        CHECK(r.rows[i].threads == (i % 4 < 2 ? 1 : 2));
+    }
+    // The layer's FLOPs follow the batch.
+    CHECK(r.rows[4].flops == doctest::Approx(3 * r.rows[0].flops));
+    const std::vector<Results> parts = split_sweep(r);
+    REQUIRE(parts.size() == 4);
+    CHECK(parts[3].batch == 3);
+    CHECK(parts[3].machine.threads == 2);
+    REQUIRE(parts[3].rows.size() == 2);
+    CHECK(parts[3].rows[0].batch == 3);
+    CHECK(parts[3].layers[0].descriptor.rfind("mb3", 0) == 0);
+    CHECK(parts[0].layers[0].descriptor.rfind("mb1", 0) == 0);
+    // The files keep each row's batch and threads and the sweep's record.
+    std::stringstream csv, json;
+    write_csv(r, csv);
+    write_json(r, json);
+    for (Results b : {read_csv(csv), read_json(json)}) {
+        REQUIRE(b.sweep.size() == 4);
+        CHECK(b.sweep[3].batch == 3);
+        CHECK(b.sweep[3].threads == 2);
+        CHECK(b.sweep[2].foreign_cpu == r.sweep[2].foreign_cpu);
+        REQUIRE(b.rows.size() == 8);
+        CHECK(b.rows[5].batch == 3);
+        CHECK(b.rows[5].threads == 1);
+        CHECK(split_sweep(b)[2].rows.size() == 2);
+    }
+    CHECK(csv.str().find("mb3ic3ih7") != std::string::npos);  // descriptor with the row's batch
+    // One combination: a plain run, no sweep record.
+    CHECK(run_sweep(cfg, {2}, {1}).sweep.empty());
+    CHECK_THROWS_AS(run_sweep(cfg, {1, 1}, {1}), Error);
+    CHECK_THROWS_AS(run_sweep(cfg, {std::nullopt, 2}, {1}), Error);
+}
+
 TEST_CASE("bench: progress reaches the total, cancel stops early") {
     Config cfg = tiny_config();
     std::vector<std::size_t> seen;
@@ -317,7 +567,10 @@ TEST_CASE("bench: progress reaches the total, cancel stops early") {
     };
     r = run(cfg);
     CHECK(r.cancelled);
-    CHECK(r.rows.size() == 2);
+    // The pass being measured ends (its algorithms are timed together), then the run stops.
+    CHECK(r.rows.size() >= 2);
+    CHECK(r.rows.size() < total);
+    for (const Measurement& m : r.rows) CHECK((m.layer == 0 && m.pass == Pass::Forward));
     CHECK(r.verification_summary().find("CANCELLED") != std::string::npos);
 }
 
@@ -343,7 +596,9 @@ TEST_CASE("bench: CSV and JSON results parse back to the same results") {
     cfg.algos = {"im2col_gemm", "off_by_one", "col2im"};
     cfg.peer = fake_peer(false);
     cfg.command = "convlab bench --shapes \"odd, name\".txt --out x";
-    const Results r = run(cfg);
+    Results r = run(cfg);
+    r.rows[0].foreign_cpu = 0.2;  // measured while others held 20% of the CPUs: noisy
+    r.rows[1].foreign_cpu = 0.01;
     std::ostringstream csv, json;
     write_csv(r, csv);
     write_json(r, json);
@@ -379,6 +634,8 @@ TEST_CASE("bench: CSV and JSON results parse back to the same results") {
             CHECK(y.total.q3_ms == x.total.q3_ms);
             CHECK(y.total.runs == x.total.runs);
             CHECK(y.flops == x.flops);
+            CHECK(y.foreign_cpu == x.foreign_cpu);
+            CHECK(y.noisy() == x.noisy());
             REQUIRE(y.ops.size() == x.ops.size());
             for (std::size_t k = 0; k < x.ops.size(); ++k) {
                 CHECK(y.ops[k].name == x.ops[k].name);
@@ -386,7 +643,20 @@ TEST_CASE("bench: CSV and JSON results parse back to the same results") {
             }
         }
         CHECK(b.failed() == r.failed());
+        CHECK(b.rows[0].noisy());
+        CHECK_FALSE(b.rows[1].noisy());
     }
+    // The noisy column says so in the file, on the total row and on its operations' rows.
+    {
+        std::istringstream in(csv.str());
+        std::string l;
+        while (std::getline(in, l) && l.rfind("layer_index,", 0) != 0) {
+        }
+        CHECK(l.find(",foreign_cpu,noisy,") != std::string::npos);
+        std::getline(in, l);
+        CHECK(l.find(",0.2,true,") != std::string::npos);
+    }
+    CHECK(json.str().find("\"noisy\": true") != std::string::npos);
     // One row per (layer, pass, algorithm, operation): total + each operation.
     std::size_t expected = 0;
     for (const Measurement& m : r.rows) expected += 1 + m.ops.size();
@@ -402,6 +672,28 @@ TEST_CASE("bench: CSV and JSON results parse back to the same results") {
     CHECK_THROWS_WITH_AS(read_csv(bad_csv), doctest::Contains("pass"), Error);
     std::istringstream bad_json(json.str().substr(0, json.str().size() / 2));
     CHECK_THROWS_WITH_AS(read_json(bad_json), doctest::Contains("JSON"), Error);
+}
+
+TEST_CASE("bench: the foreign CPU share does not count the counters' tick as load") {
+    // 2 CPUs, a 50 ms window, counters in 10 ms ticks: this process used 100 ms.
+    CpuSample a, b;
+    a.ok = b.ok = true;
+    a.tick = b.tick = 0.01;
+    a.wall = 10.0;
+    b.wall = 10.05;
+    b.self = 0.1;
+    b.busy = 0.11;  // one tick more than ours: within the counters' error, not load
+    CHECK(foreign_cpu_share(a, b, 2) == 0);
+    b.busy = 0.12;  // two ticks: still within one tick per CPU
+    CHECK(foreign_cpu_share(a, b, 2) == 0);
+    b.busy = 0.16;  // 60 ms of others' time, 40 ms beyond the error, of 100 ms capacity
+    CHECK(foreign_cpu_share(a, b, 2) == doctest::Approx(0.4));
+    b.busy = 0.5;
+    CHECK(foreign_cpu_share(a, b, 2) == 1.0);  // clamped
+    b.ok = false;
+    CHECK(foreign_cpu_share(a, b, 2) < 0);
+    const CpuSample now = cpu_sample();
+    if (now.ok) CHECK(now.tick > 0);
 }
 
 TEST_CASE("bench: the measured fp32 peak is positive and the machine record is filled") {

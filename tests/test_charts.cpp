@@ -1,11 +1,14 @@
 // Charts: the model built from hand-made results (ratios, win count, stacking, FAIL marks never
 // plotted, hover lookup), and headless export: SVG parses as XML, PNG decodes, PDF has pages.
-// Also `convlab bench` end to end on a tiny shape file.
+// Also `convlab bench` end to end on a tiny shape file (status 0 verified, 1 with failures, 2
+// on bad input).
 #include <doctest/doctest.h>
 
 #include <cairo.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -261,6 +264,118 @@ TEST_CASE("charts: GFLOP/s bars with the measured peak as a reference line") {
     CHECK(standard_charts(r).size() == 1 + 2 + 2);
 }
 
+TEST_CASE("charts: values measured under load are marked noisy, counted and footnoted") {
+    Results r = sample();
+    CHECK(gflops_chart(r, Pass::Forward).noisy == 0);
+    CHECK(gflops_chart(r, Pass::Forward).verification.find("0 of 3 plotted values noisy") !=
+          std::string::npos);
+    r.rows[0].foreign_cpu = 0.2;   // layer a, fwd im2col_gemm: others used 20% of the CPUs
+    r.rows[3].foreign_cpu = 0.04;  // layer b, fwd: 4%, not noisy
+    const Chart g = gflops_chart(r, Pass::Forward);
+    REQUIRE(g.series.size() == 1);
+    CHECK(g.series[0].marks[0].noisy);
+    CHECK_FALSE(g.series[0].marks[1].noisy);
+    CHECK(g.noisy == 1);
+    CHECK(g.verification.find("1 of 3 plotted values noisy") != std::string::npos);
+    CHECK(g.footer[0].find("1 of 3 plotted values noisy") != std::string::npos);
+    bool footnote = false;
+    for (const std::string& l : g.footer)
+        footnote |= l.find("~ (hatched) measured while other processes used > 5% of the CPU") == 0;
+    CHECK(footnote);
+    // The ratio over a noisy forward time is noisy too: layer a's two bars.
+    CHECK(relative_time_chart(r).noisy == 2);
+    // A stacked bar counts once.
+    const Chart o = operation_share_chart(r, Pass::Forward);
+    CHECK(o.noisy == 1);
+    CHECK(o.verification.find("1 of 3 plotted values noisy") != std::string::npos);
+    TempDir dir;
+    for (const Chart& c : {g, o}) {
+        const auto paths = export_chart_all(c, dir.path.string());
+        CHECK(xml_error(slurp(dir.path / (c.id + ".svg"))) == "");
+    }
+}
+
+TEST_CASE("charts: every operation and algorithm has its own colour, far from the others") {
+    const auto dist = [](Color a, Color b) {
+        const auto d = [](std::uint8_t x, std::uint8_t y) { return double(x) - double(y); };
+        return std::sqrt(d(a.r, b.r) * d(a.r, b.r) + d(a.g, b.g) * d(a.g, b.g) +
+                         d(a.b, b.b) * d(a.b, b.b));
+    };
+    const std::vector<std::string>& ops = known_operations();
+    CHECK(ops.size() == 21);
+    for (std::size_t i = 0; i < ops.size(); ++i)
+        for (std::size_t j = i + 1; j < ops.size(); ++j) {
+            CAPTURE(ops[i]);
+            CAPTURE(ops[j]);
+            CHECK(dist(operation_color(ops[i]), operation_color(ops[j])) >= 50);
+        }
+    // The spans every algorithm of the engine records are known ones (none falls back to a
+    // hashed colour): a padded, strided, dilated, grouped layer runs each algorithm once.
+    bench::Config cfg;
+    bench::Layer l;
+    l.descriptor = "g2mb2ic4ih7oc4kh3sh2dh1ph1n\"t:x\"";
+    l.problem = parse_descriptor(l.descriptor);
+    cfg.layers = {l};
+    cfg.algos = {"all"};
+    cfg.threads = 1;
+    cfg.timing.warmup = 0;
+    cfg.timing.reps = 1;
+    cfg.measure_peak = false;
+    const Results r = bench::run(cfg);
+    std::size_t spans = 0;
+    for (const Measurement& m : r.rows)
+        for (const auto& op : m.ops) {
+            CAPTURE(m.algorithm);
+            CHECK(std::find(ops.begin(), ops.end(), op.name) != ops.end());
+            ++spans;
+        }
+    CHECK(spans > 20);
+    std::vector<std::string> algos{"oneDNN"};
+    for (const Algorithm& a : algorithms())
+        if (std::find(algos.begin(), algos.end(), a.name) == algos.end()) algos.push_back(a.name);
+    for (std::size_t i = 0; i < algos.size(); ++i)
+        for (std::size_t j = i + 1; j < algos.size(); ++j) {
+            CAPTURE(algos[i]);
+            CAPTURE(algos[j]);
+            CHECK(dist(algorithm_color(algos[i]), algorithm_color(algos[j])) >= 60);
+        }
+}
+
+TEST_CASE("charts: ops bars are named under them, GFLOP/s on a log axis with the peak") {
+    const Results r = sample();
+    const Chart o = operation_share_chart(r, Pass::BackwardData);
+    std::vector<std::string> tags;
+    for (const Series& s : o.series)
+        for (const Mark& m : s.marks)
+            if (!m.tag.empty()) tags.push_back(m.tag);
+    // One name per bar (3 layers x 2 algorithms), the failed slot included.
+    CHECK(tags.size() == 6);
+    CHECK(std::count(tags.begin(), tags.end(), "col2im") == 3);
+    CHECK(std::count(tags.begin(), tags.end(), "via_fwd") == 3);
+    CHECK(short_algorithm_name("fractal_via_forward") == "frac_via");
+    CHECK(short_algorithm_name("a_very_long_name") == "a_very_l.");
+    // 2, 1, 2 GFLOP/s against a 50 GFLOP/s peak: a log axis holds both, bars rise from its min.
+    const Chart g = gflops_chart(r, Pass::Forward);
+    CHECK(g.y.log);
+    CHECK(g.y.min > 0);
+    CHECK(g.y.min < 1.0);
+    CHECK(g.y.max >= 50);
+    for (const Mark& m : g.series[0].marks) CHECK(m.y0 == g.y.min);
+    CHECK(g.y.frac(1.0) > 0.1);  // the small values are not flattened at the baseline
+    CHECK(g.y.title.find("log scale") != std::string::npos);
+    double lo = 0.03, hi = 7;  // 2.4 decades: 1-2-5 ticks
+    auto t = log_ticks(lo, hi);
+    CHECK(lo == doctest::Approx(0.02));
+    CHECK(hi == doctest::Approx(10));
+    REQUIRE(t.size() == 9);  // 0.02 0.05 0.1 0.2 0.5 1 2 5 10
+    lo = 0.0003;
+    hi = 300;  // six decades: the powers of ten only
+    t = log_ticks(lo, hi);
+    REQUIRE(t.size() == 6);
+    CHECK(t.front().label == "0.001");
+    CHECK(t.back().label == "100");
+}
+
 TEST_CASE("charts: export to SVG (XML), PNG (decodes) and PDF (has a page), headless") {
     TempDir dir;
     const Results r = sample();
@@ -282,6 +397,25 @@ TEST_CASE("charts: export to SVG (XML), PNG (decodes) and PDF (has a page), head
         CHECK(pdf.find("/Type /Page") != std::string::npos);
         CHECK(pdf.find("%%EOF") != std::string::npos);
     }
+    // The SVG's text is glyph outlines: a <title> and a <desc> carry it, searchable, escaped.
+    Results odd = r;
+    odd.command = "convlab bench --filter 'a<b&c' --out y";
+    const Chart t = gflops_chart(odd, Pass::Forward);
+    export_chart(t, (dir.path / "t.svg").string(), Format::Svg);
+    const std::string svg = slurp(dir.path / "t.svg");
+    CHECK(xml_error(svg) == "");
+    const auto root = svg.find("<svg");
+    REQUIRE(root != std::string::npos);
+    const auto title = svg.find("<title>Throughput per layer, fwd</title>");
+    CHECK(title == svg.find('>', root) + 2);  // the root's first child
+    const auto desc = svg.find("<desc>");
+    REQUIRE(desc != std::string::npos);
+    const std::string d = svg.substr(desc, svg.find("</desc>") - desc);
+    CHECK(d.find("convlab bench --filter 'a&lt;b&amp;c' --out y") != std::string::npos);
+    CHECK(d.find("NOT ALL VERIFIED: 1 of 9 measurements FAILED") != std::string::npos);
+    CHECK(d.find("Machine: ") != std::string::npos);
+    CHECK(d.find("Test CPU") != std::string::npos);
+    CHECK_FALSE(fs::exists(dir.path / "t.svg.tmp"));
     // An unwritable path: an Error naming it, and no file left behind.
     const Chart c = gflops_chart(r, Pass::Forward);
     CHECK_THROWS_AS(export_chart(c, (dir.path / "no" / "such" / "x.svg").string(), Format::Svg),
@@ -323,6 +457,117 @@ TEST_CASE("charts: convlab bench writes verified CSV, JSON and charts, bad input
                 o1, e1) == 0);
     CHECK(slurp(fs::path(again) / "results.csv") == slurp(fs::path(out) / "results.csv"));
     CHECK(fs::exists(fs::path(again) / "relative_bwd_data.pdf"));
+
+    // Measurements that fail verification (a tolerance no fp32 sum meets): the files are still
+    // written, the failures marked FAIL and not plotted, and the status is 1 with a count.
+    const std::string strict = (dir.path / "strict").string();
+    std::ostringstream of, ef;
+    const int failed_status = run_cli({"bench",
+                                       "--shapes",
+                                       shapes.string(),
+                                       "--batch",
+                                       "1",
+                                       "--passes",
+                                       "fwd,bwd_data",
+                                       "--algos",
+                                       "im2col_gemm,col2im,via_forward",
+                                       "--peer",
+                                       "none",
+                                       "--threads",
+                                       "1",
+                                       "--warmup",
+                                       "0",
+                                       "--reps",
+                                       "2",
+                                       "--rtol",
+                                       "1e-12",
+                                       "--out",
+                                       strict},
+                                      of, ef);
+    CHECK(failed_status == 1);
+    CHECK(ef.str().rfind("convlab: ", 0) == 0);
+    CHECK(ef.str().find(" of 6 measurements failed verification") != std::string::npos);
+    const std::string ef_text = ef.str();
+    CHECK(std::count(ef_text.begin(), ef_text.end(), '\n') == 1);
+    CHECK(of.str().find("FAILED") != std::string::npos);
+    std::ifstream strict_json(fs::path(strict) / "results.json");
+    const Results rs = bench::read_json(strict_json);
+    CHECK(rs.rows.size() == 6);
+    CHECK(rs.failed() > 0);
+    CHECK(ef.str().find(std::to_string(rs.failed()) + " of 6") != std::string::npos);
+    CHECK(fs::exists(fs::path(strict) / "relative_bwd_data.svg"));
+    std::ostringstream orp, erp;  // redrawn: the same failures, the same status
+    CHECK(run_cli({"bench", "--replot", (fs::path(strict) / "results.json").string(), "--out",
+                   (dir.path / "strict2").string()},
+                  orp, erp) == 1);
+
+    // fp16 storage: the fractal algorithms alone, the dtype in the files; oneDNN refused.
+    const std::string half = (dir.path / "half").string();
+    std::ostringstream oh, eh;
+    REQUIRE(run_cli({"bench", "--shapes", shapes.string(), "--dtype", "fp16", "--peer", "none",
+                     "--threads", "1", "--warmup", "0", "--reps", "1", "--out", half},
+                    oh, eh) == 0);
+    CHECK(oh.str().find("note: dtype fp16: ") != std::string::npos);
+    {
+        std::ifstream in(fs::path(half) / "results.json");
+        const Results rh = bench::read_json(in);
+        CHECK(rh.dtype == DType::f16);
+        CHECK(rh.rtol == 4e-3);
+        CHECK(rh.rows.size() == 2 * 3);
+        for (const Measurement& m : rh.rows) CHECK((m.dtype == DType::f16 && m.valid()));
+    }
+    CHECK(slurp(fs::path(half) / "results.csv").find("# dtype: fp16") != std::string::npos);
+    std::ostringstream oh2, eh2;
+    CHECK(run_cli({"bench", "--shapes", shapes.string(), "--dtype", "bf16", "--peer", "onednn",
+                   "--out", half},
+                  oh2, eh2) == 2);
+    CHECK(eh2.str().find("--peer onednn: oneDNN is timed in fp32 only") != std::string::npos);
+    std::ostringstream oh3, eh3;
+    CHECK(run_cli({"bench", "--shapes", shapes.string(), "--dtype", "fp64", "--out", half}, oh3,
+                  eh3) == 2);
+    CHECK(eh3.str().find("--dtype") != std::string::npos);
+    std::ostringstream oh4, eh4;
+    CHECK(run_cli({"bench", "--shapes", shapes.string(), "--dtype", "bf16", "--algos",
+                   "im2col_gemm", "--peer", "none", "--out", half},
+                  oh4, eh4) == 2);
+    CHECK(eh4.str().find("dtype: bf16 storage is supported by") != std::string::npos);
+
+    // A sweep: --batch 1,2 --threads 1,2, each combination its rows and its charts.
+    const std::string sweep = (dir.path / "sweep").string();
+    std::ostringstream os, es;
+    REQUIRE(run_cli({"bench", "--shapes", shapes.string(), "--batch", "1,2", "--threads", "1,2",
+                     "--passes", "fwd", "--algos", "im2col_gemm", "--peer", "none", "--warmup", "0",
+                     "--reps", "1", "--out", sweep},
+                    os, es) == 0);
+    CHECK(os.str().find("== batch 2, 1 thread ==") != std::string::npos);
+    for (const char* f : {"gflops_fwd_b1_t1.svg", "gflops_fwd_b1_t2.png", "ops_fwd_b2_t1.pdf",
+                          "gflops_fwd_b2_t2.svg"})
+        CHECK(fs::exists(fs::path(sweep) / f));
+    {
+        std::ifstream in(fs::path(sweep) / "results.json");
+        const Results rw = bench::read_json(in);
+        CHECK(rw.rows.size() == 4 * 2);
+        CHECK(rw.sweep.size() == 4);
+    }
+    CHECK(slurp(fs::path(sweep) / "gflops_fwd_b2_t2.svg").find("(batch 2, 2 threads)") !=
+          std::string::npos);
+    std::ostringstream os2, es2;
+    CHECK(run_cli({"bench", "--shapes", shapes.string(), "--batch", "file,2", "--out", sweep}, os2,
+                  es2) == 2);
+    CHECK(es2.str().find("--batch") != std::string::npos);
+
+    // Without bwd_data there is no relative chart, and the command says so.
+    const std::string fwd_only = (dir.path / "fwd_only").string();
+    std::ostringstream of1, ef1;
+    REQUIRE(run_cli({"bench", "--shapes", shapes.string(), "--passes", "fwd", "--algos",
+                     "im2col_gemm", "--peer", "none", "--threads", "1", "--warmup", "0", "--reps",
+                     "1", "--out", fwd_only},
+                    of1, ef1) == 0);
+    CHECK(of1.str().find("relative_bwd_data: skipped, needs passes fwd and bwd_data\n") !=
+          std::string::npos);
+    CHECK_FALSE(fs::exists(fs::path(fwd_only) / "relative_bwd_data.svg"));
+    CHECK(fs::exists(fs::path(fwd_only) / "gflops_fwd.svg"));
+    CHECK(o.str().find("skipped") == std::string::npos);
 
     std::ostringstream o2, e2;
     CHECK(run_cli({"bench", "--shapes", shapes.string(), "--peer", "bogus", "--out", out}, o2,

@@ -112,8 +112,30 @@ void layer_axis(Chart& c, const Results& r) {
 }
 
 void finish(Chart& c, const Results& r) {
+    for (const Series& s : c.series)
+        for (const Mark& m : s.marks) (m.kind == MarkKind::Failed ? c.failed : c.plotted) += 1;
+    // Values drawn (a stacked bar once) and how many of them were measured under load.
+    std::size_t values = 0;
+    std::vector<double> stacks, noisy_stacks;
+    for (const Series& s : c.series)
+        for (const Mark& m : s.marks) {
+            if (m.kind == MarkKind::Failed) continue;
+            if (s.style != SeriesStyle::StackedBars) {
+                ++values;
+                c.noisy += m.noisy ? 1 : 0;
+                continue;
+            }
+            if (std::find(stacks.begin(), stacks.end(), m.x0) == stacks.end())
+                stacks.push_back(m.x0);
+            if (m.noisy &&
+                std::find(noisy_stacks.begin(), noisy_stacks.end(), m.x0) == noisy_stacks.end())
+                noisy_stacks.push_back(m.x0);
+        }
+    values += stacks.size();
+    c.noisy += noisy_stacks.size();
     c.verified = r.failed() == 0 && !r.rows.empty() && !r.cancelled;
-    c.verification = r.verification_summary();
+    c.verification = r.verification_summary() + "; " + std::to_string(c.noisy) + " of " +
+                     std::to_string(values) + " plotted values noisy" + (c.noisy > 0 ? " (~)" : "");
     c.footer.push_back(std::string(c.verified ? "Verified: " : "NOT ALL VERIFIED: ") +
                        c.verification);
     c.footer.push_back("Machine: " + r.machine.summary());
@@ -121,9 +143,12 @@ void finish(Chart& c, const Results& r) {
                        (r.timing.reps > 0 ? std::to_string(r.timing.reps) + " runs"
                                           : fmt("runs filling >= %.2g s", r.timing.min_seconds)) +
                        " after " + std::to_string(r.timing.warmup) + " warm-up runs.");
+    if (c.noisy > 0)
+        c.footer.push_back("~ (hatched) measured while other processes used > " +
+                           fmt("%.0f", 100 * bench::kNoisyForeignCpu) +
+                           "% of the CPU: its time is suspect");
+    for (const std::string& n : r.notes) c.footer.push_back("Note: " + n);
     c.footer.push_back("Reproduce: " + (r.command.empty() ? "(command not recorded)" : r.command));
-    for (const Series& s : c.series)
-        for (const Mark& m : s.marks) (m.kind == MarkKind::Failed ? c.failed : c.plotted) += 1;
     if (c.failed > 0) {
         LegendEntry e;
         e.label = "FAIL: not verified, not plotted";
@@ -174,10 +199,14 @@ std::vector<Tick> log_ticks(double& lo, double& hi) {
     };
     lo = down(lo);
     hi = up(hi);
+    // 1, 2, 5 in each decade; over more than four decades only the powers of ten (else the
+    // labels crowd).
+    const bool sparse = std::log10(hi / lo) > 4.01;
     std::vector<Tick> ticks;
     for (double mag = std::pow(10.0, std::floor(std::log10(lo) + 1e-12)); mag <= hi * 1.0001;
          mag *= 10) {
         for (double f : steps) {
+            if (sparse && f != 1) continue;
             const double v = f * mag;
             if (v < lo * (1 - 1e-9) || v > hi * (1 + 1e-9)) continue;
             char buf[32];
@@ -216,30 +245,54 @@ Color algorithm_color(const std::string& name) {
                                                     {"fractal", {148, 103, 189, 255}},
                                                     {"fractal_via_forward", {255, 127, 14, 255}},
                                                     {"implicit_gemm", {23, 190, 207, 255}},
+                                                    {"auto", {188, 189, 34, 255}},
                                                     {"direct", {127, 127, 127, 255}},
                                                     {"oneDNN", {40, 40, 40, 255}}};
     if (const auto it = fixed.find(name); it != fixed.end()) return it->second;
     static const Color extra[] = {
-        {140, 86, 75, 255}, {227, 119, 194, 255}, {188, 189, 34, 255}, {98, 70, 160, 255}};
+        {140, 86, 75, 255}, {227, 119, 194, 255}, {98, 70, 160, 255}, {0, 100, 80, 255}};
     std::size_t h = 0;
     for (char ch : name) h = h * 31 + static_cast<unsigned char>(ch);
     return extra[h % std::size(extra)];
 }
 
+const std::vector<std::string>& known_operations() {
+    static const std::vector<std::string> ops{
+        "gemm",     "fractal_gemm", "im2col", "col2im", "scatter",     "zero",   "zero-insert",
+        "pad",      "fliprot",      "tnc",    "tncf",   "tncf_dw",     "pack",   "pack_src",
+        "pack_dst", "pack_wei",     "unpack", "bias",   "transpose_b", "direct", "other"};
+    return ops;
+}
+
 Color operation_color(const std::string& name) {
+    // One colour per profiler span of the engine, every two at least 34 apart in CIELAB (Delta
+    // E 1976; chosen by farthest-point search over sRGB colours of moderate lightness and
+    // chroma), so that no two operations of a stacked bar can be mistaken for each other;
+    // "direct" a mid grey, "other" (time outside every span) a pale grey.
     static const std::map<std::string, Color> fixed{
-        {"gemm", {31, 119, 180, 255}},      {"fractal_gemm", {23, 80, 150, 255}},
-        {"im2col", {255, 127, 14, 255}},    {"col2im", {214, 39, 40, 255}},
-        {"zero", {199, 199, 199, 255}},     {"zero-insert", {188, 189, 34, 255}},
-        {"pad", {219, 219, 141, 255}},      {"fliprot", {44, 160, 44, 255}},
-        {"tnc", {148, 103, 189, 255}},      {"tncf", {197, 176, 213, 255}},
-        {"pack", {140, 86, 75, 255}},       {"unpack", {196, 156, 148, 255}},
-        {"pack_src", {140, 86, 75, 255}},   {"pack_dst", {112, 62, 52, 255}},
-        {"pack_wei", {170, 120, 105, 255}}, {"tncf_dw", {120, 90, 160, 255}},
-        {"bias", {227, 119, 194, 255}},     {"transpose_b", {23, 190, 207, 255}},
-        {"direct", {127, 127, 127, 255}},   {"other", {235, 235, 235, 255}}};
+        {"gemm", {0, 68, 187, 255}},         {"fractal_gemm", {119, 51, 102, 255}},
+        {"im2col", {255, 153, 68, 255}},     {"col2im", {187, 0, 34, 255}},
+        {"scatter", {85, 170, 34, 255}},     {"zero", {153, 187, 119, 255}},
+        {"zero-insert", {0, 238, 153, 255}}, {"pad", {187, 187, 17, 255}},
+        {"fliprot", {0, 85, 0, 255}},        {"tnc", {187, 153, 255, 255}},
+        {"tncf", {0, 221, 221, 255}},        {"tncf_dw", {0, 85, 68, 255}},
+        {"pack", {153, 68, 68, 255}},        {"pack_src", {255, 153, 170, 255}},
+        {"pack_dst", {204, 17, 102, 255}},   {"pack_wei", {102, 68, 0, 255}},
+        {"unpack", {34, 85, 136, 255}},      {"bias", {255, 102, 204, 255}},
+        {"transpose_b", {0, 170, 255, 255}}, {"direct", {132, 132, 130, 255}},
+        {"other", {232, 232, 232, 255}}};
     if (const auto it = fixed.find(name); it != fixed.end()) return it->second;
     return algorithm_color(name);
+}
+
+std::string short_algorithm_name(const std::string& name) {
+    static const std::map<std::string, std::string> names{
+        {"im2col_gemm", "im2col"},  {"implicit_gemm", "implicit"},
+        {"via_forward", "via_fwd"}, {"fractal_via_forward", "frac_via"},
+        {"col2im", "col2im"},       {"fractal", "fractal"},
+        {"auto", "auto"},           {"direct", "direct"}};
+    if (const auto it = names.find(name); it != names.end()) return it->second;
+    return name.size() <= 9 ? name : name.substr(0, 8) + ".";
 }
 
 WinCount count_wins(const Results& r, Pass pass, const std::string& a, const std::string& b) {
@@ -304,6 +357,7 @@ Chart relative_time_chart(const Results& r, const std::string& forward_algo) {
             k.hi = mb->total.q3_ms / mf->total.median_ms;
             hi = std::max({hi, k.y1, k.hi});
             lo = std::min({lo, k.y1, k.lo});
+            k.noisy = mb->noisy() || mf->noisy();
             k.hover = head + fmt("\n%.2fx forward", k.y1) + " (" + ms(mb->total.median_ms) + " / " +
                       ms(mf->total.median_ms) + ")\n" + timing_line(*mb) + "\n" + check_line(*mb);
             se.marks.push_back(std::move(k));
@@ -325,6 +379,7 @@ Chart relative_time_chart(const Results& r, const std::string& forward_algo) {
             k.kind = MarkKind::Point;
             k.x0 = k.x1 = static_cast<double>(li) + 0.5;
             k.y0 = k.y1 = mb->total.median_ms / mf->total.median_ms;
+            k.noisy = mb->noisy() || mf->noisy();
             hi = std::max(hi, k.y1);
             lo = std::min(lo, k.y1);
             k.hover = short_layer_name(r.layers[li].name) + "  " + peer +
@@ -418,6 +473,7 @@ Chart operation_share_chart(const Results& r, Pass pass) {
                 short_layer_name(r.layers[li].name) + "  " + pass_name(pass) + " " + algos[s];
             if (!m->valid()) {
                 failed.marks.push_back(failed_mark(li, s, n, 0, head + "\n" + check_line(*m)));
+                failed.marks.back().tag = short_algorithm_name(algos[s]);
                 continue;
             }
             double sum = 0;
@@ -450,7 +506,11 @@ Chart operation_share_chart(const Results& r, Pass pass) {
                 y = mk.y1;
                 mk.hover = head + "\n" + ops[k] + ": " + ms(t) + fmt(" (%.1f%%", 100 * t / denom) +
                            " of " + ms(m->total.median_ms) + ")\n" + check_line(*m);
-                if (first) mk.label = std::to_string(s + 1);
+                mk.noisy = m->noisy();
+                if (first) {
+                    mk.label = std::to_string(s + 1);
+                    mk.tag = short_algorithm_name(algos[s]);
+                }
                 first = false;
                 series[k].marks.push_back(std::move(mk));
             }
@@ -477,10 +537,13 @@ Chart gflops_chart(const Results& r, Pass pass) {
     const std::string peer = peer_name(r);
     c.title = std::string("Throughput per layer, ") + pass_name(pass);
     c.subtitle =
-        "GFLOP/s = 2*N*K*(C/G)*prod(out)*prod(kernel) / median time; whiskers: interquartile "
-        "range of the repeats";
+        "GFLOP/s = 2*N*K*(C/G)*prod(out)*prod(kernel) / median time (padding taps counted, as "
+        "CK; gflops_benchdnn in the files leaves them out); whiskers: interquartile range of the "
+        "repeats";
     if (!peer.empty()) c.subtitle += "; black level: " + peer + " fp32 in the same run";
-    double hi = 1;
+    // Log scale: a classroom layer at 0.5 GFLOP/s and a ResNet layer at 80 both readable, the
+    // measured peak on the same axis.
+    double hi = 0, lo = std::numeric_limits<double>::infinity();
     const std::size_t n = algos.size();
     for (std::size_t s = 0; s < n; ++s) {
         Series se;
@@ -502,8 +565,13 @@ Chart gflops_chart(const Results& r, Pass pass) {
             k.lo = bench::gflops(m->flops, m->total.q3_ms);
             k.hi = bench::gflops(m->flops, m->total.q1_ms);
             hi = std::max({hi, k.y1, k.hi});
-            k.hover = head + fmt("\n%.2f GFLOP/s", k.y1) + fmt(", %.2f GB/s", m->gbps()) + "\n" +
-                      timing_line(*m) + "\n" + check_line(*m);
+            if (k.y1 > 0) lo = std::min(lo, k.y1);
+            if (k.lo > 0) lo = std::min(lo, k.lo);
+            k.noisy = m->noisy();
+            k.hover = head + fmt("\n%.2f GFLOP/s", k.y1) +
+                      fmt(" (%.2f counting no padding taps, as benchdnn)", m->gflops_benchdnn()) +
+                      fmt(", %.2f GB/s", m->gbps()) + "\n" + timing_line(*m) + "\n" +
+                      check_line(*m);
             se.marks.push_back(std::move(k));
         }
         c.legend.push_back({algos[s], se.color, SeriesStyle::Bars, false, false});
@@ -526,7 +594,9 @@ Chart gflops_chart(const Results& r, Pass pass) {
             k.x0 = static_cast<double>(li) + 0.1;
             k.x1 = static_cast<double>(li) + 0.9;
             k.y0 = k.y1 = m->gflops();
+            k.noisy = m->noisy();
             hi = std::max(hi, k.y1);
+            if (k.y1 > 0) lo = std::min(lo, k.y1);
             k.hover =
                 head + fmt("\n%.2f GFLOP/s", k.y1) + "\n" + timing_line(*m) + "\n" + check_line(*m);
             se.marks.push_back(std::move(k));
@@ -556,9 +626,42 @@ Chart gflops_chart(const Results& r, Pass pass) {
                 " point(s) above the measured peak: the FMA loop was slowed by other processes "
                 "or a lower clock when it ran (see Noise below)");
     }
-    y_axis(c, 0, hi * 1.05, "GFLOP/s (fp32)");
+    if (!std::isfinite(lo)) lo = hi > 0 ? hi / 10 : 0.1;  // nothing plotted
+    if (!(hi > 0)) hi = 1;
+    lo /= 1.5;
+    hi *= 1.3;
+    c.y.log = true;
+    c.y.ticks = log_ticks(lo, hi);
+    c.y.min = lo;
+    c.y.max = hi;
+    c.y.title = (r.dtype == DType::f32 ? std::string("GFLOP/s (fp32)")
+                                       : std::string("GFLOP/s (") + dtype_name(r.dtype) +
+                                             " storage, fp32 accumulation)") +
+                ", log scale";
+    for (Series& se : c.series)
+        for (Mark& m : se.marks)
+            if (m.kind == MarkKind::Bar)
+                m.y0 = c.y.min;
+            else if (m.kind == MarkKind::Failed)
+                m.y0 = m.y1 = c.y.min;
     finish(c, r);
     return c;
+}
+
+namespace {
+
+// The relative chart divides bwd_data times by fwd times: both passes must have engine rows.
+bool can_draw_relative(const Results& r) {
+    return !engine_algos(r, Pass::Forward).empty() && !engine_algos(r, Pass::BackwardData).empty();
+}
+
+}  // namespace
+
+std::vector<std::string> skipped_charts(const Results& r) {
+    std::vector<std::string> out;
+    if (!can_draw_relative(r))
+        out.push_back("relative_bwd_data: skipped, needs passes fwd and bwd_data");
+    return out;
 }
 
 std::vector<Chart> standard_charts(const Results& r) {
@@ -567,8 +670,7 @@ std::vector<Chart> standard_charts(const Results& r) {
         if (std::find(passes.begin(), passes.end(), m.pass) == passes.end())
             passes.push_back(m.pass);
     std::vector<Chart> out;
-    if (!engine_algos(r, Pass::Forward).empty() && !engine_algos(r, Pass::BackwardData).empty())
-        out.push_back(relative_time_chart(r));
+    if (can_draw_relative(r)) out.push_back(relative_time_chart(r));
     for (Pass p : passes)
         if (!engine_algos(r, p).empty()) out.push_back(operation_share_chart(r, p));
     for (Pass p : passes) out.push_back(gflops_chart(r, p));

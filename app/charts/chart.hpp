@@ -71,6 +71,12 @@ struct Mark {
     double hi = std::numeric_limits<double>::quiet_NaN();
     std::string hover;  // exact figures, several lines ('\n')
     std::string label;  // short text drawn at the mark (slot number of a stacked bar); may be ""
+    // Name of the slot (a short algorithm name) on the first mark of each stacked bar: the
+    // export writes it turned under the bar instead of `label`'s number. May be "".
+    std::string tag;
+    // Measured while other processes used more than bench::kNoisyForeignCpu of the CPUs: the
+    // export hatches the bar (or rings the point) and puts a '~' over it.
+    bool noisy = false;
 };
 
 enum class SeriesStyle { Bars, StackedBars, LinePoints };
@@ -117,6 +123,7 @@ struct Chart {
     std::string verification;  // one line
     std::size_t plotted = 0;   // marks with a value
     std::size_t failed = 0;    // Failed marks
+    std::size_t noisy = 0;     // plotted values marked noisy (a stacked bar counts once)
 
     // The mark under data point (hx, hy): the nearest whose box, grown by tol_x (x data units)
     // and tol_y (a fraction of the plot height), holds it. Returns (series index, mark index).
@@ -139,6 +146,9 @@ Chart gflops_chart(const bench::Results& r, Pass pass);
 // All of them for the passes in the results: relative (when fwd and bwd_data were measured),
 // then ops_<pass> and gflops_<pass> per pass.
 std::vector<Chart> standard_charts(const bench::Results& r);
+// The standard charts that standard_charts leaves out for these results, each with why:
+// "relative_bwd_data: skipped, needs passes fwd and bwd_data".
+std::vector<std::string> skipped_charts(const bench::Results& r);
 
 // Layers where `a` is faster than `b` (median totals), over the layers where both ran and were
 // verified, in one pass.
@@ -154,12 +164,17 @@ WinCount count_wins(const bench::Results& r, Pass pass, const std::string& a, co
 // About `count` ticks at 1, 2, 5 x 10^k steps covering [lo, hi]; *lo and *hi are widened to
 // the outer ticks.
 std::vector<Tick> nice_ticks(double& lo, double& hi, int count = 6);
-// Log axis ticks at 1, 2, 5 x 10^k inside [lo, hi] (lo > 0); *lo and *hi widened to a 1-2-5 value.
+// Log axis ticks at 1, 2, 5 x 10^k inside [lo, hi] (lo > 0; only 10^k when [lo, hi] spans more
+// than four decades); *lo and *hi widened to a 1-2-5 value.
 std::vector<Tick> log_ticks(double& lo, double& hi);
 // A fixed colour per algorithm / operation name, so the same name has the same colour in
 // every chart.
 Color algorithm_color(const std::string& name);
 Color operation_color(const std::string& name);
+// The profiler spans the engine's algorithms record, each with its own operation_color.
+const std::vector<std::string>& known_operations();
+// A short algorithm name for labels under narrow bars: "im2col_gemm" -> "im2col".
+std::string short_algorithm_name(const std::string& name);
 // "resnet_50:res2a_branch1" -> "res2a_branch1".
 std::string short_layer_name(const std::string& name);
 

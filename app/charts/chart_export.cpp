@@ -12,6 +12,8 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <memory>
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -84,6 +86,7 @@ struct Layout {
     std::vector<std::string> footer;    // wrapped
     double footer_top = 0;
     double label_h = 0;  // rotated category labels
+    double slot_h = 0;   // slot names (turned) or numbers under the bars
     Axis xa, ya;
     double ymin = 0, ymax = 1;
     double px(double x) const { return left + xa.frac(x) * (right - left); }
@@ -94,6 +97,7 @@ constexpr double kPad = 18;
 constexpr double kLabelAngle = -55 * 3.14159265358979 / 180;
 constexpr double kFooterSize = 9.5;
 constexpr double kTickSize = 10;
+constexpr double kTagSize = 9;
 
 Layout layout(cairo_t* cr, const Chart& c, double W, double H) {
     Layout L;
@@ -115,9 +119,15 @@ Layout layout(cairo_t* cr, const Chart& c, double W, double H) {
     L.left = kPad + 62;
     L.right = L.legend_x - 18;
     bool slot_labels = false;
+    double tag_w = 0;  // longest slot name, written turned under its bar
+    font(cr, kTagSize);
     for (const Series& s : c.series)
-        for (const Mark& m : s.marks) slot_labels |= !m.label.empty();
-    L.bottom = L.footer_top - 14 - 18 - L.label_h - (slot_labels ? 12 : 0);
+        for (const Mark& m : s.marks) {
+            slot_labels |= !m.label.empty();
+            if (!m.tag.empty()) tag_w = std::max(tag_w, text_width(cr, m.tag));
+        }
+    L.slot_h = tag_w > 0 ? tag_w + 8 : slot_labels ? 12 : 0;
+    L.bottom = L.footer_top - 14 - 18 - L.label_h - L.slot_h;
     L.xa.min = c.x.min;
     L.xa.max = c.x.max > c.x.min ? c.x.max : c.x.min + 1;
     L.ya.min = c.y.min;
@@ -142,6 +152,21 @@ void draw_fail_marker(cairo_t* cr, const Layout& L, const Mark& m) {
     cairo_line_to(cr, cx + w / 2, L.bottom - 2 - h);
     cairo_move_to(cr, cx - w / 2, L.bottom - 2 - h);
     cairo_line_to(cr, cx + w / 2, L.bottom - 2);
+    cairo_stroke(cr);
+    cairo_restore(cr);
+}
+
+// Diagonal hatching over a rectangle (a noisy measurement's bar).
+void hatch(cairo_t* cr, double x, double y, double w, double h) {
+    cairo_save(cr);
+    cairo_rectangle(cr, x, y, w, h);
+    cairo_clip(cr);
+    cairo_set_source_rgba(cr, 0, 0, 0, 0.35);
+    cairo_set_line_width(cr, 0.8);
+    for (double d = -h; d < w; d += 6) {
+        cairo_move_to(cr, x + d, y + h);
+        cairo_line_to(cr, x + d + h, y);
+    }
     cairo_stroke(cr);
     cairo_restore(cr);
 }
@@ -230,7 +255,16 @@ void draw(cairo_t* cr, const Chart& c, double W, double H) {
     cairo_show_text(cr, c.y.title.c_str());
     cairo_restore(cr);
 
-    // Marks, clipped to the plot.
+    // Marks, clipped to the plot. Noisy values get a '~' over them, drawn after the clip.
+    std::vector<std::pair<double, double>> tildes;  // (x, y) pixels of the mark tops
+    auto add_tilde = [&](double x, double y) {
+        for (auto& t : tildes)
+            if (std::fabs(t.first - x) < 0.5) {
+                t.second = std::min(t.second, y);
+                return;
+            }
+        tildes.emplace_back(x, y);
+    };
     cairo_save(cr);
     cairo_rectangle(cr, L.left, L.top - 1, L.right - L.left, L.bottom - L.top + 1);
     cairo_clip(cr);
@@ -249,6 +283,10 @@ void draw(cairo_t* cr, const Chart& c, double W, double H) {
             cairo_set_source_rgba(cr, 1, 1, 1, 0.7);
             cairo_set_line_width(cr, 0.5);
             cairo_stroke(cr);
+            if (m.noisy) {
+                hatch(cr, x0, std::min(y0, y1), x1 - x0, std::fabs(y1 - y0));
+                add_tilde(0.5 * (x0 + x1), std::min(y0, y1));
+            }
             if (std::isfinite(m.lo) && std::isfinite(m.hi)) {
                 const double cx = 0.5 * (x0 + x1), cap = std::min(3.0, 0.3 * (x1 - x0));
                 cairo_set_source_rgba(cr, 0.15, 0.15, 0.15, 0.8);
@@ -302,15 +340,26 @@ void draw(cairo_t* cr, const Chart& c, double W, double H) {
                 cairo_line_to(cr, L.px(m.x1), L.py(m.y0));
                 cairo_stroke(cr);
             }
-            cairo_arc(cr, 0.5 * (L.px(m.x0) + L.px(m.x1)), L.py(m.y0), 3.6, 0, 2 * M_PI);
+            const double cx = 0.5 * (L.px(m.x0) + L.px(m.x1));
+            cairo_arc(cr, cx, L.py(m.y0), 3.6, 0, 2 * M_PI);
             color(cr, s.color);
             cairo_fill_preserve(cr);
             cairo_set_source_rgb(cr, 1, 1, 1);
             cairo_set_line_width(cr, 1);
             cairo_stroke(cr);
+            if (m.noisy) {  // a ring around the dot, and the '~'
+                color(cr, s.color);
+                cairo_set_line_width(cr, 1);
+                cairo_arc(cr, cx, L.py(m.y0), 6.5, 0, 2 * M_PI);
+                cairo_stroke(cr);
+                add_tilde(cx, L.py(m.y0) - 6);
+            }
         }
     }
     cairo_restore(cr);
+    font(cr, 13, true);
+    cairo_set_source_rgb(cr, 0.1, 0.1, 0.1);
+    for (const auto& [x, y] : tildes) text_at(cr, x, std::max(y - 3, L.top - 2), "~", 0.5);
     // Axes frame.
     cairo_set_source_rgb(cr, 0.2, 0.2, 0.2);
     cairo_set_line_width(cr, 1);
@@ -319,18 +368,26 @@ void draw(cairo_t* cr, const Chart& c, double W, double H) {
     cairo_line_to(cr, L.right, L.bottom);
     cairo_stroke(cr);
 
-    // Slot labels (numbers under the bars), then rotated category labels.
-    double label_top = L.bottom + 4;
-    bool any_slot = false;
-    font(cr, 8.5);
-    cairo_set_source_rgb(cr, 0.35, 0.35, 0.35);
+    // Slot names turned under their bars (or slot numbers), then rotated category labels.
+    const double label_top = L.bottom + 4 + L.slot_h;
+    cairo_set_source_rgb(cr, 0.25, 0.25, 0.25);
     for (const Series& s : c.series)
-        for (const Mark& m : s.marks)
-            if (!m.label.empty()) {
-                text_at(cr, 0.5 * (L.px(m.x0) + L.px(m.x1)), L.bottom + 11, m.label, 0.5);
-                any_slot = true;
+        for (const Mark& m : s.marks) {
+            const double cx = 0.5 * (L.px(m.x0) + L.px(m.x1));
+            if (!m.tag.empty()) {
+                // As large as the bar is wide (a turned line of text is about 0.75 em thick).
+                const double fs = std::clamp((L.px(m.x1) - L.px(m.x0)) / 0.75, 6.0, kTagSize);
+                font(cr, fs);
+                cairo_save(cr);
+                cairo_move_to(cr, cx + 0.35 * fs, L.bottom + 4 + text_width(cr, m.tag));
+                cairo_rotate(cr, -M_PI / 2);
+                cairo_show_text(cr, m.tag.c_str());
+                cairo_restore(cr);
+            } else if (!m.label.empty()) {
+                font(cr, 8.5);
+                text_at(cr, cx, L.bottom + 11, m.label, 0.5);
             }
-    if (any_slot) label_top += 12;
+        }
     font(cr, kTickSize);
     cairo_set_source_rgb(cr, 0.15, 0.15, 0.15);
     for (std::size_t i = 0; i < c.x.categories.size(); ++i) {
@@ -428,6 +485,52 @@ void check(cairo_status_t st, const std::string& path) {
         throw Error("cannot write chart '" + path + "': " + cairo_status_to_string(st));
 }
 
+std::string xml_escape(const std::string& s) {
+    std::string out;
+    for (const char c : s) {
+        switch (c) {
+            case '&':
+                out += "&amp;";
+                break;
+            case '<':
+                out += "&lt;";
+                break;
+            case '>':
+                out += "&gt;";
+                break;
+            default:
+                // Control characters other than tab and newline are not allowed in XML 1.0.
+                if (static_cast<unsigned char>(c) >= 0x20 || c == '\n' || c == '\t') out += c;
+        }
+    }
+    return out;
+}
+
+// Cairo draws the text of an SVG as glyph outlines, so nothing in it can be searched or read by
+// a screen reader: a <title> (the chart's title) and a <desc> (subtitle, verification status,
+// machine record, notes, the command that reproduces it) go in as the root's first children.
+void add_svg_text(const Chart& chart, const std::string& tmp, const std::string& path) {
+    std::string svg;
+    {
+        std::ifstream in(tmp, std::ios::binary);
+        svg.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+        if (!in.good() && !in.eof()) throw Error("cannot write chart '" + path + "': read back");
+    }
+    const std::size_t root = svg.find("<svg");
+    const std::size_t end = root == std::string::npos ? root : svg.find('>', root);
+    if (end == std::string::npos)
+        throw Error("cannot write chart '" + path + "': cairo wrote no <svg> element");
+    std::string desc = chart.subtitle;
+    for (const std::string& f : chart.footer) desc += (desc.empty() ? "" : "\n") + f;
+    const std::string text =
+        "\n<title>" + xml_escape(chart.title) + "</title>\n<desc>" + xml_escape(desc) + "</desc>";
+    svg.insert(end + 1, text);
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << svg;
+    out.close();
+    if (!out) throw Error("cannot write chart '" + path + "': rewriting the SVG failed");
+}
+
 }  // namespace
 
 const char* format_extension(Format f) {
@@ -467,6 +570,10 @@ void export_chart(const Chart& chart, const std::string& path, Format format,
         if (format == Format::Pdf) {
             cairo_pdf_surface_set_metadata(surface.get(), CAIRO_PDF_METADATA_TITLE,
                                            chart.title.c_str());
+            std::string subject = chart.verification;
+            if (!chart.footer.empty()) subject += "; " + chart.footer.back();  // Reproduce: ...
+            cairo_pdf_surface_set_metadata(surface.get(), CAIRO_PDF_METADATA_SUBJECT,
+                                           subject.c_str());
             cairo_pdf_surface_set_metadata(surface.get(), CAIRO_PDF_METADATA_CREATOR,
                                            "ConvLab (convlab bench)");
         }
@@ -480,6 +587,15 @@ void export_chart(const Chart& chart, const std::string& path, Format format,
         } else {
             cairo_surface_finish(surface.get());
             check(cairo_surface_status(surface.get()), path);
+        }
+    }
+    if (format == Format::Svg) {
+        try {
+            add_svg_text(chart, tmp, path);
+        } catch (...) {
+            std::error_code ec;
+            fs::remove(tmp, ec);
+            throw;
         }
     }
     std::error_code ec;

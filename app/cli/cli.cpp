@@ -711,6 +711,10 @@ int run_cli(std::vector<std::string> args, std::ostream& out, std::ostream& err)
             return 2;
         }
         return status;
+    } catch (const cli::CommandFailed& e) {
+        out.flush();
+        err << "convlab: " << cli::one_line(e.what()) << "\n";
+        return 1;
     } catch (const Error& e) {
         err << "convlab: " << cli::one_line(e.what()) << "\n";
         return 2;

@@ -10,7 +10,9 @@
 // Exit status: 0 on success; 2 on bad input of any kind (unknown command or option, missing
 // value, bad descriptor, bad .npy, shape mismatch, unknown pass/algorithm/map, unwritable
 // output), with exactly one line on `err` starting "convlab: "; 1 on an internal error (a bug),
-// also one line. A failed command never leaves a file at --out.
+// also one line, or when the command's own check failed (`convlab bench`: measurements that
+// failed verification; its files are written, the failures marked). A command failed on bad
+// input never leaves a file at --out.
 #pragma once
 
 #include <ostream>

@@ -7,6 +7,7 @@
 #include <map>
 #include <ostream>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -15,6 +16,13 @@
 #include "convlab/tensor.hpp"
 
 namespace convlab::cli {
+
+// Thrown by a command that did its work (its files are written) but must end with exit status 1
+// because what it checked failed, e.g. `convlab bench` with measurements that failed
+// verification. run_cli prints "convlab: " + what() on stderr and returns 1.
+struct CommandFailed : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
 
 struct OptionSpec {
     const char* name;   // "--problem"

@@ -15,6 +15,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include "charts/chart.hpp"
@@ -67,8 +68,20 @@ std::string reproduce(const Options& opts) {
     return s;
 }
 
-bench::Config config_from(const Options& opts) {
+// The runner's configuration and the values swept (one of each: a single run).
+struct BenchPlan {
     bench::Config cfg;
+    std::vector<std::optional<dim_t>> batches;
+    std::vector<int> threads;
+    bool sweep() const { return batches.size() * threads.size() > 1; }
+    bench::Results run() const {
+        return sweep() ? bench::run_sweep(cfg, batches, threads) : bench::run(cfg);
+    }
+};
+
+BenchPlan plan_from(const Options& opts) {
+    BenchPlan plan;
+    bench::Config& cfg = plan.cfg;
     const bool quick = opts.has("--quick");
     const std::string default_shapes = std::string(CONVLAB_SOURCE_DIR) + "/assets/shapes/" +
                                        (quick ? "classroom" : "resnet50") + ".txt";
@@ -81,8 +94,19 @@ bench::Config config_from(const Options& opts) {
         if (kept.empty()) throw Error("--filter '" + *f + "': no layer of " + cfg.shapes_file);
         cfg.layers = std::move(kept);
     }
-    const std::string batch = opts.value_or("--batch", "1");
-    if (batch != "file") cfg.batch = parse_integer("--batch", batch, 1, 1 << 16);
+    // --batch 1,32 and --threads 1,2: every combination is a run (rows with batch and threads).
+    for (const std::string& b : split_list(opts.value_or("--batch", "1"))) {
+        if (b == "file") {
+            plan.batches.push_back(std::nullopt);
+        } else {
+            plan.batches.push_back(parse_integer("--batch", b, 1, 1 << 16));
+        }
+    }
+    if (plan.batches.empty()) throw Error("--batch: empty list (e.g. 1 or 1,32 or file)");
+    if (plan.batches.size() > 1 &&
+        std::count(plan.batches.begin(), plan.batches.end(), std::nullopt))
+        throw Error("--batch: 'file' keeps each layer's mb and cannot be listed with numbers");
+    cfg.batch = plan.batches.front();
     if (const std::string* p = opts.get("--passes")) {
         cfg.passes.clear();
         for (const std::string& s : split_list(*p))
@@ -93,8 +117,18 @@ bench::Config config_from(const Options& opts) {
         if (cfg.passes.empty()) throw Error("--passes: empty list (fwd, bwd_data, bwd_weight)");
     }
     if (const std::string* a = opts.get("--algos")) cfg.algos = split_list(*a);
-    cfg.threads =
-        static_cast<int>(parse_integer("--threads", opts.value_or("--threads", "0"), 0, 1024));
+    for (const std::string& t : split_list(opts.value_or("--threads", "0")))
+        plan.threads.push_back(static_cast<int>(parse_integer("--threads", t, 0, 1024)));
+    if (plan.threads.empty()) throw Error("--threads: empty list (e.g. 2 or 1,2)");
+    for (std::size_t i = 1; i < plan.threads.size(); ++i)
+        if (std::count(plan.threads.begin(), plan.threads.begin() + static_cast<long>(i),
+                       plan.threads[i]))
+            throw Error("--threads: " + std::to_string(plan.threads[i]) + " given twice");
+    for (std::size_t i = 1; i < plan.batches.size(); ++i)
+        if (std::count(plan.batches.begin(), plan.batches.begin() + static_cast<long>(i),
+                       plan.batches[i]))
+            throw Error("--batch: " + std::to_string(*plan.batches[i]) + " given twice");
+    cfg.threads = plan.threads.front();
     if (quick) {
         cfg.timing.warmup = 1;
         cfg.timing.min_reps = 5;
@@ -106,10 +140,22 @@ bench::Config config_from(const Options& opts) {
         cfg.timing.reps = static_cast<int>(parse_integer("--reps", *v, 1, 100000));
     if (const std::string* v = opts.get("--min-time"))
         cfg.timing.min_seconds = parse_number("--min-time", *v, 0);
-    if (const std::string* v = opts.get("--rtol")) cfg.rtol = parse_number("--rtol", *v, 1e-12);
+    if (const std::string* v = opts.get("--dtype"))
+        cfg.dtype = in_context("--dtype", [&] { return parse_dtype(*v); });
+    const bool fp32 = cfg.dtype == DType::f32;
+    if (const std::string* v = opts.get("--rtol")) {
+        const double x = parse_number("--rtol", *v, 1e-12);
+        (fp32 ? cfg.rtol : cfg.dtype == DType::f16 ? cfg.rtol_fp16 : cfg.rtol_bf16) = x;
+    }
     cfg.reference = opts.value_or("--reference", "auto");
+    // The peer is fp32 only: with fp16 / bf16 it is left out unless asked for (then an error).
     const std::string peer =
-        opts.value_or("--peer", ::bench::PeerConv::available() ? "onednn" : "none");
+        opts.value_or("--peer", ::bench::PeerConv::available() && fp32 ? "onednn" : "none");
+    if (peer == "onednn" && !fp32)
+        throw Error(std::string("--peer onednn: oneDNN is timed in fp32 only; --dtype ") +
+                    dtype_name(cfg.dtype) +
+                    " times the DaVinci fractal algorithms alone (use "
+                    "--peer none, or --dtype fp32)");
     if (peer == "onednn") {
         cfg.peer = ::bench::PeerConv::spec();
         if (!cfg.peer) throw Error("--peer onednn: this convlab was built without oneDNN");
@@ -117,7 +163,7 @@ bench::Config config_from(const Options& opts) {
         throw Error("--peer '" + peer + "': expected onednn or none");
     }
     cfg.command = reproduce(opts);
-    return cfg;
+    return plan;
 }
 
 // [SECTION] progress bar (stderr, only on a terminal)
@@ -153,15 +199,56 @@ std::string fmt(const char* f, double x) {
     return buf;
 }
 
+// "b32_t2" / "batch 32, 2 threads" for one combination of a sweep.
+std::string sweep_suffix(const bench::Results& part) {
+    return (part.batch > 0 ? "b" + std::to_string(part.batch) : std::string("bfile")) + "_t" +
+           std::to_string(part.machine.threads);
+}
+std::string sweep_label(const bench::Results& part) {
+    return (part.batch > 0 ? "batch " + std::to_string(part.batch) : std::string("file batch")) +
+           ", " + std::to_string(part.machine.threads) +
+           (part.machine.threads == 1 ? " thread" : " threads");
+}
+
+void print_run_summary(const bench::Results& r, std::ostream& out);
+
 }  // namespace
 
-std::vector<std::string> write_bench_outputs(const bench::Results& r, const std::string& dir) {
+std::vector<std::string> write_bench_outputs(const bench::Results& r, const std::string& dir,
+                                             std::ostream& log) {
     make_dir(dir);
+    for (const std::string& why : charts::skipped_charts(r)) log << why << "\n";
+    // A sweep: each combination's charts, named after it (gflops_fwd_b32_t2).
+    std::vector<charts::Chart> list;
+    const std::vector<bench::Results> parts = bench::split_sweep(r);
+    for (const bench::Results& part : parts)
+        for (charts::Chart& c : charts::standard_charts(part)) {
+            if (parts.size() > 1) {
+                c.id += "_" + sweep_suffix(part);
+                c.title += " (" + sweep_label(part) + ")";
+            }
+            list.push_back(std::move(c));
+        }
     // The Timings panel's export, with every format and the results files.
-    return app::export_timings(r, charts::standard_charts(r), dir, app::TimingsExport{});
+    return app::export_timings(r, list, dir, app::TimingsExport{});
 }
 
 void print_bench_summary(const bench::Results& r, std::ostream& out) {
+    const std::vector<bench::Results> parts = bench::split_sweep(r);
+    if (parts.size() == 1) {
+        print_run_summary(r, out);
+        return;
+    }
+    for (const bench::Results& part : parts) {
+        out << "== " << sweep_label(part) << " ==\n";
+        print_run_summary(part, out);
+    }
+    out << "sweep: " << r.verification_summary() << "\n";
+}
+
+namespace {
+
+void print_run_summary(const bench::Results& r, std::ostream& out) {
     out << "Totals per pass: sum of per-layer median times over the layers where the "
            "measurement was verified (each layer counted once)\n";
     char line[200];
@@ -235,15 +322,26 @@ void print_bench_summary(const bench::Results& r, std::ostream& out) {
     if (r.machine.peak_gflops > 0)
         out << "%peak: share of the fp32 peak measured in the same run, "
             << fmt("%.1f", r.machine.peak_gflops) << " GFLOP/s for " << r.machine.threads
-            << " threads\n";
+            << (r.machine.threads == 1 ? " thread\n" : " threads\n");
     out << "machine: " << r.machine.summary() << "\n";
     out << "noise: " << r.machine.noise() << "\n";
     out << "verification: " << r.verification_summary() << "\n";
 }
 
+}  // namespace
+
 // [SECTION] the command and the in-process quick run
 
 namespace {
+
+// Exit status 1, the files being written, when any measurement failed or did not run.
+void fail_if_unverified(const bench::Results& r, const std::string& dir) {
+    if (r.failed() > 0)
+        throw CommandFailed(std::to_string(r.failed()) + " of " + std::to_string(r.rows.size()) +
+                            " measurements failed verification or did not run; they are marked "
+                            "FAIL in the files written to " +
+                            dir + " and not plotted");
+}
 
 void run_bench(const Options& opts, std::ostream& out) {
     const std::string dir = opts.required("bench", "--out");
@@ -254,30 +352,35 @@ void run_bench(const Options& opts, std::ostream& out) {
         const bench::Results r =
             in_context("--replot '" + *from + "'", [&] { return bench::read_json(in); });
         print_bench_summary(r, out);
-        const std::vector<std::string> paths = write_bench_outputs(r, dir);
+        const std::vector<std::string> paths = write_bench_outputs(r, dir, out);
         out << "wrote " << paths.size() << " files to " << dir << " (redrawn from " << *from
             << ", not measured again)\n";
+        fail_if_unverified(r, dir);
         return;
     }
-    bench::Config cfg = config_from(opts);
+    BenchPlan plan = plan_from(opts);
+    bench::Config& cfg = plan.cfg;
     make_dir(dir);  // fail before measuring
     ProgressBar bar;
     cfg.progress = [&bar](const bench::Config::Progress& p) { bar(p); };
     out << "convlab bench: " << cfg.layers.size() << " layers of " << cfg.shapes_file
-        << (cfg.peer ? ", peer " + cfg.peer->description : ", no peer") << "\n";
+        << (cfg.peer ? ", peer " + cfg.peer->description : ", no peer")
+        << (cfg.dtype == DType::f32 ? "" : std::string(", ") + dtype_name(cfg.dtype) + " storage")
+        << (plan.sweep() ? ", " + std::to_string(plan.batches.size() * plan.threads.size()) +
+                               " (batch, threads) combinations"
+                         : std::string())
+        << "\n";
     out.flush();
-    const bench::Results r = bench::run(cfg);
+    const bench::Results r = plan.run();
+    for (const std::string& n : r.notes) out << "note: " << n << "\n";
     print_bench_summary(r, out);
     if (const std::size_t rss = bench::peak_rss_bytes(); rss > 0)
         out << "peak resident memory of this process (VmHWM): "
             << fmt("%.1f", static_cast<double>(rss) / (1 << 20)) << " MiB\n";
-    const std::vector<std::string> paths = write_bench_outputs(r, dir);
+    const std::vector<std::string> paths = write_bench_outputs(r, dir, out);
     out << "wrote " << paths.size() << " files to " << dir << " (results.csv, results.json, "
         << (paths.size() - 2) / 3 << " charts as SVG, PNG and PDF)\n";
-    if (r.failed() > 0)
-        out << "WARNING: " << r.failed()
-            << " measurements failed verification or did not run; they are marked FAIL in the "
-               "files and not plotted\n";
+    fail_if_unverified(r, dir);
 }
 
 const Command& command() {
@@ -292,19 +395,29 @@ const Command& command() {
         "Writes DIR/results.csv and DIR/results.json (one row per layer, pass, algorithm and\n"
         "operation) and the charts relative_bwd_data, ops_<pass>, gflops_<pass> as .svg, .png\n"
         "and .pdf, each with its verification status, machine record and this command line.\n"
-        "A progress bar goes to stderr when it is a terminal.\n",
+        "A progress bar goes to stderr when it is a terminal. Exit status 1 (after writing the\n"
+        "files) when any measurement failed verification or did not run, 2 on bad input.\n",
         {{"--shapes", "FILE", "shape file (default assets/shapes/resnet50.txt)"},
          {"--quick", nullptr, "classroom-sized run under a minute (assets/shapes/classroom.txt)"},
-         {"--batch", "N", "batch of every layer (default 1); 'file' keeps each line's mb"},
+         {"--batch", "N",
+          "batch of every layer (default 1); 'file' keeps each line's mb; a list (1,32) "
+          "sweeps"},
          {"--passes", "LIST", "comma-separated: fwd,bwd_data,bwd_weight (default: all three)"},
          {"--algos", "LIST", "comma-separated names or PASS:NAME (default: all but direct)"},
          {"--peer", "NAME", "onednn (default when built with it) | none"},
-         {"--threads", "T", "threads of the engine and the peer (default 0 = all cores)"},
+         {"--threads", "T",
+          "threads of the engine and the peer (default 0 = all cores); a list (1,2) sweeps: "
+          "each (batch, threads) a set of rows, charts named ..._b32_t2"},
+         {"--dtype", "TYPE",
+          "fp32 (default) | fp16 | bf16: storage of the DaVinci fractal algorithms (fp32 "
+          "accumulation); the others and oneDNN are fp32 only and skipped"},
          {"--warmup", "N", "untimed runs before timing (default 2)"},
          {"--reps", "N", "exactly N timed runs (default: runs filling --min-time, at least 3)"},
          {"--min-time", "S", "seconds of timed runs per measurement (default 0.2)"},
          {"--reference", "REF", "auto (default) | direct | peer | an algorithm name"},
-         {"--rtol", "X", "tolerance of the check, relative to max(|ref|, rms) (default 1e-4)"},
+         {"--rtol", "X",
+          "tolerance of the check, relative to max(|ref|, rms) (default 1e-4; fp16 4e-3, bf16 "
+          "3e-2)"},
          {"--filter", "TEXT", "only layers whose name contains TEXT"},
          {"--replot", "FILE", "redraw the charts of a results.json (nothing is measured)"},
          {"--out", "DIR", "directory of the results and charts (created when missing)"}},
@@ -323,10 +436,9 @@ int write_quick_timings(const std::string& dir, std::ostream& log) {
         Options opts;
         opts.set("--quick", "");
         opts.set("--out", dir);
-        bench::Config cfg = config_from(opts);
-        const bench::Results r = bench::run(cfg);
+        const bench::Results r = plan_from(opts).run();
         print_bench_summary(r, log);
-        const auto paths = write_bench_outputs(r, dir);
+        const auto paths = write_bench_outputs(r, dir, log);
         log << "wrote " << paths.size() << " files to " << dir << "\n";
         return r.failed() == 0 ? 0 : 1;
     } catch (const std::exception& e) {

@@ -17,8 +17,9 @@ namespace convlab::cli {
 int write_quick_timings(const std::string& dir, std::ostream& log);
 
 // Writes results.csv, results.json and every standard chart in three formats to `dir`; returns
-// the paths written. Throws Error.
-std::vector<std::string> write_bench_outputs(const bench::Results& r, const std::string& dir);
+// the paths written. A chart these results cannot give is named on `log` with why. Throws Error.
+std::vector<std::string> write_bench_outputs(const bench::Results& r, const std::string& dir,
+                                             std::ostream& log);
 
 // Per pass and algorithm (and the peer): sum of per-layer medians over verified layers, the
 // layer count, and how many of the layers via_forward beats col2im. For terminals and reports.

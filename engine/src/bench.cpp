@@ -2,6 +2,7 @@
 //   [SECTION] plan: which algorithms of which pass, and the reference of each check
 //   [SECTION] one measurement: check once, then time with per-operation spans
 //   [SECTION] run
+//   [SECTION] sweeps
 //   [SECTION] results summary
 #include <algorithm>
 #include <cmath>
@@ -11,6 +12,7 @@
 #include <thread>
 
 #include "convlab/bench.hpp"
+#include "convlab/davinci.hpp"
 #include "convlab/profiler.hpp"
 
 namespace convlab::bench {
@@ -24,7 +26,34 @@ struct PassPlan {
     std::vector<const Algorithm*> algos;
 };
 
-std::vector<PassPlan> make_plan(const Config& cfg) {
+const char* const kStorageAlgos =
+    "fwd:fractal, bwd_data:fractal_via_forward, "
+    "bwd_weight:fractal_via_forward";
+
+// The runner's call of an algorithm with a storage dtype: the registry's own for fp32, else the
+// DaVinci entry point with C0 16 and that storage.
+std::function<void(const Problem&, const ConvArgs&, Profiler*)> storage_call(const Algorithm& a,
+                                                                             DType dtype) {
+    if (dtype == DType::f32) return a.run;
+    const davinci::Options o{davinci::kC0, dtype};
+    const std::string_view name = a.name;
+    if (a.pass == Pass::Forward && name == "fractal")
+        return [o](const Problem& p, const ConvArgs& x, Profiler* prof) {
+            davinci::forward_fractal(p, x, prof, o);
+        };
+    if (a.pass == Pass::BackwardData && name == "fractal_via_forward")
+        return [o](const Problem& p, const ConvArgs& x, Profiler* prof) {
+            davinci::backward_data_fractal_via_forward(p, x, prof, o);
+        };
+    if (a.pass == Pass::BackwardWeight && name == "fractal_via_forward")
+        return [o](const Problem& p, const ConvArgs& x, Profiler* prof) {
+            davinci::backward_weight_fractal_via_forward(p, x, prof, o);
+        };
+    throw Error(std::string("dtype: ") + dtype_name(dtype) + " storage is not supported by " +
+                pass_name(a.pass) + ":" + a.name + " (fp32 only)");
+}
+
+std::vector<PassPlan> make_plan(const Config& cfg, std::vector<std::string>& notes) {
     std::vector<PassPlan> plan;
     for (Pass p : cfg.passes) {
         if (p == Pass::BackwardBias)
@@ -40,13 +69,36 @@ std::vector<PassPlan> make_plan(const Config& cfg) {
             if (a.pass == p) out.push_back(&a);
         return out;
     };
-    auto add = [](PassPlan& pl, const Algorithm* a) {
+    // With fp16 / bf16 storage only the registry's capable algorithms can run.
+    const bool fp32 = cfg.dtype == DType::f32;
+    auto capable = [&](const Algorithm* a) {
+        const bool extra = std::any_of(cfg.extra_algorithms.begin(), cfg.extra_algorithms.end(),
+                                       [&](const Algorithm& x) { return &x == a; });
+        return fp32 || (!extra && supports_storage_dtype(a->pass, a->name));
+    };
+    std::vector<std::string> skipped;
+    auto add = [&](PassPlan& pl, const Algorithm* a) {
+        if (!capable(a)) {
+            const std::string name = std::string(pass_name(pl.pass)) + ":" + a->name;
+            if (std::find(skipped.begin(), skipped.end(), name) == skipped.end())
+                skipped.push_back(name);
+            return;
+        }
         if (std::find(pl.algos.begin(), pl.algos.end(), a) == pl.algos.end()) pl.algos.push_back(a);
+    };
+    auto note_skipped = [&] {
+        if (skipped.empty()) return;
+        std::string list;
+        for (const std::string& n : skipped) list += (list.empty() ? "" : ", ") + n;
+        notes.push_back(std::string("dtype ") + dtype_name(cfg.dtype) + ": " + list +
+                        " are fp32 only: skipped (" + dtype_name(cfg.dtype) +
+                        " storage: " + kStorageAlgos + ")");
     };
     if (cfg.algos.empty()) {
         for (PassPlan& pl : plan)
             for (const Algorithm* a : candidates(pl.pass))
                 if (std::string_view(a->name) != "direct") add(pl, a);
+        note_skipped();
         return plan;
     }
     for (const std::string& tok : cfg.algos) {
@@ -66,6 +118,11 @@ std::vector<PassPlan> make_plan(const Config& cfg) {
             if (only && pl.pass != *only) continue;
             for (const Algorithm* a : candidates(pl.pass)) {
                 if (name == a->name) {
+                    if (!capable(a))
+                        throw Error(std::string("dtype: ") + dtype_name(cfg.dtype) +
+                                    " storage is supported by " + kStorageAlgos + " only; " +
+                                    pass_name(pl.pass) + ":" + a->name +
+                                    " (in algos) is fp32 only");
                     add(pl, a);
                     found = true;
                 }
@@ -81,6 +138,7 @@ std::vector<PassPlan> make_plan(const Config& cfg) {
                         "' is not an algorithm of a selected pass (known: " + known + ")");
         }
     }
+    note_skipped();
     return plan;
 }
 
@@ -109,50 +167,42 @@ Verification verify(const std::vector<float>& got, const std::vector<float>& ref
 
 // [SECTION] one measurement: check once, then time with per-operation spans
 
-// Times `run` by the rule; each timed call gets a fresh profiler, so each operation's time per
-// call is known for every repeat. An operation absent from some call counts 0 there.
-void time_with_ops(const TimingRule& rule, const std::function<void(Profiler*)>& run,
-                   Measurement& m) {
-    using Clock = std::chrono::steady_clock;
-    for (int i = 0; i < rule.warmup; ++i) run(nullptr);
-    std::vector<double> totals;
+// Collects the profiler spans of each timed call of one measurement, so each operation's time
+// per call is known for every repeat. An operation absent from some call counts 0 there.
+struct OpRecorder {
     std::vector<std::string> names;
     std::vector<std::vector<double>> per_op;  // [op][repeat]
-    double sum = 0;
-    Profiler prof;
-    for (;;) {
-        prof.clear();
-        const auto t0 = Clock::now();
-        run(&prof);
-        const double s = std::chrono::duration<double>(Clock::now() - t0).count();
-        const std::size_t rep = totals.size();
-        totals.push_back(s);
-        sum += s;
+    std::size_t reps = 0;
+
+    void add(const Profiler& prof) {
         for (const Profiler::Entry& e : prof.entries()) {
             auto it = std::find(names.begin(), names.end(), e.name);
-            std::size_t k = static_cast<std::size_t>(it - names.begin());
+            const auto k = static_cast<std::size_t>(it - names.begin());
             if (it == names.end()) {
                 names.push_back(e.name);
-                per_op.emplace_back(rep, 0.0);
+                per_op.emplace_back(reps, 0.0);
             }
-            per_op[k].resize(rep + 1, 0.0);
-            per_op[k][rep] = e.seconds;
+            per_op[k].resize(reps + 1, 0.0);
+            per_op[k][reps] = e.seconds;
         }
-        for (auto& v : per_op) v.resize(rep + 1, 0.0);
-        const int n = static_cast<int>(totals.size());
-        if (rule.reps > 0) {
-            if (n >= rule.reps) break;
-        } else if ((n >= rule.min_reps && sum >= rule.min_seconds) || n >= rule.max_reps) {
-            break;
-        }
+        ++reps;
+        for (auto& v : per_op) v.resize(reps, 0.0);
     }
-    m.total = summarize(std::move(totals));
-    m.ops.clear();
-    for (std::size_t k = 0; k < names.size(); ++k)
-        m.ops.push_back({names[k], summarize(std::move(per_op[k]))});
-}
+    std::vector<Measurement::Op> finish() {
+        std::vector<Measurement::Op> ops;
+        for (std::size_t k = 0; k < names.size(); ++k)
+            ops.push_back({names[k], summarize(std::move(per_op[k]))});
+        return ops;
+    }
+};
 
 }  // namespace
+
+bool supports_storage_dtype(Pass pass, std::string_view algo) {
+    return (pass == Pass::Forward && algo == "fractal") ||
+           ((pass == Pass::BackwardData || pass == Pass::BackwardWeight) &&
+            algo == "fractal_via_forward");
+}
 
 std::string shell_quote(const std::string& s) {
     if (!s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -210,13 +260,24 @@ Results run(const Config& cfg) {
     if (cfg.layers.empty()) throw Error("shapes: no layer to run");
     if (cfg.timing.warmup < 0) throw Error("warmup: must be >= 0");
     if (cfg.timing.reps < 0) throw Error("reps: must be >= 0");
-    if (!(cfg.rtol > 0)) throw Error("rtol: must be > 0");
+    if (!(cfg.rtol > 0) || !(cfg.rtol_fp16 > 0) || !(cfg.rtol_bf16 > 0))
+        throw Error("rtol: must be > 0");
     if (cfg.batch && *cfg.batch < 1) throw Error("batch: must be >= 1");
-    const std::vector<PassPlan> plan = make_plan(cfg);
+    std::vector<std::string> notes;
+    const std::vector<PassPlan> plan = make_plan(cfg, notes);
+    const bool fp32 = cfg.dtype == DType::f32;
+    const std::string dtype = dtype_name(cfg.dtype);
+    // The peer is timed in fp32 only: with fp16 / bf16 storage it is not run (noted).
+    const PeerSpec* peer_spec = cfg.peer && fp32 ? &*cfg.peer : nullptr;
+    if (cfg.peer && !fp32)
+        notes.push_back("dtype " + dtype + ": peer " + cfg.peer->name + " is fp32 only: skipped");
+    const double rtol = fp32 ? cfg.rtol : cfg.dtype == DType::f16 ? cfg.rtol_fp16 : cfg.rtol_bf16;
     const bool ref_named =
         cfg.reference != "auto" && cfg.reference != "direct" && cfg.reference != "peer";
-    if (cfg.reference == "peer" && !cfg.peer)
-        throw Error("reference: 'peer' needs a peer library (none given)");
+    if (cfg.reference == "peer" && !peer_spec)
+        throw Error(cfg.peer ? "reference: 'peer' with dtype " + dtype +
+                                   ": the peer is fp32 only and not run (use auto or direct)"
+                             : std::string("reference: 'peer' needs a peer library (none given)"));
     if (ref_named) {
         for (const PassPlan& pl : plan) find_algorithm(pl.pass, cfg.reference);  // throws
     }
@@ -224,22 +285,24 @@ Results run(const Config& cfg) {
     const int hw = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
     const int threads = cfg.threads > 0 ? cfg.threads : hw;
     set_num_threads(threads);
-    if (cfg.peer && cfg.peer->set_threads) cfg.peer->set_threads(threads);
+    if (peer_spec && peer_spec->set_threads) peer_spec->set_threads(threads);
 
     Results r;
     r.machine = describe_machine();
     r.machine.threads = threads;
-    r.machine.peer = cfg.peer ? cfg.peer->description : "none";
+    r.machine.peer = peer_spec ? peer_spec->description : "none";
     r.shapes_file = cfg.shapes_file;
     r.command = cfg.command;
     r.batch = cfg.batch ? *cfg.batch : 0;
     r.timing = cfg.timing;
-    r.rtol = cfg.rtol;
+    r.rtol = rtol;
+    r.dtype = cfg.dtype;
+    r.notes = notes;
     auto measure_peak = [&] { measure_machine_peak(r.machine, threads); };
     if (cfg.measure_peak) measure_peak();
 
     std::size_t per_layer = 0;
-    for (const PassPlan& pl : plan) per_layer += pl.algos.size() + (cfg.peer ? 1 : 0);
+    for (const PassPlan& pl : plan) per_layer += pl.algos.size() + (peer_spec ? 1 : 0);
     Config::Progress progress;
     progress.total = per_layer * cfg.layers.size();
     auto step = [&](const std::string& what) {
@@ -265,6 +328,7 @@ Results run(const Config& cfg) {
         r.layers.push_back(info);
         const std::string why = p.validate();
         const double flops = why.empty() ? p.flops() : 0;
+        const double flops_no_pad = why.empty() ? p.flops_no_pad() : 0;
         auto error_row = [&](Pass pass, const std::string& algo, bool is_peer,
                              const std::string& err) {
             Measurement m;
@@ -272,13 +336,16 @@ Results run(const Config& cfg) {
             m.pass = pass;
             m.algorithm = algo;
             m.peer = is_peer;
+            m.batch = p.mb;
+            m.threads = threads;
             m.error = err;
             m.flops = flops;
+            m.flops_no_pad = flops_no_pad;
             r.rows.push_back(std::move(m));
         };
         if (!why.empty()) {
             for (const PassPlan& pl : plan) {
-                if (cfg.peer) error_row(pl.pass, cfg.peer->name, true, "invalid problem: " + why);
+                if (peer_spec) error_row(pl.pass, peer_spec->name, true, "invalid problem: " + why);
                 for (const Algorithm* a : pl.algos)
                     error_row(pl.pass, a->name, false, "invalid problem: " + why);
             }
@@ -297,9 +364,9 @@ Results run(const Config& cfg) {
 
         std::unique_ptr<PeerConv> peer;
         std::string peer_error;
-        if (cfg.peer) {
+        if (peer_spec) {
             try {
-                peer = cfg.peer->create(p, cfg.passes);
+                peer = peer_spec->create(p, cfg.passes);
                 peer->set_inputs(b.src.data(), b.wei.data(), b.diff_dst.data());
             } catch (const std::exception& e) {
                 peer_error = e.what();
@@ -350,12 +417,12 @@ Results run(const Config& cfg) {
             bool have_ref = false;
             std::string ref_error;
             if (ref_is_peer) {
-                ref_name = "peer:" + cfg.peer->name;
+                ref_name = "peer:" + peer_spec->name;
                 if (!peer_out.empty()) {
                     b.ref = peer_out;
                     have_ref = true;
                 } else {
-                    ref_error = cfg.peer->name + " has no result" +
+                    ref_error = peer_spec->name + " has no result" +
                                 (peer_error.empty() ? "" : ": " + peer_error);
                 }
                 if (cfg.reference == "auto") {
@@ -394,19 +461,31 @@ Results run(const Config& cfg) {
                     v.reference = ref_name;
                     v.note = "no reference: " + ref_error;
                 } else {
-                    v = verify(got, b.ref, ref_name, ref_note, cfg.rtol);
+                    v = verify(got, b.ref, ref_name, ref_note, rtol);
                 }
                 return v;
             };
 
-            // The peer: its check and its time.
-            if (cfg.peer) {
+            // Checks first: the peer's result, then one run of each algorithm on an output
+            // poisoned with NaN (every element must be written).
+            struct Entry {
                 Measurement m;
+                std::function<void(Profiler*)> call;  // the timed call; empty: not timed
+                std::string error;                    // thrown while timed
+                OpRecorder ops;
+            };
+            std::vector<Entry> entries;
+            if (peer_spec) {
+                Entry e;
+                Measurement& m = e.m;
                 m.layer = li;
                 m.pass = pass;
-                m.algorithm = cfg.peer->name;
+                m.algorithm = peer_spec->name;
                 m.peer = true;
+                m.batch = p.mb;
+                m.threads = threads;
                 m.flops = flops;
+                m.flops_no_pad = flops_no_pad;
                 m.bytes = pass_bytes(p, pass);
                 if (!peer_ok || peer_out.empty()) {
                     m.error = peer ? (peer_ok ? peer_error : peer->error(pass)) : peer_error;
@@ -414,52 +493,80 @@ Results run(const Config& cfg) {
                 } else {
                     m.impl = peer->impl(pass);
                     m.check = check_of(peer_out, ref_is_peer);
-                    try {
-                        const CpuSample t0 = cpu_sample();
-                        m.total = measure(cfg.timing, [&] { peer->run(pass); });
-                        m.foreign_cpu = foreign_cpu_share(t0, cpu_sample(), hw);
-                        m.ran = true;
-                    } catch (const std::exception& e) {
-                        m.error = e.what();
-                    }
+                    e.call = [&peer, pass](Profiler*) { peer->run(pass); };
                 }
-                r.rows.push_back(std::move(m));
-                step(info.name + " " + pass_name(pass) + " " + cfg.peer->name);
+                entries.push_back(std::move(e));
             }
-
             for (const Algorithm* a : pl.algos) {
-                if (cancelled()) {
-                    r.cancelled = true;
-                    break;
-                }
-                Measurement m;
+                Entry e;
+                Measurement& m = e.m;
                 m.layer = li;
                 m.pass = pass;
                 m.algorithm = a->name;
+                m.batch = p.mb;
+                m.threads = threads;
+                m.dtype = cfg.dtype;
                 m.flops = flops;
+                m.flops_no_pad = flops_no_pad;
                 m.bytes = pass_bytes(p, pass);
                 try {
-                    // Check: one run on an output poisoned with NaN (every element written).
+                    const auto call = storage_call(*a, cfg.dtype);
                     poison(b.out, n_out);
-                    const ConvArgs a1 = args_for(pass, b, b.out.data());
-                    a->run(p, a1, nullptr);
+                    call(p, args_for(pass, b, b.out.data()), nullptr);
                     const bool is_ref =
-                        !ref_is_peer && ref_algo == a->name &&
+                        fp32 && !ref_is_peer && ref_algo == a->name &&
                         !std::count_if(cfg.extra_algorithms.begin(), cfg.extra_algorithms.end(),
                                        [&](const Algorithm& x) { return &x == a; });
                     m.check = check_of(b.out, is_ref);
-                    const ConvArgs a2 = args_for(pass, b, b.out.data());
-                    const CpuSample t0 = cpu_sample();
-                    time_with_ops(
-                        cfg.timing, [&](Profiler* prof) { a->run(p, a2, prof); }, m);
-                    m.foreign_cpu = foreign_cpu_share(t0, cpu_sample(), hw);
-                    m.ran = true;
-                } catch (const std::exception& e) {
-                    m.error = e.what();
-                    m.ran = false;
+                    const ConvArgs args = args_for(pass, b, b.out.data());
+                    e.call = [call, &p, args](Profiler* prof) { call(p, args, prof); };
+                } catch (const std::exception& x) {
+                    m.error = x.what();
                 }
-                r.rows.push_back(std::move(m));
-                step(info.name + " " + pass_name(pass) + " " + a->name);
+                entries.push_back(std::move(e));
+            }
+
+            // Times: the peer and the algorithms of this pass in alternating rounds, so that
+            // load which comes and goes on a shared machine falls on all of them alike.
+            std::vector<std::size_t> timed;
+            for (std::size_t i = 0; i < entries.size(); ++i)
+                if (entries[i].call) timed.push_back(i);
+            if (!timed.empty()) {
+                Profiler prof;
+                Interleaved fns;
+                fns.count = timed.size();
+                fns.run = [&](std::size_t f, bool is_timed) {
+                    Entry& e = entries[timed[f]];
+                    if (!e.error.empty()) return;  // it threw before: no more calls
+                    try {
+                        e.call(is_timed ? &prof : nullptr);
+                    } catch (const std::exception& x) {
+                        e.error = x.what();
+                    }
+                };
+                fns.after = [&](std::size_t f, double) {
+                    entries[timed[f]].ops.add(prof);
+                    prof.clear();
+                };
+                const CpuSample t0 = cpu_sample();
+                const std::vector<Stats> stats = measure_interleaved(cfg.timing, fns);
+                const double foreign = foreign_cpu_share(t0, cpu_sample(), hw);
+                for (std::size_t f = 0; f < timed.size(); ++f) {
+                    Entry& e = entries[timed[f]];
+                    e.m.foreign_cpu = foreign;
+                    if (!e.error.empty()) {
+                        e.m.error = "threw while timed: " + e.error;
+                        continue;
+                    }
+                    e.m.total = stats[f];
+                    e.m.ops = e.ops.finish();
+                    e.m.ran = true;
+                }
+            }
+            for (Entry& e : entries) {
+                const std::string what = info.name + " " + pass_name(pass) + " " + e.m.algorithm;
+                r.rows.push_back(std::move(e.m));
+                step(what);
             }
         }
         if (cancelled()) r.cancelled = true;
@@ -476,6 +583,104 @@ Results run(const Config& cfg) {
     return r;
 }
 
+// [SECTION] sweeps
+
+Results run_sweep(const Config& cfg, const std::vector<std::optional<dim_t>>& batches,
+                  const std::vector<int>& threads) {
+    if (batches.empty()) throw Error("batch: empty list");
+    if (threads.empty()) throw Error("threads: empty list");
+    if (batches.size() > 1 && std::count(batches.begin(), batches.end(), std::nullopt))
+        throw Error("batch: 'file' (each layer's own) cannot be swept with other values");
+    for (std::size_t i = 0; i < batches.size(); ++i)
+        for (std::size_t j = 0; j < i; ++j)
+            if (batches[i] == batches[j]) throw Error("batch: a value given twice");
+    for (std::size_t i = 0; i < threads.size(); ++i)
+        for (std::size_t j = 0; j < i; ++j)
+            if (threads[i] == threads[j]) throw Error("threads: a value given twice");
+    const std::size_t combos = batches.size() * threads.size();
+    Results out;
+    std::size_t done_before = 0;
+    for (const std::optional<dim_t>& b : batches) {
+        for (const int t : threads) {
+            Config c = cfg;
+            c.batch = b;
+            c.threads = t;
+            if (cfg.progress)
+                c.progress = [&](const Config::Progress& p) {
+                    Config::Progress q = p;
+                    q.done += done_before;
+                    q.total *= combos;  // every combination has as many measurements
+                    Results partial;    // what ran so far, for a live chart
+                    const Results* all = p.results;
+                    if (!out.rows.empty() && p.results) {
+                        partial = out;
+                        partial.rows.insert(partial.rows.end(), p.results->rows.begin(),
+                                            p.results->rows.end());
+                        all = &partial;
+                    }
+                    q.results = all;
+                    cfg.progress(q);
+                };
+            Results r = run(c);
+            SweepPoint pt;
+            pt.batch = b ? *b : 0;
+            pt.threads = r.machine.threads;
+            pt.peak_gflops = r.machine.peak_gflops;
+            pt.peak_gflops_1t = r.machine.peak_gflops_1t;
+            pt.foreign_cpu = r.machine.foreign_cpu;
+            const std::size_t measured = r.rows.size();
+            if (out.sweep.empty()) {
+                std::vector<Measurement> rows = std::move(r.rows);
+                out = std::move(r);
+                out.rows = std::move(rows);
+            } else {
+                out.rows.insert(out.rows.end(), r.rows.begin(), r.rows.end());
+                out.machine.foreign_cpu = std::max(out.machine.foreign_cpu, pt.foreign_cpu);
+                out.cancelled = out.cancelled || r.cancelled;
+                for (const std::string& n : r.notes)
+                    if (std::find(out.notes.begin(), out.notes.end(), n) == out.notes.end())
+                        out.notes.push_back(n);
+            }
+            out.sweep.push_back(pt);
+            done_before += measured;
+            if (out.cancelled) break;
+        }
+        if (out.cancelled) break;
+    }
+    if (combos == 1) out.sweep.clear();  // a single run: its record says it all
+    return out;
+}
+
+std::vector<Results> split_sweep(const Results& r) {
+    if (r.sweep.empty()) return {r};
+    std::vector<Results> parts;
+    for (const SweepPoint& pt : r.sweep) {
+        Results s = r;
+        s.sweep.clear();
+        s.rows.clear();
+        s.batch = pt.batch;
+        s.machine.threads = pt.threads;
+        s.machine.peak_gflops = pt.peak_gflops;
+        s.machine.peak_gflops_1t = pt.peak_gflops_1t;
+        s.machine.foreign_cpu = pt.foreign_cpu;
+        for (const Measurement& m : r.rows)
+            if (m.threads == pt.threads && (pt.batch == 0 || m.batch == pt.batch))
+                s.rows.push_back(m);
+        if (pt.batch > 0)
+            for (LayerInfo& l : s.layers) {
+                try {
+                    Problem p = parse_descriptor(l.descriptor);
+                    p.mb = pt.batch;
+                    l.descriptor = to_descriptor(p);
+                } catch (const Error&) {
+                    // not a descriptor (an invalid layer): left as written
+                }
+            }
+        parts.push_back(std::move(s));
+    }
+    return parts;
+}
+
 // [SECTION] results summary
 
 std::size_t Results::passed() const {
@@ -486,6 +691,12 @@ std::size_t Results::passed() const {
 
 std::size_t Results::failed() const {
     return rows.size() - passed();
+}
+
+std::size_t Results::noisy() const {
+    std::size_t n = 0;
+    for (const Measurement& m : rows) n += m.valid() && m.noisy() ? 1 : 0;
+    return n;
 }
 
 std::string Results::verification_summary() const {
@@ -510,7 +721,8 @@ std::string Results::verification_summary() const {
         if (bad.size() > 6) s << ", ...";
         s << "; " << passed() << " verified";
     }
-    s << " (rtol " << rtol << "; reference:";
+    s << " (" << (dtype == DType::f32 ? "" : std::string(dtype_name(dtype)) + " storage, ")
+      << "rtol " << rtol << "; reference:";
     bool first = true;
     for (const auto& [name, n] : refs) {
         s << (first ? " " : ", ") << (name == "self" ? "is the reference" : name) << " " << n;

@@ -6,6 +6,7 @@
 //   [SECTION] JSON (a small reader for what the writer writes: objects, arrays, strings,
 //             numbers, true/false/null)
 //   [SECTION] rebuilding results from fields
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -45,6 +46,70 @@ Field bf(std::string name, bool b) {
     return {std::move(name), b ? "true" : "false", true};
 }
 
+// Notes in one field, " | " between them (a note never holds '|').
+std::string join_notes(const std::vector<std::string>& notes) {
+    std::string s;
+    for (const std::string& n : notes) s += (s.empty() ? "" : " | ") + n;
+    return s;
+}
+std::vector<std::string> split_notes(const std::string& s) {
+    std::vector<std::string> out;
+    for (std::size_t i = 0; i < s.size();) {
+        std::size_t j = s.find(" | ", i);
+        if (j == std::string::npos) j = s.size();
+        out.push_back(s.substr(i, j - i));
+        i = j + 3;
+    }
+    return out;
+}
+
+// "batch=1 threads=2 peak=230.1 peak_1t=115.2 foreign_cpu=0.04; batch=32 ..." ("" when none).
+std::string sweep_text(const std::vector<SweepPoint>& sweep) {
+    std::string s;
+    for (const SweepPoint& p : sweep)
+        s += (s.empty() ? "" : "; ") + ("batch=" + num(static_cast<double>(p.batch))) +
+             " threads=" + num(p.threads) + " peak=" + num(p.peak_gflops) +
+             " peak_1t=" + num(p.peak_gflops_1t) + " foreign_cpu=" + num(p.foreign_cpu);
+    return s;
+}
+
+std::vector<SweepPoint> parse_sweep(const std::string& text, const std::string& where) {
+    std::vector<SweepPoint> out;
+    std::istringstream in(text);
+    std::string item;
+    while (std::getline(in, item, ';')) {
+        SweepPoint p;
+        std::istringstream words(item);
+        std::string w;
+        int seen = 0;
+        while (words >> w) {
+            const auto eq = w.find('=');
+            double x = 0;
+            const char* b = w.c_str() + (eq == std::string::npos ? 0 : eq + 1);
+            const auto res = std::from_chars(b, w.c_str() + w.size(), x);
+            if (eq == std::string::npos || res.ec != std::errc() || res.ptr != w.c_str() + w.size())
+                throw Error(where + ": field 'sweep': '" + w + "' is not name=number");
+            const std::string k = w.substr(0, eq);
+            if (k == "batch") {
+                p.batch = static_cast<dim_t>(x);
+            } else if (k == "threads") {
+                p.threads = static_cast<int>(x);
+            } else if (k == "peak") {
+                p.peak_gflops = x;
+            } else if (k == "peak_1t") {
+                p.peak_gflops_1t = x;
+            } else if (k == "foreign_cpu") {
+                p.foreign_cpu = x;
+            } else {
+                throw Error(where + ": field 'sweep': unknown name '" + k + "'");
+            }
+            ++seen;
+        }
+        if (seen > 0) out.push_back(p);
+    }
+    return out;
+}
+
 Fields machine_fields(const Results& r) {
     const Machine& m = r.machine;
     return {sf("cpu", m.cpu),
@@ -65,25 +130,45 @@ Fields machine_fields(const Results& r) {
             nf("median_spread", m.median_spread),
             sf("shapes", r.shapes_file),
             nf("batch", static_cast<double>(r.batch)),
+            sf("dtype", dtype_name(r.dtype)),
             nf("warmup", r.timing.warmup),
             nf("reps", r.timing.reps),
             nf("min_reps", r.timing.min_reps),
             nf("min_seconds", r.timing.min_seconds),
             nf("rtol", r.rtol),
             bf("cancelled", r.cancelled),
+            sf("notes", join_notes(r.notes)),
+            sf("sweep", sweep_text(r.sweep)),
             sf("command", r.command)};
 }
 
 const char* const kColumns[] = {
-    "layer_index", "layer",     "descriptor", "pass",  "algorithm", "peer",     "operation",
-    "median_ms",   "min_ms",    "max_ms",     "q1_ms", "q3_ms",     "runs",     "share",
-    "foreign_cpu", "gflops",    "gbps",       "flops", "bytes",     "verified", "max_abs_err",
-    "max_rel_err", "reference", "note",       "impl",  "error"};
+    "layer_index", "layer",    "descriptor",      "pass",        "algorithm", "peer",
+    "batch",       "threads",  "dtype",           "operation",   "median_ms", "min_ms",
+    "max_ms",      "q1_ms",    "q3_ms",           "runs",        "share",     "foreign_cpu",
+    "noisy",       "gflops",   "gflops_benchdnn", "gbps",        "flops",     "flops_benchdnn",
+    "bytes",       "verified", "max_abs_err",     "max_rel_err", "reference", "note",
+    "impl",        "error"};
+
+// Columns added after the first format: a file written before them reads without them.
+bool optional_column(const std::string& name) {
+    return name == "noisy" || name == "dtype" || name == "batch" || name == "threads" ||
+           name == "gflops_benchdnn" || name == "flops_benchdnn";
+}
 
 std::vector<Fields> row_fields(const Results& r) {
     std::vector<Fields> out;
     for (const Measurement& m : r.rows) {
-        const LayerInfo li = m.layer < r.layers.size() ? r.layers[m.layer] : LayerInfo{};
+        LayerInfo li = m.layer < r.layers.size() ? r.layers[m.layer] : LayerInfo{};
+        if (!r.sweep.empty() && m.batch > 0) {  // a sweep: the layer with this row's batch
+            try {
+                Problem p = parse_descriptor(li.descriptor);
+                p.mb = m.batch;
+                li.descriptor = to_descriptor(p);
+            } catch (const Error&) {
+                // not a descriptor (an invalid layer): as written
+            }
+        }
         auto row = [&](const std::string& op, const Stats& t, bool total) {
             Fields f{nf("layer_index", static_cast<double>(m.layer)),
                      sf("layer", li.name),
@@ -91,6 +176,9 @@ std::vector<Fields> row_fields(const Results& r) {
                      sf("pass", pass_name(m.pass)),
                      sf("algorithm", m.algorithm),
                      bf("peer", m.peer),
+                     nf("batch", static_cast<double>(m.batch)),
+                     nf("threads", m.threads),
+                     sf("dtype", dtype_name(m.dtype)),
                      sf("operation", op),
                      nf("median_ms", t.median_ms),
                      nf("min_ms", t.min_ms),
@@ -100,9 +188,12 @@ std::vector<Fields> row_fields(const Results& r) {
                      nf("runs", t.runs),
                      nf("share", m.total.median_ms > 0 ? t.median_ms / m.total.median_ms : 0),
                      nf("foreign_cpu", m.foreign_cpu),
+                     bf("noisy", m.noisy()),
                      nf("gflops", total ? m.gflops() : 0),
+                     nf("gflops_benchdnn", total ? m.gflops_benchdnn() : 0),
                      nf("gbps", total ? m.gbps() : 0),
                      nf("flops", m.flops),
+                     nf("flops_benchdnn", m.flops_no_pad),
                      nf("bytes", m.bytes),
                      sf("verified", m.ran ? m.check.status() : "ERROR"),
                      nf("max_abs_err", m.check.max_abs),
@@ -205,6 +296,16 @@ bool to_bool(const Map& m, const std::string& key, const std::string& where) {
     throw Error(where + ": field '" + key + "' is not true/false: '" + s + "'");
 }
 
+// Runs f; an Error it throws gets "where: field 'name': " in front.
+template <class F>
+auto in_field(const std::string& name, const std::string& where, F&& f) -> decltype(f()) {
+    try {
+        return f();
+    } catch (const Error& e) {
+        throw Error(where + ": field '" + name + "': " + e.what());
+    }
+}
+
 void machine_from(const Map& f, Results& r, const std::string& where) {
     Machine& m = r.machine;
     m.cpu = to_str(f, "cpu", where);
@@ -225,6 +326,9 @@ void machine_from(const Map& f, Results& r, const std::string& where) {
     m.median_spread = to_num(f, "median_spread", where);
     r.shapes_file = to_str(f, "shapes", where);
     r.batch = static_cast<dim_t>(to_num(f, "batch", where));
+    r.dtype = f.count("dtype")
+                  ? in_field("dtype", where, [&] { return parse_dtype(f.at("dtype")); })
+                  : DType::f32;
     r.timing.warmup = static_cast<int>(to_num(f, "warmup", where));
     r.timing.reps = static_cast<int>(to_num(f, "reps", where));
     r.timing.min_reps = static_cast<int>(to_num(f, "min_reps", where));
@@ -232,6 +336,8 @@ void machine_from(const Map& f, Results& r, const std::string& where) {
     r.rtol = to_num(f, "rtol", where);
     r.cancelled = to_bool(f, "cancelled", where);
     r.command = to_str(f, "command", where);
+    if (f.count("notes")) r.notes = split_notes(f.at("notes"));
+    if (f.count("sweep")) r.sweep = parse_sweep(f.at("sweep"), where);
 }
 
 Stats stats_from(const Map& f, const std::string& where) {
@@ -261,8 +367,21 @@ void add_row(const Map& f, Results& r, const std::string& where) {
         m.pass = pass;
         m.algorithm = algo;
         m.peer = to_bool(f, "peer", where);
+        if (f.count("batch")) m.batch = static_cast<dim_t>(to_num(f, "batch", where));
+        if (f.count("threads")) m.threads = static_cast<int>(to_num(f, "threads", where));
+        if (f.count("dtype"))
+            m.dtype = in_field("dtype", where, [&] { return parse_dtype(f.at("dtype")); });
         m.total = stats_from(f, where);
         m.flops = to_num(f, "flops", where);
+        if (f.count("flops_benchdnn")) {
+            m.flops_no_pad = to_num(f, "flops_benchdnn", where);
+        } else {  // a file from before the column: count again from the descriptor
+            try {
+                m.flops_no_pad = parse_descriptor(to_str(f, "descriptor", where)).flops_no_pad();
+            } catch (const Error&) {
+                m.flops_no_pad = 0;
+            }
+        }
         m.foreign_cpu = to_num(f, "foreign_cpu", where);
         m.bytes = to_num(f, "bytes", where);
         const std::string v = to_str(f, "verified", where);
@@ -532,10 +651,13 @@ Results read_csv(std::istream& in) {
     }
     machine_from(machine, r, "CSV header comments");
     if (!read_record(in, header, line)) throw Error("CSV: no header line");
-    for (std::size_t i = 0; i < std::size(kColumns); ++i)
-        if (i >= header.size() || header[i] != kColumns[i])
+    for (std::size_t i = 0; i < header.size(); ++i)
+        if (std::find(std::begin(kColumns), std::end(kColumns), header[i]) == std::end(kColumns))
             throw Error("CSV line " + std::to_string(line) + ": column " + std::to_string(i + 1) +
-                        " should be '" + kColumns[i] + "'");
+                        " '" + header[i] + "' is not a results column");
+    for (const char* c : kColumns)
+        if (!optional_column(c) && std::find(header.begin(), header.end(), c) == header.end())
+            throw Error("CSV line " + std::to_string(line) + ": no column '" + c + "'");
     while (read_record(in, fields, line)) {
         if (fields.size() == 1 && fields[0].empty()) continue;
         const std::string where = "CSV line " + std::to_string(line);

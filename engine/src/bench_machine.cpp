@@ -116,12 +116,14 @@ Stats summarize(std::vector<double> seconds) {
     return t;
 }
 
-std::vector<Stats> measure_interleaved(const TimingRule& rule,
-                                       const std::vector<std::function<void()>>& runs) {
+std::vector<Stats> measure_interleaved(const TimingRule& rule, const Interleaved& fns) {
     using Clock = std::chrono::steady_clock;
-    const std::size_t count = runs.size();
-    for (const auto& run : runs)
-        for (int i = 0; i < rule.warmup; ++i) run();
+    const std::function<double()> clock = fns.clock ? fns.clock : [] {
+        return std::chrono::duration<double>(Clock::now().time_since_epoch()).count();
+    };
+    const std::size_t count = fns.count;
+    for (std::size_t f = 0; f < count; ++f)
+        for (int i = 0; i < rule.warmup; ++i) fns.run(f, false);
     std::vector<std::vector<double>> seconds(count);
     std::vector<double> total(count, 0.0);
     const auto met = [&](std::size_t f) {
@@ -135,11 +137,12 @@ std::vector<Stats> measure_interleaved(const TimingRule& rule,
             const std::size_t f = (round + i) % count;
             if (met(f)) continue;
             any = true;
-            const auto t0 = Clock::now();
-            runs[f]();
-            const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+            const double t0 = clock();
+            fns.run(f, true);
+            const double s = clock() - t0;
             seconds[f].push_back(s);
             total[f] += s;
+            if (fns.after) fns.after(f, s);
         }
         if (!any) break;
     }
@@ -147,6 +150,14 @@ std::vector<Stats> measure_interleaved(const TimingRule& rule,
     out.reserve(count);
     for (auto& v : seconds) out.push_back(summarize(std::move(v)));
     return out;
+}
+
+std::vector<Stats> measure_interleaved(const TimingRule& rule,
+                                       const std::vector<std::function<void()>>& runs) {
+    Interleaved fns;
+    fns.count = runs.size();
+    fns.run = [&runs](std::size_t f, bool) { runs[f](); };
+    return measure_interleaved(rule, fns);
 }
 
 // [SECTION] comparison and random data
@@ -247,6 +258,7 @@ CpuSample cpu_sample() {
     }
     const double tick = static_cast<double>(sysconf(_SC_CLK_TCK));
     if (tick <= 0) return s;
+    s.tick = 1 / tick;
     s.busy = (user + nice + system + irq + softirq) / tick;
     s.steal = steal / tick;
     rusage ru{};
@@ -264,7 +276,8 @@ double foreign_cpu_share(const CpuSample& a, const CpuSample& b, int cpus) {
     const double wall = b.wall - a.wall;
     if (wall <= 0) return -1;
     const double foreign = (b.busy - a.busy) - (b.self - a.self) + (b.steal - a.steal);
-    return std::min(1.0, std::max(0.0, foreign) / (wall * cpus));
+    const double error = std::max(a.tick, b.tick) * cpus;  // the counters' steps
+    return std::min(1.0, std::max(0.0, foreign - error) / (wall * cpus));
 }
 
 std::string local_date() {

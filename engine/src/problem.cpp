@@ -392,6 +392,27 @@ double Problem::flops() const {
            static_cast<double>(out_spatial()) * static_cast<double>(kernel_spatial());
 }
 
+double Problem::flops_no_pad() const {
+    double taps = 1;  // product over the axes of the in-bounds (out, tap) pairs
+    for (int i = 0; i < axes_of(ndims); ++i) {
+        dim_t pairs = 0;
+        const dim_t n_out = out(i);
+        for (dim_t k = 0; k < kernel[i]; ++k) {
+            // Input index o*s - shift must lie in [0, in): o from ceil(shift / s) (0 when
+            // shift <= 0) to floor((in - 1 + shift) / s), at most out - 1.
+            const dim_t shift = pad_begin[i] - k * dilation[i];
+            const dim_t lo = shift <= 0 ? 0 : (shift + stride[i] - 1) / stride[i];
+            const dim_t top = in[i] - 1 + shift;
+            if (top < 0) continue;
+            const dim_t hi = std::min(n_out - 1, top / stride[i]);
+            if (hi >= lo) pairs += hi - lo + 1;
+        }
+        taps *= static_cast<double>(pairs);
+    }
+    return 2.0 * static_cast<double>(mb) * static_cast<double>(oc) * static_cast<double>(icg()) *
+           taps;
+}
+
 std::vector<dim_t> Problem::src_dims() const {
     std::vector<dim_t> d{mb, ic};
     for (int i = 0; i < axes_of(ndims); ++i) d.push_back(in[i]);

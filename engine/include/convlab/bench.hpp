@@ -102,6 +102,19 @@ Stats measure(const TimingRule& rule, F&& run) {
 std::vector<Stats> measure_interleaved(const TimingRule& rule,
                                        const std::vector<std::function<void()>>& runs);
 
+// The general form the runner uses. run(f, timed) runs function f once: first rule.warmup
+// untimed calls of each (timed = false), then the rounds as above. after(f, seconds), when set,
+// is called right after each timed call of f, outside the timed region (to collect what the call
+// recorded, e.g. its profiler spans). clock, when set, replaces the steady clock (seconds; tests
+// give a fake one so that no result depends on the machine's speed).
+struct Interleaved {
+    std::size_t count = 0;
+    std::function<void(std::size_t f, bool timed)> run;
+    std::function<void(std::size_t f, double seconds)> after;
+    std::function<double()> clock;
+};
+std::vector<Stats> measure_interleaved(const TimingRule& rule, const Interleaved& fns);
+
 // GFLOP/s of `flops` operations done in `ms` milliseconds (also GB/s of bytes).
 inline double gflops(double flops, double ms) {
     return ms > 0 ? flops / (ms * 1e6) : 0;
@@ -154,11 +167,14 @@ struct CpuSample {
     double steal = 0;  // seconds taken by the hypervisor
     double self = 0;   // user + system seconds of this process (all threads)
     double wall = 0;   // steady clock seconds
+    double tick = 0;   // seconds of one step of the machine's counters (busy, steal): 1/CLK_TCK
     bool ok = false;
 };
 CpuSample cpu_sample();
 // Share of the machine's CPU capacity (0..1) that other processes (and steal) used between a and
-// b; negative when unknown.
+// b, at least: the machine's counters step a tick (10 ms) per CPU, this process's time is exact,
+// so up to one tick per CPU of "foreign" time may be counting error and is not counted (a 50 ms
+// window on 2 CPUs would otherwise read 10% from nothing). Negative when unknown.
 double foreign_cpu_share(const CpuSample& a, const CpuSample& b, int cpus);
 
 // fp32 peak of this machine, measured: `threads` threads each run independent chains of vector
@@ -253,8 +269,22 @@ struct Config {
     // Algorithms outside the registry (tests: a deliberately wrong one), selected like others.
     std::vector<Algorithm> extra_algorithms;
     int threads = 2;  // 0 = all cores
+    // Storage dtype of the timed algorithms. fp16 / bf16 only for the algorithms that take a
+    // storage dtype (supports_storage_dtype: the DaVinci fractal ones, C0 16, fp32
+    // accumulation); every other algorithm and the peer are fp32 only. With fp16 / bf16, an
+    // algorithm list left empty (or "all") keeps the capable ones and the rest is skipped with a
+    // note in Results::notes; a named fp32-only algorithm is an Error; a peer is skipped (noted).
+    // The reference of the check stays fp32 (direct loops, or an fp32 algorithm).
+    DType dtype = DType::f32;
     TimingRule timing;
+    // Tolerance of the check, per dtype (the one of `dtype` applies; see Check). fp16 / bf16
+    // storage rounds every operand to 11 / 8 significant bits (unit roundoff u = 2^-11 / 2^-8);
+    // the error of a sum relative to its rms is then about u whatever its length, and its
+    // maximum over a layer's outputs about 5u (ResNet-50, batch 1: fp16 2.5e-3, bf16 2.1e-2
+    // at most, the 1x1 stride-2 backward-data layers, whose many zeros halve the rms). About 8u.
     double rtol = 1e-4;
+    double rtol_fp16 = 4e-3;
+    double rtol_bf16 = 3e-2;
     // Reference of the check: "auto" (direct loops when the layer's FLOPs are at most
     // direct_max_flops, else the peer, else the first other selected algorithm of the pass:
     // said so in the result), "direct", "peer", or an algorithm name.
@@ -275,6 +305,10 @@ struct Config {
     const std::atomic<bool>* cancel = nullptr;      // set to stop after the current measurement
 };
 
+// Above this share of the CPUs used by other processes while it was timed, a measurement is
+// "noisy": marked so in the files and drawn distinguishably (hatched, '~') on the charts.
+inline constexpr double kNoisyForeignCpu = 0.05;
+
 // One measured (layer, pass, algorithm): the total and each operation (profiler span), with the
 // verification of that configuration.
 struct Measurement {
@@ -282,7 +316,10 @@ struct Measurement {
     Pass pass = Pass::Forward;
     std::string algorithm;  // the engine's name, or the peer's name
     bool peer = false;
-    bool ran = false;  // false: it threw (error says why); never plotted
+    dim_t batch = 0;  // the layer's N as measured (0: unknown, files from before the column)
+    int threads = 0;  // threads of the engine and the peer (0: unknown)
+    DType dtype = DType::f32;  // storage dtype it ran with
+    bool ran = false;          // false: it threw (error says why); never plotted
     std::string error;
     std::string impl;  // peer: its implementation name
     Verification check;
@@ -291,13 +328,17 @@ struct Measurement {
         std::string name;  // profiler span: im2col, gemm, col2im, zero-insert ...
         Stats time;        // per call (all spans of that name in one call, summed)
     };
-    std::vector<Op> ops;  // in order of first use
-    double flops = 0;     // 2*N*K*(C/G)*prod(O)*prod(k)
-    double bytes = 0;     // tensors read and written once, fp32
-    // Share of the CPUs (0..1) other processes used while this was timed; -1 unknown. Above
-    // 0.05 the time is suspect (they took cores from it).
+    std::vector<Op> ops;      // in order of first use
+    double flops = 0;         // 2*N*K*(C/G)*prod(O)*prod(k): padding taps included (CK)
+    double flops_no_pad = 0;  // only taps inside the input, as benchdnn counts (<= flops)
+    double bytes = 0;         // tensors read and written once, fp32
+    // Share of the CPUs (0..1) other processes used while this was timed (the window of its
+    // pass's alternating rounds, shared with the peer and the other algorithms); -1 unknown.
+    // Above kNoisyForeignCpu the time is suspect (they took cores from it): noisy().
     double foreign_cpu = -1;
+    bool noisy() const { return foreign_cpu > kNoisyForeignCpu; }
     double gflops() const { return bench::gflops(flops, total.median_ms); }
+    double gflops_benchdnn() const { return bench::gflops(flops_no_pad, total.median_ms); }
     double gbps() const { return bench::gflops(bytes, total.median_ms); }
     // A valid time: it ran and its verification passed (or it is the direct reference itself).
     bool valid() const { return ran && check.pass; }
@@ -308,6 +349,15 @@ struct LayerInfo {
     std::string descriptor;  // canonical, with the batch used
 };
 
+// One (batch, threads) combination of a sweep (run_sweep) and what was measured with it.
+struct SweepPoint {
+    dim_t batch = 0;  // 0: each layer's own
+    int threads = 0;
+    double peak_gflops = 0;     // the fp32 peak for these threads (Machine::peak_gflops)
+    double peak_gflops_1t = 0;  // one thread
+    double foreign_cpu = -1;    // share of the CPUs others used during this combination
+};
+
 struct Results {
     Machine machine;
     std::vector<LayerInfo> layers;
@@ -315,21 +365,44 @@ struct Results {
     std::string shapes_file;
     std::string command;
     dim_t batch = 0;  // 0: each layer's own
+    DType dtype = DType::f32;
     TimingRule timing;
-    double rtol = 0;
+    double rtol = 0;  // the tolerance of the checks (the one of dtype)
+    // What the run left out and why ("dtype fp16: im2col_gemm, ... are fp32 only: skipped").
+    std::vector<std::string> notes;
     bool cancelled = false;
+    // The combinations of a sweep, in the order they ran; empty for a single run (whose batch
+    // and threads are those above). Rows tell theirs apart by Measurement::batch / threads.
+    std::vector<SweepPoint> sweep;
     // Every measurement that ran was verified and passed.
     std::size_t passed() const;
     std::size_t failed() const;                // failed, unchecked or errored
+    std::size_t noisy() const;                 // valid measurements that are noisy()
     std::string verification_summary() const;  // "all 100 measurements verified (PASS) ..."
     const Measurement* find(std::size_t layer, Pass pass, const std::string& algo) const;
 };
 
 // [SECTION] the runner
 
+// True when `algo` of `pass` can run with fp16 / bf16 storage (the DaVinci fractal algorithms:
+// fwd fractal, bwd_data and bwd_weight fractal_via_forward).
+bool supports_storage_dtype(Pass pass, std::string_view algo);
+
 // Runs the configuration. Throws Error for a bad configuration (unknown algorithm, empty shape
 // list) before measuring anything; errors of single measurements are recorded in their rows.
 Results run(const Config& cfg);
+
+// Runs cfg once per combination of `batches` (nullopt: each layer's own) and `threads`, batches
+// outermost, and returns every row in one Results: the machine record of the first run (its
+// foreign CPU share the highest), each combination's peak and noise in Results::sweep. Progress
+// counts over all combinations; a cancel ends the sweep. Errors as run().
+Results run_sweep(const Config& cfg, const std::vector<std::optional<dim_t>>& batches,
+                  const std::vector<int>& threads);
+
+// The results of each combination on its own, as run() would have returned them (batch,
+// machine.threads, peak and foreign CPU share of the combination; layer descriptors with its
+// batch); a single run's results as they are.
+std::vector<Results> split_sweep(const Results& r);
 
 // The bytes a pass moves at least: its inputs read and its output written once, fp32.
 double pass_bytes(const Problem& p, Pass pass);

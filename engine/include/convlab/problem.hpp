@@ -50,8 +50,14 @@ struct Problem {
     dim_t in_spatial() const;      // product of in[0..ndims)
     dim_t out_spatial() const;     // product of out(0..ndims)
     dim_t kernel_spatial() const;  // product of kernel[0..ndims)
-    // 2 * N * K * (C/groups) * prod(out) * prod(kernel), as CK and oneDNN count them.
+    // 2 * N * K * (C/groups) * prod(out) * prod(kernel): every tap of every window, padding
+    // taps included, as Composable Kernel counts them.
     double flops() const;
+    // The same without the taps that land in the padding: only the multiply-adds that read an
+    // input element, as oneDNN's benchdnn counts a convolution. Exact: per axis, the (out, tap)
+    // pairs whose input index o*stride - pad_begin + k*dilation is inside [0, in); the count
+    // factorises over the axes. Equal to flops() when there is no padding (and no crop).
+    double flops_no_pad() const;
 
     // Logical tensor shapes: activations (N, C, spatial...), weights (K, C/groups, kernel...),
     // destination (N, K, out...), bias (K).
