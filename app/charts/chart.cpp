@@ -312,6 +312,20 @@ WinCount count_wins(const Results& r, Pass pass, const std::string& a, const std
 
 // [SECTION] (a) relative time of backward data vs forward
 
+namespace {
+
+// On a log axis bars start at its minimum (not 0), and failed marks sit on it.
+void rest_on_axis(Chart& c) {
+    for (Series& s : c.series)
+        for (Mark& m : s.marks)
+            if (m.kind == MarkKind::Bar)
+                m.y0 = c.y.min;
+            else if (m.kind == MarkKind::Failed)
+                m.y0 = m.y1 = c.y.min;
+}
+
+}  // namespace
+
 Chart relative_time_chart(const Results& r, const std::string& forward_algo) {
     Chart c;
     c.id = "relative_bwd_data";
@@ -399,12 +413,7 @@ Chart relative_time_chart(const Results& r, const std::string& forward_algo) {
     c.y.min = lo;
     c.y.max = hi;
     c.y.title = "time / forward time (" + (f.empty() ? std::string("-") : f) + "), log scale";
-    for (Series& s : c.series)
-        for (Mark& m : s.marks)
-            if (m.kind == MarkKind::Bar)
-                m.y0 = c.y.min;
-            else if (m.kind == MarkKind::Failed)
-                m.y0 = m.y1 = c.y.min;
+    rest_on_axis(c);
 
     const bool have = [&] {
         bool a = false, b = false;
@@ -638,12 +647,7 @@ Chart gflops_chart(const Results& r, Pass pass) {
                                        : std::string("GFLOP/s (") + dtype_name(r.dtype) +
                                              " storage, fp32 accumulation)") +
                 ", log scale";
-    for (Series& se : c.series)
-        for (Mark& m : se.marks)
-            if (m.kind == MarkKind::Bar)
-                m.y0 = c.y.min;
-            else if (m.kind == MarkKind::Failed)
-                m.y0 = m.y1 = c.y.min;
+    rest_on_axis(c);
     finish(c, r);
     return c;
 }
