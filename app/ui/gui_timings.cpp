@@ -63,6 +63,17 @@ struct TimingsPanel {
         choose_set(set_name);
     }
 
+    // Shows results measured earlier; the controls take their shape set, batch and threads, so
+    // the panel does not describe another run than the one on screen.
+    void show_results(bench::Results r, const std::string& from) {
+        const std::string stem = std::filesystem::path(r.shapes_file).stem().string();
+        if (std::find(sets.begin(), sets.end(), stem) != sets.end()) choose_set(stem);
+        if (r.batch > 0) settings.batch = r.batch;
+        if (r.machine.threads > 0) settings.threads = r.machine.threads;
+        run.adopt(std::move(r));
+        say("showing " + from + " (measured earlier, not re-run)", false);
+    }
+
     void choose_set(const std::string& name) {
         set_name = name;
         settings.shapes_file = shapes_dir + "/" + name + ".txt";
@@ -684,8 +695,7 @@ void footer(TimingsPanel& P, const charts::Chart* c, const TimingsStyle& st) {
     ImGui::BeginDisabled(P.run.running());
     if (ImGui::Button("Load")) {
         try {
-            P.run.adopt(app::load_results(P.load_path));
-            P.say("showing " + P.load_path + " (measured earlier, not re-run)", false);
+            P.show_results(app::load_results(P.load_path), P.load_path);
         } catch (const std::exception& e) {
             P.say(e.what(), true);
         }
@@ -799,8 +809,7 @@ void draw_timings(TimingsPanel& P, const TimingsStyle& st) {
 
 void prepare_timings_shot(TimingsPanel& P, const TimingsShot& o) {
     if (!o.results.empty()) {
-        P.run.adopt(app::load_results(o.results));
-        P.say("showing " + o.results + " (measured earlier, not re-run)", false);
+        P.show_results(app::load_results(o.results), o.results);
     } else if (o.bench_quick) {
         std::optional<convlab::bench::PeerSpec> peer;
         if (P.settings.peer && P.peer_available) peer = ::bench::PeerConv::spec();
