@@ -472,6 +472,10 @@ void draw_chart(const charts::Chart& c, const ChartLayout& L, ImDrawList* dl, Im
         const ImVec2 pivot(a.x + pad, 0.5f * (P.top + P.bottom) + 0.5f * tw);
         rotated_text(dl, f, sub_fs, pivot, kInk, title, -3.14159265f / 2, pivot);
     }
+    const auto noisy = [&](const app::ScreenMark& m) {
+        return m.series < c.series.size() && m.mark < c.series[m.series].marks.size() &&
+               c.series[m.series].marks[m.mark].noisy;
+    };
     // Marks (clipped to the plot): bars and FAIL crosses, reference lines, then points.
     dl->PushClipRect(ImVec2(P.left, P.top - 1), ImVec2(P.right + 1, P.bottom + 1), true);
     for (const app::ScreenMark& m : S.bars) {
@@ -482,6 +486,14 @@ void draw_chart(const charts::Chart& c, const ChartLayout& L, ImDrawList* dl, Im
         }
         dl->AddRectFilled(ImVec2(m.x0, m.y0), ImVec2(m.x1, m.y1), col(m.color));
         dl->AddRect(ImVec2(m.x0, m.y0), ImVec2(m.x1, m.y1), IM_COL32(255, 255, 255, 180));
+        if (noisy(m)) {
+            // Hatched as in the export: measured while other processes took over 5% of the CPU.
+            dl->PushClipRect(ImVec2(m.x0, m.y0), ImVec2(m.x1, m.y1), true);
+            for (float x = m.x0 - (m.y1 - m.y0); x < m.x1; x += 5)
+                dl->AddLine(ImVec2(x, m.y1), ImVec2(x + (m.y1 - m.y0), m.y0),
+                            IM_COL32(255, 255, 255, 150));
+            dl->PopClipRect();
+        }
         if (m.whisker) {
             const float cx = 0.5f * (m.x0 + m.x1), cap = std::min(3.0f, 0.3f * (m.x1 - m.x0));
             const ImU32 w = IM_COL32(40, 40, 40, 200);
@@ -508,6 +520,7 @@ void draw_chart(const charts::Chart& c, const ChartLayout& L, ImDrawList* dl, Im
             dl->AddLine(ImVec2(m.x0, m.y0), ImVec2(m.x1, m.y0), col(m.color), 2.4f);
         dl->AddCircleFilled(ImVec2(cx, m.y0), 4.2f, col(m.color));
         dl->AddCircle(ImVec2(cx, m.y0), 4.2f, IM_COL32(255, 255, 255, 255));
+        if (noisy(m)) dl->AddCircle(ImVec2(cx, m.y0), 7.5f, col(m.color), 0, 1.5f);  // ringed
     }
     // The hovered mark: outlined.
     if (hovered) {
