@@ -217,6 +217,7 @@ class App {
     bool fit_auto = true;
     ImVec2 fit_size{0, 0};
     float fit_fs = 0;
+    bool compact_titles = false;  // titles of one line (name, title): chosen by the fit
     // The canvas and the extent of what was drawn on it (panels and titles), last frame.
     ImVec2 canvas_size{0, 0}, drawn_size{0, 0};
     std::shared_ptr<TimingsPanel> timings = make_timings_panel();  // the timings view
@@ -1068,10 +1069,14 @@ void App::canvas() {
     const float fs = ImGui::GetFontSize();
     const float margin = fs;
     std::vector<std::string> titles(view->panels.size());
-    for (std::size_t i = 0; i < view->panels.size(); ++i) {
-        const Panel& pn = view->panels[i];
-        titles[i] = pn.name + "  " + pn.title + "\n" + shape_text(pn.shape) + "\n" + role_text(pn);
-    }
+    const auto make_titles = [&] {
+        for (std::size_t i = 0; i < view->panels.size(); ++i) {
+            const Panel& pn = view->panels[i];
+            titles[i] = pn.name + "  " + pn.title;
+            if (!compact_titles) titles[i] += "\n" + shape_text(pn.shape) + "\n" + role_text(pn);
+        }
+    };
+    make_titles();
     // A title wraps at its panel's slot and at the canvas's right edge.
     const float avail_x = size.x - 2 * margin, avail_y = size.y - 2 * margin;
     const auto wrap_of = [&](std::size_t i, float z) {
@@ -1107,17 +1112,6 @@ void App::canvas() {
         top += fs * 1.3f;  // and the tile labels
         app::layout_view(*view, top / z, min_slot);
     };
-    // Short of height (a lesson's narration, presenter fonts): one-line titles (name and
-    // title; the hover shows coordinates) rather than cells a few pixels high.
-    {
-        relayout(16.0f);
-        std::set<double> rows;
-        for (const auto& pn : view->panels) rows.insert(pn.y);
-        if (static_cast<float>(rows.size()) * top > 0.4f * avail_y) {
-            for (std::size_t i = 0; i < titles.size(); ++i)
-                titles[i] = view->panels[i].name + "  " + view->panels[i].title;
-        }
-    }
     if (s.zoom > 0 && fit_auto &&
         (std::abs(size.x - fit_size.x) > 0.5f || std::abs(size.y - fit_size.y) > 0.5f ||
          fs != fit_fs))
@@ -1127,6 +1121,16 @@ void App::canvas() {
         fit_auto = true;
         fit_size = size;
         fit_fs = fs;
+        // Short of height (a lesson's narration, presenter fonts): one-line titles (name and
+        // title; the hover shows coordinates) rather than cells a few pixels high. Decided with
+        // the fit, not every frame.
+        compact_titles = false;
+        make_titles();
+        relayout(16.0f);
+        std::set<double> rows;
+        for (const auto& pn : view->panels) rows.insert(pn.y);
+        compact_titles = static_cast<float>(rows.size()) * top > 0.4f * avail_y;
+        make_titles();
         float z = 16.0f;
         for (int it = 0; it < 4; ++it) {
             relayout(z);
