@@ -36,6 +36,17 @@ Config tiny_config() {
     return cfg;
 }
 
+// Records every progress report of a run; each one carries the rows measured so far (partial
+// results with the progress, every combination's rows in a sweep).
+void log_progress(Config& cfg, std::vector<std::size_t>& seen, std::size_t& total) {
+    cfg.progress = [&seen, &total](const Config::Progress& p) {
+        seen.push_back(p.done);
+        total = p.total;
+        REQUIRE(p.results);
+        CHECK(p.results->rows.size() == p.done);
+    };
+}
+
 // im2col_gemm's forward with one output element off by 1: a deliberately wrong algorithm.
 void forward_off_by_one(const Problem& p, const ConvArgs& a, Profiler* prof) {
     find_algorithm(Pass::Forward, "im2col_gemm").run(p, a, prof);
@@ -490,12 +501,7 @@ TEST_CASE("bench: a sweep over batch and threads: each combination a set of rows
     cfg.algos = {"im2col_gemm"};
     std::vector<std::size_t> seen;
     std::size_t total = 0;
-    cfg.progress = [&](const Config::Progress& p) {
-        seen.push_back(p.done);
-        total = p.total;
-        REQUIRE(p.results);
-        CHECK(p.results->rows.size() == p.done);  // every combination's rows so far
-    };
+    log_progress(cfg, seen, total);
     const Results r = run_sweep(cfg, {1, 3}, {1, 2});
     // 2 batches x 2 thread counts x 2 layers x 1 algorithm, batches outermost.
     REQUIRE(r.rows.size() == 8);
@@ -547,12 +553,7 @@ TEST_CASE("bench: progress reaches the total, cancel stops early") {
     Config cfg = tiny_config();
     std::vector<std::size_t> seen;
     std::size_t total = 0;
-    cfg.progress = [&](const Config::Progress& p) {
-        seen.push_back(p.done);
-        total = p.total;
-        REQUIRE(p.results);
-        CHECK(p.results->rows.size() == p.done);  // partial results arrive with the progress
-    };
+    log_progress(cfg, seen, total);
     Results r = run(cfg);
     REQUIRE_FALSE(seen.empty());
     CHECK(seen.back() == total);
