@@ -136,8 +136,7 @@ const Im2col::Row* rows_of(const Im2col& m, dim_t k0, dim_t kc) {
     return rows.data();
 }
 
-// B = im2col: b(k = r, j) packed into panels of nr columns. Wide output rows are gathered as
-// segments along ow; narrow ones (ow count < 8) element by element, column by column. With
+// B = im2col: b(k = r, j) packed into panels of nr columns, gathered as runs along ow. With
 // fixed_rows, row k is fixed_rows[k] instead of the decomposition of k.
 struct Im2colB {
     const Im2col* m;
@@ -172,35 +171,53 @@ struct Im2colB {
 
     void operator()(dim_t k0, dim_t kc, dim_t j0, dim_t nc, int nr, float* dst) const {
         const Im2col::Row* rows = fixed_rows ? fixed_rows + k0 : rows_of(*m, k0, kc);
-        const bool narrow = m->g.out[2] < 8;
+        const Geom3& g = m->g;
+        // A panel's columns fall into runs along ow, one per output row it touches (one run in a
+        // wide layer, up to five in a 7x7 one): listed once per panel, then each row k copies
+        // its runs from the input lines.
+        struct Run {
+            const float* img;  // image n, first channel of the group
+            dim_t id0, ih0;    // od * s, oh * s
+            dim_t ow0, len, x;
+        };
+        thread_local std::vector<Run> runs;
         for (dim_t jp = 0; jp < nc; jp += nr) {
             const dim_t nv = std::min<dim_t>(nr, nc - jp);
             float* d = dst + jp * kc;
-            const Im2col::Col c0 = m->col(j0 + jp);
-            if (narrow) {
-                Im2col::Col c = c0;
-                for (dim_t j = 0; j < nv; ++j, m->next(c))
-                    for (dim_t k = 0; k < kc; ++k) d[k * nr + j] = m->at(rows[k], c);
-            } else if (m->g.s[2] == 1 && c0.ow + nv <= m->g.out[2]) {
-                // The panel lies in one output row: each k is one run of the input line, copied
-                // whole when it lies inside the image (the common case away from the borders).
-                for (dim_t k = 0; k < kc; ++k) {
-                    const Im2col::Row& r = rows[k];
-                    const dim_t id = c0.od * m->g.s[0] + r.off_d, ih = c0.oh * m->g.s[1] + r.off_h;
-                    if (c0.ow >= r.w_lo && c0.ow + nv <= r.w_hi && id >= 0 && id < m->g.in[0] &&
-                        ih >= 0 && ih < m->g.in[1]) {
-                        const float* line = m->src + c0.n * m->n_stride + r.ci * m->in_size +
-                                            (id * m->g.in[1] + ih) * m->g.in[2] + r.off_w + c0.ow;
-                        std::copy(line, line + nv, d + k * nr);
-                    } else {
-                        m->gather(r, c0, nv, d + k * nr, 1);
-                    }
-                }
-            } else {
-                for (dim_t k = 0; k < kc; ++k) m->gather(rows[k], c0, nv, d + k * nr, 1);
+            runs.clear();
+            Im2col::Col c = m->col(j0 + jp);
+            for (dim_t x = 0; x < nv;) {
+                const dim_t len = std::min(nv - x, g.out[2] - c.ow);
+                runs.push_back(
+                    {m->src + c.n * m->n_stride, c.od * g.s[0], c.oh * g.s[1], c.ow, len, x});
+                x += len;
+                m->next_row(c);
             }
-            if (nv < nr)
-                for (dim_t k = 0; k < kc; ++k) std::fill(d + k * nr + nv, d + (k + 1) * nr, 0.0f);
+            const dim_t sw = g.s[2];
+            for (dim_t k = 0; k < kc; ++k) {
+                const Im2col::Row& r = rows[k];
+                float* o = d + k * nr;
+                for (const Run& u : runs) {
+                    float* out = o + u.x;
+                    const dim_t id = u.id0 + r.off_d, ih = u.ih0 + r.off_h;
+                    if (id < 0 || id >= g.in[0] || ih < 0 || ih >= g.in[1]) {
+                        for (dim_t e = 0; e < u.len; ++e) out[e] = 0.0f;
+                        continue;
+                    }
+                    const float* line =
+                        u.img + r.ci * m->in_size + (id * g.in[1] + ih) * g.in[2] + r.off_w;
+                    const dim_t lo = std::clamp(r.w_lo, u.ow0, u.ow0 + u.len) - u.ow0;
+                    const dim_t hi = std::clamp(r.w_hi, u.ow0 + lo, u.ow0 + u.len) - u.ow0;
+                    for (dim_t e = 0; e < lo; ++e) out[e] = 0.0f;
+                    const float* sp = line + u.ow0 * sw;
+                    if (sw == 1)
+                        for (dim_t e = lo; e < hi; ++e) out[e] = sp[e];
+                    else
+                        for (dim_t e = lo; e < hi; ++e) out[e] = sp[e * sw];
+                    for (dim_t e = hi; e < u.len; ++e) out[e] = 0.0f;
+                }
+                for (dim_t e = nv; e < nr; ++e) o[e] = 0.0f;
+            }
         }
     }
 };

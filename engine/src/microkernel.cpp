@@ -5,6 +5,7 @@
 //                          time by what the CPU supports); A packed or read from its rows
 // [SECTION] selection
 // [SECTION] packing
+// [SECTION] the packed-block loop
 // [SECTION] scratch and split
 #include "microkernel.hpp"
 
@@ -326,6 +327,63 @@ void StridedB::operator()(dim_t k0, dim_t kc, dim_t j0, dim_t nc, int nr, float*
                 for (dim_t k = 0; k < kc; ++k) d[k * nr + j] = s[j * cs + k * rs];
             if (nv < nr)
                 for (dim_t k = 0; k < kc; ++k) std::fill(d + k * nr + nv, d + (k + 1) * nr, 0.0f);
+        }
+    }
+}
+
+// [SECTION] the packed-block loop
+
+void gemm_packed_block(const MicroKernel& uk, const GemmBlocking& bl, dim_t i0, dim_t i1, dim_t jc,
+                       dim_t nc, dim_t pc, dim_t kc, const StridedA& a, const float* bbuf, float* c,
+                       dim_t ldc, bool acc) {
+    const int mr = uk.mr, nr = uk.nr;
+    const dim_t mcb = std::min(bl.mc, ((i1 - i0 + mr - 1) / mr) * mr);
+    const bool row_a = a.rs != 1 && read_a_in_place(uk, a);
+    // Row strides that are multiples of 4 KiB put the MR rows in one L1 set, which thrashes:
+    // such rows are copied (a memcpy, not a transpose) to rows kcs apart, MR-padded with zeros.
+    const bool row_copy = row_a && a.rs % 1024 == 0;
+    const dim_t kcs = kc + 16, mcp = ((mcb + mr - 1) / mr) * mr;
+    float* abuf = scratch(1, static_cast<std::size_t>(mcp * (row_copy ? kcs : kc)));
+    float* tile = scratch(2, static_cast<std::size_t>(mr * nr));
+    for (dim_t ic = i0; ic < i1; ic += mcb) {
+        const dim_t mc = std::min(mcb, i1 - ic);
+        // A with contiguous columns (rs == 1, as W^T in backward data) is read in place by full
+        // row panels, and so is row-major A (row_a, copied when row_copy); only a last partial
+        // panel is packed.
+        if (row_copy)
+            for (dim_t i = 0; i < ((mc + mr - 1) / mr) * mr; ++i) {
+                float* d = abuf + i * kcs;
+                if (i < mc)
+                    std::copy_n(a.p + (ic + i) * a.rs + pc, kc, d);
+                else
+                    std::fill_n(d, kc, 0.0f);
+            }
+        const bool in_place = a.rs == 1 || row_a;
+        const dim_t full = row_copy ? mc : in_place ? (mc / mr) * mr : 0;
+        if (full < mc) pack_a(a, ic + full, mc - full, pc, kc, mr, abuf + full * kc);
+        for (dim_t ir = 0; ir < mc; ir += mr) {
+            const dim_t mv = std::min<dim_t>(mr, mc - ir);
+            const bool direct = ir < full;
+            const float* ap = !direct    ? abuf + ir * kc
+                              : row_copy ? abuf + ir * kcs
+                              : row_a    ? a.p + (ic + ir) * a.rs + pc
+                                         : a.p + (ic + ir) + pc * a.cs;
+            const dim_t lda = !direct ? mr : row_copy ? kcs : row_a ? a.rs : a.cs;
+            const MicroKernelFn fn = direct && row_a ? uk.rowa_fn : uk.fn;
+            for (dim_t jr = 0; jr < nc; jr += nr) {
+                const dim_t nv = std::min<dim_t>(nr, nc - jr);
+                float* cp = c + (ic + ir) * ldc + jc + jr;
+                const float* bp = bbuf + jr * kc;
+                if (mv == mr && nv == nr) {
+                    fn(kc, ap, bp, cp, ldc, acc, lda);
+                    continue;
+                }
+                fn(kc, ap, bp, tile, nr, false, lda);
+                for (dim_t i = 0; i < mv; ++i)
+                    for (dim_t j = 0; j < nv; ++j)
+                        cp[i * ldc + j] =
+                            acc ? cp[i * ldc + j] + tile[i * nr + j] : tile[i * nr + j];
+            }
         }
     }
 }

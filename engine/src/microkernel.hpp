@@ -155,6 +155,25 @@ void gemm_block_rows(const MicroKernel& uk, const GemmBlocking& bl, dim_t i0, di
     }
 }
 
+// Rows [i0, i1) x columns [jc, jc + nc) of C (+= when acc) from A's columns [pc, pc + kc) and a
+// packed block of B (kc x nc in panels of nr columns, bbuf[jr*kc + k*nr + j]). A is packed here
+// per MC block, or read in place (read_a_in_place). The loop every GEMM driver below ends in.
+void gemm_packed_block(const MicroKernel& uk, const GemmBlocking& bl, dim_t i0, dim_t i1, dim_t jc,
+                       dim_t nc, dim_t pc, dim_t kc, const StridedA& a, const float* bbuf, float* c,
+                       dim_t ldc, bool acc);
+
+// Columns of one packed B block: NC rounded down to whole panels, at most n rounded up.
+inline dim_t block_columns(const GemmBlocking& bl, int nr, dim_t n) {
+    return std::min(std::max<dim_t>(nr, bl.nc / nr * nr), (n + nr - 1) / nr * nr);
+}
+
+// Zeroes (or keeps, when accumulating) C[i0:i1, j0:j1] of a product with k == 0.
+inline void gemm_empty_k(dim_t i0, dim_t i1, dim_t j0, dim_t j1, float* c, dim_t ldc,
+                         bool accumulate) {
+    if (!accumulate)
+        for (dim_t i = i0; i < i1; ++i) std::fill(c + i * ldc + j0, c + i * ldc + j1, 0.0f);
+}
+
 // One thread's share: C[i0:i1, j0:j1].
 template <class PackB>
 void gemm_block(const MicroKernel& uk, const GemmBlocking& bl, dim_t i0, dim_t i1, dim_t j0,
@@ -162,74 +181,22 @@ void gemm_block(const MicroKernel& uk, const GemmBlocking& bl, dim_t i0, dim_t i
                 bool accumulate) {
     const int mr = uk.mr, nr = uk.nr;
     if (i0 >= i1 || j0 >= j1) return;
-    if (k == 0) {
-        if (!accumulate)
-            for (dim_t i = i0; i < i1; ++i) std::fill(c + i * ldc + j0, c + i * ldc + j1, 0.0f);
-        return;
-    }
+    if (k == 0) return gemm_empty_k(i0, i1, j0, j1, c, ldc, accumulate);
     if constexpr (RowsInPlace<PackB>)
         if (uk.rows_fn && i1 - i0 <= mr) {
             gemm_block_rows(uk, bl, i0, i1, j0, j1, k, a, packb, c, ldc, accumulate);
             return;
         }
-    const dim_t ncb = std::min(bl.nc, ((j1 - j0 + nr - 1) / nr) * nr);
+    const dim_t ncb = block_columns(bl, nr, j1 - j0);
     const dim_t kcb = std::min(bl.kc, k);
-    const dim_t mcb = std::min(bl.mc, ((i1 - i0 + mr - 1) / mr) * mr);
-    float* bbuf = scratch(0, static_cast<std::size_t>(((ncb + nr - 1) / nr) * nr * kcb));
-    const bool row_a = a.rs != 1 && read_a_in_place(uk, a);
-    // Row strides that are multiples of 4 KiB put the MR rows in one L1 set, which thrashes:
-    // such rows are copied (a memcpy, not a transpose) to rows kcs apart, MR-padded with zeros.
-    const bool row_copy = row_a && a.rs % 1024 == 0;
-    const dim_t kcs = kcb + 16, mcp = ((mcb + mr - 1) / mr) * mr;
-    float* abuf = scratch(1, static_cast<std::size_t>(mcp * (row_copy ? kcs : kcb)));
-    float* tile = scratch(2, static_cast<std::size_t>(mr * nr));
+    float* bbuf = scratch(0, static_cast<std::size_t>(ncb * kcb));
     for (dim_t jc = j0; jc < j1; jc += ncb) {
         const dim_t nc = std::min(ncb, j1 - jc);
         for (dim_t pc = 0; pc < k; pc += kcb) {
             const dim_t kc = std::min(kcb, k - pc);
-            const bool acc = accumulate || pc > 0;
             packb(pc, kc, jc, nc, nr, bbuf);
-            for (dim_t ic = i0; ic < i1; ic += mcb) {
-                const dim_t mc = std::min(mcb, i1 - ic);
-                // A with contiguous columns (rs == 1, as W^T in backward data) is read in place
-                // by full row panels, and so is row-major A (row_a, copied when row_copy); only a
-                // last partial panel is packed.
-                if (row_copy)
-                    for (dim_t i = 0; i < ((mc + mr - 1) / mr) * mr; ++i) {
-                        float* d = abuf + i * kcs;
-                        if (i < mc)
-                            std::copy_n(a.p + (ic + i) * a.rs + pc, kc, d);
-                        else
-                            std::fill_n(d, kc, 0.0f);
-                    }
-                const bool in_place = a.rs == 1 || row_a;
-                const dim_t full = row_copy ? mc : in_place ? (mc / mr) * mr : 0;
-                if (full < mc) pack_a(a, ic + full, mc - full, pc, kc, mr, abuf + full * kc);
-                for (dim_t ir = 0; ir < mc; ir += mr) {
-                    const dim_t mv = std::min<dim_t>(mr, mc - ir);
-                    const bool direct = ir < full;
-                    const float* ap = !direct    ? abuf + ir * kc
-                                      : row_copy ? abuf + ir * kcs
-                                      : row_a    ? a.p + (ic + ir) * a.rs + pc
-                                                 : a.p + (ic + ir) + pc * a.cs;
-                    const dim_t lda = !direct ? mr : row_copy ? kcs : row_a ? a.rs : a.cs;
-                    const MicroKernelFn fn = direct && row_a ? uk.rowa_fn : uk.fn;
-                    for (dim_t jr = 0; jr < nc; jr += nr) {
-                        const dim_t nv = std::min<dim_t>(nr, nc - jr);
-                        float* cp = c + (ic + ir) * ldc + jc + jr;
-                        const float* bp = bbuf + jr * kc;
-                        if (mv == mr && nv == nr) {
-                            fn(kc, ap, bp, cp, ldc, acc, lda);
-                            continue;
-                        }
-                        fn(kc, ap, bp, tile, nr, false, lda);
-                        for (dim_t i = 0; i < mv; ++i)
-                            for (dim_t j = 0; j < nv; ++j)
-                                cp[i * ldc + j] =
-                                    acc ? cp[i * ldc + j] + tile[i * nr + j] : tile[i * nr + j];
-                    }
-                }
-            }
+            gemm_packed_block(uk, bl, i0, i1, jc, nc, pc, kc, a, bbuf, c, ldc,
+                              accumulate || pc > 0);
         }
     }
 }
