@@ -9,6 +9,10 @@
 // [SECTION] backward weight    dW_g = sum_n dY_g(n) * B(n)^T (the packer gathers B^T)
 #include <omp.h>
 
+#if defined(__AVX512F__) && defined(__BMI2__)
+#include <immintrin.h>
+#endif
+
 #include <algorithm>
 #include <vector>
 
@@ -136,6 +140,42 @@ const Im2col::Row* rows_of(const Im2col& m, dim_t k0, dim_t kc) {
     return rows.data();
 }
 
+// out[e] = sp[e * sw] for e in [lo, hi), 0 for the rest of [0, len). With AVX-512, 16 at a time
+// by masked loads and stores (the masked-off lanes are neither read nor written), stride 2
+// through one permute of two loads: a run costs about as much as its first few elements did.
+inline void copy_run(const float* sp, dim_t sw, dim_t lo, dim_t hi, dim_t len, float* out) {
+#if defined(__AVX512F__) && defined(__BMI2__)
+    if (sw <= 2) {
+        const auto bits = [](dim_t a, dim_t b) {  // lanes [a, b) of 16, clamped
+            a = std::clamp<dim_t>(a, 0, 16);
+            b = std::clamp<dim_t>(b, a, 16);
+            return static_cast<__mmask16>(((1u << b) - 1u) & ~((1u << a) - 1u));
+        };
+        const __m512i even =
+            _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+        for (dim_t e0 = 0; e0 < len; e0 += 16) {
+            const __mmask16 store = bits(0, len - e0), valid = bits(lo - e0, hi - e0);
+            __m512 v;
+            if (sw == 1) {
+                v = _mm512_maskz_loadu_ps(valid, sp + e0);
+            } else {
+                // Lanes of the two loads: element e sits at 2e, split at lane 8 of the output.
+                const __m512 a = _mm512_maskz_loadu_ps(
+                    static_cast<__mmask16>(_pdep_u32(valid & 0xff, 0x5555)), sp + 2 * e0);
+                const __m512 b = _mm512_maskz_loadu_ps(
+                    static_cast<__mmask16>(_pdep_u32(valid >> 8, 0x5555)), sp + 2 * e0 + 16);
+                v = _mm512_permutex2var_ps(a, even, b);
+            }
+            _mm512_mask_storeu_ps(out + e0, store, v);
+        }
+        return;
+    }
+#endif
+    for (dim_t e = 0; e < lo; ++e) out[e] = 0.0f;
+    for (dim_t e = lo; e < hi; ++e) out[e] = sp[e * sw];
+    for (dim_t e = hi; e < len; ++e) out[e] = 0.0f;
+}
+
 // B = im2col: b(k = r, j) packed into panels of nr columns, gathered as runs along ow. With
 // fixed_rows, row k is fixed_rows[k] instead of the decomposition of k.
 struct Im2colB {
@@ -208,13 +248,7 @@ struct Im2colB {
                         u.img + r.ci * m->in_size + (id * g.in[1] + ih) * g.in[2] + r.off_w;
                     const dim_t lo = std::clamp(r.w_lo, u.ow0, u.ow0 + u.len) - u.ow0;
                     const dim_t hi = std::clamp(r.w_hi, u.ow0 + lo, u.ow0 + u.len) - u.ow0;
-                    for (dim_t e = 0; e < lo; ++e) out[e] = 0.0f;
-                    const float* sp = line + u.ow0 * sw;
-                    if (sw == 1)
-                        for (dim_t e = lo; e < hi; ++e) out[e] = sp[e];
-                    else
-                        for (dim_t e = lo; e < hi; ++e) out[e] = sp[e * sw];
-                    for (dim_t e = hi; e < u.len; ++e) out[e] = 0.0f;
+                    copy_run(line + u.ow0 * sw, sw, lo, hi, u.len, out);
                 }
                 for (dim_t e = nv; e < nr; ++e) o[e] = 0.0f;
             }
@@ -225,14 +259,17 @@ struct Im2colB {
 // B = im2col^T of one image: b(k = position p, j = row r).
 struct Im2colTB {
     const Im2col* m;
+    // Each row r of the panel is gathered along the positions into a row of tmp (runs along ow,
+    // contiguous writes), then the panel is transposed out of tmp.
     void operator()(dim_t k0, dim_t kc, dim_t j0, dim_t nc, int nr, float* dst) const {
         const Im2col::Col c0 = m->col(k0);
+        thread_local std::vector<float> tmp;
+        tmp.resize(static_cast<std::size_t>(nr * kc));
         for (dim_t jp = 0; jp < nc; jp += nr) {
             const dim_t nv = std::min<dim_t>(nr, nc - jp);
-            float* d = dst + jp * kc;
-            for (dim_t j = 0; j < nv; ++j) m->gather(m->row(j0 + jp + j), c0, kc, d + j, nr);
-            if (nv < nr)
-                for (dim_t k = 0; k < kc; ++k) std::fill(d + k * nr + nv, d + (k + 1) * nr, 0.0f);
+            for (dim_t j = 0; j < nv; ++j)
+                m->gather(m->row(j0 + jp + j), c0, kc, tmp.data() + j * kc, 1);
+            pack_transposed(tmp.data(), kc, nv, kc, nr, dst + jp * kc);
         }
     }
 };

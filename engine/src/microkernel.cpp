@@ -311,6 +311,68 @@ void pack_a(const StridedA& a, dim_t i0, dim_t mc, dim_t k0, dim_t kc, int mr, f
     }
 }
 
+namespace {
+#ifdef CONVLAB_X86
+// r[c] = column c of the 16 x 16 block whose rows are r[0..16).
+__attribute__((target("avx512f"))) inline void transpose16(__m512 r[16]) {
+    __m512 t[16], u[16];
+    for (int i = 0; i < 8; ++i) {
+        t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    // u[4i + m], 128-bit lane L: column 4L + m of rows 4i .. 4i+3.
+    for (int i = 0; i < 4; ++i) {
+        u[4 * i + 0] = _mm512_shuffle_ps(t[4 * i + 0], t[4 * i + 2], 0x44);
+        u[4 * i + 1] = _mm512_shuffle_ps(t[4 * i + 0], t[4 * i + 2], 0xEE);
+        u[4 * i + 2] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
+        u[4 * i + 3] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
+    }
+    for (int m = 0; m < 4; ++m) {
+        const __m512 v0 = _mm512_shuffle_f32x4(u[m], u[4 + m], 0x44);
+        const __m512 v1 = _mm512_shuffle_f32x4(u[8 + m], u[12 + m], 0x44);
+        const __m512 v2 = _mm512_shuffle_f32x4(u[m], u[4 + m], 0xEE);
+        const __m512 v3 = _mm512_shuffle_f32x4(u[8 + m], u[12 + m], 0xEE);
+        r[m] = _mm512_shuffle_f32x4(v0, v1, 0x88);
+        r[4 + m] = _mm512_shuffle_f32x4(v0, v1, 0xDD);
+        r[8 + m] = _mm512_shuffle_f32x4(v2, v3, 0x88);
+        r[12 + m] = _mm512_shuffle_f32x4(v2, v3, 0xDD);
+    }
+}
+
+__attribute__((target("avx512f"))) void pack_transposed_avx512(const float* src, dim_t ld, dim_t nv,
+                                                               dim_t kc, int nr, float* dst) {
+    for (dim_t j0 = 0; j0 < nr; j0 += 16) {
+        const dim_t jn = std::clamp<dim_t>(nv - j0, 0, 16);
+        if (jn == 0) {
+            for (dim_t k = 0; k < kc; ++k) _mm512_storeu_ps(dst + k * nr + j0, _mm512_setzero_ps());
+            continue;
+        }
+        for (dim_t k0 = 0; k0 < kc; k0 += 16) {
+            const dim_t kn = std::min<dim_t>(16, kc - k0);
+            const auto kmask = static_cast<__mmask16>((1u << kn) - 1u);
+            __m512 r[16];
+            for (dim_t j = 0; j < 16; ++j)
+                r[j] = j < jn ? _mm512_maskz_loadu_ps(kmask, src + (j0 + j) * ld + k0)
+                              : _mm512_setzero_ps();
+            transpose16(r);
+            for (dim_t k = 0; k < kn; ++k) _mm512_storeu_ps(dst + (k0 + k) * nr + j0, r[k]);
+        }
+    }
+}
+#endif
+}  // namespace
+
+void pack_transposed(const float* src, dim_t ld, dim_t nv, dim_t kc, int nr, float* dst) {
+#ifdef CONVLAB_X86
+    if (nr % 16 == 0 && std::string_view(microkernel().isa) == "avx512")
+        return pack_transposed_avx512(src, ld, nv, kc, nr, dst);
+#endif
+    for (dim_t j = 0; j < nv; ++j)
+        for (dim_t k = 0; k < kc; ++k) dst[k * nr + j] = src[j * ld + k];
+    if (nv < nr)
+        for (dim_t k = 0; k < kc; ++k) std::fill(dst + k * nr + nv, dst + (k + 1) * nr, 0.0f);
+}
+
 void StridedB::operator()(dim_t k0, dim_t kc, dim_t j0, dim_t nc, int nr, float* dst) const {
     for (dim_t jp = 0; jp < nc; jp += nr) {
         const dim_t nv = std::min<dim_t>(nr, nc - jp);
@@ -321,8 +383,10 @@ void StridedB::operator()(dim_t k0, dim_t kc, dim_t j0, dim_t nc, int nr, float*
                 std::memcpy(d + k * nr, s + k * rs, static_cast<std::size_t>(nv) * sizeof(float));
                 std::fill(d + k * nr + nv, d + (k + 1) * nr, 0.0f);
             }
+        } else if (rs == 1) {
+            // Transposed B (dY X^T of a 1x1 weight gradient): columns are contiguous.
+            pack_transposed(s, cs, nv, kc, nr, d);
         } else {
-            // Transposed B (rs == 1 in dY B^T): read each column contiguously.
             for (dim_t j = 0; j < nv; ++j)
                 for (dim_t k = 0; k < kc; ++k) d[k * nr + j] = s[j * cs + k * rs];
             if (nv < nr)

@@ -65,6 +65,10 @@ struct StridedA {
 // Packs rows [i0, i0+mc) x cols [k0, k0+kc) of A into panels of mr rows.
 void pack_a(const StridedA& a, dim_t i0, dim_t mc, dim_t k0, dim_t kc, int mr, float* dst);
 
+// One panel of B from B^T: dst[k*nr + j] = src[j*ld + k] for j < nv, k < kc, and 0 for
+// nv <= j < nr. With AVX-512 (and nr a multiple of 16) by 16 x 16 register transposes.
+void pack_transposed(const float* src, dim_t ld, dim_t nv, dim_t kc, int nr, float* dst);
+
 // B packer for a strided matrix: b(k, j) = p[k*rs + j*cs].
 struct StridedB {
     const float* p;
