@@ -26,6 +26,46 @@ namespace {
 
 // [SECTION] im2col gather
 
+// out[e] = sp[e * sw] for e in [lo, hi), 0 for the rest of [0, len). With AVX-512, short runs
+// (16 or fewer) and stride 2 go 16 at a time by masked loads and stores (the masked-off lanes
+// are neither read nor written; stride 2 through one permute of two loads); long stride-1 runs
+// are a plain copy, which measured faster for them.
+inline void copy_run(const float* sp, dim_t sw, dim_t lo, dim_t hi, dim_t len, float* out) {
+#if defined(__AVX512F__) && defined(__BMI2__)
+    if (sw == 2 || (sw == 1 && len <= 16)) {
+        const auto bits = [](dim_t a, dim_t b) {  // lanes [a, b) of 16, clamped
+            a = std::clamp<dim_t>(a, 0, 16);
+            b = std::clamp<dim_t>(b, a, 16);
+            return static_cast<__mmask16>(((1u << b) - 1u) & ~((1u << a) - 1u));
+        };
+        const __m512i even =
+            _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+        for (dim_t e0 = 0; e0 < len; e0 += 16) {
+            const __mmask16 store = bits(0, len - e0), valid = bits(lo - e0, hi - e0);
+            __m512 v;
+            if (sw == 1) {
+                v = _mm512_maskz_loadu_ps(valid, sp + e0);
+            } else {
+                // Lanes of the two loads: element e sits at 2e, split at lane 8 of the output.
+                const __m512 a = _mm512_maskz_loadu_ps(
+                    static_cast<__mmask16>(_pdep_u32(valid & 0xff, 0x5555)), sp + 2 * e0);
+                const __m512 b = _mm512_maskz_loadu_ps(
+                    static_cast<__mmask16>(_pdep_u32(valid >> 8, 0x5555)), sp + 2 * e0 + 16);
+                v = _mm512_permutex2var_ps(a, even, b);
+            }
+            _mm512_mask_storeu_ps(out + e0, store, v);
+        }
+        return;
+    }
+#endif
+    std::fill(out, out + lo, 0.0f);
+    if (sw == 1)
+        std::copy(sp + lo, sp + hi, out + lo);
+    else
+        for (dim_t e = lo; e < hi; ++e) out[e] = sp[e * sw];
+    std::fill(out + hi, out + len, 0.0f);
+}
+
 // The im2col map of one group over a run of images: rows r = (ci, kd, kh, kw), columns
 // j = (n, od, oh, ow); element = src image n, channel ci, at o*s + k*d - pb, or 0 in the padding.
 struct Im2col {
@@ -75,32 +115,21 @@ struct Im2col {
         return c;
     }
 
-    // Writes row r's elements for columns c, c+1 ... (len of them) to out[0], out[step] ...
-    // Runs along ow are copied as segments.
-    void gather(const Row& r, Col c, dim_t len, float* out, dim_t step) const {
-        dim_t x = 0;
-        while (x < len) {
+    // Writes row r's elements for columns c, c+1 ... (len of them) to out[0 .. len), copied as
+    // runs along ow.
+    void gather(const Row& r, Col c, dim_t len, float* out) const {
+        for (dim_t x = 0; x < len;) {
             const dim_t seg = std::min(len - x, g.out[2] - c.ow);
             const dim_t id = c.od * g.s[0] + r.off_d, ih = c.oh * g.s[1] + r.off_h;
-            float* o = out + x * step;
             if (id < 0 || id >= g.in[0] || ih < 0 || ih >= g.in[1]) {
-                for (dim_t e = 0; e < seg; ++e) o[e * step] = 0.0f;
+                std::fill_n(out + x, seg, 0.0f);
             } else {
                 const float* line =
                     src + c.n * n_stride + r.ci * in_size + (id * g.in[1] + ih) * g.in[2];
                 const dim_t lo = std::clamp(r.w_lo, c.ow, c.ow + seg);
                 const dim_t hi = std::clamp(r.w_hi, lo, c.ow + seg);
-                dim_t e = 0;
-                for (; e < lo - c.ow; ++e) o[e * step] = 0.0f;
-                const dim_t sw = g.s[2];
-                const float* sp = line + (c.ow + e) * sw + r.off_w;
-                if (step == 1 && sw == 1) {
-                    std::copy(sp, sp + (hi - lo), o + e);
-                    e += hi - lo;
-                } else {
-                    for (dim_t q = 0; q < hi - lo; ++q, ++e) o[e * step] = sp[q * sw];
-                }
-                for (; e < seg; ++e) o[e * step] = 0.0f;
+                copy_run(line + c.ow * g.s[2] + r.off_w, g.s[2], lo - c.ow, hi - c.ow, seg,
+                         out + x);
             }
             x += seg;
             next_row(c);
@@ -138,42 +167,6 @@ const Im2col::Row* rows_of(const Im2col& m, dim_t k0, dim_t kc) {
     rows.resize(static_cast<std::size_t>(kc));
     for (dim_t k = 0; k < kc; ++k) rows[static_cast<std::size_t>(k)] = m.row(k0 + k);
     return rows.data();
-}
-
-// out[e] = sp[e * sw] for e in [lo, hi), 0 for the rest of [0, len). With AVX-512, 16 at a time
-// by masked loads and stores (the masked-off lanes are neither read nor written), stride 2
-// through one permute of two loads: a run costs about as much as its first few elements did.
-inline void copy_run(const float* sp, dim_t sw, dim_t lo, dim_t hi, dim_t len, float* out) {
-#if defined(__AVX512F__) && defined(__BMI2__)
-    if (sw <= 2) {
-        const auto bits = [](dim_t a, dim_t b) {  // lanes [a, b) of 16, clamped
-            a = std::clamp<dim_t>(a, 0, 16);
-            b = std::clamp<dim_t>(b, a, 16);
-            return static_cast<__mmask16>(((1u << b) - 1u) & ~((1u << a) - 1u));
-        };
-        const __m512i even =
-            _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
-        for (dim_t e0 = 0; e0 < len; e0 += 16) {
-            const __mmask16 store = bits(0, len - e0), valid = bits(lo - e0, hi - e0);
-            __m512 v;
-            if (sw == 1) {
-                v = _mm512_maskz_loadu_ps(valid, sp + e0);
-            } else {
-                // Lanes of the two loads: element e sits at 2e, split at lane 8 of the output.
-                const __m512 a = _mm512_maskz_loadu_ps(
-                    static_cast<__mmask16>(_pdep_u32(valid & 0xff, 0x5555)), sp + 2 * e0);
-                const __m512 b = _mm512_maskz_loadu_ps(
-                    static_cast<__mmask16>(_pdep_u32(valid >> 8, 0x5555)), sp + 2 * e0 + 16);
-                v = _mm512_permutex2var_ps(a, even, b);
-            }
-            _mm512_mask_storeu_ps(out + e0, store, v);
-        }
-        return;
-    }
-#endif
-    for (dim_t e = 0; e < lo; ++e) out[e] = 0.0f;
-    for (dim_t e = lo; e < hi; ++e) out[e] = sp[e * sw];
-    for (dim_t e = hi; e < len; ++e) out[e] = 0.0f;
 }
 
 // B = im2col: b(k = r, j) packed into panels of nr columns, gathered as runs along ow. With
@@ -268,7 +261,7 @@ struct Im2colTB {
         for (dim_t jp = 0; jp < nc; jp += nr) {
             const dim_t nv = std::min<dim_t>(nr, nc - jp);
             for (dim_t j = 0; j < nv; ++j)
-                m->gather(m->row(j0 + jp + j), c0, kc, tmp.data() + j * kc, 1);
+                m->gather(m->row(j0 + jp + j), c0, kc, tmp.data() + j * kc);
             pack_transposed(tmp.data(), kc, nv, kc, nr, dst + jp * kc);
         }
     }
