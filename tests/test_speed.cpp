@@ -222,7 +222,10 @@ TEST_CASE("fast algorithms equal direct on scaled-down ResNet-50 layers (leftove
          {"mb1ic3ih40oc20oh20kh7sh2ph3", "mb2ic24ih14oc40oh7kh1sh2ph0", "mb1ic32ih7oc36oh7kh3ph1",
           "mb4ic32ih7oc36oh7kh3ph1", "mb1ic5ih70oc14oh70kh3ph1", "mb1ic3ih80oc16oh40kh7sh2ph3",
           // image blocks side by side on the threads (forward, backward data implicit_gemm)
-          "mb5ic5ih34oc7kh3ph1", "mb5ic3ih66oc8kh7sh2ph3", "g2mb4ic6ih32oc4kh3ph1"}) {
+          "mb5ic5ih34oc7kh3ph1", "mb5ic3ih66oc8kh7sh2ph3", "g2mb4ic6ih32oc4kh3ph1",
+          // over 2048 positions, M split: the weight gradient splits each image's positions
+          // over the threads (batch 1 and 2; 1x1 with odd positions per thread)
+          "mb1ic3ih100oc64oh50kh7sh2ph3", "mb2ic3ih96oc64oh48kh7sh2ph3", "mb1ic24ih67oc64kh1"}) {
         const Problem p = parse_descriptor(d);
         CHECK(check_problem(p, rng, "resnet") == 11);
     }
