@@ -118,10 +118,29 @@ TEST_CASE("blocked GEMM equals a naive product on every microkernel, transpose a
     CHECK(std::string_view(uks[count - 1].isa) == "portable");
     // Sizes around the tiles (MR 4/6/12, NR 16/32) and the cache blocks (MC 96, KC 256, NC 1536),
     // large enough for the split over threads.
-    const dim_t shapes[][3] = {
-        {1, 1, 1},     {3, 5, 2},       {12, 32, 16},  {13, 33, 17},   {7, 70, 257},  {97, 31, 300},
-        {25, 1600, 9}, {130, 1540, 40}, {64, 49, 513}, {200, 100, 64}, {5, 3000, 3},  {3, 200, 300},
-        {4, 65, 20},   {2, 1700, 7},    {1, 129, 260}, {30, 70, 1024}, {13, 40, 2048}};
+    const dim_t shapes[][3] = {{1, 1, 1},
+                               {3, 5, 2},
+                               {12, 32, 16},
+                               {13, 33, 17},
+                               {7, 70, 257},
+                               {97, 31, 300},
+                               {25, 1600, 9},
+                               {130, 1540, 40},
+                               {64, 49, 513},
+                               {200, 100, 64},
+                               {5, 3000, 3},
+                               {3, 200, 300},
+                               {4, 65, 20},
+                               {2, 1700, 7},
+                               {1, 129, 260},
+                               {30, 70, 1024},
+                               {13, 40, 2048},
+                               // 17-column edge tiles (16 + 1 of a 32-column panel): k not a
+                               // multiple of 16, partial row panels, a second NC block
+                               {30, 81, 37},
+                               {12, 17, 300},
+                               {25, 49, 4},
+                               {40, 1553, 19}};
     for (int u = 0; u < count * 2; ++u) {
         // Each microkernel with row-major A read from its rows (where the ISA has a kernel for
         // it; copied when the stride is a multiple of 4 KiB, k = 1024 below) and packed.

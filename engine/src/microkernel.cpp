@@ -94,6 +94,37 @@ __attribute__((target("avx512f,fma"))) void kernel_avx512_8x48_rowa(dim_t kc, co
     kernel_avx512_t<8, 3, true>(kc, a, b, c, ldc, acc, lda);
 }
 
+// 12 x 17 edge tiles of 32-column panels with A row-major (MicroKernelEdgeFn in
+// microkernel.hpp): columns 0-15 as kernel_avx512_t does, column 16 as 12 dot products along k,
+// 16 k at a time (the tail masked).
+__attribute__((target("avx512f,fma"))) void kernel_avx512_edge17_rowa(dim_t kc, const float* a,
+                                                                      const float* b,
+                                                                      const float* bcol, float* c,
+                                                                      dim_t ldc, dim_t lda) {
+    constexpr int MR = 12, NR = 32;
+    __m512 t[MR], d[MR];
+#pragma GCC unroll 12
+    for (int i = 0; i < MR; ++i) t[i] = d[i] = _mm512_setzero_ps();
+    for (dim_t k0 = 0; k0 < kc; k0 += 16) {
+        const dim_t kn = std::min<dim_t>(16, kc - k0);
+        const auto mask = static_cast<__mmask16>((1u << kn) - 1u);
+        const __m512 bc = _mm512_maskz_loadu_ps(mask, bcol + k0);
+#pragma GCC unroll 12
+        for (int i = 0; i < MR; ++i)
+            d[i] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mask, a + i * lda + k0), bc, d[i]);
+        for (dim_t k = k0; k < k0 + kn; ++k) {
+            const __m512 bv = _mm512_loadu_ps(b + k * NR);
+#pragma GCC unroll 12
+            for (int i = 0; i < MR; ++i)
+                t[i] = _mm512_fmadd_ps(_mm512_set1_ps(a[i * lda + k]), bv, t[i]);
+        }
+    }
+    for (int i = 0; i < MR; ++i) {
+        _mm512_storeu_ps(c + i * ldc, t[i]);
+        c[i * ldc + 16] = _mm512_reduce_add_ps(d[i]);
+    }
+}
+
 // For products with few rows (M <= 4, as the via_forward convolutions with 3 output channels):
 // 4 x 64, so that a row tile wastes less than 12 x 32 would. With kRows, row k of the B panel
 // is read in place at brows[k] (64 contiguous floats) instead of from a packed panel.
@@ -235,7 +266,8 @@ struct Registry {
 #ifdef CONVLAB_X86
         __builtin_cpu_init();
         if (__builtin_cpu_supports("avx512f")) {
-            all.push_back({"avx512", 12, 32, kernel_avx512, nullptr, kernel_avx512_rowa});
+            all.push_back({"avx512", 12, 32, kernel_avx512, nullptr, kernel_avx512_rowa,
+                           kernel_avx512_edge17_rowa});
             narrow_avx512 = {"avx512", 4, 64, kernel_avx512_4x64, kernel_avx512_4x64_rows};
             wide_avx512 = {"avx512", 8, 48, kernel_avx512_8x48, nullptr, kernel_avx512_8x48_rowa};
         }
@@ -409,6 +441,7 @@ void gemm_packed_block(const MicroKernel& uk, const GemmBlocking& bl, dim_t i0, 
     const dim_t kcs = kc + 16, mcp = ((mcb + mr - 1) / mr) * mr;
     float* abuf = scratch(1, static_cast<std::size_t>(mcp * (row_copy ? kcs : kc)));
     float* tile = scratch(2, static_cast<std::size_t>(mr * nr));
+    float* bcol = nullptr;  // column 16 of a 17-column edge panel, made on first use
     for (dim_t ic = i0; ic < i1; ic += mcb) {
         const dim_t mc = std::min(mcb, i1 - ic);
         // A with contiguous columns (rs == 1, as W^T in backward data) is read in place by full
@@ -433,7 +466,8 @@ void gemm_packed_block(const MicroKernel& uk, const GemmBlocking& bl, dim_t i0, 
                               : row_a    ? a.p + (ic + ir) * a.rs + pc
                                          : a.p + (ic + ir) + pc * a.cs;
             const dim_t lda = !direct ? mr : row_copy ? kcs : row_a ? a.rs : a.cs;
-            const MicroKernelFn fn = direct && row_a ? uk.rowa_fn : uk.fn;
+            const bool rowa = direct && row_a;
+            const MicroKernelFn fn = rowa ? uk.rowa_fn : uk.fn;
             for (dim_t jr = 0; jr < nc; jr += nr) {
                 const dim_t nv = std::min<dim_t>(nr, nc - jr);
                 float* cp = c + (ic + ir) * ldc + jc + jr;
@@ -442,7 +476,15 @@ void gemm_packed_block(const MicroKernel& uk, const GemmBlocking& bl, dim_t i0, 
                     fn(kc, ap, bp, cp, ldc, acc, lda);
                     continue;
                 }
-                fn(kc, ap, bp, tile, nr, false, lda);
+                if (nv == 17 && rowa && uk.edge17_rowa_fn) {
+                    if (!bcol) {  // column 16 of the edge panel, contiguous along k
+                        bcol = scratch(kGemmEdgeSlot, static_cast<std::size_t>(kc));
+                        for (dim_t k = 0; k < kc; ++k) bcol[k] = bp[k * nr + 16];
+                    }
+                    uk.edge17_rowa_fn(kc, ap, bp, bcol, tile, nr, lda);
+                } else {
+                    fn(kc, ap, bp, tile, nr, false, lda);
+                }
                 for (dim_t i = 0; i < mv; ++i)
                     for (dim_t j = 0; j < nv; ++j)
                         cp[i * ldc + j] =

@@ -33,6 +33,15 @@ using MicroKernelFn = void (*)(dim_t kc, const float* a, const float* b, float* 
 using MicroKernelRowsFn = void (*)(dim_t kc, const float* a, const float* const* brows, int nv,
                                    float* c, dim_t ldc, bool acc, dim_t lda);
 
+// An edge tile of 17 columns (16 + 1) of a 32-column panel with A row-major (a[i*lda + k]):
+// c (MR x 17, leading dim ldc) = A * B over kc, B a packed panel (row k at b[k*32]) and
+// bcol[k] = b(k, 16). The 17th column is MR dot products along k instead of a second 16-lane
+// vector that would hold one column. N = 49 (a 7x7 layer of one image) is 32 + 17 columns: 37
+// FMAs per k where two full tiles took 48. (The same column as one FMA per k of A's MR values,
+// for A packed or column-contiguous, measured 20% slower than the full tile on backward data.)
+using MicroKernelEdgeFn = void (*)(dim_t kc, const float* a, const float* b, const float* bcol,
+                                   float* c, dim_t ldc, dim_t lda);
+
 struct MicroKernel {
     const char* isa = "portable";  // avx512 | avx2 | portable
     int mr = 0, nr = 0;
@@ -41,6 +50,8 @@ struct MicroKernel {
     // A read from row-major storage, a(i, k) = a[i*lda + k], instead of a packed panel (see
     // read_a_in_place); null where the ISA has none.
     MicroKernelFn rowa_fn = nullptr;
+    // 17-column edge tiles with A read from its rows (nr == 32 only; null elsewhere).
+    MicroKernelEdgeFn edge17_rowa_fn = nullptr;
 };
 
 // The best microkernel for this CPU (CONVLAB_ISA=avx512|avx2|portable in the environment caps
@@ -85,8 +96,9 @@ struct GemmBlocking {
 
 // Per-thread aligned scratch buffers, kept between calls (no page faults in steady state), not
 // initialised. Slots: 0-2 the GEMM's packed tiles, 3 a column matrix or GEMM output, 4-7 the
-// via_forward intermediates.
-inline constexpr int kScratchSlots = 8;
+// via_forward intermediates, 8 the GEMM's edge column (kGemmEdgeSlot).
+inline constexpr int kScratchSlots = 9;
+inline constexpr int kGemmEdgeSlot = 8;
 float* scratch(int slot, std::size_t floats);
 // Largest single scratch request in bytes since the last reset, over all threads and slots: the
 // instrument behind "no column matrix larger than a few MiB" (tests/test_speed.cpp).
