@@ -33,12 +33,12 @@ using MicroKernelFn = void (*)(dim_t kc, const float* a, const float* b, float* 
 using MicroKernelRowsFn = void (*)(dim_t kc, const float* a, const float* const* brows, int nv,
                                    float* c, dim_t ldc, bool acc, dim_t lda);
 
-// An edge tile of 17 columns (16 + 1) of a 32-column panel with A row-major (a[i*lda + k]):
-// c (MR x 17, leading dim ldc) = A * B over kc, B a packed panel (row k at b[k*32]) and
-// bcol[k] = b(k, 16). The 17th column is MR dot products along k instead of a second 16-lane
+// An edge tile of 17 columns (16 + 1) of a 32-column panel: c (MR x 17, leading dim ldc) =
+// A * B over kc, B a packed panel (row k at b[k*32]). The 17th column costs one FMA per k (A's
+// MR values at k times b(k, 16), for A packed or column-contiguous) or MR dot products along k
+// (A row-major, a[i*lda + k], with bcol[k] = b(k, 16) contiguous), instead of a second 16-lane
 // vector that would hold one column. N = 49 (a 7x7 layer of one image) is 32 + 17 columns: 37
-// FMAs per k where two full tiles took 48. (The same column as one FMA per k of A's MR values,
-// for A packed or column-contiguous, measured 20% slower than the full tile on backward data.)
+// FMAs per k where two full tiles took 48.
 using MicroKernelEdgeFn = void (*)(dim_t kc, const float* a, const float* b, const float* bcol,
                                    float* c, dim_t ldc, dim_t lda);
 
@@ -50,7 +50,9 @@ struct MicroKernel {
     // A read from row-major storage, a(i, k) = a[i*lda + k], instead of a packed panel (see
     // read_a_in_place); null where the ISA has none.
     MicroKernelFn rowa_fn = nullptr;
-    // 17-column edge tiles with A read from its rows (nr == 32 only; null elsewhere).
+    // 17-column edge tiles (nr == 32 only; null elsewhere): A packed or column-contiguous, and
+    // A read from its rows.
+    MicroKernelEdgeFn edge17_fn = nullptr;
     MicroKernelEdgeFn edge17_rowa_fn = nullptr;
 };
 
