@@ -138,8 +138,8 @@ void forward_im2col_gemm(const Problem& p, const ConvArgs& a, Profiler* prof) {
 // [SECTION] backward data
 // B* (rows x cols) = wei_g^T (rows x Kg) * diff_dst_g (Kg x cols), then col2im adds B* into dX.
 // Small images (the 7x7 and 14x14 layers in a batch) are merged: the dY of nb images side by side
-// (Kg x nb*cols) makes one GEMM that streams the weights once instead of nb times; each image's
-// block of the product is then copied out and added into dX.
+// (Kg x nb*cols) makes one GEMM that streams the weights once instead of nb times; col2im then
+// adds each image's block of the product into dX where it lies (no copy out).
 namespace {
 dim_t col2im_images_per_gemm(const Problem& p, const GemmDims& d) {
     if (d.cols >= 512) return 1;
@@ -150,8 +150,8 @@ dim_t col2im_images_per_gemm(const Problem& p, const GemmDims& d) {
 void backward_data_col2im(const Problem& p, const ConvArgs& a, Profiler* prof) {
     const GemmDims d(p);
     const bool identity = im2col_is_identity(p);
-    float* col = identity ? nullptr : column_buffer(d);
     const dim_t nb = col2im_images_per_gemm(p, d);
+    float* col = identity || nb > 1 ? nullptr : column_buffer(d);
     if (nb <= 1) {
         for (dim_t n = 0; n < p.mb; ++n)
             for (dim_t g = 0; g < p.groups; ++g) {
@@ -189,15 +189,14 @@ void backward_data_col2im(const Problem& p, const ConvArgs& a, Profiler* prof) {
             }
             for (dim_t i = 0; i < nn; ++i) {
                 const dim_t n = n0 + i;
-                float* out = identity ? a.diff_src + (n * p.ic + g * d.cg) * d.in_size : col;
-                {
+                if (identity) {  // the product's block of image n is dX itself
                     Span s(prof, "unpack");
+                    float* out = a.diff_src + (n * p.ic + g * d.cg) * d.in_size;
                     for (dim_t r = 0; r < d.rows; ++r)
                         std::memcpy(out + r * d.cols, prod + r * wide + i * d.cols, cols_bytes);
-                }
-                if (!identity) {
+                } else {  // col2im reads image n's block in place (rows wide apart)
                     Span s(prof, "col2im");
-                    col2im_kernel(p, col, n, g, a.diff_src, true);
+                    col2im_kernel(p, prod + i * d.cols, n, g, a.diff_src, true, wide);
                 }
             }
         }

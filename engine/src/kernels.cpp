@@ -20,9 +20,11 @@ bool im2col_is_identity(const Problem& p) {
 // im2col and col2im share one loop nest (darknet-style) and differ only in the inner operation:
 // read-or-zero against +=. Rows are (ci, kd, kh, kw); columns (od, oh, ow).
 template <bool kCol2im>
-static void im2col_nest(const Problem& p, float* image, float* col, bool zero_first = false) {
+static void im2col_nest(const Problem& p, float* image, float* col, bool zero_first = false,
+                        dim_t col_ld = 0) {
     const Geom3 g = detail::geom3(p);
     const dim_t cg = p.icg(), ks = g.k_size(), os = g.out_size(), is = g.in_size();
+    const dim_t ld = col_ld > 0 ? col_ld : os;
     // col2im: rows of the same ci write the same channel, so only ci is split across threads.
     const dim_t outer = kCol2im ? cg : cg * ks;
 #pragma omp parallel for schedule(static) if (outer * os > 32768)
@@ -36,7 +38,7 @@ static void im2col_nest(const Problem& p, float* image, float* col, bool zero_fi
             r /= g.k[2];
             const dim_t kh = r % g.k[1], kd = r / g.k[1];
             float* img = image + ci * is;
-            float* c = col + row * os;
+            float* c = col + row * ld;
             const dim_t off_d = kd * g.d[0] - g.pb[0], off_h = kh * g.d[1] - g.pb[1],
                         off_w = kw * g.d[2] - g.pb[2];
             dim_t w_lo, w_hi;
@@ -93,10 +95,10 @@ void im2col_kernel(const Problem& p, const float* src, dim_t n, dim_t g, float* 
 }
 
 void col2im_kernel(const Problem& p, const float* col, dim_t n, dim_t g, float* diff_src,
-                   bool zero_first) {
+                   bool zero_first, dim_t col_ld) {
     const dim_t is = p.in_spatial();
     im2col_nest<true>(p, diff_src + (n * p.ic + g * p.icg()) * is, const_cast<float*>(col),
-                      zero_first);
+                      zero_first, col_ld);
 }
 
 void strided_kernel(const Problem& p, const float* diff_dst, float* z) {

@@ -18,8 +18,10 @@ void im2col_kernel(const Problem& p, const float* src, dim_t n, dim_t g, float* 
 // maps::col2im for image n, group g: adds the column matrix into the channels of group g.
 // col: (C/G * prod(k), prod(out))   diff_src: (N, C, in...), accumulated (caller zeroes it once),
 // or, with zero_first, overwritten: those channels are zeroed inside the same parallel loop.
+// col_ld: floats between col's rows (0: prod(out), dense); a wider stride reads one image's
+// block of a product that holds several images side by side.
 void col2im_kernel(const Problem& p, const float* col, dim_t n, dim_t g, float* diff_src,
-                   bool zero_first = false);
+                   bool zero_first = false, dim_t col_ld = 0);
 // True when im2col is the identity (1x1 kernel, stride 1, no padding): the column matrix of
 // image n, group g is the image's channels of that group, and both kernels can be skipped.
 bool im2col_is_identity(const Problem& p);
