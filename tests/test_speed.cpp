@@ -244,7 +244,10 @@ TEST_CASE("fast algorithms equal direct on scaled-down ResNet-50 layers (leftove
           "mb5ic5ih34oc7kh3ph1", "mb5ic3ih66oc8kh7sh2ph3", "g2mb4ic6ih32oc4kh3ph1",
           // over 2048 positions, M split: the weight gradient splits each image's positions
           // over the threads (batch 1 and 2; 1x1 with odd positions per thread)
-          "mb1ic3ih100oc64oh50kh7sh2ph3", "mb2ic3ih96oc64oh48kh7sh2ph3", "mb1ic24ih67oc64kh1"}) {
+          "mb1ic3ih100oc64oh50kh7sh2ph3", "mb2ic3ih96oc64oh48kh7sh2ph3", "mb1ic24ih67oc64kh1",
+          // strided 1x1 forward from the input sampled once: images merged, 3-D, stride 3
+          "mb8ic16ih28oc24oh14kh1sh2ph0", "mb2ic8id6ih6iw6oc12od3oh3ow3kd1kh1kw1sd2sh2sw2",
+          "mb1ic5ih9oc7oh3kh1sh3ph0"}) {
         const Problem p = parse_descriptor(d);
         CHECK(check_problem(p, rng, "resnet") == 11);
     }

@@ -327,6 +327,15 @@ void forward_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler* prof) 
     const dim_t cols = p.out_spatial(), is = p.in_spatial();
     const dim_t nb = balanced_images(images_per_gemm(p), p.mb);
     const bool identity = im2col_is_identity(p);
+    // 1x1 kernel, no padding, strided (ResNet's stride-2 projections): B is the input sampled
+    // at the strides, copied once per image block (C/G x out positions, the size of B itself,
+    // at most 4 MiB), then read as a 1x1 stride-1 problem, where im2col's packer would gather
+    // every panel element by element with the stride.
+    bool subsample = p.kernel_spatial() == 1 && !identity &&
+                     static_cast<std::size_t>(nb * cg * cols) * sizeof(float) <= (4u << 20);
+    const Geom3 geo = geom3(p);
+    for (int x = 0; x < 3; ++x)  // every sampled position inside the input (no padding)
+        subsample = subsample && geo.pb[x] == 0 && (geo.out[x] - 1) * geo.s[x] < geo.in[x];
     const dim_t blocks = (p.mb + nb - 1) / nb;
     // Images (blocks of nb) and groups; prf is null on the image-parallel path (the profiler
     // is not shared between threads).
@@ -336,7 +345,30 @@ void forward_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler* prof) 
         const StridedA w{a.wei + g * kg * rows, rows, 1};
         float* dst0 = a.dst + (n0 * p.oc + g * kg) * cols;
         float* buf = nn > 1 ? scratch(3, static_cast<std::size_t>(kg * nb * cols)) : nullptr;
-        {
+        if (subsample) {
+            float* sub = scratch(kSubsampleSlot, static_cast<std::size_t>(nb * cg * cols));
+            {
+                Span s(prf, "subsample");
+#pragma omp parallel for collapse(2) schedule(static) if (nn * cg * cols > 65536)
+                for (dim_t i = 0; i < nn; ++i)
+                    for (dim_t c = 0; c < cg; ++c) {
+                        const float* from = m.src + i * m.n_stride + c * is;
+                        float* to = sub + (i * cg + c) * cols;
+                        for (dim_t od = 0; od < geo.out[0]; ++od)
+                            for (dim_t oh = 0; oh < geo.out[1]; ++oh) {
+                                const float* line =
+                                    from + (od * geo.s[0] * geo.in[1] + oh * geo.s[1]) * geo.in[2];
+                                float* o = to + (od * geo.out[1] + oh) * geo.out[2];
+                                copy_run(line, geo.s[2], 0, geo.out[2], geo.out[2], o);
+                            }
+                    }
+            }
+            Span s(prf, "gemm");
+            if (nn == 1)
+                gemm(kg, cols, rows, w, StridedB{sub, cols, 1}, dst0, cols, false);
+            else
+                gemm(kg, nn * cols, rows, w, ImagesB{sub, cg * cols, cols}, buf, nn * cols, false);
+        } else {
             Span s(prf, "gemm");
             if (nn == 1 && identity)  // 1x1, stride 1, no padding: B is the image itself
                 gemm(kg, cols, rows, w, StridedB{m.src, is, 1}, dst0, cols, false);

@@ -98,9 +98,11 @@ struct GemmBlocking {
 
 // Per-thread aligned scratch buffers, kept between calls (no page faults in steady state), not
 // initialised. Slots: 0-2 the GEMM's packed tiles, 3 a column matrix or GEMM output, 4-7 the
-// via_forward intermediates, 8 the GEMM's edge column (kGemmEdgeSlot).
-inline constexpr int kScratchSlots = 9;
+// via_forward intermediates, 8 the GEMM's edge column (kGemmEdgeSlot), 9 implicit_gemm's
+// subsampled input (kSubsampleSlot).
+inline constexpr int kScratchSlots = 10;
 inline constexpr int kGemmEdgeSlot = 8;
+inline constexpr int kSubsampleSlot = 9;
 float* scratch(int slot, std::size_t floats);
 // Largest single scratch request in bytes since the last reset, over all threads and slots: the
 // instrument behind "no column matrix larger than a few MiB" (tests/test_speed.cpp).
