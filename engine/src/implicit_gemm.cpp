@@ -293,6 +293,35 @@ struct Im2colTB {
     }
 };
 
+// A 1x1 unpadded strided problem whose sampled positions all lie inside the input: its B is the
+// input sampled at the strides (subsample_input), for nb images at most 4 MiB.
+bool can_subsample(const Problem& p, dim_t nb) {
+    if (p.kernel_spatial() != 1 || im2col_is_identity(p)) return false;
+    if (static_cast<std::size_t>(nb * p.icg() * p.out_spatial()) * sizeof(float) > (4u << 20))
+        return false;
+    const Geom3 g = geom3(p);
+    for (int x = 0; x < 3; ++x)
+        if (g.pb[x] != 0 || (g.out[x] - 1) * g.s[x] >= g.in[x]) return false;
+    return true;
+}
+
+// sub (nn x cg x out positions) = channels [0, cg) of images [0, nn) at src (n_stride floats
+// apart) sampled at the strides.
+void subsample_input(const Geom3& g, const float* src, dim_t n_stride, dim_t nn, dim_t cg,
+                     float* sub) {
+    const dim_t is = g.in_size(), os = g.out_size();
+#pragma omp parallel for collapse(2) schedule(static) if (nn * cg * os > 65536)
+    for (dim_t i = 0; i < nn; ++i)
+        for (dim_t c = 0; c < cg; ++c) {
+            const float* from = src + i * n_stride + c * is;
+            float* to = sub + (i * cg + c) * os;
+            for (dim_t od = 0; od < g.out[0]; ++od)
+                for (dim_t oh = 0; oh < g.out[1]; ++oh)
+                    copy_run(from + (od * g.s[0] * g.in[1] + oh * g.s[1]) * g.in[2], g.s[2], 0,
+                             g.out[2], g.out[2], to + (od * g.out[1] + oh) * g.out[2]);
+        }
+}
+
 // Images per GEMM: small images (deep layers, the via_forward reductions) are merged so that
 // the GEMM has enough columns to fill its tiles; the merged output (K/G x images*cols) stays
 // within 4 MiB.
@@ -331,11 +360,8 @@ void forward_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler* prof) 
     // at the strides, copied once per image block (C/G x out positions, the size of B itself,
     // at most 4 MiB), then read as a 1x1 stride-1 problem, where im2col's packer would gather
     // every panel element by element with the stride.
-    bool subsample = p.kernel_spatial() == 1 && !identity &&
-                     static_cast<std::size_t>(nb * cg * cols) * sizeof(float) <= (4u << 20);
     const Geom3 geo = geom3(p);
-    for (int x = 0; x < 3; ++x)  // every sampled position inside the input (no padding)
-        subsample = subsample && geo.pb[x] == 0 && (geo.out[x] - 1) * geo.s[x] < geo.in[x];
+    const bool subsample = can_subsample(p, nb);
     const dim_t blocks = (p.mb + nb - 1) / nb;
     // Images (blocks of nb) and groups; prf is null on the image-parallel path (the profiler
     // is not shared between threads).
@@ -349,19 +375,7 @@ void forward_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler* prof) 
             float* sub = scratch(kSubsampleSlot, static_cast<std::size_t>(nb * cg * cols));
             {
                 Span s(prf, "subsample");
-#pragma omp parallel for collapse(2) schedule(static) if (nn * cg * cols > 65536)
-                for (dim_t i = 0; i < nn; ++i)
-                    for (dim_t c = 0; c < cg; ++c) {
-                        const float* from = m.src + i * m.n_stride + c * is;
-                        float* to = sub + (i * cg + c) * cols;
-                        for (dim_t od = 0; od < geo.out[0]; ++od)
-                            for (dim_t oh = 0; oh < geo.out[1]; ++oh) {
-                                const float* line =
-                                    from + (od * geo.s[0] * geo.in[1] + oh * geo.s[1]) * geo.in[2];
-                                float* o = to + (od * geo.out[1] + oh) * geo.out[2];
-                                copy_run(line, geo.s[2], 0, geo.out[2], geo.out[2], o);
-                            }
-                    }
+                subsample_input(geo, m.src, m.n_stride, nn, cg, sub);
             }
             Span s(prf, "gemm");
             if (nn == 1)
@@ -647,13 +661,21 @@ void backward_weight_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler
     const dim_t cols = p.out_spatial(), is = p.in_spatial();
     const bool identity = im2col_is_identity(p);
     // out (Kg x rows) = (acc ? out : 0) + dY_g(n) * im2col(n)^T over the positions [q0, q1).
+    // Strided 1x1: B^T is the input sampled at the strides, transposed (as in the forward).
+    const bool subsample = can_subsample(p, 1);
+    const Geom3 geo = geom3(p);
     auto image = [&](dim_t g, dim_t n, float* out, bool acc, dim_t q0, dim_t q1) {
         const Im2col m(p, a.src + (n * p.ic + g * cg) * is);
         const StridedA dy{a.diff_dst + (n * p.oc + g * kg) * cols + q0, cols, 1};
-        if (identity)  // B^T is the image transposed
+        if (identity) {  // B^T is the image transposed
             gemm(kg, rows, q1 - q0, dy, StridedB{m.src + q0, 1, is}, out, rows, acc);
-        else
+        } else if (subsample) {
+            float* sub = scratch(kSubsampleSlot, static_cast<std::size_t>(cg * cols));
+            subsample_input(geo, m.src, m.n_stride, 1, cg, sub);
+            gemm(kg, rows, q1 - q0, dy, StridedB{sub + q0, 1, cols}, out, rows, acc);
+        } else {
             gemm(kg, rows, q1 - q0, dy, Im2colTB{&m, q0}, out, rows, acc);
+        }
     };
     Span s(prof, "gemm");
     const std::size_t wsize = static_cast<std::size_t>(kg * rows);
