@@ -179,6 +179,14 @@ __attribute__((target("avx512f,fma"))) void kernel_avx512_edge17(dim_t kc, const
     }
 }
 
+// 4 x 32 and 8 x 32: the last row panel of a 12 x 32 product when 4 or 8 rows remain.
+template <int MR, bool kRowA>
+__attribute__((target("avx512f,fma"))) void kernel_avx512_tail(dim_t kc, const float* a,
+                                                               const float* b, float* c, dim_t ldc,
+                                                               bool acc, dim_t lda) {
+    kernel_avx512_t<MR, 2, kRowA>(kc, a, b, c, ldc, acc, lda);
+}
+
 // For products with few rows (M <= 4, as the via_forward convolutions with 3 output channels):
 // 4 x 64, so that a row tile wastes less than 12 x 32 would. With kRows, row k of the B panel
 // is read in place at brows[k] (64 contiguous floats) instead of from a packed panel.
@@ -320,8 +328,16 @@ struct Registry {
 #ifdef CONVLAB_X86
         __builtin_cpu_init();
         if (__builtin_cpu_supports("avx512f")) {
-            all.push_back({"avx512", 12, 32, kernel_avx512, nullptr, kernel_avx512_rowa,
-                           kernel_avx512_edge17, kernel_avx512_edge17_rowa});
+            all.push_back({"avx512",
+                           12,
+                           32,
+                           kernel_avx512,
+                           nullptr,
+                           kernel_avx512_rowa,
+                           kernel_avx512_edge17,
+                           kernel_avx512_edge17_rowa,
+                           {{kernel_avx512_tail<4, false>, kernel_avx512_tail<8, false>},
+                            {kernel_avx512_tail<4, true>, kernel_avx512_tail<8, true>}}});
             narrow_avx512 = {"avx512", 4, 64, kernel_avx512_4x64, kernel_avx512_4x64_rows};
             wide_avx512 = {"avx512", 8, 48, kernel_avx512_8x48, nullptr, kernel_avx512_8x48_rowa};
         }
@@ -511,28 +527,35 @@ void gemm_packed_block(const MicroKernel& uk, const GemmBlocking& bl, dim_t i0, 
             }
         const bool in_place = a.rs == 1 || row_a;
         const dim_t full = row_copy ? mc : in_place ? (mc / mr) * mr : 0;
-        if (full < mc) pack_a(a, ic + full, mc - full, pc, kc, mr, abuf + full * kc);
+        // A last panel of 4 or 8 rows read in place runs a kernel of that height (M = 64 with
+        // 12-row tiles leaves 4: a full tile spent 12 rows of work on them).
+        const dim_t rem = mc - full;
+        const MicroKernelFn tail_fn = in_place && !row_copy && (rem == 4 || rem == 8)
+                                          ? uk.tail_fn[row_a ? 1 : 0][rem / 8]
+                                          : nullptr;
+        if (full < mc && !tail_fn) pack_a(a, ic + full, mc - full, pc, kc, mr, abuf + full * kc);
         for (dim_t ir = 0; ir < mc; ir += mr) {
             const dim_t mv = std::min<dim_t>(mr, mc - ir);
-            const bool direct = ir < full;
+            const bool tail = tail_fn && ir == full;
+            const bool direct = ir < full || tail;
             const float* ap = !direct    ? abuf + ir * kc
                               : row_copy ? abuf + ir * kcs
                               : row_a    ? a.p + (ic + ir) * a.rs + pc
                                          : a.p + (ic + ir) + pc * a.cs;
             const dim_t lda = !direct ? mr : row_copy ? kcs : row_a ? a.rs : a.cs;
             const bool rowa = direct && row_a;
-            const MicroKernelFn fn = rowa ? uk.rowa_fn : uk.fn;
+            const MicroKernelFn fn = tail ? tail_fn : rowa ? uk.rowa_fn : uk.fn;
             for (dim_t jr = 0; jr < nc; jr += nr) {
                 const dim_t nv = std::min<dim_t>(nr, nc - jr);
                 float* cp = c + (ic + ir) * ldc + jc + jr;
                 const float* bp = bbuf + jr * kc;
-                if (mv == mr && nv == nr) {
+                if ((mv == mr || tail) && nv == nr) {
                     fn(kc, ap, bp, cp, ldc, acc, lda);
                     continue;
                 }
-                if (nv == 17 && !rowa && uk.edge17_fn) {
+                if (nv == 17 && !tail && !rowa && uk.edge17_fn) {
                     uk.edge17_fn(kc, ap, bp, nullptr, tile, nr, lda);
-                } else if (nv == 17 && rowa && uk.edge17_rowa_fn) {
+                } else if (nv == 17 && !tail && rowa && uk.edge17_rowa_fn) {
                     if (!bcol) {  // column 16 of the edge panel, contiguous along k
                         bcol = scratch(kGemmEdgeSlot, static_cast<std::size_t>(kc));
                         for (dim_t k = 0; k < kc; ++k) bcol[k] = bp[k * nr + 16];

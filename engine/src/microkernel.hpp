@@ -54,6 +54,8 @@ struct MicroKernel {
     // A read from its rows.
     MicroKernelEdgeFn edge17_fn = nullptr;
     MicroKernelEdgeFn edge17_rowa_fn = nullptr;
+    // Last row panels of 4 and 8 rows read in place, [A row-major][rows / 8] (12 x 32 only).
+    MicroKernelFn tail_fn[2][2] = {{nullptr, nullptr}, {nullptr, nullptr}};
 };
 
 // The best microkernel for this CPU (CONVLAB_ISA=avx512|avx2|portable in the environment caps
