@@ -169,21 +169,28 @@ void backward_data_col2im(const Problem& p, const ConvArgs& a, Profiler* prof) {
             }
         return;
     }
-    float* dy = scratch(4, static_cast<std::size_t>(d.kg * nb * d.cols));
+    // The blocked core reads the images' dY side by side in place (ImagesB); Eigen's gets them
+    // copied into one matrix.
+    const bool blocked = gemm_core() == GemmCore::blocked;
+    float* dy = blocked ? nullptr : scratch(4, static_cast<std::size_t>(d.kg * nb * d.cols));
     float* prod = scratch(5, static_cast<std::size_t>(d.rows * nb * d.cols));
     const auto cols_bytes = static_cast<std::size_t>(d.cols) * sizeof(float);
     for (dim_t n0 = 0; n0 < p.mb; n0 += nb) {
         const dim_t nn = std::min(nb, p.mb - n0), wide = nn * d.cols;
         for (dim_t g = 0; g < p.groups; ++g) {
-            {
-                Span s(prof, "pack");
-                for (dim_t k = 0; k < d.kg; ++k)
-                    for (dim_t i = 0; i < nn; ++i)
-                        std::memcpy(dy + k * wide + i * d.cols,
-                                    a.diff_dst + ((n0 + i) * p.oc + g * d.kg + k) * d.cols,
-                                    cols_bytes);
-            }
-            {
+            const float* dy0 = a.diff_dst + (n0 * p.oc + g * d.kg) * d.cols;
+            if (blocked) {
+                Span s(prof, "gemm");
+                gemm(d.rows, wide, d.kg, StridedA{a.wei + g * d.kg * d.rows, 1, d.rows},
+                     ImagesB{dy0, p.oc * d.cols, d.cols}, prod, wide, false);
+            } else {
+                {
+                    Span s(prof, "pack");
+                    for (dim_t k = 0; k < d.kg; ++k)
+                        for (dim_t i = 0; i < nn; ++i)
+                            std::memcpy(dy + k * wide + i * d.cols, dy0 + (i * p.oc + k) * d.cols,
+                                        cols_bytes);
+                }
                 Span s(prof, "gemm");
                 matmul(d.rows, wide, d.kg, a.wei + g * d.kg * d.rows, true, dy, false, prod, false);
             }

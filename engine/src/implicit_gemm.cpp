@@ -249,31 +249,6 @@ struct Im2colB {
     }
 };
 
-// B of a 1x1, stride-1, unpadded problem over several images side by side: b(k = channel, j =
-// (image, position)) = src[image * n_stride + k * in_size + position]. Each image's positions
-// are one contiguous run (Im2colB would cut them at every output row).
-struct ImagesB {
-    const float* src;
-    dim_t n_stride, in_size;
-    void operator()(dim_t k0, dim_t kc, dim_t j0, dim_t nc, int nr, float* dst) const {
-        for (dim_t jp = 0; jp < nc; jp += nr) {
-            const dim_t nv = std::min<dim_t>(nr, nc - jp);
-            float* d = dst + jp * kc;
-            for (dim_t k = 0; k < kc; ++k) {
-                float* o = d + k * nr;
-                for (dim_t x = 0; x < nv;) {
-                    const dim_t j = j0 + jp + x, n = j / in_size, pos = j % in_size;
-                    const dim_t len = std::min(nv - x, in_size - pos);
-                    const float* from = src + n * n_stride + (k0 + k) * in_size + pos;
-                    std::copy(from, from + len, o + x);
-                    x += len;
-                }
-                std::fill(o + nv, o + nr, 0.0f);
-            }
-        }
-    }
-};
-
 // B = im2col^T of one image: b(k = position p, j = row r).
 struct Im2colTB {
     const Im2col* m;

@@ -497,6 +497,24 @@ void StridedB::operator()(dim_t k0, dim_t kc, dim_t j0, dim_t nc, int nr, float*
     }
 }
 
+void ImagesB::operator()(dim_t k0, dim_t kc, dim_t j0, dim_t nc, int nr, float* dst) const {
+    for (dim_t jp = 0; jp < nc; jp += nr) {
+        const dim_t nv = std::min<dim_t>(nr, nc - jp);
+        float* d = dst + jp * kc;
+        for (dim_t k = 0; k < kc; ++k) {
+            float* o = d + k * nr;
+            for (dim_t x = 0; x < nv;) {
+                const dim_t j = j0 + jp + x, n = j / in_size, pos = j % in_size;
+                const dim_t len = std::min(nv - x, in_size - pos);
+                const float* from = src + n * n_stride + (k0 + k) * in_size + pos;
+                std::copy(from, from + len, o + x);
+                x += len;
+            }
+            std::fill(o + nv, o + nr, 0.0f);
+        }
+    }
+}
+
 // [SECTION] the packed-block loop
 
 void gemm_packed_block(const MicroKernel& uk, const GemmBlocking& bl, dim_t i0, dim_t i1, dim_t jc,

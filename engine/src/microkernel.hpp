@@ -92,6 +92,15 @@ struct StridedB {
     void operator()(dim_t k0, dim_t kc, dim_t j0, dim_t nc, int nr, float* dst) const;
 };
 
+// B packer for several matrices side by side (images): b(k, j) = src[(j / in_size) * n_stride +
+// k * in_size + j % in_size], i.e. the (k x in_size) blocks of consecutive images as one wide
+// matrix, each image's row a contiguous run (1x1 stride-1 forward inputs, backward data's dY).
+struct ImagesB {
+    const float* src;
+    dim_t n_stride, in_size;
+    void operator()(dim_t k0, dim_t kc, dim_t j0, dim_t nc, int nr, float* dst) const;
+};
+
 // [SECTION] driver
 
 struct GemmBlocking {
