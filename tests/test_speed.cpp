@@ -247,7 +247,9 @@ TEST_CASE("fast algorithms equal direct on scaled-down ResNet-50 layers (leftove
           "mb1ic3ih100oc64oh50kh7sh2ph3", "mb2ic3ih96oc64oh48kh7sh2ph3", "mb1ic24ih67oc64kh1",
           // strided 1x1 forward from the input sampled once: images merged, 3-D, stride 3
           "mb8ic16ih28oc24oh14kh1sh2ph0", "mb2ic8id6ih6iw6oc12od3oh3ow3kd1kh1kw1sd2sh2sw2",
-          "mb1ic5ih9oc7oh3kh1sh3ph0"}) {
+          "mb1ic5ih9oc7oh3kh1sh3ph0",
+          // one image, M split: the forward splits im2col's rows (the reduction) over threads
+          "mb1ic128ih7oc64oh7kh3ph1", "mb1ic128ih14oc96oh14kh3ph1"}) {
         const Problem p = parse_descriptor(d);
         CHECK(check_problem(p, rng, "resnet") == 11);
     }

@@ -174,11 +174,12 @@ const Im2col::Row* rows_of(const Im2col& m, dim_t k0, dim_t kc) {
 struct Im2colB {
     const Im2col* m;
     const Im2col::Row* fixed_rows = nullptr;
+    dim_t k_off = 0;  // row of im2col at the product's k = 0
 
     // In-place rows (RowsInPlace in microkernel.hpp): a panel of nr columns within one output
     // row, stride 1 along w, every row of it inside the image.
     const Im2col::Row* block_rows(dim_t k0, dim_t kc) const {
-        return fixed_rows ? fixed_rows + k0 : rows_of(*m, k0, kc);
+        return fixed_rows ? fixed_rows + k_off + k0 : rows_of(*m, k_off + k0, kc);
     }
     // Panels end where an output row ends, when rows are at least half a panel wide.
     dim_t run_end(dim_t j, int nr) const {
@@ -203,7 +204,7 @@ struct Im2colB {
     }
 
     void operator()(dim_t k0, dim_t kc, dim_t j0, dim_t nc, int nr, float* dst) const {
-        const Im2col::Row* rows = fixed_rows ? fixed_rows + k0 : rows_of(*m, k0, kc);
+        const Im2col::Row* rows = block_rows(k0, kc);
         const Geom3& g = m->g;
         // A panel's columns fall into runs along ow, one per output row it touches (one run in a
         // wide layer, up to five in a 7x7 one): listed once per panel, then each row k copies
@@ -337,6 +338,39 @@ void forward_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler* prof) 
     // every panel element by element with the stride.
     const Geom3 geo = geom3(p);
     const bool subsample = can_subsample(p, nb);
+    // One image whose product the GEMM would split along M (every thread gathering all of
+    // im2col): the threads split the reduction (im2col's rows) instead, each gathering its own
+    // rows into a partial product (thread 0 into dst, the others into at most 4 MiB each), then
+    // the partials are added.
+    const int nthreads = omp_get_max_threads();
+    bool split_k = false;
+    if (!identity && !subsample && nthreads > 1 && !omp_in_parallel() && rows >= 512 * nthreads &&
+        static_cast<std::size_t>(kg * cols) * sizeof(float) <= (4u << 20) && p.mb < 2 * nthreads) {
+        int tm = 1, tn = 1;
+        choose_split(kg, cols, rows, microkernel_for(kg, cols), nthreads, tm, tn);
+        split_k = tm > 1;
+    }
+    auto gemm_split_k = [&](dim_t m_, dim_t n_, dim_t k_, const StridedA& w_, const Im2col& im,
+                            float* c) {
+        std::vector<float*> part(static_cast<std::size_t>(nthreads), nullptr);
+        const std::size_t csize = static_cast<std::size_t>(m_ * n_);
+#pragma omp parallel num_threads(nthreads)
+        {
+            const int id = omp_get_thread_num(), nt = omp_get_num_threads();
+            float* out = id == 0 ? c : scratch(3, csize);
+            part[static_cast<std::size_t>(id)] = out;
+            const dim_t k0 = k_ * id / nt, k1 = k_ * (id + 1) / nt;
+            gemm(m_, n_, k1 - k0, StridedA{w_.p + k0, w_.rs, 1}, Im2colB{&im, nullptr, k0}, out, n_,
+                 false);
+#pragma omp barrier
+#pragma omp for schedule(static)
+            for (std::size_t e = 0; e < csize; ++e) {
+                float v = c[e];
+                for (int q = 1; q < nt; ++q) v += part[static_cast<std::size_t>(q)][e];
+                c[e] = v;
+            }
+        }
+    };
     const dim_t blocks = (p.mb + nb - 1) / nb;
     // Images (blocks of nb) and groups; prf is null on the image-parallel path (the profiler
     // is not shared between threads).
@@ -361,6 +395,8 @@ void forward_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler* prof) 
             Span s(prf, "gemm");
             if (nn == 1 && identity)  // 1x1, stride 1, no padding: B is the image itself
                 gemm(kg, cols, rows, w, StridedB{m.src, is, 1}, dst0, cols, false);
+            else if (nn == 1 && split_k)
+                gemm_split_k(kg, cols, rows, w, m, dst0);
             else if (nn == 1)
                 gemm(kg, cols, rows, w, Im2colB{&m}, dst0, cols, false);
             else if (identity)
