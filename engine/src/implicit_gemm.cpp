@@ -73,6 +73,10 @@ struct Im2col {
     const float* src = nullptr;  // image n0, first channel of the group
     dim_t n_stride = 0;          // floats between images (C * in_size)
     dim_t in_size = 0, ks = 1, cols = 0;
+    // src holds each input line de-interleaved (deinterleave_w): its even elements, then from
+    // `we` on its odd ones, so that a stride-2 run along w reads contiguous floats.
+    bool deint = false;
+    dim_t we = 0;
 
     Im2col() = default;
     Im2col(const Problem& p, const float* image0)
@@ -115,6 +119,18 @@ struct Im2col {
         return c;
     }
 
+    // Where and with which stride the elements iw = (ow0 + e) * s + off_w of an input line
+    // lie (e = 0, 1 ...): at run_src(...)[e * sw].
+    const float* run_src(const float* line, dim_t off_w, dim_t ow0, dim_t& sw) const {
+        if (!deint) {
+            sw = g.s[2];
+            return line + ow0 * g.s[2] + off_w;
+        }
+        const dim_t iw0 = ow0 * 2 + off_w, par = iw0 & 1;
+        sw = 1;
+        return line + (par ? we : 0) + (iw0 - par) / 2;
+    }
+
     // Writes row r's elements for columns c, c+1 ... (len of them) to out[0 .. len), copied as
     // runs along ow.
     void gather(const Row& r, Col c, dim_t len, float* out) const {
@@ -128,8 +144,9 @@ struct Im2col {
                     src + c.n * n_stride + r.ci * in_size + (id * g.in[1] + ih) * g.in[2];
                 const dim_t lo = std::clamp(r.w_lo, c.ow, c.ow + seg);
                 const dim_t hi = std::clamp(r.w_hi, lo, c.ow + seg);
-                copy_run(line + c.ow * g.s[2] + r.off_w, g.s[2], lo - c.ow, hi - c.ow, seg,
-                         out + x);
+                dim_t sw = 1;
+                const float* sp = run_src(line, r.off_w, c.ow, sw);
+                copy_run(sp, sw, lo - c.ow, hi - c.ow, seg, out + x);
             }
             x += seg;
             next_row(c);
@@ -227,7 +244,6 @@ struct Im2colB {
                 x += len;
                 m->next_row(c);
             }
-            const dim_t sw = g.s[2];
             for (dim_t k = 0; k < kc; ++k) {
                 const Im2col::Row& r = rows[k];
                 float* o = d + k * nr;
@@ -238,11 +254,12 @@ struct Im2colB {
                         for (dim_t e = 0; e < u.len; ++e) out[e] = 0.0f;
                         continue;
                     }
-                    const float* line =
-                        u.img + r.ci * m->in_size + (id * g.in[1] + ih) * g.in[2] + r.off_w;
+                    const float* line = u.img + r.ci * m->in_size + (id * g.in[1] + ih) * g.in[2];
                     const dim_t lo = std::clamp(r.w_lo, u.ow0, u.ow0 + u.len) - u.ow0;
                     const dim_t hi = std::clamp(r.w_hi, u.ow0 + lo, u.ow0 + u.len) - u.ow0;
-                    copy_run(line + u.ow0 * sw, sw, lo, hi, u.len, out);
+                    dim_t sw = 1;
+                    const float* sp = m->run_src(line, r.off_w, u.ow0, sw);
+                    copy_run(sp, sw, lo, hi, u.len, out);
                 }
                 for (dim_t e = nv; e < nr; ++e) o[e] = 0.0f;
             }
@@ -296,6 +313,35 @@ void subsample_input(const Geom3& g, const float* src, dim_t n_stride, dim_t nn,
                     copy_run(from + (od * g.s[0] * g.in[1] + oh * g.s[1]) * g.in[2], g.s[2], 0,
                              g.out[2], g.out[2], to + (od * g.out[1] + oh) * g.out[2]);
         }
+}
+
+// Stride 2 along w (conv1), not a 1x1 (subsample_input takes those): each input line is
+// copied de-interleaved, even elements then odd ones, so that the packers copy runs instead of
+// gathering every other float. For nb images at most 4 MiB.
+bool can_deinterleave(const Problem& p, dim_t nb) {
+    const Geom3 g = geom3(p);
+    return g.s[2] == 2 && p.kernel_spatial() > 1 &&
+           static_cast<std::size_t>(nb * p.icg() * p.in_spatial()) * sizeof(float) <= (4u << 20);
+}
+
+// dst (nn x cg x in positions) = channels [0, cg) of images [0, nn) at src (n_stride floats
+// apart), each line de-interleaved; m then reads it (Im2col::deint).
+void deinterleave_w(Im2col& m, dim_t nn, dim_t cg, float* dst) {
+    const Geom3& g = m.g;
+    const dim_t is = g.in_size(), w = g.in[2], we = (w + 1) / 2, lines = g.in[0] * g.in[1];
+#pragma omp parallel for collapse(2) schedule(static) if (nn * cg * is > 65536)
+    for (dim_t i = 0; i < nn; ++i)
+        for (dim_t c = 0; c < cg; ++c)
+            for (dim_t l = 0; l < lines; ++l) {
+                const float* from = m.src + i * m.n_stride + c * is + l * w;
+                float* to = dst + (i * cg + c) * is + l * w;
+                for (dim_t e = 0; e < we; ++e) to[e] = from[2 * e];
+                for (dim_t e = 0; e < w / 2; ++e) to[we + e] = from[2 * e + 1];
+            }
+    m.src = dst;
+    m.n_stride = cg * is;
+    m.deint = true;
+    m.we = we;
 }
 
 // Images per GEMM: small images (deep layers, the via_forward reductions) are merged so that
@@ -374,16 +420,22 @@ void forward_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler* prof) 
     const dim_t blocks = (p.mb + nb - 1) / nb;
     // Images (blocks of nb) and groups; prf is null on the image-parallel path (the profiler
     // is not shared between threads).
+    const bool deint = !subsample && !identity && can_deinterleave(p, nb);
     auto block = [&](dim_t n0, dim_t g, Profiler* prf) {
         const dim_t nn = std::min(nb, p.mb - n0);
-        const Im2col m(p, a.src + (n0 * p.ic + g * cg) * is);
+        Im2col m(p, a.src + (n0 * p.ic + g * cg) * is);
+        if (deint) {
+            Span s(prf, "pack_src");  // the input de-interleaved along w
+            deinterleave_w(m, nn, cg,
+                           scratch(kSubsampleSlot, static_cast<std::size_t>(nb * cg * is)));
+        }
         const StridedA w{a.wei + g * kg * rows, rows, 1};
         float* dst0 = a.dst + (n0 * p.oc + g * kg) * cols;
         float* buf = nn > 1 ? scratch(3, static_cast<std::size_t>(kg * nb * cols)) : nullptr;
         if (subsample) {
             float* sub = scratch(kSubsampleSlot, static_cast<std::size_t>(nb * cg * cols));
             {
-                Span s(prf, "subsample");
+                Span s(prf, "pack_src");  // the input sampled at the strides
                 subsample_input(geo, m.src, m.n_stride, nn, cg, sub);
             }
             Span s(prf, "gemm");
@@ -675,8 +727,11 @@ void backward_weight_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler
     // Strided 1x1: B^T is the input sampled at the strides, transposed (as in the forward).
     const bool subsample = can_subsample(p, 1);
     const Geom3 geo = geom3(p);
+    const bool deint = !subsample && !identity && can_deinterleave(p, 1);
     auto image = [&](dim_t g, dim_t n, float* out, bool acc, dim_t q0, dim_t q1) {
-        const Im2col m(p, a.src + (n * p.ic + g * cg) * is);
+        Im2col m(p, a.src + (n * p.ic + g * cg) * is);
+        if (deint)
+            deinterleave_w(m, 1, cg, scratch(kSubsampleSlot, static_cast<std::size_t>(cg * is)));
         const StridedA dy{a.diff_dst + (n * p.oc + g * kg) * cols + q0, cols, 1};
         if (identity) {  // B^T is the image transposed
             gemm(kg, rows, q1 - q0, dy, StridedB{m.src + q0, 1, is}, out, rows, acc);
