@@ -320,3 +320,23 @@ TEST_CASE("implicit_gemm holds no work buffer above 4 MiB (conv1, 2048-channel 7
     const Tensor y = forward(conv1, src, wei, nullptr, "im2col_gemm");
     CHECK(detail::scratch_high_water() >= std::size_t{147} * 12544 * sizeof(float));
 }
+
+TEST_CASE("auto: backward data by col2im, by implicit_gemm on batched small 3x3 stride-1 layers") {
+    std::mt19937 rng(8);
+    // The algorithm auto ran shows in its spans: col2im records "col2im", implicit_gemm's
+    // stride phases do not.
+    const auto ran_col2im = [&](const char* d) {
+        const Problem p = parse_descriptor(d);
+        const Tensor dy = integer_tensor(p.dst_dims(), rng),
+                     wei = integer_tensor(p.wei_dims(), rng);
+        Profiler prof;
+        const Tensor dx = backward_data(p, dy, wei, "auto", &prof);
+        check_equal(dx, backward_data(p, dy, wei, "direct"), d);
+        return prof.seconds("col2im") > 0.0;
+    };
+    CHECK(!ran_col2im("mb8ic16ih7oc16oh7kh3ph1"));     // batch 8, 7x7, 3x3 stride 1
+    CHECK(!ran_col2im("mb8ic16ih14oc16oh14kh3ph1"));   // 14x14
+    CHECK(ran_col2im("mb4ic16ih7oc16oh7kh3ph1"));      // batch 4
+    CHECK(ran_col2im("mb8ic16ih28oc16oh28kh3ph1"));    // 28x28: 784 positions
+    CHECK(ran_col2im("mb8ic16ih14oc16oh7kh3sh2ph1"));  // stride 2
+}

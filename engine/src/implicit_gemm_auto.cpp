@@ -2,18 +2,23 @@
 // engine, and runs it (its operations are recorded under their own span names). It is the
 // default algorithm of `convlab compute`.
 //
-// Heuristic, from convlab_bench on the 20 ResNet-50 layers (batch 1, 2 threads, AVX-512; sums of
-// per-layer medians, ratio to oneDNN in the same run; two runs on 2026-11-22, after the GEMM
-// began reading row-major operands from their rows):
-//   fwd         implicit_gemm 1.52-1.56x, im2col_gemm 1.43-1.52x (implicit_gemm ahead on the
-//               3x3 layers, im2col_gemm on some 1x1; implicit_gemm holds no column matrix)
-//   bwd_data    col2im 1.06-1.09x, implicit_gemm 1.32-1.38x
-//   bwd_weight  implicit_gemm 1.37-1.42x, im2col_gemm 1.39-1.42x
-// conv1's backward data (C = 3, stride 2) once favoured implicit_gemm; now col2im is ahead there
-// too (2 threads, --alloc steady, medians over 0.5 s: batch 1 col2im 1.73-2.06 ms, implicit_gemm
-// 2.96-5.43 ms, oneDNN 5.5-10.8 ms; batch 32 col2im 72-79 ms, implicit_gemm 112-113 ms, oneDNN
-// 188-208 ms). So backward data takes col2im. Batch 32 of the other layers was not measured for
-// this choice.
+// Heuristic, from `convlab bench` on the 20 ResNet-50 layers (2 threads, AVX-512, every layer's
+// algorithms timed in alternating rounds with oneDNN; sums of per-layer medians, ratio to oneDNN
+// in the same run; 2026-11-23, commit 58ded29):
+//   batch 1    fwd         implicit_gemm 1.27x, im2col_gemm 1.38x
+//              bwd_data    col2im 1.02x, implicit_gemm 1.33x (col2im ahead on 19 of 20 layers)
+//              bwd_weight  implicit_gemm 1.16x, im2col_gemm 1.27x
+//   batch 32   fwd         implicit_gemm 1.25x, im2col_gemm 1.45x
+//              bwd_data    col2im 1.01x, implicit_gemm 1.22x; but implicit_gemm ahead on the
+//                          3x3 stride-1 layers of 14x14 and 7x7 outputs in both runs made
+//                          (res4a_branch2b 42.0 / 45.1 against 47.4 / 46.7 ms, res5a_branch2b
+//                          41.1 / 42.9 against 50.2 / 47.5), not on their 1x1 neighbours
+//                          (res5b_branch2a 22.6 / 19.9 against 21.2 / 18.2)
+//              bwd_weight  implicit_gemm 1.18x, im2col_gemm 1.28x
+// So forward and weight gradient take implicit_gemm; backward data takes col2im, except with
+// batches of 8 images or more on stride-1 layers with a kernel larger than 1x1 and at most 196
+// output positions: there the images merge into wide products, and implicit_gemm's phases need
+// no col2im pass (col2im's adds of 9 taps per element cost 8.5-11.7 ms on those two layers).
 #include "algorithms.hpp"
 
 namespace convlab::detail {
@@ -23,7 +28,12 @@ void forward_auto(const Problem& p, const ConvArgs& a, Profiler* prof) {
 }
 
 void backward_data_auto(const Problem& p, const ConvArgs& a, Profiler* prof) {
-    backward_data_col2im(p, a, prof);
+    bool unit_stride = true;
+    for (int x = 0; x < p.ndims; ++x) unit_stride = unit_stride && p.stride[x] == 1;
+    if (p.mb >= 8 && unit_stride && p.kernel_spatial() > 1 && p.out_spatial() <= 196)
+        backward_data_implicit_gemm(p, a, prof);
+    else
+        backward_data_col2im(p, a, prof);
 }
 
 void backward_weight_auto(const Problem& p, const ConvArgs& a, Profiler* prof) {
