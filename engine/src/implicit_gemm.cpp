@@ -368,6 +368,28 @@ dim_t balanced_images(dim_t nb, dim_t mb) {
     return std::clamp<dim_t>(mb / (2 * t), 1, nb);
 }
 
+// Runs work(id, nt, out) on every thread, out being c for thread 0 and a partial of csize floats
+// for each other thread (scratch slot 3), then adds the partials into c, split over the threads.
+// For work split along a reduction (images, positions, im2col rows).
+template <class Work>
+void sum_over_threads(int threads, float* c, std::size_t csize, const Work& work) {
+    std::vector<float*> part(static_cast<std::size_t>(threads), nullptr);
+#pragma omp parallel num_threads(threads)
+    {
+        const int id = omp_get_thread_num(), nt = omp_get_num_threads();
+        float* out = id == 0 ? c : scratch(3, csize);
+        part[static_cast<std::size_t>(id)] = out;
+        work(id, nt, out);
+#pragma omp barrier
+#pragma omp for schedule(static)
+        for (std::size_t e = 0; e < csize; ++e) {
+            float v = c[e];
+            for (int q = 1; q < nt; ++q) v += part[static_cast<std::size_t>(q)][e];
+            c[e] = v;
+        }
+    }
+}
+
 }  // namespace
 
 // [SECTION] forward
@@ -398,24 +420,12 @@ void forward_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler* prof) 
     }
     auto gemm_split_k = [&](dim_t m_, dim_t n_, dim_t k_, const StridedA& w_, const Im2col& im,
                             float* c) {
-        std::vector<float*> part(static_cast<std::size_t>(nthreads), nullptr);
-        const std::size_t csize = static_cast<std::size_t>(m_ * n_);
-#pragma omp parallel num_threads(nthreads)
-        {
-            const int id = omp_get_thread_num(), nt = omp_get_num_threads();
-            float* out = id == 0 ? c : scratch(3, csize);
-            part[static_cast<std::size_t>(id)] = out;
-            const dim_t k0 = k_ * id / nt, k1 = k_ * (id + 1) / nt;
-            gemm(m_, n_, k1 - k0, StridedA{w_.p + k0, w_.rs, 1}, Im2colB{&im, nullptr, k0}, out, n_,
-                 false);
-#pragma omp barrier
-#pragma omp for schedule(static)
-            for (std::size_t e = 0; e < csize; ++e) {
-                float v = c[e];
-                for (int q = 1; q < nt; ++q) v += part[static_cast<std::size_t>(q)][e];
-                c[e] = v;
-            }
-        }
+        sum_over_threads(nthreads, c, static_cast<std::size_t>(m_ * n_),
+                         [&](int id, int nt, float* out) {
+                             const dim_t k0 = k_ * id / nt, k1 = k_ * (id + 1) / nt;
+                             gemm(m_, n_, k1 - k0, StridedA{w_.p + k0, w_.rs, 1},
+                                  Im2colB{&im, nullptr, k0}, out, n_, false);
+                         });
     };
     const dim_t blocks = (p.mb + nb - 1) / nb;
     // Images (blocks of nb) and groups; prf is null on the image-parallel path (the profiler
@@ -760,14 +770,8 @@ void backward_weight_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler
     if ((by_images || by_positions) && wsize * sizeof(float) <= (4u << 20)) {
         // Each thread sums its own share (thread 0 into dW, the others into a partial dW of at
         // most 4 MiB); then the partials are added, split over the threads.
-        std::vector<float*> part(static_cast<std::size_t>(t), nullptr);
-        for (dim_t g = 0; g < p.groups; ++g) {
-            float* dw = a.diff_wei + g * kg * rows;
-#pragma omp parallel num_threads(t)
-            {
-                const int id = omp_get_thread_num(), nt = omp_get_num_threads();
-                float* out = id == 0 ? dw : scratch(3, wsize);
-                part[static_cast<std::size_t>(id)] = out;
+        for (dim_t g = 0; g < p.groups; ++g)
+            sum_over_threads(t, a.diff_wei + g * kg * rows, wsize, [&](int id, int nt, float* out) {
                 if (by_images) {
                     const dim_t n0 = p.mb * id / nt, n1 = p.mb * (id + 1) / nt;
                     for (dim_t n = n0; n < n1; ++n) image(g, n, out, n > n0, 0, cols);
@@ -775,15 +779,7 @@ void backward_weight_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler
                     const dim_t q0 = cols * id / nt, q1 = cols * (id + 1) / nt;
                     for (dim_t n = 0; n < p.mb; ++n) image(g, n, out, n > 0, q0, q1);
                 }
-#pragma omp barrier
-#pragma omp for schedule(static)
-                for (std::size_t e = 0; e < wsize; ++e) {
-                    float v = dw[e];
-                    for (int q = 1; q < nt; ++q) v += part[static_cast<std::size_t>(q)][e];
-                    dw[e] = v;
-                }
-            }
-        }
+            });
         return;
     }
     for (dim_t g = 0; g < p.groups; ++g)
