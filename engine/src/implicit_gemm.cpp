@@ -1,7 +1,9 @@
 // implicit_gemm: the im2col GEMMs without a column matrix in memory. The blocked GEMM core
 // (microkernel.hpp) asks its B packer for one KC x NC block at a time; the packers below gather
 // that block straight from the activations (the im2col map, applied tile by tile), so the only
-// buffers are the packed tiles that fit in cache.
+// buffers are the packed tiles that fit in cache, and, at most 4 MiB each, an input reordered
+// once (strided 1x1: sampled at the strides; stride 2: de-interleaved along w) and the partial
+// products of threads that split a reduction.
 //
 // [SECTION] im2col gather      B(r, j) = im2col(r, j), columns j = (n, od, oh, ow) over a batch
 // [SECTION] forward            dst_g = W_g * B, batch merged into the columns when images are small
