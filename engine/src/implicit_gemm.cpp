@@ -408,31 +408,33 @@ void forward_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler* prof) 
     // every panel element by element with the stride.
     const Geom3 geo = geom3(p);
     const bool subsample = can_subsample(p, nb);
+    // Stride 2 along w: the input de-interleaved once per image block (can_deinterleave).
+    const bool deint = !subsample && !identity && can_deinterleave(p, nb);
+    const dim_t blocks = (p.mb + nb - 1) / nb;
+    const bool parallel_blocks = images_in_parallel(blocks * p.groups);
     // One image whose product the GEMM would split along M (every thread gathering all of
     // im2col): the threads split the reduction (im2col's rows) instead, each gathering its own
     // rows into a partial product (thread 0 into dst, the others into at most 4 MiB each), then
     // the partials are added.
     const int nthreads = omp_get_max_threads();
     bool split_k = false;
-    if (!identity && !subsample && nthreads > 1 && !omp_in_parallel() && rows >= 512 * nthreads &&
-        static_cast<std::size_t>(kg * cols) * sizeof(float) <= (4u << 20) && p.mb < 2 * nthreads) {
+    if (!identity && !subsample && !parallel_blocks && nthreads > 1 && !omp_in_parallel() &&
+        rows >= 512 * nthreads &&
+        static_cast<std::size_t>(kg * cols) * sizeof(float) <= (4u << 20)) {
         int tm = 1, tn = 1;
         choose_split(kg, cols, rows, microkernel_for(kg, cols), nthreads, tm, tn);
         split_k = tm > 1;
     }
-    auto gemm_split_k = [&](dim_t m_, dim_t n_, dim_t k_, const StridedA& w_, const Im2col& im,
-                            float* c) {
-        sum_over_threads(nthreads, c, static_cast<std::size_t>(m_ * n_),
+    auto gemm_split_k = [&](const StridedA& w, const Im2col& im, float* c) {
+        sum_over_threads(nthreads, c, static_cast<std::size_t>(kg * cols),
                          [&](int id, int nt, float* out) {
-                             const dim_t k0 = k_ * id / nt, k1 = k_ * (id + 1) / nt;
-                             gemm(m_, n_, k1 - k0, StridedA{w_.p + k0, w_.rs, 1},
-                                  Im2colB{&im, nullptr, k0}, out, n_, false);
+                             const dim_t k0 = rows * id / nt, k1 = rows * (id + 1) / nt;
+                             gemm(kg, cols, k1 - k0, StridedA{w.p + k0, w.rs, 1},
+                                  Im2colB{&im, nullptr, k0}, out, cols, false);
                          });
     };
-    const dim_t blocks = (p.mb + nb - 1) / nb;
     // Images (blocks of nb) and groups; prf is null on the image-parallel path (the profiler
     // is not shared between threads).
-    const bool deint = !subsample && !identity && can_deinterleave(p, nb);
     auto block = [&](dim_t n0, dim_t g, Profiler* prf) {
         const dim_t nn = std::min(nb, p.mb - n0);
         Im2col m(p, a.src + (n0 * p.ic + g * cg) * is);
@@ -460,7 +462,7 @@ void forward_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler* prof) 
             if (nn == 1 && identity)  // 1x1, stride 1, no padding: B is the image itself
                 gemm(kg, cols, rows, w, StridedB{m.src, is, 1}, dst0, cols, false);
             else if (nn == 1 && split_k)
-                gemm_split_k(kg, cols, rows, w, m, dst0);
+                gemm_split_k(w, m, dst0);
             else if (nn == 1)
                 gemm(kg, cols, rows, w, Im2colB{&m}, dst0, cols, false);
             else if (identity)
@@ -479,7 +481,7 @@ void forward_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler* prof) 
                 }
         }
     };
-    if (images_in_parallel(blocks * p.groups)) {
+    if (parallel_blocks) {
         // Enough (image block, group) pairs for every thread: one parallel region, each thread
         // whole products on one core (no barrier per product).
         Span s(prof, "gemm");
