@@ -121,16 +121,26 @@ struct Im2col {
         return c;
     }
 
-    // Where and with which stride the elements iw = (ow0 + e) * s + off_w of an input line
-    // lie (e = 0, 1 ...): at run_src(...)[e * sw].
-    const float* run_src(const float* line, dim_t off_w, dim_t ow0, dim_t& sw) const {
-        if (!deint) {
-            sw = g.s[2];
-            return line + ow0 * g.s[2] + off_w;
+    // Writes row r's elements at output positions (od, oh, ow0 .. ow0 + len) of image img (id0 =
+    // od * s, ih0 = oh * s) to out[0 .. len): zeros outside the input, a run of the input line
+    // inside (its even and odd halves when deint).
+    void copy_segment(const Row& r, const float* img, dim_t id0, dim_t ih0, dim_t ow0, dim_t len,
+                      float* out) const {
+        const dim_t id = id0 + r.off_d, ih = ih0 + r.off_h;
+        if (id < 0 || id >= g.in[0] || ih < 0 || ih >= g.in[1]) {
+            std::fill_n(out, len, 0.0f);
+            return;
         }
-        const dim_t iw0 = ow0 * 2 + off_w, par = iw0 & 1;
-        sw = 1;
-        return line + (par ? we : 0) + (iw0 - par) / 2;
+        const float* line = img + r.ci * in_size + (id * g.in[1] + ih) * g.in[2];
+        const dim_t lo = std::clamp(r.w_lo, ow0, ow0 + len) - ow0;
+        const dim_t hi = std::clamp(r.w_hi, ow0 + lo, ow0 + len) - ow0;
+        if (!deint) {
+            copy_run(line + ow0 * g.s[2] + r.off_w, g.s[2], lo, hi, len, out);
+            return;
+        }
+        // Element iw = (ow0 + e) * 2 + off_w: all of one parity, at (iw - parity) / 2 of its half.
+        const dim_t iw0 = ow0 * 2 + r.off_w, par = iw0 & 1;
+        copy_run(line + (par ? we : 0) + (iw0 - par) / 2, 1, lo, hi, len, out);
     }
 
     // Writes row r's elements for columns c, c+1 ... (len of them) to out[0 .. len), copied as
@@ -138,18 +148,7 @@ struct Im2col {
     void gather(const Row& r, Col c, dim_t len, float* out) const {
         for (dim_t x = 0; x < len;) {
             const dim_t seg = std::min(len - x, g.out[2] - c.ow);
-            const dim_t id = c.od * g.s[0] + r.off_d, ih = c.oh * g.s[1] + r.off_h;
-            if (id < 0 || id >= g.in[0] || ih < 0 || ih >= g.in[1]) {
-                std::fill_n(out + x, seg, 0.0f);
-            } else {
-                const float* line =
-                    src + c.n * n_stride + r.ci * in_size + (id * g.in[1] + ih) * g.in[2];
-                const dim_t lo = std::clamp(r.w_lo, c.ow, c.ow + seg);
-                const dim_t hi = std::clamp(r.w_hi, lo, c.ow + seg);
-                dim_t sw = 1;
-                const float* sp = run_src(line, r.off_w, c.ow, sw);
-                copy_run(sp, sw, lo - c.ow, hi - c.ow, seg, out + x);
-            }
+            copy_segment(r, src + c.n * n_stride, c.od * g.s[0], c.oh * g.s[1], c.ow, seg, out + x);
             x += seg;
             next_row(c);
         }
@@ -249,20 +248,8 @@ struct Im2colB {
             for (dim_t k = 0; k < kc; ++k) {
                 const Im2col::Row& r = rows[k];
                 float* o = d + k * nr;
-                for (const Run& u : runs) {
-                    float* out = o + u.x;
-                    const dim_t id = u.id0 + r.off_d, ih = u.ih0 + r.off_h;
-                    if (id < 0 || id >= g.in[0] || ih < 0 || ih >= g.in[1]) {
-                        for (dim_t e = 0; e < u.len; ++e) out[e] = 0.0f;
-                        continue;
-                    }
-                    const float* line = u.img + r.ci * m->in_size + (id * g.in[1] + ih) * g.in[2];
-                    const dim_t lo = std::clamp(r.w_lo, u.ow0, u.ow0 + u.len) - u.ow0;
-                    const dim_t hi = std::clamp(r.w_hi, u.ow0 + lo, u.ow0 + u.len) - u.ow0;
-                    dim_t sw = 1;
-                    const float* sp = m->run_src(line, r.off_w, u.ow0, sw);
-                    copy_run(sp, sw, lo, hi, u.len, out);
-                }
+                for (const Run& u : runs)
+                    m->copy_segment(r, u.img, u.id0, u.ih0, u.ow0, u.len, o + u.x);
                 for (dim_t e = nv; e < nr; ++e) o[e] = 0.0f;
             }
         }

@@ -141,6 +141,15 @@ __attribute__((target("avx512f,fma"))) inline __m512 load12(const float* a) {
     return _mm512_insertf32x4(_mm512_castps256_ps512(_mm256_loadu_ps(a)), _mm_loadu_ps(a + 8), 2);
 }
 
+// One k of that tile: t += A(:, k) b(k, 0..15), u += A(:, k) b(k, 16).
+__attribute__((target("avx512f,fma"))) inline void edge17_step(const float* a, const float* b,
+                                                               __m512 t[12], __m512& u) {
+    const __m512 bv = _mm512_loadu_ps(b);
+#pragma GCC unroll 12
+    for (int i = 0; i < 12; ++i) t[i] = _mm512_fmadd_ps(_mm512_set1_ps(a[i]), bv, t[i]);
+    u = _mm512_fmadd_ps(load12(a), _mm512_set1_ps(b[16]), u);
+}
+
 __attribute__((target("avx512f,fma"))) void kernel_avx512_edge17(dim_t kc, const float* a,
                                                                  const float* b, const float*,
                                                                  float* c, dim_t ldc, dim_t lda) {
@@ -150,27 +159,11 @@ __attribute__((target("avx512f,fma"))) void kernel_avx512_edge17(dim_t kc, const
     for (int i = 0; i < MR; ++i) t[i] = _mm512_setzero_ps();
     __m512 u0 = _mm512_setzero_ps(), u1 = _mm512_setzero_ps();
     dim_t k = 0;
-    for (; k + 1 < kc; k += 2) {
-        const __m512 bv = _mm512_loadu_ps(b);
-#pragma GCC unroll 12
-        for (int i = 0; i < MR; ++i) t[i] = _mm512_fmadd_ps(_mm512_set1_ps(a[i]), bv, t[i]);
-        u0 = _mm512_fmadd_ps(load12(a), _mm512_set1_ps(b[16]), u0);
-        const __m512 bv2 = _mm512_loadu_ps(b + NR);
-        const float* a2 = a + lda;
-#pragma GCC unroll 12
-        for (int i = 0; i < MR; ++i) t[i] = _mm512_fmadd_ps(_mm512_set1_ps(a2[i]), bv2, t[i]);
-        u1 = _mm512_fmadd_ps(load12(a2), _mm512_set1_ps(b[NR + 16]), u1);
-        a += 2 * lda;
-        b += 2 * NR;
+    for (; k + 1 < kc; k += 2, a += 2 * lda, b += 2 * NR) {
+        edge17_step(a, b, t, u0);
+        edge17_step(a + lda, b + NR, t, u1);
     }
-    for (; k < kc; ++k) {
-        const __m512 bv = _mm512_loadu_ps(b);
-#pragma GCC unroll 12
-        for (int i = 0; i < MR; ++i) t[i] = _mm512_fmadd_ps(_mm512_set1_ps(a[i]), bv, t[i]);
-        u0 = _mm512_fmadd_ps(load12(a), _mm512_set1_ps(b[16]), u0);
-        a += lda;
-        b += NR;
-    }
+    if (k < kc) edge17_step(a, b, t, u0);
     alignas(64) float last[16];
     _mm512_store_ps(last, _mm512_add_ps(u0, u1));
     for (int i = 0; i < MR; ++i) {
