@@ -9,6 +9,7 @@
 // [SECTION] algorithms against direct
 #include <doctest/doctest.h>
 
+#include <array>
 #include <random>
 #include <string>
 #include <vector>
@@ -105,6 +106,30 @@ int check_problem(const Problem& p, std::mt19937& rng, const std::string& tag) {
     return compared;
 }
 
+// C = A * B (+ C when acc) from the blocked GEMM equals a naive product on every element, A
+// (m x k) and B (k x n) stored transposed when ta, tb.
+void check_gemm(dim_t m, dim_t n, dim_t k, bool ta, bool tb, bool acc, std::mt19937& rng) {
+    const auto a = integers(static_cast<std::size_t>(m * k), rng);
+    const auto b = integers(static_cast<std::size_t>(k * n), rng);
+    auto c = integers(static_cast<std::size_t>(m * n), rng);
+    std::vector<float> want = c;
+    for (dim_t i = 0; i < m; ++i)
+        for (dim_t j = 0; j < n; ++j) {
+            double sum = acc ? want[i * n + j] : 0.0;
+            for (dim_t q = 0; q < k; ++q)
+                sum +=
+                    double(a[ta ? q * m + i : i * k + q]) * double(b[tb ? j * k + q : q * n + j]);
+            want[i * n + j] = static_cast<float>(sum);
+        }
+    const detail::StridedA sa{a.data(), ta ? 1 : k, ta ? m : 1};
+    const detail::StridedB sb{b.data(), tb ? 1 : n, tb ? k : 1};
+    detail::sgemm(m, n, k, sa, sb, c.data(), n, acc);
+    dim_t bad = 0;
+    for (std::size_t i = 0; i < c.size(); ++i) bad += c[i] != want[i];
+    INFO("m " << m << " n " << n << " k " << k << " ta " << ta << " tb " << tb << " acc " << acc);
+    CHECK(bad == 0);
+}
+
 }  // namespace
 
 // [SECTION] blocked GEMM
@@ -160,28 +185,30 @@ TEST_CASE("blocked GEMM equals a naive product on every microkernel, transpose a
         for (const auto& s : shapes)
             for (int tr = 0; tr < 4; ++tr)
                 for (bool acc : {false, true}) {
-                    const dim_t m = s[0], n = s[1], k = s[2];
-                    const bool ta = tr & 1, tb = tr & 2;
-                    const auto a = integers(static_cast<std::size_t>(m * k), rng);
-                    const auto b = integers(static_cast<std::size_t>(k * n), rng);
-                    auto c = integers(static_cast<std::size_t>(m * n), rng);
-                    std::vector<float> want = c;
-                    for (dim_t i = 0; i < m; ++i)
-                        for (dim_t j = 0; j < n; ++j) {
-                            double sum = acc ? want[i * n + j] : 0.0;
-                            for (dim_t q = 0; q < k; ++q)
-                                sum += double(a[ta ? q * m + i : i * k + q]) *
-                                       double(b[tb ? j * k + q : q * n + j]);
-                            want[i * n + j] = static_cast<float>(sum);
-                        }
-                    const detail::StridedA sa{a.data(), ta ? 1 : k, ta ? m : 1};
-                    const detail::StridedB sb{b.data(), tb ? 1 : n, tb ? k : 1};
-                    detail::sgemm(m, n, k, sa, sb, c.data(), n, acc);
-                    dim_t bad = 0;
-                    for (std::size_t i = 0; i < c.size(); ++i) bad += c[i] != want[i];
-                    INFO(uks[u / 2].isa << " m " << m << " n " << n << " k " << k << " ta " << ta
-                                        << " tb " << tb << " acc " << acc);
-                    CHECK(bad == 0);
+                    INFO(uks[u / 2].isa);
+                    check_gemm(s[0], s[1], s[2], tr & 1, tr & 2, acc, rng);
+                }
+    }
+}
+
+TEST_CASE("blocked GEMM's edge tiles: every width of a last column panel") {
+    RestoreCore restore;
+    std::mt19937 rng(78);
+    int count = 0;
+    const detail::MicroKernel* uks = detail::microkernels(count);
+    // The last panel of a block holds n % 32 columns (n % NR for the other kernels); AVX-512
+    // runs it by a narrower tile (detail::MicroKernel::edge_fn). A row-major (read from its
+    // rows, or copied at k = 1024) and column-contiguous or packed; a partial row panel (m 25).
+    for (int u = 0; u < count * 2; ++u) {
+        REQUIRE(detail::select_microkernel(uks[u / 2].isa));
+        detail::set_read_a(u % 2 ? detail::ReadA::packed : detail::ReadA::rows);
+        for (dim_t r = 1; r < 32; ++r)
+            for (const auto& [m, n, k] :
+                 {std::array<dim_t, 3>{25, 32 + r, 37}, std::array<dim_t, 3>{12, r, 300},
+                  std::array<dim_t, 3>{24, 64 + r, 1024}})
+                for (bool ta : {false, true}) {
+                    INFO(uks[u / 2].isa << (u % 2 ? " A packed" : " A read from its rows"));
+                    check_gemm(m, n, k, ta, false, r % 2 == 1, rng);
                 }
     }
 }

@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -143,43 +144,74 @@ __attribute__((target("avx512f,fma"))) void kernel_avx512_edge17_rowa(dim_t kc, 
     }
 }
 
-// The same tile with A packed or column-contiguous (a[k*lda + i]): column 16 is one more FMA
-// per k, A's 12 values at k times b(k, 16), on two accumulators (k even, odd). A's values are
-// read by a 256-bit and a 128-bit load: a masked 512-bit load there measured 20% slower than
-// the full tile on backward data, this 21% faster.
+// Edge tiles of 16V + R columns of a 32-column panel (the last panel of a block, N = 196 leaves
+// 4), A packed or column-contiguous (a[k*lda + i]): columns 0-15 (V = 1) as kernel_avx512_t
+// does, and each of the R columns after them by one FMA per k, A's 12 values at k times
+// b(k, 16V + r), on two accumulators (k even, odd). R columns cost R FMAs per k where a full
+// vector costs 12. A's values are read by a 256-bit and a 128-bit load: a masked 512-bit load
+// there measured 20% slower than the full tile on backward data, this 21% faster.
 __attribute__((target("avx512f,fma"))) inline __m512 load12(const float* a) {
     return _mm512_insertf32x4(_mm512_castps256_ps512(_mm256_loadu_ps(a)), _mm_loadu_ps(a + 8), 2);
 }
 
-// One k of that tile: t += A(:, k) b(k, 0..15), u += A(:, k) b(k, 16).
-__attribute__((target("avx512f,fma"))) inline void edge17_step(const float* a, const float* b,
-                                                               __m512 t[12], __m512& u) {
-    const __m512 bv = _mm512_loadu_ps(b);
+// One k of that tile: t += A(:, k) b(k, 0..15) (V = 1), u[r] += A(:, k) b(k, 16V + r).
+template <int V, int R>
+__attribute__((target("avx512f,fma"))) inline void edge_step(const float* a, const float* b,
+                                                             __m512 t[12], __m512 u[]) {
+    if constexpr (V == 1) {
+        const __m512 bv = load_b(b);
 #pragma GCC unroll 12
-    for (int i = 0; i < 12; ++i) t[i] = _mm512_fmadd_ps(_mm512_set1_ps(a[i]), bv, t[i]);
-    u = _mm512_fmadd_ps(load12(a), _mm512_set1_ps(b[16]), u);
+        for (int i = 0; i < 12; ++i) t[i] = _mm512_fmadd_ps(_mm512_set1_ps(a[i]), bv, t[i]);
+    }
+    if constexpr (R > 0) {
+        const __m512 av = load12(a);
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) u[r] = _mm512_fmadd_ps(av, _mm512_set1_ps(b[16 * V + r]), u[r]);
+    }
 }
 
-__attribute__((target("avx512f,fma"))) void kernel_avx512_edge17(dim_t kc, const float* a,
-                                                                 const float* b, const float*,
-                                                                 float* c, dim_t ldc, dim_t lda) {
+template <int V, int R>
+__attribute__((target("avx512f,fma"))) void kernel_avx512_edge(dim_t kc, const float* a,
+                                                               const float* b, const float*,
+                                                               float* c, dim_t ldc, dim_t lda) {
+    constexpr int MR = 12, NR = 32, RU = R > 0 ? R : 1;
+    __m512 t[MR], u0[RU], u1[RU];
+#pragma GCC unroll 12
+    for (int i = 0; i < MR; ++i) t[i] = _mm512_setzero_ps();
+#pragma GCC unroll 8
+    for (int r = 0; r < RU; ++r) u0[r] = u1[r] = _mm512_setzero_ps();
+    dim_t k = 0;
+    for (; k + 1 < kc; k += 2, a += 2 * lda, b += 2 * NR) {
+        edge_step<V, R>(a, b, t, u0);
+        edge_step<V, R>(a + lda, b + NR, t, u1);
+    }
+    if (k < kc) edge_step<V, R>(a, b, t, u0);
+    if constexpr (V == 1)
+        for (int i = 0; i < MR; ++i) _mm512_storeu_ps(c + i * ldc, t[i]);
+    if constexpr (R > 0) {
+        alignas(64) float col[RU][16];
+        for (int r = 0; r < R; ++r) _mm512_store_ps(col[r], _mm512_add_ps(u0[r], u1[r]));
+        for (int i = 0; i < MR; ++i)
+            for (int r = 0; r < R; ++r) c[i * ldc + 16 * V + r] = col[r][i];
+    }
+}
+
+// 12 x 16 with A read from its rows: edges of up to 16 columns when A is row-major.
+__attribute__((target("avx512f,fma"))) void kernel_avx512_edge16_rowa(dim_t kc, const float* a,
+                                                                      const float* b, const float*,
+                                                                      float* c, dim_t ldc,
+                                                                      dim_t lda) {
     constexpr int MR = 12, NR = 32;
     __m512 t[MR];
 #pragma GCC unroll 12
     for (int i = 0; i < MR; ++i) t[i] = _mm512_setzero_ps();
-    __m512 u0 = _mm512_setzero_ps(), u1 = _mm512_setzero_ps();
-    dim_t k = 0;
-    for (; k + 1 < kc; k += 2, a += 2 * lda, b += 2 * NR) {
-        edge17_step(a, b, t, u0);
-        edge17_step(a + lda, b + NR, t, u1);
+    for (dim_t k = 0; k < kc; ++k) {
+        const __m512 bv = load_b(b + k * NR);
+#pragma GCC unroll 12
+        for (int i = 0; i < MR; ++i)
+            t[i] = _mm512_fmadd_ps(_mm512_set1_ps(a[i * lda + k]), bv, t[i]);
     }
-    if (k < kc) edge17_step(a, b, t, u0);
-    alignas(64) float last[16];
-    _mm512_store_ps(last, _mm512_add_ps(u0, u1));
-    for (int i = 0; i < MR; ++i) {
-        _mm512_storeu_ps(c + i * ldc, t[i]);
-        c[i * ldc + 16] = last[i];
-    }
+    for (int i = 0; i < MR; ++i) _mm512_storeu_ps(c + i * ldc, t[i]);
 }
 
 // 4 x 32 and 8 x 32: the last row panel of a 12 x 32 product when 4 or 8 rows remain.
@@ -314,6 +346,38 @@ void kernel_portable(dim_t kc, const float* a, const float* b, float* c, dim_t l
 
 // [SECTION] selection
 
+#ifdef CONVLAB_X86
+// row[r] = kernel_avx512_edge<V, r> for r = 1 .. sizeof...(Rs).
+template <int V, int... Rs>
+void fill_edges(MicroKernelEdgeFn (&row)[16], std::integer_sequence<int, Rs...>) {
+    ((row[Rs + 1] = kernel_avx512_edge<V, Rs + 1>), ...);
+}
+
+MicroKernel avx512_kernel() {
+    MicroKernel k;
+    k.isa = "avx512";
+    k.mr = 12;
+    k.nr = 32;
+    k.fn = kernel_avx512;
+    k.rowa_fn = kernel_avx512_rowa;
+    k.tail_fn[0][0] = kernel_avx512_tail<4, false>;
+    k.tail_fn[0][1] = kernel_avx512_tail<8, false>;
+    k.tail_fn[1][0] = kernel_avx512_tail<4, true>;
+    k.tail_fn[1][1] = kernel_avx512_tail<8, true>;
+    // A packed: up to 8 columns alone, or 7 after a vector, one FMA each per k; else a vector
+    // for the last 16 columns or fewer (B's panel is zero-padded), or the full tile.
+    fill_edges<0>(k.edge_fn[0], std::make_integer_sequence<int, 8>{});
+    fill_edges<1>(k.edge_fn[1], std::make_integer_sequence<int, 7>{});
+    for (int r = 9; r < 16; ++r) k.edge_fn[0][r] = kernel_avx512_edge<1, 0>;
+    k.edge_fn[1][0] = kernel_avx512_edge<1, 0>;
+    // A row-major: one vector for up to 16 columns, 17 with column 16 as dot products.
+    for (int r = 1; r < 16; ++r) k.edge_rowa_fn[0][r] = kernel_avx512_edge16_rowa;
+    k.edge_rowa_fn[1][0] = kernel_avx512_edge16_rowa;
+    k.edge_rowa_fn[1][1] = kernel_avx512_edge17_rowa;
+    return k;
+}
+#endif
+
 struct Registry {
     std::vector<MicroKernel> all;  // best first
     MicroKernel best;
@@ -331,16 +395,7 @@ struct Registry {
 #ifdef CONVLAB_X86
         __builtin_cpu_init();
         if (__builtin_cpu_supports("avx512f")) {
-            all.push_back({"avx512",
-                           12,
-                           32,
-                           kernel_avx512,
-                           nullptr,
-                           kernel_avx512_rowa,
-                           kernel_avx512_edge17,
-                           kernel_avx512_edge17_rowa,
-                           {{kernel_avx512_tail<4, false>, kernel_avx512_tail<8, false>},
-                            {kernel_avx512_tail<4, true>, kernel_avx512_tail<8, true>}}});
+            all.push_back(avx512_kernel());
             narrow_avx512 = {"avx512", 4, 64, kernel_avx512_4x64, kernel_avx512_4x64_rows};
             wide_avx512 = {"avx512", 8, 48, kernel_avx512_8x48, nullptr, kernel_avx512_8x48_rowa};
         }
@@ -574,14 +629,16 @@ void gemm_packed_block(const MicroKernel& uk, const GemmBlocking& bl, dim_t i0, 
                     fn(kc, ap, bp, cp, ldc, acc, lda);
                     continue;
                 }
-                if (nv == 17 && !tail && !rowa && uk.edge17_fn) {
-                    uk.edge17_fn(kc, ap, bp, nullptr, tile, nr, lda);
-                } else if (nv == 17 && !tail && rowa && uk.edge17_rowa_fn) {
-                    if (!bcol) {  // column 16 of the edge panel, contiguous along k
+                // An edge panel (nv < 32) by a narrower tile where there is one.
+                const MicroKernelEdgeFn edge = tail || nv >= 32 ? nullptr
+                                               : rowa           ? uk.edge_rowa_fn[nv / 16][nv % 16]
+                                                                : uk.edge_fn[nv / 16][nv % 16];
+                if (edge) {
+                    if (rowa && nv == 17 && !bcol) {  // column 16, contiguous along k
                         bcol = scratch(kGemmEdgeSlot, static_cast<std::size_t>(kc));
                         for (dim_t k = 0; k < kc; ++k) bcol[k] = bp[k * nr + 16];
                     }
-                    uk.edge17_rowa_fn(kc, ap, bp, bcol, tile, nr, lda);
+                    edge(kc, ap, bp, bcol, tile, nr, lda);
                 } else {
                     fn(kc, ap, bp, tile, nr, false, lda);
                 }

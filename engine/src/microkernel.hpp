@@ -33,12 +33,11 @@ using MicroKernelFn = void (*)(dim_t kc, const float* a, const float* b, float* 
 using MicroKernelRowsFn = void (*)(dim_t kc, const float* a, const float* const* brows, int nv,
                                    float* c, dim_t ldc, bool acc, dim_t lda);
 
-// An edge tile of 17 columns (16 + 1) of a 32-column panel: c (MR x 17, leading dim ldc) =
-// A * B over kc, B a packed panel (row k at b[k*32]). The 17th column costs one FMA per k (A's
-// MR values at k times b(k, 16), for A packed or column-contiguous) or MR dot products along k
-// (A row-major, a[i*lda + k], with bcol[k] = b(k, 16) contiguous), instead of a second 16-lane
-// vector that would hold one column. N = 49 (a 7x7 layer of one image) is 32 + 17 columns: 37
-// FMAs per k where two full tiles took 48.
+// An edge tile of nv < 32 columns (the last panel of a block) of a 32-column panel: c (MR x nv,
+// leading dim ldc; a kernel may write columns up to the next multiple of 16) = A * B over kc,
+// B a packed panel (row k at b[k*32], zero from column nv on). For nv = 17 with A row-major,
+// bcol[k] = b(k, 16) contiguous (column 16 as MR dot products along k). N = 49 (a 7x7 layer of
+// one image) is 32 + 17 columns, N = 196 is 6 x 32 + 4.
 using MicroKernelEdgeFn = void (*)(dim_t kc, const float* a, const float* b, const float* bcol,
                                    float* c, dim_t ldc, dim_t lda);
 
@@ -50,10 +49,10 @@ struct MicroKernel {
     // A read from row-major storage, a(i, k) = a[i*lda + k], instead of a packed panel (see
     // read_a_in_place); null where the ISA has none.
     MicroKernelFn rowa_fn = nullptr;
-    // 17-column edge tiles (nr == 32 only; null elsewhere): A packed or column-contiguous, and
-    // A read from its rows.
-    MicroKernelEdgeFn edge17_fn = nullptr;
-    MicroKernelEdgeFn edge17_rowa_fn = nullptr;
+    // Edge tiles of nv = 16 V + R columns, [V][R] (12 x 32 only), for A packed or
+    // column-contiguous and for A read from its rows; null where the full tile is as cheap.
+    MicroKernelEdgeFn edge_fn[2][16] = {};
+    MicroKernelEdgeFn edge_rowa_fn[2][16] = {};
     // Last row panels of 4 and 8 rows read in place, [A row-major][rows / 8] (12 x 32 only).
     MicroKernelFn tail_fn[2][2] = {{nullptr, nullptr}, {nullptr, nullptr}};
 };
