@@ -590,19 +590,27 @@ void StridedB::operator()(dim_t k0, dim_t kc, dim_t j0, dim_t nc, int nr, float*
 }
 
 void ImagesB::operator()(dim_t k0, dim_t kc, dim_t j0, dim_t nc, int nr, float* dst) const {
-    for (dim_t jp = 0; jp < nc; jp += nr) {
-        const dim_t nv = std::min<dim_t>(nr, nc - jp);
-        float* d = dst + jp * kc;
-        for (dim_t k = 0; k < kc; ++k) {
-            float* o = d + k * nr;
-            for (dim_t x = 0; x < nv;) {
-                const dim_t j = j0 + jp + x, n = j / in_size, pos = j % in_size;
-                const dim_t len = std::min(nv - x, in_size - pos);
-                const float* from = src + n * n_stride + (k0 + k) * in_size + pos;
-                std::copy(from, from + len, o + x);
-                x += len;
+    // Row by row as StridedB does: each image's row read front to back, cut at the panels.
+    for (dim_t k = 0; k < kc; ++k) {
+        float* d = dst + k * nr;
+        for (dim_t x = 0; x < nc;) {
+            const dim_t j = j0 + x, n = j / in_size, pos = j % in_size;
+            const dim_t len = std::min(nc - x, in_size - pos);
+            const float* from = src + n * n_stride + (k0 + k) * in_size + pos;
+            for (dim_t y = 0; y < len;) {
+                const dim_t off = (x + y) % nr, piece = std::min(len - y, nr - off);
+                float* to = d + (x + y - off) * kc + off;
+                if (piece == nr)
+                    copy_panel_row(to, from + y, nr);
+                else
+                    std::copy(from + y, from + y + piece, to);
+                y += piece;
             }
-            std::fill(o + nv, o + nr, 0.0f);
+            x += len;
+        }
+        if (nc % nr) {
+            float* e = d + (nc - nc % nr) * kc;
+            std::fill(e + nc % nr, e + nr, 0.0f);
         }
     }
 }
