@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "../engine/src/algorithms.hpp"
 #include "../engine/src/microkernel.hpp"
 #include "convlab/conv.hpp"
 #include "convlab/maps.hpp"
@@ -34,6 +35,7 @@ struct RestoreCore {
         int n = 0;
         detail::select_microkernel(detail::microkernels(n)[0].isa);
         detail::set_read_a(detail::ReadA::rows);
+        detail::set_shifted_forward(0);
         set_gemm_core(GemmCore::blocked);
     }
 };
@@ -346,6 +348,41 @@ TEST_CASE("implicit_gemm holds no work buffer above 4 MiB (conv1, 2048-channel 7
     detail::reset_scratch_high_water();
     const Tensor y = forward(conv1, src, wei, nullptr, "im2col_gemm");
     CHECK(detail::scratch_high_water() >= std::size_t{147} * 12544 * sizeof(float));
+}
+
+TEST_CASE("implicit_gemm's stride-1 forward from a padded input equals direct") {
+    RestoreCore restore;
+    std::mt19937 rng(31);
+    int shifted = 0;
+    // Random 1-D and 2-D stride-1 problems with padding, dilation, groups and batches, the
+    // shifted tiles forced wherever they apply; they record "pack_wei" (W^T), im2col does not.
+    detail::set_shifted_forward(1);
+    for (int t = 0; t < 40; ++t) {
+        Problem p = larger_problem(rng, 1 + t % 2);
+        for (int i = 0; i < p.ndims; ++i) p.stride[i] = 1;
+        if (!p.validate().empty() || p.kernel_spatial() < 2) continue;
+        const Tensor src = integer_tensor(p.src_dims(), rng),
+                     wei = integer_tensor(p.wei_dims(), rng);
+        Profiler prof;
+        const Tensor y = forward(p, src, wei, nullptr, "implicit_gemm", &prof);
+        check_equal(y, forward(p, src, wei, nullptr, "direct"), to_descriptor(p));
+        shifted += prof.seconds("pack_wei") > 0.0;
+    }
+    CHECK(shifted >= 20);
+    // By default only wide outputs with 32 or more output channels per group take it.
+    detail::set_shifted_forward(0);
+    const auto ran_shifted = [&](const char* d) {
+        const Problem p = parse_descriptor(d);
+        const Tensor src = integer_tensor(p.src_dims(), rng),
+                     wei = integer_tensor(p.wei_dims(), rng);
+        Profiler prof;
+        check_equal(forward(p, src, wei, nullptr, "implicit_gemm", &prof),
+                    forward(p, src, wei, nullptr, "direct"), d);
+        return prof.seconds("pack_wei") > 0.0;
+    };
+    CHECK(ran_shifted("mb2ic8ih30oc40oh30kh3ph1"));
+    CHECK(!ran_shifted("mb2ic8ih14oc40oh14kh3ph1"));  // narrow: the padding columns cost too much
+    CHECK(!ran_shifted("mb1ic8ih30oc40oh15kh3sh2ph1"));  // stride 2
 }
 
 TEST_CASE("auto: backward data by col2im, by implicit_gemm on batched small 3x3 stride-1 layers") {

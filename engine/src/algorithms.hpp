@@ -8,6 +8,9 @@ namespace convlab::detail {
 void forward_direct(const Problem& p, const ConvArgs& a, Profiler* prof);
 void forward_im2col_gemm(const Problem& p, const ConvArgs& a, Profiler* prof);
 void forward_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler* prof);
+// Whether implicit_gemm's stride-1 forward reads shifted tiles of a padded input: 0 where it
+// pays (the default), 1 wherever it can (tests), 2 never.
+void set_shifted_forward(int mode);
 
 void backward_data_direct(const Problem& p, const ConvArgs& a, Profiler* prof);
 void backward_data_col2im(const Problem& p, const ConvArgs& a, Profiler* prof);

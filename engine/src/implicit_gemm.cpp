@@ -379,12 +379,145 @@ void sum_over_threads(int threads, float* c, std::size_t csize, const Work& work
     }
 }
 
+// Stride-1 forward computed transposed from a padded input ("shifted" tiles): with the input
+// of each channel padded to Hp x Wp (Hp = OH + (KH-1) dh, Wp = OW + (KW-1) dw), output position
+// p = oh * Wp + ow reads tap (ci, kh, kw) at ci * Hp Wp + kh dh Wp + kw dw + p: for every tap,
+// 12 consecutive positions have their inputs side by side. So dst^T (positions x K/G) = X' *
+// W_g^T runs as 12 x 32 tiles whose 12 row values are broadcast straight from the padded input
+// (MicroKernel::shifted_fn), against W_g^T packed once: nothing is gathered per panel, where
+// im2col's packer copied every tap of every panel (a quarter of the 56x56 3x3 forward). The
+// cost: the (KW-1) dw padding columns per output row are computed and dropped (3.4% at 56x56,
+// 7% at 28x28), so only wide outputs take it.
+int g_shifted_mode = 0;  // 0: when it pays, 1: whenever possible (tests), 2: never
+
+bool shifted_possible(const Problem& p) {
+    const Geom3 g = geom3(p);
+    const MicroKernel& uk = microkernel();
+    if (!uk.shifted_fn || g.k[0] != 1 || g.in[0] != 1 || p.kernel_spatial() < 2) return false;
+    for (int x = 0; x < 3; ++x)
+        if (g.s[x] != 1) return false;
+    const dim_t hp = g.out[1] + (g.k[1] - 1) * g.d[1], wp = g.out[2] + (g.k[2] - 1) * g.d[2];
+    const dim_t npan = (p.ocg() + 31) / 32, rows = p.icg() * p.kernel_spatial();
+    // The padded image and W^T within 4 MiB each.
+    return static_cast<std::size_t>(p.icg() * hp * wp + 16) * sizeof(float) <= (4u << 20) &&
+           static_cast<std::size_t>(p.groups * npan * 32 * rows) * sizeof(float) <= (4u << 20);
+}
+
+bool use_shifted(const Problem& p) {
+    if (g_shifted_mode == 2 || !shifted_possible(p)) return false;
+    if (g_shifted_mode == 1) return true;
+    const Geom3 g = geom3(p);
+    return g.out[2] >= 28 && p.ocg() >= 32;
+}
+
+void forward_shifted(const Problem& p, const ConvArgs& a, Profiler* prof) {
+    const Geom3 g = geom3(p);
+    const MicroKernel& uk = microkernel();
+    const dim_t kg = p.ocg(), cg = p.icg(), rows = cg * p.kernel_spatial();
+    const dim_t oh_n = g.out[1], ow_n = g.out[2], cols = oh_n * ow_n;
+    const dim_t hp = oh_n + (g.k[1] - 1) * g.d[1], wp = ow_n + (g.k[2] - 1) * g.d[2];
+    const dim_t plane = hp * wp, npos = oh_n * wp, ntiles = (npos + 11) / 12;
+    const dim_t npan = (kg + 31) / 32;
+    const dim_t in_h = g.in[1], in_w = g.in[2], is = in_h * in_w;
+    // W_g^T of every group, panels of 32 output channels (zero beyond K/G), and the taps' offsets.
+    std::vector<float> wt(static_cast<std::size_t>(p.groups * npan * 32 * rows));
+    std::vector<dim_t> off(static_cast<std::size_t>(rows));
+    {
+        Span s(prof, "pack_wei");
+        for (dim_t r = 0; r < rows; ++r) {
+            const dim_t ci = r / p.kernel_spatial(), t = r % p.kernel_spatial();
+            off[static_cast<std::size_t>(r)] =
+                ci * plane + (t / g.k[2]) * g.d[1] * wp + (t % g.k[2]) * g.d[2];
+        }
+        for (dim_t q = 0; q < p.groups * npan; ++q) {
+            const dim_t gi = q / npan, jp = q % npan;
+            pack_transposed(a.wei + (gi * kg + jp * 32) * rows, rows,
+                            std::min<dim_t>(32, kg - jp * 32), rows, 32, wt.data() + q * 32 * rows);
+        }
+    }
+    // Image n, group gi: its padded input (per thread), then tiles [t0, t1) of positions.
+    const auto pad = [&](dim_t n, dim_t gi, float* xp) {
+        const float* x = a.src + (n * p.ic + gi * cg) * is;
+        for (dim_t ci = 0; ci < cg; ++ci)
+            for (dim_t y = 0; y < hp; ++y) {
+                float* to = xp + ci * plane + y * wp;
+                const dim_t ih = y - g.pb[1];
+                if (ih < 0 || ih >= in_h) {
+                    std::fill_n(to, wp, 0.0f);
+                    continue;
+                }
+                const float* from = x + ci * is + ih * in_w;
+                for (dim_t xw = 0; xw < wp; ++xw) {
+                    const dim_t iw = xw - g.pb[2];
+                    to[xw] = iw >= 0 && iw < in_w ? from[iw] : 0.0f;
+                }
+            }
+        std::fill_n(xp + cg * plane, 16, 0.0f);  // read by the last tile's unused positions
+    };
+    const auto tiles = [&](dim_t n, dim_t gi, const float* xp, dim_t t0, dim_t t1) {
+        alignas(64) float tile[12 * 32];
+        float* dst = a.dst + (n * p.oc + gi * kg) * cols;
+        for (dim_t t = t0; t < t1; ++t) {
+            dim_t pos[12];  // output column of each row, or -1 (padding column, past the end)
+            for (dim_t i = 0; i < 12; ++i) {
+                const dim_t q = t * 12 + i, oh = q / wp, ow = q % wp;
+                pos[i] = q < npos && ow < ow_n ? oh * ow_n + ow : -1;
+            }
+            for (dim_t jp = 0; jp < npan; ++jp) {
+                uk.shifted_fn(rows, xp + t * 12, off.data(),
+                              wt.data() + (gi * npan + jp) * 32 * rows, tile);
+                const dim_t nv = std::min<dim_t>(32, kg - jp * 32);
+                for (dim_t j = 0; j < nv; ++j) {
+                    float* d = dst + (jp * 32 + j) * cols;
+                    for (dim_t i = 0; i < 12; ++i)
+                        if (pos[i] >= 0) d[pos[i]] = tile[i * 32 + j];
+                }
+            }
+        }
+    };
+    const std::size_t xsize = static_cast<std::size_t>(cg * plane + 16);
+    if (images_in_parallel(p.mb * p.groups)) {
+        // Whole images per thread (the profiler is not shared between threads).
+        Span s(prof, "gemm");
+#pragma omp parallel for schedule(dynamic)
+        for (dim_t q = 0; q < p.mb * p.groups; ++q) {
+            float* xp = scratch(kSubsampleSlot, xsize);
+            pad(q / p.groups, q % p.groups, xp);
+            tiles(q / p.groups, q % p.groups, xp, 0, ntiles);
+        }
+        return;
+    }
+    float* xp = scratch(kSubsampleSlot, xsize);
+    for (dim_t n = 0; n < p.mb; ++n)
+        for (dim_t gi = 0; gi < p.groups; ++gi) {
+            {
+                Span s(prof, "pad");
+                pad(n, gi, xp);
+            }
+            Span s(prof, "gemm");
+#pragma omp parallel
+            {
+                const dim_t id = omp_get_thread_num(), nt = omp_get_num_threads();
+                tiles(n, gi, xp, ntiles * id / nt, ntiles * (id + 1) / nt);
+            }
+        }
+}
+
 }  // namespace
+
+void set_shifted_forward(int mode) {
+    g_shifted_mode = mode;
+}
 
 // [SECTION] forward
 // dst_g (Kg x nb*cols) = W_g (Kg x rows) * im2col (rows x nb*cols); nb > 1 goes through a
 // buffer of nb images' outputs and is scattered to (N, K, out...).
 void forward_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler* prof) {
+    if (use_shifted(p)) {
+        forward_shifted(p, a, prof);
+        add_bias(p, a, prof);
+        return;
+    }
     const dim_t kg = p.ocg(), cg = p.icg(), rows = cg * p.kernel_spatial();
     const dim_t cols = p.out_spatial(), is = p.in_spatial();
     const dim_t nb = balanced_images(images_per_gemm(p), p.mb);

@@ -214,6 +214,36 @@ __attribute__((target("avx512f,fma"))) void kernel_avx512_edge16_rowa(dim_t kc, 
     for (int i = 0; i < MR; ++i) _mm512_storeu_ps(c + i * ldc, t[i]);
 }
 
+// The transposed product of a stride-1 convolution read from a padded input (MicroKernel::
+// shifted_fn): c (12 x 32, leading dim 32) = sum_k x[off[k] + i] * b[k*32 + j]: rows are 12
+// consecutive output positions, whose inputs for tap k lie side by side at x + off[k]; columns
+// are 32 output channels of a packed W^T panel.
+__attribute__((target("avx512f,fma"))) void kernel_avx512_shifted(dim_t kc, const float* x,
+                                                                  const dim_t* off,
+                                                                  const float* b, float* c) {
+    constexpr int MR = 12, NV = 2;
+    __m512 t[MR][NV];
+#pragma GCC unroll 12
+    for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 2
+        for (int v = 0; v < NV; ++v) t[i][v] = _mm512_setzero_ps();
+    for (dim_t k = 0; k < kc; ++k) {
+        const float* xk = x + off[k];
+        const __m512 bv[NV] = {load_b(b), load_b(b + 16)};
+#pragma GCC unroll 12
+        for (int i = 0; i < MR; ++i) {
+            const __m512 xi = _mm512_set1_ps(xk[i]);
+#pragma GCC unroll 2
+            for (int v = 0; v < NV; ++v) t[i][v] = _mm512_fmadd_ps(xi, bv[v], t[i][v]);
+        }
+        b += 16 * NV;
+    }
+#pragma GCC unroll 12
+    for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 2
+        for (int v = 0; v < NV; ++v) _mm512_storeu_ps(c + i * 32 + 16 * v, t[i][v]);
+}
+
 // 4 x 32 and 8 x 32: the last row panel of a 12 x 32 product when 4 or 8 rows remain.
 template <int MR, bool kRowA>
 __attribute__((target("avx512f,fma"))) void kernel_avx512_tail(dim_t kc, const float* a,
@@ -374,6 +404,7 @@ MicroKernel avx512_kernel() {
     for (int r = 1; r < 16; ++r) k.edge_rowa_fn[0][r] = kernel_avx512_edge16_rowa;
     k.edge_rowa_fn[1][0] = kernel_avx512_edge16_rowa;
     k.edge_rowa_fn[1][1] = kernel_avx512_edge17_rowa;
+    k.shifted_fn = kernel_avx512_shifted;
     return k;
 }
 #endif

@@ -41,6 +41,10 @@ using MicroKernelRowsFn = void (*)(dim_t kc, const float* a, const float* const*
 using MicroKernelEdgeFn = void (*)(dim_t kc, const float* a, const float* b, const float* bcol,
                                    float* c, dim_t ldc, dim_t lda);
 
+// c (12 x 32, leading dim 32) = sum over k < kc of x[off[k] + i] * b[k*32 + j]: 12 positions
+// whose inputs for reduction row k lie side by side from x + off[k], times a packed panel.
+using ShiftedFn = void (*)(dim_t kc, const float* x, const dim_t* off, const float* b, float* c);
+
 struct MicroKernel {
     const char* isa = "portable";  // avx512 | avx2 | portable
     int mr = 0, nr = 0;
@@ -55,6 +59,9 @@ struct MicroKernel {
     MicroKernelEdgeFn edge_rowa_fn[2][16] = {};
     // Last row panels of 4 and 8 rows read in place, [A row-major][rows / 8] (12 x 32 only).
     MicroKernelFn tail_fn[2][2] = {{nullptr, nullptr}, {nullptr, nullptr}};
+    // 12 output positions x 32 output channels of a stride-1 convolution from a padded input
+    // (12 x 32 only; see ShiftedFn).
+    ShiftedFn shifted_fn = nullptr;
 };
 
 // The best microkernel for this CPU (CONVLAB_ISA=avx512|avx2|portable in the environment caps
