@@ -350,16 +350,17 @@ TEST_CASE("implicit_gemm holds no work buffer above 4 MiB (conv1, 2048-channel 7
     CHECK(detail::scratch_high_water() >= std::size_t{147} * 12544 * sizeof(float));
 }
 
-TEST_CASE("implicit_gemm's stride-1 forward from a padded input equals direct") {
+TEST_CASE("implicit_gemm's forward from padded stride-phase planes equals direct") {
     RestoreCore restore;
     std::mt19937 rng(31);
     int shifted = 0;
-    // Random 1-D and 2-D stride-1 problems with padding, dilation, groups and batches, the
+    // Random 1-D and 2-D problems with strides, padding, dilation, groups and batches, the
     // shifted tiles forced wherever they apply; they record "pack_wei" (W^T), im2col does not.
     detail::set_shifted_forward(1);
-    for (int t = 0; t < 40; ++t) {
+    for (int t = 0; t < 60; ++t) {
         Problem p = larger_problem(rng, 1 + t % 2);
-        for (int i = 0; i < p.ndims; ++i) p.stride[i] = 1;
+        if (t % 3 == 0)
+            for (int i = 0; i < p.ndims; ++i) p.stride[i] = 1;
         if (!p.validate().empty() || p.kernel_spatial() < 2) continue;
         const Tensor src = integer_tensor(p.src_dims(), rng),
                      wei = integer_tensor(p.wei_dims(), rng);
@@ -368,8 +369,9 @@ TEST_CASE("implicit_gemm's stride-1 forward from a padded input equals direct") 
         check_equal(y, forward(p, src, wei, nullptr, "direct"), to_descriptor(p));
         shifted += prof.seconds("pack_wei") > 0.0;
     }
-    CHECK(shifted >= 20);
-    // By default only wide outputs with 32 or more output channels per group take it.
+    CHECK(shifted >= 30);
+    // By default only wide outputs with 32 or more output channels per group and a reduction
+    // of 256 or more take it.
     detail::set_shifted_forward(0);
     const auto ran_shifted = [&](const char* d) {
         const Problem p = parse_descriptor(d);
@@ -380,9 +382,11 @@ TEST_CASE("implicit_gemm's stride-1 forward from a padded input equals direct") 
                     forward(p, src, wei, nullptr, "direct"), d);
         return prof.seconds("pack_wei") > 0.0;
     };
-    CHECK(ran_shifted("mb2ic8ih30oc40oh30kh3ph1"));
-    CHECK(!ran_shifted("mb2ic8ih14oc40oh14kh3ph1"));  // narrow: the padding columns cost too much
-    CHECK(!ran_shifted("mb1ic8ih30oc40oh15kh3sh2ph1"));  // stride 2
+    CHECK(ran_shifted("mb2ic32ih30oc40oh30kh3ph1"));
+    CHECK(!ran_shifted("mb2ic32ih14oc40oh14kh3ph1"));  // narrow: the padding columns cost too much
+    CHECK(!ran_shifted("mb2ic8ih30oc40oh30kh3ph1"));   // K = 72
+    CHECK(ran_shifted("mb1ic32ih60oc32oh30kh3sh2ph1"));  // stride 2
+    CHECK(!ran_shifted("mb1ic3ih64oc32oh32kh7sh2ph3"));  // conv1's shape: K = 147
 }
 
 TEST_CASE("auto: backward data by col2im, by implicit_gemm on batched small 3x3 stride-1 layers") {

@@ -379,44 +379,63 @@ void sum_over_threads(int threads, float* c, std::size_t csize, const Work& work
     }
 }
 
-// Stride-1 forward computed transposed from a padded input ("shifted" tiles): with the input
-// of each channel padded to Hp x Wp (Hp = OH + (KH-1) dh, Wp = OW + (KW-1) dw), output position
-// p = oh * Wp + ow reads tap (ci, kh, kw) at ci * Hp Wp + kh dh Wp + kw dw + p: for every tap,
-// 12 consecutive positions have their inputs side by side. So dst^T (positions x K/G) = X' *
-// W_g^T runs as 12 x 32 tiles whose 12 row values are broadcast straight from the padded input
-// (MicroKernel::shifted_fn), against W_g^T packed once: nothing is gathered per panel, where
-// im2col's packer copied every tap of every panel (a quarter of the 56x56 3x3 forward). The
-// cost: the (KW-1) dw padding columns per output row are computed and dropped (3.4% at 56x56,
-// 7% at 28x28), so only wide outputs take it.
+// The forward computed transposed from a padded input split into stride phases ("shifted"
+// tiles). Each channel's input, padded, is stored as s_h x s_w phase planes of Hh x Wh
+// (space to depth: plane (ph, pw) holds padded rows s_h yy + ph and columns s_w xx + pw), with
+// Hh = OH + (KH-1) dh / s_h and Wh = OW + (KW-1) dw / s_w. Output position p = oh * Wh + ow
+// then reads tap (ci, kh, kw) at
+//   plane (ci, kh dh mod s_h, kw dw mod s_w) + (kh dh / s_h) Wh + kw dw / s_w + p,
+// so for every tap 12 consecutive positions have their inputs side by side. dst^T (positions x
+// K/G) = X' W_g^T runs as 12 x 32 tiles whose 12 row values are broadcast straight from the
+// planes (MicroKernel::shifted_fn), against W_g^T packed once: nothing is gathered per panel,
+// where im2col's packer copied every tap of every panel (a quarter of the 56x56 3x3 forward).
+// The cost: the last (KW-1) dw / s_w columns of each row of positions are computed and dropped
+// (3.4% at 56x56), so only wide outputs take it.
 int g_shifted_mode = 0;  // 0: when it pays, 1: whenever possible (tests), 2: never
+
+struct Shifted {
+    dim_t sh, sw, hh, wh, plane, npos;
+    explicit Shifted(const Geom3& g)
+        : sh(g.s[1]),
+          sw(g.s[2]),
+          hh(g.out[1] + (g.k[1] - 1) * g.d[1] / g.s[1]),
+          wh(g.out[2] + (g.k[2] - 1) * g.d[2] / g.s[2]),
+          plane(hh * wh),
+          npos(g.out[1] * wh) {}
+    // Floats of one image's planes (cg channels) and of the zeros after them, read by the
+    // dropped positions of the last row (up to Wh + 11 past the last plane).
+    dim_t size(dim_t cg) const { return cg * sh * sw * plane + slack(); }
+    dim_t slack() const { return wh + 16; }
+};
 
 bool shifted_possible(const Problem& p) {
     const Geom3 g = geom3(p);
     const MicroKernel& uk = microkernel();
-    if (!uk.shifted_fn || g.k[0] != 1 || g.in[0] != 1 || p.kernel_spatial() < 2) return false;
-    for (int x = 0; x < 3; ++x)
-        if (g.s[x] != 1) return false;
-    const dim_t hp = g.out[1] + (g.k[1] - 1) * g.d[1], wp = g.out[2] + (g.k[2] - 1) * g.d[2];
+    if (!uk.shifted_fn || g.k[0] != 1 || g.in[0] != 1 || g.s[0] != 1 || p.kernel_spatial() < 2)
+        return false;
+    const Shifted sg(g);
     const dim_t npan = (p.ocg() + 31) / 32, rows = p.icg() * p.kernel_spatial();
-    // The padded image and W^T within 4 MiB each.
-    return static_cast<std::size_t>(p.icg() * hp * wp + 16) * sizeof(float) <= (4u << 20) &&
+    // The planes and W^T within 4 MiB each.
+    return static_cast<std::size_t>(sg.size(p.icg())) * sizeof(float) <= (4u << 20) &&
            static_cast<std::size_t>(p.groups * npan * 32 * rows) * sizeof(float) <= (4u << 20);
 }
 
 bool use_shifted(const Problem& p) {
     if (g_shifted_mode == 2 || !shifted_possible(p)) return false;
     if (g_shifted_mode == 1) return true;
+    // conv1 (K = 147) measured no gain (batch 32: 46 against 42 ms): a short reduction leaves
+    // the per-tile work (pointers, the transposed store) a larger share.
     const Geom3 g = geom3(p);
-    return g.out[2] >= 28 && p.ocg() >= 32;
+    return g.out[2] >= 28 && p.ocg() >= 32 && p.icg() * p.kernel_spatial() >= 256;
 }
 
 void forward_shifted(const Problem& p, const ConvArgs& a, Profiler* prof) {
     const Geom3 g = geom3(p);
     const MicroKernel& uk = microkernel();
-    const dim_t kg = p.ocg(), cg = p.icg(), rows = cg * p.kernel_spatial();
+    const Shifted sg(g);
+    const dim_t kg = p.ocg(), cg = p.icg(), ks = p.kernel_spatial(), rows = cg * ks;
     const dim_t oh_n = g.out[1], ow_n = g.out[2], cols = oh_n * ow_n;
-    const dim_t hp = oh_n + (g.k[1] - 1) * g.d[1], wp = ow_n + (g.k[2] - 1) * g.d[2];
-    const dim_t plane = hp * wp, npos = oh_n * wp, ntiles = (npos + 11) / 12;
+    const dim_t wh = sg.wh, npos = sg.npos, ntiles = (npos + 11) / 12;
     const dim_t npan = (kg + 31) / 32;
     const dim_t in_h = g.in[1], in_w = g.in[2], is = in_h * in_w;
     // W_g^T of every group, panels of 32 output channels (zero beyond K/G), and the taps' offsets.
@@ -425,9 +444,11 @@ void forward_shifted(const Problem& p, const ConvArgs& a, Profiler* prof) {
     {
         Span s(prof, "pack_wei");
         for (dim_t r = 0; r < rows; ++r) {
-            const dim_t ci = r / p.kernel_spatial(), t = r % p.kernel_spatial();
+            const dim_t ci = r / ks, th = (r % ks) / g.k[2] * g.d[1],
+                        tw = (r % ks) % g.k[2] * g.d[2];
             off[static_cast<std::size_t>(r)] =
-                ci * plane + (t / g.k[2]) * g.d[1] * wp + (t % g.k[2]) * g.d[2];
+                ((ci * sg.sh + th % sg.sh) * sg.sw + tw % sg.sw) * sg.plane + th / sg.sh * wh +
+                tw / sg.sw;
         }
         for (dim_t q = 0; q < p.groups * npan; ++q) {
             const dim_t gi = q / npan, jp = q % npan;
@@ -435,24 +456,27 @@ void forward_shifted(const Problem& p, const ConvArgs& a, Profiler* prof) {
                             std::min<dim_t>(32, kg - jp * 32), rows, 32, wt.data() + q * 32 * rows);
         }
     }
-    // Image n, group gi: its padded input (per thread), then tiles [t0, t1) of positions.
-    const auto pad = [&](dim_t n, dim_t gi, float* xp) {
+    // Image n, group gi: its planes (per thread), then tiles [t0, t1) of positions.
+    // Channels [c0, c1) of image n, group gi into the planes at xp.
+    const auto pad = [&](dim_t n, dim_t gi, float* xp, dim_t c0, dim_t c1) {
         const float* x = a.src + (n * p.ic + gi * cg) * is;
-        for (dim_t ci = 0; ci < cg; ++ci)
-            for (dim_t y = 0; y < hp; ++y) {
-                float* to = xp + ci * plane + y * wp;
-                const dim_t ih = y - g.pb[1];
-                if (ih < 0 || ih >= in_h) {
-                    std::fill_n(to, wp, 0.0f);
-                    continue;
+        for (dim_t ci = c0; ci < c1; ++ci)
+            for (dim_t ph = 0; ph < sg.sh; ++ph)
+                for (dim_t pw = 0; pw < sg.sw; ++pw) {
+                    // Columns xx in [lo, hi) lie inside the input: iw = xx s_w + pw - pb.
+                    dim_t lo = 0, hi = 0;
+                    valid_range(pw - g.pb[2], sg.sw, in_w, wh, lo, hi);
+                    for (dim_t yy = 0; yy < sg.hh; ++yy) {
+                        float* to = xp + ((ci * sg.sh + ph) * sg.sw + pw) * sg.plane + yy * wh;
+                        const dim_t ih = yy * sg.sh + ph - g.pb[1];
+                        if (ih < 0 || ih >= in_h) {
+                            std::fill_n(to, wh, 0.0f);
+                            continue;
+                        }
+                        copy_run(x + ci * is + ih * in_w + pw - g.pb[2], sg.sw, lo, hi, wh, to);
+                    }
                 }
-                const float* from = x + ci * is + ih * in_w;
-                for (dim_t xw = 0; xw < wp; ++xw) {
-                    const dim_t iw = xw - g.pb[2];
-                    to[xw] = iw >= 0 && iw < in_w ? from[iw] : 0.0f;
-                }
-            }
-        std::fill_n(xp + cg * plane, 16, 0.0f);  // read by the last tile's unused positions
+        if (c1 == cg) std::fill_n(xp + sg.size(cg) - sg.slack(), sg.slack(), 0.0f);
     };
     const auto tiles = [&](dim_t n, dim_t gi, const float* xp, dim_t t0, dim_t t1) {
         alignas(64) float tile[12 * 32];
@@ -460,29 +484,35 @@ void forward_shifted(const Problem& p, const ConvArgs& a, Profiler* prof) {
         for (dim_t t = t0; t < t1; ++t) {
             dim_t pos[12];  // output column of each row, or -1 (padding column, past the end)
             for (dim_t i = 0; i < 12; ++i) {
-                const dim_t q = t * 12 + i, oh = q / wp, ow = q % wp;
+                const dim_t q = t * 12 + i, oh = q / wh, ow = q % wh;
                 pos[i] = q < npos && ow < ow_n ? oh * ow_n + ow : -1;
             }
+            // All 12 positions in one output row: the kernel stores them transposed, in place.
+            const bool whole = pos[0] >= 0 && pos[11] == pos[0] + 11;
             for (dim_t jp = 0; jp < npan; ++jp) {
-                uk.shifted_fn(rows, xp + t * 12, off.data(),
-                              wt.data() + (gi * npan + jp) * 32 * rows, tile);
                 const dim_t nv = std::min<dim_t>(32, kg - jp * 32);
-                for (dim_t j = 0; j < nv; ++j) {
-                    float* d = dst + (jp * 32 + j) * cols;
-                    for (dim_t i = 0; i < 12; ++i)
-                        if (pos[i] >= 0) d[pos[i]] = tile[i * 32 + j];
+                const float* w = wt.data() + (gi * npan + jp) * 32 * rows;
+                float* d = dst + jp * 32 * cols;
+                if (whole) {
+                    uk.shifted_fn(rows, xp + t * 12, off.data(), w, d + pos[0], cols,
+                                  static_cast<int>(nv));
+                    continue;
                 }
+                uk.shifted_fn(rows, xp + t * 12, off.data(), w, tile, 0, 32);
+                for (dim_t j = 0; j < nv; ++j)
+                    for (dim_t i = 0; i < 12; ++i)
+                        if (pos[i] >= 0) d[j * cols + pos[i]] = tile[i * 32 + j];
             }
         }
     };
-    const std::size_t xsize = static_cast<std::size_t>(cg * plane + 16);
+    const std::size_t xsize = static_cast<std::size_t>(sg.size(cg));
     if (images_in_parallel(p.mb * p.groups)) {
         // Whole images per thread (the profiler is not shared between threads).
         Span s(prof, "gemm");
 #pragma omp parallel for schedule(dynamic)
         for (dim_t q = 0; q < p.mb * p.groups; ++q) {
             float* xp = scratch(kSubsampleSlot, xsize);
-            pad(q / p.groups, q % p.groups, xp);
+            pad(q / p.groups, q % p.groups, xp, 0, cg);
             tiles(q / p.groups, q % p.groups, xp, 0, ntiles);
         }
         return;
@@ -492,7 +522,11 @@ void forward_shifted(const Problem& p, const ConvArgs& a, Profiler* prof) {
         for (dim_t gi = 0; gi < p.groups; ++gi) {
             {
                 Span s(prof, "pad");
-                pad(n, gi, xp);
+#pragma omp parallel
+                {
+                    const dim_t id = omp_get_thread_num(), nt = omp_get_num_threads();
+                    pad(n, gi, xp, cg * id / nt, cg * (id + 1) / nt);
+                }
             }
             Span s(prof, "gemm");
 #pragma omp parallel

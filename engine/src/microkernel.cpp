@@ -34,6 +34,32 @@ namespace {
 // Register tile: MR rows x NR columns of C held in registers for the whole k loop; each k step
 // loads NR/W vectors of B and broadcasts MR values of A.
 #ifdef CONVLAB_X86
+// r[c] = column c of the 16 x 16 block whose rows are r[0..16).
+__attribute__((target("avx512f"))) inline void transpose16(__m512 r[16]) {
+    __m512 t[16], u[16];
+    for (int i = 0; i < 8; ++i) {
+        t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    // u[4i + m], 128-bit lane L: column 4L + m of rows 4i .. 4i+3.
+    for (int i = 0; i < 4; ++i) {
+        u[4 * i + 0] = _mm512_shuffle_ps(t[4 * i + 0], t[4 * i + 2], 0x44);
+        u[4 * i + 1] = _mm512_shuffle_ps(t[4 * i + 0], t[4 * i + 2], 0xEE);
+        u[4 * i + 2] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
+        u[4 * i + 3] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
+    }
+    for (int m = 0; m < 4; ++m) {
+        const __m512 v0 = _mm512_shuffle_f32x4(u[m], u[4 + m], 0x44);
+        const __m512 v1 = _mm512_shuffle_f32x4(u[8 + m], u[12 + m], 0x44);
+        const __m512 v2 = _mm512_shuffle_f32x4(u[m], u[4 + m], 0xEE);
+        const __m512 v3 = _mm512_shuffle_f32x4(u[8 + m], u[12 + m], 0xEE);
+        r[m] = _mm512_shuffle_f32x4(v0, v1, 0x88);
+        r[4 + m] = _mm512_shuffle_f32x4(v0, v1, 0xDD);
+        r[8 + m] = _mm512_shuffle_f32x4(v2, v3, 0x88);
+        r[12 + m] = _mm512_shuffle_f32x4(v2, v3, 0xDD);
+    }
+}
+
 // B's vectors loaded once per k into registers. With few rows GCC folds each load into every
 // FMA that uses it (a 512-bit load per FMA): the 4 x 32 tile ran at half the FMA rate
 // (57 against 108 GFLOP/s on one core, kc = 256, operands in L1). The empty asm makes the
@@ -219,8 +245,8 @@ __attribute__((target("avx512f,fma"))) void kernel_avx512_edge16_rowa(dim_t kc, 
 // consecutive output positions, whose inputs for tap k lie side by side at x + off[k]; columns
 // are 32 output channels of a packed W^T panel.
 __attribute__((target("avx512f,fma"))) void kernel_avx512_shifted(dim_t kc, const float* x,
-                                                                  const dim_t* off,
-                                                                  const float* b, float* c) {
+                                                                  const dim_t* off, const float* b,
+                                                                  float* c, dim_t ldt, int nv) {
     constexpr int MR = 12, NV = 2;
     __m512 t[MR][NV];
 #pragma GCC unroll 12
@@ -238,10 +264,25 @@ __attribute__((target("avx512f,fma"))) void kernel_avx512_shifted(dim_t kc, cons
         }
         b += 16 * NV;
     }
+    if (ldt == 0) {
 #pragma GCC unroll 12
-    for (int i = 0; i < MR; ++i)
+        for (int i = 0; i < MR; ++i)
 #pragma GCC unroll 2
-        for (int v = 0; v < NV; ++v) _mm512_storeu_ps(c + i * 32 + 16 * v, t[i][v]);
+            for (int v = 0; v < NV; ++v) _mm512_storeu_ps(c + i * 32 + 16 * v, t[i][v]);
+        return;
+    }
+    // Transposed: each of the first nv channels' 12 positions, one 256- and one 128-bit store.
+    for (int v = 0; v < NV; ++v) {
+        __m512 r[16];
+        for (int i = 0; i < MR; ++i) r[i] = t[i][v];
+        for (int i = MR; i < 16; ++i) r[i] = _mm512_setzero_ps();
+        transpose16(r);
+        for (int j = 0; j < 16 && 16 * v + j < nv; ++j) {
+            float* cj = c + (16 * v + j) * ldt;
+            _mm256_storeu_ps(cj, _mm512_castps512_ps256(r[j]));
+            _mm_storeu_ps(cj + 8, _mm512_extractf32x4_ps(r[j], 2));
+        }
+    }
 }
 
 // 4 x 32 and 8 x 32: the last row panel of a 12 x 32 product when 4 or 8 rows remain.
@@ -504,32 +545,6 @@ void pack_a(const StridedA& a, dim_t i0, dim_t mc, dim_t k0, dim_t kc, int mr, f
 
 namespace {
 #ifdef CONVLAB_X86
-// r[c] = column c of the 16 x 16 block whose rows are r[0..16).
-__attribute__((target("avx512f"))) inline void transpose16(__m512 r[16]) {
-    __m512 t[16], u[16];
-    for (int i = 0; i < 8; ++i) {
-        t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
-    }
-    // u[4i + m], 128-bit lane L: column 4L + m of rows 4i .. 4i+3.
-    for (int i = 0; i < 4; ++i) {
-        u[4 * i + 0] = _mm512_shuffle_ps(t[4 * i + 0], t[4 * i + 2], 0x44);
-        u[4 * i + 1] = _mm512_shuffle_ps(t[4 * i + 0], t[4 * i + 2], 0xEE);
-        u[4 * i + 2] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
-        u[4 * i + 3] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
-    }
-    for (int m = 0; m < 4; ++m) {
-        const __m512 v0 = _mm512_shuffle_f32x4(u[m], u[4 + m], 0x44);
-        const __m512 v1 = _mm512_shuffle_f32x4(u[8 + m], u[12 + m], 0x44);
-        const __m512 v2 = _mm512_shuffle_f32x4(u[m], u[4 + m], 0xEE);
-        const __m512 v3 = _mm512_shuffle_f32x4(u[8 + m], u[12 + m], 0xEE);
-        r[m] = _mm512_shuffle_f32x4(v0, v1, 0x88);
-        r[4 + m] = _mm512_shuffle_f32x4(v0, v1, 0xDD);
-        r[8 + m] = _mm512_shuffle_f32x4(v2, v3, 0x88);
-        r[12 + m] = _mm512_shuffle_f32x4(v2, v3, 0xDD);
-    }
-}
-
 __attribute__((target("avx512f"))) void pack_transposed_avx512(const float* src, dim_t ld, dim_t nv,
                                                                dim_t kc, int nr, float* dst) {
     for (dim_t j0 = 0; j0 < nr; j0 += 16) {

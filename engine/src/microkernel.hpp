@@ -41,9 +41,11 @@ using MicroKernelRowsFn = void (*)(dim_t kc, const float* a, const float* const*
 using MicroKernelEdgeFn = void (*)(dim_t kc, const float* a, const float* b, const float* bcol,
                                    float* c, dim_t ldc, dim_t lda);
 
-// c (12 x 32, leading dim 32) = sum over k < kc of x[off[k] + i] * b[k*32 + j]: 12 positions
-// whose inputs for reduction row k lie side by side from x + off[k], times a packed panel.
-using ShiftedFn = void (*)(dim_t kc, const float* x, const dim_t* off, const float* b, float* c);
+// t (12 x 32) = sum over k < kc of x[off[k] + i] * b[k*32 + j]: 12 positions whose inputs for
+// reduction row k lie side by side from x + off[k], times a packed panel. Stored to c[i*32 + j]
+// when ldt is 0, else transposed, c[j*ldt + i] for j < nv.
+using ShiftedFn = void (*)(dim_t kc, const float* x, const dim_t* off, const float* b, float* c,
+                           dim_t ldt, int nv);
 
 struct MicroKernel {
     const char* isa = "portable";  // avx512 | avx2 | portable
