@@ -350,10 +350,10 @@ TEST_CASE("implicit_gemm holds no work buffer above 4 MiB (conv1, 2048-channel 7
     CHECK(detail::scratch_high_water() >= std::size_t{147} * 12544 * sizeof(float));
 }
 
-TEST_CASE("implicit_gemm's forward from padded stride-phase planes equals direct") {
+TEST_CASE("implicit_gemm's forward and weight gradient from padded stride-phase planes") {
     RestoreCore restore;
     std::mt19937 rng(31);
-    int shifted = 0;
+    int shifted = 0, shifted_wgrad = 0;
     // Random 1-D and 2-D problems with strides, padding, dilation, groups and batches, the
     // shifted tiles forced wherever they apply; they record "pack_wei" (W^T), im2col does not.
     detail::set_shifted_forward(1);
@@ -368,8 +368,24 @@ TEST_CASE("implicit_gemm's forward from padded stride-phase planes equals direct
         const Tensor y = forward(p, src, wei, nullptr, "implicit_gemm", &prof);
         check_equal(y, forward(p, src, wei, nullptr, "direct"), to_descriptor(p));
         shifted += prof.seconds("pack_wei") > 0.0;
+        const Tensor dy = integer_tensor(p.dst_dims(), rng);
+        check_equal(backward_weight(p, src, dy, "implicit_gemm"),
+                    backward_weight(p, src, dy, "direct"), to_descriptor(p) + " bwd_weight");
+        shifted_wgrad += detail::shifted_applies(p, Pass::BackwardWeight);
     }
     CHECK(shifted >= 30);
+    CHECK(shifted_wgrad >= 30);
+    // The weight gradient's thread splits: whole images per thread, then the partials added
+    // (batch 4), and the tiles of each image (batches 1 and 2).
+    for (const char* d : {"mb4ic16ih30oc40oh30kh3ph1", "mb1ic3ih96oc64oh48kh7sh2ph3",
+                          "mb2ic3ih100oc70oh50kh7sh2ph3"}) {
+        const Problem p = parse_descriptor(d);
+        const Tensor src = integer_tensor(p.src_dims(), rng),
+                     dy = integer_tensor(p.dst_dims(), rng);
+        CHECK(detail::shifted_applies(p, Pass::BackwardWeight));
+        check_equal(backward_weight(p, src, dy, "implicit_gemm"),
+                    backward_weight(p, src, dy, "direct"), d);
+    }
     // By default only wide outputs with 32 or more output channels per group and a reduction
     // of 256 or more take it.
     detail::set_shifted_forward(0);

@@ -8,9 +8,11 @@ namespace convlab::detail {
 void forward_direct(const Problem& p, const ConvArgs& a, Profiler* prof);
 void forward_im2col_gemm(const Problem& p, const ConvArgs& a, Profiler* prof);
 void forward_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler* prof);
-// Whether implicit_gemm's stride-1 forward reads shifted tiles of a padded input: 0 where it
-// pays (the default), 1 wherever it can (tests), 2 never.
+// Whether implicit_gemm's forward and weight gradient read shifted tiles of padded stride-phase
+// planes: 0 where it pays (the default), 1 wherever it can (tests), 2 never.
 void set_shifted_forward(int mode);
+// Whether implicit_gemm runs that pass of p from the padded stride-phase planes.
+bool shifted_applies(const Problem& p, Pass pass);
 
 void backward_data_direct(const Problem& p, const ConvArgs& a, Profiler* prof);
 void backward_data_col2im(const Problem& p, const ConvArgs& a, Profiler* prof);

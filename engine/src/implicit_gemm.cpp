@@ -394,18 +394,54 @@ void sum_over_threads(int threads, float* c, std::size_t csize, const Work& work
 int g_shifted_mode = 0;  // 0: when it pays, 1: whenever possible (tests), 2: never
 
 struct Shifted {
-    dim_t sh, sw, hh, wh, plane, npos;
-    explicit Shifted(const Geom3& g)
-        : sh(g.s[1]),
+    Geom3 g;
+    dim_t sh, sw, hh, wh, plane, npos, cg, ks, rows;
+    std::vector<dim_t> off;  // per reduction row r = (ci, kh, kw): where its inputs start
+    explicit Shifted(const Problem& p)
+        : g(geom3(p)),
+          sh(g.s[1]),
           sw(g.s[2]),
           hh(g.out[1] + (g.k[1] - 1) * g.d[1] / g.s[1]),
           wh(g.out[2] + (g.k[2] - 1) * g.d[2] / g.s[2]),
           plane(hh * wh),
-          npos(g.out[1] * wh) {}
-    // Floats of one image's planes (cg channels) and of the zeros after them, read by the
-    // dropped positions of the last row (up to Wh + 11 past the last plane).
-    dim_t size(dim_t cg) const { return cg * sh * sw * plane + slack(); }
+          npos(g.out[1] * wh),
+          cg(p.icg()),
+          ks(p.kernel_spatial()),
+          rows(cg * ks) {}
+    // Floats of one image's planes and of the zeros after them, read by the dropped positions
+    // of the last row (up to Wh + 11 past the last plane).
+    dim_t size() const { return cg * sh * sw * plane + slack(); }
     dim_t slack() const { return wh + 16; }
+    void make_offsets() {
+        off.resize(static_cast<std::size_t>(rows));
+        for (dim_t r = 0; r < rows; ++r) {
+            const dim_t ci = r / ks, th = (r % ks) / g.k[2] * g.d[1],
+                        tw = (r % ks) % g.k[2] * g.d[2];
+            off[static_cast<std::size_t>(r)] =
+                ((ci * sh + th % sh) * sw + tw % sw) * plane + th / sh * wh + tw / sw;
+        }
+    }
+    // Channels [c0, c1) of the image whose group's first channel is at x into the planes at xp.
+    void pad(const float* x, float* xp, dim_t c0, dim_t c1) const {
+        const dim_t in_h = g.in[1], in_w = g.in[2], is = in_h * in_w;
+        for (dim_t ci = c0; ci < c1; ++ci)
+            for (dim_t ph = 0; ph < sh; ++ph)
+                for (dim_t pw = 0; pw < sw; ++pw) {
+                    // Columns xx in [lo, hi) lie inside the input: iw = xx s_w + pw - pb.
+                    dim_t lo = 0, hi = 0;
+                    valid_range(pw - g.pb[2], sw, in_w, wh, lo, hi);
+                    for (dim_t yy = 0; yy < hh; ++yy) {
+                        float* to = xp + ((ci * sh + ph) * sw + pw) * plane + yy * wh;
+                        const dim_t ih = yy * sh + ph - g.pb[1];
+                        if (ih < 0 || ih >= in_h) {
+                            std::fill_n(to, wh, 0.0f);
+                            continue;
+                        }
+                        copy_run(x + ci * is + ih * in_w + pw - g.pb[2], sw, lo, hi, wh, to);
+                    }
+                }
+        if (c1 == cg) std::fill_n(xp + size() - slack(), slack(), 0.0f);
+    }
 };
 
 bool shifted_possible(const Problem& p) {
@@ -413,11 +449,23 @@ bool shifted_possible(const Problem& p) {
     const MicroKernel& uk = microkernel();
     if (!uk.shifted_fn || g.k[0] != 1 || g.in[0] != 1 || g.s[0] != 1 || p.kernel_spatial() < 2)
         return false;
-    const Shifted sg(g);
+    const Shifted sg(p);
     const dim_t npan = (p.ocg() + 31) / 32, rows = p.icg() * p.kernel_spatial();
     // The planes and W^T within 4 MiB each.
-    return static_cast<std::size_t>(sg.size(p.icg())) * sizeof(float) <= (4u << 20) &&
+    return static_cast<std::size_t>(sg.size()) * sizeof(float) <= (4u << 20) &&
            static_cast<std::size_t>(p.groups * npan * 32 * rows) * sizeof(float) <= (4u << 20);
+}
+
+// The weight gradient from the planes: dW_g^T (rows x K/G) = X' dY_g^T over the positions,
+// 12 reduction rows (each contiguous along the positions from its offset) by 32 output
+// channels of dY^T packed with zeros at the dropped positions. Its packed dY^T (K/G x
+// positions) within 4 MiB.
+bool use_shifted_wgrad(const Problem& p) {
+    if (g_shifted_mode == 2 || !shifted_possible(p)) return false;
+    const Shifted sg(p);
+    const dim_t npan = (p.ocg() + 31) / 32;
+    if (static_cast<std::size_t>(npan * 32 * sg.npos) * sizeof(float) > (4u << 20)) return false;
+    return g_shifted_mode == 1 || (sg.g.out[2] >= 28 && p.ocg() >= 32);
 }
 
 bool use_shifted(const Problem& p) {
@@ -430,54 +478,30 @@ bool use_shifted(const Problem& p) {
 }
 
 void forward_shifted(const Problem& p, const ConvArgs& a, Profiler* prof) {
-    const Geom3 g = geom3(p);
     const MicroKernel& uk = microkernel();
-    const Shifted sg(g);
-    const dim_t kg = p.ocg(), cg = p.icg(), ks = p.kernel_spatial(), rows = cg * ks;
+    Shifted sg(p);
+    const Geom3& g = sg.g;
+    const dim_t kg = p.ocg(), cg = sg.cg, rows = sg.rows;
     const dim_t oh_n = g.out[1], ow_n = g.out[2], cols = oh_n * ow_n;
     const dim_t wh = sg.wh, npos = sg.npos, ntiles = (npos + 11) / 12;
-    const dim_t npan = (kg + 31) / 32;
-    const dim_t in_h = g.in[1], in_w = g.in[2], is = in_h * in_w;
+    const dim_t npan = (kg + 31) / 32, is = g.in[1] * g.in[2];
     // W_g^T of every group, panels of 32 output channels (zero beyond K/G), and the taps' offsets.
     std::vector<float> wt(static_cast<std::size_t>(p.groups * npan * 32 * rows));
-    std::vector<dim_t> off(static_cast<std::size_t>(rows));
     {
         Span s(prof, "pack_wei");
-        for (dim_t r = 0; r < rows; ++r) {
-            const dim_t ci = r / ks, th = (r % ks) / g.k[2] * g.d[1],
-                        tw = (r % ks) % g.k[2] * g.d[2];
-            off[static_cast<std::size_t>(r)] =
-                ((ci * sg.sh + th % sg.sh) * sg.sw + tw % sg.sw) * sg.plane + th / sg.sh * wh +
-                tw / sg.sw;
-        }
+        sg.make_offsets();
         for (dim_t q = 0; q < p.groups * npan; ++q) {
             const dim_t gi = q / npan, jp = q % npan;
             pack_transposed(a.wei + (gi * kg + jp * 32) * rows, rows,
                             std::min<dim_t>(32, kg - jp * 32), rows, 32, wt.data() + q * 32 * rows);
         }
     }
-    // Image n, group gi: its planes (per thread), then tiles [t0, t1) of positions.
+    const std::vector<dim_t>& off = sg.off;
     // Channels [c0, c1) of image n, group gi into the planes at xp.
     const auto pad = [&](dim_t n, dim_t gi, float* xp, dim_t c0, dim_t c1) {
-        const float* x = a.src + (n * p.ic + gi * cg) * is;
-        for (dim_t ci = c0; ci < c1; ++ci)
-            for (dim_t ph = 0; ph < sg.sh; ++ph)
-                for (dim_t pw = 0; pw < sg.sw; ++pw) {
-                    // Columns xx in [lo, hi) lie inside the input: iw = xx s_w + pw - pb.
-                    dim_t lo = 0, hi = 0;
-                    valid_range(pw - g.pb[2], sg.sw, in_w, wh, lo, hi);
-                    for (dim_t yy = 0; yy < sg.hh; ++yy) {
-                        float* to = xp + ((ci * sg.sh + ph) * sg.sw + pw) * sg.plane + yy * wh;
-                        const dim_t ih = yy * sg.sh + ph - g.pb[1];
-                        if (ih < 0 || ih >= in_h) {
-                            std::fill_n(to, wh, 0.0f);
-                            continue;
-                        }
-                        copy_run(x + ci * is + ih * in_w + pw - g.pb[2], sg.sw, lo, hi, wh, to);
-                    }
-                }
-        if (c1 == cg) std::fill_n(xp + sg.size(cg) - sg.slack(), sg.slack(), 0.0f);
+        sg.pad(a.src + (n * p.ic + gi * cg) * is, xp, c0, c1);
     };
+    // Tiles [t0, t1) of positions of image n, group gi.
     const auto tiles = [&](dim_t n, dim_t gi, const float* xp, dim_t t0, dim_t t1) {
         alignas(64) float tile[12 * 32];
         float* dst = a.dst + (n * p.oc + gi * kg) * cols;
@@ -505,7 +529,7 @@ void forward_shifted(const Problem& p, const ConvArgs& a, Profiler* prof) {
             }
         }
     };
-    const std::size_t xsize = static_cast<std::size_t>(sg.size(cg));
+    const std::size_t xsize = static_cast<std::size_t>(sg.size());
     if (images_in_parallel(p.mb * p.groups)) {
         // Whole images per thread (the profiler is not shared between threads).
         Span s(prof, "gemm");
@@ -541,6 +565,11 @@ void forward_shifted(const Problem& p, const ConvArgs& a, Profiler* prof) {
 
 void set_shifted_forward(int mode) {
     g_shifted_mode = mode;
+}
+
+bool shifted_applies(const Problem& p, Pass pass) {
+    return pass == Pass::Forward ? use_shifted(p)
+                                 : pass == Pass::BackwardWeight && use_shifted_wgrad(p);
 }
 
 // [SECTION] forward
@@ -891,12 +920,51 @@ void backward_weight_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler
     const dim_t kg = p.ocg(), cg = p.icg(), rows = cg * p.kernel_spatial();
     const dim_t cols = p.out_spatial(), is = p.in_spatial();
     const bool identity = im2col_is_identity(p);
+    // Wide strided or 3x3 layers: from padded stride-phase planes (use_shifted_wgrad).
+    const bool shifted = use_shifted_wgrad(p);
+    Shifted sg(p);
+    if (shifted) sg.make_offsets();
+    const dim_t npan = (kg + 31) / 32, ow_n = sg.g.out[2];
+    // out += dY_g(n) X'(n)^T, on the calling thread, or with `split` on all threads (each
+    // padding channels, packing dY^T rows, then computing tiles of out of its own).
+    auto shifted_image = [&](dim_t g, dim_t n, float* out, bool acc, bool split) {
+        const MicroKernel& uk = microkernel();
+        float* xp = scratch(kSubsampleSlot, static_cast<std::size_t>(sg.size()));
+        const dim_t pk = sg.npos, oh_n = sg.g.out[1], ntiles = npan * ((rows + 11) / 12);
+        float* dyt = scratch(kPackedDySlot, static_cast<std::size_t>(npan * pk * 32));
+        const float* dy = a.diff_dst + (n * p.oc + g * kg) * cols;
+        const int threads = split ? omp_get_max_threads() : 1;
+#pragma omp parallel num_threads(threads)
+        {
+            const dim_t id = omp_get_thread_num(), nt = omp_get_num_threads();
+            sg.pad(a.src + (n * p.ic + g * cg) * is, xp, cg * id / nt, cg * (id + 1) / nt);
+            // dY^T by panels of 32 channels, each output row then zeros at its dropped positions.
+            for (dim_t q = npan * oh_n * id / nt; q < npan * oh_n * (id + 1) / nt; ++q) {
+                const dim_t jp = q / oh_n, oh = q % oh_n;
+                float* d = dyt + (jp * pk + oh * sg.wh) * 32;
+                pack_transposed(dy + jp * 32 * cols + oh * ow_n, cols,
+                                std::min<dim_t>(32, kg - jp * 32), ow_n, 32, d);
+                std::fill(d + ow_n * 32, d + sg.wh * 32, 0.0f);
+            }
+#pragma omp barrier
+            const float* rp[12];
+            for (dim_t t = ntiles * id / nt; t < ntiles * (id + 1) / nt; ++t) {
+                const dim_t jp = t % npan, r0 = t / npan * 12;
+                for (dim_t i = 0; i < 12; ++i)
+                    rp[i] = xp + sg.off[static_cast<std::size_t>(std::min(r0 + i, rows - 1))];
+                uk.shifted_rows_fn(pk, rp, dyt + jp * pk * 32, out + jp * 32 * rows + r0, rows,
+                                   static_cast<int>(std::min<dim_t>(12, rows - r0)),
+                                   static_cast<int>(std::min<dim_t>(32, kg - jp * 32)), acc);
+            }
+        }
+    };
     // out (Kg x rows) = (acc ? out : 0) + dY_g(n) * im2col(n)^T over the positions [q0, q1).
     // Strided 1x1: B^T is the input sampled at the strides, transposed (as in the forward).
     const bool subsample = can_subsample(p, 1);
     const Geom3 geo = geom3(p);
     const bool deint = !subsample && !identity && can_deinterleave(p, 1);
     auto image = [&](dim_t g, dim_t n, float* out, bool acc, dim_t q0, dim_t q1) {
+        if (shifted) return shifted_image(g, n, out, acc, false);  // whole images (q0 = 0)
         Im2col m(p, a.src + (n * p.ic + g * cg) * is);
         if (deint)
             deinterleave_w(m, 1, cg, scratch(kSubsampleSlot, static_cast<std::size_t>(cg * is)));
@@ -919,6 +987,12 @@ void backward_weight_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler
     // instead. conv1 at batch 1, 2 threads: 2.11 -> 1.68 ms; with 784 positions (28x28) it
     // measured slower, hence the 1024 positions per thread.
     const bool by_images = images_in_parallel(p.mb);
+    if (shifted && !by_images) {  // the threads split each image's tiles
+        for (dim_t g = 0; g < p.groups; ++g)
+            for (dim_t n = 0; n < p.mb; ++n)
+                shifted_image(g, n, a.diff_wei + g * kg * rows, n > 0, true);
+        return;
+    }
     bool by_positions = false;
     if (!by_images && t > 1 && !omp_in_parallel() && cols >= 1024 * t) {
         int tm = 1, tn = 1;

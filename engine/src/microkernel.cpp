@@ -285,6 +285,56 @@ __attribute__((target("avx512f,fma"))) void kernel_avx512_shifted(dim_t kc, cons
     }
 }
 
+// The weight gradient's counterpart (MicroKernel::shifted_rows_fn): t (12 x 32) = sum_k
+// arows[i][k] * b[k*32 + j], row i read from its own pointer (12 reduction rows of the padded
+// input, each contiguous along the positions k), b a packed panel of dY^T; then c[j*ldt + i]
+// (+= when acc) for i < mv, j < nv.
+__attribute__((target("avx512f,fma"))) void kernel_avx512_shifted_rows(
+    dim_t kc, const float* const* arows, const float* b, float* c, dim_t ldt, int mv, int nv,
+    bool acc) {
+    constexpr int MR = 12, NV = 2;
+    const float* r[MR];
+    for (int i = 0; i < MR; ++i) r[i] = arows[i];
+    __m512 t[MR][NV];
+#pragma GCC unroll 12
+    for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 2
+        for (int v = 0; v < NV; ++v) t[i][v] = _mm512_setzero_ps();
+    for (dim_t k = 0; k < kc; ++k) {
+        const __m512 bv[NV] = {load_b(b), load_b(b + 16)};
+#pragma GCC unroll 12
+        for (int i = 0; i < MR; ++i) {
+            const __m512 ai = _mm512_set1_ps(r[i][k]);
+#pragma GCC unroll 2
+            for (int v = 0; v < NV; ++v) t[i][v] = _mm512_fmadd_ps(ai, bv[v], t[i][v]);
+        }
+        b += 16 * NV;
+    }
+    for (int v = 0; v < NV; ++v) {
+        __m512 q[16];
+        for (int i = 0; i < MR; ++i) q[i] = t[i][v];
+        for (int i = MR; i < 16; ++i) q[i] = _mm512_setzero_ps();
+        transpose16(q);
+        alignas(64) float col[16];
+        for (int j = 0; j < 16 && 16 * v + j < nv; ++j) {
+            float* cj = c + (16 * v + j) * ldt;
+            if (mv == MR) {
+                __m256 lo = _mm512_castps512_ps256(q[j]);
+                __m128 hi = _mm512_extractf32x4_ps(q[j], 2);
+                if (acc) {
+                    lo = _mm256_add_ps(lo, _mm256_loadu_ps(cj));
+                    hi = _mm_add_ps(hi, _mm_loadu_ps(cj + 8));
+                }
+                _mm256_storeu_ps(cj, lo);
+                _mm_storeu_ps(cj + 8, hi);
+            } else {
+                _mm512_store_ps(col, q[j]);
+                for (int i = 0; i < mv; ++i) cj[i] = acc ? cj[i] + col[i] : col[i];
+            }
+        }
+    }
+}
+
 // 4 x 32 and 8 x 32: the last row panel of a 12 x 32 product when 4 or 8 rows remain.
 template <int MR, bool kRowA>
 __attribute__((target("avx512f,fma"))) void kernel_avx512_tail(dim_t kc, const float* a,
@@ -446,6 +496,7 @@ MicroKernel avx512_kernel() {
     k.edge_rowa_fn[1][0] = kernel_avx512_edge16_rowa;
     k.edge_rowa_fn[1][1] = kernel_avx512_edge17_rowa;
     k.shifted_fn = kernel_avx512_shifted;
+    k.shifted_rows_fn = kernel_avx512_shifted_rows;
     return k;
 }
 #endif

@@ -47,6 +47,11 @@ using MicroKernelEdgeFn = void (*)(dim_t kc, const float* a, const float* b, con
 using ShiftedFn = void (*)(dim_t kc, const float* x, const dim_t* off, const float* b, float* c,
                            dim_t ldt, int nv);
 
+// t (12 x 32) = sum over k < kc of arows[i][k] * b[k*32 + j], each row from its own pointer;
+// then c[j*ldt + i] (+= when acc) for i < mv, j < nv (12 x 32 only).
+using ShiftedRowsFn = void (*)(dim_t kc, const float* const* arows, const float* b, float* c,
+                               dim_t ldt, int mv, int nv, bool acc);
+
 struct MicroKernel {
     const char* isa = "portable";  // avx512 | avx2 | portable
     int mr = 0, nr = 0;
@@ -64,6 +69,7 @@ struct MicroKernel {
     // 12 output positions x 32 output channels of a stride-1 convolution from a padded input
     // (12 x 32 only; see ShiftedFn).
     ShiftedFn shifted_fn = nullptr;
+    ShiftedRowsFn shifted_rows_fn = nullptr;
 };
 
 // The best microkernel for this CPU (CONVLAB_ISA=avx512|avx2|portable in the environment caps
@@ -118,10 +124,11 @@ struct GemmBlocking {
 // Per-thread aligned scratch buffers, kept between calls (no page faults in steady state), not
 // initialised. Slots: 0-2 the GEMM's packed tiles, 3 a column matrix or GEMM output, 4-7 the
 // via_forward intermediates, 8 the GEMM's edge column (kGemmEdgeSlot), 9 implicit_gemm's
-// subsampled input (kSubsampleSlot).
-inline constexpr int kScratchSlots = 10;
+// reordered input (kSubsampleSlot), 10 its packed dY^T (kPackedDySlot).
+inline constexpr int kScratchSlots = 11;
 inline constexpr int kGemmEdgeSlot = 8;
 inline constexpr int kSubsampleSlot = 9;
+inline constexpr int kPackedDySlot = 10;
 float* scratch(int slot, std::size_t floats);
 // Largest single scratch request in bytes since the last reset, over all threads and slots: the
 // instrument behind "no column matrix larger than a few MiB" (tests/test_speed.cpp).
