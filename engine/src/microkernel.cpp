@@ -74,11 +74,11 @@ __attribute__((target("avx512f"))) inline __m512 load_b(const float* p) {
 // accumulators either way). kRowA: A read in place from a row-major matrix, a(i, k) =
 // a[i*lda + k] (no packing); else a(i, k) = a[k*lda + i] (a packed panel, lda = MR, or
 // column-contiguous A).
-template <int MR, int NV, bool kRowA>
-__attribute__((target("avx512f,fma"))) inline void kernel_avx512_t(dim_t kc, const float* a,
-                                                                   const float* b, float* c,
-                                                                   dim_t ldc, bool acc, dim_t lda) {
-    __m512 t[MR][NV];
+// t = sum over k < kc of a(k, i) * b[k*16NV + j]: the register tile's k loop, a(k, i) the
+// value of A broadcast to row i at step k (packed, row-major, or a convolution's input).
+template <int MR, int NV, class AValue>
+__attribute__((target("avx512f,fma"))) inline void tile_loop(dim_t kc, const AValue& a,
+                                                             const float* b, __m512 (&t)[MR][NV]) {
 #pragma GCC unroll 12
     for (int i = 0; i < MR; ++i)
 #pragma GCC unroll 3
@@ -89,13 +89,25 @@ __attribute__((target("avx512f,fma"))) inline void kernel_avx512_t(dim_t kc, con
         for (int v = 0; v < NV; ++v) bv[v] = load_b(b + 16 * v);
 #pragma GCC unroll 12
         for (int i = 0; i < MR; ++i) {
-            const __m512 ai = _mm512_set1_ps(kRowA ? a[i * lda + k] : a[i]);
+            const __m512 ai = _mm512_set1_ps(a(k, i));
 #pragma GCC unroll 3
             for (int v = 0; v < NV; ++v) t[i][v] = _mm512_fmadd_ps(ai, bv[v], t[i][v]);
         }
-        if constexpr (!kRowA) a += lda;
         b += 16 * NV;
     }
+}
+
+template <int MR, int NV, bool kRowA>
+__attribute__((target("avx512f,fma"))) inline void kernel_avx512_t(dim_t kc, const float* a,
+                                                                   const float* b, float* c,
+                                                                   dim_t ldc, bool acc, dim_t lda) {
+    __m512 t[MR][NV];
+    if constexpr (kRowA)
+        tile_loop<MR, NV>(
+            kc, [&](dim_t k, int i) { return a[i * lda + k]; }, b, t);
+    else
+        tile_loop<MR, NV>(
+            kc, [&](dim_t k, int i) { return a[k * lda + i]; }, b, t);
 #pragma GCC unroll 12
     for (int i = 0; i < MR; ++i)
 #pragma GCC unroll 3
@@ -240,85 +252,20 @@ __attribute__((target("avx512f,fma"))) void kernel_avx512_edge16_rowa(dim_t kc, 
     for (int i = 0; i < MR; ++i) _mm512_storeu_ps(c + i * ldc, t[i]);
 }
 
-// The transposed product of a stride-1 convolution read from a padded input (MicroKernel::
-// shifted_fn): c (12 x 32, leading dim 32) = sum_k x[off[k] + i] * b[k*32 + j]: rows are 12
-// consecutive output positions, whose inputs for tap k lie side by side at x + off[k]; columns
-// are 32 output channels of a packed W^T panel.
-__attribute__((target("avx512f,fma"))) void kernel_avx512_shifted(dim_t kc, const float* x,
-                                                                  const dim_t* off, const float* b,
-                                                                  float* c, dim_t ldt, int nv) {
-    constexpr int MR = 12, NV = 2;
-    __m512 t[MR][NV];
-#pragma GCC unroll 12
-    for (int i = 0; i < MR; ++i)
-#pragma GCC unroll 2
-        for (int v = 0; v < NV; ++v) t[i][v] = _mm512_setzero_ps();
-    for (dim_t k = 0; k < kc; ++k) {
-        const float* xk = x + off[k];
-        const __m512 bv[NV] = {load_b(b), load_b(b + 16)};
-#pragma GCC unroll 12
-        for (int i = 0; i < MR; ++i) {
-            const __m512 xi = _mm512_set1_ps(xk[i]);
-#pragma GCC unroll 2
-            for (int v = 0; v < NV; ++v) t[i][v] = _mm512_fmadd_ps(xi, bv[v], t[i][v]);
-        }
-        b += 16 * NV;
-    }
-    if (ldt == 0) {
-#pragma GCC unroll 12
-        for (int i = 0; i < MR; ++i)
-#pragma GCC unroll 2
-            for (int v = 0; v < NV; ++v) _mm512_storeu_ps(c + i * 32 + 16 * v, t[i][v]);
-        return;
-    }
-    // Transposed: each of the first nv channels' 12 positions, one 256- and one 128-bit store.
-    for (int v = 0; v < NV; ++v) {
-        __m512 r[16];
-        for (int i = 0; i < MR; ++i) r[i] = t[i][v];
-        for (int i = MR; i < 16; ++i) r[i] = _mm512_setzero_ps();
-        transpose16(r);
-        for (int j = 0; j < 16 && 16 * v + j < nv; ++j) {
-            float* cj = c + (16 * v + j) * ldt;
-            _mm256_storeu_ps(cj, _mm512_castps512_ps256(r[j]));
-            _mm_storeu_ps(cj + 8, _mm512_extractf32x4_ps(r[j], 2));
-        }
-    }
-}
-
-// The weight gradient's counterpart (MicroKernel::shifted_rows_fn): t (12 x 32) = sum_k
-// arows[i][k] * b[k*32 + j], row i read from its own pointer (12 reduction rows of the padded
-// input, each contiguous along the positions k), b a packed panel of dY^T; then c[j*ldt + i]
-// (+= when acc) for i < mv, j < nv.
-__attribute__((target("avx512f,fma"))) void kernel_avx512_shifted_rows(
-    dim_t kc, const float* const* arows, const float* b, float* c, dim_t ldt, int mv, int nv,
-    bool acc) {
-    constexpr int MR = 12, NV = 2;
-    const float* r[MR];
-    for (int i = 0; i < MR; ++i) r[i] = arows[i];
-    __m512 t[MR][NV];
-#pragma GCC unroll 12
-    for (int i = 0; i < MR; ++i)
-#pragma GCC unroll 2
-        for (int v = 0; v < NV; ++v) t[i][v] = _mm512_setzero_ps();
-    for (dim_t k = 0; k < kc; ++k) {
-        const __m512 bv[NV] = {load_b(b), load_b(b + 16)};
-#pragma GCC unroll 12
-        for (int i = 0; i < MR; ++i) {
-            const __m512 ai = _mm512_set1_ps(r[i][k]);
-#pragma GCC unroll 2
-            for (int v = 0; v < NV; ++v) t[i][v] = _mm512_fmadd_ps(ai, bv[v], t[i][v]);
-        }
-        b += 16 * NV;
-    }
-    for (int v = 0; v < NV; ++v) {
+// c[j*ldt + i] = t[i][j/16] lane j%16 (+= when acc) for i < mv (<= 12), j < nv: the tile stored
+// transposed, 12 rows at a time by a 256- and a 128-bit access after a 16x16 register transpose.
+__attribute__((target("avx512f"))) inline void store_transposed(const __m512 (&t)[12][2], float* c,
+                                                                dim_t ldt, int mv, int nv,
+                                                                bool acc) {
+    for (int v = 0; v < 2; ++v) {
         __m512 q[16];
-        for (int i = 0; i < MR; ++i) q[i] = t[i][v];
-        for (int i = MR; i < 16; ++i) q[i] = _mm512_setzero_ps();
+        for (int i = 0; i < 12; ++i) q[i] = t[i][v];
+        for (int i = 12; i < 16; ++i) q[i] = _mm512_setzero_ps();
         transpose16(q);
         alignas(64) float col[16];
         for (int j = 0; j < 16 && 16 * v + j < nv; ++j) {
             float* cj = c + (16 * v + j) * ldt;
-            if (mv == MR) {
+            if (mv == 12) {
                 __m256 lo = _mm512_castps512_ps256(q[j]);
                 __m128 hi = _mm512_extractf32x4_ps(q[j], 2);
                 if (acc) {
@@ -333,6 +280,40 @@ __attribute__((target("avx512f,fma"))) void kernel_avx512_shifted_rows(
             }
         }
     }
+}
+
+// The transposed product of a stride-1 convolution read from a padded input (MicroKernel::
+// shifted_fn): c (12 x 32, leading dim 32) = sum_k x[off[k] + i] * b[k*32 + j]: rows are 12
+// consecutive output positions, whose inputs for tap k lie side by side at x + off[k]; columns
+// are 32 output channels of a packed W^T panel.
+__attribute__((target("avx512f,fma"))) void kernel_avx512_shifted(dim_t kc, const float* x,
+                                                                  const dim_t* off, const float* b,
+                                                                  float* c, dim_t ldt, int nv) {
+    __m512 t[12][2];
+    tile_loop<12, 2>(
+        kc, [&](dim_t k, int i) { return x[off[k] + i]; }, b, t);
+    if (ldt != 0) return store_transposed(t, c, ldt, 12, nv, false);
+#pragma GCC unroll 12
+    for (int i = 0; i < 12; ++i)
+#pragma GCC unroll 2
+        for (int v = 0; v < 2; ++v) _mm512_storeu_ps(c + i * 32 + 16 * v, t[i][v]);
+}
+
+// The weight gradient's counterpart (MicroKernel::shifted_rows_fn): t (12 x 32) = sum_k
+// arows[i][k] * b[k*32 + j], row i read from its own pointer (12 reduction rows of the padded
+// input, each contiguous along the positions k), b a packed panel of dY^T; then c[j*ldt + i]
+// (+= when acc) for i < mv, j < nv.
+__attribute__((target("avx512f,fma"))) void kernel_avx512_shifted_rows(dim_t kc,
+                                                                       const float* const* arows,
+                                                                       const float* b, float* c,
+                                                                       dim_t ldt, int mv, int nv,
+                                                                       bool acc) {
+    const float* r[12];
+    for (int i = 0; i < 12; ++i) r[i] = arows[i];
+    __m512 t[12][2];
+    tile_loop<12, 2>(
+        kc, [&](dim_t k, int i) { return r[i][k]; }, b, t);
+    store_transposed(t, c, ldt, mv, nv, acc);
 }
 
 // 4 x 32 and 8 x 32: the last row panel of a 12 x 32 product when 4 or 8 rows remain.
