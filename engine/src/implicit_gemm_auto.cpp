@@ -15,6 +15,10 @@
 //                          41.1 / 42.9 against 50.2 / 47.5), not on their 1x1 neighbours
 //                          (res5b_branch2a 22.6 / 19.9 against 21.2 / 18.2)
 //              bwd_weight  implicit_gemm 1.18x, im2col_gemm 1.28x
+// The choices held in the runs of 4b854d8 (after the shifted tiles): batch 1 fwd implicit_gemm
+// 1.21x against im2col_gemm 1.38x, bwd_weight 1.07x against 1.20x, bwd_data col2im 0.98x
+// against implicit_gemm 1.36x; batch 32 bwd_data res4a_branch2b 45.6 (implicit_gemm) against
+// 50.2 ms (col2im), res5a_branch2b 42.8 against 51.7, res5b_branch2a 20.0 against 19.3.
 // So forward and weight gradient take implicit_gemm; backward data takes col2im, except with
 // batches of 8 images or more on stride-1 layers with a kernel larger than 1x1 and at most 196
 // output positions: there the images merge into wide products, and implicit_gemm's phases need
