@@ -987,7 +987,9 @@ void backward_weight_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler
     // instead. conv1 at batch 1, 2 threads: 2.11 -> 1.68 ms; with 784 positions (28x28) it
     // measured slower, hence the 1024 positions per thread.
     const bool by_images = images_in_parallel(p.mb);
-    if (shifted && !by_images) {  // the threads split each image's tiles
+    // The threads split each image's tiles. (With whole images per thread, a partial dW each
+    // within 4 MiB: shifted_possible caps W^T, which is at least dW's size.)
+    if (shifted && !by_images) {
         for (dim_t g = 0; g < p.groups; ++g)
             for (dim_t n = 0; n < p.mb; ++n)
                 shifted_image(g, n, a.diff_wei + g * kg * rows, n > 0, true);
