@@ -35,7 +35,7 @@ struct RestoreCore {
         int n = 0;
         detail::select_microkernel(detail::microkernels(n)[0].isa);
         detail::set_read_a(detail::ReadA::rows);
-        detail::set_shifted_forward(0);
+        detail::set_shifted(0);
         set_gemm_core(GemmCore::blocked);
     }
 };
@@ -356,7 +356,7 @@ TEST_CASE("implicit_gemm's forward and weight gradient from padded stride-phase 
     int shifted = 0, shifted_wgrad = 0;
     // Random 1-D and 2-D problems with strides, padding, dilation, groups and batches, the
     // shifted tiles forced wherever they apply; they record "pack_wei" (W^T), im2col does not.
-    detail::set_shifted_forward(1);
+    detail::set_shifted(1);
     for (int t = 0; t < 60; ++t) {
         Problem p = larger_problem(rng, 1 + t % 2);
         if (t % 3 == 0)
@@ -388,7 +388,7 @@ TEST_CASE("implicit_gemm's forward and weight gradient from padded stride-phase 
     }
     // By default only wide outputs with 32 or more output channels per group and a reduction
     // of 256 or more take it.
-    detail::set_shifted_forward(0);
+    detail::set_shifted(0);
     const auto ran_shifted = [&](const char* d) {
         const Problem p = parse_descriptor(d);
         const Tensor src = integer_tensor(p.src_dims(), rng),

@@ -444,6 +444,12 @@ struct Shifted {
     }
 };
 
+// Wide enough that the dropped padding columns cost less than the gathers they save: outputs at
+// least 28 wide, with 32 or more output channels per group.
+bool shifted_pays(const Problem& p) {
+    return geom3(p).out[2] >= 28 && p.ocg() >= 32;
+}
+
 bool shifted_possible(const Problem& p) {
     const Geom3 g = geom3(p);
     const MicroKernel& uk = microkernel();
@@ -465,7 +471,7 @@ bool use_shifted_wgrad(const Problem& p) {
     const Shifted sg(p);
     const dim_t npan = (p.ocg() + 31) / 32;
     if (static_cast<std::size_t>(npan * 32 * sg.npos) * sizeof(float) > (4u << 20)) return false;
-    return g_shifted_mode == 1 || (sg.g.out[2] >= 28 && p.ocg() >= 32);
+    return g_shifted_mode == 1 || shifted_pays(p);
 }
 
 bool use_shifted(const Problem& p) {
@@ -473,8 +479,7 @@ bool use_shifted(const Problem& p) {
     if (g_shifted_mode == 1) return true;
     // conv1 (K = 147) measured no gain (batch 32: 46 against 42 ms): a short reduction leaves
     // the per-tile work (pointers, the transposed store) a larger share.
-    const Geom3 g = geom3(p);
-    return g.out[2] >= 28 && p.ocg() >= 32 && p.icg() * p.kernel_spatial() >= 256;
+    return shifted_pays(p) && p.icg() * p.kernel_spatial() >= 256;
 }
 
 void forward_shifted(const Problem& p, const ConvArgs& a, Profiler* prof) {
@@ -563,7 +568,7 @@ void forward_shifted(const Problem& p, const ConvArgs& a, Profiler* prof) {
 
 }  // namespace
 
-void set_shifted_forward(int mode) {
+void set_shifted(int mode) {
     g_shifted_mode = mode;
 }
 

@@ -74,11 +74,13 @@ __attribute__((target("avx512f"))) inline __m512 load_b(const float* p) {
 // accumulators either way). kRowA: A read in place from a row-major matrix, a(i, k) =
 // a[i*lda + k] (no packing); else a(i, k) = a[k*lda + i] (a packed panel, lda = MR, or
 // column-contiguous A).
-// t = sum over k < kc of a(k, i) * b[k*16NV + j]: the register tile's k loop, a(k, i) the
-// value of A broadcast to row i at step k (packed, row-major, or a convolution's input).
+// t = sum over k < kc of a(k, i) * b[k*ldb + j]: the register tile's k loop, a(k, i) the
+// value of A broadcast to row i at step k (packed, row-major, or a convolution's input), B's
+// rows ldb apart (a packed panel of 16 NV columns, or of 32 for an edge tile's first 16).
 template <int MR, int NV, class AValue>
 __attribute__((target("avx512f,fma"))) inline void tile_loop(dim_t kc, const AValue& a,
-                                                             const float* b, __m512 (&t)[MR][NV]) {
+                                                             const float* b, __m512 (&t)[MR][NV],
+                                                             dim_t ldb = 16 * NV) {
 #pragma GCC unroll 12
     for (int i = 0; i < MR; ++i)
 #pragma GCC unroll 3
@@ -93,7 +95,7 @@ __attribute__((target("avx512f,fma"))) inline void tile_loop(dim_t kc, const AVa
 #pragma GCC unroll 3
             for (int v = 0; v < NV; ++v) t[i][v] = _mm512_fmadd_ps(ai, bv[v], t[i][v]);
         }
-        b += 16 * NV;
+        b += ldb;
     }
 }
 
@@ -239,17 +241,10 @@ __attribute__((target("avx512f,fma"))) void kernel_avx512_edge16_rowa(dim_t kc, 
                                                                       const float* b, const float*,
                                                                       float* c, dim_t ldc,
                                                                       dim_t lda) {
-    constexpr int MR = 12, NR = 32;
-    __m512 t[MR];
-#pragma GCC unroll 12
-    for (int i = 0; i < MR; ++i) t[i] = _mm512_setzero_ps();
-    for (dim_t k = 0; k < kc; ++k) {
-        const __m512 bv = load_b(b + k * NR);
-#pragma GCC unroll 12
-        for (int i = 0; i < MR; ++i)
-            t[i] = _mm512_fmadd_ps(_mm512_set1_ps(a[i * lda + k]), bv, t[i]);
-    }
-    for (int i = 0; i < MR; ++i) _mm512_storeu_ps(c + i * ldc, t[i]);
+    __m512 t[12][1];
+    tile_loop<12, 1>(
+        kc, [&](dim_t k, int i) { return a[i * lda + k]; }, b, t, 32);
+    for (int i = 0; i < 12; ++i) _mm512_storeu_ps(c + i * ldc, t[i][0]);
 }
 
 // c[j*ldt + i] = t[i][j/16] lane j%16 (+= when acc) for i < mv (<= 12), j < nv: the tile stored
@@ -282,10 +277,10 @@ __attribute__((target("avx512f"))) inline void store_transposed(const __m512 (&t
     }
 }
 
-// The transposed product of a stride-1 convolution read from a padded input (MicroKernel::
-// shifted_fn): c (12 x 32, leading dim 32) = sum_k x[off[k] + i] * b[k*32 + j]: rows are 12
-// consecutive output positions, whose inputs for tap k lie side by side at x + off[k]; columns
-// are 32 output channels of a packed W^T panel.
+// The transposed product of a convolution read from its padded stride-phase planes
+// (MicroKernel::shifted_fn): c (12 x 32, leading dim 32) = sum_k x[off[k] + i] * b[k*32 + j]: rows
+// are 12 consecutive output positions, whose inputs for tap k lie side by side at x + off[k];
+// columns are 32 output channels of a packed W^T panel.
 __attribute__((target("avx512f,fma"))) void kernel_avx512_shifted(dim_t kc, const float* x,
                                                                   const dim_t* off, const float* b,
                                                                   float* c, dim_t ldt, int nv) {
@@ -632,22 +627,40 @@ inline void copy_panel_row(float* d, const float* s, int nr) {
             std::memcpy(d, s, static_cast<std::size_t>(nr) * sizeof(float));
     }
 }
+
+// The packers' row by row copy: columns [x, x + len) of one row of a block packed in panels of
+// nr (row k of the block at d = dst + k*nr, panel p at d + p*nr*kc), from the contiguous run
+// at from. Reading each row front to back is what the prefetchers like; panel by panel touched
+// every row of the block at 128-byte steps.
+inline void run_to_panels(const float* from, dim_t x, dim_t len, dim_t kc, int nr, float* d) {
+    dim_t off = x % nr;  // only the first piece may start inside a panel
+    float* to = d + (x - off) * kc + off;
+    for (dim_t y = 0; y < len;) {
+        const dim_t piece = std::min(len - y, nr - off);
+        if (piece == nr)
+            copy_panel_row(to, from + y, nr);
+        else
+            std::copy(from + y, from + y + piece, to);
+        y += piece;
+        to += nr * kc - off;
+        off = 0;
+    }
+}
+
+// Zeroes the columns from nc to the end of the last panel in one row of the block.
+inline void zero_panel_tail(dim_t nc, dim_t kc, int nr, float* d) {
+    if (nc % nr) {
+        float* e = d + (nc - nc % nr) * kc;
+        std::fill(e + nc % nr, e + nr, 0.0f);
+    }
+}
 }  // namespace
 
 void StridedB::operator()(dim_t k0, dim_t kc, dim_t j0, dim_t nc, int nr, float* dst) const {
-    if (cs == 1) {
-        // Row by row: each row of the block read once, front to back (as the prefetchers
-        // like; panel by panel touched every row at 128-byte steps), in pieces to the panels.
-        const dim_t full = nc / nr * nr;
+    if (cs == 1) {  // row by row (run_to_panels)
         for (dim_t k = 0; k < kc; ++k) {
-            const float* s = p + (k0 + k) * rs + j0;
-            float* d = dst + k * nr;
-            for (dim_t jp = 0; jp < full; jp += nr) copy_panel_row(d + jp * kc, s + jp, nr);
-            if (full < nc) {
-                float* e = d + full * kc;
-                std::memcpy(e, s + full, static_cast<std::size_t>(nc - full) * sizeof(float));
-                std::fill(e + (nc - full), e + nr, 0.0f);
-            }
+            run_to_panels(p + (k0 + k) * rs + j0, 0, nc, kc, nr, dst + k * nr);
+            zero_panel_tail(nc, kc, nr, dst + k * nr);
         }
         return;
     }
@@ -668,28 +681,16 @@ void StridedB::operator()(dim_t k0, dim_t kc, dim_t j0, dim_t nc, int nr, float*
 }
 
 void ImagesB::operator()(dim_t k0, dim_t kc, dim_t j0, dim_t nc, int nr, float* dst) const {
-    // Row by row as StridedB does: each image's row read front to back, cut at the panels.
+    // Row by row as StridedB does: each image's row a run, cut at the panels.
     for (dim_t k = 0; k < kc; ++k) {
-        float* d = dst + k * nr;
         for (dim_t x = 0; x < nc;) {
             const dim_t j = j0 + x, n = j / in_size, pos = j % in_size;
             const dim_t len = std::min(nc - x, in_size - pos);
-            const float* from = src + n * n_stride + (k0 + k) * in_size + pos;
-            for (dim_t y = 0; y < len;) {
-                const dim_t off = (x + y) % nr, piece = std::min(len - y, nr - off);
-                float* to = d + (x + y - off) * kc + off;
-                if (piece == nr)
-                    copy_panel_row(to, from + y, nr);
-                else
-                    std::copy(from + y, from + y + piece, to);
-                y += piece;
-            }
+            run_to_panels(src + n * n_stride + (k0 + k) * in_size + pos, x, len, kc, nr,
+                          dst + k * nr);
             x += len;
         }
-        if (nc % nr) {
-            float* e = d + (nc - nc % nr) * kc;
-            std::fill(e + nc % nr, e + nr, 0.0f);
-        }
+        zero_panel_tail(nc, kc, nr, dst + k * nr);
     }
 }
 

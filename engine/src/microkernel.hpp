@@ -66,8 +66,9 @@ struct MicroKernel {
     MicroKernelEdgeFn edge_rowa_fn[2][16] = {};
     // Last row panels of 4 and 8 rows read in place, [A row-major][rows / 8] (12 x 32 only).
     MicroKernelFn tail_fn[2][2] = {{nullptr, nullptr}, {nullptr, nullptr}};
-    // 12 output positions x 32 output channels of a stride-1 convolution from a padded input
-    // (12 x 32 only; see ShiftedFn).
+    // 12 output positions x 32 output channels of a convolution from its padded stride-phase
+    // planes, and 12 reduction rows x 32 channels of its weight gradient (12 x 32 only; see
+    // ShiftedFn, ShiftedRowsFn and implicit_gemm.cpp).
     ShiftedFn shifted_fn = nullptr;
     ShiftedRowsFn shifted_rows_fn = nullptr;
 };
