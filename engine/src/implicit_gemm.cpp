@@ -292,7 +292,7 @@ bool can_subsample(const Problem& p, dim_t nb) {
 void subsample_input(const Geom3& g, const float* src, dim_t n_stride, dim_t nn, dim_t cg,
                      float* sub) {
     const dim_t is = g.in_size(), os = g.out_size();
-#pragma omp parallel for collapse(2) schedule(static) if (nn * cg * os > 65536)
+#pragma omp parallel for collapse(2) schedule(static) if (nn * cg * os > 8192)
     for (dim_t i = 0; i < nn; ++i)
         for (dim_t c = 0; c < cg; ++c) {
             const float* from = src + i * n_stride + c * is;
