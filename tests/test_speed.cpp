@@ -353,7 +353,7 @@ TEST_CASE("implicit_gemm holds no work buffer above 4 MiB (conv1, 2048-channel 7
 TEST_CASE("implicit_gemm's forward and weight gradient from padded stride-phase planes") {
     RestoreCore restore;
     std::mt19937 rng(31);
-    int shifted = 0, shifted_wgrad = 0;
+    int shifted = 0, shifted_wgrad = 0, shifted_bdata = 0;
     // Random 1-D and 2-D problems with strides, padding, dilation, groups and batches, the
     // shifted tiles forced wherever they apply; they record "pack_wei" (W^T), im2col does not.
     detail::set_shifted(1);
@@ -372,9 +372,17 @@ TEST_CASE("implicit_gemm's forward and weight gradient from padded stride-phase 
         check_equal(backward_weight(p, src, dy, "implicit_gemm"),
                     backward_weight(p, src, dy, "direct"), to_descriptor(p) + " bwd_weight");
         shifted_wgrad += detail::shifted_applies(p, Pass::BackwardWeight);
+        // Stride 1: backward data as the forward of FlipRot(W) over dY (it records "fliprot").
+        const Tensor w2 = integer_tensor(p.wei_dims(), rng);
+        Profiler bprof;
+        check_equal(backward_data(p, dy, w2, "implicit_gemm", &bprof),
+                    backward_data(p, dy, w2, "direct"), to_descriptor(p) + " bwd_data");
+        CHECK((bprof.seconds("fliprot") > 0.0) == detail::shifted_applies(p, Pass::BackwardData));
+        shifted_bdata += detail::shifted_applies(p, Pass::BackwardData);
     }
     CHECK(shifted >= 30);
     CHECK(shifted_wgrad >= 30);
+    CHECK(shifted_bdata >= 10);
     // The weight gradient's thread splits: whole images per thread, then the partials added
     // (batch 4), and the tiles of each image (batches 1 and 2).
     for (const char* d : {"mb4ic16ih30oc40oh30kh3ph1", "mb1ic3ih96oc64oh48kh7sh2ph3",
@@ -403,6 +411,24 @@ TEST_CASE("implicit_gemm's forward and weight gradient from padded stride-phase 
     CHECK(!ran_shifted("mb2ic8ih30oc40oh30kh3ph1"));   // K = 72
     CHECK(ran_shifted("mb1ic32ih60oc32oh30kh3sh2ph1"));  // stride 2
     CHECK(!ran_shifted("mb1ic3ih64oc32oh32kh7sh2ph3"));  // conv1's shape: K = 147
+    // Backward data (auto too): stride 1, wide inputs, 32 or more input channels per group.
+    const auto ran_shifted_bdata = [&](const char* d, const char* algo) {
+        const Problem p = parse_descriptor(d);
+        const Tensor dy = integer_tensor(p.dst_dims(), rng),
+                     wei = integer_tensor(p.wei_dims(), rng);
+        Profiler prof;
+        check_equal(backward_data(p, dy, wei, algo, &prof), backward_data(p, dy, wei, "direct"),
+                    d);
+        return prof.seconds("fliprot") > 0.0;
+    };
+    for (const char* algo : {"implicit_gemm", "auto"}) {
+        CAPTURE(algo);
+        CHECK(ran_shifted_bdata("mb2ic40ih30oc32oh30kh3ph1", algo));
+        CHECK(ran_shifted_bdata("mb1ic32ih30oc64oh28kh3ph0", algo));  // no padding: q pads 2
+        CHECK(!ran_shifted_bdata("mb1ic32ih60oc32oh30kh3sh2ph1", algo));  // stride 2
+        CHECK(!ran_shifted_bdata("mb2ic16ih30oc40oh30kh3ph1", algo));     // 16 channels
+        CHECK(!ran_shifted_bdata("mb1ic32ih14oc40oh14kh3ph1", algo));     // narrow
+    }
 }
 
 TEST_CASE("auto: backward data by col2im, by implicit_gemm on batched small 3x3 stride-1 layers") {

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "algorithms.hpp"
+#include "convlab/kernels.hpp"
 #include "geom.hpp"
 #include "microkernel.hpp"
 
@@ -566,6 +567,40 @@ void forward_shifted(const Problem& p, const ConvArgs& a, Profiler* prof) {
         }
 }
 
+// Backward data of a stride-1 problem is a forward correlation of dY with the flipped weights
+// (FlipRot, as in via_forward), padded by (k-1)d - pad on each side: the forward problem q
+// (C <-> K), for the shifted tiles when they pay on q. False where a pad exceeds (k-1)d (q would
+// crop) or a stride is not 1.
+bool shifted_bwd_data_problem(const Problem& p, Problem& q) {
+    if (g_shifted_mode == 2) return false;
+    q = p;
+    q.ic = p.oc;
+    q.oc = p.ic;
+    for (int i = 0; i < p.ndims; ++i) {
+        const dim_t span = (p.kernel[i] - 1) * p.dilation[i];
+        if (p.stride[i] != 1 || p.pad_begin[i] > span || p.pad_end[i] > span) return false;
+        q.in[i] = p.out(i);
+        q.pad_begin[i] = span - p.pad_begin[i];
+        q.pad_end[i] = span - p.pad_end[i];
+    }
+    return use_shifted(q);
+}
+
+// dX = forward(q) of dY with FlipRot(W) (scratch slot 6, as via_forward's), from the planes.
+void backward_data_shifted(const Problem& p, const Problem& q, const ConvArgs& a,
+                           Profiler* prof) {
+    float* wt = scratch(6, static_cast<std::size_t>(p.ic * p.ocg() * p.kernel_spatial()));
+    {
+        Span s(prof, "fliprot");
+        flip_rot_kernel(p, a.wei, wt);
+    }
+    ConvArgs f;
+    f.src = a.diff_dst;
+    f.wei = wt;
+    f.dst = a.diff_src;
+    forward_shifted(q, f, prof);
+}
+
 }  // namespace
 
 void set_shifted(int mode) {
@@ -573,8 +608,10 @@ void set_shifted(int mode) {
 }
 
 bool shifted_applies(const Problem& p, Pass pass) {
-    return pass == Pass::Forward ? use_shifted(p)
-                                 : pass == Pass::BackwardWeight && use_shifted_wgrad(p);
+    Problem q;
+    return pass == Pass::Forward          ? use_shifted(p)
+           : pass == Pass::BackwardWeight ? use_shifted_wgrad(p)
+                                          : shifted_bwd_data_problem(p, q);
 }
 
 // [SECTION] forward
@@ -735,6 +772,7 @@ struct PhaseGroup {
 }  // namespace
 
 void backward_data_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler* prof) {
+    if (Problem q; shifted_bwd_data_problem(p, q)) return backward_data_shifted(p, q, a, prof);
     const Geom3 g = geom3(p);
     const dim_t kg = p.ocg(), cg = p.icg(), ks = p.kernel_spatial(), is = p.in_spatial();
     const dim_t os = p.out_spatial();
