@@ -417,14 +417,13 @@ TEST_CASE("implicit_gemm's forward and weight gradient from padded stride-phase 
         const Tensor dy = integer_tensor(p.dst_dims(), rng),
                      wei = integer_tensor(p.wei_dims(), rng);
         Profiler prof;
-        check_equal(backward_data(p, dy, wei, algo, &prof), backward_data(p, dy, wei, "direct"),
-                    d);
+        check_equal(backward_data(p, dy, wei, algo, &prof), backward_data(p, dy, wei, "direct"), d);
         return prof.seconds("fliprot") > 0.0;
     };
     for (const char* algo : {"implicit_gemm", "auto"}) {
         CAPTURE(algo);
         CHECK(ran_shifted_bdata("mb2ic40ih30oc32oh30kh3ph1", algo));
-        CHECK(ran_shifted_bdata("mb1ic32ih30oc64oh28kh3ph0", algo));  // no padding: q pads 2
+        CHECK(ran_shifted_bdata("mb1ic32ih30oc64oh28kh3ph0", algo));      // no padding: q pads 2
         CHECK(!ran_shifted_bdata("mb1ic32ih60oc32oh30kh3sh2ph1", algo));  // stride 2
         CHECK(!ran_shifted_bdata("mb2ic16ih30oc40oh30kh3ph1", algo));     // 16 channels
         CHECK(!ran_shifted_bdata("mb1ic32ih14oc40oh14kh3ph1", algo));     // narrow

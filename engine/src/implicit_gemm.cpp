@@ -587,8 +587,7 @@ bool shifted_bwd_data_problem(const Problem& p, Problem& q) {
 }
 
 // dX = forward(q) of dY with FlipRot(W) (scratch slot 6, as via_forward's), from the planes.
-void backward_data_shifted(const Problem& p, const Problem& q, const ConvArgs& a,
-                           Profiler* prof) {
+void backward_data_shifted(const Problem& p, const Problem& q, const ConvArgs& a, Profiler* prof) {
     float* wt = scratch(6, static_cast<std::size_t>(p.ic * p.ocg() * p.kernel_spatial()));
     {
         Span s(prof, "fliprot");
