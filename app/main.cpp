@@ -11,7 +11,7 @@ int main(int argc, char** argv) {
     if (argc == 1) {
         if (convlab::ui::display_available()) {
             convlab::ui::set_program_args(argc, argv);
-            return convlab::run_cli({"gui"}, std::cout, std::cerr);
+            return convlab::ui::report_status(convlab::run_cli({"gui"}, std::cout, std::cerr));
         }
         std::cerr << "convlab: no display (DISPLAY unset or unreachable): running the headless "
                      "demo, see out/demo/\n";
@@ -19,9 +19,9 @@ int main(int argc, char** argv) {
         char demo[] = "demo";
         char* args[] = {argv[0], demo, nullptr};
         convlab::ui::set_program_args(2, args);
-        return convlab::run_cli({"demo"}, std::cout, std::cerr);
+        return convlab::ui::report_status(convlab::run_cli({"demo"}, std::cout, std::cerr));
     }
     convlab::ui::set_program_args(argc, argv);
     std::vector<std::string> args(argv + 1, argv + argc);
-    return convlab::run_cli(std::move(args), std::cout, std::cerr);
+    return convlab::ui::report_status(convlab::run_cli(std::move(args), std::cout, std::cerr));
 }

@@ -155,6 +155,31 @@ TEST_CASE("app render: bad shots fail with status 2, one line, no file") {
     CHECK_FALSE(fs::exists(p));
 }
 
+TEST_CASE("app render: the program under xvfb-run reports its own status to the parent") {
+    // The re-run program writes its status to the file CONVLAB_XVFB_STATUS names: the parent
+    // ends with it, not with xvfb-run's (5 when xvfb-run cannot remove its temporary directory).
+    TempDir t;
+    const fs::path file = t.path / "status";
+    ::setenv("CONVLAB_XVFB_STATUS", file.c_str(), 1);
+    // The status written, or -1 without a file; and the process's own exit status.
+    const auto reported = [&](const std::string& args, int& exit_status) {
+        fs::remove(file);
+        exit_status = run_binary(args, t.path).status;
+        std::ifstream f(file);
+        int s = -1;
+        f >> s;
+        return s;
+    };
+    int st = -1;
+    CHECK(reported("compute --no-such-option", st) == 2);
+    CHECK(st == 2);
+    CHECK(reported("algos", st) == 0);
+    CHECK(st == 0);
+    ::unsetenv("CONVLAB_XVFB_STATUS");
+    CHECK(reported("algos", st) == -1);  // not under the parent: no file
+    CHECK(st == 0);
+}
+
 TEST_CASE("app render: frame times of the ResNet-50 3x3 layer's im2col view" *
           doctest::skip(!can_render())) {
     TempDir t;

@@ -1842,12 +1842,20 @@ int rerun_under_xvfb() {
     const ssize_t len = ::readlink("/proc/self/exe", self, sizeof self - 1);
     if (len <= 0) throw Error("no display, and cannot find this program to re-run it");
     self[len] = 0;
+    // The program's own status comes back in a file (report_status).
+    char status_file[] = "/tmp/convlab-status-XXXXXX";
+    const int fd = ::mkstemp(status_file);
+    if (fd >= 0) ::close(fd);
     std::fflush(stdout);
     std::fflush(stderr);
     const pid_t pid = ::fork();
-    if (pid < 0) throw Error("no display, and cannot start xvfb-run");
+    if (pid < 0) {
+        if (fd >= 0) ::unlink(status_file);
+        throw Error("no display, and cannot start xvfb-run");
+    }
     if (pid == 0) {
         ::setenv("CONVLAB_UNDER_XVFB", "1", 1);
+        if (fd >= 0) ::setenv("CONVLAB_XVFB_STATUS", status_file, 1);
         std::vector<std::string> argv = {"xvfb-run", "-a", "-s", "-screen 0 1920x1200x24", self};
         argv.insert(argv.end(), g_args.begin() + 1, g_args.end());
         std::vector<char*> cargv;
@@ -1859,7 +1867,25 @@ int rerun_under_xvfb() {
     int status = 0;
     while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
+    int own = -1;  // the program's status, when it got as far as reporting it
+    if (fd >= 0) {
+        if (std::FILE* f = std::fopen(status_file, "r")) {
+            if (std::fscanf(f, "%d", &own) != 1) own = -1;
+            std::fclose(f);
+        }
+        ::unlink(status_file);
+    }
+    if (own >= 0) return own;
     return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+}
+
+int report_status(int status) {
+    if (const char* path = std::getenv("CONVLAB_XVFB_STATUS"))
+        if (std::FILE* f = std::fopen(path, "w")) {
+            std::fprintf(f, "%d\n", status);
+            std::fclose(f);
+        }
+    return status;
 }
 
 }  // namespace convlab::ui

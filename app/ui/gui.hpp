@@ -84,6 +84,11 @@ void set_program_args(int argc, char** argv);
 // and returns its exit status. Throws Error (status 2) saying why when that is impossible
 // (xvfb-run missing, already under it, program args unknown).
 int rerun_under_xvfb();
+// Ends a command: in the process that rerun_under_xvfb started (CONVLAB_XVFB_STATUS names a file
+// in its environment), writes `status` to that file, so that the parent ends with the program's
+// own status and not with xvfb-run's (xvfb-run exits 5, whatever the program did, when it cannot
+// remove its temporary directory). Returns status.
+int report_status(int status);
 
 // Throws Error ("cannot write PATH: why") when `path` clearly cannot be written.
 void check_writable(const std::string& path);
