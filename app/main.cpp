@@ -8,6 +8,7 @@
 #include "ui/gui.hpp"
 
 int main(int argc, char** argv) {
+    convlab::ui::adopt_stderr();
     if (argc == 1) {
         if (convlab::ui::display_available()) {
             convlab::ui::set_program_args(argc, argv);

@@ -8,6 +8,7 @@
 //   [SECTION] window: GLFW + ImGui setup, the frame loop, shots, xvfb-run
 #include "ui/gui.hpp"
 
+#include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -1842,20 +1843,33 @@ int rerun_under_xvfb() {
     const ssize_t len = ::readlink("/proc/self/exe", self, sizeof self - 1);
     if (len <= 0) throw Error("no display, and cannot find this program to re-run it");
     self[len] = 0;
-    // The program's own status comes back in a file (report_status).
+    // The program's own status comes back in a file (report_status); xvfb-run's own messages go
+    // to another, shown only when the program did not get as far as reporting its status (the
+    // program's stderr is handed down as a descriptor number, see adopt_stderr).
     char status_file[] = "/tmp/convlab-status-XXXXXX";
     const int fd = ::mkstemp(status_file);
     if (fd >= 0) ::close(fd);
+    char xvfb_err[] = "/tmp/convlab-xvfb-err-XXXXXX";
+    const int efd = ::mkstemp(xvfb_err);
     std::fflush(stdout);
     std::fflush(stderr);
     const pid_t pid = ::fork();
     if (pid < 0) {
         if (fd >= 0) ::unlink(status_file);
+        if (efd >= 0) ::unlink(xvfb_err);
         throw Error("no display, and cannot start xvfb-run");
     }
     if (pid == 0) {
         ::setenv("CONVLAB_UNDER_XVFB", "1", 1);
         if (fd >= 0) ::setenv("CONVLAB_XVFB_STATUS", status_file, 1);
+        if (efd >= 0) {
+            const int keep = ::dup(2);
+            if (keep >= 0) {
+                ::setenv("CONVLAB_STDERR_FD", std::to_string(keep).c_str(), 1);
+                ::dup2(efd, 2);
+            }
+            ::close(efd);
+        }
         std::vector<std::string> argv = {"xvfb-run", "-a", "-s", "-screen 0 1920x1200x24", self};
         argv.insert(argv.end(), g_args.begin() + 1, g_args.end());
         std::vector<char*> cargv;
@@ -1875,8 +1889,31 @@ int rerun_under_xvfb() {
         }
         ::unlink(status_file);
     }
+    if (efd >= 0) {
+        if (own < 0)
+            if (std::FILE* f = std::fopen(xvfb_err, "r")) {
+                char buf[4096];
+                std::size_t n = 0;
+                while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) std::fwrite(buf, 1, n, stderr);
+                std::fclose(f);
+            }
+        ::close(efd);
+        ::unlink(xvfb_err);
+    }
     if (own >= 0) return own;
     return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+}
+
+void adopt_stderr() {
+    const char* s = std::getenv("CONVLAB_STDERR_FD");
+    if (!s) return;
+    char* end = nullptr;
+    const long fd = std::strtol(s, &end, 10);
+    if (end != s && *end == 0 && fd > 2 && ::fcntl(static_cast<int>(fd), F_GETFD) != -1) {
+        ::dup2(static_cast<int>(fd), 2);
+        ::close(static_cast<int>(fd));
+    }
+    ::unsetenv("CONVLAB_STDERR_FD");
 }
 
 int report_status(int status) {

@@ -89,6 +89,10 @@ int rerun_under_xvfb();
 // own status and not with xvfb-run's (xvfb-run exits 5, whatever the program did, when it cannot
 // remove its temporary directory). Returns status.
 int report_status(int status);
+// First thing in main: in the process that rerun_under_xvfb started, takes back the stderr of
+// the command that was run (xvfb-run's own stderr goes to a file its parent shows only when the
+// program did not report its status).
+void adopt_stderr();
 
 // Throws Error ("cannot write PATH: why") when `path` clearly cannot be written.
 void check_writable(const std::string& path);
