@@ -394,8 +394,8 @@ TEST_CASE("implicit_gemm's forward and weight gradient from padded stride-phase 
         check_equal(backward_weight(p, src, dy, "implicit_gemm"),
                     backward_weight(p, src, dy, "direct"), d);
     }
-    // By default only wide outputs with 32 or more output channels per group and a reduction
-    // of 256 or more take it.
+    // By default only products of 32 or more output channels per group, a reduction of 256 or
+    // more and 196 or more output positions per group take it.
     detail::set_shifted(0);
     const auto ran_shifted = [&](const char* d) {
         const Problem p = parse_descriptor(d);
@@ -407,8 +407,9 @@ TEST_CASE("implicit_gemm's forward and weight gradient from padded stride-phase 
         return prof.seconds("pack_wei") > 0.0;
     };
     CHECK(ran_shifted("mb2ic32ih30oc40oh30kh3ph1"));
-    CHECK(!ran_shifted("mb2ic32ih14oc40oh14kh3ph1"));  // narrow: the padding columns cost too much
-    CHECK(!ran_shifted("mb2ic8ih30oc40oh30kh3ph1"));   // K = 72
+    CHECK(!ran_shifted("mb2ic32ih7oc40oh7kh3ph1"));      // 98 positions: packing W^T does not pay
+    CHECK(ran_shifted("mb4ic32ih7oc40oh7kh3ph1"));       // four 7x7 images
+    CHECK(!ran_shifted("mb2ic8ih30oc40oh30kh3ph1"));     // K = 72
     CHECK(ran_shifted("mb1ic32ih60oc32oh30kh3sh2ph1"));  // stride 2
     CHECK(!ran_shifted("mb1ic3ih64oc32oh32kh7sh2ph3"));  // conv1's shape: K = 147
     // Backward data (auto too): stride 1, wide inputs, 32 or more input channels per group.
@@ -426,7 +427,8 @@ TEST_CASE("implicit_gemm's forward and weight gradient from padded stride-phase 
         CHECK(ran_shifted_bdata("mb1ic32ih30oc64oh28kh3ph0", algo));      // no padding: q pads 2
         CHECK(!ran_shifted_bdata("mb1ic32ih60oc32oh30kh3sh2ph1", algo));  // stride 2
         CHECK(!ran_shifted_bdata("mb2ic16ih30oc40oh30kh3ph1", algo));     // 16 channels
-        CHECK(!ran_shifted_bdata("mb1ic32ih14oc40oh14kh3ph1", algo));     // narrow
+        CHECK(!ran_shifted_bdata("mb1ic32ih7oc40oh7kh3ph1", algo));       // 49 positions
+        CHECK(ran_shifted_bdata("mb4ic32ih7oc40oh7kh3ph1", algo));        // four 7x7 images
     }
 }
 

@@ -16,6 +16,7 @@
 #endif
 
 #include <algorithm>
+#include <cstring>
 #include <vector>
 
 #include "algorithms.hpp"
@@ -384,16 +385,44 @@ void sum_over_threads(int threads, float* c, std::size_t csize, const Work& work
 // The forward computed transposed from a padded input split into stride phases ("shifted"
 // tiles). Each channel's input, padded, is stored as s_h x s_w phase planes of Hh x Wh
 // (space to depth: plane (ph, pw) holds padded rows s_h yy + ph and columns s_w xx + pw), with
-// Hh = OH + (KH-1) dh / s_h and Wh = OW + (KW-1) dw / s_w. Output position p = oh * Wh + ow
+// Hh x Wh given below. Output position p = oh * Wh + ow
 // then reads tap (ci, kh, kw) at
 //   plane (ci, kh dh mod s_h, kw dw mod s_w) + (kh dh / s_h) Wh + kw dw / s_w + p,
 // so for every tap 12 consecutive positions have their inputs side by side. dst^T (positions x
 // K/G) = X' W_g^T runs as 12 x 32 tiles whose 12 row values are broadcast straight from the
 // planes (MicroKernel::shifted_fn), against W_g^T packed once: nothing is gathered per panel,
 // where im2col's packer copied every tap of every panel (a quarter of the 56x56 3x3 forward).
-// The cost: the last (KW-1) dw / s_w columns of each row of positions are computed and dropped
-// (3.4% at 56x56), so only wide outputs take it.
+// The cost: the last Wh - OW columns of each row of positions are computed and dropped, so only
+// wide outputs take it. Rows share their padding: a tap that reads past the end of a row reads
+// the next row's left padding, zero too, so Wh is the narrowest width for which every tap a kept
+// position reads is right (shared_pad_width; 3x3 padding 1: Wh = OW + 1, not OW + 2, 1.8%
+// dropped at 56x56 rather than 3.4%), and each plane has one more row for the last row's reads:
+// Hh = OH + (KH-1) dh / s_h + 1.
 int g_shifted_mode = 0;  // 0: when it pays, 1: whenever possible (tests), 2: never
+
+// Width Wh of the phase planes' rows along an axis (stride s, dilation d, padding pb, input in,
+// output out, k taps): the narrowest at which each tap k d of each kept output o reads, at
+// xx = o + k d / s of phase (k d) mod s, either a column of its own row (xx < Wh) or, past the
+// end, the next row's column xx - Wh, which must be left padding while the value the tap wants
+// lies outside the input too. At least out, at most out + (k-1) d / s, which always holds.
+dim_t shared_pad_width(dim_t s, dim_t d, dim_t pb, dim_t in, dim_t out, dim_t k) {
+    const dim_t widest = out + (k - 1) * d / s;
+    const auto iw = [&](dim_t xx, dim_t ph) { return xx * s + ph - pb; };
+    for (dim_t wh = out; wh < widest; ++wh) {  // at least out: p = oh Wh + ow
+        bool ok = true;
+        for (dim_t t = 0; t < k && ok; ++t) {
+            const dim_t ph = t * d % s;
+            for (dim_t o = 0; o < out && ok; ++o) {
+                const dim_t xx = o + t * d / s;
+                if (xx < wh) continue;
+                const dim_t want = iw(xx, ph), got = iw(xx - wh, ph);
+                ok = xx - wh < wh && (want < 0 || want >= in) && (got < 0 || got >= in);
+            }
+        }
+        if (ok) return wh;
+    }
+    return widest;
+}
 
 struct Shifted {
     Geom3 g;
@@ -403,8 +432,8 @@ struct Shifted {
         : g(geom3(p)),
           sh(g.s[1]),
           sw(g.s[2]),
-          hh(g.out[1] + (g.k[1] - 1) * g.d[1] / g.s[1]),
-          wh(g.out[2] + (g.k[2] - 1) * g.d[2] / g.s[2]),
+          hh(g.out[1] + (g.k[1] - 1) * g.d[1] / g.s[1] + 1),  // + the row the last one wraps to
+          wh(shared_pad_width(sw, g.d[2], g.pb[2], g.in[2], g.out[2], g.k[2])),
           plane(hh * wh),
           npos(g.out[1] * wh),
           cg(p.icg()),
@@ -414,12 +443,18 @@ struct Shifted {
     // of the last row (up to Wh + 11 past the last plane).
     dim_t size() const { return cg * sh * sw * plane + slack(); }
     dim_t slack() const { return wh + 16; }
-    void make_offsets() {
+    // Row r = (ci, kh, kw) of the reduction at (kh, ci, kw) order, the forward's.
+    dim_t kh_major(dim_t r) const {
+        const dim_t ci = r / ks, kh = r % ks / g.k[2], kw = r % g.k[2];
+        return (kh * cg + ci) * g.k[2] + kw;
+    }
+    // off[r] for the rows in (ci, kh, kw) order, or in (kh, ci, kw) order.
+    void make_offsets(bool by_kh = false) {
         off.resize(static_cast<std::size_t>(rows));
         for (dim_t r = 0; r < rows; ++r) {
             const dim_t ci = r / ks, th = (r % ks) / g.k[2] * g.d[1],
                         tw = (r % ks) % g.k[2] * g.d[2];
-            off[static_cast<std::size_t>(r)] =
+            off[static_cast<std::size_t>(by_kh ? kh_major(r) : r)] =
                 ((ci * sh + th % sh) * sw + tw % sw) * plane + th / sh * wh + tw / sw;
         }
     }
@@ -446,8 +481,8 @@ struct Shifted {
     }
 };
 
-// Wide enough that the dropped padding columns cost less than the gathers they save: outputs at
-// least 28 wide, with 32 or more output channels per group.
+// The weight gradient's tiles: wide enough that the dropped padding columns cost less than the
+// gathers they save: outputs at least 28 wide, with 32 or more output channels per group.
 bool shifted_pays(const Problem& p) {
     return geom3(p).out[2] >= 28 && p.ocg() >= 32;
 }
@@ -459,95 +494,140 @@ bool shifted_possible(const Problem& p) {
         return false;
     const Shifted sg(p);
     const dim_t npan = (p.ocg() + 31) / 32, rows = p.icg() * p.kernel_spatial();
-    // The planes and W^T within 4 MiB each.
+    // The planes within 4 MiB, W^T (the weights' size, rounded up to panels) within 16 MiB.
     return static_cast<std::size_t>(sg.size()) * sizeof(float) <= (4u << 20) &&
-           static_cast<std::size_t>(p.groups * npan * 32 * rows) * sizeof(float) <= (4u << 20);
+           static_cast<std::size_t>(p.groups * npan * 32 * rows) * sizeof(float) <= (16u << 20);
 }
 
 // The weight gradient from the planes: dW_g^T (rows x K/G) = X' dY_g^T over the positions,
 // 12 reduction rows (each contiguous along the positions from its offset) by 32 output
 // channels of dY^T packed with zeros at the dropped positions. Its packed dY^T (K/G x
-// positions) within 4 MiB.
+// positions) and dW (partials of whole images per thread) within 4 MiB.
 bool use_shifted_wgrad(const Problem& p) {
     if (g_shifted_mode == 2 || !shifted_possible(p)) return false;
     const Shifted sg(p);
     const dim_t npan = (p.ocg() + 31) / 32;
-    if (static_cast<std::size_t>(npan * 32 * sg.npos) * sizeof(float) > (4u << 20)) return false;
+    if (static_cast<std::size_t>(npan * 32 * sg.npos) * sizeof(float) > (4u << 20) ||
+        static_cast<std::size_t>(p.oc * p.icg() * p.kernel_spatial()) * sizeof(float) > (4u << 20))
+        return false;
     return g_shifted_mode == 1 || shifted_pays(p);
 }
 
+// The forward's row tiles drop nothing and skip the padding rows' taps, so output width does
+// not matter; W^T is packed once per call, so it pays from 196 output positions per group
+// (a 14x14 image, four 7x7 ones): at batch 1, 7x7 (res5a_branch2b) measured 1.55 against
+// im2col's 1.60 ms forward and 2.1 against col2im's 1.35 backward, where packing FlipRot(W)^T
+// took 1 ms.
+// conv1 (K = 147) measured no gain (batch 32: 46 against 42 ms): a short reduction leaves the
+// per-tile work (pointers, the transposed store) a larger share.
 bool use_shifted(const Problem& p) {
     if (g_shifted_mode == 2 || !shifted_possible(p)) return false;
     if (g_shifted_mode == 1) return true;
-    // conv1 (K = 147) measured no gain (batch 32: 46 against 42 ms): a short reduction leaves
-    // the per-tile work (pointers, the transposed store) a larger share.
-    return shifted_pays(p) && p.icg() * p.kernel_spatial() >= 256;
+    return p.ocg() >= 32 && p.icg() * p.kernel_spatial() >= 256 && p.mb * p.out_spatial() >= 196;
 }
 
-void forward_shifted(const Problem& p, const ConvArgs& a, Profiler* prof) {
+// With flip, a.wei is the weights of the problem whose backward data p is (K and C swapped):
+// p's weights are their FlipRot, read while packing.
+void forward_shifted(const Problem& p, const ConvArgs& a, Profiler* prof, bool flip = false) {
     const MicroKernel& uk = microkernel();
     Shifted sg(p);
     const Geom3& g = sg.g;
-    const dim_t kg = p.ocg(), cg = sg.cg, rows = sg.rows;
+    const dim_t kg = p.ocg(), cg = sg.cg, rows = sg.rows, kh_n = g.k[1];
     const dim_t oh_n = g.out[1], ow_n = g.out[2], cols = oh_n * ow_n;
-    const dim_t wh = sg.wh, npos = sg.npos, ntiles = (npos + 11) / 12;
+    const dim_t wh = sg.wh, per_kh = rows / kh_n;
     const dim_t npan = (kg + 31) / 32, is = g.in[1] * g.in[2];
-    // W_g^T of every group, panels of 32 output channels (zero beyond K/G), and the taps' offsets.
-    std::vector<float> wt(static_cast<std::size_t>(p.groups * npan * 32 * rows));
-    {
-        Span s(prof, "pack_wei");
-        sg.make_offsets();
-        for (dim_t q = 0; q < p.groups * npan; ++q) {
-            const dim_t gi = q / npan, jp = q % npan;
-            pack_transposed(a.wei + (gi * kg + jp * 32) * rows, rows,
-                            std::min<dim_t>(32, kg - jp * 32), rows, 32, wt.data() + q * 32 * rows);
-        }
-    }
+    // Tiles: each output row cut into segs runs of at most kShiftedRowMax positions.
+    const dim_t segs = (ow_n + kShiftedRowMax - 1) / kShiftedRowMax, ntiles = oh_n * segs;
+    // The taps kh that read inside the input, [kh_lo, kh_hi) per output row: with the reduction
+    // rows in (kh, ci, kw) order, a row's tiles run over that range of rows only.
+    std::vector<dim_t> kh_lo(static_cast<std::size_t>(oh_n)), kh_hi(kh_lo.size());
+    for (dim_t oh = 0; oh < oh_n; ++oh)
+        valid_range(oh * g.s[1] - g.pb[1], g.d[1], g.in[1], kh_n,
+                    kh_lo[static_cast<std::size_t>(oh)], kh_hi[static_cast<std::size_t>(oh)]);
+    sg.make_offsets(true);
     const std::vector<dim_t>& off = sg.off;
+    // Panel jp of W_g^T (32 output channels, zero beyond K/G), rows in (kh, ci, kw) order, to `to`.
+    const dim_t kw_n = g.k[2], ks = sg.ks;
+    const int nr = 32;
+    const auto pack_panels = [&](dim_t gi, dim_t jp0, dim_t jp1, float* to) {
+        const auto nv = [&](dim_t jp) { return std::min<dim_t>(32, kg - jp * 32); };
+        if (!flip) {
+            float* tmp = scratch(kPanelSlot, static_cast<std::size_t>(32 * rows));
+            for (dim_t jp = jp0; jp < jp1; ++jp, to += 32 * rows) {
+                pack_transposed(a.wei + (gi * kg + jp * 32) * rows, rows, nv(jp), rows, nr, tmp);
+                for (dim_t ci = 0; ci < cg; ++ci)
+                    for (dim_t kh = 0; kh < kh_n; ++kh)
+                        std::memcpy(to + ((kh * cg + ci) * kw_n) * 32,
+                                    tmp + (ci * kh_n + kh) * kw_n * 32,
+                                    static_cast<std::size_t>(kw_n) * 32 * sizeof(float));
+            }
+            return;
+        }
+        // FlipRot: p's tap t of (ci, oc) is the stored weights' tap ks-1-t of output channel ci,
+        // input channel oc; for each ci those of the panels' oc are contiguous, read in order.
+        float* tmp = scratch(kPanelSlot, static_cast<std::size_t>(32 * ks));
+        for (dim_t ci = 0; ci < cg; ++ci)
+            for (dim_t jp = jp0; jp < jp1; ++jp) {
+                pack_transposed(a.wei + ((gi * cg + ci) * kg + jp * 32) * ks, ks, nv(jp), ks, nr,
+                                tmp);
+                float* d = to + (jp - jp0) * 32 * rows;
+                for (dim_t t = 0; t < ks; ++t)
+                    std::memcpy(d + ((t / kw_n * cg + ci) * kw_n + t % kw_n) * 32,
+                                tmp + (ks - 1 - t) * 32, 32 * sizeof(float));
+            }
+    };
+    const char* pack_name = flip ? "fliprot" : "pack_wei";
     // Channels [c0, c1) of image n, group gi into the planes at xp.
     const auto pad = [&](dim_t n, dim_t gi, float* xp, dim_t c0, dim_t c1) {
         sg.pad(a.src + (n * p.ic + gi * cg) * is, xp, c0, c1);
     };
-    // Tiles [t0, t1) of positions of image n, group gi.
-    const auto tiles = [&](dim_t n, dim_t gi, const float* xp, dim_t t0, dim_t t1) {
-        alignas(64) float tile[12 * 32];
-        float* dst = a.dst + (n * p.oc + gi * kg) * cols;
+    // Tiles [t0, t1) of image n, group gi, panel jp (its W^T at w).
+    const auto tiles = [&](dim_t n, dim_t gi, const float* xp, dim_t jp, const float* w, dim_t t0,
+                           dim_t t1) {
+        float* d = a.dst + (n * p.oc + gi * kg + jp * 32) * cols;
+        const int nv = static_cast<int>(std::min<dim_t>(32, kg - jp * 32));
         for (dim_t t = t0; t < t1; ++t) {
-            dim_t pos[12];  // output column of each row, or -1 (padding column, past the end)
-            for (dim_t i = 0; i < 12; ++i) {
-                const dim_t q = t * 12 + i, oh = q / wh, ow = q % wh;
-                pos[i] = q < npos && ow < ow_n ? oh * ow_n + ow : -1;
-            }
-            // All 12 positions in one output row: the kernel stores them transposed, in place.
-            const bool whole = pos[0] >= 0 && pos[11] == pos[0] + 11;
-            for (dim_t jp = 0; jp < npan; ++jp) {
-                const dim_t nv = std::min<dim_t>(32, kg - jp * 32);
-                const float* w = wt.data() + (gi * npan + jp) * 32 * rows;
-                float* d = dst + jp * 32 * cols;
-                if (whole) {
-                    uk.shifted_fn(rows, xp + t * 12, off.data(), w, d + pos[0], cols,
-                                  static_cast<int>(nv));
-                    continue;
-                }
-                uk.shifted_fn(rows, xp + t * 12, off.data(), w, tile, 0, 32);
-                for (dim_t j = 0; j < nv; ++j)
-                    for (dim_t i = 0; i < 12; ++i)
-                        if (pos[i] >= 0) d[j * cols + pos[i]] = tile[i * 32 + j];
-            }
+            const dim_t oh = t / segs, sgi = t % segs;
+            const dim_t ow0 = ow_n * sgi / segs, len = ow_n * (sgi + 1) / segs - ow0;
+            const dim_t r0 = kh_lo[static_cast<std::size_t>(oh)] * per_kh,
+                        r1 = kh_hi[static_cast<std::size_t>(oh)] * per_kh;
+            uk.shifted_row_fn[len](r1 - r0, xp + oh * wh + ow0, off.data() + r0, w + r0 * 32,
+                                   d + oh * ow_n + ow0, cols, nv);
         }
     };
+    // W^T of every group packed once, the threads splitting each group's panels.
+    float* wt = scratch(kPackedWeiSlot, static_cast<std::size_t>(p.groups * npan * 32 * rows));
+    {
+        Span s(prof, pack_name);
+#pragma omp parallel if (npan * rows * 32 >= 65536)
+        {
+            const dim_t id = omp_get_thread_num(), nt = omp_get_num_threads();
+            for (dim_t gi = 0; gi < p.groups; ++gi) {
+                const dim_t jp0 = npan * id / nt, jp1 = npan * (id + 1) / nt;
+                if (jp0 < jp1) pack_panels(gi, jp0, jp1, wt + (gi * npan + jp0) * 32 * rows);
+            }
+        }
+    }
     const std::size_t xsize = static_cast<std::size_t>(sg.size());
     if (images_in_parallel(p.mb * p.groups)) {
-        // Whole images per thread (the profiler is not shared between threads).
+        // Whole images per thread, panel by panel: a panel's W^T stays in cache while the
+        // image's tiles pass (the profiler is not shared between threads).
         Span s(prof, "gemm");
 #pragma omp parallel for schedule(dynamic)
         for (dim_t q = 0; q < p.mb * p.groups; ++q) {
+            const dim_t n = q / p.groups, gi = q % p.groups;
             float* xp = scratch(kSubsampleSlot, xsize);
-            pad(q / p.groups, q % p.groups, xp, 0, cg);
-            tiles(q / p.groups, q % p.groups, xp, 0, ntiles);
+            pad(n, gi, xp, 0, cg);
+            for (dim_t jp = 0; jp < npan; ++jp)
+                tiles(n, gi, xp, jp, wt + (gi * npan + jp) * 32 * rows, 0, ntiles);
         }
         return;
     }
+    // One image at a time. Each thread reads either all the planes and its share of the panels
+    // (by_panels: the (panel, tile) pairs split panel-major) or all of W^T and its share of the
+    // tiles; the smaller is read twice. 14x14 (res4a_branch2b) batch 1 measured 1.15 ms by
+    // panels, 2.2 by tiles; 56x56 (res2a_branch2b) 1.43 by tiles, 1.70 by panels.
+    const bool by_panels = cg * sg.plane * sg.sh * sg.sw < npan * 32 * rows;
     float* xp = scratch(kSubsampleSlot, xsize);
     for (dim_t n = 0; n < p.mb; ++n)
         for (dim_t gi = 0; gi < p.groups; ++gi) {
@@ -563,7 +643,17 @@ void forward_shifted(const Problem& p, const ConvArgs& a, Profiler* prof) {
 #pragma omp parallel
             {
                 const dim_t id = omp_get_thread_num(), nt = omp_get_num_threads();
-                tiles(n, gi, xp, ntiles * id / nt, ntiles * (id + 1) / nt);
+                if (by_panels) {
+                    const dim_t all = npan * ntiles, q0 = all * id / nt, q1 = all * (id + 1) / nt;
+                    for (dim_t jp = q0 / ntiles; jp < npan && jp * ntiles < q1; ++jp)
+                        tiles(n, gi, xp, jp, wt + (gi * npan + jp) * 32 * rows,
+                              std::max(q0 - jp * ntiles, dim_t{0}),
+                              std::min(q1 - jp * ntiles, ntiles));
+                } else {
+                    for (dim_t jp = 0; jp < npan; ++jp)
+                        tiles(n, gi, xp, jp, wt + (gi * npan + jp) * 32 * rows, ntiles * id / nt,
+                              ntiles * (id + 1) / nt);
+                }
             }
         }
 }
@@ -586,18 +676,14 @@ bool shifted_bwd_data_problem(const Problem& p, Problem& q) {
     return use_shifted(q);
 }
 
-// dX = forward(q) of dY with FlipRot(W) (scratch slot 6, as via_forward's), from the planes.
-void backward_data_shifted(const Problem& p, const Problem& q, const ConvArgs& a, Profiler* prof) {
-    float* wt = scratch(6, static_cast<std::size_t>(p.ic * p.ocg() * p.kernel_spatial()));
-    {
-        Span s(prof, "fliprot");
-        flip_rot_kernel(p, a.wei, wt);
-    }
+// dX = forward(q) of dY with FlipRot(W), from the planes; FlipRot is applied while packing
+// (recorded as "fliprot").
+void backward_data_shifted(const Problem& q, const ConvArgs& a, Profiler* prof) {
     ConvArgs f;
     f.src = a.diff_dst;
-    f.wei = wt;
+    f.wei = a.wei;
     f.dst = a.diff_src;
-    forward_shifted(q, f, prof);
+    forward_shifted(q, f, prof, true);
 }
 
 }  // namespace
@@ -771,7 +857,7 @@ struct PhaseGroup {
 }  // namespace
 
 void backward_data_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler* prof) {
-    if (Problem q; shifted_bwd_data_problem(p, q)) return backward_data_shifted(p, q, a, prof);
+    if (Problem q; shifted_bwd_data_problem(p, q)) return backward_data_shifted(q, a, prof);
     const Geom3 g = geom3(p);
     const dim_t kg = p.ocg(), cg = p.icg(), ks = p.kernel_spatial(), is = p.in_spatial();
     const dim_t os = p.out_spatial();

@@ -294,6 +294,32 @@ __attribute__((target("avx512f,fma"))) void kernel_avx512_shifted(dim_t kc, cons
         for (int v = 0; v < 2; ++v) _mm512_storeu_ps(c + i * 32 + 16 * v, t[i][v]);
 }
 
+// R (<= 14) output positions of one output row x 32 output channels (MicroKernel::shifted_row_fn):
+// as kernel_avx512_shifted, stored transposed, c[j*ldt + i] for i < R, j < nv, by a 16x16
+// register transpose and a masked store per channel (R = 14, 28 accumulators, spilled: 1.35x slower).
+template <int R>
+__attribute__((target("avx512f,fma"))) void kernel_avx512_shifted_row(dim_t kc, const float* x,
+                                                                      const dim_t* off,
+                                                                      const float* b, float* c,
+                                                                      dim_t ldt, int nv) {
+    __m512 t[R][2];
+    tile_loop<R, 2>(
+        kc, [&](dim_t k, int i) { return x[off[k] + i]; }, b, t);
+    constexpr __mmask16 m = static_cast<__mmask16>((1u << R) - 1);
+    for (int v = 0; v < 2 && 16 * v < nv; ++v) {
+        __m512 q[16];
+        for (int i = 0; i < 16; ++i) q[i] = i < R ? t[i][v] : _mm512_setzero_ps();
+        transpose16(q);
+        for (int j = 0; j < 16 && 16 * v + j < nv; ++j)
+            _mm512_mask_storeu_ps(c + (16 * v + j) * ldt, m, q[j]);
+    }
+}
+
+template <int... R>
+void fill_shifted_row(ShiftedFn* fn, std::integer_sequence<int, R...>) {
+    ((fn[R + 1] = kernel_avx512_shifted_row<R + 1>), ...);
+}
+
 // The weight gradient's counterpart (MicroKernel::shifted_rows_fn): t (12 x 32) = sum_k
 // arows[i][k] * b[k*32 + j], row i read from its own pointer (12 reduction rows of the padded
 // input, each contiguous along the positions k), b a packed panel of dY^T; then c[j*ldt + i]
@@ -472,6 +498,7 @@ MicroKernel avx512_kernel() {
     k.edge_rowa_fn[1][0] = kernel_avx512_edge16_rowa;
     k.edge_rowa_fn[1][1] = kernel_avx512_edge17_rowa;
     k.shifted_fn = kernel_avx512_shifted;
+    fill_shifted_row(k.shifted_row_fn, std::make_integer_sequence<int, kShiftedRowMax>{});
     k.shifted_rows_fn = kernel_avx512_shifted_rows;
     return k;
 }

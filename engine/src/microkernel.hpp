@@ -47,6 +47,9 @@ using MicroKernelEdgeFn = void (*)(dim_t kc, const float* a, const float* b, con
 using ShiftedFn = void (*)(dim_t kc, const float* x, const dim_t* off, const float* b, float* c,
                            dim_t ldt, int nv);
 
+// Longest run of output positions of MicroKernel::shifted_row_fn.
+inline constexpr int kShiftedRowMax = 12;
+
 // t (12 x 32) = sum over k < kc of arows[i][k] * b[k*32 + j], each row from its own pointer;
 // then c[j*ldt + i] (+= when acc) for i < mv, j < nv (12 x 32 only).
 using ShiftedRowsFn = void (*)(dim_t kc, const float* const* arows, const float* b, float* c,
@@ -70,6 +73,9 @@ struct MicroKernel {
     // planes, and 12 reduction rows x 32 channels of its weight gradient (12 x 32 only; see
     // ShiftedFn, ShiftedRowsFn and implicit_gemm.cpp).
     ShiftedFn shifted_fn = nullptr;
+    // The same for R = 1 .. kShiftedRowMax positions of one output row, [R], always stored
+    // transposed (ldt > 0) and only the R positions.
+    ShiftedFn shifted_row_fn[kShiftedRowMax + 1] = {};
     ShiftedRowsFn shifted_rows_fn = nullptr;
 };
 
@@ -125,8 +131,11 @@ struct GemmBlocking {
 // Per-thread aligned scratch buffers, kept between calls (no page faults in steady state), not
 // initialised. Slots: 0-2 the GEMM's packed tiles, 3 a column matrix or GEMM output, 4-7 the
 // via_forward intermediates, 8 the GEMM's edge column (kGemmEdgeSlot), 9 implicit_gemm's
-// reordered input (kSubsampleSlot), 10 its packed dY^T (kPackedDySlot).
-inline constexpr int kScratchSlots = 11;
+// reordered input (kSubsampleSlot), 10 its packed dY^T (kPackedDySlot), 11 its packed W^T
+// (kPackedWeiSlot), 12 a W^T panel before its rows are reordered (kPanelSlot).
+inline constexpr int kScratchSlots = 13;
+inline constexpr int kPackedWeiSlot = 11;
+inline constexpr int kPanelSlot = 12;
 inline constexpr int kGemmEdgeSlot = 8;
 inline constexpr int kSubsampleSlot = 9;
 inline constexpr int kPackedDySlot = 10;
