@@ -432,6 +432,58 @@ TEST_CASE("implicit_gemm's forward and weight gradient from padded stride-phase 
     }
 }
 
+TEST_CASE("implicit_gemm's 1x1 forward from the input's rows equals direct") {
+    RestoreCore restore;
+    std::mt19937 rng(47);
+    const auto pick = [&](dim_t lo, dim_t hi) {
+        return std::uniform_int_distribution<dim_t>(lo, hi)(rng);
+    };
+    // Random 1x1 problems, unpadded, some strided (the input sampled first), with groups and
+    // batches of 1 (threads split the tiles) and 5 (whole images per thread), channel counts
+    // off the 32-channel panels and output lengths off the 12-position tiles; forced on, each
+    // records "pack_wei" (W^T), which the GEMM path does not.
+    detail::set_shifted(1);
+    int ran = 0;
+    for (int t = 0; t < 24; ++t) {
+        Problem p;
+        p.ndims = 1 + t % 3;
+        p.mb = t % 2 ? 5 : 1;
+        p.groups = t % 4 == 3 ? 2 : 1;
+        p.ic = p.groups * pick(1, 40);
+        p.oc = p.groups * pick(1, 70);
+        for (int i = 0; i < p.ndims; ++i) {
+            p.in[i] = pick(1, p.ndims == 1 ? 60 : 13);
+            p.kernel[i] = 1;
+            p.stride[i] = t % 3 == 0 ? pick(1, 3) : 1;
+        }
+        REQUIRE(p.validate().empty());
+        const Tensor src = integer_tensor(p.src_dims(), rng),
+                     wei = integer_tensor(p.wei_dims(), rng);
+        Profiler prof;
+        check_equal(forward(p, src, wei, nullptr, "implicit_gemm", &prof),
+                    forward(p, src, wei, nullptr, "direct"), to_descriptor(p));
+        ran += prof.seconds("pack_wei") > 0.0;
+    }
+    CHECK(ran == 24);
+    // By default: 32 or more channels each way, 4 or more images, and outputs of at most 256
+    // positions or a strided input.
+    detail::set_shifted(0);
+    const auto ran_pointwise = [&](const char* d) {
+        const Problem p = parse_descriptor(d);
+        const Tensor src = integer_tensor(p.src_dims(), rng),
+                     wei = integer_tensor(p.wei_dims(), rng);
+        Profiler prof;
+        check_equal(forward(p, src, wei, nullptr, "implicit_gemm", &prof),
+                    forward(p, src, wei, nullptr, "direct"), d);
+        return prof.seconds("pack_wei") > 0.0;
+    };
+    CHECK(ran_pointwise("mb4ic40ih14oc36oh14kh1ph0"));
+    CHECK(ran_pointwise("mb4ic40ih28oc36oh14kh1sh2ph0"));
+    CHECK(!ran_pointwise("mb4ic40ih28oc36oh28kh1ph0"));  // 784 positions
+    CHECK(!ran_pointwise("mb2ic40ih14oc36oh14kh1ph0"));  // 2 images
+    CHECK(!ran_pointwise("mb4ic16ih14oc36oh14kh1ph0"));  // 16 input channels
+}
+
 TEST_CASE("auto: backward data by col2im, by implicit_gemm on batched small 3x3 stride-1 layers") {
     std::mt19937 rng(8);
     // The algorithm auto ran shows in its spans: col2im records "col2im", implicit_gemm's

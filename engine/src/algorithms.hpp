@@ -9,8 +9,9 @@ void forward_direct(const Problem& p, const ConvArgs& a, Profiler* prof);
 void forward_im2col_gemm(const Problem& p, const ConvArgs& a, Profiler* prof);
 void forward_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler* prof);
 // Whether implicit_gemm reads shifted tiles of padded stride-phase planes (forward, weight
-// gradient, and stride-1 backward data as the forward of FlipRot(W)): 0 where it pays (the
-// default), 1 wherever it can (tests), 2 never.
+// gradient, and stride-1 backward data as the forward of FlipRot(W)), and runs 1x1 forwards
+// by the same tiles from the input's rows: 0 where it pays (the default), 1 wherever it can
+// (tests), 2 never.
 void set_shifted(int mode);
 // Whether implicit_gemm runs that pass of p from the padded stride-phase planes.
 bool shifted_applies(const Problem& p, Pass pass);

@@ -658,6 +658,101 @@ void forward_shifted(const Problem& p, const ConvArgs& a, Profiler* prof, bool f
         }
 }
 
+// 1x1 forward computed transposed, as the shifted tiles are: dst^T (positions x K/G) =
+// X^T W_g^T in tiles of up to 12 positions of one image x 32 output channels, where the tile's
+// 12 values of input channel ci are broadcast straight from the image's row ci (off[ci] =
+// ci * positions), against W_g^T packed once. Nothing is gathered per panel and no merged
+// images' products are copied back; strided 1x1s read the input sampled at the strides.
+// set_shifted's mode applies: 1 takes it wherever it can run, 2 never.
+//
+// It pays where the GEMM would merge images (outputs of at most 256 positions) or sample the
+// input, with 4 or more images to share the packing of W^T. Alternating builds, batch 32
+// (min of medians, 3 rounds): res4b_branch2a 19.6 -> 16.1 ms, res5b_branch2a 17.2 -> 16.0,
+// res4a_branch1 38.6 -> 34.2, res4a_branch2a 11.9 -> 10.5; 56x56 and 28x28 stride-1 outputs
+// lost (res2a_branch1, 64 input channels, 19.5 -> 27.0: a short reduction per transposed
+// store) or tied; batch 1 lost up to 30% (res5a_branch1 1.20 -> 1.52: packing W^T for one image).
+bool use_pointwise(const Problem& p) {
+    if (g_shifted_mode == 2 || !microkernel().shifted_row_fn[1] || p.kernel_spatial() != 1 ||
+        !(im2col_is_identity(p) || can_subsample(p, 1)))
+        return false;
+    const dim_t npan = (p.ocg() + 31) / 32;
+    if (static_cast<std::size_t>(p.groups * npan * 32 * p.icg()) * sizeof(float) > (16u << 20))
+        return false;
+    if (g_shifted_mode == 1) return true;
+    return p.ocg() >= 32 && p.icg() >= 32 && p.mb >= 4 &&
+           (!im2col_is_identity(p) || p.out_spatial() <= 256);
+}
+
+void forward_pointwise(const Problem& p, const ConvArgs& a, Profiler* prof) {
+    const MicroKernel& uk = microkernel();
+    const dim_t kg = p.ocg(), cg = p.icg(), cols = p.out_spatial(), is = p.in_spatial();
+    const dim_t npan = (kg + 31) / 32;
+    const bool subsample = !im2col_is_identity(p);
+    const Geom3 geo = geom3(p);
+    // Tiles: the positions cut into segs runs of at most kShiftedRowMax, in chunks of tiles
+    // whose inputs (C/G x chunk positions, 256 KiB) stay in cache while the panels pass.
+    const dim_t segs = (cols + kShiftedRowMax - 1) / kShiftedRowMax;
+    const dim_t chunk = std::max<dim_t>(1, 65536 / (cg * kShiftedRowMax));
+    std::vector<dim_t> off(static_cast<std::size_t>(cg));
+    for (dim_t ci = 0; ci < cg; ++ci) off[static_cast<std::size_t>(ci)] = ci * cols;
+    float* wt = scratch(kPackedWeiSlot, static_cast<std::size_t>(p.groups * npan * 32 * cg));
+    {
+        Span s(prof, "pack_wei");
+#pragma omp parallel for schedule(static) if (p.groups * npan > 1 && kg * cg >= 65536)
+        for (dim_t q = 0; q < p.groups * npan; ++q) {
+            const dim_t gi = q / npan, jp = q % npan;
+            pack_transposed(a.wei + (gi * kg + jp * 32) * cg, cg, std::min<dim_t>(32, kg - jp * 32),
+                            cg, 32, wt + q * 32 * cg);
+        }
+    }
+    // Tiles [t0, t1) of image n, group gi, whose input rows (C/G x cols) are at x.
+    const auto tiles = [&](dim_t n, dim_t gi, const float* x, dim_t t0, dim_t t1) {
+        float* dst = a.dst + (n * p.oc + gi * kg) * cols;
+        for (dim_t c0 = t0; c0 < t1; c0 += chunk)
+            for (dim_t jp = 0; jp < npan; ++jp) {
+                const float* w = wt + (gi * npan + jp) * 32 * cg;
+                float* d = dst + jp * 32 * cols;
+                const int nv = static_cast<int>(std::min<dim_t>(32, kg - jp * 32));
+                for (dim_t t = c0; t < std::min(c0 + chunk, t1); ++t) {
+                    const dim_t p0 = cols * t / segs, len = cols * (t + 1) / segs - p0;
+                    uk.shifted_row_fn[len](cg, x + p0, off.data(), w, d + p0, cols, nv);
+                }
+            }
+    };
+    const auto image = [&](dim_t n, dim_t gi) { return a.src + (n * p.ic + gi * cg) * is; };
+    if (images_in_parallel(p.mb * p.groups)) {
+        Span s(prof, "gemm");  // the profiler is not shared between threads
+#pragma omp parallel for schedule(dynamic)
+        for (dim_t q = 0; q < p.mb * p.groups; ++q) {
+            const dim_t n = q / p.groups, gi = q % p.groups;
+            const float* x = image(n, gi);
+            if (subsample) {
+                float* sub = scratch(kSubsampleSlot, static_cast<std::size_t>(cg * cols));
+                subsample_input(geo, x, 0, 1, cg, sub);
+                x = sub;
+            }
+            tiles(n, gi, x, 0, segs);
+        }
+        return;
+    }
+    for (dim_t n = 0; n < p.mb; ++n)
+        for (dim_t gi = 0; gi < p.groups; ++gi) {
+            const float* x = image(n, gi);
+            if (subsample) {
+                Span s(prof, "pack_src");  // the input sampled at the strides
+                float* sub = scratch(kSubsampleSlot, static_cast<std::size_t>(cg * cols));
+                subsample_input(geo, x, 0, 1, cg, sub);
+                x = sub;
+            }
+            Span s(prof, "gemm");
+#pragma omp parallel
+            {
+                const dim_t id = omp_get_thread_num(), nt = omp_get_num_threads();
+                tiles(n, gi, x, segs * id / nt, segs * (id + 1) / nt);
+            }
+        }
+}
+
 // Backward data of a stride-1 problem is a forward correlation of dY with the flipped weights
 // (FlipRot, as in via_forward), padded by (k-1)d - pad on each side: the forward problem q
 // (C <-> K), for the shifted tiles when they pay on q. False where a pad exceeds (k-1)d (q would
@@ -703,6 +798,11 @@ bool shifted_applies(const Problem& p, Pass pass) {
 // dst_g (Kg x nb*cols) = W_g (Kg x rows) * im2col (rows x nb*cols); nb > 1 goes through a
 // buffer of nb images' outputs and is scattered to (N, K, out...).
 void forward_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler* prof) {
+    if (use_pointwise(p)) {
+        forward_pointwise(p, a, prof);
+        add_bias(p, a, prof);
+        return;
+    }
     if (use_shifted(p)) {
         forward_shifted(p, a, prof);
         add_bias(p, a, prof);
