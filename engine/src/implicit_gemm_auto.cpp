@@ -26,7 +26,9 @@
 // And implicit_gemm wherever its stride-1 backward data runs as the forward of FlipRot(W) from
 // the padded planes (shifted_applies; the wide 3x3 layers), measured in alternating builds
 // against col2im: res2a_branch2b 44.7 -> 37.9 ms at batch 32, 1.32 -> 1.28 at batch 1;
-// res3a_branch2b 40.4 -> 38.0 and 1.39 -> 1.35.
+// res3a_branch2b 40.4 -> 38.0 and 1.39 -> 1.35. With the planes' row tiles (7e9b0e9) they serve
+// 14x14 and 7x7 layers too; in the runs of 651d94a backward data auto gave 0.94x at batch 1
+// and 0.92x at batch 32 against col2im's 0.97x and 1.02x.
 #include "algorithms.hpp"
 
 namespace convlab::detail {
