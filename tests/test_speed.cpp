@@ -350,6 +350,19 @@ TEST_CASE("implicit_gemm holds no work buffer above 4 MiB (conv1, 2048-channel 7
     CHECK(detail::scratch_high_water() >= std::size_t{147} * 12544 * sizeof(float));
 }
 
+// implicit_gemm's forward of descriptor d on random integers, checked against direct: whether
+// it packed W^T ("pack_wei": the shifted and the 1x1 row tiles do, the GEMM paths do not).
+namespace {
+bool forward_packed_wei(const char* d, std::mt19937& rng) {
+    const Problem p = parse_descriptor(d);
+    const Tensor src = integer_tensor(p.src_dims(), rng), wei = integer_tensor(p.wei_dims(), rng);
+    Profiler prof;
+    check_equal(forward(p, src, wei, nullptr, "implicit_gemm", &prof),
+                forward(p, src, wei, nullptr, "direct"), d);
+    return prof.seconds("pack_wei") > 0.0;
+}
+}  // namespace
+
 TEST_CASE("implicit_gemm's forward and weight gradient from padded stride-phase planes") {
     RestoreCore restore;
     std::mt19937 rng(31);
@@ -397,15 +410,7 @@ TEST_CASE("implicit_gemm's forward and weight gradient from padded stride-phase 
     // By default only products of 32 or more output channels per group, a reduction of 256 or
     // more and 196 or more output positions per group take it.
     detail::set_shifted(0);
-    const auto ran_shifted = [&](const char* d) {
-        const Problem p = parse_descriptor(d);
-        const Tensor src = integer_tensor(p.src_dims(), rng),
-                     wei = integer_tensor(p.wei_dims(), rng);
-        Profiler prof;
-        check_equal(forward(p, src, wei, nullptr, "implicit_gemm", &prof),
-                    forward(p, src, wei, nullptr, "direct"), d);
-        return prof.seconds("pack_wei") > 0.0;
-    };
+    const auto ran_shifted = [&](const char* d) { return forward_packed_wei(d, rng); };
     CHECK(ran_shifted("mb2ic32ih30oc40oh30kh3ph1"));
     CHECK(!ran_shifted("mb2ic32ih7oc40oh7kh3ph1"));      // 98 positions: packing W^T does not pay
     CHECK(ran_shifted("mb4ic32ih7oc40oh7kh3ph1"));       // four 7x7 images
@@ -468,15 +473,7 @@ TEST_CASE("implicit_gemm's 1x1 forward from the input's rows equals direct") {
     // By default: 32 or more channels each way, 4 or more images, and outputs of at most 256
     // positions or a strided input.
     detail::set_shifted(0);
-    const auto ran_pointwise = [&](const char* d) {
-        const Problem p = parse_descriptor(d);
-        const Tensor src = integer_tensor(p.src_dims(), rng),
-                     wei = integer_tensor(p.wei_dims(), rng);
-        Profiler prof;
-        check_equal(forward(p, src, wei, nullptr, "implicit_gemm", &prof),
-                    forward(p, src, wei, nullptr, "direct"), d);
-        return prof.seconds("pack_wei") > 0.0;
-    };
+    const auto ran_pointwise = [&](const char* d) { return forward_packed_wei(d, rng); };
     CHECK(ran_pointwise("mb4ic40ih14oc36oh14kh1ph0"));
     CHECK(ran_pointwise("mb4ic40ih28oc36oh14kh1sh2ph0"));
     CHECK(!ran_pointwise("mb4ic40ih28oc36oh28kh1ph0"));  // 784 positions
