@@ -388,16 +388,17 @@ void sum_over_threads(int threads, float* c, std::size_t csize, const Work& work
 // Hh x Wh given below. Output position p = oh * Wh + ow
 // then reads tap (ci, kh, kw) at
 //   plane (ci, kh dh mod s_h, kw dw mod s_w) + (kh dh / s_h) Wh + kw dw / s_w + p,
-// so for every tap 12 consecutive positions have their inputs side by side. dst^T (positions x
-// K/G) = X' W_g^T runs as 12 x 32 tiles whose 12 row values are broadcast straight from the
-// planes (MicroKernel::shifted_fn), against W_g^T packed once: nothing is gathered per panel,
-// where im2col's packer copied every tap of every panel (a quarter of the 56x56 3x3 forward).
-// The cost: the last Wh - OW columns of each row of positions are computed and dropped, so only
-// wide outputs take it. Rows share their padding: a tap that reads past the end of a row reads
-// the next row's left padding, zero too, so Wh is the narrowest width for which every tap a kept
-// position reads is right (shared_pad_width; 3x3 padding 1: Wh = OW + 1, not OW + 2, 1.8%
-// dropped at 56x56 rather than 3.4%), and each plane has one more row for the last row's reads:
-// Hh = OH + (KH-1) dh / s_h + 1.
+// so for every tap consecutive positions have their inputs side by side. dst^T (positions x
+// K/G) = X' W_g^T runs as tiles of up to 12 positions of one output row x 32 output channels,
+// whose row values are broadcast straight from the planes (MicroKernel::shifted_row_fn),
+// against W_g^T packed once: nothing is gathered per panel, where im2col's packer copied every
+// tap of every panel (a quarter of the 56x56 3x3 forward). The weight gradient's tiles run
+// along the positions across rows, so there the last Wh - OW columns of each row of positions
+// are computed and dropped, and only wide outputs take it. Rows share their padding: a tap that
+// reads past the end of a row reads the next row's left padding, zero too, so Wh is the
+// narrowest width for which every tap a kept position reads is right (shared_pad_width; 3x3 padding
+// 1: Wh = OW + 1, not OW + 2, 1.8% dropped at 56x56 rather than 3.4%), and each plane has one more
+// row for the last row's reads: Hh = OH + (KH-1) dh / s_h + 1.
 int g_shifted_mode = 0;  // 0: when it pays, 1: whenever possible (tests), 2: never
 
 // Width Wh of the phase planes' rows along an axis (stride s, dilation d, padding pb, input in,
@@ -546,7 +547,8 @@ void forward_shifted(const Problem& p, const ConvArgs& a, Profiler* prof, bool f
                     kh_lo[static_cast<std::size_t>(oh)], kh_hi[static_cast<std::size_t>(oh)]);
     sg.make_offsets(true);
     const std::vector<dim_t>& off = sg.off;
-    // Panel jp of W_g^T (32 output channels, zero beyond K/G), rows in (kh, ci, kw) order, to `to`.
+    // Panels [jp0, jp1) of W_g^T (32 output channels each, zero beyond K/G), rows in (kh, ci, kw)
+    // order, one after another from `to`.
     const dim_t kw_n = g.k[2], ks = sg.ks;
     const int nr = 32;
     const auto pack_panels = [&](dim_t gi, dim_t jp0, dim_t jp1, float* to) {
