@@ -444,18 +444,15 @@ struct Shifted {
     // of the last row (up to Wh + 11 past the last plane).
     dim_t size() const { return cg * sh * sw * plane + slack(); }
     dim_t slack() const { return wh + 16; }
-    // Row r = (ci, kh, kw) of the reduction at (kh, ci, kw) order, the forward's.
-    dim_t kh_major(dim_t r) const {
-        const dim_t ci = r / ks, kh = r % ks / g.k[2], kw = r % g.k[2];
-        return (kh * cg + ci) * g.k[2] + kw;
-    }
+    // Reduction row (ci, kh, kw) at (kh, ci, kw) order, the forward's.
+    dim_t kh_major(dim_t ci, dim_t kh, dim_t kw) const { return (kh * cg + ci) * g.k[2] + kw; }
     // off[r] for the rows in (ci, kh, kw) order, or in (kh, ci, kw) order.
     void make_offsets(bool by_kh = false) {
         off.resize(static_cast<std::size_t>(rows));
         for (dim_t r = 0; r < rows; ++r) {
             const dim_t ci = r / ks, th = (r % ks) / g.k[2] * g.d[1],
                         tw = (r % ks) % g.k[2] * g.d[2];
-            off[static_cast<std::size_t>(by_kh ? kh_major(r) : r)] =
+            off[static_cast<std::size_t>(by_kh ? kh_major(ci, th / g.d[1], tw / g.d[2]) : r)] =
                 ((ci * sh + th % sh) * sw + tw % sw) * plane + th / sh * wh + tw / sw;
         }
     }
@@ -491,7 +488,8 @@ bool shifted_pays(const Problem& p) {
 bool shifted_possible(const Problem& p) {
     const Geom3 g = geom3(p);
     const MicroKernel& uk = microkernel();
-    if (!uk.shifted_fn || g.k[0] != 1 || g.in[0] != 1 || g.s[0] != 1 || p.kernel_spatial() < 2)
+    if (!uk.shifted_row_fn[1] || !uk.shifted_rows_fn || g.k[0] != 1 || g.in[0] != 1 ||
+        g.s[0] != 1 || p.kernel_spatial() < 2)
         return false;
     const Shifted sg(p);
     const dim_t npan = (p.ocg() + 31) / 32, rows = p.icg() * p.kernel_spatial();
@@ -559,7 +557,7 @@ void forward_shifted(const Problem& p, const ConvArgs& a, Profiler* prof, bool f
                 pack_transposed(a.wei + (gi * kg + jp * 32) * rows, rows, nv(jp), rows, nr, tmp);
                 for (dim_t ci = 0; ci < cg; ++ci)
                     for (dim_t kh = 0; kh < kh_n; ++kh)
-                        std::memcpy(to + ((kh * cg + ci) * kw_n) * 32,
+                        std::memcpy(to + sg.kh_major(ci, kh, 0) * 32,
                                     tmp + (ci * kh_n + kh) * kw_n * 32,
                                     static_cast<std::size_t>(kw_n) * 32 * sizeof(float));
             }
@@ -574,7 +572,7 @@ void forward_shifted(const Problem& p, const ConvArgs& a, Profiler* prof, bool f
                                 tmp);
                 float* d = to + (jp - jp0) * 32 * rows;
                 for (dim_t t = 0; t < ks; ++t)
-                    std::memcpy(d + ((t / kw_n * cg + ci) * kw_n + t % kw_n) * 32,
+                    std::memcpy(d + sg.kh_major(ci, t / kw_n, t % kw_n) * 32,
                                 tmp + (ks - 1 - t) * 32, 32 * sizeof(float));
             }
     };
@@ -721,31 +719,26 @@ void forward_pointwise(const Problem& p, const ConvArgs& a, Profiler* prof) {
                 }
             }
     };
-    const auto image = [&](dim_t n, dim_t gi) { return a.src + (n * p.ic + gi * cg) * is; };
+    // The input rows of image n, group gi: the image itself, or sampled at the strides into
+    // the calling thread's buffer ("pack_src" in prf).
+    const auto input = [&](dim_t n, dim_t gi, Profiler* prf) {
+        const float* x = a.src + (n * p.ic + gi * cg) * is;
+        if (!subsample) return x;
+        Span s(prf, "pack_src");
+        float* sub = scratch(kSubsampleSlot, static_cast<std::size_t>(cg * cols));
+        subsample_input(geo, x, 0, 1, cg, sub);
+        return static_cast<const float*>(sub);
+    };
     if (images_in_parallel(p.mb * p.groups)) {
         Span s(prof, "gemm");  // the profiler is not shared between threads
 #pragma omp parallel for schedule(dynamic)
-        for (dim_t q = 0; q < p.mb * p.groups; ++q) {
-            const dim_t n = q / p.groups, gi = q % p.groups;
-            const float* x = image(n, gi);
-            if (subsample) {
-                float* sub = scratch(kSubsampleSlot, static_cast<std::size_t>(cg * cols));
-                subsample_input(geo, x, 0, 1, cg, sub);
-                x = sub;
-            }
-            tiles(n, gi, x, 0, segs);
-        }
+        for (dim_t q = 0; q < p.mb * p.groups; ++q)
+            tiles(q / p.groups, q % p.groups, input(q / p.groups, q % p.groups, nullptr), 0, segs);
         return;
     }
     for (dim_t n = 0; n < p.mb; ++n)
         for (dim_t gi = 0; gi < p.groups; ++gi) {
-            const float* x = image(n, gi);
-            if (subsample) {
-                Span s(prof, "pack_src");  // the input sampled at the strides
-                float* sub = scratch(kSubsampleSlot, static_cast<std::size_t>(cg * cols));
-                subsample_input(geo, x, 0, 1, cg, sub);
-                x = sub;
-            }
+            const float* x = input(n, gi, prof);
             Span s(prof, "gemm");
 #pragma omp parallel
             {

@@ -277,26 +277,11 @@ __attribute__((target("avx512f"))) inline void store_transposed(const __m512 (&t
     }
 }
 
-// The transposed product of a convolution read from its padded stride-phase planes
-// (MicroKernel::shifted_fn): c (12 x 32, leading dim 32) = sum_k x[off[k] + i] * b[k*32 + j]: rows
-// are 12 consecutive output positions, whose inputs for tap k lie side by side at x + off[k];
-// columns are 32 output channels of a packed W^T panel.
-__attribute__((target("avx512f,fma"))) void kernel_avx512_shifted(dim_t kc, const float* x,
-                                                                  const dim_t* off, const float* b,
-                                                                  float* c, dim_t ldt, int nv) {
-    __m512 t[12][2];
-    tile_loop<12, 2>(
-        kc, [&](dim_t k, int i) { return x[off[k] + i]; }, b, t);
-    if (ldt != 0) return store_transposed(t, c, ldt, 12, nv, false);
-#pragma GCC unroll 12
-    for (int i = 0; i < 12; ++i)
-#pragma GCC unroll 2
-        for (int v = 0; v < 2; ++v) _mm512_storeu_ps(c + i * 32 + 16 * v, t[i][v]);
-}
-
-// R (<= 14) output positions of one output row x 32 output channels (MicroKernel::shifted_row_fn):
-// as kernel_avx512_shifted, stored transposed, c[j*ldt + i] for i < R, j < nv, by a 16x16
-// register transpose and a masked store per channel (R = 14, 28 accumulators, spilled: 1.35x slower).
+// The transposed product of a convolution read from its padded stride-phase planes or a 1x1's
+// input rows (MicroKernel::shifted_row_fn): R (<= 12) output positions of one output row, whose
+// inputs for reduction row k lie side by side at x + off[k], x 32 output channels of a packed
+// W^T panel; stored transposed, c[j*ldt + i] for i < R, j < nv, by a 16x16 register transpose
+// and a masked store per channel. (R = 14, 28 accumulators, spilled: 1.35x slower.)
 template <int R>
 __attribute__((target("avx512f,fma"))) void kernel_avx512_shifted_row(dim_t kc, const float* x,
                                                                       const dim_t* off,
@@ -497,7 +482,6 @@ MicroKernel avx512_kernel() {
     for (int r = 1; r < 16; ++r) k.edge_rowa_fn[0][r] = kernel_avx512_edge16_rowa;
     k.edge_rowa_fn[1][0] = kernel_avx512_edge16_rowa;
     k.edge_rowa_fn[1][1] = kernel_avx512_edge17_rowa;
-    k.shifted_fn = kernel_avx512_shifted;
     fill_shifted_row(k.shifted_row_fn, std::make_integer_sequence<int, kShiftedRowMax>{});
     k.shifted_rows_fn = kernel_avx512_shifted_rows;
     return k;

@@ -41,9 +41,9 @@ using MicroKernelRowsFn = void (*)(dim_t kc, const float* a, const float* const*
 using MicroKernelEdgeFn = void (*)(dim_t kc, const float* a, const float* b, const float* bcol,
                                    float* c, dim_t ldc, dim_t lda);
 
-// t (12 x 32) = sum over k < kc of x[off[k] + i] * b[k*32 + j]: 12 positions whose inputs for
-// reduction row k lie side by side from x + off[k], times a packed panel. Stored to c[i*32 + j]
-// when ldt is 0, else transposed, c[j*ldt + i] for j < nv.
+// t (R x 32) = sum over k < kc of x[off[k] + i] * b[k*32 + j]: R positions whose inputs for
+// reduction row k lie side by side from x + off[k], times a packed panel; stored transposed,
+// c[j*ldt + i] for i < R, j < nv.
 using ShiftedFn = void (*)(dim_t kc, const float* x, const dim_t* off, const float* b, float* c,
                            dim_t ldt, int nv);
 
@@ -69,12 +69,9 @@ struct MicroKernel {
     MicroKernelEdgeFn edge_rowa_fn[2][16] = {};
     // Last row panels of 4 and 8 rows read in place, [A row-major][rows / 8] (12 x 32 only).
     MicroKernelFn tail_fn[2][2] = {{nullptr, nullptr}, {nullptr, nullptr}};
-    // 12 output positions x 32 output channels of a convolution from its padded stride-phase
-    // planes, and 12 reduction rows x 32 channels of its weight gradient (12 x 32 only; see
-    // ShiftedFn, ShiftedRowsFn and implicit_gemm.cpp).
-    ShiftedFn shifted_fn = nullptr;
-    // The same for R = 1 .. kShiftedRowMax positions of one output row, [R], always stored
-    // transposed (ldt > 0) and only the R positions.
+    // R = 1 .. kShiftedRowMax output positions x 32 output channels of a convolution from its
+    // padded stride-phase planes (or a 1x1's input rows), [R], and 12 reduction rows x 32
+    // channels of its weight gradient (see ShiftedFn, ShiftedRowsFn and implicit_gemm.cpp).
     ShiftedFn shifted_row_fn[kShiftedRowMax + 1] = {};
     ShiftedRowsFn shifted_rows_fn = nullptr;
 };
