@@ -36,6 +36,7 @@ struct RestoreCore {
         detail::select_microkernel(detail::microkernels(n)[0].isa);
         detail::set_read_a(detail::ReadA::rows);
         detail::set_shifted(0);
+        detail::set_merge_wgrad(0);
         set_gemm_core(GemmCore::blocked);
     }
 };
@@ -479,6 +480,63 @@ TEST_CASE("implicit_gemm's 1x1 forward from the input's rows equals direct") {
     CHECK(!ran_pointwise("mb4ic40ih28oc36oh28kh1ph0"));  // 784 positions
     CHECK(!ran_pointwise("mb2ic40ih14oc36oh14kh1ph0"));  // 2 images
     CHECK(!ran_pointwise("mb4ic16ih14oc36oh14kh1ph0"));  // 16 input channels
+}
+
+TEST_CASE("implicit_gemm's 1x1 weight gradient over images merged along the reduction") {
+    RestoreCore restore;
+    std::mt19937 rng(53);
+    const auto pick = [&](dim_t lo, dim_t hi) {
+        return std::uniform_int_distribution<dim_t>(lo, hi)(rng);
+    };
+    // Random 1x1 problems of 2 to 7 images, some strided (the sampled copy, in chunks when it
+    // passes 4 MiB), with groups, 1-D to 3-D, positions per image that do not divide the
+    // reduction blocks (images straddle them), channel counts off the tiles; forced on, with
+    // every microkernel and dY's rows both copied by runs and packed.
+    detail::set_merge_wgrad(1);
+    std::vector<Problem> probs;
+    for (int t = 0; t < 12; ++t) {
+        Problem p;
+        p.ndims = 1 + t % 3;
+        p.mb = pick(2, 7);
+        p.groups = t % 4 == 3 ? 2 : 1;
+        p.ic = p.groups * pick(1, 40);
+        p.oc = p.groups * pick(1, 70);
+        for (int i = 0; i < p.ndims; ++i) {
+            p.in[i] = pick(1, p.ndims == 1 ? 300 : 17);
+            p.kernel[i] = 1;
+            p.stride[i] = t % 3 == 0 ? pick(1, 3) : 1;
+        }
+        REQUIRE(p.validate().empty());
+        probs.push_back(p);
+    }
+    // One whose sampled images (1024 channels x 150 positions) take two chunks.
+    probs.push_back(parse_descriptor("mb9ic1024ih30iw20oc24oh15ow10kh1kw1sh2sw2ph0pw0"));
+    int count = 0;
+    const detail::MicroKernel* uks = detail::microkernels(count);
+    for (int u = 0; u < count; ++u) {
+        REQUIRE(detail::select_microkernel(uks[u].isa));
+        for (const auto mode : {detail::ReadA::rows, detail::ReadA::packed}) {
+            detail::set_read_a(mode);
+            for (const Problem& p : probs) {
+                const std::string d = to_descriptor(p);
+                CAPTURE(d);
+                CAPTURE(uks[u].isa);
+                CHECK(detail::merged_wgrad_applies(p));
+                const Tensor src = integer_tensor(p.src_dims(), rng),
+                             dy = integer_tensor(p.dst_dims(), rng);
+                check_equal(backward_weight(p, src, dy, "implicit_gemm"),
+                            backward_weight(p, src, dy, "direct"), d);
+            }
+        }
+    }
+    // By default: from two images of at most 64 positions.
+    detail::set_read_a(detail::ReadA::rows);
+    detail::set_merge_wgrad(0);
+    CHECK(detail::merged_wgrad_applies(parse_descriptor("mb2ic40ih7oc36oh7kh1ph0")));
+    CHECK(detail::merged_wgrad_applies(parse_descriptor("mb4ic40ih14oc36oh7kh1sh2ph0")));
+    CHECK(!detail::merged_wgrad_applies(parse_descriptor("mb1ic40ih7oc36oh7kh1ph0")));
+    CHECK(!detail::merged_wgrad_applies(parse_descriptor("mb4ic40ih14oc36oh14kh1ph0")));
+    CHECK(!detail::merged_wgrad_applies(parse_descriptor("mb4ic40ih7oc36oh7kh3ph1")));
 }
 
 TEST_CASE("auto: backward data by col2im, by implicit_gemm on batched small 3x3 stride-1 layers") {

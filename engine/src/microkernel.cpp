@@ -564,20 +564,23 @@ void pack_a(const StridedA& a, dim_t i0, dim_t mc, dim_t k0, dim_t kc, int mr, f
     for (dim_t ip = 0; ip < mc; ip += mr) {
         const dim_t mv = std::min<dim_t>(mr, mc - ip);
         float* d = dst + ip * kc;
-        const float* s = a.p + (i0 + ip) * a.rs + k0 * a.cs;
-        if (a.cs == 1) {
-            // Row-major A: one row at a time, read sequentially. (Reading the mr rows side by side
-            // would touch mr lines whose addresses are often 4 KiB multiples apart: one L1 set.)
-            for (dim_t i = 0; i < mv; ++i)
-                for (dim_t k = 0; k < kc; ++k) d[k * mr + i] = s[i * a.rs + k];
-            for (dim_t i = mv; i < mr; ++i)
-                for (dim_t k = 0; k < kc; ++k) d[k * mr + i] = 0.0f;
-        } else {
-            for (dim_t k = 0; k < kc; ++k) {
-                for (dim_t i = 0; i < mv; ++i) d[k * mr + i] = s[i * a.rs + k * a.cs];
-                for (dim_t i = mv; i < mr; ++i) d[k * mr + i] = 0.0f;
+        const float* row = a.p + (i0 + ip) * a.rs;
+        for_image_runs(a, k0, kc, [&](dim_t kk, dim_t off, dim_t len) {
+            const float* s = row + off;
+            float* dk = d + kk * mr;
+            if (a.cs == 1) {
+                // Row-major A: one row at a time, read sequentially. (Reading the mr rows side by
+                // side would touch mr lines whose addresses are often 4 KiB multiples apart: one
+                // L1 set.)
+                for (dim_t i = 0; i < mv; ++i)
+                    for (dim_t k = 0; k < len; ++k) dk[k * mr + i] = s[i * a.rs + k];
+            } else {
+                for (dim_t k = 0; k < len; ++k)
+                    for (dim_t i = 0; i < mv; ++i) dk[k * mr + i] = s[i * a.rs + k * a.cs];
             }
-        }
+        });
+        for (dim_t k = 0; k < kc; ++k)
+            for (dim_t i = mv; i < mr; ++i) d[k * mr + i] = 0.0f;
     }
 }
 
@@ -691,6 +694,17 @@ void StridedB::operator()(dim_t k0, dim_t kc, dim_t j0, dim_t nc, int nr, float*
     }
 }
 
+void ImagesTB::operator()(dim_t k0, dim_t kc, dim_t j0, dim_t nc, int nr, float* dst) const {
+    // Each panel's columns by runs along k that lie in one image, transposed.
+    const StridedA runs{p, 0, 1, ks, ns};
+    for (dim_t jp = 0; jp < nc; jp += nr) {
+        const dim_t nv = std::min<dim_t>(nr, nc - jp);
+        for_image_runs(runs, k0, kc, [&](dim_t kk, dim_t off, dim_t len) {
+            pack_transposed(p + off + (j0 + jp) * ld, ld, nv, len, nr, dst + jp * kc + kk * nr);
+        });
+    }
+}
+
 void ImagesB::operator()(dim_t k0, dim_t kc, dim_t j0, dim_t nc, int nr, float* dst) const {
     // Row by row as StridedB does: each image's row a run, cut at the panels.
     for (dim_t k = 0; k < kc; ++k) {
@@ -715,7 +729,8 @@ void gemm_packed_block(const MicroKernel& uk, const GemmBlocking& bl, dim_t i0, 
     const bool row_a = a.rs != 1 && read_a_in_place(uk, a);
     // Row strides that are multiples of 4 KiB put the MR rows in one L1 set, which thrashes:
     // such rows are copied (a memcpy, not a transpose) to rows kcs apart, MR-padded with zeros.
-    const bool row_copy = row_a && a.rs % 1024 == 0;
+    // So are A's rows when their columns run over several images (a.ks).
+    const bool row_copy = row_a && (a.rs % 1024 == 0 || a.ks != 0);
     const dim_t kcs = kc + 16, mcp = ((mcb + mr - 1) / mr) * mr;
     float* abuf = scratch(1, static_cast<std::size_t>(mcp * (row_copy ? kcs : kc)));
     float* tile = scratch(2, static_cast<std::size_t>(mr * nr));
@@ -729,11 +744,13 @@ void gemm_packed_block(const MicroKernel& uk, const GemmBlocking& bl, dim_t i0, 
             for (dim_t i = 0; i < ((mc + mr - 1) / mr) * mr; ++i) {
                 float* d = abuf + i * kcs;
                 if (i < mc)
-                    std::copy_n(a.p + (ic + i) * a.rs + pc, kc, d);
+                    for_image_runs(a, pc, kc, [&](dim_t kk, dim_t off, dim_t len) {
+                        std::copy_n(a.p + (ic + i) * a.rs + off, len, d + kk);
+                    });
                 else
                     std::fill_n(d, kc, 0.0f);
             }
-        const bool in_place = a.rs == 1 || row_a;
+        const bool in_place = (a.rs == 1 && a.ks == 0) || row_a;
         const dim_t full = row_copy ? mc : in_place ? (mc / mr) * mr : 0;
         // A last panel of 4 or 8 rows read in place runs a kernel of that height (M = 64 with
         // 12-row tiles leaves 4: a full tile spent 12 rows of work on them).

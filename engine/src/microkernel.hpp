@@ -89,11 +89,25 @@ const MicroKernel& microkernel_for(dim_t m, dim_t n);
 
 // [SECTION] operands
 
-// a(i, k) = p[i*rs + k*cs]
+// a(i, k) = p[i*rs + k*cs]; with ks > 0, images side by side along k (a weight gradient's
+// reduction over images and positions): a(i, k) = p[i*rs + (k / ks)*ns + (k % ks)*cs].
 struct StridedA {
     const float* p;
     dim_t rs, cs;
+    dim_t ks = 0, ns = 0;
 };
+
+// Calls f(kk, off, len) for each run of A's columns [k0, k0 + kc) that lies in one image:
+// columns k0 + kk .. k0 + kk + len - 1, the first at p[i*rs + off].
+template <class F>
+void for_image_runs(const StridedA& a, dim_t k0, dim_t kc, const F& f) {
+    if (a.ks == 0) return f(dim_t{0}, k0 * a.cs, kc);
+    for (dim_t kk = 0; kk < kc;) {
+        const dim_t k = k0 + kk, pos = k % a.ks, len = std::min(kc - kk, a.ks - pos);
+        f(kk, (k / a.ks) * a.ns + pos * a.cs, len);
+        kk += len;
+    }
+}
 
 // Packs rows [i0, i0+mc) x cols [k0, k0+kc) of A into panels of mr rows.
 void pack_a(const StridedA& a, dim_t i0, dim_t mc, dim_t k0, dim_t kc, int mr, float* dst);
@@ -116,6 +130,14 @@ struct StridedB {
 struct ImagesB {
     const float* src;
     dim_t n_stride, in_size;
+    void operator()(dim_t k0, dim_t kc, dim_t j0, dim_t nc, int nr, float* dst) const;
+};
+
+// B packer for B^T stored by rows with images side by side along k (a weight gradient's input
+// or its sampled copy): b(k, j) = p[(k / ks)*ns + j*ld + k % ks].
+struct ImagesTB {
+    const float* p;
+    dim_t ld, ks, ns;
     void operator()(dim_t k0, dim_t kc, dim_t j0, dim_t nc, int nr, float* dst) const;
 };
 
