@@ -362,6 +362,27 @@ bool forward_packed_wei(const char* d, std::mt19937& rng) {
                 forward(p, src, wei, nullptr, "direct"), d);
     return prof.seconds("pack_wei") > 0.0;
 }
+
+// Random unpadded 1x1 problem number t (1-D to 3-D by t, groups of 2 for every fourth, strides
+// up to 3 for every third) of mb images, lengths up to len1 (1-D) or len (2-D, 3-D).
+Problem random_1x1(std::mt19937& rng, int t, dim_t mb, dim_t len1, dim_t len) {
+    const auto pick = [&](dim_t lo, dim_t hi) {
+        return std::uniform_int_distribution<dim_t>(lo, hi)(rng);
+    };
+    Problem p;
+    p.ndims = 1 + t % 3;
+    p.mb = mb;
+    p.groups = t % 4 == 3 ? 2 : 1;
+    p.ic = p.groups * pick(1, 40);
+    p.oc = p.groups * pick(1, 70);
+    for (int i = 0; i < p.ndims; ++i) {
+        p.in[i] = pick(1, p.ndims == 1 ? len1 : len);
+        p.kernel[i] = 1;
+        p.stride[i] = t % 3 == 0 ? pick(1, 3) : 1;
+    }
+    REQUIRE(p.validate().empty());
+    return p;
+}
 }  // namespace
 
 TEST_CASE("implicit_gemm's forward and weight gradient from padded stride-phase planes") {
@@ -441,9 +462,6 @@ TEST_CASE("implicit_gemm's forward and weight gradient from padded stride-phase 
 TEST_CASE("implicit_gemm's 1x1 forward from the input's rows equals direct") {
     RestoreCore restore;
     std::mt19937 rng(47);
-    const auto pick = [&](dim_t lo, dim_t hi) {
-        return std::uniform_int_distribution<dim_t>(lo, hi)(rng);
-    };
     // Random 1x1 problems, unpadded, some strided (the input sampled first), with groups and
     // batches of 1 (threads split the tiles) and 5 (whole images per thread), channel counts
     // off the 32-channel panels and output lengths off the 12-position tiles; forced on, each
@@ -451,18 +469,7 @@ TEST_CASE("implicit_gemm's 1x1 forward from the input's rows equals direct") {
     detail::set_shifted(1);
     int ran = 0;
     for (int t = 0; t < 24; ++t) {
-        Problem p;
-        p.ndims = 1 + t % 3;
-        p.mb = t % 2 ? 5 : 1;
-        p.groups = t % 4 == 3 ? 2 : 1;
-        p.ic = p.groups * pick(1, 40);
-        p.oc = p.groups * pick(1, 70);
-        for (int i = 0; i < p.ndims; ++i) {
-            p.in[i] = pick(1, p.ndims == 1 ? 60 : 13);
-            p.kernel[i] = 1;
-            p.stride[i] = t % 3 == 0 ? pick(1, 3) : 1;
-        }
-        REQUIRE(p.validate().empty());
+        const Problem p = random_1x1(rng, t, t % 2 ? 5 : 1, 60, 13);
         const Tensor src = integer_tensor(p.src_dims(), rng),
                      wei = integer_tensor(p.wei_dims(), rng);
         Profiler prof;
@@ -485,30 +492,15 @@ TEST_CASE("implicit_gemm's 1x1 forward from the input's rows equals direct") {
 TEST_CASE("implicit_gemm's 1x1 weight gradient over images merged along the reduction") {
     RestoreCore restore;
     std::mt19937 rng(53);
-    const auto pick = [&](dim_t lo, dim_t hi) {
-        return std::uniform_int_distribution<dim_t>(lo, hi)(rng);
-    };
     // Random 1x1 problems of 2 to 7 images, some strided (the sampled copy, in chunks when it
     // passes 4 MiB), with groups, 1-D to 3-D, positions per image that do not divide the
     // reduction blocks (images straddle them), channel counts off the tiles; forced on, with
     // every microkernel and dY's rows both copied by runs and packed.
     detail::set_merge_wgrad(1);
     std::vector<Problem> probs;
-    for (int t = 0; t < 12; ++t) {
-        Problem p;
-        p.ndims = 1 + t % 3;
-        p.mb = pick(2, 7);
-        p.groups = t % 4 == 3 ? 2 : 1;
-        p.ic = p.groups * pick(1, 40);
-        p.oc = p.groups * pick(1, 70);
-        for (int i = 0; i < p.ndims; ++i) {
-            p.in[i] = pick(1, p.ndims == 1 ? 300 : 17);
-            p.kernel[i] = 1;
-            p.stride[i] = t % 3 == 0 ? pick(1, 3) : 1;
-        }
-        REQUIRE(p.validate().empty());
-        probs.push_back(p);
-    }
+    for (int t = 0; t < 12; ++t)
+        probs.push_back(
+            random_1x1(rng, t, std::uniform_int_distribution<dim_t>(2, 7)(rng), 300, 17));
     // One whose sampled images (1024 channels x 150 positions) take two chunks.
     probs.push_back(parse_descriptor("mb9ic1024ih30iw20oc24oh15ow10kh1kw1sh2sw2ph0pw0"));
     int count = 0;
