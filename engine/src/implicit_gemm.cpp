@@ -1226,30 +1226,24 @@ void backward_weight_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler
     // place (or from their sampled copy), in one product on all threads. Image by image the
     // reduction is only its positions (49 at 7x7), and each image's product loaded and stored
     // all of dW.
-    if (!shifted && (identity || subsample) && merge_images_wgrad(p)) {
+    if (merged_wgrad_applies(p)) {
         // Sampled copies of at most 4 MiB at a time.
         const dim_t nb = subsample ? std::max<dim_t>(1, (1 << 20) / (cg * cols)) : p.mb;
         for (dim_t g = 0; g < p.groups; ++g)
             for (dim_t n0 = 0; n0 < p.mb; n0 += nb) {
                 const dim_t nn = std::min(nb, p.mb - n0);
-                const float* x = a.src + (n0 * p.ic + g * cg) * is;
                 const StridedA dy{a.diff_dst + (n0 * p.oc + g * kg) * cols, cols, 1, cols,
                                   p.oc * cols};
-                float* out = a.diff_wei + g * kg * rows;
-                if (identity) {
-                    Span s(prof, "gemm");
-                    gemm(kg, rows, nn * cols, dy, ImagesTB{x, is, cols, p.ic * is}, out, rows,
-                         n0 > 0);
-                } else {
+                // B^T: the images' channels (is apart), or their sampled copies (cols apart).
+                ImagesTB x{a.src + (n0 * p.ic + g * cg) * is, is, cols, p.ic * is};
+                if (subsample) {
                     float* sub = scratch(kSubsampleSlot, static_cast<std::size_t>(nn * cg * cols));
-                    {
-                        Span s(prof, "pack_src");  // the input sampled at the strides
-                        subsample_input(geo, x, p.ic * is, nn, cg, sub);
-                    }
-                    Span s(prof, "gemm");
-                    gemm(kg, rows, nn * cols, dy, ImagesTB{sub, cols, cols, cg * cols}, out, rows,
-                         n0 > 0);
+                    Span s(prof, "pack_src");  // the input sampled at the strides
+                    subsample_input(geo, x.p, x.ns, nn, cg, sub);
+                    x = ImagesTB{sub, cols, cols, cg * cols};
                 }
+                Span s(prof, "gemm");
+                gemm(kg, rows, nn * cols, dy, x, a.diff_wei + g * kg * rows, rows, n0 > 0);
             }
         return;
     }

@@ -565,7 +565,7 @@ void pack_a(const StridedA& a, dim_t i0, dim_t mc, dim_t k0, dim_t kc, int mr, f
         const dim_t mv = std::min<dim_t>(mr, mc - ip);
         float* d = dst + ip * kc;
         const float* row = a.p + (i0 + ip) * a.rs;
-        for_image_runs(a, k0, kc, [&](dim_t kk, dim_t off, dim_t len) {
+        for_image_runs(a.ks, a.ns, a.cs, k0, kc, [&](dim_t kk, dim_t off, dim_t len) {
             const float* s = row + off;
             float* dk = d + kk * mr;
             if (a.cs == 1) {
@@ -696,10 +696,9 @@ void StridedB::operator()(dim_t k0, dim_t kc, dim_t j0, dim_t nc, int nr, float*
 
 void ImagesTB::operator()(dim_t k0, dim_t kc, dim_t j0, dim_t nc, int nr, float* dst) const {
     // Each panel's columns by runs along k that lie in one image, transposed.
-    const StridedA runs{p, 0, 1, ks, ns};
     for (dim_t jp = 0; jp < nc; jp += nr) {
         const dim_t nv = std::min<dim_t>(nr, nc - jp);
-        for_image_runs(runs, k0, kc, [&](dim_t kk, dim_t off, dim_t len) {
+        for_image_runs(ks, ns, 1, k0, kc, [&](dim_t kk, dim_t off, dim_t len) {
             pack_transposed(p + off + (j0 + jp) * ld, ld, nv, len, nr, dst + jp * kc + kk * nr);
         });
     }
@@ -744,7 +743,7 @@ void gemm_packed_block(const MicroKernel& uk, const GemmBlocking& bl, dim_t i0, 
             for (dim_t i = 0; i < ((mc + mr - 1) / mr) * mr; ++i) {
                 float* d = abuf + i * kcs;
                 if (i < mc)
-                    for_image_runs(a, pc, kc, [&](dim_t kk, dim_t off, dim_t len) {
+                    for_image_runs(a.ks, a.ns, a.cs, pc, kc, [&](dim_t kk, dim_t off, dim_t len) {
                         std::copy_n(a.p + (ic + i) * a.rs + off, len, d + kk);
                     });
                 else

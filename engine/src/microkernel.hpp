@@ -97,14 +97,15 @@ struct StridedA {
     dim_t ks = 0, ns = 0;
 };
 
-// Calls f(kk, off, len) for each run of A's columns [k0, k0 + kc) that lies in one image:
-// columns k0 + kk .. k0 + kk + len - 1, the first at p[i*rs + off].
+// Calls f(kk, off, len) for each run of the reduction [k0, k0 + kc) that lies in one image, ks
+// positions per image (0: one image), ns floats between images, cs between positions: k0 + kk
+// .. k0 + kk + len - 1, the first at offset off (StridedA: of its row; ImagesTB: of its column).
 template <class F>
-void for_image_runs(const StridedA& a, dim_t k0, dim_t kc, const F& f) {
-    if (a.ks == 0) return f(dim_t{0}, k0 * a.cs, kc);
+void for_image_runs(dim_t ks, dim_t ns, dim_t cs, dim_t k0, dim_t kc, const F& f) {
+    if (ks == 0) return f(dim_t{0}, k0 * cs, kc);
     for (dim_t kk = 0; kk < kc;) {
-        const dim_t k = k0 + kk, pos = k % a.ks, len = std::min(kc - kk, a.ks - pos);
-        f(kk, (k / a.ks) * a.ns + pos * a.cs, len);
+        const dim_t k = k0 + kk, pos = k % ks, len = std::min(kc - kk, ks - pos);
+        f(kk, (k / ks) * ns + pos * cs, len);
         kk += len;
     }
 }
