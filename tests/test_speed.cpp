@@ -10,7 +10,9 @@
 #include <doctest/doctest.h>
 
 #include <array>
+#include <cstdint>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -214,6 +216,52 @@ TEST_CASE("blocked GEMM's edge tiles: every width of a last column panel") {
                     check_gemm(m, n, k, ta, false, r % 2 == 1, rng);
                 }
     }
+}
+
+TEST_CASE("gemm's A prefetch visits every cache line of the next block, in its shares") {
+    // A row-major (runs along k) and column-contiguous (runs along i), at offsets that start
+    // runs inside a line; after `shares` steps every line of the block was visited, each run's
+    // lines once (neighbouring runs may share a line).
+    std::mt19937 rng(91);
+    std::vector<float> buf(1 << 16);
+    for (int t = 0; t < 200; ++t) {
+        const bool rows = t % 2 == 0;
+        const dim_t ld = std::uniform_int_distribution<dim_t>(40, 300)(rng);
+        const dim_t mc = std::uniform_int_distribution<dim_t>(1, 40)(rng);
+        const dim_t kc = std::uniform_int_distribution<dim_t>(1, 120)(rng);
+        const dim_t i0 = std::uniform_int_distribution<dim_t>(0, 7)(rng);
+        const dim_t k0 = std::uniform_int_distribution<dim_t>(0, 9)(rng);
+        const dim_t shares = std::uniform_int_distribution<dim_t>(1, 30)(rng);
+        const detail::StridedA a = rows ? detail::StridedA{buf.data() + t % 16, ld, 1}
+                                        : detail::StridedA{buf.data() + t % 16, 1, ld};
+        std::set<std::uintptr_t> want;
+        std::size_t per_run = 0;  // the runs' lines, counted run by run
+        const auto line = [](const float* x) {
+            return reinterpret_cast<std::uintptr_t>(x) & ~std::uintptr_t{63};
+        };
+        for (dim_t r = 0; r < (rows ? mc : kc); ++r) {
+            const float* run = rows ? a.p + (i0 + r) * a.rs + k0 : a.p + i0 + (k0 + r) * a.cs;
+            const dim_t len = rows ? kc : mc;
+            per_run += (line(run + len - 1) - line(run)) / 64 + 1;
+            for (dim_t e = 0; e < len; ++e) want.insert(line(run + e));
+        }
+        detail::PrefetchA pf(a, i0, mc, k0, kc, shares);
+        std::vector<std::uintptr_t> got;
+        for (dim_t s = 0; s < shares; ++s)
+            pf.step([&](const void* l) { got.push_back(reinterpret_cast<std::uintptr_t>(l)); });
+        INFO("rows " << rows << " ld " << ld << " block " << mc << "x" << kc << " at " << i0 << ","
+                     << k0 << " shares " << shares);
+        CHECK(got.size() == per_run);
+        CHECK(std::set<std::uintptr_t>(got.begin(), got.end()) == want);
+        const std::size_t before = got.size();
+        pf.step([&](const void* l) { got.push_back(reinterpret_cast<std::uintptr_t>(l)); });
+        CHECK(got.size() == before);  // nothing after the last share
+    }
+    // Images along k (a.ks) are not prefetched.
+    detail::PrefetchA none(detail::StridedA{buf.data(), 64, 1, 8, 1024}, 0, 4, 0, 16, 2);
+    int visited = 0;
+    for (int s = 0; s < 4; ++s) none.step([&](const void*) { ++visited; });
+    CHECK(visited == 0);
 }
 
 TEST_CASE("gemm_isa names the microkernel in use") {

@@ -722,7 +722,7 @@ void ImagesB::operator()(dim_t k0, dim_t kc, dim_t j0, dim_t nc, int nr, float* 
 
 void gemm_packed_block(const MicroKernel& uk, const GemmBlocking& bl, dim_t i0, dim_t i1, dim_t jc,
                        dim_t nc, dim_t pc, dim_t kc, const StridedA& a, const float* bbuf, float* c,
-                       dim_t ldc, bool acc) {
+                       dim_t ldc, bool acc, dim_t pc_next, dim_t kc_next) {
     const int mr = uk.mr, nr = uk.nr;
     const dim_t mcb = std::min(bl.mc, ((i1 - i0 + mr - 1) / mr) * mr);
     const bool row_a = a.rs != 1 && read_a_in_place(uk, a);
@@ -736,6 +736,16 @@ void gemm_packed_block(const MicroKernel& uk, const GemmBlocking& bl, dim_t i0, 
     float* bcol = nullptr;  // column 16 of a 17-column edge panel, made on first use
     for (dim_t ic = i0; ic < i1; ic += mcb) {
         const dim_t mc = std::min(mcb, i1 - ic);
+        // Only A whose reads the hardware prefetcher does not follow: rows copied, or columns
+        // 4 KiB apart (W^T in backward data) whose block spans at most L2's 1 MiB (beyond, as
+        // with 8 KiB, the block's lines already evict each other from L2's sets and
+        // prefetching made it slower: res5b_branch2a's backward data at batch 1, 0.52 -> 0.57 ms).
+        const dim_t calls = (a.rs == 1 && a.cs >= 1024 && a.cs * kc <= (1 << 18)) || row_copy
+                                ? ((mc + mr - 1) / mr) * ((nc + nr - 1) / nr)
+                                : 0;
+        PrefetchA next = ic + mc < i1
+                             ? PrefetchA(a, ic + mc, std::min(mcb, i1 - ic - mc), pc, kc, calls)
+                             : PrefetchA(a, i0, std::min(mcb, i1 - i0), pc_next, kc_next, calls);
         // A with contiguous columns (rs == 1, as W^T in backward data) is read in place by full
         // row panels, and so is row-major A (row_a, copied when row_copy); only a last partial
         // panel is packed.
@@ -773,6 +783,7 @@ void gemm_packed_block(const MicroKernel& uk, const GemmBlocking& bl, dim_t i0, 
                 const dim_t nv = std::min<dim_t>(nr, nc - jr);
                 float* cp = c + (ic + ir) * ldc + jc + jr;
                 const float* bp = bbuf + jr * kc;
+                next.step([](const void* line) { __builtin_prefetch(line, 0, 2); });
                 if ((mv == mr || tail) && nv == nr) {
                     fn(kc, ap, bp, cp, ldc, acc, lda);
                     continue;
