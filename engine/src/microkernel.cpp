@@ -734,15 +734,16 @@ void gemm_packed_block(const MicroKernel& uk, const GemmBlocking& bl, dim_t i0, 
     float* abuf = scratch(1, static_cast<std::size_t>(mcp * (row_copy ? kcs : kc)));
     float* tile = scratch(2, static_cast<std::size_t>(mr * nr));
     float* bcol = nullptr;  // column 16 of a 17-column edge panel, made on first use
+    // A's next block is prefetched only where the hardware prefetcher does not follow A's reads:
+    // rows copied, or columns 4 KiB apart (W^T in backward data) whose block spans at most L2's
+    // 1 MiB (beyond, as with 8 KiB, the block's lines already evict each other from L2's sets
+    // and prefetching made it slower: res5b_branch2a's backward data at batch 1, 0.52 -> 0.57 ms).
+    const bool prefetch =
+        row_copy || (a.rs == 1 && a.cs >= 1024 && a.cs * kc * sizeof(float) <= (1u << 20));
     for (dim_t ic = i0; ic < i1; ic += mcb) {
         const dim_t mc = std::min(mcb, i1 - ic);
-        // Only A whose reads the hardware prefetcher does not follow: rows copied, or columns
-        // 4 KiB apart (W^T in backward data) whose block spans at most L2's 1 MiB (beyond, as
-        // with 8 KiB, the block's lines already evict each other from L2's sets and
-        // prefetching made it slower: res5b_branch2a's backward data at batch 1, 0.52 -> 0.57 ms).
-        const dim_t calls = (a.rs == 1 && a.cs >= 1024 && a.cs * kc <= (1 << 18)) || row_copy
-                                ? ((mc + mr - 1) / mr) * ((nc + nr - 1) / nr)
-                                : 0;
+        // Spread over this block's microkernel calls (none: no prefetch).
+        const dim_t calls = prefetch ? ((mc + mr - 1) / mr) * ((nc + nr - 1) / nr) : 0;
         PrefetchA next = ic + mc < i1
                              ? PrefetchA(a, ic + mc, std::min(mcb, i1 - ic - mc), pc, kc, calls)
                              : PrefetchA(a, i0, std::min(mcb, i1 - i0), pc_next, kc_next, calls);
