@@ -477,16 +477,23 @@ TEST_CASE("implicit_gemm's forward and weight gradient from padded stride-phase 
         check_equal(backward_weight(p, src, dy, "implicit_gemm"),
                     backward_weight(p, src, dy, "direct"), d);
     }
-    // By default only products of 32 or more output channels per group, a reduction of 256 or
-    // more and 196 or more output positions per group take it.
+    // By default only products of 32 or more output channels per group and 196 or more output
+    // positions per group take it; a reduction below 256 rows only where the images do not run
+    // side by side (2 threads: from 4 images on they do).
     detail::set_shifted(0);
     const auto ran_shifted = [&](const char* d) { return forward_packed_wei(d, rng); };
+    set_num_threads(2);
     CHECK(ran_shifted("mb2ic32ih30oc40oh30kh3ph1"));
     CHECK(!ran_shifted("mb2ic32ih7oc40oh7kh3ph1"));      // 98 positions: packing W^T does not pay
     CHECK(ran_shifted("mb4ic32ih7oc40oh7kh3ph1"));       // four 7x7 images
-    CHECK(!ran_shifted("mb2ic8ih30oc40oh30kh3ph1"));     // K = 72
     CHECK(ran_shifted("mb1ic32ih60oc32oh30kh3sh2ph1"));  // stride 2
-    CHECK(!ran_shifted("mb1ic3ih64oc32oh32kh7sh2ph3"));  // conv1's shape: K = 147
+    CHECK(ran_shifted("mb2ic8ih30oc40oh30kh3ph1"));      // K = 72, two images
+    CHECK(!ran_shifted("mb4ic8ih30oc40oh30kh3ph1"));     // K = 72, four images
+    CHECK(ran_shifted("mb1ic3ih64oc32oh32kh7sh2ph3"));   // conv1's shape: K = 147, one image
+    CHECK(!ran_shifted("mb4ic3ih64oc32oh32kh7sh2ph3"));  // four images
+    set_num_threads(1);                                  // one thread: images never side by side
+    CHECK(ran_shifted("mb4ic8ih30oc40oh30kh3ph1"));
+    set_num_threads(0);
     // Backward data (auto too): stride 1, wide inputs, 32 or more input channels per group.
     const auto ran_shifted_bdata = [&](const char* d, const char* algo) {
         const Problem p = parse_descriptor(d);
@@ -537,7 +544,7 @@ TEST_CASE("implicit_gemm's 1x1 forward from the input's rows equals direct") {
     CHECK(!ran_pointwise("mb4ic16ih14oc36oh14kh1ph0"));  // 16 input channels
 }
 
-TEST_CASE("implicit_gemm's 1x1 weight gradient over images merged along the reduction") {
+TEST_CASE("implicit_gemm's weight gradient over images merged along the reduction") {
     RestoreCore restore;
     std::mt19937 rng(53);
     // Random 1x1 problems of 2 to 7 images, some strided (the sampled copy, in chunks when it
@@ -551,6 +558,15 @@ TEST_CASE("implicit_gemm's 1x1 weight gradient over images merged along the redu
             random_1x1(rng, t, std::uniform_int_distribution<dim_t>(2, 7)(rng), 300, 17));
     // One whose sampled images (1024 channels x 150 positions) take two chunks.
     probs.push_back(parse_descriptor("mb9ic1024ih30iw20oc24oh15ow10kh1kw1sh2sw2ph0pw0"));
+    // Any other kernel: im2col^T of the images gathered (random strides, dilations, paddings,
+    // groups, 1-D to 3-D), and 7x7 3x3 layers whose 49-position images straddle the blocks.
+    for (int t = 0; t < 16; ++t) {
+        Problem p = test::random_problem(rng);
+        p.mb = std::uniform_int_distribution<dim_t>(2, 5)(rng);
+        probs.push_back(p);
+    }
+    probs.push_back(parse_descriptor("mb6ic37ih7oc45oh7kh3ph1"));
+    probs.push_back(parse_descriptor("mb3ic3ih20oc33oh10kh7sh2ph3"));
     int count = 0;
     const detail::MicroKernel* uks = detail::microkernels(count);
     for (int u = 0; u < count; ++u) {
@@ -576,7 +592,8 @@ TEST_CASE("implicit_gemm's 1x1 weight gradient over images merged along the redu
     CHECK(detail::merged_wgrad_applies(parse_descriptor("mb4ic40ih14oc36oh7kh1sh2ph0")));
     CHECK(!detail::merged_wgrad_applies(parse_descriptor("mb1ic40ih7oc36oh7kh1ph0")));
     CHECK(!detail::merged_wgrad_applies(parse_descriptor("mb4ic40ih14oc36oh14kh1ph0")));
-    CHECK(!detail::merged_wgrad_applies(parse_descriptor("mb4ic40ih7oc36oh7kh3ph1")));
+    CHECK(detail::merged_wgrad_applies(parse_descriptor("mb4ic40ih7oc36oh7kh3ph1")));
+    CHECK(!detail::merged_wgrad_applies(parse_descriptor("mb4ic40ih9oc36oh9kh3ph1")));
 }
 
 TEST_CASE("auto: backward data by col2im, by implicit_gemm on batched small 3x3 stride-1 layers") {

@@ -518,12 +518,16 @@ bool use_shifted_wgrad(const Problem& p) {
 // (a 14x14 image, four 7x7 ones): at batch 1, 7x7 (res5a_branch2b) measured 1.55 against
 // im2col's 1.60 ms forward and 2.1 against col2im's 1.35 backward, where packing FlipRot(W)^T
 // took 1 ms.
-// conv1 (K = 147) measured no gain (batch 32: 46 against 42 ms): a short reduction leaves the
-// per-tile work (pointers, the transposed store) a larger share.
+// A short reduction (below 256 rows) leaves the per-tile work (pointers, the transposed store) a
+// larger share: taken only where the images do not run side by side, one per thread. conv1
+// (147 rows) at batch 32 measured 45.6 against 42.9 ms (min of 6 alternating medians); at batch
+// 1 1.38 against 1.57, batch 2 2.81 against 3.20; 3x3 with 16 input channels at 56x56, batch 1,
+// 0.31 against 0.37.
 bool use_shifted(const Problem& p) {
     if (g_shifted_mode == 2 || !shifted_possible(p)) return false;
     if (g_shifted_mode == 1) return true;
-    return p.ocg() >= 32 && p.icg() * p.kernel_spatial() >= 256 && p.mb * p.out_spatial() >= 196;
+    if (p.ocg() < 32 || p.mb * p.out_spatial() < 196) return false;
+    return p.icg() * p.kernel_spatial() >= 256 || !images_in_parallel(p.mb * p.groups);
 }
 
 // With flip, a.wei is the weights of the problem whose backward data p is (K and C swapped):
@@ -1139,11 +1143,14 @@ void backward_data_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler* 
 }
 
 // [SECTION] backward weight
-// Whether the weight gradient of a 1x1 layer runs over its images merged along the reduction:
-// where an image has at most 64 positions. Alternating builds, batch 32, 2 threads (ms):
+// Whether the weight gradient runs over its images merged along the reduction: where an image has
+// at most 64 positions. Alternating builds, batch 32, 2 threads (ms), 1x1 layers:
 // res5b_branch2a 25.2 -> 20.5, res5a_branch2c 21.7 -> 17.8, res5a_branch1 41.2 -> 38.9; at 14x14
 // it ranged from 5% faster to 5% slower, at 28x28 and 56x56 slower (each thread's images summed
-// in its own dW pays there), and at batch 2 7x7 gained and 14x14 tied.
+// in its own dW pays there), and at batch 2 7x7 gained and 14x14 tied. Other kernels (im2col^T
+// gathered over the images): res5a_branch2b (3x3, 7x7) 41.8 -> 38.7 on 2 threads, 84.5 -> 79.4
+// on one (min of alternating medians), where image by image each 49-position product loaded and
+// stored all of its 9.4 MB dW.
 bool merge_images_wgrad(const Problem& p) {
     if (p.mb < 2 || g_merge_wgrad == 2) return false;
     return g_merge_wgrad == 1 || p.out_spatial() <= 64;
@@ -1154,8 +1161,7 @@ void set_merge_wgrad(int mode) {
 }
 
 bool merged_wgrad_applies(const Problem& p) {
-    return !use_shifted_wgrad(p) && (im2col_is_identity(p) || can_subsample(p, 1)) &&
-           merge_images_wgrad(p);
+    return !use_shifted_wgrad(p) && merge_images_wgrad(p);
 }
 
 // dW_g (Kg x rows) = sum_n dY_g(n) (Kg x cols) * im2col(n)^T (cols x rows).
@@ -1222,8 +1228,8 @@ void backward_weight_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler
             gemm(kg, rows, q1 - q0, dy, Im2colTB{&m, q0}, out, rows, acc);
         }
     };
-    // 1x1 layers over several images: the images side by side along the reduction, read in
-    // place (or from their sampled copy), in one product on all threads. Image by image the
+    // Images side by side along the reduction, in one product on all threads: 1x1 layers read
+    // in place (or from their sampled copy), others gathered by Im2colTB. Image by image the
     // reduction is only its positions (49 at 7x7), and each image's product loaded and stored
     // all of dW.
     if (merged_wgrad_applies(p)) {
@@ -1234,6 +1240,13 @@ void backward_weight_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler
                 const dim_t nn = std::min(nb, p.mb - n0);
                 const StridedA dy{a.diff_dst + (n0 * p.oc + g * kg) * cols, cols, 1, cols,
                                   p.oc * cols};
+                if (!identity && !subsample) {  // B^T: im2col^T of the images, gathered
+                    const Im2col m(p, a.src + (n0 * p.ic + g * cg) * is);
+                    Span s(prof, "gemm");
+                    gemm(kg, rows, nn * cols, dy, Im2colTB{&m}, a.diff_wei + g * kg * rows, rows,
+                         n0 > 0);
+                    continue;
+                }
                 // B^T: the images' channels (is apart), or their sampled copies (cols apart).
                 ImagesTB x{a.src + (n0 * p.ic + g * cg) * is, is, cols, p.ic * is};
                 if (subsample) {
