@@ -520,7 +520,7 @@ bool use_shifted_wgrad(const Problem& p) {
 // took 1 ms.
 // A short reduction (below 256 rows) leaves the per-tile work (pointers, the transposed store) a
 // larger share: taken only where the images do not run side by side, one per thread. conv1
-// (147 rows) at batch 32 measured 45.6 against 42.9 ms (min of 6 alternating medians); at batch
+// (147 rows) at batch 32 measured 47.8 against 42.9 ms (min of 6 alternating medians); at batch
 // 1 1.38 against 1.57, batch 2 2.81 against 3.20; 3x3 with 16 input channels at 56x56, batch 1,
 // 0.31 against 0.37.
 bool use_shifted(const Problem& p) {
