@@ -25,7 +25,7 @@ void backward_weight_direct(const Problem& p, const ConvArgs& a, Profiler* prof)
 void backward_weight_im2col_gemm(const Problem& p, const ConvArgs& a, Profiler* prof);
 void backward_weight_via_forward(const Problem& p, const ConvArgs& a, Profiler* prof);
 void backward_weight_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler* prof);
-// Whether implicit_gemm's 1x1 weight gradient runs over the images side by side along the
+// Whether implicit_gemm's weight gradient runs over the images side by side along the
 // reduction: 0 where it pays (the default), 1 wherever it can (tests), 2 never; and whether it
 // does for p.
 void set_merge_wgrad(int mode);

@@ -399,7 +399,6 @@ void sum_over_threads(int threads, float* c, std::size_t csize, const Work& work
 // narrowest width for which every tap a kept position reads is right (shared_pad_width; 3x3 padding
 // 1: Wh = OW + 1, not OW + 2, 1.8% dropped at 56x56 rather than 3.4%), and each plane has one more
 // row for the last row's reads: Hh = OH + (KH-1) dh / s_h + 1.
-int g_merge_wgrad = 0;   // 0: when it pays, 1: whenever possible (tests), 2: never
 int g_shifted_mode = 0;  // 0: when it pays, 1: whenever possible (tests), 2: never
 
 // Width Wh of the phase planes' rows along an axis (stride s, dilation d, padding pb, input in,
@@ -1151,10 +1150,14 @@ void backward_data_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler* 
 // gathered over the images): res5a_branch2b (3x3, 7x7) 41.8 -> 38.7 on 2 threads, 84.5 -> 79.4
 // on one (min of alternating medians), where image by image each 49-position product loaded and
 // stored all of its 9.4 MB dW.
+namespace {
+int g_merge_wgrad = 0;  // 0: when it pays, 1: whenever possible (tests), 2: never
+
 bool merge_images_wgrad(const Problem& p) {
     if (p.mb < 2 || g_merge_wgrad == 2) return false;
     return g_merge_wgrad == 1 || p.out_spatial() <= 64;
 }
+}  // namespace
 
 void set_merge_wgrad(int mode) {
     g_merge_wgrad = mode;
@@ -1240,23 +1243,24 @@ void backward_weight_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler
                 const dim_t nn = std::min(nb, p.mb - n0);
                 const StridedA dy{a.diff_dst + (n0 * p.oc + g * kg) * cols, cols, 1, cols,
                                   p.oc * cols};
-                if (!identity && !subsample) {  // B^T: im2col^T of the images, gathered
-                    const Im2col m(p, a.src + (n0 * p.ic + g * cg) * is);
+                const auto product = [&](const auto& b) {
                     Span s(prof, "gemm");
-                    gemm(kg, rows, nn * cols, dy, Im2colTB{&m}, a.diff_wei + g * kg * rows, rows,
-                         n0 > 0);
-                    continue;
-                }
-                // B^T: the images' channels (is apart), or their sampled copies (cols apart).
-                ImagesTB x{a.src + (n0 * p.ic + g * cg) * is, is, cols, p.ic * is};
-                if (subsample) {
+                    gemm(kg, rows, nn * cols, dy, b, a.diff_wei + g * kg * rows, rows, n0 > 0);
+                };
+                const float* x = a.src + (n0 * p.ic + g * cg) * is;
+                if (!identity && !subsample) {  // B^T: im2col^T of the images, gathered
+                    const Im2col m(p, x);
+                    product(Im2colTB{&m});
+                } else if (subsample) {  // B^T: the images' sampled copies (cols apart)
                     float* sub = scratch(kSubsampleSlot, static_cast<std::size_t>(nn * cg * cols));
-                    Span s(prof, "pack_src");  // the input sampled at the strides
-                    subsample_input(geo, x.p, x.ns, nn, cg, sub);
-                    x = ImagesTB{sub, cols, cols, cg * cols};
+                    {
+                        Span s(prof, "pack_src");  // the input sampled at the strides
+                        subsample_input(geo, x, p.ic * is, nn, cg, sub);
+                    }
+                    product(ImagesTB{sub, cols, cols, cg * cols});
+                } else {  // B^T: the images' channels (is apart), read in place
+                    product(ImagesTB{x, is, cols, p.ic * is});
                 }
-                Span s(prof, "gemm");
-                gemm(kg, rows, nn * cols, dy, x, a.diff_wei + g * kg * rows, rows, n0 > 0);
             }
         return;
     }
