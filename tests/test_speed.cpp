@@ -170,7 +170,13 @@ TEST_CASE("blocked GEMM equals a naive product on every microkernel, transpose a
                                {30, 81, 37},
                                {12, 17, 300},
                                {25, 49, 4},
-                               {40, 1553, 19}};
+                               {40, 1553, 19},
+                               // N = 49 (6 x 49 tiles with A row-major, read in place or
+                               // packed): partial row panels, k with a masked tail, two KC
+                               // blocks (accumulated), rows 4 KiB apart read in place
+                               {31, 49, 300},
+                               {6, 49, 17},
+                               {37, 49, 1024}};
     for (int u = 0; u < count * 2; ++u) {
         // Each microkernel with row-major A read from its rows (where the ISA has a kernel for
         // it; copied when the stride is a multiple of 4 KiB, k = 1024 below) and packed.
@@ -181,11 +187,14 @@ TEST_CASE("blocked GEMM equals a naive product on every microkernel, transpose a
              << (std::string_view(detail::microkernel_for(3, 64).isa) == "avx512" &&
                  detail::microkernel_for(3, 64).mr == 4));
         // With AVX-512, 8 x 48 takes the shapes it fills better than 12 x 32 (below: 16 x 96
-        // and 64 x 200), 12 x 32 the others.
+        // and 64 x 200), 6 x 64 N = 49 with A row-major, 12 x 32 the others.
         if (std::string_view(uks[u / 2].isa) == "avx512") {
             CHECK(detail::microkernel_for(16, 96).mr == 8);
             CHECK(detail::microkernel_for(64, 200).mr == 8);
             CHECK(detail::microkernel_for(64, 49).mr == 12);
+            CHECK(detail::microkernel_for(64, 49, true).mr == 6);
+            CHECK(detail::microkernel_for(64, 49, true).nr == 64);
+            CHECK(detail::microkernel_for(64, 50, true).mr != 6);
         }
         for (const auto& s : shapes)
             for (int tr = 0; tr < 4; ++tr)

@@ -831,7 +831,7 @@ void forward_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler* prof) 
         rows >= 512 * nthreads &&
         static_cast<std::size_t>(kg * cols) * sizeof(float) <= (4u << 20)) {
         int tm = 1, tn = 1;
-        choose_split(kg, cols, rows, microkernel_for(kg, cols), nthreads, tm, tn);
+        choose_split(kg, cols, rows, microkernel_for(kg, cols, true), nthreads, tm, tn);
         split_k = tm > 1;
     }
     auto gemm_split_k = [&](const StridedA& w, const Im2col& im, float* c) {
@@ -1283,7 +1283,7 @@ void backward_weight_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler
     bool by_positions = false;
     if (!by_images && t > 1 && !omp_in_parallel() && cols >= 1024 * t) {
         int tm = 1, tn = 1;
-        choose_split(kg, rows, cols, microkernel_for(kg, rows), t, tm, tn);
+        choose_split(kg, rows, cols, microkernel_for(kg, rows, true), t, tm, tn);
         by_positions = tm > 1;
     }
     if ((by_images || by_positions) && wsize * sizeof(float) <= (4u << 20)) {

@@ -83,16 +83,16 @@ __attribute__((target("avx512f,fma"))) inline void tile_loop(dim_t kc, const AVa
                                                              dim_t ldb = 16 * NV) {
 #pragma GCC unroll 12
     for (int i = 0; i < MR; ++i)
-#pragma GCC unroll 3
+#pragma GCC unroll 4
         for (int v = 0; v < NV; ++v) t[i][v] = _mm512_setzero_ps();
     for (dim_t k = 0; k < kc; ++k) {
         __m512 bv[NV];
-#pragma GCC unroll 3
+#pragma GCC unroll 4
         for (int v = 0; v < NV; ++v) bv[v] = load_b(b + 16 * v);
 #pragma GCC unroll 12
         for (int i = 0; i < MR; ++i) {
             const __m512 ai = _mm512_set1_ps(a(k, i));
-#pragma GCC unroll 3
+#pragma GCC unroll 4
             for (int v = 0; v < NV; ++v) t[i][v] = _mm512_fmadd_ps(ai, bv[v], t[i][v]);
         }
         b += ldb;
@@ -112,7 +112,7 @@ __attribute__((target("avx512f,fma"))) inline void kernel_avx512_t(dim_t kc, con
             kc, [&](dim_t k, int i) { return a[k * lda + i]; }, b, t);
 #pragma GCC unroll 12
     for (int i = 0; i < MR; ++i)
-#pragma GCC unroll 3
+#pragma GCC unroll 4
         for (int v = 0; v < NV; ++v) {
             float* ci = c + i * ldc + 16 * v;
             if (acc) t[i][v] = _mm512_add_ps(t[i][v], _mm512_loadu_ps(ci));
@@ -182,6 +182,88 @@ __attribute__((target("avx512f,fma"))) void kernel_avx512_edge17_rowa(dim_t kc, 
         _mm512_storeu_ps(c + i * ldc, t[i]);
         c[i * ldc + 16] = _mm512_reduce_add_ps(d[i]);
     }
+}
+
+// 6 x 49 edge tiles of 64-column panels (the 6 x 64 kernel's whole tile where N = 49, a 7x7
+// output of one image): columns 0-47 as kernel_avx512_t<6, 3> does, and column 48 from
+// bcol[k] = b(k, 48), contiguous along k. A row-major: column 48 as 6 dot products along k, 16
+// k at a time, as kernel_avx512_edge17_rowa does. A packed or column-contiguous: A's 6 values
+// at k (a 128-bit and a 64-bit load, nothing read past row 5) times b(k, 48) by one 256-bit FMA.
+// 12 x 32 ran N = 49 as a full tile and a 12 x 17 edge, the edge at 1.26x the full tile's time
+// per multiply-add (perf, res5a_branch1 at batch 1); this tile has 18.4 FMAs per k for 294
+// products, the 12 x (32 + 17) pair 36.75 for 588, but loads 9.4 values per k, not 27.
+template <bool kRowA>
+__attribute__((target("avx512f,fma"))) void kernel_avx512_6x49(dim_t kc, const float* a,
+                                                               const float* b, const float* bcol,
+                                                               float* c, dim_t ldc, bool acc,
+                                                               dim_t lda) {
+    constexpr int MR = 6, NV = 3;
+    __m512 t[MR][NV];
+    if constexpr (kRowA)
+        tile_loop<MR, NV>(
+            kc, [&](dim_t k, int i) { return a[i * lda + k]; }, b, t, 64);
+    else
+        tile_loop<MR, NV>(
+            kc, [&](dim_t k, int i) { return a[k * lda + i]; }, b, t, 64);
+#pragma GCC unroll 6
+    for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 3
+        for (int v = 0; v < NV; ++v) {
+            float* ci = c + i * ldc + 16 * v;
+            _mm512_storeu_ps(ci, acc ? _mm512_add_ps(t[i][v], _mm512_loadu_ps(ci)) : t[i][v]);
+        }
+    // Column 48 in a loop of its own (in the tile's loop the registers ran out and spilled),
+    // over A's values just read, still in L1.
+    if constexpr (kRowA) {
+        __m512 d[MR];
+#pragma GCC unroll 6
+        for (int i = 0; i < MR; ++i) d[i] = _mm512_setzero_ps();
+        dim_t k0 = 0;
+        for (; k0 + 16 <= kc; k0 += 16) {
+            const __m512 bc = _mm512_loadu_ps(bcol + k0);
+#pragma GCC unroll 6
+            for (int i = 0; i < MR; ++i)
+                d[i] = _mm512_fmadd_ps(_mm512_loadu_ps(a + i * lda + k0), bc, d[i]);
+        }
+        if (k0 < kc) {  // masked loads only for the tail (they measured slow on this machine)
+            const auto mask = static_cast<__mmask16>((1u << (kc - k0)) - 1u);
+            const __m512 bc = _mm512_maskz_loadu_ps(mask, bcol + k0);
+#pragma GCC unroll 6
+            for (int i = 0; i < MR; ++i)
+                d[i] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mask, a + i * lda + k0), bc, d[i]);
+        }
+        for (int i = 0; i < MR; ++i)
+            c[i * ldc + 48] = (acc ? c[i * ldc + 48] : 0.0f) + _mm512_reduce_add_ps(d[i]);
+    } else {
+        __m256 u0 = _mm256_setzero_ps(), u1 = _mm256_setzero_ps();
+        const auto col = [&](dim_t k) {
+            const float* ak = a + k * lda;
+            const __m128 hi = _mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(ak + 4)));
+            return _mm256_mul_ps(_mm256_set_m128(hi, _mm_loadu_ps(ak)), _mm256_set1_ps(bcol[k]));
+        };
+        dim_t k = 0;
+        for (; k + 1 < kc; k += 2) {
+            u0 = _mm256_add_ps(u0, col(k));
+            u1 = _mm256_add_ps(u1, col(k + 1));
+        }
+        if (k < kc) u0 = _mm256_add_ps(u0, col(k));
+        alignas(32) float out[8];
+        _mm256_store_ps(out, _mm256_add_ps(u0, u1));
+        for (int i = 0; i < MR; ++i) c[i * ldc + 48] = (acc ? c[i * ldc + 48] : 0.0f) + out[i];
+    }
+}
+
+__attribute__((target("avx512f,fma"))) void kernel_avx512_6x64(dim_t kc, const float* a,
+                                                               const float* b, float* c, dim_t ldc,
+                                                               bool acc, dim_t lda) {
+    kernel_avx512_t<6, 4, false>(kc, a, b, c, ldc, acc, lda);
+}
+
+__attribute__((target("avx512f,fma"))) void kernel_avx512_6x64_rowa(dim_t kc, const float* a,
+                                                                    const float* b, float* c,
+                                                                    dim_t ldc, bool acc,
+                                                                    dim_t lda) {
+    kernel_avx512_t<6, 4, true>(kc, a, b, c, ldc, acc, lda);
 }
 
 // Edge tiles of 16V + R columns of a 32-column panel (the last panel of a block, N = 196 leaves
@@ -493,6 +575,7 @@ struct Registry {
     MicroKernel best;
     MicroKernel narrow_avx512;  // 4 x 64 for M <= 4 (fn null when the CPU lacks AVX-512)
     MicroKernel wide_avx512;    // 8 x 48 where it wastes less of its tiles than 12 x 32
+    MicroKernel n49_avx512;     // 6 x 64 whose 49-column edge tile runs N = 49
     bool select(std::string_view isa) {
         for (const auto& k : all)
             if (isa == k.isa) {
@@ -508,6 +591,9 @@ struct Registry {
             all.push_back(avx512_kernel());
             narrow_avx512 = {"avx512", 4, 64, kernel_avx512_4x64, kernel_avx512_4x64_rows};
             wide_avx512 = {"avx512", 8, 48, kernel_avx512_8x48, nullptr, kernel_avx512_8x48_rowa};
+            n49_avx512 = {"avx512", 6, 64, kernel_avx512_6x64, nullptr, kernel_avx512_6x64_rowa};
+            n49_avx512.col_fn[0] = kernel_avx512_6x49<false>;
+            n49_avx512.col_fn[1] = kernel_avx512_6x49<true>;
         }
         if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
             all.push_back({"avx2", 6, 16, kernel_avx2, nullptr, kernel_avx2_rowa});
@@ -538,10 +624,14 @@ double tile_use(dim_t m, dim_t n, int mr, int nr) {
 }
 }  // namespace
 
-const MicroKernel& microkernel_for(dim_t m, dim_t n) {
+const MicroKernel& microkernel_for(dim_t m, dim_t n, bool a_rows) {
     const Registry& r = registry();
     if (std::string_view(r.best.isa) != "avx512") return r.best;
     if (m <= 4 && r.narrow_avx512.fn) return r.narrow_avx512;
+    // 6 x 49 for N = 49 with A row-major (a 7x7 layer's forward at batch 1: its weights). With
+    // W^T column-contiguous (backward data) it loaded half as much of A per k as 12 x 32 and
+    // lost: res5b_branch2a 0.50 -> 0.73 ms.
+    if (n == 49 && a_rows && r.n49_avx512.fn) return r.n49_avx512;
     // 8 x 48 for M = 64 (ResNet's res2 layers and conv1: 12 x 32 fills 64 of 72 rows), unless
     // its wider column tiles waste more (N = 49: 49 of 96 columns).
     if (r.wide_avx512.fn && tile_use(m, n, 8, 48) > 1.03 * tile_use(m, n, 12, 32))
@@ -726,10 +816,12 @@ void gemm_packed_block(const MicroKernel& uk, const GemmBlocking& bl, dim_t i0, 
     const int mr = uk.mr, nr = uk.nr;
     const dim_t mcb = std::min(bl.mc, ((i1 - i0 + mr - 1) / mr) * mr);
     const bool row_a = a.rs != 1 && read_a_in_place(uk, a);
-    // Row strides that are multiples of 4 KiB put the MR rows in one L1 set, which thrashes:
-    // such rows are copied (a memcpy, not a transpose) to rows kcs apart, MR-padded with zeros.
-    // So are A's rows when their columns run over several images (a.ks).
-    const bool row_copy = row_a && (a.rs % 1024 == 0 || a.ks != 0);
+    // Row strides that are multiples of 4 KiB put the MR rows in one L1 set, which thrashes
+    // where MR fills its 8 ways: such rows are copied (a memcpy, not a transpose) to rows kcs
+    // apart, MR-padded with zeros. Six rows (the 6 x 49 tile) read in place measured faster than
+    // copied (res5b_branch2a, batch 1: 0.60 -> 0.52 ms). So are A's rows copied when their
+    // columns run over several images (a.ks).
+    const bool row_copy = row_a && ((a.rs % 1024 == 0 && mr >= 8) || a.ks != 0);
     const dim_t kcs = kc + 16, mcp = ((mcb + mr - 1) / mr) * mr;
     float* abuf = scratch(1, static_cast<std::size_t>(mcp * (row_copy ? kcs : kc)));
     float* tile = scratch(2, static_cast<std::size_t>(mr * nr));
@@ -789,15 +881,26 @@ void gemm_packed_block(const MicroKernel& uk, const GemmBlocking& bl, dim_t i0, 
                     fn(kc, ap, bp, cp, ldc, acc, lda);
                     continue;
                 }
-                // An edge panel (nv < 32) by a narrower tile where there is one.
-                const MicroKernelEdgeFn edge = tail || nv >= 32 ? nullptr
-                                               : rowa           ? uk.edge_rowa_fn[nv / 16][nv % 16]
-                                                                : uk.edge_fn[nv / 16][nv % 16];
-                if (edge) {
-                    if (rowa && nv == 17 && !bcol) {  // column 16, contiguous along k
-                        bcol = scratch(kGemmEdgeSlot, static_cast<std::size_t>(kc));
-                        for (dim_t k = 0; k < kc; ++k) bcol[k] = bp[k * nr + 16];
+                // The last column of a 17-column edge with A row-major, or of a 16V + 1 column
+                // tile (col_fn), contiguous along k (one edge panel per block: made once).
+                const auto last_column = [&] {
+                    if (bcol) return;
+                    bcol = scratch(kGemmEdgeSlot, static_cast<std::size_t>(kc));
+                    for (dim_t k = 0; k < kc; ++k) bcol[k] = bp[k * nr + nv - 1];
+                };
+                const MicroKernelColFn col = tail || nv + 15 != nr ? nullptr : uk.col_fn[rowa];
+                if (col) {
+                    last_column();
+                    if (mv == mr) {  // nv columns exactly, straight into C
+                        col(kc, ap, bp, bcol, cp, ldc, acc, lda);
+                        continue;
                     }
+                    col(kc, ap, bp, bcol, tile, nr, false, lda);
+                } else if (const MicroKernelEdgeFn edge =  // a narrower tile where there is one
+                           tail || nv >= nr ? nullptr
+                           : rowa           ? uk.edge_rowa_fn[nv / 16][nv % 16]
+                                            : uk.edge_fn[nv / 16][nv % 16]) {
+                    if (rowa && nv == 17) last_column();
                     edge(kc, ap, bp, bcol, tile, nr, lda);
                 } else {
                     fn(kc, ap, bp, tile, nr, false, lda);

@@ -42,6 +42,12 @@ using MicroKernelRowsFn = void (*)(dim_t kc, const float* a, const float* const*
 using MicroKernelEdgeFn = void (*)(dim_t kc, const float* a, const float* b, const float* bcol,
                                    float* c, dim_t ldc, dim_t lda);
 
+// A tile of exactly nv = NR - 15 = 16V + 1 columns (6 x 49 of a 6 x 64 kernel: N = 49, a 7x7
+// output of one image) written straight into c (+= when acc): columns 0 .. 16V-1 from the packed
+// panel (row k at b[k*NR]), column 16V from bcol[k] = b(k, 16V), contiguous along k.
+using MicroKernelColFn = void (*)(dim_t kc, const float* a, const float* b, const float* bcol,
+                                  float* c, dim_t ldc, bool acc, dim_t lda);
+
 // t (R x 32) = sum over k < kc of x[off[k] + i] * b[k*32 + j]: R positions whose inputs for
 // reduction row k lie side by side from x + off[k], times a packed panel; stored transposed,
 // c[j*ldt + i] for i < R, j < nv.
@@ -66,10 +72,12 @@ struct MicroKernel {
     MicroKernelFn rowa_fn = nullptr;
     // Edge tiles of nv = 16 V + R columns, [V][R] (12 x 32 only), for A packed or
     // column-contiguous and for A read from its rows; null where the full tile is as cheap.
-    MicroKernelEdgeFn edge_fn[2][16] = {};
-    MicroKernelEdgeFn edge_rowa_fn[2][16] = {};
+    MicroKernelEdgeFn edge_fn[4][16] = {};
+    MicroKernelEdgeFn edge_rowa_fn[4][16] = {};
     // Last row panels of 4 and 8 rows read in place, [A row-major][rows / 8] (12 x 32 only).
     MicroKernelFn tail_fn[2][2] = {{nullptr, nullptr}, {nullptr, nullptr}};
+    // Tiles of NR - 15 columns (MicroKernelColFn), [A row-major]; null where there are none.
+    MicroKernelColFn col_fn[2] = {nullptr, nullptr};
     // R = 1 .. kShiftedRowMax output positions x 32 output channels of a convolution from its
     // padded stride-phase planes (or a 1x1's input rows), [R], and 12 reduction rows x 32
     // channels of its weight gradient (see ShiftedFn, ShiftedRowsFn and implicit_gemm.cpp).
@@ -85,8 +93,9 @@ const MicroKernel& microkernel();
 const MicroKernel* microkernels(int& count);
 bool select_microkernel(const char* isa);
 // The microkernel for an m x n product: the selected one; with AVX-512 selected, 4 x 64 when
-// m <= 4 and 8 x 48 when it fills its tiles better than 12 x 32.
-const MicroKernel& microkernel_for(dim_t m, dim_t n);
+// m <= 4, 6 x 64 (whose 6 x 49 tiles run N = 49) when n = 49 and A's rows are contiguous
+// (a_rows: A row-major, read in place), and 8 x 48 when it fills its tiles better than 12 x 32.
+const MicroKernel& microkernel_for(dim_t m, dim_t n, bool a_rows = false);
 
 // [SECTION] operands
 
@@ -334,7 +343,7 @@ void gemm_block(const MicroKernel& uk, const GemmBlocking& bl, dim_t i0, dim_t i
 template <class PackB>
 void gemm(dim_t m, dim_t n, dim_t k, const StridedA& a, const PackB& packb, float* c, dim_t ldc,
           bool accumulate) {
-    const MicroKernel& uk = microkernel_for(m, n);
+    const MicroKernel& uk = microkernel_for(m, n, a.cs == 1 && a.rs != 1);
     const GemmBlocking bl;
     int tm = 1, tn = 1;
     choose_split(m, n, k, uk, gemm_threads(m, n, k), tm, tn);
