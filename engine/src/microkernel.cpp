@@ -184,14 +184,15 @@ __attribute__((target("avx512f,fma"))) void kernel_avx512_edge17_rowa(dim_t kc, 
     }
 }
 
-// 6 x 49 edge tiles of 64-column panels (the 6 x 64 kernel's whole tile where N = 49, a 7x7
-// output of one image): columns 0-47 as kernel_avx512_t<6, 3> does, and column 48 from
-// bcol[k] = b(k, 48), contiguous along k. A row-major: column 48 as 6 dot products along k, 16
-// k at a time, as kernel_avx512_edge17_rowa does. A packed or column-contiguous: A's 6 values
-// at k (a 128-bit and a 64-bit load, nothing read past row 5) times b(k, 48) by one 256-bit FMA.
+// 6 x 49 tiles of 64-column panels (MicroKernelColFn; N = 49, a 7x7 output of one image):
+// columns 0-47 as kernel_avx512_t<6, 3> does, and column 48 from bcol[k] = b(k, 48),
+// contiguous along k. A row-major: column 48 as 6 dot products along k, 16 k at a time, as
+// kernel_avx512_edge17_rowa does. A packed or column-contiguous: A's 6 values at k (a 128-bit
+// and a 64-bit load, nothing read past row 5) times b(k, 48) by one 256-bit multiply.
 // 12 x 32 ran N = 49 as a full tile and a 12 x 17 edge, the edge at 1.26x the full tile's time
-// per multiply-add (perf, res5a_branch1 at batch 1); this tile has 18.4 FMAs per k for 294
-// products, the 12 x (32 + 17) pair 36.75 for 588, but loads 9.4 values per k, not 27.
+// per multiply-add (perf, res5a_branch1 at batch 1). Both fill their FMAs (this tile 18.4 per k
+// for 294 products), but this one loads 9.4 values per k for them, the pair 27 for twice as
+// many (13.5 per 294).
 template <bool kRowA>
 __attribute__((target("avx512f,fma"))) void kernel_avx512_6x49(dim_t kc, const float* a,
                                                                const float* b, const float* bcol,
