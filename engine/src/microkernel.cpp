@@ -254,19 +254,6 @@ __attribute__((target("avx512f,fma"))) void kernel_avx512_6x49(dim_t kc, const f
     }
 }
 
-__attribute__((target("avx512f,fma"))) void kernel_avx512_6x64(dim_t kc, const float* a,
-                                                               const float* b, float* c, dim_t ldc,
-                                                               bool acc, dim_t lda) {
-    kernel_avx512_t<6, 4, false>(kc, a, b, c, ldc, acc, lda);
-}
-
-__attribute__((target("avx512f,fma"))) void kernel_avx512_6x64_rowa(dim_t kc, const float* a,
-                                                                    const float* b, float* c,
-                                                                    dim_t ldc, bool acc,
-                                                                    dim_t lda) {
-    kernel_avx512_t<6, 4, true>(kc, a, b, c, ldc, acc, lda);
-}
-
 // Edge tiles of 16V + R columns of a 32-column panel (the last panel of a block, N = 196 leaves
 // 4), A packed or column-contiguous (a[k*lda + i]): columns 0-15 (V = 1) as kernel_avx512_t
 // does, and each of the R columns after them by one FMA per k, A's 12 values at k times
@@ -592,7 +579,9 @@ struct Registry {
             all.push_back(avx512_kernel());
             narrow_avx512 = {"avx512", 4, 64, kernel_avx512_4x64, kernel_avx512_4x64_rows};
             wide_avx512 = {"avx512", 8, 48, kernel_avx512_8x48, nullptr, kernel_avx512_8x48_rowa};
-            n49_avx512 = {"avx512", 6, 64, kernel_avx512_6x64, nullptr, kernel_avx512_6x64_rowa};
+            n49_avx512 = {"avx512", 6,
+                          64,       kernel_avx512_t<6, 4, false>,
+                          nullptr,  kernel_avx512_t<6, 4, true>};
             n49_avx512.col_fn[0] = kernel_avx512_6x49<false>;
             n49_avx512.col_fn[1] = kernel_avx512_6x49<true>;
         }
