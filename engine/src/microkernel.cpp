@@ -99,17 +99,18 @@ __attribute__((target("avx512f,fma"))) inline void tile_loop(dim_t kc, const AVa
     }
 }
 
-template <int MR, int NV, bool kRowA>
+// B's rows are LDB floats apart (a panel of 16 NV columns, or of 64 for the 6 x 49 tile's 48).
+template <int MR, int NV, bool kRowA, int LDB = 16 * NV>
 __attribute__((target("avx512f,fma"))) inline void kernel_avx512_t(dim_t kc, const float* a,
                                                                    const float* b, float* c,
                                                                    dim_t ldc, bool acc, dim_t lda) {
     __m512 t[MR][NV];
     if constexpr (kRowA)
         tile_loop<MR, NV>(
-            kc, [&](dim_t k, int i) { return a[i * lda + k]; }, b, t);
+            kc, [&](dim_t k, int i) { return a[i * lda + k]; }, b, t, LDB);
     else
         tile_loop<MR, NV>(
-            kc, [&](dim_t k, int i) { return a[k * lda + i]; }, b, t);
+            kc, [&](dim_t k, int i) { return a[k * lda + i]; }, b, t, LDB);
 #pragma GCC unroll 12
     for (int i = 0; i < MR; ++i)
 #pragma GCC unroll 4
@@ -198,21 +199,8 @@ __attribute__((target("avx512f,fma"))) void kernel_avx512_6x49(dim_t kc, const f
                                                                const float* b, const float* bcol,
                                                                float* c, dim_t ldc, bool acc,
                                                                dim_t lda) {
-    constexpr int MR = 6, NV = 3;
-    __m512 t[MR][NV];
-    if constexpr (kRowA)
-        tile_loop<MR, NV>(
-            kc, [&](dim_t k, int i) { return a[i * lda + k]; }, b, t, 64);
-    else
-        tile_loop<MR, NV>(
-            kc, [&](dim_t k, int i) { return a[k * lda + i]; }, b, t, 64);
-#pragma GCC unroll 6
-    for (int i = 0; i < MR; ++i)
-#pragma GCC unroll 3
-        for (int v = 0; v < NV; ++v) {
-            float* ci = c + i * ldc + 16 * v;
-            _mm512_storeu_ps(ci, acc ? _mm512_add_ps(t[i][v], _mm512_loadu_ps(ci)) : t[i][v]);
-        }
+    constexpr int MR = 6;
+    kernel_avx512_t<MR, 3, kRowA, 64>(kc, a, b, c, ldc, acc, lda);  // columns 0-47
     // Column 48 in a loop of its own (in the tile's loop the registers ran out and spilled),
     // over A's values just read, still in L1.
     if constexpr (kRowA) {
@@ -805,7 +793,7 @@ void gemm_packed_block(const MicroKernel& uk, const GemmBlocking& bl, dim_t i0, 
                        dim_t ldc, bool acc, dim_t pc_next, dim_t kc_next) {
     const int mr = uk.mr, nr = uk.nr;
     const dim_t mcb = std::min(bl.mc, ((i1 - i0 + mr - 1) / mr) * mr);
-    const bool row_a = a.rs != 1 && read_a_in_place(uk, a);
+    const bool row_a = row_major(a) && read_a_in_place(uk, a);
     // Row strides that are multiples of 4 KiB put the MR rows in one L1 set, which thrashes
     // where MR fills its 8 ways: such rows are copied (a memcpy, not a transpose) to rows kcs
     // apart, MR-padded with zeros. Six rows (the 6 x 49 tile) read in place measured faster than

@@ -107,6 +107,11 @@ struct StridedA {
     dim_t ks = 0, ns = 0;
 };
 
+// Whether A's rows are contiguous runs along k (row-major, not a single column).
+inline bool row_major(const StridedA& a) {
+    return a.cs == 1 && a.rs != 1;
+}
+
 // Calls f(kk, off, len) for each run of the reduction [k0, k0 + kc) that lies in one image, ks
 // positions per image (0: one image), ns floats between images, cs between positions: k0 + kk
 // .. k0 + kk + len - 1, the first at offset off (StridedA: of its row; ImagesTB: of its column).
@@ -343,7 +348,7 @@ void gemm_block(const MicroKernel& uk, const GemmBlocking& bl, dim_t i0, dim_t i
 template <class PackB>
 void gemm(dim_t m, dim_t n, dim_t k, const StridedA& a, const PackB& packb, float* c, dim_t ldc,
           bool accumulate) {
-    const MicroKernel& uk = microkernel_for(m, n, a.cs == 1 && a.rs != 1);
+    const MicroKernel& uk = microkernel_for(m, n, row_major(a));
     const GemmBlocking bl;
     int tm = 1, tn = 1;
     choose_split(m, n, k, uk, gemm_threads(m, n, k), tm, tn);
