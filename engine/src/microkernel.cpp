@@ -985,9 +985,66 @@ void run_threads(int threads, void (*fn)(void*, int), void* ctx) {
     fn(ctx, omp_get_thread_num());
 }
 
+namespace {
+#ifdef CONVLAB_X86
+// c[i * ldc + j] (+)= t[j * ldt + i] for i in [i0, i1), j < n: 16 x 16 blocks through registers.
+__attribute__((target("avx512f"))) void add_transposed_avx512(const float* t, dim_t ldt, dim_t n,
+                                                              dim_t i0, dim_t i1, float* c,
+                                                              dim_t ldc, bool acc) {
+    for (dim_t i = i0; i < i1; i += 16) {
+        const dim_t iv = std::min<dim_t>(16, i1 - i);
+        const auto im = static_cast<__mmask16>((1u << iv) - 1u);
+        for (dim_t j = 0; j < n; j += 16) {
+            const dim_t jv = std::min<dim_t>(16, n - j);
+            const auto jm = static_cast<__mmask16>((1u << jv) - 1u);
+            __m512 q[16];
+            for (dim_t r = 0; r < 16; ++r)
+                q[r] =
+                    r < jv ? _mm512_maskz_loadu_ps(im, t + (j + r) * ldt + i) : _mm512_setzero_ps();
+            transpose16(q);
+            for (dim_t r = 0; r < iv; ++r) {
+                float* cr = c + (i + r) * ldc + j;
+                const __m512 x = acc ? _mm512_add_ps(q[r], _mm512_maskz_loadu_ps(jm, cr)) : q[r];
+                _mm512_mask_storeu_ps(cr, jm, x);
+            }
+        }
+    }
+}
+#endif
+
+void add_transposed(const float* t, dim_t ldt, dim_t n, dim_t i0, dim_t i1, float* c, dim_t ldc,
+                    bool acc) {
+#ifdef CONVLAB_X86
+    if (std::string_view(microkernel().isa) == "avx512")
+        return add_transposed_avx512(t, ldt, n, i0, i1, c, ldc, acc);
+#endif
+    for (dim_t i = i0; i < i1; ++i)
+        for (dim_t j = 0; j < n; ++j)
+            c[i * ldc + j] = acc ? c[i * ldc + j] + t[j * ldt + i] : t[j * ldt + i];
+}
+}  // namespace
+
+bool sgemm_transposes(dim_t m, dim_t n, dim_t k, const StridedA& a) {
+    const double a_bytes = static_cast<double>(m) * static_cast<double>(k) * sizeof(float);
+    return a.rs == 1 && a.ks == 0 && n <= 64 && a_bytes > 2.0 * (1 << 20);
+}
+
 void sgemm(dim_t m, dim_t n, dim_t k, const StridedA& a, const StridedB& b, float* c, dim_t ldc,
            bool accumulate) {
-    gemm(m, n, k, a, b, c, ldc, accumulate);
+    if (!sgemm_transposes(m, n, k, a)) return gemm(m, n, k, a, b, c, ldc, accumulate);
+    // C^T (n x m) = B^T A^T into scratch, then transposed into C. A^T is row-major: packed as B
+    // by long runs of its rows (one read of W per call, which the prefetcher follows), each
+    // panel of it used by all n rows while in L1 (kc 128: 24 KiB for 48 columns).
+    float* t = scratch(kTransposedSlot, static_cast<std::size_t>(n * m));
+    gemm(n, m, k, StridedA{b.p, b.cs, b.rs}, StridedB{a.p, a.cs, a.rs}, t, m, false, 128);
+    const int threads = gemm_threads(m, n, k);
+    auto body = [&](int th) {
+        const dim_t blocks = (m + 15) / 16;
+        add_transposed(t, m, n, blocks * th / threads * 16,
+                       std::min(m, blocks * (th + 1) / threads * 16), c, ldc, accumulate);
+    };
+    run_threads(
+        threads, [](void* ctx, int th) { (*static_cast<decltype(body)*>(ctx))(th); }, &body);
 }
 
 }  // namespace convlab::detail

@@ -167,8 +167,10 @@ struct GemmBlocking {
 // initialised. Slots: 0-2 the GEMM's packed tiles, 3 a column matrix or GEMM output, 4-7 the
 // via_forward intermediates, 8 the GEMM's edge column (kGemmEdgeSlot), 9 implicit_gemm's
 // reordered input (kSubsampleSlot), 10 its packed dY^T (kPackedDySlot), 11 its packed W^T
-// (kPackedWeiSlot), 12 a W^T panel before its rows are reordered (kPanelSlot).
-inline constexpr int kScratchSlots = 13;
+// (kPackedWeiSlot), 12 a W^T panel before its rows are reordered (kPanelSlot), 13 sgemm's product
+// before it is transposed into C (kTransposedSlot).
+inline constexpr int kScratchSlots = 14;
+inline constexpr int kTransposedSlot = 13;
 inline constexpr int kPackedWeiSlot = 11;
 inline constexpr int kPanelSlot = 12;
 inline constexpr int kGemmEdgeSlot = 8;
@@ -345,11 +347,13 @@ void gemm_block(const MicroKernel& uk, const GemmBlocking& bl, dim_t i0, dim_t i
 }
 
 // C (m x n, ldc) = A * B (+ C when accumulate), on all of OpenMP's threads when it pays.
+// kc > 0 replaces GemmBlocking's.
 template <class PackB>
 void gemm(dim_t m, dim_t n, dim_t k, const StridedA& a, const PackB& packb, float* c, dim_t ldc,
-          bool accumulate) {
+          bool accumulate, dim_t kc = 0) {
     const MicroKernel& uk = microkernel_for(m, n, row_major(a));
-    const GemmBlocking bl;
+    GemmBlocking bl;
+    if (kc > 0) bl.kc = kc;
     int tm = 1, tn = 1;
     choose_split(m, n, k, uk, gemm_threads(m, n, k), tm, tn);
     if (tm * tn == 1) {
@@ -369,6 +373,12 @@ void gemm(dim_t m, dim_t n, dim_t k, const StridedA& a, const PackB& packb, floa
     run_threads(
         tm * tn, [](void* ctx, int t) { (*static_cast<decltype(body)*>(ctx))(t); }, &body);
 }
+
+// Whether sgemm computes C^T = B^T A^T and transposes it into C: A column-contiguous (W^T in
+// backward data) larger than 2 MiB, and at most 64 columns (a 7x7 layer at batch 1). Read in
+// place, such an A's 12-float pieces of columns far apart come as demand misses, and its
+// columns' lines are reused by at most two column panels.
+bool sgemm_transposes(dim_t m, dim_t n, dim_t k, const StridedA& a);
 
 // Plain strided GEMM: C = A * B (+ C).
 void sgemm(dim_t m, dim_t n, dim_t k, const StridedA& a, const StridedB& b, float* c, dim_t ldc,
