@@ -177,10 +177,11 @@ TEST_CASE("blocked GEMM equals a naive product on every microkernel, transpose a
                                {31, 49, 300},
                                {6, 49, 17},
                                {37, 49, 1024},
-                               // A over 2 MiB and N <= 64: with A column-contiguous (ta), the
-                               // product transposed (sgemm_transposes), partial 16 x 16 blocks
+                               // A of 2 MiB or more and N <= 256: with A column-contiguous
+                               // (ta), the product transposed (sgemm_transposes), partial 16 x 16
+                               // blocks
                                {1100, 49, 500},
-                               {530, 7, 1040}};
+                               {530, 70, 1000}};
     for (int u = 0; u < count * 2; ++u) {
         // Each microkernel with row-major A read from its rows (where the ISA has a kernel for
         // it; copied when the stride is a multiple of 4 KiB, k = 1024 below) and packed.
@@ -202,10 +203,11 @@ TEST_CASE("blocked GEMM equals a naive product on every microkernel, transpose a
         }
         const auto col_major = [](dim_t m) { return detail::StridedA{nullptr, 1, m}; };
         CHECK(detail::sgemm_transposes(1100, 49, 500, col_major(1100)));
-        CHECK(detail::sgemm_transposes(530, 7, 1040, col_major(530)));
-        CHECK_FALSE(detail::sgemm_transposes(1100, 65, 500, col_major(1100)));
+        CHECK(detail::sgemm_transposes(530, 70, 1000, col_major(530)));
+        CHECK_FALSE(detail::sgemm_transposes(1100, 257, 500, col_major(1100)));
         CHECK_FALSE(detail::sgemm_transposes(1100, 49, 500, detail::StridedA{nullptr, 500, 1}));
-        CHECK_FALSE(detail::sgemm_transposes(512, 49, 1024, col_major(512)));
+        CHECK(detail::sgemm_transposes(512, 49, 1024, col_major(512)));  // 2 MiB
+        CHECK_FALSE(detail::sgemm_transposes(512, 49, 512, col_major(512)));
         for (const auto& s : shapes)
             for (int tr = 0; tr < 4; ++tr)
                 for (bool acc : {false, true}) {

@@ -1026,7 +1026,7 @@ void add_transposed(const float* t, dim_t ldt, dim_t n, dim_t i0, dim_t i1, floa
 
 bool sgemm_transposes(dim_t m, dim_t n, dim_t k, const StridedA& a) {
     const double a_bytes = static_cast<double>(m) * static_cast<double>(k) * sizeof(float);
-    return a.rs == 1 && a.ks == 0 && n <= 64 && a_bytes > 2.0 * (1 << 20);
+    return a.rs == 1 && a.ks == 0 && n <= 256 && a_bytes >= 2.0 * (1 << 20);
 }
 
 void sgemm(dim_t m, dim_t n, dim_t k, const StridedA& a, const StridedB& b, float* c, dim_t ldc,

@@ -375,9 +375,9 @@ void gemm(dim_t m, dim_t n, dim_t k, const StridedA& a, const PackB& packb, floa
 }
 
 // Whether sgemm computes C^T = B^T A^T and transposes it into C: A column-contiguous (W^T in
-// backward data) larger than 2 MiB, and at most 64 columns (a 7x7 layer at batch 1). Read in
-// place, such an A's 12-float pieces of columns far apart come as demand misses, and its
-// columns' lines are reused by at most two column panels.
+// backward data) of at least 2 MiB, and at most 256 columns (a 7x7 or 14x14 layer at batch 1).
+// Read in place, such an A's 12-float pieces of columns far apart come as demand misses. With
+// A at 1 MiB or 0.5 MiB it measured even or slower (512x49x512, 512x196x256).
 bool sgemm_transposes(dim_t m, dim_t n, dim_t k, const StridedA& a);
 
 // Plain strided GEMM: C = A * B (+ C).
