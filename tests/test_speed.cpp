@@ -181,7 +181,11 @@ TEST_CASE("blocked GEMM equals a naive product on every microkernel, transpose a
                                // (ta), the product transposed (sgemm_transposes), partial 16 x 16
                                // blocks
                                {1100, 49, 500},
-                               {530, 70, 1000}};
+                               {530, 70, 1000},
+                               // 7 x 48 tiles (M < 64 that they fill best): whole and partial
+                               // row panels
+                               {49, 96, 100},
+                               {41, 96, 300}};
     for (int u = 0; u < count * 2; ++u) {
         // Each microkernel with row-major A read from its rows (where the ISA has a kernel for
         // it; copied when the stride is a multiple of 4 KiB, k = 1024 below) and packed.
@@ -192,7 +196,7 @@ TEST_CASE("blocked GEMM equals a naive product on every microkernel, transpose a
              << (std::string_view(detail::microkernel_for(3, 64).isa) == "avx512" &&
                  detail::microkernel_for(3, 64).mr == 4));
         // With AVX-512, 8 x 48 takes the shapes it fills better than 12 x 32 (below: 16 x 96
-        // and 64 x 200), 6 x 64 N = 49 with A row-major, 12 x 32 the others.
+        // and 64 x 200), 6 x 64 N = 49 with A row-major, 7 x 48 M = 49, 12 x 32 the others.
         if (std::string_view(uks[u / 2].isa) == "avx512") {
             CHECK(detail::microkernel_for(16, 96).mr == 8);
             CHECK(detail::microkernel_for(64, 200).mr == 8);
@@ -200,6 +204,10 @@ TEST_CASE("blocked GEMM equals a naive product on every microkernel, transpose a
             CHECK(detail::microkernel_for(64, 49, true).mr == 6);
             CHECK(detail::microkernel_for(64, 49, true).nr == 64);
             CHECK(detail::microkernel_for(64, 50, true).mr != 6);
+            CHECK(detail::microkernel_for(49, 4608).mr == 7);
+            CHECK(detail::microkernel_for(49, 4608).nr == 48);
+            CHECK(detail::microkernel_for(196, 4608).mr == 12);
+            CHECK(detail::microkernel_for(41, 96).mr == 7);
         }
         const auto col_major = [](dim_t m) { return detail::StridedA{nullptr, 1, m}; };
         CHECK(detail::sgemm_transposes(1100, 49, 500, col_major(1100)));

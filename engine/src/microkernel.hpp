@@ -94,7 +94,8 @@ const MicroKernel* microkernels(int& count);
 bool select_microkernel(const char* isa);
 // The microkernel for an m x n product: the selected one; with AVX-512 selected, 4 x 64 when
 // m <= 4, 6 x 64 (whose 6 x 49 tiles run N = 49) when n = 49 and A's rows are contiguous
-// (a_rows: A row-major, read in place), and 8 x 48 when it fills its tiles better than 12 x 32.
+// (a_rows: A row-major, read in place), 7 x 48 for fewer than 64 rows that it fills better
+// (m = 49), and 8 x 48 when it fills its tiles better than 12 x 32.
 const MicroKernel& microkernel_for(dim_t m, dim_t n, bool a_rows = false);
 
 // [SECTION] operands
