@@ -26,8 +26,10 @@ static void im2col_nest(const Problem& p, float* image, float* col, bool zero_fi
     const dim_t cg = p.icg(), ks = g.k_size(), os = g.out_size(), is = g.in_size();
     const dim_t ld = col_ld > 0 ? col_ld : os;
     // col2im: rows of the same ci write the same channel, so only ci is split across threads.
+    // Threads from 32768 column elements in either direction (col2im counted only its channels'
+    // planes and ran res5a_branch2b's 512 x 9 x 49 on one thread: 0.34 ms of 1.78).
     const dim_t outer = kCol2im ? cg : cg * ks;
-#pragma omp parallel for schedule(static) if (outer * os > 32768)
+#pragma omp parallel for schedule(static) if (cg * ks * os > 32768)
     for (dim_t t = 0; t < outer; ++t) {
         const dim_t row_begin = kCol2im ? t * ks : t, row_end = kCol2im ? (t + 1) * ks : t + 1;
         if (kCol2im && zero_first) std::fill(image + t * is, image + (t + 1) * is, 0.0f);
