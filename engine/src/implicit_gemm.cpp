@@ -1167,6 +1167,9 @@ bool merged_wgrad_applies(const Problem& p) {
     return !use_shifted_wgrad(p) && merge_images_wgrad(p);
 }
 
+// Positions per pass of the shifted weight-gradient tiles (a run of dY^T: 256 KiB per panel).
+constexpr dim_t kShiftedWgradRun = 2048;
+
 // dW_g (Kg x rows) = sum_n dY_g(n) (Kg x cols) * im2col(n)^T (cols x rows).
 void backward_weight_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler* prof) {
     const dim_t kg = p.ocg(), cg = p.icg(), rows = cg * p.kernel_spatial();
@@ -1199,14 +1202,25 @@ void backward_weight_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler
                 std::fill(d + ow_n * 32, d + sg.wh * 32, 0.0f);
             }
 #pragma omp barrier
+            // Tiles panel-major, so that with two panels each thread streams one panel of dY^T
+            // (conv1 at batch 1: 1.6 MiB each; interleaved, both threads streamed both through
+            // L2), over positions in runs of 2048 that every tile passes before the next.
+            // conv1's weight gradient at batch 1, 3 rounds: 1.69-2.00 ms -> 0.98-1.31;
+            // res2a_branch2b 0.82-1.09 -> 0.77-1.05; res3a_branch2b 1.15-1.17 -> 1.11.
             const float* rp[12];
-            for (dim_t t = ntiles * id / nt; t < ntiles * (id + 1) / nt; ++t) {
-                const dim_t jp = t % npan, r0 = t / npan * 12;
-                for (dim_t i = 0; i < 12; ++i)
-                    rp[i] = xp + sg.off[static_cast<std::size_t>(std::min(r0 + i, rows - 1))];
-                uk.shifted_rows_fn(pk, rp, dyt + jp * pk * 32, out + jp * 32 * rows + r0, rows,
-                                   static_cast<int>(std::min<dim_t>(12, rows - r0)),
-                                   static_cast<int>(std::min<dim_t>(32, kg - jp * 32)), acc);
+            const dim_t nrg = (rows + 11) / 12;
+            for (dim_t k0 = 0; k0 < pk; k0 += kShiftedWgradRun) {
+                const dim_t len = std::min(kShiftedWgradRun, pk - k0);
+                for (dim_t t = ntiles * id / nt; t < ntiles * (id + 1) / nt; ++t) {
+                    const dim_t jp = t / nrg, r0 = t % nrg * 12;
+                    for (dim_t i = 0; i < 12; ++i)
+                        rp[i] =
+                            xp + k0 + sg.off[static_cast<std::size_t>(std::min(r0 + i, rows - 1))];
+                    uk.shifted_rows_fn(
+                        len, rp, dyt + (jp * pk + k0) * 32, out + jp * 32 * rows + r0, rows,
+                        static_cast<int>(std::min<dim_t>(12, rows - r0)),
+                        static_cast<int>(std::min<dim_t>(32, kg - jp * 32)), acc || k0 > 0);
+                }
             }
         }
     };
