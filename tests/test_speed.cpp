@@ -510,6 +510,13 @@ TEST_CASE("implicit_gemm's forward and weight gradient from padded stride-phase 
     // positions per group take it; a reduction below 256 rows only where the images do not run
     // side by side (2 threads: from 4 images on they do).
     detail::set_shifted(0);
+    // The weight gradient by default from outputs 14 wide (not 7) with 32 or more channels.
+    const auto wgrad_shifted = [](const char* d) {
+        return detail::shifted_applies(parse_descriptor(d), Pass::BackwardWeight);
+    };
+    CHECK(wgrad_shifted("mb2ic32ih14oc32oh14kh3ph1"));
+    CHECK_FALSE(wgrad_shifted("mb2ic32ih7oc32oh7kh3ph1"));
+    CHECK_FALSE(wgrad_shifted("mb2ic32ih14oc16oh14kh3ph1"));
     const auto ran_shifted = [&](const char* d) { return forward_packed_wei(d, rng); };
     set_num_threads(2);
     CHECK(ran_shifted("mb2ic32ih30oc40oh30kh3ph1"));
