@@ -507,8 +507,7 @@ TEST_CASE("implicit_gemm's forward and weight gradient from padded stride-phase 
                     backward_weight(p, src, dy, "direct"), d);
     }
     // By default only products of 32 or more output channels per group and 196 or more output
-    // positions per group take it; a reduction below 256 rows only where the images do not run
-    // side by side (2 threads: from 4 images on they do).
+    // positions per group take it, short reductions too.
     detail::set_shifted(0);
     // The weight gradient by default from outputs 14 wide (not 7) with 32 or more channels.
     const auto wgrad_shifted = [](const char* d) {
@@ -524,10 +523,11 @@ TEST_CASE("implicit_gemm's forward and weight gradient from padded stride-phase 
     CHECK(ran_shifted("mb4ic32ih7oc40oh7kh3ph1"));       // four 7x7 images
     CHECK(ran_shifted("mb1ic32ih60oc32oh30kh3sh2ph1"));  // stride 2
     CHECK(ran_shifted("mb2ic8ih30oc40oh30kh3ph1"));      // K = 72, two images
-    CHECK(!ran_shifted("mb4ic8ih30oc40oh30kh3ph1"));     // K = 72, four images
+    CHECK(ran_shifted("mb4ic8ih30oc40oh30kh3ph1"));      // four images, side by side
     CHECK(ran_shifted("mb1ic3ih64oc32oh32kh7sh2ph3"));   // conv1's shape: K = 147, one image
-    CHECK(!ran_shifted("mb4ic3ih64oc32oh32kh7sh2ph3"));  // four images
-    set_num_threads(1);                                  // one thread: images never side by side
+    CHECK(ran_shifted("mb4ic3ih64oc32oh32kh7sh2ph3"));   // four images
+    CHECK(!ran_shifted("mb4ic3ih64oc16oh32kh7sh2ph3"));  // 16 output channels
+    set_num_threads(1);
     CHECK(ran_shifted("mb4ic8ih30oc40oh30kh3ph1"));
     set_num_threads(0);
     // Backward data (auto too): stride 1, wide inputs, 32 or more input channels per group.

@@ -520,16 +520,16 @@ bool use_shifted_wgrad(const Problem& p) {
 // (a 14x14 image, four 7x7 ones): at batch 1, 7x7 (res5a_branch2b) measured 1.55 against
 // im2col's 1.60 ms forward and 2.1 against col2im's 1.35 backward, where packing FlipRot(W)^T
 // took 1 ms.
-// A short reduction (below 256 rows) leaves the per-tile work (pointers, the transposed store) a
-// larger share: taken only where the images do not run side by side, one per thread. conv1
-// (147 rows) at batch 32 measured 47.8 against 42.9 ms (min of 6 alternating medians); at batch
-// 1 1.38 against 1.57, batch 2 2.81 against 3.20; 3x3 with 16 input channels at 56x56, batch 1,
-// 0.31 against 0.37.
+// Short reductions too (below 256 rows), with the images side by side on the threads: on this
+// project's machines (2 FMA ports, 2 MiB L2 per core), cv harness, 2 threads, min of 2-3
+// alternating medians against im2col's GEMM: conv1 (147 rows) batch 32 47.8 -> 41.2 ms, batch 4
+// 6.02 -> 4.93; 3x3 at 56x56 with 8 input channels (72 rows), batch 32, 6.13 -> 4.94, with 16
+// 12.7 -> 10.5. (An earlier machine with half the peak per core measured conv1 at batch 32 the
+// other way, 47.8 against 42.9, and these were left to the GEMM.)
 bool use_shifted(const Problem& p) {
     if (g_shifted_mode == 2 || !shifted_possible(p)) return false;
     if (g_shifted_mode == 1) return true;
-    if (p.ocg() < 32 || p.mb * p.out_spatial() < 196) return false;
-    return p.icg() * p.kernel_spatial() >= 256 || !images_in_parallel(p.mb * p.groups);
+    return p.ocg() >= 32 && p.mb * p.out_spatial() >= 196;
 }
 
 // With flip, a.wei is the weights of the problem whose backward data p is (K and C swapped):
