@@ -520,8 +520,8 @@ bool use_shifted_wgrad(const Problem& p) {
 // (a 14x14 image, four 7x7 ones): at batch 1, 7x7 (res5a_branch2b) measured 1.55 against
 // im2col's 1.60 ms forward and 2.1 against col2im's 1.35 backward, where packing FlipRot(W)^T
 // took 1 ms.
-// Short reductions too (below 256 rows), with the images side by side on the threads: on this
-// project's machines (2 FMA ports, 2 MiB L2 per core), cv harness, 2 threads, min of 2-3
+// Short reductions too (below 256 rows), with the images side by side on the threads: on the
+// machine of 2026-11-23 (2 FMA ports, 2 MiB L2 per core), cv harness, 2 threads, min of 2-3
 // alternating medians against im2col's GEMM: conv1 (147 rows) batch 32 47.8 -> 41.2 ms, batch 4
 // 6.02 -> 4.93; 3x3 at 56x56 with 8 input channels (72 rows), batch 32, 6.13 -> 4.94, with 16
 // 12.7 -> 10.5. (An earlier machine with half the peak per core measured conv1 at batch 32 the

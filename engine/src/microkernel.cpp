@@ -552,7 +552,7 @@ struct Registry {
     MicroKernel narrow_avx512;  // 4 x 64 for M <= 4 (fn null when the CPU lacks AVX-512)
     MicroKernel wide_avx512;    // 8 x 48 where it wastes less of its tiles than 12 x 32
     MicroKernel n49_avx512;     // 6 x 64 whose 49-column edge tile runs N = 49
-    MicroKernel rows7_avx512;   // 7 x 48 for M a multiple of 7 (49, 196: sgemm_transposes)
+    MicroKernel rows7_avx512;   // 7 x 48 for fewer than 64 rows that it fills best (M = 49)
     bool select(std::string_view isa) {
         for (const auto& k : all)
             if (isa == k.isa) {
@@ -1044,7 +1044,7 @@ void sgemm(dim_t m, dim_t n, dim_t k, const StridedA& a, const StridedB& b, floa
     if (!sgemm_transposes(m, n, k, a)) return gemm(m, n, k, a, b, c, ldc, accumulate);
     // C^T (n x m) = B^T A^T into scratch, then transposed into C. A^T is row-major: packed as B
     // by long runs of its rows (one read of W per call, which the prefetcher follows), each
-    // panel of it used by all n rows while in L1 (kc 128: 24 KiB for 48 columns).
+    // panel of it used by all n rows while in L1 (kc 128: at most 24 KiB, 48 columns).
     float* t = scratch(kTransposedSlot, static_cast<std::size_t>(n * m));
     gemm(n, m, k, StridedA{b.p, b.cs, b.rs}, StridedB{a.p, a.cs, a.rs}, t, m, false, 128);
     const int threads = gemm_threads(m, n, k);
