@@ -1188,7 +1188,7 @@ void backward_weight_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler
     auto shifted_image = [&](dim_t g, dim_t n, float* out, bool acc, bool split) {
         const MicroKernel& uk = microkernel();
         float* xp = scratch(kSubsampleSlot, static_cast<std::size_t>(sg.size()));
-        const dim_t pk = sg.npos, oh_n = sg.g.out[1], ntiles = npan * ((rows + 11) / 12);
+        const dim_t pk = sg.npos, oh_n = sg.g.out[1], nrg = (rows + 11) / 12, ntiles = npan * nrg;
         float* dyt = scratch(kPackedDySlot, static_cast<std::size_t>(npan * pk * 32));
         const float* dy = a.diff_dst + (n * p.oc + g * kg) * cols;
         const int threads = split ? omp_get_max_threads() : 1;
@@ -1211,7 +1211,6 @@ void backward_weight_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler
             // conv1's weight gradient at batch 1, 3 rounds: 1.69-2.00 ms -> 0.98-1.31;
             // res2a_branch2b 0.82-1.09 -> 0.77-1.05; res3a_branch2b 1.15-1.17 -> 1.11.
             const float* rp[12];
-            const dim_t nrg = (rows + 11) / 12;
             for (dim_t k0 = 0; k0 < pk; k0 += kShiftedWgradRun) {
                 const dim_t len = std::min(kShiftedWgradRun, pk - k0);
                 for (dim_t t = ntiles * id / nt; t < ntiles * (id + 1) / nt; ++t) {

@@ -1053,8 +1053,7 @@ void sgemm(dim_t m, dim_t n, dim_t k, const StridedA& a, const StridedB& b, floa
         add_transposed(t, m, n, blocks * th / threads * 16,
                        std::min(m, blocks * (th + 1) / threads * 16), c, ldc, accumulate);
     };
-    run_threads(
-        threads, [](void* ctx, int th) { (*static_cast<decltype(body)*>(ctx))(th); }, &body);
+    run_threads(threads, body);
 }
 
 }  // namespace convlab::detail

@@ -191,6 +191,12 @@ void choose_split(dim_t m, dim_t n, dim_t k, const MicroKernel& uk, int threads,
 int gemm_threads(dim_t m, dim_t n, dim_t k);
 // Runs fn(ctx, t) for t in [0, threads) on OpenMP's threads.
 void run_threads(int threads, void (*fn)(void*, int), void* ctx);
+// The same for a callable body(t).
+template <class F>
+void run_threads(int threads, F& body) {
+    run_threads(
+        threads, [](void* ctx, int t) { (*static_cast<F*>(ctx))(t); }, &body);
+}
 
 // Whether gemm_block reads a row-major A (cs == 1) from its rows (in place, or copied row by row
 // when the row stride would make the rows collide in L1) instead of packing it into panels;
@@ -371,8 +377,7 @@ void gemm(dim_t m, dim_t n, dim_t k, const StridedA& a, const PackB& packb, floa
         const dim_t j1 = std::min(n, (npan * (tj + 1) / tn) * uk.nr);
         gemm_block(uk, bl, i0, i1, j0, j1, k, a, packb, c, ldc, accumulate);
     };
-    run_threads(
-        tm * tn, [](void* ctx, int t) { (*static_cast<decltype(body)*>(ctx))(t); }, &body);
+    run_threads(tm * tn, body);
 }
 
 // Whether sgemm computes C^T = B^T A^T and transposes it into C: A column-contiguous (W^T in
