@@ -39,6 +39,7 @@ struct RestoreCore {
         detail::set_read_a(detail::ReadA::rows);
         detail::set_shifted(0);
         detail::set_merge_wgrad(0);
+        detail::set_transposed_products(detail::Transposed::automatic);
         set_gemm_core(GemmCore::blocked);
     }
 };
@@ -210,6 +211,14 @@ TEST_CASE("blocked GEMM equals a naive product on every microkernel, transpose a
             CHECK(detail::microkernel_for(41, 96).mr == 7);
         }
         const auto col_major = [](dim_t m) { return detail::StridedA{nullptr, 1, m}; };
+        // The transposed products run where the machine's L2 makes them pay; here on every
+        // machine, so that they are checked wherever the tests run.
+        detail::set_transposed_products(detail::Transposed::off);
+        CHECK_FALSE(detail::sgemm_transposes(1100, 49, 500, col_major(1100)));
+        detail::set_transposed_products(detail::Transposed::automatic);
+        CHECK(detail::sgemm_transposes(1100, 49, 500, col_major(1100)) ==
+              detail::transposed_products_pay());
+        detail::set_transposed_products(detail::Transposed::on);
         CHECK(detail::sgemm_transposes(1100, 49, 500, col_major(1100)));
         CHECK(detail::sgemm_transposes(530, 70, 1000, col_major(530)));
         CHECK_FALSE(detail::sgemm_transposes(1100, 257, 500, col_major(1100)));
@@ -222,6 +231,7 @@ TEST_CASE("blocked GEMM equals a naive product on every microkernel, transpose a
                     INFO(uks[u / 2].isa);
                     check_gemm(s[0], s[1], s[2], tr & 1, tr & 2, acc, rng);
                 }
+        detail::set_transposed_products(detail::Transposed::automatic);
     }
 }
 

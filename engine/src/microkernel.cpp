@@ -10,6 +10,7 @@
 #include "microkernel.hpp"
 
 #include <omp.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -1034,7 +1035,31 @@ void add_transposed(const float* t, dim_t ldt, dim_t n, dim_t i0, dim_t i1, floa
 }
 }  // namespace
 
+bool transposed_products_pay() {
+    static const bool pays = [] {
+        const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);  // per core; 0 or -1 when unknown
+        return l2 >= 2L * (1L << 20);
+    }();
+    return pays;
+}
+
+namespace {
+std::atomic<Transposed> g_transposed{[] {
+    const char* e = std::getenv("CONVLAB_TRANSPOSED");
+    if (e && std::string_view(e) == "on") return Transposed::on;
+    if (e && std::string_view(e) == "off") return Transposed::off;
+    return Transposed::automatic;
+}()};
+}  // namespace
+
+void set_transposed_products(Transposed mode) {
+    g_transposed.store(mode);
+}
+
 bool sgemm_transposes(dim_t m, dim_t n, dim_t k, const StridedA& a) {
+    const Transposed mode = g_transposed.load(std::memory_order_relaxed);
+    if (mode == Transposed::off || (mode == Transposed::automatic && !transposed_products_pay()))
+        return false;
     const double a_bytes = static_cast<double>(m) * static_cast<double>(k) * sizeof(float);
     return a.rs == 1 && a.ks == 0 && n <= 256 && a_bytes >= 2.0 * (1 << 20);
 }

@@ -383,8 +383,19 @@ void gemm(dim_t m, dim_t n, dim_t k, const StridedA& a, const PackB& packb, floa
 // Whether sgemm computes C^T = B^T A^T and transposes it into C: A column-contiguous (W^T in
 // backward data) of at least 2 MiB, and at most 256 columns (a 7x7 or 14x14 layer at batch 1).
 // Read in place, such an A's 12-float pieces of columns far apart come as demand misses. With
-// A at 1 MiB or 0.5 MiB it measured even or slower (512x49x512, 512x196x256).
+// A at 1 MiB or 0.5 MiB it measured even or slower (512x49x512, 512x196x256). Only on machines
+// where it pays (transposed_products_pay), unless set_transposed_products says otherwise.
 bool sgemm_transposes(dim_t m, dim_t n, dim_t k, const StridedA& a);
+
+// The transposed products were measured faster on an Intel Xeon with 2 MiB of L2 per core
+// (4608x49x512: 1.91 -> 1.45 ms) and slower on an AMD EPYC (Zen 4) with 1 MiB, where the old
+// path prefetches A's next block into L2 (bench, res5 backward data at batch 1, 3 alternating
+// rounds: 3.78 -> 4.41 ms). They are used where L2 per core is at least 2 MiB.
+bool transposed_products_pay();
+// For tests and measurements: automatic (the machine decides), always or never
+// (CONVLAB_TRANSPOSED=on|off sets the start value).
+enum class Transposed { automatic, on, off };
+void set_transposed_products(Transposed mode);
 
 // Plain strided GEMM: C = A * B (+ C).
 void sgemm(dim_t m, dim_t n, dim_t k, const StridedA& a, const StridedB& b, float* c, dim_t ldc,
