@@ -306,6 +306,40 @@ __attribute__((target("avx512f,fma"))) void kernel_avx512_edge16_rowa(dim_t kc, 
     for (int i = 0; i < 12; ++i) _mm512_storeu_ps(c + i * ldc, t[i][0]);
 }
 
+// Edge tiles of R <= 4 columns with A read from its rows (N = 196 = 6 x 32 + 4): c (12 x R) as
+// dot products along k of A's rows and the R columns made contiguous along k (bcol[r*kc + k]),
+// 6 rows x R columns of 16-float partial sums at a time. 12 x 16 (kernel_avx512_edge16_rowa)
+// spent 12 FMAs per k on them, this 12 R / 16 and the sums.
+template <int R>
+__attribute__((target("avx512f,fma"))) void kernel_avx512_dot_rowa(dim_t kc, const float* a,
+                                                                   const float*, const float* bcol,
+                                                                   float* c, dim_t ldc,
+                                                                   dim_t lda) {
+    for (int i0 = 0; i0 < 12; i0 += 6) {
+        __m512 t[6][R];
+#pragma GCC unroll 6
+        for (int i = 0; i < 6; ++i)
+#pragma GCC unroll 4
+            for (int r = 0; r < R; ++r) t[i][r] = _mm512_setzero_ps();
+        for (dim_t k = 0; k < kc; k += 16) {  // the last 16 masked to kc
+            const auto m = static_cast<__mmask16>(k + 16 <= kc ? 0xffffu : (1u << (kc - k)) - 1u);
+            __m512 bv[R];
+#pragma GCC unroll 4
+            for (int r = 0; r < R; ++r) bv[r] = _mm512_maskz_loadu_ps(m, bcol + r * kc + k);
+#pragma GCC unroll 6
+            for (int i = 0; i < 6; ++i) {
+                const __m512 av = _mm512_maskz_loadu_ps(m, a + (i0 + i) * lda + k);
+#pragma GCC unroll 4
+                for (int r = 0; r < R; ++r) t[i][r] = _mm512_fmadd_ps(av, bv[r], t[i][r]);
+            }
+        }
+#pragma GCC unroll 6
+        for (int i = 0; i < 6; ++i)
+#pragma GCC unroll 4
+            for (int r = 0; r < R; ++r) c[(i0 + i) * ldc + r] = _mm512_reduce_add_ps(t[i][r]);
+    }
+}
+
 // c[j*ldt + i] = t[i][j/16] lane j%16 (+= when acc) for i < mv (<= 12), j < nv: the tile stored
 // transposed, 12 rows at a time by a 256- and a 128-bit access after a 16x16 register transpose.
 __attribute__((target("avx512f"))) inline void store_transposed(const __m512 (&t)[12][2], float* c,
@@ -539,6 +573,10 @@ MicroKernel avx512_kernel() {
     k.edge_fn[1][0] = kernel_avx512_edge<1, 0>;
     // A row-major: one vector for up to 16 columns, 17 with column 16 as dot products.
     for (int r = 1; r < 16; ++r) k.edge_rowa_fn[0][r] = kernel_avx512_edge16_rowa;
+    k.edge_rowa_fn[0][1] = kernel_avx512_dot_rowa<1>;
+    k.edge_rowa_fn[0][2] = kernel_avx512_dot_rowa<2>;
+    k.edge_rowa_fn[0][3] = kernel_avx512_dot_rowa<3>;
+    k.edge_rowa_fn[0][4] = kernel_avx512_dot_rowa<4>;
     k.edge_rowa_fn[1][0] = kernel_avx512_edge16_rowa;
     k.edge_rowa_fn[1][1] = kernel_avx512_edge17_rowa;
     fill_shifted_row(k.shifted_row_fn, std::make_integer_sequence<int, kShiftedRowMax>{});
@@ -814,7 +852,7 @@ void gemm_packed_block(const MicroKernel& uk, const GemmBlocking& bl, dim_t i0, 
     const dim_t kcs = kc + 16, mcp = ((mcb + mr - 1) / mr) * mr;
     float* abuf = scratch(1, static_cast<std::size_t>(mcp * (row_copy ? kcs : kc)));
     float* tile = scratch(2, static_cast<std::size_t>(mr * nr));
-    float* bcol = nullptr;  // column 16 of a 17-column edge panel, made on first use
+    float* bcol = nullptr;  // an edge panel's columns along k (last_column), made on first use
     // A's next block is prefetched only where the hardware prefetcher does not follow A's reads:
     // rows copied, or columns 4 KiB apart (W^T in backward data) whose block spans at most L2's
     // 1 MiB (beyond, as with 8 KiB, the block's lines already evict each other from L2's sets
@@ -871,11 +909,14 @@ void gemm_packed_block(const MicroKernel& uk, const GemmBlocking& bl, dim_t i0, 
                     continue;
                 }
                 // The last column of a 17-column edge with A row-major, or of a 16V + 1 column
-                // tile (col_fn), contiguous along k (one edge panel per block: made once).
+                // tile (col_fn), contiguous along k (one edge panel per block: made once); with
+                // A row-major, all of an edge's nv <= 4 columns (bcol[j*kc + k]).
                 const auto last_column = [&] {
                     if (bcol) return;
-                    bcol = scratch(kGemmEdgeSlot, static_cast<std::size_t>(kc));
-                    for (dim_t k = 0; k < kc; ++k) bcol[k] = bp[k * nr + nv - 1];
+                    const dim_t j0 = nv <= 4 ? 0 : nv - 1;
+                    bcol = scratch(kGemmEdgeSlot, static_cast<std::size_t>((nv - j0) * kc));
+                    for (dim_t j = j0; j < nv; ++j)
+                        for (dim_t k = 0; k < kc; ++k) bcol[(j - j0) * kc + k] = bp[k * nr + j];
                 };
                 const MicroKernelColFn col = tail || nv + 15 != nr ? nullptr : uk.col_fn[rowa];
                 if (col) {
@@ -889,7 +930,7 @@ void gemm_packed_block(const MicroKernel& uk, const GemmBlocking& bl, dim_t i0, 
                            tail || nv >= nr ? nullptr
                            : rowa           ? uk.edge_rowa_fn[nv / 16][nv % 16]
                                             : uk.edge_fn[nv / 16][nv % 16]) {
-                    if (rowa && nv == 17) last_column();
+                    if (rowa && (nv == 17 || nv <= 4)) last_column();
                     edge(kc, ap, bp, bcol, tile, nr, lda);
                 } else {
                     fn(kc, ap, bp, tile, nr, false, lda);
