@@ -313,8 +313,7 @@ __attribute__((target("avx512f,fma"))) void kernel_avx512_edge16_rowa(dim_t kc, 
 template <int R>
 __attribute__((target("avx512f,fma"))) void kernel_avx512_dot_rowa(dim_t kc, const float* a,
                                                                    const float*, const float* bcol,
-                                                                   float* c, dim_t ldc,
-                                                                   dim_t lda) {
+                                                                   float* c, dim_t ldc, dim_t lda) {
     for (int i0 = 0; i0 < 12; i0 += 6) {
         __m512 t[6][R];
 #pragma GCC unroll 6
