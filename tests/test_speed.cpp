@@ -39,6 +39,7 @@ struct RestoreCore {
         detail::set_read_a(detail::ReadA::rows);
         detail::set_shifted(0);
         detail::set_merge_wgrad(0);
+        detail::set_swap_wgrad(0);
         detail::set_transposed_products(detail::Transposed::automatic);
         set_gemm_core(GemmCore::blocked);
     }
@@ -640,6 +641,52 @@ TEST_CASE("implicit_gemm's weight gradient over images merged along the reductio
     CHECK(!detail::merged_wgrad_applies(parse_descriptor("mb4ic40ih14oc36oh14kh1ph0")));
     CHECK(detail::merged_wgrad_applies(parse_descriptor("mb4ic40ih7oc36oh7kh3ph1")));
     CHECK(!detail::merged_wgrad_applies(parse_descriptor("mb4ic40ih9oc36oh9kh3ph1")));
+}
+
+TEST_CASE("implicit_gemm's 1x1 weight gradient computed transposed") {
+    RestoreCore restore;
+    std::mt19937 rng(61);
+    // dW^T = X dY^T, then transposed into dW: random 1x1 problems of 1 to 7 images, some
+    // strided (the sampled copy), with groups, 1-D to 3-D, channel counts off the tiles;
+    // forced on, image by image (one image, or the images shared by the threads) and with the
+    // images merged along the reduction, with every microkernel.
+    detail::set_swap_wgrad(1);
+    std::vector<Problem> probs;
+    for (int t = 0; t < 12; ++t)
+        probs.push_back(
+            random_1x1(rng, t, std::uniform_int_distribution<dim_t>(1, 7)(rng), 300, 17));
+    probs.push_back(parse_descriptor("mb1ic70ih60oc20oh60kh1ph0"));  // positions per thread
+    probs.push_back(parse_descriptor("mb3ic2ih9oc2oh9kh1ph0"));
+    int count = 0;
+    const detail::MicroKernel* uks = detail::microkernels(count);
+    for (int u = 0; u < count; ++u) {
+        REQUIRE(detail::select_microkernel(uks[u].isa));
+        for (int merge : {2, 1}) {
+            detail::set_merge_wgrad(merge);
+            for (const Problem& p : probs) {
+                const std::string d = to_descriptor(p);
+                CAPTURE(d);
+                CAPTURE(uks[u].isa);
+                CAPTURE(merge);
+                CHECK(detail::swapped_wgrad(p));
+                const Tensor src = integer_tensor(p.src_dims(), rng),
+                             dy = integer_tensor(p.dst_dims(), rng);
+                check_equal(backward_weight(p, src, dy, "implicit_gemm"),
+                            backward_weight(p, src, dy, "direct"), d);
+            }
+        }
+    }
+    // By default: 1x1 with fewer output than input channels, from 512 positions in all.
+    detail::set_swap_wgrad(0);
+    detail::set_merge_wgrad(0);
+    CHECK(detail::swapped_wgrad(parse_descriptor("mb1ic256ih56oc64oh56kh1ph0")));
+    CHECK(detail::swapped_wgrad(parse_descriptor("mb1ic256ih56oc128oh28kh1sh2ph0")));
+    CHECK(detail::swapped_wgrad(parse_descriptor("mb32ic2048ih7oc512oh7kh1ph0")));
+    CHECK(!detail::swapped_wgrad(parse_descriptor("mb1ic1024ih14oc256oh14kh1ph0")));
+    CHECK(!detail::swapped_wgrad(parse_descriptor("mb1ic64ih56oc256oh56kh1ph0")));
+    CHECK(!detail::swapped_wgrad(parse_descriptor("mb1ic256ih56oc64oh56kh3ph1")));
+    detail::set_swap_wgrad(2);
+    CHECK(!detail::swapped_wgrad(parse_descriptor("mb1ic256ih56oc64oh56kh1ph0")));
 }
 
 TEST_CASE("auto: backward data by col2im, by implicit_gemm on batched small 3x3 stride-1 layers") {

@@ -30,6 +30,10 @@ void backward_weight_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler
 // does for p.
 void set_merge_wgrad(int mode);
 bool merged_wgrad_applies(const Problem& p);
+// Whether a 1x1 weight gradient is computed transposed (dW^T = X dY^T, then transposed): the
+// same modes, and whether it is for p.
+void set_swap_wgrad(int mode);
+bool swapped_wgrad(const Problem& p);
 
 // auto (implicit_gemm_auto.cpp): the heuristic's choice per pass.
 void forward_auto(const Problem& p, const ConvArgs& a, Profiler* prof);

@@ -1159,6 +1159,7 @@ void backward_data_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler* 
 // stored all of its 9.4 MB dW.
 namespace {
 int g_merge_wgrad = 0;  // 0: when it pays, 1: whenever possible (tests), 2: never
+int g_swap_wgrad = 0;   // the same for swapped_wgrad
 
 bool merge_images_wgrad(const Problem& p) {
     if (p.mb < 2 || g_merge_wgrad == 2) return false;
@@ -1170,8 +1171,25 @@ void set_merge_wgrad(int mode) {
     g_merge_wgrad = mode;
 }
 
+void set_swap_wgrad(int mode) {
+    g_swap_wgrad = mode;
+}
+
 bool merged_wgrad_applies(const Problem& p) {
     return !use_shifted_wgrad(p) && merge_images_wgrad(p);
+}
+
+// 1x1 layers with fewer output than input channels (the bottlenecks' first 1x1s) and enough
+// positions summed: the product computed transposed, dW^T (C/G x K/G) = X dY^T, and then
+// transposed into dW. Its packed B is then dY^T, each of its values used by C/G rows, where
+// X^T's were used by only K/G. GEMM alone, 2 threads: 64x256x3136 0.51-0.59 -> 0.49 ms,
+// 128x512x784 0.53 -> 0.47, 512x2048x49 0.52 -> 0.48. With few positions (a 7x7 or 14x14
+// image at batch 1) transposing dW would cost as much as it saves.
+bool swapped_wgrad(const Problem& p) {
+    if (g_swap_wgrad == 2 || use_shifted_wgrad(p) || p.kernel_spatial() != 1 ||
+        !(im2col_is_identity(p) || can_subsample(p, 1)))
+        return false;
+    return g_swap_wgrad == 1 || (p.ocg() < p.icg() && p.mb * p.out_spatial() >= 512);
 }
 
 // Positions per pass of the shifted weight-gradient tiles (a run of dY^T: 256 KiB per panel).
@@ -1235,21 +1253,42 @@ void backward_weight_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler
     const bool subsample = can_subsample(p, 1);
     const Geom3 geo = geom3(p);
     const bool deint = !subsample && !identity && can_deinterleave(p, 1);
+    // Transposed (swap): out^T (rows x Kg) = X dY_g^T, then dW_g = out^T transposed.
+    const bool swap = swapped_wgrad(p);
     auto image = [&](dim_t g, dim_t n, float* out, bool acc, dim_t q0, dim_t q1) {
         if (shifted) return shifted_image(g, n, out, acc, false);  // whole images (q0 = 0)
         Im2col m(p, a.src + (n * p.ic + g * cg) * is);
         if (deint)
             deinterleave_w(m, 1, cg, scratch(kSubsampleSlot, static_cast<std::size_t>(cg * is)));
-        const StridedA dy{a.diff_dst + (n * p.oc + g * kg) * cols + q0, cols, 1};
-        if (identity) {  // B^T is the image transposed
-            gemm(kg, rows, q1 - q0, dy, StridedB{m.src + q0, 1, is}, out, rows, acc);
-        } else if (subsample) {
+        const float* dyp = a.diff_dst + (n * p.oc + g * kg) * cols + q0;
+        const StridedA dy{dyp, cols, 1};
+        const float* x = m.src;
+        dim_t xs = is;  // X's (or its sampled copy's) channel stride
+        if (subsample) {
             float* sub = scratch(kSubsampleSlot, static_cast<std::size_t>(cg * cols));
             subsample_input(geo, m.src, m.n_stride, 1, cg, sub);
-            gemm(kg, rows, q1 - q0, dy, StridedB{sub + q0, 1, cols}, out, rows, acc);
-        } else {
-            gemm(kg, rows, q1 - q0, dy, Im2colTB{&m, q0}, out, rows, acc);
+            x = sub;
+            xs = cols;
         }
+        if (swap)  // A: X's rows in place; B: dY^T
+            gemm(rows, kg, q1 - q0, StridedA{x + q0, xs, 1}, StridedB{dyp, 1, cols}, out, kg, acc);
+        else if (identity || subsample)  // B^T is the image (or its sampled copy) transposed
+            gemm(kg, rows, q1 - q0, dy, StridedB{x + q0, 1, xs}, out, rows, acc);
+        else
+            gemm(kg, rows, q1 - q0, dy, Im2colTB{&m, q0}, out, rows, acc);
+    };
+    // Where the products are summed: dW_g, or out^T (scratch) when swapped.
+    float* dwt =
+        swap ? scratch(kTransposedSlot, static_cast<std::size_t>(p.groups * kg * rows)) : nullptr;
+    const auto target = [&](dim_t g) {
+        return swap ? dwt + g * kg * rows : a.diff_wei + g * kg * rows;
+    };
+    const auto finish = [&] {
+        if (!swap) return;
+        Span s(prof, "unpack");  // out^T transposed into dW
+        for (dim_t g = 0; g < p.groups; ++g)
+            transpose_into(target(g), kg, kg, rows, a.diff_wei + g * kg * rows, rows, false,
+                           gemm_threads(kg, rows, 16));
     };
     // Images side by side along the reduction, in one product on all threads: 1x1 layers read
     // in place (or from their sampled copy), others gathered by Im2colTB. Image by image the
@@ -1268,23 +1307,31 @@ void backward_weight_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler
                     gemm(kg, rows, nn * cols, dy, b, a.diff_wei + g * kg * rows, rows, n0 > 0);
                 };
                 const float* x = a.src + (n0 * p.ic + g * cg) * is;
-                if (!identity && !subsample) {  // B^T: im2col^T of the images, gathered
-                    const Im2col m(p, x);
-                    product(Im2colTB{&m});
-                } else if (subsample) {  // B^T: the images' sampled copies (cols apart)
+                dim_t xs = is, xn = p.ic * is;  // channel and image strides of X or its copy
+                if (subsample) {
                     float* sub = scratch(kSubsampleSlot, static_cast<std::size_t>(nn * cg * cols));
                     {
                         Span s(prof, "pack_src");  // the input sampled at the strides
                         subsample_input(geo, x, p.ic * is, nn, cg, sub);
                     }
-                    product(ImagesTB{sub, cols, cols, cg * cols});
-                } else {  // B^T: the images' channels (is apart), read in place
-                    product(ImagesTB{x, is, cols, p.ic * is});
+                    x = sub;
+                    xs = cols;
+                    xn = cg * cols;
+                }
+                if (swap) {  // A: the images' channels side by side along k; B: dY^T
+                    Span s(prof, "gemm");
+                    gemm(rows, kg, nn * cols, StridedA{x, xs, 1, cols, xn},
+                         ImagesTB{dy.p, cols, cols, p.oc * cols}, target(g), kg, n0 > 0);
+                } else if (!identity && !subsample) {  // B^T: im2col^T of the images, gathered
+                    const Im2col m(p, x);
+                    product(Im2colTB{&m});
+                } else {  // B^T: the images' channels (or sampled copies), read in place
+                    product(ImagesTB{x, xs, cols, xn});
                 }
             }
+        finish();
         return;
     }
-    Span s(prof, "gemm");
     const std::size_t wsize = static_cast<std::size_t>(kg * rows);
     const int t = omp_get_max_threads();
     // Few images of many positions, where the GEMM would split along M (each thread gathering
@@ -1309,20 +1356,28 @@ void backward_weight_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler
     if ((by_images || by_positions) && wsize * sizeof(float) <= (4u << 20)) {
         // Each thread sums its own share (thread 0 into dW, the others into a partial dW of at
         // most 4 MiB); then the partials are added, split over the threads.
-        for (dim_t g = 0; g < p.groups; ++g)
-            sum_over_threads(t, a.diff_wei + g * kg * rows, wsize, [&](int id, int nt, float* out) {
-                if (by_images) {
-                    const dim_t n0 = p.mb * id / nt, n1 = p.mb * (id + 1) / nt;
-                    for (dim_t n = n0; n < n1; ++n) image(g, n, out, n > n0, 0, cols);
-                } else {
-                    const dim_t q0 = cols * id / nt, q1 = cols * (id + 1) / nt;
-                    for (dim_t n = 0; n < p.mb; ++n) image(g, n, out, n > 0, q0, q1);
-                }
-            });
+        {
+            Span s(prof, "gemm");
+            for (dim_t g = 0; g < p.groups; ++g)
+                sum_over_threads(t, target(g), wsize, [&](int id, int nt, float* out) {
+                    if (by_images) {
+                        const dim_t n0 = p.mb * id / nt, n1 = p.mb * (id + 1) / nt;
+                        for (dim_t n = n0; n < n1; ++n) image(g, n, out, n > n0, 0, cols);
+                    } else {
+                        const dim_t q0 = cols * id / nt, q1 = cols * (id + 1) / nt;
+                        for (dim_t n = 0; n < p.mb; ++n) image(g, n, out, n > 0, q0, q1);
+                    }
+                });
+        }
+        finish();
         return;
     }
-    for (dim_t g = 0; g < p.groups; ++g)
-        for (dim_t n = 0; n < p.mb; ++n) image(g, n, a.diff_wei + g * kg * rows, n > 0, 0, cols);
+    {
+        Span s(prof, "gemm");
+        for (dim_t g = 0; g < p.groups; ++g)
+            for (dim_t n = 0; n < p.mb; ++n) image(g, n, target(g), n > 0, 0, cols);
+    }
+    finish();
 }
 
 }  // namespace convlab::detail

@@ -1112,10 +1112,14 @@ void sgemm(dim_t m, dim_t n, dim_t k, const StridedA& a, const StridedB& b, floa
     // panel of it used by all n rows while in L1 (kc 128: at most 24 KiB, 48 columns).
     float* t = scratch(kTransposedSlot, static_cast<std::size_t>(n * m));
     gemm(n, m, k, StridedA{b.p, b.cs, b.rs}, StridedB{a.p, a.cs, a.rs}, t, m, false, 128);
-    const int threads = gemm_threads(m, n, k);
+    transpose_into(t, m, m, n, c, ldc, accumulate, gemm_threads(m, n, k));
+}
+
+void transpose_into(const float* t, dim_t ldt, dim_t m, dim_t n, float* c, dim_t ldc,
+                    bool accumulate, int threads) {
     auto body = [&](int th) {
         const dim_t blocks = (m + 15) / 16;
-        add_transposed(t, m, n, blocks * th / threads * 16,
+        add_transposed(t, ldt, n, blocks * th / threads * 16,
                        std::min(m, blocks * (th + 1) / threads * 16), c, ldc, accumulate);
     };
     run_threads(threads, body);

@@ -397,6 +397,11 @@ bool transposed_products_pay();
 enum class Transposed { automatic, on, off };
 void set_transposed_products(Transposed mode);
 
+// c[i*ldc + j] (+)= t[j*ldt + i] for i < m, j < n (t holds C^T), 16 x 16 blocks through
+// registers with AVX-512, the rows of C split over `threads`.
+void transpose_into(const float* t, dim_t ldt, dim_t m, dim_t n, float* c, dim_t ldc,
+                    bool accumulate, int threads);
+
 // Plain strided GEMM: C = A * B (+ C).
 void sgemm(dim_t m, dim_t n, dim_t k, const StridedA& a, const StridedB& b, float* c, dim_t ldc,
            bool accumulate);
