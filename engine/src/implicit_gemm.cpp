@@ -460,26 +460,27 @@ struct Shifted {
                 ((ci * sh + th % sh) * sw + tw % sw) * plane + th / sh * wh + tw / sw;
         }
     }
-    // Channels [c0, c1) of the image whose group's first channel is at x into the planes at xp.
-    void pad(const float* x, float* xp, dim_t c0, dim_t c1) const {
-        const dim_t in_h = g.in[1], in_w = g.in[2], is = in_h * in_w;
-        for (dim_t ci = c0; ci < c1; ++ci)
-            for (dim_t ph = 0; ph < sh; ++ph)
-                for (dim_t pw = 0; pw < sw; ++pw) {
-                    // Columns xx in [lo, hi) lie inside the input: iw = xx s_w + pw - pb.
-                    dim_t lo = 0, hi = 0;
-                    valid_range(pw - g.pb[2], sw, in_w, wh, lo, hi);
-                    for (dim_t yy = 0; yy < hh; ++yy) {
-                        float* to = xp + ((ci * sh + ph) * sw + pw) * plane + yy * wh;
-                        const dim_t ih = yy * sh + ph - g.pb[1];
-                        if (ih < 0 || ih >= in_h) {
-                            std::fill_n(to, wh, 0.0f);
-                            continue;
-                        }
-                        copy_run(x + ci * is + ih * in_w + pw - g.pb[2], sw, lo, hi, wh, to);
-                    }
+    // Share `id` of `nt` of the planes (channel, phase h, phase w) of the image whose group's
+    // first channel is at x, into the planes at xp: split by planes, not channels, so that
+    // conv1's 3 channels x 4 phases go 6 and 6 to two threads (by channels, 4 and 8).
+    void pad(const float* x, float* xp, dim_t id, dim_t nt) const {
+        const dim_t in_h = g.in[1], in_w = g.in[2], is = in_h * in_w, planes = cg * sh * sw;
+        for (dim_t q = planes * id / nt; q < planes * (id + 1) / nt; ++q) {
+            const dim_t ci = q / (sh * sw), ph = q / sw % sh, pw = q % sw;
+            // Columns xx in [lo, hi) lie inside the input: iw = xx s_w + pw - pb.
+            dim_t lo = 0, hi = 0;
+            valid_range(pw - g.pb[2], sw, in_w, wh, lo, hi);
+            for (dim_t yy = 0; yy < hh; ++yy) {
+                float* to = xp + q * plane + yy * wh;
+                const dim_t ih = yy * sh + ph - g.pb[1];
+                if (ih < 0 || ih >= in_h) {
+                    std::fill_n(to, wh, 0.0f);
+                    continue;
                 }
-        if (c1 == cg) std::fill_n(xp + size() - slack(), slack(), 0.0f);
+                copy_run(x + ci * is + ih * in_w + pw - g.pb[2], sw, lo, hi, wh, to);
+            }
+        }
+        if (id == nt - 1) std::fill_n(xp + size() - slack(), slack(), 0.0f);
     }
 };
 
@@ -588,9 +589,9 @@ void forward_shifted(const Problem& p, const ConvArgs& a, Profiler* prof, bool f
             }
     };
     const char* pack_name = flip ? "fliprot" : "pack_wei";
-    // Channels [c0, c1) of image n, group gi into the planes at xp.
-    const auto pad = [&](dim_t n, dim_t gi, float* xp, dim_t c0, dim_t c1) {
-        sg.pad(a.src + (n * p.ic + gi * cg) * is, xp, c0, c1);
+    // Share id of nt of the planes of image n, group gi into the planes at xp.
+    const auto pad = [&](dim_t n, dim_t gi, float* xp, dim_t id, dim_t nt) {
+        sg.pad(a.src + (n * p.ic + gi * cg) * is, xp, id, nt);
     };
     // Tiles [t0, t1) of image n, group gi, panel jp (its W^T at w).
     const auto tiles = [&](dim_t n, dim_t gi, const float* xp, dim_t jp, const float* w, dim_t t0,
@@ -628,7 +629,7 @@ void forward_shifted(const Problem& p, const ConvArgs& a, Profiler* prof, bool f
         for (dim_t q = 0; q < p.mb * p.groups; ++q) {
             const dim_t n = q / p.groups, gi = q % p.groups;
             float* xp = scratch(kSubsampleSlot, xsize);
-            pad(n, gi, xp, 0, cg);
+            pad(n, gi, xp, 0, 1);
             for (dim_t jp = 0; jp < npan; ++jp)
                 tiles(n, gi, xp, jp, wt + (gi * npan + jp) * 32 * rows, 0, ntiles);
         }
@@ -647,7 +648,7 @@ void forward_shifted(const Problem& p, const ConvArgs& a, Profiler* prof, bool f
 #pragma omp parallel
                 {
                     const dim_t id = omp_get_thread_num(), nt = omp_get_num_threads();
-                    pad(n, gi, xp, cg * id / nt, cg * (id + 1) / nt);
+                    pad(n, gi, xp, id, nt);
                 }
             }
             Span s(prof, "gemm");
@@ -1217,7 +1218,7 @@ void backward_weight_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler
 #pragma omp parallel num_threads(threads)
         {
             const dim_t id = omp_get_thread_num(), nt = omp_get_num_threads();
-            sg.pad(a.src + (n * p.ic + g * cg) * is, xp, cg * id / nt, cg * (id + 1) / nt);
+            sg.pad(a.src + (n * p.ic + g * cg) * is, xp, id, nt);
             // dY^T by panels of 32 channels, each output row then zeros at its dropped positions.
             for (dim_t q = npan * oh_n * id / nt; q < npan * oh_n * (id + 1) / nt; ++q) {
                 const dim_t jp = q / oh_n, oh = q % oh_n;
