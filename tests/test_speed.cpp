@@ -40,6 +40,7 @@ struct RestoreCore {
         detail::set_shifted(0);
         detail::set_merge_wgrad(0);
         detail::set_swap_wgrad(0);
+        detail::set_swap_forward(0);
         detail::set_transposed_products(detail::Transposed::automatic);
         set_gemm_core(GemmCore::blocked);
     }
@@ -687,6 +688,51 @@ TEST_CASE("implicit_gemm's 1x1 weight gradient computed transposed") {
     CHECK(!detail::swapped_wgrad(parse_descriptor("mb1ic256ih56oc64oh56kh3ph1")));
     detail::set_swap_wgrad(2);
     CHECK(!detail::swapped_wgrad(parse_descriptor("mb1ic256ih56oc64oh56kh1ph0")));
+}
+
+TEST_CASE("implicit_gemm's 1x1 forward computed transposed") {
+    RestoreCore restore;
+    std::mt19937 rng(67);
+    // dst^T = X^T W^T, then transposed into dst, image by image: random stride-1 1x1 problems
+    // of 1 to 3 images with groups, 1-D to 3-D, channel counts off the tiles, forced on, with
+    // every microkernel; they record "unpack" (the transposition).
+    detail::set_swap_forward(1);
+    std::vector<Problem> probs;
+    for (int t = 0; t < 12; ++t) {
+        Problem p = random_1x1(rng, t, std::uniform_int_distribution<dim_t>(1, 3)(rng), 3000, 60);
+        for (int i = 0; i < p.ndims; ++i) p.stride[i] = 1;
+        probs.push_back(p);
+    }
+    probs.push_back(parse_descriptor("mb1ic70ih60oc20oh60kh1ph0"));
+    int count = 0;
+    const detail::MicroKernel* uks = detail::microkernels(count);
+    for (int u = 0; u < count; ++u) {
+        REQUIRE(detail::select_microkernel(uks[u].isa));
+        for (const Problem& p : probs) {
+            const std::string d = to_descriptor(p);
+            CAPTURE(d);
+            CAPTURE(uks[u].isa);
+            REQUIRE(p.validate().empty());
+            CHECK(detail::swapped_forward(p));
+            const Tensor src = integer_tensor(p.src_dims(), rng),
+                         w = integer_tensor(p.wei_dims(), rng);
+            Profiler prof;
+            check_equal(forward(p, src, w, nullptr, "implicit_gemm", &prof),
+                        forward(p, src, w, nullptr, "direct"), d);
+            if (p.mb == 1) CHECK(prof.seconds("unpack") > 0.0);
+        }
+    }
+    // By default: fewer output than input channels, from 1024 positions (56x56), where the
+    // GEMM takes the layer (not the 1x1 tiles of small images at batch 4 and more).
+    detail::set_swap_forward(0);
+    CHECK(detail::swapped_forward(parse_descriptor("mb1ic256ih56oc64oh56kh1ph0")));
+    CHECK(detail::swapped_forward(parse_descriptor("mb32ic256ih56oc64oh56kh1ph0")));
+    CHECK(!detail::swapped_forward(parse_descriptor("mb1ic64ih56oc256oh56kh1ph0")));
+    CHECK(!detail::swapped_forward(parse_descriptor("mb1ic512ih28oc128oh28kh1ph0")));
+    CHECK(!detail::swapped_forward(parse_descriptor("mb1ic256ih56oc128oh28kh1sh2ph0")));
+    CHECK(!detail::swapped_forward(parse_descriptor("mb1ic256ih56oc64oh56kh3ph1")));
+    detail::set_swap_forward(2);
+    CHECK(!detail::swapped_forward(parse_descriptor("mb1ic256ih56oc64oh56kh1ph0")));
 }
 
 TEST_CASE("auto: backward data by col2im, by implicit_gemm on batched small 3x3 stride-1 layers") {

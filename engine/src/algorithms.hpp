@@ -34,6 +34,10 @@ bool merged_wgrad_applies(const Problem& p);
 // same modes, and whether it is for p.
 void set_swap_wgrad(int mode);
 bool swapped_wgrad(const Problem& p);
+// Whether a 1x1 stride-1 forward is computed transposed (dst^T = X^T W^T, then transposed),
+// image by image: the same modes, and whether it is for p.
+void set_swap_forward(int mode);
+bool swapped_forward(const Problem& p);
 
 // auto (implicit_gemm_auto.cpp): the heuristic's choice per pass.
 void forward_auto(const Problem& p, const ConvArgs& a, Profiler* prof);
