@@ -735,6 +735,39 @@ TEST_CASE("implicit_gemm's 1x1 forward computed transposed") {
     CHECK(!detail::swapped_forward(parse_descriptor("mb1ic256ih56oc64oh56kh1ph0")));
 }
 
+TEST_CASE("col2im's 1x1 backward data computed transposed") {
+    RestoreCore restore;
+    std::mt19937 rng(71);
+    // dX^T = dY^T W, then transposed into dX: stride-1 1x1 problems of 1 or 2 images with at
+    // least 1024 positions and fewer input than output channels, groups, 1-D to 3-D, with every
+    // microkernel; they record "unpack" (the transposition), the Eigen core does not take it.
+    const char* descs[] = {"mb1ic64ih56oc256oh56kh1ph0", "mb2ic5ih40iw30oc17oh40ow30kh1kw1ph0pw0",
+                           "mb1g2ic14ih1100oc38oh1100kh1ph0",
+                           "mb2ic3id8ih12iw11oc40od8oh12ow11kd1kh1kw1pd0ph0pw0"};
+    int count = 0;
+    const detail::MicroKernel* uks = detail::microkernels(count);
+    for (int u = 0; u < count; ++u) {
+        REQUIRE(detail::select_microkernel(uks[u].isa));
+        for (const char* d : descs) {
+            CAPTURE(d);
+            CAPTURE(uks[u].isa);
+            const Problem p = parse_descriptor(d);
+            CHECK(detail::swapped_bwd_data(p));
+            const Tensor dy = integer_tensor(p.dst_dims(), rng),
+                         w = integer_tensor(p.wei_dims(), rng);
+            Profiler prof;
+            check_equal(backward_data(p, dy, w, "col2im", &prof), backward_data(p, dy, w, "direct"),
+                        d);
+            CHECK(prof.seconds("unpack") > 0.0);
+        }
+    }
+    CHECK(!detail::swapped_bwd_data(parse_descriptor("mb1ic256ih56oc64oh56kh1ph0")));
+    CHECK(!detail::swapped_bwd_data(parse_descriptor("mb1ic128ih28oc512oh28kh1ph0")));
+    CHECK(!detail::swapped_bwd_data(parse_descriptor("mb1ic64ih56oc256oh56kh3ph1")));
+    set_gemm_core(GemmCore::eigen);
+    CHECK(!detail::swapped_bwd_data(parse_descriptor("mb1ic64ih56oc256oh56kh1ph0")));
+}
+
 TEST_CASE("auto: backward data by col2im, by implicit_gemm on batched small 3x3 stride-1 layers") {
     std::mt19937 rng(8);
     // The algorithm auto ran shows in its spans: col2im records "col2im", implicit_gemm's

@@ -38,6 +38,9 @@ bool swapped_wgrad(const Problem& p);
 // image by image: the same modes, and whether it is for p.
 void set_swap_forward(int mode);
 bool swapped_forward(const Problem& p);
+// Whether col2im's 1x1 stride-1 backward data is computed transposed (dX^T = dY^T W, then
+// transposed): fewer input than output channels, at least 1024 positions, blocked core.
+bool swapped_bwd_data(const Problem& p);
 
 // auto (implicit_gemm_auto.cpp): the heuristic's choice per pass.
 void forward_auto(const Problem& p, const ConvArgs& a, Profiler* prof);
