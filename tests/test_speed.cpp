@@ -722,13 +722,18 @@ TEST_CASE("implicit_gemm's 1x1 forward computed transposed") {
             if (p.mb == 1) CHECK(prof.seconds("unpack") > 0.0);
         }
     }
-    // By default: fewer output than input channels, from 1024 positions (56x56), where the
+    // By default: fewer output than input channels, from 196 positions (14x14), where the
     // GEMM takes the layer (not the 1x1 tiles of small images at batch 4 and more).
     detail::set_swap_forward(0);
+    REQUIRE(detail::select_microkernel(uks[0].isa));
     CHECK(detail::swapped_forward(parse_descriptor("mb1ic256ih56oc64oh56kh1ph0")));
     CHECK(detail::swapped_forward(parse_descriptor("mb32ic256ih56oc64oh56kh1ph0")));
+    CHECK(detail::swapped_forward(parse_descriptor("mb1ic512ih28oc128oh28kh1ph0")));
+    CHECK(detail::swapped_forward(parse_descriptor("mb1ic1024ih14oc256oh14kh1ph0")));
+    if (std::string_view(uks[0].isa) == "avx512")  // the 1x1 tiles run there
+        CHECK(!detail::swapped_forward(parse_descriptor("mb4ic1024ih14oc256oh14kh1ph0")));
+    CHECK(!detail::swapped_forward(parse_descriptor("mb1ic2048ih7oc512oh7kh1ph0")));
     CHECK(!detail::swapped_forward(parse_descriptor("mb1ic64ih56oc256oh56kh1ph0")));
-    CHECK(!detail::swapped_forward(parse_descriptor("mb1ic512ih28oc128oh28kh1ph0")));
     CHECK(!detail::swapped_forward(parse_descriptor("mb1ic256ih56oc128oh28kh1sh2ph0")));
     CHECK(!detail::swapped_forward(parse_descriptor("mb1ic256ih56oc64oh56kh3ph1")));
     detail::set_swap_forward(2);

@@ -811,14 +811,17 @@ void set_swap_forward(int mode) {
 }
 
 // A 1x1 stride-1 forward with fewer output than input channels, an image per product (the
-// bottlenecks' first 1x1 at 56x56): dst^T (positions x K/G) = X^T W_g^T, X^T read in place
-// (column-contiguous), then transposed into dst. Its packed B is W^T, not the image, whose
-// values the K/G rows used too few times for their packing to pay. GEMM on one thread,
-// 64x3136x256: 1.08-1.10 -> 0.91-0.98 ms; the transposition 0.035 ms.
+// bottlenecks' first 1x1s; at batch 4 and more the 14x14 and 7x7 ones take the 1x1 tiles,
+// use_pointwise): dst^T (positions x K/G) = X^T W_g^T, X^T read in place (column-contiguous),
+// then transposed into dst. Its packed B is W^T, not the image, whose values the K/G rows used
+// too few times for their packing to pay. GEMM on one thread, 64x3136x256: 1.08-1.10 ->
+// 0.91-0.98 ms, the transposition 0.035 ms. Whole layers at batch 1, 2 threads, 3 alternating
+// rounds (GFLOP/s): 28x28 (512 -> 128) 184-203 -> 206-219, 14x14 (1024 -> 256) 187-201 ->
+// 194-212; 7x7 (2048 -> 512) lost, 193-206 -> 160-162.
 bool swapped_forward(const Problem& p) {
     if (g_swap_fwd == 2 || !im2col_is_identity(p) || use_pointwise(p) || use_shifted(p))
         return false;
-    return g_swap_fwd == 1 || (p.ocg() < p.icg() && p.out_spatial() >= 1024);
+    return g_swap_fwd == 1 || (p.ocg() < p.icg() && p.out_spatial() >= 196);
 }
 
 // dst_g (Kg x nb*cols) = W_g (Kg x rows) * im2col (rows x nb*cols); nb > 1 goes through a
