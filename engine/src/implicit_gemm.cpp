@@ -817,11 +817,15 @@ void set_swap_forward(int mode) {
 // too few times for their packing to pay. GEMM on one thread, 64x3136x256: 1.08-1.10 ->
 // 0.91-0.98 ms, the transposition 0.035 ms. Whole layers at batch 1, 2 threads, 3 alternating
 // rounds (GFLOP/s): 28x28 (512 -> 128) 184-203 -> 206-219, 14x14 (1024 -> 256) 187-201 ->
-// 194-212; 7x7 (2048 -> 512) lost, 193-206 -> 160-162.
+// 194-212; 7x7 (2048 -> 512) lost, 193-206 -> 160-162. Strided (from the sampled copy):
+// 28x28 outputs (256 -> 128) 160-165 -> 172-183, 14x14 (512 -> 256) 179-187 -> 173-186, 7x7
+// lost (168-182 -> 138-145), hence 784 positions there.
 bool swapped_forward(const Problem& p) {
-    if (g_swap_fwd == 2 || !im2col_is_identity(p) || use_pointwise(p) || use_shifted(p))
+    if (g_swap_fwd == 2 || p.kernel_spatial() != 1 ||
+        !(im2col_is_identity(p) || can_subsample(p, 1)) || use_pointwise(p) || use_shifted(p))
         return false;
-    return g_swap_fwd == 1 || (p.ocg() < p.icg() && p.out_spatial() >= 196);
+    return g_swap_fwd == 1 ||
+           (p.ocg() < p.icg() && p.out_spatial() >= (im2col_is_identity(p) ? 196 : 784));
 }
 
 // dst_g (Kg x nb*cols) = W_g (Kg x rows) * im2col (rows x nb*cols); nb > 1 goes through a
@@ -847,7 +851,7 @@ void forward_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler* prof) 
     // every panel element by element with the stride.
     const Geom3 geo = geom3(p);
     const bool subsample = can_subsample(p, nb);
-    const bool swap = identity && swapped_forward(p);
+    const bool swap = (identity || subsample) && swapped_forward(p);
     // Stride 2 along w: the input de-interleaved once per image block (can_deinterleave).
     const bool deint = !subsample && !identity && can_deinterleave(p, nb);
     const dim_t blocks = (p.mb + nb - 1) / nb;
@@ -886,25 +890,30 @@ void forward_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler* prof) 
         const StridedA w{a.wei + g * kg * rows, rows, 1};
         float* dst0 = a.dst + (n0 * p.oc + g * kg) * cols;
         float* buf = nn > 1 ? scratch(3, static_cast<std::size_t>(kg * nb * cols)) : nullptr;
+        // dst^T (cols x K/G) = X^T W_g^T, X's channels xs apart, then transposed into dst.
+        const auto swapped = [&](const float* x, dim_t xs) {
+            float* t = scratch(kTransposedSlot, static_cast<std::size_t>(cols * kg));
+            {
+                Span s(prf, "gemm");
+                gemm(cols, kg, rows, StridedA{x, 1, xs}, StridedB{w.p, 1, rows}, t, kg, false);
+            }
+            Span s(prf, "unpack");
+            transpose_into(t, kg, kg, cols, dst0, cols, false, gemm_threads(kg, cols, 16));
+        };
         if (subsample) {
             float* sub = scratch(kSubsampleSlot, static_cast<std::size_t>(nb * cg * cols));
             {
                 Span s(prf, "pack_src");  // the input sampled at the strides
                 subsample_input(geo, m.src, m.n_stride, nn, cg, sub);
             }
+            if (nn == 1 && swap) return swapped(sub, cols);
             Span s(prf, "gemm");
             if (nn == 1)
                 gemm(kg, cols, rows, w, StridedB{sub, cols, 1}, dst0, cols, false);
             else
                 gemm(kg, nn * cols, rows, w, ImagesB{sub, cg * cols, cols}, buf, nn * cols, false);
         } else if (nn == 1 && swap) {
-            float* t = scratch(kTransposedSlot, static_cast<std::size_t>(cols * kg));
-            {
-                Span s(prf, "gemm");  // dst^T (cols x K/G) = X^T W_g^T
-                gemm(cols, kg, rows, StridedA{m.src, 1, is}, StridedB{w.p, 1, rows}, t, kg, false);
-            }
-            Span s(prf, "unpack");
-            transpose_into(t, kg, kg, cols, dst0, cols, false, gemm_threads(kg, cols, 16));
+            swapped(m.src, is);
         } else {
             Span s(prf, "gemm");
             if (nn == 1 && identity)  // 1x1, stride 1, no padding: B is the image itself
