@@ -34,8 +34,8 @@ bool merged_wgrad_applies(const Problem& p);
 // same modes, and whether it is for p.
 void set_swap_wgrad(int mode);
 bool swapped_wgrad(const Problem& p);
-// Whether a 1x1 stride-1 forward is computed transposed (dst^T = X^T W^T, then transposed),
-// image by image: the same modes, and whether it is for p.
+// Whether a 1x1 forward (stride 1, or strided from its sampled copy) is computed transposed
+// (dst^T = X^T W^T, then transposed), image by image: the same modes, and whether it is for p.
 void set_swap_forward(int mode);
 bool swapped_forward(const Problem& p);
 // Whether col2im's 1x1 stride-1 backward data is computed transposed (dX^T = dY^T W, then

@@ -810,16 +810,17 @@ void set_swap_forward(int mode) {
     g_swap_fwd = mode;
 }
 
-// A 1x1 stride-1 forward with fewer output than input channels, an image per product (the
-// bottlenecks' first 1x1s; at batch 4 and more the 14x14 and 7x7 ones take the 1x1 tiles,
-// use_pointwise): dst^T (positions x K/G) = X^T W_g^T, X^T read in place (column-contiguous),
-// then transposed into dst. Its packed B is W^T, not the image, whose values the K/G rows used
-// too few times for their packing to pay. GEMM on one thread, 64x3136x256: 1.08-1.10 ->
-// 0.91-0.98 ms, the transposition 0.035 ms. Whole layers at batch 1, 2 threads, 3 alternating
-// rounds (GFLOP/s): 28x28 (512 -> 128) 184-203 -> 206-219, 14x14 (1024 -> 256) 187-201 ->
-// 194-212; 7x7 (2048 -> 512) lost, 193-206 -> 160-162. Strided (from the sampled copy):
-// 28x28 outputs (256 -> 128) 160-165 -> 172-183, 14x14 (512 -> 256) 179-187 -> 173-186, 7x7
-// lost (168-182 -> 138-145), hence 784 positions there.
+// A 1x1 forward with fewer output than input channels, an image per product (the bottlenecks'
+// first 1x1s; at batch 4 and more the 14x14 and 7x7 ones and the strided ones take the 1x1
+// tiles, use_pointwise): dst^T (positions x K/G) = X^T W_g^T, X^T (the image, or its copy
+// sampled at the strides) read in place, column-contiguous, then transposed into dst. Its
+// packed B is W^T, not the image, whose values the K/G rows used too few times for their
+// packing to pay. GEMM on one thread, 64x3136x256: 1.08-1.10 -> 0.91-0.98 ms, the
+// transposition 0.035 ms. Whole layers at batch 1, 2 threads, 3 alternating rounds (GFLOP/s):
+// 28x28 (512 -> 128) 184-203 -> 206-219, 14x14 (1024 -> 256) 187-201 -> 194-212; 7x7
+// (2048 -> 512) lost, 193-206 -> 160-162. Strided (from the sampled copy): 28x28 outputs
+// (256 -> 128) 160-165 -> 172-183, 14x14 (512 -> 256) 179-187 -> 173-186, 7x7 lost (168-182
+// -> 138-145), hence 784 positions there.
 bool swapped_forward(const Problem& p) {
     if (g_swap_fwd == 2 || p.kernel_spatial() != 1 ||
         !(im2col_is_identity(p) || can_subsample(p, 1)) || use_pointwise(p) || use_shifted(p))
@@ -1383,6 +1384,7 @@ void backward_weight_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler
     // The threads split each image's tiles. (With whole images per thread, a partial dW each
     // within 4 MiB: shifted_possible caps W^T, which is at least dW's size.)
     if (shifted && !by_images) {
+        Span s(prof, "gemm");
         for (dim_t g = 0; g < p.groups; ++g)
             for (dim_t n = 0; n < p.mb; ++n)
                 shifted_image(g, n, a.diff_wei + g * kg * rows, n > 0, true);
