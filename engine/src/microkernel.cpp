@@ -570,7 +570,8 @@ MicroKernel avx512_kernel() {
     fill_edges<1>(k.edge_fn[1], std::make_integer_sequence<int, 7>{});
     for (int r = 9; r < 16; ++r) k.edge_fn[0][r] = kernel_avx512_edge<1, 0>;
     k.edge_fn[1][0] = kernel_avx512_edge<1, 0>;
-    // A row-major: one vector for up to 16 columns, 17 with column 16 as dot products.
+    // A row-major: one vector for up to 16 columns, 17 with column 16 as dot products, 1-4
+    // all as dot products.
     for (int r = 1; r < 16; ++r) k.edge_rowa_fn[0][r] = kernel_avx512_edge16_rowa;
     k.edge_rowa_fn[0][1] = kernel_avx512_dot_rowa<1>;
     k.edge_rowa_fn[0][2] = kernel_avx512_dot_rowa<2>;

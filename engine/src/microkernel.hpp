@@ -36,9 +36,10 @@ using MicroKernelRowsFn = void (*)(dim_t kc, const float* a, const float* const*
 
 // An edge tile of nv < 32 columns (the last panel of a block) of a 32-column panel: c (MR x nv,
 // leading dim ldc; a kernel may write columns up to the next multiple of 16) = A * B over kc,
-// B a packed panel (row k at b[k*32], zero from column nv on). For nv = 17 with A row-major,
-// bcol[k] = b(k, 16) contiguous (column 16 as MR dot products along k). N = 49 (a 7x7 layer of
-// one image) is 32 + 17 columns, N = 196 is 6 x 32 + 4.
+// B a packed panel (row k at b[k*32], zero from column nv on). With A row-major, for nv = 17
+// bcol[k] = b(k, 16) contiguous (column 16 as MR dot products along k), and for nv <= 4
+// bcol[j*kc + k] = b(k, j) (all of them as dot products). N = 49 (a 7x7 layer of one image) is
+// 32 + 17 columns, N = 196 is 6 x 32 + 4.
 using MicroKernelEdgeFn = void (*)(dim_t kc, const float* a, const float* b, const float* bcol,
                                    float* c, dim_t ldc, dim_t lda);
 
@@ -168,8 +169,9 @@ struct GemmBlocking {
 // initialised. Slots: 0-2 the GEMM's packed tiles, 3 a column matrix or GEMM output, 4-7 the
 // via_forward intermediates, 8 the GEMM's edge column (kGemmEdgeSlot), 9 implicit_gemm's
 // reordered input (kSubsampleSlot), 10 its packed dY^T (kPackedDySlot), 11 its packed W^T
-// (kPackedWeiSlot), 12 a W^T panel before its rows are reordered (kPanelSlot), 13 sgemm's product
-// before it is transposed into C (kTransposedSlot).
+// (kPackedWeiSlot), 12 a W^T panel before its rows are reordered (kPanelSlot), 13 a product
+// computed transposed before it is transposed into its place (kTransposedSlot: sgemm's, and
+// the transposed 1x1 forward, backward data and weight gradient).
 inline constexpr int kScratchSlots = 14;
 inline constexpr int kTransposedSlot = 13;
 inline constexpr int kPackedWeiSlot = 11;
