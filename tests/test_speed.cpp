@@ -11,6 +11,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <random>
 #include <set>
 #include <string>
@@ -594,6 +595,35 @@ TEST_CASE("implicit_gemm's 1x1 forward from the input's rows equals direct") {
     CHECK(!ran_pointwise("mb4ic16ih14oc36oh14kh1ph0"));  // 16 input channels
 }
 
+namespace {
+// implicit_gemm's weight gradient equals direct's on every problem, with every microkernel and
+// after each of `modes` (a switch of the path under test, by index), where `applies` says the
+// path is taken.
+void wgrad_equals_direct(const std::vector<Problem>& probs, std::mt19937& rng, int modes,
+                         const std::function<void(int)>& set_mode,
+                         bool (*applies)(const Problem&)) {
+    int count = 0;
+    const detail::MicroKernel* uks = detail::microkernels(count);
+    for (int u = 0; u < count; ++u) {
+        REQUIRE(detail::select_microkernel(uks[u].isa));
+        for (int m = 0; m < modes; ++m) {
+            set_mode(m);
+            for (const Problem& p : probs) {
+                const std::string d = to_descriptor(p);
+                CAPTURE(d);
+                CAPTURE(uks[u].isa);
+                CAPTURE(m);
+                CHECK(applies(p));
+                const Tensor src = integer_tensor(p.src_dims(), rng),
+                             dy = integer_tensor(p.dst_dims(), rng);
+                check_equal(backward_weight(p, src, dy, "implicit_gemm"),
+                            backward_weight(p, src, dy, "direct"), d);
+            }
+        }
+    }
+}
+}  // namespace
+
 TEST_CASE("implicit_gemm's weight gradient over images merged along the reduction") {
     RestoreCore restore;
     std::mt19937 rng(53);
@@ -617,24 +647,10 @@ TEST_CASE("implicit_gemm's weight gradient over images merged along the reductio
     }
     probs.push_back(parse_descriptor("mb6ic37ih7oc45oh7kh3ph1"));
     probs.push_back(parse_descriptor("mb3ic3ih20oc33oh10kh7sh2ph3"));
-    int count = 0;
-    const detail::MicroKernel* uks = detail::microkernels(count);
-    for (int u = 0; u < count; ++u) {
-        REQUIRE(detail::select_microkernel(uks[u].isa));
-        for (const auto mode : {detail::ReadA::rows, detail::ReadA::packed}) {
-            detail::set_read_a(mode);
-            for (const Problem& p : probs) {
-                const std::string d = to_descriptor(p);
-                CAPTURE(d);
-                CAPTURE(uks[u].isa);
-                CHECK(detail::merged_wgrad_applies(p));
-                const Tensor src = integer_tensor(p.src_dims(), rng),
-                             dy = integer_tensor(p.dst_dims(), rng);
-                check_equal(backward_weight(p, src, dy, "implicit_gemm"),
-                            backward_weight(p, src, dy, "direct"), d);
-            }
-        }
-    }
+    wgrad_equals_direct(
+        probs, rng, 2,
+        [](int m) { detail::set_read_a(m ? detail::ReadA::packed : detail::ReadA::rows); },
+        detail::merged_wgrad_applies);
     // By default: from two images of at most 64 positions.
     detail::set_read_a(detail::ReadA::rows);
     detail::set_merge_wgrad(0);
@@ -660,25 +676,9 @@ TEST_CASE("implicit_gemm's 1x1 weight gradient computed transposed") {
             random_1x1(rng, t, std::uniform_int_distribution<dim_t>(1, 7)(rng), 300, 17));
     probs.push_back(parse_descriptor("mb1ic70ih60oc20oh60kh1ph0"));  // positions per thread
     probs.push_back(parse_descriptor("mb3ic2ih9oc2oh9kh1ph0"));
-    int count = 0;
-    const detail::MicroKernel* uks = detail::microkernels(count);
-    for (int u = 0; u < count; ++u) {
-        REQUIRE(detail::select_microkernel(uks[u].isa));
-        for (int merge : {2, 1}) {
-            detail::set_merge_wgrad(merge);
-            for (const Problem& p : probs) {
-                const std::string d = to_descriptor(p);
-                CAPTURE(d);
-                CAPTURE(uks[u].isa);
-                CAPTURE(merge);
-                CHECK(detail::swapped_wgrad(p));
-                const Tensor src = integer_tensor(p.src_dims(), rng),
-                             dy = integer_tensor(p.dst_dims(), rng);
-                check_equal(backward_weight(p, src, dy, "implicit_gemm"),
-                            backward_weight(p, src, dy, "direct"), d);
-            }
-        }
-    }
+    // Image by image (merging never), then merged (merging whenever possible).
+    wgrad_equals_direct(
+        probs, rng, 2, [](int m) { detail::set_merge_wgrad(m ? 1 : 2); }, detail::swapped_wgrad);
     // By default: 1x1 with fewer output than input channels, from 512 positions in all.
     detail::set_swap_wgrad(0);
     detail::set_merge_wgrad(0);
