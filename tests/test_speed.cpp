@@ -473,6 +473,17 @@ Problem random_1x1(std::mt19937& rng, int t, dim_t mb, dim_t len1, dim_t len) {
     REQUIRE(p.validate().empty());
     return p;
 }
+
+// Twelve of them (t = 0 .. 11: 1-D to 3-D, every third strided, every fourth with groups), of
+// mb_lo to mb_hi images each.
+std::vector<Problem> random_1x1s(std::mt19937& rng, dim_t mb_lo, dim_t mb_hi, dim_t len1,
+                                 dim_t len) {
+    std::vector<Problem> probs;
+    for (int t = 0; t < 12; ++t)
+        probs.push_back(
+            random_1x1(rng, t, std::uniform_int_distribution<dim_t>(mb_lo, mb_hi)(rng), len1, len));
+    return probs;
+}
 }  // namespace
 
 TEST_CASE("implicit_gemm's forward and weight gradient from padded stride-phase planes") {
@@ -632,10 +643,7 @@ TEST_CASE("implicit_gemm's weight gradient over images merged along the reductio
     // reduction blocks (images straddle them), channel counts off the tiles; forced on, with
     // every microkernel and dY's rows both copied by runs and packed.
     detail::set_merge_wgrad(1);
-    std::vector<Problem> probs;
-    for (int t = 0; t < 12; ++t)
-        probs.push_back(
-            random_1x1(rng, t, std::uniform_int_distribution<dim_t>(2, 7)(rng), 300, 17));
+    std::vector<Problem> probs = random_1x1s(rng, 2, 7, 300, 17);
     // One whose sampled images (1024 channels x 150 positions) take two chunks.
     probs.push_back(parse_descriptor("mb9ic1024ih30iw20oc24oh15ow10kh1kw1sh2sw2ph0pw0"));
     // Any other kernel: im2col^T of the images gathered (random strides, dilations, paddings,
@@ -670,10 +678,7 @@ TEST_CASE("implicit_gemm's 1x1 weight gradient computed transposed") {
     // forced on, image by image (one image, or the images shared by the threads) and with the
     // images merged along the reduction, with every microkernel.
     detail::set_swap_wgrad(1);
-    std::vector<Problem> probs;
-    for (int t = 0; t < 12; ++t)
-        probs.push_back(
-            random_1x1(rng, t, std::uniform_int_distribution<dim_t>(1, 7)(rng), 300, 17));
+    std::vector<Problem> probs = random_1x1s(rng, 1, 7, 300, 17);
     probs.push_back(parse_descriptor("mb1ic70ih60oc20oh60kh1ph0"));  // positions per thread
     probs.push_back(parse_descriptor("mb3ic2ih9oc2oh9kh1ph0"));
     // Image by image (merging never), then merged (merging whenever possible).
@@ -700,11 +705,7 @@ TEST_CASE("implicit_gemm's 1x1 forward computed transposed") {
     // off the tiles, forced on, with every microkernel; they record "unpack" (the
     // transposition).
     detail::set_swap_forward(1);
-    std::vector<Problem> probs;
-    for (int t = 0; t < 12; ++t) {
-        probs.push_back(
-            random_1x1(rng, t, std::uniform_int_distribution<dim_t>(1, 3)(rng), 3000, 60));
-    }
+    std::vector<Problem> probs = random_1x1s(rng, 1, 3, 3000, 60);
     probs.push_back(parse_descriptor("mb1ic70ih60oc20oh60kh1ph0"));
     int count = 0;
     const detail::MicroKernel* uks = detail::microkernels(count);

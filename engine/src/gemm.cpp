@@ -163,14 +163,14 @@ void backward_data_col2im(const Problem& p, const ConvArgs& a, Profiler* prof) {
     const dim_t nb = col2im_images_per_gemm(p, d);
     float* col = identity || nb > 1 ? nullptr : column_buffer(d);
     if (nb <= 1 && swapped_bwd_data(p)) {
-        float* t = scratch(kTransposedSlot, static_cast<std::size_t>(d.cols * d.rows));
         for (dim_t n = 0; n < p.mb; ++n)
             for (dim_t g = 0; g < p.groups; ++g) {
+                const float* t = nullptr;
                 {
-                    Span s(prof, "gemm");
-                    gemm(d.cols, d.rows, d.kg,
-                         StridedA{a.diff_dst + (n * p.oc + g * d.kg) * d.cols, 1, d.cols},
-                         StridedB{a.wei + g * d.kg * d.rows, d.rows, 1}, t, d.rows, false);
+                    Span s(prof, "gemm");  // dX_g = W_g^T dY_g, computed transposed
+                    t = product_transposed(
+                        d.rows, d.cols, d.kg, StridedA{a.wei + g * d.kg * d.rows, 1, d.rows},
+                        StridedB{a.diff_dst + (n * p.oc + g * d.kg) * d.cols, d.cols, 1});
                 }
                 Span s(prof, "unpack");
                 transpose_into(t, d.rows, d.rows, d.cols,

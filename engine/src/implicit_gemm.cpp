@@ -289,6 +289,11 @@ bool can_subsample(const Problem& p, dim_t nb) {
     return true;
 }
 
+// A 1x1 whose B is the input read in place, or its copy sampled at the strides (one image).
+bool reads_input_1x1(const Problem& p) {
+    return im2col_is_identity(p) || can_subsample(p, 1);
+}
+
 // sub (nn x cg x out positions) = channels [0, cg) of images [0, nn) at src (n_stride floats
 // apart) sampled at the strides.
 void subsample_input(const Geom3& g, const float* src, dim_t n_stride, dim_t nn, dim_t cg,
@@ -684,8 +689,7 @@ void forward_shifted(const Problem& p, const ConvArgs& a, Profiler* prof, bool f
 // lost (res2a_branch1, 64 input channels, 19.5 -> 27.0: a short reduction per transposed
 // store) or tied; batch 1 lost up to 30% (res5a_branch1 1.20 -> 1.52: packing W^T for one image).
 bool use_pointwise(const Problem& p) {
-    if (g_shifted_mode == 2 || !microkernel().shifted_row_fn[1] || p.kernel_spatial() != 1 ||
-        !(im2col_is_identity(p) || can_subsample(p, 1)))
+    if (g_shifted_mode == 2 || !microkernel().shifted_row_fn[1] || !reads_input_1x1(p))
         return false;
     const dim_t npan = (p.ocg() + 31) / 32;
     if (static_cast<std::size_t>(p.groups * npan * 32 * p.icg()) * sizeof(float) > (16u << 20))
@@ -822,9 +826,7 @@ void set_swap_forward(int mode) {
 // (256 -> 128) 160-165 -> 172-183, 14x14 (512 -> 256) 179-187 -> 173-186, 7x7 lost (168-182
 // -> 138-145), hence 784 positions there.
 bool swapped_forward(const Problem& p) {
-    if (g_swap_fwd == 2 || p.kernel_spatial() != 1 ||
-        !(im2col_is_identity(p) || can_subsample(p, 1)) || use_pointwise(p) || use_shifted(p))
-        return false;
+    if (g_swap_fwd == 2 || !reads_input_1x1(p) || use_pointwise(p)) return false;
     return g_swap_fwd == 1 ||
            (p.ocg() < p.icg() && p.out_spatial() >= (im2col_is_identity(p) ? 196 : 784));
 }
@@ -891,12 +893,12 @@ void forward_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler* prof) 
         const StridedA w{a.wei + g * kg * rows, rows, 1};
         float* dst0 = a.dst + (n0 * p.oc + g * kg) * cols;
         float* buf = nn > 1 ? scratch(3, static_cast<std::size_t>(kg * nb * cols)) : nullptr;
-        // dst^T (cols x K/G) = X^T W_g^T, X's channels xs apart, then transposed into dst.
+        // dst_g = W_g X computed transposed (X's channels xs apart), then transposed into dst.
         const auto swapped = [&](const float* x, dim_t xs) {
-            float* t = scratch(kTransposedSlot, static_cast<std::size_t>(cols * kg));
+            const float* t = nullptr;
             {
                 Span s(prf, "gemm");
-                gemm(cols, kg, rows, StridedA{x, 1, xs}, StridedB{w.p, 1, rows}, t, kg, false);
+                t = product_transposed(kg, cols, rows, w, StridedB{x, xs, 1});
             }
             Span s(prf, "unpack");
             transpose_into(t, kg, kg, cols, dst0, cols, false, gemm_threads(kg, cols, 16));
@@ -1228,9 +1230,7 @@ bool merged_wgrad_applies(const Problem& p) {
 // 128x512x784 0.53 -> 0.47, 512x2048x49 0.52 -> 0.48. With few positions (a 7x7 or 14x14
 // image at batch 1) transposing dW would cost as much as it saves.
 bool swapped_wgrad(const Problem& p) {
-    if (g_swap_wgrad == 2 || use_shifted_wgrad(p) || p.kernel_spatial() != 1 ||
-        !(im2col_is_identity(p) || can_subsample(p, 1)))
-        return false;
+    if (g_swap_wgrad == 2 || !reads_input_1x1(p)) return false;
     return g_swap_wgrad == 1 || (p.ocg() < p.icg() && p.mb * p.out_spatial() >= 512);
 }
 

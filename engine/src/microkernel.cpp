@@ -1111,9 +1111,15 @@ void sgemm(dim_t m, dim_t n, dim_t k, const StridedA& a, const StridedB& b, floa
     // C^T (n x m) = B^T A^T into scratch, then transposed into C. A^T is row-major: packed as B
     // by long runs of its rows (one read of W per call, which the prefetcher follows), each
     // panel of it used by all n rows while in L1 (kc 128: at most 24 KiB, 48 columns).
-    float* t = scratch(kTransposedSlot, static_cast<std::size_t>(n * m));
-    gemm(n, m, k, StridedA{b.p, b.cs, b.rs}, StridedB{a.p, a.cs, a.rs}, t, m, false, 128);
+    const float* t = product_transposed(m, n, k, a, b, 128);
     transpose_into(t, m, m, n, c, ldc, accumulate, gemm_threads(m, n, k));
+}
+
+const float* product_transposed(dim_t m, dim_t n, dim_t k, const StridedA& a, const StridedB& b,
+                                dim_t kc) {
+    float* t = scratch(kTransposedSlot, static_cast<std::size_t>(n * m));
+    gemm(n, m, k, StridedA{b.p, b.cs, b.rs}, StridedB{a.p, a.cs, a.rs}, t, m, false, kc);
+    return t;
 }
 
 void transpose_into(const float* t, dim_t ldt, dim_t m, dim_t n, float* c, dim_t ldc,

@@ -399,6 +399,12 @@ bool transposed_products_pay();
 enum class Transposed { automatic, on, off };
 void set_transposed_products(Transposed mode);
 
+// C^T (n x m, leading dimension m) of C = A * B, computed as B^T A^T into scratch slot
+// kTransposedSlot (A^T packed as B, B^T read as A), for transpose_into to put in place; kc > 0
+// replaces GemmBlocking's.
+const float* product_transposed(dim_t m, dim_t n, dim_t k, const StridedA& a, const StridedB& b,
+                                dim_t kc = 0);
+
 // c[i*ldc + j] (+)= t[j*ldt + i] for i < m, j < n (t holds C^T), 16 x 16 blocks through
 // registers with AVX-512, the rows of C split over `threads`.
 void transpose_into(const float* t, dim_t ldt, dim_t m, dim_t n, float* c, dim_t ldc,
