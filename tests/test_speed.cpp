@@ -42,6 +42,7 @@ struct RestoreCore {
         detail::set_merge_wgrad(0);
         detail::set_swap_wgrad(0);
         detail::set_swap_forward(0);
+        detail::set_stream_output(0);
         detail::set_transposed_products(detail::Transposed::automatic);
         set_gemm_core(GemmCore::blocked);
     }
@@ -574,6 +575,73 @@ TEST_CASE("implicit_gemm's forward and weight gradient from padded stride-phase 
         CHECK(!ran_shifted_bdata("mb1ic32ih7oc40oh7kh3ph1", algo));       // 49 positions
         CHECK(ran_shifted_bdata("mb4ic32ih7oc40oh7kh3ph1", algo));        // four 7x7 images
     }
+}
+
+TEST_CASE("stream_rows copies every row whatever the alignment") {
+    std::mt19937 rng(59);
+    for (int t = 0; t < 200; ++t) {
+        const auto pick = [&](dim_t lo, dim_t hi) {
+            return std::uniform_int_distribution<dim_t>(lo, hi)(rng);
+        };
+        // Rows shorter than a line, ending inside one, or spanning several; dst at every
+        // offset within a line and rows of any leading dimension.
+        const dim_t rows = pick(1, 5), len = pick(1, 70), lds = len + pick(0, 3),
+                    ldd = len + pick(0, 20), off = pick(0, 15);
+        const std::vector<float> src = integers(static_cast<std::size_t>(rows * lds), rng);
+        std::vector<float> dst(static_cast<std::size_t>(off + rows * ldd + 16), -99.0f);
+        std::vector<float> want = dst;
+        for (dim_t i = 0; i < rows; ++i)
+            for (dim_t e = 0; e < len; ++e)
+                want[static_cast<std::size_t>(off + i * ldd + e)] =
+                    src[static_cast<std::size_t>(i * lds + e)];
+        detail::stream_rows(src.data(), lds, rows, len, dst.data() + off, ldd);
+        CAPTURE(rows);
+        CAPTURE(len);
+        CAPTURE(off);
+        CHECK(dst == want);  // the gaps between rows and the ends untouched
+    }
+}
+
+TEST_CASE("implicit_gemm's shifted forward with its rows streamed equals direct") {
+    RestoreCore restore;
+    std::mt19937 rng(61);
+    // Whole images per thread (4 or more images, 2 threads), the shifted tiles and streamed rows
+    // forced: output widths off the 12-position tiles and off whole lines, channel counts off
+    // the 32-channel panels, groups (rows of dst starting anywhere within a line).
+    detail::set_shifted(1);
+    detail::set_stream_output(1);
+    set_num_threads(2);
+    int ran = 0;
+    for (int t = 0; t < 24; ++t) {
+        Problem p = larger_problem(rng, 2);
+        p.mb = 4 + t % 3;
+        if (!p.validate().empty() || p.kernel_spatial() < 2 ||
+            !detail::shifted_applies(p, Pass::Forward))
+            continue;
+        const Tensor src = integer_tensor(p.src_dims(), rng),
+                     wei = integer_tensor(p.wei_dims(), rng);
+        check_equal(forward(p, src, wei, nullptr, "implicit_gemm"),
+                    forward(p, src, wei, nullptr, "direct"), to_descriptor(p));
+        ++ran;
+    }
+    CHECK(ran >= 12);
+    // Wide rows (several tiles each): conv1's shape, 33 channels (a panel of 1), groups.
+    for (const char* d : {"mb4ic3ih64oc40oh32kh7sh2ph3", "mb5ic8ih30oc33oh30kh3ph1",
+                          "g2mb4ic8ih29oc64oh29kh3ph1"}) {
+        const Problem p = parse_descriptor(d);
+        CHECK(detail::shifted_applies(p, Pass::Forward));
+        const Tensor src = integer_tensor(p.src_dims(), rng),
+                     wei = integer_tensor(p.wei_dims(), rng);
+        check_equal(forward(p, src, wei, nullptr, "implicit_gemm"),
+                    forward(p, src, wei, nullptr, "direct"), d);
+    }
+    // By default only outputs of 16 MiB or more: conv1 at batch 32, not at batch 4.
+    set_num_threads(0);
+    detail::set_stream_output(0);
+    CHECK(detail::streams_output(parse_descriptor("mb32ic3ih224oc64oh112kh7sh2ph3")));
+    CHECK_FALSE(detail::streams_output(parse_descriptor("mb4ic3ih224oc64oh112kh7sh2ph3")));
+    detail::set_stream_output(2);
+    CHECK_FALSE(detail::streams_output(parse_descriptor("mb32ic3ih224oc64oh112kh7sh2ph3")));
 }
 
 TEST_CASE("implicit_gemm's 1x1 forward from the input's rows equals direct") {

@@ -8,6 +8,11 @@ namespace convlab::detail {
 void forward_direct(const Problem& p, const ConvArgs& a, Profiler* prof);
 void forward_im2col_gemm(const Problem& p, const ConvArgs& a, Profiler* prof);
 void forward_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler* prof);
+// Whether the shifted forward, where it runs whole images per thread, streams its output rows
+// past the caches (non-temporal stores): 0 for outputs of 16 MiB or more (the default), 1
+// always (tests), 2 never; and whether it would for p.
+void set_stream_output(int mode);
+bool streams_output(const Problem& p);
 // Whether implicit_gemm reads shifted tiles of padded stride-phase planes (forward, weight
 // gradient, and stride-1 backward data as the forward of FlipRot(W)), and runs 1x1 forwards
 // by the same tiles from the input's rows: 0 where it pays (the default), 1 wherever it can

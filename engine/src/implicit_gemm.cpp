@@ -409,6 +409,7 @@ void sum_over_threads(int threads, float* c, std::size_t csize, const Work& work
 // 1: Wh = OW + 1, not OW + 2, 1.8% dropped at 56x56 rather than 3.4%), and each plane has one more
 // row for the last row's reads: Hh = OH + (KH-1) dh / s_h + 1.
 int g_shifted_mode = 0;  // 0: when it pays, 1: whenever possible (tests), 2: never
+int g_stream_mode = 0;   // set_stream_output
 
 // Width Wh of the phase planes' rows along an axis (stride s, dilation d, padding pb, input in,
 // output out, k taps): the narrowest at which each tap k d of each kept output o reads, at
@@ -542,6 +543,25 @@ bool use_shifted(const Problem& p) {
     return p.ocg() >= 32 && p.mb * p.out_spatial() >= 196;
 }
 
+}  // namespace
+
+// The shifted forward with whole images per thread writes its output rows by non-temporal
+// stores (stream_rows) once the output is 16 MiB or more, far beyond what the caches keep:
+// a 12-position tile writes 48 bytes of a 64-byte line of each of its 32 channels, so every
+// line was read from memory before being written, two tiles apart. conv1 at batch 32 (102 MB
+// out, 147 multiply-adds per output), harness, 2 threads, 3 alternating rounds: 41.9-44.1 ->
+// 38.6-41.4 ms (min 40.2-42.8 -> 37.3-39.8). The 3x3 layers at batch 32 (576 or more per
+// output) tied either way.
+void set_stream_output(int mode) {
+    g_stream_mode = mode;
+}
+bool streams_output(const Problem& p) {
+    if (g_stream_mode == 2) return false;
+    return g_stream_mode == 1 || p.mb * p.oc * p.out_spatial() * dim_t{4} >= dim_t{16} << 20;
+}
+
+namespace {
+
 // With flip, a.wei is the weights of the problem whose backward data p is (K and C swapped):
 // p's weights are their FlipRot, read while packing.
 void forward_shifted(const Problem& p, const ConvArgs& a, Profiler* prof, bool flip = false) {
@@ -598,9 +618,11 @@ void forward_shifted(const Problem& p, const ConvArgs& a, Profiler* prof, bool f
     const auto pad = [&](dim_t n, dim_t gi, float* xp, dim_t id, dim_t nt) {
         sg.pad(a.src + (n * p.ic + gi * cg) * is, xp, id, nt);
     };
-    // Tiles [t0, t1) of image n, group gi, panel jp (its W^T at w).
+    // Tiles [t0, t1) of image n, group gi, panel jp (its W^T at w). With rowbuf (whole rows of
+    // tiles, t0 and t1 multiples of segs), each output row of the panel's channels is computed
+    // into rowbuf (32 x OW) and then streamed to dst (stream_rows).
     const auto tiles = [&](dim_t n, dim_t gi, const float* xp, dim_t jp, const float* w, dim_t t0,
-                           dim_t t1) {
+                           dim_t t1, float* rowbuf) {
         float* d = a.dst + (n * p.oc + gi * kg + jp * 32) * cols;
         const int nv = static_cast<int>(std::min<dim_t>(32, kg - jp * 32));
         for (dim_t t = t0; t < t1; ++t) {
@@ -608,8 +630,10 @@ void forward_shifted(const Problem& p, const ConvArgs& a, Profiler* prof, bool f
             const dim_t ow0 = ow_n * sgi / segs, len = ow_n * (sgi + 1) / segs - ow0;
             const dim_t r0 = kh_lo[static_cast<std::size_t>(oh)] * per_kh,
                         r1 = kh_hi[static_cast<std::size_t>(oh)] * per_kh;
-            uk.shifted_row_fn[len](r1 - r0, xp + oh * wh + ow0, off.data() + r0, w + r0 * 32,
-                                   d + oh * ow_n + ow0, cols, nv);
+            float* c = rowbuf ? rowbuf + ow0 : d + oh * ow_n + ow0;
+            uk.shifted_row_fn[len](r1 - r0, xp + oh * wh + ow0, off.data() + r0, w + r0 * 32, c,
+                                   rowbuf ? ow_n : cols, nv);
+            if (rowbuf && sgi == segs - 1) stream_rows(rowbuf, ow_n, nv, ow_n, d + oh * ow_n, cols);
         }
     };
     // W^T of every group packed once, the threads splitting each group's panels.
@@ -629,14 +653,17 @@ void forward_shifted(const Problem& p, const ConvArgs& a, Profiler* prof, bool f
     if (images_in_parallel(p.mb * p.groups)) {
         // Whole images per thread, panel by panel: a panel's W^T stays in cache while the
         // image's tiles pass (the profiler is not shared between threads).
+        const bool stream = streams_output(p);
         Span s(prof, "gemm");
 #pragma omp parallel for schedule(dynamic)
         for (dim_t q = 0; q < p.mb * p.groups; ++q) {
             const dim_t n = q / p.groups, gi = q % p.groups;
             float* xp = scratch(kSubsampleSlot, xsize);
+            float* rowbuf =
+                stream ? scratch(kTransposedSlot, static_cast<std::size_t>(32 * ow_n)) : nullptr;
             pad(n, gi, xp, 0, 1);
             for (dim_t jp = 0; jp < npan; ++jp)
-                tiles(n, gi, xp, jp, wt + (gi * npan + jp) * 32 * rows, 0, ntiles);
+                tiles(n, gi, xp, jp, wt + (gi * npan + jp) * 32 * rows, 0, ntiles, rowbuf);
         }
         return;
     }
@@ -665,11 +692,11 @@ void forward_shifted(const Problem& p, const ConvArgs& a, Profiler* prof, bool f
                     for (dim_t jp = q0 / ntiles; jp < npan && jp * ntiles < q1; ++jp)
                         tiles(n, gi, xp, jp, wt + (gi * npan + jp) * 32 * rows,
                               std::max(q0 - jp * ntiles, dim_t{0}),
-                              std::min(q1 - jp * ntiles, ntiles));
+                              std::min(q1 - jp * ntiles, ntiles), nullptr);
                 } else {
                     for (dim_t jp = 0; jp < npan; ++jp)
                         tiles(n, gi, xp, jp, wt + (gi * npan + jp) * 32 * rows, ntiles * id / nt,
-                              ntiles * (id + 1) / nt);
+                              ntiles * (id + 1) / nt, nullptr);
                 }
             }
         }

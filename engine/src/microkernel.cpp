@@ -1122,6 +1122,36 @@ const float* product_transposed(dim_t m, dim_t n, dim_t k, const StridedA& a, co
     return t;
 }
 
+#ifdef CONVLAB_X86
+namespace {
+__attribute__((target("avx512f"))) void stream_rows_avx512(const float* src, dim_t lds, dim_t rows,
+                                                           dim_t len, float* dst, dim_t ldd) {
+    const auto mask = [](dim_t n) { return static_cast<__mmask16>((1u << n) - 1u); };
+    for (dim_t i = 0; i < rows; ++i) {
+        const float* s = src + i * lds;
+        float* d = dst + i * ldd;
+        // Up to the first 64-byte boundary, then whole lines, then the rest.
+        const dim_t head = std::min<dim_t>(
+            len, static_cast<dim_t>((64 - reinterpret_cast<std::uintptr_t>(d) % 64) % 64) / 4);
+        if (head) _mm512_mask_storeu_ps(d, mask(head), _mm512_maskz_loadu_ps(mask(head), s));
+        dim_t e = head;
+        for (; e + 16 <= len; e += 16) _mm512_stream_ps(d + e, _mm512_loadu_ps(s + e));
+        if (e < len)
+            _mm512_mask_storeu_ps(d + e, mask(len - e),
+                                  _mm512_maskz_loadu_ps(mask(len - e), s + e));
+    }
+    _mm_sfence();
+}
+}  // namespace
+#endif
+
+void stream_rows(const float* src, dim_t lds, dim_t rows, dim_t len, float* dst, dim_t ldd) {
+#ifdef CONVLAB_X86
+    if (__builtin_cpu_supports("avx512f")) return stream_rows_avx512(src, lds, rows, len, dst, ldd);
+#endif
+    for (dim_t i = 0; i < rows; ++i) std::copy(src + i * lds, src + i * lds + len, dst + i * ldd);
+}
+
 void transpose_into(const float* t, dim_t ldt, dim_t m, dim_t n, float* c, dim_t ldc,
                     bool accumulate, int threads) {
     auto body = [&](int th) {

@@ -170,8 +170,9 @@ struct GemmBlocking {
 // via_forward intermediates, 8 the GEMM's edge column (kGemmEdgeSlot), 9 implicit_gemm's
 // reordered input (kSubsampleSlot), 10 its packed dY^T (kPackedDySlot), 11 its packed W^T
 // (kPackedWeiSlot), 12 a W^T panel before its rows are reordered (kPanelSlot), 13 a product
-// computed transposed before it is transposed into its place (kTransposedSlot: sgemm's, and
-// the transposed 1x1 forward, backward data and weight gradient).
+// computed away from its place before it is put there (kTransposedSlot: sgemm's transposed
+// product, the transposed 1x1 forward, backward data and weight gradient, and the shifted
+// forward's rows streamed to dst).
 inline constexpr int kScratchSlots = 14;
 inline constexpr int kTransposedSlot = 13;
 inline constexpr int kPackedWeiSlot = 11;
@@ -409,6 +410,12 @@ const float* product_transposed(dim_t m, dim_t n, dim_t k, const StridedA& a, co
 // registers with AVX-512, the rows of C split over `threads`.
 void transpose_into(const float* t, dim_t ldt, dim_t m, dim_t n, float* c, dim_t ldc,
                     bool accumulate, int threads);
+
+// dst[i*ldd + e] = src[i*lds + e] for i < rows, e < len, by non-temporal stores where dst is
+// 64-byte aligned (whole cache lines written without reading them first, and not kept in the
+// caches), plain stores at the ends; fenced before it returns. For outputs far larger than the
+// caches, whose lines a tile would otherwise only partly write.
+void stream_rows(const float* src, dim_t lds, dim_t rows, dim_t len, float* dst, dim_t ldd);
 
 // Plain strided GEMM: C = A * B (+ C).
 void sgemm(dim_t m, dim_t n, dim_t k, const StridedA& a, const StridedB& b, float* c, dim_t ldc,
