@@ -520,7 +520,7 @@ int main(int argc, char** argv) {
 
             // oneDNN: result (for the check) and timing.
             const bool peer_ok = peer && peer->has(pass);
-            std::vector<float> peer_out;
+            convlab::bench::Floats peer_out;
             bench::Timing peer_t;
             std::string peer_impl = peer ? (peer_ok ? peer->impl(pass) : "n/a") : "-";
             if (peer && !peer_ok) {

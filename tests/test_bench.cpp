@@ -359,6 +359,35 @@ TEST_CASE("bench: a deliberately wrong algorithm is caught, a throwing one is re
     CHECK(r.verification_summary().find("FAILED") != std::string::npos);
 }
 
+namespace {
+// Forward by direct, counting the calls whose buffers do not start on a 64-byte line.
+int g_misaligned = 0;
+void forward_counting_alignment(const Problem& p, const ConvArgs& a, Profiler* prof) {
+    for (const void* q : {static_cast<const void*>(a.src), static_cast<const void*>(a.wei),
+                          static_cast<const void*>(a.dst)})
+        g_misaligned += reinterpret_cast<std::uintptr_t>(q) % 64 != 0;
+    find_algorithm(Pass::Forward, "direct").run(p, a, prof);
+}
+}  // namespace
+
+TEST_CASE("bench: the layers' buffers start on a cache line, as the engine's tensors do") {
+    Config cfg = tiny_config();
+    cfg.passes = {Pass::Forward};
+    cfg.extra_algorithms = {
+        {Pass::Forward, "aligned", "counts misaligned buffers", forward_counting_alignment}};
+    cfg.algos = {"aligned"};
+    g_misaligned = 0;
+    const Results r = run(cfg);
+    REQUIRE(r.rows.size() == 2);
+    for (const Measurement& m : r.rows) CHECK(m.valid());
+    CHECK(g_misaligned == 0);
+    // The allocator itself, for sizes off whole lines.
+    for (std::size_t n : {1, 5, 17, 1000, 300000}) {
+        const bench::Floats v(n, 1.0f);
+        CHECK(reinterpret_cast<std::uintptr_t>(v.data()) % 64 == 0);
+    }
+}
+
 TEST_CASE("bench: a pass's algorithms are timed in alternating rounds, after every check") {
     Config cfg = tiny_config();
     cfg.layers.resize(1);

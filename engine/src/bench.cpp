@@ -142,12 +142,12 @@ std::vector<PassPlan> make_plan(const Config& cfg, std::vector<std::string>& not
     return plan;
 }
 
-void poison(std::vector<float>& v, std::size_t n) {
+void poison(Floats& v, std::size_t n) {
     v.assign(n, std::numeric_limits<float>::quiet_NaN());
 }
 
-Verification verify(const std::vector<float>& got, const std::vector<float>& ref,
-                    const std::string& ref_name, const std::string& ref_note, double rtol) {
+Verification verify(const Floats& got, const Floats& ref, const std::string& ref_name,
+                    const std::string& ref_note, double rtol) {
     Verification v;
     const Check c = compare(got.data(), ref.data(), std::min(got.size(), ref.size()), rtol);
     v.checked = true;
@@ -382,7 +382,7 @@ Results run(const Config& cfg) {
             const Pass pass = pl.pass;
             const std::size_t n_out = output_size(p, pass);
             const bool peer_ok = peer && peer->has(pass);
-            std::vector<float> peer_out;
+            Floats peer_out;
             if (peer_ok) {
                 try {
                     peer->run(pass);
@@ -450,7 +450,7 @@ Results run(const Config& cfg) {
                     ref_error = ref_algo + " failed: " + e.what();
                 }
             }
-            auto check_of = [&](const std::vector<float>& got, bool is_ref) {
+            auto check_of = [&](const Floats& got, bool is_ref) {
                 Verification v;
                 if (is_ref) {
                     v.checked = true;

@@ -218,7 +218,7 @@ std::string Verification::status() const {
     return pass ? "PASS" : "FAIL";
 }
 
-void fill_random(std::vector<float>& v, std::uint32_t seed) {
+void fill_random(Floats& v, std::uint32_t seed) {
     std::mt19937 gen(seed);
     std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
     for (float& x : v) x = dist(gen);

@@ -18,8 +18,10 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <functional>
 #include <memory>
+#include <new>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -139,8 +141,31 @@ struct Check {
 
 Check compare(const float* got, const float* ref, std::size_t n, double rtol);
 
+// Storage aligned to 64 bytes (a cache line), as the engine's Tensor and a framework's tensors
+// are: the layers' buffers then start where such tensors would (a plain vector's large buffer
+// starts 16 bytes past a page, so every 64-byte store to a row of it spanned two lines).
+template <class T>
+struct LineAligned {
+    using value_type = T;
+    LineAligned() = default;
+    template <class U>
+    LineAligned(const LineAligned<U>&) {}
+    T* allocate(std::size_t n) {
+        const std::size_t bytes = (n * sizeof(T) + 63) / 64 * 64;
+        void* p = std::aligned_alloc(64, bytes == 0 ? 64 : bytes);
+        if (!p) throw std::bad_alloc();
+        return static_cast<T*>(p);
+    }
+    void deallocate(T* p, std::size_t) { std::free(p); }
+    template <class U>
+    bool operator==(const LineAligned<U>&) const {
+        return true;
+    }
+};
+using Floats = std::vector<float, LineAligned<float>>;
+
 // Uniform random values in [-1, 1) from a fixed seed: dense, real-valued data.
-void fill_random(std::vector<float>& v, std::uint32_t seed);
+void fill_random(Floats& v, std::uint32_t seed);
 
 // What travels with every timing: was the measured configuration's output right?
 struct Verification {
@@ -219,8 +244,8 @@ void measure_machine_peak(Machine& m, int threads, double seconds = 0.1);
 // getrusage's ru_maxrss; 0 when unknown.
 // Dense buffers of one layer for the measurement loops (ConvLab's plain layouts).
 struct Buffers {
-    std::vector<float> src, wei, diff_dst;  // inputs (random, dense)
-    std::vector<float> out, ref;            // output under test, reference
+    Floats src, wei, diff_dst;  // inputs (random, dense)
+    Floats out, ref;            // output under test, reference
 };
 // Elements of the output of `pass`: dst, diff_src or diff_wei.
 std::size_t output_size(const Problem& p, Pass pass);
