@@ -6,6 +6,7 @@
 //   [SECTION] machine record
 //   [SECTION] fp32 peak
 #include <immintrin.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -15,6 +16,7 @@
 #include <cstdlib>
 #include <ctime>
 #include <fstream>
+#include <new>
 #include <random>
 #include <sstream>
 #include <thread>
@@ -216,6 +218,25 @@ std::string Verification::status() const {
     if (!checked) return "UNCHECKED";
     if (reference == "self") return "REFERENCE";
     return pass ? "PASS" : "FAIL";
+}
+
+void* line_aligned_alloc(std::size_t bytes) {
+    if (bytes >= (1u << 20)) {
+        void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED) throw std::bad_alloc();
+        return p;
+    }
+    void* p = std::aligned_alloc(64, std::max<std::size_t>(64, (bytes + 63) / 64 * 64));
+    if (!p) throw std::bad_alloc();
+    return p;
+}
+
+void line_aligned_free(void* p, std::size_t bytes) {
+    if (!p) return;
+    if (bytes >= (1u << 20))
+        munmap(p, bytes);
+    else
+        std::free(p);
 }
 
 void fill_random(Floats& v, std::uint32_t seed) {
