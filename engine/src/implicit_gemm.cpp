@@ -543,25 +543,6 @@ bool use_shifted(const Problem& p) {
     return p.ocg() >= 32 && p.mb * p.out_spatial() >= 196;
 }
 
-}  // namespace
-
-// The shifted forward with whole images per thread writes its output rows by non-temporal
-// stores (stream_rows) once the output is 16 MiB or more, far beyond what the caches keep:
-// a 12-position tile writes 48 bytes of a 64-byte line of each of its 32 channels, so every
-// line was read from memory before being written, two tiles apart. conv1 at batch 32 (102 MB
-// out, 147 multiply-adds per output), harness, 2 threads, 3 alternating rounds: 41.9-44.1 ->
-// 38.6-41.4 ms (min 40.2-42.8 -> 37.3-39.8). The 3x3 layers at batch 32 (576 or more per
-// output) tied either way.
-void set_stream_output(int mode) {
-    g_stream_mode = mode;
-}
-bool streams_output(const Problem& p) {
-    if (g_stream_mode == 2) return false;
-    return g_stream_mode == 1 || p.mb * p.oc * p.out_spatial() * dim_t{4} >= dim_t{16} << 20;
-}
-
-namespace {
-
 // With flip, a.wei is the weights of the problem whose backward data p is (K and C swapped):
 // p's weights are their FlipRot, read while packing.
 void forward_shifted(const Problem& p, const ConvArgs& a, Profiler* prof, bool flip = false) {
@@ -823,6 +804,21 @@ void backward_data_shifted(const Problem& q, const ConvArgs& a, Profiler* prof) 
 
 void set_shifted(int mode) {
     g_shifted_mode = mode;
+}
+
+// The shifted forward with whole images per thread writes its output rows by non-temporal
+// stores (stream_rows) once the output is 16 MiB or more, far beyond what the caches keep:
+// a 12-position tile writes 48 bytes of a 64-byte line of each of its 32 channels, so every
+// line was read from memory before being written, two tiles apart. conv1 at batch 32 (102 MB
+// out, 147 multiply-adds per output), harness, 2 threads, 3 alternating rounds: 41.9-44.1 ->
+// 38.6-41.4 ms (min 40.2-42.8 -> 37.3-39.8). The 3x3 layers at batch 32 (576 or more per
+// output) tied either way.
+void set_stream_output(int mode) {
+    g_stream_mode = mode;
+}
+bool streams_output(const Problem& p) {
+    if (g_stream_mode == 2) return false;
+    return g_stream_mode == 1 || p.mb * p.oc * p.out_spatial() * dim_t{4} >= dim_t{16} << 20;
 }
 
 bool shifted_applies(const Problem& p, Pass pass) {
