@@ -663,15 +663,23 @@ TEST_CASE("implicit_gemm's 1x1 forward from the input's rows equals direct") {
         ran += prof.seconds("pack_wei") > 0.0;
     }
     CHECK(ran == 24);
+    // Images of several chunks of tiles (256 channels: 21 tiles a chunk; 66 and 17 tiles),
+    // each chunk's tiles prefetching the next one's inputs; whole images per thread (4) and
+    // the threads splitting an image's tiles (1), groups too.
+    for (const char* d : {"mb4ic256ih28oc36oh28kh1ph0", "mb1ic256ih28oc40oh28kh1ph0",
+                          "mb4ic256ih27oc36oh14kh1sh2ph0", "mb2g2ic512ih28oc72oh28kh1ph0"})
+        CHECK(forward_packed_wei(d, rng));
     // By default: 32 or more channels each way, 4 or more images, and outputs of at most 256
-    // positions or a strided input.
+    // positions, a strided input or 256 or more input channels.
     detail::set_shifted(0);
     const auto ran_pointwise = [&](const char* d) { return forward_packed_wei(d, rng); };
     CHECK(ran_pointwise("mb4ic40ih14oc36oh14kh1ph0"));
     CHECK(ran_pointwise("mb4ic40ih28oc36oh14kh1sh2ph0"));
-    CHECK(!ran_pointwise("mb4ic40ih28oc36oh28kh1ph0"));  // 784 positions
-    CHECK(!ran_pointwise("mb2ic40ih14oc36oh14kh1ph0"));  // 2 images
-    CHECK(!ran_pointwise("mb4ic16ih14oc36oh14kh1ph0"));  // 16 input channels
+    CHECK(ran_pointwise("mb4ic256ih28oc36oh28kh1ph0"));
+    CHECK(!ran_pointwise("mb4ic40ih28oc36oh28kh1ph0"));   // 784 positions, 40 input channels
+    CHECK(!ran_pointwise("mb4ic255ih28oc36oh28kh1ph0"));  // 255 input channels
+    CHECK(!ran_pointwise("mb2ic40ih14oc36oh14kh1ph0"));   // 2 images
+    CHECK(!ran_pointwise("mb4ic16ih14oc36oh14kh1ph0"));   // 16 input channels
 }
 
 namespace {
@@ -798,7 +806,9 @@ TEST_CASE("implicit_gemm's 1x1 forward computed transposed") {
     detail::set_swap_forward(0);
     REQUIRE(detail::select_microkernel(uks[0].isa));
     CHECK(detail::swapped_forward(parse_descriptor("mb1ic256ih56oc64oh56kh1ph0")));
-    CHECK(detail::swapped_forward(parse_descriptor("mb32ic256ih56oc64oh56kh1ph0")));
+    CHECK(detail::swapped_forward(parse_descriptor("mb32ic128ih56oc64oh56kh1ph0")));
+    if (std::string_view(uks[0].isa) == "avx512")  // 256 input channels: the 1x1 tiles
+        CHECK(!detail::swapped_forward(parse_descriptor("mb32ic256ih56oc64oh56kh1ph0")));
     CHECK(detail::swapped_forward(parse_descriptor("mb1ic512ih28oc128oh28kh1ph0")));
     CHECK(detail::swapped_forward(parse_descriptor("mb1ic1024ih14oc256oh14kh1ph0")));
     if (std::string_view(uks[0].isa) == "avx512")  // the 1x1 tiles run there
