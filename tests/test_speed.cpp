@@ -43,6 +43,7 @@ struct RestoreCore {
         detail::set_swap_wgrad(0);
         detail::set_swap_forward(0);
         detail::set_stream_output(0);
+        detail::set_edge_tiles(0);
         detail::set_transposed_products(detail::Transposed::automatic);
         set_gemm_core(GemmCore::blocked);
     }
@@ -600,6 +601,50 @@ TEST_CASE("stream_rows copies every row whatever the alignment") {
         CAPTURE(off);
         CHECK(dst == want);  // the gaps between rows and the ends untouched
     }
+}
+
+TEST_CASE("implicit_gemm's shifted edge tiles skip the padding column and equal direct") {
+    RestoreCore restore;
+    std::mt19937 rng(83);
+    // 3 wide, stride 1, padded by 1 along w: the first and the last tile of each output row
+    // (one tile that is both up to 12 wide, then 2 or more tiles) skip the taps that read the
+    // padding column, in the forward and in the stride-1 backward data (its forward problem is
+    // padded by 1 too). Heights with and without padding rows, 1 to 5 taps high, groups, and
+    // output channels off the 32-channel panels.
+    detail::set_shifted(1);
+    int ran = 0;
+    for (dim_t w = 1; w <= 30; w += w < 14 ? 1 : 5) {
+        const dim_t kh = 1 + 2 * (w % 3), h = 1 + w % 4, g = w % 4 == 3 ? 2 : 1;
+        const std::string d = "mb2g" + std::to_string(g) + "ic" + std::to_string(3 * g) + "ih" +
+                              std::to_string(h) + "iw" + std::to_string(w) + "oc" +
+                              std::to_string(33 * g) + "oh" + std::to_string(h) + "ow" +
+                              std::to_string(w) + "kh" + std::to_string(kh) + "kw3ph" +
+                              std::to_string(kh / 2) + "pw1";
+        CAPTURE(d);
+        const Problem p = parse_descriptor(d);
+        REQUIRE(p.validate().empty());
+        CHECK(detail::edge_tiles_apply(p));
+        ran += forward_packed_wei(d.c_str(), rng);
+        const Tensor dy = integer_tensor(p.dst_dims(), rng),
+                     wei = integer_tensor(p.wei_dims(), rng);
+        Profiler prof;
+        check_equal(backward_data(p, dy, wei, "implicit_gemm", &prof),
+                    backward_data(p, dy, wei, "direct"), d + " bwd_data");
+        CHECK(prof.seconds("fliprot") > 0.0);
+    }
+    CHECK(ran == 17);
+    // Not for other widths, strides, dilations or paddings along w, nor when switched off.
+    for (const char* d : {"mb1ic4ih6oc32oh6kh3ph0", "mb1ic4ih6oc32oh3kh3sh2ph1",
+                          "mb1ic4ih6oc32oh6kh3dh1ph2", "mb1ic4ih6oc32oh6kh5ph2"})
+        CHECK_FALSE(detail::edge_tiles_apply(parse_descriptor(d)));
+    Problem cropped = parse_descriptor("mb1ic4ih6oc32oh6kh3ph1");  // no padding on the right
+    cropped.pad_end[1] = 0;
+    REQUIRE(cropped.validate().empty());
+    CHECK_FALSE(detail::edge_tiles_apply(cropped));
+    detail::set_edge_tiles(2);
+    CHECK_FALSE(detail::edge_tiles_apply(parse_descriptor("mb1ic4ih6oc32oh6kh3ph1")));
+    CHECK(forward_packed_wei("mb2ic4ih6iw13oc32oh6ow13kh3kw3ph1pw1", rng));
+    detail::set_edge_tiles(0);
 }
 
 TEST_CASE("implicit_gemm's shifted forward with its rows streamed equals direct") {

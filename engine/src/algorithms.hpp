@@ -13,6 +13,11 @@ void forward_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler* prof);
 // always (tests), 2 never; and whether it would for p.
 void set_stream_output(int mode);
 bool streams_output(const Problem& p);
+// Whether the shifted forward's edge tiles of a 3-wide, stride-1 convolution padded by 1 along
+// w skip the taps on the padding column: 0 yes (the default), 2 never (tests, measurements);
+// and whether they would for p (a forward problem: the backward data's is its transpose).
+void set_edge_tiles(int mode);
+bool edge_tiles_apply(const Problem& p);
 // Whether implicit_gemm reads shifted tiles of padded stride-phase planes (forward, weight
 // gradient, and stride-1 backward data as the forward of FlipRot(W)), and runs 1x1 forwards
 // by the same tiles from the input's rows: 0 where it pays (the default), 1 wherever it can

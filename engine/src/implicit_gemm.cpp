@@ -410,6 +410,7 @@ void sum_over_threads(int threads, float* c, std::size_t csize, const Work& work
 // row for the last row's reads: Hh = OH + (KH-1) dh / s_h + 1.
 int g_shifted_mode = 0;  // 0: when it pays, 1: whenever possible (tests), 2: never
 int g_stream_mode = 0;   // set_stream_output
+int g_edge_mode = 0;     // set_edge_tiles: 0 skip the padding column's taps, 2 never
 
 // Width Wh of the phase planes' rows along an axis (stride s, dilation d, padding pb, input in,
 // output out, k taps): the narrowest at which each tap k d of each kept output o reads, at
@@ -543,6 +544,13 @@ bool use_shifted(const Problem& p) {
     return p.ocg() >= 32 && p.mb * p.out_spatial() >= 196;
 }
 
+// Whether forward_shifted's edge tiles skip the taps on the padding column (see there).
+bool edges_skipped(const Problem& p) {
+    const Geom3 g = geom3(p);
+    return g_edge_mode != 2 && microkernel().shifted_edge_fn[2][1] && g.k[2] == 3 && g.d[2] == 1 &&
+           g.s[2] == 1 && g.pb[2] == 1 && g.out[2] == g.in[2];
+}
+
 // With flip, a.wei is the weights of the problem whose backward data p is (K and C swapped):
 // p's weights are their FlipRot, read while packing.
 void forward_shifted(const Problem& p, const ConvArgs& a, Profiler* prof, bool flip = false) {
@@ -595,6 +603,10 @@ void forward_shifted(const Problem& p, const ConvArgs& a, Profiler* prof, bool f
             }
     };
     const char* pack_name = flip ? "fliprot" : "pack_wei";
+    // 3 wide, stride 1, padded by 1 along w (the 3x3 layers, and their backward data): a row's
+    // first and last tiles skip the taps that read the padding column (shifted_edge_fn), 2 of
+    // every 21 multiply-adds of a 7-wide row, 1 of 21 of a tile at one edge.
+    const bool edges = edges_skipped(p);
     // Share id of nt of the planes of image n, group gi into the planes at xp.
     const auto pad = [&](dim_t n, dim_t gi, float* xp, dim_t id, dim_t nt) {
         sg.pad(a.src + (n * p.ic + gi * cg) * is, xp, id, nt);
@@ -612,8 +624,10 @@ void forward_shifted(const Problem& p, const ConvArgs& a, Profiler* prof, bool f
             const dim_t r0 = kh_lo[static_cast<std::size_t>(oh)] * per_kh,
                         r1 = kh_hi[static_cast<std::size_t>(oh)] * per_kh;
             float* c = rowbuf ? rowbuf + ow0 : d + oh * ow_n + ow0;
-            uk.shifted_row_fn[len](r1 - r0, xp + oh * wh + ow0, off.data() + r0, w + r0 * 32, c,
-                                   rowbuf ? ow_n : cols, nv);
+            const int edge = edges ? (ow0 == 0 ? 1 : 0) + (ow0 + len == ow_n ? 2 : 0) : 0;
+            (edge ? uk.shifted_edge_fn[edge - 1][len] : uk.shifted_row_fn[len])(
+                r1 - r0, xp + oh * wh + ow0, off.data() + r0, w + r0 * 32, c, rowbuf ? ow_n : cols,
+                nv);
             if (rowbuf && sgi == segs - 1) stream_rows(rowbuf, ow_n, nv, ow_n, d + oh * ow_n, cols);
         }
     };
@@ -831,6 +845,13 @@ void set_stream_output(int mode) {
 bool streams_output(const Problem& p) {
     if (g_stream_mode == 2) return false;
     return g_stream_mode == 1 || p.mb * p.oc * p.out_spatial() * dim_t{4} >= dim_t{16} << 20;
+}
+
+void set_edge_tiles(int mode) {
+    g_edge_mode = mode;
+}
+bool edge_tiles_apply(const Problem& p) {
+    return edges_skipped(p);
 }
 
 bool shifted_applies(const Problem& p, Pass pass) {

@@ -369,19 +369,11 @@ __attribute__((target("avx512f"))) inline void store_transposed(const __m512 (&t
     }
 }
 
-// The transposed product of a convolution read from its padded stride-phase planes or a 1x1's
-// input rows (MicroKernel::shifted_row_fn): R (<= 12) output positions of one output row, whose
-// inputs for reduction row k lie side by side at x + off[k], x 32 output channels of a packed
-// W^T panel; stored transposed, c[j*ldt + i] for i < R, j < nv, by a 16x16 register transpose
-// and a masked store per channel. (R = 14, 28 accumulators, spilled: 1.35x slower.)
+// t (R x 32) stored transposed: c[j*ldt + i] for i < R, j < nv, by a 16x16 register transpose
+// and a masked store per channel.
 template <int R>
-__attribute__((target("avx512f,fma"))) void kernel_avx512_shifted_row(dim_t kc, const float* x,
-                                                                      const dim_t* off,
-                                                                      const float* b, float* c,
-                                                                      dim_t ldt, int nv) {
-    __m512 t[R][2];
-    tile_loop<R, 2>(
-        kc, [&](dim_t k, int i) { return x[off[k] + i]; }, b, t);
+__attribute__((target("avx512f"))) inline void store_row_tile(__m512 (&t)[R][2], float* c,
+                                                              dim_t ldt, int nv) {
     constexpr __mmask16 m = static_cast<__mmask16>((1u << R) - 1);
     for (int v = 0; v < 2 && 16 * v < nv; ++v) {
         __m512 q[16];
@@ -392,9 +384,61 @@ __attribute__((target("avx512f,fma"))) void kernel_avx512_shifted_row(dim_t kc, 
     }
 }
 
+// The transposed product of a convolution read from its padded stride-phase planes or a 1x1's
+// input rows (MicroKernel::shifted_row_fn): R (<= 12) output positions of one output row, whose
+// inputs for reduction row k lie side by side at x + off[k], x 32 output channels of a packed
+// W^T panel; stored transposed (store_row_tile). (R = 14, 28 accumulators, spilled: 1.35x
+// slower.)
+template <int R>
+__attribute__((target("avx512f,fma"))) void kernel_avx512_shifted_row(dim_t kc, const float* x,
+                                                                      const dim_t* off,
+                                                                      const float* b, float* c,
+                                                                      dim_t ldt, int nv) {
+    __m512 t[R][2];
+    tile_loop<R, 2>(
+        kc, [&](dim_t k, int i) { return x[off[k] + i]; }, b, t);
+    store_row_tile<R>(t, c, ldt, nv);
+}
+
+// t[i] += xr[i] * (b's 32 values) for positions i in [LO, HI): one reduction row.
+template <int R, int LO, int HI>
+__attribute__((target("avx512f,fma"))) inline void shifted_tap(const float* xr, const float* b,
+                                                               __m512 (&t)[R][2]) {
+    const __m512 b0 = load_b(b), b1 = load_b(b + 16);
+#pragma GCC unroll 12
+    for (int i = LO; i < HI; ++i) {
+        const __m512 ai = _mm512_set1_ps(xr[i]);
+        t[i][0] = _mm512_fmadd_ps(ai, b0, t[i][0]);
+        t[i][1] = _mm512_fmadd_ps(ai, b1, t[i][1]);
+    }
+}
+
+// kernel_avx512_shifted_row for a tile at an edge of a row of a 3-wide, stride-1 convolution
+// padded by 1 along w (MicroKernel::shifted_edge_fn): the reduction rows come in threes,
+// kw = 0, 1, 2 of one (kh, ci), and the taps that read the padding column are skipped: with
+// L, position 0 of kw = 0 (the row's first tile), with T, position R - 1 of kw = 2 (its last).
+template <int R, bool L, bool T>
+__attribute__((target("avx512f,fma"))) void kernel_avx512_shifted_edge(dim_t kc, const float* x,
+                                                                       const dim_t* off,
+                                                                       const float* b, float* c,
+                                                                       dim_t ldt, int nv) {
+    __m512 t[R][2];
+    for (int i = 0; i < R; ++i) t[i][0] = t[i][1] = _mm512_setzero_ps();
+    for (dim_t k = 0; k < kc; k += 3, off += 3, b += 96) {
+        shifted_tap<R, L ? 1 : 0, R>(x + off[0], b, t);
+        shifted_tap<R, 0, R>(x + off[1], b + 32, t);
+        shifted_tap<R, 0, T ? R - 1 : R>(x + off[2], b + 64, t);
+    }
+    store_row_tile<R>(t, c, ldt, nv);
+}
+
 template <int... R>
 void fill_shifted_row(ShiftedFn* fn, std::integer_sequence<int, R...>) {
     ((fn[R + 1] = kernel_avx512_shifted_row<R + 1>), ...);
+}
+template <bool L, bool T, int... R>
+void fill_shifted_edge(ShiftedFn* fn, std::integer_sequence<int, R...>) {
+    ((fn[R + 1] = kernel_avx512_shifted_edge<R + 1, L, T>), ...);
 }
 
 // The weight gradient's counterpart (MicroKernel::shifted_rows_fn): t (12 x 32) = sum_k
@@ -580,6 +624,12 @@ MicroKernel avx512_kernel() {
     k.edge_rowa_fn[1][0] = kernel_avx512_edge16_rowa;
     k.edge_rowa_fn[1][1] = kernel_avx512_edge17_rowa;
     fill_shifted_row(k.shifted_row_fn, std::make_integer_sequence<int, kShiftedRowMax>{});
+    fill_shifted_edge<true, false>(k.shifted_edge_fn[0],
+                                   std::make_integer_sequence<int, kShiftedRowMax>{});
+    fill_shifted_edge<false, true>(k.shifted_edge_fn[1],
+                                   std::make_integer_sequence<int, kShiftedRowMax>{});
+    fill_shifted_edge<true, true>(k.shifted_edge_fn[2],
+                                  std::make_integer_sequence<int, kShiftedRowMax>{});
     k.shifted_rows_fn = kernel_avx512_shifted_rows;
     return k;
 }

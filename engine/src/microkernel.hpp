@@ -83,6 +83,10 @@ struct MicroKernel {
     // padded stride-phase planes (or a 1x1's input rows), [R], and 12 reduction rows x 32
     // channels of its weight gradient (see ShiftedFn, ShiftedRowsFn and implicit_gemm.cpp).
     ShiftedFn shifted_row_fn[kShiftedRowMax + 1] = {};
+    // The same for a row's first, last, or first and last tile ([0], [1], [2]) of a 3-wide,
+    // stride-1, undilated convolution padded by 1 along w whose reduction rows come in threes
+    // kw = 0, 1, 2: the taps that read the padding column are skipped (kc a multiple of 3).
+    ShiftedFn shifted_edge_fn[3][kShiftedRowMax + 1] = {};
     ShiftedRowsFn shifted_rows_fn = nullptr;
 };
 
