@@ -1338,9 +1338,9 @@ void backward_weight_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler
                     for (dim_t i = 0; i < 12; ++i)
                         rp[i] =
                             xp + k0 + sg.off[static_cast<std::size_t>(std::min(r0 + i, rows - 1))];
-                    uk.shifted_rows_fn(
-                        len, rp, dyt + (jp * pk + k0) * 32, out + jp * 32 * rows + r0, rows,
-                        static_cast<int>(std::min<dim_t>(12, rows - r0)),
+                    const int mv = static_cast<int>(std::min<dim_t>(12, rows - r0));
+                    (mv == 12 ? uk.shifted_rows_fn : uk.shifted_rows_tail_fn[mv])(
+                        len, rp, dyt + (jp * pk + k0) * 32, out + jp * 32 * rows + r0, rows, mv,
                         static_cast<int>(std::min<dim_t>(32, kg - jp * 32)), acc || k0 > 0);
                 }
             }

@@ -444,18 +444,27 @@ void fill_shifted_edge(ShiftedFn* fn, std::integer_sequence<int, R...>) {
 // The weight gradient's counterpart (MicroKernel::shifted_rows_fn): t (12 x 32) = sum_k
 // arows[i][k] * b[k*32 + j], row i read from its own pointer (12 reduction rows of the padded
 // input, each contiguous along the positions k), b a packed panel of dY^T; then c[j*ldt + i]
-// (+= when acc) for i < mv, j < nv.
+// (+= when acc) for i < mv, j < nv. MR < 12 (shifted_rows_tail_fn) computes only rows
+// i < MR = mv: the last tile of a reduction whose rows are not a multiple of 12 (conv1's
+// 147 = 12 x 12 + 3 spent a whole tile on 3 rows).
+template <int MR>
 __attribute__((target("avx512f,fma"))) void kernel_avx512_shifted_rows(dim_t kc,
                                                                        const float* const* arows,
                                                                        const float* b, float* c,
                                                                        dim_t ldt, int mv, int nv,
                                                                        bool acc) {
-    const float* r[12];
-    for (int i = 0; i < 12; ++i) r[i] = arows[i];
-    __m512 t[12][2];
-    tile_loop<12, 2>(
-        kc, [&](dim_t k, int i) { return r[i][k]; }, b, t);
+    const float* r[MR];
+    for (int i = 0; i < MR; ++i) r[i] = arows[i];
+    __m512 tm[MR][2], t[12][2];
+    tile_loop<MR, 2>(
+        kc, [&](dim_t k, int i) { return r[i][k]; }, b, tm);
+    for (int i = 0; i < 12; ++i)
+        for (int v = 0; v < 2; ++v) t[i][v] = i < MR ? tm[i][v] : _mm512_setzero_ps();
     store_transposed(t, c, ldt, mv, nv, acc);
+}
+template <int... R>
+void fill_shifted_rows_tail(ShiftedRowsFn* fn, std::integer_sequence<int, R...>) {
+    ((fn[R + 1] = kernel_avx512_shifted_rows<R + 1>), ...);
 }
 
 // 4 x 32 and 8 x 32: the last row panel of a 12 x 32 product when 4 or 8 rows remain.
@@ -630,7 +639,8 @@ MicroKernel avx512_kernel() {
                                    std::make_integer_sequence<int, kShiftedRowMax>{});
     fill_shifted_edge<true, true>(k.shifted_edge_fn[2],
                                   std::make_integer_sequence<int, kShiftedRowMax>{});
-    k.shifted_rows_fn = kernel_avx512_shifted_rows;
+    k.shifted_rows_fn = kernel_avx512_shifted_rows<12>;
+    fill_shifted_rows_tail(k.shifted_rows_tail_fn, std::make_integer_sequence<int, 11>{});
     return k;
 }
 #endif

@@ -88,6 +88,8 @@ struct MicroKernel {
     // kw = 0, 1, 2: the taps that read the padding column are skipped (kc a multiple of 3).
     ShiftedFn shifted_edge_fn[3][kShiftedRowMax + 1] = {};
     ShiftedRowsFn shifted_rows_fn = nullptr;
+    // The same for the reduction's last MR < 12 rows ([MR], mv = MR): only those are computed.
+    ShiftedRowsFn shifted_rows_tail_fn[12] = {};
 };
 
 // The best microkernel for this CPU (CONVLAB_ISA=avx512|avx2|portable in the environment caps
