@@ -10,6 +10,7 @@
 #include <doctest/doctest.h>
 
 #include <array>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <random>
@@ -576,6 +577,58 @@ TEST_CASE("implicit_gemm's forward and weight gradient from padded stride-phase 
         CHECK(!ran_shifted_bdata("mb1ic32ih7oc40oh7kh3ph1", algo));       // 49 positions
         CHECK(ran_shifted_bdata("mb4ic32ih7oc40oh7kh3ph1", algo));        // four 7x7 images
     }
+}
+
+TEST_CASE("implicit_gemm's image-parallel paths record each thread's operations") {
+    RestoreCore restore;
+    std::mt19937 rng(89);
+    set_num_threads(2);
+    // Whole images side by side on the two threads: each thread's spans are kept apart, then
+    // each operation is its mean over the threads, so the operations show (not one "gemm" for
+    // the region) and add up to no more than the call's time (the threads' spans summed would
+    // come to about twice it).
+    struct Case {
+        const char* d;
+        Pass pass;
+        std::vector<const char*> ops;
+    };
+    const std::vector<Case> cases{
+        {"mb4ic16ih20oc40oh20kh3ph1", Pass::Forward, {"pack_wei", "pad", "gemm"}},  // shifted
+        {"mb4ic40ih20oc36oh10kh1sh2ph0", Pass::Forward, {"pack_wei", "pack_src", "gemm"}},
+        {"mb4ic8ih20oc40oh20kh1ph0", Pass::Forward, {"gemm"}},  // GEMM, image blocks
+        {"mb4ic16ih20oc40oh20kh3ph1", Pass::BackwardWeight, {"pad", "pack_dst", "gemm"}},
+        {"mb4ic40ih20oc36oh10kh1sh2ph0", Pass::BackwardWeight, {"pack_src", "gemm"}},
+        {"mb4ic40ih20oc16oh20kh3ph1", Pass::BackwardData, {"fliprot", "pad", "gemm"}},
+        {"mb8ic16ih20oc40oh10kh3sh2ph1", Pass::BackwardData, {"gemm", "scatter"}},  // phases
+    };
+    for (const Case& c : cases) {
+        const Problem p = parse_descriptor(c.d);
+        const std::string what = std::string(c.d) + " " + pass_name(c.pass);
+        CAPTURE(what);
+        const Tensor x = integer_tensor(p.src_dims(), rng), w = integer_tensor(p.wei_dims(), rng),
+                     dy = integer_tensor(p.dst_dims(), rng);
+        Profiler prof;
+        Tensor got, want;
+        const auto t0 = std::chrono::steady_clock::now();
+        if (c.pass == Pass::Forward)
+            got = forward(p, x, w, nullptr, "implicit_gemm", &prof);
+        else if (c.pass == Pass::BackwardWeight)
+            got = backward_weight(p, x, dy, "implicit_gemm", &prof);
+        else
+            got = backward_data(p, dy, w, "implicit_gemm", &prof);
+        const double wall =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        want = c.pass == Pass::Forward          ? forward(p, x, w, nullptr, "direct")
+               : c.pass == Pass::BackwardWeight ? backward_weight(p, x, dy, "direct")
+                                                : backward_data(p, dy, w, "direct");
+        check_equal(got, want, c.d);
+        for (const std::string op : c.ops) {
+            CAPTURE(op);
+            CHECK(prof.seconds(op) > 0.0);
+        }
+        CHECK(prof.total_seconds() <= wall);
+    }
+    set_num_threads(0);
 }
 
 TEST_CASE("stream_rows copies every row whatever the alignment") {

@@ -23,6 +23,7 @@
 #include "convlab/kernels.hpp"
 #include "geom.hpp"
 #include "microkernel.hpp"
+#include "thread_profile.hpp"
 
 namespace convlab::detail {
 
@@ -370,10 +371,12 @@ dim_t balanced_images(dim_t nb, dim_t mb) {
 }
 
 // Runs work(id, nt, out) on every thread, out being c for thread 0 and a partial of csize floats
-// for each other thread (scratch slot 3), then adds the partials into c, split over the threads.
-// For work split along a reduction (images, positions, im2col rows).
+// for each other thread (scratch slot 3), then adds the partials into c, split over the threads
+// (recorded as "gemm" into each thread's profiler of tp, if any). For work split along a
+// reduction (images, positions, im2col rows).
 template <class Work>
-void sum_over_threads(int threads, float* c, std::size_t csize, const Work& work) {
+void sum_over_threads(int threads, float* c, std::size_t csize, const Work& work,
+                      ThreadProfilers* tp = nullptr) {
     std::vector<float*> part(static_cast<std::size_t>(threads), nullptr);
 #pragma omp parallel num_threads(threads)
     {
@@ -382,6 +385,7 @@ void sum_over_threads(int threads, float* c, std::size_t csize, const Work& work
         part[static_cast<std::size_t>(id)] = out;
         work(id, nt, out);
 #pragma omp barrier
+        Span s(tp ? tp->mine() : nullptr, "gemm");
 #pragma omp for schedule(static)
         for (std::size_t e = 0; e < csize; ++e) {
             float v = c[e];
@@ -647,16 +651,21 @@ void forward_shifted(const Problem& p, const ConvArgs& a, Profiler* prof, bool f
     const std::size_t xsize = static_cast<std::size_t>(sg.size());
     if (images_in_parallel(p.mb * p.groups)) {
         // Whole images per thread, panel by panel: a panel's W^T stays in cache while the
-        // image's tiles pass (the profiler is not shared between threads).
+        // image's tiles pass.
         const bool stream = streams_output(p);
-        Span s(prof, "gemm");
+        ThreadProfilers tp(prof);
 #pragma omp parallel for schedule(dynamic)
         for (dim_t q = 0; q < p.mb * p.groups; ++q) {
             const dim_t n = q / p.groups, gi = q % p.groups;
             float* xp = scratch(kSubsampleSlot, xsize);
             float* rowbuf =
                 stream ? scratch(kTransposedSlot, static_cast<std::size_t>(32 * ow_n)) : nullptr;
-            pad(n, gi, xp, 0, 1);
+            Profiler* mine = tp.mine();
+            {
+                Span s(mine, "pad");
+                pad(n, gi, xp, 0, 1);
+            }
+            Span s(mine, "gemm");
             for (dim_t jp = 0; jp < npan; ++jp)
                 tiles(n, gi, xp, jp, wt + (gi * npan + jp) * 32 * rows, 0, ntiles, rowbuf);
         }
@@ -780,10 +789,14 @@ void forward_pointwise(const Problem& p, const ConvArgs& a, Profiler* prof) {
         return static_cast<const float*>(sub);
     };
     if (images_in_parallel(p.mb * p.groups)) {
-        Span s(prof, "gemm");  // the profiler is not shared between threads
+        ThreadProfilers tp(prof);
 #pragma omp parallel for schedule(dynamic)
-        for (dim_t q = 0; q < p.mb * p.groups; ++q)
-            tiles(q / p.groups, q % p.groups, input(q / p.groups, q % p.groups, nullptr), 0, segs);
+        for (dim_t q = 0; q < p.mb * p.groups; ++q) {
+            Profiler* mine = tp.mine();
+            const float* x = input(q / p.groups, q % p.groups, mine);
+            Span s(mine, "gemm");
+            tiles(q / p.groups, q % p.groups, x, 0, segs);
+        }
         return;
     }
     for (dim_t n = 0; n < p.mb; ++n)
@@ -936,8 +949,7 @@ void forward_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler* prof) 
                                   Im2colB{&im, nullptr, k0}, out, cols, false);
                          });
     };
-    // Images (blocks of nb) and groups; prf is null on the image-parallel path (the profiler
-    // is not shared between threads).
+    // Images (blocks of nb) and groups; prf is the calling thread's on the image-parallel path.
     auto block = [&](dim_t n0, dim_t g, Profiler* prf) {
         const dim_t nn = std::min(nb, p.mb - n0);
         Im2col m(p, a.src + (n0 * p.ic + g * cg) * is);
@@ -1000,10 +1012,10 @@ void forward_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler* prof) 
     if (parallel_blocks) {
         // Enough (image block, group) pairs for every thread: one parallel region, each thread
         // whole products on one core (no barrier per product).
-        Span s(prof, "gemm");
+        ThreadProfilers tp(prof);
 #pragma omp parallel for schedule(dynamic)
         for (dim_t t = 0; t < blocks * p.groups; ++t)
-            block((t / p.groups) * nb, t % p.groups, nullptr);
+            block((t / p.groups) * nb, t % p.groups, tp.mine());
     } else {
         for (dim_t n0 = 0; n0 < p.mb; n0 += nb)
             for (dim_t g = 0; g < p.groups; ++g) block(n0, g, prof);
@@ -1217,7 +1229,7 @@ void backward_data_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler* 
                     }
                 wt = StridedA{wa, kp, 1};
             }
-            // One block of images; prf is null on the image-parallel path.
+            // One block of images; prf is the calling thread's on the image-parallel path.
             auto images = [&](dim_t n0, Profiler* prf) {
                 const dim_t nn = std::min(nb, p.mb - n0);
                 Im2col mi = mg;
@@ -1238,9 +1250,9 @@ void backward_data_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler* 
             };
             const dim_t blocks = (p.mb + nb - 1) / nb;
             if (images_in_parallel(blocks)) {
-                Span sp(prof, "gemm");  // gemm and scatter, side by side on the threads
+                ThreadProfilers tp(prof);  // gemm and scatter, side by side on the threads
 #pragma omp parallel for schedule(dynamic)
-                for (dim_t b = 0; b < blocks; ++b) images(b * nb, nullptr);
+                for (dim_t b = 0; b < blocks; ++b) images(b * nb, tp.mine());
             } else {
                 for (dim_t n0 = 0; n0 < p.mb; n0 += nb) images(n0, prof);
             }
@@ -1303,9 +1315,10 @@ void backward_weight_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler
     Shifted sg(p);
     if (shifted) sg.make_offsets();
     const dim_t npan = (kg + 31) / 32, ow_n = sg.g.out[2];
-    // out += dY_g(n) X'(n)^T, on the calling thread, or with `split` on all threads (each
-    // padding channels, packing dY^T rows, then computing tiles of out of its own).
-    auto shifted_image = [&](dim_t g, dim_t n, float* out, bool acc, bool split) {
+    // out += dY_g(n) X'(n)^T, on the calling thread (its spans into prf), or with `split` on
+    // all threads (each padding channels, packing dY^T rows, then computing tiles of out of its
+    // own; prf null).
+    auto shifted_image = [&](dim_t g, dim_t n, float* out, bool acc, bool split, Profiler* prf) {
         const MicroKernel& uk = microkernel();
         float* xp = scratch(kSubsampleSlot, static_cast<std::size_t>(sg.size()));
         const dim_t pk = sg.npos, oh_n = sg.g.out[1], nrg = (rows + 11) / 12, ntiles = npan * nrg;
@@ -1315,16 +1328,23 @@ void backward_weight_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler
 #pragma omp parallel num_threads(threads)
         {
             const dim_t id = omp_get_thread_num(), nt = omp_get_num_threads();
-            sg.pad(a.src + (n * p.ic + g * cg) * is, xp, id, nt);
+            {
+                Span s(prf, "pad");
+                sg.pad(a.src + (n * p.ic + g * cg) * is, xp, id, nt);
+            }
             // dY^T by panels of 32 channels, each output row then zeros at its dropped positions.
-            for (dim_t q = npan * oh_n * id / nt; q < npan * oh_n * (id + 1) / nt; ++q) {
-                const dim_t jp = q / oh_n, oh = q % oh_n;
-                float* d = dyt + (jp * pk + oh * sg.wh) * 32;
-                pack_transposed(dy + jp * 32 * cols + oh * ow_n, cols,
-                                std::min<dim_t>(32, kg - jp * 32), ow_n, 32, d);
-                std::fill(d + ow_n * 32, d + sg.wh * 32, 0.0f);
+            {
+                Span s(prf, "pack_dst");
+                for (dim_t q = npan * oh_n * id / nt; q < npan * oh_n * (id + 1) / nt; ++q) {
+                    const dim_t jp = q / oh_n, oh = q % oh_n;
+                    float* d = dyt + (jp * pk + oh * sg.wh) * 32;
+                    pack_transposed(dy + jp * 32 * cols + oh * ow_n, cols,
+                                    std::min<dim_t>(32, kg - jp * 32), ow_n, 32, d);
+                    std::fill(d + ow_n * 32, d + sg.wh * 32, 0.0f);
+                }
             }
 #pragma omp barrier
+            Span s(prf, "gemm");
             // Tiles panel-major, so that with two panels each thread streams one panel of dY^T
             // (conv1 at batch 1: 1.6 MiB each; interleaved, both threads streamed both through
             // L2), over positions in runs of 2048 that every tile passes before the next.
@@ -1353,21 +1373,26 @@ void backward_weight_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler
     const bool deint = !subsample && !identity && can_deinterleave(p, 1);
     // Transposed (swap): out^T (rows x Kg) = X dY_g^T, then dW_g = out^T transposed.
     const bool swap = swapped_wgrad(p);
-    auto image = [&](dim_t g, dim_t n, float* out, bool acc, dim_t q0, dim_t q1) {
-        if (shifted) return shifted_image(g, n, out, acc, false);  // whole images (q0 = 0)
+    // Spans into prf (the calling thread's, or null).
+    auto image = [&](dim_t g, dim_t n, float* out, bool acc, dim_t q0, dim_t q1, Profiler* prf) {
+        if (shifted) return shifted_image(g, n, out, acc, false, prf);  // whole images (q0 = 0)
         Im2col m(p, a.src + (n * p.ic + g * cg) * is);
-        if (deint)
+        if (deint) {
+            Span s(prf, "pack_src");
             deinterleave_w(m, 1, cg, scratch(kSubsampleSlot, static_cast<std::size_t>(cg * is)));
+        }
         const float* dyp = a.diff_dst + (n * p.oc + g * kg) * cols + q0;
         const StridedA dy{dyp, cols, 1};
         const float* x = m.src;
         dim_t xs = is;  // X's (or its sampled copy's) channel stride
         if (subsample) {
+            Span s(prf, "pack_src");
             float* sub = scratch(kSubsampleSlot, static_cast<std::size_t>(cg * cols));
             subsample_input(geo, m.src, m.n_stride, 1, cg, sub);
             x = sub;
             xs = cols;
         }
+        Span s(prf, "gemm");
         if (swap)  // A: X's rows in place; B: dY^T
             gemm(rows, kg, q1 - q0, StridedA{x + q0, xs, 1}, StridedB{dyp, 1, cols}, out, kg, acc);
         else if (identity || subsample)  // B^T is the image (or its sampled copy) transposed
@@ -1443,7 +1468,7 @@ void backward_weight_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler
         Span s(prof, "gemm");
         for (dim_t g = 0; g < p.groups; ++g)
             for (dim_t n = 0; n < p.mb; ++n)
-                shifted_image(g, n, a.diff_wei + g * kg * rows, n > 0, true);
+                shifted_image(g, n, a.diff_wei + g * kg * rows, n > 0, true, nullptr);
         return;
     }
     bool by_positions = false;
@@ -1456,17 +1481,21 @@ void backward_weight_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler
         // Each thread sums its own share (thread 0 into dW, the others into a partial dW of at
         // most 4 MiB); then the partials are added, split over the threads.
         {
-            Span s(prof, "gemm");
+            ThreadProfilers tp(prof);
             for (dim_t g = 0; g < p.groups; ++g)
-                sum_over_threads(t, target(g), wsize, [&](int id, int nt, float* out) {
-                    if (by_images) {
-                        const dim_t n0 = p.mb * id / nt, n1 = p.mb * (id + 1) / nt;
-                        for (dim_t n = n0; n < n1; ++n) image(g, n, out, n > n0, 0, cols);
-                    } else {
-                        const dim_t q0 = cols * id / nt, q1 = cols * (id + 1) / nt;
-                        for (dim_t n = 0; n < p.mb; ++n) image(g, n, out, n > 0, q0, q1);
-                    }
-                });
+                sum_over_threads(
+                    t, target(g), wsize,
+                    [&](int id, int nt, float* out) {
+                        Profiler* mine = tp.mine();
+                        if (by_images) {
+                            const dim_t n0 = p.mb * id / nt, n1 = p.mb * (id + 1) / nt;
+                            for (dim_t n = n0; n < n1; ++n) image(g, n, out, n > n0, 0, cols, mine);
+                        } else {
+                            const dim_t q0 = cols * id / nt, q1 = cols * (id + 1) / nt;
+                            for (dim_t n = 0; n < p.mb; ++n) image(g, n, out, n > 0, q0, q1, mine);
+                        }
+                    },
+                    &tp);
         }
         finish();
         return;
@@ -1474,7 +1503,7 @@ void backward_weight_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler
     {
         Span s(prof, "gemm");
         for (dim_t g = 0; g < p.groups; ++g)
-            for (dim_t n = 0; n < p.mb; ++n) image(g, n, target(g), n > 0, 0, cols);
+            for (dim_t n = 0; n < p.mb; ++n) image(g, n, target(g), n > 0, 0, cols, nullptr);
     }
     finish();
 }
