@@ -1500,11 +1500,8 @@ void backward_weight_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler
         finish();
         return;
     }
-    {
-        Span s(prof, "gemm");
-        for (dim_t g = 0; g < p.groups; ++g)
-            for (dim_t n = 0; n < p.mb; ++n) image(g, n, target(g), n > 0, 0, cols, nullptr);
-    }
+    for (dim_t g = 0; g < p.groups; ++g)  // the products on all threads, called from this one
+        for (dim_t n = 0; n < p.mb; ++n) image(g, n, target(g), n > 0, 0, cols, prof);
     finish();
 }
 
