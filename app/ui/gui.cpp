@@ -763,10 +763,17 @@ void App::header() {
         ImGui::TextWrapped("check: %s", view->check.c_str());
         ImGui::PopStyleColor();
     }
-    // Legend.
+    // Legend, wrapped where the next entry would not fit (a 1280-pixel projector).
     ImDrawList* d = ImGui::GetWindowDrawList();
     const float sz = ImGui::GetTextLineHeight();
-    const auto swatch = [&](ImU32 c, const char* label, bool hatch = false) {
+    bool first = true;
+    const auto swatch = [&](ImU32 c, const char* label, bool hatch) {
+        if (!first) {
+            ImGui::SameLine(0, sz * 1.5f);
+            const float w = sz + ImGui::GetStyle().ItemSpacing.x + ImGui::CalcTextSize(label).x;
+            if (ImGui::GetContentRegionAvail().x < w) ImGui::NewLine();
+        }
+        first = false;
         const ImVec2 p0 = ImGui::GetCursorScreenPos();
         d->AddRectFilled(p0, ImVec2(p0.x + sz, p0.y + sz), c);
         d->AddRect(p0, ImVec2(p0.x + sz, p0.y + sz), P.grid);
@@ -774,10 +781,8 @@ void App::header() {
         ImGui::Dummy(ImVec2(sz, sz));
         ImGui::SameLine();
         ImGui::TextUnformatted(label);
-        ImGui::SameLine(0, sz * 1.5f);
     };
     for (const LegendEntry& e : legend()) swatch(e.colour, e.label, e.hatch);
-    ImGui::NewLine();
     ImGui::PopStyleColor();
 }
 
