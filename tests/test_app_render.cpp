@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "charts/chart.hpp"
 #include "cli/cli.hpp"
 #include "lesson/lesson.hpp"
 #include "stb_image.h"
@@ -118,6 +119,22 @@ TEST_CASE("app render: the picture follows the step and the hover" * doctest::sk
         CHECK(r.status == 0);
         CHECK(fs::exists(p));
     }
+}
+
+TEST_CASE("app render: the timings chart keeps its room in a 1280x720 window" *
+          doctest::skip(!can_render())) {
+    // The footer (verification, machine, noise, reproduce, exports) takes about 10 lines; at
+    // 720 pixels it left the chart "(window too small for the chart)". The chart keeps 24 lines
+    // and the footer scrolls below it: implicit_gemm's bars must be there.
+    TempDir t;
+    const auto p = (t.path / "t.png").string();
+    const Run r = run_binary(
+        "shot --view timings --bench-quick --chart gflops_fwd --size 1280x720 --out " + p, t.path);
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    Image im = load_png(p);
+    const convlab::charts::Color c = convlab::charts::algorithm_color("implicit_gemm");
+    CHECK(count_near(im, c.r, c.g, c.b, 2) > 2000);
 }
 
 TEST_CASE("app render: bad shots fail with status 2, one line, no file") {

@@ -757,8 +757,14 @@ void draw_timings(TimingsPanel& P, const TimingsStyle& st) {
         ImGui::EndTabBar();
         c = P.current();
     }
-    // The chart card, leaving room for the footer and the export rows below it.
+    // The chart card, leaving room for the footer and the export rows below it. Where that
+    // would leave the chart fewer than 24 lines (a 1280x720 projector), the chart keeps them
+    // and the footer scrolls below it.
     const float line = ImGui::GetFrameHeightWithSpacing();
+    const float min_chart = std::min(ImGui::GetContentRegionAvail().y, fs * 24);
+    const bool scroll =
+        P.footer_measured > 0 && ImGui::GetContentRegionAvail().y - P.footer_measured < min_chart;
+    if (scroll) ImGui::BeginChild("timings_body", ImVec2(0, 0), false);
     const ImVec2 a = ImGui::GetCursorScreenPos();
     const ImVec2 avail = ImGui::GetContentRegionAvail();
     float footer_h = fs * 0.5f;  // the footer's lines as they wrap, and the copy button's slack
@@ -773,7 +779,7 @@ void draw_timings(TimingsPanel& P, const TimingsStyle& st) {
     // Once drawn, the footer's measured height (of the last frame) replaces the estimate.
     if (P.footer_measured > 0 && P.footer_for == (c ? c->id : "") && !P.snap.running)
         footer_h = P.footer_measured + ImGui::GetStyle().ItemSpacing.y;
-    const float h = std::max(fs * 8, avail.y - footer_h);
+    const float h = scroll ? min_chart : std::max(fs * 8, avail.y - footer_h);
     const ImVec2 b(a.x + avail.x, a.y + h);
     ImDrawList* dl = ImGui::GetWindowDrawList();
     ImGui::InvisibleButton("chart_area", ImVec2(avail.x, h));
@@ -818,6 +824,7 @@ void draw_timings(TimingsPanel& P, const TimingsStyle& st) {
     footer(P, c, st);
     P.footer_measured = ImGui::GetCursorPosY() - y0;
     P.footer_for = c ? c->id : "";
+    if (scroll) ImGui::EndChild();
 }
 
 void prepare_timings_shot(TimingsPanel& P, const TimingsShot& o) {
