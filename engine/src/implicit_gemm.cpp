@@ -548,13 +548,6 @@ bool use_shifted(const Problem& p) {
     return p.ocg() >= 32 && p.mb * p.out_spatial() >= 196;
 }
 
-// Whether forward_shifted's edge tiles skip the taps on the padding column (see there).
-bool edges_skipped(const Problem& p) {
-    const Geom3 g = geom3(p);
-    return g_edge_mode != 2 && microkernel().shifted_edge_fn[2][1] && g.k[2] == 3 && g.d[2] == 1 &&
-           g.s[2] == 1 && g.pb[2] == 1 && g.out[2] == g.in[2];
-}
-
 // With flip, a.wei is the weights of the problem whose backward data p is (K and C swapped):
 // p's weights are their FlipRot, read while packing.
 void forward_shifted(const Problem& p, const ConvArgs& a, Profiler* prof, bool flip = false) {
@@ -610,7 +603,7 @@ void forward_shifted(const Problem& p, const ConvArgs& a, Profiler* prof, bool f
     // 3 wide, stride 1, padded by 1 along w (the 3x3 layers, and their backward data): a row's
     // first and last tiles skip the taps that read the padding column (shifted_edge_fn), 2 of
     // every 21 multiply-adds of a 7-wide row, 1 of 21 of a tile at one edge.
-    const bool edges = edges_skipped(p);
+    const bool edges = edge_tiles_apply(p);
     // Share id of nt of the planes of image n, group gi into the planes at xp.
     const auto pad = [&](dim_t n, dim_t gi, float* xp, dim_t id, dim_t nt) {
         sg.pad(a.src + (n * p.ic + gi * cg) * is, xp, id, nt);
@@ -772,7 +765,7 @@ void forward_pointwise(const Problem& p, const ConvArgs& a, Profiler* prof) {
                 const int nv = static_cast<int>(std::min<dim_t>(32, kg - jp * 32));
                 for (dim_t t = c0; t < c1; ++t) {
                     const dim_t p0 = cols * t / segs, len = cols * (t + 1) / segs - p0;
-                    next.step([](const void* line) { __builtin_prefetch(line, 0, 2); });
+                    next.step_into_l2();
                     uk.shifted_row_fn[len](cg, x + p0, off.data(), w, d + p0, cols, nv);
                 }
             }
@@ -863,8 +856,11 @@ bool streams_output(const Problem& p) {
 void set_edge_tiles(int mode) {
     g_edge_mode = mode;
 }
+// forward_shifted's edge tiles skip the taps on the padding column (see there).
 bool edge_tiles_apply(const Problem& p) {
-    return edges_skipped(p);
+    const Geom3 g = geom3(p);
+    return g_edge_mode != 2 && microkernel().shifted_edge_fn[2][1] && g.k[2] == 3 && g.d[2] == 1 &&
+           g.s[2] == 1 && g.pb[2] == 1 && g.out[2] == g.in[2];
 }
 
 bool shifted_applies(const Problem& p, Pass pass) {

@@ -432,15 +432,6 @@ __attribute__((target("avx512f,fma"))) void kernel_avx512_shifted_edge(dim_t kc,
     store_row_tile<R>(t, c, ldt, nv);
 }
 
-template <int... R>
-void fill_shifted_row(ShiftedFn* fn, std::integer_sequence<int, R...>) {
-    ((fn[R + 1] = kernel_avx512_shifted_row<R + 1>), ...);
-}
-template <bool L, bool T, int... R>
-void fill_shifted_edge(ShiftedFn* fn, std::integer_sequence<int, R...>) {
-    ((fn[R + 1] = kernel_avx512_shifted_edge<R + 1, L, T>), ...);
-}
-
 // The weight gradient's counterpart (MicroKernel::shifted_rows_fn): t (12 x 32) = sum_k
 // arows[i][k] * b[k*32 + j], row i read from its own pointer (12 reduction rows of the padded
 // input, each contiguous along the positions k), b a packed panel of dY^T; then c[j*ldt + i]
@@ -462,9 +453,15 @@ __attribute__((target("avx512f,fma"))) void kernel_avx512_shifted_rows(dim_t kc,
         for (int v = 0; v < 2; ++v) t[i][v] = i < MR ? tm[i][v] : _mm512_setzero_ps();
     store_transposed(t, c, ldt, mv, nv, acc);
 }
-template <int... R>
-void fill_shifted_rows_tail(ShiftedRowsFn* fn, std::integer_sequence<int, R...>) {
-    ((fn[R + 1] = kernel_avx512_shifted_rows<R + 1>), ...);
+
+// fn[r] = kernel(std::integral_constant<int, r>) for r = 1 .. N: the tables of kernels
+// instantiated per tile height or width.
+template <int N, class Fn, class Kernel>
+void fill_by_size(Fn* fn, const Kernel& kernel) {
+    [&]<int... R>(std::integer_sequence<int, R...>) {
+        ((fn[R + 1] = kernel(std::integral_constant<int, R + 1>{})), ...);
+    }
+    (std::make_integer_sequence<int, N>{});
 }
 
 // 4 x 32 and 8 x 32: the last row panel of a 12 x 32 product when 4 or 8 rows remain.
@@ -632,15 +629,21 @@ MicroKernel avx512_kernel() {
     k.edge_rowa_fn[0][4] = kernel_avx512_dot_rowa<4>;
     k.edge_rowa_fn[1][0] = kernel_avx512_edge16_rowa;
     k.edge_rowa_fn[1][1] = kernel_avx512_edge17_rowa;
-    fill_shifted_row(k.shifted_row_fn, std::make_integer_sequence<int, kShiftedRowMax>{});
-    fill_shifted_edge<true, false>(k.shifted_edge_fn[0],
-                                   std::make_integer_sequence<int, kShiftedRowMax>{});
-    fill_shifted_edge<false, true>(k.shifted_edge_fn[1],
-                                   std::make_integer_sequence<int, kShiftedRowMax>{});
-    fill_shifted_edge<true, true>(k.shifted_edge_fn[2],
-                                  std::make_integer_sequence<int, kShiftedRowMax>{});
+    constexpr int kR = kShiftedRowMax;
+    fill_by_size<kR>(k.shifted_row_fn,
+                     [](auto r) -> ShiftedFn { return kernel_avx512_shifted_row<r()>; });
+    fill_by_size<kR>(k.shifted_edge_fn[0], [](auto r) -> ShiftedFn {
+        return kernel_avx512_shifted_edge<r(), true, false>;
+    });
+    fill_by_size<kR>(k.shifted_edge_fn[1], [](auto r) -> ShiftedFn {
+        return kernel_avx512_shifted_edge<r(), false, true>;
+    });
+    fill_by_size<kR>(k.shifted_edge_fn[2], [](auto r) -> ShiftedFn {
+        return kernel_avx512_shifted_edge<r(), true, true>;
+    });
     k.shifted_rows_fn = kernel_avx512_shifted_rows<12>;
-    fill_shifted_rows_tail(k.shifted_rows_tail_fn, std::make_integer_sequence<int, 11>{});
+    fill_by_size<11>(k.shifted_rows_tail_fn,
+                     [](auto r) -> ShiftedRowsFn { return kernel_avx512_shifted_rows<r()>; });
     return k;
 }
 #endif
@@ -963,7 +966,7 @@ void gemm_packed_block(const MicroKernel& uk, const GemmBlocking& bl, dim_t i0, 
                 const dim_t nv = std::min<dim_t>(nr, nc - jr);
                 float* cp = c + (ic + ir) * ldc + jc + jr;
                 const float* bp = bbuf + jr * kc;
-                next.step([](const void* line) { __builtin_prefetch(line, 0, 2); });
+                next.step_into_l2();
                 if ((mv == mr || tail) && nv == nr) {
                     fn(kc, ap, bp, cp, ldc, acc, lda);
                     continue;
