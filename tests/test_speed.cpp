@@ -45,6 +45,7 @@ struct RestoreCore {
         detail::set_swap_forward(0);
         detail::set_stream_output(0);
         detail::set_edge_tiles(0);
+        detail::set_strided_rows(0);
         detail::set_transposed_products(detail::Transposed::automatic);
         set_gemm_core(GemmCore::blocked);
     }
@@ -594,7 +595,8 @@ TEST_CASE("implicit_gemm's image-parallel paths record each thread's operations"
     };
     const std::vector<Case> cases{
         {"mb4ic16ih20oc40oh20kh3ph1", Pass::Forward, {"pack_wei", "pad", "gemm"}},  // shifted
-        {"mb4ic40ih20oc36oh10kh1sh2ph0", Pass::Forward, {"pack_wei", "pack_src", "gemm"}},
+        {"mb4ic40ih21oc36oh7kh1sh3ph0", Pass::Forward, {"pack_wei", "pack_src", "gemm"}},
+        {"mb4ic40ih20oc36oh10kh1sh2ph0", Pass::Forward, {"pack_wei", "gemm"}},  // in place
         {"mb4ic8ih20oc40oh20kh1ph0", Pass::Forward, {"gemm"}},  // GEMM, image blocks
         {"mb4ic16ih20oc40oh20kh3ph1", Pass::BackwardWeight, {"pad", "pack_dst", "gemm"}},
         {"mb4ic40ih20oc36oh10kh1sh2ph0", Pass::BackwardWeight, {"pack_src", "gemm"}},
@@ -774,6 +776,61 @@ TEST_CASE("implicit_gemm's 1x1 forward from the input's rows equals direct") {
     CHECK(!ran_pointwise("mb4ic255ih28oc36oh28kh1ph0"));  // 255 input channels
     CHECK(!ran_pointwise("mb2ic40ih14oc36oh14kh1ph0"));   // 2 images
     CHECK(!ran_pointwise("mb4ic16ih14oc36oh14kh1ph0"));   // 16 input channels
+}
+
+TEST_CASE("implicit_gemm's 1x1 strided by 2 along w reads the input in place and equals direct") {
+    RestoreCore restore;
+    std::mt19937 rng(97);
+    set_num_threads(2);
+    // The 1x1 tiles read every other float of the image's rows, a tile within an output row
+    // (each row cut into runs of at most 12): output widths below, at and past the tiles (1,
+    // 7, 12, 13, 14, 25, 28), odd input widths, strides 1-3 along h, 1-D, groups, one image
+    // (the threads split its tiles) and five (whole images per thread), and 256 channels
+    // (chunks prefetching the next chunk's input rows). No input copy ("pack_src"); with the
+    // mode off, the sampled copy gives the same result. (By default only outputs at least 24
+    // wide are read in place.)
+    detail::set_shifted(1);
+    detail::set_strided_rows(1);
+    const std::vector<const char*> cases{
+        "mb1ic40ih2iw1oc36oh2ow1kh1kw1sh1sw2ph0",
+        "mb5ic40ih13iw13oc36oh7ow7kh1kw1sh2sw2ph0",
+        "mb1ic33ih6iw24oc40oh3ow12kh1kw1sh2sw2ph0",
+        "mb5ic24ih9iw26oc40oh3ow13kh1kw1sh3sw2ph0",
+        "mb1ic40ih28iw27oc36oh14ow14kh1kw1sh2sw2ph0",
+        "mb2g2ic64ih5iw50oc66oh5ow25kh1kw1sh1sw2ph0",
+        "mb5ic256ih27iw56oc40oh14ow28kh1kw1sh2sw2ph0",
+        "mb1ic256ih20iw56oc33oh10ow28kh1kw1sh2sw2ph0",
+        "mb3ic20iw57oc40ow29kw1sw2pw0",
+    };
+    for (const char* d : cases) {
+        const Problem p = parse_descriptor(d);
+        CAPTURE(d);
+        REQUIRE(p.validate().empty());
+        CHECK(detail::strided_rows_apply(p));
+        const Tensor src = integer_tensor(p.src_dims(), rng),
+                     wei = integer_tensor(p.wei_dims(), rng);
+        const Tensor want = forward(p, src, wei, nullptr, "direct");
+        Profiler prof;
+        check_equal(forward(p, src, wei, nullptr, "implicit_gemm", &prof), want, d);
+        CHECK(prof.seconds("pack_wei") > 0.0);
+        CHECK(prof.seconds("pack_src") == 0.0);
+        detail::set_strided_rows(2);
+        CHECK(!detail::strided_rows_apply(p));
+        Profiler sampled;
+        check_equal(forward(p, src, wei, nullptr, "implicit_gemm", &sampled), want, d);
+        CHECK(sampled.seconds("pack_src") > 0.0);
+        detail::set_strided_rows(1);
+    }
+    // Not in place: stride 1 or 3 along w, and 3-D.
+    CHECK(!detail::strided_rows_apply(parse_descriptor("mb1ic8ih8oc8oh8kh1ph0")));
+    CHECK(!detail::strided_rows_apply(parse_descriptor("mb1ic8ih9oc8oh3kh1sh3ph0")));
+    CHECK(!detail::strided_rows_apply(parse_descriptor("mb1ic8id4ih8oc8od2oh4kh1kd1sd2sh2ph0")));
+    // By default, outputs 24 wide or more.
+    detail::set_strided_rows(0);
+    CHECK(detail::strided_rows_apply(parse_descriptor("mb4ic40ih48oc36oh24kh1sh2ph0")));
+    CHECK(!detail::strided_rows_apply(parse_descriptor("mb4ic40ih46oc36oh23kh1sh2ph0")));
+    CHECK(forward_packed_wei("mb4ic256ih56oc128oh28kh1sh2ph0", rng));  // res3a_branch2a
+    set_num_threads(0);
 }
 
 namespace {

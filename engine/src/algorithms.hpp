@@ -18,6 +18,11 @@ bool streams_output(const Problem& p);
 // and whether they would for p (a forward problem: the backward data's is its transpose).
 void set_edge_tiles(int mode);
 bool edge_tiles_apply(const Problem& p);
+// Whether the 1x1 tiles read a 1x1 strided by 2 along w from the image in place: 0 for outputs
+// at least 24 wide (the default), 1 at any width (tests), 2 never (the input sampled first);
+// and whether they would for p.
+void set_strided_rows(int mode);
+bool strided_rows_apply(const Problem& p);
 // Whether implicit_gemm reads shifted tiles of padded stride-phase planes (forward, weight
 // gradient, and stride-1 backward data as the forward of FlipRot(W)), and runs 1x1 forwards
 // by the same tiles from the input's rows: 0 where it pays (the default), 1 wherever it can

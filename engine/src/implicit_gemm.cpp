@@ -412,9 +412,10 @@ void sum_over_threads(int threads, float* c, std::size_t csize, const Work& work
 // narrowest width for which every tap a kept position reads is right (shared_pad_width; 3x3 padding
 // 1: Wh = OW + 1, not OW + 2, 1.8% dropped at 56x56 rather than 3.4%), and each plane has one more
 // row for the last row's reads: Hh = OH + (KH-1) dh / s_h + 1.
-int g_shifted_mode = 0;  // 0: when it pays, 1: whenever possible (tests), 2: never
-int g_stream_mode = 0;   // set_stream_output
-int g_edge_mode = 0;     // set_edge_tiles: 0 skip the padding column's taps, 2 never
+int g_shifted_mode = 0;       // 0: when it pays, 1: whenever possible (tests), 2: never
+int g_stream_mode = 0;        // set_stream_output
+int g_edge_mode = 0;          // set_edge_tiles: 0 skip the padding column's taps, 2 never
+int g_strided_rows_mode = 0;  // set_strided_rows: 0 in place where it pays, 1 always, 2 never
 
 // Width Wh of the phase planes' rows along an axis (stride s, dilation d, padding pb, input in,
 // output out, k taps): the narrowest at which each tap k d of each kept output o reads, at
@@ -731,14 +732,25 @@ void forward_pointwise(const Problem& p, const ConvArgs& a, Profiler* prof) {
     const MicroKernel& uk = microkernel();
     const dim_t kg = p.ocg(), cg = p.icg(), cols = p.out_spatial(), is = p.in_spatial();
     const dim_t npan = (kg + 31) / 32;
-    const bool subsample = !im2col_is_identity(p);
     const Geom3 geo = geom3(p);
-    // Tiles: the positions cut into segs runs of at most kShiftedRowMax, in chunks of tiles
-    // whose inputs (C/G x chunk positions, 256 KiB) stay in cache while the panels pass.
-    const dim_t segs = (cols + kShiftedRowMax - 1) / kShiftedRowMax;
-    const dim_t chunk = std::max<dim_t>(1, 65536 / (cg * kShiftedRowMax));
+    // Strided by 2 along w (2-D and 1-D): the tiles read the image in place, every other
+    // float of its rows, a tile within an output row; other strides sample the input first.
+    const bool in_place = strided_rows_apply(p);
+    const bool subsample = !im2col_is_identity(p) && !in_place;
+    // Tiles: the positions cut into segs runs of at most kShiftedRowMax (in place: each output
+    // row into per_row), in chunks of tiles whose inputs (C/G x chunk positions, 256 KiB) stay
+    // in cache while the panels pass.
+    const dim_t ow = geo.out[2], per_row = (ow + kShiftedRowMax - 1) / kShiftedRowMax;
+    const dim_t segs =
+        in_place ? geo.out[1] * per_row : (cols + kShiftedRowMax - 1) / kShiftedRowMax;
+    // In place, a chunk is whole output rows whose input rows (each 2 OW - 1 floats, about
+    // 2.3-2.9 times the lines of its sampled values at ow = 14-28) come to 256 KiB.
+    const dim_t row_lines = (2 * ow - 1) * dim_t{4} / 64 + 2;
+    const dim_t chunk = in_place ? std::max<dim_t>(1, 4096 / (cg * row_lines)) * per_row
+                                 : std::max<dim_t>(1, 65536 / (cg * kShiftedRowMax));
+    const dim_t xs = in_place ? is : cols;  // the input rows' channel stride
     std::vector<dim_t> off(static_cast<std::size_t>(cg));
-    for (dim_t ci = 0; ci < cg; ++ci) off[static_cast<std::size_t>(ci)] = ci * cols;
+    for (dim_t ci = 0; ci < cg; ++ci) off[static_cast<std::size_t>(ci)] = ci * xs;
     float* wt = scratch(kPackedWeiSlot, static_cast<std::size_t>(p.groups * npan * 32 * cg));
     {
         Span s(prof, "pack_wei");
@@ -757,15 +769,29 @@ void forward_pointwise(const Problem& p, const ConvArgs& a, Profiler* prof) {
         float* dst = a.dst + (n * p.oc + gi * kg) * cols;
         for (dim_t c0 = t0; c0 < t1; c0 += chunk) {
             const dim_t c1 = std::min(c0 + chunk, t1), c2 = std::min(c1 + chunk, t1);
-            PrefetchA next(StridedA{x, 1, cols}, cols * c1 / segs,
-                           cols * c2 / segs - cols * c1 / segs, 0, cg, npan * (c1 - c0));
+            const dim_t shares = npan * (c1 - c0);
+            PrefetchA next;
+            if (!in_place)
+                next = PrefetchA(StridedA{x, 1, cols}, cols * c1 / segs,
+                                 cols * c2 / segs - cols * c1 / segs, 0, cg, shares);
+            else if (c2 > c1)  // the input rows of the next chunk's output rows, every channel
+                next = PrefetchA::runs(x + c1 / per_row * geo.s[1] * geo.in[2], is, cg,
+                                       geo.s[1] * geo.in[2], (c2 - 1) / per_row - c1 / per_row + 1,
+                                       2 * ow - 1, shares);
             for (dim_t jp = 0; jp < npan; ++jp) {
                 const float* w = wt + (gi * npan + jp) * 32 * cg;
                 float* d = dst + jp * 32 * cols;
                 const int nv = static_cast<int>(std::min<dim_t>(32, kg - jp * 32));
                 for (dim_t t = c0; t < c1; ++t) {
-                    const dim_t p0 = cols * t / segs, len = cols * (t + 1) / segs - p0;
                     next.step_into_l2();
+                    if (in_place) {
+                        const dim_t r = t / per_row, q = t % per_row;
+                        const dim_t w0 = ow * q / per_row, len = ow * (q + 1) / per_row - w0;
+                        uk.shifted_row_s2_fn[len](cg, x + r * geo.s[1] * geo.in[2] + 2 * w0,
+                                                  off.data(), w, d + r * ow + w0, cols, nv);
+                        continue;
+                    }
+                    const dim_t p0 = cols * t / segs, len = cols * (t + 1) / segs - p0;
                     uk.shifted_row_fn[len](cg, x + p0, off.data(), w, d + p0, cols, nv);
                 }
             }
@@ -855,6 +881,23 @@ bool streams_output(const Problem& p) {
 
 void set_edge_tiles(int mode) {
     g_edge_mode = mode;
+}
+void set_strided_rows(int mode) {
+    g_strided_rows_mode = mode;
+}
+// forward_pointwise reads a 1x1 strided by 2 along w in place (see there), for outputs at least
+// 24 wide (2-D and 1-D). Alternating, batch 32, 2 threads, 3 rounds of medians against the
+// sampled copy: res3a_branch2a (256 -> 128, 28x28 out) 13.1/12.8/13.3 -> 10.9-11.0/9.9/10.9
+// ms, res3a_branch1 (256 -> 512) 37.0/38.3/36.5 -> 37.0/37.8/34.2; 14x14 outputs (res4a_branch1,
+// tiles of 7) 37.4/34.4/35.3 -> 37.6/34.9/37.6, 7x7 (res5a_branch1) tied. The sampled copy
+// reads the same lines of memory but once, where the tiles read a line's 8 values of a row
+// once per panel of 32 output channels. The mode: 0 where it applies, 2 never (the input
+// sampled first), 1 at any width.
+bool strided_rows_apply(const Problem& p) {
+    const Geom3 g = geom3(p);
+    return g_strided_rows_mode != 2 && microkernel().shifted_row_s2_fn[1] && reads_input_1x1(p) &&
+           g.s[2] == 2 && g.out[0] == 1 && g.in[0] == 1 &&
+           (g.out[2] >= 24 || g_strided_rows_mode == 1);
 }
 // forward_shifted's edge tiles skip the taps on the padding column (see there).
 bool edge_tiles_apply(const Problem& p) {

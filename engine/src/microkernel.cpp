@@ -388,15 +388,16 @@ __attribute__((target("avx512f"))) inline void store_row_tile(__m512 (&t)[R][2],
 // input rows (MicroKernel::shifted_row_fn): R (<= 12) output positions of one output row, whose
 // inputs for reduction row k lie side by side at x + off[k], x 32 output channels of a packed
 // W^T panel; stored transposed (store_row_tile). (R = 14, 28 accumulators, spilled: 1.35x
-// slower.)
-template <int R>
+// slower.) S = 2: the positions' inputs lie every other float (a 1x1 strided by 2 along w, read
+// from the image itself: MicroKernel::shifted_row_s2_fn).
+template <int R, int S = 1>
 __attribute__((target("avx512f,fma"))) void kernel_avx512_shifted_row(dim_t kc, const float* x,
                                                                       const dim_t* off,
                                                                       const float* b, float* c,
                                                                       dim_t ldt, int nv) {
     __m512 t[R][2];
     tile_loop<R, 2>(
-        kc, [&](dim_t k, int i) { return x[off[k] + i]; }, b, t);
+        kc, [&](dim_t k, int i) { return x[off[k] + S * i]; }, b, t);
     store_row_tile<R>(t, c, ldt, nv);
 }
 
@@ -632,6 +633,8 @@ MicroKernel avx512_kernel() {
     constexpr int kR = kShiftedRowMax;
     fill_by_size<kR>(k.shifted_row_fn,
                      [](auto r) -> ShiftedFn { return kernel_avx512_shifted_row<r()>; });
+    fill_by_size<kR>(k.shifted_row_s2_fn,
+                     [](auto r) -> ShiftedFn { return kernel_avx512_shifted_row<r(), 2>; });
     fill_by_size<kR>(k.shifted_edge_fn[0], [](auto r) -> ShiftedFn {
         return kernel_avx512_shifted_edge<r(), true, false>;
     });

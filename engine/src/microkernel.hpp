@@ -83,6 +83,9 @@ struct MicroKernel {
     // padded stride-phase planes (or a 1x1's input rows), [R], and 12 reduction rows x 32
     // channels of its weight gradient (see ShiftedFn, ShiftedRowsFn and implicit_gemm.cpp).
     ShiftedFn shifted_row_fn[kShiftedRowMax + 1] = {};
+    // The same with the R positions' inputs every other float, x[off[k] + 2 i] (a 1x1 strided
+    // by 2 along w, read in place).
+    ShiftedFn shifted_row_s2_fn[kShiftedRowMax + 1] = {};
     // The same for a row's first, last, or first and last tile ([0], [1], [2]) of a 3-wide,
     // stride-1, undilated convolution padded by 1 along w whose reduction rows come in threes
     // kw = 0, 1, 2: the taps that read the padding column are skipped (kc a multiple of 3).
@@ -278,6 +281,17 @@ class PrefetchA {
         else if (a.rs == 1)
             start(a.p + i0 + k0 * a.cs, a.cs, kc, mc, shares);
     }
+    // Runs of len floats at p + o * outer_stride + i * inner_stride for o < outer, i < inner
+    // (rows of several channels: a strided 1x1's input lines).
+    static PrefetchA runs(const float* p, dim_t outer_stride, dim_t outer, dim_t inner_stride,
+                          dim_t inner, dim_t len, dim_t shares) {
+        PrefetchA f;
+        if (outer <= 0 || inner <= 0 || len <= 0 || shares <= 0) return f;
+        f.inner_ = inner;
+        f.stride2_ = inner_stride;
+        f.start(p, outer_stride, outer * inner, len, shares);
+        return f;
+    }
     // f(line) for the next share of the block's cache lines (64-byte aligned addresses); all
     // of them after `shares` steps.
     template <class F>
@@ -287,7 +301,8 @@ class PrefetchA {
             line_ += 64;
             if (line_ >= end_) {
                 if (++run_ == runs_) break;
-                first_line(p_ + run_ * stride_);
+                first_line(inner_ == 1 ? p_ + run_ * stride_
+                                       : p_ + run_ / inner_ * stride_ + run_ % inner_ * stride2_);
             }
         }
     }
@@ -313,7 +328,7 @@ class PrefetchA {
     }
     const float* p_ = nullptr;
     std::uintptr_t line_ = 0, end_ = 0;
-    dim_t stride_ = 0, runs_ = 0, len_ = 0, run_ = 0, quota_ = 0;
+    dim_t stride_ = 0, runs_ = 0, len_ = 0, run_ = 0, quota_ = 0, inner_ = 1, stride2_ = 0;
 };
 
 // Rows [i0, i1) x columns [jc, jc + nc) of C (+= when acc) from A's columns [pc, pc + kc) and a
