@@ -833,6 +833,56 @@ TEST_CASE("implicit_gemm's 1x1 strided by 2 along w reads the input in place and
     set_num_threads(0);
 }
 
+TEST_CASE(
+    "implicit_gemm's weight gradient of a 1x1 strided by 2 along w reads the input in place") {
+    RestoreCore restore;
+    std::mt19937 rng(101);
+    set_num_threads(2);
+    // Whole images per thread (4 or more images on 2 threads), each summing dY X^T with X read
+    // every other float of its rows: 12-channel tiles and the last 1-11 channels, output rows
+    // cut into runs (about 256 positions), 1 to 10 panels, odd widths, strides 1-3 along h,
+    // 1-D and groups. No sampled copy ("pack_src"); with the mode off it is back, same result.
+    // (Images of at most 64 positions are merged by default, which samples them.)
+    detail::set_strided_rows(1);
+    detail::set_merge_wgrad(2);
+    const std::vector<const char*> cases{
+        "mb4ic13ih2iw1oc36oh2ow1kh1kw1sh1sw2ph0",      "mb5ic40ih13iw13oc36oh7ow7kh1kw1sh2sw2ph0",
+        "mb4ic24ih60iw24oc70oh30ow12kh1kw1sh2sw2ph0",  "mb5ic25ih9iw26oc40oh3ow13kh1kw1sh3sw2ph0",
+        "mb4ic37ih28iw57oc33oh14ow29kh1kw1sh2sw2ph0",  "mb4g2ic64ih5iw50oc66oh5ow25kh1kw1sh1sw2ph0",
+        "mb4ic20ih28iw56oc300oh14ow28kh1kw1sh2sw2ph0", "mb6ic20iw57oc40ow29kw1sw2pw0",
+    };
+    for (const std::string d : cases) {
+        const Problem p = parse_descriptor(d);
+        CAPTURE(d);
+        REQUIRE(p.validate().empty());
+        CHECK(detail::strided_wgrad_applies(p));
+        const Tensor src = integer_tensor(p.src_dims(), rng),
+                     dy = integer_tensor(p.dst_dims(), rng);
+        const Tensor want = backward_weight(p, src, dy, "direct");
+        Profiler prof;
+        check_equal(backward_weight(p, src, dy, "implicit_gemm", &prof), want, d);
+        CHECK(prof.seconds("pack_dst") > 0.0);
+        CHECK(prof.seconds("pack_src") == 0.0);
+        detail::set_strided_rows(2);
+        Profiler sampled;
+        check_equal(backward_weight(p, src, dy, "implicit_gemm", &sampled), want, d);
+        CHECK(sampled.seconds("pack_src") > 0.0);
+        detail::set_strided_rows(1);
+    }
+    // Not where an image's dY^T passes 512 KiB (res3a_branch1: 512 channels x 784 positions).
+    CHECK(!detail::strided_wgrad_applies(parse_descriptor("mb4ic8ih56oc512oh28kh1sh2ph0")));
+    CHECK(detail::strided_wgrad_applies(parse_descriptor("mb4ic8ih56oc160oh28kh1sh2ph0")));
+    // One image per thread or fewer: the threads split the product, which samples the input.
+    const Problem one = parse_descriptor("mb1ic40ih56oc36oh28kh1sh2ph0");
+    const Tensor src = integer_tensor(one.src_dims(), rng),
+                 dy = integer_tensor(one.dst_dims(), rng);
+    Profiler prof;
+    check_equal(backward_weight(one, src, dy, "implicit_gemm", &prof),
+                backward_weight(one, src, dy, "direct"), "mb1");
+    CHECK(prof.seconds("pack_src") > 0.0);
+    set_num_threads(0);
+}
+
 namespace {
 // implicit_gemm's weight gradient equals direct's on every problem, with every microkernel and
 // after each of `modes` (a switch of the path under test, by index), where `applies` says the

@@ -893,6 +893,20 @@ void set_strided_rows(int mode) {
 // reads the same lines of memory but once, where the tiles read a line's 8 values of a row
 // once per panel of 32 output channels. The mode: 0 where it applies, 2 never (the input
 // sampled first), 1 at any width.
+// The weight gradient's counterpart (backward_weight_implicit_gemm), where an image's dY^T (in
+// panels of 32 channels) is within 512 KiB, and as in the forward for outputs at least 24
+// wide. Alternating, batch 32, 2 threads, 3 rounds of medians against the sampled copy:
+// res3a_branch2a (256 -> 128, 28x28 out, dY^T 392 KiB) 11.6/11.7/11.7 -> 10.5/10.5/10.4 ms;
+// res3a_branch1 (256 -> 512, 1.5 MiB, its panels in blocks) lost, 34.0-34.4 -> 37.4-41.5;
+// 14x14 outputs tied (512 -> 256) or lost (512 -> 1024, 33.1-34.7 -> 37.6).
+bool strided_wgrad_applies(const Problem& p) {
+    const Geom3 g = geom3(p);
+    const dim_t npan = (p.ocg() + 31) / 32;
+    return g_strided_rows_mode != 2 && microkernel().strided_rows_fn[1] && reads_input_1x1(p) &&
+           g.s[2] == 2 && g.out[0] == 1 && g.in[0] == 1 &&
+           static_cast<std::size_t>(npan * 32 * p.out_spatial()) * sizeof(float) <= (512u << 10) &&
+           (g.out[2] >= 24 || g_strided_rows_mode == 1);
+}
 bool strided_rows_apply(const Problem& p) {
     const Geom3 g = geom3(p);
     return g_strided_rows_mode != 2 && microkernel().shifted_row_s2_fn[1] && reads_input_1x1(p) &&
@@ -1406,15 +1420,59 @@ void backward_weight_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler
         }
     };
     // out (Kg x rows) = (acc ? out : 0) + dY_g(n) * im2col(n)^T over the positions [q0, q1).
-    // Strided 1x1: B^T is the input sampled at the strides, transposed (as in the forward).
-    const bool subsample = can_subsample(p, 1);
+    // Strided 1x1: B^T is the input sampled at the strides, transposed (as in the forward), or
+    // with whole images per thread and a stride of 2 along w, read in place (in_place).
     const Geom3 geo = geom3(p);
+    const bool by_images = images_in_parallel(p.mb);
+    const std::size_t wsize = static_cast<std::size_t>(kg * rows);
+    const bool in_place = by_images && wsize * sizeof(float) <= (4u << 20) &&
+                          !merged_wgrad_applies(p) && strided_wgrad_applies(p);
+    const bool subsample = !in_place && can_subsample(p, 1);
     const bool deint = !subsample && !identity && can_deinterleave(p, 1);
     // Transposed (swap): out^T (rows x Kg) = X dY_g^T, then dW_g = out^T transposed.
-    const bool swap = swapped_wgrad(p);
+    const bool swap = !in_place && swapped_wgrad(p);
+    // out += dY_g(n) X_g(n)^T with X read every other float of its rows by the
+    // strided_rows_fn tiles (12 input channels x 32 output channels), whole image n on the
+    // calling thread: dY^T packed by panels of 32 channels (at most 512 KiB, kept in L2); the
+    // tiles by 12 input channels, then runs of output rows (about 256 positions, whose inputs
+    // stay in L1 while the panels pass), then panels. The next 12 channels' input rows are
+    // prefetched into L2 meanwhile.
+    auto strided_image = [&](dim_t g, dim_t n, float* out, bool acc, Profiler* prf) {
+        const MicroKernel& uk = microkernel();
+        const float* x = a.src + (n * p.ic + g * cg) * is;
+        const float* dy = a.diff_dst + (n * p.oc + g * kg) * cols;
+        float* dyt = scratch(kPackedDySlot, static_cast<std::size_t>(npan * cols * 32));
+        {
+            Span s(prf, "pack_dst");
+            for (dim_t jp = 0; jp < npan; ++jp)
+                pack_transposed(dy + jp * 32 * cols, cols, std::min<dim_t>(32, kg - jp * 32), cols,
+                                32, dyt + jp * cols * 32);
+        }
+        Span s(prf, "gemm");
+        const dim_t oh = geo.out[1], ow = geo.out[2], rs = geo.s[1] * geo.in[2];
+        const dim_t hrun = std::max<dim_t>(1, 256 / ow), nruns = (oh + hrun - 1) / hrun;
+        const float* rp[12];
+        for (dim_t r0 = 0; r0 < rows; r0 += 12) {
+            const int mv = static_cast<int>(std::min<dim_t>(12, rows - r0));
+            PrefetchA next =
+                PrefetchA::runs(x + (r0 + 12) * is, is, std::min<dim_t>(12, rows - r0 - 12), rs, oh,
+                                2 * ow - 1, nruns * npan);
+            for (dim_t h0 = 0; h0 < oh; h0 += hrun) {
+                const dim_t nq = std::min(hrun, oh - h0);
+                for (int i = 0; i < mv; ++i) rp[i] = x + (r0 + i) * is + h0 * rs;
+                for (dim_t jp = 0; jp < npan; ++jp) {
+                    next.step_into_l2();
+                    uk.strided_rows_fn[mv](
+                        nq, ow, rs, rp, dyt + (jp * cols + h0 * ow) * 32, out + jp * 32 * rows + r0,
+                        rows, static_cast<int>(std::min<dim_t>(32, kg - jp * 32)), acc || h0 > 0);
+                }
+            }
+        }
+    };
     // Spans into prf (the calling thread's, or null).
     auto image = [&](dim_t g, dim_t n, float* out, bool acc, dim_t q0, dim_t q1, Profiler* prf) {
         if (shifted) return shifted_image(g, n, out, acc, false, prf);  // whole images (q0 = 0)
+        if (in_place) return strided_image(g, n, out, acc, prf);        // whole images (q0 = 0)
         Im2col m(p, a.src + (n * p.ic + g * cg) * is);
         if (deint) {
             Span s(prf, "pack_src");
@@ -1494,13 +1552,11 @@ void backward_weight_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler
         finish();
         return;
     }
-    const std::size_t wsize = static_cast<std::size_t>(kg * rows);
     const int t = omp_get_max_threads();
     // Few images of many positions, where the GEMM would split along M (each thread gathering
     // all of im2col^T): each thread takes a share of every image's positions (the reduction)
     // instead. conv1 at batch 1, 2 threads: 2.11 -> 1.68 ms; with 784 positions (28x28) it
     // measured slower, hence the 1024 positions per thread.
-    const bool by_images = images_in_parallel(p.mb);
     // The threads split each image's tiles. (With whole images per thread, a partial dW each
     // within 4 MiB: shifted_possible caps W^T, which is at least dW's size.)
     if (shifted && !by_images) {

@@ -455,6 +455,34 @@ __attribute__((target("avx512f,fma"))) void kernel_avx512_shifted_rows(dim_t kc,
     store_transposed(t, c, ldt, mv, nv, acc);
 }
 
+// MicroKernel::strided_rows_fn: the reduction runs along output rows (nq of len positions),
+// row i's inputs every other float from arows[i] + q * rs.
+template <int MR>
+__attribute__((target("avx512f,fma"))) void kernel_avx512_strided_rows(
+    dim_t nq, dim_t len, dim_t rs, const float* const* arows, const float* b, float* c, dim_t ldt,
+    int nv, bool acc) {
+    const float* r[MR];
+    for (int i = 0; i < MR; ++i) r[i] = arows[i];
+    __m512 tm[MR][2], t[12][2];
+    for (int i = 0; i < MR; ++i) tm[i][0] = tm[i][1] = _mm512_setzero_ps();
+    for (dim_t q = 0; q < nq; ++q) {
+        for (dim_t k = 0; k < len; ++k) {
+            const __m512 b0 = load_b(b), b1 = load_b(b + 16);
+#pragma GCC unroll 12
+            for (int i = 0; i < MR; ++i) {
+                const __m512 ai = _mm512_set1_ps(r[i][2 * k]);
+                tm[i][0] = _mm512_fmadd_ps(ai, b0, tm[i][0]);
+                tm[i][1] = _mm512_fmadd_ps(ai, b1, tm[i][1]);
+            }
+            b += 32;
+        }
+        for (int i = 0; i < MR; ++i) r[i] += rs;
+    }
+    for (int i = 0; i < 12; ++i)
+        for (int v = 0; v < 2; ++v) t[i][v] = i < MR ? tm[i][v] : _mm512_setzero_ps();
+    store_transposed(t, c, ldt, MR, nv, acc);
+}
+
 // fn[r] = kernel(std::integral_constant<int, r>) for r = 1 .. N: the tables of kernels
 // instantiated per tile height or width.
 template <int N, class Fn, class Kernel>
@@ -647,6 +675,8 @@ MicroKernel avx512_kernel() {
     k.shifted_rows_fn = kernel_avx512_shifted_rows<12>;
     fill_by_size<11>(k.shifted_rows_tail_fn,
                      [](auto r) -> ShiftedRowsFn { return kernel_avx512_shifted_rows<r()>; });
+    fill_by_size<12>(k.strided_rows_fn,
+                     [](auto r) -> StridedRowsFn { return kernel_avx512_strided_rows<r()>; });
     return k;
 }
 #endif
