@@ -947,6 +947,38 @@ TEST_CASE("implicit_gemm's weight gradient over images merged along the reductio
     CHECK(!detail::merged_wgrad_applies(parse_descriptor("mb4ic40ih9oc36oh9kh3ph1")));
 }
 
+TEST_CASE("implicit_gemm's shifted weight gradient runs each tile over several images") {
+    RestoreCore restore;
+    std::mt19937 rng(103);
+    set_num_threads(2);
+    // Whole images per thread, each tile summing a group of images (one run of positions per
+    // image) before it adds to dW: groups that do not divide a thread's images (5, 7 and 9
+    // images on 2 threads), reduction rows off the 12-row tiles (45, 75), output channels off
+    // the panels (33, 70), groups, padding and stride 2 (planes of stride phases), a 1-D
+    // problem; forced on where the default would not take the planes.
+    detail::set_shifted(1);
+    for (const char* d : {"mb5ic5ih14oc33oh14kh3ph1", "mb7ic5ih26oc33oh26kh3ph1",
+                          "mb7ic25ih9oc70oh9kh3ph1", "mb9g2ic10ih12oc66oh6kh3sh2ph1",
+                          "mb5ic16ih13oc32oh13kh5ph2", "mb7ic8iw40oc40ow40kw3pw1"}) {
+        const Problem p = parse_descriptor(d);
+        CAPTURE(d);
+        REQUIRE(p.validate().empty());
+        CHECK(detail::shifted_applies(p, Pass::BackwardWeight));
+        CHECK(detail::shifted_wgrad_images(p) > 1);
+        const Tensor src = integer_tensor(p.src_dims(), rng),
+                     dy = integer_tensor(p.dst_dims(), rng);
+        check_equal(backward_weight(p, src, dy, "implicit_gemm"),
+                    backward_weight(p, src, dy, "direct"), d);
+    }
+    // 26x26 (728 positions a plane): groups of 2 of the threads' 3 and 4 images.
+    CHECK(detail::shifted_wgrad_images(parse_descriptor("mb7ic5ih26oc33oh26kh3ph1")) == 2);
+    // Images of 2048 positions or more: one a tile (56x56 with its padding columns).
+    detail::set_shifted(0);
+    CHECK(detail::shifted_wgrad_images(parse_descriptor("mb32ic64ih56oc64oh56kh3ph1")) == 1);
+    CHECK(detail::shifted_wgrad_images(parse_descriptor("mb32ic256ih14oc256oh14kh3ph1")) == 8);
+    set_num_threads(0);
+}
+
 TEST_CASE("implicit_gemm's 1x1 weight gradient computed transposed") {
     RestoreCore restore;
     std::mt19937 rng(61);

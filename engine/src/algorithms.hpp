@@ -23,7 +23,7 @@ bool edge_tiles_apply(const Problem& p);
 // and whether they would for p.
 void set_strided_rows(int mode);
 bool strided_rows_apply(const Problem& p);
-// The same for the weight gradient's tiles (strided_rows_fn), where whole images run per thread.
+// The same for the weight gradient's tiles (row_runs_fn), where whole images run per thread.
 bool strided_wgrad_applies(const Problem& p);
 // Whether implicit_gemm reads shifted tiles of padded stride-phase planes (forward, weight
 // gradient, and stride-1 backward data as the forward of FlipRot(W)), and runs 1x1 forwards
@@ -32,6 +32,8 @@ bool strided_wgrad_applies(const Problem& p);
 void set_shifted(int mode);
 // Whether implicit_gemm runs that pass of p from the padded stride-phase planes.
 bool shifted_applies(const Problem& p, Pass pass);
+// Images per tile of its weight gradient from the planes, where whole images run per thread.
+dim_t shifted_wgrad_images(const Problem& p);
 
 void backward_data_direct(const Problem& p, const ConvArgs& a, Profiler* prof);
 void backward_data_col2im(const Problem& p, const ConvArgs& a, Profiler* prof);

@@ -902,7 +902,7 @@ void set_strided_rows(int mode) {
 bool strided_wgrad_applies(const Problem& p) {
     const Geom3 g = geom3(p);
     const dim_t npan = (p.ocg() + 31) / 32;
-    return g_strided_rows_mode != 2 && microkernel().strided_rows_fn[1] && reads_input_1x1(p) &&
+    return g_strided_rows_mode != 2 && microkernel().row_runs_fn[1][1] && reads_input_1x1(p) &&
            g.s[2] == 2 && g.out[0] == 1 && g.in[0] == 1 &&
            static_cast<std::size_t>(npan * 32 * p.out_spatial()) * sizeof(float) <= (512u << 10) &&
            (g.out[2] >= 24 || g_strided_rows_mode == 1);
@@ -1358,6 +1358,21 @@ bool swapped_wgrad(const Problem& p) {
 // Positions per pass of the shifted weight-gradient tiles (a run of dY^T: 256 KiB per panel).
 constexpr dim_t kShiftedWgradRun = 2048;
 
+// Images per call of the shifted weight gradient with whole images per thread: up to
+// kShiftedWgradRun positions (with the planes' padding columns), each tile running over all of
+// them (row_runs_fn, a run per image) before it adds its 12 x 32 values to dW, and the images'
+// planes and dY^T within 2 MiB each. One 14x14 image (224 positions) left a tile 224
+// multiply-adds per store. Alternating, batch 32, 2 threads, 3 rounds (medians, ms):
+// res4a_branch2b (8 images a call) 41.9/41.5/40.5 -> 40.4/37.6/36.6, res3a_branch2b (2)
+// 38.0/36.1/36.9 -> 35.9/35.5/35.5; batch 4, res4a_branch2b 5.21/5.20 -> 4.95/4.94.
+dim_t shifted_wgrad_images(const Problem& p) {
+    const Shifted sg(p);
+    const dim_t npan = (p.ocg() + 31) / 32;
+    const dim_t per_image = std::max(sg.size(), npan * sg.npos * 32);
+    return std::clamp<dim_t>(
+        std::min(kShiftedWgradRun / sg.npos, (dim_t{2} << 20) / dim_t{4} / per_image), 1, p.mb);
+}
+
 // dW_g (Kg x rows) = sum_n dY_g(n) (Kg x cols) * im2col(n)^T (cols x rows).
 void backward_weight_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler* prof) {
     const dim_t kg = p.ocg(), cg = p.icg(), rows = cg * p.kernel_spatial();
@@ -1368,43 +1383,62 @@ void backward_weight_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler
     Shifted sg(p);
     if (shifted) sg.make_offsets();
     const dim_t npan = (kg + 31) / 32, ow_n = sg.g.out[2];
-    // out += dY_g(n) X'(n)^T, on the calling thread (its spans into prf), or with `split` on
-    // all threads (each padding channels, packing dY^T rows, then computing tiles of out of its
-    // own; prf null).
-    auto shifted_image = [&](dim_t g, dim_t n, float* out, bool acc, bool split, Profiler* prf) {
+    const dim_t group = shifted ? shifted_wgrad_images(p) : 1;
+    // out += sum over images [n, n + nb) of dY_g X'^T, on the calling thread (its spans into
+    // prf), or with `split` on all threads (nb = 1; each thread padding channels, packing dY^T
+    // rows, then computing tiles of out of its own; prf null).
+    auto shifted_image = [&](dim_t g, dim_t n, dim_t nb, float* out, bool acc, bool split,
+                             Profiler* prf) {
         const MicroKernel& uk = microkernel();
-        float* xp = scratch(kSubsampleSlot, static_cast<std::size_t>(sg.size()));
+        const dim_t xsize = sg.size();
+        float* xp = scratch(kSubsampleSlot, static_cast<std::size_t>(nb * xsize));
         const dim_t pk = sg.npos, oh_n = sg.g.out[1], nrg = (rows + 11) / 12, ntiles = npan * nrg;
-        float* dyt = scratch(kPackedDySlot, static_cast<std::size_t>(npan * pk * 32));
-        const float* dy = a.diff_dst + (n * p.oc + g * kg) * cols;
+        float* dyt = scratch(kPackedDySlot, static_cast<std::size_t>(npan * nb * pk * 32));
         const int threads = split ? omp_get_max_threads() : 1;
 #pragma omp parallel num_threads(threads)
         {
             const dim_t id = omp_get_thread_num(), nt = omp_get_num_threads();
             {
                 Span s(prf, "pad");
-                sg.pad(a.src + (n * p.ic + g * cg) * is, xp, id, nt);
+                for (dim_t i = 0; i < nb; ++i)
+                    sg.pad(a.src + ((n + i) * p.ic + g * cg) * is, xp + i * xsize, id, nt);
             }
-            // dY^T by panels of 32 channels, each output row then zeros at its dropped positions.
+            // dY^T by panels of 32 channels (a panel's images one after another), each output
+            // row then zeros at its dropped positions.
             {
                 Span s(prf, "pack_dst");
                 for (dim_t q = npan * oh_n * id / nt; q < npan * oh_n * (id + 1) / nt; ++q) {
                     const dim_t jp = q / oh_n, oh = q % oh_n;
-                    float* d = dyt + (jp * pk + oh * sg.wh) * 32;
-                    pack_transposed(dy + jp * 32 * cols + oh * ow_n, cols,
-                                    std::min<dim_t>(32, kg - jp * 32), ow_n, 32, d);
-                    std::fill(d + ow_n * 32, d + sg.wh * 32, 0.0f);
+                    for (dim_t i = 0; i < nb; ++i) {
+                        const float* dy = a.diff_dst + ((n + i) * p.oc + g * kg) * cols;
+                        float* d = dyt + ((jp * nb + i) * pk + oh * sg.wh) * 32;
+                        pack_transposed(dy + jp * 32 * cols + oh * ow_n, cols,
+                                        std::min<dim_t>(32, kg - jp * 32), ow_n, 32, d);
+                        std::fill(d + ow_n * 32, d + sg.wh * 32, 0.0f);
+                    }
                 }
             }
 #pragma omp barrier
             Span s(prf, "gemm");
-            // Tiles panel-major, so that with two panels each thread streams one panel of dY^T
-            // (conv1 at batch 1: 1.6 MiB each; interleaved, both threads streamed both through
-            // L2), over positions in runs of 2048 that every tile passes before the next.
+            if (nb > 1) {  // each tile over the nb images' runs
+                const float* rp[12];
+                for (dim_t t = ntiles * id / nt; t < ntiles * (id + 1) / nt; ++t) {
+                    const dim_t jp = t / nrg, r0 = t % nrg * 12;
+                    const int mv = static_cast<int>(std::min<dim_t>(12, rows - r0));
+                    for (int i = 0; i < mv; ++i)
+                        rp[i] = xp + sg.off[static_cast<std::size_t>(r0 + i)];
+                    uk.row_runs_fn[0][mv](nb, pk, xsize, rp, dyt + jp * nb * pk * 32,
+                                          out + jp * 32 * rows + r0, rows,
+                                          static_cast<int>(std::min<dim_t>(32, kg - jp * 32)), acc);
+                }
+            }
+            // One image: tiles panel-major, so that with two panels each thread streams one panel
+            // of dY^T (conv1 at batch 1: 1.6 MiB each; interleaved, both threads streamed both
+            // through L2), over positions in runs of 2048 that every tile passes before the next.
             // conv1's weight gradient at batch 1, 3 rounds: 1.69-2.00 ms -> 0.98-1.31;
             // res2a_branch2b 0.82-1.09 -> 0.77-1.05; res3a_branch2b 1.15-1.17 -> 1.11.
             const float* rp[12];
-            for (dim_t k0 = 0; k0 < pk; k0 += kShiftedWgradRun) {
+            for (dim_t k0 = 0; nb == 1 && k0 < pk; k0 += kShiftedWgradRun) {
                 const dim_t len = std::min(kShiftedWgradRun, pk - k0);
                 for (dim_t t = ntiles * id / nt; t < ntiles * (id + 1) / nt; ++t) {
                     const dim_t jp = t / nrg, r0 = t % nrg * 12;
@@ -1432,7 +1466,7 @@ void backward_weight_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler
     // Transposed (swap): out^T (rows x Kg) = X dY_g^T, then dW_g = out^T transposed.
     const bool swap = !in_place && swapped_wgrad(p);
     // out += dY_g(n) X_g(n)^T with X read every other float of its rows by the
-    // strided_rows_fn tiles (12 input channels x 32 output channels), whole image n on the
+    // row_runs_fn tiles (12 input channels x 32 output channels), whole image n on the
     // calling thread: dY^T packed by panels of 32 channels (at most 512 KiB, kept in L2); the
     // tiles by 12 input channels, then runs of output rows (about 256 positions, whose inputs
     // stay in L1 while the panels pass), then panels. The next 12 channels' input rows are
@@ -1462,7 +1496,7 @@ void backward_weight_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler
                 for (int i = 0; i < mv; ++i) rp[i] = x + (r0 + i) * is + h0 * rs;
                 for (dim_t jp = 0; jp < npan; ++jp) {
                     next.step_into_l2();
-                    uk.strided_rows_fn[mv](
+                    uk.row_runs_fn[1][mv](
                         nq, ow, rs, rp, dyt + (jp * cols + h0 * ow) * 32, out + jp * 32 * rows + r0,
                         rows, static_cast<int>(std::min<dim_t>(32, kg - jp * 32)), acc || h0 > 0);
                 }
@@ -1471,8 +1505,8 @@ void backward_weight_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler
     };
     // Spans into prf (the calling thread's, or null).
     auto image = [&](dim_t g, dim_t n, float* out, bool acc, dim_t q0, dim_t q1, Profiler* prf) {
-        if (shifted) return shifted_image(g, n, out, acc, false, prf);  // whole images (q0 = 0)
-        if (in_place) return strided_image(g, n, out, acc, prf);        // whole images (q0 = 0)
+        if (shifted) return shifted_image(g, n, 1, out, acc, false, prf);  // whole images (q0 = 0)
+        if (in_place) return strided_image(g, n, out, acc, prf);           // whole images (q0 = 0)
         Im2col m(p, a.src + (n * p.ic + g * cg) * is);
         if (deint) {
             Span s(prf, "pack_src");
@@ -1563,7 +1597,7 @@ void backward_weight_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler
         Span s(prof, "gemm");
         for (dim_t g = 0; g < p.groups; ++g)
             for (dim_t n = 0; n < p.mb; ++n)
-                shifted_image(g, n, a.diff_wei + g * kg * rows, n > 0, true, nullptr);
+                shifted_image(g, n, 1, a.diff_wei + g * kg * rows, n > 0, true, nullptr);
         return;
     }
     bool by_positions = false;
@@ -1582,7 +1616,12 @@ void backward_weight_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler
                     t, target(g), wsize,
                     [&](int id, int nt, float* out) {
                         Profiler* mine = tp.mine();
-                        if (by_images) {
+                        if (by_images && shifted) {  // group images per call
+                            const dim_t n0 = p.mb * id / nt, n1 = p.mb * (id + 1) / nt;
+                            for (dim_t n = n0; n < n1; n += group)
+                                shifted_image(g, n, std::min(group, n1 - n), out, n > n0, false,
+                                              mine);
+                        } else if (by_images) {
                             const dim_t n0 = p.mb * id / nt, n1 = p.mb * (id + 1) / nt;
                             for (dim_t n = n0; n < n1; ++n) image(g, n, out, n > n0, 0, cols, mine);
                         } else {

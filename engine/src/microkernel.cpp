@@ -455,12 +455,13 @@ __attribute__((target("avx512f,fma"))) void kernel_avx512_shifted_rows(dim_t kc,
     store_transposed(t, c, ldt, mv, nv, acc);
 }
 
-// MicroKernel::strided_rows_fn: the reduction runs along output rows (nq of len positions),
-// row i's inputs every other float from arows[i] + q * rs.
-template <int MR>
-__attribute__((target("avx512f,fma"))) void kernel_avx512_strided_rows(
-    dim_t nq, dim_t len, dim_t rs, const float* const* arows, const float* b, float* c, dim_t ldt,
-    int nv, bool acc) {
+// MicroKernel::row_runs_fn: the reduction in nq runs of len positions, row i's inputs from
+// arows[i] + q * rs, S floats apart.
+template <int MR, int S>
+__attribute__((target("avx512f,fma"))) void kernel_avx512_row_runs(dim_t nq, dim_t len, dim_t rs,
+                                                                   const float* const* arows,
+                                                                   const float* b, float* c,
+                                                                   dim_t ldt, int nv, bool acc) {
     const float* r[MR];
     for (int i = 0; i < MR; ++i) r[i] = arows[i];
     __m512 tm[MR][2], t[12][2];
@@ -470,7 +471,7 @@ __attribute__((target("avx512f,fma"))) void kernel_avx512_strided_rows(
             const __m512 b0 = load_b(b), b1 = load_b(b + 16);
 #pragma GCC unroll 12
             for (int i = 0; i < MR; ++i) {
-                const __m512 ai = _mm512_set1_ps(r[i][2 * k]);
+                const __m512 ai = _mm512_set1_ps(r[i][S * k]);
                 tm[i][0] = _mm512_fmadd_ps(ai, b0, tm[i][0]);
                 tm[i][1] = _mm512_fmadd_ps(ai, b1, tm[i][1]);
             }
@@ -675,8 +676,10 @@ MicroKernel avx512_kernel() {
     k.shifted_rows_fn = kernel_avx512_shifted_rows<12>;
     fill_by_size<11>(k.shifted_rows_tail_fn,
                      [](auto r) -> ShiftedRowsFn { return kernel_avx512_shifted_rows<r()>; });
-    fill_by_size<12>(k.strided_rows_fn,
-                     [](auto r) -> StridedRowsFn { return kernel_avx512_strided_rows<r()>; });
+    fill_by_size<12>(k.row_runs_fn[0],
+                     [](auto r) -> RowRunsFn { return kernel_avx512_row_runs<r(), 1>; });
+    fill_by_size<12>(k.row_runs_fn[1],
+                     [](auto r) -> RowRunsFn { return kernel_avx512_row_runs<r(), 2>; });
     return k;
 }
 #endif

@@ -63,12 +63,13 @@ inline constexpr int kShiftedRowMax = 12;
 using ShiftedRowsFn = void (*)(dim_t kc, const float* const* arows, const float* b, float* c,
                                dim_t ldt, int mv, int nv, bool acc);
 
-// t (MR x 32) = sum over runs q < nq and k < len of arows[i][q*rs + 2k] * b[(q*len + k)*32 + j]:
-// MR reduction rows of a 1x1's input strided by 2 along w, read in place (nq output rows of
-// len positions, rs floats apart in the input), against a packed panel of dY^T; then
-// c[j*ldt + i] (+= when acc) for i < MR, j < nv.
-using StridedRowsFn = void (*)(dim_t nq, dim_t len, dim_t rs, const float* const* arows,
-                               const float* b, float* c, dim_t ldt, int nv, bool acc);
+// t (MR x 32) = sum over runs q < nq and k < len of arows[i][q*rs + S k] * b[(q*len + k)*32 + j]
+// (S = 1 or 2): MR reduction rows, each read in runs of len positions rs floats apart, against
+// a packed panel of dY^T; then c[j*ldt + i] (+= when acc) for i < MR, j < nv. The weight
+// gradient's tiles over several images' padded planes (S = 1, a run per image) and over a 1x1's
+// input strided by 2 along w, read in place (S = 2, a run per output row).
+using RowRunsFn = void (*)(dim_t nq, dim_t len, dim_t rs, const float* const* arows, const float* b,
+                           float* c, dim_t ldt, int nv, bool acc);
 
 struct MicroKernel {
     const char* isa = "portable";  // avx512 | avx2 | portable
@@ -100,8 +101,8 @@ struct MicroKernel {
     ShiftedRowsFn shifted_rows_fn = nullptr;
     // The same for the reduction's last MR < 12 rows ([MR], mv = MR): only those are computed.
     ShiftedRowsFn shifted_rows_tail_fn[12] = {};
-    // The weight gradient of a 1x1 strided by 2 along w from its input in place, [MR] (1 .. 12).
-    StridedRowsFn strided_rows_fn[13] = {};
+    // RowRunsFn, [S - 1][MR] (MR = 1 .. 12).
+    RowRunsFn row_runs_fn[2][13] = {};
 };
 
 // The best microkernel for this CPU (CONVLAB_ISA=avx512|avx2|portable in the environment caps
