@@ -137,6 +137,28 @@ TEST_CASE("app render: the timings chart keeps its room in a 1280x720 window" *
     CHECK(count_near(im, c.r, c.g, c.b, 2) > 2000);
 }
 
+TEST_CASE("app render: a lesson in presenter mode on a 1280x720 projector leaves the view room" *
+          doctest::skip(!can_render())) {
+    // Header, presenter key line and narration (half the height) left the view of lesson 17's
+    // network 145 of 720 pixels, its cells a few pixels wide. Under 900 pixels the narration
+    // takes at most 40% (it scrolls), the header drops the hover hint and the key line, and the
+    // titles are one line: the canvas must be a third of the window and more.
+    TempDir t;
+    const auto p = (t.path / "l.png").string();
+    const Run r =
+        run_binary("shot --lesson 17 --step 4 --presenter --size 1280x720 --out " + p, t.path);
+    INFO(r.out);
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    const std::string key = " px of ";
+    const auto at = r.out.find(key);
+    REQUIRE(at != std::string::npos);
+    int cw = 0, ch = 0;
+    REQUIRE(std::sscanf(r.out.c_str() + at + key.size(), "%dx%d", &cw, &ch) == 2);
+    CHECK(ch >= 240);
+    CHECK(r.out.find("view fits the canvas") != std::string::npos);
+}
+
 TEST_CASE("app render: bad shots fail with status 2, one line, no file") {
     TempDir t;
     // Refused before any window opens (in-process).

@@ -219,6 +219,11 @@ class App {
     ImVec2 fit_size{0, 0};
     float fit_fs = 0;
     bool compact_titles = false;  // titles of one line (name, title): chosen by the fit
+    // A window under 900 pixels high (a 1280x720 or 1366x768 projector): the header drops the
+    // hover hint while nothing is hovered and the presenter's key line (H shows the keys), and a
+    // lesson's narration takes at most 40% of the height (it scrolls), so that the view keeps
+    // room for its cells.
+    bool short_window = false;
     // The canvas and the extent of what was drawn on it (panels and titles), last frame.
     ImVec2 canvas_size{0, 0}, drawn_size{0, 0};
     std::shared_ptr<TimingsPanel> timings = make_timings_panel();  // the timings view
@@ -753,10 +758,14 @@ void App::header() {
     std::string f =
         "hover a cell: its sources and destinations light up in every panel and its "
         "index formula appears here; click pins it";
-    if (view && sel.valid() && view->formula) f = view->formula(*view, sel.panel, sel.cell);
-    ImGui::PushStyleColor(ImGuiCol_Text, P.hovered);
-    ImGui::TextWrapped("%s%s", s.pinned.valid() && !s.hover.valid() ? "[pinned] " : "", f.c_str());
-    ImGui::PopStyleColor();
+    const bool formula = view && sel.valid() && view->formula;
+    if (formula) f = view->formula(*view, sel.panel, sel.cell);
+    if (formula || !short_window) {
+        ImGui::PushStyleColor(ImGuiCol_Text, P.hovered);
+        ImGui::TextWrapped("%s%s", s.pinned.valid() && !s.hover.valid() ? "[pinned] " : "",
+                           f.c_str());
+        ImGui::PopStyleColor();
+    }
     if (view && !view->check.empty()) {
         const bool ok = view->check.find(": yes") != std::string::npos;
         ImGui::PushStyleColor(ImGuiCol_Text, ok ? P.good : P.bad);
@@ -1091,13 +1100,29 @@ void App::canvas() {
                                  avail_x - static_cast<float>(pn.x) * z),
                         fs * 8);
     };
+    // The title as drawn at zoom z: compact titles are one line, cut with "..." at the slot.
+    const auto shown = [&](std::size_t i, float z) {
+        const std::string& t = titles[i];
+        const float w = wrap_of(i, z);
+        const auto width = [&](const std::string& x) {
+            return font->CalcTextSizeA(fs, FLT_MAX, 0.0f, x.c_str()).x;
+        };
+        if (!compact_titles || width(t) <= w) return t;
+        std::string r = t;
+        while (!r.empty() && width(r + "...") > w) {
+            r.pop_back();
+            while (!r.empty() && (static_cast<unsigned char>(r.back()) & 0xC0) == 0x80)
+                r.pop_back();  // the rest of a UTF-8 character
+        }
+        return r + "...";
+    };
     // Right edge of the widest title line, from the view's left edge, at zoom z.
     const auto titles_right = [&](float z) {
         float r = 0;
         for (std::size_t i = 0; i < titles.size(); ++i)
-            r = std::max(r,
-                         static_cast<float>(view->panels[i].x) * z +
-                             font->CalcTextSizeA(fs, FLT_MAX, wrap_of(i, z), titles[i].c_str()).x);
+            r = std::max(
+                r, static_cast<float>(view->panels[i].x) * z +
+                       font->CalcTextSizeA(fs, FLT_MAX, wrap_of(i, z), shown(i, z).c_str()).x);
         return r;
     };
     float top = 0;
@@ -1108,14 +1133,16 @@ void App::canvas() {
         per_row = std::max(per_row, in_row);
     }
     const float slot_px = std::min(fs * 13.0f, (size.x - 2 * margin) / static_cast<float>(per_row));
+    bool tile_labels = false;
+    for (const auto& pn : view->panels) tile_labels = tile_labels || pn.tiles_x * pn.tiles_y > 1;
     const auto relayout = [&](float z) {
         const double min_slot = slot_px / z;
         app::layout_view(*view, 0, min_slot);
         top = 0;
         for (std::size_t i = 0; i < titles.size(); ++i)
-            top =
-                std::max(top, font->CalcTextSizeA(fs, FLT_MAX, wrap_of(i, z), titles[i].c_str()).y);
-        top += fs * 1.3f;  // and the tile labels
+            top = std::max(top,
+                           font->CalcTextSizeA(fs, FLT_MAX, wrap_of(i, z), shown(i, z).c_str()).y);
+        top += tile_labels ? fs * 1.3f : fs * 0.3f;  // and the tile labels ("c=1"), if any
         app::layout_view(*view, top / z, min_slot);
     };
     if (s.zoom > 0 && fit_auto &&
@@ -1212,7 +1239,7 @@ void App::canvas() {
         const Panel& pn = view->panels[i];
         const ImVec2 tp(origin.x + static_cast<float>(pn.x) * z,
                         origin.y + static_cast<float>(pn.y) * z - top);
-        dl->AddText(font, fs, tp, P.panel_text, titles[i].c_str(), nullptr, wrap_of(i, z));
+        dl->AddText(font, fs, tp, P.panel_text, shown(i, z).c_str(), nullptr, wrap_of(i, z));
         draw_panel(dl, i, origin, z, clip);
     }
     lesson.draw_highlights(dl, *view, origin, z, lesson_highlight_colour(s.palette));
@@ -1252,14 +1279,16 @@ void App::frame(double dt) {
     const bool side = show_sidebar && !s.presenter;
     const float sw = side ? 380.0f * s.font_scale : 0.0f;
     if (side) sidebar(sw);
-    const float lesson_h = lesson.panel_height(io.DisplaySize.x - sw, io.DisplaySize.y);
+    short_window = io.DisplaySize.y < 900.0f;
+    const float lesson_h =
+        lesson.panel_height(io.DisplaySize.x - sw, io.DisplaySize.y, short_window ? 0.4f : 0.5f);
     ImGui::SetNextWindowPos(ImVec2(sw, 0));
     ImGui::SetNextWindowSize(ImVec2(io.DisplaySize.x - sw, io.DisplaySize.y - lesson_h));
     ImGui::Begin("view", nullptr,
                  ImGuiWindowFlags_NoTitleBar | ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoResize |
                      ImGuiWindowFlags_NoScrollbar | ImGuiWindowFlags_NoBringToFrontOnFocus);
     header();
-    if (s.presenter)
+    if (s.presenter && !short_window)
         ImGui::TextDisabled(
             "presenter: space play  ←/→ step  G granularity  1-9 view  C palette  +/- font  "
             "F fit  F11 full screen  Esc leave");

@@ -244,7 +244,7 @@ std::vector<Block> blocks(const app::LessonPlayer& p, const app::StepPlan* plan,
 
 }  // namespace
 
-float LessonUi::panel_height(float width, float h) const {
+float LessonUi::panel_height(float width, float h, float max_share) const {
     if (!active()) return 0;
     const ImGuiStyle& st = ImGui::GetStyle();
     const float wrap = std::max(100.0f, width - 2 * st.WindowPadding.x - st.ScrollbarSize);
@@ -253,7 +253,7 @@ float LessonUi::panel_height(float width, float h) const {
         need += ImGui::CalcTextSize(b.text.c_str(), nullptr, false, wrap / b.scale).y * b.scale +
                 st.ItemSpacing.y;
     }
-    return std::clamp(need + 4.0f, h * 0.15f, h * 0.5f);
+    return std::clamp(need + 4.0f, h * 0.15f, h * max_share);
 }
 
 void LessonUi::panel(ImVec2 pos, ImVec2 size, const LessonColours& c) {

@@ -44,8 +44,9 @@ class LessonUi {
     bool keyboard();
     // The lesson section of the sidebar.
     void sidebar(float width);
-    // Height of the narration panel for a window of height h (0 when no lesson is active).
-    float panel_height(float width, float h) const;
+    // Height of the narration panel for a window of height h, at most max_share of it (0 when
+    // no lesson is active).
+    float panel_height(float width, float h, float max_share) const;
     void panel(ImVec2 pos, ImVec2 size, const LessonColours& c);
     // Outlines of the highlighted cells on the canvas (origin and z as the canvas draws).
     void draw_highlights(ImDrawList* dl, const app::ViewModel& v, ImVec2 origin, float z,
