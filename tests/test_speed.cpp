@@ -778,6 +778,39 @@ TEST_CASE("implicit_gemm's 1x1 forward from the input's rows equals direct") {
     CHECK(!ran_pointwise("mb4ic16ih14oc36oh14kh1ph0"));   // 16 input channels
 }
 
+namespace {
+// Each case (set_strided_rows(1) on): `applies` holds, and the pass by implicit_gemm equals
+// direct's, recording `op` and no sampled copy ("pack_src"); with the mode off (2) it does not
+// apply, the copy is recorded, and the result is the same.
+void strided_in_place_cases(const std::vector<const char*>& cases, Pass pass, const char* op,
+                            bool (*applies)(const Problem&), std::mt19937& rng) {
+    for (const std::string d : cases) {
+        const Problem p = parse_descriptor(d);
+        CAPTURE(d);
+        REQUIRE(p.validate().empty());
+        CHECK(applies(p));
+        const Tensor src = integer_tensor(p.src_dims(), rng),
+                     other =
+                         integer_tensor(pass == Pass::Forward ? p.wei_dims() : p.dst_dims(), rng);
+        const auto run = [&](const char* algo, Profiler* prof) {
+            return pass == Pass::Forward ? forward(p, src, other, nullptr, algo, prof)
+                                         : backward_weight(p, src, other, algo, prof);
+        };
+        const Tensor want = run("direct", nullptr);
+        Profiler prof;
+        check_equal(run("implicit_gemm", &prof), want, d);
+        CHECK(prof.seconds(op) > 0.0);
+        CHECK(prof.seconds("pack_src") == 0.0);
+        detail::set_strided_rows(2);
+        CHECK(!applies(p));
+        Profiler sampled;
+        check_equal(run("implicit_gemm", &sampled), want, d);
+        CHECK(sampled.seconds("pack_src") > 0.0);
+        detail::set_strided_rows(1);
+    }
+}
+}  // namespace
+
 TEST_CASE("implicit_gemm's 1x1 strided by 2 along w reads the input in place and equals direct") {
     RestoreCore restore;
     std::mt19937 rng(97);
@@ -802,25 +835,7 @@ TEST_CASE("implicit_gemm's 1x1 strided by 2 along w reads the input in place and
         "mb1ic256ih20iw56oc33oh10ow28kh1kw1sh2sw2ph0",
         "mb3ic20iw57oc40ow29kw1sw2pw0",
     };
-    for (const char* d : cases) {
-        const Problem p = parse_descriptor(d);
-        CAPTURE(d);
-        REQUIRE(p.validate().empty());
-        CHECK(detail::strided_rows_apply(p));
-        const Tensor src = integer_tensor(p.src_dims(), rng),
-                     wei = integer_tensor(p.wei_dims(), rng);
-        const Tensor want = forward(p, src, wei, nullptr, "direct");
-        Profiler prof;
-        check_equal(forward(p, src, wei, nullptr, "implicit_gemm", &prof), want, d);
-        CHECK(prof.seconds("pack_wei") > 0.0);
-        CHECK(prof.seconds("pack_src") == 0.0);
-        detail::set_strided_rows(2);
-        CHECK(!detail::strided_rows_apply(p));
-        Profiler sampled;
-        check_equal(forward(p, src, wei, nullptr, "implicit_gemm", &sampled), want, d);
-        CHECK(sampled.seconds("pack_src") > 0.0);
-        detail::set_strided_rows(1);
-    }
+    strided_in_place_cases(cases, Pass::Forward, "pack_wei", detail::strided_rows_apply, rng);
     // Not in place: stride 1 or 3 along w, and 3-D.
     CHECK(!detail::strided_rows_apply(parse_descriptor("mb1ic8ih8oc8oh8kh1ph0")));
     CHECK(!detail::strided_rows_apply(parse_descriptor("mb1ic8ih9oc8oh3kh1sh3ph0")));
@@ -851,24 +866,8 @@ TEST_CASE(
         "mb4ic37ih28iw57oc33oh14ow29kh1kw1sh2sw2ph0",  "mb4g2ic64ih5iw50oc66oh5ow25kh1kw1sh1sw2ph0",
         "mb4ic20ih28iw56oc300oh14ow28kh1kw1sh2sw2ph0", "mb6ic20iw57oc40ow29kw1sw2pw0",
     };
-    for (const std::string d : cases) {
-        const Problem p = parse_descriptor(d);
-        CAPTURE(d);
-        REQUIRE(p.validate().empty());
-        CHECK(detail::strided_wgrad_applies(p));
-        const Tensor src = integer_tensor(p.src_dims(), rng),
-                     dy = integer_tensor(p.dst_dims(), rng);
-        const Tensor want = backward_weight(p, src, dy, "direct");
-        Profiler prof;
-        check_equal(backward_weight(p, src, dy, "implicit_gemm", &prof), want, d);
-        CHECK(prof.seconds("pack_dst") > 0.0);
-        CHECK(prof.seconds("pack_src") == 0.0);
-        detail::set_strided_rows(2);
-        Profiler sampled;
-        check_equal(backward_weight(p, src, dy, "implicit_gemm", &sampled), want, d);
-        CHECK(sampled.seconds("pack_src") > 0.0);
-        detail::set_strided_rows(1);
-    }
+    strided_in_place_cases(cases, Pass::BackwardWeight, "pack_dst", detail::strided_wgrad_applies,
+                           rng);
     // Not where an image's dY^T passes 512 KiB (res3a_branch1: 512 channels x 784 positions).
     CHECK(!detail::strided_wgrad_applies(parse_descriptor("mb4ic8ih56oc512oh28kh1sh2ph0")));
     CHECK(detail::strided_wgrad_applies(parse_descriptor("mb4ic8ih56oc160oh28kh1sh2ph0")));
