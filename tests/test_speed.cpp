@@ -766,7 +766,8 @@ TEST_CASE("implicit_gemm's 1x1 forward from the input's rows equals direct") {
                           "mb4ic256ih27oc36oh14kh1sh2ph0", "mb2g2ic512ih28oc72oh28kh1ph0"})
         CHECK(forward_packed_wei(d, rng));
     // By default: 32 or more channels each way, 4 or more images, and outputs of at most 256
-    // positions, a strided input or 256 or more input channels.
+    // positions, 256 or more input channels (stride 1), or at most as many output as input
+    // channels (strided).
     detail::set_shifted(0);
     const auto ran_pointwise = [&](const char* d) { return forward_packed_wei(d, rng); };
     CHECK(ran_pointwise("mb4ic40ih14oc36oh14kh1ph0"));
@@ -776,6 +777,9 @@ TEST_CASE("implicit_gemm's 1x1 forward from the input's rows equals direct") {
     CHECK(!ran_pointwise("mb4ic255ih28oc36oh28kh1ph0"));  // 255 input channels
     CHECK(!ran_pointwise("mb2ic40ih14oc36oh14kh1ph0"));   // 2 images
     CHECK(!ran_pointwise("mb4ic16ih14oc36oh14kh1ph0"));   // 16 input channels
+    // Strided to more than 256 positions: only with at most as many output as input channels.
+    CHECK(ran_pointwise("mb4ic80ih56oc40oh28kh1sh2ph0"));
+    CHECK(!ran_pointwise("mb4ic40ih56oc80oh28kh1sh2ph0"));
 }
 
 namespace {

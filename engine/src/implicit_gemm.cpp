@@ -716,7 +716,10 @@ void forward_shifted(const Problem& p, const ConvArgs& a, Profiler* prof, bool f
 // With the next chunk's inputs prefetched (forward_pointwise), the wide stride-1 outputs with
 // 256 or more input channels pay too: AMD EPYC (Zen 4), batch 32, against the swapped GEMM,
 // 256 -> 64 at 56x56 20.4 -> 17.4-17.6 ms, 512 -> 128 at 28x28 18.1 -> 15.9; 128 -> 512 at
-// 28x28 lost (15.8 -> 18.0 without the prefetch).
+// 28x28 lost (15.8 -> 18.0 without the prefetch). Strided with wider outputs than 16x16 and
+// more output than input channels, the GEMM from the sampled copy won: res3a_branch1 (256 ->
+// 512, 28x28 out), batch 32, 3 alternating rounds, 35.4/34.9/35.5 -> 33.1/33.3/33.3 ms, where
+// res3a_branch2a (256 -> 128) kept the tiles (9.8/10.2/9.6 against 12.6/12.7/12.4).
 bool use_pointwise(const Problem& p) {
     if (g_shifted_mode == 2 || !microkernel().shifted_row_fn[1] || !reads_input_1x1(p))
         return false;
@@ -725,7 +728,8 @@ bool use_pointwise(const Problem& p) {
         return false;
     if (g_shifted_mode == 1) return true;
     return p.ocg() >= 32 && p.icg() >= 32 && p.mb >= 4 &&
-           (!im2col_is_identity(p) || p.out_spatial() <= 256 || p.icg() >= 256);
+           (p.out_spatial() <= 256 ||
+            (im2col_is_identity(p) ? p.icg() >= 256 : p.ocg() <= p.icg()));
 }
 
 void forward_pointwise(const Problem& p, const ConvArgs& a, Profiler* prof) {
