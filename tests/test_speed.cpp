@@ -46,6 +46,7 @@ struct RestoreCore {
         detail::set_stream_output(0);
         detail::set_edge_tiles(0);
         detail::set_strided_rows(0);
+        detail::set_unpadded_tiles(0);
         detail::set_transposed_products(detail::Transposed::automatic);
         set_gemm_core(GemmCore::blocked);
     }
@@ -594,13 +595,15 @@ TEST_CASE("implicit_gemm's image-parallel paths record each thread's operations"
         std::vector<const char*> ops;
     };
     const std::vector<Case> cases{
-        {"mb4ic16ih20oc40oh20kh3ph1", Pass::Forward, {"pack_wei", "pad", "gemm"}},  // shifted
+        {"mb4ic16ih20oc40oh20kh5ph2", Pass::Forward, {"pack_wei", "pad", "gemm"}},  // shifted
+        {"mb4ic16ih20oc40oh20kh3ph1", Pass::Forward, {"pack_wei", "gemm"}},         // in place
         {"mb4ic40ih21oc36oh7kh1sh3ph0", Pass::Forward, {"pack_wei", "pack_src", "gemm"}},
         {"mb4ic40ih20oc36oh10kh1sh2ph0", Pass::Forward, {"pack_wei", "gemm"}},  // in place
         {"mb4ic8ih20oc40oh20kh1ph0", Pass::Forward, {"gemm"}},  // GEMM, image blocks
         {"mb4ic16ih20oc40oh20kh3ph1", Pass::BackwardWeight, {"pad", "pack_dst", "gemm"}},
         {"mb4ic40ih20oc36oh10kh1sh2ph0", Pass::BackwardWeight, {"pack_src", "gemm"}},
-        {"mb4ic40ih20oc16oh20kh3ph1", Pass::BackwardData, {"fliprot", "pad", "gemm"}},
+        {"mb4ic40ih20oc16oh20kh5ph2", Pass::BackwardData, {"fliprot", "pad", "gemm"}},
+        {"mb4ic40ih20oc16oh20kh3ph1", Pass::BackwardData, {"fliprot", "gemm"}},
         {"mb8ic16ih20oc40oh10kh3sh2ph1", Pass::BackwardData, {"gemm", "scatter"}},  // phases
     };
     for (const Case& c : cases) {
@@ -696,6 +699,59 @@ TEST_CASE("implicit_gemm's shifted edge tiles skip the padding column and equal 
     CHECK_FALSE(detail::edge_tiles_apply(parse_descriptor("mb1ic4ih6oc32oh6kh3ph1")));
     CHECK(forward_packed_wei("mb2ic4ih6iw13oc32oh6ow13kh3kw3ph1pw1", rng));
     detail::set_edge_tiles(0);
+}
+
+TEST_CASE("implicit_gemm's shifted tiles read an unpadded input in place and equal direct") {
+    RestoreCore restore;
+    std::mt19937 rng(107);
+    set_num_threads(2);
+    // Where the edge tiles apply and the rows are not strided or dilated, the tiles read the
+    // input itself (no "pad"), rows trimmed to the taps inside it: widths 1 to 29 (one tile
+    // that is both edges, then several), heights 1 to 4 with 0 to 2 padding rows (kh 1 with
+    // padding: output rows of no taps at all), kh 1, 3, 5, groups, one image (the threads
+    // split its tiles or panels) and five (whole images per thread); forward and the stride-1
+    // backward data, in place and, switched off, from the padded planes.
+    detail::set_shifted(1);
+    for (dim_t w = 1; w <= 29; w += w < 14 ? 1 : 5) {
+        const dim_t kh = 1 + 2 * (w % 3), h = 1 + w % 4, ph = (w / 3) % 3, g = w % 4 == 3 ? 2 : 1;
+        const dim_t oh = h + 2 * ph - kh + 1, mb = w % 2 ? 5 : 1;
+        if (oh < 1) continue;
+        const std::string d = "mb" + std::to_string(mb) + "g" + std::to_string(g) + "ic" +
+                              std::to_string(5 * g) + "ih" + std::to_string(h) + "iw" +
+                              std::to_string(w) + "oc" + std::to_string(40 * g) + "oh" +
+                              std::to_string(oh) + "ow" + std::to_string(w) + "kh" +
+                              std::to_string(kh) + "kw3ph" + std::to_string(ph) + "pw1";
+        CAPTURE(d);
+        const Problem p = parse_descriptor(d);
+        REQUIRE(p.validate().empty());
+        const Tensor x = integer_tensor(p.src_dims(), rng), wei = integer_tensor(p.wei_dims(), rng),
+                     dy = integer_tensor(p.dst_dims(), rng);
+        const Tensor y = forward(p, x, wei, nullptr, "direct");
+        const Tensor dx = backward_data(p, dy, wei, "direct");
+        for (int mode : {0, 2}) {
+            detail::set_unpadded_tiles(mode);
+            CAPTURE(mode);
+            CHECK(detail::unpadded_tiles_apply(p) == (mode == 0));
+            Profiler pf, pb;
+            check_equal(forward(p, x, wei, nullptr, "implicit_gemm", &pf), y, d);
+            CHECK(pf.seconds("pack_wei") > 0.0);
+            CHECK((pf.seconds("pad") > 0.0) == (mode == 2));
+            check_equal(backward_data(p, dy, wei, "implicit_gemm", &pb), dx, d + " bwd_data");
+            if (ph <= kh / 2) {  // the backward data's forward problem is padded by 1 along w too
+                CHECK(pb.seconds("fliprot") > 0.0);
+                CHECK((pb.seconds("pad") > 0.0) == (mode == 2));
+            }
+        }
+        detail::set_unpadded_tiles(0);
+    }
+    // Not where the rows are strided or dilated, nor without the edge tiles.
+    CHECK(detail::unpadded_tiles_apply(parse_descriptor("mb1ic4ih6oc32oh6kh3ph1")));
+    CHECK_FALSE(
+        detail::unpadded_tiles_apply(parse_descriptor("mb1ic4ih7iw6oc32oh4ow6kh3kw3sh2ph1pw1")));
+    CHECK_FALSE(
+        detail::unpadded_tiles_apply(parse_descriptor("mb1ic4ih8iw6oc32oh8ow6kh2kw3dh1ph1pw1")));
+    CHECK_FALSE(detail::unpadded_tiles_apply(parse_descriptor("mb1ic4ih6oc32oh6kh5ph2")));
+    set_num_threads(0);
 }
 
 TEST_CASE("implicit_gemm's shifted forward with its rows streamed equals direct") {

@@ -18,6 +18,11 @@ bool streams_output(const Problem& p);
 // and whether they would for p (a forward problem: the backward data's is its transpose).
 void set_edge_tiles(int mode);
 bool edge_tiles_apply(const Problem& p);
+// Whether the shifted forward (and the stride-1 backward data through it) reads the input in
+// place instead of padded planes where its edge tiles skip the padding columns and the rows
+// are not strided or dilated: 0 yes (the default), 2 never; and whether it would for p.
+void set_unpadded_tiles(int mode);
+bool unpadded_tiles_apply(const Problem& p);
 // Whether the 1x1 tiles read a 1x1 strided by 2 along w from the image in place: 0 for outputs
 // at least 24 wide (the default), 1 at any width (tests), 2 never (the input sampled first);
 // and whether they would for p.

@@ -415,6 +415,7 @@ void sum_over_threads(int threads, float* c, std::size_t csize, const Work& work
 int g_shifted_mode = 0;       // 0: when it pays, 1: whenever possible (tests), 2: never
 int g_stream_mode = 0;        // set_stream_output
 int g_edge_mode = 0;          // set_edge_tiles: 0 skip the padding column's taps, 2 never
+int g_unpadded_mode = 0;      // set_unpadded_tiles: 0 read the input in place where it can, 2 never
 int g_strided_rows_mode = 0;  // set_strided_rows: 0 in place where it pays, 1 always, 2 never
 
 // Width Wh of the phase planes' rows along an axis (stride s, dilation d, padding pb, input in,
@@ -567,7 +568,18 @@ void forward_shifted(const Problem& p, const ConvArgs& a, Profiler* prof, bool f
     for (dim_t oh = 0; oh < oh_n; ++oh)
         valid_range(oh * g.s[1] - g.pb[1], g.d[1], g.in[1], kh_n,
                     kh_lo[static_cast<std::size_t>(oh)], kh_hi[static_cast<std::size_t>(oh)]);
+    // 3 wide, stride 1, padded by 1 along w (edges, below) and stride 1 along h: the tiles read
+    // the input itself, rows W apart, the edge tiles skipping the padding columns' taps and each
+    // output row only the kh whose rows lie inside (kh_lo, kh_hi): no planes are padded.
+    const bool in_place = unpadded_tiles_apply(p);
     sg.make_offsets(true);
+    if (in_place)
+        for (dim_t r = 0; r < rows; ++r) {
+            const dim_t ci = r / sg.ks, kh = r % sg.ks / g.k[2], kw = r % g.k[2];
+            sg.off[static_cast<std::size_t>(sg.kh_major(ci, kh, kw))] =
+                ci * is + (kh * g.d[1] - g.pb[1]) * g.in[2] + kw - g.pb[2];
+        }
+    const dim_t row_stride = in_place ? g.in[2] : wh;  // between output rows, in the input
     const std::vector<dim_t>& off = sg.off;
     // Panels [jp0, jp1) of W_g^T (32 output channels each, zero beyond K/G), rows in (kh, ci, kw)
     // order, one after another from `to`.
@@ -624,8 +636,8 @@ void forward_shifted(const Problem& p, const ConvArgs& a, Profiler* prof, bool f
             float* c = rowbuf ? rowbuf + ow0 : d + oh * ow_n + ow0;
             const int edge = edges ? (ow0 == 0 ? 1 : 0) + (ow0 + len == ow_n ? 2 : 0) : 0;
             (edge ? uk.shifted_edge_fn[edge - 1][len] : uk.shifted_row_fn[len])(
-                r1 - r0, xp + oh * wh + ow0, off.data() + r0, w + r0 * 32, c, rowbuf ? ow_n : cols,
-                nv);
+                r1 - r0, xp + oh * row_stride + ow0, off.data() + r0, w + r0 * 32, c,
+                rowbuf ? ow_n : cols, nv);
             if (rowbuf && sgi == segs - 1) stream_rows(rowbuf, ow_n, nv, ow_n, d + oh * ow_n, cols);
         }
     };
@@ -651,13 +663,15 @@ void forward_shifted(const Problem& p, const ConvArgs& a, Profiler* prof, bool f
 #pragma omp parallel for schedule(dynamic)
         for (dim_t q = 0; q < p.mb * p.groups; ++q) {
             const dim_t n = q / p.groups, gi = q % p.groups;
-            float* xp = scratch(kSubsampleSlot, xsize);
             float* rowbuf =
                 stream ? scratch(kTransposedSlot, static_cast<std::size_t>(32 * ow_n)) : nullptr;
             Profiler* mine = tp.mine();
-            {
+            const float* xp = a.src + (n * p.ic + gi * cg) * is;
+            if (!in_place) {
                 Span s(mine, "pad");
-                pad(n, gi, xp, 0, 1);
+                float* planes = scratch(kSubsampleSlot, xsize);
+                pad(n, gi, planes, 0, 1);
+                xp = planes;
             }
             Span s(mine, "gemm");
             for (dim_t jp = 0; jp < npan; ++jp)
@@ -670,15 +684,16 @@ void forward_shifted(const Problem& p, const ConvArgs& a, Profiler* prof, bool f
     // tiles; the smaller is read twice. 14x14 (res4a_branch2b) batch 1 measured 1.15 ms by
     // panels, 2.2 by tiles; 56x56 (res2a_branch2b) 1.43 by tiles, 1.70 by panels.
     const bool by_panels = cg * sg.plane * sg.sh * sg.sw < npan * 32 * rows;
-    float* xp = scratch(kSubsampleSlot, xsize);
+    float* planes = in_place ? nullptr : scratch(kSubsampleSlot, xsize);
     for (dim_t n = 0; n < p.mb; ++n)
         for (dim_t gi = 0; gi < p.groups; ++gi) {
-            {
+            const float* xp = in_place ? a.src + (n * p.ic + gi * cg) * is : planes;
+            if (!in_place) {
                 Span s(prof, "pad");
 #pragma omp parallel
                 {
                     const dim_t id = omp_get_thread_num(), nt = omp_get_num_threads();
-                    pad(n, gi, xp, id, nt);
+                    pad(n, gi, planes, id, nt);
                 }
             }
             Span s(prof, "gemm");
@@ -916,6 +931,16 @@ bool strided_rows_apply(const Problem& p) {
     return g_strided_rows_mode != 2 && microkernel().shifted_row_s2_fn[1] && reads_input_1x1(p) &&
            g.s[2] == 2 && g.out[0] == 1 && g.in[0] == 1 &&
            (g.out[2] >= 24 || g_strided_rows_mode == 1);
+}
+void set_unpadded_tiles(int mode) {
+    g_unpadded_mode = mode;
+}
+// forward_shifted reads the input in place (see there): its edge tiles apply, the rows are
+// not strided, dilated or split into depth planes.
+bool unpadded_tiles_apply(const Problem& p) {
+    const Geom3 g = geom3(p);
+    return g_unpadded_mode != 2 && edge_tiles_apply(p) && g.s[1] == 1 && g.d[1] == 1 &&
+           g.k[0] == 1 && g.in[0] == 1;
 }
 // forward_shifted's edge tiles skip the taps on the padding column (see there).
 bool edge_tiles_apply(const Problem& p) {
