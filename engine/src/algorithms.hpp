@@ -28,7 +28,8 @@ bool unpadded_tiles_apply(const Problem& p);
 // and whether they would for p.
 void set_strided_rows(int mode);
 bool strided_rows_apply(const Problem& p);
-// The same for the weight gradient's tiles (row_runs_fn), where whole images run per thread.
+// The same for the weight gradient's tiles (row_runs_fn), where an image's dY^T is within
+// 512 KiB; they run where whole images run per thread.
 bool strided_wgrad_applies(const Problem& p);
 // Whether implicit_gemm reads shifted tiles of padded stride-phase planes (forward, weight
 // gradient, and stride-1 backward data as the forward of FlipRot(W)), and runs 1x1 forwards

@@ -907,29 +907,30 @@ void set_strided_rows(int mode) {
 // forward_pointwise reads a 1x1 strided by 2 along w in place (see there), for outputs at least
 // 24 wide (2-D and 1-D). Alternating, batch 32, 2 threads, 3 rounds of medians against the
 // sampled copy: res3a_branch2a (256 -> 128, 28x28 out) 13.1/12.8/13.3 -> 10.9-11.0/9.9/10.9
-// ms, res3a_branch1 (256 -> 512) 37.0/38.3/36.5 -> 37.0/37.8/34.2; 14x14 outputs (res4a_branch1,
-// tiles of 7) 37.4/34.4/35.3 -> 37.6/34.9/37.6, 7x7 (res5a_branch1) tied. The sampled copy
-// reads the same lines of memory but once, where the tiles read a line's 8 values of a row
-// once per panel of 32 output channels. The mode: 0 where it applies, 2 never (the input
-// sampled first), 1 at any width.
+// ms, res3a_branch1 (256 -> 512; now on the GEMM, use_pointwise) 37.0/38.3/36.5 ->
+// 37.0/37.8/34.2; 14x14 outputs (res4a_branch1, tiles of 7) 37.4/34.4/35.3 -> 37.6/34.9/37.6,
+// 7x7 (res5a_branch1) tied. The sampled copy reads the same lines of memory but once, where
+// the tiles read a line's 8 values of a row once per panel of 32 output channels. The mode: 0
+// where it applies, 2 never (the input sampled first), 1 at any width.
+bool strided_rows_apply(const Problem& p) {
+    const Geom3 g = geom3(p);
+    return g_strided_rows_mode != 2 && microkernel().shifted_row_s2_fn[1] && reads_input_1x1(p) &&
+           g.s[2] == 2 && g.out[0] == 1 && g.in[0] == 1 &&
+           (g.out[2] >= 24 || g_strided_rows_mode == 1);
+}
 // The weight gradient's counterpart (backward_weight_implicit_gemm), where an image's dY^T (in
 // panels of 32 channels) is within 512 KiB, and as in the forward for outputs at least 24
 // wide. Alternating, batch 32, 2 threads, 3 rounds of medians against the sampled copy:
 // res3a_branch2a (256 -> 128, 28x28 out, dY^T 392 KiB) 11.6/11.7/11.7 -> 10.5/10.5/10.4 ms;
-// res3a_branch1 (256 -> 512, 1.5 MiB, its panels in blocks) lost, 34.0-34.4 -> 37.4-41.5;
-// 14x14 outputs tied (512 -> 256) or lost (512 -> 1024, 33.1-34.7 -> 37.6).
+// res3a_branch1 (256 -> 512, dY^T 1.5 MiB, its panels taken in blocks of 512 KiB) lost,
+// 34.0-34.4 -> 37.4-41.5; 14x14 outputs tied (512 -> 256) or lost (512 -> 1024, 33.1-34.7 ->
+// 37.6).
 bool strided_wgrad_applies(const Problem& p) {
     const Geom3 g = geom3(p);
     const dim_t npan = (p.ocg() + 31) / 32;
     return g_strided_rows_mode != 2 && microkernel().row_runs_fn[1][1] && reads_input_1x1(p) &&
            g.s[2] == 2 && g.out[0] == 1 && g.in[0] == 1 &&
            static_cast<std::size_t>(npan * 32 * p.out_spatial()) * sizeof(float) <= (512u << 10) &&
-           (g.out[2] >= 24 || g_strided_rows_mode == 1);
-}
-bool strided_rows_apply(const Problem& p) {
-    const Geom3 g = geom3(p);
-    return g_strided_rows_mode != 2 && microkernel().shifted_row_s2_fn[1] && reads_input_1x1(p) &&
-           g.s[2] == 2 && g.out[0] == 1 && g.in[0] == 1 &&
            (g.out[2] >= 24 || g_strided_rows_mode == 1);
 }
 void set_unpadded_tiles(int mode) {
