@@ -752,7 +752,7 @@ void App::header() {
                        std::to_string(std::max<dim_t>(0, n - 1)) + "; a step = " + gran + ")   " +
                        (s.playback.paused ? "paused" : "playing") +
                        "   data: " + app::data_kind_name(s.request.data);
-    ImGui::TextUnformatted(line.c_str());
+    ImGui::TextWrapped("%s", line.c_str());  // wraps in a narrow window
     // The formula of the hovered (else pinned) cell, with the numbers filled in.
     const app::Selection sel = s.hover.valid() ? s.hover : s.pinned;
     std::string f =
