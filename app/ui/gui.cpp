@@ -223,7 +223,7 @@ class App {
     // hover hint while nothing is hovered and the presenter's key line (H shows the keys), and a
     // lesson's narration takes at most 40% of the height (it scrolls), so that the view keeps
     // room for its cells.
-    bool short_window = false;
+    static bool short_window() { return ImGui::GetIO().DisplaySize.y < 900.0f; }
     // The canvas and the extent of what was drawn on it (panels and titles), last frame.
     ImVec2 canvas_size{0, 0}, drawn_size{0, 0};
     std::shared_ptr<TimingsPanel> timings = make_timings_panel();  // the timings view
@@ -760,7 +760,7 @@ void App::header() {
         "index formula appears here; click pins it";
     const bool formula = view && sel.valid() && view->formula;
     if (formula) f = view->formula(*view, sel.panel, sel.cell);
-    if (formula || !short_window) {
+    if (formula || !short_window()) {
         ImGui::PushStyleColor(ImGuiCol_Text, P.hovered);
         ImGui::TextWrapped("%s%s", s.pinned.valid() && !s.hover.valid() ? "[pinned] " : "",
                            f.c_str());
@@ -1108,13 +1108,9 @@ void App::canvas() {
             return font->CalcTextSizeA(fs, FLT_MAX, 0.0f, x.c_str()).x;
         };
         if (!compact_titles || width(t) <= w) return t;
-        std::string r = t;
-        while (!r.empty() && width(r + "...") > w) {
-            r.pop_back();
-            while (!r.empty() && (static_cast<unsigned char>(r.back()) & 0xC0) == 0x80)
-                r.pop_back();  // the rest of a UTF-8 character
-        }
-        return r + "...";
+        const char* end = t.c_str();  // where the characters that fit before "..." end
+        font->CalcTextSizeA(fs, std::max(0.0f, w - width("...")), 0.0f, t.c_str(), nullptr, &end);
+        return std::string(t.c_str(), end) + "...";
     };
     // Right edge of the widest title line, from the view's left edge, at zoom z.
     const auto titles_right = [&](float z) {
@@ -1279,16 +1275,15 @@ void App::frame(double dt) {
     const bool side = show_sidebar && !s.presenter;
     const float sw = side ? 380.0f * s.font_scale : 0.0f;
     if (side) sidebar(sw);
-    short_window = io.DisplaySize.y < 900.0f;
     const float lesson_h =
-        lesson.panel_height(io.DisplaySize.x - sw, io.DisplaySize.y, short_window ? 0.4f : 0.5f);
+        lesson.panel_height(io.DisplaySize.x - sw, io.DisplaySize.y, short_window() ? 0.4f : 0.5f);
     ImGui::SetNextWindowPos(ImVec2(sw, 0));
     ImGui::SetNextWindowSize(ImVec2(io.DisplaySize.x - sw, io.DisplaySize.y - lesson_h));
     ImGui::Begin("view", nullptr,
                  ImGuiWindowFlags_NoTitleBar | ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoResize |
                      ImGuiWindowFlags_NoScrollbar | ImGuiWindowFlags_NoBringToFrontOnFocus);
     header();
-    if (s.presenter && !short_window)
+    if (s.presenter && !short_window())
         ImGui::TextDisabled(
             "presenter: space play  ←/→ step  G granularity  1-9 view  C palette  +/- font  "
             "F fit  F11 full screen  Esc leave");

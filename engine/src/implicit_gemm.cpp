@@ -473,6 +473,17 @@ struct Shifted {
                 ((ci * sh + th % sh) * sw + tw % sw) * plane + th / sh * wh + tw / sw;
         }
     }
+    // off[r] for the rows in (kh, ci, kw) order into the input itself (unpadded, one phase; the
+    // forward's tiles that read it in place, unpadded_tiles_apply): negative where a tap lies
+    // above or left of a row's first input, which the tiles skip.
+    void make_input_offsets() {
+        off.resize(static_cast<std::size_t>(rows));
+        for (dim_t r = 0; r < rows; ++r) {
+            const dim_t ci = r / ks, kh = r % ks / g.k[2], kw = r % g.k[2];
+            off[static_cast<std::size_t>(kh_major(ci, kh, kw))] =
+                ci * g.in_size() + (kh * g.d[1] - g.pb[1]) * g.in[2] + kw * g.d[2] - g.pb[2];
+        }
+    }
     // Share `id` of `nt` of the planes (channel, phase h, phase w) of the image whose group's
     // first channel is at x, into the planes at xp: split by planes, not channels, so that
     // conv1's 3 channels x 4 phases go 6 and 6 to two threads (by channels, 4 and 8).
@@ -509,7 +520,7 @@ bool shifted_pays(const Problem& p) {
 bool shifted_possible(const Problem& p) {
     const Geom3 g = geom3(p);
     const MicroKernel& uk = microkernel();
-    if (!uk.shifted_row_fn[1] || !uk.shifted_rows_fn || g.k[0] != 1 || g.in[0] != 1 ||
+    if (!uk.shifted_row_fn[1] || !uk.row_runs_fn[0][12] || g.k[0] != 1 || g.in[0] != 1 ||
         g.s[0] != 1 || p.kernel_spatial() < 2)
         return false;
     const Shifted sg(p);
@@ -572,13 +583,10 @@ void forward_shifted(const Problem& p, const ConvArgs& a, Profiler* prof, bool f
     // the input itself, rows W apart, the edge tiles skipping the padding columns' taps and each
     // output row only the kh whose rows lie inside (kh_lo, kh_hi): no planes are padded.
     const bool in_place = unpadded_tiles_apply(p);
-    sg.make_offsets(true);
     if (in_place)
-        for (dim_t r = 0; r < rows; ++r) {
-            const dim_t ci = r / sg.ks, kh = r % sg.ks / g.k[2], kw = r % g.k[2];
-            sg.off[static_cast<std::size_t>(sg.kh_major(ci, kh, kw))] =
-                ci * is + (kh * g.d[1] - g.pb[1]) * g.in[2] + kw - g.pb[2];
-        }
+        sg.make_input_offsets();
+    else
+        sg.make_offsets(true);
     const dim_t row_stride = in_place ? g.in[2] : wh;  // between output rows, in the input
     const std::vector<dim_t>& off = sg.off;
     // Panels [jp0, jp1) of W_g^T (32 output channels each, zero beyond K/G), rows in (kh, ci, kw)
@@ -767,7 +775,8 @@ void forward_pointwise(const Problem& p, const ConvArgs& a, Profiler* prof) {
     const dim_t row_lines = (2 * ow - 1) * dim_t{4} / 64 + 2;
     const dim_t chunk = in_place ? std::max<dim_t>(1, 4096 / (cg * row_lines)) * per_row
                                  : std::max<dim_t>(1, 65536 / (cg * kShiftedRowMax));
-    const dim_t xs = in_place ? is : cols;  // the input rows' channel stride
+    const dim_t xs = in_place ? is : cols;        // the input rows' channel stride
+    const dim_t row_step = geo.s[1] * geo.in[2];  // in place: between output rows, in the input
     std::vector<dim_t> off(static_cast<std::size_t>(cg));
     for (dim_t ci = 0; ci < cg; ++ci) off[static_cast<std::size_t>(ci)] = ci * xs;
     float* wt = scratch(kPackedWeiSlot, static_cast<std::size_t>(p.groups * npan * 32 * cg));
@@ -794,9 +803,8 @@ void forward_pointwise(const Problem& p, const ConvArgs& a, Profiler* prof) {
                 next = PrefetchA(StridedA{x, 1, cols}, cols * c1 / segs,
                                  cols * c2 / segs - cols * c1 / segs, 0, cg, shares);
             else if (c2 > c1)  // the input rows of the next chunk's output rows, every channel
-                next = PrefetchA::runs(x + c1 / per_row * geo.s[1] * geo.in[2], is, cg,
-                                       geo.s[1] * geo.in[2], (c2 - 1) / per_row - c1 / per_row + 1,
-                                       2 * ow - 1, shares);
+                next = PrefetchA::runs(x + c1 / per_row * row_step, is, cg, row_step,
+                                       (c2 - 1) / per_row - c1 / per_row + 1, 2 * ow - 1, shares);
             for (dim_t jp = 0; jp < npan; ++jp) {
                 const float* w = wt + (gi * npan + jp) * 32 * cg;
                 float* d = dst + jp * 32 * cols;
@@ -806,8 +814,8 @@ void forward_pointwise(const Problem& p, const ConvArgs& a, Profiler* prof) {
                     if (in_place) {
                         const dim_t r = t / per_row, q = t % per_row;
                         const dim_t w0 = ow * q / per_row, len = ow * (q + 1) / per_row - w0;
-                        uk.shifted_row_s2_fn[len](cg, x + r * geo.s[1] * geo.in[2] + 2 * w0,
-                                                  off.data(), w, d + r * ow + w0, cols, nv);
+                        uk.shifted_row_s2_fn[len](cg, x + r * row_step + 2 * w0, off.data(), w,
+                                                  d + r * ow + w0, cols, nv);
                         continue;
                     }
                     const dim_t p0 = cols * t / segs, len = cols * (t + 1) / segs - p0;
@@ -904,6 +912,15 @@ void set_edge_tiles(int mode) {
 void set_strided_rows(int mode) {
     g_strided_rows_mode = mode;
 }
+namespace {
+// What both passes' stride-2 in-place tiles need: a 1x1 read in place, strided by 2 along w,
+// 2-D or 1-D, with outputs at least 24 wide (any width in mode 1; never in mode 2).
+bool strided_by_two_in_place(const Problem& p) {
+    const Geom3 g = geom3(p);
+    return g_strided_rows_mode != 2 && reads_input_1x1(p) && g.s[2] == 2 && g.out[0] == 1 &&
+           g.in[0] == 1 && (g.out[2] >= 24 || g_strided_rows_mode == 1);
+}
+}  // namespace
 // forward_pointwise reads a 1x1 strided by 2 along w in place (see there), for outputs at least
 // 24 wide (2-D and 1-D). Alternating, batch 32, 2 threads, 3 rounds of medians against the
 // sampled copy: res3a_branch2a (256 -> 128, 28x28 out) 13.1/12.8/13.3 -> 10.9-11.0/9.9/10.9
@@ -913,10 +930,7 @@ void set_strided_rows(int mode) {
 // the tiles read a line's 8 values of a row once per panel of 32 output channels. The mode: 0
 // where it applies, 2 never (the input sampled first), 1 at any width.
 bool strided_rows_apply(const Problem& p) {
-    const Geom3 g = geom3(p);
-    return g_strided_rows_mode != 2 && microkernel().shifted_row_s2_fn[1] && reads_input_1x1(p) &&
-           g.s[2] == 2 && g.out[0] == 1 && g.in[0] == 1 &&
-           (g.out[2] >= 24 || g_strided_rows_mode == 1);
+    return microkernel().shifted_row_s2_fn[1] && strided_by_two_in_place(p);
 }
 // The weight gradient's counterpart (backward_weight_implicit_gemm), where an image's dY^T (in
 // panels of 32 channels) is within 512 KiB, and as in the forward for outputs at least 24
@@ -926,12 +940,9 @@ bool strided_rows_apply(const Problem& p) {
 // 34.0-34.4 -> 37.4-41.5; 14x14 outputs tied (512 -> 256) or lost (512 -> 1024, 33.1-34.7 ->
 // 37.6).
 bool strided_wgrad_applies(const Problem& p) {
-    const Geom3 g = geom3(p);
     const dim_t npan = (p.ocg() + 31) / 32;
-    return g_strided_rows_mode != 2 && microkernel().row_runs_fn[1][1] && reads_input_1x1(p) &&
-           g.s[2] == 2 && g.out[0] == 1 && g.in[0] == 1 &&
-           static_cast<std::size_t>(npan * 32 * p.out_spatial()) * sizeof(float) <= (512u << 10) &&
-           (g.out[2] >= 24 || g_strided_rows_mode == 1);
+    return microkernel().row_runs_fn[1][1] && strided_by_two_in_place(p) &&
+           static_cast<std::size_t>(npan * 32 * p.out_spatial()) * sizeof(float) <= (512u << 10);
 }
 void set_unpadded_tiles(int mode) {
     g_unpadded_mode = mode;
@@ -1450,35 +1461,25 @@ void backward_weight_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler
             }
 #pragma omp barrier
             Span s(prf, "gemm");
-            if (nb > 1) {  // each tile over the nb images' runs
-                const float* rp[12];
+            // Tiles panel-major, so that with two panels each thread streams one panel of dY^T
+            // (conv1 at batch 1: 1.6 MiB each; interleaved, both threads streamed both through
+            // L2). One image: over positions in runs of 2048 that every tile passes before the
+            // next (conv1's weight gradient at batch 1, 3 rounds: 1.69-2.00 ms -> 0.98-1.31;
+            // res2a_branch2b 0.82-1.09 -> 0.77-1.05; res3a_branch2b 1.15-1.17 -> 1.11). Several
+            // images (nb * pk <= 2048): each tile over a run per image.
+            const dim_t step = nb > 1 ? pk : kShiftedWgradRun;
+            const float* rp[12];
+            for (dim_t k0 = 0; k0 < pk; k0 += step) {
+                const dim_t len = std::min(step, pk - k0);
                 for (dim_t t = ntiles * id / nt; t < ntiles * (id + 1) / nt; ++t) {
                     const dim_t jp = t / nrg, r0 = t % nrg * 12;
                     const int mv = static_cast<int>(std::min<dim_t>(12, rows - r0));
                     for (int i = 0; i < mv; ++i)
-                        rp[i] = xp + sg.off[static_cast<std::size_t>(r0 + i)];
-                    uk.row_runs_fn[0][mv](nb, pk, xsize, rp, dyt + jp * nb * pk * 32,
+                        rp[i] = xp + k0 + sg.off[static_cast<std::size_t>(r0 + i)];
+                    uk.row_runs_fn[0][mv](nb, len, xsize, rp, dyt + (jp * nb * pk + k0) * 32,
                                           out + jp * 32 * rows + r0, rows,
-                                          static_cast<int>(std::min<dim_t>(32, kg - jp * 32)), acc);
-                }
-            }
-            // One image: tiles panel-major, so that with two panels each thread streams one panel
-            // of dY^T (conv1 at batch 1: 1.6 MiB each; interleaved, both threads streamed both
-            // through L2), over positions in runs of 2048 that every tile passes before the next.
-            // conv1's weight gradient at batch 1, 3 rounds: 1.69-2.00 ms -> 0.98-1.31;
-            // res2a_branch2b 0.82-1.09 -> 0.77-1.05; res3a_branch2b 1.15-1.17 -> 1.11.
-            const float* rp[12];
-            for (dim_t k0 = 0; nb == 1 && k0 < pk; k0 += kShiftedWgradRun) {
-                const dim_t len = std::min(kShiftedWgradRun, pk - k0);
-                for (dim_t t = ntiles * id / nt; t < ntiles * (id + 1) / nt; ++t) {
-                    const dim_t jp = t / nrg, r0 = t % nrg * 12;
-                    for (dim_t i = 0; i < 12; ++i)
-                        rp[i] =
-                            xp + k0 + sg.off[static_cast<std::size_t>(std::min(r0 + i, rows - 1))];
-                    const int mv = static_cast<int>(std::min<dim_t>(12, rows - r0));
-                    (mv == 12 ? uk.shifted_rows_fn : uk.shifted_rows_tail_fn[mv])(
-                        len, rp, dyt + (jp * pk + k0) * 32, out + jp * 32 * rows + r0, rows, mv,
-                        static_cast<int>(std::min<dim_t>(32, kg - jp * 32)), acc || k0 > 0);
+                                          static_cast<int>(std::min<dim_t>(32, kg - jp * 32)),
+                                          acc || k0 > 0);
                 }
             }
         }

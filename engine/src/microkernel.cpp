@@ -433,30 +433,10 @@ __attribute__((target("avx512f,fma"))) void kernel_avx512_shifted_edge(dim_t kc,
     store_row_tile<R>(t, c, ldt, nv);
 }
 
-// The weight gradient's counterpart (MicroKernel::shifted_rows_fn): t (12 x 32) = sum_k
-// arows[i][k] * b[k*32 + j], row i read from its own pointer (12 reduction rows of the padded
-// input, each contiguous along the positions k), b a packed panel of dY^T; then c[j*ldt + i]
-// (+= when acc) for i < mv, j < nv. MR < 12 (shifted_rows_tail_fn) computes only rows
-// i < MR = mv: the last tile of a reduction whose rows are not a multiple of 12 (conv1's
-// 147 = 12 x 12 + 3 spent a whole tile on 3 rows).
-template <int MR>
-__attribute__((target("avx512f,fma"))) void kernel_avx512_shifted_rows(dim_t kc,
-                                                                       const float* const* arows,
-                                                                       const float* b, float* c,
-                                                                       dim_t ldt, int mv, int nv,
-                                                                       bool acc) {
-    const float* r[MR];
-    for (int i = 0; i < MR; ++i) r[i] = arows[i];
-    __m512 tm[MR][2], t[12][2];
-    tile_loop<MR, 2>(
-        kc, [&](dim_t k, int i) { return r[i][k]; }, b, tm);
-    for (int i = 0; i < 12; ++i)
-        for (int v = 0; v < 2; ++v) t[i][v] = i < MR ? tm[i][v] : _mm512_setzero_ps();
-    store_transposed(t, c, ldt, mv, nv, acc);
-}
-
-// MicroKernel::row_runs_fn: the reduction in nq runs of len positions, row i's inputs from
-// arows[i] + q * rs, S floats apart.
+// The weight gradient's counterpart of the shifted tiles (MicroKernel::row_runs_fn): the
+// reduction in nq runs of len positions, row i's inputs (a row of the padded input planes, or
+// of a 1x1's input strided by 2) from arows[i] + q * rs, S floats apart; b a packed panel of
+// dY^T, the tile stored transposed.
 template <int MR, int S>
 __attribute__((target("avx512f,fma"))) void kernel_avx512_row_runs(dim_t nq, dim_t len, dim_t rs,
                                                                    const float* const* arows,
@@ -673,9 +653,6 @@ MicroKernel avx512_kernel() {
     fill_by_size<kR>(k.shifted_edge_fn[2], [](auto r) -> ShiftedFn {
         return kernel_avx512_shifted_edge<r(), true, true>;
     });
-    k.shifted_rows_fn = kernel_avx512_shifted_rows<12>;
-    fill_by_size<11>(k.shifted_rows_tail_fn,
-                     [](auto r) -> ShiftedRowsFn { return kernel_avx512_shifted_rows<r()>; });
     fill_by_size<12>(k.row_runs_fn[0],
                      [](auto r) -> RowRunsFn { return kernel_avx512_row_runs<r(), 1>; });
     fill_by_size<12>(k.row_runs_fn[1],

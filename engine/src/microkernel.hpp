@@ -58,15 +58,10 @@ using ShiftedFn = void (*)(dim_t kc, const float* x, const dim_t* off, const flo
 // Longest run of output positions of MicroKernel::shifted_row_fn.
 inline constexpr int kShiftedRowMax = 12;
 
-// t (12 x 32) = sum over k < kc of arows[i][k] * b[k*32 + j], each row from its own pointer;
-// then c[j*ldt + i] (+= when acc) for i < mv, j < nv (12 x 32 only).
-using ShiftedRowsFn = void (*)(dim_t kc, const float* const* arows, const float* b, float* c,
-                               dim_t ldt, int mv, int nv, bool acc);
-
 // t (MR x 32) = sum over runs q < nq and k < len of arows[i][q*rs + S k] * b[(q*len + k)*32 + j]
 // (S = 1 or 2): MR reduction rows, each read in runs of len positions rs floats apart, against
 // a packed panel of dY^T; then c[j*ldt + i] (+= when acc) for i < MR, j < nv. The weight
-// gradient's tiles over several images' padded planes (S = 1, a run per image) and over a 1x1's
+// gradient's tiles over padded planes (S = 1: one run, or a run per image) and over a 1x1's
 // input strided by 2 along w, read in place (S = 2, a run per output row).
 using RowRunsFn = void (*)(dim_t nq, dim_t len, dim_t rs, const float* const* arows, const float* b,
                            float* c, dim_t ldt, int nv, bool acc);
@@ -88,8 +83,8 @@ struct MicroKernel {
     // Tiles of NR - 15 columns (MicroKernelColFn), [A row-major]; null where there are none.
     MicroKernelColFn col_fn[2] = {nullptr, nullptr};
     // R = 1 .. kShiftedRowMax output positions x 32 output channels of a convolution from its
-    // padded stride-phase planes (or a 1x1's input rows), [R], and 12 reduction rows x 32
-    // channels of its weight gradient (see ShiftedFn, ShiftedRowsFn and implicit_gemm.cpp).
+    // padded stride-phase planes (or a 1x1's input rows), [R] (see ShiftedFn and
+    // implicit_gemm.cpp).
     ShiftedFn shifted_row_fn[kShiftedRowMax + 1] = {};
     // The same with the R positions' inputs every other float, x[off[k] + 2 i] (a 1x1 strided
     // by 2 along w, read in place).
@@ -98,10 +93,9 @@ struct MicroKernel {
     // stride-1, undilated convolution padded by 1 along w whose reduction rows come in threes
     // kw = 0, 1, 2: the taps that read the padding column are skipped (kc a multiple of 3).
     ShiftedFn shifted_edge_fn[3][kShiftedRowMax + 1] = {};
-    ShiftedRowsFn shifted_rows_fn = nullptr;
-    // The same for the reduction's last MR < 12 rows ([MR], mv = MR): only those are computed.
-    ShiftedRowsFn shifted_rows_tail_fn[12] = {};
-    // RowRunsFn, [S - 1][MR] (MR = 1 .. 12).
+    // MR = 1 .. 12 reduction rows x 32 channels of the weight gradient (RowRunsFn), [S - 1][MR]:
+    // a last tile of fewer than 12 rows computes only those (conv1's 147 = 12 x 12 + 3 spent a
+    // whole tile on 3 rows).
     RowRunsFn row_runs_fn[2][13] = {};
 };
 
