@@ -406,12 +406,12 @@ void sum_over_threads(int threads, float* c, std::size_t csize, const Work& work
 // whose row values are broadcast straight from the planes (MicroKernel::shifted_row_fn),
 // against W_g^T packed once: nothing is gathered per panel, where im2col's packer copied every
 // tap of every panel (a quarter of the 56x56 3x3 forward). The weight gradient's tiles run
-// along the positions across rows, so there the last Wh - OW columns of each row of positions
-// are computed and dropped, and only wide outputs take it. Rows share their padding: a tap that
-// reads past the end of a row reads the next row's left padding, zero too, so Wh is the
-// narrowest width for which every tap a kept position reads is right (shared_pad_width; 3x3 padding
-// 1: Wh = OW + 1, not OW + 2, 1.8% dropped at 56x56 rather than 3.4%), and each plane has one more
-// row for the last row's reads: Hh = OH + (KH-1) dh / s_h + 1.
+// along each row's OW positions (a run per output row), and only wide outputs take it. Rows share
+// their padding: a tap that reads past the end of a row reads the next row's left padding, zero
+// too, so Wh is the narrowest width for which every tap a kept position reads is right
+// (shared_pad_width; 3x3 padding 1: Wh = OW + 1, not OW + 2, 1.8% dropped at 56x56 rather
+// than 3.4%), and each plane has one more row for the last row's reads: Hh = OH + (KH-1) dh / s_h
+// + 1.
 int g_shifted_mode = 0;       // 0: when it pays, 1: whenever possible (tests), 2: never
 int g_stream_mode = 0;        // set_stream_output
 int g_edge_mode = 0;          // set_edge_tiles: 0 skip the padding column's taps, 2 never
@@ -1401,7 +1401,7 @@ constexpr dim_t kShiftedWgradRun = 2048;
 
 // Images per call of the shifted weight gradient with whole images per thread: up to
 // kShiftedWgradRun positions (with the planes' padding columns), each tile running over all of
-// them (row_runs_fn, a run per image) before it adds its 12 x 32 values to dW, and the images'
+// them (row_runs_fn, a run per output row) before it adds its 12 x 32 values to dW, and the images'
 // planes and dY^T within 2 MiB each. One 14x14 image (224 positions) left a tile 224
 // multiply-adds per store. Alternating, batch 32, 2 threads, 3 rounds (medians, ms):
 // res4a_branch2b (8 images a call) 41.9/41.5/40.5 -> 40.4/37.6/36.6, res3a_branch2b (2)
@@ -1433,8 +1433,8 @@ void backward_weight_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler
         const MicroKernel& uk = microkernel();
         const dim_t xsize = sg.size();
         float* xp = scratch(kSubsampleSlot, static_cast<std::size_t>(nb * xsize));
-        const dim_t pk = sg.npos, oh_n = sg.g.out[1], nrg = (rows + 11) / 12, ntiles = npan * nrg;
-        float* dyt = scratch(kPackedDySlot, static_cast<std::size_t>(npan * nb * pk * 32));
+        const dim_t oh_n = sg.g.out[1], nrg = (rows + 11) / 12, ntiles = npan * nrg;
+        float* dyt = scratch(kPackedDySlot, static_cast<std::size_t>(npan * nb * cols * 32));
         const int threads = split ? omp_get_max_threads() : 1;
 #pragma omp parallel num_threads(threads)
         {
@@ -1444,18 +1444,16 @@ void backward_weight_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler
                 for (dim_t i = 0; i < nb; ++i)
                     sg.pad(a.src + ((n + i) * p.ic + g * cg) * is, xp + i * xsize, id, nt);
             }
-            // dY^T by panels of 32 channels (a panel's images one after another), each output
-            // row then zeros at its dropped positions.
+            // dY^T by panels of 32 channels (a panel's images one after another).
             {
                 Span s(prf, "pack_dst");
                 for (dim_t q = npan * oh_n * id / nt; q < npan * oh_n * (id + 1) / nt; ++q) {
                     const dim_t jp = q / oh_n, oh = q % oh_n;
                     for (dim_t i = 0; i < nb; ++i) {
                         const float* dy = a.diff_dst + ((n + i) * p.oc + g * kg) * cols;
-                        float* d = dyt + ((jp * nb + i) * pk + oh * sg.wh) * 32;
                         pack_transposed(dy + jp * 32 * cols + oh * ow_n, cols,
-                                        std::min<dim_t>(32, kg - jp * 32), ow_n, 32, d);
-                        std::fill(d + ow_n * 32, d + sg.wh * 32, 0.0f);
+                                        std::min<dim_t>(32, kg - jp * 32), ow_n, 32,
+                                        dyt + ((jp * nb + i) * cols + oh * ow_n) * 32);
                     }
                 }
             }
@@ -1463,23 +1461,28 @@ void backward_weight_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler
             Span s(prf, "gemm");
             // Tiles panel-major, so that with two panels each thread streams one panel of dY^T
             // (conv1 at batch 1: 1.6 MiB each; interleaved, both threads streamed both through
-            // L2). One image: over positions in runs of 2048 that every tile passes before the
-            // next (conv1's weight gradient at batch 1, 3 rounds: 1.69-2.00 ms -> 0.98-1.31;
-            // res2a_branch2b 0.82-1.09 -> 0.77-1.05; res3a_branch2b 1.15-1.17 -> 1.11). Several
-            // images (nb * pk <= 2048): each tile over a run per image.
-            const dim_t step = nb > 1 ? pk : kShiftedWgradRun;
+            // L2). One image: over output rows of up to 2048 positions that every tile passes
+            // before the next (conv1's weight gradient at batch 1, 3 rounds: 1.69-2.00 ms ->
+            // 0.98-1.31; res2a_branch2b 0.82-1.09 -> 0.77-1.05; res3a_branch2b 1.15-1.17 ->
+            // 1.11). Several images (whole images): each tile over all of them. A run per output
+            // row: the planes' padding columns are not multiplied (they were, as zeros of dY^T: 1
+            // of 15 at 14x14). Harness, 2 threads, alternating against that build, medians, ms:
+            // batch 32 res4a_branch2b 36.8/36.8 -> 35.1/35.4, res3a_branch2b 35.4/35.2 ->
+            // 34.7/34.5, res2a_branch2b 35.1/35.1 -> 34.8/34.7, conv1 42.4/40.4 -> 39.9/40.0;
+            // batch 1 res4a_branch2b 1.19-1.20 -> 1.13-1.15.
+            const dim_t hstep = nb > 1 ? oh_n : std::max<dim_t>(1, kShiftedWgradRun / ow_n);
             const float* rp[12];
-            for (dim_t k0 = 0; k0 < pk; k0 += step) {
-                const dim_t len = std::min(step, pk - k0);
+            for (dim_t h0 = 0; h0 < oh_n; h0 += hstep) {
+                const dim_t nq = std::min(hstep, oh_n - h0);
                 for (dim_t t = ntiles * id / nt; t < ntiles * (id + 1) / nt; ++t) {
                     const dim_t jp = t / nrg, r0 = t % nrg * 12;
                     const int mv = static_cast<int>(std::min<dim_t>(12, rows - r0));
                     for (int i = 0; i < mv; ++i)
-                        rp[i] = xp + k0 + sg.off[static_cast<std::size_t>(r0 + i)];
-                    uk.row_runs_fn[0][mv](nb, len, xsize, rp, dyt + (jp * nb * pk + k0) * 32,
-                                          out + jp * 32 * rows + r0, rows,
-                                          static_cast<int>(std::min<dim_t>(32, kg - jp * 32)),
-                                          acc || k0 > 0);
+                        rp[i] = xp + h0 * sg.wh + sg.off[static_cast<std::size_t>(r0 + i)];
+                    uk.row_runs_fn[0][mv](
+                        nb, xsize, nq, sg.wh, ow_n, rp, dyt + (jp * nb * cols + h0 * ow_n) * 32,
+                        out + jp * 32 * rows + r0, rows,
+                        static_cast<int>(std::min<dim_t>(32, kg - jp * 32)), acc || h0 > 0);
                 }
             }
         }
@@ -1527,9 +1530,10 @@ void backward_weight_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler
                 for (int i = 0; i < mv; ++i) rp[i] = x + (r0 + i) * is + h0 * rs;
                 for (dim_t jp = 0; jp < npan; ++jp) {
                     next.step_into_l2();
-                    uk.row_runs_fn[1][mv](
-                        nq, ow, rs, rp, dyt + (jp * cols + h0 * ow) * 32, out + jp * 32 * rows + r0,
-                        rows, static_cast<int>(std::min<dim_t>(32, kg - jp * 32)), acc || h0 > 0);
+                    uk.row_runs_fn[1][mv](1, 0, nq, rs, ow, rp, dyt + (jp * cols + h0 * ow) * 32,
+                                          out + jp * 32 * rows + r0, rows,
+                                          static_cast<int>(std::min<dim_t>(32, kg - jp * 32)),
+                                          acc || h0 > 0);
                 }
             }
         }

@@ -434,30 +434,33 @@ __attribute__((target("avx512f,fma"))) void kernel_avx512_shifted_edge(dim_t kc,
 }
 
 // The weight gradient's counterpart of the shifted tiles (MicroKernel::row_runs_fn): the
-// reduction in nq runs of len positions, row i's inputs (a row of the padded input planes, or
-// of a 1x1's input strided by 2) from arows[i] + q * rs, S floats apart; b a packed panel of
-// dY^T, the tile stored transposed.
+// reduction in ni images of nq runs of len positions, row i's inputs (a row of the padded input
+// planes, or of a 1x1's input strided by 2) from arows[i] + m * is + q * rs, S floats apart; b a
+// packed panel of dY^T, the tile stored transposed.
 template <int MR, int S>
-__attribute__((target("avx512f,fma"))) void kernel_avx512_row_runs(dim_t nq, dim_t len, dim_t rs,
+__attribute__((target("avx512f,fma"))) void kernel_avx512_row_runs(dim_t ni, dim_t is, dim_t nq,
+                                                                   dim_t rs, dim_t len,
                                                                    const float* const* arows,
                                                                    const float* b, float* c,
                                                                    dim_t ldt, int nv, bool acc) {
-    const float* r[MR];
-    for (int i = 0; i < MR; ++i) r[i] = arows[i];
     __m512 tm[MR][2], t[12][2];
     for (int i = 0; i < MR; ++i) tm[i][0] = tm[i][1] = _mm512_setzero_ps();
-    for (dim_t q = 0; q < nq; ++q) {
-        for (dim_t k = 0; k < len; ++k) {
-            const __m512 b0 = load_b(b), b1 = load_b(b + 16);
+    for (dim_t m = 0; m < ni; ++m) {
+        const float* r[MR];
+        for (int i = 0; i < MR; ++i) r[i] = arows[i] + m * is;
+        // One index along the runs for all rows: a run's end costs an add, not MR.
+        for (dim_t q = 0, e0 = 0; q < nq; ++q, e0 += rs) {
+            for (dim_t e = e0; e < e0 + S * len; e += S) {
+                const __m512 b0 = load_b(b), b1 = load_b(b + 16);
 #pragma GCC unroll 12
-            for (int i = 0; i < MR; ++i) {
-                const __m512 ai = _mm512_set1_ps(r[i][S * k]);
-                tm[i][0] = _mm512_fmadd_ps(ai, b0, tm[i][0]);
-                tm[i][1] = _mm512_fmadd_ps(ai, b1, tm[i][1]);
+                for (int i = 0; i < MR; ++i) {
+                    const __m512 ai = _mm512_set1_ps(r[i][e]);
+                    tm[i][0] = _mm512_fmadd_ps(ai, b0, tm[i][0]);
+                    tm[i][1] = _mm512_fmadd_ps(ai, b1, tm[i][1]);
+                }
+                b += 32;
             }
-            b += 32;
         }
-        for (int i = 0; i < MR; ++i) r[i] += rs;
     }
     for (int i = 0; i < 12; ++i)
         for (int v = 0; v < 2; ++v) t[i][v] = i < MR ? tm[i][v] : _mm512_setzero_ps();

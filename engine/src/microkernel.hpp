@@ -58,13 +58,15 @@ using ShiftedFn = void (*)(dim_t kc, const float* x, const dim_t* off, const flo
 // Longest run of output positions of MicroKernel::shifted_row_fn.
 inline constexpr int kShiftedRowMax = 12;
 
-// t (MR x 32) = sum over runs q < nq and k < len of arows[i][q*rs + S k] * b[(q*len + k)*32 + j]
-// (S = 1 or 2): MR reduction rows, each read in runs of len positions rs floats apart, against
-// a packed panel of dY^T; then c[j*ldt + i] (+= when acc) for i < MR, j < nv. The weight
-// gradient's tiles over padded planes (S = 1: one run, or a run per image) and over a 1x1's
-// input strided by 2 along w, read in place (S = 2, a run per output row).
-using RowRunsFn = void (*)(dim_t nq, dim_t len, dim_t rs, const float* const* arows, const float* b,
-                           float* c, dim_t ldt, int nv, bool acc);
+// t (MR x 32) = sum over images m < ni, runs q < nq and k < len of
+// arows[i][m*is + q*rs + S k] * b[((m*nq + q)*len + k)*32 + j] (S = 1 or 2): MR reduction rows,
+// each read in runs of len positions rs floats apart, ni images is floats apart, against a
+// packed panel of dY^T; then c[j*ldt + i] (+= when acc) for i < MR, j < nv. The weight
+// gradient's tiles over padded planes (S = 1: a run per output row, skipping the planes'
+// padding columns) and over a 1x1's input strided by 2 along w, read in place (S = 2).
+using RowRunsFn = void (*)(dim_t ni, dim_t is, dim_t nq, dim_t rs, dim_t len,
+                           const float* const* arows, const float* b, float* c, dim_t ldt, int nv,
+                           bool acc);
 
 struct MicroKernel {
     const char* isa = "portable";  // avx512 | avx2 | portable
