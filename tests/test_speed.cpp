@@ -47,6 +47,7 @@ struct RestoreCore {
         detail::set_edge_tiles(0);
         detail::set_strided_rows(0);
         detail::set_unpadded_tiles(0);
+        detail::set_wgrad_taps(0);
         detail::set_transposed_products(detail::Transposed::automatic);
         set_gemm_core(GemmCore::blocked);
     }
@@ -600,7 +601,8 @@ TEST_CASE("implicit_gemm's image-parallel paths record each thread's operations"
         {"mb4ic40ih21oc36oh7kh1sh3ph0", Pass::Forward, {"pack_wei", "pack_src", "gemm"}},
         {"mb4ic40ih20oc36oh10kh1sh2ph0", Pass::Forward, {"pack_wei", "gemm"}},  // in place
         {"mb4ic8ih20oc40oh20kh1ph0", Pass::Forward, {"gemm"}},  // GEMM, image blocks
-        {"mb4ic16ih20oc40oh20kh3ph1", Pass::BackwardWeight, {"pad", "pack_dst", "gemm"}},
+        {"mb4ic16ih28oc40oh14kh3sh2ph1", Pass::BackwardWeight, {"pad", "pack_dst", "gemm"}},
+        {"mb4ic16ih20oc40oh20kh3ph1", Pass::BackwardWeight, {"pack_dst", "gemm"}},  // in place
         {"mb4ic40ih20oc36oh10kh1sh2ph0", Pass::BackwardWeight, {"pack_src", "gemm"}},
         {"mb4ic40ih20oc16oh20kh5ph2", Pass::BackwardData, {"fliprot", "pad", "gemm"}},
         {"mb4ic40ih20oc16oh20kh3ph1", Pass::BackwardData, {"fliprot", "gemm"}},
@@ -1035,6 +1037,53 @@ TEST_CASE("implicit_gemm's shifted weight gradient runs each tile over several i
     detail::set_shifted(0);
     CHECK(detail::shifted_wgrad_images(parse_descriptor("mb32ic64ih56oc64oh56kh3ph1")) == 1);
     CHECK(detail::shifted_wgrad_images(parse_descriptor("mb32ic256ih14oc256oh14kh3ph1")) == 8);
+    set_num_threads(0);
+}
+
+TEST_CASE("implicit_gemm's stride-1 shifted weight gradient reads the input by taps, in place") {
+    RestoreCore restore;
+    std::mt19937 rng(211);
+    // Tiles of 12 input channels of one tap over only the positions whose inputs lie inside the
+    // image, against the padded planes (mode 2) and direct: channels off the 12-row tiles (8,
+    // 13, 19 and 25: the last 13-19 as two tiles), kernels 3 and 5, padding 0-3 (3 with a
+    // 3-tap kernel: output rows and columns that read padding only), dilation 2, groups, 1-D,
+    // several images per tile (batch 5 on 2 threads) and one image on both threads over rows
+    // in two passes (64x64: 4096 positions).
+    detail::set_shifted(1);
+    int in_place = 0;
+    for (const int threads : {1, 2})
+        for (const char* d : {"mb5ic8ih14oc40oh14kh3ph1", "mb5ic13ih12oc33oh12kh3ph1",
+                              "mb3ic19ih9oc32oh9kh3ph0", "mb5ic25ih11oc70oh11kh5ph2",
+                              "mb2ic16ih10oc32oh14kh3ph3", "mb3ic12ih15oc32oh15kh3ph2dh1",
+                              "mb4g2ic24ih10oc64oh10kh3ph1", "mb5ic8iw40oc40ow40kw3pw1",
+                              "mb1ic8ih64oc32oh64kh3ph1", "mb1ic20ih64oc40oh64kh5ph2"}) {
+            const Problem p = parse_descriptor(d);
+            const std::string what = d;
+            CAPTURE(what);
+            CAPTURE(threads);
+            REQUIRE(p.validate().empty());
+            set_num_threads(threads);
+            CHECK(detail::shifted_applies(p, Pass::BackwardWeight));
+            const Tensor src = integer_tensor(p.src_dims(), rng),
+                         dy = integer_tensor(p.dst_dims(), rng);
+            const Tensor want = backward_weight(p, src, dy, "direct");
+            for (const int mode : {0, 2}) {
+                detail::set_wgrad_taps(mode);
+                CHECK(detail::wgrad_taps_apply(p) == (mode == 0));
+                Profiler prof;
+                check_equal(backward_weight(p, src, dy, "implicit_gemm", &prof), want, d);
+                // In place nothing is padded (spans are kept where images run per thread: 4 or
+                // more on 2 threads).
+                if (threads == 2 && p.mb >= 4) CHECK((prof.seconds("pad") > 0.0) == (mode == 2));
+                in_place += mode == 0;
+            }
+        }
+    CHECK(in_place == 20);
+    // Strided, or fewer than 8 input channels (conv1): the planes.
+    detail::set_wgrad_taps(0);
+    CHECK_FALSE(detail::wgrad_taps_apply(parse_descriptor("mb2ic16ih28oc32oh14kh3sh2ph1")));
+    CHECK_FALSE(detail::wgrad_taps_apply(parse_descriptor("mb2ic7ih14oc32oh14kh3ph1")));
+    CHECK_FALSE(detail::wgrad_taps_apply(parse_descriptor("mb2ic3ih224oc64oh112kh7sh2ph3")));
     set_num_threads(0);
 }
 

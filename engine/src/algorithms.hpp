@@ -38,6 +38,12 @@ bool strided_wgrad_applies(const Problem& p);
 void set_shifted(int mode);
 // Whether implicit_gemm runs that pass of p from the padded stride-phase planes.
 bool shifted_applies(const Problem& p, Pass pass);
+// Whether the shifted weight gradient of a stride-1 problem reads the input in place, 12 input
+// channels of one tap per tile over the positions whose inputs lie inside the image (no
+// planes padded, no padding multiplied): 0 yes (the default), 2 never (the planes); and
+// whether it would for p.
+void set_wgrad_taps(int mode);
+bool wgrad_taps_apply(const Problem& p);
 // Images per tile of its weight gradient from the planes, where whole images run per thread.
 dim_t shifted_wgrad_images(const Problem& p);
 

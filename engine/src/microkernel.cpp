@@ -339,11 +339,11 @@ __attribute__((target("avx512f,fma"))) void kernel_avx512_dot_rowa(dim_t kc, con
     }
 }
 
-// c[j*ldt + i] = t[i][j/16] lane j%16 (+= when acc) for i < mv (<= 12), j < nv: the tile stored
-// transposed, 12 rows at a time by a 256- and a 128-bit access after a 16x16 register transpose.
+// c[j*ldt + i*cs] = t[i][j/16] lane j%16 (+= when acc) for i < mv (<= 12), j < nv: the tile
+// stored transposed (cs = 1), 12 rows at a time by a 256- and a 128-bit access after a 16x16 register transpose.
 __attribute__((target("avx512f"))) inline void store_transposed(const __m512 (&t)[12][2], float* c,
                                                                 dim_t ldt, int mv, int nv,
-                                                                bool acc) {
+                                                                bool acc, dim_t cs = 1) {
     for (int v = 0; v < 2; ++v) {
         __m512 q[16];
         for (int i = 0; i < 12; ++i) q[i] = t[i][v];
@@ -352,7 +352,10 @@ __attribute__((target("avx512f"))) inline void store_transposed(const __m512 (&t
         alignas(64) float col[16];
         for (int j = 0; j < 16 && 16 * v + j < nv; ++j) {
             float* cj = c + (16 * v + j) * ldt;
-            if (mv == 12) {
+            if (cs != 1) {
+                _mm512_store_ps(col, q[j]);
+                for (int i = 0; i < mv; ++i) cj[i * cs] = acc ? cj[i * cs] + col[i] : col[i];
+            } else if (mv == 12) {
                 __m256 lo = _mm512_castps512_ps256(q[j]);
                 __m128 hi = _mm512_extractf32x4_ps(q[j], 2);
                 if (acc) {
@@ -433,38 +436,39 @@ __attribute__((target("avx512f,fma"))) void kernel_avx512_shifted_edge(dim_t kc,
     store_row_tile<R>(t, c, ldt, nv);
 }
 
-// The weight gradient's counterpart of the shifted tiles (MicroKernel::row_runs_fn): the
-// reduction in ni images of nq runs of len positions, row i's inputs (a row of the padded input
-// planes, or of a 1x1's input strided by 2) from arows[i] + m * is + q * rs, S floats apart; b a
-// packed panel of dY^T, the tile stored transposed.
+// The weight gradient's counterpart of the shifted tiles (MicroKernel::row_runs_fn, Runs): row
+// i's inputs (a row of the padded input planes or of the input, or of a 1x1's input strided by
+// 2) from arows[i], S floats apart; b a packed panel of dY^T, the tile stored transposed.
 template <int MR, int S>
-__attribute__((target("avx512f,fma"))) void kernel_avx512_row_runs(dim_t ni, dim_t is, dim_t nq,
-                                                                   dim_t rs, dim_t len,
+__attribute__((target("avx512f,fma"))) void kernel_avx512_row_runs(const Runs& u,
                                                                    const float* const* arows,
                                                                    const float* b, float* c,
-                                                                   dim_t ldt, int nv, bool acc) {
+                                                                   dim_t ldt, dim_t cs, int nv,
+                                                                   bool acc) {
     __m512 tm[MR][2], t[12][2];
     for (int i = 0; i < MR; ++i) tm[i][0] = tm[i][1] = _mm512_setzero_ps();
-    for (dim_t m = 0; m < ni; ++m) {
+    for (dim_t m = 0; m < u.ni; ++m) {
         const float* r[MR];
-        for (int i = 0; i < MR; ++i) r[i] = arows[i] + m * is;
+        for (int i = 0; i < MR; ++i) r[i] = arows[i] + m * u.xi;
+        const float* bm = b + m * u.bi;
         // One index along the runs for all rows: a run's end costs an add, not MR.
-        for (dim_t q = 0, e0 = 0; q < nq; ++q, e0 += rs) {
-            for (dim_t e = e0; e < e0 + S * len; e += S) {
-                const __m512 b0 = load_b(b), b1 = load_b(b + 16);
+        for (dim_t q = 0, e0 = 0; q < u.nq; ++q, e0 += u.xq) {
+            const float* bk = bm + q * u.bq;
+            for (dim_t e = e0; e < e0 + S * u.len; e += S) {
+                const __m512 b0 = load_b(bk), b1 = load_b(bk + 16);
 #pragma GCC unroll 12
                 for (int i = 0; i < MR; ++i) {
                     const __m512 ai = _mm512_set1_ps(r[i][e]);
                     tm[i][0] = _mm512_fmadd_ps(ai, b0, tm[i][0]);
                     tm[i][1] = _mm512_fmadd_ps(ai, b1, tm[i][1]);
                 }
-                b += 32;
+                bk += 32;
             }
         }
     }
     for (int i = 0; i < 12; ++i)
         for (int v = 0; v < 2; ++v) t[i][v] = i < MR ? tm[i][v] : _mm512_setzero_ps();
-    store_transposed(t, c, ldt, MR, nv, acc);
+    store_transposed(t, c, ldt, MR, nv, acc, cs);
 }
 
 // fn[r] = kernel(std::integral_constant<int, r>) for r = 1 .. N: the tables of kernels

@@ -58,15 +58,22 @@ using ShiftedFn = void (*)(dim_t kc, const float* x, const dim_t* off, const flo
 // Longest run of output positions of MicroKernel::shifted_row_fn.
 inline constexpr int kShiftedRowMax = 12;
 
-// t (MR x 32) = sum over images m < ni, runs q < nq and k < len of
-// arows[i][m*is + q*rs + S k] * b[((m*nq + q)*len + k)*32 + j] (S = 1 or 2): MR reduction rows,
-// each read in runs of len positions rs floats apart, ni images is floats apart, against a
-// packed panel of dY^T; then c[j*ldt + i] (+= when acc) for i < MR, j < nv. The weight
-// gradient's tiles over padded planes (S = 1: a run per output row, skipping the planes'
-// padding columns) and over a 1x1's input strided by 2 along w, read in place (S = 2).
-using RowRunsFn = void (*)(dim_t ni, dim_t is, dim_t nq, dim_t rs, dim_t len,
-                           const float* const* arows, const float* b, float* c, dim_t ldt, int nv,
-                           bool acc);
+// The reduction of a weight-gradient tile (RowRunsFn): ni images of nq runs of len positions.
+// A row's value at (m, q, k) is arows[i][m*xi + q*xq + S k]; dY^T's 32 values are at
+// b + m*bi + q*bq + 32 k.
+struct Runs {
+    dim_t ni = 1, nq = 1, len = 0;
+    dim_t xi = 0, xq = 0;
+    dim_t bi = 0, bq = 0;
+};
+
+// t (MR x 32) = sum over the runs of a(i) * b (S = 1 or 2): MR reduction rows against a packed
+// panel of dY^T; then c[j*ldt + i*cs] (+= when acc) for i < MR, j < nv. The weight gradient's
+// tiles over padded planes or the input itself (S = 1, a run per output row; cs = prod(k) where
+// a tile's rows are 12 input channels of one tap) and over a 1x1's input strided by 2 along w,
+// read in place (S = 2).
+using RowRunsFn = void (*)(const Runs& runs, const float* const* arows, const float* b, float* c,
+                           dim_t ldt, dim_t cs, int nv, bool acc);
 
 struct MicroKernel {
     const char* isa = "portable";  // avx512 | avx2 | portable
