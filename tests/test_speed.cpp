@@ -979,8 +979,10 @@ TEST_CASE("implicit_gemm's weight gradient over images merged along the reductio
     // Random 1x1 problems of 2 to 7 images, some strided (the sampled copy, in chunks when it
     // passes 4 MiB), with groups, 1-D to 3-D, positions per image that do not divide the
     // reduction blocks (images straddle them), channel counts off the tiles; forced on, with
-    // every microkernel and dY's rows both copied by runs and packed.
+    // every microkernel and dY's rows both copied by runs and packed. (The stride-1 3x3 layers
+    // below would read the input by taps instead: switched off.)
     detail::set_merge_wgrad(1);
+    detail::set_wgrad_taps(2);
     std::vector<Problem> probs = random_1x1s(rng, 2, 7, 300, 17);
     // One whose sampled images (1024 channels x 150 positions) take two chunks.
     probs.push_back(parse_descriptor("mb9ic1024ih30iw20oc24oh15ow10kh1kw1sh2sw2ph0pw0"));
@@ -1006,6 +1008,18 @@ TEST_CASE("implicit_gemm's weight gradient over images merged along the reductio
     CHECK(!detail::merged_wgrad_applies(parse_descriptor("mb4ic40ih14oc36oh14kh1ph0")));
     CHECK(detail::merged_wgrad_applies(parse_descriptor("mb4ic40ih7oc36oh7kh3ph1")));
     CHECK(!detail::merged_wgrad_applies(parse_descriptor("mb4ic40ih9oc36oh9kh3ph1")));
+    // With the taps (AVX-512), a 7x7 3x3 of 4 images on 2 threads reads the input by taps
+    // instead.
+    int nk = 0;
+    if (!detail::select_microkernel("avx512")) return;
+    CHECK(std::string(detail::microkernels(nk)[0].isa) == "avx512");
+    detail::set_wgrad_taps(0);
+    set_num_threads(2);
+    CHECK(!detail::merged_wgrad_applies(parse_descriptor("mb4ic40ih7oc36oh7kh3ph1")));
+    CHECK(
+        detail::shifted_applies(parse_descriptor("mb4ic40ih7oc36oh7kh3ph1"), Pass::BackwardWeight));
+    CHECK(detail::merged_wgrad_applies(parse_descriptor("mb2ic40ih7oc36oh7kh3ph1")));
+    set_num_threads(0);
 }
 
 TEST_CASE("implicit_gemm's shifted weight gradient runs each tile over several images") {

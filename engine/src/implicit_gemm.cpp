@@ -539,8 +539,14 @@ bool use_shifted_wgrad(const Problem& p) {
     if (g_shifted_mode == 2 || !shifted_possible(p)) return false;
     const Shifted sg(p);
     const dim_t npan = (p.ocg() + 31) / 32;
-    if (static_cast<std::size_t>(npan * 32 * sg.npos) * sizeof(float) > (4u << 20) ||
-        static_cast<std::size_t>(p.oc * p.icg() * p.kernel_spatial()) * sizeof(float) > (4u << 20))
+    if (static_cast<std::size_t>(npan * 32 * sg.npos) * sizeof(float) > (4u << 20)) return false;
+    // Read by taps with whole images per thread (grouped, a tile over several): any width, and
+    // a dW of any size (beyond 4 MiB the threads split its panels, no partials). res5a_branch2b
+    // (7x7, 512 channels), harness, 2 threads, against the merged GEMM: batch 32 37.4 -> 30.8
+    // ms, batch 8 9.33 -> 7.80, batch 4 4.63 -> 4.38; 256 channels at batch 32 10.4 -> 8.0. At
+    // batch 1 (one image a tile of 42 positions) it lost, 1.19 -> 1.69.
+    if (wgrad_taps_apply(p) && images_in_parallel(p.mb) && p.ocg() >= 32) return true;
+    if (static_cast<std::size_t>(p.oc * p.icg() * p.kernel_spatial()) * sizeof(float) > (4u << 20))
         return false;
     return g_shifted_mode == 1 || shifted_pays(p);
 }
@@ -1450,13 +1456,13 @@ void backward_weight_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler
     // prf), or with `split` on all threads (nb = 1; each thread padding channels, packing dY^T
     // rows, then computing tiles of out of its own; prf null).
     auto shifted_image = [&](dim_t g, dim_t n, dim_t nb, float* out, bool acc, bool split,
-                             Profiler* prf) {
+                             Profiler* prf, dim_t jp0, dim_t jp1) {
         const MicroKernel& uk = microkernel();
-        const dim_t xsize = sg.size();
+        const dim_t xsize = sg.size(), np = jp1 - jp0;
         float* xp = taps ? nullptr : scratch(kSubsampleSlot, static_cast<std::size_t>(nb * xsize));
         const dim_t oh_n = sg.g.out[1], nrg = (rows + 11) / 12;
-        const dim_t ntiles = taps ? npan * dim_t(ctiles.size()) * ks : npan * nrg;
-        float* dyt = scratch(kPackedDySlot, static_cast<std::size_t>(npan * nb * cols * 32));
+        const dim_t ntiles = taps ? np * dim_t(ctiles.size()) * ks : np * nrg;
+        float* dyt = scratch(kPackedDySlot, static_cast<std::size_t>(np * nb * cols * 32));
         const int threads = split ? omp_get_max_threads() : 1;
 #pragma omp parallel num_threads(threads)
         {
@@ -1469,13 +1475,13 @@ void backward_weight_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler
             // dY^T by panels of 32 channels (a panel's images one after another).
             {
                 Span s(prf, "pack_dst");
-                for (dim_t q = npan * oh_n * id / nt; q < npan * oh_n * (id + 1) / nt; ++q) {
-                    const dim_t jp = q / oh_n, oh = q % oh_n;
+                for (dim_t q = np * oh_n * id / nt; q < np * oh_n * (id + 1) / nt; ++q) {
+                    const dim_t jl = q / oh_n, jp = jp0 + jl, oh = q % oh_n;
                     for (dim_t i = 0; i < nb; ++i) {
                         const float* dy = a.diff_dst + ((n + i) * p.oc + g * kg) * cols;
                         pack_transposed(dy + jp * 32 * cols + oh * ow_n, cols,
                                         std::min<dim_t>(32, kg - jp * 32), ow_n, 32,
-                                        dyt + ((jp * nb + i) * cols + oh * ow_n) * 32);
+                                        dyt + ((jl * nb + i) * cols + oh * ow_n) * 32);
                     }
                 }
             }
@@ -1499,15 +1505,15 @@ void backward_weight_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler
             for (dim_t h0 = 0; h0 < oh_n; h0 += hstep) {
                 const dim_t nq = std::min(hstep, oh_n - h0);
                 for (dim_t t = ntiles * id / nt; t < ntiles * (id + 1) / nt; ++t) {
-                    const int nv =
-                        static_cast<int>(std::min<dim_t>(32, kg - t / (ntiles / npan) * 32));
+                    const dim_t jl = t / (ntiles / np), jp = jp0 + jl;
+                    const int nv = static_cast<int>(std::min<dim_t>(32, kg - jp * 32));
                     if (!taps) {
-                        const dim_t jp = t / nrg, r0 = t % nrg * 12;
+                        const dim_t r0 = t % nrg * 12;
                         const int mv = static_cast<int>(std::min<dim_t>(12, rows - r0));
                         for (int i = 0; i < mv; ++i)
                             rp[i] = xp + h0 * sg.wh + sg.off[static_cast<std::size_t>(r0 + i)];
                         const Runs u{nb, nq, ow_n, xsize, sg.wh, cols * 32, ow_n * 32};
-                        uk.row_runs_fn[0][mv](u, rp, dyt + (jp * nb * cols + h0 * ow_n) * 32,
+                        uk.row_runs_fn[0][mv](u, rp, dyt + (jl * nb * cols + h0 * ow_n) * 32,
                                               out + jp * 32 * rows + r0, rows, 1, nv,
                                               acc || h0 > 0);
                         continue;
@@ -1519,7 +1525,7 @@ void backward_weight_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler
                     // 33.1/33.3, res2a_branch2b 35.1/35.3 -> 33.9/34.1; batch 1 res2a_branch2b
                     // 1.15-1.16 -> 1.05-1.06, res3a_branch2b 1.12-1.14 -> 1.02-1.05,
                     // res4a_branch2b 1.18-1.19 -> 1.15-1.16.
-                    const dim_t tap = t % ks, jp = t / ks / dim_t(ctiles.size());
+                    const dim_t tap = t % ks;
                     const auto [c0, mv] =
                         ctiles[static_cast<std::size_t>(t / ks % dim_t(ctiles.size()))];
                     const dim_t ih0 = tap / g3.k[2] * g3.d[1] - g3.pb[1],
@@ -1533,7 +1539,7 @@ void backward_weight_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler
                         rp[i] = x0 + (c0 + i) * is + (qlo + ih0) * g3.in[2] + klo + iw0;
                     const Runs u{nb,       qhi - qlo, khi - klo, p.ic * is,
                                  g3.in[2], cols * 32, ow_n * 32};
-                    uk.row_runs_fn[0][mv](u, rp, dyt + (jp * nb * cols + qlo * ow_n + klo) * 32,
+                    uk.row_runs_fn[0][mv](u, rp, dyt + (jl * nb * cols + qlo * ow_n + klo) * 32,
                                           out + jp * 32 * rows + c0 * ks + tap, rows, ks, nv,
                                           acc || h0 > 0);
                 }
@@ -1593,7 +1599,8 @@ void backward_weight_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler
     };
     // Spans into prf (the calling thread's, or null).
     auto image = [&](dim_t g, dim_t n, float* out, bool acc, dim_t q0, dim_t q1, Profiler* prf) {
-        if (shifted) return shifted_image(g, n, 1, out, acc, false, prf);  // whole images (q0 = 0)
+        if (shifted)
+            return shifted_image(g, n, 1, out, acc, false, prf, 0, npan);  // whole images (q0 = 0)
         if (in_place) return strided_image(g, n, out, acc, prf);           // whole images (q0 = 0)
         Im2col m(p, a.src + (n * p.ic + g * cg) * is);
         if (deint) {
@@ -1685,7 +1692,21 @@ void backward_weight_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler
         Span s(prof, "gemm");
         for (dim_t g = 0; g < p.groups; ++g)
             for (dim_t n = 0; n < p.mb; ++n)
-                shifted_image(g, n, 1, a.diff_wei + g * kg * rows, n > 0, true, nullptr);
+                shifted_image(g, n, 1, a.diff_wei + g * kg * rows, n > 0, true, nullptr, 0, npan);
+        return;
+    }
+    // Whole images per thread would need a partial dW beyond 4 MiB: the threads split dW's
+    // panels instead, each running every image (grouped) over its own.
+    if (shifted && by_images && wsize * sizeof(float) > (4u << 20)) {
+        ThreadProfilers tp(prof);
+#pragma omp parallel
+        {
+            const dim_t id = omp_get_thread_num(), nt = omp_get_num_threads();
+            for (dim_t g = 0; g < p.groups; ++g)
+                for (dim_t n = 0; n < p.mb; n += group)
+                    shifted_image(g, n, std::min(group, p.mb - n), a.diff_wei + g * kg * rows,
+                                  n > 0, false, tp.mine(), npan * id / nt, npan * (id + 1) / nt);
+        }
         return;
     }
     bool by_positions = false;
@@ -1708,7 +1729,7 @@ void backward_weight_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler
                             const dim_t n0 = p.mb * id / nt, n1 = p.mb * (id + 1) / nt;
                             for (dim_t n = n0; n < n1; n += group)
                                 shifted_image(g, n, std::min(group, n1 - n), out, n > n0, false,
-                                              mine);
+                                              mine, 0, npan);
                         } else if (by_images) {
                             const dim_t n0 = p.mb * id / nt, n1 = p.mb * (id + 1) / nt;
                             for (dim_t n = n0; n < n1; ++n) image(g, n, out, n > n0, 0, cols, mine);
