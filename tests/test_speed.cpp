@@ -1093,6 +1093,23 @@ TEST_CASE("implicit_gemm's stride-1 shifted weight gradient reads the input by t
             }
         }
     CHECK(in_place == 20);
+    // A dW beyond 4 MiB with whole images per thread (600 x 600 x 3 taps, 1-D): the threads split
+    // its panels, each over every image, instead of summing partials.
+    set_num_threads(2);
+    detail::set_wgrad_taps(0);
+    detail::set_shifted(0);
+    {
+        const char* d = "mb5ic600iw6oc600ow6kw3pw1";
+        const Problem p = parse_descriptor(d);
+        CHECK(detail::shifted_applies(p, Pass::BackwardWeight));
+        const Tensor src = integer_tensor(p.src_dims(), rng),
+                     dy = integer_tensor(p.dst_dims(), rng);
+        Profiler prof;
+        check_equal(backward_weight(p, src, dy, "implicit_gemm", &prof),
+                    backward_weight(p, src, dy, "direct"), d);
+        CHECK(prof.seconds("pack_dst") > 0.0);
+        CHECK(prof.seconds("pad") == 0.0);
+    }
     // Strided, or fewer than 8 input channels (conv1): the planes.
     detail::set_wgrad_taps(0);
     CHECK_FALSE(detail::wgrad_taps_apply(parse_descriptor("mb2ic16ih28oc32oh14kh3sh2ph1")));
