@@ -343,8 +343,8 @@ __attribute__((target("avx512f,fma"))) void kernel_avx512_dot_rowa(dim_t kc, con
 // stored transposed after a 16x16 register transpose, 12 rows at a time by a 256- and a
 // 128-bit access (cs = 1) or one float at a time (a weight-gradient tile by taps, cs = ks).
 __attribute__((target("avx512f"))) inline void store_transposed(const __m512 (&t)[12][2], float* c,
-                                                                dim_t ldt, int mv, int nv,
-                                                                bool acc, dim_t cs = 1) {
+                                                                dim_t ldt, int mv, int nv, bool acc,
+                                                                dim_t cs = 1) {
     for (int v = 0; v < 2; ++v) {
         __m512 q[16];
         for (int i = 0; i < 12; ++i) q[i] = t[i][v];
