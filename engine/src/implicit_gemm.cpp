@@ -1446,7 +1446,7 @@ void backward_weight_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler
     const bool taps = shifted && wgrad_taps_apply(p);
     const dim_t ks = p.kernel_spatial();
     std::vector<std::pair<dim_t, int>> ctiles;
-    for (dim_t c0 = 0; c0 < cg;) {
+    for (dim_t c0 = 0; taps && c0 < cg;) {
         const dim_t left = cg - c0,
                     mv = left > 12 && left < 20 ? (left + 1) / 2 : std::min<dim_t>(12, left);
         ctiles.emplace_back(c0, static_cast<int>(mv));

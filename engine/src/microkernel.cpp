@@ -341,7 +341,8 @@ __attribute__((target("avx512f,fma"))) void kernel_avx512_dot_rowa(dim_t kc, con
 
 // c[j*ldt + i*cs] = t[i][j/16] lane j%16 (+= when acc) for i < mv (<= 12), j < nv: the tile
 // stored transposed after a 16x16 register transpose, 12 rows at a time by a 256- and a
-// 128-bit access (cs = 1) or one float at a time (a weight-gradient tile by taps, cs = ks).
+// 128-bit access (cs = 1), else one float at a time (fewer rows, or a weight-gradient tile by
+// taps: cs = ks).
 __attribute__((target("avx512f"))) inline void store_transposed(const __m512 (&t)[12][2], float* c,
                                                                 dim_t ldt, int mv, int nv, bool acc,
                                                                 dim_t cs = 1) {
@@ -353,10 +354,7 @@ __attribute__((target("avx512f"))) inline void store_transposed(const __m512 (&t
         alignas(64) float col[16];
         for (int j = 0; j < 16 && 16 * v + j < nv; ++j) {
             float* cj = c + (16 * v + j) * ldt;
-            if (cs != 1) {
-                _mm512_store_ps(col, q[j]);
-                for (int i = 0; i < mv; ++i) cj[i * cs] = acc ? cj[i * cs] + col[i] : col[i];
-            } else if (mv == 12) {
+            if (mv == 12 && cs == 1) {
                 __m256 lo = _mm512_castps512_ps256(q[j]);
                 __m128 hi = _mm512_extractf32x4_ps(q[j], 2);
                 if (acc) {
@@ -367,7 +365,7 @@ __attribute__((target("avx512f"))) inline void store_transposed(const __m512 (&t
                 _mm_storeu_ps(cj + 8, hi);
             } else {
                 _mm512_store_ps(col, q[j]);
-                for (int i = 0; i < mv; ++i) cj[i] = acc ? cj[i] + col[i] : col[i];
+                for (int i = 0; i < mv; ++i) cj[i * cs] = acc ? cj[i * cs] + col[i] : col[i];
             }
         }
     }
