@@ -142,7 +142,9 @@ TEST_CASE("app render: a lesson in presenter mode on a 1280x720 projector leaves
     // Header, presenter key line and narration (half the height) left the view of lesson 17's
     // network 145 of 720 pixels, its cells a few pixels wide. Under 900 pixels the narration
     // takes at most 40% (it scrolls), the header drops the hover hint and the key line, and the
-    // titles are one line: the canvas must be a third of the window and more.
+    // titles are one line: the canvas must be a third of the window and more. With the caption
+    // one line, the legend smaller and the rows half a line apart, its 2 x 2 cells went from 17
+    // px (digits hidden below 19) to 39.
     TempDir t;
     const auto p = (t.path / "l.png").string();
     const Run r =
@@ -155,8 +157,12 @@ TEST_CASE("app render: a lesson in presenter mode on a 1280x720 projector leaves
     REQUIRE(at != std::string::npos);
     int cw = 0, ch = 0;
     REQUIRE(std::sscanf(r.out.c_str() + at + key.size(), "%dx%d", &cw, &ch) == 2);
-    CHECK(ch >= 240);
+    CHECK(ch >= 300);
     CHECK(r.out.find("view fits the canvas") != std::string::npos);
+    const std::string cells = ", cells ";
+    const auto ca = r.out.find(cells);
+    REQUIRE(ca != std::string::npos);
+    CHECK(std::atof(r.out.c_str() + ca + cells.size()) >= 32.0);
 }
 
 TEST_CASE("app render: bad shots fail with status 2, one line, no file") {

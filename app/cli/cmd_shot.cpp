@@ -205,10 +205,11 @@ void run_shot(const Options& opts, std::ostream& out) {
             << ")\n";
     if (o.view != "timings" && r.canvas_w > 0) {
         char fit[160];
-        std::snprintf(fit, sizeof fit, "view %s the canvas: drawn %.0fx%.0f px of %.0fx%.0f\n",
+        std::snprintf(fit, sizeof fit,
+                      "view %s the canvas: drawn %.0fx%.0f px of %.0fx%.0f, cells %.1f px\n",
                       r.fits() ? "fits" : "does NOT fit", static_cast<double>(r.drawn_w),
                       static_cast<double>(r.drawn_h), static_cast<double>(r.canvas_w),
-                      static_cast<double>(r.canvas_h));
+                      static_cast<double>(r.canvas_h), static_cast<double>(r.cell_px));
         out << fit;
     }
     if (report) {

@@ -405,6 +405,7 @@ class App {
     void keyboard();
     void sidebar(float width);
     void header();
+    void one_line(const std::string& text);
     void canvas();
     void draw_panel(ImDrawList* dl, std::size_t i, ImVec2 origin, float z, const ImVec4& clip);
     void texture(std::size_t i);
@@ -738,9 +739,17 @@ void App::header() {
     (void)dl;
     ImGui::PushStyleColor(ImGuiCol_Text, P.panel_text);
     const dim_t n = steps();
+    // Short of height (a 1280x720 projector, the lesson's narration below): the caption one
+    // line, cut with "..." (the whole of it on hover), and the legend smaller, so that the
+    // canvas keeps the lines. Lesson 17's network at 1280x720 in presenter mode had cells of
+    // 17 px, too small for their digits, under a caption and a legend of two lines each.
+    const bool compact = short_window();
     if (view) {
-        ImGui::SetWindowFontScale(1.15f);
-        ImGui::TextWrapped("%s", view->caption.c_str());
+        ImGui::SetWindowFontScale(compact ? 1.0f : 1.15f);
+        if (compact)
+            one_line(view->caption);
+        else
+            ImGui::TextWrapped("%s", view->caption.c_str());
         ImGui::SetWindowFontScale(1.0f);
     }
     const char* gran = s.playback.granularity == Granularity::Element ? "one element"
@@ -791,8 +800,31 @@ void App::header() {
         ImGui::SameLine();
         ImGui::TextUnformatted(label);
     };
+    if (compact) ImGui::SetWindowFontScale(0.85f);
     for (const LegendEntry& e : legend()) swatch(e.colour, e.label, e.hatch);
+    if (compact) ImGui::SetWindowFontScale(1.0f);
     ImGui::PopStyleColor();
+}
+
+// text on one line, cut with "..." where the window is narrower; the whole text on hover.
+void App::one_line(const std::string& text) {
+    const float avail = ImGui::GetContentRegionAvail().x;
+    if (ImGui::CalcTextSize(text.c_str()).x <= avail) {
+        ImGui::TextUnformatted(text.c_str());
+        return;
+    }
+    const float dots = ImGui::CalcTextSize("...").x;
+    const char* end = text.c_str();
+    ImGui::GetFont()->CalcTextSizeA(ImGui::GetFontSize(), std::max(0.0f, avail - dots), 0.0f,
+                                    text.c_str(), nullptr, &end);
+    ImGui::TextUnformatted((std::string(text.c_str(), end) + "...").c_str());
+    if (ImGui::IsItemHovered()) {
+        ImGui::BeginTooltip();
+        ImGui::PushTextWrapPos(ImGui::GetFontSize() * 40.0f);
+        ImGui::TextUnformatted(text.c_str());
+        ImGui::PopTextWrapPos();
+        ImGui::EndTooltip();
+    }
 }
 
 void App::texture(std::size_t i) {
@@ -920,8 +952,23 @@ void App::draw_panel(ImDrawList* dl, std::size_t i, ImVec2 origin, float z, cons
         }
         dl->AddRect(ImVec2(px - 1, py - 1), ImVec2(px + pw + 1, py + ph + 1), P.grid);
     } else {
-        const float fsz = std::clamp(z * 0.42f, 6.0f, 44.0f);
+        // Digits at 0.55 of a cell (0.42 left a projector's 27-px cells 11-px digits), one size
+        // for the panel: the largest at which its widest value fits 0.9 of a cell, unless that
+        // is below 8 px, where each value is sized on its own (and hidden below 8 px).
+        float fsz = std::clamp(z * 0.55f, 6.0f, 44.0f);
         const bool text = z >= 14.0f;
+        if (text && pn.numel() <= 4096) {
+            ImFont* f = ImGui::GetFont();
+            float fit = fsz;
+            for (dim_t c = 0; c < pn.numel(); ++c) {
+                const auto cu = static_cast<std::size_t>(c);
+                const bool lane = !pn.padding_lane.empty() && pn.padding_lane[cu];
+                const std::string v = lane ? "0" : app::format_value(ps.shown[cu], s.request.data);
+                const float w = f->CalcTextSizeA(fsz, FLT_MAX, 0, v.c_str()).x;
+                if (w > z * 0.9f) fit = std::min(fit, fsz * z * 0.9f / w);
+            }
+            if (fit >= 8.0f) fsz = fit;
+        }
         const dim_t slots_y = wraps * pn.tiles_y;
         for (dim_t sr = 0; sr < slots_y; ++sr) {
             const float ty0 = py + static_cast<float>(sr) * (th + 1.0f) * z;
@@ -1139,7 +1186,11 @@ void App::canvas() {
             top = std::max(top,
                            font->CalcTextSizeA(fs, FLT_MAX, wrap_of(i, z), shown(i, z).c_str()).y);
         top += tile_labels ? fs * 1.3f : fs * 0.3f;  // and the tile labels ("c=1"), if any
-        app::layout_view(*view, top / z, min_slot);
+        // Short of height (compact titles), rows apart by half a line of text, not 2 cells
+        // (54 px of lesson 17's 332 at 1280x720 in presenter mode).
+        app::layout_view(
+            *view, top / z, min_slot,
+            compact_titles ? std::min(app::kPanelGap * 0.5, 0.5 * fs / z) : app::kPanelGap * 0.5);
     };
     if (s.zoom > 0 && fit_auto &&
         (std::abs(size.x - fit_size.x) > 0.5f || std::abs(size.y - fit_size.y) > 0.5f ||
@@ -1749,6 +1800,7 @@ FrameReport shot_in(Window& w, const ShotOptions& o) {
     rep.canvas_h = a.canvas_size.y;
     rep.drawn_w = a.drawn_size.x;
     rep.drawn_h = a.drawn_size.y;
+    rep.cell_px = a.s.zoom;
     if (!o.out.empty()) {
         a.ex.png = o.out;
         render_frame(a, 0.0);

@@ -328,7 +328,7 @@ dim_t hit_test(const Panel& p, double x, double y) {
     return linear_at(p, tx, ty, pr, pc);
 }
 
-void layout_view(ViewModel& v, double title_cells, double min_slot) {
+void layout_view(ViewModel& v, double title_cells, double min_slot, double row_gap) {
     double x = 0, y = title_cells, row_h = 0;
     v.width = v.height = 0;
     Panel* prev = nullptr;
@@ -336,7 +336,7 @@ void layout_view(ViewModel& v, double title_cells, double min_slot) {
         layout_panel(p);
         if (p.new_row && prev) {
             x = 0;
-            y += row_h + kPanelGap * 0.5 + title_cells;
+            y += row_h + row_gap + title_cells;
             row_h = 0;
             prev = nullptr;
         }

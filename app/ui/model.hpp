@@ -151,8 +151,10 @@ struct ViewModel {
 
 // Arranges the panels left to right in rows (layout_panel on each). title_cells: room above
 // every row for the titles; min_slot: least room per panel (both in cells, the GUI converts its
-// pixel sizes at the current zoom).
-void layout_view(ViewModel& v, double title_cells = 0, double min_slot = 0);
+// pixel sizes at the current zoom); row_gap: cells between a row's cells and the next row's
+// titles.
+void layout_view(ViewModel& v, double title_cells = 0, double min_slot = 0,
+                 double row_gap = kPanelGap * 0.5);
 
 // The canvas arrange_view plans for (pixels): the app's canvas at 1600 x 1000 beside the sidebar,
 // the panel titles above every row of panels and the least slot a title gets (gui.cpp).
