@@ -158,6 +158,15 @@ float luminance(ImU32 c) {
     return 0.2126f * v.x + 0.7152f * v.y + 0.0722f * v.z;
 }
 
+// t as drawn in `width` pixels at font size `size`: whole, or cut with "..." where it is wider.
+std::string cut_to_width(const ImFont* font, float size, const std::string& t, float width) {
+    const auto w = [&](const char* x) { return font->CalcTextSizeA(size, FLT_MAX, 0.0f, x).x; };
+    if (w(t.c_str()) <= width) return t;
+    const char* end = t.c_str();  // where the characters that fit before "..." end
+    font->CalcTextSizeA(size, std::max(0.0f, width - w("...")), 0.0f, t.c_str(), nullptr, &end);
+    return std::string(t.c_str(), end) + "...";
+}
+
 // [SECTION] the App
 
 struct Job {
@@ -347,6 +356,25 @@ class App {
         st = app::compute_step(*view, s.playback.granularity, s.playback.step);
         step_dirty = false;
         for (auto& t : tex) t.dirty = true;
+        measure_values();
+    }
+
+    // Per panel of at most 4096 cells, the width of its widest shown value at font size 1
+    // (draw_panel sizes the panel's digits by it); 0 for larger panels (each value sized alone).
+    std::vector<float> widest;
+    void measure_values() {
+        widest.assign(view->panels.size(), 0.0f);
+        for (std::size_t i = 0; i < view->panels.size(); ++i) {
+            const Panel& pn = view->panels[i];
+            if (pn.numel() > 4096) continue;
+            for (dim_t c = 0; c < pn.numel(); ++c) {
+                const auto cu = static_cast<std::size_t>(c);
+                const bool lane = !pn.padding_lane.empty() && pn.padding_lane[cu];
+                const std::string v =
+                    lane ? "0" : app::format_value(st.panels[i].shown[cu], s.request.data);
+                widest[i] = std::max(widest[i], font->CalcTextSizeA(1.0f, FLT_MAX, 0, v.c_str()).x);
+            }
+        }
     }
 
     void update_linked() {
@@ -808,17 +836,10 @@ void App::header() {
 
 // text on one line, cut with "..." where the window is narrower; the whole text on hover.
 void App::one_line(const std::string& text) {
-    const float avail = ImGui::GetContentRegionAvail().x;
-    if (ImGui::CalcTextSize(text.c_str()).x <= avail) {
-        ImGui::TextUnformatted(text.c_str());
-        return;
-    }
-    const float dots = ImGui::CalcTextSize("...").x;
-    const char* end = text.c_str();
-    ImGui::GetFont()->CalcTextSizeA(ImGui::GetFontSize(), std::max(0.0f, avail - dots), 0.0f,
-                                    text.c_str(), nullptr, &end);
-    ImGui::TextUnformatted((std::string(text.c_str(), end) + "...").c_str());
-    if (ImGui::IsItemHovered()) {
+    const std::string cut = cut_to_width(ImGui::GetFont(), ImGui::GetFontSize(), text,
+                                         ImGui::GetContentRegionAvail().x);
+    ImGui::TextUnformatted(cut.c_str());
+    if (cut.size() != text.size() && ImGui::IsItemHovered()) {
         ImGui::BeginTooltip();
         ImGui::PushTextWrapPos(ImGui::GetFontSize() * 40.0f);
         ImGui::TextUnformatted(text.c_str());
@@ -957,16 +978,9 @@ void App::draw_panel(ImDrawList* dl, std::size_t i, ImVec2 origin, float z, cons
         // is below 8 px, where each value is sized on its own (and hidden below 8 px).
         float fsz = std::clamp(z * 0.55f, 6.0f, 44.0f);
         const bool text = z >= 14.0f;
-        if (text && pn.numel() <= 4096) {
-            ImFont* f = ImGui::GetFont();
-            float fit = fsz;
-            for (dim_t c = 0; c < pn.numel(); ++c) {
-                const auto cu = static_cast<std::size_t>(c);
-                const bool lane = !pn.padding_lane.empty() && pn.padding_lane[cu];
-                const std::string v = lane ? "0" : app::format_value(ps.shown[cu], s.request.data);
-                const float w = f->CalcTextSizeA(fsz, FLT_MAX, 0, v.c_str()).x;
-                if (w > z * 0.9f) fit = std::min(fit, fsz * z * 0.9f / w);
-            }
+        const float wide = i < widest.size() ? widest[i] : 0.0f;  // measure_values
+        if (text && wide > 0.0f) {
+            const float fit = std::min(fsz, z * 0.9f / wide);
             if (fit >= 8.0f) fsz = fit;
         }
         const dim_t slots_y = wraps * pn.tiles_y;
@@ -1149,15 +1163,7 @@ void App::canvas() {
     };
     // The title as drawn at zoom z: compact titles are one line, cut with "..." at the slot.
     const auto shown = [&](std::size_t i, float z) {
-        const std::string& t = titles[i];
-        const float w = wrap_of(i, z);
-        const auto width = [&](const std::string& x) {
-            return font->CalcTextSizeA(fs, FLT_MAX, 0.0f, x.c_str()).x;
-        };
-        if (!compact_titles || width(t) <= w) return t;
-        const char* end = t.c_str();  // where the characters that fit before "..." end
-        font->CalcTextSizeA(fs, std::max(0.0f, w - width("...")), 0.0f, t.c_str(), nullptr, &end);
-        return std::string(t.c_str(), end) + "...";
+        return compact_titles ? cut_to_width(font, fs, titles[i], wrap_of(i, z)) : titles[i];
     };
     // Right edge of the widest title line, from the view's left edge, at zoom z.
     const auto titles_right = [&](float z) {
