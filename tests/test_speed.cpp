@@ -312,6 +312,55 @@ TEST_CASE("gemm's A prefetch visits every cache line of the next block, in its s
     CHECK(visited == 0);
 }
 
+TEST_CASE("blocked GEMM writing C by non-temporal stores equals a naive product") {
+    RestoreCore restore;
+    std::mt19937 rng(79);
+    int count = 0;
+    const detail::MicroKernel* uks = detail::microkernels(count);
+    // 8 x 48 (m = 64) and 12 x 32 tiles, one and several KC blocks (only the last streamed,
+    // after adding the earlier ones), partial row panels and edge columns (stored plainly), C
+    // 64-byte aligned and one float off (stored plainly), ldc not a multiple of 16 (the same).
+    const dim_t shapes[][3] = {{64, 200, 64},  {64, 1600, 300}, {96, 160, 40},
+                               {100, 64, 520}, {13, 80, 17},    {64, 50, 30}};
+    // Kernels with streamed stores: AVX-512's 12 x 32 and 8 x 48, A packed and read in place.
+    if (std::string_view(uks[0].isa) == "avx512") {
+        const bool packed = detail::microkernel_for(96, 160).stream_fn[0] != nullptr;
+        const bool rows = detail::microkernel_for(64, 200).stream_fn[1] != nullptr;
+        CHECK(packed);
+        CHECK(rows);
+    }
+    for (int u = 0; u < count * 2; ++u) {
+        REQUIRE(detail::select_microkernel(uks[u / 2].isa));
+        detail::set_read_a(u % 2 ? detail::ReadA::packed : detail::ReadA::rows);
+        for (const auto& [m, n, k] : shapes)
+            for (int misalign = 0; misalign < 2; ++misalign)
+                for (bool acc : {false, true}) {
+                    const auto a = integers(static_cast<std::size_t>(m * k), rng);
+                    const auto b = integers(static_cast<std::size_t>(k * n), rng);
+                    std::vector<float> buf(static_cast<std::size_t>(m * n + 32));
+                    const auto at = reinterpret_cast<std::uintptr_t>(buf.data());
+                    float* c = buf.data() + (64 - at % 64) % 64 / 4 + misalign;
+                    const auto init = integers(static_cast<std::size_t>(m * n), rng);
+                    std::copy(init.begin(), init.end(), c);
+                    dim_t bad = 0;
+                    detail::gemm(m, n, k, detail::StridedA{a.data(), k, 1},
+                                 detail::StridedB{b.data(), n, 1}, c, n, acc, 0, true);
+                    for (dim_t i = 0; i < m; ++i)
+                        for (dim_t j = 0; j < n; ++j) {
+                            double sum = acc ? init[static_cast<std::size_t>(i * n + j)] : 0.0;
+                            for (dim_t q = 0; q < k; ++q)
+                                sum += double(a[static_cast<std::size_t>(i * k + q)]) *
+                                       double(b[static_cast<std::size_t>(q * n + j)]);
+                            bad += c[i * n + j] != static_cast<float>(sum);
+                        }
+                    INFO(uks[u / 2].isa << (u % 2 ? " A packed" : " A read from its rows") << " m "
+                                        << m << " n " << n << " k " << k << " misaligned "
+                                        << misalign << " acc " << acc);
+                    CHECK(bad == 0);
+                }
+    }
+}
+
 TEST_CASE("gemm_isa names the microkernel in use") {
     const std::string isa = gemm_isa();
     CHECK((isa == "avx512" || isa == "avx2" || isa == "portable"));
@@ -796,6 +845,27 @@ TEST_CASE("implicit_gemm's shifted forward with its rows streamed equals direct"
     CHECK_FALSE(detail::streams_output(parse_descriptor("mb4ic3ih224oc64oh112kh7sh2ph3")));
     detail::set_stream_output(2);
     CHECK_FALSE(detail::streams_output(parse_descriptor("mb32ic3ih224oc64oh112kh7sh2ph3")));
+}
+
+TEST_CASE("implicit_gemm's GEMM forward writing dst by non-temporal stores equals direct") {
+    RestoreCore restore;
+    std::mt19937 rng(62);
+    // Streaming forced on the GEMM paths that write dst in place (the shifted and 1x1 tiles
+    // off): a 1x1 read in place (M = 64: 8 x 48 tiles; M = 80: 12 x 32), its reduction over
+    // two KC blocks, a strided 1x1 from its sampled copy, a 3x3 from im2col, rows of 196
+    // floats (not 64-byte multiples: stored plainly), groups (rows starting within a line).
+    detail::set_shifted(2);
+    detail::set_stream_output(1);
+    for (const char* d :
+         {"mb2ic64ih16oc64oh16kh1ph0", "mb2ic300ih16oc80oh16kh1ph0", "mb2ic32ih32oc48oh16kh1sh2ph0",
+          "mb1ic8ih32oc64oh32kh3ph1", "mb2ic40ih14oc80oh14kh1ph0", "g2mb2ic16ih16oc40oh16kh1ph0"}) {
+        const Problem p = parse_descriptor(d);
+        CHECK(detail::streams_output(p));
+        const Tensor src = integer_tensor(p.src_dims(), rng),
+                     wei = integer_tensor(p.wei_dims(), rng);
+        check_equal(forward(p, src, wei, nullptr, "implicit_gemm"),
+                    forward(p, src, wei, nullptr, "direct"), d);
+    }
 }
 
 TEST_CASE("implicit_gemm's 1x1 forward from the input's rows equals direct") {

@@ -101,7 +101,8 @@ __attribute__((target("avx512f,fma"))) inline void tile_loop(dim_t kc, const AVa
 }
 
 // B's rows are LDB floats apart (a panel of 16 NV columns, or of 64 for the 6 x 49 tile's 48).
-template <int MR, int NV, bool kRowA, int LDB = 16 * NV>
+// kStream: C's rows (64-byte aligned) written by non-temporal stores.
+template <int MR, int NV, bool kRowA, int LDB = 16 * NV, bool kStream = false>
 __attribute__((target("avx512f,fma"))) inline void kernel_avx512_t(dim_t kc, const float* a,
                                                                    const float* b, float* c,
                                                                    dim_t ldc, bool acc, dim_t lda) {
@@ -118,7 +119,10 @@ __attribute__((target("avx512f,fma"))) inline void kernel_avx512_t(dim_t kc, con
         for (int v = 0; v < NV; ++v) {
             float* ci = c + i * ldc + 16 * v;
             if (acc) t[i][v] = _mm512_add_ps(t[i][v], _mm512_loadu_ps(ci));
-            _mm512_storeu_ps(ci, t[i][v]);
+            if constexpr (kStream)
+                _mm512_stream_ps(ci, t[i][v]);
+            else
+                _mm512_storeu_ps(ci, t[i][v]);
         }
 }
 
@@ -626,6 +630,8 @@ MicroKernel avx512_kernel() {
     k.nr = 32;
     k.fn = kernel_avx512;
     k.rowa_fn = kernel_avx512_rowa;
+    k.stream_fn[0] = kernel_avx512_t<12, 2, false, 32, true>;
+    k.stream_fn[1] = kernel_avx512_t<12, 2, true, 32, true>;
     k.tail_fn[0][0] = kernel_avx512_tail<4, false>;
     k.tail_fn[0][1] = kernel_avx512_tail<8, false>;
     k.tail_fn[1][0] = kernel_avx512_tail<4, true>;
@@ -689,6 +695,8 @@ struct Registry {
             all.push_back(avx512_kernel());
             narrow_avx512 = {"avx512", 4, 64, kernel_avx512_4x64, kernel_avx512_4x64_rows};
             wide_avx512 = {"avx512", 8, 48, kernel_avx512_8x48, nullptr, kernel_avx512_8x48_rowa};
+            wide_avx512.stream_fn[0] = kernel_avx512_t<8, 3, false, 48, true>;
+            wide_avx512.stream_fn[1] = kernel_avx512_t<8, 3, true, 48, true>;
             n49_avx512 = {"avx512", 6,
                           64,       kernel_avx512_t<6, 4, false>,
                           nullptr,  kernel_avx512_t<6, 4, true>};
@@ -931,6 +939,9 @@ void gemm_packed_block(const MicroKernel& uk, const GemmBlocking& bl, dim_t i0, 
     // copied (res5b_branch2a, batch 1: 0.60 -> 0.52 ms). So are A's rows copied when their
     // columns run over several images (a.ks).
     const bool row_copy = row_a && ((a.rs % 1024 == 0 && mr >= 8) || a.ks != 0);
+    // Non-temporal stores need C's rows 64-byte aligned: ldc a multiple of 16 floats (then a
+    // tile is aligned when its first row is).
+    const bool stream = bl.stream_c && ldc % 16 == 0;
     const dim_t kcs = kc + 16, mcp = ((mcb + mr - 1) / mr) * mr;
     float* abuf = scratch(1, static_cast<std::size_t>(mcp * (row_copy ? kcs : kc)));
     float* tile = scratch(2, static_cast<std::size_t>(mr * nr));
@@ -981,13 +992,17 @@ void gemm_packed_block(const MicroKernel& uk, const GemmBlocking& bl, dim_t i0, 
             const dim_t lda = !direct ? mr : row_copy ? kcs : row_a ? a.rs : a.cs;
             const bool rowa = direct && row_a;
             const MicroKernelFn fn = tail ? tail_fn : rowa ? uk.rowa_fn : uk.fn;
+            const MicroKernelFn sfn = stream && !tail ? uk.stream_fn[rowa ? 1 : 0] : nullptr;
             for (dim_t jr = 0; jr < nc; jr += nr) {
                 const dim_t nv = std::min<dim_t>(nr, nc - jr);
                 float* cp = c + (ic + ir) * ldc + jc + jr;
                 const float* bp = bbuf + jr * kc;
                 next.step_into_l2();
                 if ((mv == mr || tail) && nv == nr) {
-                    fn(kc, ap, bp, cp, ldc, acc, lda);
+                    if (sfn && reinterpret_cast<std::uintptr_t>(cp) % 64 == 0)
+                        sfn(kc, ap, bp, cp, ldc, acc, lda);
+                    else
+                        fn(kc, ap, bp, cp, ldc, acc, lda);
                     continue;
                 }
                 // The last column of a 17-column edge with A row-major, or of a 16V + 1 column
@@ -1024,6 +1039,9 @@ void gemm_packed_block(const MicroKernel& uk, const GemmBlocking& bl, dim_t i0, 
             }
         }
     }
+#ifdef CONVLAB_X86
+    if (stream) _mm_sfence();  // the non-temporal stores visible before C is read elsewhere
+#endif
 }
 
 // [SECTION] scratch and split

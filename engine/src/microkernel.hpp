@@ -87,6 +87,10 @@ struct MicroKernel {
     // column-contiguous and for A read from its rows; null where the full tile is as cheap.
     MicroKernelEdgeFn edge_fn[4][16] = {};
     MicroKernelEdgeFn edge_rowa_fn[4][16] = {};
+    // fn and rowa_fn ([A row-major]) with C's rows written by non-temporal stores (after
+    // adding C when acc), for C's rows 64-byte aligned (GemmBlocking::stream_c); null where
+    // there are none.
+    MicroKernelFn stream_fn[2] = {nullptr, nullptr};
     // Last row panels of 4 and 8 rows read in place, [A row-major][rows / 8] (12 x 32 only).
     MicroKernelFn tail_fn[2][2] = {{nullptr, nullptr}, {nullptr, nullptr}};
     // Tiles of NR - 15 columns (MicroKernelColFn), [A row-major]; null where there are none.
@@ -185,6 +189,10 @@ struct ImagesTB {
 
 struct GemmBlocking {
     dim_t mc = 96, kc = 256, nc = 1536;
+    // C's final values (its last block along k) written by non-temporal stores where the tile
+    // allows (MicroKernel::stream_fn): for a C far larger than the caches, whose lines would
+    // otherwise be read from memory before being written.
+    bool stream_c = false;
 };
 
 // Per-thread aligned scratch buffers, kept between calls (no page faults in steady state), not
@@ -324,6 +332,10 @@ class PrefetchA {
     void step_into_l2() {
         step([](const void* line) { __builtin_prefetch(line, 0, 2); });
     }
+    // step, each line prefetched for writing (the lines a 1x1 forward's next tiles write).
+    void step_for_write() {
+        step([](const void* line) { __builtin_prefetch(line, 1, 2); });
+    }
 
   private:
     void start(const float* p, dim_t stride, dim_t runs, dim_t len, dim_t shares) {
@@ -389,20 +401,23 @@ void gemm_block(const MicroKernel& uk, const GemmBlocking& bl, dim_t i0, dim_t i
             // A's block after this one: the next columns, or the first of the next B block.
             const dim_t pn = pc + kc < k ? pc + kc : 0;
             const dim_t kn = pc + kc < k ? std::min(kcb, k - pc - kc) : jc + nc < j1 ? kcb : 0;
-            gemm_packed_block(uk, bl, i0, i1, jc, nc, pc, kc, a, bbuf, c, ldc, accumulate || pc > 0,
-                              pn, kn);
+            GemmBlocking blk = bl;
+            blk.stream_c = bl.stream_c && pc + kc == k;
+            gemm_packed_block(uk, blk, i0, i1, jc, nc, pc, kc, a, bbuf, c, ldc,
+                              accumulate || pc > 0, pn, kn);
         }
     }
 }
 
 // C (m x n, ldc) = A * B (+ C when accumulate), on all of OpenMP's threads when it pays.
-// kc > 0 replaces GemmBlocking's.
+// kc > 0 replaces GemmBlocking's; stream_c as GemmBlocking's.
 template <class PackB>
 void gemm(dim_t m, dim_t n, dim_t k, const StridedA& a, const PackB& packb, float* c, dim_t ldc,
-          bool accumulate, dim_t kc = 0) {
+          bool accumulate, dim_t kc = 0, bool stream_c = false) {
     const MicroKernel& uk = microkernel_for(m, n, row_major(a));
     GemmBlocking bl;
     if (kc > 0) bl.kc = kc;
+    bl.stream_c = stream_c;
     int tm = 1, tn = 1;
     choose_split(m, n, k, uk, gemm_threads(m, n, k), tm, tn);
     if (tm * tn == 1) {
