@@ -121,21 +121,29 @@ int check_problem(const Problem& p, std::mt19937& rng, const std::string& tag) {
     return compared;
 }
 
+// c (m x n) = A * B (+ c when acc) by naive loops in double, A (m x k) and B (k x n) stored
+// transposed when ta, tb.
+std::vector<float> naive_product(dim_t m, dim_t n, dim_t k, const std::vector<float>& a,
+                                 const std::vector<float>& b, bool ta, bool tb, bool acc,
+                                 std::vector<float> c) {
+    for (dim_t i = 0; i < m; ++i)
+        for (dim_t j = 0; j < n; ++j) {
+            double sum = acc ? c[i * n + j] : 0.0;
+            for (dim_t q = 0; q < k; ++q)
+                sum +=
+                    double(a[ta ? q * m + i : i * k + q]) * double(b[tb ? j * k + q : q * n + j]);
+            c[i * n + j] = static_cast<float>(sum);
+        }
+    return c;
+}
+
 // C = A * B (+ C when acc) from the blocked GEMM equals a naive product on every element, A
 // (m x k) and B (k x n) stored transposed when ta, tb.
 void check_gemm(dim_t m, dim_t n, dim_t k, bool ta, bool tb, bool acc, std::mt19937& rng) {
     const auto a = integers(static_cast<std::size_t>(m * k), rng);
     const auto b = integers(static_cast<std::size_t>(k * n), rng);
     auto c = integers(static_cast<std::size_t>(m * n), rng);
-    std::vector<float> want = c;
-    for (dim_t i = 0; i < m; ++i)
-        for (dim_t j = 0; j < n; ++j) {
-            double sum = acc ? want[i * n + j] : 0.0;
-            for (dim_t q = 0; q < k; ++q)
-                sum +=
-                    double(a[ta ? q * m + i : i * k + q]) * double(b[tb ? j * k + q : q * n + j]);
-            want[i * n + j] = static_cast<float>(sum);
-        }
+    const std::vector<float> want = naive_product(m, n, k, a, b, ta, tb, acc, c);
     const detail::StridedA sa{a.data(), ta ? 1 : k, ta ? m : 1};
     const detail::StridedB sb{b.data(), tb ? 1 : n, tb ? k : 1};
     detail::sgemm(m, n, k, sa, sb, c.data(), n, acc);
@@ -342,17 +350,12 @@ TEST_CASE("blocked GEMM writing C by non-temporal stores equals a naive product"
                     float* c = buf.data() + (64 - at % 64) % 64 / 4 + misalign;
                     const auto init = integers(static_cast<std::size_t>(m * n), rng);
                     std::copy(init.begin(), init.end(), c);
-                    dim_t bad = 0;
                     detail::gemm(m, n, k, detail::StridedA{a.data(), k, 1},
                                  detail::StridedB{b.data(), n, 1}, c, n, acc, 0, true);
-                    for (dim_t i = 0; i < m; ++i)
-                        for (dim_t j = 0; j < n; ++j) {
-                            double sum = acc ? init[static_cast<std::size_t>(i * n + j)] : 0.0;
-                            for (dim_t q = 0; q < k; ++q)
-                                sum += double(a[static_cast<std::size_t>(i * k + q)]) *
-                                       double(b[static_cast<std::size_t>(q * n + j)]);
-                            bad += c[i * n + j] != static_cast<float>(sum);
-                        }
+                    const auto want = naive_product(m, n, k, a, b, false, false, acc, init);
+                    dim_t bad = 0;
+                    for (dim_t e = 0; e < m * n; ++e)
+                        bad += c[e] != want[static_cast<std::size_t>(e)];
                     INFO(uks[u / 2].isa << (u % 2 ? " A packed" : " A read from its rows") << " m "
                                         << m << " n " << n << " k " << k << " misaligned "
                                         << misalign << " acc " << acc);

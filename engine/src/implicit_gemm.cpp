@@ -815,8 +815,7 @@ void forward_pointwise(const Problem& p, const ConvArgs& a, Profiler* prof) {
             const dim_t shares = npan * (c1 - c0);
             PrefetchA next;
             if (!in_place)
-                next = PrefetchA(StridedA{x, 1, cols}, cols * c1 / segs,
-                                 cols * c2 / segs - cols * c1 / segs, 0, cg, shares);
+                next = PrefetchA(StridedA{x, 1, cols}, q1, q2 - q1, 0, cg, shares);
             else if (c2 > c1)  // the input rows of the next chunk's output rows, every channel
                 next = PrefetchA::runs(x + c1 / per_row * row_step, is, cg, row_step,
                                        (c2 - 1) / per_row - c1 / per_row + 1, 2 * ow - 1, shares);
@@ -824,14 +823,13 @@ void forward_pointwise(const Problem& p, const ConvArgs& a, Profiler* prof) {
                 const float* w = wt + (gi * npan + jp) * 32 * cg;
                 float* d = dst + jp * 32 * cols;
                 const int nv = static_cast<int>(std::min<dim_t>(32, kg - jp * 32));
-                PrefetchA out_next;
-                if (jp + 1 < npan)
-                    out_next = PrefetchA::runs(d + 32 * cols + q0, cols,
-                                               std::min<dim_t>(32, kg - (jp + 1) * 32), 0, 1,
-                                               q1 - q0, c1 - c0);
-                else if (c2 > c1)
-                    out_next = PrefetchA::runs(dst + q1, cols, std::min<dim_t>(32, kg), 0, 1,
-                                               q2 - q1, c1 - c0);
+                // The next panel's lines of this chunk's positions, or after the last panel
+                // the first panel's of the next chunk (none after the last chunk: q2 = q1).
+                const bool last = jp + 1 == npan;
+                const dim_t jn = last ? 0 : jp + 1, qa = last ? q1 : q0, qb = last ? q2 : q1;
+                PrefetchA out_next =
+                    PrefetchA::runs(dst + jn * 32 * cols + qa, cols,
+                                    std::min<dim_t>(32, kg - jn * 32), 0, 1, qb - qa, c1 - c0);
                 for (dim_t t = c0; t < c1; ++t) {
                     next.step_into_l2();
                     out_next.step_for_write();
