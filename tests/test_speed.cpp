@@ -1191,6 +1191,34 @@ TEST_CASE("implicit_gemm's stride-1 shifted weight gradient reads the input by t
     set_num_threads(0);
 }
 
+TEST_CASE("implicit_gemm's 1x1 weight gradient writing dW by non-temporal stores equals direct") {
+    RestoreCore restore;
+    std::mt19937 rng(63);
+    // Streaming forced where the image's product writes dW's final values (images neither
+    // merged nor transposed): one image on 2 threads (the GEMM split between them), and 3
+    // images on one thread (the last product adds to dW, then streams it). 1x1 read in place
+    // and strided from its sampled copy, reductions over one and two KC blocks, dW's rows of 64
+    // and 48 floats (aligned tiles: streamed) and of 40 (not 64-byte multiples: stored
+    // plainly), groups (each group's dW starting within a line), with every microkernel.
+    detail::set_stream_output(1);
+    detail::set_swap_wgrad(2);
+    const std::vector<Problem> probs = {parse_descriptor("mb1ic64ih14oc96oh14kh1ph0"),
+                                        parse_descriptor("mb1ic48ih18oc64oh18kh1ph0"),
+                                        parse_descriptor("mb1ic64ih20oc40oh10kh1sh2ph0"),
+                                        parse_descriptor("mb1ic40ih12oc50oh12kh1ph0"),
+                                        parse_descriptor("g2mb1ic96ih9oc40oh9kh1ph0"),
+                                        parse_descriptor("mb3ic64ih13oc48oh13kh1ph0")};
+    for (const int threads : {2, 1}) {
+        set_num_threads(threads);
+        wgrad_equals_direct(
+            probs, rng, 1, [](int) { detail::set_merge_wgrad(2); },
+            [](const Problem& q) {
+                return !detail::swapped_wgrad(q) && !detail::merged_wgrad_applies(q);
+            });
+    }
+    set_num_threads(0);
+}
+
 TEST_CASE("implicit_gemm's 1x1 weight gradient computed transposed") {
     RestoreCore restore;
     std::mt19937 rng(61);

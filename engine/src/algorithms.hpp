@@ -10,7 +10,8 @@ void forward_im2col_gemm(const Problem& p, const ConvArgs& a, Profiler* prof);
 void forward_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler* prof);
 // Whether the shifted forward, where it runs whole images per thread, streams its output rows
 // past the caches (non-temporal stores): 0 for outputs of 16 MiB or more (the default), 1
-// always (tests), 2 never; and whether it would for p.
+// always (tests), 2 never; and whether it would for p. The mode also rules the forward's GEMM
+// writing dst in place and the 1x1 weight gradient's last product writing dW (from 1 MiB).
 void set_stream_output(int mode);
 bool streams_output(const Problem& p);
 // Whether the shifted forward's edge tiles of a 3-wide, stride-1 convolution padded by 1 along

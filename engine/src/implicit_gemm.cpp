@@ -1618,8 +1618,18 @@ void backward_weight_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler
             }
         }
     };
+    // A dW of 1 MiB or more is written by non-temporal stores by the product that writes its
+    // final values (final; GemmBlocking::stream_c). Batch 1, harness, 2 threads, 6-8 runs
+    // interleaved: res5a_branch2a (1024 -> 512, 7x7 out, a reduction of 49 positions)
+    // 0.300-0.364 -> 0.269-0.276 ms, and again 0.283-0.373 -> 0.284-0.293; res4b_branch2a (1024
+    // -> 256 at 14x14) 0.471-0.519 -> 0.462-0.509, again 0.468-0.495 -> 0.458-0.476; the other
+    // layers with a dW of 1-8 MiB tied. Smaller ones lost (res3a_branch1, 512 KiB, 0.99-1.08 ->
+    // 1.05-1.10). set_stream_output's mode applies (1: any size, 2: never).
+    const bool stream_dw =
+        g_stream_mode != 2 && (g_stream_mode == 1 || wsize * sizeof(float) >= (1u << 20));
     // Spans into prf (the calling thread's, or null).
-    auto image = [&](dim_t g, dim_t n, float* out, bool acc, dim_t q0, dim_t q1, Profiler* prf) {
+    auto image = [&](dim_t g, dim_t n, float* out, bool acc, dim_t q0, dim_t q1, Profiler* prf,
+                     bool final = false) {
         if (shifted)
             return shifted_image(g, n, 1, out, acc, false, prf, 0, npan);  // whole images (q0 = 0)
         if (in_place) return strided_image(g, n, out, acc, prf);           // whole images (q0 = 0)
@@ -1643,7 +1653,8 @@ void backward_weight_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler
         if (swap)  // A: X's rows in place; B: dY^T
             gemm(rows, kg, q1 - q0, StridedA{x + q0, xs, 1}, StridedB{dyp, 1, cols}, out, kg, acc);
         else if (identity || subsample)  // B^T is the image (or its sampled copy) transposed
-            gemm(kg, rows, q1 - q0, dy, StridedB{x + q0, 1, xs}, out, rows, acc);
+            gemm(kg, rows, q1 - q0, dy, StridedB{x + q0, 1, xs}, out, rows, acc, 0,
+                 final && stream_dw);
         else
             gemm(kg, rows, q1 - q0, dy, Im2colTB{&m, q0}, out, rows, acc);
     };
@@ -1765,7 +1776,8 @@ void backward_weight_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler
         return;
     }
     for (dim_t g = 0; g < p.groups; ++g)  // the products on all threads, called from this one
-        for (dim_t n = 0; n < p.mb; ++n) image(g, n, target(g), n > 0, 0, cols, prof);
+        for (dim_t n = 0; n < p.mb; ++n)
+            image(g, n, target(g), n > 0, 0, cols, prof, n == p.mb - 1 && !swap);
     finish();
 }
 
