@@ -35,8 +35,9 @@ namespace {
 // Register tile: MR rows x NR columns of C held in registers for the whole k loop; each k step
 // loads NR/W vectors of B and broadcasts MR values of A.
 #ifdef CONVLAB_X86
-// r[c] = column c of the 16 x 16 block whose rows are r[0..16).
-__attribute__((target("avx512f"))) inline void transpose16(__m512 r[16]) {
+// r[c] = column c of the 16 x 16 block whose rows are r[0..16). Always inlined: called out of
+// line (GCC's choice in the larger tiles), r went through memory after a vzeroupper.
+__attribute__((target("avx512f"), always_inline)) inline void transpose16(__m512 r[16]) {
     __m512 t[16], u[16];
     for (int i = 0; i < 8; ++i) {
         t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
@@ -381,8 +382,16 @@ template <int R>
 __attribute__((target("avx512f"))) inline void store_row_tile(__m512 (&t)[R][2], float* c,
                                                               dim_t ldt, int nv) {
     constexpr __mmask16 m = static_cast<__mmask16>((1u << R) - 1);
-    for (int v = 0; v < 2 && 16 * v < nv; ++v) {
+    // v and i unrolled (constant indices): t stays in registers, where a runtime v kept it in
+    // memory (zeroed there first, spilled after the k loop). With transpose16 inlined too, one
+    // core, operands in L1: the 12-position tile 105.1/109.6 -> 108.5/112.3 GFLOP/s at kc = 147
+    // (conv1) and 99.5/100.8 -> 104.9/107.1 at kc = 64; a 7-wide row's edge tile at kc = 576
+    // 123.3-123.8 -> 125.9-126.1 (effective, the padding taps skipped).
+#pragma GCC unroll 2
+    for (int v = 0; v < 2; ++v) {
+        if (16 * v >= nv) break;
         __m512 q[16];
+#pragma GCC unroll 16
         for (int i = 0; i < 16; ++i) q[i] = i < R ? t[i][v] : _mm512_setzero_ps();
         transpose16(q);
         for (int j = 0; j < 16 && 16 * v + j < nv; ++j)
@@ -430,6 +439,7 @@ __attribute__((target("avx512f,fma"))) void kernel_avx512_shifted_edge(dim_t kc,
                                                                        const float* b, float* c,
                                                                        dim_t ldt, int nv) {
     __m512 t[R][2];
+#pragma GCC unroll 12
     for (int i = 0; i < R; ++i) t[i][0] = t[i][1] = _mm512_setzero_ps();
     for (dim_t k = 0; k < kc; k += 3, off += 3, b += 96) {
         shifted_tap<R, L ? 1 : 0, R>(x + off[0], b, t);
