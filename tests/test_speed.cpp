@@ -1195,11 +1195,11 @@ TEST_CASE("implicit_gemm's 1x1 weight gradient writing dW by non-temporal stores
     RestoreCore restore;
     std::mt19937 rng(63);
     // Streaming forced where the image's product writes dW's final values (images neither
-    // merged nor transposed): one image on 2 threads (the GEMM split between them), and 3
-    // images on one thread (the last product adds to dW, then streams it). 1x1 read in place
-    // and strided from its sampled copy, reductions over one and two KC blocks, dW's rows of 64
-    // and 48 floats (aligned tiles: streamed) and of 40 (not 64-byte multiples: stored
-    // plainly), groups (each group's dW starting within a line), with every microkernel.
+    // merged nor transposed), on 2 threads (the GEMM split between them) and on one: 1x1 read
+    // in place and strided from its sampled copy, reductions over one and two KC blocks, dW's
+    // rows of 64 and 48 floats (aligned tiles: streamed) and of 40 (not 64-byte multiples:
+    // stored plainly), groups (the second group's dW after the first's), 3 images (the last
+    // product adds to dW, then streams it), with every microkernel.
     detail::set_stream_output(1);
     detail::set_swap_wgrad(2);
     const std::vector<Problem> probs = {parse_descriptor("mb1ic64ih14oc96oh14kh1ph0"),
