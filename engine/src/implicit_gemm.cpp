@@ -923,9 +923,17 @@ void set_shifted(int mode) {
 void set_stream_output(int mode) {
     g_stream_mode = mode;
 }
+namespace {
+// Whether an output of `bytes` is written by non-temporal stores where its rule streams from
+// `from` bytes on: set_stream_output's mode 1 always, 2 never.
+bool stream_mode_allows(std::size_t bytes, std::size_t from) {
+    return g_stream_mode != 2 && (g_stream_mode == 1 || bytes >= from);
+}
+}  // namespace
 bool streams_output(const Problem& p) {
-    if (g_stream_mode == 2) return false;
-    return g_stream_mode == 1 || p.mb * p.oc * p.out_spatial() * dim_t{4} >= dim_t{16} << 20;
+    return stream_mode_allows(
+        static_cast<std::size_t>(p.mb * p.oc * p.out_spatial()) * sizeof(float),
+        std::size_t{16} << 20);
 }
 
 void set_edge_tiles(int mode) {
@@ -1624,9 +1632,8 @@ void backward_weight_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler
     // 0.300-0.364 -> 0.269-0.276 ms, and again 0.283-0.373 -> 0.284-0.293; res4b_branch2a (1024
     // -> 256 at 14x14) 0.471-0.519 -> 0.462-0.509, again 0.468-0.495 -> 0.458-0.476; the other
     // layers with a dW of 1-8 MiB tied. Smaller ones lost (res3a_branch1, 512 KiB, 0.99-1.08 ->
-    // 1.05-1.10). set_stream_output's mode applies (1: any size, 2: never).
-    const bool stream_dw =
-        g_stream_mode != 2 && (g_stream_mode == 1 || wsize * sizeof(float) >= (1u << 20));
+    // 1.05-1.10). set_stream_output's mode applies.
+    const bool stream_dw = stream_mode_allows(wsize * sizeof(float), std::size_t{1} << 20);
     // Spans into prf (the calling thread's, or null).
     auto image = [&](dim_t g, dim_t n, float* out, bool acc, dim_t q0, dim_t q1, Profiler* prf,
                      bool final = false) {
