@@ -634,6 +634,64 @@ TEST_CASE("implicit_gemm's forward and weight gradient from padded stride-phase 
     }
 }
 
+TEST_CASE("implicit_gemm's forward of one image packs W^T panel by panel and equals direct") {
+    RestoreCore restore;
+    std::mt19937 rng(67);
+    // One image of one group whose W^T is larger than its planes: each thread packs a panel
+    // just before its tiles (its panels' rows reordered to (kh, ci, kw) in the same pass), so
+    // the work buffers stay below W^T. Random 1-D and 2-D problems with strides, padding,
+    // dilation and channel counts off the 32-channel panels, the shifted tiles forced, on 2
+    // threads (a panel's tiles can be split between them) and on one.
+    detail::set_shifted(1);
+    int ran = 0;
+    for (int t = 0; t < 40; ++t) {
+        Problem p = larger_problem(rng, 1 + t % 2);
+        p.mb = 1;
+        p.groups = 1;
+        p.ic = 8 + t * 5 % 40;
+        p.oc = 33 + t * 13 % 70;
+        if (!p.validate().empty() || p.kernel_spatial() < 2 ||
+            !detail::shifted_applies(p, Pass::Forward))
+            continue;
+        const std::size_t wt =
+            static_cast<std::size_t>((p.oc + 31) / 32 * 32 * p.ic * p.kernel_spatial()) * 4;
+        const Tensor src = integer_tensor(p.src_dims(), rng),
+                     wei = integer_tensor(p.wei_dims(), rng);
+        const Tensor want = forward(p, src, wei, nullptr, "direct");
+        for (int threads : {2, 1}) {
+            set_num_threads(threads);
+            detail::reset_scratch_high_water();
+            Profiler prof;
+            check_equal(forward(p, src, wei, nullptr, "implicit_gemm", &prof), want,
+                        to_descriptor(p) + " on " + std::to_string(threads));
+            CHECK(prof.seconds("pack_wei") > 0.0);
+            // Planes at least W^T's size: W^T packed whole first, as with several images.
+            if (detail::scratch_high_water() < wt) ran += threads == 2;
+        }
+    }
+    CHECK(ran >= 10);
+    // By default it takes one 7x7 image too (res5a_branch2b's shape, 64 of its channels),
+    // where W^T packed whole did not pay; two images or the backward data's FlipRot do not.
+    detail::set_shifted(0);
+    set_num_threads(2);
+    const auto packed_by_panel = [&](const char* d) {
+        const Problem p = parse_descriptor(d);
+        const Tensor src = integer_tensor(p.src_dims(), rng),
+                     wei = integer_tensor(p.wei_dims(), rng);
+        detail::reset_scratch_high_water();
+        Profiler prof;
+        check_equal(forward(p, src, wei, nullptr, "implicit_gemm", &prof),
+                    forward(p, src, wei, nullptr, "direct"), d);
+        return prof.seconds("pack_wei") > 0.0 &&
+               detail::scratch_high_water() < std::size_t{64} * p.ic * 9 * 4;
+    };
+    CHECK(packed_by_panel("mb1ic512ih7oc64oh7kh3ph1"));
+    CHECK_FALSE(packed_by_panel("mb2ic512ih7oc64oh7kh3ph1"));
+    CHECK_FALSE(
+        detail::shifted_applies(parse_descriptor("mb1ic64ih7oc512oh7kh3ph1"), Pass::BackwardData));
+    set_num_threads(0);
+}
+
 TEST_CASE("implicit_gemm's image-parallel paths record each thread's operations") {
     RestoreCore restore;
     std::mt19937 rng(89);

@@ -562,10 +562,30 @@ bool use_shifted_wgrad(const Problem& p) {
 // 6.02 -> 4.93; 3x3 at 56x56 with 8 input channels (72 rows), batch 32, 6.13 -> 4.94, with 16
 // 12.7 -> 10.5. (An earlier machine with half the peak per core measured conv1 at batch 32 the
 // other way, 47.8 against 42.9, and these were left to the GEMM.)
-bool use_shifted(const Problem& p) {
+// Whether forward_shifted, one image at a time, splits the panels of W^T between the threads
+// (each reading all of the planes) rather than the tiles (each reading all of W^T): where the
+// planes are the smaller. 14x14 (res4a_branch2b) batch 1 measured 1.15 ms by panels, 2.2 by
+// tiles; 56x56 (res2a_branch2b) 1.43 by tiles, 1.70 by panels.
+bool shifted_by_panels(const Problem& p) {
+    const Shifted sg(p);
+    return sg.cg * sg.plane * sg.sh * sg.sw < (p.ocg() + 31) / 32 * 32 * sg.rows;
+}
+
+// One image of one group split by panels: each thread packs a panel just before that panel's
+// tiles (into a buffer of its own that stays in L2 while they pass) rather than all of W^T
+// first, written to memory and read back.
+bool packs_by_panel(const Problem& p) {
+    return p.mb * p.groups == 1 && shifted_by_panels(p);
+}
+
+// One image packed panel by panel (packs_by_panel) pays below 196 positions too: 7x7 with 512
+// channels (res5a_branch2b) at batch 1, harness, 2 threads, 3 interleaved rounds against the
+// GEMM, medians 1.34-1.40 -> 1.19-1.30 ms (min 1.21-1.34 -> 1.07-1.12). Not with flip (the
+// backward data's FlipRot), whose packing costs more (1.1-1.4 ms of that layer's 2.2).
+bool use_shifted(const Problem& p, bool flip = false) {
     if (g_shifted_mode == 2 || !shifted_possible(p)) return false;
     if (g_shifted_mode == 1) return true;
-    return p.ocg() >= 32 && p.mb * p.out_spatial() >= 196;
+    return p.ocg() >= 32 && (p.mb * p.out_spatial() >= 196 || (!flip && packs_by_panel(p)));
 }
 
 // With flip, a.wei is the weights of the problem whose backward data p is (K and C swapped):
@@ -600,18 +620,16 @@ void forward_shifted(const Problem& p, const ConvArgs& a, Profiler* prof, bool f
     // order, one after another from `to`.
     const dim_t kw_n = g.k[2], ks = sg.ks;
     const int nr = 32;
+    // Where each stored row (ci, kh, kw) goes in a panel: its (kh, ci, kw) row.
+    std::vector<dim_t> to_row(flip ? 0 : static_cast<std::size_t>(rows));
+    for (dim_t r = 0; r < dim_t(to_row.size()); ++r)
+        to_row[static_cast<std::size_t>(r)] = sg.kh_major(r / ks, r % ks / kw_n, r % kw_n) * nr;
     const auto pack_panels = [&](dim_t gi, dim_t jp0, dim_t jp1, float* to) {
         const auto nv = [&](dim_t jp) { return std::min<dim_t>(32, kg - jp * 32); };
         if (!flip) {
-            float* tmp = scratch(kPanelSlot, static_cast<std::size_t>(32 * rows));
-            for (dim_t jp = jp0; jp < jp1; ++jp, to += 32 * rows) {
-                pack_transposed(a.wei + (gi * kg + jp * 32) * rows, rows, nv(jp), rows, nr, tmp);
-                for (dim_t ci = 0; ci < cg; ++ci)
-                    for (dim_t kh = 0; kh < kh_n; ++kh)
-                        std::memcpy(to + sg.kh_major(ci, kh, 0) * 32,
-                                    tmp + (ci * kh_n + kh) * kw_n * 32,
-                                    static_cast<std::size_t>(kw_n) * 32 * sizeof(float));
-            }
+            for (dim_t jp = jp0; jp < jp1; ++jp, to += 32 * rows)
+                pack_transposed(a.wei + (gi * kg + jp * 32) * rows, rows, nv(jp), rows, nr, to,
+                                to_row.data());
             return;
         }
         // FlipRot: p's tap t of (ci, oc) is the stored weights' tap ks-1-t of output channel ci,
@@ -656,9 +674,16 @@ void forward_shifted(const Problem& p, const ConvArgs& a, Profiler* prof, bool f
             if (rowbuf && sgi == segs - 1) stream_rows(rowbuf, ow_n, nv, ow_n, d + oh * ow_n, cols);
         }
     };
+    const std::size_t xsize = static_cast<std::size_t>(sg.size());
+    const bool whole_images = images_in_parallel(p.mb * p.groups);
+    // One image at a time: the (panel, tile) pairs split panel-major or the tiles split.
+    const bool by_panels = shifted_by_panels(p);
+    const bool fused = !whole_images && packs_by_panel(p);
     // W^T of every group packed once, the threads splitting each group's panels.
-    float* wt = scratch(kPackedWeiSlot, static_cast<std::size_t>(p.groups * npan * 32 * rows));
-    {
+    float* wt =
+        fused ? nullptr
+              : scratch(kPackedWeiSlot, static_cast<std::size_t>(p.groups * npan * 32 * rows));
+    if (!fused) {
         Span s(prof, pack_name);
 #pragma omp parallel if (npan * rows * 32 >= 65536)
         {
@@ -669,8 +694,7 @@ void forward_shifted(const Problem& p, const ConvArgs& a, Profiler* prof, bool f
             }
         }
     }
-    const std::size_t xsize = static_cast<std::size_t>(sg.size());
-    if (images_in_parallel(p.mb * p.groups)) {
+    if (whole_images) {
         // Whole images per thread, panel by panel: a panel's W^T stays in cache while the
         // image's tiles pass.
         const bool stream = streams_output(p);
@@ -694,11 +718,6 @@ void forward_shifted(const Problem& p, const ConvArgs& a, Profiler* prof, bool f
         }
         return;
     }
-    // One image at a time. Each thread reads either all the planes and its share of the panels
-    // (by_panels: the (panel, tile) pairs split panel-major) or all of W^T and its share of the
-    // tiles; the smaller is read twice. 14x14 (res4a_branch2b) batch 1 measured 1.15 ms by
-    // panels, 2.2 by tiles; 56x56 (res2a_branch2b) 1.43 by tiles, 1.70 by panels.
-    const bool by_panels = cg * sg.plane * sg.sh * sg.sw < npan * 32 * rows;
     float* planes = in_place ? nullptr : scratch(kSubsampleSlot, xsize);
     for (dim_t n = 0; n < p.mb; ++n)
         for (dim_t gi = 0; gi < p.groups; ++gi) {
@@ -710,6 +729,25 @@ void forward_shifted(const Problem& p, const ConvArgs& a, Profiler* prof, bool f
                     const dim_t id = omp_get_thread_num(), nt = omp_get_num_threads();
                     pad(n, gi, planes, id, nt);
                 }
+            }
+            if (fused) {
+                ThreadProfilers tp(prof);
+#pragma omp parallel
+                {
+                    const dim_t id = omp_get_thread_num(), nt = omp_get_num_threads();
+                    const dim_t all = npan * ntiles, q0 = all * id / nt, q1 = all * (id + 1) / nt;
+                    float* w = scratch(kPackedWeiSlot, static_cast<std::size_t>(32 * rows));
+                    for (dim_t jp = q0 / ntiles; jp < npan && jp * ntiles < q1; ++jp) {
+                        {
+                            Span s(tp.mine(), pack_name);
+                            pack_panels(gi, jp, jp + 1, w);
+                        }
+                        Span s(tp.mine(), "gemm");
+                        tiles(n, gi, xp, jp, w, std::max(q0 - jp * ntiles, dim_t{0}),
+                              std::min(q1 - jp * ntiles, ntiles), nullptr);
+                    }
+                }
+                continue;
             }
             Span s(prof, "gemm");
 #pragma omp parallel
@@ -894,7 +932,7 @@ bool shifted_bwd_data_problem(const Problem& p, Problem& q) {
         q.pad_begin[i] = span - p.pad_begin[i];
         q.pad_end[i] = span - p.pad_end[i];
     }
-    return use_shifted(q);
+    return use_shifted(q, true);
 }
 
 // dX = forward(q) of dY with FlipRot(W), from the planes; FlipRot is applied while packing

@@ -804,11 +804,13 @@ void pack_a(const StridedA& a, dim_t i0, dim_t mc, dim_t k0, dim_t kc, int mr, f
 namespace {
 #ifdef CONVLAB_X86
 __attribute__((target("avx512f"))) void pack_transposed_avx512(const float* src, dim_t ld, dim_t nv,
-                                                               dim_t kc, int nr, float* dst) {
+                                                               dim_t kc, int nr, float* dst,
+                                                               const dim_t* to_row) {
+    const auto row = [&](dim_t k) { return dst + (to_row ? to_row[k] : k * nr); };
     for (dim_t j0 = 0; j0 < nr; j0 += 16) {
         const dim_t jn = std::clamp<dim_t>(nv - j0, 0, 16);
         if (jn == 0) {
-            for (dim_t k = 0; k < kc; ++k) _mm512_storeu_ps(dst + k * nr + j0, _mm512_setzero_ps());
+            for (dim_t k = 0; k < kc; ++k) _mm512_storeu_ps(row(k) + j0, _mm512_setzero_ps());
             continue;
         }
         for (dim_t k0 = 0; k0 < kc; k0 += 16) {
@@ -819,22 +821,24 @@ __attribute__((target("avx512f"))) void pack_transposed_avx512(const float* src,
                 r[j] = j < jn ? _mm512_maskz_loadu_ps(kmask, src + (j0 + j) * ld + k0)
                               : _mm512_setzero_ps();
             transpose16(r);
-            for (dim_t k = 0; k < kn; ++k) _mm512_storeu_ps(dst + (k0 + k) * nr + j0, r[k]);
+            for (dim_t k = 0; k < kn; ++k) _mm512_storeu_ps(row(k0 + k) + j0, r[k]);
         }
     }
 }
 #endif
 }  // namespace
 
-void pack_transposed(const float* src, dim_t ld, dim_t nv, dim_t kc, int nr, float* dst) {
+void pack_transposed(const float* src, dim_t ld, dim_t nv, dim_t kc, int nr, float* dst,
+                     const dim_t* to_row) {
 #ifdef CONVLAB_X86
     if (nr % 16 == 0 && std::string_view(microkernel().isa) == "avx512")
-        return pack_transposed_avx512(src, ld, nv, kc, nr, dst);
+        return pack_transposed_avx512(src, ld, nv, kc, nr, dst, to_row);
 #endif
-    for (dim_t j = 0; j < nv; ++j)
-        for (dim_t k = 0; k < kc; ++k) dst[k * nr + j] = src[j * ld + k];
-    if (nv < nr)
-        for (dim_t k = 0; k < kc; ++k) std::fill(dst + k * nr + nv, dst + (k + 1) * nr, 0.0f);
+    for (dim_t k = 0; k < kc; ++k) {
+        float* d = dst + (to_row ? to_row[k] : k * nr);
+        for (dim_t j = 0; j < nv; ++j) d[j] = src[j * ld + k];
+        std::fill(d + nv, d + nr, 0.0f);
+    }
 }
 
 namespace {

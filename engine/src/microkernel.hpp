@@ -157,8 +157,11 @@ void for_image_runs(dim_t ks, dim_t ns, dim_t cs, dim_t k0, dim_t kc, const F& f
 void pack_a(const StridedA& a, dim_t i0, dim_t mc, dim_t k0, dim_t kc, int mr, float* dst);
 
 // One panel of B from B^T: dst[k*nr + j] = src[j*ld + k] for j < nv, k < kc, and 0 for
-// nv <= j < nr. With AVX-512 (and nr a multiple of 16) by 16 x 16 register transposes.
-void pack_transposed(const float* src, dim_t ld, dim_t nv, dim_t kc, int nr, float* dst);
+// nv <= j < nr. With AVX-512 (and nr a multiple of 16) by 16 x 16 register transposes. With
+// to_row, row k goes to dst + to_row[k] instead of dst + k*nr (a reordering of the rows done in
+// the same pass).
+void pack_transposed(const float* src, dim_t ld, dim_t nv, dim_t kc, int nr, float* dst,
+                     const dim_t* to_row = nullptr);
 
 // B packer for a strided matrix: b(k, j) = p[k*rs + j*cs].
 struct StridedB {
