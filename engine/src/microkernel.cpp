@@ -842,6 +842,40 @@ void pack_transposed(const float* src, dim_t ld, dim_t nv, dim_t kc, int nr, flo
 }
 
 namespace {
+#ifdef CONVLAB_X86
+__attribute__((target("avx512f"))) void permute_runs_avx512(const float* src, dim_t ld_src, int len,
+                                                            const int* idx, int n, dim_t count,
+                                                            float* dst, dim_t ld_dst) {
+    alignas(64) int lane[16] = {};
+    __mmask16 valid = 0;
+    for (int u = 0; u < n; ++u)
+        if (idx[u] >= 0) {
+            lane[u] = idx[u];
+            valid = static_cast<__mmask16>(valid | (1u << u));
+        }
+    const __m512i perm = _mm512_load_si512(lane);
+    const auto in = static_cast<__mmask16>((1u << len) - 1u),
+               out = static_cast<__mmask16>((1u << n) - 1u);
+    for (dim_t j = 0; j < count; ++j) {
+        const __m512 v = _mm512_maskz_loadu_ps(in, src + j * ld_src);
+        _mm512_mask_storeu_ps(dst + j * ld_dst, out, _mm512_maskz_permutexvar_ps(valid, perm, v));
+    }
+}
+#endif
+}  // namespace
+
+void permute_runs(const float* src, dim_t ld_src, int len, const int* idx, int n, dim_t count,
+                  float* dst, dim_t ld_dst) {
+#ifdef CONVLAB_X86
+    if (n <= 16 && len <= 16 && std::string_view(microkernel().isa) == "avx512")
+        return permute_runs_avx512(src, ld_src, len, idx, n, count, dst, ld_dst);
+#endif
+    for (dim_t j = 0; j < count; ++j)
+        for (int u = 0; u < n; ++u)
+            dst[j * ld_dst + u] = idx[u] < 0 ? 0.0f : src[j * ld_src + idx[u]];
+}
+
+namespace {
 // d[0 .. nr) = s[0 .. nr), with the size known to the compiler for the tile widths in use (a
 // libc call per 32-float piece cost more than the copy).
 inline void copy_panel_row(float* d, const float* s, int nr) {

@@ -163,6 +163,12 @@ void pack_a(const StridedA& a, dim_t i0, dim_t mc, dim_t k0, dim_t kc, int mr, f
 void pack_transposed(const float* src, dim_t ld, dim_t nv, dim_t kc, int nr, float* dst,
                      const dim_t* to_row = nullptr);
 
+// count runs of n floats, each picked from a run of len floats of src (n, len <= 16), zeros
+// where idx[u] < 0: dst[j*ld_dst + u] = idx[u] < 0 ? 0 : src[j*ld_src + idx[u]] for j < count,
+// u < n, 0 <= idx[u] < len. With AVX-512 a masked load, a permute and a masked store per run.
+void permute_runs(const float* src, dim_t ld_src, int len, const int* idx, int n, dim_t count,
+                  float* dst, dim_t ld_dst);
+
 // B packer for a strided matrix: b(k, j) = p[k*rs + j*cs].
 struct StridedB {
     const float* p;
