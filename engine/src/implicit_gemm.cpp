@@ -581,7 +581,8 @@ bool packs_by_panel(const Problem& p) {
 // One image packed panel by panel (packs_by_panel) pays below 196 positions too: 7x7 with 512
 // channels (res5a_branch2b) at batch 1, harness, 2 threads, 3 interleaved rounds against the
 // GEMM, medians 1.34-1.40 -> 1.19-1.30 ms (min 1.21-1.34 -> 1.07-1.12). Not with flip (the
-// backward data's FlipRot), whose packing costs more (1.1-1.4 ms of that layer's 2.2).
+// backward data's FlipRot), whose packing costs more: 0.60-0.78 ms of that layer's 1.64-1.83,
+// against col2im's 1.2.
 bool use_shifted(const Problem& p, bool flip = false) {
     if (g_shifted_mode == 2 || !shifted_possible(p)) return false;
     if (g_shifted_mode == 1) return true;
@@ -620,10 +621,15 @@ void forward_shifted(const Problem& p, const ConvArgs& a, Profiler* prof, bool f
     // order, one after another from `to`.
     const dim_t kw_n = g.k[2], ks = sg.ks;
     const int nr = 32;
-    // Where each stored row (ci, kh, kw) goes in a panel: its (kh, ci, kw) row.
+    // Where each stored row (ci, kh, kw) goes in a panel: its (kh, ci, kw) row. With flip, where
+    // stored tap k of input channel 0 goes: p's tap ks-1-k.
     std::vector<dim_t> to_row(flip ? 0 : static_cast<std::size_t>(rows));
     for (dim_t r = 0; r < dim_t(to_row.size()); ++r)
         to_row[static_cast<std::size_t>(r)] = sg.kh_major(r / ks, r % ks / kw_n, r % kw_n) * nr;
+    std::vector<dim_t> flip_row(flip ? static_cast<std::size_t>(ks) : 0);
+    for (dim_t k = 0; k < dim_t(flip_row.size()); ++k)
+        flip_row[static_cast<std::size_t>(k)] =
+            sg.kh_major(0, (ks - 1 - k) / kw_n, (ks - 1 - k) % kw_n) * nr;
     const auto pack_panels = [&](dim_t gi, dim_t jp0, dim_t jp1, float* to) {
         const auto nv = [&](dim_t jp) { return std::min<dim_t>(32, kg - jp * 32); };
         if (!flip) {
@@ -633,17 +639,12 @@ void forward_shifted(const Problem& p, const ConvArgs& a, Profiler* prof, bool f
             return;
         }
         // FlipRot: p's tap t of (ci, oc) is the stored weights' tap ks-1-t of output channel ci,
-        // input channel oc; for each ci those of the panels' oc are contiguous, read in order.
-        float* tmp = scratch(kPanelSlot, static_cast<std::size_t>(32 * ks));
+        // input channel oc; for each ci those of the panels' oc are contiguous, read in order,
+        // each stored tap written to its row (flip_row, after ci's kw_n rows of the first kh).
         for (dim_t ci = 0; ci < cg; ++ci)
-            for (dim_t jp = jp0; jp < jp1; ++jp) {
+            for (dim_t jp = jp0; jp < jp1; ++jp)
                 pack_transposed(a.wei + ((gi * cg + ci) * kg + jp * 32) * ks, ks, nv(jp), ks, nr,
-                                tmp);
-                float* d = to + (jp - jp0) * 32 * rows;
-                for (dim_t t = 0; t < ks; ++t)
-                    std::memcpy(d + sg.kh_major(ci, t / kw_n, t % kw_n) * 32,
-                                tmp + (ks - 1 - t) * 32, 32 * sizeof(float));
-            }
+                                to + (jp - jp0) * 32 * rows + ci * kw_n * 32, flip_row.data());
     };
     const char* pack_name = flip ? "fliprot" : "pack_wei";
     // 3 wide, stride 1, padded by 1 along w (the 3x3 layers, and their backward data): a row's
