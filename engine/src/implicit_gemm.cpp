@@ -1560,7 +1560,13 @@ void backward_weight_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler
         float* xp = taps ? nullptr : scratch(kSubsampleSlot, static_cast<std::size_t>(nb * xsize));
         const dim_t oh_n = sg.g.out[1], nrg = (rows + 11) / 12;
         const dim_t ntiles = taps ? np * dim_t(ctiles.size()) * ks : np * nrg;
-        float* dyt = scratch(kPackedDySlot, static_cast<std::size_t>(np * nb * cols * 32));
+        // Split (one image on all threads): each thread packs only the rows of dY^T its tiles
+        // read, a run of output rows at a time just before them, into a buffer of its own
+        // (kPanelSlot) that stays in L2, instead of all of dY^T first, written to memory and
+        // read back.
+        const bool own = split && nb == 1;
+        float* dyt =
+            own ? nullptr : scratch(kPackedDySlot, static_cast<std::size_t>(np * nb * cols * 32));
         const int threads = split ? omp_get_max_threads() : 1;
 #pragma omp parallel num_threads(threads)
         {
@@ -1571,7 +1577,7 @@ void backward_weight_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler
                     sg.pad(a.src + ((n + i) * p.ic + g * cg) * is, xp + i * xsize, id, nt);
             }
             // dY^T by panels of 32 channels (a panel's images one after another).
-            {
+            if (!own) {
                 Span s(prf, "pack_dst");
                 for (dim_t q = np * oh_n * id / nt; q < np * oh_n * (id + 1) / nt; ++q) {
                     const dim_t jl = q / oh_n, jp = jp0 + jl, oh = q % oh_n;
@@ -1600,9 +1606,32 @@ void backward_weight_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler
             const float* rp[12];
             const Geom3& g3 = sg.g;
             const float* x0 = a.src + (n * p.ic + g * cg) * is;
-            for (dim_t h0 = 0; h0 < oh_n; h0 += hstep) {
+            // This thread's tiles and the panels they read, [jlo, jhi].
+            const dim_t t0 = ntiles * id / nt, t1 = ntiles * (id + 1) / nt;
+            const dim_t per_panel = ntiles / np, jlo = t0 / per_panel,
+                        jhi = t1 > t0 ? (t1 - 1) / per_panel : jlo - 1;
+            float* mine = own ? scratch(kPanelSlot, static_cast<std::size_t>((jhi - jlo + 1) *
+                                                                             hstep * ow_n * 32))
+                              : nullptr;
+            // Panel jl's dY^T from position q of the image (in the rows of this run when own).
+            dim_t h0 = 0;
+            const auto dy_at = [&](dim_t jl, dim_t q) -> const float* {
+                return own ? mine + ((jl - jlo) * hstep * ow_n + q - h0 * ow_n) * 32
+                           : dyt + (jl * nb * cols + q) * 32;
+            };
+            for (; h0 < oh_n; h0 += hstep) {
                 const dim_t nq = std::min(hstep, oh_n - h0);
-                for (dim_t t = ntiles * id / nt; t < ntiles * (id + 1) / nt; ++t) {
+                if (own) {
+                    Span sp(prf, "pack_dst");
+                    const float* dy = a.diff_dst + (n * p.oc + g * kg) * cols;
+                    for (dim_t jl = jlo; jl <= jhi; ++jl) {
+                        const dim_t jp = jp0 + jl;
+                        pack_transposed(dy + jp * 32 * cols + h0 * ow_n, cols,
+                                        std::min<dim_t>(32, kg - jp * 32), nq * ow_n, 32,
+                                        mine + (jl - jlo) * hstep * ow_n * 32);
+                    }
+                }
+                for (dim_t t = t0; t < t1; ++t) {
                     const dim_t jl = t / (ntiles / np), jp = jp0 + jl;
                     const int nv = static_cast<int>(std::min<dim_t>(32, kg - jp * 32));
                     if (!taps) {
@@ -1611,7 +1640,7 @@ void backward_weight_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler
                         for (int i = 0; i < mv; ++i)
                             rp[i] = xp + h0 * sg.wh + sg.off[static_cast<std::size_t>(r0 + i)];
                         const Runs u{nb, nq, ow_n, xsize, sg.wh, cols * 32, ow_n * 32};
-                        uk.row_runs_fn[0][mv](u, rp, dyt + (jl * nb * cols + h0 * ow_n) * 32,
+                        uk.row_runs_fn[0][mv](u, rp, dy_at(jl, h0 * ow_n),
                                               out + jp * 32 * rows + r0, rows, 1, nv,
                                               acc || h0 > 0);
                         continue;
@@ -1637,7 +1666,7 @@ void backward_weight_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler
                         rp[i] = x0 + (c0 + i) * is + (qlo + ih0) * g3.in[2] + klo + iw0;
                     const Runs u{nb,       qhi - qlo, khi - klo, p.ic * is,
                                  g3.in[2], cols * 32, ow_n * 32};
-                    uk.row_runs_fn[0][mv](u, rp, dyt + (jl * nb * cols + qlo * ow_n + klo) * 32,
+                    uk.row_runs_fn[0][mv](u, rp, dy_at(jl, qlo * ow_n + klo),
                                           out + jp * 32 * rows + c0 * ks + tap, rows, ks, nv,
                                           acc || h0 > 0);
                 }

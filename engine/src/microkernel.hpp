@@ -208,7 +208,8 @@ struct GemmBlocking {
 // initialised. Slots: 0-2 the GEMM's packed tiles, 3 a column matrix or GEMM output, 4-7 the
 // via_forward intermediates, 8 the GEMM's edge column (kGemmEdgeSlot), 9 implicit_gemm's
 // reordered input (kSubsampleSlot), 10 its packed dY^T (kPackedDySlot), 11 its packed W^T
-// (kPackedWeiSlot), 12 a W^T panel before its rows are reordered (kPanelSlot), 13 a product
+// (kPackedWeiSlot), 12 a thread's own rows of dY^T (kPanelSlot: the shifted weight gradient of
+// one image split between the threads), 13 a product
 // computed away from its place before it is put there (kTransposedSlot: sgemm's transposed
 // product, the transposed 1x1 forward, backward data and weight gradient, and the shifted
 // forward's rows streamed to dst).
