@@ -20,6 +20,7 @@
 
 #include "../engine/src/algorithms.hpp"
 #include "../engine/src/microkernel.hpp"
+#include "convlab/bench.hpp"
 #include "convlab/conv.hpp"
 #include "convlab/maps.hpp"
 #include "test_util.hpp"
@@ -543,6 +544,41 @@ std::vector<Problem> random_1x1s(std::mt19937& rng, dim_t mb_lo, dim_t mb_hi, di
     return probs;
 }
 }  // namespace
+
+TEST_CASE("release_scratch frees every thread's work buffers, and a benchmark run ends with none") {
+    std::mt19937 rng(71);
+    const Problem p = parse_descriptor("mb4ic32ih30oc40oh30kh3ph1");
+    const Tensor src = integer_tensor(p.src_dims(), rng), wei = integer_tensor(p.wei_dims(), rng),
+                 dy = integer_tensor(p.dst_dims(), rng);
+    const Tensor want = backward_weight(p, src, dy, "direct");
+    set_num_threads(2);
+    detail::release_scratch();  // what earlier tests left
+    CHECK(detail::scratch_bytes_held() == 0);
+    // Whole images per thread: both threads hold buffers of their own.
+    check_equal(backward_weight(p, src, dy, "implicit_gemm"), want, "before");
+    const std::size_t held = detail::scratch_bytes_held();
+    CHECK(held >= std::size_t{2} * 40 * 30 * 30 * sizeof(float));  // dY^T rows on each thread
+    detail::release_scratch();
+    CHECK(detail::scratch_bytes_held() == 0);
+    // Allocated again by the next call, which computes the same.
+    check_equal(backward_weight(p, src, dy, "implicit_gemm"), want, "after");
+    CHECK(detail::scratch_bytes_held() == held);
+    // A benchmark run frees them when it ends (here after the algorithms ran on 2 threads).
+    bench::Config cfg;
+    bench::Layer l;
+    l.descriptor = "mb4ic32ih30oc40oh30kh3ph1";
+    l.problem = p;
+    cfg.layers = {l};
+    cfg.threads = 2;
+    cfg.timing.warmup = 0;
+    cfg.timing.reps = 1;
+    cfg.measure_peak = false;
+    const bench::Results r = bench::run(cfg);
+    CHECK(r.failed() == 0);
+    CHECK(r.passed() > 3);
+    CHECK(detail::scratch_bytes_held() == 0);
+    set_num_threads(0);
+}
 
 TEST_CASE("implicit_gemm's forward and weight gradient from padded stride-phase planes") {
     RestoreCore restore;

@@ -1098,14 +1098,22 @@ namespace {
 struct AlignedFree {
     void operator()(float* p) const { std::free(p); }
 };
+std::atomic<std::size_t> g_scratch_high{0};  // largest single request (bytes)
+std::atomic<std::size_t> g_scratch_held{0};  // bytes held, all threads
+std::atomic<int> g_scratch_threads{1};       // 1 + the highest OpenMP thread number that held any
 struct Scratch {
     std::unique_ptr<float, AlignedFree> buf[kScratchSlots];
-    std::size_t size[kScratchSlots] = {};
+    std::size_t bytes[kScratchSlots] = {};
+    void release() {
+        for (int i = 0; i < kScratchSlots; ++i) {
+            g_scratch_held.fetch_sub(bytes[i]);
+            buf[i].reset();
+            bytes[i] = 0;
+        }
+    }
+    ~Scratch() { release(); }
 };
-}  // namespace
-
-namespace {
-std::atomic<std::size_t> g_scratch_high{0};
+thread_local Scratch t_scratch;
 }  // namespace
 
 std::size_t scratch_high_water() {
@@ -1114,18 +1122,37 @@ std::size_t scratch_high_water() {
 void reset_scratch_high_water() {
     g_scratch_high.store(0);
 }
+std::size_t scratch_bytes_held() {
+    return g_scratch_held.load();
+}
+
+void release_scratch() {
+    t_scratch.release();
+    if (omp_in_parallel()) return;
+        // The OpenMP pool's threads, as many as ever held a buffer (a team of n reuses the same
+        // n - 1 pool threads).
+#pragma omp parallel num_threads(g_scratch_threads.load())
+    t_scratch.release();
+}
 
 float* scratch(int slot, std::size_t floats) {
     const std::size_t bytes_req = floats * sizeof(float);
     for (std::size_t h = g_scratch_high.load(std::memory_order_relaxed);
          bytes_req > h && !g_scratch_high.compare_exchange_weak(h, bytes_req);) {
     }
-    thread_local Scratch s;
-    if (s.size[slot] < floats) {
-        const std::size_t bytes = ((floats * sizeof(float) + 63) / 64) * 64;
+    Scratch& s = t_scratch;
+    if (s.bytes[slot] < bytes_req) {
+        const std::size_t bytes = (bytes_req + 63) / 64 * 64;
+        g_scratch_held.fetch_sub(s.bytes[slot]);
+        s.bytes[slot] = 0;
         s.buf[slot].reset(static_cast<float*>(std::aligned_alloc(64, bytes)));
         if (!s.buf[slot]) throw std::bad_alloc();
-        s.size[slot] = floats;
+        s.bytes[slot] = bytes;
+        g_scratch_held.fetch_add(bytes);
+        const int id = omp_get_thread_num() + 1;
+        for (int t = g_scratch_threads.load();
+             id > t && !g_scratch_threads.compare_exchange_weak(t, id);) {
+        }
     }
     return s.buf[slot].get();
 }

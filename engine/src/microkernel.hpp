@@ -204,15 +204,14 @@ struct GemmBlocking {
     bool stream_c = false;
 };
 
-// Per-thread aligned scratch buffers, kept between calls (no page faults in steady state), not
-// initialised. Slots: 0-2 the GEMM's packed tiles, 3 a column matrix or GEMM output, 4-7 the
-// via_forward intermediates, 8 the GEMM's edge column (kGemmEdgeSlot), 9 implicit_gemm's
-// reordered input (kSubsampleSlot), 10 its packed dY^T (kPackedDySlot), 11 its packed W^T
-// (kPackedWeiSlot), 12 a thread's own rows of dY^T (kPanelSlot: the shifted weight gradient of
-// one image split between the threads), 13 a product
-// computed away from its place before it is put there (kTransposedSlot: sgemm's transposed
-// product, the transposed 1x1 forward, backward data and weight gradient, and the shifted
-// forward's rows streamed to dst).
+// Per-thread aligned scratch buffers, kept between calls (no page faults in steady state) until
+// release_scratch(), not initialised. Slots: 0-2 the GEMM's packed tiles, 3 a column matrix or
+// GEMM output, 4-7 the via_forward intermediates, 8 the GEMM's edge column (kGemmEdgeSlot), 9
+// implicit_gemm's reordered input (kSubsampleSlot), 10 its packed dY^T (kPackedDySlot), 11 its
+// packed W^T (kPackedWeiSlot), 12 a thread's own rows of dY^T (kPanelSlot: the shifted weight
+// gradient, one image at a time), 13 a product computed away from its place before it is put
+// there (kTransposedSlot: sgemm's transposed product, the transposed 1x1 forward, backward data
+// and weight gradient, and the shifted forward's rows streamed to dst).
 inline constexpr int kScratchSlots = 14;
 inline constexpr int kTransposedSlot = 13;
 inline constexpr int kPackedWeiSlot = 11;
@@ -225,6 +224,10 @@ float* scratch(int slot, std::size_t floats);
 // instrument behind "no column matrix larger than a few MiB" (tests/test_speed.cpp).
 std::size_t scratch_high_water();
 void reset_scratch_high_water();
+// Bytes of scratch held by all threads, and their release: the calling thread's and (outside a
+// parallel region) the OpenMP threads'. The next scratch() allocates again.
+std::size_t scratch_bytes_held();
+void release_scratch();
 
 // Splits M x N over the threads as tm x tn blocks, choosing the split with the least estimated
 // cost (tile work plus duplicated packing).
