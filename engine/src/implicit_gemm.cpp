@@ -1610,13 +1610,14 @@ void backward_weight_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler
             const dim_t t0 = ntiles * id / nt, t1 = ntiles * (id + 1) / nt;
             const dim_t per_panel = ntiles / np, jlo = t0 / per_panel,
                         jhi = t1 > t0 ? (t1 - 1) / per_panel : jlo - 1;
-            float* mine = own ? scratch(kPanelSlot, static_cast<std::size_t>((jhi - jlo + 1) *
-                                                                             hstep * ow_n * 32))
-                              : nullptr;
+            const dim_t run = std::min(hstep, oh_n) * ow_n;  // positions of a run, at most
+            float* mine =
+                own ? scratch(kPanelSlot, static_cast<std::size_t>((jhi - jlo + 1) * run * 32))
+                    : nullptr;
             // Panel jl's dY^T from position q of the image (in the rows of this run when own).
             dim_t h0 = 0;
             const auto dy_at = [&](dim_t jl, dim_t q) -> const float* {
-                return own ? mine + ((jl - jlo) * hstep * ow_n + q - h0 * ow_n) * 32
+                return own ? mine + ((jl - jlo) * run + q - h0 * ow_n) * 32
                            : dyt + (jl * nb * cols + q) * 32;
             };
             for (; h0 < oh_n; h0 += hstep) {
@@ -1628,7 +1629,7 @@ void backward_weight_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler
                         const dim_t jp = jp0 + jl;
                         pack_transposed(dy + jp * 32 * cols + h0 * ow_n, cols,
                                         std::min<dim_t>(32, kg - jp * 32), nq * ow_n, 32,
-                                        mine + (jl - jlo) * hstep * ow_n * 32);
+                                        mine + (jl - jlo) * run * 32);
                     }
                 }
                 Span s(prf, "gemm");

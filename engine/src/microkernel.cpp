@@ -1126,11 +1126,11 @@ std::size_t scratch_bytes_held() {
     return g_scratch_held.load();
 }
 
+// The calling thread's buffers, then (outside a parallel region) those of the OpenMP pool's
+// threads, as many as ever held one (a team of n reuses the same n - 1 pool threads).
 void release_scratch() {
     t_scratch.release();
     if (omp_in_parallel()) return;
-        // The OpenMP pool's threads, as many as ever held a buffer (a team of n reuses the same
-        // n - 1 pool threads).
 #pragma omp parallel num_threads(g_scratch_threads.load())
     t_scratch.release();
 }
