@@ -31,13 +31,17 @@ namespace {
 
 // [SECTION] im2col gather
 
-// out[e] = sp[e * sw] for e in [lo, hi), 0 for the rest of [0, len). With AVX-512, short runs
-// (16 or fewer) and stride 2 go 16 at a time by masked loads and stores (the masked-off lanes
-// are neither read nor written; stride 2 through one permute of two loads); long stride-1 runs
-// are a plain copy, which measured faster for them.
+// out[e] = sp[e * sw] for e in [lo, hi), 0 for the rest of [0, len). With AVX-512, short
+// stride-1 runs (16 or fewer) and stride-2 runs of 9 or more go 16 at a time by masked loads and
+// stores (the masked-off lanes are neither read nor written; stride 2 through one permute of two
+// loads); long stride-1 runs are a plain copy, which measured faster for them, and so are
+// stride-2 runs of 8 or fewer: res5a_branch2a's input sampled at the strides (7 per row), batch
+// 1, 2 threads, 20 interleaved runs, 0.027-0.035 -> 0.021-0.028 ms (in a slow spell of the
+// machine 0.134 -> 0.060); for 14 and 28 per row the masked loads won (0.019-0.020 against
+// 0.033, 0.027-0.028 against 0.041-0.043).
 inline void copy_run(const float* sp, dim_t sw, dim_t lo, dim_t hi, dim_t len, float* out) {
 #if defined(__AVX512F__) && defined(__BMI2__)
-    if (sw == 2 || (sw == 1 && len <= 16)) {
+    if ((sw == 2 && len > 8) || (sw == 1 && len <= 16)) {
         const auto bits = [](dim_t a, dim_t b) {  // lanes [a, b) of 16, clamped
             a = std::clamp<dim_t>(a, 0, 16);
             b = std::clamp<dim_t>(b, a, 16);
