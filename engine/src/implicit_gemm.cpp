@@ -570,16 +570,15 @@ bool use_shifted_wgrad(const Problem& p) {
 // (each reading all of the planes) rather than the tiles (each reading all of W^T): where the
 // planes are the smaller. 14x14 (res4a_branch2b) batch 1 measured 1.15 ms by panels, 2.2 by
 // tiles; 56x56 (res2a_branch2b) 1.43 by tiles, 1.70 by panels.
-bool shifted_by_panels(const Problem& p) {
-    const Shifted sg(p);
+bool shifted_by_panels(const Problem& p, const Shifted& sg) {
     return sg.cg * sg.plane * sg.sh * sg.sw < (p.ocg() + 31) / 32 * 32 * sg.rows;
 }
 
 // One image of one group split by panels: each thread packs a panel just before that panel's
 // tiles (into a buffer of its own that stays in L2 while they pass) rather than all of W^T
 // first, written to memory and read back.
-bool packs_by_panel(const Problem& p) {
-    return p.mb * p.groups == 1 && shifted_by_panels(p);
+bool packs_by_panel(const Problem& p, const Shifted& sg) {
+    return p.mb * p.groups == 1 && shifted_by_panels(p, sg);
 }
 
 // One image packed panel by panel (packs_by_panel) pays below 196 positions too: 7x7 with 512
@@ -590,7 +589,8 @@ bool packs_by_panel(const Problem& p) {
 bool use_shifted(const Problem& p, bool flip = false) {
     if (g_shifted_mode == 2 || !shifted_possible(p)) return false;
     if (g_shifted_mode == 1) return true;
-    return p.ocg() >= 32 && (p.mb * p.out_spatial() >= 196 || (!flip && packs_by_panel(p)));
+    return p.ocg() >= 32 &&
+           (p.mb * p.out_spatial() >= 196 || (!flip && packs_by_panel(p, Shifted(p))));
 }
 
 // With flip, a.wei is the weights of the problem whose backward data p is (K and C swapped):
@@ -682,8 +682,8 @@ void forward_shifted(const Problem& p, const ConvArgs& a, Profiler* prof, bool f
     const std::size_t xsize = static_cast<std::size_t>(sg.size());
     const bool whole_images = images_in_parallel(p.mb * p.groups);
     // One image at a time: the (panel, tile) pairs split panel-major or the tiles split.
-    const bool by_panels = shifted_by_panels(p);
-    const bool fused = !whole_images && packs_by_panel(p);
+    const bool by_panels = shifted_by_panels(p, sg);
+    const bool fused = packs_by_panel(p, sg);  // one image: never whole_images
     // W^T of every group packed once, the threads splitting each group's panels.
     float* wt =
         fused ? nullptr
