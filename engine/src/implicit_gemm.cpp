@@ -1760,12 +1760,21 @@ void backward_weight_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler
             x = sub;
             xs = cols;
         }
+        // With whole images per thread and at most 256 positions (14x14), A's next block is
+        // prefetched into L2 (GemmBlocking::prefetch_a): each image's rows come from memory.
+        // Batch 32, bench filtered to res4, 3 alternating rounds (ratio to oneDNN):
+        // res4a_branch2c 1.119/1.095/1.088 -> 1.055/1.052/1.032, res4b_branch2a
+        // 1.115/1.098/1.095 -> 1.047/1.061/1.036 (harness: 16.3 -> 15.6 ms each). With 56x56
+        // images (all layers' images prefetched) the 56x56 layers lost: res2a_branch1
+        // 1.024/1.049 -> 1.069/1.133.
+        const bool prefetch = by_images && cols <= 256;
         Span s(prf, "gemm");
         if (swap)  // A: X's rows in place; B: dY^T
-            gemm(rows, kg, q1 - q0, StridedA{x + q0, xs, 1}, StridedB{dyp, 1, cols}, out, kg, acc);
+            gemm(rows, kg, q1 - q0, StridedA{x + q0, xs, 1}, StridedB{dyp, 1, cols}, out, kg, acc,
+                 0, false, prefetch);
         else if (identity || subsample)  // B^T is the image (or its sampled copy) transposed
             gemm(kg, rows, q1 - q0, dy, StridedB{x + q0, 1, xs}, out, rows, acc, 0,
-                 final && stream_dw);
+                 final && stream_dw, prefetch);
         else
             gemm(kg, rows, q1 - q0, dy, Im2colTB{&m, q0}, out, rows, acc);
     };

@@ -997,9 +997,10 @@ void gemm_packed_block(const MicroKernel& uk, const GemmBlocking& bl, dim_t i0, 
     // A's next block is prefetched only where the hardware prefetcher does not follow A's reads:
     // rows copied, or columns 4 KiB apart (W^T in backward data) whose block spans at most L2's
     // 1 MiB (beyond, as with 8 KiB, the block's lines already evict each other from L2's sets
-    // and prefetching made it slower: res5b_branch2a's backward data at batch 1, 0.52 -> 0.57 ms).
-    const bool prefetch =
-        row_copy || (a.rs == 1 && a.cs >= 1024 && a.cs * kc * sizeof(float) <= (1u << 20));
+    // and prefetching made it slower: res5b_branch2a's backward data at batch 1, 0.52 -> 0.57 ms),
+    // or rows read in place where the caller says A comes from memory (bl.prefetch_a).
+    const bool prefetch = row_copy || (bl.prefetch_a && row_a) ||
+                          (a.rs == 1 && a.cs >= 1024 && a.cs * kc * sizeof(float) <= (1u << 20));
     for (dim_t ic = i0; ic < i1; ic += mcb) {
         const dim_t mc = std::min(mcb, i1 - ic);
         // Spread over this block's microkernel calls (none: no prefetch).

@@ -202,6 +202,10 @@ struct GemmBlocking {
     // allows (MicroKernel::stream_fn): for a C far larger than the caches, whose lines would
     // otherwise be read from memory before being written.
     bool stream_c = false;
+    // A's next block prefetched into L2 while this one is used also where A is read in place
+    // by rows (row-major, not copied): the caller knows A comes from memory (each 14x14 image of
+    // a large batch in its own product: backward_weight_implicit_gemm, measured there).
+    bool prefetch_a = false;
 };
 
 // Per-thread aligned scratch buffers, kept between calls (no page faults in steady state) until
@@ -423,14 +427,15 @@ void gemm_block(const MicroKernel& uk, const GemmBlocking& bl, dim_t i0, dim_t i
 }
 
 // C (m x n, ldc) = A * B (+ C when accumulate), on all of OpenMP's threads when it pays.
-// kc > 0 replaces GemmBlocking's; stream_c as GemmBlocking's.
+// kc > 0 replaces GemmBlocking's; stream_c and prefetch_a as GemmBlocking's.
 template <class PackB>
 void gemm(dim_t m, dim_t n, dim_t k, const StridedA& a, const PackB& packb, float* c, dim_t ldc,
-          bool accumulate, dim_t kc = 0, bool stream_c = false) {
+          bool accumulate, dim_t kc = 0, bool stream_c = false, bool prefetch_a = false) {
     const MicroKernel& uk = microkernel_for(m, n, row_major(a));
     GemmBlocking bl;
     if (kc > 0) bl.kc = kc;
     bl.stream_c = stream_c;
+    bl.prefetch_a = prefetch_a;
     int tm = 1, tn = 1;
     choose_split(m, n, k, uk, gemm_threads(m, n, k), tm, tn);
     if (tm * tn == 1) {
