@@ -1684,9 +1684,10 @@ void backward_weight_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler
     // with whole images per thread and a stride of 2 along w, read in place (in_place).
     const Geom3 geo = geom3(p);
     const bool by_images = images_in_parallel(p.mb);
+    const bool merged = !shifted && merge_images_wgrad(p);  // merged_wgrad_applies
     const std::size_t wsize = static_cast<std::size_t>(kg * rows);
-    const bool in_place = by_images && wsize * sizeof(float) <= (4u << 20) &&
-                          !merged_wgrad_applies(p) && strided_wgrad_applies(p);
+    const bool in_place =
+        by_images && wsize * sizeof(float) <= (4u << 20) && !merged && strided_wgrad_applies(p);
     const bool subsample = !in_place && can_subsample(p, 1);
     const bool deint = !subsample && !identity && can_deinterleave(p, 1);
     // Transposed (swap): out^T (rows x Kg) = X dY_g^T, then dW_g = out^T transposed.
@@ -1795,7 +1796,7 @@ void backward_weight_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler
     // in place (or from their sampled copy), others gathered by Im2colTB. Image by image the
     // reduction is only its positions (49 at 7x7), and each image's product loaded and stored
     // all of dW.
-    if (merged_wgrad_applies(p)) {
+    if (merged) {
         // Sampled copies of at most 4 MiB at a time.
         const dim_t nb = subsample ? std::max<dim_t>(1, (1 << 20) / (cg * cols)) : p.mb;
         for (dim_t g = 0; g < p.groups; ++g)
