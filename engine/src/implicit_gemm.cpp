@@ -1380,6 +1380,11 @@ void backward_data_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler* 
             for (const Tap& t : taps[static_cast<std::size_t>(pi)])
                 tap_of[static_cast<std::size_t>(pi)][static_cast<std::size_t>(t.u)] =
                     static_cast<int>(t.k);
+        // Whether the phases take all ks taps between them (and nu, ks <= 16): W's taps are
+        // then packed by permute_runs (see "pack" below).
+        std::size_t ntaps = 0;
+        for (const auto& tp : taps) ntaps += tp.size();
+        const bool runs = nu <= 16 && ks <= 16 && dim_t(ntaps) >= ks;
         Im2col mg;
         for (int x = 0; x < 3; ++x) {
             mg.g.in[x] = g.out[x];
@@ -1413,9 +1418,6 @@ void backward_data_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler* 
                 // last, all of them in a few cache sets. 512 -> 512 3x3 at 7x7, batch 1, 2
                 // threads, harness, 3 interleaved rounds: "pack" 1.4-2.8 -> 0.70-1.09 ms (tiles
                 // of 4 to 32 ci by 4 to 16 co measured 0.64-1.7, 8 x 8 the fastest).
-                std::size_t ntaps = 0;
-                for (const auto& tp : taps) ntaps += tp.size();
-                const bool runs = nu <= 16 && ks <= 16 && dim_t(ntaps) >= ks;
                 if (np > 1 && !runs) std::fill(wa, wa + m * kp, 0.0f);
 #pragma omp parallel for collapse(2) schedule(static) if (kg * m * nu > 65536)
                 for (dim_t pi = 0; pi < np; ++pi)
