@@ -376,6 +376,42 @@ TEST_CASE("app model: views at realistic channel counts are laid out to fill the
     CHECK(f.panels[3].x > f.panels[2].x);
 }
 
+// Five equal panels on a canvas too narrow for one row: two rows whatever the break, at the
+// same zoom (the height decides), so the rows nearest equal width win: two and three panels, not
+// one and four. Arranged again for a wide canvas, the extra break goes; the view's own stays.
+TEST_CASE("app model: rows added for a narrow canvas are balanced and not kept for a wide one") {
+    app::ViewModel v;
+    for (int i = 0; i < 6; ++i) {
+        app::Panel p;
+        p.name = "P" + std::to_string(i);
+        p.shape.dims = {4, 4};
+        p.values.assign(16, 1.0f);
+        p.new_row = i == 5;  // the view's own second row: one panel
+        v.panels.push_back(std::move(p));
+    }
+    const auto rows = [&] {
+        std::vector<int> r;
+        for (const auto& p : v.panels) {
+            if (r.empty() || p.new_row) r.push_back(0);
+            ++r.back();
+        }
+        return r;
+    };
+    // 250 x 300 px, 60 px of titles a row: a panel and its gap are 8 cells wide, so five in a
+    // row fit at 6.25 px a cell, four at 7.8, three at 10.4; three rows of 4-cell panels fit
+    // 7.5 px high. One and four or two and three: 7.5 px either way (and one row is 17% less).
+    app::arrange_view(v, app::CanvasGuess{250, 300, 60, 20});
+    const std::vector<int> narrow = rows();
+    REQUIRE(narrow.size() == 3);
+    INFO(narrow[0] << " and " << narrow[1] << " panels");
+    CHECK(narrow[0] + narrow[1] == 5);
+    CHECK(std::max(narrow[0], narrow[1]) == 3);
+    CHECK(narrow[2] == 1);
+    app::arrange_view(v, app::CanvasGuess{2000, 600, 60, 20});
+    CHECK(rows() == std::vector<int>{5, 1});
+    CHECK(v.panels[5].new_row);
+}
+
 // col2im and weight_grad: the results start a new row (4 panels in one row left the bottom half
 // of a 1600 x 1000 canvas empty): dX below W, dY and B*; dY and dW below X and B, their rows k
 // side by side. The fit then uses the height: bigger cells than the one-row layout.

@@ -304,12 +304,24 @@ TEST_CASE("app render: the fitted view is never cut off, in presenter mode and i
          {"--view stride --problem mb1ic1ih6oc1oh3kh3sh2ph1 --step 4 --presenter",
           "--view col2im --problem mb1ic2ih5oc2kh3sh2ph1 --step 3 --size 1024x768",
           "--view im2col --problem mb1ic2ih3oc2kh2 --step 1", "--lesson 17 --step 5 --presenter",
-          "--lesson 01 --step 3 --presenter"}) {
+          "--lesson 01 --step 3 --presenter",
+          // A small projector: lesson 17's five forward tensors, arranged again for the canvas.
+          "--lesson 17 --step 2 --size 1024x768 --presenter",
+          "--lesson 17 --step 2 --size 1024x768"}) {
         const Run r = run_binary("shot " + args + " --out " + png, t.path);
         INFO(args << "\n" << r.out << r.err);
         REQUIRE(r.status == 0);
         CHECK(r.out.find("view fits the canvas: drawn") != std::string::npos);
     }
+    // The rows chosen again for the real canvas: lesson 01's X and B side by side on a 1024 x
+    // 768 projector (56.6 px cells), not stacked as arranged for 1600 x 1000 (39.0 px).
+    const Run r =
+        run_binary("shot --lesson 01 --step 1 --size 1024x768 --presenter --out " + png, t.path);
+    INFO(r.out << r.err);
+    REQUIRE(r.status == 0);
+    const auto at = r.out.find("cells ");
+    REQUIRE(at != std::string::npos);
+    CHECK(std::stod(r.out.substr(at + 6)) >= 50.0);
 }
 
 TEST_CASE("app render: a theme file changes the palette" * doctest::skip(!can_render())) {

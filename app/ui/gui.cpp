@@ -228,6 +228,9 @@ class App {
     ImVec2 fit_size{0, 0};
     float fit_fs = 0;
     bool compact_titles = false;  // titles of one line (name, title): chosen by the fit
+    // The canvas the fit arranged the view for, when that beat the view as built (a view rebuilt
+    // with the same shape, e.g. other data or the next step, is arranged for it again).
+    std::optional<app::CanvasGuess> arranged_for;
     // A window under 900 pixels high (a 1280x720 or 1366x768 projector): the header drops the
     // hover hint while nothing is hovered and the presenter's key line (H shows the keys), and a
     // lesson's narration takes at most 40% of the height (it scrolls), so that the view keeps
@@ -323,7 +326,10 @@ class App {
         s.hover = s.pinned = {};
         linked_for = {-2, -2};
         step_dirty = true;
-        if (!same_shape) s.zoom = 0;
+        if (!same_shape)
+            s.zoom = 0;
+        else if (arranged_for)
+            app::arrange_view(*view, *arranged_for);
     }
 
     void apply_problem(const Problem& p) {
@@ -1176,12 +1182,16 @@ void App::canvas() {
     };
     float top = 0;
     // Least room per panel for its title: 13 characters, less when a row has many panels.
-    int per_row = 0, in_row = 0;
-    for (const auto& pn : view->panels) {
-        in_row = pn.new_row ? 1 : in_row + 1;
-        per_row = std::max(per_row, in_row);
-    }
-    const float slot_px = std::min(fs * 13.0f, (size.x - 2 * margin) / static_cast<float>(per_row));
+    float slot_px = 0;
+    const auto update_slot = [&] {
+        int per_row = 0, in_row = 0;
+        for (const auto& pn : view->panels) {
+            in_row = pn.new_row ? 1 : in_row + 1;
+            per_row = std::max(per_row, in_row);
+        }
+        slot_px = std::min(fs * 13.0f, (size.x - 2 * margin) / static_cast<float>(per_row));
+    };
+    update_slot();
     bool tile_labels = false;
     for (const auto& pn : view->panels) tile_labels = tile_labels || pn.tiles_x * pn.tiles_y > 1;
     const auto relayout = [&](float z) {
@@ -1217,31 +1227,57 @@ void App::canvas() {
         for (const auto& pn : view->panels) rows.insert(pn.y);
         compact_titles = static_cast<float>(rows.size()) * top > 0.4f * avail_y;
         make_titles();
-        float z = 16.0f;
-        for (int it = 0; it < 4; ++it) {
-            relayout(z);
-            z = std::min((size.x - 2 * margin) / static_cast<float>(view->width),
-                         (size.y - 2 * margin) / static_cast<float>(view->height));
-            z = std::clamp(z, 0.05f, 64.0f);
+        // The largest zoom at which the view, as arranged now, fits the canvas (false: none;
+        // the fixed-point estimate).
+        const auto search = [&]() -> std::pair<float, bool> {
+            float z = 16.0f;
+            for (int it = 0; it < 4; ++it) {
+                relayout(z);
+                z = std::min((size.x - 2 * margin) / static_cast<float>(view->width),
+                             (size.y - 2 * margin) / static_cast<float>(view->height));
+                z = std::clamp(z, 0.05f, 64.0f);
+            }
+            // The iteration need not converge (titles take pixels, not cells): shrink until
+            // the cells of the view laid out at z fit, then a little more (at most to 85%) for
+            // the titles of the last panels (they wrap at their slot's width).
+            // (The estimate above converges slowly when titles dominate: search down from 64.)
+            const float z_estimate = z;
+            z = 64.0f;
+            float z_cells = 0;
+            for (int it = 0; it < 160 && z > 0.05f; ++it) {
+                relayout(z);
+                float cells = 0;
+                for (const auto& pn : view->panels)
+                    cells = std::max(cells, static_cast<float>(pn.x + pn.width) * z);
+                const bool fit =
+                    cells <= avail_x && static_cast<float>(view->height) * z <= avail_y;
+                if (fit && z_cells == 0) z_cells = z;
+                if (fit && (titles_right(z) <= avail_x || z < 0.85f * z_cells)) break;
+                z *= 0.94f;
+            }
+            return {z_cells == 0 ? z_estimate : z, z_cells != 0};
+        };
+        // The view as built (arranged for 1600 x 1000), and its rows of panels and wraps of
+        // tiles chosen again for this canvas: a 1024 x 768 projector breaks lesson 17's row of
+        // five tensors in two rather than cutting every title to a few letters over cells a
+        // few pixels wide. The arrangement with the larger cells is kept (the guess below
+        // knows titles only roughly: planned at 9 characters a slot, a compact title is cut
+        // with "..." there).
+        relayout(16.0f);
+        const app::CanvasGuess here{avail_x, avail_y, top + 0.5 * fs, fs * 9.0};
+        app::arrange_view(*view, app::CanvasGuess{});
+        update_slot();
+        const auto built = search();
+        app::arrange_view(*view, here);
+        update_slot();
+        auto [z, fits] = search();
+        arranged_for = here;
+        if ((built.second && !fits) || (built.second == fits && built.first >= z)) {
+            app::arrange_view(*view, app::CanvasGuess{});
+            update_slot();
+            arranged_for.reset();
+            z = built.first;
         }
-        // The iteration need not converge (titles take pixels, not cells): shrink until the
-        // cells of the view laid out at z fit, then a little more (at most to 85%) for the
-        // titles of the last panels (they wrap at their slot's width).
-        // (The estimate above converges slowly when titles dominate: search down from 64.)
-        const float z_estimate = z;
-        z = 64.0f;
-        float z_cells = 0;
-        for (int it = 0; it < 160 && z > 0.05f; ++it) {
-            relayout(z);
-            float cells = 0;
-            for (const auto& pn : view->panels)
-                cells = std::max(cells, static_cast<float>(pn.x + pn.width) * z);
-            const bool fit = cells <= avail_x && static_cast<float>(view->height) * z <= avail_y;
-            if (fit && z_cells == 0) z_cells = z;
-            if (fit && (titles_right(z) <= avail_x || z < 0.85f * z_cells)) break;
-            z *= 0.94f;
-        }
-        if (z_cells == 0) z = z_estimate;
         s.zoom = z;
         relayout(z);
         // Centred, but never pushing a title past the right edge.

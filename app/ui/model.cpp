@@ -443,23 +443,32 @@ namespace {
 // new_row set to the choice and returns its zoom.
 double choose_rows(ViewModel& v, const std::vector<bool>& forced, const CanvasGuess& c) {
     std::vector<std::size_t> free;
-    for (std::size_t i = 1; i < v.panels.size(); ++i)
+    for (std::size_t i = 1; i < v.panels.size() && !v.fixed_rows; ++i)
         if (!forced[i]) free.push_back(i);
     if (free.size() > 10) free.clear();  // (no view has that many panels)
     const std::size_t n = std::size_t{1} << free.size();
-    std::vector<double> zoom(n);
+    std::vector<double> zoom(n), widest(n);
     double best_z = 0;
     for (std::size_t m = 0; m < n; ++m) {
         for (std::size_t k = 0; k < free.size(); ++k) v.panels[free[k]].new_row = (m >> k) & 1;
         zoom[m] = fit_zoom(v, c);
         best_z = std::max(best_z, zoom[m]);
+        double row = 0;  // cells, slots included
+        for (const Panel& p : v.panels) {
+            row = p.new_row ? 0 : row;
+            row += p.width + kPanelGap;
+            widest[m] = std::max(widest[m], row);
+        }
     }
+    // Equal rows and zoom (within 2%): the rows nearest equal width (lesson 17's five forward
+    // tensors on a 1024 x 768 projector in rows of two and three, not one and four).
     std::size_t pick = 0;
     for (std::size_t m = 1; m < n; ++m) {
         if (zoom[m] < best_z / 1.05) continue;
         const int rows = std::popcount(m), pick_rows = std::popcount(pick);
+        const bool tied = std::fabs(zoom[m] - zoom[pick]) <= 0.02 * zoom[pick];
         if (zoom[pick] < best_z / 1.05 || rows < pick_rows ||
-            (rows == pick_rows && zoom[m] > zoom[pick]))
+            (rows == pick_rows && (tied ? widest[m] < widest[pick] : zoom[m] > zoom[pick])))
             pick = m;
     }
     for (std::size_t k = 0; k < free.size(); ++k) v.panels[free[k]].new_row = (pick >> k) & 1;
@@ -471,9 +480,13 @@ double choose_rows(ViewModel& v, const std::vector<bool>& forced, const CanvasGu
 void arrange_view(ViewModel& v, const CanvasGuess& c) {
     std::vector<bool> forced(v.panels.size());
     std::vector<std::vector<dim_t>> cands(v.panels.size());
+    const bool first = !v.arranged;
+    v.arranged = true;
     for (std::size_t i = 0; i < v.panels.size(); ++i) {
         Panel& p = v.panels[i];
-        forced[i] = p.new_row;
+        if (first) p.own_row = p.new_row;
+        forced[i] = p.own_row;
+        p.new_row = p.own_row;
         layout_panel(p);
         if (!p.auto_wrap) continue;
         cands[i] = wrap_candidates(p);

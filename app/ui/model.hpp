@@ -48,6 +48,9 @@ struct Panel {
     std::vector<std::uint8_t> padding_lane;
     dim_t tiles_per_row = 0;  // 0: all tiles of a TileY row side by side; else wrap
     bool new_row = false;     // starts a new row of panels on the canvas
+    // The view's own row break (new_row as built, recorded by the first arrange_view): kept by
+    // every arrangement, whatever breaks arrange_view adds for a canvas.
+    bool own_row = false;
     // arrange_view chooses tiles_per_row (a long row of tiles wrapped into a near-square grid);
     // false: tiles_per_row is kept as set.
     bool auto_wrap = false;
@@ -147,6 +150,9 @@ struct ViewModel {
     std::function<bool(const ViewModel&, int link, dim_t dst_linear, CellPos& pos)> zero_source;
     std::string check;             // "dX equals the engine's backward_data (direct): max |diff| 0"
     double width = 0, height = 0;  // canvas extent in cells (layout_view)
+    // arrange_view adds no row breaks (the tensors view's forward and gradient rows, whose
+    // columns pair a tensor with its gradient); arranged: own_row recorded.
+    bool fixed_rows = false, arranged = false;
 };
 
 // Arranges the panels left to right in rows (layout_panel on each). title_cells: room above
@@ -168,7 +174,9 @@ struct CanvasGuess {
 // new_row flags (layout_panel on each panel; clamped to [0.05, 64]).
 double fit_zoom(ViewModel& v, const CanvasGuess& c = {});
 
-// Chooses the arrangement of a built view so that it fills the canvas: for panels with
+// Chooses the arrangement of a built view so that it fills the canvas `c` (the app calls it
+// again for its real canvas when it fits the view, so a 1024 x 768 projector gets rows of its
+// own): for panels with
 // auto_wrap, tiles_per_row (starting from the near-square grid of tiles; no grid more than 3
 // times taller than wide or 4 times wider than tall, no wrap only when the row of tiles is at
 // most 2.5 times wider than tall), and extra rows of panels (the reading order and the new_row

@@ -227,6 +227,7 @@ ViewModel build_tensors_view(const ViewRequest& r) {
                         : "the step's tensors: forward (top row), each gradient right below its "
                           "tensor; every value computed by the engine (direct loops)";
     dim_t cells = 0;
+    int groups = 0;  // rows of tensors with a panel
     for (const auto* row : {&rows.forward, &rows.backward, &rows.more}) {
         bool first = true;
         for (const auto& n : *row) {
@@ -238,6 +239,7 @@ ViewModel build_tensors_view(const ViewRequest& r) {
                             " cells; choose a smaller problem");
             Panel p = tensor_panel(*t);
             p.new_row = first;
+            groups += first ? 1 : 0;
             first = false;
             v.panels.push_back(std::move(p));
         }
@@ -250,7 +252,10 @@ ViewModel build_tensors_view(const ViewRequest& r) {
                       static_cast<double>(p.values[static_cast<std::size_t>(linear)]));
         return cell_name(p, linear) + b + "   (" + p.title + ")";
     };
-    layout_view(v);
+    // One row of tensors (a forward step of the network: nine panels) may wrap where the canvas
+    // is narrow; a gradient row stays right below its tensors' row.
+    v.fixed_rows = groups > 1;
+    arrange_view(v);
     return v;
 }
 
