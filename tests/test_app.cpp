@@ -412,6 +412,48 @@ TEST_CASE("app model: rows added for a narrow canvas are balanced and not kept f
     CHECK(v.panels[5].new_row);
 }
 
+// The tensors view's rows pair a tensor (top) with its gradient (below) by column: a narrow
+// canvas cuts both rows into bands of the same columns, never a gradient away from its tensor.
+TEST_CASE("app model: rows of paired columns are cut into bands, each gradient under its tensor") {
+    app::ViewModel v;
+    v.fixed_rows = true;
+    for (int i = 0; i < 10; ++i) {  // six tensors, four gradients
+        app::Panel p;
+        p.name = (i < 6 ? "T" : "dT") + std::to_string(i < 6 ? i : i - 6);
+        p.shape.dims = {4, 4};
+        p.values.assign(16, 1.0f);
+        p.new_row = i == 0 || i == 6;
+        v.panels.push_back(std::move(p));
+    }
+    const auto check_pairs = [&] {
+        for (std::size_t i = 0; i < 4; ++i) {
+            const app::Panel &t = v.panels[i], &g = v.panels[6 + i];
+            INFO(t.name << " at (" << t.x << ", " << t.y << "), " << g.name << " at (" << g.x
+                        << ", " << g.y << ")");
+            CHECK(g.x == t.x);
+            CHECK(g.y > t.y + t.height);
+            for (const auto& o : v.panels)  // nothing between them
+                if (&o != &t && &o != &g && o.x == t.x) CHECK((o.y < t.y || o.y > g.y));
+        }
+    };
+    // Wide: one band, the stored order.
+    app::arrange_view(v, app::CanvasGuess{2000, 600, 60, 20});
+    CHECK(v.order.empty());
+    check_pairs();
+    const app::CanvasGuess narrow{250, 600, 60, 20};
+    const double one_band = app::fit_zoom(v, narrow);
+    // 250 px wide, 600 high: six columns (8 cells each with the gap) fit 5.2 px a cell; three
+    // columns in two bands (four rows of titles and cells) 10.4.
+    app::arrange_view(v, narrow);
+    REQUIRE(v.order.size() == v.panels.size());
+    check_pairs();
+    CHECK(v.panels[3].x == 0);             // T3 starts the second band
+    CHECK(v.panels[3].y > v.panels[6].y);  // below dT0
+    const double banded = app::fit_zoom(v, narrow);
+    MESSAGE("one band " << one_band << " px a cell, bands " << banded);
+    CHECK(banded > 1.5 * one_band);
+}
+
 // col2im and weight_grad: the results start a new row (4 panels in one row left the bottom half
 // of a 1600 x 1000 canvas empty): dX below W, dY and B*; dY and dW below X and B, their rows k
 // side by side. The fit then uses the height: bigger cells than the one-row layout.

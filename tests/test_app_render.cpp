@@ -307,7 +307,10 @@ TEST_CASE("app render: the fitted view is never cut off, in presenter mode and i
           "--lesson 01 --step 3 --presenter",
           // A small projector: lesson 17's five forward tensors, arranged again for the canvas.
           "--lesson 17 --step 2 --size 1024x768 --presenter",
-          "--lesson 17 --step 2 --size 1024x768"}) {
+          "--lesson 17 --step 2 --size 1024x768",
+          // Six tensors over four gradients: in bands of columns, the titles apart.
+          "--lesson 11 --step 2 --size 1024x768 --presenter",
+          "--lesson 06 --step 3 --size 1024x768"}) {
         const Run r = run_binary("shot " + args + " --out " + png, t.path);
         INFO(args << "\n" << r.out << r.err);
         REQUIRE(r.status == 0);

@@ -1185,8 +1185,8 @@ void App::canvas() {
     float slot_px = 0;
     const auto update_slot = [&] {
         int per_row = 0, in_row = 0;
-        for (const auto& pn : view->panels) {
-            in_row = pn.new_row ? 1 : in_row + 1;
+        for (std::size_t i : app::placement(*view)) {
+            in_row = view->panels[i].new_row ? 1 : in_row + 1;
             per_row = std::max(per_row, in_row);
         }
         slot_px = std::min(fs * 13.0f, (size.x - 2 * margin) / static_cast<float>(per_row));
@@ -1227,8 +1227,9 @@ void App::canvas() {
         for (const auto& pn : view->panels) rows.insert(pn.y);
         compact_titles = static_cast<float>(rows.size()) * top > 0.4f * avail_y;
         make_titles();
-        // The largest zoom at which the view, as arranged now, fits the canvas (false: none;
-        // the fixed-point estimate).
+        // The largest zoom at which the view, as arranged now, fits the canvas, and whether its
+        // titles fit too (false: the cells fit nowhere, the fixed-point estimate, or the titles
+        // pass the canvas's right edge, its margin included).
         const auto search = [&]() -> std::pair<float, bool> {
             float z = 16.0f;
             for (int it = 0; it < 4; ++it) {
@@ -1255,29 +1256,39 @@ void App::canvas() {
                 if (fit && (titles_right(z) <= avail_x || z < 0.85f * z_cells)) break;
                 z *= 0.94f;
             }
-            return {z_cells == 0 ? z_estimate : z, z_cells != 0};
+            if (z_cells == 0) return {z_estimate, false};
+            relayout(z);
+            return {z, titles_right(z) <= avail_x + margin + 0.5f};  // as FrameReport::fits
         };
-        // The view as built (arranged for 1600 x 1000), and its rows of panels and wraps of
-        // tiles chosen again for this canvas: a 1024 x 768 projector breaks lesson 17's row of
-        // five tensors in two rather than cutting every title to a few letters over cells a
-        // few pixels wide. The arrangement with the larger cells is kept (the guess below
-        // knows titles only roughly: planned at 9 characters a slot, a compact title is cut
-        // with "..." there).
+        // Three arrangements, the one whose cells come out largest kept (one that fits before
+        // one that does not): the view as built (for 1600 x 1000), its rows of panels and wraps
+        // of tiles chosen again for this canvas, and the fewest rows (a canvas without limit).
+        // A 1024 x 768 projector breaks lesson 17's row of five tensors in two rather than
+        // cutting every title to a few letters over cells a few pixels wide; at 1280 x 720
+        // lesson 06's six tensors keep one row with their values readable. (The guess for this
+        // canvas knows titles only roughly: planned at 9 characters a slot, a compact title is
+        // cut with "..." there.)
         relayout(16.0f);
-        const app::CanvasGuess here{avail_x, avail_y, top + 0.5 * fs, fs * 9.0};
-        app::arrange_view(*view, app::CanvasGuess{});
-        update_slot();
-        const auto built = search();
-        app::arrange_view(*view, here);
-        update_slot();
-        auto [z, fits] = search();
-        arranged_for = here;
-        if ((built.second && !fits) || (built.second == fits && built.first >= z)) {
-            app::arrange_view(*view, app::CanvasGuess{});
+        const app::CanvasGuess guesses[] = {
+            app::CanvasGuess{}, app::CanvasGuess{avail_x, avail_y, top + 0.5 * fs, fs * 9.0},
+            app::CanvasGuess{1e6, 1e6, 0, 0}};
+        std::size_t pick = 0;
+        std::pair<float, bool> best{0.0f, false};
+        for (std::size_t k = 0; k < std::size(guesses); ++k) {
+            app::arrange_view(*view, guesses[k]);
             update_slot();
-            arranged_for.reset();
-            z = built.first;
+            const auto r = search();
+            if (k == 0 || (r.second && !best.second) ||
+                (r.second == best.second && r.first > best.first * 1.001f)) {
+                best = r;
+                pick = k;
+            }
         }
+        app::arrange_view(*view, guesses[pick]);
+        update_slot();
+        arranged_for = guesses[pick];
+        if (pick == 0) arranged_for.reset();
+        const float z = best.first;
         s.zoom = z;
         relayout(z);
         // Centred, but never pushing a title past the right edge.

@@ -150,10 +150,17 @@ struct ViewModel {
     std::function<bool(const ViewModel&, int link, dim_t dst_linear, CellPos& pos)> zero_source;
     std::string check;             // "dX equals the engine's backward_data (direct): max |diff| 0"
     double width = 0, height = 0;  // canvas extent in cells (layout_view)
-    // arrange_view adds no row breaks (the tensors view's forward and gradient rows, whose
-    // columns pair a tensor with its gradient); arranged: own_row recorded.
+    // fixed_rows: arrange_view adds no row breaks inside the view's rows (the tensors view's
+    // forward and gradient rows, whose columns pair a tensor with its gradient) but may cut all
+    // of them into bands of the same columns, one band below the other; arranged: own_row
+    // recorded.
     bool fixed_rows = false, arranged = false;
+    // The panels' placement order (empty: as stored): a band's rows, then the next band's.
+    std::vector<std::size_t> order;
 };
+
+// The indices of v's panels in placement order (v.order, or 0, 1, ...).
+std::vector<std::size_t> placement(const ViewModel& v);
 
 // Arranges the panels left to right in rows (layout_panel on each). title_cells: room above
 // every row for the titles; min_slot: least room per panel (both in cells, the GUI converts its
@@ -180,8 +187,8 @@ double fit_zoom(ViewModel& v, const CanvasGuess& c = {});
 // auto_wrap, tiles_per_row (starting from the near-square grid of tiles; no grid more than 3
 // times taller than wide or 4 times wider than tall, no wrap only when the row of tiles is at
 // most 2.5 times wider than tall), and extra rows of panels (the reading order and the new_row
-// flags already set kept; within 5% of the best zoom, the fewest rows), the combination with the
-// largest fit_zoom. Calls layout_view.
+// flags already set kept; within 5% of the best zoom, the fewest rows; a fixed_rows view's
+// rows cut into bands instead), the combination with the largest fit_zoom. Calls layout_view.
 void arrange_view(ViewModel& v, const CanvasGuess& c = {});
 
 // The view names (BRIEF.md): im2col col2im stride fliprot fractal tnc weight_grad timings tensors.
