@@ -999,7 +999,10 @@ void App::draw_panel(ImDrawList* dl, std::size_t i, ImVec2 origin, float z, cons
                 const dim_t tyi = sr / wraps, txi = (sr % wraps) * per_row + sc;
                 if (txi >= pn.tiles_x) continue;
                 // Tile label: the tile dims of its first element ("c=1", "n=0 g=1").
-                if (pn.tiles_x * pn.tiles_y > 1 && (z >= label_size || sr == 0)) {
+                // Above the tile, clear of a lesson's outline of its first row (lesson 17's
+                // "c=0" was crossed by it).
+                const float lift = highlight_thickness(z) + 1.0f;
+                if (pn.tiles_x * pn.tiles_y > 1 && (z >= label_size + lift || sr == 0)) {
                     const auto first = app::linear_at(pn, txi, tyi, 0, 0);
                     std::vector<dim_t> c(pn.shape.dims.size());
                     pn.shape.coord_of(first, c);
@@ -1011,8 +1014,8 @@ void App::draw_panel(ImDrawList* dl, std::size_t i, ImVec2 origin, float z, cons
                                    std::to_string(c[d]);
                     const ImVec2 ts = font->CalcTextSizeA(label_size, FLT_MAX, 0, lab.c_str());
                     if (ts.x <= (tw + 1.0f) * z)
-                        dl->AddText(font, label_size, ImVec2(tx0, ty0 - label_size - 1), P.dim_text,
-                                    lab.c_str());
+                        dl->AddText(font, label_size, ImVec2(tx0, ty0 - label_size - lift),
+                                    P.dim_text, lab.c_str());
                 }
                 // Padding border (zeros).
                 if (pn.pad_top + pn.pad_bottom + pn.pad_left + pn.pad_right > 0) {

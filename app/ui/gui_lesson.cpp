@@ -289,7 +289,7 @@ void LessonUi::panel(ImVec2 pos, ImVec2 size, const LessonColours& c) {
 void LessonUi::draw_highlights(ImDrawList* dl, const app::ViewModel& v, ImVec2 origin, float z,
                                ImU32 colour) const {
     if (&v != hl_for_ || hl_.size() != v.panels.size()) return;
-    const float t = std::clamp(z * 0.12f, 2.0f, 5.0f);
+    const float t = highlight_thickness(z);
     for (std::size_t i = 0; i < hl_.size(); ++i)
         for (dim_t c : hl_[i]) {
             const app::CellPos cp = app::cell_pos(v.panels[i], c);

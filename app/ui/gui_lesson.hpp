@@ -5,6 +5,7 @@
 // gui.cpp's App owns one LessonUi and calls it from a few hooks.
 #pragma once
 
+#include <algorithm>
 #include <functional>
 #include <memory>
 #include <string>
@@ -21,6 +22,12 @@ struct LessonColours {
 
 // The highlight outline colour of a palette (0 default, 1 high contrast, 2 colour-blind safe).
 ImU32 lesson_highlight_colour(int palette);
+
+// Thickness (px) of a highlighted cell's outline at z px a cell; the outline reaches that far
+// outside the cell, so a tile label above the cell sits clear of it.
+inline float highlight_thickness(float z) {
+    return std::clamp(z * 0.12f, 2.0f, 5.0f);
+}
 
 class LessonUi {
   public:
