@@ -739,9 +739,10 @@ void draw_timings(TimingsPanel& P, const TimingsStyle& st) {
     ImGui::PopStyleColor();
     controls(P, st);
     ImGui::Separator();
-    // Tabs: one per chart.
+    // Tabs: one per chart. Where they do not fit (a 1024 x 768 window) they scroll, whole,
+    // rather than shrink: shrunk, the three "operations ..." tabs all read "operatio...".
     const charts::Chart* c = nullptr;
-    if (!P.charts.empty() && ImGui::BeginTabBar("charts")) {
+    if (!P.charts.empty() && ImGui::BeginTabBar("charts", ImGuiTabBarFlags_FittingPolicyScroll)) {
         for (const charts::Chart& ch : P.charts) {
             ImGuiTabItemFlags fl = 0;
             if (P.select_tab && ch.id == P.chart_id) fl |= ImGuiTabItemFlags_SetSelected;
