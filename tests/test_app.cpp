@@ -376,19 +376,27 @@ TEST_CASE("app model: views at realistic channel counts are laid out to fill the
     CHECK(f.panels[3].x > f.panels[2].x);
 }
 
+namespace {
+
+// A 4 x 4 panel of ones named `name`, starting a row of the view's own when new_row.
+app::Panel square_panel(const std::string& name, bool new_row) {
+    app::Panel p;
+    p.name = name;
+    p.shape.dims = {4, 4};
+    p.values.assign(16, 1.0f);
+    p.new_row = new_row;
+    return p;
+}
+
+}  // namespace
+
 // Five equal panels on a canvas too narrow for one row: two rows whatever the break, at the
 // same zoom (the height decides), so the rows nearest equal width win: two and three panels, not
 // one and four. Arranged again for a wide canvas, the extra break goes; the view's own stays.
 TEST_CASE("app model: rows added for a narrow canvas are balanced and not kept for a wide one") {
     app::ViewModel v;
-    for (int i = 0; i < 6; ++i) {
-        app::Panel p;
-        p.name = "P" + std::to_string(i);
-        p.shape.dims = {4, 4};
-        p.values.assign(16, 1.0f);
-        p.new_row = i == 5;  // the view's own second row: one panel
-        v.panels.push_back(std::move(p));
-    }
+    for (int i = 0; i < 6; ++i)  // the view's own second row: one panel
+        v.panels.push_back(square_panel("P" + std::to_string(i), i == 5));
     const auto rows = [&] {
         std::vector<int> r;
         for (const auto& p : v.panels) {
@@ -417,14 +425,9 @@ TEST_CASE("app model: rows added for a narrow canvas are balanced and not kept f
 TEST_CASE("app model: rows of paired columns are cut into bands, each gradient under its tensor") {
     app::ViewModel v;
     v.fixed_rows = true;
-    for (int i = 0; i < 10; ++i) {  // six tensors, four gradients
-        app::Panel p;
-        p.name = (i < 6 ? "T" : "dT") + std::to_string(i < 6 ? i : i - 6);
-        p.shape.dims = {4, 4};
-        p.values.assign(16, 1.0f);
-        p.new_row = i == 0 || i == 6;
-        v.panels.push_back(std::move(p));
-    }
+    for (int i = 0; i < 10; ++i)  // six tensors, four gradients
+        v.panels.push_back(square_panel((i < 6 ? "T" : "dT") + std::to_string(i < 6 ? i : i - 6),
+                                        i == 0 || i == 6));
     const auto check_pairs = [&] {
         for (std::size_t i = 0; i < 4; ++i) {
             const app::Panel &t = v.panels[i], &g = v.panels[6 + i];

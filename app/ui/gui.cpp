@@ -1287,8 +1287,10 @@ void App::canvas() {
                 pick = k;
             }
         }
-        app::arrange_view(*view, guesses[pick]);
-        update_slot();
+        if (pick + 1 != std::size(guesses)) {  // (the last one tried is in place)
+            app::arrange_view(*view, guesses[pick]);
+            update_slot();
+        }
         arranged_for = guesses[pick];
         if (pick == 0) arranged_for.reset();
         const float z = best.first;

@@ -181,13 +181,12 @@ struct CanvasGuess {
 // new_row flags (layout_panel on each panel; clamped to [0.05, 64]).
 double fit_zoom(ViewModel& v, const CanvasGuess& c = {});
 
-// Chooses the arrangement of a built view so that it fills the canvas `c` (the app calls it
-// again for its real canvas when it fits the view, so a 1024 x 768 projector gets rows of its
-// own): for panels with
-// auto_wrap, tiles_per_row (starting from the near-square grid of tiles; no grid more than 3
-// times taller than wide or 4 times wider than tall, no wrap only when the row of tiles is at
-// most 2.5 times wider than tall), and extra rows of panels (the reading order and the new_row
-// flags already set kept; within 5% of the best zoom, the fewest rows; a fixed_rows view's
+// Chooses the arrangement of a built view so that it fills the canvas `c` (the app's fit calls
+// it again for its real canvas and for fewest rows, and keeps the arrangement with the largest
+// cells): for panels with auto_wrap, tiles_per_row (starting from the near-square grid of tiles; no
+// grid more than 3 times taller than wide or 4 times wider than tall, no wrap only when the row of
+// tiles is at most 2.5 times wider than tall), and extra rows of panels (the reading order and the
+// new_row flags already set kept; within 5% of the best zoom, the fewest rows; a fixed_rows view's
 // rows cut into bands instead), the combination with the largest fit_zoom. Calls layout_view.
 void arrange_view(ViewModel& v, const CanvasGuess& c = {});
 

@@ -253,7 +253,7 @@ ViewModel build_tensors_view(const ViewRequest& r) {
         return cell_name(p, linear) + b + "   (" + p.title + ")";
     };
     // One row of tensors (a forward step of the network: nine panels) may wrap where the canvas
-    // is narrow; a gradient row stays right below its tensors' row.
+    // is narrow; with a gradient row, both rows are cut into bands of the same columns.
     v.fixed_rows = groups > 1;
     arrange_view(v);
     return v;
