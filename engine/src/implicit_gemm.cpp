@@ -493,13 +493,23 @@ struct Shifted {
     // first channel is at x, into the planes at xp: split by planes, not channels, so that
     // conv1's 3 channels x 4 phases go 6 and 6 to two threads (by channels, 4 and 8).
     void pad(const float* x, float* xp, dim_t id, dim_t nt) const {
-        const dim_t in_h = g.in[1], in_w = g.in[2], is = in_h * in_w, planes = cg * sh * sw;
-        for (dim_t q = planes * id / nt; q < planes * (id + 1) / nt; ++q) {
+        const dim_t planes = cg * sh * sw;
+        pad_part(x, xp, planes * id / nt, planes * (id + 1) / nt, 0, hh, id == nt - 1);
+    }
+    // Rows [y0, y1) of every plane, and with last the zeros after the planes.
+    void pad_rows(const float* x, float* xp, dim_t y0, dim_t y1, bool last) const {
+        pad_part(x, xp, 0, cg * sh * sw, y0, y1, last);
+    }
+    // Rows [y0, y1) of planes [q0, q1).
+    void pad_part(const float* x, float* xp, dim_t q0, dim_t q1, dim_t y0, dim_t y1,
+                  bool last) const {
+        const dim_t in_h = g.in[1], in_w = g.in[2], is = in_h * in_w;
+        for (dim_t q = q0; q < q1; ++q) {
             const dim_t ci = q / (sh * sw), ph = q / sw % sh, pw = q % sw;
             // Columns xx in [lo, hi) lie inside the input: iw = xx s_w + pw - pb.
             dim_t lo = 0, hi = 0;
             valid_range(pw - g.pb[2], sw, in_w, wh, lo, hi);
-            for (dim_t yy = 0; yy < hh; ++yy) {
+            for (dim_t yy = y0; yy < y1; ++yy) {
                 float* to = xp + q * plane + yy * wh;
                 const dim_t ih = yy * sh + ph - g.pb[1];
                 if (ih < 0 || ih >= in_h) {
@@ -509,7 +519,7 @@ struct Shifted {
                 copy_run(x + ci * is + ih * in_w + pw - g.pb[2], sw, lo, hi, wh, to);
             }
         }
-        if (id == nt - 1) std::fill_n(xp + size() - slack(), slack(), 0.0f);
+        if (last) std::fill_n(xp + size() - slack(), slack(), 0.0f);
     }
 };
 
@@ -684,11 +694,19 @@ void forward_shifted(const Problem& p, const ConvArgs& a, Profiler* prof, bool f
     // One image at a time: the (panel, tile) pairs split panel-major or the tiles split.
     const bool by_panels = shifted_by_panels(p, sg);
     const bool fused = packs_by_panel(p, sg);  // one image: never whole_images
-    // W^T of every group packed once, the threads splitting each group's panels.
-    float* wt =
-        fused ? nullptr
-              : scratch(kPackedWeiSlot, static_cast<std::size_t>(p.groups * npan * 32 * rows));
-    if (!fused) {
+    // Split by tiles, every thread reads all of W^T: where it is small, each thread packs the
+    // group's W^T into a buffer of its own, so that no thread writes lines that the other holds
+    // in its cache from the last call. Packing lines that another core had read measured 5
+    // times slower than packing one's own (harness, 64 x 576: 17 against 3.2 us; 128 x 1152:
+    // 69 against 16), with the other thread waiting: res2a_branch2b at batch 1 spent 17-65 us
+    // of its 1.0 ms packing.
+    const bool own_wt =
+        !fused && !whole_images && !by_panels && npan * 32 * rows * sizeof(float) <= (1u << 20);
+    // Otherwise W^T of every group packed once, the threads splitting each group's panels.
+    float* wt = fused || own_wt ? nullptr
+                                : scratch(kPackedWeiSlot,
+                                          static_cast<std::size_t>(p.groups * npan * 32 * rows));
+    if (wt) {
         Span s(prof, pack_name);
 #pragma omp parallel if (npan * rows * 32 >= 65536)
         {
@@ -732,8 +750,35 @@ void forward_shifted(const Problem& p, const ConvArgs& a, Profiler* prof, bool f
 #pragma omp parallel
                 {
                     const dim_t id = omp_get_thread_num(), nt = omp_get_num_threads();
-                    pad(n, gi, planes, id, nt);
+                    // Split by tiles, each thread pads the rows its tiles read (those from its
+                    // first output row on): the lines a thread writes are then those it read in
+                    // the last call, not lines the other core holds (conv1 at batch 1: 0.042 ms
+                    // on one thread, 0.10 on two split by planes).
+                    if (by_panels || fused)
+                        pad(n, gi, planes, id, nt);
+                    else
+                        sg.pad_rows(a.src + (n * p.ic + gi * cg) * is, planes,
+                                    id == 0 ? 0 : ntiles * id / nt / segs,
+                                    id == nt - 1 ? sg.hh : ntiles * (id + 1) / nt / segs,
+                                    id == nt - 1);
                 }
+            }
+            if (own_wt) {
+                ThreadProfilers tp(prof);
+#pragma omp parallel
+                {
+                    const dim_t id = omp_get_thread_num(), nt = omp_get_num_threads();
+                    float* w = scratch(kPackedWeiSlot, static_cast<std::size_t>(npan * 32 * rows));
+                    {
+                        Span s(tp.mine(), pack_name);
+                        pack_panels(gi, 0, npan, w);
+                    }
+                    Span s(tp.mine(), "gemm");
+                    for (dim_t jp = 0; jp < npan; ++jp)
+                        tiles(n, gi, xp, jp, w + jp * 32 * rows, ntiles * id / nt,
+                              ntiles * (id + 1) / nt, nullptr);
+                }
+                continue;
             }
             if (fused) {
                 ThreadProfilers tp(prof);
