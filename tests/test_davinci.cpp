@@ -469,7 +469,10 @@ TEST_CASE("davinci: tnc5d equals pack . tnc . unpack on every element, kernel eq
         check_equal_bufs(k, y, "tnc5d kernel");
     }
     // DESIGN.md's classic form: NC1HWC0 (N=20, C=3, 2, 2) -> (C, N/16 = 2, H, W, 16).
-    CHECK(dv::tnc5d({20, 3, 2, 2}).dst().str() == "(n=3,c1=2,h=2,w=2,c0=16)");
+    // Its dims named by what they hold: channels outside, the batch blocked.
+    CHECK(dv::tnc5d({20, 3, 2, 2}).dst().str() == "(c=3,n1=2,h=2,w=2,n0=16)");
+    CHECK(dv::tnc5d({20, 3, 2, 2, 2}).dst().str() == "(c=3,d=2,n1=2,h=2,w=2,n0=16)");
+    CHECK(dv::tnc5d({20, 3, 2}).dst().str() == "(c=3,n1=2,w=2,n0=16)");
 }
 
 TEST_CASE("davinci: tncf equals pack_weight . tnc . unpack on every element, kernel equal") {

@@ -1270,7 +1270,7 @@ void build_tnc(Builder& b) {
     for (std::size_t i = 0; i < troles.size(); ++i)
         if (mt.dst().names[i] == "c1") troles[i] = Role::TileY;
     const int ti =
-        b.add(make_panel("T", "TNC(X): batch becomes the blocked channel dim (C, N1, H, W, C0)",
+        b.add(make_panel("T", "TNC(X): batch becomes the blocked channel dim (C, N1, H, W, N0)",
                          mt.dst(), troles, run_map(mt, x5)));
     Panel yp = make_panel("dY", "output gradient NCHW", ys, act_roles(ys.rank()), dy);
     yp.new_row = true;
@@ -1280,13 +1280,9 @@ void build_tnc(Builder& b) {
         b.add(make_panel("dY5", "dY in NC1HWC0", py.dst(), blocked_act_roles(py.dst()), y5));
     const int fi = b.add(make_panel("dYf", "TNCf(dY): FRACTAL_Z of the kernel (K, N, Ho, Wo)",
                                     mf.dst(), fractal_roles(), run_map(mf, y5)));
-    // Name the dims by what they hold: T's outer dim is the channel, its lanes the batch; the
-    // fractal rows of dYf run over (batch block, position), a fractal is 16 k by C0 n.
+    // Name the dims by what they hold (T's come named so from tnc5d): the fractal rows of dYf
+    // run over (batch block, position), a fractal is 16 k by C0 n.
     {
-        auto& tn = b.v.panels[static_cast<std::size_t>(ti)].shape.names;
-        tn.front() = "c";
-        std::replace(tn.begin(), tn.end(), std::string("c1"), std::string("n1"));
-        tn.back() = "n0";
         b.v.panels[static_cast<std::size_t>(fi)].shape.names = {p.ndims == 3   ? "d,n1,h,w"
                                                                 : p.ndims == 2 ? "n1,h,w"
                                                                                : "n1,w",
