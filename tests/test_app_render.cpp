@@ -137,6 +137,22 @@ TEST_CASE("app render: the timings chart keeps its room in a 1280x720 window" *
     CHECK(count_near(im, c.r, c.g, c.b, 2) > 2000);
 }
 
+TEST_CASE("app render: a measuring lesson's chart is drawn in a 1024x768 window" *
+          doctest::skip(!can_render())) {
+    // Lesson 18 measures one layer under its narration. The shape-set controls (set, batch, one
+    // row of algorithms per pass) no longer stand above it, as they did not describe the step's
+    // run, and its one layer's label stays level: the turned label took a quarter of the card
+    // and left "(window too small for the chart)". The gemm segments must be there.
+    TempDir t;
+    const auto p = (t.path / "l.png").string();
+    const Run r = run_binary("shot --lesson 18 --step 1 --size 1024x768 --out " + p, t.path);
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    Image im = load_png(p);
+    const convlab::charts::Color c = convlab::charts::operation_color("gemm");
+    CHECK(count_near(im, c.r, c.g, c.b, 2) > 1500);
+}
+
 TEST_CASE("app render: a lesson in presenter mode on a 1280x720 projector leaves the view room" *
           doctest::skip(!can_render())) {
     // Header, presenter key line and narration (half the height) left the view of lesson 17's

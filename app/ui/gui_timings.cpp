@@ -57,6 +57,9 @@ struct TimingsPanel {
     int forced_series = -1;  // shots: the hovered mark
     long long forced_mark = -1;
     std::string wanted_chart;  // a lesson step's chart, shown as soon as it is built
+    // The lesson step whose run the panel shows: the controls then describe that run (its layer
+    // and algorithms, not the shape set's) until the user goes back to the shape set or runs it.
+    std::optional<app::TimingsLessonRun> lesson;
 
     TimingsPanel() {
         sets = app::shape_sets(shapes_dir);
@@ -70,6 +73,7 @@ struct TimingsPanel {
         if (std::find(sets.begin(), sets.end(), stem) != sets.end()) choose_set(stem);
         if (r.batch > 0) settings.batch = r.batch;
         if (r.machine.threads > 0) settings.threads = r.machine.threads;
+        lesson.reset();
         run.adopt(std::move(r));
         say("showing " + from + " (measured earlier, not re-run)", false);
     }
@@ -150,6 +154,7 @@ struct TimingsPanel {
             if (run.start(std::move(cfg))) {
                 say("", false);
                 was_running = true;
+                lesson.reset();
             }
         } catch (const std::exception& e) {
             say(e.what(), true);
@@ -187,6 +192,7 @@ void start_lesson_timings(TimingsPanel& P, const app::TimingsLessonRun& l, bool 
         P.run.wait();
     }
     if (!P.run.start(std::move(cfg))) throw Error("timings: a run is still under way");
+    P.lesson = l;
     P.was_running = true;
     P.say("", false);
     P.wanted_chart = l.chart;
@@ -293,10 +299,54 @@ void swatch(ImDrawList* dl, ImVec2 p, float s, const charts::LegendEntry& e) {
 
 // [SECTION] controls
 
+void run_row(TimingsPanel& P, const TimingsStyle& st);
+
+// A lesson step's run in place of the shape-set controls: what it measures, and the threads
+// and peer it runs with.
+void lesson_controls(TimingsPanel& P, const TimingsStyle& st) {
+    const app::TimingsLessonRun& l = *P.lesson;
+    const bool busy = P.run.running();
+    const float fs = ImGui::GetFontSize();
+    std::string algos;
+    for (const std::string& a : l.algos) algos += (algos.empty() ? "" : ", ") + a;
+    Problem layer = l.problem;
+    layer.name.clear();  // the charts' label of the layer; the descriptor alone here
+    const std::string what = "This run is " + l.source + "'s: one layer, " + to_descriptor(layer) +
+                             ", by " + (algos.empty() ? std::string("every algorithm") : algos) +
+                             " (quick timing, each result verified first).";
+    ImGui::PushStyleColor(ImGuiCol_Text, ImGui::ColorConvertU32ToFloat4(st.good));
+    ImGui::TextWrapped("%s", what.c_str());
+    ImGui::PopStyleColor();
+    ImGui::BeginDisabled(busy);
+    ImGui::AlignTextToFramePadding();
+    ImGui::TextUnformatted("threads");
+    ImGui::SameLine();
+    ImGui::SetNextItemWidth(fs * 5);
+    if (ImGui::InputInt("##threads", &P.settings.threads))
+        P.settings.threads = std::clamp(P.settings.threads, 0, 1024);
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("0 = all cores");
+    const char* peer_label = P.peer_available ? "oneDNN peer" : "oneDNN peer (not built in)";
+    same_line_or_wrap(checkbox_w(peer_label), fs * 1.2f);
+    ImGui::BeginDisabled(!P.peer_available);
+    bool peer = P.settings.peer && P.peer_available;
+    if (ImGui::Checkbox(peer_label, &peer)) P.settings.peer = peer;
+    ImGui::EndDisabled();
+    const char* back = "Back to the shape set";
+    same_line_or_wrap(button_w(back), fs * 1.2f);
+    if (ImGui::Button(back)) P.lesson.reset();
+    if (ImGui::IsItemHovered())
+        ImGui::SetTooltip("the shape-set controls again; this chart stays until the next run");
+    ImGui::EndDisabled();
+}
+
 void controls(TimingsPanel& P, const TimingsStyle& st) {
     app::TimingsSettings& s = P.settings;
     const bool busy = P.run.running();
     const float fs = ImGui::GetFontSize();
+    if (P.lesson) {
+        lesson_controls(P, st);
+        return run_row(P, st);
+    }
     ImGui::BeginDisabled(busy);
     ImGui::AlignTextToFramePadding();
     ImGui::TextUnformatted("Shape set");
@@ -362,9 +412,25 @@ void controls(TimingsPanel& P, const TimingsStyle& st) {
     pass_row(Pass::BackwardData, s.bwd_data);
     pass_row(Pass::BackwardWeight, s.bwd_weight);
     ImGui::EndDisabled();
-    // Run / Cancel and the progress of the run.
+    run_row(P, st);
+}
+
+// Run (a lesson step's: again) / Cancel and the progress of the run.
+void run_row(TimingsPanel& P, const TimingsStyle& st) {
+    const bool busy = P.run.running();
+    const float fs = ImGui::GetFontSize();
     ImGui::BeginDisabled(busy);
-    if (ImGui::Button("  Run  ")) P.start();
+    if (P.lesson) {
+        if (ImGui::Button("Run again")) {
+            try {
+                start_lesson_timings(P, *P.lesson, false);
+            } catch (const std::exception& e) {
+                P.say(e.what(), true);
+            }
+        }
+    } else if (ImGui::Button("  Run  ")) {
+        P.start();
+    }
     ImGui::EndDisabled();
     ImGui::SameLine();
     ImGui::BeginDisabled(!busy);
@@ -395,6 +461,7 @@ struct ChartLayout {
     float pad = 0, title_fs = 0, sub_fs = 0, tick_fs = 0;
     float subtitle_y = 0, legend_w = 0, label_h = 0, label_w = 0;
     bool slot_labels = false;
+    bool flat_labels = false;  // category labels level: each fits its slot's width
     app::PlotRect plot;
 };
 
@@ -416,14 +483,20 @@ ChartLayout layout_chart(const charts::Chart& c, ImFont* f, ImVec2 a, ImVec2 b, 
     float longest = 0;
     for (const std::string& s : c.x.categories)
         longest = std::max(longest, text_w(f, L.tick_fs, s));
-    // Turned category labels take at most a quarter of the card's height (longer ones are cut;
-    // the hover names the layer in full).
-    L.label_w = std::min(longest, std::max(fs * 3, 0.25f * (b.y - a.y) / std::sin(-kLabelAngle)));
-    L.label_h = L.label_w * std::sin(-kLabelAngle) + L.tick_fs;
-    for (const auto& s : c.series)
-        for (const auto& m : s.marks) L.slot_labels |= !m.label.empty();
     L.plot.left = a.x + L.pad + fs * 1.3f + tick_w + 6;
     L.plot.right = b.x - L.pad - L.legend_w - fs;
+    // Labels that fit their slots stay level (a lesson's one layer: the turned label took a
+    // quarter of a small window's chart); turned ones take at most a quarter of the card's
+    // height (longer ones are cut; the hover names the layer in full).
+    const std::size_t slots = std::max<std::size_t>(1, c.x.categories.size());
+    L.flat_labels = longest + fs <= L.plot.width() / static_cast<float>(slots);
+    L.label_w =
+        L.flat_labels
+            ? longest
+            : std::min(longest, std::max(fs * 3, 0.25f * (b.y - a.y) / std::sin(-kLabelAngle)));
+    L.label_h = L.flat_labels ? L.tick_fs * 1.3f : L.label_w * std::sin(-kLabelAngle) + L.tick_fs;
+    for (const auto& s : c.series)
+        for (const auto& m : s.marks) L.slot_labels |= !m.label.empty();
     L.plot.top = top;
     L.plot.bottom = b.y - L.pad - fs * 1.1f - L.label_h - (L.slot_labels ? L.tick_fs * 1.1f : 0);
     return L;
@@ -554,6 +627,10 @@ void draw_chart(const charts::Chart& c, const ChartLayout& L, ImDrawList* dl, Im
     for (const app::ScreenTick& t : S.categories) {
         const std::string label = fit_text(f, tick_fs, t.label, L.label_w);
         const float tw = text_w(f, tick_fs, label);
+        if (L.flat_labels) {
+            dl->AddText(f, tick_fs, ImVec2(t.pos - 0.5f * tw, label_top + 2), kInk, label.c_str());
+            continue;
+        }
         const ImVec2 pivot(t.pos + 3, label_top + 2);
         // End of the text at the pivot (right-aligned), turned up to the left.
         rotated_text(dl, f, tick_fs, ImVec2(pivot.x - tw, pivot.y), kInk, label, kLabelAngle,
