@@ -381,3 +381,19 @@ TEST_CASE("lessons: convlab lesson check, list and show") {
     CHECK(out.find("missing.toml: cannot open the file\n") != std::string::npos);
     std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("lesson: a narration flows: line breaks inside a paragraph become spaces") {
+    // The file's lines (about 100 characters) left short fragments where the panel wrapped
+    // them at another width.
+    CHECK(flow_narration("one two\nthree four\nfive") == "one two three four five");
+    // Paragraphs, indented formulas and list items keep their lines.
+    CHECK(flow_narration("a\n\nb") == "a\n\nb");
+    CHECK(flow_narration("sum over i:\n  y = 1 + 2\n  = 3\nso y is 3.") ==
+          "sum over i:\n  y = 1 + 2\n  = 3\nso y is 3.");
+    CHECK(flow_narration("steps:\n- pad\n  by one\n- gemm\n1. first\n10. tenth") ==
+          "steps:\n- pad\n  by one\n- gemm\n1. first\n10. tenth");
+    CHECK(flow_narration("- a list item\nthat goes on") == "- a list item that goes on");
+    CHECK(flow_narration("1.5 is not a list\nitem") == "1.5 is not a list item");
+    CHECK(flow_narration("") == "");
+    CHECK(flow_narration("ends with a break\n") == "ends with a break\n");
+}

@@ -149,6 +149,12 @@ Lesson parse_lesson(std::string_view text, const std::string& file);
 // Reads and parses a file (a missing or unreadable file is a LessonError at line 0).
 Lesson load_lesson(const std::string& path);
 
+// A narration as the lesson panel flows it: a line break inside a paragraph becomes a space, so
+// that the text wraps at the panel's width, not at the file's; kept are blank lines (paragraphs)
+// and the breaks around a line that starts with a space (an indented formula or worked sum) or
+// with a list marker ("- ", "* ", "1. ").
+std::string flow_narration(std::string_view text);
+
 // Checks what parse cannot: map names for the step's problem and (by evaluating the step) that
 // every check and highlight names an existing tensor, with an index inside it and an expected
 // value of the right shape. Throws LessonError at the offending line. What only the step's view

@@ -9,9 +9,11 @@
 #include <toml++/toml.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdint>
 #include <fstream>
 #include <sstream>
+#include <string_view>
 
 #include "convlab/conv.hpp"
 #include "lesson/lesson.hpp"
@@ -490,6 +492,40 @@ Lesson load_lesson(const std::string& path) {
     ss << in.rdbuf();
     if (in.bad()) throw LessonError({path, 0, 0}, "cannot read the file");
     return parse_lesson(ss.str(), path);
+}
+
+namespace {
+// A line that keeps its own line: indented, or a list item.
+bool own_line(std::string_view l) {
+    if (l.empty()) return true;
+    if (l[0] == ' ' || l[0] == '\t') return true;
+    if (l.size() >= 2 && (l[0] == '-' || l[0] == '*') && l[1] == ' ') return true;
+    std::size_t d = 0;
+    while (d < l.size() && std::isdigit(static_cast<unsigned char>(l[d]))) ++d;
+    return d > 0 && d + 1 < l.size() && l[d] == '.' && l[d + 1] == ' ';
+}
+}  // namespace
+
+std::string flow_narration(std::string_view text) {
+    std::string out;
+    std::string_view prev;  // the line before, empty at the start
+    bool first = true;
+    while (true) {
+        const std::size_t nl = text.find('\n');
+        const std::string_view line = text.substr(0, nl);
+        if (!first) {
+            // A list item's continuation lines (not indented) join it too.
+            const bool join = !prev.empty() && !line.empty() && !own_line(line) && prev[0] != ' ' &&
+                              prev[0] != '\t';
+            out += join ? ' ' : '\n';
+        }
+        out += line;
+        first = false;
+        prev = line;
+        if (nl == std::string_view::npos) break;
+        text.remove_prefix(nl + 1);
+    }
+    return out;
 }
 
 }  // namespace convlab::lesson

@@ -209,7 +209,8 @@ std::vector<Block> blocks(const app::LessonPlayer& p, const app::StepPlan* plan,
     std::vector<Block> b;
     if (const lesson::Lesson* l = p.lesson()) {
         b.push_back({heading(p), 1.1f, Tone::Text});
-        b.push_back({l->steps[p.step()].narration, kNarrationScale, Tone::Text});
+        b.push_back(
+            {lesson::flow_narration(l->steps[p.step()].narration), kNarrationScale, Tone::Text});
         if (plan && !plan->highlights.empty()) {
             std::string h = "highlighted (outlined in the view):  ";
             for (std::size_t i = 0; i < plan->highlights.size(); ++i)
