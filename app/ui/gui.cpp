@@ -23,7 +23,6 @@
 #include <fstream>
 #include <memory>
 #include <optional>
-#include <set>
 #include <sstream>
 #include <thread>
 
@@ -1220,16 +1219,6 @@ void App::canvas() {
         fit_auto = true;
         fit_size = size;
         fit_fs = fs;
-        // Short of height (a lesson's narration, presenter fonts): one-line titles (name and
-        // title; the hover shows coordinates) rather than cells a few pixels high. Decided with
-        // the fit, not every frame.
-        compact_titles = false;
-        make_titles();
-        relayout(16.0f);
-        std::set<double> rows;
-        for (const auto& pn : view->panels) rows.insert(pn.y);
-        compact_titles = static_cast<float>(rows.size()) * top > 0.4f * avail_y;
-        make_titles();
         // The largest zoom at which the view, as arranged now, fits the canvas, and whether its
         // titles fit too (false: the cells fit nowhere, the fixed-point estimate, or the titles
         // pass the canvas's right edge, its margin included).
@@ -1271,29 +1260,51 @@ void App::canvas() {
         // lesson 06's six tensors keep one row with their values readable. (The guess for this
         // canvas knows titles only roughly: planned at 9 characters a slot, a compact title is
         // cut with "..." there.)
-        relayout(16.0f);
-        const app::CanvasGuess guesses[] = {
-            app::CanvasGuess{}, app::CanvasGuess{avail_x, avail_y, top + 0.5 * fs, fs * 9.0},
-            app::CanvasGuess{1e6, 1e6, 0, 0}};
-        std::size_t pick = 0;
-        std::pair<float, bool> best{0.0f, false};
-        for (std::size_t k = 0; k < std::size(guesses); ++k) {
-            app::arrange_view(*view, guesses[k]);
-            update_slot();
-            const auto r = search();
-            if (k == 0 || (r.second && !best.second) ||
-                (r.second == best.second && r.first > best.first * 1.001f)) {
-                best = r;
-                pick = k;
+        // Each with full titles and, short of height (a lesson's narration, presenter fonts),
+        // with one-line titles (name and title; the hover shows coordinates): those are kept
+        // where their cells come out a tenth larger and more. (Decided once by the height the
+        // full titles took, a canvas 8 px taller flipped lesson 07's first step at 1024 x 768
+        // to full titles over cells of 21 px instead of 28.6.)
+        struct Pick {
+            std::pair<float, bool> r{0.0f, false};
+            app::CanvasGuess guess;
+            std::size_t k = 0;  // 0: as built
+            bool compact = false;
+        };
+        // The best of the three arrangements with the titles as they are; the last one tried
+        // is left in place.
+        const auto arrangements = [&] {
+            relayout(16.0f);
+            const app::CanvasGuess guesses[] = {
+                app::CanvasGuess{}, app::CanvasGuess{avail_x, avail_y, top + 0.5 * fs, fs * 9.0},
+                app::CanvasGuess{1e6, 1e6, 0, 0}};
+            Pick best;
+            for (std::size_t k = 0; k < std::size(guesses); ++k) {
+                app::arrange_view(*view, guesses[k]);
+                update_slot();
+                const auto r = search();
+                if (k == 0 || (r.second && !best.r.second) ||
+                    (r.second == best.r.second && r.first > best.r.first * 1.001f))
+                    best = {r, guesses[k], k, compact_titles};
             }
-        }
-        if (pick + 1 != std::size(guesses)) {  // (the last one tried is in place)
-            app::arrange_view(*view, guesses[pick]);
-            update_slot();
-        }
-        arranged_for = guesses[pick];
-        if (pick == 0) arranged_for.reset();
-        const float z = best.first;
+            return best;
+        };
+        compact_titles = false;
+        make_titles();
+        Pick best = arrangements();
+        compact_titles = true;
+        make_titles();
+        const Pick short_titles = arrangements();
+        if ((short_titles.r.second && !best.r.second) ||
+            (short_titles.r.second == best.r.second && short_titles.r.first > best.r.first * 1.1f))
+            best = short_titles;
+        compact_titles = best.compact;
+        make_titles();
+        app::arrange_view(*view, best.guess);
+        update_slot();
+        arranged_for = best.guess;
+        if (best.k == 0) arranged_for.reset();
+        const float z = best.r.first;
         s.zoom = z;
         relayout(z);
         // Centred, but never pushing a title past the right edge.
