@@ -975,6 +975,21 @@ void ImagesB::operator()(dim_t k0, dim_t kc, dim_t j0, dim_t nc, int nr, float* 
 
 // [SECTION] the packed-block loop
 
+namespace {
+// A's rows copied (to rows kcs apart) rather than read in place: row strides that are multiples
+// of 4 KiB, or columns that run over several images (gemm_packed_block says why).
+bool rows_copied(const MicroKernel& uk, const StridedA& a, bool row_a) {
+    return row_a && ((a.rs % 1024 == 0 && uk.mr >= 8) || a.ks != 0);
+}
+}  // namespace
+
+bool tail_rows_apply(const MicroKernel& uk, const StridedA& a) {
+    const bool row_a = row_major(a) && read_a_in_place(uk, a);
+    const bool in_place = (a.rs == 1 && a.ks == 0) || row_a;
+    return in_place && !rows_copied(uk, a, row_a) && uk.tail_fn[row_a ? 1 : 0][0] &&
+           uk.tail_fn[row_a ? 1 : 0][1];
+}
+
 void gemm_packed_block(const MicroKernel& uk, const GemmBlocking& bl, dim_t i0, dim_t i1, dim_t jc,
                        dim_t nc, dim_t pc, dim_t kc, const StridedA& a, const float* bbuf, float* c,
                        dim_t ldc, bool acc, dim_t pc_next, dim_t kc_next) {
@@ -986,7 +1001,7 @@ void gemm_packed_block(const MicroKernel& uk, const GemmBlocking& bl, dim_t i0, 
     // apart, MR-padded with zeros. Six rows (the 6 x 49 tile) read in place measured faster than
     // copied (res5b_branch2a, batch 1: 0.60 -> 0.52 ms). So are A's rows copied when their
     // columns run over several images (a.ks).
-    const bool row_copy = row_a && ((a.rs % 1024 == 0 && mr >= 8) || a.ks != 0);
+    const bool row_copy = rows_copied(uk, a, row_a);
     // Non-temporal stores need C's rows 64-byte aligned: ldc a multiple of 16 floats (then a
     // tile is aligned when its first row is).
     const bool stream = bl.stream_c && ldc % 16 == 0;
