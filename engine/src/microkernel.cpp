@@ -1016,10 +1016,15 @@ void gemm_packed_block(const MicroKernel& uk, const GemmBlocking& bl, dim_t i0, 
     // or rows read in place where the caller says A comes from memory (bl.prefetch_a).
     const bool prefetch = row_copy || (bl.prefetch_a && row_a) ||
                           (a.rs == 1 && a.cs >= 1024 && a.cs * kc * sizeof(float) <= (1u << 20));
+    PrefetchA ahead;
     for (dim_t ic = i0; ic < i1; ic += mcb) {
         const dim_t mc = std::min(mcb, i1 - ic);
         // Spread over this block's microkernel calls (none: no prefetch).
         const dim_t calls = prefetch ? ((mc + mr - 1) / mr) * ((nc + nr - 1) / nr) : 0;
+        // B's next block (bl.ahead), spread over the whole block's calls.
+        if (ic == i0 && bl.ahead.p)
+            ahead = PrefetchA(StridedA{bl.ahead.p, bl.ahead.stride, 1}, 0, bl.ahead.rows, 0,
+                              bl.ahead.len, ((i1 - i0 + mr - 1) / mr) * ((nc + nr - 1) / nr));
         PrefetchA next = ic + mc < i1
                              ? PrefetchA(a, ic + mc, std::min(mcb, i1 - ic - mc), pc, kc, calls)
                              : PrefetchA(a, i0, std::min(mcb, i1 - i0), pc_next, kc_next, calls);
@@ -1062,6 +1067,7 @@ void gemm_packed_block(const MicroKernel& uk, const GemmBlocking& bl, dim_t i0, 
                 float* cp = c + (ic + ir) * ldc + jc + jr;
                 const float* bp = bbuf + jr * kc;
                 next.step_into_l2();
+                ahead.step_into_l2();
                 if ((mv == mr || tail) && nv == nr) {
                     if (sfn && reinterpret_cast<std::uintptr_t>(cp) % 64 == 0)
                         sfn(kc, ap, bp, cp, ldc, acc, lda);

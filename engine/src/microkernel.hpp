@@ -196,8 +196,21 @@ struct ImagesTB {
 
 // [SECTION] driver
 
+// Rows [0, rows) of len floats, stride apart, from p: data read next (the next block of B's
+// source), prefetched into L2 while tiles run.
+struct RowsAhead {
+    const float* p = nullptr;
+    dim_t stride = 0, rows = 0, len = 0;
+};
+
 struct GemmBlocking {
     dim_t mc = 96, kc = 256, nc = 1536;
+    // B's next block prefetched into L2 while a block's tiles run, where B's rows are
+    // contiguous in its source (StridedB) and the caller says the source comes from memory
+    // (each image of a large batch: forward_implicit_gemm, measured there).
+    bool prefetch_b = false;
+    // Prefetched into L2 a share per microkernel call of a block (gemm_block sets it per block).
+    RowsAhead ahead;
     // C's final values (its last block along k) written by non-temporal stores where the tile
     // allows (MicroKernel::stream_fn): for a C far larger than the caches, whose lines would
     // otherwise be read from memory before being written.
@@ -420,6 +433,15 @@ void gemm_block(const MicroKernel& uk, const GemmBlocking& bl, dim_t i0, dim_t i
             const dim_t kn = pc + kc < k ? std::min(kcb, k - pc - kc) : jc + nc < j1 ? kcb : 0;
             GemmBlocking blk = bl;
             blk.stream_c = bl.stream_c && pc + kc == k;
+            // B's next block: the next rows of these columns or the first rows of the next
+            // columns.
+            blk.ahead = {};
+            if constexpr (std::is_same_v<PackB, StridedB>) {
+                if (bl.prefetch_b && packb.cs == 1 && pn > 0)
+                    blk.ahead = {packb.p + pn * packb.rs + jc, packb.rs, kn, nc};
+                else if (bl.prefetch_b && packb.cs == 1 && jc + nc < j1)
+                    blk.ahead = {packb.p + jc + nc, packb.rs, kn, std::min(ncb, j1 - jc - nc)};
+            }
             gemm_packed_block(uk, blk, i0, i1, jc, nc, pc, kc, a, bbuf, c, ldc,
                               accumulate || pc > 0, pn, kn);
         }
@@ -431,15 +453,17 @@ void gemm_block(const MicroKernel& uk, const GemmBlocking& bl, dim_t i0, dim_t i
 bool tail_rows_apply(const MicroKernel& uk, const StridedA& a);
 
 // C (m x n, ldc) = A * B (+ C when accumulate), on all of OpenMP's threads when it pays.
-// kc > 0 replaces GemmBlocking's; stream_c and prefetch_a as GemmBlocking's.
+// kc > 0 replaces GemmBlocking's; stream_c, prefetch_a and prefetch_b as GemmBlocking's.
 template <class PackB>
 void gemm(dim_t m, dim_t n, dim_t k, const StridedA& a, const PackB& packb, float* c, dim_t ldc,
-          bool accumulate, dim_t kc = 0, bool stream_c = false, bool prefetch_a = false) {
+          bool accumulate, dim_t kc = 0, bool stream_c = false, bool prefetch_a = false,
+          bool prefetch_b = false) {
     const MicroKernel& uk = microkernel_for(m, n, row_major(a));
     GemmBlocking bl;
     if (kc > 0) bl.kc = kc;
     bl.stream_c = stream_c;
     bl.prefetch_a = prefetch_a;
+    bl.prefetch_b = prefetch_b;
     int tm = 1, tn = 1;
     choose_split(m, n, k, uk, gemm_threads(m, n, k), tm, tn);
     if (tm * tn == 1) {
