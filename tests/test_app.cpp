@@ -547,6 +547,14 @@ TEST_CASE("app model: hover formulas list their terms with the numbers filled in
         CHECK(t.find("channel c = 19 outermost, batch n = n1*C0 + n0 = 0*16 + 0 = 0; c1 = c/C0 = "
                      "19/16 = 1, c0 = c%C0 = 3 <- X5(n=0,c1=1,h=0,w=0,c0=3) = 91") !=
               std::string::npos);
+        // T's channels go across, its batch blocks (n1) down, as X's tiles.
+        for (const auto& pn : v.panels)
+            if (pn.name == "T") {
+                REQUIRE(pn.shape.names.size() == 5);
+                CHECK(pn.shape.names[1] == "n1");
+                CHECK(pn.roles[0] == app::Role::TileX);
+                CHECK(pn.roles[1] == app::Role::TileY);
+            }
         const std::string tp = formula_at(v, "T", {19, 0, 0, 0, 5});
         CHECK(tp.find("n = n1*C0 + n0 = 0*16 + 5 = 5 >= N = 1: batch padding (N padded to N1*C0 "
                       "= 16), zero") != std::string::npos);

@@ -1268,7 +1268,7 @@ void build_tnc(Builder& b) {
     std::vector<Role> troles = blocked_act_roles(mt.dst());
     troles.front() = Role::TileX;
     for (std::size_t i = 0; i < troles.size(); ++i)
-        if (mt.dst().names[i] == "c1") troles[i] = Role::TileY;
+        if (mt.dst().names[i] == "n1") troles[i] = Role::TileY;
     const int ti =
         b.add(make_panel("T", "TNC(X): batch becomes the blocked channel dim (C, N1, H, W, N0)",
                          mt.dst(), troles, run_map(mt, x5)));
