@@ -1259,17 +1259,21 @@ void App::canvas() {
         // cutting every title to a few letters over cells a few pixels wide; at 1280 x 720
         // lesson 06's six tensors keep one row with their values readable. (The guess for this
         // canvas knows titles only roughly: planned at 9 characters a slot, a compact title is
-        // cut with "..." there.)
-        // Each with full titles and, short of height (a lesson's narration, presenter fonts),
-        // with one-line titles (name and title; the hover shows coordinates): those are kept
-        // where their cells come out a tenth larger and more. (Decided once by the height the
-        // full titles took, a canvas 8 px taller flipped lesson 07's first step at 1024 x 768
-        // to full titles over cells of 21 px instead of 28.6.)
+        // cut with "..." there.) Each with full titles and with one-line titles (name and
+        // title; the hover shows coordinates), those kept where their cells come out a tenth
+        // larger and more: short of height (a lesson's narration, presenter fonts). (Decided
+        // once by the height the full titles took, a canvas 8 px taller flipped lesson 07's
+        // first step at 1024 x 768 to full titles over cells of 21 px instead of 28.6.)
         struct Pick {
             std::pair<float, bool> r{0.0f, false};
             app::CanvasGuess guess;
-            std::size_t k = 0;  // 0: as built
+            std::size_t k = 0;  // 0: as built, 2: fewest rows (the last tried)
             bool compact = false;
+        };
+        // Whether a's cells beat b's by the factor, one that fits before one that does not.
+        const auto beats = [](const Pick& a, const Pick& b, float factor) {
+            return (a.r.second && !b.r.second) ||
+                   (a.r.second == b.r.second && a.r.first > b.r.first * factor);
         };
         // The best of the three arrangements with the titles as they are; the last one tried
         // is left in place.
@@ -1282,10 +1286,8 @@ void App::canvas() {
             for (std::size_t k = 0; k < std::size(guesses); ++k) {
                 app::arrange_view(*view, guesses[k]);
                 update_slot();
-                const auto r = search();
-                if (k == 0 || (r.second && !best.r.second) ||
-                    (r.second == best.r.second && r.first > best.r.first * 1.001f))
-                    best = {r, guesses[k], k, compact_titles};
+                const Pick tried{search(), guesses[k], k, compact_titles};
+                if (k == 0 || beats(tried, best, 1.001f)) best = tried;
             }
             return best;
         };
@@ -1295,13 +1297,13 @@ void App::canvas() {
         compact_titles = true;
         make_titles();
         const Pick short_titles = arrangements();
-        if ((short_titles.r.second && !best.r.second) ||
-            (short_titles.r.second == best.r.second && short_titles.r.first > best.r.first * 1.1f))
-            best = short_titles;
-        compact_titles = best.compact;
-        make_titles();
-        app::arrange_view(*view, best.guess);
-        update_slot();
+        if (beats(short_titles, best, 1.1f)) best = short_titles;
+        if (!best.compact || best.k != 2) {  // (else the last one tried is in place)
+            compact_titles = best.compact;
+            make_titles();
+            app::arrange_view(*view, best.guess);
+            update_slot();
+        }
         arranged_for = best.guess;
         if (best.k == 0) arranged_for.reset();
         const float z = best.r.first;

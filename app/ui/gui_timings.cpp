@@ -301,6 +301,24 @@ void swatch(ImDrawList* dl, ImVec2 p, float s, const charts::LegendEntry& e) {
 
 void run_row(TimingsPanel& P, const TimingsStyle& st);
 
+// The threads a run uses and whether oneDNN runs beside it: the settings of a shape-set run and
+// of a lesson step's alike.
+void threads_and_peer(TimingsPanel& P) {
+    app::TimingsSettings& s = P.settings;
+    const float fs = ImGui::GetFontSize();
+    ImGui::TextUnformatted("threads");
+    ImGui::SameLine();
+    ImGui::SetNextItemWidth(fs * 5);
+    if (ImGui::InputInt("##threads", &s.threads)) s.threads = std::clamp(s.threads, 0, 1024);
+    if (ImGui::IsItemHovered()) ImGui::SetTooltip("0 = all cores");
+    const char* peer_label = P.peer_available ? "oneDNN peer" : "oneDNN peer (not built in)";
+    same_line_or_wrap(checkbox_w(peer_label), fs * 1.2f);
+    ImGui::BeginDisabled(!P.peer_available);
+    bool peer = s.peer && P.peer_available;
+    if (ImGui::Checkbox(peer_label, &peer)) s.peer = peer;
+    ImGui::EndDisabled();
+}
+
 // A lesson step's run in place of the shape-set controls: what it measures, and the threads
 // and peer it runs with.
 void lesson_controls(TimingsPanel& P, const TimingsStyle& st) {
@@ -319,18 +337,7 @@ void lesson_controls(TimingsPanel& P, const TimingsStyle& st) {
     ImGui::PopStyleColor();
     ImGui::BeginDisabled(busy);
     ImGui::AlignTextToFramePadding();
-    ImGui::TextUnformatted("threads");
-    ImGui::SameLine();
-    ImGui::SetNextItemWidth(fs * 5);
-    if (ImGui::InputInt("##threads", &P.settings.threads))
-        P.settings.threads = std::clamp(P.settings.threads, 0, 1024);
-    if (ImGui::IsItemHovered()) ImGui::SetTooltip("0 = all cores");
-    const char* peer_label = P.peer_available ? "oneDNN peer" : "oneDNN peer (not built in)";
-    same_line_or_wrap(checkbox_w(peer_label), fs * 1.2f);
-    ImGui::BeginDisabled(!P.peer_available);
-    bool peer = P.settings.peer && P.peer_available;
-    if (ImGui::Checkbox(peer_label, &peer)) P.settings.peer = peer;
-    ImGui::EndDisabled();
+    threads_and_peer(P);
     const char* back = "Back to the shape set";
     same_line_or_wrap(button_w(back), fs * 1.2f);
     if (ImGui::Button(back)) P.lesson.reset();
@@ -369,17 +376,7 @@ void controls(TimingsPanel& P, const TimingsStyle& st) {
     int batch = static_cast<int>(s.batch);
     if (ImGui::InputInt("##batch", &batch)) s.batch = std::clamp(batch, 1, 1 << 16);
     same_line_or_wrap(ImGui::CalcTextSize("threads").x + fs * 5.5f, fs * 1.2f);
-    ImGui::TextUnformatted("threads");
-    ImGui::SameLine();
-    ImGui::SetNextItemWidth(fs * 5);
-    if (ImGui::InputInt("##threads", &s.threads)) s.threads = std::clamp(s.threads, 0, 1024);
-    if (ImGui::IsItemHovered()) ImGui::SetTooltip("0 = all cores");
-    const char* peer_label = P.peer_available ? "oneDNN peer" : "oneDNN peer (not built in)";
-    same_line_or_wrap(checkbox_w(peer_label), fs * 1.2f);
-    ImGui::BeginDisabled(!P.peer_available);
-    bool peer = s.peer && P.peer_available;
-    if (ImGui::Checkbox(peer_label, &peer)) s.peer = peer;
-    ImGui::EndDisabled();
+    threads_and_peer(P);
     same_line_or_wrap(checkbox_w("quick timing"), fs * 1.2f);
     ImGui::Checkbox("quick timing", &s.quick);
     if (ImGui::IsItemHovered())

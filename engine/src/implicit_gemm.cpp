@@ -689,6 +689,8 @@ void forward_shifted(const Problem& p, const ConvArgs& a, Profiler* prof, bool f
             if (rowbuf && sgi == segs - 1) stream_rows(rowbuf, ow_n, nv, ow_n, d + oh * ow_n, cols);
         }
     };
+    // Split by tiles, thread id of nt runs tiles [first_tile(id, nt), first_tile(id + 1, nt)).
+    const auto first_tile = [&](dim_t id, dim_t nt) { return ntiles * id / nt; };
     const std::size_t xsize = static_cast<std::size_t>(sg.size());
     const bool whole_images = images_in_parallel(p.mb * p.groups);
     // One image at a time: the (panel, tile) pairs split panel-major or the tiles split.
@@ -758,8 +760,8 @@ void forward_shifted(const Problem& p, const ConvArgs& a, Profiler* prof, bool f
                         pad(n, gi, planes, id, nt);
                     else
                         sg.pad_rows(a.src + (n * p.ic + gi * cg) * is, planes,
-                                    id == 0 ? 0 : ntiles * id / nt / segs,
-                                    id == nt - 1 ? sg.hh : ntiles * (id + 1) / nt / segs,
+                                    id == 0 ? 0 : first_tile(id, nt) / segs,
+                                    id == nt - 1 ? sg.hh : first_tile(id + 1, nt) / segs,
                                     id == nt - 1);
                 }
             }
@@ -775,8 +777,8 @@ void forward_shifted(const Problem& p, const ConvArgs& a, Profiler* prof, bool f
                     }
                     Span s(tp.mine(), "gemm");
                     for (dim_t jp = 0; jp < npan; ++jp)
-                        tiles(n, gi, xp, jp, w + jp * 32 * rows, ntiles * id / nt,
-                              ntiles * (id + 1) / nt, nullptr);
+                        tiles(n, gi, xp, jp, w + jp * 32 * rows, first_tile(id, nt),
+                              first_tile(id + 1, nt), nullptr);
                 }
                 continue;
             }
@@ -811,8 +813,8 @@ void forward_shifted(const Problem& p, const ConvArgs& a, Profiler* prof, bool f
                               std::min(q1 - jp * ntiles, ntiles), nullptr);
                 } else {
                     for (dim_t jp = 0; jp < npan; ++jp)
-                        tiles(n, gi, xp, jp, wt + (gi * npan + jp) * 32 * rows, ntiles * id / nt,
-                              ntiles * (id + 1) / nt, nullptr);
+                        tiles(n, gi, xp, jp, wt + (gi * npan + jp) * 32 * rows, first_tile(id, nt),
+                              first_tile(id + 1, nt), nullptr);
                 }
             }
         }

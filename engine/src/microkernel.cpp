@@ -1016,15 +1016,15 @@ void gemm_packed_block(const MicroKernel& uk, const GemmBlocking& bl, dim_t i0, 
     // or rows read in place where the caller says A comes from memory (bl.prefetch_a).
     const bool prefetch = row_copy || (bl.prefetch_a && row_a) ||
                           (a.rs == 1 && a.cs >= 1024 && a.cs * kc * sizeof(float) <= (1u << 20));
-    PrefetchA ahead;
+    // B's next block (bl.ahead), spread over all of this block's microkernel calls.
+    PrefetchA ahead =
+        bl.ahead.p ? PrefetchA(StridedA{bl.ahead.p, bl.ahead.stride, 1}, 0, bl.ahead.rows, 0,
+                               bl.ahead.len, ((i1 - i0 + mr - 1) / mr) * ((nc + nr - 1) / nr))
+                   : PrefetchA();
     for (dim_t ic = i0; ic < i1; ic += mcb) {
         const dim_t mc = std::min(mcb, i1 - ic);
         // Spread over this block's microkernel calls (none: no prefetch).
         const dim_t calls = prefetch ? ((mc + mr - 1) / mr) * ((nc + nr - 1) / nr) : 0;
-        // B's next block (bl.ahead), spread over the whole block's calls.
-        if (ic == i0 && bl.ahead.p)
-            ahead = PrefetchA(StridedA{bl.ahead.p, bl.ahead.stride, 1}, 0, bl.ahead.rows, 0,
-                              bl.ahead.len, ((i1 - i0 + mr - 1) / mr) * ((nc + nr - 1) / nr));
         PrefetchA next = ic + mc < i1
                              ? PrefetchA(a, ic + mc, std::min(mcb, i1 - ic - mc), pc, kc, calls)
                              : PrefetchA(a, i0, std::min(mcb, i1 - i0), pc_next, kc_next, calls);
