@@ -26,24 +26,9 @@ using convlab::InnerBlock;
 using convlab::Layout;
 using convlab::Tensor;
 
-namespace {
+using convlab::test::for_each_coord;
 
-// Calls f(coord) for every coordinate of dims, in row-major order.
-template <class F>
-void for_each_coord(const std::vector<dim_t>& dims, F&& f) {
-    for (dim_t d : dims)
-        if (d <= 0) return;
-    std::vector<dim_t> c(dims.size(), 0);
-    for (;;) {
-        f(std::as_const(c));
-        int a = static_cast<int>(dims.size()) - 1;
-        for (; a >= 0; --a) {
-            if (++c[a] < dims[a]) break;
-            c[a] = 0;
-        }
-        if (a < 0) return;
-    }
-}
+namespace {
 
 dim_t ceil_div(dim_t a, dim_t b) {
     return (a + b - 1) / b;

@@ -34,27 +34,12 @@ using convlab::Shape;
 using convlab::Tensor;
 namespace maps = convlab::maps;
 
+using convlab::test::for_each_coord;
+
 namespace {
 
 using Dims = std::vector<dim_t>;
 using Buf = std::vector<float>;
-
-// Calls f(coord) for every coordinate of dims, in row-major order.
-template <class F>
-void for_each_coord(const Dims& dims, F&& f) {
-    for (dim_t d : dims)
-        if (d <= 0) return;
-    Dims c(dims.size(), 0);
-    for (;;) {
-        f(std::as_const(c));
-        int a = static_cast<int>(dims.size()) - 1;
-        for (; a >= 0; --a) {
-            if (++c[a] < dims[a]) break;
-            c[a] = 0;
-        }
-        if (a < 0) return;
-    }
-}
 
 dim_t prod(const Dims& v) {
     dim_t p = 1;

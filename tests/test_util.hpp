@@ -7,6 +7,7 @@
 #include <cmath>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "convlab/conv.hpp"
@@ -14,6 +15,23 @@
 #include "convlab/tensor.hpp"
 
 namespace convlab::test {
+
+// Calls f(coord) for every coordinate of dims, in row-major order (none when a dim is <= 0).
+template <class F>
+void for_each_coord(const std::vector<dim_t>& dims, F&& f) {
+    for (dim_t d : dims)
+        if (d <= 0) return;
+    std::vector<dim_t> c(dims.size(), 0);
+    for (;;) {
+        f(std::as_const(c));
+        int a = static_cast<int>(dims.size()) - 1;
+        for (; a >= 0; --a) {
+            if (++c[a] < dims[a]) break;
+            c[a] = 0;
+        }
+        if (a < 0) return;
+    }
+}
 
 // A random valid problem: 1-D to 3-D, groups (incl. depthwise), dilation, asymmetric padding,
 // strides with leftover r > 0, batch 1 and more. Sizes kept small so that direct loops are quick.
