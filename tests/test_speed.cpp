@@ -1285,6 +1285,45 @@ TEST_CASE("implicit_gemm's stride-1 shifted weight gradient reads the input by t
     set_num_threads(0);
 }
 
+TEST_CASE("flush_tap_tiles stores a group's raw tap tiles into dW's rows on every microkernel") {
+    RestoreCore restore;
+    std::mt19937 rng(307);
+    int count = 0;
+    const detail::MicroKernel* uks = detail::microkernels(count);
+    // Channels 1 to 12, 1 to 25 taps (mv * ks off and on multiples of 16), 1 to 32 output
+    // channels, stored and added; dW's rows ldt apart with guards around each row's run.
+    for (int u = 0; u < count; ++u) {
+        detail::select_microkernel(uks[u].isa);
+        for (const int mv : {1, 4, 7, 12})
+            for (const int ks : {1, 3, 4, 9, 25})
+                for (const int nv : {1, 16, 17, 32})
+                    for (const bool acc : {false, true}) {
+                        CAPTURE(uks[u].isa);
+                        CAPTURE(mv);
+                        CAPTURE(ks);
+                        CAPTURE(nv);
+                        CAPTURE(acc);
+                        std::uniform_real_distribution<float> val(-1.0f, 1.0f);
+                        std::vector<float> buf(static_cast<std::size_t>(ks * 12 * 32));
+                        for (float& x : buf) x = val(rng);
+                        const dim_t ldt = mv * ks + 5;
+                        std::vector<float> c(static_cast<std::size_t>(33 * ldt)), want;
+                        for (float& x : c) x = val(rng);
+                        want = c;
+                        for (int j = 0; j < nv; ++j)
+                            for (int i = 0; i < mv; ++i)
+                                for (int t = 0; t < ks; ++t) {
+                                    float& d = want[static_cast<std::size_t>(j * ldt + i * ks + t)];
+                                    const float x =
+                                        buf[static_cast<std::size_t>((t * 12 + i) * 32 + j)];
+                                    d = acc ? d + x : x;
+                                }
+                        detail::flush_tap_tiles(buf.data(), mv, ks, c.data() + 0, ldt, nv, acc);
+                        CHECK(c == want);
+                    }
+    }
+}
+
 TEST_CASE("implicit_gemm's 1x1 weight gradient writing dW by non-temporal stores equals direct") {
     RestoreCore restore;
     std::mt19937 rng(63);

@@ -1681,8 +1681,12 @@ void backward_weight_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler
             const float* rp[12];
             const Geom3& g3 = sg.g;
             const float* x0 = a.src + (n * p.ic + g * cg) * is;
-            // This thread's tiles and the panels they read, [jlo, jhi].
-            const dim_t t0 = ntiles * id / nt, t1 = ntiles * (id + 1) / nt;
+            // This thread's tiles and the panels they read, [jlo, jhi]. With taps, whole groups
+            // of a tile's ks taps (flushed together).
+            const dim_t unit = taps ? ks : 1, units = ntiles / unit;
+            const dim_t t0 = units * id / nt * unit, t1 = units * (id + 1) / nt * unit;
+            // The raw tap tiles of a group (flush_tap_tiles).
+            std::vector<float> tap_tiles(static_cast<std::size_t>(taps ? ks * 12 * 32 : 0));
             const dim_t per_panel = ntiles / np, jlo = t0 / per_panel,
                         jhi = t1 > t0 ? (t1 - 1) / per_panel : jlo - 1;
             const dim_t run = std::min(hstep, oh_n) * ow_n;  // positions of a run, at most
@@ -1743,9 +1747,18 @@ void backward_weight_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler
                         rp[i] = x0 + (c0 + i) * is + (qlo + ih0) * g3.in[2] + klo + iw0;
                     const Runs u{nb,       qhi - qlo, khi - klo, p.ic * is,
                                  g3.in[2], cols * 32, ow_n * 32};
+                    // Raw into tap_tiles, the group's taps then stored together: stored each
+                    // transposed, a tile wrote its 12 x 32 floats one at a time (ks apart in dW).
+                    // Bench, 2 threads, 3 alternating rounds at batch 1: res4a_branch2b
+                    // 1.136/1.167/1.185 -> 1.031/1.064/1.034 ms, res3a_branch2b 1.017/1.030/1.033
+                    // -> 0.997/1.007/0.992, res2a_branch2b 1.017/1.043/1.042 -> 1.000/1.017/1.000;
+                    // 2 at batch 32: res5a_branch2b 31.8/31.4 -> 30.7/31.0, res2a_branch2b
+                    // 33.3/34.1 -> 32.9/33.1.
                     uk.row_runs_fn[0][mv](u, rp, dy_at(jl, qlo * ow_n + klo),
-                                          out + jp * 32 * rows + c0 * ks + tap, rows, ks, nv,
-                                          acc || h0 > 0);
+                                          tap_tiles.data() + tap * 12 * 32, 0, 0, nv, false);
+                    if (tap == ks - 1)
+                        flush_tap_tiles(tap_tiles.data(), mv, static_cast<int>(ks),
+                                        out + jp * 32 * rows + c0 * ks, rows, nv, acc || h0 > 0);
                 }
             }
         }

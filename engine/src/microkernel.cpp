@@ -479,6 +479,11 @@ __attribute__((target("avx512f,fma"))) void kernel_avx512_row_runs(const Runs& u
             }
         }
     }
+    if (cs == 0) {  // raw, for flush_tap_tiles
+        for (int i = 0; i < MR; ++i)
+            for (int v = 0; v < 2; ++v) _mm512_storeu_ps(c + i * 32 + 16 * v, tm[i][v]);
+        return;
+    }
     for (int i = 0; i < 12; ++i)
         for (int v = 0; v < 2; ++v) t[i][v] = i < MR ? tm[i][v] : _mm512_setzero_ps();
     store_transposed(t, c, ldt, MR, nv, acc, cs);
@@ -863,6 +868,47 @@ __attribute__((target("avx512f"))) void permute_runs_avx512(const float* src, di
 }
 #endif
 }  // namespace
+
+namespace {
+#ifdef CONVLAB_X86
+__attribute__((target("avx512f"))) void flush_tap_tiles_avx512(const float* buf, int mv, int ks,
+                                                               float* c, dim_t ldt, int nv,
+                                                               bool acc) {
+    const int n = mv * ks;
+    for (int v = 0; v < 2 && 16 * v < nv; ++v)
+        for (int e0 = 0, i = 0, t = 0; e0 < n; e0 += 16) {
+            const int en = std::min(16, n - e0);
+            __m512 q[16];
+            for (int k = 0; k < 16; ++k) {  // element e0 + k = i ks + t
+                q[k] = k < en ? _mm512_loadu_ps(buf + (t * 12 + i) * 32 + 16 * v)
+                              : _mm512_setzero_ps();
+                if (k < en && ++t == ks) t = 0, ++i;
+            }
+            transpose16(q);
+            const auto m = static_cast<__mmask16>((1u << en) - 1u);
+            for (int j = 0; j < 16 && 16 * v + j < nv; ++j) {
+                float* cj = c + (16 * v + j) * ldt + e0;
+                const __m512 x = acc ? _mm512_add_ps(q[j], _mm512_maskz_loadu_ps(m, cj)) : q[j];
+                _mm512_mask_storeu_ps(cj, m, x);
+            }
+        }
+}
+#endif
+}  // namespace
+
+void flush_tap_tiles(const float* buf, int mv, int ks, float* c, dim_t ldt, int nv, bool acc) {
+#ifdef CONVLAB_X86
+    if (std::string_view(microkernel().isa) == "avx512")
+        return flush_tap_tiles_avx512(buf, mv, ks, c, ldt, nv, acc);
+#endif
+    for (int j = 0; j < nv; ++j)
+        for (int i = 0; i < mv; ++i)
+            for (int t = 0; t < ks; ++t) {
+                float& d = c[j * ldt + i * ks + t];
+                const float x = buf[(t * 12 + i) * 32 + j];
+                d = acc ? d + x : x;
+            }
+}
 
 void permute_runs(const float* src, dim_t ld_src, int len, const int* idx, int n, dim_t count,
                   float* dst, dim_t ld_dst) {

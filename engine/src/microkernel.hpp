@@ -69,9 +69,10 @@ struct Runs {
 
 // t (MR x 32) = sum over the runs of a(i) * b (S = 1 or 2): MR reduction rows against a packed
 // panel of dY^T; then c[j*ldt + i*cs] (+= when acc) for i < MR, j < nv. The weight gradient's
-// tiles over padded planes or the input itself (S = 1, a run per output row; cs = prod(k) where
-// a tile's rows are 12 input channels of one tap) and over a 1x1's input strided by 2 along w,
-// read in place (S = 2).
+// tiles over padded planes or the input itself (S = 1, a run per output row) and over a 1x1's
+// input strided by 2 along w, read in place (S = 2). With cs = 0, t itself: c[i*32 + j] for
+// i < MR, j < 32 (the tiles whose rows are 12 input channels of one tap, into the buffer of
+// flush_tap_tiles).
 using RowRunsFn = void (*)(const Runs& runs, const float* const* arows, const float* b, float* c,
                            dim_t ldt, dim_t cs, int nv, bool acc);
 
@@ -166,6 +167,13 @@ void pack_transposed(const float* src, dim_t ld, dim_t nv, dim_t kc, int nr, flo
 // count runs of n floats, each picked from a run of len floats of src (n, len <= 16), zeros
 // where idx[u] < 0: dst[j*ld_dst + u] = idx[u] < 0 ? 0 : src[j*ld_src + idx[u]] for j < count,
 // u < n, 0 <= idx[u] < len. With AVX-512 a masked load, a permute and a masked store per run.
+// The weight gradient's tap tiles of one (12 input channels, 32 output channels) group, stored
+// raw (RowRunsFn with cs = 0) at buf[(t*12 + i)*32 + j] for tap t < ks, channel i < mv and
+// output channel j: c[j*ldt + i*ks + t] (+= when acc) for j < nv, mv * ks contiguous floats
+// per output channel (16 of them at a time by a 16x16 register transpose where AVX-512 is
+// used), where storing each tile transposed wrote every float on its own, ks apart.
+void flush_tap_tiles(const float* buf, int mv, int ks, float* c, dim_t ldt, int nv, bool acc);
+
 void permute_runs(const float* src, dim_t ld_src, int len, const int* idx, int n, dim_t count,
                   float* dst, dim_t ld_dst);
 
