@@ -1455,7 +1455,10 @@ TEST_CASE("col2im's 1x1 backward data computed transposed") {
         }
     }
     CHECK(!detail::swapped_bwd_data(parse_descriptor("mb1ic256ih56oc64oh56kh1ph0")));
-    CHECK(!detail::swapped_bwd_data(parse_descriptor("mb1ic128ih28oc512oh28kh1ph0")));
+    // From 784 positions (28x28), not at 14x14 and 7x7.
+    CHECK(detail::swapped_bwd_data(parse_descriptor("mb1ic128ih28oc512oh28kh1ph0")));
+    CHECK(!detail::swapped_bwd_data(parse_descriptor("mb1ic256ih14oc1024oh14kh1ph0")));
+    CHECK(!detail::swapped_bwd_data(parse_descriptor("mb1ic512ih7oc2048oh7kh1ph0")));
     CHECK(!detail::swapped_bwd_data(parse_descriptor("mb1ic64ih56oc256oh56kh3ph1")));
     set_gemm_core(GemmCore::eigen);
     CHECK(!detail::swapped_bwd_data(parse_descriptor("mb1ic64ih56oc256oh56kh1ph0")));

@@ -147,14 +147,17 @@ dim_t col2im_images_per_gemm(const Problem& p, const GemmDims& d) {
 }
 }  // namespace
 
-// A 1x1 stride-1 backward data with fewer input than output channels at 1024 positions or more
+// A 1x1 stride-1 backward data with fewer input than output channels at 784 positions or more
 // (res2a_branch1 at 56x56), on the blocked core: dX^T (positions x C/G) = dY^T W_g, dY^T read in
 // place (column-contiguous), then transposed into dX. Its packed B is then W_g, not dY, whose
 // values the C/G = 64 rows used too few times for their packing to pay: 2 threads,
-// 64x3136x256 0.52-0.54 -> 0.45-0.47 ms, plus 0.017 transposing.
+// 64x3136x256 0.52-0.54 -> 0.45-0.47 ms, plus 0.017 transposing. From 28x28 too: res3a_branch2c
+// (512 -> 128 channels) at batch 1, bench, 2 alternating rounds: 0.590/0.575 -> 0.505/0.501 ms,
+// its product's 128 rows no longer ending in an 8-row tail; at 14x14 and 7x7 it lost
+// (res4a_branch2c 0.49 -> 0.55-0.58, res5a_branch2c 0.60 -> 0.61-0.70).
 bool swapped_bwd_data(const Problem& p) {
     return gemm_core() == GemmCore::blocked && im2col_is_identity(p) && p.icg() < p.ocg() &&
-           p.out_spatial() >= 1024;
+           p.out_spatial() >= 784;
 }
 
 void backward_data_col2im(const Problem& p, const ConvArgs& a, Profiler* prof) {
