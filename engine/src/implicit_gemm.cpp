@@ -469,25 +469,38 @@ struct Shifted {
     // Reduction row (ci, kh, kw) at (kh, ci, kw) order, the forward's.
     dim_t kh_major(dim_t ci, dim_t kh, dim_t kw) const { return (kh * cg + ci) * g.k[2] + kw; }
     // off[r] for the rows in (ci, kh, kw) order, or in (kh, ci, kw) order.
+    // (Nested loops, no division per row: with a division or four per row, 512 channels of
+    // 3x3 took 0.054 ms a call, 5% of res5a_branch2b's forward at batch 1.)
     void make_offsets(bool by_kh = false) {
         off.resize(static_cast<std::size_t>(rows));
-        for (dim_t r = 0; r < rows; ++r) {
-            const dim_t ci = r / ks, th = (r % ks) / g.k[2] * g.d[1],
-                        tw = (r % ks) % g.k[2] * g.d[2];
-            off[static_cast<std::size_t>(by_kh ? kh_major(ci, th / g.d[1], tw / g.d[2]) : r)] =
-                ((ci * sh + th % sh) * sw + tw % sw) * plane + th / sh * wh + tw / sw;
+        // Tap kw's phase along w and its column in the phase's rows.
+        std::vector<dim_t> phase_w(static_cast<std::size_t>(g.k[2])), col_w(phase_w.size());
+        for (dim_t kw = 0; kw < g.k[2]; ++kw) {
+            phase_w[static_cast<std::size_t>(kw)] = kw * g.d[2] % sw;
+            col_w[static_cast<std::size_t>(kw)] = kw * g.d[2] / sw;
         }
+        for (dim_t ci = 0, r = 0; ci < cg; ++ci)
+            for (dim_t kh = 0; kh < g.k[1]; ++kh) {
+                const dim_t th = kh * g.d[1], plane0 = (ci * sh + th % sh) * sw,
+                            row0 = th / sh * wh;
+                for (dim_t kw = 0; kw < g.k[2]; ++kw, ++r) {
+                    const auto w = static_cast<std::size_t>(kw);
+                    off[static_cast<std::size_t>(by_kh ? kh_major(ci, kh, kw) : r)] =
+                        (plane0 + phase_w[w]) * plane + row0 + col_w[w];
+                }
+            }
     }
     // off[r] for the rows in (kh, ci, kw) order into the input itself (unpadded, one phase; the
     // forward's tiles that read it in place, unpadded_tiles_apply): negative where a tap lies
     // above or left of a row's first input, which the tiles skip.
     void make_input_offsets() {
         off.resize(static_cast<std::size_t>(rows));
-        for (dim_t r = 0; r < rows; ++r) {
-            const dim_t ci = r / ks, kh = r % ks / g.k[2], kw = r % g.k[2];
-            off[static_cast<std::size_t>(kh_major(ci, kh, kw))] =
-                ci * g.in_size() + (kh * g.d[1] - g.pb[1]) * g.in[2] + kw * g.d[2] - g.pb[2];
-        }
+        for (dim_t ci = 0; ci < cg; ++ci)
+            for (dim_t kh = 0; kh < g.k[1]; ++kh)
+                for (dim_t kw = 0; kw < g.k[2]; ++kw)
+                    off[static_cast<std::size_t>(kh_major(ci, kh, kw))] =
+                        ci * g.in_size() + (kh * g.d[1] - g.pb[1]) * g.in[2] + kw * g.d[2] -
+                        g.pb[2];
     }
     // Share `id` of `nt` of the planes (channel, phase h, phase w) of the image whose group's
     // first channel is at x, into the planes at xp: split by planes, not channels, so that
@@ -638,8 +651,10 @@ void forward_shifted(const Problem& p, const ConvArgs& a, Profiler* prof, bool f
     // Where each stored row (ci, kh, kw) goes in a panel: its (kh, ci, kw) row. With flip, where
     // stored tap k of input channel 0 goes: p's tap ks-1-k.
     std::vector<dim_t> to_row(flip ? 0 : static_cast<std::size_t>(rows));
-    for (dim_t r = 0; r < dim_t(to_row.size()); ++r)
-        to_row[static_cast<std::size_t>(r)] = sg.kh_major(r / ks, r % ks / kw_n, r % kw_n) * nr;
+    for (dim_t ci = 0, r = 0; !flip && ci < cg; ++ci)
+        for (dim_t kh = 0; kh < kh_n; ++kh)
+            for (dim_t kw = 0; kw < kw_n; ++kw, ++r)
+                to_row[static_cast<std::size_t>(r)] = sg.kh_major(ci, kh, kw) * nr;
     std::vector<dim_t> flip_row(flip ? static_cast<std::size_t>(ks) : 0);
     for (dim_t k = 0; k < dim_t(flip_row.size()); ++k)
         flip_row[static_cast<std::size_t>(k)] =
