@@ -1625,13 +1625,13 @@ void backward_weight_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler
     // Wide strided or 3x3 layers: from padded stride-phase planes (use_shifted_wgrad).
     const bool shifted = use_shifted_wgrad(p);
     Shifted sg(p);
-    if (shifted) sg.make_offsets();
     const dim_t npan = (kg + 31) / 32, ow_n = sg.g.out[2];
     const dim_t group = shifted ? shifted_wgrad_images(p) : 1;
     // Stride 1 (wgrad_taps_apply): the tiles read the input itself, 12 input channels of one tap
     // each (ctiles: [c0, c0 + mv), the last 13-19 as two), over only the positions whose inputs
     // lie inside it; no planes are padded and no padding is multiplied.
     const bool taps = shifted && wgrad_taps_apply(p);
+    if (shifted && !taps) sg.make_offsets();  // the planes' rows (the taps find theirs)
     const dim_t ks = p.kernel_spatial();
     std::vector<std::pair<dim_t, int>> ctiles;
     for (dim_t c0 = 0; taps && c0 < cg;) {
