@@ -164,9 +164,6 @@ void pack_a(const StridedA& a, dim_t i0, dim_t mc, dim_t k0, dim_t kc, int mr, f
 void pack_transposed(const float* src, dim_t ld, dim_t nv, dim_t kc, int nr, float* dst,
                      const dim_t* to_row = nullptr);
 
-// count runs of n floats, each picked from a run of len floats of src (n, len <= 16), zeros
-// where idx[u] < 0: dst[j*ld_dst + u] = idx[u] < 0 ? 0 : src[j*ld_src + idx[u]] for j < count,
-// u < n, 0 <= idx[u] < len. With AVX-512 a masked load, a permute and a masked store per run.
 // The weight gradient's tap tiles of one (12 input channels, 32 output channels) group, stored
 // raw (RowRunsFn with cs = 0) at buf[(t*12 + i)*32 + j] for tap t < ks, channel i < mv and
 // output channel j: c[j*ldt + i*ks + t] (+= when acc) for j < nv, mv * ks contiguous floats
@@ -174,6 +171,9 @@ void pack_transposed(const float* src, dim_t ld, dim_t nv, dim_t kc, int nr, flo
 // used), where storing each tile transposed wrote every float on its own, ks apart.
 void flush_tap_tiles(const float* buf, int mv, int ks, float* c, dim_t ldt, int nv, bool acc);
 
+// count runs of n floats, each picked from a run of len floats of src (n, len <= 16), zeros
+// where idx[u] < 0: dst[j*ld_dst + u] = idx[u] < 0 ? 0 : src[j*ld_src + idx[u]] for j < count,
+// u < n, 0 <= idx[u] < len. With AVX-512 a masked load, a permute and a masked store per run.
 void permute_runs(const float* src, dim_t ld_src, int len, const int* idx, int n, dim_t count,
                   float* dst, dim_t ld_dst);
 
