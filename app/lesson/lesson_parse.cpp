@@ -495,10 +495,13 @@ Lesson load_lesson(const std::string& path) {
 }
 
 namespace {
-// A line that keeps its own line: indented, or a list item.
+bool indented(std::string_view l) {
+    return !l.empty() && (l[0] == ' ' || l[0] == '\t');
+}
+
+// A line that keeps its own line: blank, indented, or a list item.
 bool own_line(std::string_view l) {
-    if (l.empty()) return true;
-    if (l[0] == ' ' || l[0] == '\t') return true;
+    if (l.empty() || indented(l)) return true;
     if (l.size() >= 2 && (l[0] == '-' || l[0] == '*') && l[1] == ' ') return true;
     std::size_t d = 0;
     while (d < l.size() && std::isdigit(static_cast<unsigned char>(l[d]))) ++d;
@@ -515,8 +518,7 @@ std::string flow_narration(std::string_view text) {
         const std::string_view line = text.substr(0, nl);
         if (!first) {
             // A list item's continuation lines (not indented) join it too.
-            const bool join = !prev.empty() && !line.empty() && !own_line(line) && prev[0] != ' ' &&
-                              prev[0] != '\t';
+            const bool join = !prev.empty() && !own_line(line) && !indented(prev);
             out += join ? ' ' : '\n';
         }
         out += line;

@@ -694,9 +694,11 @@ void forward_shifted(const Problem& p, const ConvArgs& a, Profiler* prof, bool f
     // first and last tiles skip the taps that read the padding column (shifted_edge_fn), 2 of
     // every 21 multiply-adds of a 7-wide row, 1 of 21 of a tile at one edge.
     const bool edges = edge_tiles_apply(p);
+    // The input channels of image n, group gi.
+    const auto image = [&](dim_t n, dim_t gi) { return a.src + (n * p.ic + gi * cg) * is; };
     // Share id of nt of the planes of image n, group gi into the planes at xp.
     const auto pad = [&](dim_t n, dim_t gi, float* xp, dim_t id, dim_t nt) {
-        sg.pad(a.src + (n * p.ic + gi * cg) * is, xp, id, nt);
+        sg.pad(image(n, gi), xp, id, nt);
     };
     // Tiles [t0, t1) of image n, group gi, panel jp (its W^T at w). With rowbuf (whole rows of
     // tiles, t0 and t1 multiples of segs), each output row of the panel's channels is computed
@@ -759,7 +761,7 @@ void forward_shifted(const Problem& p, const ConvArgs& a, Profiler* prof, bool f
             float* rowbuf =
                 stream ? scratch(kTransposedSlot, static_cast<std::size_t>(32 * ow_n)) : nullptr;
             Profiler* mine = tp.mine();
-            const float* xp = a.src + (n * p.ic + gi * cg) * is;
+            const float* xp = image(n, gi);
             if (!in_place) {
                 Span s(mine, "pad");
                 float* planes = scratch(kSubsampleSlot, xsize);
@@ -775,7 +777,7 @@ void forward_shifted(const Problem& p, const ConvArgs& a, Profiler* prof, bool f
     float* planes = in_place ? nullptr : scratch(kSubsampleSlot, xsize);
     for (dim_t n = 0; n < p.mb; ++n)
         for (dim_t gi = 0; gi < p.groups; ++gi) {
-            const float* xp = in_place ? a.src + (n * p.ic + gi * cg) * is : planes;
+            const float* xp = in_place ? image(n, gi) : planes;
             if (!in_place) {
                 Span s(prof, "pad");
 #pragma omp parallel
@@ -788,8 +790,7 @@ void forward_shifted(const Problem& p, const ConvArgs& a, Profiler* prof, bool f
                     if (by_panels || fused)
                         pad(n, gi, planes, id, nt);
                     else
-                        sg.pad_rows(a.src + (n * p.ic + gi * cg) * is, planes,
-                                    id == 0 ? 0 : first_tile(id, nt) / segs,
+                        sg.pad_rows(image(n, gi), planes, id == 0 ? 0 : first_tile(id, nt) / segs,
                                     id == nt - 1 ? sg.hh : first_tile(id + 1, nt) / segs,
                                     id == nt - 1);
                 }
@@ -1738,7 +1739,7 @@ void backward_weight_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler
                             rp[i] = xp + h0 * sg.wh + sg.off[static_cast<std::size_t>(r0 + i)];
                         const Runs u{nb, nq, ow_n, xsize, sg.wh, cols * 32, ow_n * 32};
                         uk.row_runs_fn[0][mv](u, rp, dy_at(jl, h0 * ow_n),
-                                              out + jp * 32 * rows + r0, rows, 1, nv,
+                                              out + jp * 32 * rows + r0, rows, false, nv,
                                               acc || h0 > 0);
                         continue;
                     }
@@ -1771,7 +1772,7 @@ void backward_weight_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler
                     // 2 at batch 32: res5a_branch2b 31.8/31.4 -> 30.7/31.0, res2a_branch2b
                     // 33.3/34.1 -> 32.9/33.1.
                     uk.row_runs_fn[0][mv](u, rp, dy_at(jl, qlo * ow_n + klo),
-                                          tap_tiles.data() + tap * 12 * 32, 0, 0, nv, false);
+                                          tap_tiles.data() + tap * 12 * 32, 0, true, nv, false);
                     if (tap == ks - 1)
                         flush_tap_tiles(tap_tiles.data(), mv, static_cast<int>(ks),
                                         out + jp * 32 * rows + c0 * ks, rows, nv, acc || h0 > 0);
@@ -1825,8 +1826,8 @@ void backward_weight_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler
                     next.step_into_l2();
                     const Runs u{1, nq, ow, 0, rs, 0, ow * 32};
                     uk.row_runs_fn[1][mv](
-                        u, rp, dyt + (jp * cols + h0 * ow) * 32, out + jp * 32 * rows + r0, rows, 1,
-                        static_cast<int>(std::min<dim_t>(32, kg - jp * 32)), acc || h0 > 0);
+                        u, rp, dyt + (jp * cols + h0 * ow) * 32, out + jp * 32 * rows + r0, rows,
+                        false, static_cast<int>(std::min<dim_t>(32, kg - jp * 32)), acc || h0 > 0);
                 }
             }
         }

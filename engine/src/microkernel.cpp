@@ -344,13 +344,12 @@ __attribute__((target("avx512f,fma"))) void kernel_avx512_dot_rowa(dim_t kc, con
     }
 }
 
-// c[j*ldt + i*cs] = t[i][j/16] lane j%16 (+= when acc) for i < mv (<= 12), j < nv: the tile
+// c[j*ldt + i] = t[i][j/16] lane j%16 (+= when acc) for i < mv (<= 12), j < nv: the tile
 // stored transposed after a 16x16 register transpose, 12 rows at a time by a 256- and a
-// 128-bit access (cs = 1), else one float at a time (fewer rows, or a weight-gradient tile by
-// taps: cs = ks).
+// 128-bit access, else (fewer rows) one float at a time.
 __attribute__((target("avx512f"))) inline void store_transposed(const __m512 (&t)[12][2], float* c,
-                                                                dim_t ldt, int mv, int nv, bool acc,
-                                                                dim_t cs = 1) {
+                                                                dim_t ldt, int mv, int nv,
+                                                                bool acc) {
     for (int v = 0; v < 2; ++v) {
         __m512 q[16];
         for (int i = 0; i < 12; ++i) q[i] = t[i][v];
@@ -359,7 +358,7 @@ __attribute__((target("avx512f"))) inline void store_transposed(const __m512 (&t
         alignas(64) float col[16];
         for (int j = 0; j < 16 && 16 * v + j < nv; ++j) {
             float* cj = c + (16 * v + j) * ldt;
-            if (mv == 12 && cs == 1) {
+            if (mv == 12) {
                 __m256 lo = _mm512_castps512_ps256(q[j]);
                 __m128 hi = _mm512_extractf32x4_ps(q[j], 2);
                 if (acc) {
@@ -370,7 +369,7 @@ __attribute__((target("avx512f"))) inline void store_transposed(const __m512 (&t
                 _mm_storeu_ps(cj + 8, hi);
             } else {
                 _mm512_store_ps(col, q[j]);
-                for (int i = 0; i < mv; ++i) cj[i * cs] = acc ? cj[i * cs] + col[i] : col[i];
+                for (int i = 0; i < mv; ++i) cj[i] = acc ? cj[i] + col[i] : col[i];
             }
         }
     }
@@ -456,7 +455,7 @@ template <int MR, int S>
 __attribute__((target("avx512f,fma"))) void kernel_avx512_row_runs(const Runs& u,
                                                                    const float* const* arows,
                                                                    const float* b, float* c,
-                                                                   dim_t ldt, dim_t cs, int nv,
+                                                                   dim_t ldt, bool raw, int nv,
                                                                    bool acc) {
     __m512 tm[MR][2], t[12][2];
     for (int i = 0; i < MR; ++i) tm[i][0] = tm[i][1] = _mm512_setzero_ps();
@@ -479,14 +478,14 @@ __attribute__((target("avx512f,fma"))) void kernel_avx512_row_runs(const Runs& u
             }
         }
     }
-    if (cs == 0) {  // raw, for flush_tap_tiles
+    if (raw) {  // for flush_tap_tiles
         for (int i = 0; i < MR; ++i)
             for (int v = 0; v < 2; ++v) _mm512_storeu_ps(c + i * 32 + 16 * v, tm[i][v]);
         return;
     }
     for (int i = 0; i < 12; ++i)
         for (int v = 0; v < 2; ++v) t[i][v] = i < MR ? tm[i][v] : _mm512_setzero_ps();
-    store_transposed(t, c, ldt, MR, nv, acc, cs);
+    store_transposed(t, c, ldt, MR, nv, acc);
 }
 
 // fn[r] = kernel(std::integral_constant<int, r>) for r = 1 .. N: the tables of kernels

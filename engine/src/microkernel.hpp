@@ -68,13 +68,13 @@ struct Runs {
 };
 
 // t (MR x 32) = sum over the runs of a(i) * b (S = 1 or 2): MR reduction rows against a packed
-// panel of dY^T; then c[j*ldt + i*cs] (+= when acc) for i < MR, j < nv. The weight gradient's
+// panel of dY^T; then c[j*ldt + i] (+= when acc) for i < MR, j < nv. The weight gradient's
 // tiles over padded planes or the input itself (S = 1, a run per output row) and over a 1x1's
-// input strided by 2 along w, read in place (S = 2). With cs = 0, t itself: c[i*32 + j] for
+// input strided by 2 along w, read in place (S = 2). With raw, t itself: c[i*32 + j] for
 // i < MR, j < 32 (the tiles whose rows are 12 input channels of one tap, into the buffer of
-// flush_tap_tiles).
+// flush_tap_tiles; ldt and acc unused).
 using RowRunsFn = void (*)(const Runs& runs, const float* const* arows, const float* b, float* c,
-                           dim_t ldt, dim_t cs, int nv, bool acc);
+                           dim_t ldt, bool raw, int nv, bool acc);
 
 struct MicroKernel {
     const char* isa = "portable";  // avx512 | avx2 | portable
@@ -165,7 +165,7 @@ void pack_transposed(const float* src, dim_t ld, dim_t nv, dim_t kc, int nr, flo
                      const dim_t* to_row = nullptr);
 
 // The weight gradient's tap tiles of one (12 input channels, 32 output channels) group, stored
-// raw (RowRunsFn with cs = 0) at buf[(t*12 + i)*32 + j] for tap t < ks, channel i < mv and
+// raw (RowRunsFn with raw) at buf[(t*12 + i)*32 + j] for tap t < ks, channel i < mv and
 // output channel j: c[j*ldt + i*ks + t] (+= when acc) for j < nv, mv * ks contiguous floats
 // per output channel (16 of them at a time by a 16x16 register transpose where AVX-512 is
 // used), where storing each tile transposed wrote every float on its own, ks apart.
