@@ -50,6 +50,7 @@ struct RestoreCore {
         detail::set_unpadded_tiles(0);
         detail::set_wgrad_taps(0);
         detail::set_transposed_products(detail::Transposed::automatic);
+        detail::set_b_in_place(detail::BInPlace::automatic);
         set_gemm_core(GemmCore::blocked);
     }
 };
@@ -360,6 +361,71 @@ TEST_CASE("blocked GEMM writing C by non-temporal stores equals a naive product"
                     INFO(uks[u / 2].isa << (u % 2 ? " A packed" : " A read from its rows") << " m "
                                         << m << " n " << n << " k " << k << " misaligned "
                                         << misalign << " acc " << acc);
+                    CHECK(bad == 0);
+                }
+    }
+}
+
+TEST_CASE("blocked GEMM reading B's rows in place equals a naive product") {
+    RestoreCore restore;
+    std::mt19937 rng(80);
+    int count = 0;
+    const detail::MicroKernel* uks = detail::microkernels(count);
+    // Where it runs by itself: few row panels over a short reduction, more of them where B
+    // comes from memory (prefetch_b); never with A packed or B's columns strided.
+    const auto applies = [](dim_t m, dim_t k, bool from_memory, dim_t bcs = 1) {
+        const detail::MicroKernel& uk = detail::microkernel_for(m, 3136, true);
+        detail::GemmBlocking bl;
+        bl.prefetch_b = from_memory;
+        return detail::b_in_place_applies(uk, bl, detail::StridedA{nullptr, k, 1},
+                                          detail::StridedB{nullptr, bcs == 1 ? 3136 : 1, bcs}, m,
+                                          k);
+    };
+    if (std::string_view(uks[0].isa) == "avx512") {
+        CHECK(applies(64, 64, false));
+        CHECK_FALSE(applies(64, 256, false));
+        CHECK_FALSE(applies(256, 64, false));
+        CHECK(applies(256, 64, true));
+        CHECK_FALSE(applies(512, 128, true));
+        CHECK_FALSE(applies(64, 64, false, 64));
+        detail::set_read_a(detail::ReadA::packed);
+        CHECK_FALSE(applies(64, 64, false));
+        detail::set_read_a(detail::ReadA::rows);
+        detail::set_b_in_place(detail::BInPlace::off);
+        CHECK_FALSE(applies(64, 64, false));
+        detail::set_b_in_place(detail::BInPlace::on);
+        CHECK(applies(512, 128, false));
+        CHECK_FALSE(applies(514, 64, false));  // a last row panel of 10 (12 x 32)
+    }
+    // 12 x 32 and 8 x 48 tiles (m = 64 and 16 x 96 take 8 x 48), whole row panels and a last
+    // one of 4 or 8 rows (or of 2, packed), a last partial column panel (packed), reductions
+    // above KC, accumulation, C streamed (aligned or one float off), one and two threads.
+    const dim_t shapes[][3] = {{64, 3136, 64}, {64, 200, 64}, {96, 160, 40},
+                               {100, 70, 300}, {16, 96, 7},   {28, 33, 17},
+                               {20, 64, 513},  {38, 100, 5},  {256, 400, 64}};
+    for (int u = 0; u < count; ++u) {
+        REQUIRE(detail::select_microkernel(uks[u].isa));
+        for (const auto mode : {detail::BInPlace::on, detail::BInPlace::automatic})
+            for (const auto& [m, n, k] : shapes)
+                for (int variant = 0; variant < 4; ++variant) {
+                    const bool acc = variant & 1, stream = variant & 2;
+                    detail::set_b_in_place(mode);
+                    const auto a = integers(static_cast<std::size_t>(m * k), rng);
+                    const auto b = integers(static_cast<std::size_t>(k * n), rng);
+                    std::vector<float> buf(static_cast<std::size_t>(m * n + 32));
+                    const auto at = reinterpret_cast<std::uintptr_t>(buf.data());
+                    float* c = buf.data() + (64 - at % 64) % 64 / 4 + (variant == 3);
+                    const auto init = integers(static_cast<std::size_t>(m * n), rng);
+                    std::copy(init.begin(), init.end(), c);
+                    detail::gemm(m, n, k, detail::StridedA{a.data(), k, 1},
+                                 detail::StridedB{b.data(), n, 1}, c, n, acc, 0, stream);
+                    const auto want = naive_product(m, n, k, a, b, false, false, acc, init);
+                    dim_t bad = 0;
+                    for (dim_t e = 0; e < m * n; ++e)
+                        bad += c[e] != want[static_cast<std::size_t>(e)];
+                    INFO(uks[u].isa << " m " << m << " n " << n << " k " << k << " acc " << acc
+                                    << " stream " << stream << " forced "
+                                    << (mode == detail::BInPlace::on));
                     CHECK(bad == 0);
                 }
     }

@@ -103,17 +103,10 @@ __attribute__((target("avx512f,fma"))) inline void tile_loop(dim_t kc, const AVa
 
 // B's rows are LDB floats apart (a panel of 16 NV columns, or of 64 for the 6 x 49 tile's 48).
 // kStream: C's rows (64-byte aligned) written by non-temporal stores.
-template <int MR, int NV, bool kRowA, int LDB = 16 * NV, bool kStream = false>
-__attribute__((target("avx512f,fma"))) inline void kernel_avx512_t(dim_t kc, const float* a,
-                                                                   const float* b, float* c,
-                                                                   dim_t ldc, bool acc, dim_t lda) {
-    __m512 t[MR][NV];
-    if constexpr (kRowA)
-        tile_loop<MR, NV>(
-            kc, [&](dim_t k, int i) { return a[i * lda + k]; }, b, t, LDB);
-    else
-        tile_loop<MR, NV>(
-            kc, [&](dim_t k, int i) { return a[k * lda + i]; }, b, t, LDB);
+// c (MR x 16 NV, leading dim ldc) = t (+ c when acc), by non-temporal stores with kStream.
+template <int MR, int NV, bool kStream>
+__attribute__((target("avx512f"))) inline void store_tile(__m512 (&t)[MR][NV], float* c, dim_t ldc,
+                                                          bool acc) {
 #pragma GCC unroll 12
     for (int i = 0; i < MR; ++i)
 #pragma GCC unroll 4
@@ -125,6 +118,32 @@ __attribute__((target("avx512f,fma"))) inline void kernel_avx512_t(dim_t kc, con
             else
                 _mm512_storeu_ps(ci, t[i][v]);
         }
+}
+
+template <int MR, int NV, bool kRowA, int LDB = 16 * NV, bool kStream = false>
+__attribute__((target("avx512f,fma"))) inline void kernel_avx512_t(dim_t kc, const float* a,
+                                                                   const float* b, float* c,
+                                                                   dim_t ldc, bool acc, dim_t lda) {
+    __m512 t[MR][NV];
+    if constexpr (kRowA)
+        tile_loop<MR, NV>(
+            kc, [&](dim_t k, int i) { return a[i * lda + k]; }, b, t, LDB);
+    else
+        tile_loop<MR, NV>(
+            kc, [&](dim_t k, int i) { return a[k * lda + i]; }, b, t, LDB);
+    store_tile<MR, NV, kStream>(t, c, ldc, acc);
+}
+
+// A and B both read in place (MicroKernelInPlaceFn): A from its rows, B's rows ldb apart.
+template <int MR, int NV, bool kStream>
+__attribute__((target("avx512f,fma"))) void kernel_avx512_in_place(dim_t kc, const float* a,
+                                                                   const float* b, dim_t ldb,
+                                                                   float* c, dim_t ldc, bool acc,
+                                                                   dim_t lda) {
+    __m512 t[MR][NV];
+    tile_loop<MR, NV>(
+        kc, [&](dim_t k, int i) { return a[i * lda + k]; }, b, t, ldb);
+    store_tile<MR, NV, kStream>(t, c, ldc, acc);
 }
 
 __attribute__((target("avx512f,fma"))) void kernel_avx512(dim_t kc, const float* a, const float* b,
@@ -646,6 +665,10 @@ MicroKernel avx512_kernel() {
     k.rowa_fn = kernel_avx512_rowa;
     k.stream_fn[0] = kernel_avx512_t<12, 2, false, 32, true>;
     k.stream_fn[1] = kernel_avx512_t<12, 2, true, 32, true>;
+    k.in_place_fn[0] = kernel_avx512_in_place<12, 2, false>;
+    k.in_place_fn[1] = kernel_avx512_in_place<12, 2, true>;
+    k.in_place_tail_fn[0] = kernel_avx512_in_place<4, 2, false>;
+    k.in_place_tail_fn[1] = kernel_avx512_in_place<8, 2, false>;
     k.tail_fn[0][0] = kernel_avx512_tail<4, false>;
     k.tail_fn[0][1] = kernel_avx512_tail<8, false>;
     k.tail_fn[1][0] = kernel_avx512_tail<4, true>;
@@ -711,6 +734,9 @@ struct Registry {
             wide_avx512 = {"avx512", 8, 48, kernel_avx512_8x48, nullptr, kernel_avx512_8x48_rowa};
             wide_avx512.stream_fn[0] = kernel_avx512_t<8, 3, false, 48, true>;
             wide_avx512.stream_fn[1] = kernel_avx512_t<8, 3, true, 48, true>;
+            wide_avx512.in_place_fn[0] = kernel_avx512_in_place<8, 3, false>;
+            wide_avx512.in_place_fn[1] = kernel_avx512_in_place<8, 3, true>;
+            wide_avx512.in_place_tail_fn[0] = kernel_avx512_in_place<4, 3, false>;
             n49_avx512 = {"avx512", 6,
                           64,       kernel_avx512_t<6, 4, false>,
                           nullptr,  kernel_avx512_t<6, 4, true>};
@@ -1027,6 +1053,51 @@ bool rows_copied(const MicroKernel& uk, const StridedA& a, bool row_a) {
     return row_a && ((a.rs % 1024 == 0 && uk.mr >= 8) || a.ks != 0);
 }
 }  // namespace
+
+namespace {
+std::atomic<int> g_b_in_place{0};  // BInPlace: automatic, on, off
+}  // namespace
+
+void set_b_in_place(BInPlace mode) {
+    g_b_in_place.store(static_cast<int>(mode));
+}
+
+bool b_in_place_applies(const MicroKernel& uk, const GemmBlocking& bl, const StridedA& a,
+                        const StridedB& b, dim_t m, dim_t k) {
+    const auto mode = static_cast<BInPlace>(g_b_in_place.load(std::memory_order_relaxed));
+    const dim_t rem = m % uk.mr, panels = (m + uk.mr - 1) / uk.mr;
+    const bool can = mode != BInPlace::off && uk.in_place_fn[0] && b.cs == 1 && row_major(a) &&
+                     read_a_in_place(uk, a) && !rows_copied(uk, a, true) &&
+                     (rem == 0 || ((rem == 4 || rem == 8) && uk.in_place_tail_fn[rem / 8]));
+    if (!can || mode == BInPlace::on) return can;
+    return (panels <= 8 && k <= 128) || (bl.prefetch_b && panels <= 24 && k <= 64);
+}
+
+dim_t gemm_b_in_place(const MicroKernel& uk, const GemmBlocking& bl, dim_t i0, dim_t i1, dim_t j0,
+                      dim_t j1, dim_t k, const StridedA& a, const StridedB& b, float* c, dim_t ldc,
+                      bool acc) {
+    const int mr = uk.mr, nr = uk.nr;
+    const dim_t jf = j0 + (j1 - j0) / nr * nr;
+    const bool stream = bl.stream_c && ldc % 16 == 0;
+    const dim_t calls = (i1 - i0 + mr - 1) / mr;
+    for (dim_t jr = j0; jr < jf; jr += nr) {
+        // The next panel's rows, a share per tile of this one.
+        PrefetchA next =
+            jr + nr < jf ? PrefetchA::runs(b.p + jr + nr, b.rs, k, 0, 1, nr, calls) : PrefetchA();
+        for (dim_t ir = i0; ir < i1; ir += mr) {
+            next.step_into_l2();
+            float* cp = c + ir * ldc + jr;
+            const bool nt = stream && reinterpret_cast<std::uintptr_t>(cp) % 64 == 0;
+            const MicroKernelInPlaceFn fn =
+                ir + mr <= i1 ? uk.in_place_fn[nt ? 1 : 0] : uk.in_place_tail_fn[(i1 - ir) / 8];
+            fn(k, a.p + ir * a.rs, b.p + jr, b.rs, cp, ldc, acc, a.rs);
+        }
+    }
+#ifdef CONVLAB_X86
+    if (stream) _mm_sfence();
+#endif
+    return jf;
+}
 
 bool tail_rows_apply(const MicroKernel& uk, const StridedA& a) {
     const bool row_a = row_major(a) && read_a_in_place(uk, a);

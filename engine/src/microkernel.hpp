@@ -76,6 +76,11 @@ struct Runs {
 using RowRunsFn = void (*)(const Runs& runs, const float* const* arows, const float* b, float* c,
                            dim_t ldt, bool raw, int nv, bool acc);
 
+// c (MR x NR, leading dim ldc) = (acc ? c : 0) + A * B over kc with both read in place: a(i, k)
+// = a[i*lda + k] (row-major) and b(k, j) = b[k*ldb + j] (B's rows, ldb apart).
+using MicroKernelInPlaceFn = void (*)(dim_t kc, const float* a, const float* b, dim_t ldb, float* c,
+                                      dim_t ldc, bool acc, dim_t lda);
+
 struct MicroKernel {
     const char* isa = "portable";  // avx512 | avx2 | portable
     int mr = 0, nr = 0;
@@ -92,6 +97,10 @@ struct MicroKernel {
     // adding C when acc), for C's rows 64-byte aligned (GemmBlocking::stream_c); null where
     // there are none.
     MicroKernelFn stream_fn[2] = {nullptr, nullptr};
+    // A and B read in place, [C by non-temporal stores]; null where the ISA has none.
+    MicroKernelInPlaceFn in_place_fn[2] = {nullptr, nullptr};
+    // The same for a last row panel of 4 and 8 rows, [rows / 8].
+    MicroKernelInPlaceFn in_place_tail_fn[2] = {nullptr, nullptr};
     // Last row panels of 4 and 8 rows read in place, [A row-major][rows / 8] (12 x 32 only).
     MicroKernelFn tail_fn[2][2] = {{nullptr, nullptr}, {nullptr, nullptr}};
     // Tiles of NR - 15 columns (MicroKernelColFn), [A row-major]; null where there are none.
@@ -415,6 +424,27 @@ inline void gemm_empty_k(dim_t i0, dim_t i1, dim_t j0, dim_t j1, float* c, dim_t
         for (dim_t i = i0; i < i1; ++i) std::fill(c + i * ldc + j0, c + i * ldc + j1, 0.0f);
 }
 
+// Whether gemm_block reads B's rows in place (MicroKernel::in_place_fn) rather than packing
+// them: A row-major read in place, B's rows contiguous, the rows of C in whole panels or a last
+// one of 4 or 8, and a packed panel that too few row panels would share to pay for its copy: at
+// most 8 of them over a reduction of at most 128, or, where B comes from memory
+// (GemmBlocking::prefetch_b), 24 over at most 64.
+//   64 x 3136 x 64 (res2a_branch2a's forward, an image), 2 threads, B in cache: 0.136 -> 0.125
+//   ms; bench, 3 alternating rounds: batch 1 0.135 -> 0.120 ms, batch 32 4.78-4.93 -> 3.98-4.04.
+//   256 x 3136 x 64 (res2a_branch1): batch 32 16.3/16.7 -> 15.9/15.9 ms; batch 1 lost, 0.482 ->
+//   0.492, and so did 512 x 784 x 128 at batch 32 (res3a_branch2c, 15.3/15.4 -> 15.6/15.6).
+bool b_in_place_applies(const MicroKernel& uk, const GemmBlocking& bl, const StridedA& a,
+                        const StridedB& b, dim_t m, dim_t k);
+// For tests and measurements: where it pays (automatic), wherever it can run (on), never.
+enum class BInPlace { automatic, on, off };
+void set_b_in_place(BInPlace mode);
+// Columns [j0, jf) of C[i0:i1] (jf: j0 plus whole panels of NR columns) from A and B read in
+// place, a panel of B at a time (its next panel prefetched into L2 while its tiles run); returns
+// jf, the columns left to the packed path.
+dim_t gemm_b_in_place(const MicroKernel& uk, const GemmBlocking& bl, dim_t i0, dim_t i1, dim_t j0,
+                      dim_t j1, dim_t k, const StridedA& a, const StridedB& b, float* c, dim_t ldc,
+                      bool acc);
+
 // One thread's share: C[i0:i1, j0:j1].
 template <class PackB>
 void gemm_block(const MicroKernel& uk, const GemmBlocking& bl, dim_t i0, dim_t i1, dim_t j0,
@@ -427,6 +457,11 @@ void gemm_block(const MicroKernel& uk, const GemmBlocking& bl, dim_t i0, dim_t i
         if (uk.rows_fn && i1 - i0 <= mr) {
             gemm_block_rows(uk, bl, i0, i1, j0, j1, k, a, packb, c, ldc, accumulate);
             return;
+        }
+    if constexpr (std::is_same_v<PackB, StridedB>)
+        if (b_in_place_applies(uk, bl, a, packb, i1 - i0, k)) {
+            j0 = gemm_b_in_place(uk, bl, i0, i1, j0, j1, k, a, packb, c, ldc, accumulate);
+            if (j0 >= j1) return;
         }
     const dim_t ncb = block_columns(bl, nr, j1 - j0);
     const dim_t kcb = std::min(bl.kc, k);
