@@ -1283,7 +1283,13 @@ TEST_CASE("implicit_gemm's shifted weight gradient runs each tile over several i
     // Images of 2048 positions or more: one a tile (56x56 with its padding columns).
     detail::set_shifted(0);
     CHECK(detail::shifted_wgrad_images(parse_descriptor("mb32ic64ih56oc64oh56kh3ph1")) == 1);
-    CHECK(detail::shifted_wgrad_images(parse_descriptor("mb32ic256ih14oc256oh14kh3ph1")) == 8);
+    // By taps (stride 1, 8 or more input channels), sized by the output's positions and the
+    // unpadded input: 14x14, 2048 / 196 = 10; 7x7 with 512 channels, 2 MiB / (512 x 49 floats)
+    // = 20 (sized by the planes, 12). Stride 2 keeps the planes' positions, 7 output rows of 8
+    // (2048 / 56 = 36, not 2048 / 49 = 41).
+    CHECK(detail::shifted_wgrad_images(parse_descriptor("mb32ic256ih14oc256oh14kh3ph1")) == 10);
+    CHECK(detail::shifted_wgrad_images(parse_descriptor("mb32ic512ih7oc512oh7kh3ph1")) == 20);
+    CHECK(detail::shifted_wgrad_images(parse_descriptor("mb64ic16ih14oc32oh7kh3sh2ph1")) == 36);
     set_num_threads(0);
 }
 

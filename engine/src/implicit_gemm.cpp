@@ -1605,18 +1605,24 @@ bool swapped_wgrad(const Problem& p) {
 constexpr dim_t kShiftedWgradRun = 2048;
 
 // Images per call of the shifted weight gradient with whole images per thread: up to
-// kShiftedWgradRun positions (with the planes' padding columns), each tile running over all of
-// them (row_runs_fn, a run per output row) before it adds its 12 x 32 values to dW, and the images'
-// planes and dY^T within 2 MiB each. One 14x14 image (224 positions) left a tile 224
+// kShiftedWgradRun positions, each tile running over all of them (row_runs_fn, a run per output
+// row) before it adds its 12 x 32 values to dW, and the images' input (the planes, or with taps
+// the input read in place) and dY^T within 2 MiB each. Positions are the planes' (with their
+// padding columns), or with taps the output's. One 14x14 image (224 positions) left a tile 224
 // multiply-adds per store. Alternating, batch 32, 2 threads, 3 rounds (medians, ms):
 // res4a_branch2b (8 images a call) 41.9/41.5/40.5 -> 40.4/37.6/36.6, res3a_branch2b (2)
-// 38.0/36.1/36.9 -> 35.9/35.5/35.5; batch 4, res4a_branch2b 5.21/5.20 -> 4.95/4.94.
+// 38.0/36.1/36.9 -> 35.9/35.5/35.5; batch 4, res4a_branch2b 5.21/5.20 -> 4.95/4.94. Sized by the
+// planes for taps too, res5a_branch2b (7x7) took 12 images a call where its 49 output positions
+// and unpadded input allow 20: bench, batch 32, 3 alternating rounds, 29.8/29.6/29.4 ->
+// 29.0/29.0/29.0 ms (res4a_branch2b, 8 -> 10, tied).
 dim_t shifted_wgrad_images(const Problem& p) {
     const Shifted sg(p);
     const dim_t npan = (p.ocg() + 31) / 32;
-    const dim_t per_image = std::max(sg.size(), npan * sg.npos * 32);
+    const bool taps = wgrad_taps_apply(p);
+    const dim_t npos = taps ? p.out_spatial() : sg.npos;
+    const dim_t per_image = std::max(taps ? p.icg() * p.in_spatial() : sg.size(), npan * npos * 32);
     return std::clamp<dim_t>(
-        std::min(kShiftedWgradRun / sg.npos, (dim_t{2} << 20) / dim_t{4} / per_image), 1, p.mb);
+        std::min(kShiftedWgradRun / npos, (dim_t{2} << 20) / dim_t{4} / per_image), 1, p.mb);
 }
 
 // dW_g (Kg x rows) = sum_n dY_g(n) (Kg x cols) * im2col(n)^T (cols x rows).
