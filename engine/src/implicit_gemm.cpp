@@ -1145,11 +1145,18 @@ void set_swap_forward(int mode) {
 // 28x28 (512 -> 128) 184-203 -> 206-219, 14x14 (1024 -> 256) 187-201 -> 194-212; 7x7
 // (2048 -> 512) lost, 193-206 -> 160-162. Strided (from the sampled copy): 28x28 outputs
 // (256 -> 128) 160-165 -> 172-183, 14x14 (512 -> 256) 179-187 -> 173-186, 7x7 lost (168-182
-// -> 138-145), hence 784 positions there.
+// -> 138-145), hence 784 positions there. Not where the GEMM reads the image's rows in place
+// (b_in_place_applies: few output channels, nothing packed either way): 256 -> 64 at 56x56
+// (res2b_branch2a), bench, batch 1, 3 alternating rounds, 0.481/0.481/0.609 ->
+// 0.471/0.468/0.500 ms.
 bool swapped_forward(const Problem& p) {
     if (g_swap_fwd == 2 || !reads_input_1x1(p) || use_pointwise(p)) return false;
-    return g_swap_fwd == 1 ||
-           (p.ocg() < p.icg() && p.out_spatial() >= (im2col_is_identity(p) ? 196 : 784));
+    if (g_swap_fwd == 1) return true;
+    const dim_t kg = p.ocg(), rows = p.icg(), cols = p.out_spatial();
+    if (b_in_place_applies(microkernel_for(kg, cols, true), GemmBlocking{},
+                           StridedA{nullptr, rows, 1}, StridedB{nullptr, cols, 1}, kg, rows))
+        return false;
+    return p.ocg() < p.icg() && p.out_spatial() >= (im2col_is_identity(p) ? 196 : 784);
 }
 
 // dst_g (Kg x nb*cols) = W_g (Kg x rows) * im2col (rows x nb*cols); nb > 1 goes through a

@@ -1070,7 +1070,7 @@ bool b_in_place_applies(const MicroKernel& uk, const GemmBlocking& bl, const Str
                      read_a_in_place(uk, a) && !rows_copied(uk, a, true) &&
                      (rem == 0 || ((rem == 4 || rem == 8) && uk.in_place_tail_fn[rem / 8]));
     if (!can || mode == BInPlace::on) return can;
-    return (panels <= 8 && k <= 128) || (bl.prefetch_b && panels <= 24 && k <= 64);
+    return (panels <= 8 && k <= 256) || (bl.prefetch_b && panels <= 24 && k <= 64);
 }
 
 dim_t gemm_b_in_place(const MicroKernel& uk, const GemmBlocking& bl, dim_t i0, dim_t i1, dim_t j0,

@@ -427,12 +427,15 @@ inline void gemm_empty_k(dim_t i0, dim_t i1, dim_t j0, dim_t j1, float* c, dim_t
 // Whether gemm_block reads B's rows in place (MicroKernel::in_place_fn) rather than packing
 // them: A row-major read in place, B's rows contiguous, the rows of C in whole panels or a last
 // one of 4 or 8, and a packed panel that too few row panels would share to pay for its copy: at
-// most 8 of them over a reduction of at most 128, or, where B comes from memory
+// most 8 of them over a reduction of at most 256, or, where B comes from memory
 // (GemmBlocking::prefetch_b), 24 over at most 64.
 //   64 x 3136 x 64 (res2a_branch2a's forward, an image), 2 threads, B in cache: 0.136 -> 0.125
 //   ms; bench, 3 alternating rounds: batch 1 0.135 -> 0.120 ms, batch 32 4.78-4.93 -> 3.98-4.04.
+//   64 x 3136 x 256 (res2b_branch2a): 0.627 -> 0.495 ms (so that layer's forward is no longer
+//   computed transposed, swapped_forward).
 //   256 x 3136 x 64 (res2a_branch1): batch 32 16.3/16.7 -> 15.9/15.9 ms; batch 1 lost, 0.482 ->
-//   0.492, and so did 512 x 784 x 128 at batch 32 (res3a_branch2c, 15.3/15.4 -> 15.6/15.6).
+//   0.492, and so did 512 x 784 x 128 at batch 32 (res3a_branch2c, 15.3/15.4 -> 15.6/15.6);
+//   128 x 784 x 512, B in cache, 0.50 against 0.47 computed transposed (res3b_branch2a).
 bool b_in_place_applies(const MicroKernel& uk, const GemmBlocking& bl, const StridedA& a,
                         const StridedB& b, dim_t m, dim_t k);
 // For tests and measurements: where it pays (automatic), wherever it can run (on), never.
