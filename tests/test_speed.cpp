@@ -193,10 +193,13 @@ TEST_CASE("blocked GEMM equals a naive product on every microkernel, transpose a
                                {40, 1553, 19},
                                // N = 49 (6 x 49 tiles with A row-major, read in place or
                                // packed): partial row panels, k with a masked tail, two KC
-                               // blocks (accumulated), rows 4 KiB apart read in place
+                               // blocks (accumulated: a single panel of columns takes KC =
+                               // 1024), rows 4 KiB apart read in place
                                {31, 49, 300},
                                {6, 49, 17},
                                {37, 49, 1024},
+                               {31, 49, 1300},
+                               {25, 30, 1100},
                                // A of 2 MiB or more and N <= 256: with A column-contiguous
                                // (ta), the product transposed (sgemm_transposes), partial 16 x 16
                                // blocks
