@@ -257,6 +257,28 @@ TEST_CASE("blocked GEMM equals a naive product on every microkernel, transpose a
     }
 }
 
+TEST_CASE("blocked GEMM's reduction block: longer for few columns, not for A's far columns") {
+    RestoreCore restore;
+    int count = 0;
+    const detail::MicroKernel* uks = detail::microkernels(count);
+    for (int u = 0; u < count; ++u) {
+        REQUIRE(detail::select_microkernel(uks[u].isa));
+        INFO(uks[u].isa);
+        const auto kc = [](dim_t m, dim_t n, dim_t k, const detail::StridedA& a) {
+            return detail::reduction_block(detail::microkernel_for(m, n, detail::row_major(a)), a,
+                                           n, k);
+        };
+        const auto rows = [](dim_t k) { return detail::StridedA{nullptr, k, 1}; };
+        CHECK(kc(512, 49, 2048, rows(2048)) == 1024);  // one 64-column panel: 256 KiB
+        CHECK(kc(1024, 196, 512, rows(512)) == 512);   // 208 or 224 columns: 1024 passes 512 KiB
+        CHECK(kc(512, 784, 512, rows(512)) == 256);
+        CHECK(kc(512, 49, 200, rows(200)) == 256);  // the whole reduction in one block anyway
+        // W^T in backward data, columns 4 KiB apart: its next block is prefetched within 1 MiB.
+        CHECK(kc(1024, 49, 2048, detail::StridedA{nullptr, 1, 1024}) == 256);
+        CHECK(kc(1024, 49, 2048, detail::StridedA{nullptr, 1, 512}) == 1024);
+    }
+}
+
 TEST_CASE("blocked GEMM's edge tiles: every width of a last column panel") {
     RestoreCore restore;
     std::mt19937 rng(78);

@@ -498,6 +498,25 @@ void gemm_block(const MicroKernel& uk, const GemmBlocking& bl, dim_t i0, dim_t i
 // read in place, not copied: MicroKernel::tail_fn), not as a full tile.
 bool tail_rows_apply(const MicroKernel& uk, const StridedA& a);
 
+// KC of a product with n columns: longer (1024, then 512) where the packed B block (KC x n,
+// panels rounded, at most NC) stays within 512 KiB, so that each tile loads and stores C (and
+// the 6 x 64 tiles sum their 49th column's dot products) less often; not for an A whose
+// columns lie 4 KiB and more apart, whose next block is prefetched only within 1 MiB
+// (gemm_packed_block). One panel of columns (N = 49, a 7x7 output of one image, 6 x 64
+// tiles), 2 threads, against KC = 256: 512 x 49 x 2048 0.507/0.505 -> 0.494/0.494 ms, 2048 x
+// 49 x 1024 0.983/0.983 -> 0.941/0.937; N = 196, 1024 x 196 x 512 (KC 512) 0.949/0.945 ->
+// 0.924/0.928. Bench, batch 1, 3 alternating rounds, totals: forward 12.78 -> 12.71 ms, weight
+// gradient 12.99 -> 12.88 (conv1's backward data -0.08, res4a_branch1's -0.04; res5a_branch1's
+// backward data, W^T columns 4 KiB apart, lost 0.3 ms before that exception).
+inline dim_t reduction_block(const MicroKernel& uk, const StridedA& a, dim_t n, dim_t k) {
+    const GemmBlocking bl;
+    if (k <= bl.kc || (a.rs == 1 && a.cs >= 1024)) return bl.kc;
+    const dim_t cols = block_columns(bl, uk.nr, n);
+    for (const dim_t kc : {dim_t{1024}, dim_t{512}})
+        if (kc * cols * dim_t{sizeof(float)} <= (dim_t{512} << 10)) return kc;
+    return bl.kc;
+}
+
 // C (m x n, ldc) = A * B (+ C when accumulate), on all of OpenMP's threads when it pays.
 // kc > 0 replaces GemmBlocking's; stream_c, prefetch_a and prefetch_b as GemmBlocking's.
 template <class PackB>
@@ -506,12 +525,7 @@ void gemm(dim_t m, dim_t n, dim_t k, const StridedA& a, const PackB& packb, floa
           bool prefetch_b = false) {
     const MicroKernel& uk = microkernel_for(m, n, row_major(a));
     GemmBlocking bl;
-    // One panel of columns (N = 49, a 7x7 output of one image, on 6 x 64 tiles): its B block
-    // stays within 256 KiB over a reduction of 1024, whose tiles then load and store C and
-    // sum the 49th column's dot products a quarter as often. 2 threads, against KC = 256:
-    // 512 x 49 x 2048 0.507/0.505 -> 0.494/0.494 ms, 2048 x 49 x 1024 0.983/0.983 ->
-    // 0.941/0.937, 2048 x 49 x 512 0.486/0.484 -> 0.471/0.471.
-    if (n <= uk.nr) bl.kc = 1024;
+    bl.kc = reduction_block(uk, a, n, k);
     if (kc > 0) bl.kc = kc;
     bl.stream_c = stream_c;
     bl.prefetch_a = prefetch_a;
