@@ -155,6 +155,26 @@ void check_gemm(dim_t m, dim_t n, dim_t k, bool ta, bool tb, bool acc, std::mt19
     CHECK(bad == 0);
 }
 
+// Elements of C = A * B (+ C when acc) by detail::gemm, A and B row-major random integers, that
+// differ from the naive product; C 64-byte aligned (one float off with misalign), written by
+// non-temporal stores where the tiles allow when stream.
+dim_t gemm_mismatches(dim_t m, dim_t n, dim_t k, bool acc, bool stream, bool misalign,
+                      std::mt19937& rng) {
+    const auto a = integers(static_cast<std::size_t>(m * k), rng);
+    const auto b = integers(static_cast<std::size_t>(k * n), rng);
+    std::vector<float> buf(static_cast<std::size_t>(m * n + 32));
+    const auto at = reinterpret_cast<std::uintptr_t>(buf.data());
+    float* c = buf.data() + (64 - at % 64) % 64 / 4 + (misalign ? 1 : 0);
+    const auto init = integers(static_cast<std::size_t>(m * n), rng);
+    std::copy(init.begin(), init.end(), c);
+    detail::gemm(m, n, k, detail::StridedA{a.data(), k, 1}, detail::StridedB{b.data(), n, 1}, c, n,
+                 acc, 0, stream);
+    const auto want = naive_product(m, n, k, a, b, false, false, acc, init);
+    dim_t bad = 0;
+    for (dim_t e = 0; e < m * n; ++e) bad += c[e] != want[static_cast<std::size_t>(e)];
+    return bad;
+}
+
 }  // namespace
 
 // [SECTION] blocked GEMM
@@ -370,19 +390,7 @@ TEST_CASE("blocked GEMM writing C by non-temporal stores equals a naive product"
         for (const auto& [m, n, k] : shapes)
             for (int misalign = 0; misalign < 2; ++misalign)
                 for (bool acc : {false, true}) {
-                    const auto a = integers(static_cast<std::size_t>(m * k), rng);
-                    const auto b = integers(static_cast<std::size_t>(k * n), rng);
-                    std::vector<float> buf(static_cast<std::size_t>(m * n + 32));
-                    const auto at = reinterpret_cast<std::uintptr_t>(buf.data());
-                    float* c = buf.data() + (64 - at % 64) % 64 / 4 + misalign;
-                    const auto init = integers(static_cast<std::size_t>(m * n), rng);
-                    std::copy(init.begin(), init.end(), c);
-                    detail::gemm(m, n, k, detail::StridedA{a.data(), k, 1},
-                                 detail::StridedB{b.data(), n, 1}, c, n, acc, 0, true);
-                    const auto want = naive_product(m, n, k, a, b, false, false, acc, init);
-                    dim_t bad = 0;
-                    for (dim_t e = 0; e < m * n; ++e)
-                        bad += c[e] != want[static_cast<std::size_t>(e)];
+                    const dim_t bad = gemm_mismatches(m, n, k, acc, true, misalign, rng);
                     INFO(uks[u / 2].isa << (u % 2 ? " A packed" : " A read from its rows") << " m "
                                         << m << " n " << n << " k " << k << " misaligned "
                                         << misalign << " acc " << acc);
@@ -436,19 +444,7 @@ TEST_CASE("blocked GEMM reading B's rows in place equals a naive product") {
                 for (int variant = 0; variant < 4; ++variant) {
                     const bool acc = variant & 1, stream = variant & 2;
                     detail::set_b_in_place(mode);
-                    const auto a = integers(static_cast<std::size_t>(m * k), rng);
-                    const auto b = integers(static_cast<std::size_t>(k * n), rng);
-                    std::vector<float> buf(static_cast<std::size_t>(m * n + 32));
-                    const auto at = reinterpret_cast<std::uintptr_t>(buf.data());
-                    float* c = buf.data() + (64 - at % 64) % 64 / 4 + (variant == 3);
-                    const auto init = integers(static_cast<std::size_t>(m * n), rng);
-                    std::copy(init.begin(), init.end(), c);
-                    detail::gemm(m, n, k, detail::StridedA{a.data(), k, 1},
-                                 detail::StridedB{b.data(), n, 1}, c, n, acc, 0, stream);
-                    const auto want = naive_product(m, n, k, a, b, false, false, acc, init);
-                    dim_t bad = 0;
-                    for (dim_t e = 0; e < m * n; ++e)
-                        bad += c[e] != want[static_cast<std::size_t>(e)];
+                    const dim_t bad = gemm_mismatches(m, n, k, acc, stream, variant == 3, rng);
                     INFO(uks[u].isa << " m " << m << " n " << n << " k " << k << " acc " << acc
                                     << " stream " << stream << " forced "
                                     << (mode == detail::BInPlace::on));
