@@ -1052,9 +1052,7 @@ namespace {
 bool rows_copied(const MicroKernel& uk, const StridedA& a, bool row_a) {
     return row_a && ((a.rs % 1024 == 0 && uk.mr >= 8) || a.ks != 0);
 }
-}  // namespace
 
-namespace {
 std::atomic<int> g_b_in_place{0};  // BInPlace: automatic, on, off
 }  // namespace
 
