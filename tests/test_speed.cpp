@@ -816,6 +816,128 @@ TEST_CASE("implicit_gemm's forward of one image packs W^T panel by panel and equ
     set_num_threads(0);
 }
 
+TEST_CASE("implicit_gemm with weights prepared once equals direct and packs nothing per call") {
+    RestoreCore restore;
+    std::mt19937 rng(71);
+    // Random 1-D to 3-D problems with strides, padding, dilation, groups and channel counts off
+    // the 32-channel panels; the forward with the shifted tiles forced and by default (1x1s take
+    // the pointwise tiles), and the backward data (its stride-1 3x3s through FlipRot's panels).
+    // Prepared, a call records no packing of its own; the panels are the same floats, so the
+    // results match direct exactly.
+    int prepared_fwd = 0, prepared_bwd = 0;
+    for (int t = 0; t < 60; ++t) {
+        detail::set_shifted(t % 3 == 0 ? 1 : 0);
+        Problem p = larger_problem(rng, 1 + t % 3);
+        if (t % 4 == 1) {  // a 1x1 with many channels: the pointwise tiles
+            p.ndims = 2;
+            p.groups = 1;
+            p.mb = 4;
+            p.ic = 32 + t;
+            p.oc = 33 + t % 50;
+            p.kernel = {1, 1, 1};
+            p.dilation = {1, 1, 1};
+            p.pad_begin = p.pad_end = {0, 0, 0};
+        }
+        if (t % 4 == 3) {  // stride 1, padded within the kernel: backward data through FlipRot
+            p.groups = 1;
+            p.ic = 32 + t % 40;
+            for (int i = 0; i < p.ndims; ++i) {
+                const dim_t span = (p.kernel[i] - 1) * p.dilation[i];
+                p.stride[i] = 1;
+                p.pad_begin[i] = std::min(p.pad_begin[i], span);
+                p.pad_end[i] = std::min(p.pad_end[i], span);
+            }
+        }
+        if (!p.validate().empty()) continue;
+        const Tensor src = integer_tensor(p.src_dims(), rng),
+                     wei = integer_tensor(p.wei_dims(), rng);
+        const Tensor dy = integer_tensor(p.dst_dims(), rng);
+        const std::string what = to_descriptor(p) + " shifted mode " + std::to_string(t % 3 == 0);
+        for (const Pass pass : {Pass::Forward, Pass::BackwardData}) {
+            Profiler packing;
+            const PreparedWeights w = prepare_weights(p, pass, wei.f32(), &packing);
+            const char* op = pass == Pass::Forward ? "pack_wei" : "fliprot";
+            CHECK_MESSAGE((packing.seconds(op) > 0.0) == !w.empty(), what);
+            for (int threads : {2, 1}) {
+                set_num_threads(threads);
+                Profiler prof, plain;
+                if (pass == Pass::Forward) {
+                    check_equal(forward(p, src, wei, nullptr, "implicit_gemm", &prof, &w),
+                                forward(p, src, wei, nullptr, "direct"), what + " fwd");
+                    forward(p, src, wei, nullptr, "implicit_gemm", &plain);
+                } else {
+                    check_equal(backward_data(p, dy, wei, "implicit_gemm", &prof, &w),
+                                backward_data(p, dy, wei, "direct"), what + " bwd_data");
+                    backward_data(p, dy, wei, "implicit_gemm", &plain);
+                }
+                // Packed per call without them exactly where prepare_weights packed; the
+                // backward data prepares FlipRot(W) on more problems (its tiles then pay
+                // where packing it per call did not).
+                if (pass == Pass::Forward)
+                    CHECK_MESSAGE((plain.seconds(op) > 0.0) == !w.empty(), what);
+                else if (plain.seconds(op) > 0.0)
+                    CHECK_MESSAGE(!w.empty(), what);
+                CHECK_MESSAGE(prof.seconds(op) == 0.0, what);
+            }
+            if (!w.empty()) ++(pass == Pass::Forward ? prepared_fwd : prepared_bwd);
+        }
+    }
+    CHECK(prepared_fwd >= 20);
+    CHECK(prepared_bwd >= 5);
+    set_num_threads(0);
+    // The layers that pack: a 3x3 forward, a 1x1 forward of 4 images, a 3x3's backward data.
+    for (const auto& [d, pass] : {std::pair{"mb1ic64ih14oc96oh14kh3ph1", Pass::Forward},
+                                  std::pair{"mb4ic64ih14oc96oh14kh1ph0", Pass::Forward},
+                                  std::pair{"mb1ic64ih14oc96oh14kh3ph1", Pass::BackwardData}}) {
+        const Problem p = parse_descriptor(d);
+        const Tensor wei = integer_tensor(p.wei_dims(), rng);
+        CHECK_MESSAGE(!prepare_weights(p, pass, wei.f32()).empty(), d);
+    }
+    // One 7x7 image's backward data: col2im (auto) or the phases (implicit_gemm) per call, the
+    // FlipRot tiles with FlipRot(W) prepared.
+    const Problem p = parse_descriptor("mb1ic64ih7oc64oh7kh3ph1");
+    const Tensor dy = integer_tensor(p.dst_dims(), rng), wei = integer_tensor(p.wei_dims(), rng);
+    const Tensor want = backward_data(p, dy, wei, "direct");
+    const PreparedWeights w = prepare_weights(p, Pass::BackwardData, wei.f32());
+    CHECK_FALSE(w.empty());
+    CHECK_FALSE(detail::shifted_applies(p, Pass::BackwardData));
+    for (const char* algo : {"auto", "implicit_gemm"}) {
+        Profiler plain, prepared;
+        check_equal(backward_data(p, dy, wei, algo, &plain), want, algo);
+        check_equal(backward_data(p, dy, wei, algo, &prepared, &w), want, algo);
+        CHECK_MESSAGE(prepared.entries().size() == 1, algo);  // the tiles' gemm alone
+        CHECK_MESSAGE(prepared.seconds("gemm") > 0.0, algo);
+        CHECK_MESSAGE(plain.entries().size() > 1, algo);
+    }
+}
+
+TEST_CASE("prepared weights of another problem or pass are refused, naming 'prepared'") {
+    std::mt19937 rng(73);
+    const Problem p = parse_descriptor("mb1ic64ih14oc96oh14kh3ph1");
+    Problem other = p;
+    other.oc = 64;
+    const Tensor src = integer_tensor(p.src_dims(), rng), wei = integer_tensor(p.wei_dims(), rng);
+    const Tensor dy = integer_tensor(p.dst_dims(), rng);
+    const PreparedWeights fwd = prepare_weights(p, Pass::Forward, wei.f32());
+    const PreparedWeights for_other =
+        prepare_weights(other, Pass::Forward, integer_tensor(other.wei_dims(), rng).f32());
+    CHECK_THROWS_WITH_AS(forward(p, src, wei, nullptr, "implicit_gemm", nullptr, &for_other),
+                         doctest::Contains("prepared: weights prepared for fwd of"), Error);
+    CHECK_THROWS_WITH_AS(backward_data(p, dy, wei, "implicit_gemm", nullptr, &fwd),
+                         doctest::Contains("not for this call's bwd_data"), Error);
+    CHECK_THROWS_WITH_AS(prepare_weights(p, Pass::BackwardWeight, wei.f32()),
+                         doctest::Contains("pass: weights are prepared for fwd and bwd_data"),
+                         Error);
+    Problem bad = p;
+    bad.stride[1] = 0;
+    CHECK_THROWS_AS(prepare_weights(bad, Pass::Forward, wei.f32()), Error);
+    // A name is a label, not part of the problem.
+    Problem named = p;
+    named.name = "res";
+    check_equal(forward(named, src, wei, nullptr, "implicit_gemm", nullptr, &fwd),
+                forward(p, src, wei, nullptr, "direct"), "named");
+}
+
 TEST_CASE("implicit_gemm's image-parallel paths record each thread's operations") {
     RestoreCore restore;
     std::mt19937 rng(89);

@@ -142,6 +142,11 @@ BenchPlan plan_from(const Options& opts) {
         cfg.timing.min_seconds = parse_number("--min-time", *v, 0);
     if (const std::string* v = opts.get("--dtype"))
         cfg.dtype = in_context("--dtype", [&] { return parse_dtype(*v); });
+    if (const std::string* v = opts.get("--weights")) {
+        if (*v != "once" && *v != "per-call")
+            throw Error("--weights: '" + *v + "' is not one of once, per-call");
+        cfg.prepared_weights = *v == "once";
+    }
     const bool fp32 = cfg.dtype == DType::f32;
     if (const std::string* v = opts.get("--rtol")) {
         const double x = parse_number("--rtol", *v, 1e-12);
@@ -411,6 +416,9 @@ const Command& command() {
          {"--dtype", "TYPE",
           "fp32 (default) | fp16 | bf16: storage of the DaVinci fractal algorithms (fp32 "
           "accumulation); the others and oneDNN are fp32 only and skipped"},
+         {"--weights", "WHEN",
+          "once (default): fwd and bwd_data weights packed once per layer (prepare_weights), "
+          "outside the timed region, as oneDNN's are reordered | per-call: each call packs"},
          {"--warmup", "N", "untimed runs before timing (default 2)"},
          {"--reps", "N", "exactly N timed runs (default: runs filling --min-time, at least 3)"},
          {"--min-time", "S", "seconds of timed runs per measurement (default 0.2)"},

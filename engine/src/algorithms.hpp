@@ -37,8 +37,9 @@ bool strided_wgrad_applies(const Problem& p);
 // by the same tiles from the input's rows: 0 where it pays (the default), 1 wherever it can
 // (tests), 2 never.
 void set_shifted(int mode);
-// Whether implicit_gemm runs that pass of p from the padded stride-phase planes.
-bool shifted_applies(const Problem& p, Pass pass);
+// Whether implicit_gemm runs that pass of p from the padded stride-phase planes (for backward
+// data with a's prepared FlipRot(W), where there is one: prepare_weights).
+bool shifted_applies(const Problem& p, Pass pass, const ConvArgs* a = nullptr);
 // Whether the shifted weight gradient of a stride-1 problem reads the input in place, 12 input
 // channels of one tap per tile over the positions whose inputs lie inside the image (no
 // planes padded, no padding multiplied): 0 yes (the default), 2 never (the planes); and

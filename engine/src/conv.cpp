@@ -124,7 +124,7 @@ int num_threads() {
 }
 
 Tensor forward(const Problem& p, const Tensor& src, const Tensor& wei, const Tensor* bias,
-               std::string_view algo, Profiler* prof) {
+               std::string_view algo, Profiler* prof, const PreparedWeights* prepared) {
     p.check();
     const Algorithm& a = find_algorithm(Pass::Forward, algo);
     check_tensor("src", src, p.src_dims());
@@ -136,12 +136,13 @@ Tensor forward(const Problem& p, const Tensor& src, const Tensor& wei, const Ten
     args.wei = wei.f32();
     args.bias = bias ? bias->f32() : nullptr;
     args.dst = dst.f32();
+    args.prepared = prepared;
     a.run(p, args, prof);
     return dst;
 }
 
 Tensor backward_data(const Problem& p, const Tensor& diff_dst, const Tensor& wei,
-                     std::string_view algo, Profiler* prof) {
+                     std::string_view algo, Profiler* prof, const PreparedWeights* prepared) {
     p.check();
     const Algorithm& a = find_algorithm(Pass::BackwardData, algo);
     check_tensor("diff_dst", diff_dst, p.dst_dims());
@@ -151,6 +152,7 @@ Tensor backward_data(const Problem& p, const Tensor& diff_dst, const Tensor& wei
     args.diff_dst = diff_dst.f32();
     args.wei = wei.f32();
     args.diff_src = diff_src.f32();
+    args.prepared = prepared;
     a.run(p, args, prof);
     return diff_src;
 }

@@ -16,7 +16,11 @@
 #endif
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <memory>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "algorithms.hpp"
@@ -590,6 +594,89 @@ bool use_shifted_wgrad(const Problem& p) {
 // 6.02 -> 4.93; 3x3 at 56x56 with 8 input channels (72 rows), batch 32, 6.13 -> 4.94, with 16
 // 12.7 -> 10.5. (An earlier machine with half the peak per core measured conv1 at batch 32 the
 // other way, 47.8 against 42.9, and these were left to the GEMM.)
+// The layouts of prepare_weights: what implicit_gemm packs for a problem and pass.
+enum PanelLayout : int {
+    kNoPanels = 0,         // it reads the weights in place
+    kShiftedPanels = 1,    // forward_shifted's W^T (ShiftedPanels)
+    kPointwisePanels = 2,  // forward_pointwise's W^T (pack_pointwise_panels)
+    kFlipRotPanels = 3,    // backward_data_shifted's FlipRot(W)^T (ShiftedPanels with flip)
+};
+
+// a's prepared weights in that layout, or null (none given, or prepared in another layout:
+// then the call packs its own). Throws Error when they were prepared for another problem.
+const float* prepared_layout(const Problem& p, Pass pass, const ConvArgs& a, PanelLayout layout) {
+    return a.prepared ? a.prepared->packed(p, pass, layout) : nullptr;
+}
+
+// W^T of a forward_shifted problem p in panels of 32 output channels (zero beyond K/G), rows in
+// the tiles' (kh, ci, kw) order (Shifted::kh_major), the panels of each group one after another.
+// With flip, p is a backward data's forward problem and wei the stored weights (K and C
+// swapped), read FlipRot.
+struct ShiftedPanels {
+    dim_t kg, cg, rows, kw_n, ks, npan;
+    bool flip;
+    std::vector<dim_t> to_row, flip_row;
+    ShiftedPanels(const Problem& p, const Shifted& sg, bool flip_)
+        : kg(p.ocg()),
+          cg(sg.cg),
+          rows(sg.rows),
+          kw_n(sg.g.k[2]),
+          ks(sg.ks),
+          npan((kg + 31) / 32),
+          flip(flip_) {
+        const dim_t nr = 32, kh_n = sg.g.k[1];
+        // Where each stored row (ci, kh, kw) goes in a panel: its (kh, ci, kw) row. With flip,
+        // where stored tap k of input channel 0 goes: p's tap ks-1-k.
+        if (!flip) {
+            to_row.resize(static_cast<std::size_t>(rows));
+            for (dim_t ci = 0, r = 0; ci < cg; ++ci)
+                for (dim_t kh = 0; kh < kh_n; ++kh)
+                    for (dim_t kw = 0; kw < kw_n; ++kw, ++r)
+                        to_row[static_cast<std::size_t>(r)] = sg.kh_major(ci, kh, kw) * nr;
+            return;
+        }
+        flip_row.resize(static_cast<std::size_t>(ks));
+        for (dim_t k = 0; k < ks; ++k)
+            flip_row[static_cast<std::size_t>(k)] =
+                sg.kh_major(0, (ks - 1 - k) / kw_n, (ks - 1 - k) % kw_n) * nr;
+    }
+    // Floats of every group's panels.
+    std::size_t size(dim_t groups) const {
+        return static_cast<std::size_t>(groups * npan * 32 * rows);
+    }
+    // Panels [jp0, jp1) of group gi, one after another from `to`.
+    void pack(const float* wei, dim_t gi, dim_t jp0, dim_t jp1, float* to) const {
+        const int nr = 32;
+        const auto nv = [&](dim_t jp) { return std::min<dim_t>(32, kg - jp * 32); };
+        if (!flip) {
+            for (dim_t jp = jp0; jp < jp1; ++jp, to += 32 * rows)
+                pack_transposed(wei + (gi * kg + jp * 32) * rows, rows, nv(jp), rows, nr, to,
+                                to_row.data());
+            return;
+        }
+        // FlipRot: p's tap t of (ci, oc) is the stored weights' tap ks-1-t of output channel ci,
+        // input channel oc; for each ci those of the panels' oc are contiguous, read in order,
+        // each stored tap written to its row (flip_row, after ci's kw_n rows of the first kh).
+        // Each ci's run lies a whole row of stored weights (K/G x taps) after the last: the
+        // runs 4 ahead are prefetched, else each waited on L3 (hardware prefetchers do not
+        // cross the 18 KiB between them at 512 channels). res5a_branch2b's backward data at
+        // batch 1 (through the planes), bench, 2 threads: fliprot 0.65-0.72 -> 0.37-0.39 ms;
+        // res4a_branch2b 0.107-0.138 -> 0.071-0.082.
+        const dim_t ahead = 4,
+                    bytes = (std::min(jp1 * 32, kg) - jp0 * 32) * ks * dim_t{sizeof(float)};
+        for (dim_t ci = 0; ci < cg; ++ci) {
+            if (ci + ahead < cg) {
+                const char* next = reinterpret_cast<const char*>(
+                    wei + ((gi * cg + ci + ahead) * kg + jp0 * 32) * ks);
+                for (dim_t b = 0; b < bytes; b += 64) __builtin_prefetch(next + b);
+            }
+            for (dim_t jp = jp0; jp < jp1; ++jp)
+                pack_transposed(wei + ((gi * cg + ci) * kg + jp * 32) * ks, ks, nv(jp), ks, nr,
+                                to + (jp - jp0) * 32 * rows + ci * kw_n * 32, flip_row.data());
+        }
+    }
+};
+
 // Whether forward_shifted, one image at a time, splits the panels of W^T between the threads
 // (each reading all of the planes) rather than the tiles (each reading all of W^T): where the
 // planes are the smaller. 14x14 (res4a_branch2b) batch 1 measured 1.15 ms by panels, 2.2 by
@@ -609,17 +696,21 @@ bool packs_by_panel(const Problem& p, const Shifted& sg) {
 // channels (res5a_branch2b) at batch 1, harness, 2 threads, 3 interleaved rounds against the
 // GEMM, medians 1.34-1.40 -> 1.19-1.30 ms (min 1.21-1.34 -> 1.07-1.12). Not with flip (the
 // backward data's FlipRot), whose packing costs more: 0.60-0.78 ms of that layer's 1.64-1.83,
-// against col2im's 1.2.
-bool use_shifted(const Problem& p, bool flip = false) {
+// against col2im's 1.2; unless FlipRot(W) was prepared once (prepare_weights): then
+// res5a_branch2b's backward data at batch 1, harness, 2 threads, 3 rounds, took 0.854-0.857 ms
+// against col2im's 1.162-1.165 (14x14, 256 channels: 0.926-0.928 against 0.994-0.995).
+bool use_shifted(const Problem& p, bool flip = false, bool prepared = false) {
     if (g_shifted_mode == 2 || !shifted_possible(p)) return false;
     if (g_shifted_mode == 1) return true;
-    return p.ocg() >= 32 &&
-           (p.mb * p.out_spatial() >= 196 || (!flip && packs_by_panel(p, Shifted(p))));
+    return p.ocg() >= 32 && (p.mb * p.out_spatial() >= 196 ||
+                             ((!flip || prepared) && packs_by_panel(p, Shifted(p))));
 }
 
 // With flip, a.wei is the weights of the problem whose backward data p is (K and C swapped):
 // p's weights are their FlipRot, read while packing.
-void forward_shifted(const Problem& p, const ConvArgs& a, Profiler* prof, bool flip = false) {
+// prepared: the panels (ShiftedPanels) packed once by prepare_weights, or null (packed here).
+void forward_shifted(const Problem& p, const ConvArgs& a, Profiler* prof, bool flip = false,
+                     const float* prepared = nullptr) {
     const MicroKernel& uk = microkernel();
     Shifted sg(p);
     const Geom3& g = sg.g;
@@ -645,49 +736,9 @@ void forward_shifted(const Problem& p, const ConvArgs& a, Profiler* prof, bool f
         sg.make_offsets(true);
     const dim_t row_stride = in_place ? g.in[2] : wh;  // between output rows, in the input
     const std::vector<dim_t>& off = sg.off;
-    // Panels [jp0, jp1) of W_g^T (32 output channels each, zero beyond K/G), rows in (kh, ci, kw)
-    // order, one after another from `to`.
-    const dim_t kw_n = g.k[2], ks = sg.ks;
-    const int nr = 32;
-    // Where each stored row (ci, kh, kw) goes in a panel: its (kh, ci, kw) row. With flip, where
-    // stored tap k of input channel 0 goes: p's tap ks-1-k.
-    std::vector<dim_t> to_row(flip ? 0 : static_cast<std::size_t>(rows));
-    for (dim_t ci = 0, r = 0; !flip && ci < cg; ++ci)
-        for (dim_t kh = 0; kh < kh_n; ++kh)
-            for (dim_t kw = 0; kw < kw_n; ++kw, ++r)
-                to_row[static_cast<std::size_t>(r)] = sg.kh_major(ci, kh, kw) * nr;
-    std::vector<dim_t> flip_row(flip ? static_cast<std::size_t>(ks) : 0);
-    for (dim_t k = 0; k < dim_t(flip_row.size()); ++k)
-        flip_row[static_cast<std::size_t>(k)] =
-            sg.kh_major(0, (ks - 1 - k) / kw_n, (ks - 1 - k) % kw_n) * nr;
+    const ShiftedPanels panels(p, sg, flip);
     const auto pack_panels = [&](dim_t gi, dim_t jp0, dim_t jp1, float* to) {
-        const auto nv = [&](dim_t jp) { return std::min<dim_t>(32, kg - jp * 32); };
-        if (!flip) {
-            for (dim_t jp = jp0; jp < jp1; ++jp, to += 32 * rows)
-                pack_transposed(a.wei + (gi * kg + jp * 32) * rows, rows, nv(jp), rows, nr, to,
-                                to_row.data());
-            return;
-        }
-        // FlipRot: p's tap t of (ci, oc) is the stored weights' tap ks-1-t of output channel ci,
-        // input channel oc; for each ci those of the panels' oc are contiguous, read in order,
-        // each stored tap written to its row (flip_row, after ci's kw_n rows of the first kh).
-        // Each ci's run lies a whole row of stored weights (K/G x taps) after the last: the
-        // runs 4 ahead are prefetched, else each waited on L3 (hardware prefetchers do not
-        // cross the 18 KiB between them at 512 channels). res5a_branch2b's backward data at
-        // batch 1 (through the planes), bench, 2 threads: fliprot 0.65-0.72 -> 0.37-0.39 ms;
-        // res4a_branch2b 0.107-0.138 -> 0.071-0.082.
-        const dim_t ahead = 4,
-                    bytes = (std::min(jp1 * 32, kg) - jp0 * 32) * ks * dim_t{sizeof(float)};
-        for (dim_t ci = 0; ci < cg; ++ci) {
-            if (ci + ahead < cg) {
-                const char* next = reinterpret_cast<const char*>(
-                    a.wei + ((gi * cg + ci + ahead) * kg + jp0 * 32) * ks);
-                for (dim_t b = 0; b < bytes; b += 64) __builtin_prefetch(next + b);
-            }
-            for (dim_t jp = jp0; jp < jp1; ++jp)
-                pack_transposed(a.wei + ((gi * cg + ci) * kg + jp * 32) * ks, ks, nv(jp), ks, nr,
-                                to + (jp - jp0) * 32 * rows + ci * kw_n * 32, flip_row.data());
-        }
+        panels.pack(a.wei, gi, jp0, jp1, to);
     };
     const char* pack_name = flip ? "fliprot" : "pack_wei";
     // 3 wide, stride 1, padded by 1 along w (the 3x3 layers, and their backward data): a row's
@@ -726,27 +777,27 @@ void forward_shifted(const Problem& p, const ConvArgs& a, Profiler* prof, bool f
     const bool whole_images = images_in_parallel(p.mb * p.groups);
     // One image at a time: the (panel, tile) pairs split panel-major or the tiles split.
     const bool by_panels = shifted_by_panels(p, sg);
-    const bool fused = packs_by_panel(p, sg);  // one image: never whole_images
+    const bool fused = !prepared && packs_by_panel(p, sg);  // one image: never whole_images
     // Split by tiles, every thread reads all of W^T: where it is small, each thread packs the
     // group's W^T into a buffer of its own, so that no thread writes lines that the other holds
     // in its cache from the last call. Packing lines that another core had read measured 5
     // times slower than packing one's own (harness, 64 x 576: 17 against 3.2 us; 128 x 1152:
     // 69 against 16), with the other thread waiting: res2a_branch2b at batch 1 spent 17-65 us
     // of its 1.0 ms packing.
-    const bool own_wt =
-        !fused && !whole_images && !by_panels && npan * 32 * rows * sizeof(float) <= (1u << 20);
+    const bool own_wt = !prepared && !fused && !whole_images && !by_panels &&
+                        npan * 32 * rows * sizeof(float) <= (1u << 20);
     // Otherwise W^T of every group packed once, the threads splitting each group's panels.
-    float* wt = fused || own_wt ? nullptr
-                                : scratch(kPackedWeiSlot,
-                                          static_cast<std::size_t>(p.groups * npan * 32 * rows));
-    if (wt) {
+    float* packed =
+        prepared || fused || own_wt ? nullptr : scratch(kPackedWeiSlot, panels.size(p.groups));
+    const float* wt = prepared ? prepared : packed;
+    if (packed) {
         Span s(prof, pack_name);
 #pragma omp parallel if (npan * rows * 32 >= 65536)
         {
             const dim_t id = omp_get_thread_num(), nt = omp_get_num_threads();
             for (dim_t gi = 0; gi < p.groups; ++gi) {
                 const dim_t jp0 = npan * id / nt, jp1 = npan * (id + 1) / nt;
-                if (jp0 < jp1) pack_panels(gi, jp0, jp1, wt + (gi * npan + jp0) * 32 * rows);
+                if (jp0 < jp1) pack_panels(gi, jp0, jp1, packed + (gi * npan + jp0) * 32 * rows);
             }
         }
     }
@@ -882,7 +933,25 @@ bool use_pointwise(const Problem& p) {
             (im2col_is_identity(p) ? p.icg() >= 256 : p.ocg() <= p.icg()));
 }
 
-void forward_pointwise(const Problem& p, const ConvArgs& a, Profiler* prof) {
+// W_g^T of a 1x1 problem in panels of 32 output channels (zero beyond K/G), those of group gi
+// from wt + gi * npan * 32 * C/G.
+std::size_t pointwise_panels_size(const Problem& p) {
+    return static_cast<std::size_t>(p.groups * (p.ocg() + 31) / 32 * 32 * p.icg());
+}
+
+void pack_pointwise_panels(const Problem& p, const float* wei, float* wt) {
+    const dim_t kg = p.ocg(), cg = p.icg(), npan = (kg + 31) / 32;
+#pragma omp parallel for schedule(static) if (p.groups * npan > 1 && kg * cg >= 65536)
+    for (dim_t q = 0; q < p.groups * npan; ++q) {
+        const dim_t gi = q / npan, jp = q % npan;
+        pack_transposed(wei + (gi * kg + jp * 32) * cg, cg, std::min<dim_t>(32, kg - jp * 32), cg,
+                        32, wt + q * 32 * cg);
+    }
+}
+
+// prepared: pack_pointwise_panels's, done once by prepare_weights, or null (packed here).
+void forward_pointwise(const Problem& p, const ConvArgs& a, Profiler* prof,
+                       const float* prepared = nullptr) {
     const MicroKernel& uk = microkernel();
     const dim_t kg = p.ocg(), cg = p.icg(), cols = p.out_spatial(), is = p.in_spatial();
     const dim_t npan = (kg + 31) / 32;
@@ -906,15 +975,12 @@ void forward_pointwise(const Problem& p, const ConvArgs& a, Profiler* prof) {
     const dim_t row_step = geo.s[1] * geo.in[2];  // in place: between output rows, in the input
     std::vector<dim_t> off(static_cast<std::size_t>(cg));
     for (dim_t ci = 0; ci < cg; ++ci) off[static_cast<std::size_t>(ci)] = ci * xs;
-    float* wt = scratch(kPackedWeiSlot, static_cast<std::size_t>(p.groups * npan * 32 * cg));
-    {
+    const float* wt = prepared;
+    if (!wt) {
+        float* packed = scratch(kPackedWeiSlot, pointwise_panels_size(p));
         Span s(prof, "pack_wei");
-#pragma omp parallel for schedule(static) if (p.groups * npan > 1 && kg * cg >= 65536)
-        for (dim_t q = 0; q < p.groups * npan; ++q) {
-            const dim_t gi = q / npan, jp = q % npan;
-            pack_transposed(a.wei + (gi * kg + jp * 32) * cg, cg, std::min<dim_t>(32, kg - jp * 32),
-                            cg, 32, wt + q * 32 * cg);
-        }
+        pack_pointwise_panels(p, a.wei, packed);
+        wt = packed;
     }
     // Tiles [t0, t1) of image n, group gi, whose input rows (C/G x cols) are at x. The next
     // chunk's inputs are prefetched into L2 while a chunk's tiles run: each tile reads 48 bytes
@@ -1001,9 +1067,9 @@ void forward_pointwise(const Problem& p, const ConvArgs& a, Profiler* prof) {
 
 // Backward data of a stride-1 problem is a forward correlation of dY with the flipped weights
 // (FlipRot, as in via_forward), padded by (k-1)d - pad on each side: the forward problem q
-// (C <-> K), for the shifted tiles when they pay on q. False where a pad exceeds (k-1)d (q would
-// crop) or a stride is not 1.
-bool shifted_bwd_data_problem(const Problem& p, Problem& q) {
+// (C <-> K), for the shifted tiles when they pay on q (with prepared: FlipRot(W) packed once).
+// False where a pad exceeds (k-1)d (q would crop) or a stride is not 1.
+bool shifted_bwd_data_problem(const Problem& p, Problem& q, bool prepared = false) {
     q = p;
     q.ic = p.oc;
     q.oc = p.ic;
@@ -1014,17 +1080,30 @@ bool shifted_bwd_data_problem(const Problem& p, Problem& q) {
         q.pad_begin[i] = span - p.pad_begin[i];
         q.pad_end[i] = span - p.pad_end[i];
     }
-    return use_shifted(q, true);
+    return use_shifted(q, true, prepared);
 }
 
 // dX = forward(q) of dY with FlipRot(W), from the planes; FlipRot is applied while packing
 // (recorded as "fliprot").
-void backward_data_shifted(const Problem& q, const ConvArgs& a, Profiler* prof) {
+void backward_data_shifted(const Problem& q, const ConvArgs& a, Profiler* prof,
+                           const float* prepared) {
     ConvArgs f;
     f.src = a.diff_dst;
     f.wei = a.wei;
     f.dst = a.diff_src;
-    forward_shifted(q, f, prof, true);
+    forward_shifted(q, f, prof, true, prepared);
+}
+
+// What implicit_gemm packs for p's forward and backward data (the dispatch of
+// forward_implicit_gemm and backward_data_implicit_gemm).
+PanelLayout forward_layout(const Problem& p) {
+    return use_pointwise(p) ? kPointwisePanels : use_shifted(p) ? kShiftedPanels : kNoPanels;
+}
+
+// (Where prepare_weights packs FlipRot(W), the shifted tiles pay on more problems.)
+PanelLayout backward_data_layout(const Problem& p) {
+    Problem q;
+    return shifted_bwd_data_problem(p, q, true) ? kFlipRotPanels : kNoPanels;
 }
 
 }  // namespace
@@ -1119,8 +1198,10 @@ bool edge_tiles_apply(const Problem& p) {
            g.s[2] == 1 && g.pb[2] == 1 && g.out[2] == g.in[2];
 }
 
-bool shifted_applies(const Problem& p, Pass pass) {
+bool shifted_applies(const Problem& p, Pass pass, const ConvArgs* a) {
     Problem q;
+    if (pass == Pass::BackwardData && a && prepared_layout(p, pass, *a, backward_data_layout(p)))
+        return shifted_bwd_data_problem(p, q, true);
     return pass == Pass::Forward          ? use_shifted(p)
            : pass == Pass::BackwardWeight ? use_shifted_wgrad(p)
                                           : shifted_bwd_data_problem(p, q);
@@ -1162,13 +1243,15 @@ bool swapped_forward(const Problem& p) {
 // dst_g (Kg x nb*cols) = W_g (Kg x rows) * im2col (rows x nb*cols); nb > 1 goes through a
 // buffer of nb images' outputs and is scattered to (N, K, out...).
 void forward_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler* prof) {
-    if (use_pointwise(p)) {
-        forward_pointwise(p, a, prof);
+    const PanelLayout layout = forward_layout(p);
+    const float* prepared = prepared_layout(p, Pass::Forward, a, layout);
+    if (layout == kPointwisePanels) {
+        forward_pointwise(p, a, prof, prepared);
         add_bias(p, a, prof);
         return;
     }
-    if (use_shifted(p)) {
-        forward_shifted(p, a, prof);
+    if (layout == kShiftedPanels) {
+        forward_shifted(p, a, prof, false, prepared);
         add_bias(p, a, prof);
         return;
     }
@@ -1349,7 +1432,9 @@ struct PhaseGroup {
 }  // namespace
 
 void backward_data_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler* prof) {
-    if (Problem q; shifted_bwd_data_problem(p, q)) return backward_data_shifted(q, a, prof);
+    const float* prepared = prepared_layout(p, Pass::BackwardData, a, backward_data_layout(p));
+    if (Problem q; shifted_bwd_data_problem(p, q, prepared != nullptr))
+        return backward_data_shifted(q, a, prof, prepared);
     const Geom3 g = geom3(p);
     const dim_t kg = p.ocg(), cg = p.icg(), ks = p.kernel_spatial(), is = p.in_spatial();
     const dim_t os = p.out_spatial();
@@ -2017,3 +2102,62 @@ void backward_weight_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler
 }
 
 }  // namespace convlab::detail
+
+namespace convlab {
+
+const float* PreparedWeights::packed(const Problem& p, Pass pass, int layout) const {
+    Problem mine = problem_, theirs = p;
+    mine.name.clear();
+    theirs.name.clear();
+    if (pass != pass_ || !(mine == theirs))
+        throw Error(std::string("prepared: weights prepared for ") + pass_name(pass_) + " of " +
+                    to_descriptor(mine) + ", not for this call's " + pass_name(pass) + " of " +
+                    to_descriptor(theirs));
+    return layout == layout_ && size_ ? data_.get() : nullptr;
+}
+
+PreparedWeights prepare_weights(const Problem& p, Pass pass, const float* wei, Profiler* prof) {
+    using namespace detail;
+    p.check();
+    if (pass != Pass::Forward && pass != Pass::BackwardData)
+        throw Error(std::string("pass: weights are prepared for fwd and bwd_data, not ") +
+                    pass_name(pass));
+    if (!wei) throw Error("wei: null weights");
+    PreparedWeights w;
+    w.problem_ = p;
+    w.pass_ = pass;
+    Problem q;  // the backward data's forward problem
+    const PanelLayout layout =
+        pass == Pass::Forward ? forward_layout(p)
+                              : (shifted_bwd_data_problem(p, q, true) ? kFlipRotPanels : kNoPanels);
+    w.layout_ = layout;
+    if (layout == kNoPanels) return w;
+    const std::optional<Shifted> sg =
+        layout == kPointwisePanels ? std::nullopt
+                                   : std::optional<Shifted>(layout == kShiftedPanels ? p : q);
+    const std::optional<ShiftedPanels> panels =
+        sg ? std::optional<ShiftedPanels>(std::in_place, layout == kShiftedPanels ? p : q, *sg,
+                                          layout == kFlipRotPanels)
+           : std::nullopt;
+    const std::size_t n = panels ? panels->size(p.groups) : pointwise_panels_size(p);
+    float* data = static_cast<float*>(std::aligned_alloc(64, (n * sizeof(float) + 63) / 64 * 64));
+    if (!data)
+        throw Error("prepared: " + std::to_string(n * sizeof(float)) +
+                    " bytes of packed weights do not fit in memory");
+    w.data_ = std::shared_ptr<const float[]>(
+        data, [](const float* f) { std::free(const_cast<float*>(f)); });
+    w.size_ = n;
+    Span s(prof, layout == kFlipRotPanels ? "fliprot" : "pack_wei");
+    if (!panels) {
+        pack_pointwise_panels(p, wei, data);
+        return w;
+    }
+    const dim_t npan = panels->npan, rows = panels->rows;
+#pragma omp parallel for collapse(2) schedule(static) if (npan * rows * 32 >= 65536)
+    for (dim_t gi = 0; gi < p.groups; ++gi)
+        for (dim_t jp = 0; jp < npan; ++jp)
+            panels->pack(wei, gi, jp, jp + 1, data + (gi * npan + jp) * 32 * rows);
+    return w;
+}
+
+}  // namespace convlab

@@ -28,7 +28,8 @@
 // against col2im: res2a_branch2b 44.7 -> 37.9 ms at batch 32, 1.32 -> 1.28 at batch 1;
 // res3a_branch2b 40.4 -> 38.0 and 1.39 -> 1.35. With the planes' row tiles (7e9b0e9) they serve
 // 14x14 and 7x7 layers too; in the runs of 651d94a backward data auto gave 0.94x at batch 1
-// and 0.92x at batch 32 against col2im's 0.97x and 1.02x.
+// and 0.92x at batch 32 against col2im's 0.97x and 1.02x. With FlipRot(W) prepared once
+// (prepare_weights), the tiles serve one 7x7 image too (use_shifted).
 #include "algorithms.hpp"
 
 namespace convlab::detail {
@@ -40,7 +41,7 @@ void forward_auto(const Problem& p, const ConvArgs& a, Profiler* prof) {
 void backward_data_auto(const Problem& p, const ConvArgs& a, Profiler* prof) {
     bool unit_stride = true;
     for (int x = 0; x < p.ndims; ++x) unit_stride = unit_stride && p.stride[x] == 1;
-    if (shifted_applies(p, Pass::BackwardData) ||
+    if (shifted_applies(p, Pass::BackwardData, &a) ||
         (p.mb >= 8 && unit_stride && p.kernel_spatial() > 1 && p.out_spatial() <= 196))
         backward_data_implicit_gemm(p, a, prof);
     else

@@ -314,6 +314,10 @@ struct Config {
     double direct_max_flops = 4e8;
     std::optional<PeerSpec> peer;
     bool measure_peak = true;
+    // fwd and bwd_data: the weights packed once per layer and pass by prepare_weights, outside
+    // the timed region (noted in Results::notes), as the peer's are reordered into its blocked
+    // layout before its calls; false: each timed call packs its own (its pack_wei, fliprot).
+    bool prepared_weights = true;
     std::string shapes_file;  // for the record
     std::string command;      // the command line that reproduces the run
     struct Progress {

@@ -4,6 +4,8 @@
 // destination (N, K, out...), bias (K). Gradient outputs are written whole (not accumulated).
 #pragma once
 
+#include <cstddef>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -20,6 +22,8 @@ enum class Pass { Forward, BackwardData, BackwardWeight, BackwardBias };
 const char* pass_name(Pass p);        // fwd | bwd_data | bwd_weight | bwd_bias
 Pass parse_pass(std::string_view s);  // throws Error listing the valid names
 
+class PreparedWeights;
+
 // Raw buffers of one call; which ones are read and written depends on the pass.
 struct ConvArgs {
     const float* src = nullptr;       // (N, C, in...)      read by fwd, bwd_weight
@@ -30,6 +34,8 @@ struct ConvArgs {
     float* diff_src = nullptr;        // (N, C, in...)      written by bwd_data
     float* diff_wei = nullptr;        // (K, C/G, k...)     written by bwd_weight
     float* diff_bias = nullptr;       // (K)                written by bwd_bias
+    // fwd, bwd_data: wei packed once by prepare_weights (see there), or null (packed per call).
+    const PreparedWeights* prepared = nullptr;
 };
 
 using AlgoFn = void (*)(const Problem&, const ConvArgs&, Profiler*);
@@ -47,15 +53,52 @@ std::vector<const Algorithm*> algorithms(Pass pass);
 // Throws Error naming the pass and listing its algorithms when absent.
 const Algorithm& find_algorithm(Pass pass, std::string_view name);
 
+// Weights packed once into the layout that implicit_gemm's tiles read (W^T in panels of 32
+// output channels; for backward data FlipRot(W)), for calls that reuse them: inference, or a
+// training step's forward and backward data between two updates of the weights. oneDNN does
+// the same when it reorders weights into its blocked layout before its calls. Set as
+// ConvArgs::prepared, it replaces implicit_gemm's per-call packing (the "pack_wei" and
+// "fliprot" operations; auto where it takes implicit_gemm); algorithms that read the weights
+// in place ignore it. The weights of a call must be those it was prepared from: the engine
+// checks the problem (and throws Error naming "prepared" when it differs), not the values.
+class PreparedWeights {
+  public:
+    PreparedWeights() = default;
+    const Problem& problem() const { return problem_; }
+    Pass pass() const { return pass_; }
+    // True when implicit_gemm packs nothing for this problem (it reads the weights in place).
+    bool empty() const { return size_ == 0; }
+    std::size_t bytes() const { return size_ * sizeof(float); }
+    // Internal: the packed floats when they are in the given layout (an implicit_gemm code),
+    // else null; throws Error when p or pass is not the problem they were prepared for.
+    const float* packed(const Problem& p, Pass pass, int layout) const;
+
+  private:
+    friend PreparedWeights prepare_weights(const Problem&, Pass, const float*, Profiler*);
+    Problem problem_{};
+    Pass pass_ = Pass::Forward;
+    int layout_ = 0;
+    std::shared_ptr<const float[]> data_;
+    std::size_t size_ = 0;
+};
+
+// Packs wei (K, C/G, kernel...) for pass fwd or bwd_data of p (recorded in prof as "pack_wei"
+// or "fliprot"). Throws Error for an invalid problem or another pass.
+PreparedWeights prepare_weights(const Problem& p, Pass pass, const float* wei,
+                                Profiler* prof = nullptr);
+
 // Threads used by the fast algorithms (Eigen's GEMM and the parallel kernels). 0 = all cores.
 void set_num_threads(int n);
 int num_threads();
 
 // Tensor-level entry points: check the problem and the tensor dims, allocate the result, run.
+// prepared: wei packed once by prepare_weights for this problem and pass, or null.
 Tensor forward(const Problem& p, const Tensor& src, const Tensor& wei, const Tensor* bias,
-               std::string_view algo, Profiler* prof = nullptr);
+               std::string_view algo, Profiler* prof = nullptr,
+               const PreparedWeights* prepared = nullptr);
 Tensor backward_data(const Problem& p, const Tensor& diff_dst, const Tensor& wei,
-                     std::string_view algo, Profiler* prof = nullptr);
+                     std::string_view algo, Profiler* prof = nullptr,
+                     const PreparedWeights* prepared = nullptr);
 Tensor backward_weight(const Problem& p, const Tensor& src, const Tensor& diff_dst,
                        std::string_view algo, Profiler* prof = nullptr);
 Tensor backward_bias(const Problem& p, const Tensor& diff_dst, Profiler* prof = nullptr);
