@@ -511,12 +511,12 @@ Results run(const Config& cfg) {
             }
             // The weights packed once for the layer and pass (prepare_weights), outside the timed
             // region, as the peer's are reordered into its layout before its calls.
-            std::shared_ptr<const PreparedWeights> prepared;
+            // They outlive this pass's timed calls, which run below in this scope.
+            std::optional<PreparedWeights> prepared;
             if (cfg.prepared_weights && fp32 &&
                 (pass == Pass::Forward || pass == Pass::BackwardData)) {
                 try {
-                    prepared = std::make_shared<const PreparedWeights>(
-                        prepare_weights(p, pass, b.wei.data()));
+                    prepared = prepare_weights(p, pass, b.wei.data());
                 } catch (const std::exception&) {
                     // The algorithms then pack per call (and report their own errors).
                 }
@@ -537,14 +537,14 @@ Results run(const Config& cfg) {
                     const auto call = storage_call(*a, cfg.dtype);
                     poison(b.out, n_out);  // sizes b.out: args take its address after
                     ConvArgs args = args_for(pass, b, b.out.data());
-                    args.prepared = prepared.get();
+                    args.prepared = prepared ? &*prepared : nullptr;
                     call(p, args, nullptr);
                     const bool is_ref =
                         fp32 && !ref_is_peer && ref_algo == a->name &&
                         !std::count_if(cfg.extra_algorithms.begin(), cfg.extra_algorithms.end(),
                                        [&](const Algorithm& x) { return &x == a; });
                     m.check = check_of(b.out, is_ref);
-                    e.call = [call, &p, args, prepared](Profiler* prof) { call(p, args, prof); };
+                    e.call = [call, &p, args](Profiler* prof) { call(p, args, prof); };
                 } catch (const std::exception& x) {
                     m.error = x.what();
                 }

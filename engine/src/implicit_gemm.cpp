@@ -19,7 +19,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -737,9 +736,6 @@ void forward_shifted(const Problem& p, const ConvArgs& a, Profiler* prof, bool f
     const dim_t row_stride = in_place ? g.in[2] : wh;  // between output rows, in the input
     const std::vector<dim_t>& off = sg.off;
     const ShiftedPanels panels(p, sg, flip);
-    const auto pack_panels = [&](dim_t gi, dim_t jp0, dim_t jp1, float* to) {
-        panels.pack(a.wei, gi, jp0, jp1, to);
-    };
     const char* pack_name = flip ? "fliprot" : "pack_wei";
     // 3 wide, stride 1, padded by 1 along w (the 3x3 layers, and their backward data): a row's
     // first and last tiles skip the taps that read the padding column (shifted_edge_fn), 2 of
@@ -797,7 +793,8 @@ void forward_shifted(const Problem& p, const ConvArgs& a, Profiler* prof, bool f
             const dim_t id = omp_get_thread_num(), nt = omp_get_num_threads();
             for (dim_t gi = 0; gi < p.groups; ++gi) {
                 const dim_t jp0 = npan * id / nt, jp1 = npan * (id + 1) / nt;
-                if (jp0 < jp1) pack_panels(gi, jp0, jp1, packed + (gi * npan + jp0) * 32 * rows);
+                if (jp0 < jp1)
+                    panels.pack(a.wei, gi, jp0, jp1, packed + (gi * npan + jp0) * 32 * rows);
             }
         }
     }
@@ -854,7 +851,7 @@ void forward_shifted(const Problem& p, const ConvArgs& a, Profiler* prof, bool f
                     float* w = scratch(kPackedWeiSlot, static_cast<std::size_t>(npan * 32 * rows));
                     {
                         Span s(tp.mine(), pack_name);
-                        pack_panels(gi, 0, npan, w);
+                        panels.pack(a.wei, gi, 0, npan, w);
                     }
                     Span s(tp.mine(), "gemm");
                     for (dim_t jp = 0; jp < npan; ++jp)
@@ -873,7 +870,7 @@ void forward_shifted(const Problem& p, const ConvArgs& a, Profiler* prof, bool f
                     for (dim_t jp = q0 / ntiles; jp < npan && jp * ntiles < q1; ++jp) {
                         {
                             Span s(tp.mine(), pack_name);
-                            pack_panels(gi, jp, jp + 1, w);
+                            panels.pack(a.wei, gi, jp, jp + 1, w);
                         }
                         Span s(tp.mine(), "gemm");
                         tiles(n, gi, xp, jp, w, std::max(q0 - jp * ntiles, dim_t{0}),
@@ -1100,10 +1097,13 @@ PanelLayout forward_layout(const Problem& p) {
     return use_pointwise(p) ? kPointwisePanels : use_shifted(p) ? kShiftedPanels : kNoPanels;
 }
 
-// (Where prepare_weights packs FlipRot(W), the shifted tiles pay on more problems.)
-PanelLayout backward_data_layout(const Problem& p) {
-    Problem q;
-    return shifted_bwd_data_problem(p, q, true) ? kFlipRotPanels : kNoPanels;
+// (Where prepare_weights packs FlipRot(W), the shifted tiles pay on more problems.) q, when
+// given, receives the forward problem whose tiles compute it.
+PanelLayout backward_data_layout(const Problem& p, Problem* q = nullptr) {
+    Problem fq;
+    const bool flip = shifted_bwd_data_problem(p, fq, true);
+    if (q) *q = fq;
+    return flip ? kFlipRotPanels : kNoPanels;
 }
 
 }  // namespace
@@ -1201,7 +1201,7 @@ bool edge_tiles_apply(const Problem& p) {
 bool shifted_applies(const Problem& p, Pass pass, const ConvArgs* a) {
     Problem q;
     if (pass == Pass::BackwardData && a && prepared_layout(p, pass, *a, backward_data_layout(p)))
-        return shifted_bwd_data_problem(p, q, true);
+        return true;  // FlipRot(W) prepared: the layout exists only where the tiles run
     return pass == Pass::Forward          ? use_shifted(p)
            : pass == Pass::BackwardWeight ? use_shifted_wgrad(p)
                                           : shifted_bwd_data_problem(p, q);
@@ -2126,37 +2126,38 @@ PreparedWeights prepare_weights(const Problem& p, Pass pass, const float* wei, P
     PreparedWeights w;
     w.problem_ = p;
     w.pass_ = pass;
-    Problem q;  // the backward data's forward problem
+    Problem q = p;  // the problem whose tiles read the panels: for backward data its forward
     const PanelLayout layout =
-        pass == Pass::Forward ? forward_layout(p)
-                              : (shifted_bwd_data_problem(p, q, true) ? kFlipRotPanels : kNoPanels);
+        pass == Pass::Forward ? forward_layout(p) : backward_data_layout(p, &q);
     w.layout_ = layout;
     if (layout == kNoPanels) return w;
-    const std::optional<Shifted> sg =
-        layout == kPointwisePanels ? std::nullopt
-                                   : std::optional<Shifted>(layout == kShiftedPanels ? p : q);
-    const std::optional<ShiftedPanels> panels =
-        sg ? std::optional<ShiftedPanels>(std::in_place, layout == kShiftedPanels ? p : q, *sg,
-                                          layout == kFlipRotPanels)
-           : std::nullopt;
-    const std::size_t n = panels ? panels->size(p.groups) : pointwise_panels_size(p);
-    float* data = static_cast<float*>(std::aligned_alloc(64, (n * sizeof(float) + 63) / 64 * 64));
-    if (!data)
-        throw Error("prepared: " + std::to_string(n * sizeof(float)) +
-                    " bytes of packed weights do not fit in memory");
-    w.data_ = std::shared_ptr<const float[]>(
-        data, [](const float* f) { std::free(const_cast<float*>(f)); });
-    w.size_ = n;
-    Span s(prof, layout == kFlipRotPanels ? "fliprot" : "pack_wei");
-    if (!panels) {
+    // n floats, 64-byte aligned, owned by w.
+    const auto allocate = [&](std::size_t n) {
+        float* data =
+            static_cast<float*>(std::aligned_alloc(64, (n * sizeof(float) + 63) / 64 * 64));
+        if (!data)
+            throw Error("prepared: " + std::to_string(n * sizeof(float)) +
+                        " bytes of packed weights do not fit in memory");
+        w.data_ = std::shared_ptr<const float[]>(
+            data, [](const float* f) { std::free(const_cast<float*>(f)); });
+        w.size_ = n;
+        return data;
+    };
+    if (layout == kPointwisePanels) {
+        float* data = allocate(pointwise_panels_size(p));
+        Span s(prof, "pack_wei");
         pack_pointwise_panels(p, wei, data);
         return w;
     }
-    const dim_t npan = panels->npan, rows = panels->rows;
+    const Shifted sg(q);
+    const ShiftedPanels panels(q, sg, layout == kFlipRotPanels);
+    float* data = allocate(panels.size(p.groups));
+    Span s(prof, layout == kFlipRotPanels ? "fliprot" : "pack_wei");
+    const dim_t npan = panels.npan, rows = panels.rows;
 #pragma omp parallel for collapse(2) schedule(static) if (npan * rows * 32 >= 65536)
     for (dim_t gi = 0; gi < p.groups; ++gi)
         for (dim_t jp = 0; jp < npan; ++jp)
-            panels->pack(wei, gi, jp, jp + 1, data + (gi * npan + jp) * 32 * rows);
+            panels.pack(wei, gi, jp, jp + 1, data + (gi * npan + jp) * 32 * rows);
     return w;
 }
 
