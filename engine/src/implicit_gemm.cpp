@@ -918,16 +918,30 @@ void forward_shifted(const Problem& p, const ConvArgs& a, Profiler* prof, bool f
 // more output than input channels, the GEMM from the sampled copy won: res3a_branch1 (256 ->
 // 512, 28x28 out), batch 32, 3 alternating rounds, 35.4/34.9/35.5 -> 33.1/33.3/33.3 ms, where
 // res3a_branch2a (256 -> 128) kept the tiles (9.8/10.2/9.6 against 12.6/12.7/12.4).
-bool use_pointwise(const Problem& p) {
+//
+// With W^T prepared once (prepare_weights), fewer images pay too: where the GEMM sampled the
+// input (strided by 2, 28x28 outputs, read in place here) and where a long reduction (512 or
+// more input channels) amortizes the tiles' partial-line stores over 196 or more positions
+// (17 or more tiles, even between the threads; a 7x7 image's 5 split 2 + 3). Batch 1, harness,
+// 2 threads, 2-4 alternating rounds, GEMM -> tiles (ms): res3a_branch2a (256 -> 128, stride 2)
+// 0.268-0.392 -> 0.257-0.263, res3a_branch1 (256 -> 512, stride 2) 0.985-1.185 -> 0.952-1.008,
+// res3b_branch2a (512 -> 128, 28x28) 0.490-0.515 -> 0.477-0.487, res4b_branch2a (1024 -> 256,
+// 14x14) 0.512-0.529 -> 0.500-0.502. Lost: 256 -> 64 at 56x56 0.476 -> 0.494, the 7x7 ones
+// (2048 -> 512 0.49 -> 0.56-0.58, stride 2 1024 -> 512 0.31 -> 0.36), fewer input channels
+// (128 -> 512 at 28x28 0.47 -> 0.61); stride 2 to 14x14 tied (512 -> 256, 0.265-0.362 against
+// 0.269-0.367).
+bool use_pointwise(const Problem& p, bool prepared = false) {
     if (g_shifted_mode == 2 || !microkernel().shifted_row_fn[1] || !reads_input_1x1(p))
         return false;
     const dim_t npan = (p.ocg() + 31) / 32;
     if (static_cast<std::size_t>(p.groups * npan * 32 * p.icg()) * sizeof(float) > (16u << 20))
         return false;
     if (g_shifted_mode == 1) return true;
-    return p.ocg() >= 32 && p.icg() >= 32 && p.mb >= 4 &&
-           (p.out_spatial() <= 256 ||
-            (im2col_is_identity(p) ? p.icg() >= 256 : p.ocg() <= p.icg()));
+    if (p.ocg() < 32 || p.icg() < 32) return false;
+    if (p.mb < 4)
+        return prepared && (strided_rows_apply(p) ||
+                            (im2col_is_identity(p) && p.icg() >= 512 && p.out_spatial() >= 196));
+    return p.out_spatial() <= 256 || (im2col_is_identity(p) ? p.icg() >= 256 : p.ocg() <= p.icg());
 }
 
 // W_g^T of a 1x1 problem in panels of 32 output channels (zero beyond K/G), those of group gi
@@ -1093,8 +1107,11 @@ void backward_data_shifted(const Problem& q, const ConvArgs& a, Profiler* prof,
 
 // What implicit_gemm packs for p's forward and backward data (the dispatch of
 // forward_implicit_gemm and backward_data_implicit_gemm).
-PanelLayout forward_layout(const Problem& p) {
-    return use_pointwise(p) ? kPointwisePanels : use_shifted(p) ? kShiftedPanels : kNoPanels;
+// With prepared, the layout prepare_weights packs (where the tiles pay on more problems).
+PanelLayout forward_layout(const Problem& p, bool prepared = false) {
+    return use_pointwise(p, prepared) ? kPointwisePanels
+           : use_shifted(p)           ? kShiftedPanels
+                                      : kNoPanels;
 }
 
 // (Where prepare_weights packs FlipRot(W), the shifted tiles pay on more problems.) q, when
@@ -1243,8 +1260,9 @@ bool swapped_forward(const Problem& p) {
 // dst_g (Kg x nb*cols) = W_g (Kg x rows) * im2col (rows x nb*cols); nb > 1 goes through a
 // buffer of nb images' outputs and is scattered to (N, K, out...).
 void forward_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler* prof) {
-    const PanelLayout layout = forward_layout(p);
+    PanelLayout layout = forward_layout(p, true);
     const float* prepared = prepared_layout(p, Pass::Forward, a, layout);
+    if (!prepared) layout = forward_layout(p);
     if (layout == kPointwisePanels) {
         forward_pointwise(p, a, prof, prepared);
         add_bias(p, a, prof);
@@ -2128,7 +2146,7 @@ PreparedWeights prepare_weights(const Problem& p, Pass pass, const float* wei, P
     w.pass_ = pass;
     Problem q = p;  // the problem whose tiles read the panels: for backward data its forward
     const PanelLayout layout =
-        pass == Pass::Forward ? forward_layout(p) : backward_data_layout(p, &q);
+        pass == Pass::Forward ? forward_layout(p, true) : backward_data_layout(p, &q);
     w.layout_ = layout;
     if (layout == kNoPanels) return w;
     // n floats, 64-byte aligned, owned by w.
