@@ -919,17 +919,17 @@ void forward_shifted(const Problem& p, const ConvArgs& a, Profiler* prof, bool f
 // 512, 28x28 out), batch 32, 3 alternating rounds, 35.4/34.9/35.5 -> 33.1/33.3/33.3 ms, where
 // res3a_branch2a (256 -> 128) kept the tiles (9.8/10.2/9.6 against 12.6/12.7/12.4).
 //
-// With W^T prepared once (prepare_weights), fewer images pay too: where the GEMM sampled the
-// input (strided by 2, 28x28 outputs, read in place here) and where a long reduction (512 or
-// more input channels) amortizes the tiles' partial-line stores over 196 or more positions
-// (17 or more tiles, even between the threads; a 7x7 image's 5 split 2 + 3). Batch 1, harness,
-// 2 threads, 2-4 alternating rounds, GEMM -> tiles (ms): res3a_branch2a (256 -> 128, stride 2)
+// With W^T prepared once (prepare_weights), fewer images pay too: 14x14 and smaller outputs
+// (an image's panels split between the threads, see forward_pointwise), where the GEMM sampled
+// the input (strided by 2, 28x28 outputs, read in place here), and where a long reduction (512
+// or more input channels) amortizes the tiles' partial-line stores. Batch 1, harness, 2
+// threads, 2-4 alternating rounds, GEMM -> tiles (ms): res3a_branch2a (256 -> 128, stride 2)
 // 0.268-0.392 -> 0.257-0.263, res3a_branch1 (256 -> 512, stride 2) 0.985-1.185 -> 0.952-1.008,
 // res3b_branch2a (512 -> 128, 28x28) 0.490-0.515 -> 0.477-0.487, res4b_branch2a (1024 -> 256,
-// 14x14) 0.512-0.529 -> 0.500-0.502. Lost: 256 -> 64 at 56x56 0.476 -> 0.494, the 7x7 ones
-// (2048 -> 512 0.49 -> 0.56-0.58, stride 2 1024 -> 512 0.31 -> 0.36), fewer input channels
-// (128 -> 512 at 28x28 0.47 -> 0.61); stride 2 to 14x14 tied (512 -> 256, 0.265-0.362 against
-// 0.269-0.367).
+// 14x14) 0.46-0.50 -> 0.456-0.465, res5b_branch2a (2048 -> 512, 7x7) 0.490-0.495 ->
+// 0.470-0.472, res5a_branch2c (512 -> 2048) 0.469-0.471 -> 0.461-0.464, res5a_branch2a (1024 ->
+// 512, stride 2) 0.266-0.314 -> 0.249-0.301; 256 -> 1024 at 14x14 and 1024 -> 2048 strided to
+// 7x7 tied. Lost: 256 -> 64 at 56x56 0.476 -> 0.494, 128 -> 512 at 28x28 0.47 -> 0.48-0.50.
 bool use_pointwise(const Problem& p, bool prepared = false) {
     if (g_shifted_mode == 2 || !microkernel().shifted_row_fn[1] || !reads_input_1x1(p))
         return false;
@@ -939,8 +939,8 @@ bool use_pointwise(const Problem& p, bool prepared = false) {
     if (g_shifted_mode == 1) return true;
     if (p.ocg() < 32 || p.icg() < 32) return false;
     if (p.mb < 4)
-        return prepared && (strided_rows_apply(p) ||
-                            (im2col_is_identity(p) && p.icg() >= 512 && p.out_spatial() >= 196));
+        return prepared && (p.out_spatial() <= 256 || strided_rows_apply(p) ||
+                            (im2col_is_identity(p) && p.icg() >= 512));
     return p.out_spatial() <= 256 || (im2col_is_identity(p) ? p.icg() >= 256 : p.ocg() <= p.icg());
 }
 
@@ -1004,26 +1004,28 @@ void forward_pointwise(const Problem& p, const ConvArgs& a, Profiler* prof,
     // of a tile those 32 to 64 misses came at once. Batch 32, 2 threads, 3 alternating rounds:
     // 256 -> 1024 at 14x14 17.3-18.0 -> 16.1-16.4 ms; other layers tied.
     const auto first_pos = [&](dim_t t) { return in_place ? t / per_row * ow : cols * t / segs; };
-    const auto tiles = [&](dim_t n, dim_t gi, const float* x, dim_t t0, dim_t t1) {
+    const auto tiles = [&](dim_t n, dim_t gi, const float* x, dim_t t0, dim_t t1, dim_t jp0 = 0,
+                           dim_t jp1 = -1) {
+        if (jp1 < 0) jp1 = npan;
         float* dst = a.dst + (n * p.oc + gi * kg) * cols;
         for (dim_t c0 = t0; c0 < t1; c0 += chunk) {
             const dim_t c1 = std::min(c0 + chunk, t1), c2 = std::min(c1 + chunk, t1);
             const dim_t q0 = first_pos(c0), q1 = first_pos(c1), q2 = first_pos(c2);
-            const dim_t shares = npan * (c1 - c0);
+            const dim_t shares = (jp1 - jp0) * (c1 - c0);
             PrefetchA next;
             if (!in_place)
                 next = PrefetchA(StridedA{x, 1, cols}, q1, q2 - q1, 0, cg, shares);
             else if (c2 > c1)  // the input rows of the next chunk's output rows, every channel
                 next = PrefetchA::runs(x + c1 / per_row * row_step, is, cg, row_step,
                                        (c2 - 1) / per_row - c1 / per_row + 1, 2 * ow - 1, shares);
-            for (dim_t jp = 0; jp < npan; ++jp) {
+            for (dim_t jp = jp0; jp < jp1; ++jp) {
                 const float* w = wt + (gi * npan + jp) * 32 * cg;
                 float* d = dst + jp * 32 * cols;
                 const int nv = static_cast<int>(std::min<dim_t>(32, kg - jp * 32));
                 // The next panel's lines of this chunk's positions, or after the last panel
                 // the first panel's of the next chunk (none after the last chunk: q2 = q1).
-                const bool last = jp + 1 == npan;
-                const dim_t jn = last ? 0 : jp + 1, qa = last ? q1 : q0, qb = last ? q2 : q1;
+                const bool last = jp + 1 == jp1;
+                const dim_t jn = last ? jp0 : jp + 1, qa = last ? q1 : q0, qb = last ? q2 : q1;
                 PrefetchA out_next =
                     PrefetchA::runs(dst + jn * 32 * cols + qa, cols,
                                     std::min<dim_t>(32, kg - jn * 32), 0, 1, qb - qa, c1 - c0);
@@ -1064,6 +1066,14 @@ void forward_pointwise(const Problem& p, const ConvArgs& a, Profiler* prof,
         }
         return;
     }
+    // One image at a time: the threads split its tiles, each reading all of W^T, or where W^T
+    // is the larger (more output channels than positions: 14x14 and smaller), its panels, each
+    // reading all of the input. Batch 1, W^T prepared, harness, 2 threads, 2 rounds, tiles ->
+    // panels (ms): 2048 -> 512 at 7x7 0.56-0.58 -> 0.47 (its 5 tiles split 2 + 3), 512 -> 2048
+    // at 7x7 0.60 -> 0.46, 1024 -> 256 at 14x14 0.50 -> 0.46, 512 -> 256 strided to 14x14
+    // 0.269 -> 0.258; 28x28 outputs tied or lost (256 -> 128 strided, 0.245 -> 0.252).
+    const int threads = omp_get_max_threads();
+    const bool by_panels = npan >= threads && npan * 32 > cols;
     for (dim_t n = 0; n < p.mb; ++n)
         for (dim_t gi = 0; gi < p.groups; ++gi) {
             const float* x = input(n, gi, prof);
@@ -1071,7 +1081,10 @@ void forward_pointwise(const Problem& p, const ConvArgs& a, Profiler* prof,
 #pragma omp parallel
             {
                 const dim_t id = omp_get_thread_num(), nt = omp_get_num_threads();
-                tiles(n, gi, x, segs * id / nt, segs * (id + 1) / nt);
+                if (by_panels)
+                    tiles(n, gi, x, 0, segs, npan * id / nt, npan * (id + 1) / nt);
+                else
+                    tiles(n, gi, x, segs * id / nt, segs * (id + 1) / nt);
             }
         }
 }
