@@ -110,6 +110,16 @@ TEST_CASE("timings panel: the controls become a runner configuration, bad choice
     CHECK(cfg.command.find("--passes fwd,bwd_data ") != std::string::npos);
     CHECK(cfg.command.find("--peer none") != std::string::npos);
     CHECK(cfg.command.find("bwd_data:via_forward") == std::string::npos);
+    // Weights prepared once by default; off, packed per call, and the line says so.
+    CHECK(cfg.prepared_weights);
+    CHECK(cfg.command.find("--weights") == std::string::npos);
+    {
+        app::TimingsSettings per_call = s;
+        per_call.weights_once = false;
+        const bench::Config pc = app::make_config(per_call, std::nullopt);
+        CHECK_FALSE(pc.prepared_weights);
+        CHECK(pc.command.find(" --weights per-call ") != std::string::npos);
+    }
     // Nothing excluded: the runner's default (every algorithm but direct).
     s.excluded.clear();
     CHECK(app::make_config(s, std::nullopt).algos.empty());

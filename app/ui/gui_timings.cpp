@@ -66,13 +66,18 @@ struct TimingsPanel {
         choose_set(set_name);
     }
 
-    // Shows results measured earlier; the controls take their shape set, batch and threads, so
-    // the panel does not describe another run than the one on screen.
+    // Shows results measured earlier; the controls take their shape set, batch, threads and
+    // whether the weights were packed once (the runner's note says so; runs before it had no
+    // such note and packed per call), so the panel does not describe another run than the one
+    // on screen.
     void show_results(bench::Results r, const std::string& from) {
         const std::string stem = std::filesystem::path(r.shapes_file).stem().string();
         if (std::find(sets.begin(), sets.end(), stem) != sets.end()) choose_set(stem);
         if (r.batch > 0) settings.batch = r.batch;
         if (r.machine.threads > 0) settings.threads = r.machine.threads;
+        settings.weights_once = std::any_of(r.notes.begin(), r.notes.end(), [](const auto& n) {
+            return n.rfind("weights: packed once", 0) == 0;
+        });
         lesson.reset();
         run.adopt(std::move(r));
         say("showing " + from + " (measured earlier, not re-run)", false);
@@ -383,6 +388,13 @@ void controls(TimingsPanel& P, const TimingsStyle& st) {
         ImGui::SetTooltip(
             "quick: 1 warm-up, >= 5 timed runs filling >= 10 ms per measurement\n"
             "off: 2 warm-ups, >= 3 runs filling >= 0.2 s (steadier, slower)");
+    same_line_or_wrap(checkbox_w("weights packed once"), fs * 1.2f);
+    ImGui::Checkbox("weights packed once", &s.weights_once);
+    if (ImGui::IsItemHovered())
+        ImGui::SetTooltip(
+            "on: implicit_gemm's packed weights (W^T panels, FlipRot(W)) are prepared once per\n"
+            "layer and pass, outside the timed calls, as oneDNN reorders its weights first\n"
+            "off: packed in every call, so pack_wei and fliprot show in the operation charts");
     // One row per pass: the pass, then its algorithms.
     const auto pass_row = [&](Pass pass, bool& on) {
         ImGui::PushID(pass_name(pass));

@@ -87,6 +87,7 @@ std::string reproduce_command(const TimingsSettings& s, bool peer_used) {
     }
     cmd += std::string(" --peer ") + (peer_used ? "onednn" : "none");
     cmd += " --threads " + std::to_string(s.threads);
+    if (!s.weights_once) cmd += " --weights per-call";
     cmd += " --out " + bench::shell_quote(s.out_dir);
     return cmd;
 }
@@ -104,6 +105,7 @@ bench::Config make_config(const TimingsSettings& s, const std::optional<bench::P
     if (s.threads < 0) throw Error("threads: must be >= 0 (0 = all cores)");
     cfg.batch = s.batch;
     cfg.threads = s.threads;
+    cfg.prepared_weights = s.weights_once;
     if (s.shapes_file.empty()) throw Error("shape set: no shape file chosen");
     try {
         cfg.layers = bench::read_shape_file(s.shapes_file);

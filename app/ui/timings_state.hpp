@@ -38,6 +38,10 @@ struct TimingsSettings {
     int threads = 0;    // 0 = all cores
     bool peer = true;   // oneDNN beside the engine, when this convlab was built with it
     bool quick = true;  // quick timing: 1 warm-up, >= 5 runs and >= 10 ms (else >= 0.2 s)
+    // Weights packed once per layer and pass, outside the timed calls (as oneDNN reorders its
+    // weights before its timed calls); off: packed in every call, so the charts show
+    // implicit_gemm's pack_wei and fliprot (`convlab bench --weights per-call`).
+    bool weights_once = true;
     std::string out_dir = "out/timings";  // export folder
 };
 
