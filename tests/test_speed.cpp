@@ -48,6 +48,7 @@ struct RestoreCore {
         detail::set_edge_tiles(0);
         detail::set_strided_rows(0);
         detail::set_unpadded_tiles(0);
+        detail::set_row_lanes(0);
         detail::set_wgrad_taps(0);
         detail::set_transposed_products(detail::Transposed::automatic);
         detail::set_b_in_place(detail::BInPlace::automatic);
@@ -1186,6 +1187,67 @@ TEST_CASE("implicit_gemm's shifted forward with its rows streamed equals direct"
     CHECK_FALSE(detail::streams_output(parse_descriptor("mb4ic3ih224oc64oh112kh7sh2ph3")));
     detail::set_stream_output(2);
     CHECK_FALSE(detail::streams_output(parse_descriptor("mb32ic3ih224oc64oh112kh7sh2ph3")));
+}
+
+TEST_CASE("implicit_gemm's shifted forward with whole output rows in the lanes equals direct") {
+    RestoreCore restore;
+    std::mt19937 rng(63);
+    // Output rows of 16 to 112 positions (1 to 7 vectors), 4 output channels a tile: channel
+    // counts off the 4-channel tiles and the 32-channel panels (1, 5, 33, 70), groups, strides,
+    // dilation, a leftover input column, rows whose taps reach into the padding (cut, kh_lo /
+    // kh_hi), 1-D; one image (rows split between the threads) and 4 (whole images per
+    // thread), on 2 and 1 threads, rows stored plainly and streamed; and the backward data of a
+    // stride-1 problem through FlipRot (5x5: planes, not the input in place).
+    detail::set_shifted(1);
+    detail::set_row_lanes(1);
+    const char* cases[] = {
+        "mb1ic3ih20iw64oc5oh10ow32kh7kw7sh2sw2ph3pw3",
+        "mb4ic3ih24iw224oc33oh12ow112kh7kw7sh2sw2ph3pw3",
+        "mb1ic4ih9iw48oc1oh9ow48kh3kw3ph2pw2dh1dw1",
+        "mb1ic6ih5iw16oc70oh5ow16kh3kw3ph2pw2dh1dw1",
+        "g2mb4ic8ih6iw64oc10oh6ow64kh3kw3ph2pw2dh1dw1",
+        "mb1ic5ih7iw80oc8oh7ow80kh5kw5ph2pw2",
+        "mb2ic3iw97oc40ow96kw2",
+        "mb1ic4ih9iw34oc36oh3ow16kh3kw3sh3sw2ph1pw0",
+    };
+    for (const int stream : {2, 1}) {
+        detail::set_stream_output(stream);
+        for (const char* d : cases) {
+            const Problem p = parse_descriptor(d);
+            CHECK_MESSAGE(detail::row_lanes_apply(p), d);
+            CHECK_MESSAGE(detail::shifted_applies(p, Pass::Forward), d);
+            const Tensor src = integer_tensor(p.src_dims(), rng),
+                         wei = integer_tensor(p.wei_dims(), rng);
+            const Tensor want = forward(p, src, wei, nullptr, "direct");
+            for (int threads : {2, 1}) {
+                set_num_threads(threads);
+                check_equal(forward(p, src, wei, nullptr, "implicit_gemm"), want, d);
+                const PreparedWeights w = prepare_weights(p, Pass::Forward, wei.f32());
+                check_equal(forward(p, src, wei, nullptr, "implicit_gemm", nullptr, &w), want, d);
+            }
+        }
+    }
+    set_num_threads(2);
+    const Problem b = parse_descriptor("mb2ic6ih6iw32oc9oh6ow32kh5kw5ph2pw2");
+    const Tensor dy = integer_tensor(b.dst_dims(), rng), wei = integer_tensor(b.wei_dims(), rng);
+    Profiler prof;
+    check_equal(backward_data(b, dy, wei, "implicit_gemm", &prof),
+                backward_data(b, dy, wei, "direct"), "bwd_data through FlipRot");
+    CHECK(prof.seconds("fliprot") > 0.0);
+    // By default from 64 positions (conv1's 112), not where the tiles read the input in place
+    // (a 3x3 padded by 1), nor at widths off whole vectors or past 112; mode 2 never.
+    detail::set_shifted(0);
+    detail::set_row_lanes(0);
+    detail::set_stream_output(0);
+    CHECK(detail::row_lanes_apply(parse_descriptor("mb32ic3ih224oc64oh112kh7sh2ph3")));
+    CHECK(detail::row_lanes_apply(parse_descriptor("mb1ic8ih64oc32oh64kh5ph2")));
+    CHECK_FALSE(detail::row_lanes_apply(parse_descriptor("mb1ic8ih48oc32oh48kh5ph2")));
+    CHECK_FALSE(detail::row_lanes_apply(parse_descriptor("mb1ic8ih112oc32oh112kh3ph1")));
+    CHECK_FALSE(detail::row_lanes_apply(parse_descriptor("mb1ic8ih72oc32oh72kh5ph2")));
+    CHECK_FALSE(detail::row_lanes_apply(parse_descriptor("mb1ic8ih128oc32oh128kh5ph2")));
+    detail::set_row_lanes(2);
+    CHECK_FALSE(detail::row_lanes_apply(parse_descriptor("mb32ic3ih224oc64oh112kh7sh2ph3")));
+    set_num_threads(0);
 }
 
 TEST_CASE("implicit_gemm's GEMM forward writing dst by non-temporal stores equals direct") {

@@ -24,6 +24,12 @@ bool edge_tiles_apply(const Problem& p);
 // are not strided or dilated: 0 yes (the default), 2 never; and whether it would for p.
 void set_unpadded_tiles(int mode);
 bool unpadded_tiles_apply(const Problem& p);
+// Whether the shifted forward computes whole output rows of 16 V positions (V <= 7: 64 to 112
+// wide by default, conv1's 112) with the positions in the lanes, 4 output channels at a time
+// (MicroKernel::row_lanes_fn), rather than transposed tiles of 12 positions: 0 where it pays
+// (the default), 1 wherever it can (tests: 16 to 112 wide), 2 never; and whether it would for p.
+void set_row_lanes(int mode);
+bool row_lanes_apply(const Problem& p);
 // Whether the 1x1 tiles read a 1x1 strided by 2 along w from the image in place: 0 for outputs
 // at least 24 wide (the default), 1 at any width (tests), 2 never (the input sampled first);
 // and whether they would for p.

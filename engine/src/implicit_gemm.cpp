@@ -420,6 +420,7 @@ void sum_over_threads(int threads, float* c, std::size_t csize, const Work& work
 // than 3.4%), and each plane has one more row for the last row's reads: Hh = OH + (KH-1) dh / s_h
 // + 1.
 int g_shifted_mode = 0;       // 0: when it pays, 1: whenever possible (tests), 2: never
+int g_row_lanes_mode = 0;     // 0: when it pays, 1: whenever possible (tests), 2: never
 int g_stream_mode = 0;        // set_stream_output
 int g_edge_mode = 0;          // set_edge_tiles: 0 skip the padding column's taps, 2 never
 int g_unpadded_mode = 0;      // set_unpadded_tiles: 0 read the input in place where it can, 2 never
@@ -717,8 +718,12 @@ void forward_shifted(const Problem& p, const ConvArgs& a, Profiler* prof, bool f
     const dim_t oh_n = g.out[1], ow_n = g.out[2], cols = oh_n * ow_n;
     const dim_t wh = sg.wh, per_kh = rows / kh_n;
     const dim_t npan = (kg + 31) / 32, is = g.in[1] * g.in[2];
-    // Tiles: each output row cut into segs runs of at most kShiftedRowMax positions.
-    const dim_t segs = (ow_n + kShiftedRowMax - 1) / kShiftedRowMax, ntiles = oh_n * segs;
+    // Whole output rows in the lanes (row_lanes_apply: conv1's 112), 4 channels at a time.
+    const bool lanes = row_lanes_apply(p);
+    // Tiles: each output row cut into segs runs of at most kShiftedRowMax positions (in the
+    // lanes: one tile, the whole row).
+    const dim_t segs = lanes ? 1 : (ow_n + kShiftedRowMax - 1) / kShiftedRowMax;
+    const dim_t ntiles = oh_n * segs;
     // The taps kh that read inside the input, [kh_lo, kh_hi) per output row: with the reduction
     // rows in (kh, ci, kw) order, a row's tiles run over that range of rows only.
     std::vector<dim_t> kh_lo(static_cast<std::size_t>(oh_n)), kh_hi(kh_lo.size());
@@ -750,10 +755,22 @@ void forward_shifted(const Problem& p, const ConvArgs& a, Profiler* prof, bool f
     // Tiles [t0, t1) of image n, group gi, panel jp (its W^T at w). With rowbuf (whole rows of
     // tiles, t0 and t1 multiples of segs), each output row of the panel's channels is computed
     // into rowbuf (32 x OW) and then streamed to dst (stream_rows).
+    const bool stream_lanes = lanes && streams_output(p);
     const auto tiles = [&](dim_t n, dim_t gi, const float* xp, dim_t jp, const float* w, dim_t t0,
                            dim_t t1, float* rowbuf) {
         float* d = a.dst + (n * p.oc + gi * kg + jp * 32) * cols;
         const int nv = static_cast<int>(std::min<dim_t>(32, kg - jp * 32));
+        if (lanes) {  // output row t, the panel's channels 4 at a time
+            for (dim_t t = t0; t < t1; ++t) {
+                const dim_t r0 = kh_lo[static_cast<std::size_t>(t)] * per_kh,
+                            r1 = kh_hi[static_cast<std::size_t>(t)] * per_kh;
+                for (int o = 0; o < nv; o += 4)
+                    uk.row_lanes_fn[ow_n / 16](r1 - r0, xp + t * row_stride, off.data() + r0,
+                                               w + r0 * 32 + o, 32, d + o * cols + t * ow_n, cols,
+                                               std::min(4, nv - o), stream_lanes);
+            }
+            return;
+        }
         for (dim_t t = t0; t < t1; ++t) {
             const dim_t oh = t / segs, sgi = t % segs;
             const dim_t ow0 = ow_n * sgi / segs, len = ow_n * (sgi + 1) / segs - ow0;
@@ -801,7 +818,7 @@ void forward_shifted(const Problem& p, const ConvArgs& a, Profiler* prof, bool f
     if (whole_images) {
         // Whole images per thread, panel by panel: a panel's W^T stays in cache while the
         // image's tiles pass.
-        const bool stream = streams_output(p);
+        const bool stream = streams_output(p) && !lanes;  // (the lanes' tiles stream their own)
         ThreadProfilers tp(prof);
 #pragma omp parallel for schedule(dynamic)
         for (dim_t q = 0; q < p.mb * p.groups; ++q) {
@@ -1226,6 +1243,25 @@ bool edge_tiles_apply(const Problem& p) {
     const Geom3 g = geom3(p);
     return g_edge_mode != 2 && microkernel().shifted_edge_fn[2][1] && g.k[2] == 3 && g.d[2] == 1 &&
            g.s[2] == 1 && g.pb[2] == 1 && g.out[2] == g.in[2];
+}
+
+void set_row_lanes(int mode) {
+    g_row_lanes_mode = mode;
+}
+// Output rows of 16 V positions, V <= kRowLanesMax, from padded planes (not the input in place,
+// whose padding columns the row tiles do not skip); by default from 64 positions (16 or more
+// accumulators). conv1 (112 wide, a reduction of 147), harness, 2 threads, 2 alternating
+// rounds, transposed tiles -> rows in the lanes (ms): batch 32 36.97/36.76 -> 35.14/34.76,
+// batch 8 9.28/9.39 -> 9.01/8.98, batch 1 1.09/1.12 -> 1.10/1.10. Longer reductions tied: 64 ->
+// 128 strided to 112x112 (576 rows) 10.91/11.00 -> 10.84/11.08, 5x5 to 64x64 (400 rows), batch
+// 4, 3.71/3.71 -> 3.67/3.63.
+bool row_lanes_apply(const Problem& p) {
+    const Geom3 g = geom3(p);
+    const dim_t v = g.out[2] / 16;
+    if (g_row_lanes_mode == 2 || g.out[2] % 16 != 0 || v < 1 || v > kRowLanesMax ||
+        !microkernel().row_lanes_fn[v] || unpadded_tiles_apply(p))
+        return false;
+    return g_row_lanes_mode == 1 || v >= 4;
 }
 
 bool shifted_applies(const Problem& p, Pass pass, const ConvArgs* a) {

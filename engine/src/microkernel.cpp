@@ -434,6 +434,48 @@ __attribute__((target("avx512f,fma"))) void kernel_avx512_shifted_row(dim_t kc, 
     store_row_tile<R>(t, c, ldt, nv);
 }
 
+// An output row of 16 V positions x 4 output channels in 4 V accumulators (MicroKernel::
+// row_lanes_fn): per reduction row, V loads of the row's inputs and 4 broadcast weights, 4 V
+// multiply-adds; the rows of C stored as they are, where the transposed tiles of 12 positions x
+// 32 channels spent a 16x16 transpose and 32 partial-line stores on every tile (a quarter of a
+// tile's multiply-adds at conv1's 147-row reduction went to it and the streamed copy).
+template <int V>
+__attribute__((target("avx512f,fma"))) void kernel_avx512_row_lanes(dim_t kc, const float* x,
+                                                                    const dim_t* off,
+                                                                    const float* w, dim_t ldw,
+                                                                    float* c, dim_t ldc, int nv,
+                                                                    bool stream) {
+    __m512 t[4][V];
+#pragma GCC unroll 4
+    for (int o = 0; o < 4; ++o)
+#pragma GCC unroll 8
+        for (int v = 0; v < V; ++v) t[o][v] = _mm512_setzero_ps();
+    for (dim_t k = 0; k < kc; ++k, w += ldw) {
+        const float* xr = x + off[k];
+        __m512 xv[V];
+#pragma GCC unroll 8
+        for (int v = 0; v < V; ++v) xv[v] = _mm512_loadu_ps(xr + 16 * v);
+#pragma GCC unroll 4
+        for (int o = 0; o < 4; ++o) {
+            const __m512 wv = _mm512_set1_ps(w[o]);
+#pragma GCC unroll 8
+            for (int v = 0; v < V; ++v) t[o][v] = _mm512_fmadd_ps(wv, xv[v], t[o][v]);
+        }
+    }
+    const bool nt = stream && (reinterpret_cast<std::uintptr_t>(c) % 64 == 0) && ldc % 16 == 0;
+#pragma GCC unroll 4
+    for (int o = 0; o < 4; ++o) {
+        if (o >= nv) break;
+#pragma GCC unroll 8
+        for (int v = 0; v < V; ++v) {
+            if (nt)
+                _mm512_stream_ps(c + o * ldc + 16 * v, t[o][v]);
+            else
+                _mm512_storeu_ps(c + o * ldc + 16 * v, t[o][v]);
+        }
+    }
+}
+
 // t[i] += xr[i] * (b's 32 values) for positions i in [LO, HI): one reduction row.
 template <int R, int LO, int HI>
 __attribute__((target("avx512f,fma"))) inline void shifted_tap(const float* xr, const float* b,
@@ -702,6 +744,8 @@ MicroKernel avx512_kernel() {
     fill_by_size<kR>(k.shifted_edge_fn[2], [](auto r) -> ShiftedFn {
         return kernel_avx512_shifted_edge<r(), true, true>;
     });
+    fill_by_size<kRowLanesMax>(k.row_lanes_fn,
+                               [](auto v) -> RowLanesFn { return kernel_avx512_row_lanes<v()>; });
     fill_by_size<12>(k.row_runs_fn[0],
                      [](auto r) -> RowRunsFn { return kernel_avx512_row_runs<r(), 1>; });
     fill_by_size<12>(k.row_runs_fn[1],

@@ -58,6 +58,17 @@ using ShiftedFn = void (*)(dim_t kc, const float* x, const dim_t* off, const flo
 // Longest run of output positions of MicroKernel::shifted_row_fn.
 inline constexpr int kShiftedRowMax = 12;
 
+// The same product with the positions in the lanes: c[o*ldc + j] = sum over k < kc of
+// w[k*ldw + o] * x[off[k] + j], for o < nv (<= 4 output channels) and j < 16 V, the 16 V
+// positions of an output row whose inputs for reduction row k lie side by side from x + off[k];
+// stored straight into C's rows, by non-temporal stores with stream where C and ldc are
+// 64-byte aligned. w: 4 channels of a packed W^T panel (ldw = 32).
+using RowLanesFn = void (*)(dim_t kc, const float* x, const dim_t* off, const float* w, dim_t ldw,
+                            float* c, dim_t ldc, int nv, bool stream);
+
+// Most vectors of 16 positions of MicroKernel::row_lanes_fn (a 112-wide output row).
+inline constexpr int kRowLanesMax = 7;
+
 // The reduction of a weight-gradient tile (RowRunsFn): ni images of nq runs of len positions.
 // A row's value at (m, q, k) is arows[i][m*xi + q*xq + S k]; dY^T's 32 values are at
 // b + m*bi + q*bq + 32 k.
@@ -116,6 +127,8 @@ struct MicroKernel {
     // stride-1, undilated convolution padded by 1 along w whose reduction rows come in threes
     // kw = 0, 1, 2: the taps that read the padding column are skipped (kc a multiple of 3).
     ShiftedFn shifted_edge_fn[3][kShiftedRowMax + 1] = {};
+    // Whole output rows of 16 V positions x 4 output channels (RowLanesFn), [V].
+    RowLanesFn row_lanes_fn[kRowLanesMax + 1] = {};
     // MR = 1 .. 12 reduction rows x 32 channels of the weight gradient (RowRunsFn), [S - 1][MR]:
     // a last tile of fewer than 12 rows computes only those (conv1's 147 = 12 x 12 + 3 spent a
     // whole tile on 3 rows).
