@@ -834,8 +834,28 @@ void forward_shifted(const Problem& p, const ConvArgs& a, Profiler* prof, bool f
                 xp = planes;
             }
             Span s(mine, "gemm");
+            // With planes, the input of the image this thread likely takes next (q + threads)
+            // is prefetched while this one's tiles run, 8 rows of tiles at a time, so that its
+            // padding reads it from cache, not memory. conv1, batch 32, harness, 2 threads, 2
+            // alternating rounds: pad 1.59-1.70 -> 1.10-1.13 ms, the call 35.02-35.16 ->
+            // 34.76-34.79.
+            if (in_place) {
+                for (dim_t jp = 0; jp < npan; ++jp)
+                    tiles(n, gi, xp, jp, wt + (gi * npan + jp) * 32 * rows, 0, ntiles, rowbuf);
+                continue;
+            }
+            const dim_t nt = omp_get_num_threads(), qn = q + nt;
+            const dim_t chunk = 8 * segs, nchunks = (ntiles + chunk - 1) / chunk;
+            PrefetchA next;
+            if (qn < p.mb * p.groups)
+                next = PrefetchA(StridedA{image(qn / p.groups, qn % p.groups), cg * is, 1}, 0, 1, 0,
+                                 cg * is, npan * nchunks);
             for (dim_t jp = 0; jp < npan; ++jp)
-                tiles(n, gi, xp, jp, wt + (gi * npan + jp) * 32 * rows, 0, ntiles, rowbuf);
+                for (dim_t t0 = 0; t0 < ntiles; t0 += chunk) {
+                    tiles(n, gi, xp, jp, wt + (gi * npan + jp) * 32 * rows, t0,
+                          std::min(t0 + chunk, ntiles), rowbuf);
+                    next.step_into_l2();
+                }
         }
         return;
     }
