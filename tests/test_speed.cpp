@@ -1234,6 +1234,8 @@ TEST_CASE("implicit_gemm's shifted forward with whole output rows in the lanes e
     check_equal(backward_data(b, dy, wei, "implicit_gemm", &prof),
                 backward_data(b, dy, wei, "direct"), "bwd_data through FlipRot");
     CHECK(prof.seconds("fliprot") > 0.0);
+    CHECK(detail::row_lanes_apply(parse_descriptor("mb2ic9ih6iw32oc6oh6ow32kh5kw5ph2pw2")));  // its
+    // forward problem (C and K swapped, padded by (k - 1) d - pad = 2)
     // By default from 64 positions (conv1's 112), not where the tiles read the input in place
     // (a 3x3 padded by 1), nor at widths off whole vectors or past 112; mode 2 never.
     detail::set_shifted(0);

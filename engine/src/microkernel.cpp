@@ -437,8 +437,8 @@ __attribute__((target("avx512f,fma"))) void kernel_avx512_shifted_row(dim_t kc, 
 // An output row of 16 V positions x 4 output channels in 4 V accumulators (MicroKernel::
 // row_lanes_fn): per reduction row, V loads of the row's inputs and 4 broadcast weights, 4 V
 // multiply-adds; the rows of C stored as they are, where the transposed tiles of 12 positions x
-// 32 channels spent a 16x16 transpose and 32 partial-line stores on every tile (a quarter of a
-// tile's multiply-adds at conv1's 147-row reduction went to it and the streamed copy).
+// 32 channels spent two 16x16 transposes and 32 partial-line stores on every tile (and, streamed,
+// a copy through a row buffer). Streamed stores are not fenced here (stream_fence).
 template <int V>
 __attribute__((target("avx512f,fma"))) void kernel_avx512_row_lanes(dim_t kc, const float* x,
                                                                     const dim_t* off,
@@ -1308,6 +1308,12 @@ std::size_t scratch_bytes_held() {
 
 // The calling thread's buffers, then (outside a parallel region) those of the OpenMP pool's
 // threads, as many as ever held one (a team of n reuses the same n - 1 pool threads).
+void stream_fence() {
+#ifdef CONVLAB_X86
+    _mm_sfence();
+#endif
+}
+
 void release_scratch() {
     t_scratch.release();
     if (omp_in_parallel()) return;

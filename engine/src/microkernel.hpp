@@ -66,6 +66,10 @@ inline constexpr int kShiftedRowMax = 12;
 using RowLanesFn = void (*)(dim_t kc, const float* x, const dim_t* off, const float* w, dim_t ldw,
                             float* c, dim_t ldc, int nv, bool stream);
 
+// Orders the non-temporal stores made so far before the stores that follow (sfence on x86,
+// nothing elsewhere): after a run of row_lanes_fn calls with stream, before C is read.
+void stream_fence();
+
 // Most vectors of 16 positions of MicroKernel::row_lanes_fn (a 112-wide output row).
 inline constexpr int kRowLanesMax = 7;
 
