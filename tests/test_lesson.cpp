@@ -317,6 +317,38 @@ TEST_CASE("lessons: convlab lesson check, list and show") {
     CHECK(out.find("diff_wei: dL/dW") != std::string::npos);
     CHECK(out.find("\ncol:") == std::string::npos);  // only the tensors asked for
 
+    // The narration wrapped at 100 columns between words: lesson 4's step 2 has a longer line;
+    // every word is kept, in order, and the lines within 100 columns are shown as written.
+    {
+        const auto lines_of = [](const std::string& t) {
+            std::vector<std::string> v;
+            std::istringstream in(t);
+            for (std::string l; std::getline(in, l);) v.push_back(l);
+            return v;
+        };
+        const auto words_of = [](const std::string& t) {
+            std::vector<std::string> v;
+            std::istringstream in(t);
+            for (std::string w; in >> w;) v.push_back(w);
+            return v;
+        };
+        const std::string four = kLessonDir + "/04_stride.toml";
+        const std::string narration = load_lesson(four).steps[1].narration;
+        std::size_t longest = 0;
+        for (const std::string& l : lines_of(narration)) longest = std::max(longest, l.size());
+        REQUIRE(longest > 100);  // the case under test
+        CHECK(run({"lesson", "show", four, "--step", "2", "--tensor", "diff_dst"}, out, err) == 0);
+        const std::size_t b = out.find("\n\n") + 2, e = out.find("\nhighlights:");
+        REQUIRE(e != std::string::npos);
+        REQUIRE(b < e);
+        const std::string shown = out.substr(b, e - b);
+        for (const std::string& l : lines_of(shown)) CHECK(l.size() <= 100);
+        CHECK(words_of(shown) == words_of(narration));
+        CHECK(lines_of(shown).size() > lines_of(narration).size());
+        for (const std::string& l : lines_of(narration))
+            if (l.size() <= 100) CHECK(shown.find(l) != std::string::npos);
+    }
+
     // A malformed lesson: status 2, one line "convlab: file:line:column: ...".
     const auto dir = std::filesystem::temp_directory_path() / "convlab_lesson_test";
     std::filesystem::create_directories(dir);
