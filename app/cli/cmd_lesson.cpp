@@ -9,7 +9,6 @@
 #include <filesystem>
 #include <memory>
 #include <ostream>
-#include <sstream>
 
 #include "cli/cli_common.hpp"
 #include "lesson/lesson.hpp"
@@ -23,43 +22,6 @@ using lesson::Lesson;
 
 std::string base_name(const std::string& path) {
     return std::filesystem::path(path).filename().string();
-}
-
-// text with each line longer than width broken between words, its continuation lines indented
-// as the line itself; the author's line breaks and shorter lines stay as they are (aligned
-// columns too), and a word longer than width stays whole.
-std::string wrap_lines(const std::string& text, std::size_t width) {
-    std::string out;
-    std::istringstream lines(text);
-    bool first_line = true;
-    for (std::string line; std::getline(lines, line); first_line = false) {
-        if (!first_line) out += '\n';
-        if (line.size() <= width) {
-            out += line;
-            continue;
-        }
-        const std::size_t lead = std::min(line.find_first_not_of(' '), line.size());
-        const std::string indent(lead, ' ');
-        std::istringstream words(line.substr(lead));
-        std::size_t used = lead;
-        bool first = true;
-        out += indent;
-        for (std::string w; words >> w;) {
-            if (!first && used + 1 + w.size() > width) {
-                out += '\n' + indent;
-                used = lead;
-                first = true;
-            }
-            if (!first) {
-                out += ' ';
-                ++used;
-            }
-            out += w;
-            used += w.size();
-            first = false;
-        }
-    }
-    return out;
 }
 
 // One lesson file: its summary line, then its failed checks and its errors, one a line. A
@@ -160,7 +122,7 @@ void run_show(const std::vector<std::string>& args, const Options& opts, std::os
         out << "map: " << s.map << " (" << r.map_steps << " " << granularity_name(s.granularity)
             << " steps)\n";
     if (s.network.present()) out << "loss: " << r.loss << "\n";
-    out << "\n" << wrap_lines(s.narration, 100) << "\n";
+    out << "\n" << lesson::wrap_narration(s.narration, 100) << "\n";
     if (!s.highlights.empty()) {
         out << "highlights:";
         for (const auto& h : s.highlights) {

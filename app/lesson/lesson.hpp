@@ -155,6 +155,15 @@ Lesson load_lesson(const std::string& path);
 // with a list marker ("- ", "* ", "1. ").
 std::string flow_narration(std::string_view text);
 
+// Greedy word wrap: text's words (split at whitespace) in lines of at most `chars` characters,
+// a word longer than that alone on its line.
+std::vector<std::string> wrap_words(std::string_view text, std::size_t chars);
+
+// A narration as `convlab lesson show` prints it: each line longer than width broken between
+// words (wrap_words), its continuation lines indented as the line itself; the author's line
+// breaks and the shorter lines stay as they are (aligned columns too).
+std::string wrap_narration(std::string_view text, std::size_t width);
+
 // Checks what parse cannot: map names for the step's problem and (by evaluating the step) that
 // every check and highlight names an existing tensor, with an index inside it and an expected
 // value of the right shape. Throws LessonError at the offending line. What only the step's view

@@ -509,6 +509,42 @@ bool own_line(std::string_view l) {
 }
 }  // namespace
 
+std::vector<std::string> wrap_words(std::string_view text, std::size_t chars) {
+    std::vector<std::string> lines;
+    std::istringstream in{std::string(text)};
+    std::string word, line;
+    while (in >> word) {
+        if (!line.empty() && line.size() + 1 + word.size() > chars) {
+            lines.push_back(line);
+            line.clear();
+        }
+        line += (line.empty() ? "" : " ") + word;
+    }
+    if (!line.empty()) lines.push_back(line);
+    return lines;
+}
+
+std::string wrap_narration(std::string_view text, std::size_t width) {
+    std::string out;
+    std::istringstream lines{std::string(text)};
+    bool first = true;
+    for (std::string line; std::getline(lines, line); first = false) {
+        if (!first) out += '\n';
+        if (line.size() <= width) {
+            out += line;
+            continue;
+        }
+        const std::size_t lead = std::min(line.find_first_not_of(' '), line.size());
+        const std::string indent(lead, ' ');
+        const std::vector<std::string> wrapped =
+            wrap_words(std::string_view(line).substr(lead), width > lead ? width - lead : 1);
+        out += indent;  // (a line of blanks alone stays one)
+        for (std::size_t i = 0; i < wrapped.size(); ++i)
+            out += (i ? "\n" + indent : "") + wrapped[i];
+    }
+    return out;
+}
+
 std::string flow_narration(std::string_view text) {
     std::string out;
     std::string_view prev;  // the line before, empty at the start

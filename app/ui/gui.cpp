@@ -37,6 +37,7 @@
 #include "stb_image_write.h"
 
 #include "convlab/problem.hpp"
+#include "lesson/lesson.hpp"
 #include "ui/gif_writer.hpp"
 #include "ui/gui_lesson.hpp"
 #include "ui/gui_timings.hpp"
@@ -1450,26 +1451,6 @@ std::string xml_escape(const std::string& t) {
 
 }  // namespace
 
-namespace {
-
-// Greedy word wrap at about `chars` characters a line.
-std::vector<std::string> wrap_words(const std::string& text, std::size_t chars) {
-    std::vector<std::string> lines;
-    std::istringstream in(text);
-    std::string word, line;
-    while (in >> word) {
-        if (!line.empty() && line.size() + 1 + word.size() > chars) {
-            lines.push_back(line);
-            line.clear();
-        }
-        line += (line.empty() ? "" : " ") + word;
-    }
-    if (!line.empty()) lines.push_back(line);
-    return lines;
-}
-
-}  // namespace
-
 // The view as SVG: the same cells, colours, values, padding, contribution counts, titles and
 // colour key as the window (32 px cells; text wrapped to the panels' slots).
 std::string App::svg() const {
@@ -1495,8 +1476,8 @@ std::string App::svg() const {
         const Panel& pn = v.panels[i];
         const auto chars = static_cast<std::size_t>(
             std::max(12.0, (pn.slot_width - 0.3) * u / (title_px * char_w)));
-        titles[i] = wrap_words(pn.name + "  " + pn.title, chars);
-        for (const auto& l : wrap_words(shape_text(pn.shape) + "  " + role_text(pn), chars))
+        titles[i] = lesson::wrap_words(pn.name + "  " + pn.title, chars);
+        for (const auto& l : lesson::wrap_words(shape_text(pn.shape) + "  " + role_text(pn), chars))
             titles[i].push_back(l);
         lines = std::max(lines, titles[i].size());
     }
@@ -1504,8 +1485,8 @@ std::string App::svg() const {
     app::layout_view(v, title_cells, 9.0);
     // Header: caption (wrapped), the step line, the colour key.
     const double page_w = std::max(900.0, v.width * u + 2 * left);
-    const auto caption =
-        wrap_words(view->caption, static_cast<std::size_t>((page_w - 2 * left) / (16 * char_w)));
+    const auto caption = lesson::wrap_words(
+        view->caption, static_cast<std::size_t>((page_w - 2 * left) / (16 * char_w)));
     const double key_y = 24 + static_cast<double>(caption.size()) * 20 + 18;
     const double top = key_y + 30;
     std::ostringstream o;

@@ -756,11 +756,12 @@ void forward_shifted(const Problem& p, const ConvArgs& a, Profiler* prof, bool f
     // tiles, t0 and t1 multiples of segs), each output row of the panel's channels is computed
     // into rowbuf (32 x OW) and then streamed to dst (stream_rows).
     const bool stream_lanes = lanes && streams_output(p);
+    const bool whole_images = images_in_parallel(p.mb * p.groups);
     // Where the streamed rows are fenced (stream_fence): at the end of each call of tiles, or,
     // with whole images per thread, once an image's tiles are done. conv1 at batch 32, harness:
     // with a fence per tile (4 channels of a row) 37.1 ms, where it had just run in 34.8
     // without; one per image measured as none, alternating, 35.37/35.41 against 35.40/35.65.
-    bool fence_per_call = true;
+    const bool fence_per_call = stream_lanes && !whole_images;
     const auto tiles = [&](dim_t n, dim_t gi, const float* xp, dim_t jp, const float* w, dim_t t0,
                            dim_t t1, float* rowbuf) {
         float* d = a.dst + (n * p.oc + gi * kg + jp * 32) * cols;
@@ -774,7 +775,7 @@ void forward_shifted(const Problem& p, const ConvArgs& a, Profiler* prof, bool f
                                                w + r0 * 32 + o, 32, d + o * cols + t * ow_n, cols,
                                                std::min(4, nv - o), stream_lanes);
             }
-            if (stream_lanes && fence_per_call) stream_fence();
+            if (fence_per_call) stream_fence();
             return;
         }
         for (dim_t t = t0; t < t1; ++t) {
@@ -793,7 +794,6 @@ void forward_shifted(const Problem& p, const ConvArgs& a, Profiler* prof, bool f
     // Split by tiles, thread id of nt runs tiles [first_tile(id, nt), first_tile(id + 1, nt)).
     const auto first_tile = [&](dim_t id, dim_t nt) { return ntiles * id / nt; };
     const std::size_t xsize = static_cast<std::size_t>(sg.size());
-    const bool whole_images = images_in_parallel(p.mb * p.groups);
     // One image at a time: the (panel, tile) pairs split panel-major or the tiles split.
     const bool by_panels = shifted_by_panels(p, sg);
     const bool fused = !prepared && packs_by_panel(p, sg);  // one image: never whole_images
@@ -825,7 +825,6 @@ void forward_shifted(const Problem& p, const ConvArgs& a, Profiler* prof, bool f
         // Whole images per thread, panel by panel: a panel's W^T stays in cache while the
         // image's tiles pass.
         const bool stream = streams_output(p) && !lanes;  // (the lanes' tiles stream their own)
-        fence_per_call = false;
         ThreadProfilers tp(prof);
 #pragma omp parallel for schedule(dynamic)
         for (dim_t q = 0; q < p.mb * p.groups; ++q) {
@@ -1049,9 +1048,9 @@ void forward_pointwise(const Problem& p, const ConvArgs& a, Profiler* prof,
     // of a tile those 32 to 64 misses came at once. Batch 32, 2 threads, 3 alternating rounds:
     // 256 -> 1024 at 14x14 17.3-18.0 -> 16.1-16.4 ms; other layers tied.
     const auto first_pos = [&](dim_t t) { return in_place ? t / per_row * ow : cols * t / segs; };
-    const auto tiles = [&](dim_t n, dim_t gi, const float* x, dim_t t0, dim_t t1, dim_t jp0 = 0,
-                           dim_t jp1 = -1) {
-        if (jp1 < 0) jp1 = npan;
+    // Tiles [t0, t1) of image n, group gi, panels [jp0, jp1).
+    const auto tiles = [&](dim_t n, dim_t gi, const float* x, dim_t t0, dim_t t1, dim_t jp0,
+                           dim_t jp1) {
         float* dst = a.dst + (n * p.oc + gi * kg) * cols;
         for (dim_t c0 = t0; c0 < t1; c0 += chunk) {
             const dim_t c1 = std::min(c0 + chunk, t1), c2 = std::min(c1 + chunk, t1);
@@ -1107,7 +1106,7 @@ void forward_pointwise(const Problem& p, const ConvArgs& a, Profiler* prof,
             Profiler* mine = tp.mine();
             const float* x = input(q / p.groups, q % p.groups, mine);
             Span s(mine, "gemm");
-            tiles(q / p.groups, q % p.groups, x, 0, segs);
+            tiles(q / p.groups, q % p.groups, x, 0, segs, 0, npan);
         }
         return;
     }
@@ -1129,7 +1128,7 @@ void forward_pointwise(const Problem& p, const ConvArgs& a, Profiler* prof,
                 if (by_panels)
                     tiles(n, gi, x, 0, segs, npan * id / nt, npan * (id + 1) / nt);
                 else
-                    tiles(n, gi, x, segs * id / nt, segs * (id + 1) / nt);
+                    tiles(n, gi, x, segs * id / nt, segs * (id + 1) / nt, 0, npan);
             }
         }
 }
