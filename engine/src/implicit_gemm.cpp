@@ -1048,6 +1048,28 @@ void forward_pointwise(const Problem& p, const ConvArgs& a, Profiler* prof,
     // of a tile those 32 to 64 misses came at once. Batch 32, 2 threads, 3 alternating rounds:
     // 256 -> 1024 at 14x14 17.3-18.0 -> 16.1-16.4 ms; other layers tied.
     const auto first_pos = [&](dim_t t) { return in_place ? t / per_row * ow : cols * t / segs; };
+    // Tile t: its positions' inputs from x + x, its outputs from d + c (channel 0), len of them.
+    struct Tile {
+        dim_t x, c, len;
+    };
+    const auto tile = [&](dim_t t) {
+        if (in_place) {
+            const dim_t r = t / per_row, q = t % per_row;
+            const dim_t w0 = ow * q / per_row;
+            return Tile{r * row_step + 2 * w0, r * ow + w0, ow * (q + 1) / per_row - w0};
+        }
+        const dim_t p0 = cols * t / segs;
+        return Tile{p0, p0, cols * (t + 1) / segs - p0};
+    };
+    // Read from the image itself (not its sampled copy, which is in cache), the first panel's
+    // tiles prefetch the next tile's inputs as they go, a reduction row at a time
+    // (MicroKernel::shifted_row_pf_fn): the chunk's prefetch, bursts of about 100 lines per
+    // tile, left the first panel's tiles waiting on lines of memory. Batch 32, 2 threads,
+    // harness, 2 rounds (ms): 256 -> 64 at 56x56 17.2/17.1 -> 16.1/16.2, 512 -> 128 at 28x28
+    // 15.9/15.8 -> 15.3/15.2, 256 -> 128 strided by 2 in place 8.73/8.79 -> 8.35/8.41, 1024 ->
+    // 256 at 14x14 15.3/15.2 -> 15.0/15.0; 2048 -> 512 at 7x7 (15.36/15.31 -> 15.37/15.37) and
+    // batch 1 tied.
+    const bool pf_next = !subsample && uk.shifted_row_pf_fn[1] && uk.shifted_row_s2_pf_fn[1];
     // Tiles [t0, t1) of image n, group gi, panels [jp0, jp1).
     const auto tiles = [&](dim_t n, dim_t gi, const float* x, dim_t t0, dim_t t1, dim_t jp0,
                            dim_t jp1) {
@@ -1076,15 +1098,14 @@ void forward_pointwise(const Problem& p, const ConvArgs& a, Profiler* prof,
                 for (dim_t t = c0; t < c1; ++t) {
                     next.step_into_l2();
                     out_next.step_for_write();
-                    if (in_place) {
-                        const dim_t r = t / per_row, q = t % per_row;
-                        const dim_t w0 = ow * q / per_row, len = ow * (q + 1) / per_row - w0;
-                        uk.shifted_row_s2_fn[len](cg, x + r * row_step + 2 * w0, off.data(), w,
-                                                  d + r * ow + w0, cols, nv);
+                    const Tile at = tile(t);
+                    if (jp == jp0 && pf_next && t + 1 < t1) {
+                        (in_place ? uk.shifted_row_s2_pf_fn : uk.shifted_row_pf_fn)[at.len](
+                            cg, x + at.x, off.data(), w, d + at.c, cols, nv, tile(t + 1).x - at.x);
                         continue;
                     }
-                    const dim_t p0 = cols * t / segs, len = cols * (t + 1) / segs - p0;
-                    uk.shifted_row_fn[len](cg, x + p0, off.data(), w, d + p0, cols, nv);
+                    (in_place ? uk.shifted_row_s2_fn : uk.shifted_row_fn)[at.len](
+                        cg, x + at.x, off.data(), w, d + at.c, cols, nv);
                 }
             }
         }

@@ -79,15 +79,20 @@ __attribute__((target("avx512f"))) inline __m512 load_b(const float* p) {
 // t = sum over k < kc of a(k, i) * b[k*ldb + j]: the register tile's k loop, a(k, i) the
 // value of A broadcast to row i at step k (packed, row-major, or a convolution's input), B's
 // rows ldb apart (a packed panel of 16 NV columns, or of 32 for an edge tile's first 16).
-template <int MR, int NV, class AValue>
+struct NoStep {
+    void operator()(dim_t) const {}
+};
+template <int MR, int NV, class AValue, class Step = NoStep>
 __attribute__((target("avx512f,fma"))) inline void tile_loop(dim_t kc, const AValue& a,
                                                              const float* b, __m512 (&t)[MR][NV],
-                                                             dim_t ldb = 16 * NV) {
+                                                             dim_t ldb = 16 * NV,
+                                                             const Step& step = {}) {
 #pragma GCC unroll 12
     for (int i = 0; i < MR; ++i)
 #pragma GCC unroll 4
         for (int v = 0; v < NV; ++v) t[i][v] = _mm512_setzero_ps();
     for (dim_t k = 0; k < kc; ++k) {
+        step(k);
         __m512 bv[NV];
 #pragma GCC unroll 4
         for (int v = 0; v < NV; ++v) bv[v] = load_b(b + 16 * v);
@@ -434,6 +439,26 @@ __attribute__((target("avx512f,fma"))) void kernel_avx512_shifted_row(dim_t kc, 
     store_row_tile<R>(t, c, ldt, nv);
 }
 
+// kernel_avx512_shifted_row with, at reduction row k, the inputs of the tile `ahead` floats on
+// prefetched into L2 (MicroKernel::shifted_row_pf_fn): a line or two per row, spread over the
+// tile's work.
+template <int R, int S = 1>
+__attribute__((target("avx512f,fma"))) void kernel_avx512_shifted_row_pf(dim_t kc, const float* x,
+                                                                         const dim_t* off,
+                                                                         const float* b, float* c,
+                                                                         dim_t ldt, int nv,
+                                                                         dim_t ahead) {
+    __m512 t[R][2];
+    tile_loop<R, 2>(
+        kc, [&](dim_t k, int i) { return x[off[k] + S * i]; }, b, t, 32,
+        [&](dim_t k) {
+            const float* p = x + off[k] + ahead;
+            __builtin_prefetch(p, 0, 2);
+            __builtin_prefetch(p + S * (R - 1), 0, 2);
+        });
+    store_row_tile<R>(t, c, ldt, nv);
+}
+
 // An output row of 16 V positions x 4 output channels in 4 V accumulators (MicroKernel::
 // row_lanes_fn): per reduction row, V loads of the row's inputs and 4 broadcast weights, 4 V
 // multiply-adds; the rows of C stored as they are, where the transposed tiles of 12 positions x
@@ -733,6 +758,10 @@ MicroKernel avx512_kernel() {
     constexpr int kR = kShiftedRowMax;
     fill_by_size<kR>(k.shifted_row_fn,
                      [](auto r) -> ShiftedFn { return kernel_avx512_shifted_row<r()>; });
+    fill_by_size<kR>(k.shifted_row_pf_fn,
+                     [](auto r) -> ShiftedPfFn { return kernel_avx512_shifted_row_pf<r()>; });
+    fill_by_size<kR>(k.shifted_row_s2_pf_fn,
+                     [](auto r) -> ShiftedPfFn { return kernel_avx512_shifted_row_pf<r(), 2>; });
     fill_by_size<kR>(k.shifted_row_s2_fn,
                      [](auto r) -> ShiftedFn { return kernel_avx512_shifted_row<r(), 2>; });
     fill_by_size<kR>(k.shifted_edge_fn[0], [](auto r) -> ShiftedFn {

@@ -55,6 +55,10 @@ using MicroKernelColFn = void (*)(dim_t kc, const float* a, const float* b, cons
 using ShiftedFn = void (*)(dim_t kc, const float* x, const dim_t* off, const float* b, float* c,
                            dim_t ldt, int nv);
 
+// The same, with x + off[k] + ahead (and R - 1 floats on) prefetched into L2 at reduction row k.
+using ShiftedPfFn = void (*)(dim_t kc, const float* x, const dim_t* off, const float* b, float* c,
+                             dim_t ldt, int nv, dim_t ahead);
+
 // Longest run of output positions of MicroKernel::shifted_row_fn.
 inline constexpr int kShiftedRowMax = 12;
 
@@ -127,10 +131,13 @@ struct MicroKernel {
     // The same with the R positions' inputs every other float, x[off[k] + 2 i] (a 1x1 strided
     // by 2 along w, read in place).
     ShiftedFn shifted_row_s2_fn[kShiftedRowMax + 1] = {};
-    // The same for a row's first, last, or first and last tile ([0], [1], [2]) of a 3-wide,
+    // shifted_row_fn for a row's first, last, or first and last tile ([0], [1], [2]) of a 3-wide,
     // stride-1, undilated convolution padded by 1 along w whose reduction rows come in threes
     // kw = 0, 1, 2: the taps that read the padding column are skipped (kc a multiple of 3).
     ShiftedFn shifted_edge_fn[3][kShiftedRowMax + 1] = {};
+    // shifted_row_fn and shifted_row_s2_fn with the next tile's inputs prefetched (ShiftedPfFn).
+    ShiftedPfFn shifted_row_pf_fn[kShiftedRowMax + 1] = {};
+    ShiftedPfFn shifted_row_s2_pf_fn[kShiftedRowMax + 1] = {};
     // Whole output rows of 16 V positions x 4 output channels (RowLanesFn), [V].
     RowLanesFn row_lanes_fn[kRowLanesMax + 1] = {};
     // MR = 1 .. 12 reduction rows x 32 channels of the weight gradient (RowRunsFn), [S - 1][MR]:
