@@ -915,14 +915,17 @@ TEST_CASE("implicit_gemm with weights prepared once equals direct and packs noth
     // long reductions at 14x14 and 15x15, and outputs with fewer positions than output
     // channels (the threads split the panels: 19, 3 and 8 of them), channels on and off the
     // 32-channel panels. Where the tiles read the input in place, the GEMM's sampled copy or
-    // transposition is gone; to 7x7 and 14x14 both sample it (same records: the results tell).
+    // transposition is gone, also to 7x7 and 14x14; 6 wide, or strided by 3, both sample it
+    // (same records: the results tell).
     for (const auto& [d, sampled] : {std::pair{"mb1ic40ih48oc36oh24kh1sh2ph0", false},
                                      std::pair{"mb1ic40ih49oc70oh25kh1sh2ph0", false},
                                      std::pair{"mb1ic512ih14oc64oh14kh1ph0", false},
                                      std::pair{"mb1ic520ih15oc45oh15kh1ph0", false},
                                      std::pair{"mb1ic40ih48oc600oh24kh1sh2ph0", false},
-                                     std::pair{"mb1ic40ih13oc70oh7kh1sh2ph0", true},
-                                     std::pair{"mb1ic36ih27oc230oh14kh1sh2ph0", true}}) {
+                                     std::pair{"mb1ic40ih13oc70oh7kh1sh2ph0", false},
+                                     std::pair{"mb1ic36ih27oc230oh14kh1sh2ph0", false},
+                                     std::pair{"mb1ic40ih11oc70oh6kh1sh2ph0", true},
+                                     std::pair{"mb1ic36ih40oc230oh14kh1sh3ph0", true}}) {
         const Problem p = parse_descriptor(d);
         const std::string what = d;
         const Tensor src = integer_tensor(p.src_dims(), rng),
@@ -1310,9 +1313,12 @@ TEST_CASE("implicit_gemm's 1x1 forward from the input's rows equals direct") {
     CHECK(!ran_pointwise("mb4ic255ih28oc36oh28kh1ph0"));  // 255 input channels
     CHECK(!ran_pointwise("mb2ic40ih14oc36oh14kh1ph0"));   // 2 images
     CHECK(!ran_pointwise("mb4ic16ih14oc36oh14kh1ph0"));   // 16 input channels
-    // Strided to more than 256 positions: only with at most as many output as input channels.
+    // Strided to more than 256 positions: by 2 along w (read in place, strided_rows_apply), or
+    // sampled with at most as many output as input channels.
     CHECK(ran_pointwise("mb4ic80ih56oc40oh28kh1sh2ph0"));
-    CHECK(!ran_pointwise("mb4ic40ih56oc80oh28kh1sh2ph0"));
+    CHECK(ran_pointwise("mb4ic40ih56oc80oh28kh1sh2ph0"));
+    CHECK(ran_pointwise("mb4ic80ih84oc40oh28kh1sh3ph0"));
+    CHECK(!ran_pointwise("mb4ic40ih84oc80oh28kh1sh3ph0"));
 }
 
 namespace {
@@ -1357,7 +1363,7 @@ TEST_CASE("implicit_gemm's 1x1 strided by 2 along w reads the input in place and
     // 7, 12, 13, 14, 25, 28), odd input widths, strides 1-3 along h, 1-D, groups, one image
     // (the threads split its tiles) and five (whole images per thread), and 256 channels
     // (chunks prefetching the next chunk's input rows). No input copy ("pack_src"); with the
-    // mode off, the sampled copy gives the same result. (By default only outputs at least 24
+    // mode off, the sampled copy gives the same result. (By default only outputs at least 7
     // wide are read in place.)
     detail::set_shifted(1);
     detail::set_strided_rows(1);
@@ -1377,10 +1383,10 @@ TEST_CASE("implicit_gemm's 1x1 strided by 2 along w reads the input in place and
     CHECK(!detail::strided_rows_apply(parse_descriptor("mb1ic8ih8oc8oh8kh1ph0")));
     CHECK(!detail::strided_rows_apply(parse_descriptor("mb1ic8ih9oc8oh3kh1sh3ph0")));
     CHECK(!detail::strided_rows_apply(parse_descriptor("mb1ic8id4ih8oc8od2oh4kh1kd1sd2sh2ph0")));
-    // By default, outputs 24 wide or more.
+    // By default, outputs 7 wide or more.
     detail::set_strided_rows(0);
-    CHECK(detail::strided_rows_apply(parse_descriptor("mb4ic40ih48oc36oh24kh1sh2ph0")));
-    CHECK(!detail::strided_rows_apply(parse_descriptor("mb4ic40ih46oc36oh23kh1sh2ph0")));
+    CHECK(detail::strided_rows_apply(parse_descriptor("mb4ic40ih14oc36oh7kh1sh2ph0")));
+    CHECK(!detail::strided_rows_apply(parse_descriptor("mb4ic40ih12oc36oh6kh1sh2ph0")));
     CHECK(forward_packed_wei("mb4ic256ih56oc128oh28kh1sh2ph0", rng));  // res3a_branch2a
     set_num_threads(0);
 }

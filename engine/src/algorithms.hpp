@@ -31,12 +31,12 @@ bool unpadded_tiles_apply(const Problem& p);
 void set_row_lanes(int mode);
 bool row_lanes_apply(const Problem& p);
 // Whether the 1x1 tiles read a 1x1 strided by 2 along w from the image in place: 0 for outputs
-// at least 24 wide (the default), 1 at any width (tests), 2 never (the input sampled first);
+// at least 7 wide (the default), 1 at any width (tests), 2 never (the input sampled first);
 // and whether they would for p.
 void set_strided_rows(int mode);
 bool strided_rows_apply(const Problem& p);
-// The same for the weight gradient's tiles (row_runs_fn), where an image's dY^T is within
-// 512 KiB; they run where whole images run per thread.
+// The same for the weight gradient's tiles (row_runs_fn), for outputs at least 24 wide (by
+// default) where an image's dY^T is within 512 KiB; they run where whole images run per thread.
 bool strided_wgrad_applies(const Problem& p);
 // Whether implicit_gemm reads shifted tiles of padded stride-phase planes (forward, weight
 // gradient, and stride-1 backward data as the forward of FlipRot(W)), and runs 1x1 forwards

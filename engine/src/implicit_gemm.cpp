@@ -958,10 +958,10 @@ void forward_shifted(const Problem& p, const ConvArgs& a, Profiler* prof, bool f
 // With the next chunk's inputs prefetched (forward_pointwise), the wide stride-1 outputs with
 // 256 or more input channels pay too: AMD EPYC (Zen 4), batch 32, against the swapped GEMM,
 // 256 -> 64 at 56x56 20.4 -> 17.4-17.6 ms, 512 -> 128 at 28x28 18.1 -> 15.9; 128 -> 512 at
-// 28x28 lost (15.8 -> 18.0 without the prefetch). Strided with wider outputs than 16x16 and
-// more output than input channels, the GEMM from the sampled copy won: res3a_branch1 (256 ->
-// 512, 28x28 out), batch 32, 3 alternating rounds, 35.4/34.9/35.5 -> 33.1/33.3/33.3 ms, where
-// res3a_branch2a (256 -> 128) kept the tiles (9.8/10.2/9.6 against 12.6/12.7/12.4).
+// 28x28 lost (15.8 -> 18.0 without the prefetch). Strided by 2 along w and read in place
+// (strided_rows_apply) they pay too: res3a_branch1 (256 -> 512, 28x28 out), batch 32, harness,
+// 3 alternating rounds, GEMM from the sampled copy 32.6/33.4/33.0 -> 31.4/31.4/31.5 ms (the
+// GEMM had won, 35.4 -> 33.1, before the tiles prefetched their next inputs).
 //
 // With W^T prepared once (prepare_weights), fewer images pay too: 14x14 and smaller outputs
 // (an image's panels split between the threads, see forward_pointwise), where the GEMM sampled
@@ -985,7 +985,8 @@ bool use_pointwise(const Problem& p, bool prepared = false) {
     if (p.mb < 4)
         return prepared && (p.out_spatial() <= 256 || strided_rows_apply(p) ||
                             (im2col_is_identity(p) && p.icg() >= 512));
-    return p.out_spatial() <= 256 || (im2col_is_identity(p) ? p.icg() >= 256 : p.ocg() <= p.icg());
+    return p.out_spatial() <= 256 || strided_rows_apply(p) ||
+           (im2col_is_identity(p) ? p.icg() >= 256 : p.ocg() <= p.icg());
 }
 
 // W_g^T of a 1x1 problem in panels of 32 output channels (zero beyond K/G), those of group gi
@@ -1238,34 +1239,38 @@ void set_strided_rows(int mode) {
 }
 namespace {
 // What both passes' stride-2 in-place tiles need: a 1x1 read in place, strided by 2 along w,
-// 2-D or 1-D, with outputs at least 24 wide (any width in mode 1; never in mode 2).
-bool strided_by_two_in_place(const Problem& p) {
+// 2-D or 1-D, with outputs at least min_width wide (any width in mode 1; never in mode 2).
+bool strided_by_two_in_place(const Problem& p, dim_t min_width) {
     const Geom3 g = geom3(p);
     return g_strided_rows_mode != 2 && reads_input_1x1(p) && g.s[2] == 2 && g.out[0] == 1 &&
-           g.in[0] == 1 && (g.out[2] >= 24 || g_strided_rows_mode == 1);
+           g.in[0] == 1 && (g.out[2] >= min_width || g_strided_rows_mode == 1);
 }
 }  // namespace
 // forward_pointwise reads a 1x1 strided by 2 along w in place (see there), for outputs at least
-// 24 wide (2-D and 1-D). Alternating, batch 32, 2 threads, 3 rounds of medians against the
+// 7 wide (2-D and 1-D). Alternating, batch 32, 2 threads, 3 rounds of medians against the
 // sampled copy: res3a_branch2a (256 -> 128, 28x28 out) 13.1/12.8/13.3 -> 10.9-11.0/9.9/10.9
-// ms, res3a_branch1 (256 -> 512; now on the GEMM, use_pointwise) 37.0/38.3/36.5 ->
-// 37.0/37.8/34.2; 14x14 outputs (res4a_branch1, tiles of 7) 37.4/34.4/35.3 -> 37.6/34.9/37.6,
-// 7x7 (res5a_branch1) tied. The sampled copy reads the same lines of memory but once, where
-// the tiles read a line's 8 values of a row once per panel of 32 output channels. The mode: 0
-// where it applies, 2 never (the input sampled first), 1 at any width.
+// ms. The sampled copy reads the same lines of memory but once, where the tiles read a line's
+// 8 values of a row once per panel of 32 output channels; the tiles of 14x14 and 7x7 outputs
+// tied or lost until the first panel's tiles prefetched the next tile's inputs
+// (shifted_row_s2_pf_fn). With that, harness, 2 threads, 3 alternating rounds, sampled ->
+// in place (ms): batch 32, res4a_branch2a (512 -> 256, 14x14 out) 8.86/8.93 -> 8.11/8.11,
+// res4a_branch1 (512 -> 1024) 31.9/32.0/31.5 -> 31.5/31.5/31.2, res5a_branch2a (1024 -> 512,
+// 7x7) 8.28/8.29/8.30 -> 7.96/7.98/7.97, res5a_branch1 (1024 -> 2048) 33.6/34.5/33.5 ->
+// 31.5/31.1/31.3; batch 1 (W^T prepared), the same layers 0.26-0.35 -> 0.25-0.26, 1.03 ->
+// 0.95-0.98, 0.30 -> 0.25, 0.97-0.99 -> 0.95. The mode: 0 where it applies, 2 never (the input
+// sampled first), 1 at any width.
 bool strided_rows_apply(const Problem& p) {
-    return microkernel().shifted_row_s2_fn[1] && strided_by_two_in_place(p);
+    return microkernel().shifted_row_s2_fn[1] && strided_by_two_in_place(p, 7);
 }
 // The weight gradient's counterpart (backward_weight_implicit_gemm), where an image's dY^T (in
-// panels of 32 channels) is within 512 KiB, and as in the forward for outputs at least 24
-// wide. Alternating, batch 32, 2 threads, 3 rounds of medians against the sampled copy:
-// res3a_branch2a (256 -> 128, 28x28 out, dY^T 392 KiB) 11.6/11.7/11.7 -> 10.5/10.5/10.4 ms;
-// res3a_branch1 (256 -> 512, dY^T 1.5 MiB, its panels taken in blocks of 512 KiB) lost,
-// 34.0-34.4 -> 37.4-41.5; 14x14 outputs tied (512 -> 256) or lost (512 -> 1024, 33.1-34.7 ->
-// 37.6).
+// panels of 32 channels) is within 512 KiB, for outputs at least 24 wide. Alternating, batch 32, 2
+// threads, 3 rounds of medians against the sampled copy: res3a_branch2a (256 -> 128, 28x28 out,
+// dY^T 392 KiB) 11.6/11.7/11.7 -> 10.5/10.5/10.4 ms; res3a_branch1 (256 -> 512, dY^T 1.5 MiB, its
+// panels taken in blocks of 512 KiB) lost, 34.0-34.4 -> 37.4-41.5; 14x14 outputs tied (512 -> 256)
+// or lost (512 -> 1024, 33.1-34.7 -> 37.6).
 bool strided_wgrad_applies(const Problem& p) {
     const dim_t npan = (p.ocg() + 31) / 32;
-    return microkernel().row_runs_fn[1][1] && strided_by_two_in_place(p) &&
+    return microkernel().row_runs_fn[1][1] && strided_by_two_in_place(p, 24) &&
            static_cast<std::size_t>(npan * 32 * p.out_spatial()) * sizeof(float) <= (512u << 10);
 }
 void set_wgrad_taps(int mode) {
