@@ -2015,8 +2015,11 @@ void backward_weight_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler
     // row_runs_fn tiles (12 input channels x 32 output channels), whole image n on the
     // calling thread: dY^T packed by panels of 32 channels (at most 512 KiB, kept in L2); the
     // tiles by 12 input channels, then runs of output rows (about 256 positions, whose inputs
-    // stay in L1 while the panels pass), then panels. The next 12 channels' input rows are
-    // prefetched into L2 meanwhile.
+    // stay in L1 while the panels pass), then panels. The first panel's tiles prefetch the next
+    // 12 channels' input rows into L2 a run at a time (Runs::ahead), where a prefetch of all of
+    // them spread over the tiles (about 80 lines a tile, in a burst) left the tiles waiting on
+    // memory: res3a_branch2a, batch 32, harness, 2 threads, 3 alternating rounds, 10.2-10.7 ->
+    // 9.4-9.8 ms.
     auto strided_image = [&](dim_t g, dim_t n, float* out, bool acc, Profiler* prf) {
         const MicroKernel& uk = microkernel();
         const float* x = a.src + (n * p.ic + g * cg) * is;
@@ -2030,19 +2033,16 @@ void backward_weight_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler
         }
         Span s(prf, "gemm");
         const dim_t oh = geo.out[1], ow = geo.out[2], rs = geo.s[1] * geo.in[2];
-        const dim_t hrun = std::max<dim_t>(1, 256 / ow), nruns = (oh + hrun - 1) / hrun;
+        const dim_t hrun = std::max<dim_t>(1, 256 / ow);
         const float* rp[12];
         for (dim_t r0 = 0; r0 < rows; r0 += 12) {
             const int mv = static_cast<int>(std::min<dim_t>(12, rows - r0));
-            PrefetchA next =
-                PrefetchA::runs(x + (r0 + 12) * is, is, std::min<dim_t>(12, rows - r0 - 12), rs, oh,
-                                2 * ow - 1, nruns * npan);
             for (dim_t h0 = 0; h0 < oh; h0 += hrun) {
                 const dim_t nq = std::min(hrun, oh - h0);
                 for (int i = 0; i < mv; ++i) rp[i] = x + (r0 + i) * is + h0 * rs;
                 for (dim_t jp = 0; jp < npan; ++jp) {
-                    next.step_into_l2();
-                    const Runs u{1, nq, ow, 0, rs, 0, ow * 32};
+                    Runs u{1, nq, ow, 0, rs, 0, ow * 32};
+                    if (jp == 0 && r0 + 24 <= rows) u.ahead = 12 * is;
                     uk.row_runs_fn[1][mv](
                         u, rp, dyt + (jp * cols + h0 * ow) * 32, out + jp * 32 * rows + r0, rows,
                         false, static_cast<int>(std::min<dim_t>(32, kg - jp * 32)), acc || h0 > 0);

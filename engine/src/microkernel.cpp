@@ -552,6 +552,10 @@ __attribute__((target("avx512f,fma"))) void kernel_avx512_row_runs(const Runs& u
         // One index along the runs for all rows: a run's end costs an add, not MR.
         for (dim_t q = 0, e0 = 0; q < u.nq; ++q, e0 += u.xq) {
             const float* bk = bm + q * u.bq;
+            if (u.ahead)
+                for (int i = 0; i < MR; ++i)
+                    for (dim_t l = 0; l < S * u.len; l += 16)
+                        __builtin_prefetch(r[i] + e0 + u.ahead + l, 0, 2);
             for (dim_t e = e0; e < e0 + S * u.len; e += S) {
                 const __m512 b0 = load_b(bk), b1 = load_b(bk + 16);
 #pragma GCC unroll 12

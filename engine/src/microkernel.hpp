@@ -84,6 +84,9 @@ struct Runs {
     dim_t ni = 1, nq = 1, len = 0;
     dim_t xi = 0, xq = 0;
     dim_t bi = 0, bq = 0;
+    // Nonzero: each run's values ahead floats on (the next rows' run) prefetched into L2 as the
+    // run starts.
+    dim_t ahead = 0;
 };
 
 // t (MR x 32) = sum over the runs of a(i) * b (S = 1 or 2): MR reduction rows against a packed
