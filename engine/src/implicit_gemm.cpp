@@ -1049,9 +1049,9 @@ void forward_pointwise(const Problem& p, const ConvArgs& a, Profiler* prof,
     // of a tile those 32 to 64 misses came at once. Batch 32, 2 threads, 3 alternating rounds:
     // 256 -> 1024 at 14x14 17.3-18.0 -> 16.1-16.4 ms; other layers tied.
     const auto first_pos = [&](dim_t t) { return in_place ? t / per_row * ow : cols * t / segs; };
-    // Tile t: its positions' inputs from x + x, its outputs from d + c (channel 0), len of them.
+    // Tile t: len positions, whose inputs start at x + in and outputs (channel 0) at d + out.
     struct Tile {
-        dim_t x, c, len;
+        dim_t in, out, len;
     };
     const auto tile = [&](dim_t t) {
         if (in_place) {
@@ -1102,11 +1102,12 @@ void forward_pointwise(const Problem& p, const ConvArgs& a, Profiler* prof,
                     const Tile at = tile(t);
                     if (jp == jp0 && pf_next && t + 1 < t1) {
                         (in_place ? uk.shifted_row_s2_pf_fn : uk.shifted_row_pf_fn)[at.len](
-                            cg, x + at.x, off.data(), w, d + at.c, cols, nv, tile(t + 1).x - at.x);
+                            cg, x + at.in, off.data(), w, d + at.out, cols, nv,
+                            tile(t + 1).in - at.in);
                         continue;
                     }
                     (in_place ? uk.shifted_row_s2_fn : uk.shifted_row_fn)[at.len](
-                        cg, x + at.x, off.data(), w, d + at.c, cols, nv);
+                        cg, x + at.in, off.data(), w, d + at.out, cols, nv);
                 }
             }
         }
