@@ -452,9 +452,12 @@ __attribute__((target("avx512f,fma"))) void kernel_avx512_shifted_row_pf(dim_t k
     tile_loop<R, 2>(
         kc, [&](dim_t k, int i) { return x[off[k] + S * i]; }, b, t, 32,
         [&](dim_t k) {
-            const float* p = x + off[k] + ahead;
-            __builtin_prefetch(p, 0, 2);
-            __builtin_prefetch(p + S * (R - 1), 0, 2);
+            // As integers: the next tile may be shorter, its last input before p + S (R - 1).
+            const auto p = reinterpret_cast<std::uintptr_t>(x + off[k]) +
+                           static_cast<std::uintptr_t>(ahead) * sizeof(float);
+            __builtin_prefetch(reinterpret_cast<const void*>(p), 0, 2);
+            __builtin_prefetch(reinterpret_cast<const void*>(p + S * (R - 1) * sizeof(float)), 0,
+                               2);
         });
     store_row_tile<R>(t, c, ldt, nv);
 }
