@@ -57,7 +57,9 @@ const std::array kAlgorithms{
     Algorithm{Pass::BackwardData, "fractal_via_forward",
               "DaVinci: Strided, pad (with r), FlipRot on FRACTAL_Z, fractal forward; NC1HWC0",
               static_cast<AlgoFn>(davinci::backward_data_fractal_via_forward)},
-    Algorithm{Pass::BackwardData, "auto", "the fastest here by heuristic: col2im",
+    Algorithm{Pass::BackwardData, "auto",
+              "by heuristic: implicit_gemm (FlipRot tiles; stride 1, small outputs, batch 8+), "
+              "else col2im",
               detail::backward_data_auto},
     Algorithm{Pass::BackwardWeight, "direct", "reference loops, accumulated in double",
               detail::backward_weight_direct},
