@@ -1048,7 +1048,6 @@ void forward_pointwise(const Problem& p, const ConvArgs& a, Profiler* prof,
     // of a line of each of its 32 channels, each line read from memory first, and at the end
     // of a tile those 32 to 64 misses came at once. Batch 32, 2 threads, 3 alternating rounds:
     // 256 -> 1024 at 14x14 17.3-18.0 -> 16.1-16.4 ms; other layers tied.
-    const auto first_pos = [&](dim_t t) { return in_place ? t / per_row * ow : cols * t / segs; };
     // Tile t: len positions, whose inputs start at x + in and outputs (channel 0) at d + out.
     struct Tile {
         dim_t in, out, len;
@@ -1077,7 +1076,7 @@ void forward_pointwise(const Problem& p, const ConvArgs& a, Profiler* prof,
         float* dst = a.dst + (n * p.oc + gi * kg) * cols;
         for (dim_t c0 = t0; c0 < t1; c0 += chunk) {
             const dim_t c1 = std::min(c0 + chunk, t1), c2 = std::min(c1 + chunk, t1);
-            const dim_t q0 = first_pos(c0), q1 = first_pos(c1), q2 = first_pos(c2);
+            const dim_t q0 = tile(c0).out, q1 = tile(c1).out, q2 = tile(c2).out;
             const dim_t shares = (jp1 - jp0) * (c1 - c0);
             PrefetchA next;
             if (!in_place)

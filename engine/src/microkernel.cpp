@@ -427,16 +427,25 @@ __attribute__((target("avx512f"))) inline void store_row_tile(__m512 (&t)[R][2],
 // inputs for reduction row k lie side by side at x + off[k], x 32 output channels of a packed
 // W^T panel; stored transposed (store_row_tile). (R = 14, 28 accumulators, spilled: 1.35x
 // slower.) S = 2: the positions' inputs lie every other float (a 1x1 strided by 2 along w, read
-// from the image itself: MicroKernel::shifted_row_s2_fn).
+// from the image itself: MicroKernel::shifted_row_s2_fn). The body, shifted_row_tile, is
+// shared with the prefetching variant below, whose hook (step) runs at every reduction row.
+template <int R, int S = 1, class Step = NoStep>
+__attribute__((target("avx512f,fma"))) inline void shifted_row_tile(dim_t kc, const float* x,
+                                                                    const dim_t* off,
+                                                                    const float* b, float* c,
+                                                                    dim_t ldt, int nv,
+                                                                    const Step& step = {}) {
+    __m512 t[R][2];
+    tile_loop<R, 2>(
+        kc, [&](dim_t k, int i) { return x[off[k] + S * i]; }, b, t, 32, step);
+    store_row_tile<R>(t, c, ldt, nv);
+}
 template <int R, int S = 1>
 __attribute__((target("avx512f,fma"))) void kernel_avx512_shifted_row(dim_t kc, const float* x,
                                                                       const dim_t* off,
                                                                       const float* b, float* c,
                                                                       dim_t ldt, int nv) {
-    __m512 t[R][2];
-    tile_loop<R, 2>(
-        kc, [&](dim_t k, int i) { return x[off[k] + S * i]; }, b, t);
-    store_row_tile<R>(t, c, ldt, nv);
+    shifted_row_tile<R, S>(kc, x, off, b, c, ldt, nv);
 }
 
 // kernel_avx512_shifted_row with, at reduction row k, the inputs of the tile `ahead` floats on
@@ -448,18 +457,13 @@ __attribute__((target("avx512f,fma"))) void kernel_avx512_shifted_row_pf(dim_t k
                                                                          const float* b, float* c,
                                                                          dim_t ldt, int nv,
                                                                          dim_t ahead) {
-    __m512 t[R][2];
-    tile_loop<R, 2>(
-        kc, [&](dim_t k, int i) { return x[off[k] + S * i]; }, b, t, 32,
-        [&](dim_t k) {
-            // As integers: the next tile may be shorter, its last input before p + S (R - 1).
-            const auto p = reinterpret_cast<std::uintptr_t>(x + off[k]) +
-                           static_cast<std::uintptr_t>(ahead) * sizeof(float);
-            __builtin_prefetch(reinterpret_cast<const void*>(p), 0, 2);
-            __builtin_prefetch(reinterpret_cast<const void*>(p + S * (R - 1) * sizeof(float)), 0,
-                               2);
-        });
-    store_row_tile<R>(t, c, ldt, nv);
+    shifted_row_tile<R, S>(kc, x, off, b, c, ldt, nv, [&](dim_t k) {
+        // As integers: the next tile may be shorter, its last input before p + S (R - 1).
+        const auto p = reinterpret_cast<std::uintptr_t>(x + off[k]) +
+                       static_cast<std::uintptr_t>(ahead) * sizeof(float);
+        __builtin_prefetch(reinterpret_cast<const void*>(p), 0, 2);
+        __builtin_prefetch(reinterpret_cast<const void*>(p + S * (R - 1) * sizeof(float)), 0, 2);
+    });
 }
 
 // An output row of 16 V positions x 4 output channels in 4 V accumulators (MicroKernel::
@@ -1136,6 +1140,12 @@ bool rows_copied(const MicroKernel& uk, const StridedA& a, bool row_a) {
 std::atomic<int> g_b_in_place{0};  // BInPlace: automatic, on, off
 }  // namespace
 
+void stream_fence() {
+#ifdef CONVLAB_X86
+    _mm_sfence();
+#endif
+}
+
 void set_b_in_place(BInPlace mode) {
     g_b_in_place.store(static_cast<int>(mode));
 }
@@ -1171,9 +1181,7 @@ dim_t gemm_b_in_place(const MicroKernel& uk, const GemmBlocking& bl, dim_t i0, d
             fn(k, a.p + ir * a.rs, b.p + jr, b.rs, cp, ldc, acc, a.rs);
         }
     }
-#ifdef CONVLAB_X86
-    if (stream) _mm_sfence();
-#endif
+    if (stream) stream_fence();
     return jf;
 }
 
@@ -1303,9 +1311,7 @@ void gemm_packed_block(const MicroKernel& uk, const GemmBlocking& bl, dim_t i0, 
             }
         }
     }
-#ifdef CONVLAB_X86
-    if (stream) _mm_sfence();  // the non-temporal stores visible before C is read elsewhere
-#endif
+    if (stream) stream_fence();  // the non-temporal stores visible before C is read elsewhere
 }
 
 // [SECTION] scratch and split
@@ -1344,12 +1350,6 @@ std::size_t scratch_bytes_held() {
 
 // The calling thread's buffers, then (outside a parallel region) those of the OpenMP pool's
 // threads, as many as ever held one (a team of n reuses the same n - 1 pool threads).
-void stream_fence() {
-#ifdef CONVLAB_X86
-    _mm_sfence();
-#endif
-}
-
 void release_scratch() {
     t_scratch.release();
     if (omp_in_parallel()) return;
@@ -1537,7 +1537,7 @@ __attribute__((target("avx512f"))) void stream_rows_avx512(const float* src, dim
             _mm512_mask_storeu_ps(d + e, mask(len - e),
                                   _mm512_maskz_loadu_ps(mask(len - e), s + e));
     }
-    _mm_sfence();
+    stream_fence();
 }
 }  // namespace
 #endif
