@@ -1208,13 +1208,6 @@ void set_shifted(int mode) {
     g_shifted_mode = mode;
 }
 
-// The shifted forward with whole images per thread writes its output rows by non-temporal
-// stores (stream_rows) once the output is 16 MiB or more, far beyond what the caches keep:
-// a 12-position tile writes 48 bytes of a 64-byte line of each of its 32 channels, so every
-// line was read from memory before being written, two tiles apart. conv1 at batch 32 (102 MB
-// out, 147 multiply-adds per output), harness, 2 threads, 3 alternating rounds: 41.9-44.1 ->
-// 38.6-41.4 ms (min 40.2-42.8 -> 37.3-39.8). The 3x3 layers at batch 32 (576 or more per
-// output) tied either way.
 void set_stream_output(int mode) {
     g_stream_mode = mode;
 }
@@ -1225,10 +1218,28 @@ bool stream_mode_allows(std::size_t bytes, std::size_t from) {
     return g_stream_mode != 2 && (g_stream_mode == 1 || bytes >= from);
 }
 }  // namespace
+// The shifted forward with whole images per thread writes its output rows by non-temporal
+// stores (stream_rows) once the output is 16 MiB or more, far beyond what the caches keep:
+// a 12-position tile writes 48 bytes of a 64-byte line of each of its 32 channels, so every
+// line was read from memory before being written, two tiles apart. conv1 at batch 32 (102 MB
+// out, 147 multiply-adds per output), harness, 2 threads, 3 alternating rounds: 41.9-44.1 ->
+// 38.6-41.4 ms (min 40.2-42.8 -> 37.3-39.8). The 3x3 layers at batch 32 (576 or more per
+// output) tied either way.
+//
+// One image at a time (the threads sharing its tiles or its GEMM), an output of 512 KiB or more
+// streams too: another layer's run between two calls (a network's, or the bench's peer) leaves
+// its lines out of cache, and a store to such a line reads it from memory first. Batch 1,
+// harness, 2 threads, the output flushed before each call (clflush), twice each, kept -> streamed
+// (ms): conv1 1.201/1.183 -> 1.065/1.060, res2a_branch2a (64 -> 64 at 56x56, 784 KiB out)
+// 0.146/0.142 -> 0.121/0.122, res2a_branch1 0.496/0.497 -> 0.484/0.483, res2b_branch2a
+// 0.491/0.489 -> 0.479/0.476; the other layers tied, and every layer tied with the output left in
+// cache (conv1 1.085/1.085 -> 1.062/1.063). With whole images per thread the 16 MiB rule stays:
+// at batch 32 the outputs of 3-13 MiB tied cold or lost (res3a_branch2b, 12.8 MB out,
+// 31.1/31.2 -> 31.8/31.9).
 bool streams_output(const Problem& p) {
     return stream_mode_allows(
         static_cast<std::size_t>(p.mb * p.oc * p.out_spatial()) * sizeof(float),
-        std::size_t{16} << 20);
+        images_in_parallel(p.mb * p.groups) ? std::size_t{16} << 20 : std::size_t{512} << 10);
 }
 
 void set_edge_tiles(int mode) {
