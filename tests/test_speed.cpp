@@ -1183,11 +1183,19 @@ TEST_CASE("implicit_gemm's shifted forward with its rows streamed equals direct"
         check_equal(forward(p, src, wei, nullptr, "implicit_gemm"),
                     forward(p, src, wei, nullptr, "direct"), d);
     }
-    // By default only outputs of 16 MiB or more: conv1 at batch 32, not at batch 4.
-    set_num_threads(0);
+    // By default, with whole images per thread, outputs of 16 MiB or more: conv1 at batch 32,
+    // not at batch 4 (12.8 MB). One image at a time (batch 1, or one thread), from 512 KiB:
+    // conv1 (3.2 MB) and 64 -> 64 at 56x56 (784 KiB), not 128 channels at 28x28 (392 KiB).
+    set_num_threads(2);
     detail::set_stream_output(0);
     CHECK(detail::streams_output(parse_descriptor("mb32ic3ih224oc64oh112kh7sh2ph3")));
     CHECK_FALSE(detail::streams_output(parse_descriptor("mb4ic3ih224oc64oh112kh7sh2ph3")));
+    CHECK(detail::streams_output(parse_descriptor("mb1ic3ih224oc64oh112kh7sh2ph3")));
+    CHECK(detail::streams_output(parse_descriptor("mb1ic64ih56oc64oh56kh1ph0")));
+    CHECK_FALSE(detail::streams_output(parse_descriptor("mb1ic256ih56oc128oh28kh1sh2ph0")));
+    set_num_threads(1);
+    CHECK(detail::streams_output(parse_descriptor("mb4ic3ih224oc64oh112kh7sh2ph3")));
+    set_num_threads(0);
     detail::set_stream_output(2);
     CHECK_FALSE(detail::streams_output(parse_descriptor("mb32ic3ih224oc64oh112kh7sh2ph3")));
 }
