@@ -575,7 +575,13 @@ __attribute__((target("avx512f,fma"))) void kernel_avx512_row_runs(const Runs& u
                     for (dim_t l = 0; l < S * u.len; l += 16)
                         __builtin_prefetch(r[i] + e0 + u.ahead + l, 0, 2);
             for (dim_t e = e0; e < e0 + S * u.len; e += S) {
-                const __m512 b0 = load_b(bk), b1 = load_b(bk + 16);
+                // Pinned to registers: at MR = 8 GCC kept b1 on the stack, stored and reloaded
+                // for each of its 8 multiply-adds. Harness, 2 threads, two alternating rounds
+                // (ms): res2a_branch2b (64 channels: tiles of 12, 12, 12, 12, 8, 8) batch 1
+                // 1.051/1.059 -> 1.004/1.008, batch 32 34.3/34.5 -> 32.8/32.8; conv1 batch 1
+                // 1.24 -> 1.11; the other 3x3s 1-2% faster or tied.
+                __m512 b0 = load_b(bk), b1 = load_b(bk + 16);
+                asm("" : "+v"(b0), "+v"(b1));
 #pragma GCC unroll 12
                 for (int i = 0; i < MR; ++i) {
                     const __m512 ai = _mm512_set1_ps(r[i][e]);
