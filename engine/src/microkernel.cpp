@@ -472,12 +472,12 @@ __attribute__((target("avx512f,fma"))) void kernel_avx512_shifted_row_pf(dim_t k
 // 32 channels spent two 16x16 transposes and 32 partial-line stores on every tile (and, streamed,
 // a copy through a row buffer). Streamed stores are not fenced here (stream_fence).
 // Registers: 4 V accumulators, one row vector at a time, three weights broadcast into registers
-// and the fourth read by the multiply-add itself ({1to16}, in asm so that GCC neither hoists it
-// nor folds the row loads into the multiply-adds): 32 at V = 7. With all V row vectors loaded
-// first (35 at V = 7) GCC kept 4 accumulators on the stack, loaded and stored every reduction
-// row. conv1 (V = 7), harness, alternating: one thread, in cache, 2.105-2.108 -> 2.068-2.072 ms
-// (97.7% of the FMA loop's peak); 2 threads, batch 32, 34.9/34.7 -> 33.8/33.9; batch 1, the
-// output flushed before each call, 1.058-1.079 -> 1.041-1.043.
+// and the fourth read by the multiply-add itself ({1to16}, in asm so that GCC does not hoist
+// it; the row loads by load_b, not folded into the multiply-adds): 32 at V = 7. With all V row
+// vectors loaded first (35 at V = 7) GCC kept 4 accumulators on the stack, loaded and stored every
+// reduction row. conv1 (V = 7), harness, alternating: one thread, in cache, 2.105-2.108
+// -> 2.068-2.072 ms (97.7% of the FMA loop's peak); 2 threads, batch 32, 34.9/34.7 -> 33.8/33.9;
+// batch 1, the output flushed before each call, 1.058-1.079 -> 1.041-1.043.
 template <int V>
 __attribute__((target("avx512f,fma"))) void kernel_avx512_row_lanes(dim_t kc, const float* x,
                                                                     const dim_t* off,
@@ -495,8 +495,7 @@ __attribute__((target("avx512f,fma"))) void kernel_avx512_row_lanes(dim_t kc, co
                      w2 = _mm512_set1_ps(w[2]);
 #pragma GCC unroll 8
         for (int v = 0; v < V; ++v) {
-            __m512 xv = _mm512_loadu_ps(xr + 16 * v);
-            asm("" : "+v"(xv));
+            const __m512 xv = load_b(xr + 16 * v);
             t[0][v] = _mm512_fmadd_ps(w0, xv, t[0][v]);
             t[1][v] = _mm512_fmadd_ps(w1, xv, t[1][v]);
             t[2][v] = _mm512_fmadd_ps(w2, xv, t[2][v]);
@@ -575,11 +574,11 @@ __attribute__((target("avx512f,fma"))) void kernel_avx512_row_runs(const Runs& u
                     for (dim_t l = 0; l < S * u.len; l += 16)
                         __builtin_prefetch(r[i] + e0 + u.ahead + l, 0, 2);
             for (dim_t e = e0; e < e0 + S * u.len; e += S) {
-                // Pinned to registers: at MR = 8 GCC kept b1 on the stack, stored and reloaded
-                // for each of its 8 multiply-adds. Harness, 2 threads, two alternating rounds
-                // (ms): res2a_branch2b (64 channels: tiles of 12, 12, 12, 12, 8, 8) batch 1
-                // 1.051/1.059 -> 1.004/1.008, batch 32 34.3/34.5 -> 32.8/32.8; conv1 batch 1
-                // 1.24 -> 1.11; the other 3x3s 1-2% faster or tied.
+                // Pinned to registers together: with only load_b's own pin, at MR = 8 GCC kept
+                // b1 on the stack, stored and reloaded for each of its 8 multiply-adds. Harness, 2
+                // threads, two alternating rounds (ms): res2a_branch2b (64 channels: tiles of 12,
+                // 12, 12, 12, 8, 8) batch 1 1.051/1.059 -> 1.004/1.008, batch 32 34.3/34.5
+                // -> 32.8/32.8; conv1 batch 1 1.24 -> 1.11; the other 3x3s 1-2% faster or tied.
                 __m512 b0 = load_b(bk), b1 = load_b(bk + 16);
                 asm("" : "+v"(b0), "+v"(b1));
 #pragma GCC unroll 12
