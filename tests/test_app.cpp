@@ -679,6 +679,81 @@ TEST_CASE("app model: a driver shorter than the view stays finished, not blank, 
     }
 }
 
+// Following the step: the box holds every cell of the step where it fits the canvas, else the
+// destination panel's cells (or its first one); the pan centres the box, clamped to the view.
+TEST_CASE("app model: following the step keeps the step's cells in the box") {
+    for (const char* view : {"tnc", "im2col", "col2im", "weight_grad"})
+        for (const dim_t step : {dim_t{0}, dim_t{5}, dim_t{37}}) {
+            app::ViewModel v = build(view, "mb2ic8ih10oc8kh3sh2ph1", app::DataKind::Integer, 16);
+            app::layout_view(v, 2.5, 7.0);
+            const app::StepState st = app::compute_step(v, Granularity::Line, step);
+            INFO(view << " step " << step);
+            // Room for everything: the box is exactly the cells' extent.
+            app::CellBox box;
+            REQUIRE(app::follow_box(v, st, 1e9, 1e9, box));
+            double x0 = 1e18, y0 = 1e18, x1 = -1e18, y1 = -1e18;
+            for (std::size_t i = 0; i < v.panels.size(); ++i) {
+                for (const dim_t c : st.current[i]) {
+                    const app::CellPos cp = app::cell_pos(v.panels[i], c);
+                    x0 = std::min(x0, cp.x), y0 = std::min(y0, cp.y);
+                    x1 = std::max(x1, cp.x + 1), y1 = std::max(y1, cp.y + 1);
+                }
+                for (const app::CellPos& cp : st.panels[i].current_pads) {
+                    x0 = std::min(x0, v.panels[i].x + cp.x),
+                    y0 = std::min(y0, v.panels[i].y + cp.y);
+                    x1 = std::max(x1, v.panels[i].x + cp.x + 1);
+                    y1 = std::max(y1, v.panels[i].y + cp.y + 1);
+                }
+            }
+            CHECK(box.x0 == x0);
+            CHECK(box.y0 == y0);
+            CHECK(box.x1 == x1);
+            CHECK(box.y1 == y1);
+            // No room: within the destination panel, around cells of the step there.
+            const app::Driver& d = v.drivers.front();
+            const int dst = d.link >= 0 ? v.links[static_cast<std::size_t>(d.link)].dst
+                                        : v.relations[static_cast<std::size_t>(d.relation)].result;
+            const app::Panel& pd = v.panels[static_cast<std::size_t>(dst)];
+            const auto& cur = st.current[static_cast<std::size_t>(dst)];
+            REQUIRE(!cur.empty());
+            app::CellBox small;
+            REQUIRE(app::follow_box(v, st, 1.0, 1.0, small));
+            CHECK(small.x0 >= pd.x);
+            CHECK(small.y0 >= pd.y);
+            CHECK(small.x1 <= pd.x + pd.width);
+            CHECK(small.y1 <= pd.y + pd.height);
+            const app::CellPos first = app::cell_pos(pd, cur.front());
+            CHECK(small.x0 == first.x);
+            CHECK(small.y0 == first.y);
+            CHECK(small.width() == 1.0);
+            CHECK(small.height() == 1.0);
+        }
+    // A step with no cells (an empty step state) has no box.
+    app::ViewModel v = build("tnc", "mb1ic2ih3oc2kh2");
+    app::layout_view(v);
+    app::StepState none;
+    none.current.resize(v.panels.size());
+    none.panels.resize(v.panels.size());
+    app::CellBox b;
+    CHECK_FALSE(app::follow_box(v, none, 100, 100, b));
+
+    // The pan: centred on the box inside a view larger than the canvas, clamped at its edges,
+    // and the view centred along an axis where it is smaller than the canvas.
+    float px = 0, py = 0;
+    app::follow_pan({40, 50, 42, 51}, 100, 200, 10.0f, 300.0f, 400.0f, px, py);
+    CHECK(px == doctest::Approx(150 - 410));  // the box's middle (41 cells) at 150 px
+    CHECK(py == doctest::Approx(200 - 505));
+    app::follow_pan({0, 0, 1, 1}, 100, 200, 10.0f, 300.0f, 400.0f, px, py);
+    CHECK(px == 0.0f);  // at the view's top-left: no empty canvas before it
+    CHECK(py == 0.0f);
+    app::follow_pan({99, 199, 100, 200}, 100, 200, 10.0f, 300.0f, 400.0f, px, py);
+    CHECK(px == doctest::Approx(300 - 1000));  // the view's right edge at the canvas's
+    CHECK(py == doctest::Approx(400 - 2000));
+    app::follow_pan({5, 5, 6, 6}, 20, 10, 10.0f, 300.0f, 400.0f, px, py);
+    CHECK(px == doctest::Approx(50));  // 200 px of view in 300: centred
+    CHECK(py == doctest::Approx(150));
+}
+
 TEST_CASE("app model: values show three significant figures, integers whole") {
     using app::DataKind;
     CHECK(app::format_value(0.0181499f, DataKind::Real) == "0.0181");

@@ -349,6 +349,44 @@ TEST_CASE("app render: the fitted view is never cut off, in presenter mode and i
     CHECK(cells("--lesson 07 --step 1 --size 1024x768") >= 28.0);
 }
 
+TEST_CASE("app render: following the step zooms a large view in to readable cells" *
+          doctest::skip(!can_render())) {
+    // The tnc view of 8 channels at batch 2 on a 1024 x 768 projector: fitted, its cells are
+    // under 2 px; following the step, 28 px with the step's cells in the picture.
+    TempDir t;
+    const std::string base =
+        "shot --view tnc --problem mb2ic8ih10oc8kh3sh2ph1 --presenter --size 1024x768 ";
+    const auto fitted = (t.path / "fit.png").string(), followed = (t.path / "follow.png").string();
+    const auto cells = [](const Run& r) {
+        const auto at = r.out.find("cells ");
+        REQUIRE(at != std::string::npos);
+        return std::stod(r.out.substr(at + 6));
+    };
+    const Run rf = run_binary(base + "--step 300 --out " + fitted, t.path);
+    INFO(rf.out << rf.err);
+    REQUIRE(rf.status == 0);
+    CHECK(cells(rf) < 5.0);
+    const Run rz = run_binary(base + "--step 300 --follow --out " + followed, t.path);
+    INFO(rz.out << rz.err);
+    REQUIRE(rz.status == 0);
+    CHECK(rz.out.find("view follows the step") != std::string::npos);
+    CHECK(cells(rz) == doctest::Approx(28.0));
+    // The step's line of 16 cells (data and zero lanes, both tinted with the current step's
+    // orange) at 28 px, below the header and its legend.
+    const auto orange = [](Image& im) {
+        int n = 0;
+        for (int y = 200; y < im.h; ++y)
+            for (int x = 0; x < im.w; ++x) {
+                const unsigned char* p = im.at(x, y);
+                n += p[0] > 180 && p[1] > 110 && p[1] < 200 && p[0] - p[2] > 90;
+            }
+        return n;
+    };
+    Image a = load_png(fitted), b = load_png(followed);
+    CHECK(orange(b) > 16 * 20 * 20);
+    CHECK(orange(b) > 4 * orange(a));
+}
+
 TEST_CASE("app render: a theme file changes the palette" * doctest::skip(!can_render())) {
     TempDir t;
     fs::create_directories(t.path / "assets" / "themes");

@@ -119,6 +119,7 @@ ui::ShotOptions shot_options(const Options& opts) {
             throw Error("--palette '" + *s + "': expected default, high-contrast or colorblind");
     }
     o.presenter = opts.has("--presenter");
+    o.follow = opts.has("--follow");
     if (const auto* s = opts.get("--hover")) {
         const auto c = s->find(':');
         if (c == std::string::npos) throw Error("--hover '" + *s + "': expected PANEL:CELL");
@@ -207,9 +208,12 @@ void run_shot(const Options& opts, std::ostream& out) {
         char fit[160];
         std::snprintf(fit, sizeof fit,
                       "view %s the canvas: drawn %.0fx%.0f px of %.0fx%.0f, cells %.1f px\n",
-                      r.fits() ? "fits" : "does NOT fit", static_cast<double>(r.drawn_w),
-                      static_cast<double>(r.drawn_h), static_cast<double>(r.canvas_w),
-                      static_cast<double>(r.canvas_h), static_cast<double>(r.cell_px));
+                      o.follow   ? "follows the step on"
+                      : r.fits() ? "fits"
+                                 : "does NOT fit",
+                      static_cast<double>(r.drawn_w), static_cast<double>(r.drawn_h),
+                      static_cast<double>(r.canvas_w), static_cast<double>(r.canvas_h),
+                      static_cast<double>(r.cell_px));
         out << fit;
     }
     if (report) {
@@ -255,6 +259,9 @@ const Command& shot_command() {
          {"--c0", "C0", "C0 of the DaVinci views (default 16)"},
          {"--palette", "NAME", "default | high-contrast | colorblind"},
          {"--presenter", nullptr, "presenter mode (bigger fonts, no sidebar)"},
+         {"--follow", nullptr,
+          "the canvas follows the step: cells of at least 28 px, the step's cells in the middle "
+          "(key Z)"},
          {"--hover", "PANEL:CELL",
           "show the linking of cell CELL of panel PANEL (from 0); timings: SERIES:MARK tooltip"},
          {"--results", "FILE", "timings: show this results.json (convlab bench, an export)"},

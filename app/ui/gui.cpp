@@ -227,6 +227,7 @@ class App {
     bool fit_auto = true;
     ImVec2 fit_size{0, 0};
     float fit_fs = 0;
+    float fit_zoom = 0;  // the fit's cell size (pixels), which following the step zooms in from
     bool compact_titles = false;  // titles of one line (name, title): chosen by the fit
     // The canvas the fit arranged the view for, when that beat the view as built (a view rebuilt
     // with the same shape, e.g. other data or the next step, is arranged for it again).
@@ -446,6 +447,12 @@ class App {
     void after_render();
     std::string svg() const;
     void toggle_fullscreen();
+    // Following the step on or off; off returns to the fit.
+    void set_follow(bool on) {
+        s.follow = on;
+        fit_auto = true;
+        if (!on) s.zoom = 0;
+    }
 };
 
 // [SECTION] keyboard
@@ -489,7 +496,11 @@ void App::keyboard() {
     }
     if (pressed(GLFW_KEY_L)) pb.loop = !pb.loop;
     if (pressed(GLFW_KEY_C)) s.palette = (s.palette + 1) % kNumPalettes;
-    if (pressed(GLFW_KEY_F)) s.zoom = 0;
+    if (pressed(GLFW_KEY_F)) {
+        s.zoom = 0;
+        s.follow = false;
+    }
+    if (pressed(GLFW_KEY_Z)) set_follow(!s.follow);
     if (pressed(GLFW_KEY_P)) s.presenter = !s.presenter;
     if (pressed(GLFW_KEY_TAB)) show_sidebar = !show_sidebar;
     if (pressed(GLFW_KEY_F11)) toggle_fullscreen();
@@ -727,7 +738,14 @@ void App::sidebar(float width) {
     ImGui::SliderFloat("font scale", &s.font_scale, 0.6f, 3.0f, "%.1f");
     ImGui::Checkbox("presenter mode (P)", &s.presenter);
     ImGui::SameLine();
-    if (ImGui::Button("fit (F)")) s.zoom = 0;
+    if (ImGui::Button("fit (F)")) {
+        s.zoom = 0;
+        s.follow = false;
+    }
+    bool follow = s.follow;
+    if (ImGui::Checkbox("follow the step (Z)", &follow)) set_follow(follow);
+    if (ImGui::IsItemHovered())
+        ImGui::SetTooltip("zoom in to readable cells and keep the current step in the middle");
     // Export
     ImGui::Separator();
     ImGui::TextUnformatted("Export to");
@@ -1309,11 +1327,26 @@ void App::canvas() {
         if (best.k == 0) arranged_for.reset();
         const float z = best.r.first;
         s.zoom = z;
+        fit_zoom = z;
         relayout(z);
         // Centred, but never pushing a title past the right edge.
         s.pan_x = std::max(0.0f, std::min((avail_x - static_cast<float>(view->width) * z) * 0.5f,
                                           avail_x - titles_right(z)));
         s.pan_y = 0;
+    }
+    // Following the step (Z): cells of at least kFollowCellPx (the fit's, where larger), the
+    // step's cells kept in the middle of the canvas. A large view then scrolls with the step, so
+    // that a class reads its values where the fit would draw cells of a few pixels (the tnc view
+    // of 8 channels at batch 2 on a 1024 x 768 projector: 1.7 px).
+    if (s.follow && st.current.size() == view->panels.size()) {
+        const float zf = std::max(fit_zoom, app::kFollowCellPx);
+        relayout(zf);
+        app::CellBox box;
+        if (app::follow_box(*view, st, avail_x / zf, avail_y / zf, box)) {
+            s.zoom = zf;
+            app::follow_pan(box, std::max<double>(view->width, titles_right(zf) / zf), view->height,
+                            zf, avail_x, avail_y, s.pan_x, s.pan_y);
+        }
     }
     const float z = s.zoom;
     relayout(z);
@@ -1332,12 +1365,14 @@ void App::canvas() {
         s.pan_y -= my * (nz / z - 1.0f);
         s.zoom = nz;
         fit_auto = false;
+        s.follow = false;
     }
     if (ImGui::IsItemActive() && (ImGui::IsMouseDragging(ImGuiMouseButton_Left, 3.0f) ||
                                   ImGui::IsMouseDragging(ImGuiMouseButton_Right, 1.0f))) {
         s.pan_x += io.MouseDelta.x;
         s.pan_y += io.MouseDelta.y;
         fit_auto = false;
+        s.follow = false;
     }
     app::Selection h;
     if (over) {
@@ -1409,7 +1444,7 @@ void App::frame(double dt) {
     if (s.presenter && !short_window())
         ImGui::TextDisabled(
             "presenter: space play  ←/→ step  G granularity  1-9 view  C palette  +/- font  "
-            "F fit  F11 full screen  Esc leave");
+            "F fit  Z follow  F11 full screen  Esc leave");
     canvas();
     ImGui::End();
     lesson.panel(ImVec2(sw, io.DisplaySize.y - lesson_h), ImVec2(io.DisplaySize.x - sw, lesson_h),
@@ -1421,7 +1456,8 @@ void App::frame(double dt) {
             "space      play / pause\nleft/right step back / forward\nHome/End   first / "
             "last step\nup/down    speed\nG          granularity element / line / tile / whole\nL  "
             "        loop\n1-9        views; PgUp/PgDn previous / next\nF          fit to "
-            "window\nC          palette\nP          presenter mode\nTab        sidebar\nF11  "
+            "window\nZ          follow the step (zoomed in)\nC          palette\nP          "
+            "presenter mode\nTab        sidebar\nF11  "
             "      full screen\n+/-        font size\nS          save PNG\nEsc        unpin / "
             "leave presenter\nPgDn/N     lesson: next step\nPgUp/B     lesson: previous step");
         ImGui::End();
@@ -1809,6 +1845,7 @@ FrameReport shot_in(Window& w, const ShotOptions& o) {
     a.font = w.font();
     a.s.presenter = o.presenter;
     a.s.palette = o.palette;
+    a.s.follow = o.follow;
     a.s.playback.granularity = o.granularity;
     const auto t0 = std::chrono::steady_clock::now();
     if (!o.lesson.empty()) {

@@ -36,8 +36,9 @@ struct ShotOptions {
     dim_t c0 = 16;
     int palette = 0;
     bool presenter = false;
-    std::string out;  // PNG path ("" with frames > 0: no picture)
-    std::string svg;  // also the view as SVG ("" : none)
+    bool follow = false;  // the canvas follows the step (AppState::follow)
+    std::string out;      // PNG path ("" with frames > 0: no picture)
+    std::string svg;      // also the view as SVG ("" : none)
     // Also steps [seq_from, seq_to] as DIR/VIEW_NNNN.png ("" : none).
     std::string sequence_dir;
     dim_t seq_from = 0, seq_to = -1;

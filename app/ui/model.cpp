@@ -1579,6 +1579,61 @@ void propagate(const ViewModel& v, std::vector<std::vector<dim_t>>& cells,
 
 }  // namespace
 
+bool follow_box(const ViewModel& v, const StepState& st, double max_w, double max_h, CellBox& box) {
+    // The box of panel i's current cells (and padding cells read), grown into b.
+    const auto grow = [&](std::size_t i, CellBox& b, bool& any, bool first_only) {
+        if (i >= v.panels.size() || i >= st.current.size()) return;
+        const Panel& pn = v.panels[i];
+        const auto add = [&](double x, double y) {
+            b = any ? CellBox{std::min(b.x0, x), std::min(b.y0, y), std::max(b.x1, x + 1),
+                              std::max(b.y1, y + 1)}
+                    : CellBox{x, y, x + 1, y + 1};
+            any = true;
+        };
+        for (const dim_t c : st.current[i]) {
+            const CellPos cp = cell_pos(pn, c);
+            add(cp.x, cp.y);
+            if (first_only) return;
+        }
+        if (i < st.panels.size())
+            for (const CellPos& cp : st.panels[i].current_pads) add(pn.x + cp.x, pn.y + cp.y);
+    };
+    bool any = false;
+    for (std::size_t i = 0; i < v.panels.size(); ++i) grow(i, box, any, false);
+    if (!any) return false;
+    if (box.width() <= max_w && box.height() <= max_h) return true;
+    // Too large to keep in view whole: the destination panel's cells, or its first one.
+    int dst = -1;
+    if (!v.drivers.empty()) {
+        const Driver& d = v.drivers.front();
+        if (d.link >= 0) dst = v.links[static_cast<std::size_t>(d.link)].dst;
+        if (d.relation >= 0) dst = v.relations[static_cast<std::size_t>(d.relation)].result;
+    }
+    if (dst < 0) return true;
+    CellBox b;
+    bool found = false;
+    grow(static_cast<std::size_t>(dst), b, found, false);
+    if (!found) return true;
+    if (b.width() > max_w || b.height() > max_h) {
+        found = false;
+        grow(static_cast<std::size_t>(dst), b, found, true);
+    }
+    box = b;
+    return true;
+}
+
+void follow_pan(const CellBox& box, double view_w, double view_h, float zoom, float avail_w,
+                float avail_h, float& pan_x, float& pan_y) {
+    const auto axis = [zoom](double lo, double hi, double extent, float avail) {
+        const double view_px = extent * zoom;
+        if (view_px <= avail) return static_cast<float>((avail - view_px) * 0.5);
+        const double centred = avail * 0.5 - (lo + hi) * 0.5 * zoom;
+        return static_cast<float>(std::clamp(centred, static_cast<double>(avail) - view_px, 0.0));
+    };
+    pan_x = axis(box.x0, box.x1, view_w, avail_w);
+    pan_y = axis(box.y0, box.y1, view_h, avail_h);
+}
+
 StepState compute_step(const ViewModel& v, Granularity g, dim_t step) {
     StepState st;
     st.step = step;

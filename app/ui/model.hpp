@@ -271,6 +271,33 @@ StepState compute_step(const ViewModel& v, Granularity g, dim_t step);
 // followed transitively from panel to panel (each panel reached once). Per panel, sorted.
 std::vector<std::vector<dim_t>> linked_cells(const ViewModel& v, int panel, dim_t linear);
 
+// [SECTION] following the step
+
+// A box on the canvas, in cells: [x0, x1) x [y0, y1).
+struct CellBox {
+    double x0 = 0, y0 = 0, x1 = 0, y1 = 0;
+    double width() const { return x1 - x0; }
+    double height() const { return y1 - y0; }
+};
+
+// What a canvas that follows the step keeps in view (layout_view must have run): the box of the
+// step's cells (and the padding cells it reads) over every panel, or, where that box is wider
+// than max_w or taller than max_h cells, the box of those of the step's destination panel (the
+// first driver's: its map's destination, its relation's result), or else that panel's first
+// current cell. False when the step has no cells.
+bool follow_box(const ViewModel& v, const StepState& st, double max_w, double max_h, CellBox& box);
+
+// The least cell size of a canvas following the step, in pixels: room for a value's digits in
+// every cell at the app's font (a fitted view smaller than that is zoomed in to it).
+constexpr float kFollowCellPx = 28.0f;
+
+// Pan (pixels, the canvas origin's offset as AppState::pan_x, pan_y) that centres `box` in a
+// canvas of avail_w x avail_h pixels at `zoom` pixels per cell, clamped so that no empty canvas
+// shows beyond the view's extent (view_w x view_h cells) where the view is larger than the canvas;
+// where it is smaller along an axis, the view is centred along it.
+void follow_pan(const CellBox& box, double view_w, double view_h, float zoom, float avail_w,
+                float avail_h, float& pan_x, float& pan_y);
+
 // "X(n=0,c=1,h=2,w=0)"
 std::string cell_name(const Panel& p, dim_t linear);
 std::string format_value(float v, DataKind d);
@@ -296,6 +323,9 @@ struct AppState {
     float font_scale = 1.0f;
     float zoom = 0;  // pixels per cell; 0: fit on the next frame
     float pan_x = 0, pan_y = 0;
+    // The canvas follows the step (key Z): cells at least kFollowCellPx, the step's cells kept in
+    // the middle (follow_box); zooming or panning by hand, or fitting (F), ends it.
+    bool follow = false;
 };
 
 }  // namespace convlab::app
