@@ -24,6 +24,7 @@ void run_gui(const Options& opts, std::ostream&) {
     o.view = opts.value_or("--view", o.view);
     o.problem = opts.value_or("--problem", o.problem);
     o.presenter = opts.has("--presenter");
+    o.follow = opts.has("--follow");
     in_context("--problem", [&] {
         parse_descriptor(o.problem).check();
         return 0;
@@ -38,19 +39,21 @@ void run_gui(const Options& opts, std::ostream&) {
 }  // namespace
 
 const Command& gui_command() {
-    static const Command c{"gui",
-                           "open the desktop app (the default when convlab runs without arguments)",
-                           "gui [--problem DESC] [--view NAME] [--presenter] | gui --lesson FILE "
-                           "[--step K]",
-                           "Without --view, --problem or --lesson it opens on lesson 1, step 1.\n",
-                           {{"--problem", "DESC", "benchdnn descriptor (default mb1ic2ih3oc2kh2)"},
-                            {"--view", "NAME",
-                             "im2col (default) | col2im | stride | fliprot | fractal | tnc | "
-                             "weight_grad | timings | tensors"},
-                            {"--presenter", nullptr, "full screen, large fonts, keyboard only"},
-                            {"--lesson", "FILE", "open a lesson (a file, or its number: 17)"},
-                            {"--step", "K", "with --lesson: the step to open, from 1"}},
-                           run_gui};
+    static const Command c{
+        "gui",
+        "open the desktop app (the default when convlab runs without arguments)",
+        "gui [--problem DESC] [--view NAME] [--presenter] [--follow] | gui "
+        "--lesson FILE [--step K]",
+        "Without --view, --problem or --lesson it opens on lesson 1, step 1.\n",
+        {{"--problem", "DESC", "benchdnn descriptor (default mb1ic2ih3oc2kh2)"},
+         {"--view", "NAME",
+          "im2col (default) | col2im | stride | fliprot | fractal | tnc | "
+          "weight_grad | timings | tensors"},
+         {"--presenter", nullptr, "full screen, large fonts, keyboard only"},
+         {"--follow", nullptr, "follow the step: readable cells around it (key Z turns it off)"},
+         {"--lesson", "FILE", "open a lesson (a file, or its number: 17)"},
+         {"--step", "K", "with --lesson: the step to open, from 1"}},
+        run_gui};
     return c;
 }
 

@@ -1818,6 +1818,7 @@ void run_gui(const GuiOptions& o) {
     a.window = w.get();
     a.font = w.font();
     a.s.presenter = o.presenter;
+    a.s.follow = o.follow;
     if (o.presenter) a.toggle_fullscreen();
     a.s.request = r;
     a.edit = r.problem;

@@ -15,6 +15,7 @@ struct GuiOptions {
     std::string view = "im2col";
     std::string problem = "mb1ic2ih3oc2kh2";  // 2x3x3 input, 2 filters of 2x2x2
     bool presenter = false;
+    bool follow = false;          // the canvas follows the step (AppState::follow)
     std::string lesson;           // a lesson file to open ("" none)
     std::size_t lesson_step = 0;  // its step, from 0
 };
