@@ -629,6 +629,9 @@ TEST_CASE("bench: CSV and JSON results parse back to the same results") {
     Results r = run(cfg);
     r.rows[0].foreign_cpu = 0.2;  // measured while others held 20% of the CPUs: noisy
     r.rows[1].foreign_cpu = 0.01;
+    r.rows[1].speed = 0.97;  // the machine at 97% of its peak: not noisy
+    r.rows[2].foreign_cpu = 0.01;
+    r.rows[2].speed = 0.8;  // the machine itself slow (at 80% of its peak): noisy
     std::ostringstream csv, json;
     write_csv(r, csv);
     write_json(r, json);
@@ -665,6 +668,7 @@ TEST_CASE("bench: CSV and JSON results parse back to the same results") {
             CHECK(y.total.runs == x.total.runs);
             CHECK(y.flops == x.flops);
             CHECK(y.foreign_cpu == x.foreign_cpu);
+            CHECK(y.speed == x.speed);
             CHECK(y.noisy() == x.noisy());
             REQUIRE(y.ops.size() == x.ops.size());
             for (std::size_t k = 0; k < x.ops.size(); ++k) {
@@ -675,6 +679,7 @@ TEST_CASE("bench: CSV and JSON results parse back to the same results") {
         CHECK(b.failed() == r.failed());
         CHECK(b.rows[0].noisy());
         CHECK_FALSE(b.rows[1].noisy());
+        CHECK(b.rows[2].noisy());
     }
     // The noisy column says so in the file, on the total row and on its operations' rows.
     {
@@ -682,9 +687,41 @@ TEST_CASE("bench: CSV and JSON results parse back to the same results") {
         std::string l;
         while (std::getline(in, l) && l.rfind("layer_index,", 0) != 0) {
         }
-        CHECK(l.find(",foreign_cpu,noisy,") != std::string::npos);
+        CHECK(l.find(",foreign_cpu,speed,noisy,") != std::string::npos);
         std::getline(in, l);
-        CHECK(l.find(",0.2,true,") != std::string::npos);
+        CHECK(l.find(",0.2,-1,true,") != std::string::npos);  // no peak measured: speed -1
+    }
+    // A file from before the speed column reads as unknown (-1), noisy by foreign CPU only.
+    {
+        std::string old = csv.str();
+        const std::size_t h = old.find("layer_index,");
+        REQUIRE(h != std::string::npos);
+        std::istringstream in(old.substr(h));
+        std::ostringstream cut;
+        cut << old.substr(0, h);
+        for (std::string l; std::getline(in, l);) {
+            // Drop the 19th field (speed) of every row: split on commas outside quotes.
+            std::vector<std::string> f{""};
+            bool q = false;
+            for (const char ch : l) {
+                if (ch == '"') q = !q;
+                if (ch == ',' && !q)
+                    f.emplace_back();
+                else
+                    f.back() += ch;
+            }
+            REQUIRE(f.size() > 19);
+            f.erase(f.begin() + 18);
+            for (std::size_t i = 0; i < f.size(); ++i) cut << (i ? "," : "") << f[i];
+            cut << "\n";
+        }
+        CHECK(cut.str().find(",speed,") == std::string::npos);
+        std::istringstream back(cut.str());
+        const Results b = read_csv(back);
+        REQUIRE(b.rows.size() == r.rows.size());
+        CHECK(b.rows[2].speed == -1);
+        CHECK_FALSE(b.rows[2].noisy());
+        CHECK(b.rows[0].noisy());
     }
     CHECK(json.str().find("\"noisy\": true") != std::string::npos);
     // One row per (layer, pass, algorithm, operation): total + each operation.
@@ -735,4 +772,38 @@ TEST_CASE("bench: the measured fp32 peak is positive and the machine record is f
     CHECK_FALSE(m.compiler.empty());
     CHECK(m.date.size() == 20);  // 2025-01-31T13:05:09Z
     CHECK(m.summary().find(m.cpu) != std::string::npos);
+}
+
+TEST_CASE("bench: the machine's own speed is probed around every timed window") {
+    // The probe measures FMAs really run: a rate far above the measured peak would be chains
+    // computed outside its clock reads. (No lower bound: ctest runs another test beside this one,
+    // and load only lowers the probe.) Without a peak there is nothing to compare with: -1, and
+    // no probe.
+    const double peak = measure_fp32_peak(2, 0.05);
+    const double now = probe_fp32_rate(2);
+    CHECK(now > 0);
+    CHECK(now < 4 * peak);
+    Config cfg = tiny_config();
+    cfg.measure_peak = true;
+    const Results r = run(cfg);
+    REQUIRE(!r.rows.empty());
+    for (const Measurement& m : r.rows) {
+        CAPTURE(m.algorithm);
+        CHECK(m.speed > 0);
+        CHECK(m.speed < 4);
+    }
+    CHECK(r.speed_summary().find("% of its peak; ") != std::string::npos);
+    cfg.measure_peak = false;
+    const Results without = run(cfg);
+    for (const Measurement& m : without.rows) CHECK(m.speed == -1);
+    CHECK(without.speed_summary().empty());
+    // The rule: below kSlowMachine of the peak, noisy; unknown or above it, not.
+    Measurement m;
+    m.foreign_cpu = 0;
+    m.speed = kSlowMachine - 0.01;
+    CHECK(m.noisy());
+    m.speed = kSlowMachine + 0.01;
+    CHECK_FALSE(m.noisy());
+    m.speed = -1;
+    CHECK_FALSE(m.noisy());
 }

@@ -330,6 +330,7 @@ void print_run_summary(const bench::Results& r, std::ostream& out) {
             << (r.machine.threads == 1 ? " thread\n" : " threads\n");
     out << "machine: " << r.machine.summary() << "\n";
     out << "noise: " << r.machine.noise() << "\n";
+    if (const std::string s = r.speed_summary(); !s.empty()) out << "speed: " << s << "\n";
     out << "verification: " << r.verification_summary() << "\n";
 }
 

@@ -573,12 +573,19 @@ Results run(const Config& cfg) {
                     entries[timed[f]].ops.add(prof);
                     prof.clear();
                 };
+                // The machine's own speed just before and after (kSlowMachine), where a peak
+                // was measured to compare with.
+                const double peak = r.machine.peak_gflops;
+                const double before = peak > 0 ? probe_fp32_rate(threads) : 0;
                 const CpuSample t0 = cpu_sample();
                 const std::vector<Stats> stats = measure_interleaved(cfg.timing, fns);
                 const double foreign = foreign_cpu_share(t0, cpu_sample(), hw);
+                const double speed =
+                    peak > 0 ? std::min(before, probe_fp32_rate(threads)) / peak : -1.0;
                 for (std::size_t f = 0; f < timed.size(); ++f) {
                     Entry& e = entries[timed[f]];
                     e.m.foreign_cpu = foreign;
+                    e.m.speed = speed;
                     if (!e.error.empty()) {
                         e.m.error = "threw while timed: " + e.error;
                         continue;
@@ -722,6 +729,25 @@ std::size_t Results::noisy() const {
     std::size_t n = 0;
     for (const Measurement& m : rows) n += m.valid() && m.noisy() ? 1 : 0;
     return n;
+}
+
+std::string Results::speed_summary() const {
+    double lo = 1e300, hi = -1;
+    std::size_t probed = 0, slow = 0;
+    for (const Measurement& m : rows) {
+        if (m.speed < 0) continue;
+        lo = std::min(lo, m.speed);
+        hi = std::max(hi, m.speed);
+        ++probed;
+        slow += m.speed < kSlowMachine ? 1 : 0;
+    }
+    if (probed == 0) return "";
+    char buf[200];
+    std::snprintf(buf, sizeof buf,
+                  "the machine's FMA rate around the timed windows: %.0f-%.0f%% of its peak; %zu "
+                  "of %zu measurements timed below %.0f%% (noisy)",
+                  lo * 100, hi * 100, slow, probed, kSlowMachine * 100);
+    return buf;
 }
 
 std::string Results::verification_summary() const {

@@ -142,18 +142,28 @@ Fields machine_fields(const Results& r) {
             sf("command", r.command)};
 }
 
-const char* const kColumns[] = {
-    "layer_index", "layer",    "descriptor",      "pass",        "algorithm", "peer",
-    "batch",       "threads",  "dtype",           "operation",   "median_ms", "min_ms",
-    "max_ms",      "q1_ms",    "q3_ms",           "runs",        "share",     "foreign_cpu",
-    "noisy",       "gflops",   "gflops_benchdnn", "gbps",        "flops",     "flops_benchdnn",
-    "bytes",       "verified", "max_abs_err",     "max_rel_err", "reference", "note",
-    "impl",        "error"};
+const char* const kColumns[] = {"layer_index",    "layer",
+                                "descriptor",     "pass",
+                                "algorithm",      "peer",
+                                "batch",          "threads",
+                                "dtype",          "operation",
+                                "median_ms",      "min_ms",
+                                "max_ms",         "q1_ms",
+                                "q3_ms",          "runs",
+                                "share",          "foreign_cpu",
+                                "speed",          "noisy",
+                                "gflops",         "gflops_benchdnn",
+                                "gbps",           "flops",
+                                "flops_benchdnn", "bytes",
+                                "verified",       "max_abs_err",
+                                "max_rel_err",    "reference",
+                                "note",           "impl",
+                                "error"};
 
 // Columns added after the first format: a file written before them reads without them.
 bool optional_column(const std::string& name) {
     return name == "noisy" || name == "dtype" || name == "batch" || name == "threads" ||
-           name == "gflops_benchdnn" || name == "flops_benchdnn";
+           name == "gflops_benchdnn" || name == "flops_benchdnn" || name == "speed";
 }
 
 std::vector<Fields> row_fields(const Results& r) {
@@ -188,6 +198,7 @@ std::vector<Fields> row_fields(const Results& r) {
                      nf("runs", t.runs),
                      nf("share", m.total.median_ms > 0 ? t.median_ms / m.total.median_ms : 0),
                      nf("foreign_cpu", m.foreign_cpu),
+                     nf("speed", m.speed),
                      bf("noisy", m.noisy()),
                      nf("gflops", total ? m.gflops() : 0),
                      nf("gflops_benchdnn", total ? m.gflops_benchdnn() : 0),
@@ -383,6 +394,7 @@ void add_row(const Map& f, Results& r, const std::string& where) {
             }
         }
         m.foreign_cpu = to_num(f, "foreign_cpu", where);
+        if (f.count("speed")) m.speed = to_num(f, "speed", where);
         m.bytes = to_num(f, "bytes", where);
         const std::string v = to_str(f, "verified", where);
         if (v != "PASS" && v != "FAIL" && v != "UNCHECKED" && v != "REFERENCE" && v != "ERROR")

@@ -6,11 +6,13 @@
 //   [SECTION] machine record
 //   [SECTION] fp32 peak
 #include <immintrin.h>
+#include <omp.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -494,6 +496,46 @@ double measure_fp32_peak(int threads, double seconds) {
         (void)sink;
     }
     return best;
+}
+
+double probe_fp32_rate(int threads, double seconds) {
+    if (threads <= 0) threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+    using Clock = std::chrono::steady_clock;
+    constexpr int kRounds = 4;
+    // Iterations for about seconds / kRounds at the rate of one calibration pass.
+    long iters = 1 << 12;
+    {
+        const auto t0 = Clock::now();
+        volatile float sink = fma_chains(iters);
+        (void)sink;
+        const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+        iters = std::clamp(
+            static_cast<long>(static_cast<double>(iters) * (seconds / kRounds) / std::max(s, 1e-9)),
+            1L << 10, 1L << 30);
+    }
+    std::vector<double> rounds;
+    std::vector<double> rate(static_cast<std::size_t>(threads));
+    for (int round = 0; round < kRounds; ++round) {
+        // Each thread times its own chains: the region's start and end are not counted.
+#pragma omp parallel num_threads(threads)
+        {
+            // The chains are pure: without the empty asm statements GCC computes them outside
+            // the two clock reads (a rate of millions of GFLOP/s).
+            const auto t0 = Clock::now();
+            long n = iters;
+            asm volatile("" : "+r"(n));
+            float sink = fma_chains(n);
+            asm volatile("" : "+x"(sink));
+            const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+            const double flops = 2.0 * kLanes * kChains * static_cast<double>(iters);
+            rate[static_cast<std::size_t>(omp_get_thread_num())] = flops / std::max(s, 1e-9) * 1e-9;
+        }
+        double sum = 0;
+        for (const double x : rate) sum += x;
+        rounds.push_back(sum);
+    }
+    std::sort(rounds.begin(), rounds.end());
+    return 0.5 * (rounds[kRounds / 2 - 1] + rounds[kRounds / 2]);
 }
 
 void measure_machine_peak(Machine& m, int threads, double seconds) {

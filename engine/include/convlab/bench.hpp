@@ -205,6 +205,13 @@ double foreign_cpu_share(const CpuSample& a, const CpuSample& b, int cpus);
 // and keeps the higher (other processes may hold cores at either time). See Machine::peak_gflops.
 double measure_fp32_peak(int threads, double seconds = 0.2);
 
+// The machine's fp32 FMA rate now, GFLOP/s: `threads` OpenMP threads (warm, as the engine's) each
+// time their own register-only FMA chains, in 4 rounds filling about `seconds`; the rounds' median
+// of the threads' summed rates. A probe of a few milliseconds around each measured window: these
+// virtual machines slow down for seconds to minutes at a time (a 3x3 layer and oneDNN's run of it
+// both at half speed) without any process of theirs, or steal time, showing it.
+double probe_fp32_rate(int threads, double seconds = 0.004);
+
 struct Machine {
     std::string cpu = "unknown";
     int logical_cpus = 0;
@@ -334,6 +341,9 @@ struct Config {
 // Above this share of the CPUs used by other processes while it was timed, a measurement is
 // "noisy": marked so in the files and drawn distinguishably (hatched, '~') on the charts.
 inline constexpr double kNoisyForeignCpu = 0.05;
+// Below this share of the run's measured fp32 peak, probed just before or just after it was timed
+// (probe_fp32_rate), the machine itself was slow: also "noisy".
+inline constexpr double kSlowMachine = 0.9;
 
 // One measured (layer, pass, algorithm): the total and each operation (profiler span), with the
 // verification of that configuration.
@@ -362,7 +372,13 @@ struct Measurement {
     // pass's alternating rounds, shared with the peer and the other algorithms); -1 unknown.
     // Above kNoisyForeignCpu the time is suspect (they took cores from it): noisy().
     double foreign_cpu = -1;
-    bool noisy() const { return foreign_cpu > kNoisyForeignCpu; }
+    // The machine's FMA rate just before and just after that window, the lower of the two, as a
+    // share of Machine::peak_gflops (probe_fp32_rate); -1 unknown (no peak measured, or a file
+    // from before the column). Below kSlowMachine the machine was slow: noisy().
+    double speed = -1;
+    bool noisy() const {
+        return foreign_cpu > kNoisyForeignCpu || (speed >= 0 && speed < kSlowMachine);
+    }
     double gflops() const { return bench::gflops(flops, total.median_ms); }
     double gflops_benchdnn() const { return bench::gflops(flops_no_pad, total.median_ms); }
     double gbps() const { return bench::gflops(bytes, total.median_ms); }
@@ -404,6 +420,9 @@ struct Results {
     std::size_t passed() const;
     std::size_t failed() const;                // failed, unchecked or errored
     std::size_t noisy() const;                 // valid measurements that are noisy()
+    // "the machine's FMA rate around the timed windows: 93-101% of its peak; 4 of 120
+    // measurements timed below 90% (noisy)", or "" where no speed was probed.
+    std::string speed_summary() const;
     std::string verification_summary() const;  // "all 100 measurements verified (PASS) ..."
     const Measurement* find(std::size_t layer, Pass pass, const std::string& algo) const;
 };
