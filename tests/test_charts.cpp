@@ -282,6 +282,21 @@ TEST_CASE("charts: values measured under load are marked noisy, counted and foot
     for (const std::string& l : g.footer)
         footnote |= l.find("~ (hatched) measured while other processes used > 5% of the CPU") == 0;
     CHECK(footnote);
+    CHECK(std::none_of(g.footer.begin(), g.footer.end(),
+                       [](const std::string& l) { return l.rfind("Speed:", 0) == 0; }));
+    // A machine that ran slow (its probed speed below 90% of the peak) is noisy too, and the
+    // footer gives the probes' range.
+    r.rows[3].speed = 0.5;
+    for (Measurement& m : r.rows)
+        if (m.speed < 0) m.speed = 1.0;
+    const Chart s = gflops_chart(r, Pass::Forward);
+    CHECK(s.noisy == 2);
+    bool speed_line = false;
+    for (const std::string& l : s.footer)
+        speed_line |=
+            l.rfind("Speed: the machine's FMA rate around the timed windows: 50-100%", 0) == 0;
+    CHECK(speed_line);
+    r.rows[3].speed = 1.0;
     // The ratio over a noisy forward time is noisy too: layer a's two bars.
     CHECK(relative_time_chart(r).noisy == 2);
     // A stacked bar counts once.

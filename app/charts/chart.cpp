@@ -143,10 +143,14 @@ void finish(Chart& c, const Results& r) {
                        (r.timing.reps > 0 ? std::to_string(r.timing.reps) + " runs"
                                           : fmt("runs filling >= %.2g s", r.timing.min_seconds)) +
                        " after " + std::to_string(r.timing.warmup) + " warm-up runs.");
+    if (const std::string s = r.speed_summary(); !s.empty())
+        c.footer.push_back("Speed: " + s + ".");
     if (c.noisy > 0)
         c.footer.push_back("~ (hatched) measured while other processes used > " +
                            fmt("%.0f", 100 * bench::kNoisyForeignCpu) +
-                           "% of the CPU: its time is suspect");
+                           "% of the CPU, or while the machine itself ran below " +
+                           fmt("%.0f", 100 * bench::kSlowMachine) +
+                           "% of its peak (probed around the timed window): its time is suspect");
     for (const std::string& n : r.notes) c.footer.push_back("Note: " + n);
     c.footer.push_back("Reproduce: " + (r.command.empty() ? "(command not recorded)" : r.command));
     if (c.failed > 0) {

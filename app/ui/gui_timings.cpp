@@ -569,7 +569,8 @@ void draw_chart(const charts::Chart& c, const ChartLayout& L, ImDrawList* dl, Im
         dl->AddRectFilled(ImVec2(m.x0, m.y0), ImVec2(m.x1, m.y1), col(m.color));
         dl->AddRect(ImVec2(m.x0, m.y0), ImVec2(m.x1, m.y1), IM_COL32(255, 255, 255, 180));
         if (noisy(m)) {
-            // Hatched as in the export: measured while other processes took over 5% of the CPU.
+            // Hatched as in the export: measured while other processes took over 5% of the CPU,
+            // or while the machine itself ran slow (Measurement::noisy).
             dl->PushClipRect(ImVec2(m.x0, m.y0), ImVec2(m.x1, m.y1), true);
             for (float x = m.x0 - (m.y1 - m.y0); x < m.x1; x += 5)
                 dl->AddLine(ImVec2(x, m.y1), ImVec2(x + (m.y1 - m.y0), m.y0),
