@@ -447,7 +447,7 @@ class App {
     void after_render();
     std::string svg() const;
     void toggle_fullscreen();
-    // Following the step on or off; off returns to the fit.
+    // Following the step on or off; off is the fit (F).
     void set_follow(bool on) {
         s.follow = on;
         fit_auto = true;
@@ -496,10 +496,7 @@ void App::keyboard() {
     }
     if (pressed(GLFW_KEY_L)) pb.loop = !pb.loop;
     if (pressed(GLFW_KEY_C)) s.palette = (s.palette + 1) % kNumPalettes;
-    if (pressed(GLFW_KEY_F)) {
-        s.zoom = 0;
-        s.follow = false;
-    }
+    if (pressed(GLFW_KEY_F)) set_follow(false);  // the fit
     if (pressed(GLFW_KEY_Z)) set_follow(!s.follow);
     if (pressed(GLFW_KEY_P)) s.presenter = !s.presenter;
     if (pressed(GLFW_KEY_TAB)) show_sidebar = !show_sidebar;
@@ -738,10 +735,7 @@ void App::sidebar(float width) {
     ImGui::SliderFloat("font scale", &s.font_scale, 0.6f, 3.0f, "%.1f");
     ImGui::Checkbox("presenter mode (P)", &s.presenter);
     ImGui::SameLine();
-    if (ImGui::Button("fit (F)")) {
-        s.zoom = 0;
-        s.follow = false;
-    }
+    if (ImGui::Button("fit (F)")) set_follow(false);
     bool follow = s.follow;
     if (ImGui::Checkbox("follow the step (Z)", &follow)) set_follow(follow);
     if (ImGui::IsItemHovered())
@@ -1338,18 +1332,20 @@ void App::canvas() {
     // step's cells kept in the middle of the canvas. A large view then scrolls with the step, so
     // that a class reads its values where the fit would draw cells of a few pixels (the tnc view
     // of 8 channels at batch 2 on a 1024 x 768 projector: 1.7 px).
+    bool laid_out = false;  // at s.zoom, by the follow below
     if (s.follow && st.current.size() == view->panels.size()) {
         const float zf = std::max(fit_zoom, app::kFollowCellPx);
         relayout(zf);
         app::CellBox box;
         if (app::follow_box(*view, st, avail_x / zf, avail_y / zf, box)) {
             s.zoom = zf;
+            laid_out = true;
             app::follow_pan(box, std::max<double>(view->width, titles_right(zf) / zf), view->height,
                             zf, avail_x, avail_y, s.pan_x, s.pan_y);
         }
     }
     const float z = s.zoom;
-    relayout(z);
+    if (!laid_out) relayout(z);
     const ImVec2 origin(c0.x + margin + s.pan_x, c0.y + margin + s.pan_y);
     canvas_size = size;
     drawn_size =

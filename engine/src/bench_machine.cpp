@@ -458,6 +458,29 @@ float fma_chains(long iters) {
     return s;
 }
 
+// fp32 operations of `iters` iterations of fma_chains (an FMA counts as 2).
+double chain_flops(long iters) {
+    return 2.0 * kLanes * kChains * static_cast<double>(iters);
+}
+
+// Iterations of fma_chains lasting about `seconds` on this thread (at least 4096), calibrated
+// from a run of at least a quarter of that.
+long chain_iterations(double seconds) {
+    using Clock = std::chrono::steady_clock;
+    long iters = 1 << 12;
+    for (;;) {
+        const auto t0 = Clock::now();
+        volatile float sink = fma_chains(iters);
+        (void)sink;
+        const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+        if (s > seconds / 4 || iters > (1L << 40))
+            return std::max(
+                static_cast<long>(static_cast<double>(iters) * seconds / std::max(s, 1e-9)),
+                1L << 12);
+        iters *= 4;
+    }
+}
+
 }  // namespace
 
 double measure_fp32_peak(int threads, double seconds) {
@@ -465,21 +488,8 @@ double measure_fp32_peak(int threads, double seconds) {
     using Clock = std::chrono::steady_clock;
     // Many short rounds, best one kept: on a shared machine some round finds the cores free.
     constexpr int kRounds = 12;
-    // Calibrate on one thread: iterations for about seconds / kRounds.
-    long iters = 1 << 16;
-    for (;;) {
-        const auto t0 = Clock::now();
-        volatile float sink = fma_chains(iters);
-        (void)sink;
-        const double s = std::chrono::duration<double>(Clock::now() - t0).count();
-        if (s > seconds / (4 * kRounds) || iters > (1L << 40)) {
-            iters = static_cast<long>(static_cast<double>(iters) * (seconds / kRounds) /
-                                      std::max(s, 1e-9));
-            break;
-        }
-        iters *= 4;
-    }
-    iters = std::max(iters, 1L << 12);
+    // Calibrated on one thread: iterations for about seconds / kRounds.
+    const long iters = chain_iterations(seconds / kRounds);
     // All threads run the same count; a round lasts from the start to the last one done.
     double best = 0;
     for (int round = 0; round < kRounds; ++round) {
@@ -490,8 +500,7 @@ double measure_fp32_peak(int threads, double seconds) {
             pool.emplace_back([&, t] { sinks[static_cast<std::size_t>(t)] = fma_chains(iters); });
         for (auto& th : pool) th.join();
         const double s = std::chrono::duration<double>(Clock::now() - t0).count();
-        const double flops = 2.0 * kLanes * kChains * static_cast<double>(iters) * threads;
-        best = std::max(best, flops / s * 1e-9);
+        best = std::max(best, chain_flops(iters) * threads / s * 1e-9);
         volatile float sink = sinks[0];
         (void)sink;
     }
@@ -502,17 +511,7 @@ double probe_fp32_rate(int threads, double seconds) {
     if (threads <= 0) threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
     using Clock = std::chrono::steady_clock;
     constexpr int kRounds = 4;
-    // Iterations for about seconds / kRounds at the rate of one calibration pass.
-    long iters = 1 << 12;
-    {
-        const auto t0 = Clock::now();
-        volatile float sink = fma_chains(iters);
-        (void)sink;
-        const double s = std::chrono::duration<double>(Clock::now() - t0).count();
-        iters = std::clamp(
-            static_cast<long>(static_cast<double>(iters) * (seconds / kRounds) / std::max(s, 1e-9)),
-            1L << 10, 1L << 30);
-    }
+    const long iters = chain_iterations(seconds / kRounds);
     std::vector<double> rounds;
     std::vector<double> rate(static_cast<std::size_t>(threads));
     for (int round = 0; round < kRounds; ++round) {
@@ -527,8 +526,8 @@ double probe_fp32_rate(int threads, double seconds) {
             float sink = fma_chains(n);
             asm volatile("" : "+x"(sink));
             const double s = std::chrono::duration<double>(Clock::now() - t0).count();
-            const double flops = 2.0 * kLanes * kChains * static_cast<double>(iters);
-            rate[static_cast<std::size_t>(omp_get_thread_num())] = flops / std::max(s, 1e-9) * 1e-9;
+            rate[static_cast<std::size_t>(omp_get_thread_num())] =
+                chain_flops(iters) / std::max(s, 1e-9) * 1e-9;
         }
         double sum = 0;
         for (const double x : rate) sum += x;

@@ -418,8 +418,8 @@ struct Results {
     std::vector<SweepPoint> sweep;
     // Every measurement that ran was verified and passed.
     std::size_t passed() const;
-    std::size_t failed() const;                // failed, unchecked or errored
-    std::size_t noisy() const;                 // valid measurements that are noisy()
+    std::size_t failed() const;  // failed, unchecked or errored
+    std::size_t noisy() const;   // valid measurements that are noisy()
     // "the machine's FMA rate around the timed windows: 93-101% of its peak; 4 of 120
     // measurements timed below 90% (noisy)", or "" where no speed was probed.
     std::string speed_summary() const;
