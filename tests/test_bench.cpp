@@ -630,6 +630,7 @@ TEST_CASE("bench: CSV and JSON results parse back to the same results") {
     r.rows[0].foreign_cpu = 0.2;  // measured while others held 20% of the CPUs: noisy
     r.rows[1].foreign_cpu = 0.01;
     r.rows[1].speed = 0.97;  // the machine at 97% of its peak: not noisy
+    r.rows[1].retimed = 2;   // after two slower attempts
     r.rows[2].foreign_cpu = 0.01;
     r.rows[2].speed = 0.8;  // the machine itself slow (at 80% of its peak): noisy
     std::ostringstream csv, json;
@@ -669,6 +670,7 @@ TEST_CASE("bench: CSV and JSON results parse back to the same results") {
             CHECK(y.flops == x.flops);
             CHECK(y.foreign_cpu == x.foreign_cpu);
             CHECK(y.speed == x.speed);
+            CHECK(y.retimed == x.retimed);
             CHECK(y.noisy() == x.noisy());
             REQUIRE(y.ops.size() == x.ops.size());
             for (std::size_t k = 0; k < x.ops.size(); ++k) {
@@ -691,7 +693,8 @@ TEST_CASE("bench: CSV and JSON results parse back to the same results") {
         std::getline(in, l);
         CHECK(l.find(",0.2,-1,true,") != std::string::npos);  // no peak measured: speed -1
     }
-    // A file from before the speed column reads as unknown (-1), noisy by foreign CPU only.
+    // A file from before the speed and retimed columns reads as unknown (-1) and never timed
+    // again, noisy by foreign CPU only.
     {
         std::string old = csv.str();
         const std::size_t h = old.find("layer_index,");
@@ -700,7 +703,8 @@ TEST_CASE("bench: CSV and JSON results parse back to the same results") {
         std::ostringstream cut;
         cut << old.substr(0, h);
         for (std::string l; std::getline(in, l);) {
-            // Drop the 19th field (speed) of every row: split on commas outside quotes.
+            // Drop the 19th and 21st fields (speed, retimed) of every row: split on commas
+            // outside quotes.
             std::vector<std::string> f{""};
             bool q = false;
             for (const char ch : l) {
@@ -710,15 +714,18 @@ TEST_CASE("bench: CSV and JSON results parse back to the same results") {
                 else
                     f.back() += ch;
             }
-            REQUIRE(f.size() > 19);
+            REQUIRE(f.size() > 21);
+            f.erase(f.begin() + 20);
             f.erase(f.begin() + 18);
             for (std::size_t i = 0; i < f.size(); ++i) cut << (i ? "," : "") << f[i];
             cut << "\n";
         }
         CHECK(cut.str().find(",speed,") == std::string::npos);
+        CHECK(cut.str().find(",retimed,") == std::string::npos);
         std::istringstream back(cut.str());
         const Results b = read_csv(back);
         REQUIRE(b.rows.size() == r.rows.size());
+        CHECK(b.rows[1].retimed == 0);
         CHECK(b.rows[2].speed == -1);
         CHECK_FALSE(b.rows[2].noisy());
         CHECK(b.rows[0].noisy());
@@ -806,4 +813,58 @@ TEST_CASE("bench: the machine's own speed is probed around every timed window") 
     CHECK_FALSE(m.noisy());
     m.speed = -1;
     CHECK_FALSE(m.noisy());
+}
+
+TEST_CASE("bench: a window timed on a slow machine is timed again, the fastest attempt kept") {
+    // A fake probe (absolute GFLOP/s, against a peak of at least 0.1): every window's attempts
+    // are probed twice each, before and after; calls counts them.
+    Config cfg = tiny_config();
+    cfg.measure_peak = true;
+    int calls = 0;
+    // Always slow: three attempts (retime_slow 2), the second the fastest (1e-3 against 1e-6
+    // and 1e-9), so it is the one kept, still noisy.
+    cfg.speed_probe = [&calls](int) {
+        const double rate[3] = {1e-6, 1e-3, 1e-9};
+        return rate[(calls++ % 6) / 2];
+    };
+    const Results slow = run(cfg);
+    REQUIRE(!slow.rows.empty());
+    CHECK(calls == 6 * 6);  // 2 layers x 3 passes, 3 attempts of 2 probes each
+    for (const Measurement& m : slow.rows) {
+        CAPTURE(m.algorithm);
+        CHECK(m.ran);
+        CHECK(m.retimed == 2);
+        CHECK(m.noisy());
+        const double rate = m.speed * slow.machine.peak_gflops;  // the kept attempt's probe
+        CHECK(rate > 1e-4);
+        CHECK(rate < 1e-2);
+    }
+    CHECK(slow.speed_summary().find("timed again after a slow probe") != std::string::npos);
+    // Slow once, then at full speed: one more attempt, kept, not noisy.
+    calls = 0;
+    cfg.speed_probe = [&calls](int) { return calls++ % 4 < 2 ? 1e-6 : 1e12; };
+    const Results recovered = run(cfg);
+    CHECK(calls == 6 * 4);
+    for (const Measurement& m : recovered.rows) {
+        CHECK(m.retimed == 1);
+        CHECK(m.speed > kSlowMachine);
+        CHECK_FALSE(m.noisy());
+    }
+    // Never again with retime_slow 0; never at full speed.
+    calls = 0;
+    cfg.retime_slow = 0;
+    cfg.speed_probe = [&calls](int) { return ++calls, 1e-6; };
+    const Results once = run(cfg);
+    CHECK(calls == 6 * 2);
+    for (const Measurement& m : once.rows) {
+        CHECK(m.retimed == 0);
+        CHECK(m.noisy());
+    }
+    CHECK(once.speed_summary().find("timed again") == std::string::npos);
+    calls = 0;
+    cfg.retime_slow = 2;
+    cfg.speed_probe = [&calls](int) { return ++calls, 1e12; };
+    const Results fast = run(cfg);
+    CHECK(calls == 6 * 2);
+    for (const Measurement& m : fast.rows) CHECK(m.retimed == 0);
 }

@@ -140,6 +140,8 @@ BenchPlan plan_from(const Options& opts) {
         cfg.timing.reps = static_cast<int>(parse_integer("--reps", *v, 1, 100000));
     if (const std::string* v = opts.get("--min-time"))
         cfg.timing.min_seconds = parse_number("--min-time", *v, 0);
+    if (const std::string* v = opts.get("--retime-slow"))
+        cfg.retime_slow = static_cast<int>(parse_integer("--retime-slow", *v, 0, 10));
     if (const std::string* v = opts.get("--dtype"))
         cfg.dtype = in_context("--dtype", [&] { return parse_dtype(*v); });
     if (const std::string* v = opts.get("--weights")) {
@@ -423,6 +425,9 @@ const Command& command() {
          {"--warmup", "N", "untimed runs before timing (default 2)"},
          {"--reps", "N", "exactly N timed runs (default: runs filling --min-time, at least 3)"},
          {"--min-time", "S", "seconds of timed runs per measurement (default 0.2)"},
+         {"--retime-slow", "N",
+          "time a pass again, up to N times (default 2; 0 never), when the machine's FMA rate "
+          "probed around it was below 90% of its peak; the fastest machine's attempt is kept"},
          {"--reference", "REF", "auto (default) | direct | peer | an algorithm name"},
          {"--rtol", "X",
           "tolerance of the check, relative to max(|ref|, rms) (default 1e-4; fp16 4e-3, bf16 "

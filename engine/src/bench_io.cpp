@@ -142,28 +142,19 @@ Fields machine_fields(const Results& r) {
             sf("command", r.command)};
 }
 
-const char* const kColumns[] = {"layer_index",    "layer",
-                                "descriptor",     "pass",
-                                "algorithm",      "peer",
-                                "batch",          "threads",
-                                "dtype",          "operation",
-                                "median_ms",      "min_ms",
-                                "max_ms",         "q1_ms",
-                                "q3_ms",          "runs",
-                                "share",          "foreign_cpu",
-                                "speed",          "noisy",
-                                "gflops",         "gflops_benchdnn",
-                                "gbps",           "flops",
-                                "flops_benchdnn", "bytes",
-                                "verified",       "max_abs_err",
-                                "max_rel_err",    "reference",
-                                "note",           "impl",
-                                "error"};
+const char* const kColumns[] = {
+    "layer_index", "layer",          "descriptor", "pass",      "algorithm",       "peer",
+    "batch",       "threads",        "dtype",      "operation", "median_ms",       "min_ms",
+    "max_ms",      "q1_ms",          "q3_ms",      "runs",      "share",           "foreign_cpu",
+    "speed",       "noisy",          "retimed",    "gflops",    "gflops_benchdnn", "gbps",
+    "flops",       "flops_benchdnn", "bytes",      "verified",  "max_abs_err",     "max_rel_err",
+    "reference",   "note",           "impl",       "error"};
 
 // Columns added after the first format: a file written before them reads without them.
 bool optional_column(const std::string& name) {
     return name == "noisy" || name == "dtype" || name == "batch" || name == "threads" ||
-           name == "gflops_benchdnn" || name == "flops_benchdnn" || name == "speed";
+           name == "gflops_benchdnn" || name == "flops_benchdnn" || name == "speed" ||
+           name == "retimed";
 }
 
 std::vector<Fields> row_fields(const Results& r) {
@@ -200,6 +191,7 @@ std::vector<Fields> row_fields(const Results& r) {
                      nf("foreign_cpu", m.foreign_cpu),
                      nf("speed", m.speed),
                      bf("noisy", m.noisy()),
+                     nf("retimed", m.retimed),
                      nf("gflops", total ? m.gflops() : 0),
                      nf("gflops_benchdnn", total ? m.gflops_benchdnn() : 0),
                      nf("gbps", total ? m.gbps() : 0),
@@ -395,6 +387,7 @@ void add_row(const Map& f, Results& r, const std::string& where) {
         }
         m.foreign_cpu = to_num(f, "foreign_cpu", where);
         if (f.count("speed")) m.speed = to_num(f, "speed", where);
+        if (f.count("retimed")) m.retimed = static_cast<int>(to_num(f, "retimed", where));
         m.bytes = to_num(f, "bytes", where);
         const std::string v = to_str(f, "verified", where);
         if (v != "PASS" && v != "FAIL" && v != "UNCHECKED" && v != "REFERENCE" && v != "ERROR")

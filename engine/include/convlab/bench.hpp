@@ -325,6 +325,15 @@ struct Config {
     // the timed region (noted in Results::notes), as the peer's are reordered into its blocked
     // layout before its calls; false: each timed call packs its own (its pack_wei, fliprot).
     bool prepared_weights = true;
+    // A pass's window of alternating rounds whose speed probe (before or after it) came out
+    // below kSlowMachine is timed again, up to this many times; of the attempts, the one with
+    // the highest speed is kept (Measurement::retimed counts the extra ones). The peer and the
+    // algorithms share each window, so their ratios come from one machine state either way.
+    // 0: never. Needs a measured peak (measure_peak).
+    int retime_slow = 2;
+    // The speed probe (probe_fp32_rate by default; tests give their own): FMA GFLOP/s on that
+    // many threads.
+    std::function<double(int threads)> speed_probe;
     std::string shapes_file;  // for the record
     std::string command;      // the command line that reproduces the run
     struct Progress {
@@ -376,6 +385,9 @@ struct Measurement {
     // share of Machine::peak_gflops (probe_fp32_rate); -1 unknown (no peak measured, or a file
     // from before the column). Below kSlowMachine the machine was slow: noisy().
     double speed = -1;
+    // Times its window was timed again after a speed below kSlowMachine (Config::retime_slow);
+    // the figures are those of the fastest-machine attempt.
+    int retimed = 0;
     bool noisy() const {
         return foreign_cpu > kNoisyForeignCpu || (speed >= 0 && speed < kSlowMachine);
     }
