@@ -754,6 +754,42 @@ TEST_CASE("app model: following the step keeps the step's cells in the box") {
     CHECK(py == doctest::Approx(150));
 }
 
+TEST_CASE("app model: a title scrolled off above or left of the canvas is pinned to its edge") {
+    // The canvas shows pixels [100, 900) x [50, 650); a title of 200 x 60 px.
+    const app::CellBox canvas{100, 50, 900, 650};
+    // In view: drawn where it is.
+    app::TitlePlace t = app::pin_title(300, 120, 200, 60, {300, 180, 700, 600}, canvas);
+    CHECK_FALSE(t.pinned);
+    CHECK(t.x == 300.0f);
+    CHECK(t.y == 120.0f);
+    // Scrolled up past the top while the panel fills the canvas: at the top edge.
+    t = app::pin_title(300, -400, 200, 60, {300, -340, 700, 900}, canvas);
+    CHECK(t.pinned);
+    CHECK(t.x == 300.0f);
+    CHECK(t.y == 50.0f);
+    // Its panel's last rows leave less than the title's height: not pinned (left to scroll).
+    t = app::pin_title(300, -400, 200, 60, {300, -340, 700, 90}, canvas);
+    CHECK_FALSE(t.pinned);
+    // Scrolled left past the edge: at the left edge; both at once: the top-left corner.
+    t = app::pin_title(-500, 120, 200, 60, {-500, 180, 400, 600}, canvas);
+    CHECK(t.pinned);
+    CHECK(t.x == 100.0f);
+    CHECK(t.y == 120.0f);
+    t = app::pin_title(-500, -400, 200, 60, {-500, -340, 400, 900}, canvas);
+    CHECK(t.x == 100.0f);
+    CHECK(t.y == 50.0f);
+    // Its panel ending within a quarter of the title's width past the left edge: not pinned.
+    t = app::pin_title(-500, 120, 200, 60, {-500, 180, 140, 600}, canvas);
+    CHECK_FALSE(t.pinned);
+    t = app::pin_title(-500, 120, 200, 60, {-500, 180, 160, 600}, canvas);
+    CHECK(t.pinned);
+    // A panel outside the canvas (right of it, or wholly above) keeps its title where it is.
+    t = app::pin_title(1000, -400, 200, 60, {1000, -340, 1400, 900}, canvas);
+    CHECK_FALSE(t.pinned);
+    t = app::pin_title(300, -900, 200, 60, {300, -840, 700, 0}, canvas);
+    CHECK_FALSE(t.pinned);
+}
+
 TEST_CASE("app model: values show three significant figures, integers whole") {
     using app::DataKind;
     CHECK(app::format_value(0.0181499f, DataKind::Real) == "0.0181");

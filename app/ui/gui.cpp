@@ -1385,12 +1385,32 @@ void App::canvas() {
     if (!s.hover_forced) s.hover = h;
     update_linked();
     dl->AddRectFilled(ImVec2(clip.x, clip.y), ImVec2(clip.z, clip.w), P.background);
+    // Titles whose place scrolled off while their panel still shows (following the step, or
+    // zoomed by hand) are pinned to the canvas's edge over a backdrop, after every panel's cells.
+    std::vector<std::pair<std::size_t, app::TitlePlace>> pinned;
+    const app::CellBox visible{clip.x, clip.y, clip.z, clip.w};
     for (std::size_t i = 0; i < view->panels.size(); ++i) {
         const Panel& pn = view->panels[i];
         const ImVec2 tp(origin.x + static_cast<float>(pn.x) * z,
                         origin.y + static_cast<float>(pn.y) * z - top);
-        dl->AddText(font, fs, tp, P.panel_text, shown(i, z).c_str(), nullptr, wrap_of(i, z));
+        const std::string t = shown(i, z);
+        const ImVec2 ts = font->CalcTextSizeA(fs, FLT_MAX, wrap_of(i, z), t.c_str());
+        const app::CellBox box{tp.x, origin.y + static_cast<float>(pn.y) * z,
+                               tp.x + static_cast<float>(pn.width) * z,
+                               origin.y + static_cast<float>(pn.y + pn.height) * z};
+        const app::TitlePlace at = app::pin_title(tp.x, tp.y, ts.x, ts.y, box, visible);
+        if (at.pinned)
+            pinned.emplace_back(i, at);
+        else
+            dl->AddText(font, fs, tp, P.panel_text, t.c_str(), nullptr, wrap_of(i, z));
         draw_panel(dl, i, origin, z, clip);
+    }
+    for (const auto& [i, at] : pinned) {
+        const std::string t = shown(i, z);
+        const ImVec2 ts = font->CalcTextSizeA(fs, FLT_MAX, wrap_of(i, z), t.c_str());
+        const ImU32 back = (P.background & IM_COL32(255, 255, 255, 0)) | IM_COL32(0, 0, 0, 220);
+        dl->AddRectFilled(ImVec2(at.x - 2, at.y), ImVec2(at.x + ts.x + 4, at.y + ts.y + 2), back);
+        dl->AddText(font, fs, ImVec2(at.x, at.y), P.panel_text, t.c_str(), nullptr, wrap_of(i, z));
     }
     lesson.draw_highlights(dl, *view, origin, z, lesson_highlight_colour(s.palette));
     dl->PopClipRect();

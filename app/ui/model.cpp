@@ -1634,6 +1634,24 @@ void follow_pan(const CellBox& box, double view_w, double view_h, float zoom, fl
     pan_y = axis(box.y0, box.y1, view_h, avail_h);
 }
 
+TitlePlace pin_title(float at_x, float at_y, float text_w, float text_h, const CellBox& panel,
+                     const CellBox& visible) {
+    TitlePlace t{at_x, at_y, false};
+    const auto vx0 = static_cast<float>(visible.x0), vy0 = static_cast<float>(visible.y0);
+    // Only while the panel shows below the top edge by more than the title's height (right of the
+    // left edge by more than a quarter of its width), and overlaps the canvas along the other axis.
+    if (at_y < vy0 && panel.y1 > vy0 + text_h && panel.x1 > visible.x0 && panel.x0 < visible.x1) {
+        t.y = vy0;
+        t.pinned = true;
+    }
+    if (at_x < vx0 && panel.x1 > vx0 + text_w * 0.25 && panel.y1 > visible.y0 &&
+        panel.y0 < visible.y1) {
+        t.x = vx0;
+        t.pinned = true;
+    }
+    return t;
+}
+
 StepState compute_step(const ViewModel& v, Granularity g, dim_t step) {
     StepState st;
     st.step = step;

@@ -298,6 +298,19 @@ constexpr float kFollowCellPx = 28.0f;
 void follow_pan(const CellBox& box, double view_w, double view_h, float zoom, float avail_w,
                 float avail_h, float& pan_x, float& pan_y);
 
+// Where a panel's title is drawn on a scrolled canvas (all in pixels): at `at` (its place above
+// the panel), or, where that lies above or left of the visible canvas `visible` while the panel
+// `panel` still shows there by more than the title's height (a quarter of its width), pinned to
+// the canvas's top or left edge, so that a view that follows the step keeps naming the panels
+// it scrolls through. `text` is the title's size. `pinned` says whether
+// it moved (the GUI then draws it over a backdrop).
+struct TitlePlace {
+    float x = 0, y = 0;
+    bool pinned = false;
+};
+TitlePlace pin_title(float at_x, float at_y, float text_w, float text_h, const CellBox& panel,
+                     const CellBox& visible);
+
 // "X(n=0,c=1,h=2,w=0)"
 std::string cell_name(const Panel& p, dim_t linear);
 std::string format_value(float v, DataKind d);
