@@ -296,6 +296,16 @@ TEST_CASE("charts: values measured under load are marked noisy, counted and foot
         speed_line |=
             l.rfind("Speed: the machine's FMA rate around the timed windows: 50-100%", 0) == 0;
     CHECK(speed_line);
+    // The hover says how fast the machine was around it, and when it was timed again.
+    r.rows[3].retimed = 2;
+    const Chart h = gflops_chart(r, Pass::Forward);
+    const std::string& slow_hover = h.series[0].marks[1].hover;  // layer b
+    CHECK(slow_hover.find("the machine at 50% of its peak around it (slow: noisy), timed 3 "
+                          "times, the fastest machine's kept") != std::string::npos);
+    CHECK(h.series[0].marks[2].hover.find("the machine at 100% of its peak around it\n") !=
+          std::string::npos);
+    CHECK(h.series[0].marks[2].hover.find("timed 3 times") == std::string::npos);
+    r.rows[3].retimed = 0;
     r.rows[3].speed = 1.0;
     // The ratio over a noisy forward time is noisy too: layer a's two bars.
     CHECK(relative_time_chart(r).noisy == 2);

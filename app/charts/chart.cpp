@@ -77,7 +77,13 @@ std::string timing_line(const Measurement& m) {
            ", " + std::to_string(m.total.runs) + " runs)" +
            (m.foreign_cpu > 0.05
                 ? fmt("\nother processes used %.0f%% of the CPUs meanwhile", 100 * m.foreign_cpu)
-                : "");
+                : "") +
+           (m.speed >= 0 ? fmt("\nthe machine at %.0f%% of its peak around it", 100 * m.speed) +
+                               (m.speed < bench::kSlowMachine ? " (slow: noisy)" : "")
+                         : "") +
+           (m.retimed > 0 ? ", timed " + std::to_string(m.retimed + 1) +
+                                " times, the fastest machine's kept"
+                          : "");
 }
 
 // Slot s of n in category i: a bar of 80% of the category width, split evenly.
