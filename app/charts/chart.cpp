@@ -81,9 +81,9 @@ std::string timing_line(const Measurement& m) {
            (m.speed >= 0 ? fmt("\nthe machine at %.0f%% of its peak around it", 100 * m.speed) +
                                (m.speed < bench::kSlowMachine ? " (slow: noisy)" : "")
                          : "") +
-           (m.retimed > 0 ? ", timed " + std::to_string(m.retimed + 1) +
-                                " times, the fastest machine's kept"
-                          : "");
+           (m.retimed > 0
+                ? ", timed " + std::to_string(m.retimed + 1) + " times, the fastest machine's kept"
+                : "");
 }
 
 // Slot s of n in category i: a bar of 80% of the category width, split evenly.
