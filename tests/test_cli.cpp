@@ -731,5 +731,21 @@ TEST_CASE("bench summary: GFLOP/s and share of the measured peak beside the peer
     CHECK(s.find("100.0    50%") != std::string::npos);  // the peer: 100 GFLOP/s, half the peak
     CHECK(s.find("200.0   100%      0.50x") != std::string::npos);
     CHECK(s.find("200.0 GFLOP/s for 2 threads") != std::string::npos);
+    CHECK(s.find("noisy") == std::string::npos);
     CHECK(bench::peak_rss_bytes() > (1u << 20));  // this process holds more than 1 MiB
+    // A second layer measured on a slow machine: counted as noisy, and the ratio given again
+    // over the layer measured calm on both sides.
+    r.layers.push_back({"m", "mb1ic1ih1oc1kh1"});
+    for (bench::Measurement m : std::vector<bench::Measurement>(r.rows)) {
+        m.layer = 1;
+        m.speed = 0.5;
+        m.total.median_ms = m.peer ? 1.0 : 3.0;
+        r.rows.push_back(m);
+    }
+    std::ostringstream noisy;
+    cli::print_bench_summary(r, noisy);
+    const std::string t = noisy.str();
+    INFO(t);
+    CHECK(t.find("1.75x  1 noisy; 0.50x over the 1 calm") != std::string::npos);  // 3.5 / 2
+    CHECK(t.find("2        2.000     100.0    50%          -  1 noisy\n") != std::string::npos);
 }

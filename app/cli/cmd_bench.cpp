@@ -258,7 +258,7 @@ namespace {
 void print_run_summary(const bench::Results& r, std::ostream& out) {
     out << "Totals per pass: sum of per-layer median times over the layers where the "
            "measurement was verified (each layer counted once)\n";
-    char line[200];
+    char line[320];
     std::snprintf(line, sizeof line, "  %-10s %-22s %7s %12s %9s %6s %10s\n", "pass", "algorithm",
                   "layers", "total ms", "GFLOP/s", "%peak", "vs peer");
     out << line;
@@ -279,8 +279,8 @@ void print_run_summary(const bench::Results& r, std::ostream& out) {
             for (const auto& m : r.rows)
                 if (m.pass == p && m.algorithm == peer && m.valid()) peer_ms += m.total.median_ms;
         for (const std::string& a : algos) {
-            double ms = 0, flops = 0, peer_paired = 0;
-            int n = 0, bad = 0;
+            double ms = 0, flops = 0, peer_paired = 0, calm_ms = 0, calm_peer = 0;
+            int n = 0, bad = 0, noisy = 0, calm = 0;
             for (const auto& m : r.rows) {
                 if (m.pass != p || m.algorithm != a) continue;
                 if (!m.valid()) {
@@ -288,22 +288,36 @@ void print_run_summary(const bench::Results& r, std::ostream& out) {
                     continue;
                 }
                 ++n;
+                noisy += m.noisy() ? 1 : 0;
                 ms += m.total.median_ms;
                 flops += m.flops;
                 if (!peer.empty())
-                    if (const auto* q = r.find(m.layer, p, peer); q && q->valid())
+                    if (const auto* q = r.find(m.layer, p, peer); q && q->valid()) {
                         peer_paired += q->total.median_ms;
+                        if (!m.noisy() && !q->noisy()) {
+                            ++calm;
+                            calm_ms += m.total.median_ms;
+                            calm_peer += q->total.median_ms;
+                        }
+                    }
             }
             std::string ratio = "-";
             if (!peer.empty() && a != peer && peer_paired > 0)
                 ratio = fmt("%.2fx", ms / peer_paired);
+            // Noisy layers counted, and the ratio over the layers measured calm on both sides.
+            std::string extra = bad ? "  " + std::to_string(bad) + " FAILED/not run" : "";
+            if (noisy > 0) {
+                extra += "  " + std::to_string(noisy) + " noisy";
+                if (ratio != "-" && calm > 0)
+                    extra += fmt("; %.2fx", calm_ms / calm_peer) + " over the " +
+                             std::to_string(calm) + " calm";
+            }
             const double gf = bench::gflops(flops, ms);
             const std::string pk =
                 r.machine.peak_gflops > 0 ? fmt("%.0f%%", 100 * gf / r.machine.peak_gflops) : "-";
             std::snprintf(line, sizeof line, "  %-10s %-22s %7d %12.3f %9.1f %6s %10s%s\n",
                           pass_name(p), (a + (a == peer ? " (peer)" : "")).c_str(), n, ms, gf,
-                          pk.c_str(), ratio.c_str(),
-                          bad ? ("  " + std::to_string(bad) + " FAILED/not run").c_str() : "");
+                          pk.c_str(), ratio.c_str(), extra.c_str());
             out << line;
         }
         (void)peer_ms;
