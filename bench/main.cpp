@@ -78,6 +78,9 @@ options:
                      M_MMAP_THRESHOLD 32 MiB, M_TRIM_THRESHOLD 2 GiB), as with a workspace cache
   --no-onednn        do not measure oneDNN
   --no-peak          do not measure the fp32 peak (the %peak columns stay empty)
+  --alone            time oneDNN and each algorithm in rounds of their own, one after another,
+                     not alternating: each call finds its data in the caches as its own last
+                     call left them (hot), not as another's run left them
   --retime-slow N    time a pass again, up to N times (default 2; 0 never), when the machine's
                      FMA rate probed just before or after it was below 90% of the peak (its slow
                      spells), keeping the attempt on the fastest machine; needs the peak
@@ -101,6 +104,7 @@ struct Options {
     bool steady_alloc = false;
     bool peak = true;
     int retime_slow = 2;
+    bool alone = false;
 };
 
 [[noreturn]] void usage_error(const std::string& msg) {
@@ -201,6 +205,8 @@ Options parse_args(int argc, char** argv) {
             o.onednn = false;
         } else if (a == "--no-peak") {
             o.peak = false;
+        } else if (a == "--alone") {
+            o.alone = true;
         } else if (a == "--retime-slow") {
             o.retime_slow = static_cast<int>(parse_long(a, value(), 0));
             if (o.retime_slow > 10) usage_error("--retime-slow: at most 10");
@@ -411,9 +417,9 @@ int main(int argc, char** argv) {
     } else {
         std::printf(
             "timing: %d warm-up runs, then runs until >= %.2f s measured and >= %d runs "
-            "(at most %d), oneDNN and the algorithms of a layer in alternating rounds; median "
-            "and min reported\n",
-            o.timing.warmup, o.timing.min_seconds, o.timing.min_reps, o.timing.max_reps);
+            "(at most %d), oneDNN and the algorithms of a layer %s; median and min reported\n",
+            o.timing.warmup, o.timing.min_seconds, o.timing.min_reps, o.timing.max_reps,
+            o.alone ? "each in rounds of its own (--alone: hot caches)" : "in alternating rounds");
     }
     if (use_peer) {
         std::printf(
@@ -634,8 +640,15 @@ int main(int argc, char** argv) {
             int attempts = 0;
             for (;;) {
                 const double before = machine.peak_gflops > 0 ? bench::probe_fp32_rate(threads) : 0;
-                const std::vector<bench::Timing> times =
-                    bench::measure_interleaved(o.timing, timed);
+                // Alternating rounds, or with --alone each function's rounds one after another
+                // (its data hot in the caches from its own last call).
+                std::vector<bench::Timing> times;
+                if (o.alone) {
+                    for (const auto& fn : timed)
+                        times.push_back(bench::measure_interleaved(o.timing, {fn}).front());
+                } else {
+                    times = bench::measure_interleaved(o.timing, timed);
+                }
                 const double now =
                     machine.peak_gflops > 0
                         ? std::min(before, bench::probe_fp32_rate(threads)) / machine.peak_gflops
