@@ -50,6 +50,7 @@ struct RestoreCore {
         detail::set_unpadded_tiles(0);
         detail::set_row_lanes(0);
         detail::set_wgrad_taps(0);
+        detail::set_sampled_wgrad(0);
         detail::set_transposed_products(detail::Transposed::automatic);
         detail::set_b_in_place(detail::BInPlace::automatic);
         set_gemm_core(GemmCore::blocked);
@@ -1430,6 +1431,60 @@ TEST_CASE(
     check_equal(backward_weight(one, src, dy, "implicit_gemm", &prof),
                 backward_weight(one, src, dy, "direct"), "mb1");
     CHECK(prof.seconds("pack_src") > 0.0);
+    set_num_threads(0);
+}
+
+TEST_CASE("implicit_gemm's strided 1x1 weight gradient packs B straight from the input") {
+    RestoreCore restore;
+    std::mt19937 rng(103);
+    set_num_threads(2);
+    // One image on both threads, dW = dY X^T not transposed (at least as many output as input
+    // channels): the GEMM's B packer samples the input at the strides itself, so no sampled copy
+    // ("pack_src") is made; equal to direct's with every microkernel (AVX-512 packs stride 2 by
+    // permutes, the others and stride 3 element by element). Output rows shorter and longer
+    // than 16 (the packer's runs end at each row), channels off the panels, 1-D, 3-D (strided
+    // depth planes), groups, strides 2 and 3, and 2401 and 2500 positions (reduction blocks,
+    // and the threads' shares of the positions, start within an output row). With the mode off,
+    // the copy is back and the result the same.
+    const std::vector<const char*> cases{
+        "mb1ic13ih14oc40oh7kh1sh2ph0",
+        "mb1ic40ih57iw41oc47oh29ow21kh1kw1sh2sw2ph0",
+        "mb1ic24ih30iw60oc33oh10ow20kh1kw1sh3sw3ph0",
+        "mb1ic20ih100oc24oh50kh1sh2ph0",
+        "mb1ic20ih147oc24oh49kh1sh3ph0",
+        "mb1ic17iw91oc35ow46kw1sw2pw0",
+        "mb1ic9id6ih10iw12oc18od3oh5ow6kd1kh1kw1sd2sh2sw2pd0ph0pw0",
+        "mb1g2ic32ih20oc80oh10kh1sh2ph0",
+    };
+    int count = 0;
+    const detail::MicroKernel* uks = detail::microkernels(count);
+    for (int u = 0; u < count; ++u) {
+        REQUIRE(detail::select_microkernel(uks[u].isa));
+        for (const std::string d : cases) {
+            const Problem p = parse_descriptor(d);
+            CAPTURE(d);
+            CAPTURE(uks[u].isa);
+            REQUIRE(p.validate().empty());
+            const Tensor src = integer_tensor(p.src_dims(), rng),
+                         dy = integer_tensor(p.dst_dims(), rng);
+            const Tensor want = backward_weight(p, src, dy, "direct");
+            detail::set_sampled_wgrad(0);
+            CHECK(detail::sampled_wgrad_applies(p));
+            Profiler prof;
+            check_equal(backward_weight(p, src, dy, "implicit_gemm", &prof), want, d);
+            CHECK(prof.seconds("pack_src") == 0.0);
+            detail::set_sampled_wgrad(2);
+            CHECK(!detail::sampled_wgrad_applies(p));
+            Profiler copied;
+            check_equal(backward_weight(p, src, dy, "implicit_gemm", &copied), want, d);
+            CHECK(copied.seconds("pack_src") > 0.0);
+        }
+    }
+    // Only strided unpadded 1x1s whose sampled positions lie inside the input.
+    detail::set_sampled_wgrad(0);
+    CHECK(!detail::sampled_wgrad_applies(parse_descriptor("mb1ic8ih8oc8oh8kh1ph0")));
+    CHECK(!detail::sampled_wgrad_applies(parse_descriptor("mb1ic8ih8oc8oh4kh3sh2ph1")));
+    CHECK(!detail::sampled_wgrad_applies(parse_descriptor("mb1ic8ih8oc8oh5kh1sh2ph1")));
     set_num_threads(0);
 }
 

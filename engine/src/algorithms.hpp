@@ -38,6 +38,11 @@ bool strided_rows_apply(const Problem& p);
 // The same for the weight gradient's tiles (row_runs_fn), for outputs at least 24 wide (by
 // default) where an image's dY^T is within 512 KiB; they run where whole images run per thread.
 bool strided_wgrad_applies(const Problem& p);
+// Whether a strided 1x1 weight gradient that runs as one product on all threads (not by those
+// tiles, not transposed) packs B straight from the input at the strides (SampledTB) rather than
+// from a sampled copy: 0 where it can (the default), 2 never; and whether it could for p.
+void set_sampled_wgrad(int mode);
+bool sampled_wgrad_applies(const Problem& p);
 // Whether implicit_gemm reads shifted tiles of padded stride-phase planes (forward, weight
 // gradient, and stride-1 backward data as the forward of FlipRot(W)), and runs 1x1 forwards
 // by the same tiles from the input's rows: 0 where it pays (the default), 1 wherever it can

@@ -426,6 +426,7 @@ int g_edge_mode = 0;          // set_edge_tiles: 0 skip the padding column's tap
 int g_unpadded_mode = 0;      // set_unpadded_tiles: 0 read the input in place where it can, 2 never
 int g_strided_rows_mode = 0;  // set_strided_rows: 0 in place where it pays, 1 always, 2 never
 int g_wgrad_taps_mode = 0;    // set_wgrad_taps: 0 where it applies, 2 never
+int g_sampled_wgrad_mode = 0;  // set_sampled_wgrad: 0 where it applies, 2 never
 
 // Width Wh of the phase planes' rows along an axis (stride s, dilation d, padding pb, input in,
 // output out, k taps): the narrowest at which each tap k d of each kept output o reads, at
@@ -1273,6 +1274,21 @@ bool strided_by_two_in_place(const Problem& p, dim_t min_width) {
 bool strided_rows_apply(const Problem& p) {
     return microkernel().shifted_row_s2_fn[1] && strided_by_two_in_place(p, 7);
 }
+void set_sampled_wgrad(int mode) {
+    g_sampled_wgrad_mode = mode;
+}
+// A strided 1x1 weight gradient dW = dY X^T computed on all threads (few images), not
+// transposed: the GEMM's B packer (SampledTB) reads X^T's panels straight from the input at the
+// strides, where the sampled copy was written first (each thread sampling its channels) and then
+// packed from. Bench (alternating with oneDNN, calm machine), batch 1, 2 threads, 3 rounds of
+// the same binary, copy -> straight (ms): res3a_branch1 1.200/1.007/1.133 ->
+// 1.029/0.997/0.995, res4a_branch1 1.040/0.975/1.054 -> 0.961/0.954/0.980, res5a_branch1
+// 1.063/1.032/1.043 -> 1.010/1.014/1.008, res5a_branch2a 0.298/0.271/0.276 ->
+// 0.261/0.264/0.258; res4a_branch2a 0.305/0.263/0.299 -> 0.300/0.287/0.287. With whole images per
+// thread (batch 32) the copy stays: res4a_branch1 31.96/31.71 against 32.70/32.53.
+bool sampled_wgrad_applies(const Problem& p) {
+    return g_sampled_wgrad_mode != 2 && can_subsample(p, 1);
+}
 // The weight gradient's counterpart (backward_weight_implicit_gemm), where an image's dY^T (in
 // panels of 32 channels) is within 512 KiB, for outputs at least 24 wide. Alternating, batch 32, 2
 // threads, 3 rounds of medians against the sampled copy: res3a_branch2a (256 -> 128, 28x28 out,
@@ -2022,6 +2038,9 @@ void backward_weight_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler
     const bool deint = !subsample && !identity && can_deinterleave(p, 1);
     // Transposed (swap): out^T (rows x Kg) = X dY_g^T, then dW_g = out^T transposed.
     const bool swap = !in_place && swapped_wgrad(p);
+    // Not transposed, on all threads: the GEMM's B packer samples the input itself
+    // (sampled_wgrad_applies).
+    const bool sampled = subsample && !swap && !by_images && sampled_wgrad_applies(p);
     // out += dY_g(n) X_g(n)^T with X read every other float of its rows by the
     // row_runs_fn tiles (12 input channels x 32 output channels), whole image n on the
     // calling thread: dY^T packed by panels of 32 channels (at most 512 KiB, kept in L2); the
@@ -2084,6 +2103,13 @@ void backward_weight_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler
         const StridedA dy{dyp, cols, 1};
         const float* x = m.src;
         dim_t xs = is;  // X's (or its sampled copy's) channel stride
+        if (sampled) {
+            Span s(prf, "gemm");
+            const dim_t row = geo.s[1] * geo.in[2], plane = geo.s[0] * geo.in[1] * geo.in[2];
+            const SampledTB b{x, is, geo.out[2], geo.out[1], geo.s[2], row, plane, q0};
+            gemm(kg, rows, q1 - q0, dy, b, out, rows, acc, 0, final && stream_dw);
+            return;
+        }
         if (subsample) {
             Span s(prf, "pack_src");
             float* sub = scratch(kSubsampleSlot, static_cast<std::size_t>(cg * cols));

@@ -933,10 +933,13 @@ void pack_a(const StridedA& a, dim_t i0, dim_t mc, dim_t k0, dim_t kc, int mr, f
 
 namespace {
 #ifdef CONVLAB_X86
+// step: 1, or 2 (every other float along k, taken from two loads by one permute).
 __attribute__((target("avx512f"))) void pack_transposed_avx512(const float* src, dim_t ld, dim_t nv,
                                                                dim_t kc, int nr, float* dst,
-                                                               const dim_t* to_row) {
+                                                               const dim_t* to_row, int step = 1) {
     const auto row = [&](dim_t k) { return dst + (to_row ? to_row[k] : k * nr); };
+    const __m512i evens =
+        _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
     for (dim_t j0 = 0; j0 < nr; j0 += 16) {
         const dim_t jn = std::clamp<dim_t>(nv - j0, 0, 16);
         if (jn == 0) {
@@ -947,9 +950,21 @@ __attribute__((target("avx512f"))) void pack_transposed_avx512(const float* src,
             const dim_t kn = std::min<dim_t>(16, kc - k0);
             const auto kmask = static_cast<__mmask16>((1u << kn) - 1u);
             __m512 r[16];
-            for (dim_t j = 0; j < 16; ++j)
-                r[j] = j < jn ? _mm512_maskz_loadu_ps(kmask, src + (j0 + j) * ld + k0)
-                              : _mm512_setzero_ps();
+            if (step == 2) {  // floats [0, 2 kn - 1) of the run from k0, the even ones
+                const dim_t span = 2 * kn - 1;
+                const auto lo = static_cast<__mmask16>((1u << std::min<dim_t>(span, 16)) - 1u);
+                const auto hi = static_cast<__mmask16>((1u << std::max<dim_t>(span - 16, 0)) - 1u);
+                for (dim_t j = 0; j < 16; ++j) {
+                    const float* s = src + (j0 + j) * ld + 2 * k0;
+                    r[j] = j < jn ? _mm512_permutex2var_ps(_mm512_maskz_loadu_ps(lo, s), evens,
+                                                           _mm512_maskz_loadu_ps(hi, s + 16))
+                                  : _mm512_setzero_ps();
+                }
+            } else {
+                for (dim_t j = 0; j < 16; ++j)
+                    r[j] = j < jn ? _mm512_maskz_loadu_ps(kmask, src + (j0 + j) * ld + k0)
+                                  : _mm512_setzero_ps();
+            }
             transpose16(r);
             for (dim_t k = 0; k < kn; ++k) _mm512_storeu_ps(row(k0 + k) + j0, r[k]);
         }
@@ -968,6 +983,33 @@ void pack_transposed(const float* src, dim_t ld, dim_t nv, dim_t kc, int nr, flo
         float* d = dst + (to_row ? to_row[k] : k * nr);
         for (dim_t j = 0; j < nv; ++j) d[j] = src[j * ld + k];
         std::fill(d + nv, d + nr, 0.0f);
+    }
+}
+
+void pack_sampled(const float* src, dim_t ld, dim_t step, dim_t nv, dim_t kc, int nr, float* dst) {
+    if (step == 1) return pack_transposed(src, ld, nv, kc, nr, dst);
+#ifdef CONVLAB_X86
+    if (step == 2 && nr % 16 == 0 && std::string_view(microkernel().isa) == "avx512")
+        return pack_transposed_avx512(src, ld, nv, kc, nr, dst, nullptr, 2);
+#endif
+    for (dim_t k = 0; k < kc; ++k) {
+        float* d = dst + k * nr;
+        for (dim_t j = 0; j < nv; ++j) d[j] = src[j * ld + k * step];
+        std::fill(d + nv, d + nr, 0.0f);
+    }
+}
+
+void SampledTB::operator()(dim_t k0, dim_t kc, dim_t j0, dim_t nc, int nr, float* dst) const {
+    // Each panel's columns by runs of positions that lie in one output row.
+    for (dim_t jp = 0; jp < nc; jp += nr) {
+        const dim_t nv = std::min<dim_t>(nr, nc - jp);
+        for (dim_t kk = 0; kk < kc;) {
+            const dim_t q = first + k0 + kk, r = q / out_w, w = q % out_w;
+            const dim_t len = std::min(kc - kk, out_w - w);
+            const float* s = p + (j0 + jp) * cs + (r / out_h) * plane + (r % out_h) * row + w * sw;
+            pack_sampled(s, cs, sw, nv, len, nr, dst + jp * kc + kk * nr);
+            kk += len;
+        }
     }
 }
 

@@ -200,6 +200,10 @@ void pack_a(const StridedA& a, dim_t i0, dim_t mc, dim_t k0, dim_t kc, int mr, f
 void pack_transposed(const float* src, dim_t ld, dim_t nv, dim_t kc, int nr, float* dst,
                      const dim_t* to_row = nullptr);
 
+// pack_transposed of a source whose rows hold B^T's values `step` floats apart: dst[k*nr + j] =
+// src[j*ld + k*step] (0 for nv <= j < nr). Step 2 by two loads and a permute per 16 values.
+void pack_sampled(const float* src, dim_t ld, dim_t step, dim_t nv, dim_t kc, int nr, float* dst);
+
 // The weight gradient's tap tiles of one (12 input channels, 32 output channels) group, stored
 // raw (RowRunsFn with raw) at buf[(t*12 + i)*32 + j] for tap t < ks, channel i < mv and
 // output channel j: c[j*ldt + i*ks + t] (+= when acc) for j < nv, mv * ks contiguous floats
@@ -235,6 +239,19 @@ struct ImagesB {
 struct ImagesTB {
     const float* p;
     dim_t ld, ks, ns;
+    void operator()(dim_t k0, dim_t kc, dim_t j0, dim_t nc, int nr, float* dst) const;
+};
+
+// B packer for a strided 1x1 weight gradient's B^T, the input sampled at the strides, read from
+// the input itself (no sampled copy): b(k, j) = p[j*cs + at(first + k)], where output position
+// q (along the reduction) lies in output row r = q / out_w at column q % out_w, and at(q) =
+// (r / out_h) plane + (r % out_h) row + (q % out_w) sw.
+struct SampledTB {
+    const float* p;
+    dim_t cs;              // floats between channels (columns)
+    dim_t out_w, out_h;    // output positions per row, output rows per depth plane
+    dim_t sw, row, plane;  // input floats between output columns, rows and depth planes
+    dim_t first = 0;       // the position of k = 0
     void operator()(dim_t k0, dim_t kc, dim_t j0, dim_t nc, int nr, float* dst) const;
 };
 
