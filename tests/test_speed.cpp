@@ -1440,12 +1440,12 @@ TEST_CASE("implicit_gemm's strided 1x1 weight gradient packs B straight from the
     set_num_threads(2);
     // One image on both threads, dW = dY X^T not transposed (at least as many output as input
     // channels): the GEMM's B packer samples the input at the strides itself, so no sampled copy
-    // ("pack_src") is made; equal to direct's with every microkernel (AVX-512 packs stride 2 by
-    // permutes, the others and stride 3 element by element). Output rows shorter and longer
-    // than 16 (the packer's runs end at each row), channels off the panels, 1-D, 3-D (strided
-    // depth planes), groups, strides 2 and 3, and 2401 and 2500 positions (reduction blocks,
-    // and the threads' shares of the positions, start within an output row). With the mode off,
-    // the copy is back and the result the same.
+    // ("pack_src") is made (forced on at any width); equal to direct's with every microkernel
+    // (AVX-512 packs stride 2 by permutes, the others and stride 3 element by element). Output rows
+    // shorter and longer than 16 (the packer's runs end at each row), channels off the panels, 1-D,
+    // 3-D (strided depth planes), groups, strides 2 and 3, and 2401 and 2500 positions (reduction
+    // blocks, and the threads' shares of the positions, start within an output row). With the mode
+    // off, the copy is back and the result the same.
     const std::vector<const char*> cases{
         "mb1ic13ih14oc40oh7kh1sh2ph0",
         "mb1ic40ih57iw41oc47oh29ow21kh1kw1sh2sw2ph0",
@@ -1468,7 +1468,7 @@ TEST_CASE("implicit_gemm's strided 1x1 weight gradient packs B straight from the
             const Tensor src = integer_tensor(p.src_dims(), rng),
                          dy = integer_tensor(p.dst_dims(), rng);
             const Tensor want = backward_weight(p, src, dy, "direct");
-            detail::set_sampled_wgrad(0);
+            detail::set_sampled_wgrad(1);
             CHECK(detail::sampled_wgrad_applies(p));
             Profiler prof;
             check_equal(backward_weight(p, src, dy, "implicit_gemm", &prof), want, d);
@@ -1480,8 +1480,12 @@ TEST_CASE("implicit_gemm's strided 1x1 weight gradient packs B straight from the
             CHECK(copied.seconds("pack_src") > 0.0);
         }
     }
-    // Only strided unpadded 1x1s whose sampled positions lie inside the input.
+    // By default for output rows of 14 or more; only strided unpadded 1x1s whose sampled
+    // positions lie inside the input.
     detail::set_sampled_wgrad(0);
+    CHECK(detail::sampled_wgrad_applies(parse_descriptor("mb1ic512ih28oc1024oh14kh1sh2ph0")));
+    CHECK(!detail::sampled_wgrad_applies(parse_descriptor("mb1ic1024ih14oc2048oh7kh1sh2ph0")));
+    detail::set_sampled_wgrad(1);
     CHECK(!detail::sampled_wgrad_applies(parse_descriptor("mb1ic8ih8oc8oh8kh1ph0")));
     CHECK(!detail::sampled_wgrad_applies(parse_descriptor("mb1ic8ih8oc8oh4kh3sh2ph1")));
     CHECK(!detail::sampled_wgrad_applies(parse_descriptor("mb1ic8ih8oc8oh5kh1sh2ph1")));

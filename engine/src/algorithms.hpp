@@ -40,7 +40,8 @@ bool strided_rows_apply(const Problem& p);
 bool strided_wgrad_applies(const Problem& p);
 // Whether a strided 1x1 weight gradient that runs as one product on all threads (not by those
 // tiles, not transposed) packs B straight from the input at the strides (SampledTB) rather than
-// from a sampled copy: 0 where it can (the default), 2 never; and whether it could for p.
+// from a sampled copy: 0 for output rows of 14 or more (the default), 1 wherever it can
+// (tests), 2 never; and whether it would for p.
 void set_sampled_wgrad(int mode);
 bool sampled_wgrad_applies(const Problem& p);
 // Whether implicit_gemm reads shifted tiles of padded stride-phase planes (forward, weight

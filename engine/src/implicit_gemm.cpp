@@ -426,7 +426,7 @@ int g_edge_mode = 0;          // set_edge_tiles: 0 skip the padding column's tap
 int g_unpadded_mode = 0;      // set_unpadded_tiles: 0 read the input in place where it can, 2 never
 int g_strided_rows_mode = 0;  // set_strided_rows: 0 in place where it pays, 1 always, 2 never
 int g_wgrad_taps_mode = 0;    // set_wgrad_taps: 0 where it applies, 2 never
-int g_sampled_wgrad_mode = 0;  // set_sampled_wgrad: 0 where it applies, 2 never
+int g_sampled_wgrad_mode = 0;  // set_sampled_wgrad: 0 where it pays, 1 always, 2 never
 
 // Width Wh of the phase planes' rows along an axis (stride s, dilation d, padding pb, input in,
 // output out, k taps): the narrowest at which each tap k d of each kept output o reads, at
@@ -1280,14 +1280,18 @@ void set_sampled_wgrad(int mode) {
 // A strided 1x1 weight gradient dW = dY X^T computed on all threads (few images), not
 // transposed: the GEMM's B packer (SampledTB) reads X^T's panels straight from the input at the
 // strides, where the sampled copy was written first (each thread sampling its channels) and then
-// packed from. Bench (alternating with oneDNN, calm machine), batch 1, 2 threads, 3 rounds of
-// the same binary, copy -> straight (ms): res3a_branch1 1.200/1.007/1.133 ->
-// 1.029/0.997/0.995, res4a_branch1 1.040/0.975/1.054 -> 0.961/0.954/0.980, res5a_branch1
-// 1.063/1.032/1.043 -> 1.010/1.014/1.008, res5a_branch2a 0.298/0.271/0.276 ->
-// 0.261/0.264/0.258; res4a_branch2a 0.305/0.263/0.299 -> 0.300/0.287/0.287. With whole images per
-// thread (batch 32) the copy stays: res4a_branch1 31.96/31.71 against 32.70/32.53.
+// packed from. Its runs end at each output row, so it pays only for rows of 14 or more. Batch 1,
+// 2 threads, calm machine, copy -> straight: convlab_bench alternating with oneDNN, 3 rounds of
+// one binary (ms): res3a_branch1 1.200/1.007/1.133 -> 1.029/0.997/0.995, res4a_branch1
+// 1.040/0.975/1.054 -> 0.961/0.954/0.980, res4a_branch2a 0.305/0.263/0.299 ->
+// 0.300/0.287/0.287; in one process, 6 rounds of each (mean ratio to oneDNN), res3a_branch1
+// 1.181/1.163/1.139 -> 1.119/1.143/1.137, res4a_branch1 and res4a_branch2a tied. 7-wide rows
+// lost or tied: res5a_branch1 1.125/1.072/1.091 -> 1.137/1.116/1.102, res5a_branch2a tied. With
+// whole images per thread (batch 32) the copy stays: res4a_branch1 31.96/31.71 against
+// 32.70/32.53. Mode 0: rows of 14 or more, 1: any (tests), 2: never.
 bool sampled_wgrad_applies(const Problem& p) {
-    return g_sampled_wgrad_mode != 2 && can_subsample(p, 1);
+    return g_sampled_wgrad_mode != 2 && can_subsample(p, 1) &&
+           (g_sampled_wgrad_mode == 1 || geom3(p).out[2] >= 14);
 }
 // The weight gradient's counterpart (backward_weight_implicit_gemm), where an image's dY^T (in
 // panels of 32 channels) is within 512 KiB, for outputs at least 24 wide. Alternating, batch 32, 2
