@@ -21,10 +21,11 @@ using convlab::bench::load_average;
 using convlab::bench::local_date;
 using convlab::bench::measure;
 using convlab::bench::measure_interleaved;
-using convlab::bench::probe_fp32_rate;
 using convlab::bench::read_shape_file;
 using convlab::bench::summarize;
+using convlab::bench::time_window;
 using convlab::bench::Timing;
 using convlab::bench::TimingRule;
+using convlab::bench::WindowSpeed;
 
 }  // namespace bench

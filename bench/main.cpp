@@ -636,37 +636,30 @@ int main(int argc, char** argv) {
             }
             // The machine's own FMA rate just before and after the window (a share of the
             // peak); below kSlowMachine the window is timed again, the fastest machine's kept.
-            double speed = -1;
-            int attempts = 0;
-            for (;;) {
-                const double before = machine.peak_gflops > 0 ? bench::probe_fp32_rate(threads) : 0;
-                // Alternating rounds, or with --alone each function's rounds one after another
-                // (its data hot in the caches from its own last call).
-                std::vector<bench::Timing> times;
-                if (o.alone) {
-                    for (const auto& fn : timed)
-                        times.push_back(bench::measure_interleaved(o.timing, {fn}).front());
-                } else {
-                    times = bench::measure_interleaved(o.timing, timed);
-                }
-                const double now =
-                    machine.peak_gflops > 0
-                        ? std::min(before, bench::probe_fp32_rate(threads)) / machine.peak_gflops
-                        : -1;
-                if (attempts == 0 || now > speed) {
-                    speed = now;
+            std::vector<bench::Timing> times;
+            const bench::WindowSpeed ws = bench::time_window(
+                threads, machine.peak_gflops, o.retime_slow,
+                [&] {
+                    // Alternating rounds, or with --alone each function's rounds one after
+                    // another (its data hot in the caches from its own last call).
+                    times.clear();
+                    if (o.alone) {
+                        for (const auto& fn : timed)
+                            times.push_back(bench::measure_interleaved(o.timing, {fn}).front());
+                    } else {
+                        times = bench::measure_interleaved(o.timing, timed);
+                    }
+                },
+                [&](double) {
                     for (std::size_t i = 0; i < timed.size(); ++i)
                         (timed_rows[i] ? timed_rows[i]->time : peer_t) = times[i];
-                }
-                if (now < 0 || now >= bench::kSlowMachine || attempts >= o.retime_slow) break;
-                ++attempts;
-            }
-            retimed += attempts > 0 ? 1 : 0;
-            if (speed >= 0 && speed < bench::kSlowMachine) {
+                });
+            retimed += ws.retimed > 0 ? 1 : 0;
+            if (ws.speed >= 0 && ws.speed < bench::kSlowMachine) {
                 std::printf(
                     "%-*s NOTE: %s timed while the machine ran at %.0f%% of its peak (%d "
                     "attempts); its times are suspect\n",
-                    nw, name.c_str(), pname, speed * 100, attempts + 1);
+                    nw, name.c_str(), pname, ws.speed * 100, ws.retimed + 1);
                 slow.push_back(name + " " + pname);
             }
             if (peer_ok) {

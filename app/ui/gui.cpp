@@ -1387,7 +1387,13 @@ void App::canvas() {
     dl->AddRectFilled(ImVec2(clip.x, clip.y), ImVec2(clip.z, clip.w), P.background);
     // Titles whose place scrolled off while their panel still shows (following the step, or
     // zoomed by hand) are pinned to the canvas's edge over a backdrop, after every panel's cells.
-    std::vector<std::pair<std::size_t, app::TitlePlace>> pinned;
+    struct Pinned {
+        std::size_t panel;
+        app::TitlePlace at;
+        std::string text;
+        ImVec2 size;
+    };
+    std::vector<Pinned> pinned;
     const app::CellBox visible{clip.x, clip.y, clip.z, clip.w};
     for (std::size_t i = 0; i < view->panels.size(); ++i) {
         const Panel& pn = view->panels[i];
@@ -1400,17 +1406,17 @@ void App::canvas() {
                                origin.y + static_cast<float>(pn.y + pn.height) * z};
         const app::TitlePlace at = app::pin_title(tp.x, tp.y, ts.x, ts.y, box, visible);
         if (at.pinned)
-            pinned.emplace_back(i, at);
+            pinned.push_back({i, at, t, ts});
         else
             dl->AddText(font, fs, tp, P.panel_text, t.c_str(), nullptr, wrap_of(i, z));
         draw_panel(dl, i, origin, z, clip);
     }
-    for (const auto& [i, at] : pinned) {
-        const std::string t = shown(i, z);
-        const ImVec2 ts = font->CalcTextSizeA(fs, FLT_MAX, wrap_of(i, z), t.c_str());
-        const ImU32 back = (P.background & IM_COL32(255, 255, 255, 0)) | IM_COL32(0, 0, 0, 220);
-        dl->AddRectFilled(ImVec2(at.x - 2, at.y), ImVec2(at.x + ts.x + 4, at.y + ts.y + 2), back);
-        dl->AddText(font, fs, ImVec2(at.x, at.y), P.panel_text, t.c_str(), nullptr, wrap_of(i, z));
+    const ImU32 backdrop = (P.background & IM_COL32(255, 255, 255, 0)) | IM_COL32(0, 0, 0, 220);
+    for (const Pinned& p : pinned) {
+        dl->AddRectFilled(ImVec2(p.at.x - 2, p.at.y),
+                          ImVec2(p.at.x + p.size.x + 4, p.at.y + p.size.y + 2), backdrop);
+        dl->AddText(font, fs, ImVec2(p.at.x, p.at.y), P.panel_text, p.text.c_str(), nullptr,
+                    wrap_of(p.panel, z));
     }
     lesson.draw_highlights(dl, *view, origin, z, lesson_highlight_colour(s.palette));
     dl->PopClipRect();

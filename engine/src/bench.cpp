@@ -576,21 +576,17 @@ Results run(const Config& cfg) {
                 // The machine's own speed just before and after (kSlowMachine), where a peak
                 // was measured to compare with; a slow window is timed again
                 // (Config::retime_slow), the fastest machine's attempt kept.
-                const double peak = r.machine.peak_gflops;
-                const auto probe = [&] {
-                    return cfg.speed_probe ? cfg.speed_probe(threads) : probe_fp32_rate(threads);
-                };
-                int attempts = 0;
-                double best_speed = -2;
-                for (;;) {
-                    for (const std::size_t i : timed) entries[i].ops = OpRecorder{};
-                    const double before = peak > 0 ? probe() : 0;
-                    const CpuSample t0 = cpu_sample();
-                    const std::vector<Stats> stats = measure_interleaved(cfg.timing, fns);
-                    const double foreign = foreign_cpu_share(t0, cpu_sample(), hw);
-                    const double speed = peak > 0 ? std::min(before, probe()) / peak : -1.0;
-                    if (speed > best_speed) {
-                        best_speed = speed;
+                std::vector<Stats> stats;
+                double foreign = -1;
+                const WindowSpeed ws = time_window(
+                    threads, r.machine.peak_gflops, cfg.retime_slow,
+                    [&] {
+                        for (const std::size_t i : timed) entries[i].ops = OpRecorder{};
+                        const CpuSample t0 = cpu_sample();
+                        stats = measure_interleaved(cfg.timing, fns);
+                        foreign = foreign_cpu_share(t0, cpu_sample(), hw);
+                    },
+                    [&](double speed) {
                         for (std::size_t f = 0; f < timed.size(); ++f) {
                             Entry& e = entries[timed[f]];
                             e.m.foreign_cpu = foreign;
@@ -599,14 +595,11 @@ Results run(const Config& cfg) {
                             e.m.total = stats[f];
                             e.m.ops = e.ops.finish();
                         }
-                    }
-                    const bool slow = speed >= 0 && speed < kSlowMachine;
-                    if (!slow || attempts >= cfg.retime_slow || cancelled()) break;
-                    ++attempts;
-                }
+                    },
+                    cfg.speed_probe, [&] { return cancelled(); });
                 for (const std::size_t i : timed) {
                     Entry& e = entries[i];
-                    e.m.retimed = attempts;
+                    e.m.retimed = ws.retimed;
                     if (!e.error.empty()) {
                         e.m.error = "threw while timed: " + e.error;
                         continue;

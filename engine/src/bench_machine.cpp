@@ -458,6 +458,12 @@ float fma_chains(long iters) {
     return s;
 }
 
+// `threads`, or every logical CPU for 0 (or less).
+int threads_or_all(int threads) {
+    return threads > 0 ? threads
+                       : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+}
+
 // fp32 operations of `iters` iterations of fma_chains (an FMA counts as 2).
 double chain_flops(long iters) {
     return 2.0 * kLanes * kChains * static_cast<double>(iters);
@@ -484,7 +490,7 @@ long chain_iterations(double seconds) {
 }  // namespace
 
 double measure_fp32_peak(int threads, double seconds) {
-    if (threads <= 0) threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+    threads = threads_or_all(threads);
     using Clock = std::chrono::steady_clock;
     // Many short rounds, best one kept: on a shared machine some round finds the cores free.
     constexpr int kRounds = 12;
@@ -508,7 +514,7 @@ double measure_fp32_peak(int threads, double seconds) {
 }
 
 double probe_fp32_rate(int threads, double seconds) {
-    if (threads <= 0) threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+    threads = threads_or_all(threads);
     using Clock = std::chrono::steady_clock;
     constexpr int kRounds = 4;
     const long iters = chain_iterations(seconds / kRounds);
@@ -537,8 +543,28 @@ double probe_fp32_rate(int threads, double seconds) {
     return 0.5 * (rounds[kRounds / 2 - 1] + rounds[kRounds / 2]);
 }
 
+WindowSpeed time_window(int threads, double peak, int retimes, const std::function<void()>& window,
+                        const std::function<void(double speed)>& keep,
+                        const std::function<double(int threads)>& probe,
+                        const std::function<bool()>& stop) {
+    const auto rate = [&] { return probe ? probe(threads) : probe_fp32_rate(threads); };
+    WindowSpeed kept;
+    for (int attempt = 0;; ++attempt) {
+        const double before = peak > 0 ? rate() : 0;
+        window();
+        const double speed = peak > 0 ? std::min(before, rate()) / peak : -1.0;
+        if (attempt == 0 || speed > kept.speed) {
+            kept.speed = speed;
+            keep(speed);
+        }
+        kept.retimed = attempt;
+        const bool slow = speed >= 0 && speed < kSlowMachine;
+        if (!slow || attempt >= retimes || (stop && stop())) return kept;
+    }
+}
+
 void measure_machine_peak(Machine& m, int threads, double seconds) {
-    if (threads <= 0) threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+    threads = threads_or_all(threads);
     m.peak_gflops_1t = std::max(m.peak_gflops_1t, measure_fp32_peak(1, seconds));
     // Threads that fit on distinct physical cores: one thread's rate times the thread count
     // (another process may hold a core during a joint measurement); else measured together.

@@ -354,6 +354,21 @@ inline constexpr double kNoisyForeignCpu = 0.05;
 // (probe_fp32_rate), the machine itself was slow: also "noisy".
 inline constexpr double kSlowMachine = 0.9;
 
+// One timed window with the machine's speed probed just before and just after it (`probe`, by
+// default probe_fp32_rate): window() times the rounds, and the window's speed is the lower probe
+// over `peak` (-1 without a peak: not probed). While that is below kSlowMachine the window runs
+// again, up to `retimes` more times, unless stop() says otherwise. keep(speed) is called after
+// the first attempt and after each one faster than all before it, for the caller to keep that
+// attempt's figures. Returns the kept attempt's speed and how many times the window ran again.
+struct WindowSpeed {
+    double speed = -1;
+    int retimed = 0;
+};
+WindowSpeed time_window(int threads, double peak, int retimes, const std::function<void()>& window,
+                        const std::function<void(double speed)>& keep,
+                        const std::function<double(int threads)>& probe = {},
+                        const std::function<bool()>& stop = {});
+
 // One measured (layer, pass, algorithm): the total and each operation (profiler span), with the
 // verification of that configuration.
 struct Measurement {
