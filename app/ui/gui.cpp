@@ -439,6 +439,9 @@ class App {
     void frame(double dt);
     void keyboard();
     void sidebar(float width);
+    void sidebar_problem(float width);
+    void sidebar_playback(float width);
+    void sidebar_export(float width, bool maps);
     void header();
     void one_line(const std::string& text);
     void canvas();
@@ -574,11 +577,57 @@ void App::sidebar(float width) {
         }
         ImGui::EndCombo();
     }
-    if (s.request.view == "timings")
+    // The timings view has its own controls (shape set, passes, its charts' export): the
+    // problem, playback, following and step export of the index-map views are left out here.
+    const bool maps = s.request.view != "timings";
+    if (!maps)
         ImGui::TextWrapped(
-            "(timings: its controls are on the right; the settings below are the "
-            "other views')");
-    // Problem
+            "Its controls are on the right. The problem, playback and step export belong to "
+            "the index-map views: pick one of them to change those.");
+    if (maps) {
+        sidebar_problem(width);
+        sidebar_playback(width);
+    }
+    if (!s.error.empty()) {
+        ImGui::PushStyleColor(ImGuiCol_Text, IM_COL32(230, 40, 40, 255));
+        ImGui::TextWrapped("%s", s.error.c_str());
+        ImGui::PopStyleColor();
+    }
+    // Display
+    ImGui::Separator();
+    ImGui::TextUnformatted("Display");
+    if (ImGui::BeginCombo("palette", pal().name)) {
+        for (int i = 0; i < kNumPalettes; ++i)
+            if (ImGui::Selectable(palettes()[static_cast<std::size_t>(i)].name, i == s.palette))
+                s.palette = i;
+        ImGui::EndCombo();
+    }
+    ImGui::SetNextItemWidth(width * 0.5f);
+    ImGui::SliderFloat("font scale", &s.font_scale, 0.6f, 3.0f, "%.1f");
+    ImGui::Checkbox("presenter mode (P)", &s.presenter);
+    if (maps) {
+        ImGui::SameLine();
+        if (ImGui::Button("fit (F)")) set_follow(false);
+        bool follow = s.follow;
+        if (ImGui::Checkbox("follow the step (Z)", &follow)) set_follow(follow);
+        if (ImGui::IsItemHovered())
+            ImGui::SetTooltip("zoom in to readable cells and keep the current step in the middle");
+    }
+    sidebar_export(width, maps);
+    if (!status.empty()) ImGui::TextWrapped("%s", status.c_str());
+    ImGui::Separator();
+    if (maps)
+        ImGui::TextWrapped(
+            "Keys: space play, left/right step, G granularity, P presenter; H or F1 lists them "
+            "all. Mouse: wheel zoom, drag pan, hover links, click pins.");
+    else
+        ImGui::TextWrapped(
+            "Keys: P presenter, S the window as PNG, F11 full screen; H or F1 lists them all. "
+            "Mouse: hover a bar or a dot for its measurement.");
+    ImGui::End();
+}
+
+void App::sidebar_problem(float width) {
     ImGui::Separator();
     ImGui::TextUnformatted("Problem (benchdnn descriptor)");
     ImGui::SetNextItemWidth(-1);
@@ -656,12 +705,9 @@ void App::sidebar(float width) {
         r.data = static_cast<app::DataKind>(data);
         request(r);
     }
-    if (!s.error.empty()) {
-        ImGui::PushStyleColor(ImGuiCol_Text, IM_COL32(230, 40, 40, 255));
-        ImGui::TextWrapped("%s", s.error.c_str());
-        ImGui::PopStyleColor();
-    }
-    // Playback
+}
+
+void App::sidebar_playback(float width) {
     ImGui::Separator();
     ImGui::TextUnformatted("Playback");
     const dim_t n = steps();
@@ -722,33 +768,22 @@ void App::sidebar(float width) {
         pb.step = 0;
         step_dirty = true;
     }
-    // Display
-    ImGui::Separator();
-    ImGui::TextUnformatted("Display");
-    if (ImGui::BeginCombo("palette", pal().name)) {
-        for (int i = 0; i < kNumPalettes; ++i)
-            if (ImGui::Selectable(palettes()[static_cast<std::size_t>(i)].name, i == s.palette))
-                s.palette = i;
-        ImGui::EndCombo();
-    }
-    ImGui::SetNextItemWidth(width * 0.5f);
-    ImGui::SliderFloat("font scale", &s.font_scale, 0.6f, 3.0f, "%.1f");
-    ImGui::Checkbox("presenter mode (P)", &s.presenter);
-    ImGui::SameLine();
-    if (ImGui::Button("fit (F)")) set_follow(false);
-    bool follow = s.follow;
-    if (ImGui::Checkbox("follow the step (Z)", &follow)) set_follow(follow);
-    if (ImGui::IsItemHovered())
-        ImGui::SetTooltip("zoom in to readable cells and keep the current step in the middle");
-    // Export
+}
+
+// The window as PNG (S) on every view; the SVG of the panels and the steps as PNGs or a GIF
+// only on the index-map views (maps).
+void App::sidebar_export(float width, bool maps) {
     ImGui::Separator();
     ImGui::TextUnformatted("Export to");
     ImGui::SameLine();
     ImGui::SetNextItemWidth(-1);
     ImGui::InputText("##dir", &ex.dir);
-    if (ImGui::Button("PNG (S)")) ex.png = ex.dir + "/" + s.request.view + ".png";
+    if (ImGui::Button(maps ? "PNG (S)" : "the window as PNG (S)"))
+        ex.png = ex.dir + "/" + s.request.view + ".png";
+    if (!maps) return;
     ImGui::SameLine();
     if (ImGui::Button("SVG")) ex.svg = ex.dir + "/" + s.request.view + ".svg";
+    const dim_t n = steps();
     if (seq_to_last) seq_to = std::max<dim_t>(0, n - 1);
     ImGui::SetNextItemWidth(width * 0.36f);
     input_dim("from", seq_from);
@@ -768,12 +803,6 @@ void App::sidebar(float width) {
         ex.gif = gif ? ex.dir + "/" + s.request.view + ".gif" : "";
         ex.gif_fps = s.playback.speed;
     }
-    if (!status.empty()) ImGui::TextWrapped("%s", status.c_str());
-    ImGui::Separator();
-    ImGui::TextWrapped(
-        "Keys: space play, left/right step, G granularity, P presenter; H or F1 lists them "
-        "all. Mouse: wheel zoom, drag pan, hover links, click pins.");
-    ImGui::End();
 }
 
 // [SECTION] canvas
@@ -1453,7 +1482,10 @@ void App::frame(double dt) {
     ImGui::GetStyle().Colors[ImGuiCol_WindowBg] = ImGui::ColorConvertU32ToFloat4(P.background);
     ImGui::GetStyle().Colors[ImGuiCol_Text] = ImGui::ColorConvertU32ToFloat4(P.panel_text);
     const bool side = show_sidebar && !s.presenter;
-    const float sw = side ? 380.0f * s.font_scale : 0.0f;
+    // The timings view keeps only the lesson, view, display and window export in the sidebar
+    // (sidebar): narrower, its charts get the width, unless a lesson's step list is shown.
+    const bool narrow = s.request.view == "timings" && !lesson.active();
+    const float sw = side ? (narrow ? 300.0f : 380.0f) * s.font_scale : 0.0f;
     if (side) sidebar(sw);
     const float lesson_h =
         lesson.panel_height(io.DisplaySize.x - sw, io.DisplaySize.y, short_window() ? 0.4f : 0.5f);
