@@ -876,3 +876,22 @@ TEST_CASE("app model: bad requests give the engine's message, never a crash") {
         CHECK(app::num_steps(v, Granularity::Line) == 0);
     }
 }
+// The tensors view wraps each tensor's tiles for the canvas (arrange_view), as the other views
+// do: a 3x3 filter of 20 input and 18 output channels was stacked 8 tiles a row into a panel 31
+// cells wide and 215 tall, which shrank the whole view to cells of 1.3 pixels at the default
+// canvas.
+TEST_CASE("app model: the tensors view arranges its panels' tiles near a square") {
+    app::ViewModel v = build("tensors", "mb2ic20ih5oc18oh5kh3ph1", app::DataKind::Integer, 16);
+    app::arrange_view(v, {});
+    int checked = 0;
+    for (const auto& p : v.panels) {
+        if (p.tiles_x * p.tiles_y < 4) continue;
+        INFO(p.name << ": " << p.width << " x " << p.height << " cells, " << p.tiles_per_row
+                    << " tiles a row");
+        CHECK(p.height <= 3 * p.width);
+        CHECK(p.width <= 4 * p.height);
+        ++checked;
+    }
+    CHECK(checked == 6);  // src, wei, dst and their gradients
+    CHECK(app::fit_zoom(v, {}) >= 3.0);
+}

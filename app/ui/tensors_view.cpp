@@ -195,7 +195,14 @@ Panel tensor_panel(const lesson::NamedTensor& t) {
                   ? std::vector<Role>{Role::Row, Role::Col}
                   : roles_of(t.name, dims);
     p.values.assign(t.value.f32(), t.value.f32() + t.value.numel());
+    // 8 tiles a row; where that stacks a panel more than 3 times taller than wide, its tiles
+    // are wrapped for the canvas by arrange_view, as in the other views: a 3x3 filter of 20
+    // input and 18 output channels, three rows of tiles to an output channel, made a panel 31
+    // cells wide and 215 tall. (Wrapping every panel for the canvas stacked lesson 17's small
+    // tensors in presenter mode: cells of 39 pixels became 15.)
     p.tiles_per_row = 8;
+    layout_panel(p);
+    p.auto_wrap = p.height > 3 * p.width;
     return p;
 }
 
