@@ -1030,6 +1030,29 @@ void App::draw_panel(ImDrawList* dl, std::size_t i, ImVec2 origin, float z, cons
             const float fit = std::min(fsz, z * 0.9f / wide);
             if (fit >= 8.0f) fsz = fit;
         }
+        // Tile label: the tile dims of its first element ("c=1", "n=0 g=1").
+        const auto tile_label = [&](dim_t txi, dim_t tyi) {
+            const auto first = app::linear_at(pn, txi, tyi, 0, 0);
+            std::vector<dim_t> c(pn.shape.dims.size());
+            pn.shape.coord_of(first, c);
+            std::string lab;
+            for (std::size_t d = 0; d < c.size(); ++d)
+                if ((pn.roles[d] == app::Role::TileX || pn.roles[d] == app::Role::TileY) &&
+                    pn.shape.dims[d] > 1)
+                    lab +=
+                        (lab.empty() ? "" : " ") + pn.shape.names[d] + "=" + std::to_string(c[d]);
+            return lab;
+        };
+        // Every label_every-th tile of a row is labelled: labels wider than a tile (with a gap
+        // of half a character) ran into each other ("c=0c=1c=2" over 5-pixel cells), sized by
+        // the last tile's label, the widest.
+        dim_t label_every = 1;
+        if (pn.tiles_x * pn.tiles_y > 1) {
+            const std::string widest_label = tile_label(pn.tiles_x - 1, pn.tiles_y - 1);
+            const float lw = font->CalcTextSizeA(label_size, FLT_MAX, 0, widest_label.c_str()).x +
+                             label_size * 0.5f;
+            label_every = std::max<dim_t>(1, static_cast<dim_t>(std::ceil(lw / ((tw + 1.0f) * z))));
+        }
         const dim_t slots_y = wraps * pn.tiles_y;
         for (dim_t sr = 0; sr < slots_y; ++sr) {
             const float ty0 = py + static_cast<float>(sr) * (th + 1.0f) * z;
@@ -1039,24 +1062,14 @@ void App::draw_panel(ImDrawList* dl, std::size_t i, ImVec2 origin, float z, cons
                 if (tx0 > clip.z || tx0 + tw * z < clip.x) continue;
                 const dim_t tyi = sr / wraps, txi = (sr % wraps) * per_row + sc;
                 if (txi >= pn.tiles_x) continue;
-                // Tile label: the tile dims of its first element ("c=1", "n=0 g=1").
                 // Above the tile, clear of a lesson's outline of its first row (lesson 17's
                 // "c=0" was crossed by it).
                 const float lift = highlight_thickness(z) + 1.0f;
-                if (pn.tiles_x * pn.tiles_y > 1 && (z >= label_size + lift || sr == 0)) {
-                    const auto first = app::linear_at(pn, txi, tyi, 0, 0);
-                    std::vector<dim_t> c(pn.shape.dims.size());
-                    pn.shape.coord_of(first, c);
-                    std::string lab;
-                    for (std::size_t d = 0; d < c.size(); ++d)
-                        if ((pn.roles[d] == app::Role::TileX || pn.roles[d] == app::Role::TileY) &&
-                            pn.shape.dims[d] > 1)
-                            lab += (lab.empty() ? "" : " ") + pn.shape.names[d] + "=" +
-                                   std::to_string(c[d]);
-                    const ImVec2 ts = font->CalcTextSizeA(label_size, FLT_MAX, 0, lab.c_str());
-                    if (ts.x <= (tw + 1.0f) * z)
-                        dl->AddText(font, label_size, ImVec2(tx0, ty0 - label_size - lift),
-                                    P.dim_text, lab.c_str());
+                if (pn.tiles_x * pn.tiles_y > 1 && (z >= label_size + lift || sr == 0) &&
+                    sc % label_every == 0) {
+                    const std::string lab = tile_label(txi, tyi);
+                    dl->AddText(font, label_size, ImVec2(tx0, ty0 - label_size - lift), P.dim_text,
+                                lab.c_str());
                 }
                 // Padding border (zeros).
                 if (pn.pad_top + pn.pad_bottom + pn.pad_left + pn.pad_right > 0) {
