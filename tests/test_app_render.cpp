@@ -181,6 +181,25 @@ TEST_CASE("app render: a lesson in presenter mode on a 1280x720 projector leaves
     CHECK(std::atof(r.out.c_str() + ca + cells.size()) >= 32.0);
 }
 
+TEST_CASE("app render: cells too small to read on a projector put the panels in one row" *
+          doctest::skip(!can_render())) {
+    // Lesson 13's TNCf step at 1280x720 in presenter mode: the tnc view's two rows (X, X5, T
+    // over dY, dY5, dYf) left a 304-pixel canvas two rows of titles and cells of 4.8 px. Below
+    // 10 px the fit also tries one row, the view's own row breaks lifted: 12 px.
+    TempDir t;
+    const auto p = (t.path / "l.png").string();
+    const Run r =
+        run_binary("shot --lesson 13 --step 2 --presenter --size 1280x720 --out " + p, t.path);
+    INFO(r.out);
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    CHECK(r.out.find("view fits the canvas") != std::string::npos);
+    const std::string cells = ", cells ";
+    const auto ca = r.out.find(cells);
+    REQUIRE(ca != std::string::npos);
+    CHECK(std::atof(r.out.c_str() + ca + cells.size()) >= 10.0);
+}
+
 TEST_CASE("app render: bad shots fail with status 2, one line, no file") {
     TempDir t;
     // Refused before any window opens (in-process).

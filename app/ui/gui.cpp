@@ -1160,6 +1160,10 @@ void App::draw_panel(ImDrawList* dl, std::size_t i, ImVec2 origin, float z, cons
     }
 }
 
+// Cells smaller than this (pixels) are not read from a projector: the fit then also tries one
+// row of panels with the view's own row breaks lifted.
+constexpr float kReadableCellPx = 10.0f;
+
 void App::canvas() {
     const Palette& P = pal();
     if (s.request.view == "timings") {  // gui_timings.cpp
@@ -1322,7 +1326,7 @@ void App::canvas() {
         struct Pick {
             std::pair<float, bool> r{0.0f, false};
             app::CanvasGuess guess;
-            std::size_t k = 0;  // 0: as built, 2: fewest rows (the last tried)
+            std::size_t k = 0;  // 0: as built, 2: fewest rows, 3: one row (own breaks lifted)
             bool compact = false;
         };
         // Whether a's cells beat b's by the factor, one that fits before one that does not.
@@ -1332,8 +1336,10 @@ void App::canvas() {
         };
         // The best of the three arrangements with the titles as they are; the last one tried
         // is left in place.
+        std::size_t last_tried = 2;  // the arrangement left in place by arrangements()
         const auto arrangements = [&] {
             relayout(16.0f);
+            last_tried = 2;
             const app::CanvasGuess guesses[] = {
                 app::CanvasGuess{}, app::CanvasGuess{avail_x, avail_y, top + 0.5 * fs, fs * 9.0},
                 app::CanvasGuess{1e6, 1e6, 0, 0}};
@@ -1344,6 +1350,19 @@ void App::canvas() {
                 const Pick tried{search(), guesses[k], k, compact_titles};
                 if (k == 0 || beats(tried, best, 1.001f)) best = tried;
             }
+            // Cells too small to read (below kReadableCellPx): also the fewest rows with the
+            // view's own row breaks lifted (the tnc view's X and dY rows side by side), kept
+            // where its cells come out half as large again. Lesson 13's TNCf step at 1280x720 in
+            // presenter mode: two rows of titles left its cells 4.8 px.
+            if (best.r.first < kReadableCellPx) {
+                app::CanvasGuess one_row = guesses[2];
+                one_row.keep_rows = false;
+                app::arrange_view(*view, one_row);
+                update_slot();
+                const Pick tried{search(), one_row, 3, compact_titles};
+                last_tried = 3;
+                if (beats(tried, best, 1.5f)) best = tried;
+            }
             return best;
         };
         compact_titles = false;
@@ -1353,7 +1372,7 @@ void App::canvas() {
         make_titles();
         const Pick short_titles = arrangements();
         if (beats(short_titles, best, 1.1f)) best = short_titles;
-        if (!best.compact || best.k != 2) {  // (else the last one tried is in place)
+        if (!best.compact || best.k != last_tried) {  // (else the last one tried is in place)
             compact_titles = best.compact;
             make_titles();
             app::arrange_view(*view, best.guess);

@@ -537,8 +537,9 @@ void arrange_view(ViewModel& v, const CanvasGuess& c) {
     for (std::size_t i = 0; i < v.panels.size(); ++i) {
         Panel& p = v.panels[i];
         if (first) p.own_row = p.new_row;
-        forced[i] = p.own_row;
-        p.new_row = p.own_row;
+        const bool own = p.own_row && (c.keep_rows || v.fixed_rows);
+        forced[i] = own;
+        p.new_row = own;
         layout_panel(p);
         if (!p.auto_wrap) continue;
         cands[i] = wrap_candidates(p);

@@ -175,6 +175,10 @@ struct CanvasGuess {
     double width = 1180, height = 800;
     double title = 120;  // title block above each row of panels
     double slot = 220;   // least width of a panel's slot (its title wraps inside it)
+    // false: the view's own row breaks (new_row as built) are lifted too, so its panels may go
+    // in one row (the app's fit tries it where cells come out too small to read: two rows of
+    // titles took most of a 1280x720 presenter canvas above the tnc view's cells).
+    bool keep_rows = true;
 };
 
 // Zoom (pixels per cell) at which the view fits `c` with its current panels, tiles_per_row and
@@ -186,8 +190,9 @@ double fit_zoom(ViewModel& v, const CanvasGuess& c = {});
 // cells): for panels with auto_wrap, tiles_per_row (starting from the near-square grid of tiles; no
 // grid more than 3 times taller than wide or 4 times wider than tall, no wrap only when the row of
 // tiles is at most 2.5 times wider than tall), and extra rows of panels (the reading order and the
-// new_row flags already set kept; within 5% of the best zoom, the fewest rows; a fixed_rows view's
-// rows cut into bands instead), the combination with the largest fit_zoom. Calls layout_view.
+// new_row flags already set kept, unless c.keep_rows is false; within 5% of the best zoom, the
+// fewest rows; a fixed_rows view's rows cut into bands instead), the combination with the
+// largest fit_zoom. Calls layout_view.
 void arrange_view(ViewModel& v, const CanvasGuess& c = {});
 
 // The view names (BRIEF.md): im2col col2im stride fliprot fractal tnc weight_grad timings tensors.
