@@ -1031,27 +1031,40 @@ void App::draw_panel(ImDrawList* dl, std::size_t i, ImVec2 origin, float z, cons
             if (fit >= 8.0f) fsz = fit;
         }
         // Tile label: the tile dims of its first element ("c=1", "n=0 g=1").
-        const auto tile_label = [&](dim_t txi, dim_t tyi) {
+        // With across_only, only the dims that change along a row of tiles (TileX: "c=1" where
+        // the first tile of the row says "k=0 c=0"), where the panel has any.
+        bool any_across = false;
+        for (std::size_t d = 0; d < pn.roles.size(); ++d)
+            any_across |= pn.roles[d] == app::Role::TileX && pn.shape.dims[d] > 1;
+        const auto tile_label = [&](dim_t txi, dim_t tyi, bool across_only) {
             const auto first = app::linear_at(pn, txi, tyi, 0, 0);
             std::vector<dim_t> c(pn.shape.dims.size());
             pn.shape.coord_of(first, c);
             std::string lab;
             for (std::size_t d = 0; d < c.size(); ++d)
-                if ((pn.roles[d] == app::Role::TileX || pn.roles[d] == app::Role::TileY) &&
+                if ((pn.roles[d] == app::Role::TileX ||
+                     (pn.roles[d] == app::Role::TileY && !(across_only && any_across))) &&
                     pn.shape.dims[d] > 1)
                     lab +=
                         (lab.empty() ? "" : " ") + pn.shape.names[d] + "=" + std::to_string(c[d]);
             return lab;
         };
-        // Every label_every-th tile of a row is labelled: labels wider than a tile (with a gap
-        // of half a character) ran into each other ("c=0c=1c=2" over 5-pixel cells), sized by
-        // the last tile's label, the widest.
+        const auto label_w = [&](const std::string& lab) {
+            return font->CalcTextSizeA(label_size, FLT_MAX, 0, lab.c_str()).x + label_size * 0.5f;
+        };
+        // Every label_every-th tile of a row is labelled, the row's first with all of its tile
+        // dims where that fits before the next label, the others with the dims along the row:
+        // labels wider than a tile (with a gap of half a character) ran into each other
+        // ("c=0c=1c=2" over 5-pixel cells). Sized by the last tile's labels, the widest.
         dim_t label_every = 1;
+        bool full_first = true;
+        const float pitch = (tw + 1.0f) * z;
         if (pn.tiles_x * pn.tiles_y > 1) {
-            const std::string widest_label = tile_label(pn.tiles_x - 1, pn.tiles_y - 1);
-            const float lw = font->CalcTextSizeA(label_size, FLT_MAX, 0, widest_label.c_str()).x +
-                             label_size * 0.5f;
-            label_every = std::max<dim_t>(1, static_cast<dim_t>(std::ceil(lw / ((tw + 1.0f) * z))));
+            const float across = label_w(tile_label(pn.tiles_x - 1, pn.tiles_y - 1, true));
+            label_every = std::max<dim_t>(1, static_cast<dim_t>(std::ceil(across / pitch)));
+            full_first = label_w(tile_label(pn.tiles_x - 1, pn.tiles_y - 1, false)) <=
+                             static_cast<float>(label_every) * pitch ||
+                         per_row == 1;
         }
         const dim_t slots_y = wraps * pn.tiles_y;
         for (dim_t sr = 0; sr < slots_y; ++sr) {
@@ -1067,7 +1080,7 @@ void App::draw_panel(ImDrawList* dl, std::size_t i, ImVec2 origin, float z, cons
                 const float lift = highlight_thickness(z) + 1.0f;
                 if (pn.tiles_x * pn.tiles_y > 1 && (z >= label_size + lift || sr == 0) &&
                     sc % label_every == 0) {
-                    const std::string lab = tile_label(txi, tyi);
+                    const std::string lab = tile_label(txi, tyi, sc > 0 || !full_first);
                     dl->AddText(font, label_size, ImVec2(tx0, ty0 - label_size - lift), P.dim_text,
                                 lab.c_str());
                 }
