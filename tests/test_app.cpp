@@ -895,3 +895,27 @@ TEST_CASE("app model: the tensors view arranges its panels' tiles near a square"
     CHECK(checked == 6);  // src, wei, dst and their gradients
     CHECK(app::fit_zoom(v, {}) >= 3.0);
 }
+
+// The view's own row breaks (the tnc view: X's row over dY's) hold in every arrangement unless
+// the canvas guess lifts them (CanvasGuess::keep_rows, tried by the app's fit where cells come
+// out too small): then a wide canvas takes all six panels in one row; kept again afterwards.
+TEST_CASE("app model: arrange_view keeps the view's own rows unless told to lift them") {
+    app::ViewModel v = build("tnc", "mb2ic2iw5oc3ow2kw2sw2", app::DataKind::Integer, 4);
+    const auto breaks = [&] {
+        int n = 0;
+        for (std::size_t i = 1; i < v.panels.size(); ++i) n += v.panels[i].new_row ? 1 : 0;
+        return n;
+    };
+    app::CanvasGuess wide{1e6, 1e6, 0, 0};
+    app::arrange_view(v, wide);
+    CHECK(breaks() == 1);
+    CHECK(v.panels[3].new_row);  // dY starts the second row
+    wide.keep_rows = false;
+    app::arrange_view(v, wide);
+    CHECK(breaks() == 0);
+    CHECK(v.panels[3].y == v.panels[0].y);
+    wide.keep_rows = true;
+    app::arrange_view(v, wide);
+    CHECK(breaks() == 1);
+    CHECK(v.panels[3].new_row);
+}
