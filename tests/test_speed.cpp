@@ -51,6 +51,7 @@ struct RestoreCore {
         detail::set_row_lanes(0);
         detail::set_wgrad_taps(0);
         detail::set_sampled_wgrad(0);
+        detail::set_pointwise_bwd_data(0);
         detail::set_transposed_products(detail::Transposed::automatic);
         detail::set_b_in_place(detail::BInPlace::automatic);
         set_gemm_core(GemmCore::blocked);
@@ -1362,6 +1363,83 @@ void strided_in_place_cases(const std::vector<const char*>& cases, Pass pass, co
     }
 }
 }  // namespace
+
+TEST_CASE("implicit_gemm's 1x1 backward data runs the pointwise tiles on the swapped problem") {
+    RestoreCore restore;
+    std::mt19937 rng(53);
+    // Random unpadded stride-1 1x1 problems, 1-D to 3-D, groups, batches of 1 (the threads split
+    // an image's tiles) and 5 (whole images per thread), channel counts off the 32-channel
+    // panels; forced on (set_shifted(1)), each packs W's rows as the panels per call
+    // ("fliprot") and equals direct; with the mode off (set_pointwise_bwd_data(2)) the phases
+    // run (no "fliprot") and give the same result.
+    detail::set_shifted(1);
+    int ran = 0;
+    for (int t = 0; t < 16; ++t) {
+        Problem p = random_1x1(rng, t, t % 2 ? 5 : 1, 60, 13);
+        for (int i = 0; i < p.ndims; ++i) p.stride[i] = 1;
+        REQUIRE(p.validate().empty());
+        const std::string what = to_descriptor(p);
+        const Tensor dy = integer_tensor(p.dst_dims(), rng),
+                     wei = integer_tensor(p.wei_dims(), rng);
+        const Tensor want = backward_data(p, dy, wei, "direct");
+        Profiler prof;
+        check_equal(backward_data(p, dy, wei, "implicit_gemm", &prof), want, what);
+        ran += prof.seconds("fliprot") > 0.0;
+        CHECK_MESSAGE(detail::shifted_applies(p, Pass::BackwardData), what);
+        detail::set_pointwise_bwd_data(2);
+        Profiler phases;
+        check_equal(backward_data(p, dy, wei, "implicit_gemm", &phases), want, what);
+        CHECK_MESSAGE(phases.seconds("fliprot") == 0.0, what);
+        CHECK_MESSAGE(!detail::shifted_applies(p, Pass::BackwardData), what);
+        detail::set_pointwise_bwd_data(0);
+    }
+    CHECK(ran == 16);
+    detail::set_shifted(0);
+    // By default: where the forward's rule takes the tiles on the swapped problem (K -> C), and
+    // also on its wide outputs with more input than output channels, or with 4 or more images
+    // and 128 or more input channels (K); one image only with the weights prepared. Strided or
+    // padded 1x1s are left to the phases.
+    const auto tiles = [&](const char* d) {
+        return detail::shifted_applies(parse_descriptor(d), Pass::BackwardData);
+    };
+    CHECK(tiles("mb4ic512ih7oc2048oh7kh1ph0"));       // 7x7
+    CHECK(tiles("mb4ic128ih28oc512oh28kh1ph0"));      // K 512 > C 128
+    CHECK(tiles("mb4ic64ih56oc64oh56kh1ph0"));        // K = C
+    CHECK(tiles("mb4ic512ih28oc128oh28kh1ph0"));      // 4 images, K = 128
+    CHECK(!tiles("mb4ic256ih56oc64oh56kh1ph0"));      // K 64 < C 256 at 56x56
+    CHECK(!tiles("mb1ic128ih28oc512oh28kh1ph0"));     // one image, nothing prepared
+    CHECK(!tiles("mb4ic128ih56oc512oh28kh1sh2ph0"));  // strided
+    CHECK(!tiles("mb4ic16ih14oc512oh14kh1ph0"));      // 16 output channels of the swapped problem
+    // Prepared once (prepare_weights packs W's rows, recorded as "fliprot"): one image too,
+    // and a call packs nothing; 14x14 and 7x7, a long reduction, K >= C at 56x56. Not where
+    // the rule says no: K 128 < C 512 at 28x28, one image.
+    for (const auto& [d, packs] : {std::pair{"mb1ic512ih7oc2048oh7kh1ph0", true},
+                                   std::pair{"mb1ic70ih14oc300oh14kh1ph0", true},
+                                   std::pair{"mb1ic128ih28oc512oh28kh1ph0", true},
+                                   std::pair{"mb1ic64ih20oc64oh20kh1ph0", true},
+                                   std::pair{"mb2g2ic96ih9oc80oh9kh1ph0", true},
+                                   std::pair{"mb1ic512ih28oc128oh28kh1ph0", false}}) {
+        const Problem p = parse_descriptor(d);
+        const Tensor dy = integer_tensor(p.dst_dims(), rng),
+                     wei = integer_tensor(p.wei_dims(), rng);
+        const Tensor want = backward_data(p, dy, wei, "direct");
+        Profiler packing;
+        const PreparedWeights w = prepare_weights(p, Pass::BackwardData, wei.f32(), &packing);
+        CHECK_MESSAGE(w.empty() == !packs, d);
+        CHECK_MESSAGE((packing.seconds("fliprot") > 0.0) == packs, d);
+        for (int threads : {2, 1}) {
+            set_num_threads(threads);
+            for (const char* algo : {"implicit_gemm", "auto"}) {
+                Profiler prof;
+                check_equal(backward_data(p, dy, wei, algo, &prof, &w), want,
+                            std::string(d) + " " + algo);
+                CHECK_MESSAGE(prof.seconds("fliprot") == 0.0, d);
+                if (packs) CHECK_MESSAGE(prof.entries().size() == 1, d);  // the tiles' gemm
+            }
+        }
+    }
+    set_num_threads(0);
+}
 
 TEST_CASE("implicit_gemm's 1x1 strided by 2 along w reads the input in place and equals direct") {
     RestoreCore restore;

@@ -43,14 +43,19 @@ bool strided_wgrad_applies(const Problem& p);
 // from a sampled copy: 0 for output rows of 14 or more (the default), 1 wherever it can
 // (tests), 2 never; and whether it would for p.
 void set_sampled_wgrad(int mode);
+// implicit_gemm's backward data of unpadded stride-1 1x1 layers by the forward's pointwise
+// tiles on the swapped problem (W's rows as its panels): 0 where use_pointwise holds for that
+// problem, 2 never (the phases' GEMM).
+void set_pointwise_bwd_data(int mode);
 bool sampled_wgrad_applies(const Problem& p);
 // Whether implicit_gemm reads shifted tiles of padded stride-phase planes (forward, weight
 // gradient, and stride-1 backward data as the forward of FlipRot(W)), and runs 1x1 forwards
 // by the same tiles from the input's rows: 0 where it pays (the default), 1 wherever it can
 // (tests), 2 never.
 void set_shifted(int mode);
-// Whether implicit_gemm runs that pass of p from the padded stride-phase planes (for backward
-// data with a's prepared FlipRot(W), where there is one: prepare_weights).
+// Whether implicit_gemm runs that pass of p from the padded stride-phase planes, or for a 1x1's
+// backward data by the pointwise tiles (with a's prepared weights, where there are: the
+// layouts of prepare_weights exist only where the tiles run).
 bool shifted_applies(const Problem& p, Pass pass, const ConvArgs* a = nullptr);
 // Whether the shifted weight gradient of a stride-1 problem reads the input in place, 12 input
 // channels of one tap per tile over the positions whose inputs lie inside the image (no

@@ -427,6 +427,7 @@ int g_unpadded_mode = 0;      // set_unpadded_tiles: 0 read the input in place w
 int g_strided_rows_mode = 0;  // set_strided_rows: 0 in place where it pays, 1 always, 2 never
 int g_wgrad_taps_mode = 0;    // set_wgrad_taps: 0 where it applies, 2 never
 int g_sampled_wgrad_mode = 0;  // set_sampled_wgrad: 0 where it pays, 1 always, 2 never
+int g_pointwise_bwd_mode = 0;  // set_pointwise_bwd_data: 0 where it pays, 2 never
 
 // Width Wh of the phase planes' rows along an axis (stride s, dilation d, padding pb, input in,
 // output out, k taps): the narrowest at which each tap k d of each kept output o reads, at
@@ -597,10 +598,11 @@ bool use_shifted_wgrad(const Problem& p) {
 // other way, 47.8 against 42.9, and these were left to the GEMM.)
 // The layouts of prepare_weights: what implicit_gemm packs for a problem and pass.
 enum PanelLayout : int {
-    kNoPanels = 0,         // it reads the weights in place
-    kShiftedPanels = 1,    // forward_shifted's W^T (ShiftedPanels)
-    kPointwisePanels = 2,  // forward_pointwise's W^T (pack_pointwise_panels)
-    kFlipRotPanels = 3,    // backward_data_shifted's FlipRot(W)^T (ShiftedPanels with flip)
+    kNoPanels = 0,             // it reads the weights in place
+    kShiftedPanels = 1,        // forward_shifted's W^T (ShiftedPanels)
+    kPointwisePanels = 2,      // forward_pointwise's W^T (pack_pointwise_panels)
+    kFlipRotPanels = 3,        // backward_data_shifted's FlipRot(W)^T (ShiftedPanels with flip)
+    kPointwiseFlipPanels = 4,  // backward_data_pointwise's W in panels (pack_pointwise_flip_panels)
 };
 
 // a's prepared weights in that layout, or null (none given, or prepared in another layout:
@@ -975,14 +977,23 @@ void forward_shifted(const Problem& p, const ConvArgs& a, Profiler* prof, bool f
 // 0.470-0.472, res5a_branch2c (512 -> 2048) 0.469-0.471 -> 0.461-0.464, res5a_branch2a (1024 ->
 // 512, stride 2) 0.266-0.314 -> 0.249-0.301; 256 -> 1024 at 14x14 and 1024 -> 2048 strided to
 // 7x7 tied. Lost: 256 -> 64 at 56x56 0.476 -> 0.494, 128 -> 512 at 28x28 0.47 -> 0.48-0.50.
-bool use_pointwise(const Problem& p, bool prepared = false) {
+// Whether the pointwise tiles can run p at all (set_shifted's mode 2: never), and whether they
+// are forced (mode 1).
+bool pointwise_possible(const Problem& p, bool& forced) {
+    forced = false;
     if (g_shifted_mode == 2 || !microkernel().shifted_row_fn[1] || !reads_input_1x1(p))
         return false;
     const dim_t npan = (p.ocg() + 31) / 32;
     if (static_cast<std::size_t>(p.groups * npan * 32 * p.icg()) * sizeof(float) > (16u << 20))
         return false;
-    if (g_shifted_mode == 1) return true;
-    if (p.ocg() < 32 || p.icg() < 32) return false;
+    forced = g_shifted_mode == 1;
+    return forced || (p.ocg() >= 32 && p.icg() >= 32);
+}
+
+bool use_pointwise(const Problem& p, bool prepared = false) {
+    bool forced = false;
+    if (!pointwise_possible(p, forced)) return false;
+    if (forced) return true;
     if (p.mb < 4)
         return prepared && (p.out_spatial() <= 256 || strided_rows_apply(p) ||
                             (im2col_is_identity(p) && p.icg() >= 512));
@@ -1006,9 +1017,28 @@ void pack_pointwise_panels(const Problem& p, const float* wei, float* wt) {
     }
 }
 
-// prepared: pack_pointwise_panels's, done once by prepare_weights, or null (packed here).
+// The panels of forward_pointwise for q, the forward problem whose output is the backward data
+// of a 1x1 problem (C and K swapped): q's weights are W^T, so its panels of W_q^T (32 of q's
+// output channels, the original input channels, by K/G rows) are runs of W's rows, copied.
+void pack_pointwise_flip_panels(const Problem& q, const float* wei, float* wt) {
+    const dim_t kg = q.ocg(), cg = q.icg(), npan = (kg + 31) / 32;  // kg = C/G, cg = K/G
+#pragma omp parallel for schedule(static) if (q.groups * npan > 1 && kg * cg >= 65536)
+    for (dim_t qi = 0; qi < q.groups * npan; ++qi) {
+        const dim_t gi = qi / npan, jp = qi % npan, nv = std::min<dim_t>(32, kg - jp * 32);
+        float* panel = wt + qi * 32 * cg;
+        for (dim_t k = 0; k < cg; ++k) {
+            const float* row = wei + (gi * cg + k) * kg + jp * 32;
+            std::copy(row, row + nv, panel + k * 32);
+            std::fill(panel + k * 32 + nv, panel + k * 32 + 32, 0.0f);
+        }
+    }
+}
+
+// prepared: pack_pointwise_panels's, done once by prepare_weights, or null (packed here). With
+// flip, p is a 1x1 backward data's forward problem q and a.wei the stored weights (K and C
+// swapped), packed by pack_pointwise_flip_panels (prepared: that layout).
 void forward_pointwise(const Problem& p, const ConvArgs& a, Profiler* prof,
-                       const float* prepared = nullptr) {
+                       const float* prepared = nullptr, bool flip = false) {
     const MicroKernel& uk = microkernel();
     const dim_t kg = p.ocg(), cg = p.icg(), cols = p.out_spatial(), is = p.in_spatial();
     const dim_t npan = (kg + 31) / 32;
@@ -1035,8 +1065,11 @@ void forward_pointwise(const Problem& p, const ConvArgs& a, Profiler* prof,
     const float* wt = prepared;
     if (!wt) {
         float* packed = scratch(kPackedWeiSlot, pointwise_panels_size(p));
-        Span s(prof, "pack_wei");
-        pack_pointwise_panels(p, a.wei, packed);
+        Span s(prof, flip ? "fliprot" : "pack_wei");  // a 1x1's FlipRot is W^T
+        if (flip)
+            pack_pointwise_flip_panels(p, a.wei, packed);
+        else
+            pack_pointwise_panels(p, a.wei, packed);
         wt = packed;
     }
     // Tiles [t0, t1) of image n, group gi, whose input rows (C/G x cols) are at x. The next
@@ -1174,6 +1207,46 @@ bool shifted_bwd_data_problem(const Problem& p, Problem& q, bool prepared = fals
     return use_shifted(q, true, prepared);
 }
 
+// Backward data of an unpadded stride-1 1x1 problem p is the forward 1x1 problem q (C and K
+// swapped) of dY with W^T: computed by forward_pointwise's tiles where they pay on q (with
+// prepared, as for a forward whose weights were prepared), whose panels of W_q^T are W's rows.
+// The phases' GEMM (W^T read as columns, dY gathered into panels) ran these layers at 60-70%
+// of the peak at batch 32 where oneDNN ran them at 80-95%.
+//
+// Where the forward's rule would take the tiles on q (use_pointwise), and more: the phases' GEMM
+// is slower than the forward's, so the tiles pay also on q's wide outputs with more input
+// than output channels, and with 4 or more images on those with 128 or more input channels.
+// In-process A/B against oneDNN (mean ratio over 4 rounds of 8 alternating calls; phases ->
+// tiles), batch 32: 2048 -> 512 at 7x7 (res5a_branch2c's backward data) 1.24-1.27 ->
+// 1.03-1.06, 512 -> 2048 at 7x7 1.29-1.38 -> 0.89-1.10, 1024 -> 256 at 14x14 1.40-1.42 ->
+// 1.06-1.10, 256 -> 1024 1.43 -> 0.98, 512 -> 128 at 28x28 2.02 -> 1.04, 128 -> 512 1.45 ->
+// 1.09, 256 -> 64 at 56x56 1.35-1.47 -> 0.95-0.99, 64 -> 64 1.31 -> 1.15; 64 -> 256 at 56x56
+// tied (1.18 -> 1.22, left to the GEMM). Batch 1, W prepared: 64 -> 64 1.20 -> 1.13, 256 -> 64
+// 1.19 -> 1.14, 512 -> 128 1.15 -> 1.04, the 14x14 and 7x7 ones 1.16-1.47 -> 1.01-1.07; lost:
+// 64 -> 256 at 56x56 1.08 -> 1.15, 128 -> 512 at 28x28 1.11 -> 1.15 (left to the phases).
+// Without prepared weights, as the forward, only from 4 images on.
+bool pointwise_bwd_data_problem(const Problem& p, Problem& q, bool prepared = false) {
+    if (g_pointwise_bwd_mode == 2 || !im2col_is_identity(p)) return false;
+    q = p;
+    q.ic = p.oc;
+    q.oc = p.ic;
+    bool forced = false;
+    if (!pointwise_possible(q, forced)) return false;
+    if (forced || use_pointwise(q, prepared)) return true;
+    if (q.mb < 4 && !prepared) return false;
+    return q.icg() >= q.ocg() || (q.mb >= 4 && q.icg() >= 128);
+}
+
+// dX = forward(q) of dY with W^T (pointwise_bwd_data_problem).
+void backward_data_pointwise(const Problem& q, const ConvArgs& a, Profiler* prof,
+                             const float* prepared) {
+    ConvArgs f;
+    f.src = a.diff_dst;
+    f.wei = a.wei;
+    f.dst = a.diff_src;
+    forward_pointwise(q, f, prof, prepared, true);
+}
+
 // dX = forward(q) of dY with FlipRot(W), from the planes; FlipRot is applied while packing
 // (recorded as "fliprot").
 void backward_data_shifted(const Problem& q, const ConvArgs& a, Profiler* prof,
@@ -1198,9 +1271,16 @@ PanelLayout forward_layout(const Problem& p, bool prepared = false) {
 // given, receives the forward problem whose tiles compute it.
 PanelLayout backward_data_layout(const Problem& p, Problem* q = nullptr) {
     Problem fq;
-    const bool flip = shifted_bwd_data_problem(p, fq, true);
-    if (q) *q = fq;
-    return flip ? kFlipRotPanels : kNoPanels;
+    if (shifted_bwd_data_problem(p, fq, true)) {
+        if (q) *q = fq;
+        return kFlipRotPanels;
+    }
+    if (pointwise_bwd_data_problem(p, fq, true)) {
+        if (q) *q = fq;
+        return kPointwiseFlipPanels;
+    }
+    if (q) *q = p;
+    return kNoPanels;
 }
 
 }  // namespace
@@ -1273,6 +1353,9 @@ bool strided_by_two_in_place(const Problem& p, dim_t min_width) {
 // sampled first), 1 at any width.
 bool strided_rows_apply(const Problem& p) {
     return microkernel().shifted_row_s2_fn[1] && strided_by_two_in_place(p, 7);
+}
+void set_pointwise_bwd_data(int mode) {
+    g_pointwise_bwd_mode = mode;
 }
 void set_sampled_wgrad(int mode) {
     g_sampled_wgrad_mode = mode;
@@ -1352,9 +1435,10 @@ bool shifted_applies(const Problem& p, Pass pass, const ConvArgs* a) {
     Problem q;
     if (pass == Pass::BackwardData && a && prepared_layout(p, pass, *a, backward_data_layout(p)))
         return true;  // FlipRot(W) prepared: the layout exists only where the tiles run
-    return pass == Pass::Forward          ? use_shifted(p)
-           : pass == Pass::BackwardWeight ? use_shifted_wgrad(p)
-                                          : shifted_bwd_data_problem(p, q);
+    return pass == Pass::Forward ? use_shifted(p)
+           : pass == Pass::BackwardWeight
+               ? use_shifted_wgrad(p)
+               : shifted_bwd_data_problem(p, q) || pointwise_bwd_data_problem(p, q);
 }
 
 // [SECTION] forward
@@ -1583,9 +1667,13 @@ struct PhaseGroup {
 }  // namespace
 
 void backward_data_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler* prof) {
-    const float* prepared = prepared_layout(p, Pass::BackwardData, a, backward_data_layout(p));
+    const PanelLayout layout = backward_data_layout(p);
+    const float* prepared = prepared_layout(p, Pass::BackwardData, a, layout);
     if (Problem q; shifted_bwd_data_problem(p, q, prepared != nullptr))
         return backward_data_shifted(q, a, prof, prepared);
+    if (Problem q; pointwise_bwd_data_problem(p, q, prepared != nullptr))
+        return backward_data_pointwise(q, a, prof,
+                                       layout == kPointwiseFlipPanels ? prepared : nullptr);
     const Geom3 g = geom3(p);
     const dim_t kg = p.ocg(), cg = p.icg(), ks = p.kernel_spatial(), is = p.in_spatial();
     const dim_t os = p.out_spatial();
@@ -2308,6 +2396,12 @@ PreparedWeights prepare_weights(const Problem& p, Pass pass, const float* wei, P
         float* data = allocate(pointwise_panels_size(p));
         Span s(prof, "pack_wei");
         pack_pointwise_panels(p, wei, data);
+        return w;
+    }
+    if (layout == kPointwiseFlipPanels) {
+        float* data = allocate(pointwise_panels_size(q));
+        Span s(prof, "fliprot");
+        pack_pointwise_flip_panels(q, wei, data);
         return w;
     }
     const Shifted sg(q);
