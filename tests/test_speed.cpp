@@ -1367,17 +1367,17 @@ void strided_in_place_cases(const std::vector<const char*>& cases, Pass pass, co
 TEST_CASE("implicit_gemm's 1x1 backward data runs the pointwise tiles on the swapped problem") {
     RestoreCore restore;
     std::mt19937 rng(53);
-    // Random unpadded stride-1 1x1 problems, 1-D to 3-D, groups, batches of 1 (the threads split
-    // an image's tiles) and 5 (whole images per thread), channel counts off the 32-channel
-    // panels; forced on (set_shifted(1)), each packs W's rows as the panels per call
-    // ("fliprot") and equals direct; with the mode off (set_pointwise_bwd_data(2)) the phases
-    // run (no "fliprot") and give the same result.
+    // Random unpadded 1x1 problems, 1-D to 3-D, every third strided (up to 3: dX written at the
+    // strides, zeros between), groups, batches of 1 (the threads split an image's tiles) and 5
+    // (whole images per thread), channel counts off the 32-channel panels; forced on
+    // (set_shifted(1)), each packs W's rows as the panels per call ("fliprot") and equals
+    // direct; with the mode off (set_pointwise_bwd_data(2)) the phases run (no "fliprot") and
+    // give the same result.
     detail::set_shifted(1);
-    int ran = 0;
-    for (int t = 0; t < 16; ++t) {
-        Problem p = random_1x1(rng, t, t % 2 ? 5 : 1, 60, 13);
-        for (int i = 0; i < p.ndims; ++i) p.stride[i] = 1;
-        REQUIRE(p.validate().empty());
+    int ran = 0, strided = 0;
+    for (int t = 0; t < 24; ++t) {
+        const Problem p = random_1x1(rng, t, t % 2 ? 5 : 1, 60, 13);
+        strided += !im2col_is_identity(p);
         const std::string what = to_descriptor(p);
         const Tensor dy = integer_tensor(p.dst_dims(), rng),
                      wei = integer_tensor(p.wei_dims(), rng);
@@ -1393,12 +1393,13 @@ TEST_CASE("implicit_gemm's 1x1 backward data runs the pointwise tiles on the swa
         CHECK_MESSAGE(!detail::shifted_applies(p, Pass::BackwardData), what);
         detail::set_pointwise_bwd_data(0);
     }
-    CHECK(ran == 16);
+    CHECK(ran == 24);
+    CHECK(strided >= 3);
     detail::set_shifted(0);
     // By default: where the forward's rule takes the tiles on the swapped problem (K -> C), and
     // also on its wide outputs with more input than output channels, or with 4 or more images
-    // and 128 or more input channels (K); one image only with the weights prepared. Strided or
-    // padded 1x1s are left to the phases.
+    // and 128 or more input channels (K); one image only with the weights prepared; strided
+    // 1x1s by the same rule on the output grid, padded ones left to the phases.
     const auto tiles = [&](const char* d) {
         return detail::shifted_applies(parse_descriptor(d), Pass::BackwardData);
     };
@@ -1408,17 +1409,23 @@ TEST_CASE("implicit_gemm's 1x1 backward data runs the pointwise tiles on the swa
     CHECK(tiles("mb4ic512ih28oc128oh28kh1ph0"));      // 4 images, K = 128
     CHECK(!tiles("mb4ic256ih56oc64oh56kh1ph0"));      // K 64 < C 256 at 56x56
     CHECK(!tiles("mb1ic128ih28oc512oh28kh1ph0"));     // one image, nothing prepared
-    CHECK(!tiles("mb4ic128ih56oc512oh28kh1sh2ph0"));  // strided
+    CHECK(tiles("mb4ic128ih56oc512oh28kh1sh2ph0"));   // strided
+    CHECK(tiles("mb4ic1024ih5oc1040oh3kh1sh2ph0"));   // over 4 MiB of weights, 4 images
+    CHECK(!tiles("mb4ic128ih56oc512oh29kh1sh2ph1"));  // padded
     CHECK(!tiles("mb4ic16ih14oc512oh14kh1ph0"));      // 16 output channels of the swapped problem
     // Prepared once (prepare_weights packs W's rows, recorded as "fliprot"): one image too,
     // and a call packs nothing; 14x14 and 7x7, a long reduction, K >= C at 56x56. Not where
     // the rule says no: K 128 < C 512 at 28x28, one image.
-    for (const auto& [d, packs] : {std::pair{"mb1ic512ih7oc2048oh7kh1ph0", true},
-                                   std::pair{"mb1ic70ih14oc300oh14kh1ph0", true},
-                                   std::pair{"mb1ic128ih28oc512oh28kh1ph0", true},
-                                   std::pair{"mb1ic64ih20oc64oh20kh1ph0", true},
-                                   std::pair{"mb2g2ic96ih9oc80oh9kh1ph0", true},
-                                   std::pair{"mb1ic512ih28oc128oh28kh1ph0", false}}) {
+    for (const auto& [d, packs] :
+         {std::pair{"mb1ic512ih7oc2048oh7kh1ph0", true},
+          std::pair{"mb1ic70ih14oc300oh14kh1ph0", true},
+          std::pair{"mb1ic128ih28oc512oh28kh1ph0", true},
+          std::pair{"mb1ic64ih20oc64oh20kh1ph0", true},
+          std::pair{"mb2g2ic96ih9oc80oh9kh1ph0", true},
+          std::pair{"mb1ic64ih27oc300oh14kh1sh2ph0", true},
+          std::pair{"mb3ic40id5ih9iw9oc96od3oh3ow3kd1kh1kw1sd2sh3sw4ph0", true},
+          std::pair{"mb1ic512ih28oc128oh28kh1ph0", false},
+          std::pair{"mb1ic1024ih5oc1040oh3kh1sh2ph0", false}}) {
         const Problem p = parse_descriptor(d);
         const Tensor dy = integer_tensor(p.dst_dims(), rng),
                      wei = integer_tensor(p.wei_dims(), rng);
@@ -1434,7 +1441,9 @@ TEST_CASE("implicit_gemm's 1x1 backward data runs the pointwise tiles on the swa
                 check_equal(backward_data(p, dy, wei, algo, &prof, &w), want,
                             std::string(d) + " " + algo);
                 CHECK_MESSAGE(prof.seconds("fliprot") == 0.0, d);
-                if (packs) CHECK_MESSAGE(prof.entries().size() == 1, d);  // the tiles' gemm
+                // The tiles' gemm, and where strided the scatter.
+                const auto ops = im2col_is_identity(p) ? 1u : 2u;
+                if (packs) CHECK_MESSAGE(prof.entries().size() == ops, d);
             }
         }
     }

@@ -1178,7 +1178,8 @@ void forward_pointwise(const Problem& p, const ConvArgs& a, Profiler* prof,
         for (dim_t gi = 0; gi < p.groups; ++gi) {
             const float* x = input(n, gi, prof);
             Span s(prof, "gemm");
-#pragma omp parallel
+            // (Called inside a parallel region, one thread: backward_data_pointwise's images.)
+#pragma omp parallel if (!omp_in_parallel())
             {
                 const dim_t id = omp_get_thread_num(), nt = omp_get_num_threads();
                 if (by_panels)
@@ -1225,11 +1226,33 @@ bool shifted_bwd_data_problem(const Problem& p, Problem& q, bool prepared = fals
 // 1.19 -> 1.14, 512 -> 128 1.15 -> 1.04, the 14x14 and 7x7 ones 1.16-1.47 -> 1.01-1.07; lost:
 // 64 -> 256 at 56x56 1.08 -> 1.15, 128 -> 512 at 28x28 1.11 -> 1.15 (left to the phases).
 // Without prepared weights, as the forward, only from 4 images on.
+//
+// A strided 1x1 (unpadded) the same, q on the output grid (stride 1, p's output sizes), its
+// result written to dX at the strides with zeros between (backward_data_pointwise). Against
+// col2im (what auto took), in-process A/B with oneDNN as above, batch 32: res3a_branch1
+// 1.18 -> 1.00, res3a_branch2a 1.32 -> 1.11, res4a_branch1 1.17 -> 1.02, res4a_branch2a 1.29
+// -> 1.13, res5a_branch1 1.26 -> 1.20, res5a_branch2a 1.22 -> 1.14. Batch 1, W prepared:
+// res3a_branch1 1.19 -> 1.16, res4a_branch1 1.36 -> 1.04, res5a_branch2a 1.29 -> 1.18,
+// res4a_branch2a tied; res5a_branch1 lost (1.12-1.14 -> 1.25, 3 runs), the one with more than
+// 4 MiB of weights: those stay with col2im below 4 images.
 bool pointwise_bwd_data_problem(const Problem& p, Problem& q, bool prepared = false) {
-    if (g_pointwise_bwd_mode == 2 || !im2col_is_identity(p)) return false;
+    if (g_pointwise_bwd_mode == 2) return false;
+    if (!im2col_is_identity(p)) {
+        for (int i = 0; i < p.ndims; ++i)
+            if (p.kernel[i] != 1 || p.pad_begin[i] != 0 || p.pad_end[i] != 0) return false;
+        if (static_cast<std::size_t>(p.ic * p.out_spatial()) * sizeof(float) > (4u << 20))
+            return false;  // one image's buffer
+        if (p.mb < 4 && g_shifted_mode != 1 &&
+            static_cast<std::size_t>(p.groups * p.ocg() * p.icg()) * sizeof(float) > (4u << 20))
+            return false;
+    }
     q = p;
     q.ic = p.oc;
     q.oc = p.ic;
+    for (int i = 0; i < p.ndims; ++i) {
+        q.in[i] = p.out(i);
+        q.stride[i] = 1;
+    }
     bool forced = false;
     if (!pointwise_possible(q, forced)) return false;
     if (forced || use_pointwise(q, prepared)) return true;
@@ -1237,14 +1260,77 @@ bool pointwise_bwd_data_problem(const Problem& p, Problem& q, bool prepared = fa
     return q.icg() >= q.ocg() || (q.mb >= 4 && q.icg() >= 128);
 }
 
-// dX = forward(q) of dY with W^T (pointwise_bwd_data_problem).
-void backward_data_pointwise(const Problem& q, const ConvArgs& a, Profiler* prof,
+// dX = forward(q) of dY with W^T (pointwise_bwd_data_problem); p strided: written at the
+// strides, zeros between ("scatter").
+void backward_data_pointwise(const Problem& p, const Problem& q, const ConvArgs& a, Profiler* prof,
                              const float* prepared) {
     ConvArgs f;
     f.src = a.diff_dst;
     f.wei = a.wei;
     f.dst = a.diff_src;
-    forward_pointwise(q, f, prof, prepared, true);
+    if (im2col_is_identity(p)) return forward_pointwise(q, f, prof, prepared, true);
+    if (!prepared) {  // packed once for all the blocks of images below
+        float* packed = scratch(kPackedWeiSlot, pointwise_panels_size(q));
+        Span s(prof, "fliprot");
+        pack_pointwise_flip_panels(q, a.wei, packed);
+        prepared = packed;
+    }
+    const Geom3 g = geom3(p);
+    const dim_t os = p.out_spatial(), is = p.in_spatial();
+    const auto image = static_cast<std::size_t>(p.ic * os);
+    // Channel c of image n (of dX) from plane v of its buffer: at the strides, zeros between.
+    const auto put = [&](dim_t n, dim_t c, const float* v) {
+        float* plane = a.diff_src + (n * p.ic + c) * is;
+        for (dim_t d = 0; d < g.in[0]; ++d)
+            for (dim_t h = 0; h < g.in[1]; ++h) {
+                float* line = plane + (d * g.in[1] + h) * g.in[2];
+                if (d % g.s[0] != 0 || h % g.s[1] != 0) {
+                    std::fill(line, line + g.in[2], 0.0f);
+                    continue;
+                }
+                const float* from = v + ((d / g.s[0]) * g.out[1] + h / g.s[1]) * g.out[2];
+                if (g.s[2] == 1) {
+                    std::copy(from, from + g.out[2], line);
+                    continue;
+                }
+                std::fill(line, line + g.in[2], 0.0f);
+                for (dim_t o = 0; o < g.out[2]; ++o) line[o * g.s[2]] = from[o];
+            }
+    };
+    // Images side by side on the threads: each computes an image into a buffer of its own (its
+    // tiles on one thread) and puts it in place while it is in cache, no barrier between.
+    if (images_in_parallel(p.mb)) {
+        ThreadProfilers tp(prof);
+#pragma omp parallel for schedule(dynamic)
+        for (dim_t n = 0; n < p.mb; ++n) {
+            Profiler* mine = tp.mine();
+            float* buf = scratch(kTransposedSlot, image);
+            Problem qb = q;
+            qb.mb = 1;
+            ConvArgs fi = f;
+            fi.src = a.diff_dst + n * p.oc * os;
+            fi.dst = buf;
+            forward_pointwise(qb, fi, mine, prepared, true);
+            Span s(mine, "scatter");
+            for (dim_t c = 0; c < p.ic; ++c) put(n, c, buf + c * os);
+        }
+        return;
+    }
+    // Few images: blocks of them through one buffer (at most 4 MiB), the threads sharing each.
+    const dim_t nb = std::clamp<dim_t>(static_cast<dim_t>((std::size_t{1} << 20) / image), 1, p.mb);
+    float* buf = scratch(kTransposedSlot, image * static_cast<std::size_t>(nb));
+    for (dim_t n0 = 0; n0 < p.mb; n0 += nb) {
+        const dim_t nn = std::min(nb, p.mb - n0);
+        Problem qb = q;
+        qb.mb = nn;
+        f.src = a.diff_dst + n0 * p.oc * os;
+        f.dst = buf;
+        forward_pointwise(qb, f, prof, prepared, true);
+        Span s(prof, "scatter");
+#pragma omp parallel for collapse(2) schedule(static) if (nn * p.ic * is > 65536)
+        for (dim_t i = 0; i < nn; ++i)
+            for (dim_t c = 0; c < p.ic; ++c) put(n0 + i, c, buf + (i * p.ic + c) * os);
+    }
 }
 
 // dX = forward(q) of dY with FlipRot(W), from the planes; FlipRot is applied while packing
@@ -1672,7 +1758,7 @@ void backward_data_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler* 
     if (Problem q; shifted_bwd_data_problem(p, q, prepared != nullptr))
         return backward_data_shifted(q, a, prof, prepared);
     if (Problem q; pointwise_bwd_data_problem(p, q, prepared != nullptr))
-        return backward_data_pointwise(q, a, prof,
+        return backward_data_pointwise(p, q, a, prof,
                                        layout == kPointwiseFlipPanels ? prepared : nullptr);
     const Geom3 g = geom3(p);
     const dim_t kg = p.ocg(), cg = p.icg(), ks = p.kernel_spatial(), is = p.in_spatial();

@@ -29,7 +29,9 @@
 // res3a_branch2b 40.4 -> 38.0 and 1.39 -> 1.35. With the planes' row tiles (7e9b0e9) they serve
 // 14x14 and 7x7 layers too; in the runs of 651d94a backward data auto gave 0.94x at batch 1
 // and 0.92x at batch 32 against col2im's 0.97x and 1.02x. With FlipRot(W) prepared once
-// (prepare_weights), the tiles serve one 7x7 image too (use_shifted).
+// (prepare_weights), the tiles serve one 7x7 image too (use_shifted). Unpadded 1x1 layers,
+// strided too, take implicit_gemm where its backward data runs as the forward's pointwise tiles
+// on the swapped problem (pointwise_bwd_data_problem, measured there against col2im).
 #include "algorithms.hpp"
 
 namespace convlab::detail {
