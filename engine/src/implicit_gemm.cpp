@@ -1347,10 +1347,23 @@ void backward_data_shifted(const Problem& q, const ConvArgs& a, Profiler* prof,
 // What implicit_gemm packs for p's forward and backward data (the dispatch of
 // forward_implicit_gemm and backward_data_implicit_gemm).
 // With prepared, the layout prepare_weights packs (where the tiles pay on more problems).
+//
+// Of the forwards that the pointwise tiles take with W^T prepared below 4 images, those with
+// more output than input channels at 64 positions or fewer (7x7) go to the GEMM instead, which
+// reads W in place: in-process A/B alternating with oneDNN (mean ratio over 4 rounds of 30
+// calls, prepared -> not), batch 1, res5a_branch1 (1024 -> 2048, stride 2 to 7x7) 1.23/1.11/1.16
+// -> 1.04/1.04/1.03, res5a_branch2c (512 -> 2048) 1.09/1.10 -> 1.05/1.04. Their 8 and 4 MiB of
+// panels come from memory each call for 5 tiles each; the others tied or won.
+bool pointwise_forward(const Problem& p, bool prepared) {
+    if (!use_pointwise(p, prepared)) return false;
+    if (g_shifted_mode == 1 || p.mb >= 4 || !prepared) return true;
+    return !(p.ocg() > p.icg() && p.out_spatial() <= 64);
+}
+
 PanelLayout forward_layout(const Problem& p, bool prepared = false) {
-    return use_pointwise(p, prepared) ? kPointwisePanels
-           : use_shifted(p)           ? kShiftedPanels
-                                      : kNoPanels;
+    return pointwise_forward(p, prepared) ? kPointwisePanels
+           : use_shifted(p)               ? kShiftedPanels
+                                          : kNoPanels;
 }
 
 // (Where prepare_weights packs FlipRot(W), the shifted tiles pay on more problems.) q, when
