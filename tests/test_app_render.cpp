@@ -153,6 +153,29 @@ TEST_CASE("app render: a measuring lesson's chart is drawn in a 1024x768 window"
     CHECK(count_near(im, c.r, c.g, c.b, 2) > 1500);
 }
 
+namespace {
+// A shot's fit line ("view fits the canvas: drawn WxH px of WxH, cells Z px"): the canvas height
+// and the cell size, checked to be there (r holds the run, for the caller's INFO).
+struct Fit {
+    int canvas_h = 0;
+    double cells = 0;
+};
+Fit fitted_shot(const std::string& args, const TempDir& t, Run& r) {
+    r = run_binary("shot " + args + " --out " + (t.path / "l.png").string(), t.path);
+    Fit f;
+    REQUIRE(r.status == 0);
+    CHECK(r.out.find("view fits the canvas") != std::string::npos);
+    const std::string key = " px of ", cells = ", cells ";
+    const auto at = r.out.find(key), ca = r.out.find(cells);
+    REQUIRE(at != std::string::npos);
+    REQUIRE(ca != std::string::npos);
+    int cw = 0;
+    REQUIRE(std::sscanf(r.out.c_str() + at + key.size(), "%dx%d", &cw, &f.canvas_h) == 2);
+    f.cells = std::atof(r.out.c_str() + ca + cells.size());
+    return f;
+}
+}  // namespace
+
 TEST_CASE("app render: a lesson in presenter mode on a 1280x720 projector leaves the view room" *
           doctest::skip(!can_render())) {
     // Header, presenter key line and narration (half the height) left the view of lesson 17's
@@ -162,23 +185,12 @@ TEST_CASE("app render: a lesson in presenter mode on a 1280x720 projector leaves
     // one line, the legend smaller and the rows half a line apart, its 2 x 2 cells went from 17
     // px (digits hidden below 19) to 39.
     TempDir t;
-    const auto p = (t.path / "l.png").string();
-    const Run r =
-        run_binary("shot --lesson 17 --step 4 --presenter --size 1280x720 --out " + p, t.path);
+    Run r;
     INFO(r.out);
     INFO(r.err);
-    REQUIRE(r.status == 0);
-    const std::string key = " px of ";
-    const auto at = r.out.find(key);
-    REQUIRE(at != std::string::npos);
-    int cw = 0, ch = 0;
-    REQUIRE(std::sscanf(r.out.c_str() + at + key.size(), "%dx%d", &cw, &ch) == 2);
-    CHECK(ch >= 300);
-    CHECK(r.out.find("view fits the canvas") != std::string::npos);
-    const std::string cells = ", cells ";
-    const auto ca = r.out.find(cells);
-    REQUIRE(ca != std::string::npos);
-    CHECK(std::atof(r.out.c_str() + ca + cells.size()) >= 32.0);
+    const Fit f = fitted_shot("--lesson 17 --step 4 --presenter --size 1280x720", t, r);
+    CHECK(f.canvas_h >= 300);
+    CHECK(f.cells >= 32.0);
 }
 
 TEST_CASE("app render: cells too small to read on a projector put the panels in one row" *
@@ -187,17 +199,10 @@ TEST_CASE("app render: cells too small to read on a projector put the panels in 
     // over dY, dY5, dYf) left a 304-pixel canvas two rows of titles and cells of 4.8 px. Below
     // 10 px the fit also tries one row, the view's own row breaks lifted: 12 px.
     TempDir t;
-    const auto p = (t.path / "l.png").string();
-    const Run r =
-        run_binary("shot --lesson 13 --step 2 --presenter --size 1280x720 --out " + p, t.path);
+    Run r;
     INFO(r.out);
     INFO(r.err);
-    REQUIRE(r.status == 0);
-    CHECK(r.out.find("view fits the canvas") != std::string::npos);
-    const std::string cells = ", cells ";
-    const auto ca = r.out.find(cells);
-    REQUIRE(ca != std::string::npos);
-    CHECK(std::atof(r.out.c_str() + ca + cells.size()) >= 10.0);
+    CHECK(fitted_shot("--lesson 13 --step 2 --presenter --size 1280x720", t, r).cells >= 10.0);
 }
 
 TEST_CASE("app render: bad shots fail with status 2, one line, no file") {
