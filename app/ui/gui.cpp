@@ -1266,21 +1266,28 @@ void App::canvas() {
         slot_px = std::min(fs * 13.0f, (size.x - 2 * margin) / static_cast<float>(per_row));
     };
     update_slot();
-    bool tile_labels = false;
-    for (const auto& pn : view->panels) tile_labels = tile_labels || pn.tiles_x * pn.tiles_y > 1;
+    // Each row's titles get the room of its tallest (and the tile labels, "c=1", where any of
+    // its panels has tiles): one room for every row, the tallest of all, left a band as tall as
+    // a 5-line title above a row of 1-line titles (the fractal view of 20 channels at C0 = 8).
+    // top: the tallest row's.
+    std::vector<double> room(titles.size());
     const auto relayout = [&](float z) {
         const double min_slot = slot_px / z;
         app::layout_view(*view, 0, min_slot);
         top = 0;
-        for (std::size_t i = 0; i < titles.size(); ++i)
-            top = std::max(top,
-                           font->CalcTextSizeA(fs, FLT_MAX, wrap_of(i, z), shown(i, z).c_str()).y);
-        top += tile_labels ? fs * 1.3f : fs * 0.3f;  // and the tile labels ("c=1"), if any
+        for (std::size_t i = 0; i < titles.size(); ++i) {
+            const app::Panel& pn = view->panels[i];
+            const float h = font->CalcTextSizeA(fs, FLT_MAX, wrap_of(i, z), shown(i, z).c_str()).y +
+                            (pn.tiles_x * pn.tiles_y > 1 ? fs * 1.3f : fs * 0.3f);
+            room[i] = h / z;
+            top = std::max(top, h);
+        }
         // Short of height (compact titles), rows apart by half a line of text, not 2 cells
         // (54 px of lesson 17's 332 at 1280x720 in presenter mode).
         app::layout_view(
             *view, top / z, min_slot,
-            compact_titles ? std::min(app::kPanelGap * 0.5, 0.5 * fs / z) : app::kPanelGap * 0.5);
+            compact_titles ? std::min(app::kPanelGap * 0.5, 0.5 * fs / z) : app::kPanelGap * 0.5,
+            &room);
     };
     if (s.zoom > 0 && fit_auto &&
         (std::abs(size.x - fit_size.x) > 0.5f || std::abs(size.y - fit_size.y) > 0.5f ||
@@ -1472,7 +1479,7 @@ void App::canvas() {
     for (std::size_t i = 0; i < view->panels.size(); ++i) {
         const Panel& pn = view->panels[i];
         const ImVec2 tp(origin.x + static_cast<float>(pn.x) * z,
-                        origin.y + static_cast<float>(pn.y) * z - top);
+                        origin.y + static_cast<float>(pn.y - pn.title_room) * z);
         const std::string t = shown(i, z);
         const ImVec2 ts = font->CalcTextSizeA(fs, FLT_MAX, wrap_of(i, z), t.c_str());
         const app::CellBox box{tp.x, origin.y + static_cast<float>(pn.y) * z,

@@ -335,19 +335,32 @@ std::vector<std::size_t> placement(const ViewModel& v) {
     return r;
 }
 
-void layout_view(ViewModel& v, double title_cells, double min_slot, double row_gap) {
-    double x = 0, y = title_cells, row_h = 0;
+void layout_view(ViewModel& v, double title_cells, double min_slot, double row_gap,
+                 const std::vector<double>* titles) {
+    const std::vector<std::size_t> order = placement(v);
+    // The room above the row that starts at order[k]: the most of its panels' titles.
+    const auto row_title = [&](std::size_t k) {
+        if (!titles || titles->size() != v.panels.size()) return title_cells;
+        double t = 0;
+        for (std::size_t j = k; j < order.size() && (j == k || !v.panels[order[j]].new_row); ++j)
+            t = std::max(t, (*titles)[order[j]]);
+        return t;
+    };
+    double room = order.empty() ? title_cells : row_title(0);
+    double x = 0, y = room, row_h = 0;
     v.width = v.height = 0;
     Panel* prev = nullptr;
-    for (std::size_t i : placement(v)) {
-        Panel& p = v.panels[i];
+    for (std::size_t k = 0; k < order.size(); ++k) {
+        Panel& p = v.panels[order[k]];
         layout_panel(p);
         if (p.new_row && prev) {
+            room = row_title(k);
             x = 0;
-            y += row_h + row_gap + title_cells;
+            y += row_h + row_gap + room;
             row_h = 0;
             prev = nullptr;
         }
+        p.title_room = room;
         p.x = x;
         p.y = y;
         p.slot_width = std::max(p.width + kPanelGap, min_slot);

@@ -59,6 +59,7 @@ struct Panel {
     double x = 0, y = 0;  // top-left on the canvas, in cells
     double width = 0, height = 0;
     double slot_width = 0;  // room up to the next panel of its row (cells), for its title
+    double title_room = 0;  // room above its row for the row's titles (cells)
     dim_t numel() const { return shape.numel(); }
 };
 
@@ -163,11 +164,12 @@ struct ViewModel {
 std::vector<std::size_t> placement(const ViewModel& v);
 
 // Arranges the panels left to right in rows (layout_panel on each). title_cells: room above
-// every row for the titles; min_slot: least room per panel (both in cells, the GUI converts its
-// pixel sizes at the current zoom); row_gap: cells between a row's cells and the next row's
+// every row for the titles, or with titles (one per panel) above each row the most of its
+// panels' (Panel::title_room); min_slot: least room per panel (both in cells, the GUI converts
+// its pixel sizes at the current zoom); row_gap: cells between a row's cells and the next row's
 // titles.
 void layout_view(ViewModel& v, double title_cells = 0, double min_slot = 0,
-                 double row_gap = kPanelGap * 0.5);
+                 double row_gap = kPanelGap * 0.5, const std::vector<double>* titles = nullptr);
 
 // The canvas arrange_view plans for (pixels): the app's canvas at 1600 x 1000 beside the sidebar,
 // the panel titles above every row of panels and the least slot a title gets (gui.cpp).
