@@ -43,9 +43,9 @@ bool strided_wgrad_applies(const Problem& p);
 // from a sampled copy: 0 for output rows of 14 or more (the default), 1 wherever it can
 // (tests), 2 never; and whether it would for p.
 void set_sampled_wgrad(int mode);
-// implicit_gemm's backward data of unpadded stride-1 1x1 layers by the forward's pointwise
-// tiles on the swapped problem (W's rows as its panels): 0 where use_pointwise holds for that
-// problem, 2 never (the phases' GEMM).
+// implicit_gemm's backward data of unpadded 1x1 layers (strided too: written at the strides)
+// by the forward's pointwise tiles on the swapped problem (W's rows as its panels): 0 where
+// pointwise_bwd_data_problem's rule holds, 2 never (the phases' GEMM).
 void set_pointwise_bwd_data(int mode);
 bool sampled_wgrad_applies(const Problem& p);
 // Whether implicit_gemm reads shifted tiles of padded stride-phase planes (forward, weight
