@@ -1034,6 +1034,19 @@ void pack_pointwise_flip_panels(const Problem& q, const float* wei, float* wt) {
     }
 }
 
+// p's panels for forward_pointwise packed by this call, into the calling thread's scratch
+// ("pack_wei"; with flip, a 1x1 backward data's, W's rows: "fliprot").
+const float* pack_pointwise_per_call(const Problem& p, const float* wei, bool flip,
+                                     Profiler* prof) {
+    float* packed = scratch(kPackedWeiSlot, pointwise_panels_size(p));
+    Span s(prof, flip ? "fliprot" : "pack_wei");  // a 1x1's FlipRot is W^T
+    if (flip)
+        pack_pointwise_flip_panels(p, wei, packed);
+    else
+        pack_pointwise_panels(p, wei, packed);
+    return packed;
+}
+
 // prepared: pack_pointwise_panels's, done once by prepare_weights, or null (packed here). With
 // flip, p is a 1x1 backward data's forward problem q and a.wei the stored weights (K and C
 // swapped), packed by pack_pointwise_flip_panels (prepared: that layout).
@@ -1062,16 +1075,7 @@ void forward_pointwise(const Problem& p, const ConvArgs& a, Profiler* prof,
     const dim_t row_step = geo.s[1] * geo.in[2];  // in place: between output rows, in the input
     std::vector<dim_t> off(static_cast<std::size_t>(cg));
     for (dim_t ci = 0; ci < cg; ++ci) off[static_cast<std::size_t>(ci)] = ci * xs;
-    const float* wt = prepared;
-    if (!wt) {
-        float* packed = scratch(kPackedWeiSlot, pointwise_panels_size(p));
-        Span s(prof, flip ? "fliprot" : "pack_wei");  // a 1x1's FlipRot is W^T
-        if (flip)
-            pack_pointwise_flip_panels(p, a.wei, packed);
-        else
-            pack_pointwise_panels(p, a.wei, packed);
-        wt = packed;
-    }
+    const float* wt = prepared ? prepared : pack_pointwise_per_call(p, a.wei, flip, prof);
     // Tiles [t0, t1) of image n, group gi, whose input rows (C/G x cols) are at x. The next
     // chunk's inputs are prefetched into L2 while a chunk's tiles run: each tile reads 48 bytes
     // of each of C/G rows, more streams than the hardware prefetchers follow. 256 -> 64 channels
@@ -1190,14 +1194,21 @@ void forward_pointwise(const Problem& p, const ConvArgs& a, Profiler* prof,
         }
 }
 
+// p with its input and output channels swapped: the forward problem whose output is p's
+// backward data, before its sizes and padding are set.
+Problem channels_swapped(const Problem& p) {
+    Problem q = p;
+    q.ic = p.oc;
+    q.oc = p.ic;
+    return q;
+}
+
 // Backward data of a stride-1 problem is a forward correlation of dY with the flipped weights
 // (FlipRot, as in via_forward), padded by (k-1)d - pad on each side: the forward problem q
 // (C <-> K), for the shifted tiles when they pay on q (with prepared: FlipRot(W) packed once).
 // False where a pad exceeds (k-1)d (q would crop) or a stride is not 1.
 bool shifted_bwd_data_problem(const Problem& p, Problem& q, bool prepared = false) {
-    q = p;
-    q.ic = p.oc;
-    q.oc = p.ic;
+    q = channels_swapped(p);
     for (int i = 0; i < p.ndims; ++i) {
         const dim_t span = (p.kernel[i] - 1) * p.dilation[i];
         if (p.stride[i] != 1 || p.pad_begin[i] > span || p.pad_end[i] > span) return false;
@@ -1236,22 +1247,19 @@ bool shifted_bwd_data_problem(const Problem& p, Problem& q, bool prepared = fals
 // res4a_branch2a tied; res5a_branch1 lost (1.12-1.14 -> 1.25, 3 runs), the one with more than
 // 4 MiB of weights: those stay with col2im below 4 images.
 bool pointwise_bwd_data_problem(const Problem& p, Problem& q, bool prepared = false) {
-    if (g_pointwise_bwd_mode == 2) return false;
-    if (!im2col_is_identity(p)) {
-        for (int i = 0; i < p.ndims; ++i)
-            if (p.kernel[i] != 1 || p.pad_begin[i] != 0 || p.pad_end[i] != 0) return false;
+    if (g_pointwise_bwd_mode == 2 || !reads_input_1x1(p)) return false;
+    if (!im2col_is_identity(p)) {  // strided (can_subsample)
         if (static_cast<std::size_t>(p.ic * p.out_spatial()) * sizeof(float) > (4u << 20))
-            return false;  // one image's buffer
+            return false;  // one image's buffer, every group
         if (p.mb < 4 && g_shifted_mode != 1 &&
             static_cast<std::size_t>(p.groups * p.ocg() * p.icg()) * sizeof(float) > (4u << 20))
             return false;
     }
-    q = p;
-    q.ic = p.oc;
-    q.oc = p.ic;
+    q = channels_swapped(p);
     for (int i = 0; i < p.ndims; ++i) {
         q.in[i] = p.out(i);
         q.stride[i] = 1;
+        q.pad_end[i] = 0;  // an end padding no sampled position reaches (can_subsample)
     }
     bool forced = false;
     if (!pointwise_possible(q, forced)) return false;
@@ -1269,12 +1277,8 @@ void backward_data_pointwise(const Problem& p, const Problem& q, const ConvArgs&
     f.wei = a.wei;
     f.dst = a.diff_src;
     if (im2col_is_identity(p)) return forward_pointwise(q, f, prof, prepared, true);
-    if (!prepared) {  // packed once for all the blocks of images below
-        float* packed = scratch(kPackedWeiSlot, pointwise_panels_size(q));
-        Span s(prof, "fliprot");
-        pack_pointwise_flip_panels(q, a.wei, packed);
-        prepared = packed;
-    }
+    // Packed once for all the images below.
+    if (!prepared) prepared = pack_pointwise_per_call(q, a.wei, true, prof);
     const Geom3 g = geom3(p);
     const dim_t os = p.out_spatial(), is = p.in_spatial();
     const auto image = static_cast<std::size_t>(p.ic * os);
