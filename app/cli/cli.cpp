@@ -474,9 +474,11 @@ void run_algos(const Options&, std::ostream& out) {
     for (Pass pass :
          {Pass::Forward, Pass::BackwardData, Pass::BackwardWeight, Pass::BackwardBias}) {
         out << pass_name(pass) << "\n";
-        for (const Algorithm* a : algorithms(pass))
+        for (const Algorithm* a : algorithms(pass)) {
             out << "  " << std::left << std::setw(static_cast<int>(width)) << a->name << "  "
                 << a->summary << "\n";
+            if (a->applies) out << std::string(width + 4, ' ') << "applies to: " << a->rule << "\n";
+        }
     }
 }
 

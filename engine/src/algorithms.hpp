@@ -66,6 +66,20 @@ bool wgrad_taps_apply(const Problem& p);
 // Images per tile of its weight gradient from the planes, where whole images run per thread.
 dim_t shifted_wgrad_images(const Problem& p);
 
+// winograd (winograd.cpp): F(4x4, 3x3) for 2-D 3x3 convolutions of stride 1, undilated (any
+// padding, groups); winograd_applies says whether p is one. The others throw Error.
+bool winograd_applies(const Problem& p);
+void forward_winograd(const Problem& p, const ConvArgs& a, Profiler* prof);
+void backward_data_winograd(const Problem& p, const ConvArgs& a, Profiler* prof);
+void backward_weight_winograd(const Problem& p, const ConvArgs& a, Profiler* prof);
+// Tiles per block (0: chosen per problem), for tests and measurements.
+void set_winograd_block(int tiles);
+// prepare_weights' winograd layout: floats, and the transform of wei for pass (fwd: W, bwd_data:
+// FlipRot(W)) into u.
+std::size_t winograd_weights_size(const Problem& p);
+void prepare_winograd_weights(const Problem& p, Pass pass, const float* wei, float* u,
+                              Profiler* prof);
+
 void backward_data_direct(const Problem& p, const ConvArgs& a, Profiler* prof);
 void backward_data_col2im(const Problem& p, const ConvArgs& a, Profiler* prof);
 void backward_data_via_forward(const Problem& p, const ConvArgs& a, Profiler* prof);

@@ -313,10 +313,17 @@ Results run(const Config& cfg) {
     auto measure_peak = [&] { measure_machine_peak(r.machine, threads); };
     if (cfg.measure_peak) measure_peak();
 
-    std::size_t per_layer = 0;
-    for (const PassPlan& pl : plan) per_layer += pl.algos.size() + (peer_spec ? 1 : 0);
     Config::Progress progress;
-    progress.total = per_layer * cfg.layers.size();
+    progress.total = 0;  // the measurements: algorithms where they apply, and the peer
+    for (const Layer& l : cfg.layers)
+        for (const PassPlan& pl : plan)
+            progress.total +=
+                static_cast<std::size_t>(std::count_if(pl.algos.begin(), pl.algos.end(),
+                                                       [&](const Algorithm* a) {
+                                                           return !l.problem.validate().empty() ||
+                                                                  algorithm_applies(*a, l.problem);
+                                                       })) +
+                (peer_spec ? 1 : 0);
     auto step = [&](const std::string& what) {
         ++progress.done;
         progress.what = what;
@@ -356,12 +363,13 @@ Results run(const Config& cfg) {
             r.rows.push_back(std::move(m));
         };
         if (!why.empty()) {
+            const std::size_t before = r.rows.size();
             for (const PassPlan& pl : plan) {
                 if (peer_spec) error_row(pl.pass, peer_spec->name, true, "invalid problem: " + why);
                 for (const Algorithm* a : pl.algos)
                     error_row(pl.pass, a->name, false, "invalid problem: " + why);
             }
-            progress.done += per_layer;
+            progress.done += r.rows.size() - before;
             continue;
         }
 
@@ -420,7 +428,7 @@ Results run(const Config& cfg) {
             } else {
                 // auto, too big for direct, no peer: the first non-direct registry algorithm.
                 for (const Algorithm* a : algorithms(pass))
-                    if (std::string_view(a->name) != "direct") {
+                    if (std::string_view(a->name) != "direct" && algorithm_applies(*a, p)) {
                         ref_algo = a->name;
                         break;
                     }
@@ -522,6 +530,15 @@ Results run(const Config& cfg) {
                 }
             }
             for (const Algorithm* a : pl.algos) {
+                if (!algorithm_applies(*a, p)) {
+                    // Not measured here (no row): named once per run in the notes.
+                    const std::string n = std::string(pass_name(pass)) + ":" + a->name +
+                                          " applies only to " + a->rule +
+                                          " layers: not run on the others";
+                    if (std::find(r.notes.begin(), r.notes.end(), n) == r.notes.end())
+                        r.notes.push_back(n);
+                    continue;
+                }
                 Entry e;
                 Measurement& m = e.m;
                 m.layer = li;

@@ -2468,6 +2468,11 @@ const float* PreparedWeights::packed(const Problem& p, Pass pass, int layout) co
     return layout == layout_ && size_ ? data_.get() : nullptr;
 }
 
+const float* PreparedWeights::winograd(const Problem& p, Pass pass) const {
+    packed(p, pass, -1);  // throws for another problem or pass
+    return wino_size_ ? wino_.get() : nullptr;
+}
+
 PreparedWeights prepare_weights(const Problem& p, Pass pass, const float* wei, Profiler* prof) {
     using namespace detail;
     p.check();
@@ -2482,16 +2487,27 @@ PreparedWeights prepare_weights(const Problem& p, Pass pass, const float* wei, P
     const PanelLayout layout =
         pass == Pass::Forward ? forward_layout(p, true) : backward_data_layout(p, &q);
     w.layout_ = layout;
-    if (layout == kNoPanels) return w;
-    // n floats, 64-byte aligned, owned by w.
-    const auto allocate = [&](std::size_t n) {
+    // n floats, 64-byte aligned, owned by the returned pointer.
+    const auto aligned = [&](std::size_t n) {
         float* data =
             static_cast<float*>(std::aligned_alloc(64, (n * sizeof(float) + 63) / 64 * 64));
         if (!data)
             throw Error("prepared: " + std::to_string(n * sizeof(float)) +
                         " bytes of packed weights do not fit in memory");
-        w.data_ = std::shared_ptr<const float[]>(
-            data, [](const float* f) { std::free(const_cast<float*>(f)); });
+        return std::pair{data, std::shared_ptr<const float[]>(
+                                   data, [](const float* f) { std::free(const_cast<float*>(f)); })};
+    };
+    if (winograd_applies(p)) {
+        const std::size_t n = winograd_weights_size(p);
+        auto [data, owner] = aligned(n);
+        prepare_winograd_weights(p, pass, wei, data, prof);
+        w.wino_ = std::move(owner);
+        w.wino_size_ = n;
+    }
+    if (layout == kNoPanels) return w;
+    const auto allocate = [&](std::size_t n) {
+        auto [data, owner] = aligned(n);
+        w.data_ = std::move(owner);
         w.size_ = n;
         return data;
     };

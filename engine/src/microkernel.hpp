@@ -289,8 +289,13 @@ struct GemmBlocking {
 // packed W^T (kPackedWeiSlot), 12 a thread's own rows of dY^T (kPanelSlot: the shifted weight
 // gradient, one image at a time), 13 a product computed away from its place before it is put
 // there (kTransposedSlot: sgemm's transposed product, the transposed 1x1 forward, backward data
-// and weight gradient, and the shifted forward's rows streamed to dst).
-inline constexpr int kScratchSlots = 14;
+// and weight gradient, and the shifted forward's rows streamed to dst), 14-17 winograd's
+// transformed weights, inputs, products (or gradients) and transform work (kWinograd*Slot).
+inline constexpr int kScratchSlots = 18;
+inline constexpr int kWinogradUSlot = 14;
+inline constexpr int kWinogradVSlot = 15;
+inline constexpr int kWinogradMSlot = 16;
+inline constexpr int kWinogradWorkSlot = 17;
 inline constexpr int kTransposedSlot = 13;
 inline constexpr int kPackedWeiSlot = 11;
 inline constexpr int kPanelSlot = 12;

@@ -45,7 +45,19 @@ struct Algorithm {
     const char* name;
     const char* summary;
     AlgoFn run;
+    // The problems it computes (null: every valid one); run throws Error naming the rule on
+    // others. The benchmark skips it on layers where it does not apply.
+    bool (*applies)(const Problem&) = nullptr;
+    // Whether it equals direct exactly on small integer data (sums of products of integers in
+    // another order). False for transforms with fractional constants (winograd).
+    bool exact = true;
+    const char* rule = "";  // the rule applies checks, for listings ("" when null)
 };
+
+// Whether a computes p (a.applies, or always).
+inline bool algorithm_applies(const Algorithm& a, const Problem& p) {
+    return !a.applies || a.applies(p);
+}
 
 // Every algorithm of every pass, in listing order (direct first).
 std::span<const Algorithm> algorithms();
@@ -68,10 +80,14 @@ class PreparedWeights {
     Pass pass() const { return pass_; }
     // True when implicit_gemm packs nothing for this problem (it reads the weights in place).
     bool empty() const { return size_ == 0; }
-    std::size_t bytes() const { return size_ * sizeof(float); }
+    // Both layouts: implicit_gemm's panels and, where winograd applies, its transformed filters.
+    std::size_t bytes() const { return (size_ + wino_size_) * sizeof(float); }
     // Internal: the packed floats when they are in the given layout (an implicit_gemm code),
     // else null; throws Error when p or pass is not the problem they were prepared for.
     const float* packed(const Problem& p, Pass pass, int layout) const;
+    // Internal: winograd's transformed filters (36 per filter, FlipRot(W)'s for bwd_data), or
+    // null; throws as packed does.
+    const float* winograd(const Problem& p, Pass pass) const;
 
   private:
     friend PreparedWeights prepare_weights(const Problem&, Pass, const float*, Profiler*);
@@ -80,10 +96,13 @@ class PreparedWeights {
     int layout_ = 0;
     std::shared_ptr<const float[]> data_;
     std::size_t size_ = 0;
+    std::shared_ptr<const float[]> wino_;
+    std::size_t wino_size_ = 0;
 };
 
 // Packs wei (K, C/G, kernel...) for pass fwd or bwd_data of p (recorded in prof as "pack_wei"
-// or "fliprot"). Throws Error for an invalid problem or another pass.
+// or "fliprot"), and where winograd applies also transforms it for winograd ("wino_wei"). Throws
+// Error for an invalid problem or another pass.
 PreparedWeights prepare_weights(const Problem& p, Pass pass, const float* wei,
                                 Profiler* prof = nullptr);
 

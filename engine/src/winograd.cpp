@@ -1,0 +1,617 @@
+// winograd: minimal filtering F(4x4, 3x3) (Lavin and Gray, "Fast Algorithms for Convolutional
+// Neural Networks", 2016) for 2-D 3x3 convolutions of stride 1, undilated, any padding, groups.
+//
+// Per 4x4 tile of output and channel pair (k, c), the 3x3 window sums become one product per
+// point of a 6x6 transformed tile: 36 multiplications where direct takes 144. Over all channels
+// and a block of tiles the products are 36 GEMMs:
+//   V[xi](c, t) = (B^T d B)[xi]        d: the 6x6 input patch of tile t, channel c
+//   U[xi](k, c) = (G g G^T)[xi]        g: the 3x3 filter W[k][c]
+//   M[xi]       = U[xi] V[xi]          (the engine's blocked GEMM, K x C times C x tiles)
+//   Y tile      = A^T M A              (4x4 outputs of channel k, tile t)
+// Backward data (stride 1) is the forward of FlipRot(W) over dY padded by 2 - pad (DESIGN.md),
+// so the same tiles compute it with U built from the flipped, channel-swapped filters.
+// The weight gradient sums over tiles in the transformed domain, F(3x3, 4x4) by transposing the
+// forward's bilinear algorithm:  dW[k][c] = G^T (sum_t (A dY_t A^T) (.) (B^T d_t B)) G.
+//
+// Precision: the transforms' constants (up to 8 and 1/24) cost accuracy against direct. Measured
+// in tests/test_winograd.cpp against direct (double accumulation): see there.
+//
+// Blocks of tiles run side by side on the threads (each its own V and M in scratch) where there
+// are enough of them; otherwise the three steps of one block run one after another, each split
+// over the threads (channels, transformed points, output channels).
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "algorithms.hpp"
+#include "microkernel.hpp"
+#include "thread_profile.hpp"
+
+namespace convlab::detail {
+
+namespace {
+
+constexpr int kPoints = 36;  // 6 x 6 transformed points per tile
+constexpr int kVSlot = kWinogradVSlot, kMSlot = kWinogradMSlot;
+
+int g_block_tiles = 0;  // 0: chosen per problem
+
+// One forward-like problem on planes: out (n, k, oh, ow) from in (n, c, h, w), 3x3, stride 1.
+struct Geom {
+    dim_t n = 1, groups = 1, cg = 1, kg = 1;  // images, groups, channels in and out per group
+    dim_t h = 1, w = 1, oh = 1, ow = 1;
+    dim_t pt = 0, pl = 0;  // padding before, rows and columns
+    dim_t th = 1, tw = 1;  // tiles per column and row: ceil(o / 4)
+    dim_t tiles_per_image() const { return th * tw; }
+    dim_t tiles() const { return n * th * tw; }
+    dim_t in_image() const { return groups * cg * h * w; }
+    dim_t out_image() const { return groups * kg * oh * ow; }
+};
+
+Geom forward_geom(const Problem& p) {
+    Geom q;
+    q.n = p.mb;
+    q.groups = p.groups;
+    q.cg = p.icg();
+    q.kg = p.ocg();
+    q.h = p.in[0];
+    q.w = p.in[1];
+    q.oh = p.out(0);
+    q.ow = p.out(1);
+    q.pt = p.pad_begin[0];
+    q.pl = p.pad_begin[1];
+    q.th = (q.oh + 3) / 4;
+    q.tw = (q.ow + 3) / 4;
+    return q;
+}
+
+// The forward of FlipRot(W) over dY (stride 1: no zeros inserted), padded by 2 - pad before.
+Geom backward_data_geom(const Problem& p) {
+    Geom q;
+    q.n = p.mb;
+    q.groups = p.groups;
+    q.cg = p.ocg();
+    q.kg = p.icg();
+    q.h = p.out(0);
+    q.w = p.out(1);
+    q.oh = p.in[0];
+    q.ow = p.in[1];
+    q.pt = 2 - p.pad_begin[0];
+    q.pl = 2 - p.pad_begin[1];
+    q.th = (q.oh + 3) / 4;
+    q.tw = (q.ow + 3) / 4;
+    return q;
+}
+
+// Calls f(n, th, tw0, len, j) for the runs of tiles along a tile row that make up tiles [t0, t1)
+// (j: the run's first tile counted from t0).
+template <class F>
+void for_runs(const Geom& q, dim_t t0, dim_t t1, const F& f) {
+    const dim_t per = q.tiles_per_image();
+    for (dim_t t = t0; t < t1;) {
+        const dim_t n = t / per, r = t % per, th = r / q.tw, tw0 = r % q.tw;
+        const dim_t len = std::min(q.tw - tw0, t1 - t);
+        f(n, th, tw0, len, t - t0);
+        t += len;
+    }
+}
+
+// Row i of an input patch run: row[e] = x(y, x0 + e) for e < count, zero outside the plane.
+inline void load_row(const float* plane, const Geom& q, dim_t y, dim_t x0, dim_t count,
+                     float* row) {
+    if (y < 0 || y >= q.h) {
+        std::fill(row, row + count, 0.0f);
+        return;
+    }
+    const float* src = plane + y * q.w;
+    const dim_t lo = std::clamp<dim_t>(-x0, 0, count), hi = std::clamp<dim_t>(q.w - x0, lo, count);
+    std::fill(row, row + lo, 0.0f);
+    std::copy(src + x0 + lo, src + x0 + hi, row + lo);
+    std::fill(row + hi, row + count, 0.0f);
+}
+
+// The 6-point transforms, applied to vectors of tiles (B^T d for inputs; A^T m for outputs; A y
+// for output gradients; G^T m for weight gradients). out[i] is len floats ldo apart.
+inline void bt6(const float* const d[6], float* const o[6], dim_t len) {
+#pragma omp simd
+    for (dim_t t = 0; t < len; ++t) {
+        const float d0 = d[0][t], d1 = d[1][t], d2 = d[2][t], d3 = d[3][t], d4 = d[4][t],
+                    d5 = d[5][t];
+        o[0][t] = 4.0f * d0 - 5.0f * d2 + d4;
+        o[1][t] = -4.0f * (d1 + d2) + d3 + d4;
+        o[2][t] = 4.0f * (d1 - d2) - d3 + d4;
+        o[3][t] = 2.0f * (d3 - d1) - d2 + d4;
+        o[4][t] = 2.0f * (d1 - d3) - d2 + d4;
+        o[5][t] = 4.0f * d1 - 5.0f * d3 + d5;
+    }
+}
+
+inline void at6(const float* const m[6], float* const o[4], dim_t len) {
+#pragma omp simd
+    for (dim_t t = 0; t < len; ++t) {
+        const float m0 = m[0][t], m1 = m[1][t], m2 = m[2][t], m3 = m[3][t], m4 = m[4][t],
+                    m5 = m[5][t];
+        const float s12 = m1 + m2, d12 = m1 - m2, s34 = m3 + m4, d34 = m3 - m4;
+        o[0][t] = m0 + s12 + s34;
+        o[1][t] = d12 + 2.0f * d34;
+        o[2][t] = s12 + 4.0f * s34;
+        o[3][t] = d12 + 8.0f * d34 + m5;
+    }
+}
+
+// len rounded up to whole vectors of 16 lanes. The transforms run over lp lanes: buffers of
+// runs hold lp floats, and rows of V, M and Y hold 15 floats of slack past the block (row_len).
+inline dim_t padded(dim_t len) {
+    return (len + 15) / 16 * 16;
+}
+inline dim_t row_len(dim_t nb) {
+    return padded(nb + 15);
+}
+// Floats between the 36 points' matrices of V, M and Y (channels rows of ld floats each): one
+// cache line more than they fill, so that the 36 rows a transform writes (or reads) together
+// do not fall in the same cache set, as they would 4 KiB apart (64 channels of 80).
+inline dim_t point_stride(dim_t channels, dim_t ld) {
+    return channels * ld + 16;
+}
+
+// V[xi * ldx + j + e] for the run of len tiles (n, th, tw0..) of one input channel plane.
+// work: 40 * len + 2 floats.
+void input_run(const float* plane, const Geom& q, dim_t th, dim_t tw0, dim_t len, float* v,
+               dim_t ldx, float* work) {
+    const dim_t lp = padded(len);  // whole vectors: lanes past len are never stored
+    float* tmp = work;             // [i][j'][t]: rows transformed along w
+    float* row = work + 36 * lp;   // 4 lp + 2 floats of one input row
+    const dim_t x0 = 4 * tw0 - q.pl;
+    for (int i = 0; i < 6; ++i) {
+        load_row(plane, q, 4 * th + i - q.pt, x0, 4 * lp + 2, row);
+        // d_j(t) = row[4 t + j]
+        float* o[6];
+        for (int j = 0; j < 6; ++j) o[j] = tmp + (i * 6 + j) * lp;
+#pragma omp simd
+        for (dim_t t = 0; t < lp; ++t) {
+            const float* r = row + 4 * t;
+            const float d0 = r[0], d1 = r[1], d2 = r[2], d3 = r[3], d4 = r[4], d5 = r[5];
+            o[0][t] = 4.0f * d0 - 5.0f * d2 + d4;
+            o[1][t] = -4.0f * (d1 + d2) + d3 + d4;
+            o[2][t] = 4.0f * (d1 - d2) - d3 + d4;
+            o[3][t] = 2.0f * (d3 - d1) - d2 + d4;
+            o[4][t] = 2.0f * (d1 - d3) - d2 + d4;
+            o[5][t] = 4.0f * d1 - 5.0f * d3 + d5;
+        }
+    }
+    for (int j = 0; j < 6; ++j) {
+        const float* d[6];
+        float* o[6];
+        for (int i = 0; i < 6; ++i) {
+            d[i] = tmp + (i * 6 + j) * lp;
+            o[i] = v + (i * 6 + j) * ldx;
+        }
+        bt6(d, o, lp);
+    }
+}
+
+// The 4x4 outputs of one output channel plane for the run of len tiles (n, th, tw0..) from
+// M[xi * ldx + e]; plus bias. work: 6 * 4 * len + 4 * 4 * len + 4 * len floats.
+void output_run(const float* m, dim_t ldx, const Geom& q, dim_t th, dim_t tw0, dim_t len,
+                float bias, float* plane, float* work) {
+    const dim_t lp = padded(len);  // whole vectors: lanes past len are never stored
+    float* s = work;               // [i][q][t]: columns combined along w
+    float* y = work + 24 * lp;     // [p][q][t]
+    float* row = y + 16 * lp;      // 4 lp floats of one output row
+    for (int i = 0; i < 6; ++i) {
+        const float* mi[6];
+        float* o[4];
+        for (int j = 0; j < 6; ++j) mi[j] = m + (i * 6 + j) * ldx;
+        for (int c = 0; c < 4; ++c) o[c] = s + (i * 4 + c) * lp;
+        at6(mi, o, lp);
+    }
+    for (int c = 0; c < 4; ++c) {
+        const float* si[6];
+        float* o[4];
+        for (int i = 0; i < 6; ++i) si[i] = s + (i * 4 + c) * lp;
+        for (int r = 0; r < 4; ++r) o[r] = y + (r * 4 + c) * lp;
+        at6(si, o, lp);
+    }
+    const dim_t x0 = 4 * tw0, count = std::min(4 * len, q.ow - x0);
+    for (int r = 0; r < 4; ++r) {
+        const dim_t oy = 4 * th + r;
+        if (oy >= q.oh) break;
+        const float* yr = y + r * 4 * lp;
+        for (dim_t t = 0; t < lp; ++t)
+            for (int c = 0; c < 4; ++c) row[4 * t + c] = yr[c * lp + t] + bias;
+        std::copy(row, row + count, plane + oy * q.ow + x0);
+    }
+}
+
+struct Block {
+    dim_t t0, t1;
+};
+
+// The tiles of one block through the three steps, for group g. Each step's loop runs over
+// [0, count) split as loop() decides (all on this thread, or an omp for of the caller's team).
+template <class Loop>
+void run_block(const Geom& q, dim_t g, Block b, const float* src, const float* u, const float* bias,
+               float* dst, float* v, float* mm, Profiler* tp, const Loop& loop) {
+    const dim_t nb = b.t1 - b.t0, ld = row_len(nb), cg = q.cg, kg = q.kg;
+    {
+        Span s(tp, "wino_src");
+        loop(cg, [&](dim_t c, float* work) {
+            for_runs(q, b.t0, b.t1, [&](dim_t n, dim_t th, dim_t tw0, dim_t len, dim_t j) {
+                const float* plane = src + n * q.in_image() + (g * cg + c) * q.h * q.w;
+                input_run(plane, q, th, tw0, len, v + c * ld + j, point_stride(cg, ld), work);
+            });
+        });
+    }
+    {
+        Span s(tp, "gemm");
+        loop(kPoints, [&](dim_t xi, float*) {
+            sgemm(kg, nb, cg, StridedA{u + (g * kPoints + xi) * kg * cg, cg, 1},
+                  StridedB{v + xi * point_stride(cg, ld), ld, 1}, mm + xi * point_stride(kg, ld),
+                  ld, false);
+        });
+    }
+    {
+        Span s(tp, "wino_dst");
+        loop(kg, [&](dim_t k, float* work) {
+            const float bk = bias ? bias[g * kg + k] : 0.0f;
+            for_runs(q, b.t0, b.t1, [&](dim_t n, dim_t th, dim_t tw0, dim_t len, dim_t j) {
+                float* plane = dst + n * q.out_image() + (g * kg + k) * q.oh * q.ow;
+                output_run(mm + k * ld + j, point_stride(kg, ld), q, th, tw0, len, bk, plane, work);
+            });
+        });
+    }
+}
+
+dim_t block_tiles(const Geom& q) {
+    if (g_block_tiles > 0) return g_block_tiles;
+    if (const char* e = std::getenv("CONVLAB_WINO_BLOCK")) return std::atoi(e);
+    // 96 tiles (ResNet-50's 56x56 and 28x28 layers at batch 1 measured 0.59 and 0.71 ms with
+    // 98, 0.69 and 0.82 with 56, 0.83 and 0.92 with 32), at most 4 MiB of transformed inputs
+    // and products per block, at least 16 tiles.
+    const dim_t per_tile = kPoints * (q.cg + q.kg) * dim_t{sizeof(float)};
+    return std::clamp<dim_t>((dim_t{4} << 20) / per_tile, 16, 96);
+}
+
+// Work floats of the transforms of one run (the longest run is a whole tile row).
+dim_t work_floats(const Geom& q) {
+    return 44 * padded(q.tw) + 16;
+}
+
+void run_tiles(const Geom& q, const float* src, const float* u, const float* bias, float* dst,
+               Profiler* prof) {
+    const dim_t tb = std::min(block_tiles(q), q.tiles());
+    const dim_t nblocks = (q.tiles() + tb - 1) / tb;
+    const int threads = omp_get_max_threads();
+    const auto v_floats = static_cast<std::size_t>(kPoints * point_stride(q.cg, row_len(tb)));
+    const auto m_floats = static_cast<std::size_t>(kPoints * point_stride(q.kg, row_len(tb)));
+    const auto w_floats = static_cast<std::size_t>(work_floats(q));
+    if (nblocks * q.groups >= 2 * threads || threads == 1) {
+        // Blocks side by side, each thread its own V and M.
+        ThreadProfilers tps(prof);
+#pragma omp parallel
+        {
+            float* v = scratch(kVSlot, v_floats + w_floats);
+            float* work = v + v_floats;
+            float* mm = scratch(kMSlot, m_floats);
+            Profiler* tp = tps.mine();
+            const auto serial = [&](dim_t count, const auto& body) {
+                for (dim_t i = 0; i < count; ++i) body(i, work);
+            };
+#pragma omp for schedule(dynamic) collapse(2)
+            for (dim_t g = 0; g < q.groups; ++g)
+                for (dim_t bi = 0; bi < nblocks; ++bi)
+                    run_block(q, g, Block{bi * tb, std::min(q.tiles(), (bi + 1) * tb)}, src, u,
+                              bias, dst, v, mm, tp, serial);
+        }
+        return;
+    }
+    // Few blocks: each step of a block split over the threads. V and M are the first thread's.
+    float* v = scratch(kVSlot, v_floats);
+    float* mm = scratch(kMSlot, m_floats);
+    for (dim_t g = 0; g < q.groups; ++g)
+        for (dim_t bi = 0; bi < nblocks; ++bi) {
+            const Block b{bi * tb, std::min(q.tiles(), (bi + 1) * tb)};
+            const auto split = [&](dim_t count, const auto& body) {
+#pragma omp parallel
+                {
+                    float* work = scratch(kWinogradWorkSlot, w_floats);
+#pragma omp for schedule(static)
+                    for (dim_t i = 0; i < count; ++i) body(i, work);
+                }
+            };
+            run_block(q, g, b, src, u, bias, dst, v, mm, prof, split);
+        }
+}
+
+// U[g][xi][k][c] = (G f G^T)[xi] for the 3x3 filters f of group g: W[k][c], or for backward
+// data FlipRot(W): f(c', k') = W[k'][c'] rotated by 180 degrees (k = the input channel c' of the
+// forward, c = its output channel k').
+void transform_weights(const Problem& p, const float* wei, bool flip, float* u, Profiler* prof) {
+    Span s(prof, "wino_wei");
+    const dim_t kg = flip ? p.icg() : p.ocg(), cg = flip ? p.ocg() : p.icg();
+    const dim_t icg = p.icg();
+    constexpr dim_t kChunk = 16;  // filters per pass: 36 rows of 16 floats, whole cache lines
+    constexpr float k4 = 1.0f / 4, k6 = 1.0f / 6, k12 = 1.0f / 12, k24 = 1.0f / 24;
+#pragma omp parallel for collapse(2) schedule(static) if (p.oc * icg >= 4096)
+    for (dim_t g = 0; g < p.groups; ++g)
+        for (dim_t k = 0; k < kg; ++k)
+            for (dim_t c0 = 0; c0 < cg; c0 += kChunk) {
+                const dim_t cn = std::min(kChunk, cg - c0);
+                float out[kPoints][kChunk];
+                for (dim_t e = 0; e < cn; ++e) {
+                    const dim_t c = c0 + e;
+                    // the forward's filter f(k, c), 3x3
+                    float f[3][3];
+                    const float* w = flip ? wei + ((g * p.ocg() + c) * icg + k) * 9
+                                          : wei + ((g * p.ocg() + k) * icg + c) * 9;
+                    for (int r = 0; r < 3; ++r)
+                        for (int x = 0; x < 3; ++x)
+                            f[r][x] = flip ? w[(2 - r) * 3 + 2 - x] : w[r * 3 + x];
+                    // G f (6 x 3), then (G f) G^T (6 x 6)
+                    const auto gcol = [&](float a, float b, float cc, float o[6]) {
+                        o[0] = a * k4;
+                        o[1] = -(a + b + cc) * k6;
+                        o[2] = -(a - b + cc) * k6;
+                        o[3] = a * k24 + b * k12 + cc * k6;
+                        o[4] = a * k24 - b * k12 + cc * k6;
+                        o[5] = cc;
+                    };
+                    float gf[3][6];  // columns of G f
+                    for (int x = 0; x < 3; ++x) gcol(f[0][x], f[1][x], f[2][x], gf[x]);
+                    for (int i = 0; i < 6; ++i) {
+                        float row[6];
+                        gcol(gf[0][i], gf[1][i], gf[2][i], row);
+                        for (int j = 0; j < 6; ++j) out[i * 6 + j][e] = row[j];
+                    }
+                }
+                for (int xi = 0; xi < kPoints; ++xi)
+                    std::copy(out[xi], out[xi] + cn, u + ((g * kPoints + xi) * kg + k) * cg + c0);
+            }
+}
+
+// A w for 4-point vectors of tiles: w0; w0+w1+w2+w3; w0-w1+w2-w3; w0+2w1+4w2+8w3;
+// w0-2w1+4w2-8w3; w3 (w(t) = d[j][t * step]).
+inline void a6(const float* const d[4], dim_t step, float* const o[6], dim_t len) {
+#pragma omp simd
+    for (dim_t t = 0; t < len; ++t) {
+        const float w0 = d[0][t * step], w1 = d[1][t * step], w2 = d[2][t * step],
+                    w3 = d[3][t * step];
+        const float s02 = w0 + w2, s13 = w1 + w3, e = w0 + 4.0f * w2, f = 2.0f * w1 + 8.0f * w3;
+        o[0][t] = w0;
+        o[1][t] = s02 + s13;
+        o[2][t] = s02 - s13;
+        o[3][t] = e + f;
+        o[4][t] = e - f;
+        o[5][t] = w3;
+    }
+}
+
+// The 6x6 transform A y A^T of the 4x4 output-gradient tiles of one channel plane (zero beyond
+// the plane) for the run of len tiles (n, th, tw0..): Y[xi * ldx + e]. work: 40 * len floats.
+void grad_run(const float* plane, const Geom& q, dim_t th, dim_t tw0, dim_t len, float* y,
+              dim_t ldx, float* work) {
+    const dim_t lp = padded(len);  // whole vectors: lanes past len are never stored
+    float* tmp = work;             // [i][j'][t]: rows transformed along w
+    float* row = work + 36 * lp;   // 4 lp floats of one row
+    const dim_t x0 = 4 * tw0, count = std::min(4 * len, q.ow - x0);
+    for (int i = 0; i < 4; ++i) {
+        float* o[6];
+        for (int j = 0; j < 6; ++j) o[j] = tmp + (i * 6 + j) * lp;
+        const dim_t oy = 4 * th + i;
+        if (oy < q.oh) {
+            std::copy(plane + oy * q.ow + x0, plane + oy * q.ow + x0 + count, row);
+            std::fill(row + count, row + 4 * lp, 0.0f);
+        } else {
+            std::fill(row, row + 4 * lp, 0.0f);
+        }
+        const float* d[4] = {row, row + 1, row + 2, row + 3};
+        a6(d, 4, o, lp);
+    }
+    for (int j = 0; j < 6; ++j) {
+        const float* d[4];
+        float* o[6];
+        for (int i = 0; i < 4; ++i) d[i] = tmp + (i * 6 + j) * lp;
+        for (int i = 0; i < 6; ++i) o[i] = y + (i * 6 + j) * ldx;
+        a6(d, 1, o, lp);
+    }
+}
+
+float* weights_buffer(const Problem& p) {
+    return scratch(kWinogradUSlot,
+                   static_cast<std::size_t>(kPoints * p.groups * p.ocg() * p.icg()));
+}
+
+}  // namespace
+
+void set_winograd_block(int tiles) {
+    g_block_tiles = std::max(tiles, 0);
+}
+
+bool winograd_applies(const Problem& p) {
+    return p.ndims == 2 && p.kernel[0] == 3 && p.kernel[1] == 3 && p.stride[0] == 1 &&
+           p.stride[1] == 1 && p.dilation[0] == 1 && p.dilation[1] == 1;
+}
+
+namespace {
+void check_applies(const Problem& p, Pass pass) {
+    if (winograd_applies(p)) return;
+    throw Error(std::string("winograd: ") + pass_name(pass) + " of " + to_descriptor(p) +
+                ": needs 2-D, kernel 3x3, stride 1, no dilation");
+}
+}  // namespace
+
+std::size_t winograd_weights_size(const Problem& p) {
+    return static_cast<std::size_t>(kPoints * p.groups * p.ocg() * p.icg());
+}
+
+void prepare_winograd_weights(const Problem& p, Pass pass, const float* wei, float* u,
+                              Profiler* prof) {
+    transform_weights(p, wei, pass == Pass::BackwardData, u, prof);
+}
+
+namespace {
+// The transformed filters of a call: prepared, or transformed into scratch now.
+const float* call_weights(const Problem& p, Pass pass, const ConvArgs& a, Profiler* prof) {
+    if (a.prepared)
+        if (const float* u = a.prepared->winograd(p, pass)) return u;
+    float* u = weights_buffer(p);
+    transform_weights(p, a.wei, pass == Pass::BackwardData, u, prof);
+    return u;
+}
+}  // namespace
+
+void forward_winograd(const Problem& p, const ConvArgs& a, Profiler* prof) {
+    check_applies(p, Pass::Forward);
+    const float* u = call_weights(p, Pass::Forward, a, prof);
+    run_tiles(forward_geom(p), a.src, u, a.bias, a.dst, prof);
+}
+
+void backward_weight_winograd(const Problem& p, const ConvArgs& a, Profiler* prof) {
+    check_applies(p, Pass::BackwardWeight);
+    const Geom q = forward_geom(p);
+    const dim_t tb = std::min(block_tiles(q), q.tiles());
+    const dim_t nblocks = (q.tiles() + tb - 1) / tb;
+    const int threads = omp_get_max_threads();
+    const auto v_floats = static_cast<std::size_t>(kPoints * point_stride(q.cg, row_len(tb)));
+    const auto y_floats = static_cast<std::size_t>(kPoints * point_stride(q.kg, row_len(tb)));
+    const auto w_floats = static_cast<std::size_t>(work_floats(q));
+    const auto acc_floats = static_cast<std::size_t>(kPoints * q.groups * q.kg * q.cg);
+    // One block's three steps: V (inputs), Y (output gradients), acc += Y V^T per point.
+    const auto block = [&](dim_t g, Block b, float* v, float* yy, float* acc, bool first,
+                           Profiler* tp, const auto& loop) {
+        const dim_t nb = b.t1 - b.t0, ld = row_len(nb), cg = q.cg, kg = q.kg;
+        {
+            Span s(tp, "wino_src");
+            loop(cg, [&](dim_t c, float* work) {
+                for_runs(q, b.t0, b.t1, [&](dim_t n, dim_t th, dim_t tw0, dim_t len, dim_t j) {
+                    const float* plane = a.src + n * q.in_image() + (g * cg + c) * q.h * q.w;
+                    input_run(plane, q, th, tw0, len, v + c * ld + j, point_stride(cg, ld), work);
+                });
+            });
+        }
+        {
+            Span s(tp, "wino_diff_dst");
+            loop(kg, [&](dim_t k, float* work) {
+                for_runs(q, b.t0, b.t1, [&](dim_t n, dim_t th, dim_t tw0, dim_t len, dim_t j) {
+                    const float* plane =
+                        a.diff_dst + n * q.out_image() + (g * kg + k) * q.oh * q.ow;
+                    grad_run(plane, q, th, tw0, len, yy + k * ld + j, point_stride(kg, ld), work);
+                });
+            });
+        }
+        {
+            Span s(tp, "gemm");
+            loop(kPoints, [&](dim_t xi, float*) {
+                sgemm(kg, cg, nb, StridedA{yy + xi * point_stride(kg, ld), ld, 1},
+                      StridedB{v + xi * point_stride(cg, ld), 1, ld},
+                      acc + (g * kPoints + xi) * kg * cg, cg, !first);
+            });
+        }
+    };
+    // The sums of each thread (side by side) or of all (split), [g][xi][k][c], and which
+    // groups each has written (its first block of a group overwrites).
+    std::vector<float*> accs;
+    std::vector<std::vector<char>> wrote;
+    if ((nblocks * q.groups >= 2 * threads &&
+         acc_floats * sizeof(float) <= (std::size_t{8} << 20)) ||
+        threads == 1) {
+        // Blocks side by side, each thread its own V, Y and sums (added up below).
+        accs.assign(static_cast<std::size_t>(threads), nullptr);
+        wrote.assign(static_cast<std::size_t>(threads),
+                     std::vector<char>(static_cast<std::size_t>(q.groups), 0));
+        ThreadProfilers tps(prof);
+#pragma omp parallel
+        {
+            float* v = scratch(kVSlot, v_floats + w_floats);
+            float* work = v + v_floats;
+            float* yy = scratch(kMSlot, y_floats);
+            float* acc = scratch(kWinogradUSlot, acc_floats);
+            Profiler* tp = tps.mine();
+            const auto id = static_cast<std::size_t>(omp_get_thread_num());
+            accs[id] = acc;
+            const auto serial = [&](dim_t count, const auto& body) {
+                for (dim_t i = 0; i < count; ++i) body(i, work);
+            };
+#pragma omp for schedule(dynamic) collapse(2)
+            for (dim_t g = 0; g < q.groups; ++g)
+                for (dim_t bi = 0; bi < nblocks; ++bi) {
+                    char& w = wrote[id][static_cast<std::size_t>(g)];
+                    block(g, Block{bi * tb, std::min(q.tiles(), (bi + 1) * tb)}, v, yy, acc, !w, tp,
+                          serial);
+                    w = 1;
+                }
+        }
+    } else {
+        // Few blocks: each step of a block split over the threads.
+        float* v = scratch(kVSlot, v_floats);
+        float* yy = scratch(kMSlot, y_floats);
+        accs.push_back(scratch(kWinogradUSlot, acc_floats));
+        wrote.assign(1, std::vector<char>(static_cast<std::size_t>(q.groups), 1));
+        const auto split = [&](dim_t count, const auto& body) {
+#pragma omp parallel
+            {
+                float* work = scratch(kWinogradWorkSlot, w_floats);
+#pragma omp for schedule(static)
+                for (dim_t i = 0; i < count; ++i) body(i, work);
+            }
+        };
+        for (dim_t g = 0; g < q.groups; ++g)
+            for (dim_t bi = 0; bi < nblocks; ++bi)
+                block(g, Block{bi * tb, std::min(q.tiles(), (bi + 1) * tb)}, v, yy, accs[0],
+                      bi == 0, prof, split);
+    }
+    // dW[k][c] = G^T (sum of the threads' M) G, in double, 16 filters at a time (36 runs of
+    // 16 floats read from each sum).
+    Span s(prof, "wino_wei");
+    const dim_t kg = q.kg, cg = q.cg;
+    constexpr dim_t kChunk = 16;
+#pragma omp parallel for collapse(2) schedule(static) if (p.oc * cg >= 4096)
+    for (dim_t g = 0; g < q.groups; ++g)
+        for (dim_t k = 0; k < kg; ++k)
+            for (dim_t c0 = 0; c0 < cg; c0 += kChunk) {
+                const dim_t cn = std::min(kChunk, cg - c0);
+                double m[kPoints][kChunk] = {};
+                for (std::size_t t = 0; t < accs.size(); ++t) {
+                    if (!accs[t] || !wrote[t][static_cast<std::size_t>(g)]) continue;
+                    for (int xi = 0; xi < kPoints; ++xi) {
+                        const float* r = accs[t] + ((g * kPoints + xi) * kg + k) * cg + c0;
+                        for (dim_t e = 0; e < cn; ++e) m[xi][e] += r[e];
+                    }
+                }
+                // G^T rows: [1/4, -1/6, -1/6, 1/24, 1/24, 0], [0, -1/6, 1/6, 1/12, -1/12, 0],
+                // [0, -1/6, -1/6, 1/6, 1/6, 1]
+                const auto gt = [](const double x[6], double out[3]) {
+                    constexpr double k6 = 1.0 / 6, k12 = 1.0 / 12, k24 = 1.0 / 24;
+                    out[0] = x[0] * 0.25 - (x[1] + x[2]) * k6 + (x[3] + x[4]) * k24;
+                    out[1] = (x[2] - x[1]) * k6 + (x[3] - x[4]) * k12;
+                    out[2] = (x[3] + x[4] - x[1] - x[2]) * k6 + x[5];
+                };
+                for (dim_t e = 0; e < cn; ++e) {
+                    double half[3][6];  // G^T M: 3 x 6
+                    for (int j = 0; j < 6; ++j) {
+                        const double col[6] = {m[j][e],      m[6 + j][e],  m[12 + j][e],
+                                               m[18 + j][e], m[24 + j][e], m[30 + j][e]};
+                        double o[3];
+                        gt(col, o);
+                        for (int r = 0; r < 3; ++r) half[r][j] = o[r];
+                    }
+                    float* dw = a.diff_wei + ((g * kg + k) * cg + c0 + e) * 9;
+                    for (int r = 0; r < 3; ++r) {
+                        double o[3];
+                        gt(half[r], o);
+                        for (int x = 0; x < 3; ++x) dw[r * 3 + x] = static_cast<float>(o[x]);
+                    }
+                }
+            }
+}
+
+void backward_data_winograd(const Problem& p, const ConvArgs& a, Profiler* prof) {
+    check_applies(p, Pass::BackwardData);
+    const float* u = call_weights(p, Pass::BackwardData, a, prof);
+    run_tiles(backward_data_geom(p), a.diff_dst, u, nullptr, a.diff_src, prof);
+}
+
+}  // namespace convlab::detail

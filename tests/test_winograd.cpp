@@ -1,0 +1,164 @@
+// winograd (F(4x4, 3x3) forward and backward data, F(3x3, 4x4) weight gradient) against direct
+// on every element, over the shapes its tiles treat differently: outputs that are not multiples
+// of 4 (a last tile partly outside), padding from 0 to 3 on either side, groups, one and several
+// images, blocks of tiles that split a tile row or an image, both ways of running the blocks
+// (side by side on the threads, or each step split over them), one thread and all, and weights
+// transformed per call or prepared once.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+
+#include "../engine/src/algorithms.hpp"
+#include "convlab/bench.hpp"
+#include "convlab/conv.hpp"
+#include "test_util.hpp"
+
+using namespace convlab;
+using convlab::test::real_tensor;
+
+namespace {
+
+// |got - ref| <= tol * max(|ref|, rms(ref)) on every element (the benchmark's check): the
+// transforms' rounding scales with the size of the sums, not with each element.
+void check_rms(const Tensor& got, const Tensor& ref, double tol, const std::string& what) {
+    REQUIRE_MESSAGE(got.dims() == ref.dims(), what);
+    const bench::Check c =
+        bench::compare(got.f32(), ref.f32(), static_cast<std::size_t>(ref.numel()), tol);
+    INFO(what << ": max error " << c.max_err << " (relative), " << c.bad << " elements over "
+              << tol);
+    CHECK(c.bad == 0);
+    CHECK(c.count == static_cast<std::size_t>(ref.numel()));
+}
+
+Problem make(dim_t mb, dim_t g, dim_t ic, dim_t oc, dim_t h, dim_t w, dim_t pt, dim_t pl, dim_t pb,
+             dim_t pr) {
+    Problem p;
+    p.ndims = 2;
+    p.mb = mb;
+    p.groups = g;
+    p.ic = ic;
+    p.oc = oc;
+    p.in = {h, w, 1};
+    p.kernel = {3, 3, 1};
+    p.pad_begin = {pt, pl, 0};
+    p.pad_end = {pb, pr, 0};
+    p.check();
+    return p;
+}
+
+// All three passes of p by winograd against direct.
+void check_problem(const Problem& p, std::mt19937& rng, double tol = 2e-5) {
+    const Tensor src = real_tensor(p.src_dims(), rng), wei = real_tensor(p.wei_dims(), rng),
+                 bias = real_tensor({p.oc}, rng), dy = real_tensor(p.dst_dims(), rng);
+    const std::string d = to_descriptor(p);
+    check_rms(forward(p, src, wei, &bias, "winograd"), forward(p, src, wei, &bias, "direct"), tol,
+              d + " fwd");
+    check_rms(backward_data(p, dy, wei, "winograd"), backward_data(p, dy, wei, "direct"), tol,
+              d + " bwd_data");
+    check_rms(backward_weight(p, src, dy, "winograd"), backward_weight(p, src, dy, "direct"), tol,
+              d + " bwd_weight");
+}
+
+struct BlockGuard {
+    explicit BlockGuard(int tiles) { detail::set_winograd_block(tiles); }
+    ~BlockGuard() { detail::set_winograd_block(0); }
+};
+
+}  // namespace
+
+TEST_CASE("winograd equals direct on every element: sizes, padding, groups, batches") {
+    std::mt19937 rng(4321);
+    // Fixed cases: exact multiples of 4, one past, one short; padding 0 to 3; groups.
+    check_problem(make(1, 1, 3, 5, 8, 8, 1, 1, 1, 1), rng);
+    check_problem(make(2, 1, 4, 3, 9, 13, 1, 1, 1, 1), rng);
+    check_problem(make(1, 1, 2, 2, 3, 3, 0, 0, 0, 0), rng);  // one output
+    check_problem(make(3, 2, 6, 4, 11, 6, 0, 2, 2, 0), rng);
+    check_problem(make(1, 3, 9, 6, 7, 10, 3, 0, 1, 3), rng);  // padding 3 (crop for bwd_data)
+    check_problem(make(2, 4, 4, 8, 5, 17, 2, 2, 2, 2), rng);  // depthwise-like groups
+    // Random ones.
+    auto pick = [&](dim_t lo, dim_t hi) {
+        return std::uniform_int_distribution<dim_t>(lo, hi)(rng);
+    };
+    for (int t = 0; t < 40; ++t) {
+        const dim_t g = pick(1, 3);
+        const dim_t h = pick(3, 21), w = pick(3, 21);
+        Problem p = make(pick(1, 3), g, g * pick(1, 5), g * pick(1, 5), h, w, pick(0, 2),
+                         pick(0, 2), pick(0, 2), pick(0, 2));
+        check_problem(p, rng);
+    }
+}
+
+TEST_CASE("winograd: blocks side by side and split steps, one thread and all, give direct") {
+    std::mt19937 rng(99);
+    const Problem p = make(3, 2, 10, 12, 14, 19, 1, 1, 1, 1);  // 4 x 5 tiles an image, 60 in all
+    const int threads = num_threads();
+    for (int block : {0, 7, 16, 60, 200}) {  // a block ends mid-row, mid-image, or holds all
+        CAPTURE(block);
+        BlockGuard guard(block);
+        for (int t : {1, threads}) {
+            CAPTURE(t);
+            set_num_threads(t);
+            check_problem(p, rng);
+        }
+    }
+    set_num_threads(threads);
+}
+
+TEST_CASE("winograd: prepared weights give the per-call result, and are checked") {
+    std::mt19937 rng(5);
+    const Problem p = make(2, 1, 16, 24, 12, 12, 1, 1, 1, 1);
+    const Tensor src = real_tensor(p.src_dims(), rng), wei = real_tensor(p.wei_dims(), rng),
+                 dy = real_tensor(p.dst_dims(), rng);
+    for (Pass pass : {Pass::Forward, Pass::BackwardData}) {
+        const PreparedWeights w = prepare_weights(p, pass, wei.f32());
+        CHECK(w.bytes() >= std::size_t{36} * 16 * 24 * sizeof(float));
+        Profiler prof;
+        const Tensor got = pass == Pass::Forward
+                               ? forward(p, src, wei, nullptr, "winograd", &prof, &w)
+                               : backward_data(p, dy, wei, "winograd", &prof, &w);
+        const Tensor per_call = pass == Pass::Forward ? forward(p, src, wei, nullptr, "winograd")
+                                                      : backward_data(p, dy, wei, "winograd");
+        // The same numbers (the same transform, computed once), and no transform in the call.
+        CHECK(std::memcmp(got.f32(), per_call.f32(), got.bytes()) == 0);
+        CHECK(prof.seconds("wino_wei") == 0);
+        // Another problem's prepared weights are refused, naming "prepared".
+        Problem other = p;
+        other.oc = 12;
+        const Tensor wei2 = real_tensor(other.wei_dims(), rng);
+        const PreparedWeights w2 = prepare_weights(other, pass, wei2.f32());
+        CHECK_THROWS_WITH_AS(forward(p, src, wei, nullptr, "winograd", nullptr, &w2),
+                             doctest::Contains("prepared"), Error);
+    }
+}
+
+TEST_CASE("winograd: ResNet-50-sized channels keep within the benchmark's tolerance") {
+    // 256 channels summed over 3x3 taps (fwd, bwd_data) and 2 images of 28x28 (bwd_weight): the
+    // rounding of the transforms grows with the sums; the benchmark checks 1e-4 of max(|ref|,
+    // rms(ref)). Measured here: about 1e-5.
+    std::mt19937 rng(11);
+    check_problem(make(2, 1, 256, 64, 28, 28, 1, 1, 1, 1), rng, 1e-4);
+}
+
+TEST_CASE("winograd refuses what its tiles do not compute, naming the rule") {
+    std::mt19937 rng(3);
+    Problem p = make(1, 1, 2, 2, 8, 8, 1, 1, 1, 1);
+    p.stride = {2, 2, 1};
+    const Tensor src = real_tensor(p.src_dims(), rng), wei = real_tensor(p.wei_dims(), rng);
+    CHECK_FALSE(detail::winograd_applies(p));
+    CHECK_THROWS_WITH_AS(forward(p, src, wei, nullptr, "winograd"),
+                         doctest::Contains("kernel 3x3, stride 1"), Error);
+    Problem q = make(1, 1, 2, 2, 8, 8, 1, 1, 1, 1);
+    q.kernel = {5, 5, 1};
+    q.pad_begin = {2, 2, 0};
+    q.pad_end = {2, 2, 0};
+    CHECK_FALSE(detail::winograd_applies(q));
+    Problem r = make(1, 1, 2, 2, 8, 8, 1, 1, 1, 1);
+    CHECK(detail::winograd_applies(r));
+    r.dilation = {2, 2, 1};
+    r.pad_begin = {2, 2, 0};
+    r.pad_end = {2, 2, 0};
+    CHECK_FALSE(detail::winograd_applies(r));
+}
