@@ -750,6 +750,7 @@ TEST_CASE("implicit_gemm's forward and weight gradient from padded stride-phase 
         check_equal(backward_data(p, dy, wei, algo, &prof), backward_data(p, dy, wei, "direct"), d);
         return prof.seconds("fliprot") > 0.0;
     };
+    detail::set_winograd(2);  // auto's choices besides winograd (tested on their own)
     for (const char* algo : {"implicit_gemm", "auto"}) {
         CAPTURE(algo);
         CHECK(ran_shifted_bdata("mb2ic40ih30oc32oh30kh3ph1", algo));
@@ -759,6 +760,7 @@ TEST_CASE("implicit_gemm's forward and weight gradient from padded stride-phase 
         CHECK(!ran_shifted_bdata("mb1ic32ih7oc40oh7kh3ph1", algo));       // 49 positions
         CHECK(ran_shifted_bdata("mb4ic32ih7oc40oh7kh3ph1", algo));        // four 7x7 images
     }
+    detail::set_winograd(0);
 }
 
 TEST_CASE("implicit_gemm's forward of one image packs W^T panel by panel and equals direct") {
@@ -1970,9 +1972,11 @@ TEST_CASE("auto: backward data by col2im, by implicit_gemm on batched small 3x3 
         check_equal(dx, backward_data(p, dy, wei, "direct"), d);
         return prof.seconds("col2im") > 0.0;
     };
+    detail::set_winograd(2);  // auto's choices besides winograd (tested on their own)
     CHECK(!ran_col2im("mb8ic16ih7oc16oh7kh3ph1"));     // batch 8, 7x7, 3x3 stride 1
     CHECK(!ran_col2im("mb8ic16ih14oc16oh14kh3ph1"));   // 14x14
     CHECK(ran_col2im("mb4ic16ih7oc16oh7kh3ph1"));      // batch 4
     CHECK(ran_col2im("mb8ic16ih28oc16oh28kh3ph1"));    // 28x28: 784 positions
     CHECK(ran_col2im("mb8ic16ih14oc16oh7kh3sh2ph1"));  // stride 2
+    detail::set_winograd(0);
 }

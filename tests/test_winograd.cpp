@@ -162,3 +162,53 @@ TEST_CASE("winograd refuses what its tiles do not compute, naming the rule") {
     r.pad_end = {2, 2, 0};
     CHECK_FALSE(detail::winograd_applies(r));
 }
+
+TEST_CASE("auto takes winograd where winograd_pays: 32+ tiles, 16+ channels, sums of 4 MiB") {
+    // The rule (measured: algorithms.hpp).
+    const auto pays = [](const char* d, Pass pass) {
+        return detail::winograd_pays(parse_descriptor(d), pass);
+    };
+    for (Pass pass : {Pass::Forward, Pass::BackwardData, Pass::BackwardWeight}) {
+        CAPTURE(pass_name(pass));
+        CHECK(pays("mb1ic64ih56oc64oh56kh3ph1", pass));             // res2a_branch2b, 196 tiles
+        CHECK(pays("mb1ic128ih28oc128oh28kh3ph1", pass));           // res3a_branch2b, 49 tiles
+        CHECK_FALSE(pays("mb1ic256ih14oc256oh14kh3ph1", pass));     // 16 tiles
+        CHECK_FALSE(pays("mb1ic512ih7oc512oh7kh3ph1", pass));       // 4 tiles
+        CHECK_FALSE(pays("mb8ic8ih28oc64oh28kh3ph1", pass));        // 8 input channels
+        CHECK_FALSE(pays("g32mb8ic256ih28oc256oh28kh3ph1", pass));  // 8 a group (16: below)
+        CHECK_FALSE(pays("mb8ic64ih28oc64oh14kh3sh2ph1", pass));    // stride 2
+        CHECK_FALSE(pays("mb8ic64ih28oc64oh28kh1ph0", pass));       // 1x1
+    }
+    CHECK(pays("g8mb8ic128ih28oc128oh28kh3ph1", Pass::Forward));
+    // Batch 32: all four 3x3 layers forward and backward data; the weight gradient only where
+    // its 36 sums of K x C stay within 4 MiB (256 x 256 is 9 MiB).
+    CHECK(pays("mb32ic512ih7oc512oh7kh3ph1", Pass::Forward));
+    CHECK(pays("mb32ic512ih7oc512oh7kh3ph1", Pass::BackwardData));
+    CHECK(pays("mb32ic128ih28oc128oh28kh3ph1", Pass::BackwardWeight));
+    CHECK_FALSE(pays("mb32ic256ih14oc256oh14kh3ph1", Pass::BackwardWeight));
+
+    // auto runs it there (its spans show) and equals direct within the transforms' rounding.
+    std::mt19937 rng(21);
+    const Problem p = parse_descriptor("mb2ic16ih24oc20oh24kh3ph1");  // 72 tiles
+    const Tensor src = real_tensor(p.src_dims(), rng), wei = real_tensor(p.wei_dims(), rng),
+                 dy = real_tensor(p.dst_dims(), rng);
+    for (Pass pass : {Pass::Forward, Pass::BackwardData, Pass::BackwardWeight}) {
+        CAPTURE(pass_name(pass));
+        REQUIRE(detail::winograd_pays(p, pass));
+        for (int mode : {0, 2}) {
+            detail::set_winograd(mode);
+            Profiler prof;
+            const Tensor got = pass == Pass::Forward ? forward(p, src, wei, nullptr, "auto", &prof)
+                               : pass == Pass::BackwardData
+                                   ? backward_data(p, dy, wei, "auto", &prof)
+                                   : backward_weight(p, src, dy, "auto", &prof);
+            const Tensor want = pass == Pass::Forward ? forward(p, src, wei, nullptr, "direct")
+                                : pass == Pass::BackwardData
+                                    ? backward_data(p, dy, wei, "direct")
+                                    : backward_weight(p, src, dy, "direct");
+            CHECK((prof.seconds("wino_src") > 0) == (mode == 0));
+            check_rms(got, want, 2e-5, to_descriptor(p));
+        }
+        detail::set_winograd(0);
+    }
+}

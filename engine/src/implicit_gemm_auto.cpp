@@ -32,15 +32,19 @@
 // (prepare_weights), the tiles serve one 7x7 image too (use_shifted). Unpadded 1x1 layers,
 // strided too, take implicit_gemm where its backward data runs as the forward's pointwise tiles
 // on the swapped problem (pointwise_bwd_data_problem, measured there against col2im).
+// Every pass takes winograd first where winograd_pays (2-D 3x3 stride 1 with enough tiles and
+// channels; measured there).
 #include "algorithms.hpp"
 
 namespace convlab::detail {
 
 void forward_auto(const Problem& p, const ConvArgs& a, Profiler* prof) {
+    if (winograd_pays(p, Pass::Forward)) return forward_winograd(p, a, prof);
     forward_implicit_gemm(p, a, prof);
 }
 
 void backward_data_auto(const Problem& p, const ConvArgs& a, Profiler* prof) {
+    if (winograd_pays(p, Pass::BackwardData)) return backward_data_winograd(p, a, prof);
     bool unit_stride = true;
     for (int x = 0; x < p.ndims; ++x) unit_stride = unit_stride && p.stride[x] == 1;
     if (shifted_applies(p, Pass::BackwardData, &a) ||
@@ -51,6 +55,7 @@ void backward_data_auto(const Problem& p, const ConvArgs& a, Profiler* prof) {
 }
 
 void backward_weight_auto(const Problem& p, const ConvArgs& a, Profiler* prof) {
+    if (winograd_pays(p, Pass::BackwardWeight)) return backward_weight_winograd(p, a, prof);
     backward_weight_implicit_gemm(p, a, prof);
 }
 

@@ -113,10 +113,31 @@ inline void load_row(const float* plane, const Geom& q, dim_t y, dim_t x0, dim_t
     std::fill(row + hi, row + count, 0.0f);
 }
 
+// Prefetches rows [y0, y0 + rows) x columns [x0, x0 + count) of a plane (h x w), clamped to
+// it: the next channel's share of a run while this one's is transformed. Channels' planes lie
+// far apart, so each run reads short pieces of many rows, which the hardware prefetchers
+// follow poorly; from memory (large batches) the transforms waited on them.
+inline void prefetch_rows(const float* plane, dim_t h, dim_t w, dim_t y0, dim_t rows, dim_t x0,
+                          dim_t count, bool write) {
+    const dim_t ya = std::max<dim_t>(y0, 0), yb = std::min(y0 + rows, h);
+    const dim_t xa = std::max<dim_t>(x0, 0), xb = std::min(x0 + count, w);
+    if (xa >= xb) return;
+    for (dim_t y = ya; y < yb; ++y) {
+        const char* a = reinterpret_cast<const char*>(plane + y * w + xa);
+        const char* b = reinterpret_cast<const char*>(plane + y * w + xb - 1);
+        for (; a <= b; a += 64)
+            if (write)
+                __builtin_prefetch(a, 1, 3);
+            else
+                __builtin_prefetch(a, 0, 3);
+        __builtin_prefetch(b, write ? 1 : 0, 3);
+    }
+}
+
 // The 6-point transforms, applied to vectors of tiles (B^T d for inputs; A^T m for outputs; A y
 // for output gradients; G^T m for weight gradients). out[i] is len floats ldo apart.
 inline void bt6(const float* const d[6], float* const o[6], dim_t len) {
-#pragma omp simd
+#pragma omp simd simdlen(8)
     for (dim_t t = 0; t < len; ++t) {
         const float d0 = d[0][t], d1 = d[1][t], d2 = d[2][t], d3 = d[3][t], d4 = d[4][t],
                     d5 = d[5][t];
@@ -130,7 +151,7 @@ inline void bt6(const float* const d[6], float* const o[6], dim_t len) {
 }
 
 inline void at6(const float* const m[6], float* const o[4], dim_t len) {
-#pragma omp simd
+#pragma omp simd simdlen(8)
     for (dim_t t = 0; t < len; ++t) {
         const float m0 = m[0][t], m1 = m[1][t], m2 = m[2][t], m3 = m[3][t], m4 = m[4][t],
                     m5 = m[5][t];
@@ -145,7 +166,7 @@ inline void at6(const float* const m[6], float* const o[4], dim_t len) {
 // len rounded up to whole vectors of 16 lanes. The transforms run over lp lanes: buffers of
 // runs hold lp floats, and rows of V, M and Y hold 15 floats of slack past the block (row_len).
 inline dim_t padded(dim_t len) {
-    return (len + 15) / 16 * 16;
+    return (len + 7) / 8 * 8;
 }
 inline dim_t row_len(dim_t nb) {
     return padded(nb + 15);
@@ -158,22 +179,31 @@ inline dim_t point_stride(dim_t channels, dim_t ld) {
 }
 
 // V[xi * ldx + j + e] for the run of len tiles (n, th, tw0..) of one input channel plane.
-// work: 40 * len + 2 floats.
+// work: 44 lp + 8 floats (lp: len padded).
 void input_run(const float* plane, const Geom& q, dim_t th, dim_t tw0, dim_t len, float* v,
                dim_t ldx, float* work) {
     const dim_t lp = padded(len);  // whole vectors: lanes past len are never stored
     float* tmp = work;             // [i][j'][t]: rows transformed along w
-    float* row = work + 36 * lp;   // 4 lp + 2 floats of one input row
+    float* row = work + 36 * lp;   // 4 lp + 4 floats of one input row
+    float* ph = row + 4 * lp + 4;  // its 4 phases, lp + 1 floats each: ph_c[m] = row[4 m + c]
+    const dim_t lq = lp + 1;
     const dim_t x0 = 4 * tw0 - q.pl;
     for (int i = 0; i < 6; ++i) {
-        load_row(plane, q, 4 * th + i - q.pt, x0, 4 * lp + 2, row);
-        // d_j(t) = row[4 t + j]
+        load_row(plane, q, 4 * th + i - q.pt, x0, 4 * lp + 4, row);
+        // De-interleaved first, so that the transform reads each d_j at unit stride (read at
+        // stride 4, GCC peels a scalar iteration per vector for the group's gap: half the
+        // lanes of a 14-tile row ran scalar).
+#pragma omp simd simdlen(8)
+        for (dim_t m = 0; m < lq; ++m)
+            for (int c = 0; c < 4; ++c) ph[c * lq + m] = row[4 * m + c];
+        // d_j(t) = row[4 t + j]: phases 0..3 at t, then phases 0 and 1 at t + 1
+        const float *p0 = ph, *p1 = ph + lq, *p2 = ph + 2 * lq, *p3 = ph + 3 * lq;
         float* o[6];
         for (int j = 0; j < 6; ++j) o[j] = tmp + (i * 6 + j) * lp;
-#pragma omp simd
+#pragma omp simd simdlen(8)
         for (dim_t t = 0; t < lp; ++t) {
-            const float* r = row + 4 * t;
-            const float d0 = r[0], d1 = r[1], d2 = r[2], d3 = r[3], d4 = r[4], d5 = r[5];
+            const float d0 = p0[t], d1 = p1[t], d2 = p2[t], d3 = p3[t], d4 = p0[t + 1],
+                        d5 = p1[t + 1];
             o[0][t] = 4.0f * d0 - 5.0f * d2 + d4;
             o[1][t] = -4.0f * (d1 + d2) + d3 + d4;
             o[2][t] = 4.0f * (d1 - d2) - d3 + d4;
@@ -241,6 +271,9 @@ void run_block(const Geom& q, dim_t g, Block b, const float* src, const float* u
         loop(cg, [&](dim_t c, float* work) {
             for_runs(q, b.t0, b.t1, [&](dim_t n, dim_t th, dim_t tw0, dim_t len, dim_t j) {
                 const float* plane = src + n * q.in_image() + (g * cg + c) * q.h * q.w;
+                if (c + 1 < cg)
+                    prefetch_rows(plane + q.h * q.w, q.h, q.w, 4 * th - q.pt, 6, 4 * tw0 - q.pl,
+                                  4 * len + 2, false);
                 input_run(plane, q, th, tw0, len, v + c * ld + j, point_stride(cg, ld), work);
             });
         });
@@ -259,6 +292,9 @@ void run_block(const Geom& q, dim_t g, Block b, const float* src, const float* u
             const float bk = bias ? bias[g * kg + k] : 0.0f;
             for_runs(q, b.t0, b.t1, [&](dim_t n, dim_t th, dim_t tw0, dim_t len, dim_t j) {
                 float* plane = dst + n * q.out_image() + (g * kg + k) * q.oh * q.ow;
+                if (k + 1 < kg)
+                    prefetch_rows(plane + q.oh * q.ow, q.oh, q.ow, 4 * th, 4, 4 * tw0, 4 * len,
+                                  true);
                 output_run(mm + k * ld + j, point_stride(kg, ld), q, th, tw0, len, bk, plane, work);
             });
         });
@@ -268,16 +304,18 @@ void run_block(const Geom& q, dim_t g, Block b, const float* src, const float* u
 dim_t block_tiles(const Geom& q) {
     if (g_block_tiles > 0) return g_block_tiles;
     if (const char* e = std::getenv("CONVLAB_WINO_BLOCK")) return std::atoi(e);
-    // 96 tiles (ResNet-50's 56x56 and 28x28 layers at batch 1 measured 0.59 and 0.71 ms with
-    // 98, 0.69 and 0.82 with 56, 0.83 and 0.92 with 32), at most 4 MiB of transformed inputs
-    // and products per block, at least 16 tiles.
+    // 96 tiles: two tiles of 48 columns of the GEMM's kernels (ResNet-50's 3x3 layers, one
+    // call alternating with implicit_gemm: at batch 1 56x56 and 28x28 measured 0.59 and 0.71
+    // ms with 98, 0.69 and 0.82 with 56, 0.83 and 0.92 with 32; at batch 32 14x14 22.4 ms
+    // with 96 against 27.4 with 48 and 28-31 with 56, 7x7 19.1 against 22.4 with 48). Fewer
+    // where a block's transformed inputs and products would pass 32 MiB.
     const dim_t per_tile = kPoints * (q.cg + q.kg) * dim_t{sizeof(float)};
-    return std::clamp<dim_t>((dim_t{4} << 20) / per_tile, 16, 96);
+    return std::clamp<dim_t>((dim_t{32} << 20) / per_tile / 16 * 16, 16, 96);
 }
 
 // Work floats of the transforms of one run (the longest run is a whole tile row).
 dim_t work_floats(const Geom& q) {
-    return 44 * padded(q.tw) + 16;
+    return 44 * padded(q.tw) + 64;
 }
 
 void run_tiles(const Geom& q, const float* src, const float* u, const float* bias, float* dst,
@@ -375,7 +413,7 @@ void transform_weights(const Problem& p, const float* wei, bool flip, float* u, 
 // A w for 4-point vectors of tiles: w0; w0+w1+w2+w3; w0-w1+w2-w3; w0+2w1+4w2+8w3;
 // w0-2w1+4w2-8w3; w3 (w(t) = d[j][t * step]).
 inline void a6(const float* const d[4], dim_t step, float* const o[6], dim_t len) {
-#pragma omp simd
+#pragma omp simd simdlen(8)
     for (dim_t t = 0; t < len; ++t) {
         const float w0 = d[0][t * step], w1 = d[1][t * step], w2 = d[2][t * step],
                     w3 = d[3][t * step];
@@ -436,6 +474,25 @@ bool winograd_applies(const Problem& p) {
 }
 
 namespace {
+int g_winograd_mode = 0;
+}
+
+void set_winograd(int mode) {
+    g_winograd_mode = mode;
+}
+
+bool winograd_pays(const Problem& p, Pass pass) {
+    if (g_winograd_mode == 2) return false;
+    if (!winograd_applies(p) || p.icg() < 16 || p.ocg() < 16) return false;
+    const Geom q = pass == Pass::BackwardData ? backward_data_geom(p) : forward_geom(p);
+    if (q.tiles() < 32) return false;
+    if (pass != Pass::BackwardWeight) return true;
+    // The weight gradient rewrites its 36 sums of K x C per block of tiles.
+    return std::size_t{kPoints} * static_cast<std::size_t>(p.oc * p.icg()) * sizeof(float) <=
+           (std::size_t{4} << 20);
+}
+
+namespace {
 void check_applies(const Problem& p, Pass pass) {
     if (winograd_applies(p)) return;
     throw Error(std::string("winograd: ") + pass_name(pass) + " of " + to_descriptor(p) +
@@ -488,6 +545,9 @@ void backward_weight_winograd(const Problem& p, const ConvArgs& a, Profiler* pro
             loop(cg, [&](dim_t c, float* work) {
                 for_runs(q, b.t0, b.t1, [&](dim_t n, dim_t th, dim_t tw0, dim_t len, dim_t j) {
                     const float* plane = a.src + n * q.in_image() + (g * cg + c) * q.h * q.w;
+                    if (c + 1 < cg)
+                        prefetch_rows(plane + q.h * q.w, q.h, q.w, 4 * th - q.pt, 6, 4 * tw0 - q.pl,
+                                      4 * len + 2, false);
                     input_run(plane, q, th, tw0, len, v + c * ld + j, point_stride(cg, ld), work);
                 });
             });
@@ -498,6 +558,9 @@ void backward_weight_winograd(const Problem& p, const ConvArgs& a, Profiler* pro
                 for_runs(q, b.t0, b.t1, [&](dim_t n, dim_t th, dim_t tw0, dim_t len, dim_t j) {
                     const float* plane =
                         a.diff_dst + n * q.out_image() + (g * kg + k) * q.oh * q.ow;
+                    if (k + 1 < kg)
+                        prefetch_rows(plane + q.oh * q.ow, q.oh, q.ow, 4 * th, 4, 4 * tw0, 4 * len,
+                                      false);
                     grad_run(plane, q, th, tw0, len, yy + k * ld + j, point_stride(kg, ld), work);
                 });
             });
