@@ -22,7 +22,6 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -301,16 +300,18 @@ void run_block(const Geom& q, dim_t g, Block b, const float* src, const float* u
     }
 }
 
+// Tiles per block (the last block short): 96, two tiles of 48 columns of the GEMM's kernels.
+// ResNet-50's 3x3 layers, one call alternating with implicit_gemm: at batch 1 56x56 and 28x28
+// measured 0.59 and 0.71 ms with 98, 0.69 and 0.82 with 56, 0.83 and 0.92 with 32; at batch 32
+// 14x14 22.4 ms with 96 against 27.4 with 48 and 28-31 with 56, 7x7 19.1 against 22.4 with 48.
+// Shared evenly instead, 196 tiles went as 80, 80 and 36 (forward, to 16s) or 66, 66 and 64
+// (weight gradient) and measured slower than 96, 96 and 4: 0.70-0.72 against 0.60-0.65 ms,
+// 0.66-0.73 against 0.63. Fewer where a block's transformed inputs and products would pass
+// 32 MiB; set_winograd_block overrides (tests).
 dim_t block_tiles(const Geom& q) {
-    if (g_block_tiles > 0) return g_block_tiles;
-    if (const char* e = std::getenv("CONVLAB_WINO_BLOCK")) return std::atoi(e);
-    // 96 tiles: two tiles of 48 columns of the GEMM's kernels (ResNet-50's 3x3 layers, one
-    // call alternating with implicit_gemm: at batch 1 56x56 and 28x28 measured 0.59 and 0.71
-    // ms with 98, 0.69 and 0.82 with 56, 0.83 and 0.92 with 32; at batch 32 14x14 22.4 ms
-    // with 96 against 27.4 with 48 and 28-31 with 56, 7x7 19.1 against 22.4 with 48). Fewer
-    // where a block's transformed inputs and products would pass 32 MiB.
+    if (g_block_tiles > 0) return std::min<dim_t>(g_block_tiles, q.tiles());
     const dim_t per_tile = kPoints * (q.cg + q.kg) * dim_t{sizeof(float)};
-    return std::clamp<dim_t>((dim_t{32} << 20) / per_tile / 16 * 16, 16, 96);
+    return std::min(q.tiles(), std::clamp<dim_t>((dim_t{32} << 20) / per_tile / 16 * 16, 16, 96));
 }
 
 // Work floats of the transforms of one run (the longest run is a whole tile row).
@@ -320,7 +321,7 @@ dim_t work_floats(const Geom& q) {
 
 void run_tiles(const Geom& q, const float* src, const float* u, const float* bias, float* dst,
                Profiler* prof) {
-    const dim_t tb = std::min(block_tiles(q), q.tiles());
+    const dim_t tb = block_tiles(q);
     const dim_t nblocks = (q.tiles() + tb - 1) / tb;
     const int threads = omp_get_max_threads();
     const auto v_floats = static_cast<std::size_t>(kPoints * point_stride(q.cg, row_len(tb)));
@@ -529,7 +530,7 @@ void forward_winograd(const Problem& p, const ConvArgs& a, Profiler* prof) {
 void backward_weight_winograd(const Problem& p, const ConvArgs& a, Profiler* prof) {
     check_applies(p, Pass::BackwardWeight);
     const Geom q = forward_geom(p);
-    const dim_t tb = std::min(block_tiles(q), q.tiles());
+    const dim_t tb = block_tiles(q);
     const dim_t nblocks = (q.tiles() + tb - 1) / tb;
     const int threads = omp_get_max_threads();
     const auto v_floats = static_cast<std::size_t>(kPoints * point_stride(q.cg, row_len(tb)));
@@ -627,7 +628,7 @@ void backward_weight_winograd(const Problem& p, const ConvArgs& a, Profiler* pro
                       bi == 0, prof, split);
     }
     // dW[k][c] = G^T (sum of the threads' M) G, in double, 16 filters at a time (36 runs of
-    // 16 floats read from each sum).
+    // 16 floats read from each sum, the transform vectorised over the 16).
     Span s(prof, "wino_wei");
     const dim_t kg = q.kg, cg = q.cg;
     constexpr dim_t kChunk = 16;
@@ -645,29 +646,37 @@ void backward_weight_winograd(const Problem& p, const ConvArgs& a, Profiler* pro
                     }
                 }
                 // G^T rows: [1/4, -1/6, -1/6, 1/24, 1/24, 0], [0, -1/6, 1/6, 1/12, -1/12, 0],
-                // [0, -1/6, -1/6, 1/6, 1/6, 1]
-                const auto gt = [](const double x[6], double out[3]) {
-                    constexpr double k6 = 1.0 / 6, k12 = 1.0 / 12, k24 = 1.0 / 24;
-                    out[0] = x[0] * 0.25 - (x[1] + x[2]) * k6 + (x[3] + x[4]) * k24;
-                    out[1] = (x[2] - x[1]) * k6 + (x[3] - x[4]) * k12;
-                    out[2] = (x[3] + x[4] - x[1] - x[2]) * k6 + x[5];
+                // [0, -1/6, -1/6, 1/6, 1/6, 1]; applied to the 16 filters' lanes at once.
+                constexpr double k6 = 1.0 / 6, k12 = 1.0 / 12, k24 = 1.0 / 24;
+                const auto gt = [&](const double* const x[6], double* const o[3]) {
+#pragma omp simd
+                    for (dim_t e = 0; e < kChunk; ++e) {
+                        const double x0 = x[0][e], x1 = x[1][e], x2 = x[2][e], x3 = x[3][e],
+                                     x4 = x[4][e], x5 = x[5][e];
+                        o[0][e] = x0 * 0.25 - (x1 + x2) * k6 + (x3 + x4) * k24;
+                        o[1][e] = (x2 - x1) * k6 + (x3 - x4) * k12;
+                        o[2][e] = (x3 + x4 - x1 - x2) * k6 + x5;
+                    }
                 };
-                for (dim_t e = 0; e < cn; ++e) {
-                    double half[3][6];  // G^T M: 3 x 6
-                    for (int j = 0; j < 6; ++j) {
-                        const double col[6] = {m[j][e],      m[6 + j][e],  m[12 + j][e],
-                                               m[18 + j][e], m[24 + j][e], m[30 + j][e]};
-                        double o[3];
-                        gt(col, o);
-                        for (int r = 0; r < 3; ++r) half[r][j] = o[r];
-                    }
-                    float* dw = a.diff_wei + ((g * kg + k) * cg + c0 + e) * 9;
-                    for (int r = 0; r < 3; ++r) {
-                        double o[3];
-                        gt(half[r], o);
-                        for (int x = 0; x < 3; ++x) dw[r * 3 + x] = static_cast<float>(o[x]);
-                    }
+                double half[3][6][kChunk];  // G^T M: 3 x 6
+                for (int j = 0; j < 6; ++j) {
+                    const double* col[6] = {m[j],      m[6 + j],  m[12 + j],
+                                            m[18 + j], m[24 + j], m[30 + j]};
+                    double* o[3] = {half[0][j], half[1][j], half[2][j]};
+                    gt(col, o);
                 }
+                double out[3][3][kChunk];  // (G^T M) G
+                for (int r = 0; r < 3; ++r) {
+                    const double* row[6] = {half[r][0], half[r][1], half[r][2],
+                                            half[r][3], half[r][4], half[r][5]};
+                    double* o[3] = {out[r][0], out[r][1], out[r][2]};
+                    gt(row, o);
+                }
+                float* dw = a.diff_wei + ((g * kg + k) * cg + c0) * 9;
+                for (dim_t e = 0; e < cn; ++e)
+                    for (int r = 0; r < 3; ++r)
+                        for (int x = 0; x < 3; ++x)
+                            dw[e * 9 + r * 3 + x] = static_cast<float>(out[r][x][e]);
             }
 }
 
