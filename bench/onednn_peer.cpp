@@ -121,10 +121,10 @@ bool PeerConv::available() {
     return true;
 }
 
-std::optional<convlab::bench::PeerSpec> PeerConv::spec() {
+std::optional<convlab::bench::PeerSpec> PeerConv::spec(const std::string& algo) {
     convlab::bench::PeerSpec s;
     s.name = "oneDNN";
-    s.description = describe();
+    s.description = describe() + ", algorithm convolution_" + algo;
     s.set_threads = [](int threads) {
 #ifdef _OPENMP
         omp_set_num_threads(threads);  // Debian's libdnnl runs on OpenMP
@@ -132,10 +132,9 @@ std::optional<convlab::bench::PeerSpec> PeerConv::spec() {
         (void)threads;
 #endif
     };
-    s.create =
-        [](const convlab::Problem& p,
-           const std::vector<convlab::Pass>& passes) -> std::unique_ptr<convlab::bench::PeerConv> {
-        return std::make_unique<PeerConv>(p, passes);
+    s.create = [algo](const convlab::Problem& p, const std::vector<convlab::Pass>& passes)
+        -> std::unique_ptr<convlab::bench::PeerConv> {
+        return std::make_unique<PeerConv>(p, passes, algo);
     };
     return s;
 }
@@ -165,8 +164,12 @@ std::string PeerConv::describe() {
            isa_name(dnnl::get_effective_cpu_isa()) + ")";
 }
 
-PeerConv::PeerConv(const convlab::Problem& p, const std::vector<convlab::Pass>& passes)
+PeerConv::PeerConv(const convlab::Problem& p, const std::vector<convlab::Pass>& passes,
+                   const std::string& algo)
     : impl_(std::make_unique<Impl>()) {
+    const dnnl::algorithm alg = algo == "auto"       ? dnnl::algorithm::convolution_auto
+                                : algo == "winograd" ? dnnl::algorithm::convolution_winograd
+                                                     : dnnl::algorithm::convolution_direct;
     Impl& m = *impl_;
     memory::dims src_dims{p.mb, p.ic}, dst_dims{p.mb, p.oc}, wei_dims;
     if (p.groups > 1) {
@@ -201,8 +204,7 @@ PeerConv::PeerConv(const convlab::Problem& p, const std::vector<convlab::Pass>& 
     // The forward primitive descriptor is also the hint of both backward ones.
     bool fwd_ok = false;
     try {
-        dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_training,
-                                          dnnl::algorithm::convolution_direct, src_any, wei_any,
+        dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_training, alg, src_any, wei_any,
                                           dst_any, strides, dilates, pad_l, pad_r);
         m.fwd_pd = dnnl::convolution_forward::primitive_desc(d, m.eng);
         fwd_ok = true;
@@ -222,9 +224,8 @@ PeerConv::PeerConv(const convlab::Problem& p, const std::vector<convlab::Pass>& 
     }
     if (fwd_ok && want(convlab::Pass::BackwardData)) {
         try {
-            dnnl::convolution_backward_data::desc d(dnnl::algorithm::convolution_direct, src_any,
-                                                    wei_any, dst_any, strides, dilates, pad_l,
-                                                    pad_r);
+            dnnl::convolution_backward_data::desc d(alg, src_any, wei_any, dst_any, strides,
+                                                    dilates, pad_l, pad_r);
             m.bwd_d_pd = dnnl::convolution_backward_data::primitive_desc(d, m.eng, m.fwd_pd);
             m.prim[1] = dnnl::convolution_backward_data(m.bwd_d_pd);
             m.d_diff_dst = memory(m.bwd_d_pd.diff_dst_desc(), m.eng);
@@ -237,9 +238,8 @@ PeerConv::PeerConv(const convlab::Problem& p, const std::vector<convlab::Pass>& 
     }
     if (fwd_ok && want(convlab::Pass::BackwardWeight)) {
         try {
-            dnnl::convolution_backward_weights::desc d(dnnl::algorithm::convolution_direct, src_any,
-                                                       wei_any, dst_any, strides, dilates, pad_l,
-                                                       pad_r);
+            dnnl::convolution_backward_weights::desc d(alg, src_any, wei_any, dst_any, strides,
+                                                       dilates, pad_l, pad_r);
             m.bwd_w_pd = dnnl::convolution_backward_weights::primitive_desc(d, m.eng, m.fwd_pd);
             m.prim[2] = dnnl::convolution_backward_weights(m.bwd_w_pd);
             m.w_src = memory(m.bwd_w_pd.src_desc(), m.eng);
@@ -339,13 +339,13 @@ struct PeerConv::Impl {};
 bool PeerConv::available() {
     return false;
 }
-std::optional<convlab::bench::PeerSpec> PeerConv::spec() {
+std::optional<convlab::bench::PeerSpec> PeerConv::spec(const std::string&) {
     return std::nullopt;
 }
 std::string PeerConv::describe() {
     return "not built with oneDNN (no peer column)";
 }
-PeerConv::PeerConv(const convlab::Problem&, const std::vector<convlab::Pass>&) {
+PeerConv::PeerConv(const convlab::Problem&, const std::vector<convlab::Pass>&, const std::string&) {
     throw convlab::Error("convlab_bench was built without oneDNN");
 }
 PeerConv::~PeerConv() = default;

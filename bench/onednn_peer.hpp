@@ -28,9 +28,12 @@ class PeerConv final : public convlab::bench::PeerConv {
     static std::string describe();
 
     // Creates the primitives of the given passes: forward (prop_kind::forward_training), backward
-    // data and backward weights (both hinted by the forward one), algorithm::convolution_direct.
-    // A pass oneDNN cannot do is reported by error(pass), not thrown.
-    PeerConv(const convlab::Problem& p, const std::vector<convlab::Pass>& passes);
+    // data and backward weights (both hinted by the forward one) by the algorithm `algo`:
+    // "direct" (convolution_direct, what PyTorch asks oneDNN for), "auto" (convolution_auto:
+    // oneDNN's own choice per problem) or "winograd" (convolution_winograd, F(4x4, 3x3), for
+    // the problems it takes). A pass oneDNN cannot do is reported by error(pass), not thrown.
+    PeerConv(const convlab::Problem& p, const std::vector<convlab::Pass>& passes,
+             const std::string& algo = "direct");
     ~PeerConv();
     PeerConv(const PeerConv&) = delete;
     PeerConv& operator=(const PeerConv&) = delete;
@@ -50,7 +53,8 @@ class PeerConv final : public convlab::bench::PeerConv {
 
     // The peer as the runner takes it: name "oneDNN", description, thread setting (OpenMP),
     // and a factory. nullopt when built without oneDNN.
-    static std::optional<convlab::bench::PeerSpec> spec();
+    // The peer with the convolution algorithm `algo` (as the constructor's; in its description).
+    static std::optional<convlab::bench::PeerSpec> spec(const std::string& algo = "direct");
 
   private:
     struct Impl;

@@ -327,7 +327,7 @@ TEST_CASE("charts: every operation and algorithm has its own colour, far from th
                          d(a.b, b.b) * d(a.b, b.b));
     };
     const std::vector<std::string>& ops = known_operations();
-    CHECK(ops.size() == 21);
+    CHECK(ops.size() == 25);
     for (std::size_t i = 0; i < ops.size(); ++i)
         for (std::size_t j = i + 1; j < ops.size(); ++j) {
             CAPTURE(ops[i]);
@@ -337,10 +337,12 @@ TEST_CASE("charts: every operation and algorithm has its own colour, far from th
     // The spans every algorithm of the engine records are known ones (none falls back to a
     // hashed colour): a padded, strided, dilated, grouped layer runs each algorithm once.
     bench::Config cfg;
-    bench::Layer l;
+    bench::Layer l, w;
     l.descriptor = "g2mb2ic4ih7oc4kh3sh2dh1ph1n\"t:x\"";
     l.problem = parse_descriptor(l.descriptor);
-    cfg.layers = {l};
+    w.descriptor = "g2mb2ic4ih7oc4kh3ph1n\"t:winograd\"";  // 3x3 stride 1: winograd runs too
+    w.problem = parse_descriptor(w.descriptor);
+    cfg.layers = {l, w};
     cfg.algos = {"all"};
     cfg.threads = 1;
     cfg.timing.warmup = 0;
@@ -547,6 +549,38 @@ TEST_CASE("charts: convlab bench writes verified CSV, JSON and charts, bad input
                    "--out", half},
                   oh2, eh2) == 2);
     CHECK(eh2.str().find("--peer onednn: oneDNN is timed in fp32 only") != std::string::npos);
+    std::ostringstream ohp, ehp;  // an unknown peer: the known ones listed
+    CHECK(run_cli({"bench", "--shapes", shapes.string(), "--peer", "onednn-fft", "--out", half},
+                  ohp, ehp) == 2);
+    CHECK(ehp.str().find("expected onednn, onednn-auto, onednn-winograd or none") !=
+          std::string::npos);
+    {
+        // oneDNN's Winograd asked for by name: its rows say so, and they are verified (where
+        // convlab was built with oneDNN).
+        const fs::path wshapes = dir.path / "wino.txt";
+        std::ofstream(wshapes) << "mb1ic16ih12oc16kh3ph1n\"t:wino\"\n";
+        const std::string wdir = (dir.path / "wino").string();
+        std::ostringstream ow, ew;
+        const int wstatus =
+            run_cli({"bench", "--shapes", wshapes.string(), "--peer", "onednn-winograd", "--algos",
+                     "fwd:winograd", "--passes", "fwd", "--threads", "1", "--warmup", "0", "--reps",
+                     "1", "--out", wdir},
+                    ow, ew);
+        if (ew.str().find("built without oneDNN") == std::string::npos) {
+            REQUIRE(wstatus == 0);
+            std::ifstream in(fs::path(wdir) / "results.json");
+            const Results rw = bench::read_json(in);
+            CHECK(rw.machine.peer.find("convolution_winograd") != std::string::npos);
+            bool peer_row = false;
+            for (const Measurement& m : rw.rows)
+                if (m.peer) {
+                    peer_row = true;
+                    CHECK(m.valid());
+                    CHECK(m.impl.find("wino") != std::string::npos);
+                }
+            CHECK(peer_row);
+        }
+    }
     std::ostringstream oh3, eh3;
     CHECK(run_cli({"bench", "--shapes", shapes.string(), "--dtype", "fp64", "--out", half}, oh3,
                   eh3) == 2);

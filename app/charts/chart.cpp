@@ -256,6 +256,7 @@ Color algorithm_color(const std::string& name) {
                                                     {"fractal_via_forward", {255, 127, 14, 255}},
                                                     {"implicit_gemm", {23, 190, 207, 255}},
                                                     {"auto", {188, 189, 34, 255}},
+                                                    {"winograd", {204, 0, 204, 255}},
                                                     {"direct", {127, 127, 127, 255}},
                                                     {"oneDNN", {40, 40, 40, 255}}};
     if (const auto it = fixed.find(name); it != fixed.end()) return it->second;
@@ -268,9 +269,10 @@ Color algorithm_color(const std::string& name) {
 
 const std::vector<std::string>& known_operations() {
     static const std::vector<std::string> ops{
-        "gemm",     "fractal_gemm", "im2col", "col2im", "scatter",     "zero",   "zero-insert",
-        "pad",      "fliprot",      "tnc",    "tncf",   "tncf_dw",     "pack",   "pack_src",
-        "pack_dst", "pack_wei",     "unpack", "bias",   "transpose_b", "direct", "other"};
+        "gemm",     "fractal_gemm",  "im2col",   "col2im",  "scatter",     "zero",   "zero-insert",
+        "pad",      "fliprot",       "tnc",      "tncf",    "tncf_dw",     "pack",   "pack_src",
+        "pack_dst", "pack_wei",      "unpack",   "bias",    "transpose_b", "direct", "other",
+        "wino_src", "wino_diff_dst", "wino_dst", "wino_wei"};
     return ops;
 }
 
@@ -280,17 +282,33 @@ Color operation_color(const std::string& name) {
     // chroma), so that no two operations of a stacked bar can be mistaken for each other;
     // "direct" a mid grey, "other" (time outside every span) a pale grey.
     static const std::map<std::string, Color> fixed{
-        {"gemm", {0, 68, 187, 255}},         {"fractal_gemm", {119, 51, 102, 255}},
-        {"im2col", {255, 153, 68, 255}},     {"col2im", {187, 0, 34, 255}},
-        {"scatter", {85, 170, 34, 255}},     {"zero", {153, 187, 119, 255}},
-        {"zero-insert", {0, 238, 153, 255}}, {"pad", {187, 187, 17, 255}},
-        {"fliprot", {0, 85, 0, 255}},        {"tnc", {187, 153, 255, 255}},
-        {"tncf", {0, 221, 221, 255}},        {"tncf_dw", {0, 85, 68, 255}},
-        {"pack", {153, 68, 68, 255}},        {"pack_src", {255, 153, 170, 255}},
-        {"pack_dst", {204, 17, 102, 255}},   {"pack_wei", {102, 68, 0, 255}},
-        {"unpack", {34, 85, 136, 255}},      {"bias", {255, 102, 204, 255}},
-        {"transpose_b", {0, 170, 255, 255}}, {"direct", {132, 132, 130, 255}},
-        {"other", {232, 232, 232, 255}}};
+        {"gemm", {0, 68, 187, 255}},
+        {"fractal_gemm", {119, 51, 102, 255}},
+        {"im2col", {255, 153, 68, 255}},
+        {"col2im", {187, 0, 34, 255}},
+        {"scatter", {85, 170, 34, 255}},
+        {"zero", {153, 187, 119, 255}},
+        {"zero-insert", {0, 238, 153, 255}},
+        {"pad", {187, 187, 17, 255}},
+        {"fliprot", {0, 85, 0, 255}},
+        {"tnc", {187, 153, 255, 255}},
+        {"tncf", {0, 221, 221, 255}},
+        {"tncf_dw", {0, 85, 68, 255}},
+        {"pack", {153, 68, 68, 255}},
+        {"pack_src", {255, 153, 170, 255}},
+        {"pack_dst", {204, 17, 102, 255}},
+        {"pack_wei", {102, 68, 0, 255}},
+        {"unpack", {34, 85, 136, 255}},
+        {"bias", {255, 102, 204, 255}},
+        {"transpose_b", {0, 170, 255, 255}},
+        {"direct", {132, 132, 130, 255}},
+        {"other", {232, 232, 232, 255}},
+        // winograd's transforms: inputs, output gradients, outputs, filters (farthest-point
+        // picks against the colours above, at least 114 apart in RGB)
+        {"wino_src", {136, 0, 255, 255}},
+        {"wino_diff_dst", {0, 255, 0, 255}},
+        {"wino_dst", {119, 255, 221, 255}},
+        {"wino_wei", {255, 0, 255, 255}}};
     if (const auto it = fixed.find(name); it != fixed.end()) return it->second;
     return algorithm_color(name);
 }
@@ -300,7 +318,8 @@ std::string short_algorithm_name(const std::string& name) {
         {"im2col_gemm", "im2col"},  {"implicit_gemm", "implicit"},
         {"via_forward", "via_fwd"}, {"fractal_via_forward", "frac_via"},
         {"col2im", "col2im"},       {"fractal", "fractal"},
-        {"auto", "auto"},           {"direct", "direct"}};
+        {"winograd", "winograd"},   {"auto", "auto"},
+        {"direct", "direct"}};
     if (const auto it = names.find(name); it != names.end()) return it->second;
     return name.size() <= 9 ? name : name.substr(0, 8) + ".";
 }

@@ -158,16 +158,17 @@ BenchPlan plan_from(const Options& opts) {
     // The peer is fp32 only: with fp16 / bf16 it is left out unless asked for (then an error).
     const std::string peer =
         opts.value_or("--peer", ::bench::PeerConv::available() && fp32 ? "onednn" : "none");
-    if (peer == "onednn" && !fp32)
-        throw Error(std::string("--peer onednn: oneDNN is timed in fp32 only; --dtype ") +
+    const bool onednn = peer == "onednn" || peer == "onednn-auto" || peer == "onednn-winograd";
+    if (onednn && !fp32)
+        throw Error("--peer " + peer + ": oneDNN is timed in fp32 only; --dtype " +
                     dtype_name(cfg.dtype) +
                     " times the DaVinci fractal algorithms alone (use "
                     "--peer none, or --dtype fp32)");
-    if (peer == "onednn") {
-        cfg.peer = ::bench::PeerConv::spec();
-        if (!cfg.peer) throw Error("--peer onednn: this convlab was built without oneDNN");
+    if (onednn) {
+        cfg.peer = ::bench::PeerConv::spec(peer == "onednn" ? "direct" : peer.substr(7));
+        if (!cfg.peer) throw Error("--peer " + peer + ": this convlab was built without oneDNN");
     } else if (peer != "none") {
-        throw Error("--peer '" + peer + "': expected onednn or none");
+        throw Error("--peer '" + peer + "': expected onednn, onednn-auto, onednn-winograd or none");
     }
     cfg.command = reproduce(opts);
     return plan;
@@ -426,7 +427,10 @@ const Command& command() {
           "sweeps"},
          {"--passes", "LIST", "comma-separated: fwd,bwd_data,bwd_weight (default: all three)"},
          {"--algos", "LIST", "comma-separated names or PASS:NAME (default: all but direct)"},
-         {"--peer", "NAME", "onednn (default when built with it) | none"},
+         {"--peer", "NAME",
+          "onednn (default when built with it: convolution_direct, as PyTorch asks for) | "
+          "onednn-auto (convolution_auto: oneDNN's choice) | onednn-winograd "
+          "(convolution_winograd: 3x3 stride-1 layers only) | none"},
          {"--threads", "T",
           "threads of the engine and the peer (default 0 = all cores); a list (1,2) sweeps: "
           "each (batch, threads) a set of rows, charts named ..._b32_t2"},
