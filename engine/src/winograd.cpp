@@ -23,6 +23,10 @@
 
 #include <algorithm>
 #include <cstring>
+#include <initializer_list>
+#include <new>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "algorithms.hpp"
@@ -162,7 +166,8 @@ inline void at6(const float* const m[6], float* const o[4], dim_t len) {
     }
 }
 
-// len rounded up to whole vectors of 16 lanes. The transforms run over lp lanes: buffers of
+// len rounded up to whole vectors of 8 lanes (Zen 4 runs 16-lane AVX-512 as two 8-lane halves
+// anyway; short rows of tiles waste fewer lanes). The transforms run over lp lanes: buffers of
 // runs hold lp floats, and rows of V, M and Y hold 15 floats of slack past the block (row_len).
 inline dim_t padded(dim_t len) {
     return (len + 7) / 8 * 8;
@@ -259,6 +264,37 @@ struct Block {
     dim_t t0, t1;
 };
 
+// This thread's scratch slot, or Error naming what did not fit.
+float* scratch_or_error(int slot, std::size_t floats, const char* what) {
+    try {
+        return scratch(slot, floats);
+    } catch (const std::bad_alloc&) {
+        throw Error(std::string("winograd: ") + std::to_string((floats * sizeof(float)) >> 20) +
+                    " MiB of " + what + " do not fit in memory");
+    }
+}
+
+// Sizes the given scratch slots of every thread of the next parallel regions (slot, floats)
+// before they start, so that no allocation fails inside one (an exception cannot leave it):
+// throws Error naming winograd's buffers when they do not fit in memory.
+void reserve_scratch(std::initializer_list<std::pair<int, std::size_t>> slots) {
+    bool ok = true;
+#pragma omp parallel
+    {
+        try {
+            for (const auto& [slot, floats] : slots) scratch(slot, floats);
+        } catch (const std::bad_alloc&) {
+#pragma omp atomic write
+            ok = false;
+        }
+    }
+    if (ok) return;
+    std::size_t bytes = 0;
+    for (const auto& sl : slots) bytes += sl.second * sizeof(float);
+    throw Error("winograd: " + std::to_string(bytes >> 20) +
+                " MiB of transformed tiles per thread do not fit in memory");
+}
+
 // The tiles of one block through the three steps, for group g. Each step's loop runs over
 // [0, count) split as loop() decides (all on this thread, or an omp for of the caller's team).
 template <class Loop>
@@ -329,6 +365,7 @@ void run_tiles(const Geom& q, const float* src, const float* u, const float* bia
     const auto w_floats = static_cast<std::size_t>(work_floats(q));
     if (nblocks * q.groups >= 2 * threads || threads == 1) {
         // Blocks side by side, each thread its own V and M.
+        reserve_scratch({{kVSlot, v_floats + w_floats}, {kMSlot, m_floats}});
         ThreadProfilers tps(prof);
 #pragma omp parallel
         {
@@ -348,8 +385,9 @@ void run_tiles(const Geom& q, const float* src, const float* u, const float* bia
         return;
     }
     // Few blocks: each step of a block split over the threads. V and M are the first thread's.
-    float* v = scratch(kVSlot, v_floats);
-    float* mm = scratch(kMSlot, m_floats);
+    reserve_scratch({{kWinogradWorkSlot, w_floats}});
+    float* v = scratch_or_error(kVSlot, v_floats, "transformed tiles");
+    float* mm = scratch_or_error(kMSlot, m_floats, "transformed products");
     for (dim_t g = 0; g < q.groups; ++g)
         for (dim_t bi = 0; bi < nblocks; ++bi) {
             const Block b{bi * tb, std::min(q.tiles(), (bi + 1) * tb)};
@@ -459,8 +497,9 @@ void grad_run(const float* plane, const Geom& q, dim_t th, dim_t tw0, dim_t len,
 }
 
 float* weights_buffer(const Problem& p) {
-    return scratch(kWinogradUSlot,
-                   static_cast<std::size_t>(kPoints * p.groups * p.ocg() * p.icg()));
+    return scratch_or_error(kWinogradUSlot,
+                            static_cast<std::size_t>(kPoints * p.groups * p.ocg() * p.icg()),
+                            "transformed filters");
 }
 
 }  // namespace
@@ -583,6 +622,8 @@ void backward_weight_winograd(const Problem& p, const ConvArgs& a, Profiler* pro
          acc_floats * sizeof(float) <= (std::size_t{8} << 20)) ||
         threads == 1) {
         // Blocks side by side, each thread its own V, Y and sums (added up below).
+        reserve_scratch(
+            {{kVSlot, v_floats + w_floats}, {kMSlot, y_floats}, {kWinogradUSlot, acc_floats}});
         accs.assign(static_cast<std::size_t>(threads), nullptr);
         wrote.assign(static_cast<std::size_t>(threads),
                      std::vector<char>(static_cast<std::size_t>(q.groups), 0));
@@ -610,9 +651,10 @@ void backward_weight_winograd(const Problem& p, const ConvArgs& a, Profiler* pro
         }
     } else {
         // Few blocks: each step of a block split over the threads.
-        float* v = scratch(kVSlot, v_floats);
-        float* yy = scratch(kMSlot, y_floats);
-        accs.push_back(scratch(kWinogradUSlot, acc_floats));
+        reserve_scratch({{kWinogradWorkSlot, w_floats}});
+        float* v = scratch_or_error(kVSlot, v_floats, "transformed tiles");
+        float* yy = scratch_or_error(kMSlot, y_floats, "transformed gradients");
+        accs.push_back(scratch_or_error(kWinogradUSlot, acc_floats, "transformed sums"));
         wrote.assign(1, std::vector<char>(static_cast<std::size_t>(q.groups), 1));
         const auto split = [&](dim_t count, const auto& body) {
 #pragma omp parallel
