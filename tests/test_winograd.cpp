@@ -50,7 +50,7 @@ Problem make(dim_t mb, dim_t g, dim_t ic, dim_t oc, dim_t h, dim_t w, dim_t pt, 
 }
 
 // All three passes of p by winograd against direct.
-void check_problem(const Problem& p, std::mt19937& rng, double tol = 2e-5) {
+void check_problem(const Problem& p, std::mt19937& rng, double tol = 1e-5) {
     const Tensor src = real_tensor(p.src_dims(), rng), wei = real_tensor(p.wei_dims(), rng),
                  bias = real_tensor({p.oc}, rng), dy = real_tensor(p.dst_dims(), rng);
     const std::string d = to_descriptor(p);
@@ -137,9 +137,9 @@ TEST_CASE("winograd: prepared weights give the per-call result, and are checked"
 TEST_CASE("winograd: ResNet-50-sized channels keep within the benchmark's tolerance") {
     // 256 channels summed over 3x3 taps (fwd, bwd_data) and 2 images of 28x28 (bwd_weight): the
     // rounding of the transforms grows with the sums; the benchmark checks 1e-4 of max(|ref|,
-    // rms(ref)). Measured here: about 1e-5.
+    // rms(ref)). Held here to 4e-5 (Lavin's points, before winograd.cpp's, failed it).
     std::mt19937 rng(11);
-    check_problem(make(2, 1, 256, 64, 28, 28, 1, 1, 1, 1), rng, 1e-4);
+    check_problem(make(2, 1, 256, 64, 28, 28, 1, 1, 1, 1), rng, 4e-5);
 }
 
 TEST_CASE("winograd refuses what its tiles do not compute, naming the rule") {
@@ -163,7 +163,7 @@ TEST_CASE("winograd refuses what its tiles do not compute, naming the rule") {
     CHECK_FALSE(detail::winograd_applies(r));
 }
 
-TEST_CASE("auto takes winograd where winograd_pays: 32+ tiles, 16+ channels, sums of 4 MiB") {
+TEST_CASE("auto takes winograd where winograd_pays: 32+ tiles, 16+ channels, sums of 64 MiB") {
     // The rule (measured: algorithms.hpp).
     const auto pays = [](const char* d, Pass pass) {
         return detail::winograd_pays(parse_descriptor(d), pass);
@@ -180,12 +180,14 @@ TEST_CASE("auto takes winograd where winograd_pays: 32+ tiles, 16+ channels, sum
         CHECK_FALSE(pays("mb8ic64ih28oc64oh28kh1ph0", pass));       // 1x1
     }
     CHECK(pays("g8mb8ic128ih28oc128oh28kh3ph1", Pass::Forward));
-    // Batch 32: all four 3x3 layers forward and backward data; the weight gradient only where
-    // its 36 sums of K x C stay within 4 MiB (256 x 256 is 9 MiB).
+    // Batch 32: all four 3x3 layers, every pass; the weight gradient only where its 36 sums of
+    // K x C stay within 64 MiB (1024 x 1024 is 144 MiB).
     CHECK(pays("mb32ic512ih7oc512oh7kh3ph1", Pass::Forward));
     CHECK(pays("mb32ic512ih7oc512oh7kh3ph1", Pass::BackwardData));
+    CHECK(pays("mb32ic512ih7oc512oh7kh3ph1", Pass::BackwardWeight));
     CHECK(pays("mb32ic128ih28oc128oh28kh3ph1", Pass::BackwardWeight));
-    CHECK_FALSE(pays("mb32ic256ih14oc256oh14kh3ph1", Pass::BackwardWeight));
+    CHECK_FALSE(pays("mb32ic1024ih7oc1024oh7kh3ph1", Pass::BackwardWeight));
+    CHECK(pays("mb32ic1024ih7oc1024oh7kh3ph1", Pass::Forward));
 
     // auto runs it there (its spans show) and equals direct within the transforms' rounding.
     std::mt19937 rng(21);

@@ -74,13 +74,13 @@ void backward_data_winograd(const Problem& p, const ConvArgs& a, Profiler* prof)
 void backward_weight_winograd(const Problem& p, const ConvArgs& a, Profiler* prof);
 // Whether auto takes winograd for that pass of p. Measured against implicit_gemm on
 // ResNet-50's 3x3 layers, one process alternating the two (2 threads, prepared weights):
-//   batch 1   56x56, 28x28: fwd and bwd_data 0.58-0.62 of implicit_gemm's time, bwd_weight
-//             0.70, 0.77; 14x14 (16 tiles): 0.99, 1.18, 1.90; 7x7 (4 tiles): 2.1-6.0
+//   batch 1   56x56, 28x28: fwd and bwd_data 0.58-0.70 of implicit_gemm's time, bwd_weight
+//             0.67-0.77; 14x14 (16 tiles): 0.99, 1.18, 1.90; 7x7 (4 tiles): 2.1-6.0
 //   batch 32  fwd and bwd_data 0.50-0.72 on all four; bwd_weight 0.65, 0.88 (56x56, 28x28),
-//             0.99, 0.89 on 14x14 and 7x7, whose 36 sums of 256 x 256 (512 x 512) filters
-//             are rewritten per block of tiles
+//             0.79, 0.93 (14x14, 7x7, whose 36 sums of 256 x 256 and 512 x 512 filters are
+//             rewritten per block of tiles)
 // So: at least 32 tiles over the batch, 16 channels in and out per group (a GEMM of a few rows
-// does not pay for the transforms), and for the weight gradient sums of at most 4 MiB.
+// does not pay for the transforms), and for the weight gradient sums of at most 64 MiB.
 bool winograd_pays(const Problem& p, Pass pass);
 // Whether auto takes winograd: 0 where winograd_pays (the default), 2 never (tests of auto's
 // other choices).

@@ -89,7 +89,7 @@ const std::array kAlgorithms{
               "DaVinci: TNC(X), TNCf(dY), fractal forward; fp32 FRACTAL_Z(_3D) result unpacked",
               static_cast<AlgoFn>(davinci::backward_weight_fractal_via_forward)},
     Algorithm{Pass::BackwardWeight, "auto",
-              "the fastest here by heuristic: winograd (3x3 stride 1, 32+ tiles, sums <= 4 MiB), "
+              "the fastest here by heuristic: winograd (3x3 stride 1, 32+ tiles, sums <= 64 MiB), "
               "else implicit_gemm",
               detail::backward_weight_auto},
     Algorithm{Pass::BackwardBias, "direct", "sum of dY over batch and space",

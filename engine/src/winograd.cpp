@@ -1,5 +1,6 @@
-// winograd: minimal filtering F(4x4, 3x3) (Lavin and Gray, "Fast Algorithms for Convolutional
-// Neural Networks", 2016) for 2-D 3x3 convolutions of stride 1, undilated, any padding, groups.
+// winograd: minimal filtering F(4x4, 3x3) (Winograd; for CNNs Lavin and Gray, "Fast Algorithms
+// for Convolutional Neural Networks", 2016) for 2-D 3x3 convolutions of stride 1, undilated, any
+// padding, groups.
 //
 // Per 4x4 tile of output and channel pair (k, c), the 3x3 window sums become one product per
 // point of a 6x6 transformed tile: 36 multiplications where direct takes 144. Over all channels
@@ -13,8 +14,20 @@
 // The weight gradient sums over tiles in the transformed domain, F(3x3, 4x4) by transposing the
 // forward's bilinear algorithm:  dW[k][c] = G^T (sum_t (A dY_t A^T) (.) (B^T d_t B)) G.
 //
-// Precision: the transforms' constants (up to 8 and 1/24) cost accuracy against direct. Measured
-// in tests/test_winograd.cpp against direct (double accumulation): see there.
+// Interpolation points 0, 1, -1, 2, -1/2 and infinity, not Lavin's 0, +-1, +-2: half the
+// rounding error (as Barabasz et al., "Error analysis and improving the accuracy of Winograd
+// convolution for deep neural networks", 2020, found), for a denser input transform (26
+// terms against 22). Modelled in double against fp32, 512 channels, blocks of 256: 1.0e-5 of
+// the output's rms against 1.9e-5 (weight gradient over 3000 tiles: 3.4e-6 against 7.6e-6).
+// Measured in the benchmark at batch 32 against oneDNN on ResNet-50's 3x3 layers (the check
+// allows 1e-4 of max(|ref|, rms)): largest errors 1.4-2.6e-5, where Lavin's points gave
+// 3.9-9.0e-5.
+//   B^T = [1  3/2  -2  -3/2   1  0]   G = [    1     0     0]   A^T = [1  1   1  1    1  0]
+//         [0  -1  -5/2 -1/2   1  0]       [ -1/3  -1/3  -1/3]         [0  1  -1  2  -1/2  0]
+//         [0   1   1/2 -5/2   1  0]       [  1/3  -1/3   1/3]         [0  1   1  4   1/4  0]
+//         [0 -1/2  -1   1/2   1  0]       [ 1/15  2/15  4/15]         [0  1  -1  8  -1/8  1]
+//         [0   2   -1   -2    1  0]       [-16/15 8/15 -4/15]
+//         [0   1   3/2  -2  -3/2 1]       [    0     0     1]
 //
 // Blocks of tiles run side by side on the threads (each its own V and M in scratch) where there
 // are enough of them; otherwise the three steps of one block run one after another, each split
@@ -39,6 +52,12 @@ namespace {
 
 constexpr int kPoints = 36;  // 6 x 6 transformed points per tile
 constexpr int kVSlot = kWinogradVSlot, kMSlot = kWinogradMSlot;
+// The forward GEMMs' reduction over channels in blocks of 256 (their partial sums added), not
+// in one run: the rounding of long sums in the transformed domain is what the output transform
+// amplifies most. Modelled in double against fp32 (512 channels, Lavin's points): 1.9e-5 of the
+// rms in one run of 512 (what the GEMM's blocking chose), 9.8e-6 with 256, 8.0e-6 with 128
+// (which cost res4a_branch2b and res5a_branch2b 5-15% at batch 32).
+constexpr dim_t kReductionBlock = 256;
 
 int g_block_tiles = 0;  // 0: chosen per problem
 
@@ -144,12 +163,12 @@ inline void bt6(const float* const d[6], float* const o[6], dim_t len) {
     for (dim_t t = 0; t < len; ++t) {
         const float d0 = d[0][t], d1 = d[1][t], d2 = d[2][t], d3 = d[3][t], d4 = d[4][t],
                     d5 = d[5][t];
-        o[0][t] = 4.0f * d0 - 5.0f * d2 + d4;
-        o[1][t] = -4.0f * (d1 + d2) + d3 + d4;
-        o[2][t] = 4.0f * (d1 - d2) - d3 + d4;
-        o[3][t] = 2.0f * (d3 - d1) - d2 + d4;
+        o[0][t] = d0 + 1.5f * (d1 - d3) - 2.0f * d2 + d4;
+        o[1][t] = -d1 - 2.5f * d2 - 0.5f * d3 + d4;
+        o[2][t] = d1 + 0.5f * d2 - 2.5f * d3 + d4;
+        o[3][t] = 0.5f * (d3 - d1) - d2 + d4;
         o[4][t] = 2.0f * (d1 - d3) - d2 + d4;
-        o[5][t] = 4.0f * d1 - 5.0f * d3 + d5;
+        o[5][t] = d1 + 1.5f * (d2 - d4) - 2.0f * d3 + d5;
     }
 }
 
@@ -158,11 +177,11 @@ inline void at6(const float* const m[6], float* const o[4], dim_t len) {
     for (dim_t t = 0; t < len; ++t) {
         const float m0 = m[0][t], m1 = m[1][t], m2 = m[2][t], m3 = m[3][t], m4 = m[4][t],
                     m5 = m[5][t];
-        const float s12 = m1 + m2, d12 = m1 - m2, s34 = m3 + m4, d34 = m3 - m4;
-        o[0][t] = m0 + s12 + s34;
-        o[1][t] = d12 + 2.0f * d34;
-        o[2][t] = s12 + 4.0f * s34;
-        o[3][t] = d12 + 8.0f * d34 + m5;
+        const float s12 = m1 + m2, d12 = m1 - m2;
+        o[0][t] = m0 + s12 + m3 + m4;
+        o[1][t] = d12 + 2.0f * m3 - 0.5f * m4;
+        o[2][t] = s12 + 4.0f * m3 + 0.25f * m4;
+        o[3][t] = d12 + 8.0f * m3 - 0.125f * m4 + m5;
     }
 }
 
@@ -208,12 +227,12 @@ void input_run(const float* plane, const Geom& q, dim_t th, dim_t tw0, dim_t len
         for (dim_t t = 0; t < lp; ++t) {
             const float d0 = p0[t], d1 = p1[t], d2 = p2[t], d3 = p3[t], d4 = p0[t + 1],
                         d5 = p1[t + 1];
-            o[0][t] = 4.0f * d0 - 5.0f * d2 + d4;
-            o[1][t] = -4.0f * (d1 + d2) + d3 + d4;
-            o[2][t] = 4.0f * (d1 - d2) - d3 + d4;
-            o[3][t] = 2.0f * (d3 - d1) - d2 + d4;
+            o[0][t] = d0 + 1.5f * (d1 - d3) - 2.0f * d2 + d4;
+            o[1][t] = -d1 - 2.5f * d2 - 0.5f * d3 + d4;
+            o[2][t] = d1 + 0.5f * d2 - 2.5f * d3 + d4;
+            o[3][t] = 0.5f * (d3 - d1) - d2 + d4;
             o[4][t] = 2.0f * (d1 - d3) - d2 + d4;
-            o[5][t] = 4.0f * d1 - 5.0f * d3 + d5;
+            o[5][t] = d1 + 1.5f * (d2 - d4) - 2.0f * d3 + d5;
         }
     }
     for (int j = 0; j < 6; ++j) {
@@ -316,9 +335,9 @@ void run_block(const Geom& q, dim_t g, Block b, const float* src, const float* u
     {
         Span s(tp, "gemm");
         loop(kPoints, [&](dim_t xi, float*) {
-            sgemm(kg, nb, cg, StridedA{u + (g * kPoints + xi) * kg * cg, cg, 1},
-                  StridedB{v + xi * point_stride(cg, ld), ld, 1}, mm + xi * point_stride(kg, ld),
-                  ld, false);
+            gemm(kg, nb, cg, StridedA{u + (g * kPoints + xi) * kg * cg, cg, 1},
+                 StridedB{v + xi * point_stride(cg, ld), ld, 1}, mm + xi * point_stride(kg, ld), ld,
+                 false, kReductionBlock);
         });
     }
     {
@@ -411,7 +430,7 @@ void transform_weights(const Problem& p, const float* wei, bool flip, float* u, 
     const dim_t kg = flip ? p.icg() : p.ocg(), cg = flip ? p.ocg() : p.icg();
     const dim_t icg = p.icg();
     constexpr dim_t kChunk = 16;  // filters per pass: 36 rows of 16 floats, whole cache lines
-    constexpr float k4 = 1.0f / 4, k6 = 1.0f / 6, k12 = 1.0f / 12, k24 = 1.0f / 24;
+    constexpr float k3 = 1.0f / 3, k15 = 1.0f / 15;
 #pragma omp parallel for collapse(2) schedule(static) if (p.oc * icg >= 4096)
     for (dim_t g = 0; g < p.groups; ++g)
         for (dim_t k = 0; k < kg; ++k)
@@ -429,11 +448,11 @@ void transform_weights(const Problem& p, const float* wei, bool flip, float* u, 
                             f[r][x] = flip ? w[(2 - r) * 3 + 2 - x] : w[r * 3 + x];
                     // G f (6 x 3), then (G f) G^T (6 x 6)
                     const auto gcol = [&](float a, float b, float cc, float o[6]) {
-                        o[0] = a * k4;
-                        o[1] = -(a + b + cc) * k6;
-                        o[2] = -(a - b + cc) * k6;
-                        o[3] = a * k24 + b * k12 + cc * k6;
-                        o[4] = a * k24 - b * k12 + cc * k6;
+                        o[0] = a;
+                        o[1] = -(a + b + cc) * k3;
+                        o[2] = (a - b + cc) * k3;
+                        o[3] = (a + 2.0f * b + 4.0f * cc) * k15;
+                        o[4] = (-16.0f * a + 8.0f * b - 4.0f * cc) * k15;
                         o[5] = cc;
                     };
                     float gf[3][6];  // columns of G f
@@ -456,12 +475,12 @@ inline void a6(const float* const d[4], dim_t step, float* const o[6], dim_t len
     for (dim_t t = 0; t < len; ++t) {
         const float w0 = d[0][t * step], w1 = d[1][t * step], w2 = d[2][t * step],
                     w3 = d[3][t * step];
-        const float s02 = w0 + w2, s13 = w1 + w3, e = w0 + 4.0f * w2, f = 2.0f * w1 + 8.0f * w3;
+        const float s02 = w0 + w2, s13 = w1 + w3;
         o[0][t] = w0;
         o[1][t] = s02 + s13;
         o[2][t] = s02 - s13;
-        o[3][t] = e + f;
-        o[4][t] = e - f;
+        o[3][t] = w0 + 2.0f * w1 + 4.0f * w2 + 8.0f * w3;
+        o[4][t] = w0 - 0.5f * w1 + 0.25f * w2 - 0.125f * w3;
         o[5][t] = w3;
     }
 }
@@ -527,9 +546,10 @@ bool winograd_pays(const Problem& p, Pass pass) {
     const Geom q = pass == Pass::BackwardData ? backward_data_geom(p) : forward_geom(p);
     if (q.tiles() < 32) return false;
     if (pass != Pass::BackwardWeight) return true;
-    // The weight gradient rewrites its 36 sums of K x C per block of tiles.
+    // The weight gradient rewrites its 36 sums of K x C per block of tiles: at most 64 MiB
+    // (ResNet-50's largest, 512 x 512, are 36 MiB).
     return std::size_t{kPoints} * static_cast<std::size_t>(p.oc * p.icg()) * sizeof(float) <=
-           (std::size_t{4} << 20);
+           (std::size_t{64} << 20);
 }
 
 namespace {
@@ -687,17 +707,17 @@ void backward_weight_winograd(const Problem& p, const ConvArgs& a, Profiler* pro
                         for (dim_t e = 0; e < cn; ++e) m[xi][e] += r[e];
                     }
                 }
-                // G^T rows: [1/4, -1/6, -1/6, 1/24, 1/24, 0], [0, -1/6, 1/6, 1/12, -1/12, 0],
-                // [0, -1/6, -1/6, 1/6, 1/6, 1]; applied to the 16 filters' lanes at once.
-                constexpr double k6 = 1.0 / 6, k12 = 1.0 / 12, k24 = 1.0 / 24;
+                // G^T rows: [1, -1/3, 1/3, 1/15, -16/15, 0], [0, -1/3, -1/3, 2/15, 8/15, 0],
+                // [0, -1/3, 1/3, 4/15, -4/15, 1]; applied to the 16 filters' lanes at once.
+                constexpr double k3 = 1.0 / 3, k15 = 1.0 / 15;
                 const auto gt = [&](const double* const x[6], double* const o[3]) {
 #pragma omp simd
                     for (dim_t e = 0; e < kChunk; ++e) {
                         const double x0 = x[0][e], x1 = x[1][e], x2 = x[2][e], x3 = x[3][e],
                                      x4 = x[4][e], x5 = x[5][e];
-                        o[0][e] = x0 * 0.25 - (x1 + x2) * k6 + (x3 + x4) * k24;
-                        o[1][e] = (x2 - x1) * k6 + (x3 - x4) * k12;
-                        o[2][e] = (x3 + x4 - x1 - x2) * k6 + x5;
+                        o[0][e] = x0 + (x2 - x1) * k3 + (x3 - 16.0 * x4) * k15;
+                        o[1][e] = -(x1 + x2) * k3 + (2.0 * x3 + 8.0 * x4) * k15;
+                        o[2][e] = (x2 - x1) * k3 + (4.0 * x3 - 4.0 * x4) * k15 + x5;
                     }
                 };
                 double half[3][6][kChunk];  // G^T M: 3 x 6
