@@ -349,6 +349,12 @@ TEST_CASE("charts: every operation and algorithm has its own colour, far from th
     cfg.timing.reps = 1;
     cfg.measure_peak = false;
     const Results r = bench::run(cfg);
+    // winograd ran on the 3x3 stride-1 layer only; one note names what it left out, and why.
+    CHECK(std::count(r.notes.begin(), r.notes.end(),
+                     "winograd (fwd, bwd_data, bwd_weight) applies only to 2-D, kernel 3x3, "
+                     "stride 1, no dilation layers: not run on the others") == 1);
+    CHECK(r.find(0, Pass::Forward, "winograd") == nullptr);
+    CHECK(r.find(1, Pass::Forward, "winograd") != nullptr);
     std::size_t spans = 0;
     for (const Measurement& m : r.rows)
         for (const auto& op : m.ops) {

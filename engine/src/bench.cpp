@@ -333,6 +333,7 @@ Results run(const Config& cfg) {
     auto cancelled = [&] { return cfg.cancel && cfg.cancel->load(); };
 
     const CpuSample run_start = cpu_sample();
+    std::map<std::string, std::vector<Pass>> not_applied;  // algorithm -> passes it skipped
     for (std::size_t li = 0; li < cfg.layers.size() && !r.cancelled; ++li) {
         Problem p = cfg.layers[li].problem;
         if (cfg.batch) p.mb = *cfg.batch;
@@ -531,12 +532,10 @@ Results run(const Config& cfg) {
             }
             for (const Algorithm* a : pl.algos) {
                 if (!algorithm_applies(*a, p)) {
-                    // Not measured here (no row): named once per run in the notes.
-                    const std::string n = std::string(pass_name(pass)) + ":" + a->name +
-                                          " applies only to " + a->rule +
-                                          " layers: not run on the others";
-                    if (std::find(r.notes.begin(), r.notes.end(), n) == r.notes.end())
-                        r.notes.push_back(n);
+                    // Not measured here (no row): named once per run in the notes, below.
+                    auto& passes = not_applied[a->name];
+                    if (std::find(passes.begin(), passes.end(), pass) == passes.end())
+                        passes.push_back(pass);
                     continue;
                 }
                 Entry e;
@@ -631,6 +630,14 @@ Results run(const Config& cfg) {
             }
         }
         if (cancelled()) r.cancelled = true;
+    }
+    // One note per algorithm that some layers did not run, with the passes it left out there.
+    for (const auto& [name, passes] : not_applied) {
+        std::string list;
+        for (Pass q : passes) list += (list.empty() ? "" : ", ") + std::string(pass_name(q));
+        r.notes.push_back(name + " (" + list + ") applies only to " +
+                          find_algorithm(passes.front(), name).rule +
+                          " layers: not run on the others");
     }
     r.machine.foreign_cpu = foreign_cpu_share(run_start, cpu_sample(), hw);
     if (cfg.measure_peak) measure_peak();
