@@ -73,36 +73,22 @@ struct Geom {
     dim_t out_image() const { return groups * kg * oh * ow; }
 };
 
-Geom forward_geom(const Problem& p) {
+// The forward-like problem whose tiles compute pass of p: the forward itself (and the weight
+// gradient's tiles), or for backward data the forward of FlipRot(W) over dY (stride 1: no
+// zeros inserted), padded by 2 - pad before.
+Geom geom_of(const Problem& p, Pass pass) {
+    const bool bd = pass == Pass::BackwardData;
     Geom q;
     q.n = p.mb;
     q.groups = p.groups;
-    q.cg = p.icg();
-    q.kg = p.ocg();
-    q.h = p.in[0];
-    q.w = p.in[1];
-    q.oh = p.out(0);
-    q.ow = p.out(1);
-    q.pt = p.pad_begin[0];
-    q.pl = p.pad_begin[1];
-    q.th = (q.oh + 3) / 4;
-    q.tw = (q.ow + 3) / 4;
-    return q;
-}
-
-// The forward of FlipRot(W) over dY (stride 1: no zeros inserted), padded by 2 - pad before.
-Geom backward_data_geom(const Problem& p) {
-    Geom q;
-    q.n = p.mb;
-    q.groups = p.groups;
-    q.cg = p.ocg();
-    q.kg = p.icg();
-    q.h = p.out(0);
-    q.w = p.out(1);
-    q.oh = p.in[0];
-    q.ow = p.in[1];
-    q.pt = 2 - p.pad_begin[0];
-    q.pl = 2 - p.pad_begin[1];
+    q.cg = bd ? p.ocg() : p.icg();
+    q.kg = bd ? p.icg() : p.ocg();
+    for (int a = 0; a < 2; ++a) {
+        (a ? q.w : q.h) = bd ? p.out(a) : p.in[static_cast<std::size_t>(a)];
+        (a ? q.ow : q.oh) = bd ? p.in[static_cast<std::size_t>(a)] : p.out(a);
+        const dim_t pad = p.pad_begin[static_cast<std::size_t>(a)];
+        (a ? q.pl : q.pt) = bd ? 2 - pad : pad;
+    }
     q.th = (q.oh + 3) / 4;
     q.tw = (q.ow + 3) / 4;
     return q;
@@ -220,20 +206,10 @@ void input_run(const float* plane, const Geom& q, dim_t th, dim_t tw0, dim_t len
         for (dim_t m = 0; m < lq; ++m)
             for (int c = 0; c < 4; ++c) ph[c * lq + m] = row[4 * m + c];
         // d_j(t) = row[4 t + j]: phases 0..3 at t, then phases 0 and 1 at t + 1
-        const float *p0 = ph, *p1 = ph + lq, *p2 = ph + 2 * lq, *p3 = ph + 3 * lq;
+        const float* d[6] = {ph, ph + lq, ph + 2 * lq, ph + 3 * lq, ph + 1, ph + lq + 1};
         float* o[6];
         for (int j = 0; j < 6; ++j) o[j] = tmp + (i * 6 + j) * lp;
-#pragma omp simd simdlen(8)
-        for (dim_t t = 0; t < lp; ++t) {
-            const float d0 = p0[t], d1 = p1[t], d2 = p2[t], d3 = p3[t], d4 = p0[t + 1],
-                        d5 = p1[t + 1];
-            o[0][t] = d0 + 1.5f * (d1 - d3) - 2.0f * d2 + d4;
-            o[1][t] = -d1 - 2.5f * d2 - 0.5f * d3 + d4;
-            o[2][t] = d1 + 0.5f * d2 - 2.5f * d3 + d4;
-            o[3][t] = 0.5f * (d3 - d1) - d2 + d4;
-            o[4][t] = 2.0f * (d1 - d3) - d2 + d4;
-            o[5][t] = d1 + 1.5f * (d2 - d4) - 2.0f * d3 + d5;
-        }
+        bt6(d, o, lp);
     }
     for (int j = 0; j < 6; ++j) {
         const float* d[6];
@@ -543,7 +519,7 @@ void set_winograd(int mode) {
 bool winograd_pays(const Problem& p, Pass pass) {
     if (g_winograd_mode == 2) return false;
     if (!winograd_applies(p) || p.icg() < 16 || p.ocg() < 16) return false;
-    const Geom q = pass == Pass::BackwardData ? backward_data_geom(p) : forward_geom(p);
+    const Geom q = geom_of(p, pass);
     if (q.tiles() < 32) return false;
     if (pass != Pass::BackwardWeight) return true;
     // The weight gradient rewrites its 36 sums of K x C per block of tiles: at most 64 MiB
@@ -583,12 +559,12 @@ const float* call_weights(const Problem& p, Pass pass, const ConvArgs& a, Profil
 void forward_winograd(const Problem& p, const ConvArgs& a, Profiler* prof) {
     check_applies(p, Pass::Forward);
     const float* u = call_weights(p, Pass::Forward, a, prof);
-    run_tiles(forward_geom(p), a.src, u, a.bias, a.dst, prof);
+    run_tiles(geom_of(p, Pass::Forward), a.src, u, a.bias, a.dst, prof);
 }
 
 void backward_weight_winograd(const Problem& p, const ConvArgs& a, Profiler* prof) {
     check_applies(p, Pass::BackwardWeight);
-    const Geom q = forward_geom(p);
+    const Geom q = geom_of(p, Pass::Forward);
     const dim_t tb = block_tiles(q);
     const dim_t nblocks = (q.tiles() + tb - 1) / tb;
     const int threads = omp_get_max_threads();
@@ -745,7 +721,7 @@ void backward_weight_winograd(const Problem& p, const ConvArgs& a, Profiler* pro
 void backward_data_winograd(const Problem& p, const ConvArgs& a, Profiler* prof) {
     check_applies(p, Pass::BackwardData);
     const float* u = call_weights(p, Pass::BackwardData, a, prof);
-    run_tiles(backward_data_geom(p), a.diff_dst, u, nullptr, a.diff_src, prof);
+    run_tiles(geom_of(p, Pass::BackwardData), a.diff_dst, u, nullptr, a.diff_src, prof);
 }
 
 }  // namespace convlab::detail
