@@ -137,7 +137,8 @@ TEST_CASE("winograd: prepared weights give the per-call result, and are checked"
 TEST_CASE("winograd: ResNet-50-sized channels keep within the benchmark's tolerance") {
     // 256 channels summed over 3x3 taps (fwd, bwd_data) and 2 images of 28x28 (bwd_weight): the
     // rounding of the transforms grows with the sums; the benchmark checks 1e-4 of max(|ref|,
-    // rms(ref)). Held here to 4e-5 (Lavin's points, before winograd.cpp's, failed it).
+    // rms(ref)). Held here to 4e-5; measured on this problem (`convlab bench --reference
+    // direct`, other data): 1.7e-5 forward, 1.3e-5 backward data, 1.1e-5 weight gradient.
     std::mt19937 rng(11);
     check_problem(make(2, 1, 256, 64, 28, 28, 1, 1, 1, 1), rng, 4e-5);
 }
