@@ -16,7 +16,9 @@
 #include <string>
 #include <vector>
 
+#include "convlab/conv.hpp"
 #include "convlab/index_map.hpp"
+#include "convlab/maps.hpp"
 #include "convlab/problem.hpp"
 #include "ui/model.hpp"
 
@@ -918,4 +920,42 @@ TEST_CASE("app model: arrange_view keeps the view's own rows unless told to lift
     app::arrange_view(v, wide);
     CHECK(breaks() == 1);
     CHECK(v.panels[3].new_row);
+}
+
+TEST_CASE("app model: the winograd view animates winograd_tiles and shows winograd's Y") {
+    const char* desc = "mb2ic3ih9iw7oc2kh3kw3ph1pw1";
+    const Problem p = parse_descriptor(desc);
+    const app::ViewModel v = build("winograd", desc);
+    REQUIRE(v.panels.size() == 4);
+    CHECK(v.panels[0].name == "X");
+    CHECK(v.panels[1].name == "D");
+    CHECK(v.panels[2].name == "W");
+    CHECK(v.panels[3].name == "Y");
+    // D is the map applied to X, and its link is the map's.
+    const IndexMap m = maps::winograd_tiles(p);
+    std::vector<float> d(static_cast<std::size_t>(m.dst().numel()));
+    m.execute(v.panels[0].values.data(), d.data());
+    CHECK(d == v.panels[1].values);
+    REQUIRE(v.links.size() == 1);
+    for (dim_t i = 0; i < m.dst().numel(); ++i)
+        CHECK(v.links[0].image[static_cast<std::size_t>(i)] == m.map(i));
+    // Y is the engine's winograd forward of the shown X and W, which the check holds to direct.
+    const auto tensor = [](const std::vector<float>& vals, std::vector<dim_t> dims) {
+        Tensor t(std::move(dims));
+        std::copy(vals.begin(), vals.end(), t.f32());
+        return t;
+    };
+    const Tensor want = forward(p, tensor(v.panels[0].values, p.src_dims()),
+                                tensor(v.panels[2].values, p.wei_dims()), nullptr, "direct");
+    double big = 0, diff = 0;
+    for (dim_t i = 0; i < want.numel(); ++i) {
+        big = std::max(big, std::abs(double(want.f32()[i])));
+        diff = std::max(diff, std::abs(double(want.f32()[i]) -
+                                       v.panels[3].values[static_cast<std::size_t>(i)]));
+    }
+    CHECK(diff <= 1e-5 * big);
+    CHECK(v.check.find(": yes") != std::string::npos);
+    // Other problems: an error naming the rule (the sidebar shows it).
+    CHECK_THROWS_WITH_AS(build("winograd", "mb1ic1ih8oc1kh3sh2ph1"),
+                         doctest::Contains("needs 2-D, kernel 3x3, stride 1"), Error);
 }

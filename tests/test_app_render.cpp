@@ -84,11 +84,11 @@ TEST_CASE("app render: every view, headless, at a few steps" * doctest::skip(!ca
         CHECK(count_near(im, kCurrent[0], kCurrent[1], kCurrent[2]) > 50);
         const auto stem = fs::path(file).filename().string();
         for (const char* v :
-             {"im2col", "col2im", "stride", "fliprot", "fractal", "tnc", "weight_grad"})
+             {"im2col", "col2im", "stride", "fliprot", "fractal", "tnc", "weight_grad", "winograd"})
             if (stem.find(std::string("_") + v + "_step") != std::string::npos) views.insert(v);
         ++shots;
     }
-    CHECK(views.size() == 8);
+    CHECK(views.size() == 9);
     CHECK(shots >= 14);
     CHECK(lesson_shots ==
           static_cast<int>(

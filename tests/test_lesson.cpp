@@ -360,7 +360,7 @@ TEST_CASE("lessons: convlab lesson check, list and show") {
     CHECK(run({"lesson", "check", one, bad}, out, err) == 2);
     CHECK(out.find("01_backprop_1d.toml: 4 steps, 5/5 checks passed\n") != std::string::npos);
     CHECK(out.find(bad + ":4:8: unknown view 'im2kol' (views: im2col, col2im, stride, "
-                         "fliprot, fractal, tnc, weight_grad, timings, tensors)\n") !=
+                         "fliprot, fractal, tnc, weight_grad, timings, tensors, winograd)\n") !=
           std::string::npos);
     CHECK(err == "convlab: lesson check: 1 of 2 lessons failed, 1 error\n");
     // list keeps going over a malformed lesson.

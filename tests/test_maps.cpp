@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "convlab/conv.hpp"
 #include "convlab/index_map.hpp"
 #include "convlab/kernels.hpp"
 #include "convlab/layout.hpp"
@@ -1373,4 +1374,49 @@ TEST_CASE("maps: a reduce into an fp16/bf16 tensor accumulates in fp32 (DESIGN.m
         sum.execute(src, dst);
         CHECK(dst.get(Dims{0}) == big + 2.0f);
     }
+}
+
+TEST_CASE("maps: winograd_tiles gathers the 6x6 patch of every 4x4 output tile") {
+    using convlab::Problem;
+    std::mt19937 rng(66);
+    int outputs = 0;
+    for (const char* d : {"mb2ic3ih9iw11oc2kh3kw3ph1pw1", "g1mb1ic2ih5iw6oc2kh3kw3ph0pw2",
+                          "mb1ic1ih3iw3oc1kh3kw3ph0pw0", "mb1ic2ih8iw8oc3kh3kw3ph3pw0phe1pwe3"}) {
+        const Problem p = convlab::parse_descriptor(d);
+        const convlab::IndexMap m = convlab::maps::winograd_tiles(p);
+        INFO(d);
+        REQUIRE(m.dst().dims ==
+                std::vector<dim_t>{p.mb, p.ic, (p.out(0) + 3) / 4, (p.out(1) + 3) / 4, 6, 6});
+        const convlab::Tensor x = convlab::test::integer_tensor(p.src_dims(), rng);
+        const convlab::Tensor w = convlab::test::integer_tensor(p.wei_dims(), rng);
+        std::vector<float> tiles(static_cast<std::size_t>(m.dst().numel()));
+        m.execute(x.f32(), tiles.data());
+        // Every output is the 3x3 correlation of its tile's patch at its place in the tile.
+        const convlab::Tensor y = convlab::forward(p, x, w, nullptr, "direct");
+        const dim_t th = m.dst().dims[2], tw = m.dst().dims[3];
+        for (dim_t n = 0; n < p.mb; ++n)
+            for (dim_t k = 0; k < p.oc; ++k)
+                for (dim_t oy = 0; oy < p.out(0); ++oy)
+                    for (dim_t ox = 0; ox < p.out(1); ++ox) {
+                        double sum = 0;
+                        for (dim_t c = 0; c < p.ic; ++c)
+                            for (dim_t r = 0; r < 3; ++r)
+                                for (dim_t s = 0; s < 3; ++s) {
+                                    const dim_t t =
+                                        ((((n * p.ic + c) * th + oy / 4) * tw + ox / 4) * 6 +
+                                         oy % 4 + r) *
+                                            6 +
+                                        ox % 4 + s;
+                                    sum += double(tiles[static_cast<std::size_t>(t)]) *
+                                           w.f32()[((k * p.ic + c) * 3 + r) * 3 + s];
+                                }
+                        CHECK(sum == y.f32()[((n * p.oc + k) * p.out(0) + oy) * p.out(1) + ox]);
+                        ++outputs;
+                    }
+    }
+    CHECK(outputs > 300);
+    // Stride 2, a 5x5 kernel, 1-D: refused, naming the rule.
+    for (const char* d : {"mb1ic1ih8oc1kh3sh2ph1", "mb1ic1ih8oc1kh5ph2", "mb1ic1iw8oc1kw3pw1"})
+        CHECK_THROWS_WITH_AS(convlab::maps::winograd_tiles(convlab::parse_descriptor(d)),
+                             doctest::Contains("needs 2-D, kernel 3x3, stride 1"), Error);
 }

@@ -41,12 +41,14 @@ struct DemoView {
     const char* granularity;
 };
 
-// stride: stride 2 with a leftover row r = 1; the DaVinci views: C = 2 < C0 (zero lanes).
+// stride: stride 2 with a leftover row r = 1; the DaVinci views: C = 2 < C0 (zero lanes);
+// winograd: a 3x3 stride-1 problem (the only ones it draws).
 const DemoView kDemo[] = {
-    {"im2col", "mb1ic2ih3oc2kh2", "line"},  {"im2col", "mb1ic1ih5oc1kh3sh2ph1", "line"},
-    {"col2im", "mb1ic2ih3oc2kh2", "line"},  {"stride", "mb1ic1ih6oc1kh3sh2ph1", "element"},
-    {"fliprot", "mb1ic2ih3oc3kh3", "line"}, {"fractal", "mb1ic2ih3oc2kh2", "line"},
-    {"tnc", "mb2ic2ih3oc2kh2", "line"},     {"weight_grad", "mb1ic2ih3oc2kh2", "element"},
+    {"im2col", "mb1ic2ih3oc2kh2", "line"},      {"im2col", "mb1ic1ih5oc1kh3sh2ph1", "line"},
+    {"col2im", "mb1ic2ih3oc2kh2", "line"},      {"stride", "mb1ic1ih6oc1kh3sh2ph1", "element"},
+    {"fliprot", "mb1ic2ih3oc3kh3", "line"},     {"fractal", "mb1ic2ih3oc2kh2", "line"},
+    {"tnc", "mb2ic2ih3oc2kh2", "line"},         {"weight_grad", "mb1ic2ih3oc2kh2", "element"},
+    {"winograd", "mb1ic2ih8oc2kh3ph1", "line"},  // 2x2 tiles a channel, overlapping by 2
 };
 
 void run_demo(const Options& opts, std::ostream& out) {

@@ -33,9 +33,9 @@ LessonError::LessonError(SourcePos p, const std::string& msg)
     : Error(p.str() + ": " + msg), pos_(std::move(p)), msg_(msg) {}
 
 const std::vector<std::string>& view_names() {
-    static const std::vector<std::string> v{"im2col",      "col2im",  "stride",
-                                            "fliprot",     "fractal", "tnc",
-                                            "weight_grad", "timings", "tensors"};
+    static const std::vector<std::string> v{"im2col",  "col2im",  "stride",      "fliprot",
+                                            "fractal", "tnc",     "weight_grad", "timings",
+                                            "tensors", "winograd"};
     return v;
 }
 

@@ -84,6 +84,24 @@ IndexMap col2im(const Problem& p) {
     return im2col(p).transposed("col2im");
 }
 
+IndexMap winograd_tiles(const Problem& p) {
+    if (!(p.ndims == 2 && p.kernel[0] == 3 && p.kernel[1] == 3 && p.stride[0] == 1 &&
+          p.stride[1] == 1 && p.dilation[0] == 1 && p.dilation[1] == 1))
+        throw Error("winograd_tiles: " + to_descriptor(p) +
+                    ": needs 2-D, kernel 3x3, stride 1, no dilation");
+    const Shape src = activation_shape(p, in_sizes(p));
+    const dim_t th = (p.out(0) + 3) / 4, tw = (p.out(1) + 3) / 4;
+    Shape dst;
+    dst.dims = {p.mb, p.ic, th, tw, 6, 6};
+    dst.names = {"n", "c", "th", "tw", "i", "j"};
+    auto fn = [p, src](const dim_t* c) -> dim_t {
+        const dim_t y = 4 * c[2] + c[4] - p.pad_begin[0], x = 4 * c[3] + c[5] - p.pad_begin[1];
+        if (y < 0 || y >= p.in[0] || x < 0 || x >= p.in[1]) return IndexMap::kZero;
+        return ((c[0] * src.dims[1] + c[1]) * p.in[0] + y) * p.in[1] + x;
+    };
+    return IndexMap("winograd_tiles", IndexMap::Kind::Gather, src, dst, fn, 5);
+}
+
 IndexMap strided(const Problem& p) {
     Shape src = activation_shape(p, out_sizes(p), "k");
     std::vector<dim_t> z;

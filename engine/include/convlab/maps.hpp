@@ -15,6 +15,13 @@ IndexMap im2col(const Problem& p);
 // col2im: the same function seen as a reduce from the column matrices into the image.
 IndexMap col2im(const Problem& p);
 
+// winograd's input tiles (F(4x4, 3x3); 2-D 3x3 convolutions of stride 1, undilated, else Error):
+// src: activations (n, c, h, w). dst: (n, c, th, tw, i, j), one 6x6 patch per 4x4 tile of the
+// output, th = ceil(oh / 4), tw = ceil(ow / 4): dst(n, c, th, tw, i, j) <- src(n, c, 4 th + i -
+// pad_h, 4 tw + j - pad_w), or 0 outside the input. Neighbouring patches overlap by 2 rows and
+// columns; a last tile reaches past the output, onto zeros. Line steps fill one patch row.
+IndexMap winograd_tiles(const Problem& p);
+
 // Zero insertion ("Strided") of dY for the via-forward backward data: src (n, k, out...),
 // dst (n, k, (out-1)*s + 1 ...): dst(i) <- src(i/s) when s divides i, else 0.
 IndexMap strided(const Problem& p);
