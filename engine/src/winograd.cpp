@@ -180,12 +180,12 @@ inline dim_t padded(dim_t len) {
 inline dim_t row_len(dim_t nb) {
     return padded(nb + 15);
 }
-// V, M and Y are channel-major: channel c's 36 rows (one per transformed point, ld floats each)
-// lie together, so a run's transform writes (or reads) one 36-row block, and point xi's
-// matrix for the GEMM is every 36th row (row stride 36 ld). Point-major, the 36 rows a
-// transform touches lay a channel block apart: at 64 channels of 80, 4 KiB apart, all in one
-// cache set (res2a_branch2b at batch 1: 0.87 ms, 0.76 with a line of padding per point;
-// channel-major measured even with the padded layout, within 3% either way).
+// Floats between the 36 points' matrices of V, M and Y (channels rows of ld floats each): one
+// cache line more than they fill, so that the 36 rows a transform writes (or reads) together
+// do not fall in the same cache set, as they would 4 KiB apart (64 channels of 80).
+inline dim_t point_stride(dim_t channels, dim_t ld) {
+    return channels * ld + 16;
+}
 
 // V[xi * ldx + j + e] for the run of len tiles (n, th, tw0..) of one input channel plane.
 // work: 44 lp + 8 floats (lp: len padded).
@@ -304,7 +304,7 @@ void run_block(const Geom& q, dim_t g, Block b, const float* src, const float* u
                 if (c + 1 < cg)
                     prefetch_rows(plane + q.h * q.w, q.h, q.w, 4 * th - q.pt, 6, 4 * tw0 - q.pl,
                                   4 * len + 2, false);
-                input_run(plane, q, th, tw0, len, v + c * kPoints * ld + j, ld, work);
+                input_run(plane, q, th, tw0, len, v + c * ld + j, point_stride(cg, ld), work);
             });
         });
     }
@@ -312,8 +312,8 @@ void run_block(const Geom& q, dim_t g, Block b, const float* src, const float* u
         Span s(tp, "gemm");
         loop(kPoints, [&](dim_t xi, float*) {
             gemm(kg, nb, cg, StridedA{u + (g * kPoints + xi) * kg * cg, cg, 1},
-                 StridedB{v + xi * ld, kPoints * ld, 1}, mm + xi * ld, kPoints * ld, false,
-                 kReductionBlock);
+                 StridedB{v + xi * point_stride(cg, ld), ld, 1}, mm + xi * point_stride(kg, ld), ld,
+                 false, kReductionBlock);
         });
     }
     {
@@ -325,7 +325,7 @@ void run_block(const Geom& q, dim_t g, Block b, const float* src, const float* u
                 if (k + 1 < kg)
                     prefetch_rows(plane + q.oh * q.ow, q.oh, q.ow, 4 * th, 4, 4 * tw0, 4 * len,
                                   true);
-                output_run(mm + k * kPoints * ld + j, ld, q, th, tw0, len, bk, plane, work);
+                output_run(mm + k * ld + j, point_stride(kg, ld), q, th, tw0, len, bk, plane, work);
             });
         });
     }
@@ -355,8 +355,8 @@ void run_tiles(const Geom& q, const float* src, const float* u, const float* bia
     const dim_t tb = block_tiles(q);
     const dim_t nblocks = (q.tiles() + tb - 1) / tb;
     const int threads = omp_get_max_threads();
-    const auto v_floats = static_cast<std::size_t>(kPoints * q.cg * row_len(tb));
-    const auto m_floats = static_cast<std::size_t>(kPoints * q.kg * row_len(tb));
+    const auto v_floats = static_cast<std::size_t>(kPoints * point_stride(q.cg, row_len(tb)));
+    const auto m_floats = static_cast<std::size_t>(kPoints * point_stride(q.kg, row_len(tb)));
     const auto w_floats = static_cast<std::size_t>(work_floats(q));
     if (nblocks * q.groups >= 2 * threads || threads == 1) {
         // Blocks side by side, each thread its own V and M.
@@ -568,8 +568,8 @@ void backward_weight_winograd(const Problem& p, const ConvArgs& a, Profiler* pro
     const dim_t tb = block_tiles(q);
     const dim_t nblocks = (q.tiles() + tb - 1) / tb;
     const int threads = omp_get_max_threads();
-    const auto v_floats = static_cast<std::size_t>(kPoints * q.cg * row_len(tb));
-    const auto y_floats = static_cast<std::size_t>(kPoints * q.kg * row_len(tb));
+    const auto v_floats = static_cast<std::size_t>(kPoints * point_stride(q.cg, row_len(tb)));
+    const auto y_floats = static_cast<std::size_t>(kPoints * point_stride(q.kg, row_len(tb)));
     const auto w_floats = static_cast<std::size_t>(work_floats(q));
     const auto acc_floats = static_cast<std::size_t>(kPoints * q.groups * q.kg * q.cg);
     // One block's three steps: V (inputs), Y (output gradients), acc += Y V^T per point.
@@ -584,7 +584,7 @@ void backward_weight_winograd(const Problem& p, const ConvArgs& a, Profiler* pro
                     if (c + 1 < cg)
                         prefetch_rows(plane + q.h * q.w, q.h, q.w, 4 * th - q.pt, 6, 4 * tw0 - q.pl,
                                       4 * len + 2, false);
-                    input_run(plane, q, th, tw0, len, v + c * kPoints * ld + j, ld, work);
+                    input_run(plane, q, th, tw0, len, v + c * ld + j, point_stride(cg, ld), work);
                 });
             });
         }
@@ -597,16 +597,16 @@ void backward_weight_winograd(const Problem& p, const ConvArgs& a, Profiler* pro
                     if (k + 1 < kg)
                         prefetch_rows(plane + q.oh * q.ow, q.oh, q.ow, 4 * th, 4, 4 * tw0, 4 * len,
                                       false);
-                    grad_run(plane, q, th, tw0, len, yy + k * kPoints * ld + j, ld, work);
+                    grad_run(plane, q, th, tw0, len, yy + k * ld + j, point_stride(kg, ld), work);
                 });
             });
         }
         {
             Span s(tp, "gemm");
             loop(kPoints, [&](dim_t xi, float*) {
-                sgemm(kg, cg, nb, StridedA{yy + xi * ld, kPoints * ld, 1},
-                      StridedB{v + xi * ld, 1, kPoints * ld}, acc + (g * kPoints + xi) * kg * cg,
-                      cg, !first);
+                sgemm(kg, cg, nb, StridedA{yy + xi * point_stride(kg, ld), ld, 1},
+                      StridedB{v + xi * point_stride(cg, ld), 1, ld},
+                      acc + (g * kPoints + xi) * kg * cg, cg, !first);
             });
         }
     };
