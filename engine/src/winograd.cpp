@@ -345,7 +345,14 @@ void run_block(const Geom& q, dim_t g, Block b, const float* src, const float* u
 dim_t block_tiles(const Geom& q) {
     if (g_block_tiles > 0) return std::min<dim_t>(g_block_tiles, q.tiles());
     const dim_t per_tile = kPoints * (q.cg + q.kg) * dim_t{sizeof(float)};
-    return std::min(q.tiles(), std::clamp<dim_t>((dim_t{32} << 20) / per_tile / 16 * 16, 16, 96));
+    const dim_t most = std::clamp<dim_t>((dim_t{32} << 20) / per_tile / 16 * 16, 16, 96);
+    // Enough blocks for two a thread where blocks of 48 or more allow it, so that the blocks
+    // run side by side (one parallel region a call) rather than each step split over the
+    // threads (nine regions for 196 tiles).
+    const dim_t two_each = 2 * static_cast<dim_t>(omp_get_max_threads());
+    const dim_t even = (q.tiles() + two_each - 1) / two_each;
+    if (q.tiles() > most && even >= 48) return std::min(most, (even + 7) / 8 * 8);
+    return std::min(q.tiles(), most);
 }
 
 // Work floats of the transforms of one run (the longest run is a whole tile row).
