@@ -346,12 +346,18 @@ dim_t block_tiles(const Geom& q) {
     if (g_block_tiles > 0) return std::min<dim_t>(g_block_tiles, q.tiles());
     const dim_t per_tile = kPoints * (q.cg + q.kg) * dim_t{sizeof(float)};
     const dim_t most = std::clamp<dim_t>((dim_t{32} << 20) / per_tile / 16 * 16, 16, 96);
-    // Enough blocks for two a thread where blocks of 48 or more allow it, so that the blocks
-    // run side by side (one parallel region a call) rather than each step split over the
-    // threads (nine regions for 196 tiles).
-    const dim_t two_each = 2 * static_cast<dim_t>(omp_get_max_threads());
-    const dim_t even = (q.tiles() + two_each - 1) / two_each;
-    if (q.tiles() > most && even >= 48) return std::min(most, (even + 7) / 8 * 8);
+    // Enough blocks for each thread to run its own side by side (one parallel region a call)
+    // rather than each step of a block split over the threads (three regions a block, nine for
+    // res2a_branch2b's 196 tiles at batch 1): two a thread where blocks of 48 tiles or more
+    // allow it, else one a thread of 16 or more. In the benchmark against oneDNN, split steps
+    // went 2x slow in many runs (res2a_branch2b's forward 1.09 ms and weight gradient 1.45,
+    // res3a_branch2b's weight gradient 1.09-1.15 in 3 of 4 runs, against 0.45-0.63); side by
+    // side res3a_branch2b measured 0.56-0.63 forward and 0.70-0.76 weight gradient in every run.
+    const dim_t threads = static_cast<dim_t>(omp_get_max_threads());
+    const dim_t two_each = (q.tiles() + 2 * threads - 1) / (2 * threads);
+    const dim_t one_each = (q.tiles() + threads - 1) / threads;
+    if (q.tiles() > most && two_each >= 48) return std::min(most, (two_each + 7) / 8 * 8);
+    if (threads > 1 && one_each >= 16 && one_each <= most) return one_each;
     return std::min(q.tiles(), most);
 }
 
@@ -368,7 +374,7 @@ void run_tiles(const Geom& q, const float* src, const float* u, const float* bia
     const auto v_floats = static_cast<std::size_t>(kPoints * point_stride(q.cg, row_len(tb)));
     const auto m_floats = static_cast<std::size_t>(kPoints * point_stride(q.kg, row_len(tb)));
     const auto w_floats = static_cast<std::size_t>(work_floats(q));
-    if (nblocks * q.groups >= 2 * threads || threads == 1) {
+    if (nblocks * q.groups >= threads) {
         // Blocks side by side, each thread its own V and M.
         reserve_scratch({{kVSlot, v_floats + w_floats}, {kMSlot, m_floats}});
         ThreadProfilers tps(prof);
@@ -624,9 +630,7 @@ void backward_weight_winograd(const Problem& p, const ConvArgs& a, Profiler* pro
     // groups each has written (its first block of a group overwrites).
     std::vector<float*> accs;
     std::vector<std::vector<char>> wrote;
-    if ((nblocks * q.groups >= 2 * threads &&
-         acc_floats * sizeof(float) <= (std::size_t{8} << 20)) ||
-        threads == 1) {
+    if (nblocks * q.groups >= threads && acc_floats * sizeof(float) <= (std::size_t{8} << 20)) {
         // Blocks side by side, each thread its own V, Y and sums (added up below).
         reserve_scratch(
             {{kVSlot, v_floats + w_floats}, {kMSlot, y_floats}, {kWinogradUSlot, acc_floats}});
