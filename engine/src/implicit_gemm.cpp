@@ -2457,7 +2457,7 @@ void backward_weight_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler
 
 namespace convlab {
 
-const float* PreparedWeights::packed(const Problem& p, Pass pass, int layout) const {
+void PreparedWeights::check(const Problem& p, Pass pass) const {
     Problem mine = problem_, theirs = p;
     mine.name.clear();
     theirs.name.clear();
@@ -2465,11 +2465,15 @@ const float* PreparedWeights::packed(const Problem& p, Pass pass, int layout) co
         throw Error(std::string("prepared: weights prepared for ") + pass_name(pass_) + " of " +
                     to_descriptor(mine) + ", not for this call's " + pass_name(pass) + " of " +
                     to_descriptor(theirs));
+}
+
+const float* PreparedWeights::packed(const Problem& p, Pass pass, int layout) const {
+    check(p, pass);
     return layout == layout_ && size_ ? data_.get() : nullptr;
 }
 
 const float* PreparedWeights::winograd(const Problem& p, Pass pass) const {
-    packed(p, pass, -1);  // throws for another problem or pass
+    check(p, pass);
     return wino_size_ ? wino_.get() : nullptr;
 }
 

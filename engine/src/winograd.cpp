@@ -293,24 +293,31 @@ void reserve_scratch(std::initializer_list<std::pair<int, std::size_t>> slots) {
                 " MiB of transformed tiles per thread do not fit in memory");
 }
 
+// The first step of a block, forward and weight gradient alike: V = B^T d B of every input
+// channel of group g over the block's tiles (the next channel's rows prefetched).
+template <class Loop>
+void transform_inputs(const Geom& q, dim_t g, Block b, const float* src, float* v, Profiler* tp,
+                      const Loop& loop) {
+    const dim_t ld = row_len(b.t1 - b.t0), cg = q.cg;
+    Span s(tp, "wino_src");
+    loop(cg, [&](dim_t c, float* work) {
+        for_runs(q, b.t0, b.t1, [&](dim_t n, dim_t th, dim_t tw0, dim_t len, dim_t j) {
+            const float* plane = src + n * q.in_image() + (g * cg + c) * q.h * q.w;
+            if (c + 1 < cg)
+                prefetch_rows(plane + q.h * q.w, q.h, q.w, 4 * th - q.pt, 6, 4 * tw0 - q.pl,
+                              4 * len + 2, false);
+            input_run(plane, q, th, tw0, len, v + c * ld + j, point_stride(cg, ld), work);
+        });
+    });
+}
+
 // The tiles of one block through the three steps, for group g. Each step's loop runs over
 // [0, count) split as loop() decides (all on this thread, or an omp for of the caller's team).
 template <class Loop>
 void run_block(const Geom& q, dim_t g, Block b, const float* src, const float* u, const float* bias,
                float* dst, float* v, float* mm, Profiler* tp, const Loop& loop) {
     const dim_t nb = b.t1 - b.t0, ld = row_len(nb), cg = q.cg, kg = q.kg;
-    {
-        Span s(tp, "wino_src");
-        loop(cg, [&](dim_t c, float* work) {
-            for_runs(q, b.t0, b.t1, [&](dim_t n, dim_t th, dim_t tw0, dim_t len, dim_t j) {
-                const float* plane = src + n * q.in_image() + (g * cg + c) * q.h * q.w;
-                if (c + 1 < cg)
-                    prefetch_rows(plane + q.h * q.w, q.h, q.w, 4 * th - q.pt, 6, 4 * tw0 - q.pl,
-                                  4 * len + 2, false);
-                input_run(plane, q, th, tw0, len, v + c * ld + j, point_stride(cg, ld), work);
-            });
-        });
-    }
+    transform_inputs(q, g, b, src, v, tp, loop);
     {
         Span s(tp, "gemm");
         loop(kPoints, [&](dim_t xi, float*) {
@@ -592,18 +599,7 @@ void backward_weight_winograd(const Problem& p, const ConvArgs& a, Profiler* pro
     const auto block = [&](dim_t g, Block b, float* v, float* yy, float* acc, bool first,
                            Profiler* tp, const auto& loop) {
         const dim_t nb = b.t1 - b.t0, ld = row_len(nb), cg = q.cg, kg = q.kg;
-        {
-            Span s(tp, "wino_src");
-            loop(cg, [&](dim_t c, float* work) {
-                for_runs(q, b.t0, b.t1, [&](dim_t n, dim_t th, dim_t tw0, dim_t len, dim_t j) {
-                    const float* plane = a.src + n * q.in_image() + (g * cg + c) * q.h * q.w;
-                    if (c + 1 < cg)
-                        prefetch_rows(plane + q.h * q.w, q.h, q.w, 4 * th - q.pt, 6, 4 * tw0 - q.pl,
-                                      4 * len + 2, false);
-                    input_run(plane, q, th, tw0, len, v + c * ld + j, point_stride(cg, ld), work);
-                });
-            });
-        }
+        transform_inputs(q, g, b, a.src, v, tp, loop);
         {
             Span s(tp, "wino_diff_dst");
             loop(kg, [&](dim_t k, float* work) {

@@ -91,6 +91,8 @@ class PreparedWeights {
 
   private:
     friend PreparedWeights prepare_weights(const Problem&, Pass, const float*, Profiler*);
+    // Throws Error when p or pass is not the problem these were prepared for.
+    void check(const Problem& p, Pass pass) const;
     Problem problem_{};
     Pass pass_ = Pass::Forward;
     int layout_ = 0;
