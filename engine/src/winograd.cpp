@@ -349,10 +349,15 @@ void run_block(const Geom& q, dim_t g, Block b, const float* src, const float* u
 // (weight gradient) and measured slower than 96, 96 and 4: 0.70-0.72 against 0.60-0.65 ms,
 // 0.66-0.73 against 0.63. Fewer where a block's transformed inputs and products would pass
 // 32 MiB; set_winograd_block overrides (tests).
+// The most tiles of a block: V and M (or Y) within 32 MiB, 16 to 96.
+dim_t most_tiles(const Geom& q) {
+    const dim_t per_tile = kPoints * (q.cg + q.kg) * dim_t{sizeof(float)};
+    return std::clamp<dim_t>((dim_t{32} << 20) / per_tile / 16 * 16, 16, 96);
+}
+
 dim_t block_tiles(const Geom& q) {
     if (g_block_tiles > 0) return std::min<dim_t>(g_block_tiles, q.tiles());
-    const dim_t per_tile = kPoints * (q.cg + q.kg) * dim_t{sizeof(float)};
-    const dim_t most = std::clamp<dim_t>((dim_t{32} << 20) / per_tile / 16 * 16, 16, 96);
+    const dim_t most = most_tiles(q);
     // Enough blocks for each thread to run its own side by side (one parallel region a call)
     // rather than each step of a block split over the threads (three regions a block, nine for
     // res2a_branch2b's 196 tiles at batch 1): two a thread where blocks of 48 tiles or more
@@ -360,6 +365,8 @@ dim_t block_tiles(const Geom& q) {
     // went 2x slow in many runs (res2a_branch2b's forward 1.09 ms and weight gradient 1.45,
     // res3a_branch2b's weight gradient 1.09-1.15 in 3 of 4 runs, against 0.45-0.63); side by
     // side res3a_branch2b measured 0.56-0.63 forward and 0.70-0.76 weight gradient in every run.
+    // (The weight gradient has since gone back to split steps where one block holds all tiles:
+    // see backward_weight_winograd.)
     const dim_t threads = static_cast<dim_t>(omp_get_max_threads());
     const dim_t two_each = (q.tiles() + 2 * threads - 1) / (2 * threads);
     const dim_t one_each = (q.tiles() + threads - 1) / threads;
@@ -588,16 +595,26 @@ void forward_winograd(const Problem& p, const ConvArgs& a, Profiler* prof) {
 void backward_weight_winograd(const Problem& p, const ConvArgs& a, Profiler* prof) {
     check_applies(p, Pass::BackwardWeight);
     const Geom q = geom_of(p, Pass::Forward);
-    const dim_t tb = block_tiles(q);
+    // All tiles in one block where they fit (split steps below), not a block a thread: each
+    // thread's sums are the size of dW's 36 transformed points, written and then added up, for
+    // a reduction of only its tiles. res3a_branch2b at batch 1 (49 tiles, 128 x 128 filters),
+    // harness alternating the two in one process, 2 threads, 4 runs on a noisy machine:
+    // 1.29-1.93 -> 0.93-1.25 ms (split with the points shared, 0.93-1.48). In the benchmark
+    // against oneDNN, 3 runs each alternating the two builds: 1.03, 1.18, 1.75 -> 0.91, 0.61,
+    // 0.65 ms (the earlier split steps' slow runs were those of side by side too).
+    const dim_t tb = g_block_tiles == 0 && q.tiles() <= most_tiles(q) ? q.tiles() : block_tiles(q);
     const dim_t nblocks = (q.tiles() + tb - 1) / tb;
     const int threads = omp_get_max_threads();
     const auto v_floats = static_cast<std::size_t>(kPoints * point_stride(q.cg, row_len(tb)));
     const auto y_floats = static_cast<std::size_t>(kPoints * point_stride(q.kg, row_len(tb)));
     const auto w_floats = static_cast<std::size_t>(work_floats(q));
-    const auto acc_floats = static_cast<std::size_t>(kPoints * q.groups * q.kg * q.cg);
+    // The sums: [g][xi][k][c], their points a cache line further apart than K x C (64 KiB apart
+    // for 128 x 128, the final transform's 36 reads of a filter fell in one cache set).
+    const dim_t acc_stride = point_stride(q.kg, q.cg);
+    const auto acc_floats = static_cast<std::size_t>(kPoints * q.groups * acc_stride);
     // One block's three steps: V (inputs), Y (output gradients), acc += Y V^T per point.
     const auto block = [&](dim_t g, Block b, float* v, float* yy, float* acc, bool first,
-                           Profiler* tp, const auto& loop) {
+                           bool split, Profiler* tp, const auto& loop) {
         const dim_t nb = b.t1 - b.t0, ld = row_len(nb), cg = q.cg, kg = q.kg;
         transform_inputs(q, g, b, a.src, v, tp, loop);
         {
@@ -613,14 +630,19 @@ void backward_weight_winograd(const Problem& p, const ConvArgs& a, Profiler* pro
                 });
             });
         }
-        {
-            Span s(tp, "gemm");
-            loop(kPoints, [&](dim_t xi, float*) {
-                sgemm(kg, cg, nb, StridedA{yy + xi * point_stride(kg, ld), ld, 1},
+        Span s(tp, "gemm");
+        const auto rows = [&](dim_t k0, dim_t k1) {  // acc's rows [k0, k1) of every point
+            for (int xi = 0; xi < kPoints && k0 < k1; ++xi)
+                sgemm(k1 - k0, cg, nb, StridedA{yy + xi * point_stride(kg, ld) + k0 * ld, ld, 1},
                       StridedB{v + xi * point_stride(cg, ld), 1, ld},
-                      acc + (g * kPoints + xi) * kg * cg, cg, !first);
-            });
-        }
+                      acc + (g * kPoints + xi) * acc_stride + k0 * cg, cg, !first);
+        };
+        if (!split) return rows(0, kg);
+        // Split steps: each thread a share of the rows over all points, the share of the rows
+        // it transforms below (a share of the points left the transform reading the other
+        // thread's sums).
+        const auto nt = static_cast<dim_t>(omp_get_max_threads());
+        loop(nt, [&](dim_t i, float*) { rows(kg * i / nt, kg * (i + 1) / nt); });
     };
     // The sums of each thread (side by side) or of all (split), [g][xi][k][c], and which
     // groups each has written (its first block of a group overwrites).
@@ -650,8 +672,8 @@ void backward_weight_winograd(const Problem& p, const ConvArgs& a, Profiler* pro
             for (dim_t g = 0; g < q.groups; ++g)
                 for (dim_t bi = 0; bi < nblocks; ++bi) {
                     char& w = wrote[id][static_cast<std::size_t>(g)];
-                    block(g, Block{bi * tb, std::min(q.tiles(), (bi + 1) * tb)}, v, yy, acc, !w, tp,
-                          serial);
+                    block(g, Block{bi * tb, std::min(q.tiles(), (bi + 1) * tb)}, v, yy, acc, !w,
+                          false, tp, serial);
                     w = 1;
                 }
         }
@@ -673,7 +695,7 @@ void backward_weight_winograd(const Problem& p, const ConvArgs& a, Profiler* pro
         for (dim_t g = 0; g < q.groups; ++g)
             for (dim_t bi = 0; bi < nblocks; ++bi)
                 block(g, Block{bi * tb, std::min(q.tiles(), (bi + 1) * tb)}, v, yy, accs[0],
-                      bi == 0, prof, split);
+                      bi == 0, true, prof, split);
     }
     // dW[k][c] = G^T (sum of the threads' M) G, in double, 16 filters at a time (36 runs of
     // 16 floats read from each sum, the transform vectorised over the 16).
@@ -689,7 +711,7 @@ void backward_weight_winograd(const Problem& p, const ConvArgs& a, Profiler* pro
                 for (std::size_t t = 0; t < accs.size(); ++t) {
                     if (!accs[t] || !wrote[t][static_cast<std::size_t>(g)]) continue;
                     for (int xi = 0; xi < kPoints; ++xi) {
-                        const float* r = accs[t] + ((g * kPoints + xi) * kg + k) * cg + c0;
+                        const float* r = accs[t] + (g * kPoints + xi) * acc_stride + k * cg + c0;
                         for (dim_t e = 0; e < cn; ++e) m[xi][e] += r[e];
                     }
                 }
