@@ -161,6 +161,12 @@ TEST_CASE("cli: map prints the engine's dump of every named map, text and json")
         const Problem p = parse_descriptor(desc);
         for (const std::string& name : maps::names()) {
             INFO(desc << " " << name);
+            if (name == "winograd" &&
+                !algorithm_applies(find_algorithm(Pass::Forward, "winograd"), p)) {  // refused
+                CHECK_THROWS_WITH_AS(maps::by_name(name, p), doctest::Contains("stride 1"), Error);
+                check_refused({"map", "--map", name, "--problem", desc}, "needs 2-D, kernel 3x3");
+                continue;
+            }
             const IndexMap m = maps::by_name(name, p);
             const auto with_newline = [](std::string s) {
                 return s.empty() || s.back() == '\n' ? s : s + "\n";
@@ -633,7 +639,8 @@ TEST_CASE("cli: every bad input exits 2 with one line and writes nothing") {
         {{"map", "--map", "tnc5d", "--problem", desc, "--c0", "65"}, "--c0 '65'"},
         {{"map", "--map", "tnc5d", "--problem", desc, "--c0", "8x"}, "--c0 '8x'"},
         {{"map", "--map", "fliprot5d", "--problem", desc},
-         "--map: map 'fliprot5d': unknown; maps: im2col, col2im, strided, pad, fliprot, tnc; "
+         "--map: map 'fliprot5d': unknown; maps: im2col, col2im, strided, pad, fliprot, tnc, "
+         "winograd; "
          "DaVinci: nc1hwc0"},
         {{"map", "--map", "fractal_z_3d", "--problem", desc},
          "--map: map fractal_z_3d: the problem is 2-D; use fractal_z"},

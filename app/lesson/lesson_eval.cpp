@@ -283,6 +283,7 @@ Tensor map_source(const StepResult& r, const std::string& name, const IndexMap& 
         {"pad", "diff_dst_strided"},
         {"fliprot", "wei"},
         {"tnc", "src"},
+        {"winograd", "src"},
         {"nc1hwc0", "src"},
         {"ndc1hwc0", "src"},
         {"fractal_z", "wei"},

@@ -267,7 +267,7 @@ Problem backward_weight_as_forward(const Problem& p) {
 }
 
 std::vector<std::string> names() {
-    return {"im2col", "col2im", "strided", "pad", "fliprot", "tnc"};
+    return {"im2col", "col2im", "strided", "pad", "fliprot", "tnc", "winograd"};
 }
 
 IndexMap by_name(std::string_view name, const Problem& p) {
@@ -277,6 +277,7 @@ IndexMap by_name(std::string_view name, const Problem& p) {
     if (name == "pad") return pad_for_backward_data(p);
     if (name == "fliprot") return flip_rot(p);
     if (name == "tnc") return tnc_src(p);
+    if (name == "winograd") return winograd_tiles(p);
     std::string known;
     for (auto& n : names()) known += (known.empty() ? "" : ", ") + n;
     throw Error("map '" + std::string(name) + "': unknown; known maps: " + known);

@@ -55,7 +55,8 @@ Problem backward_data_as_forward(const Problem& p);
 // size, stride = d, dilation = s, padding begin pb, end pe - r.
 Problem backward_weight_as_forward(const Problem& p);
 
-// Names of the maps for the command line: im2col col2im strided pad fliprot tnc.
+// Names of the maps for the command line: im2col col2im strided pad fliprot tnc winograd
+// (winograd_tiles: Error on problems winograd does not compute).
 std::vector<std::string> names();
 // The map called `name` for problem p (throws Error for an unknown name, listing the known ones).
 IndexMap by_name(std::string_view name, const Problem& p);
