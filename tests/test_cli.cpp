@@ -23,6 +23,7 @@
 #include "convlab/davinci.hpp"
 #include "convlab/maps.hpp"
 #include "convlab/npy.hpp"
+#include "lesson/lesson.hpp"
 #include "test_files.hpp"
 #include "test_util.hpp"
 
@@ -114,6 +115,12 @@ TEST_CASE("cli: help, usage and version exit 0") {
     CHECK(run_ok({"map", "--help"}).out.find("--step-granularity") != std::string::npos);
     CHECK(run_ok({"help", "describe"}).out.find("usage: convlab describe") != std::string::npos);
     CHECK(run_ok({"--version"}).out.rfind("convlab ", 0) == 0);
+    // gui's and shot's --view name every view (the lists were once typed out and fell behind).
+    for (const char* c : {"gui", "shot"}) {
+        const std::string out = run_ok({c, "--help"}).out;
+        for (const std::string& v : lesson::view_names())
+            CHECK_MESSAGE(out.find(v) != std::string::npos, c << " --help lacks " << v);
+    }
 }
 
 TEST_CASE("cli: algos lists every algorithm of every pass with its summary") {

@@ -46,9 +46,7 @@ const Command& gui_command() {
         "--lesson FILE [--step K]",
         "Without --view, --problem or --lesson it opens on lesson 1, step 1.\n",
         {{"--problem", "DESC", "benchdnn descriptor (default mb1ic2ih3oc2kh2)"},
-         {"--view", "NAME",
-          "im2col (default) | col2im | stride | fliprot | fractal | tnc | "
-          "weight_grad | timings | tensors"},
+         {"--view", "NAME", lesson::view_choices().c_str()},
          {"--presenter", nullptr, "full screen, large fonts, keyboard only"},
          {"--follow", nullptr, "follow the step: readable cells around it (key Z turns it off)"},
          {"--lesson", "FILE", "open a lesson (a file, or its number: 17)"},

@@ -247,9 +247,7 @@ const Command& shot_command() {
         "GIF that loops, --fps F steps a second (a palette of <= 256 colours per frame).\n"
         "--lesson FILE --step K renders step K (from 1) of a lesson as the player shows it: its\n"
         "view, problem, data, granularity, first step of its range, highlights and narration.\n",
-        {{"--view", "NAME",
-          "im2col (default) | col2im | stride | fliprot | fractal | tnc | "
-          "weight_grad | timings | tensors"},
+        {{"--view", "NAME", lesson::view_choices().c_str()},
          {"--problem", "DESC", "benchdnn descriptor (default mb1ic2ih3oc2kh2)"},
          {"--step", "K", "the step shown, from 0 (default 0); with --lesson the lesson's, from 1"},
          {"--lesson", "FILE", "a lesson file (or its number: 17) to show a step of"},

@@ -53,6 +53,8 @@ struct LessonError : Error {
 
 // The app's view names (BRIEF.md's shared vocabulary).
 const std::vector<std::string>& view_names();
+// The same for help texts: "im2col (default) | col2im | ... | winograd".
+const std::string& view_choices();
 
 // A small tensor written inline: nested arrays give its dims, values are row-major.
 struct InlineTensor {

@@ -39,6 +39,15 @@ const std::vector<std::string>& view_names() {
     return v;
 }
 
+const std::string& view_choices() {
+    static const std::string s = [] {
+        std::string t;
+        for (const auto& v : view_names()) t += (t.empty() ? v + " (default)" : " | " + v);
+        return t;
+    }();
+    return s;
+}
+
 namespace {
 
 std::string join(const std::vector<std::string>& v) {

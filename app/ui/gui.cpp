@@ -519,8 +519,10 @@ void App::keyboard() {
         }
     }
     const auto& names = app::view_names();
-    for (int k = 0; k < static_cast<int>(names.size()) && k < 9; ++k)
-        if (pressed(GLFW_KEY_1 + k)) set_view(names[static_cast<std::size_t>(k)]);
+    // 1-9 and 0 (the tenth, as on the keyboard's row).
+    for (int k = 0; k < static_cast<int>(names.size()) && k < 10; ++k)
+        if (pressed(k < 9 ? GLFW_KEY_1 + k : GLFW_KEY_0))
+            set_view(names[static_cast<std::size_t>(k)]);
     if (lesson.keyboard()) return;  // a lesson: PgDn / PgUp (and N / B) step through it
     if (pressed(GLFW_KEY_PAGE_DOWN) || pressed(GLFW_KEY_PAGE_UP)) {
         const auto it = std::find(names.begin(), names.end(), s.request.view);
@@ -1549,7 +1551,7 @@ void App::frame(double dt) {
     header();
     if (s.presenter && !short_window())
         ImGui::TextDisabled(
-            "presenter: space play  ←/→ step  G granularity  1-9 view  C palette  +/- font  "
+            "presenter: space play  ←/→ step  G granularity  1-9,0 view  C palette  +/- font  "
             "F fit  Z follow  F11 full screen  Esc leave");
     canvas();
     ImGui::End();
@@ -1561,7 +1563,7 @@ void App::frame(double dt) {
         ImGui::TextUnformatted(
             "space      play / pause\nleft/right step back / forward\nHome/End   first / "
             "last step\nup/down    speed\nG          granularity element / line / tile / whole\nL  "
-            "        loop\n1-9        views; PgUp/PgDn previous / next\nF          fit to "
+            "        loop\n1-9, 0     views; PgUp/PgDn previous / next\nF          fit to "
             "window\nZ          follow the step (zoomed in)\nC          palette\nP          "
             "presenter mode\nTab        sidebar\nF11  "
             "      full screen\n+/-        font size\nS          save PNG\nEsc        unpin / "

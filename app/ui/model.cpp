@@ -19,6 +19,7 @@
 #include "convlab/kernels.hpp"
 #include "convlab/maps.hpp"
 #include "convlab/tensor.hpp"
+#include "lesson/lesson.hpp"
 
 namespace convlab::app {
 
@@ -209,10 +210,7 @@ const char* data_kind_name(DataKind d) {
 }
 
 const std::vector<std::string>& view_names() {
-    static const std::vector<std::string> names = {"im2col",  "col2im",  "stride",      "fliprot",
-                                                   "fractal", "tnc",     "weight_grad", "timings",
-                                                   "tensors", "winograd"};
-    return names;
+    return lesson::view_names();  // one list: lessons name views by it
 }
 
 bool is_placeholder_view(const std::string& name) {

@@ -197,7 +197,8 @@ double fit_zoom(ViewModel& v, const CanvasGuess& c = {});
 // largest fit_zoom. Calls layout_view.
 void arrange_view(ViewModel& v, const CanvasGuess& c = {});
 
-// The view names (BRIEF.md): im2col col2im stride fliprot fractal tnc weight_grad timings tensors.
+// The view names (lesson::view_names(): im2col col2im stride fliprot fractal tnc weight_grad
+// timings tensors winograd).
 const std::vector<std::string>& view_names();
 bool is_placeholder_view(const std::string& name);  // timings (content comes later)
 
