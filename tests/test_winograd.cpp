@@ -78,6 +78,10 @@ TEST_CASE("winograd equals direct on every element: sizes, padding, groups, batc
     check_problem(make(3, 2, 6, 4, 11, 6, 0, 2, 2, 0), rng);
     check_problem(make(1, 3, 9, 6, 7, 10, 3, 0, 1, 3), rng);  // padding 3 (crop for bwd_data)
     check_problem(make(2, 4, 4, 8, 5, 17, 2, 2, 2, 2), rng);  // depthwise-like groups
+    // Rows of 7 tiles and more run along a tile row; narrower ones (all of the above and the
+    // random ones below) are taken 16 tiles at a time across rows and images.
+    check_problem(make(2, 1, 3, 4, 6, 27, 1, 1, 1, 1), rng);  // 7 tiles a row
+    check_problem(make(1, 2, 4, 6, 9, 34, 0, 1, 2, 1), rng);  // 9, the last partly outside
     // Random ones.
     auto pick = [&](dim_t lo, dim_t hi) {
         return std::uniform_int_distribution<dim_t>(lo, hi)(rng);
@@ -93,16 +97,24 @@ TEST_CASE("winograd equals direct on every element: sizes, padding, groups, batc
 
 TEST_CASE("winograd: blocks side by side and split steps, one thread and all, give direct") {
     std::mt19937 rng(99);
-    const Problem p = make(3, 2, 10, 12, 14, 19, 1, 1, 1, 1);  // 4 x 5 tiles an image, 60 in all
     const int threads = num_threads();
-    for (int block : {0, 7, 16, 60, 200}) {  // a block ends mid-row, mid-image, or holds all
-        CAPTURE(block);
-        BlockGuard guard(block);
-        for (int t : {1, threads}) {
-            CAPTURE(t);
-            set_num_threads(t);
-            check_problem(p, rng);
+    // 4 x 5 tiles an image (60 in all; 16 at a time across rows), and 3 x 8 (48; along rows).
+    for (const Problem& p :
+         {make(3, 2, 10, 12, 14, 19, 1, 1, 1, 1), make(2, 1, 8, 6, 10, 31, 1, 1, 1, 1)}) {
+        CAPTURE(to_descriptor(p));
+        for (int block : {0, 7, 16, 60, 200}) {  // a block ends mid-row, mid-image, or holds all
+            CAPTURE(block);
+            BlockGuard guard(block);
+            for (int t : {1, threads})
+                for (bool split : {false, true}) {  // weight gradient: split steps in any case
+                    CAPTURE(t);
+                    CAPTURE(split);
+                    set_num_threads(t);
+                    detail::set_winograd_split(split);
+                    check_problem(p, rng);
+                }
         }
+        detail::set_winograd_split(false);
     }
     set_num_threads(threads);
 }

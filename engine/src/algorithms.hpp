@@ -87,6 +87,9 @@ bool winograd_pays(const Problem& p, Pass pass);
 void set_winograd(int mode);
 // Tiles per block (0: chosen per problem), for tests and measurements.
 void set_winograd_block(int tiles);
+// Whether the weight gradient runs every block by split steps (one shared sum), not side by side
+// where it would: for tests.
+void set_winograd_split(bool always);
 // prepare_weights' winograd layout: floats, and the transform of wei for pass (fwd: W, bwd_data:
 // FlipRot(W)) into u.
 std::size_t winograd_weights_size(const Problem& p);

@@ -59,7 +59,8 @@ constexpr int kVSlot = kWinogradVSlot, kMSlot = kWinogradMSlot;
 // (which cost res4a_branch2b and res5a_branch2b 5-15% at batch 32).
 constexpr dim_t kReductionBlock = 256;
 
-int g_block_tiles = 0;  // 0: chosen per problem
+int g_block_tiles = 0;       // 0: chosen per problem
+bool g_split_steps = false;  // the weight gradient's blocks always by split steps (tests)
 
 // One forward-like problem on planes: out (n, k, oh, ow) from in (n, c, h, w), 3x3, stride 1.
 struct Geom {
@@ -225,6 +226,61 @@ void input_run(const float* plane, const Geom& q, dim_t th, dim_t tw0, dim_t len
     }
 }
 
+// Narrow images (fewer than kGroupBelow tiles a row: outputs up to 24 wide) have short runs
+// whose lanes sit mostly idle (a 7x7 output's runs are 2 tiles), so their transforms take
+// tiles kGroupLanes at a time across rows and images, each tile's patch gathered by scalar
+// loads.
+constexpr dim_t kGroupBelow = 7, kGroupLanes = 16;
+
+inline bool grouped(const Geom& q) {
+    return q.tw < kGroupBelow;
+}
+
+// V[xi * ldx + e] for tiles [t0, t0 + len) (len <= kGroupLanes, any rows and images) of input
+// channel ch (of all, g * cg + c). work: 72 kGroupLanes floats.
+void input_group(const float* src, dim_t ch, const Geom& q, dim_t t0, dim_t len, float* v,
+                 dim_t ldx, float* work) {
+    const dim_t lp = padded(len);
+    float* d = work;              // [i][j][t]: the patches
+    float* tmp = work + 36 * lp;  // [i][j'][t]: rows transformed along w
+    const dim_t per = q.tiles_per_image();
+    for (dim_t e = 0; e < lp; ++e) {
+        if (e >= len) {
+            for (int x = 0; x < 36; ++x) d[x * lp + e] = 0.0f;
+            continue;
+        }
+        const dim_t t = t0 + e, n = t / per, r = t % per;
+        const dim_t y0 = 4 * (r / q.tw) - q.pt, x0 = 4 * (r % q.tw) - q.pl;
+        const float* plane = src + n * q.in_image() + ch * q.h * q.w;
+        for (int i = 0; i < 6; ++i) {
+            const dim_t y = y0 + i;
+            const bool in = y >= 0 && y < q.h;
+            for (int j = 0; j < 6; ++j) {
+                const dim_t x = x0 + j;
+                d[(i * 6 + j) * lp + e] = in && x >= 0 && x < q.w ? plane[y * q.w + x] : 0.0f;
+            }
+        }
+    }
+    for (int i = 0; i < 6; ++i) {
+        const float* di[6];
+        float* o[6];
+        for (int j = 0; j < 6; ++j) {
+            di[j] = d + (i * 6 + j) * lp;
+            o[j] = tmp + (i * 6 + j) * lp;
+        }
+        bt6(di, o, lp);
+    }
+    for (int j = 0; j < 6; ++j) {
+        const float* di[6];
+        float* o[6];
+        for (int i = 0; i < 6; ++i) {
+            di[i] = tmp + (i * 6 + j) * lp;
+            o[i] = v + (i * 6 + j) * ldx;
+        }
+        bt6(di, o, lp);
+    }
+}
+
 // The 4x4 outputs of one output channel plane for the run of len tiles (n, th, tw0..) from
 // M[xi * ldx + e]; plus bias. work: 6 * 4 * len + 4 * 4 * len + 4 * len floats.
 void output_run(const float* m, dim_t ldx, const Geom& q, dim_t th, dim_t tw0, dim_t len,
@@ -255,6 +311,38 @@ void output_run(const float* m, dim_t ldx, const Geom& q, dim_t th, dim_t tw0, d
         for (dim_t t = 0; t < lp; ++t)
             for (int c = 0; c < 4; ++c) row[4 * t + c] = yr[c * lp + t] + bias;
         std::copy(row, row + count, plane + oy * q.ow + x0);
+    }
+}
+
+// output_run for tiles [t0, t0 + len) (len <= kGroupLanes, any rows and images) of output
+// channel ch (of all): M[xi * ldx + e]. work: 40 kGroupLanes floats.
+void output_group(const float* m, dim_t ldx, const Geom& q, dim_t t0, dim_t len, float bias,
+                  float* dst, dim_t ch, float* work) {
+    const dim_t lp = padded(len);
+    float* s = work;            // [i][c][t]: columns combined along w
+    float* y = work + 24 * lp;  // [r][c][t]
+    for (int i = 0; i < 6; ++i) {
+        const float* mi[6];
+        float* o[4];
+        for (int j = 0; j < 6; ++j) mi[j] = m + (i * 6 + j) * ldx;
+        for (int c = 0; c < 4; ++c) o[c] = s + (i * 4 + c) * lp;
+        at6(mi, o, lp);
+    }
+    for (int c = 0; c < 4; ++c) {
+        const float* si[6];
+        float* o[4];
+        for (int i = 0; i < 6; ++i) si[i] = s + (i * 4 + c) * lp;
+        for (int r = 0; r < 4; ++r) o[r] = y + (r * 4 + c) * lp;
+        at6(si, o, lp);
+    }
+    const dim_t per = q.tiles_per_image();
+    for (dim_t e = 0; e < len; ++e) {
+        const dim_t t = t0 + e, n = t / per, r = t % per;
+        const dim_t y0 = 4 * (r / q.tw), x0 = 4 * (r % q.tw);
+        float* plane = dst + n * q.out_image() + ch * q.oh * q.ow;
+        for (dim_t i = 0; i < 4 && y0 + i < q.oh; ++i)
+            for (dim_t c = 0; c < 4 && x0 + c < q.ow; ++c)
+                plane[(y0 + i) * q.ow + x0 + c] = y[(i * 4 + c) * lp + e] + bias;
     }
 }
 
@@ -301,6 +389,12 @@ void transform_inputs(const Geom& q, dim_t g, Block b, const float* src, float* 
     const dim_t ld = row_len(b.t1 - b.t0), cg = q.cg;
     Span s(tp, "wino_src");
     loop(cg, [&](dim_t c, float* work) {
+        if (grouped(q)) {
+            for (dim_t t = b.t0; t < b.t1; t += kGroupLanes)
+                input_group(src, g * cg + c, q, t, std::min(kGroupLanes, b.t1 - t),
+                            v + c * ld + (t - b.t0), point_stride(cg, ld), work);
+            return;
+        }
         for_runs(q, b.t0, b.t1, [&](dim_t n, dim_t th, dim_t tw0, dim_t len, dim_t j) {
             const float* plane = src + n * q.in_image() + (g * cg + c) * q.h * q.w;
             if (c + 1 < cg)
@@ -330,6 +424,12 @@ void run_block(const Geom& q, dim_t g, Block b, const float* src, const float* u
         Span s(tp, "wino_dst");
         loop(kg, [&](dim_t k, float* work) {
             const float bk = bias ? bias[g * kg + k] : 0.0f;
+            if (grouped(q)) {
+                for (dim_t t = b.t0; t < b.t1; t += kGroupLanes)
+                    output_group(mm + k * ld + (t - b.t0), point_stride(kg, ld), q, t,
+                                 std::min(kGroupLanes, b.t1 - t), bk, dst, g * kg + k, work);
+                return;
+            }
             for_runs(q, b.t0, b.t1, [&](dim_t n, dim_t th, dim_t tw0, dim_t len, dim_t j) {
                 float* plane = dst + n * q.out_image() + (g * kg + k) * q.oh * q.ow;
                 if (k + 1 < kg)
@@ -377,7 +477,7 @@ dim_t block_tiles(const Geom& q) {
 
 // Work floats of the transforms of one run (the longest run is a whole tile row).
 dim_t work_floats(const Geom& q) {
-    return 44 * padded(q.tw) + 64;
+    return std::max(44 * padded(q.tw) + 64, 72 * kGroupLanes);
 }
 
 void run_tiles(const Geom& q, const float* src, const float* u, const float* bias, float* dst,
@@ -521,6 +621,43 @@ void grad_run(const float* plane, const Geom& q, dim_t th, dim_t tw0, dim_t len,
     }
 }
 
+// grad_run for tiles [t0, t0 + len) (len <= kGroupLanes, any rows and images) of output
+// channel ch (of all) of dY. work: 40 kGroupLanes floats.
+void grad_group(const float* diff_dst, dim_t ch, const Geom& q, dim_t t0, dim_t len, float* y,
+                dim_t ldx, float* work) {
+    const dim_t lp = padded(len);
+    float* d = work;              // [i][j][t]: the 4x4 tiles
+    float* tmp = work + 16 * lp;  // [i][j'][t]: rows transformed along w
+    const dim_t per = q.tiles_per_image();
+    for (dim_t e = 0; e < lp; ++e) {
+        if (e >= len) {
+            for (int x = 0; x < 16; ++x) d[x * lp + e] = 0.0f;
+            continue;
+        }
+        const dim_t t = t0 + e, n = t / per, r = t % per;
+        const dim_t y0 = 4 * (r / q.tw), x0 = 4 * (r % q.tw);
+        const float* plane = diff_dst + n * q.out_image() + ch * q.oh * q.ow;
+        for (dim_t i = 0; i < 4; ++i)
+            for (dim_t j = 0; j < 4; ++j)
+                d[(i * 4 + j) * lp + e] =
+                    y0 + i < q.oh && x0 + j < q.ow ? plane[(y0 + i) * q.ow + x0 + j] : 0.0f;
+    }
+    for (int i = 0; i < 4; ++i) {
+        const float* di[4] = {d + (i * 4) * lp, d + (i * 4 + 1) * lp, d + (i * 4 + 2) * lp,
+                              d + (i * 4 + 3) * lp};
+        float* o[6];
+        for (int j = 0; j < 6; ++j) o[j] = tmp + (i * 6 + j) * lp;
+        a6(di, 1, o, lp);
+    }
+    for (int j = 0; j < 6; ++j) {
+        const float* di[4];
+        float* o[6];
+        for (int i = 0; i < 4; ++i) di[i] = tmp + (i * 6 + j) * lp;
+        for (int i = 0; i < 6; ++i) o[i] = y + (i * 6 + j) * ldx;
+        a6(di, 1, o, lp);
+    }
+}
+
 float* weights_buffer(const Problem& p) {
     return scratch_or_error(kWinogradUSlot,
                             static_cast<std::size_t>(kPoints * p.groups * p.ocg() * p.icg()),
@@ -531,6 +668,10 @@ float* weights_buffer(const Problem& p) {
 
 void set_winograd_block(int tiles) {
     g_block_tiles = std::max(tiles, 0);
+}
+
+void set_winograd_split(bool always) {
+    g_split_steps = always;
 }
 
 bool winograd_applies(const Problem& p) {
@@ -602,9 +743,24 @@ void backward_weight_winograd(const Problem& p, const ConvArgs& a, Profiler* pro
     // 1.29-1.93 -> 0.93-1.25 ms (split with the points shared, 0.93-1.48). In the benchmark
     // against oneDNN, 3 runs each alternating the two builds: 1.03, 1.18, 1.75 -> 0.91, 0.61,
     // 0.65 ms (the earlier split steps' slow runs were those of side by side too).
-    const dim_t tb = g_block_tiles == 0 && q.tiles() <= most_tiles(q) ? q.tiles() : block_tiles(q);
-    const dim_t nblocks = (q.tiles() + tb - 1) / tb;
+    // Split steps also where each thread's sums would pass 8 MiB, and then in blocks of up to
+    // 48 MiB of V and Y (not 96 tiles): the shared sums (9.4 MiB for 256 x 256 filters) are
+    // read and written once a block. Batch 32, harness, 2 threads, noisy: res4a_branch2b
+    // (512 tiles) 28-32 -> 21-24 ms in one block, res5a_branch2b (128) 28-31 -> 25-27.
     const int threads = omp_get_max_threads();
+    const auto acc_bytes = std::size_t{kPoints} * static_cast<std::size_t>(p.oc * q.cg) * 4;
+    dim_t tb = block_tiles(q);
+    bool side = (q.tiles() + tb - 1) / tb * q.groups >= threads && acc_bytes <= (8u << 20);
+    if (g_split_steps) side = false;
+    if (g_block_tiles == 0) {
+        const dim_t most = most_tiles(q);
+        if (q.tiles() <= most) side = false;
+        if (!side) {
+            const dim_t per_tile = kPoints * (q.cg + q.kg) * dim_t{sizeof(float)};
+            tb = std::min(q.tiles(), std::max(most, (dim_t{48} << 20) / per_tile / 16 * 16));
+        }
+    }
+    const dim_t nblocks = (q.tiles() + tb - 1) / tb;
     const auto v_floats = static_cast<std::size_t>(kPoints * point_stride(q.cg, row_len(tb)));
     const auto y_floats = static_cast<std::size_t>(kPoints * point_stride(q.kg, row_len(tb)));
     const auto w_floats = static_cast<std::size_t>(work_floats(q));
@@ -620,6 +776,12 @@ void backward_weight_winograd(const Problem& p, const ConvArgs& a, Profiler* pro
         {
             Span s(tp, "wino_diff_dst");
             loop(kg, [&](dim_t k, float* work) {
+                if (grouped(q)) {
+                    for (dim_t t = b.t0; t < b.t1; t += kGroupLanes)
+                        grad_group(a.diff_dst, g * kg + k, q, t, std::min(kGroupLanes, b.t1 - t),
+                                   yy + k * ld + (t - b.t0), point_stride(kg, ld), work);
+                    return;
+                }
                 for_runs(q, b.t0, b.t1, [&](dim_t n, dim_t th, dim_t tw0, dim_t len, dim_t j) {
                     const float* plane =
                         a.diff_dst + n * q.out_image() + (g * kg + k) * q.oh * q.ow;
@@ -648,7 +810,7 @@ void backward_weight_winograd(const Problem& p, const ConvArgs& a, Profiler* pro
     // groups each has written (its first block of a group overwrites).
     std::vector<float*> accs;
     std::vector<std::vector<char>> wrote;
-    if (nblocks * q.groups >= threads && acc_floats * sizeof(float) <= (std::size_t{8} << 20)) {
+    if (side) {
         // Blocks side by side, each thread its own V, Y and sums (added up below).
         reserve_scratch(
             {{kVSlot, v_floats + w_floats}, {kMSlot, y_floats}, {kWinogradUSlot, acc_floats}});
