@@ -191,6 +191,20 @@ inline dim_t point_stride(dim_t channels, dim_t ld) {
     return channels * ld + 16;
 }
 
+// V[xi * ldx + t] = the columns of tmp ([i][j][t], rows already transformed) transformed: the
+// second half of B^T d B, over lp lanes.
+void input_columns(const float* tmp, dim_t lp, float* v, dim_t ldx) {
+    for (int j = 0; j < 6; ++j) {
+        const float* d[6];
+        float* o[6];
+        for (int i = 0; i < 6; ++i) {
+            d[i] = tmp + (i * 6 + j) * lp;
+            o[i] = v + (i * 6 + j) * ldx;
+        }
+        bt6(d, o, lp);
+    }
+}
+
 // V[xi * ldx + j + e] for the run of len tiles (n, th, tw0..) of one input channel plane.
 // work: 44 lp + 8 floats (lp: len padded).
 void input_run(const float* plane, const Geom& q, dim_t th, dim_t tw0, dim_t len, float* v,
@@ -215,15 +229,7 @@ void input_run(const float* plane, const Geom& q, dim_t th, dim_t tw0, dim_t len
         for (int j = 0; j < 6; ++j) o[j] = tmp + (i * 6 + j) * lp;
         bt6(d, o, lp);
     }
-    for (int j = 0; j < 6; ++j) {
-        const float* d[6];
-        float* o[6];
-        for (int i = 0; i < 6; ++i) {
-            d[i] = tmp + (i * 6 + j) * lp;
-            o[i] = v + (i * 6 + j) * ldx;
-        }
-        bt6(d, o, lp);
-    }
+    input_columns(tmp, lp, v, ldx);
 }
 
 // Narrow images (fewer than kGroupBelow tiles a row: outputs up to 24 wide) have short runs
@@ -270,25 +276,12 @@ void input_group(const float* src, dim_t ch, const Geom& q, dim_t t0, dim_t len,
         }
         bt6(di, o, lp);
     }
-    for (int j = 0; j < 6; ++j) {
-        const float* di[6];
-        float* o[6];
-        for (int i = 0; i < 6; ++i) {
-            di[i] = tmp + (i * 6 + j) * lp;
-            o[i] = v + (i * 6 + j) * ldx;
-        }
-        bt6(di, o, lp);
-    }
+    input_columns(tmp, lp, v, ldx);
 }
 
-// The 4x4 outputs of one output channel plane for the run of len tiles (n, th, tw0..) from
-// M[xi * ldx + e]; plus bias. work: 6 * 4 * len + 4 * 4 * len + 4 * len floats.
-void output_run(const float* m, dim_t ldx, const Geom& q, dim_t th, dim_t tw0, dim_t len,
-                float bias, float* plane, float* work) {
-    const dim_t lp = padded(len);  // whole vectors: lanes past len are never stored
-    float* s = work;               // [i][q][t]: columns combined along w
-    float* y = work + 24 * lp;     // [p][q][t]
-    float* row = y + 16 * lp;      // 4 lp floats of one output row
+// y[(r * 4 + c) * lp + t] = A^T M A of the tiles in M's lp lanes (M[xi * ldx + t]); s: 24 lp
+// floats of scratch (the columns combined along w).
+void output_tiles(const float* m, dim_t ldx, dim_t lp, float* s, float* y) {
     for (int i = 0; i < 6; ++i) {
         const float* mi[6];
         float* o[4];
@@ -303,6 +296,17 @@ void output_run(const float* m, dim_t ldx, const Geom& q, dim_t th, dim_t tw0, d
         for (int r = 0; r < 4; ++r) o[r] = y + (r * 4 + c) * lp;
         at6(si, o, lp);
     }
+}
+
+// The 4x4 outputs of one output channel plane for the run of len tiles (n, th, tw0..) from
+// M[xi * ldx + e]; plus bias. work: 6 * 4 * len + 4 * 4 * len + 4 * len floats.
+void output_run(const float* m, dim_t ldx, const Geom& q, dim_t th, dim_t tw0, dim_t len,
+                float bias, float* plane, float* work) {
+    const dim_t lp = padded(len);  // whole vectors: lanes past len are never stored
+    float* s = work;               // [i][q][t]: columns combined along w
+    float* y = work + 24 * lp;     // [p][q][t]
+    float* row = y + 16 * lp;      // 4 lp floats of one output row
+    output_tiles(m, ldx, lp, s, y);
     const dim_t x0 = 4 * tw0, count = std::min(4 * len, q.ow - x0);
     for (int r = 0; r < 4; ++r) {
         const dim_t oy = 4 * th + r;
@@ -321,20 +325,7 @@ void output_group(const float* m, dim_t ldx, const Geom& q, dim_t t0, dim_t len,
     const dim_t lp = padded(len);
     float* s = work;            // [i][c][t]: columns combined along w
     float* y = work + 24 * lp;  // [r][c][t]
-    for (int i = 0; i < 6; ++i) {
-        const float* mi[6];
-        float* o[4];
-        for (int j = 0; j < 6; ++j) mi[j] = m + (i * 6 + j) * ldx;
-        for (int c = 0; c < 4; ++c) o[c] = s + (i * 4 + c) * lp;
-        at6(mi, o, lp);
-    }
-    for (int c = 0; c < 4; ++c) {
-        const float* si[6];
-        float* o[4];
-        for (int i = 0; i < 6; ++i) si[i] = s + (i * 4 + c) * lp;
-        for (int r = 0; r < 4; ++r) o[r] = y + (r * 4 + c) * lp;
-        at6(si, o, lp);
-    }
+    output_tiles(m, ldx, lp, s, y);
     const dim_t per = q.tiles_per_image();
     for (dim_t e = 0; e < len; ++e) {
         const dim_t t = t0 + e, n = t / per, r = t % per;
@@ -591,6 +582,18 @@ inline void a6(const float* const d[4], dim_t step, float* const o[6], dim_t len
     }
 }
 
+// Y[xi * ldx + t] = the columns of tmp ([i][j][t], 4 rows already transformed) transformed: the
+// second half of A y A^T, over lp lanes.
+void grad_columns(const float* tmp, dim_t lp, float* y, dim_t ldx) {
+    for (int j = 0; j < 6; ++j) {
+        const float* d[4];
+        float* o[6];
+        for (int i = 0; i < 4; ++i) d[i] = tmp + (i * 6 + j) * lp;
+        for (int i = 0; i < 6; ++i) o[i] = y + (i * 6 + j) * ldx;
+        a6(d, 1, o, lp);
+    }
+}
+
 // The 6x6 transform A y A^T of the 4x4 output-gradient tiles of one channel plane (zero beyond
 // the plane) for the run of len tiles (n, th, tw0..): Y[xi * ldx + e]. work: 40 * len floats.
 void grad_run(const float* plane, const Geom& q, dim_t th, dim_t tw0, dim_t len, float* y,
@@ -612,13 +615,7 @@ void grad_run(const float* plane, const Geom& q, dim_t th, dim_t tw0, dim_t len,
         const float* d[4] = {row, row + 1, row + 2, row + 3};
         a6(d, 4, o, lp);
     }
-    for (int j = 0; j < 6; ++j) {
-        const float* d[4];
-        float* o[6];
-        for (int i = 0; i < 4; ++i) d[i] = tmp + (i * 6 + j) * lp;
-        for (int i = 0; i < 6; ++i) o[i] = y + (i * 6 + j) * ldx;
-        a6(d, 1, o, lp);
-    }
+    grad_columns(tmp, lp, y, ldx);
 }
 
 // grad_run for tiles [t0, t0 + len) (len <= kGroupLanes, any rows and images) of output
@@ -649,13 +646,7 @@ void grad_group(const float* diff_dst, dim_t ch, const Geom& q, dim_t t0, dim_t 
         for (int j = 0; j < 6; ++j) o[j] = tmp + (i * 6 + j) * lp;
         a6(di, 1, o, lp);
     }
-    for (int j = 0; j < 6; ++j) {
-        const float* di[4];
-        float* o[6];
-        for (int i = 0; i < 4; ++i) di[i] = tmp + (i * 6 + j) * lp;
-        for (int i = 0; i < 6; ++i) o[i] = y + (i * 6 + j) * ldx;
-        a6(di, 1, o, lp);
-    }
+    grad_columns(tmp, lp, y, ldx);
 }
 
 float* weights_buffer(const Problem& p) {
