@@ -1287,14 +1287,22 @@ TEST_CASE("maps: execute(Tensor, Tensor) through non-row-major layouts") {
 
 TEST_CASE("maps: names, by_name, granularities, shapes and map construction") {
     const Problem p = make_problem(2, 2, 4, 6, 2, {6, 5}, {3, 2}, {2, 1}, {1, 0}, {0, 1});
-    const std::vector<std::string> known{"im2col", "col2im", "strided", "pad", "fliprot", "tnc"};
+    const std::vector<std::string> known{"im2col",  "col2im", "strided", "pad",
+                                         "fliprot", "tnc",    "winograd"};
     CHECK(maps::names() == known);
     const Buf x = iota(prod(src_dims(p)));
     for (const auto& name : known) {
         INFO(name);
+        if (name == "winograd") {  // p is strided: refused, naming the rule
+            CHECK_THROWS_WITH_AS(maps::by_name(name, p), doctest::Contains("stride 1"), Error);
+            continue;
+        }
         const IndexMap m = maps::by_name(name, p);
         CHECK(m.name() == name);
     }
+    const Problem w3 = convlab::parse_descriptor("mb2ic3ih9iw7oc4kh3kw3ph1pw1");
+    const Buf xw = iota(prod(src_dims(w3)));
+    CHECK(run(maps::by_name("winograd", w3), xw) == run(maps::winograd_tiles(w3), xw));
     // by_name returns the same maps as the named functions.
     CHECK(run(maps::by_name("im2col", p), x) == run(maps::im2col(p), x));
     CHECK(maps::by_name("pad", p).dst() == maps::pad_for_backward_data(p).dst());
