@@ -739,7 +739,8 @@ void backward_weight_winograd(const Problem& p, const ConvArgs& a, Profiler* pro
     // read and written once a block. Batch 32, harness, 2 threads, noisy: res4a_branch2b
     // (512 tiles) 28-32 -> 21-24 ms in one block, res5a_branch2b (128) 28-31 -> 25-27.
     const int threads = omp_get_max_threads();
-    const auto acc_bytes = std::size_t{kPoints} * static_cast<std::size_t>(p.oc * q.cg) * 4;
+    const auto acc_bytes =
+        std::size_t{kPoints} * static_cast<std::size_t>(p.oc * q.cg) * sizeof(float);
     dim_t tb = block_tiles(q);
     bool side = (q.tiles() + tb - 1) / tb * q.groups >= threads && acc_bytes <= (8u << 20);
     if (g_split_steps) side = false;
