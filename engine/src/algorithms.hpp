@@ -69,6 +69,9 @@ dim_t shifted_wgrad_images(const Problem& p);
 // winograd (winograd.cpp): F(4x4, 3x3) for 2-D 3x3 convolutions of stride 1, undilated (any
 // padding, groups); winograd_applies says whether p is one. The others throw Error.
 bool winograd_applies(const Problem& p);
+// That rule in words (the registry's Algorithm::rule, and the refusals of winograd and of
+// maps::winograd_tiles).
+inline constexpr const char* kWinogradRule = "2-D, kernel 3x3, stride 1, no dilation";
 void forward_winograd(const Problem& p, const ConvArgs& a, Profiler* prof);
 void backward_data_winograd(const Problem& p, const ConvArgs& a, Profiler* prof);
 void backward_weight_winograd(const Problem& p, const ConvArgs& a, Profiler* prof);

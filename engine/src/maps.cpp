@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "algorithms.hpp"
+
 namespace convlab::maps {
 
 namespace {
@@ -85,10 +87,8 @@ IndexMap col2im(const Problem& p) {
 }
 
 IndexMap winograd_tiles(const Problem& p) {
-    if (!(p.ndims == 2 && p.kernel[0] == 3 && p.kernel[1] == 3 && p.stride[0] == 1 &&
-          p.stride[1] == 1 && p.dilation[0] == 1 && p.dilation[1] == 1))
-        throw Error("winograd_tiles: " + to_descriptor(p) +
-                    ": needs 2-D, kernel 3x3, stride 1, no dilation");
+    if (!detail::winograd_applies(p))  // the algorithm's own rule
+        throw Error("winograd_tiles: " + to_descriptor(p) + ": needs " + detail::kWinogradRule);
     const Shape src = activation_shape(p, in_sizes(p));
     const dim_t th = (p.out(0) + 3) / 4, tw = (p.out(1) + 3) / 4;
     Shape dst;

@@ -432,6 +432,12 @@ void run_block(const Geom& q, dim_t g, Block b, const float* src, const float* u
     }
 }
 
+// The most tiles of a block: V and M (or Y) within 32 MiB, 16 to 96.
+dim_t most_tiles(const Geom& q) {
+    const dim_t per_tile = kPoints * (q.cg + q.kg) * dim_t{sizeof(float)};
+    return std::clamp<dim_t>((dim_t{32} << 20) / per_tile / 16 * 16, 16, 96);
+}
+
 // Tiles per block (the last block short): 96, two tiles of 48 columns of the GEMM's kernels.
 // ResNet-50's 3x3 layers, one call alternating with implicit_gemm: at batch 1 56x56 and 28x28
 // measured 0.59 and 0.71 ms with 98, 0.69 and 0.82 with 56, 0.83 and 0.92 with 32; at batch 32
@@ -440,12 +446,6 @@ void run_block(const Geom& q, dim_t g, Block b, const float* src, const float* u
 // (weight gradient) and measured slower than 96, 96 and 4: 0.70-0.72 against 0.60-0.65 ms,
 // 0.66-0.73 against 0.63. Fewer where a block's transformed inputs and products would pass
 // 32 MiB; set_winograd_block overrides (tests).
-// The most tiles of a block: V and M (or Y) within 32 MiB, 16 to 96.
-dim_t most_tiles(const Geom& q) {
-    const dim_t per_tile = kPoints * (q.cg + q.kg) * dim_t{sizeof(float)};
-    return std::clamp<dim_t>((dim_t{32} << 20) / per_tile / 16 * 16, 16, 96);
-}
-
 dim_t block_tiles(const Geom& q) {
     if (g_block_tiles > 0) return std::min<dim_t>(g_block_tiles, q.tiles());
     const dim_t most = most_tiles(q);
@@ -694,7 +694,7 @@ namespace {
 void check_applies(const Problem& p, Pass pass) {
     if (winograd_applies(p)) return;
     throw Error(std::string("winograd: ") + pass_name(pass) + " of " + to_descriptor(p) +
-                ": needs 2-D, kernel 3x3, stride 1, no dilation");
+                ": needs " + kWinogradRule);
 }
 }  // namespace
 
