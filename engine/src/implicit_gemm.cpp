@@ -2281,7 +2281,10 @@ void backward_weight_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler
     // 0.300-0.364 -> 0.269-0.276 ms, and again 0.283-0.373 -> 0.284-0.293; res4b_branch2a (1024
     // -> 256 at 14x14) 0.471-0.519 -> 0.462-0.509, again 0.468-0.495 -> 0.458-0.476; the other
     // layers with a dW of 1-8 MiB tied. Smaller ones lost (res3a_branch1, 512 KiB, 0.99-1.08 ->
-    // 1.05-1.10). set_stream_output's mode applies.
+    // 1.05-1.10). set_stream_output's mode applies. The gathered products too (Im2colTB):
+    // res5a_branch2b at batch 1 (a 9 MiB dW, a reduction of 49), harness alternating the modes
+    // with 4 MiB touched between calls, 2 runs: 1.48/1.52 -> 1.35/1.38 ms; bench against
+    // oneDNN, 4 rounds alternating builds: 0.857/1.056/0.852/0.956 -> 0.842/0.798/0.844/0.936.
     const bool stream_dw = stream_mode_allows(wsize * sizeof(float), std::size_t{1} << 20);
     // Spans into prf (the calling thread's, or null).
     auto image = [&](dim_t g, dim_t n, float* out, bool acc, dim_t q0, dim_t q1, Profiler* prf,
@@ -2328,7 +2331,7 @@ void backward_weight_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler
             gemm(kg, rows, q1 - q0, dy, StridedB{x + q0, 1, xs}, out, rows, acc, 0,
                  final && stream_dw, prefetch);
         else
-            gemm(kg, rows, q1 - q0, dy, Im2colTB{&m, q0}, out, rows, acc);
+            gemm(kg, rows, q1 - q0, dy, Im2colTB{&m, q0}, out, rows, acc, 0, final && stream_dw);
     };
     // Where the products are summed: dW_g, or out^T (scratch) when swapped.
     float* dwt =

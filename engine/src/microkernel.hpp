@@ -313,8 +313,10 @@ std::size_t scratch_bytes_held();
 void release_scratch();
 
 // Splits M x N over the threads as tm x tn blocks, choosing the split with the least estimated
-// cost (tile work plus duplicated packing).
-void choose_split(dim_t m, dim_t n, dim_t k, const MicroKernel& uk, int threads, int& tm, int& tn);
+// cost (tile work plus duplicated packing). a_packed: A is packed per block (read_a_in_place
+// false); read in place, its rows cost each thread only their reads, a quarter of packing.
+void choose_split(dim_t m, dim_t n, dim_t k, const MicroKernel& uk, int threads, int& tm, int& tn,
+                  bool a_packed = true);
 
 // Threads a GEMM of this size may use (1 inside a parallel region or for tiny products).
 int gemm_threads(dim_t m, dim_t n, dim_t k);
@@ -580,7 +582,7 @@ void gemm(dim_t m, dim_t n, dim_t k, const StridedA& a, const PackB& packb, floa
     bl.prefetch_a = prefetch_a;
     bl.prefetch_b = prefetch_b;
     int tm = 1, tn = 1;
-    choose_split(m, n, k, uk, gemm_threads(m, n, k), tm, tn);
+    choose_split(m, n, k, uk, gemm_threads(m, n, k), tm, tn, !read_a_in_place(uk, a));
     if (tm * tn == 1) {
         gemm_block(uk, bl, 0, m, 0, n, k, a, packb, c, ldc, accumulate);
         return;
