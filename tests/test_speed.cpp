@@ -302,10 +302,10 @@ TEST_CASE("blocked GEMM's reduction block: longer for few columns, not for A's f
     }
 }
 
-TEST_CASE("blocked GEMM's split: A read in place counts only its reads, not its packing") {
+TEST_CASE("blocked GEMM's split: A read in place beside a gathered B splits B's columns") {
     // The 1x1 weight gradient of res3a_branch1 at batch 1 (dY 512 x 784 read in place, B the
     // input sampled at the strides): counted as packed, each thread took half of A's rows and
-    // packed all of B; read in place, the threads split B's columns.
+    // gathered all of B; at a quarter (GathersB), the threads split B's columns.
     const detail::MicroKernel* uks = nullptr;
     int count = 0;
     uks = detail::microkernels(count);
@@ -316,17 +316,20 @@ TEST_CASE("blocked GEMM's split: A read in place counts only its reads, not its 
         return;
     }
     int tm = 0, tn = 0;
-    detail::choose_split(512, 256, 784, uk, 2, tm, tn, true);
+    detail::choose_split(512, 256, 784, uk, 2, tm, tn, 1.0);
     CHECK(tm == 2);
     CHECK(tn == 1);
-    detail::choose_split(512, 256, 784, uk, 2, tm, tn, false);
+    detail::choose_split(512, 256, 784, uk, 2, tm, tn, 0.25);
     CHECK(tm == 1);
     CHECK(tn == 2);
     // Many columns: splitting them still wins either way; one thread: no split.
-    detail::choose_split(64, 3136, 512, uk, 2, tm, tn, true);
+    detail::choose_split(64, 3136, 512, uk, 2, tm, tn, 1.0);
     CHECK(tn == 2);
-    detail::choose_split(512, 256, 784, uk, 1, tm, tn, false);
+    detail::choose_split(512, 256, 784, uk, 1, tm, tn, 0.25);
     CHECK(tm * tn == 1);
+    // Only the sampled packer gathers.
+    CHECK(detail::GathersB<detail::SampledTB>);
+    CHECK_FALSE(detail::GathersB<detail::StridedB>);
 }
 
 TEST_CASE("blocked GEMM's edge tiles: every width of a last column panel") {

@@ -1438,7 +1438,7 @@ float* scratch(int slot, std::size_t floats) {
 }
 
 void choose_split(dim_t m, dim_t n, dim_t k, const MicroKernel& uk, int threads, int& tm, int& tn,
-                  bool a_packed) {
+                  double a_cost) {
     tm = tn = 1;
     if (threads <= 1) return;
     const double mpan = static_cast<double>((m + uk.mr - 1) / uk.mr);
@@ -1449,16 +1449,18 @@ void choose_split(dim_t m, dim_t n, dim_t k, const MicroKernel& uk, int threads,
         const int b = threads / a;
         if (a > mpan || b > npan) continue;
         // Per thread: tiles (cost ~ MR*NR*k / 16 FMA lanes) plus packing its A rows for each
-        // NC block and its B columns once (cost ~ 1 per element). A read in place costs only
-        // its reads: counted as packing, 1x1 weight gradients at batch 1 split M where N was
-        // cheaper (each thread packing all of B). Harness, 2 threads, 2 runs alternating the
-        // splits, 4 MiB touched between calls: res3a_branch1 (512 x 256 x 784, B sampled at
-        // the strides) 1.123/1.127 -> 1.053/1.065 ms, res3a_branch2a 0.305/0.299 -> 0.288/0.285.
+        // NC block and its B columns once (cost ~ 1 per element). With A read in place and B
+        // gathered (GathersB), A's rows cost a quarter: counted as packed, the strided 1x1
+        // weight gradients at batch 1 split M, each thread sampling all of B. Harness, 2
+        // threads, the splits alternating, 4 MiB touched between calls, medians: res3a_branch1
+        // (512 x 256 x 784) 1.123/1.127 -> 1.053/1.065 ms, 1.036 -> 0.987; res4a_branch1 (1024
+        // x 512 x 196) 0.966 -> 0.937. With B copied or transposed it lost: 2048 x 512 x 49
+        // (A and B^T row-major) 0.65 -> 1.13 ms; im2col_gemm's res5a_branch2c weight gradient
+        // in the bench 0.53-0.55 -> 0.64-0.65.
         const double rows = std::ceil(mpan / a) * uk.mr, cols = std::ceil(npan / b) * uk.nr;
         const double kd = static_cast<double>(k);
-        const double cost = rows * cols * kd / 16.0 +
-                            (a_packed ? 1.0 : 0.25) * rows * kd * std::ceil(cols / 1536.0) +
-                            cols * kd;
+        const double cost =
+            rows * cols * kd / 16.0 + a_cost * rows * kd * std::ceil(cols / 1536.0) + cols * kd;
         if (cost < best) {
             best = cost;
             tm = a;

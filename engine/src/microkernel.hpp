@@ -253,7 +253,15 @@ struct SampledTB {
     dim_t sw, row, plane;  // input floats between output columns, rows and depth planes
     dim_t first = 0;       // the position of k = 0
     void operator()(dim_t k0, dim_t kc, dim_t j0, dim_t nc, int nr, float* dst) const;
+    static constexpr bool gathers = true;  // see GathersB
 };
+
+// Packers whose B is gathered value by value (SampledTB), not copied or transposed by rows,
+// declare `static constexpr bool gathers = true`: gemm then weighs A read in place at a quarter
+// of packing it, and splits B's columns rather than have each thread gather all of B
+// (choose_split).
+template <class PackB>
+concept GathersB = PackB::gathers;
 
 // [SECTION] driver
 
@@ -313,10 +321,10 @@ std::size_t scratch_bytes_held();
 void release_scratch();
 
 // Splits M x N over the threads as tm x tn blocks, choosing the split with the least estimated
-// cost (tile work plus duplicated packing). a_packed: A is packed per block (read_a_in_place
-// false); read in place, its rows cost each thread only their reads, a quarter of packing.
+// cost (tile work plus duplicated packing). a_cost: the cost of each thread's A rows per element
+// against packing them (1; gemm gives a quarter for A read in place beside a gathered B).
 void choose_split(dim_t m, dim_t n, dim_t k, const MicroKernel& uk, int threads, int& tm, int& tn,
-                  bool a_packed = true);
+                  double a_cost = 1.0);
 
 // Threads a GEMM of this size may use (1 inside a parallel region or for tiny products).
 int gemm_threads(dim_t m, dim_t n, dim_t k);
@@ -582,7 +590,8 @@ void gemm(dim_t m, dim_t n, dim_t k, const StridedA& a, const PackB& packb, floa
     bl.prefetch_a = prefetch_a;
     bl.prefetch_b = prefetch_b;
     int tm = 1, tn = 1;
-    choose_split(m, n, k, uk, gemm_threads(m, n, k), tm, tn, !read_a_in_place(uk, a));
+    choose_split(m, n, k, uk, gemm_threads(m, n, k), tm, tn,
+                 GathersB<PackB> && read_a_in_place(uk, a) ? 0.25 : 1.0);
     if (tm * tn == 1) {
         gemm_block(uk, bl, 0, m, 0, n, k, a, packb, c, ldc, accumulate);
         return;
