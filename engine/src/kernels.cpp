@@ -1,5 +1,7 @@
 #include "convlab/kernels.hpp"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <cstring>
 
@@ -17,6 +19,13 @@ bool im2col_is_identity(const Problem& p) {
     return true;
 }
 
+// s[2 i] += l[i] for i < n: col2im's rows of stride 2 along w (conv1), vectorised (even lanes
+// loaded, added and stored back by permutes; the plain loop ran a scalar load-add-store each).
+static void add_every_other(float* __restrict s, const float* __restrict l, dim_t n) {
+#pragma omp simd
+    for (dim_t i = 0; i < n; ++i) s[2 * i] += l[i];
+}
+
 // im2col and col2im share one loop nest (darknet-style) and differ only in the inner operation:
 // read-or-zero against +=. Rows are (ci, kd, kh, kw); columns (od, oh, ow).
 template <bool kCol2im>
@@ -25,14 +34,33 @@ static void im2col_nest(const Problem& p, float* image, float* col, bool zero_fi
     const Geom3 g = detail::geom3(p);
     const dim_t cg = p.icg(), ks = g.k_size(), os = g.out_size(), is = g.in_size();
     const dim_t ld = col_ld > 0 ? col_ld : os;
-    // col2im: rows of the same ci write the same channel, so only ci is split across threads.
-    // Threads from 32768 column elements in either direction (col2im counted only its channels'
-    // planes and ran res5a_branch2b's 512 x 9 x 49 on one thread: 0.34 ms of 1.78).
-    const dim_t outer = kCol2im ? cg : cg * ks;
+    // col2im: rows of the same ci write the same channel, so the threads split the channels,
+    // and with fewer than 4 a thread, each channel's input rows (ih) in bands as well: a task
+    // adds only the output rows whose taps land in its band, which no other task writes.
+    // conv1's 3 channels on 2 threads had gone 2 + 1; with bands and its stride-2 rows
+    // vectorised (add_every_other), its col2im at batch 1 in the bench, 3 rounds alternating
+    // builds: 0.85/0.61/0.74 -> 0.65/0.57/0.60 ms. Threads from 32768 column elements in either
+    // direction (col2im counted only its channels' planes and ran res5a_branch2b's 512 x 9 x 49
+    // on one thread: 0.34 ms of 1.78).
+    // (Bands in a multiple of the threads: 3 channels x 4 bands on 2 threads.)
+    const dim_t threads = omp_get_max_threads();
+    dim_t bands = 1;
+    if (kCol2im && cg < 4 * threads) {
+        bands = (4 * threads + cg - 1) / cg;
+        while ((cg * bands) % threads != 0) ++bands;
+        bands = std::min(bands, g.in[1]);
+    }
+    const dim_t outer = kCol2im ? cg * bands : cg * ks;
 #pragma omp parallel for schedule(static) if (cg * ks * os > 32768)
     for (dim_t t = 0; t < outer; ++t) {
-        const dim_t row_begin = kCol2im ? t * ks : t, row_end = kCol2im ? (t + 1) * ks : t + 1;
-        if (kCol2im && zero_first) std::fill(image + t * is, image + (t + 1) * is, 0.0f);
+        const dim_t chan = kCol2im ? t / bands : 0, band = kCol2im ? t % bands : 0;
+        const dim_t ih0 = g.in[1] * band / bands, ih1 = g.in[1] * (band + 1) / bands;
+        const dim_t row_begin = kCol2im ? chan * ks : t,
+                    row_end = kCol2im ? (chan + 1) * ks : t + 1;
+        if (kCol2im && zero_first)
+            for (dim_t id = 0; id < g.in[0]; ++id)
+                std::fill(image + chan * is + (id * g.in[1] + ih0) * g.in[2],
+                          image + chan * is + (id * g.in[1] + ih1) * g.in[2], 0.0f);
         for (dim_t row = row_begin; row < row_end; ++row) {
             const dim_t ci = row / ks;
             dim_t r = row % ks;
@@ -50,7 +78,7 @@ static void im2col_nest(const Problem& p, float* image, float* col, bool zero_fi
                 for (dim_t oh = 0; oh < g.out[1]; ++oh) {
                     const dim_t ih = oh * g.s[1] + off_h;
                     float* line = c + (od * g.out[1] + oh) * g.out[2];
-                    if (id < 0 || id >= g.in[0] || ih < 0 || ih >= g.in[1]) {
+                    if (id < 0 || id >= g.in[0] || ih < ih0 || ih >= ih1) {
                         if constexpr (!kCol2im) std::fill(line, line + g.out[2], 0.0f);
                         continue;
                     }
@@ -75,6 +103,8 @@ static void im2col_nest(const Problem& p, float* image, float* col, bool zero_fi
                         const float* s2 = src + (w_lo * 2 + off_w);
                         float* l2 = line + w_lo;
                         for (dim_t i = 0; i < w_hi - w_lo; ++i) l2[i] = s2[2 * i];
+                    } else if (sw == 2) {
+                        add_every_other(src + (w_lo * 2 + off_w), line + w_lo, w_hi - w_lo);
                     } else {
                         for (dim_t ow = w_lo; ow < w_hi; ++ow) {
                             if constexpr (kCol2im)
