@@ -42,16 +42,18 @@ static void im2col_nest(const Problem& p, float* image, float* col, bool zero_fi
     // builds: 0.85/0.61/0.74 -> 0.65/0.57/0.60 ms. Threads from 32768 column elements in either
     // direction (col2im counted only its channels' planes and ran res5a_branch2b's 512 x 9 x 49
     // on one thread: 0.34 ms of 1.78).
-    // (Bands in a multiple of the threads: 3 channels x 4 bands on 2 threads.)
+    // (Bands in a multiple of the threads: 3 channels x 4 bands on 2 threads; none where the
+    // loop runs on one thread, each band rescanning every row.)
     const dim_t threads = omp_get_max_threads();
+    const bool parallel = cg * ks * os > 32768;
     dim_t bands = 1;
-    if (kCol2im && cg < 4 * threads) {
+    if (kCol2im && parallel && threads > 1 && !omp_in_parallel() && cg < 4 * threads) {
         bands = (4 * threads + cg - 1) / cg;
         while ((cg * bands) % threads != 0) ++bands;
         bands = std::min(bands, g.in[1]);
     }
     const dim_t outer = kCol2im ? cg * bands : cg * ks;
-#pragma omp parallel for schedule(static) if (cg * ks * os > 32768)
+#pragma omp parallel for schedule(static) if (parallel)
     for (dim_t t = 0; t < outer; ++t) {
         const dim_t chan = kCol2im ? t / bands : 0, band = kCol2im ? t % bands : 0;
         const dim_t ih0 = g.in[1] * band / bands, ih1 = g.in[1] * (band + 1) / bands;
