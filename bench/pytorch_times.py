@@ -35,6 +35,8 @@ except ImportError as e:  # peer not installed: skip, do not fail
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PASSES = ("fwd", "bwd_data", "bwd_weight")
+WIDTHS = (9, 9, 10)  # the columns of PASSES in the table
+CONV = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}
 
 
 def fail(msg):
@@ -92,6 +94,11 @@ def median_ms(fn, min_time):
     return times[len(times) // 2] * 1e3
 
 
+def cells(values, decimals):
+    """One table row's per-pass cells, under the header's columns."""
+    return " ".join(f"{v:{wd}.{decimals}f}" for v, wd in zip(values, WIDTHS))
+
+
 def close(got, ref):
     err = (got.double() - ref).abs().max().item()
     scale = max(ref.abs().max().item(), ref.pow(2).mean().sqrt().item(), 1e-30)
@@ -117,7 +124,7 @@ def main():
     gen = torch.Generator().manual_seed(7)
     print(f"# PyTorch {torch.__version__}, {torch.get_num_threads()} threads, "
           f"mkldnn {'available' if torch.backends.mkldnn.is_available() else 'not built'}; ms per call (median)")
-    print(f"{'layer':36s} {'fwd':>9s} {'bwd_data':>9s} {'bwd_weight':>10s}")
+    print(f"{'layer':36s} " + " ".join(f"{ps:>{wd}s}" for ps, wd in zip(PASSES, WIDTHS)))
     total = dict.fromkeys(PASSES, 0.0)
     ran = failed = 0
     for desc, name in layers(a.shapes):
@@ -129,13 +136,9 @@ def main():
             continue
         mb = a.batch or p["mb"]
         nd = len(p["axes"])
-        ins = [ax[0] for ax in p["axes"]]
-        ks = [ax[1] for ax in p["axes"]]
-        st = [ax[2] for ax in p["axes"]]
-        dl = [ax[3] for ax in p["axes"]]
-        pad = [ax[4] for ax in p["axes"]]
+        ins, ks, st, dl, pad = (list(col) for col in list(zip(*p["axes"]))[:5])
         g = p["g"]
-        conv = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}[nd]
+        conv = CONV[nd]
         x = torch.randn(mb, p["ic"], *ins, generator=gen)
         w = torch.randn(p["oc"], p["ic"] // g, *ks, generator=gen)
         y = conv(x, w, None, st, pad, dl, g)
@@ -147,28 +150,27 @@ def main():
         dy = torch.randn(y.shape, generator=gen)
         zeros = [0] * nd
 
-        def back(dy_, x_, w_, mask):
-            return torch.ops.aten.convolution_backward(dy_, x_, w_, None, st, pad, dl, False,
-                                                       zeros, g, mask)
+        def passes(x_, w_, dy_):
+            """Each pass as a call on these tensors."""
+            def back(mask, i):
+                return torch.ops.aten.convolution_backward(dy_, x_, w_, None, st, pad, dl, False,
+                                                           zeros, g, mask)[i]
 
-        calls = {
-            "fwd": lambda: conv(x, w, None, st, pad, dl, g),
-            "bwd_data": lambda: back(dy, x, w, [True, False, False])[0],
-            "bwd_weight": lambda: back(dy, x, w, [False, True, False])[1],
-        }
-        xd, wd, dyd = x.double(), w.double(), dy.double()
-        refs = {
-            "fwd": lambda: conv(xd, wd, None, st, pad, dl, g),
-            "bwd_data": lambda: back(dyd, xd, wd, [True, False, False])[0],
-            "bwd_weight": lambda: back(dyd, xd, wd, [False, True, False])[1],
-        }
+            return {
+                "fwd": lambda: conv(x_, w_, None, st, pad, dl, g),
+                "bwd_data": lambda: back([True, False, False], 0),
+                "bwd_weight": lambda: back([False, True, False], 1),
+            }
+
+        calls = passes(x, w, dy)
+        refs = passes(x.double(), w.double(), dy.double())
         ms, bad = {}, []
         for ps in PASSES:
             ok, rel = close(calls[ps](), refs[ps]())
             if not ok:
                 bad.append(f"{ps} off by {rel:.1e} of its scale")
             ms[ps] = median_ms(calls[ps], a.min_time)
-        row = " ".join(f"{ms[ps]:{9 if ps != 'bwd_weight' else 10}.3f}" for ps in PASSES)
+        row = cells((ms[ps] for ps in PASSES), 3)
         if bad:
             print(f"{name:36s} {row}  FAILED check: {'; '.join(bad)} (not counted)")
             failed += 1
@@ -179,7 +181,7 @@ def main():
             total[ps] += ms[ps]
     if ran == 0 and failed == 0:
         fail("no layer ran (check --filter and --shapes)")
-    row = " ".join(f"{total[ps]:{9 if ps != 'bwd_weight' else 10}.2f}" for ps in PASSES)
+    row = cells((total[ps] for ps in PASSES), 2)
     print(f"{'total (' + str(ran) + ' layers checked)':36s} {row}")
     if failed:
         print(f"pytorch_times: {failed} layer(s) FAILED (not in the totals)", file=sys.stderr)

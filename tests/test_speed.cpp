@@ -306,9 +306,8 @@ TEST_CASE("blocked GEMM's split: A read in place beside a gathered B splits B's 
     // The 1x1 weight gradient of res3a_branch1 at batch 1 (dY 512 x 784 read in place, B the
     // input sampled at the strides): counted as packed, each thread took half of A's rows and
     // gathered all of B; at a quarter (GathersB), the threads split B's columns.
-    const detail::MicroKernel* uks = nullptr;
     int count = 0;
-    uks = detail::microkernels(count);
+    const detail::MicroKernel* uks = detail::microkernels(count);
     REQUIRE(count > 0);
     const detail::MicroKernel& uk = uks[0];
     if (uk.mr != 12 || uk.nr != 32) {  // the figures below are the 12 x 32 kernel's
@@ -1860,14 +1859,17 @@ TEST_CASE("implicit_gemm's 1x1 weight gradient writing dW by non-temporal stores
                                         parse_descriptor("mb1ic40ih12oc50oh12kh1ph0"),
                                         parse_descriptor("g2mb1ic96ih9oc40oh9kh1ph0"),
                                         parse_descriptor("mb3ic64ih13oc48oh13kh1ph0")};
-    for (const int threads : {2, 1}) {
-        set_num_threads(threads);
-        wgrad_equals_direct(
-            probs, rng, 1, [](int) { detail::set_merge_wgrad(2); },
-            [](const Problem& q) {
-                return !detail::swapped_wgrad(q) && !detail::merged_wgrad_applies(q);
-            });
-    }
+    // On 2 threads (the GEMM split between them) and on one, images never merged.
+    const auto on_threads = [&](const std::vector<Problem>& ps, bool (*applies)(const Problem&)) {
+        for (const int threads : {2, 1}) {
+            set_num_threads(threads);
+            wgrad_equals_direct(
+                ps, rng, 1, [](int) { detail::set_merge_wgrad(2); }, applies);
+        }
+    };
+    on_threads(probs, [](const Problem& q) {
+        return !detail::swapped_wgrad(q) && !detail::merged_wgrad_applies(q);
+    });
     // The products over gathered columns (Im2colTB: not 1x1, the planes' tiles off): 3x3 with
     // dW rows of 144 floats (streamed) and of 36 (not), dilated and strided, groups.
     detail::set_shifted(2);
@@ -1875,17 +1877,11 @@ TEST_CASE("implicit_gemm's 1x1 weight gradient writing dW by non-temporal stores
                                            parse_descriptor("mb1ic4ih11oc40oh7kh3dh1ph0"),
                                            parse_descriptor("g2mb1ic32ih10oc48oh5kh3sh2ph1"),
                                            parse_descriptor("mb2ic16ih7oc36oh7kh3ph1")};
-    for (const int threads : {2, 1}) {
-        set_num_threads(threads);
-        wgrad_equals_direct(
-            gathered, rng, 1, [](int) { detail::set_merge_wgrad(2); },
-            [](const Problem& q) {
-                return !detail::shifted_applies(q, Pass::BackwardWeight) &&
-                       !detail::merged_wgrad_applies(q);
-            });
-    }
-    detail::set_shifted(0);
-    set_num_threads(0);
+    on_threads(gathered, [](const Problem& q) {
+        return !detail::shifted_applies(q, Pass::BackwardWeight) &&
+               !detail::merged_wgrad_applies(q);
+    });
+    set_num_threads(0);  // RestoreCore restores the modes
 }
 
 TEST_CASE("implicit_gemm's 1x1 weight gradient computed transposed") {
