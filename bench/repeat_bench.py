@@ -1,0 +1,153 @@
+#!/usr/bin/python3
+"""Runs `convlab bench` several times and summarises the engine/peer ratio over the runs.
+
+These virtual machines change speed for minutes at a time, and the engine and oneDNN do not
+slow down alike (a layer whose data spill from L2 loses more in a slow spell than one that is
+compute-bound). One run's ratio then moves by a few percent from run to run; a claim of "at or
+below the peer" needs several runs. This script makes them with one command and reads their
+results.csv files:
+
+- per run, pass and engine algorithm: the total of the per-layer medians over the layers
+  verified on both sides (engine and peer), the peer's total over the same layers, the ratio,
+  and how many of those measurements the bench flagged noisy;
+- over the runs: the median of the runs' ratios, their range, how many came out at or below 1,
+  and the pooled ratio: per layer the median over the runs of its medians, summed.
+
+usage: repeat_bench.py CONVLAB --runs N --out DIR [convlab bench options, without --out]
+Each run is `CONVLAB bench OPTIONS --out DIR/runK`; the summary is printed and written to
+DIR/summary.txt. Exit 0; 1 when a run's bench exited 1 (a measurement failed verification or
+did not run; its rows that passed still count); 2 on bad arguments, a bench that exited 2, or
+runs without a single verified row.
+"""
+import argparse
+import csv
+import os
+import statistics
+import subprocess
+import sys
+from collections import defaultdict
+
+PASSES = ("fwd", "bwd_data", "bwd_weight")
+
+
+def fail(msg):
+    print(f"repeat_bench: {msg}", file=sys.stderr)
+    sys.exit(2)
+
+
+def read_run(path):
+    """{(pass, algorithm): {layer: (median_ms, noisy)}} and the peer's name, from the verified
+    'total' rows of one results.csv."""
+    rows = defaultdict(dict)
+    peer = None
+    with open(path) as f:
+        for r in csv.DictReader(line for line in f if not line.startswith("#")):
+            if r["operation"] != "total" or r["verified"] != "PASS":
+                continue
+            if r["peer"] == "true":
+                peer = r["algorithm"]
+            key = (r["pass"], r["algorithm"])
+            rows[key][(r["layer_index"], r["layer"])] = (float(r["median_ms"]), r["noisy"] == "true")
+    return rows, peer
+
+
+def summarise(runs, peer):
+    """The summary's lines: per pass and engine algorithm, each run and the pooled totals."""
+    out = []
+    keys = sorted({k for run in runs for k in run},
+                  key=lambda k: (PASSES.index(k[0]) if k[0] in PASSES else 9, k[1]))
+    for ps, algo in keys:
+        if algo == peer:
+            continue
+        out.append(f"{ps} {algo}" + (f" / {peer}" if peer else ""))
+        ratios = []
+        per_layer = defaultdict(lambda: ([], []))  # layer: (engine ms over runs, peer ms)
+        for i, run in enumerate(runs, 1):
+            mine = run.get((ps, algo), {})
+            theirs = run.get((ps, peer), {}) if peer else {}
+            layers = [l for l in mine if not peer or l in theirs]
+            if not layers:
+                out.append(f"  run {i}: no layer verified" + (" on both sides" if peer else ""))
+                continue
+            e = sum(mine[l][0] for l in layers)
+            noisy = sum(mine[l][1] + (theirs[l][1] if peer else 0) for l in layers)
+            for l in layers:
+                per_layer[l][0].append(mine[l][0])
+                if peer:
+                    per_layer[l][1].append(theirs[l][0])
+            if peer:
+                p = sum(theirs[l][0] for l in layers)
+                ratios.append(e / p)
+                out.append(f"  run {i}: {e:9.3f} / {p:9.3f} ms = {e / p:.3f}x  "
+                           f"({len(layers)} layers, {noisy} noisy)")
+            else:
+                out.append(f"  run {i}: {e:9.3f} ms  ({len(layers)} layers, {noisy} noisy)")
+        # Pooled: the layers measured in every run, each its median over the runs.
+        full = [l for l, (m, _) in per_layer.items() if len(m) == len(runs)]
+        if peer and ratios:
+            at_or_below = sum(r <= 1.0 for r in ratios)
+            e = sum(statistics.median(per_layer[l][0]) for l in full)
+            p = sum(statistics.median(per_layer[l][1]) for l in full)
+            out.append(f"  runs' ratios: median {statistics.median(ratios):.3f}x, "
+                       f"{min(ratios):.3f}-{max(ratios):.3f}, at or below 1 in {at_or_below} of "
+                       f"{len(ratios)}")
+            if full and p > 0:
+                out.append(f"  pooled (each layer's median over the runs, {len(full)} layers): "
+                           f"{e:.3f} / {p:.3f} ms = {e / p:.3f}x")
+        elif full:
+            e = sum(statistics.median(per_layer[l][0]) for l in full)
+            out.append(f"  pooled (each layer's median over the runs, {len(full)} layers): "
+                       f"{e:.3f} ms")
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        usage="repeat_bench.py CONVLAB --runs N --out DIR [convlab bench options]")
+    ap.add_argument("convlab", help="the convlab binary")
+    ap.add_argument("--runs", type=int, required=True, help="runs of the bench, back to back")
+    ap.add_argument("--out", required=True, help="directory of the runs (DIR/runK) and summary")
+    a, bench_args = ap.parse_known_args()
+    if a.runs < 1:
+        fail("--runs: must be >= 1")
+    if "--out" in bench_args or any(x.startswith("--out=") for x in bench_args):
+        fail("--out: give it once, to this script (each run writes DIR/runK)")
+    if "--replot" in bench_args:
+        fail("--replot: measures nothing; run convlab bench --replot on a run's results.json")
+    os.makedirs(a.out, exist_ok=True)
+    runs, peers, status = [], set(), 0
+    for i in range(1, a.runs + 1):
+        run_dir = os.path.join(a.out, f"run{i}")
+        cmd = [a.convlab, "bench", *bench_args, "--out", run_dir]
+        print(f"run {i} of {a.runs}: {' '.join(cmd)}", flush=True)
+        r = subprocess.run(cmd, stdout=subprocess.DEVNULL)
+        if r.returncode == 2:
+            fail(f"run {i}: convlab bench exited 2 (bad input; its message is above)")
+        if r.returncode not in (0, 1):
+            fail(f"run {i}: convlab bench exited {r.returncode}")
+        status = max(status, r.returncode)
+        results = os.path.join(run_dir, "results.csv")
+        if not os.path.exists(results):
+            fail(f"run {i}: no {results}")
+        rows, peer = read_run(results)
+        runs.append(rows)
+        if peer:
+            peers.add(peer)
+    if len(peers) > 1:
+        fail(f"the runs name different peers: {', '.join(sorted(peers))}")
+    if not any(runs):
+        fail("no verified measurement in any run")
+    lines = summarise(runs, next(iter(peers)) if peers else None)
+    if status == 1:
+        lines.append("some measurements failed verification or did not run: see each run's "
+                     "results.csv (verified column); the totals above leave them out")
+    text = "\n".join(lines) + "\n"
+    print(text, end="")
+    with open(os.path.join(a.out, "summary.txt"), "w") as f:
+        f.write(f"{a.runs} runs of: convlab bench {' '.join(bench_args)}\n{text}")
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
