@@ -14,8 +14,9 @@ results.csv files:
   and the pooled ratio: per layer the median over the runs of its medians, summed.
 
 usage: repeat_bench.py CONVLAB --runs N --out DIR [convlab bench options, without --out]
-Each run is `CONVLAB bench OPTIONS --out DIR/runK`; the summary is printed and written to
-DIR/summary.txt. Exit 0; 1 when a run's bench exited 1 (a measurement failed verification or
+Each run is `CONVLAB bench OPTIONS --out DIR/runK`, its printed summary (speed probes,
+verification, peak resident memory) kept in DIR/runK/bench.log; this script's summary is printed
+and written to DIR/summary.txt. Exit 0; 1 when a run's bench exited 1 (a measurement failed verification or
 did not run; its rows that passed still count); 2 on bad arguments, a bench that exited 2, or
 runs without a single verified row.
 """
@@ -37,12 +38,13 @@ def fail(msg):
 
 def read_run(path):
     """{(pass, algorithm): {layer: (median_ms, noisy)}} and the peer's name, from the verified
-    'total' rows of one results.csv."""
+    'total' rows of one results.csv (failed or not run: left out)."""
     rows = defaultdict(dict)
     peer = None
     with open(path) as f:
         for r in csv.DictReader(line for line in f if not line.startswith("#")):
-            if r["operation"] != "total" or r["verified"] != "PASS":
+            # A peer that served as the reference is marked REFERENCE (checked against itself).
+            if r["operation"] != "total" or r["verified"] not in ("PASS", "REFERENCE"):
                 continue
             if r["peer"] == "true":
                 peer = r["algorithm"]
@@ -121,7 +123,9 @@ def main():
         run_dir = os.path.join(a.out, f"run{i}")
         cmd = [a.convlab, "bench", *bench_args, "--out", run_dir]
         print(f"run {i} of {a.runs}: {' '.join(cmd)}", flush=True)
-        r = subprocess.run(cmd, stdout=subprocess.DEVNULL)
+        os.makedirs(run_dir, exist_ok=True)
+        with open(os.path.join(run_dir, "bench.log"), "w") as log:  # its summary lines
+            r = subprocess.run(cmd, stdout=log)
         if r.returncode == 2:
             fail(f"run {i}: convlab bench exited 2 (bad input; its message is above)")
         if r.returncode not in (0, 1):

@@ -4,7 +4,8 @@
 1. Its summary of synthetic runs, whose answers are worked out by hand below: each run's
    totals over the layers verified on both sides, the median and range of the runs' ratios,
    and the pooled ratio (each layer's median over the runs, summed).
-2. Two real runs of the classroom shapes' forward: each run's total in the summary is
+2. Which rows of a results.csv it reads.
+3. Two real runs of the classroom shapes' forward: each run's total in the summary is
    recomputed here from that run's results.csv, without the script's code.
 
 usage: repeat_bench_test.py CONVLAB WORKDIR. Exit 0 when every check holds, 1 otherwise.
@@ -62,6 +63,24 @@ def synthetic(mod):
           "engine alone (no peer)")
 
 
+def results_file(mod, work):
+    # read_run keeps verified rows (PASS, and REFERENCE: the peer as the reference, at batch 32)
+    # and leaves out failed ones.
+    path = os.path.join(work, "results.csv")
+    os.makedirs(work, exist_ok=True)
+    with open(path, "w") as f:
+        f.write("# a header comment\n")
+        f.write("layer_index,layer,pass,algorithm,peer,operation,median_ms,noisy,verified\n")
+        f.write("0,a,fwd,oneDNN,true,total,2.0,false,REFERENCE\n")
+        f.write("0,a,fwd,auto,false,total,1.5,true,PASS\n")
+        f.write("0,a,fwd,auto,false,gemm,1.0,false,PASS\n")
+        f.write("1,b,fwd,auto,false,total,9.0,false,FAIL\n")
+    rows, peer = mod.read_run(path)
+    check(peer == "oneDNN" and rows[("fwd", "oneDNN")] == {("0", "a"): (2.0, False)} and
+          rows[("fwd", "auto")] == {("0", "a"): (1.5, True)},
+          "results.csv: REFERENCE and PASS totals kept, FAIL and operations left out")
+
+
 def real(convlab, work):
     out = os.path.join(work, "repeat")
     r = subprocess.run([sys.executable, SCRIPT, convlab, "--runs", "2", "--out", out, "--quick",
@@ -73,7 +92,7 @@ def real(convlab, work):
         engine, peer = {}, {}
         with open(os.path.join(out, f"run{i}", "results.csv")) as f:
             for row in csv.DictReader(l for l in f if not l.startswith("#")):
-                if row["operation"] == "total" and row["verified"] == "PASS":
+                if row["operation"] == "total" and row["verified"] in ("PASS", "REFERENCE"):
                     (peer if row["peer"] == "true" else engine)[row["layer"]] = float(
                         row["median_ms"])
         both = [l for l in engine if not peer or l in peer]
@@ -87,6 +106,9 @@ def real(convlab, work):
                 check(m.group(2) is not None and abs(float(m.group(2)) - p) < 0.0015,
                       f"run {i}: peer total {p:.4f} ms")
     check(os.path.exists(os.path.join(out, "summary.txt")), "summary.txt written")
+    log = os.path.join(out, "run2", "bench.log")
+    check(os.path.exists(log) and "verification:" in open(log).read(),
+          "each run's printed summary kept (runK/bench.log)")
     # Bad input is refused with status 2, naming the field.
     r = subprocess.run([sys.executable, SCRIPT, convlab, "--runs", "0", "--out", out],
                        capture_output=True, text=True)
@@ -97,7 +119,9 @@ def main():
     if len(sys.argv) != 3:
         print(__doc__)
         return 2
-    synthetic(load_module())
+    mod = load_module()
+    synthetic(mod)
+    results_file(mod, sys.argv[2])
     real(sys.argv[1], sys.argv[2])
     print(f"{len(failures)} check(s) failed" if failures else "all checks passed")
     return 1 if failures else 0
