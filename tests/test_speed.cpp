@@ -993,6 +993,52 @@ TEST_CASE("implicit_gemm with weights prepared once equals direct and packs noth
     }
 }
 
+TEST_CASE("col2im reads W^T's rows from prepared weights where its columns lie 4 KiB apart") {
+    // Strided 1x1 with rows (C/G) not a multiple of 12, two groups, a 3x3 (C times 9 taps),
+    // images side by side in one product (7x7), and K a multiple of 1024 (rows padded by 16).
+    std::mt19937 rng(2611);
+    for (const char* d :
+         {"mb1ic1030ih9oc45oh5kh1sh2ph0", "mb1g2ic2060ih6oc70oh6kh1ph0", "mb1ic120ih8oc40oh8kh3ph1",
+          "mb3ic1024ih7oc64oh7kh1ph0", "mb1ic1024ih3oc1024oh3kh1ph0"}) {
+        const Problem p = parse_descriptor(d);
+        const std::string what = d;
+        const Tensor dy = integer_tensor(p.dst_dims(), rng),
+                     wei = integer_tensor(p.wei_dims(), rng),
+                     other = integer_tensor(p.wei_dims(), rng);
+        const Tensor want = backward_data(p, dy, wei, "direct");
+        REQUIRE_MESSAGE(detail::col2im_reads_prepared_rows(p), what);
+        const PreparedWeights w = prepare_weights(p, Pass::BackwardData, wei.f32());
+        dim_t ld = 0;
+        CHECK_MESSAGE(w.transposed_rows(p, Pass::BackwardData, ld) != nullptr, what);
+        CHECK_MESSAGE((ld >= p.ocg() && ld % 16 == 0 && ld % 1024 != 0), what);
+        for (int threads : {2, 1}) {
+            set_num_threads(threads);
+            check_equal(backward_data(p, dy, wei, "col2im", nullptr, &w), want, what);
+            // What it read are the prepared rows: with other weights given to the call (which
+            // the engine does not check), the result is still that of the prepared ones.
+            check_equal(backward_data(p, dy, other, "col2im", nullptr, &w), want, what + " rows");
+        }
+    }
+    set_num_threads(0);
+    // Below 1024 rows W^T's columns are read in place: nothing prepared for col2im.
+    const Problem small = parse_descriptor("mb1ic1000ih5oc40oh5kh1ph0");
+    const Tensor wei = integer_tensor(small.wei_dims(), rng);
+    dim_t ld = 0;
+    CHECK_FALSE(detail::col2im_reads_prepared_rows(small));
+    CHECK(prepare_weights(small, Pass::BackwardData, wei.f32())
+              .transposed_rows(small, Pass::BackwardData, ld) == nullptr);
+    // Prepared for another problem: refused, naming "prepared".
+    const Problem p = parse_descriptor("mb1ic1030ih9oc45oh5kh1sh2ph0");
+    Problem q = p;
+    q.oc = 46;
+    const PreparedWeights for_q =
+        prepare_weights(q, Pass::BackwardData, integer_tensor(q.wei_dims(), rng).f32());
+    CHECK_THROWS_WITH_AS(
+        backward_data(p, integer_tensor(p.dst_dims(), rng), integer_tensor(p.wei_dims(), rng),
+                      "col2im", nullptr, &for_q),
+        doctest::Contains("prepared: weights prepared for bwd_data of"), Error);
+}
+
 TEST_CASE("prepared weights of another problem or pass are refused, naming 'prepared'") {
     std::mt19937 rng(73);
     const Problem p = parse_descriptor("mb1ic64ih14oc96oh14kh3ph1");

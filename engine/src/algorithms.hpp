@@ -124,6 +124,10 @@ bool swapped_forward(const Problem& p);
 // Whether col2im's 1x1 stride-1 backward data is computed transposed (dX^T = dY^T W, then
 // transposed): fewer input than output channels, at least 1024 positions, blocked core.
 bool swapped_bwd_data(const Problem& p);
+// Whether col2im's GEMM reads W^T row by row from prepared weights (prepare_weights makes them
+// where this holds), and their rows' stride.
+bool col2im_reads_prepared_rows(const Problem& p);
+dim_t col2im_rows_ld(const Problem& p);
 
 // auto (implicit_gemm_auto.cpp): the heuristic's choice per pass.
 void forward_auto(const Problem& p, const ConvArgs& a, Profiler* prof);

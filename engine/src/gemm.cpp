@@ -160,8 +160,39 @@ bool swapped_bwd_data(const Problem& p) {
            p.out_spatial() >= 784;
 }
 
+// W^T (C/G x K/G per group) is the GEMM's A, its columns W's rows. Read in place, each k
+// step of a tile reads 12 floats of another row of W; with rows 4 KiB and more apart (1024 or
+// more of C/G times the taps: the 7x7 and 14x14 layers' 1x1 convolutions with many input
+// channels) those pieces come as demand misses, the hardware prefetcher not crossing the pages.
+// From weights prepared once (prepare_weights, as oneDNN reorders its own), the GEMM reads W^T
+// row by row instead, 12 sequential rows a tile. res5a_branch1 (1024 <- 2048 channels, stride
+// 2) at batch 1, 2 threads: harness, 8 alternating rounds each of 2 processes, 1.34/1.43 ->
+// 1.13/1.13 ms; bench against oneDNN, 4 rounds alternating the builds, auto 1.28/1.21/1.27/1.23
+// -> 1.15/1.10/1.12/1.18 ms, 1.20-1.22x -> 1.11-1.14x of oneDNN's time. Not where the product
+// is computed transposed (swapped_bwd_data: W_g is then its B, packed).
+bool col2im_reads_prepared_rows(const Problem& p) {
+    return gemm_core() == GemmCore::blocked && p.icg() * p.kernel_spatial() >= 1024 &&
+           !swapped_bwd_data(p);
+}
+
+// K/G rounded to 16 floats, and away from multiples of 4 KiB (whose 12 rows of a tile would
+// share one L1 set, and which the GEMM copies: rows_copied).
+dim_t col2im_rows_ld(const Problem& p) {
+    const dim_t ld = (p.ocg() + 15) / 16 * 16;
+    return ld % 1024 == 0 ? ld + 16 : ld;
+}
+
 void backward_data_col2im(const Problem& p, const ConvArgs& a, Profiler* prof) {
     const GemmDims d(p);
+    // W_g^T: W's columns read in place, or its rows prepared once (col2im_reads_prepared_rows).
+    dim_t wld = 0;
+    const float* wt = a.prepared && col2im_reads_prepared_rows(p)
+                          ? a.prepared->transposed_rows(p, Pass::BackwardData, wld)
+                          : nullptr;
+    const auto w_t = [&](dim_t g) {
+        return wt ? StridedA{wt + g * d.rows * wld, wld, 1}
+                  : StridedA{a.wei + g * d.kg * d.rows, 1, d.rows};
+    };
     const bool identity = im2col_is_identity(p);
     const dim_t nb = col2im_images_per_gemm(p, d);
     float* col = identity || nb > 1 ? nullptr : column_buffer(d);
@@ -188,8 +219,13 @@ void backward_data_col2im(const Problem& p, const ConvArgs& a, Profiler* prof) {
                 float* out = identity ? a.diff_src + (n * p.ic + g * d.cg) * d.in_size : col;
                 {
                     Span s(prof, "gemm");
-                    matmul(d.rows, d.cols, d.kg, a.wei + g * d.kg * d.rows, true,
-                           a.diff_dst + (n * p.oc + g * d.kg) * d.cols, false, out, false);
+                    const float* dy = a.diff_dst + (n * p.oc + g * d.kg) * d.cols;
+                    if (wt)
+                        sgemm(d.rows, d.cols, d.kg, w_t(g), StridedB{dy, d.cols, 1}, out, d.cols,
+                              false);
+                    else
+                        matmul(d.rows, d.cols, d.kg, a.wei + g * d.kg * d.rows, true, dy, false,
+                               out, false);
                 }
                 if (!identity) {
                     Span s(prof, "col2im");
@@ -211,8 +247,8 @@ void backward_data_col2im(const Problem& p, const ConvArgs& a, Profiler* prof) {
             const float* dy0 = a.diff_dst + (n0 * p.oc + g * d.kg) * d.cols;
             if (blocked) {
                 Span s(prof, "gemm");
-                gemm(d.rows, wide, d.kg, StridedA{a.wei + g * d.kg * d.rows, 1, d.rows},
-                     ImagesB{dy0, p.oc * d.cols, d.cols}, prod, wide, false);
+                gemm(d.rows, wide, d.kg, w_t(g), ImagesB{dy0, p.oc * d.cols, d.cols}, prod, wide,
+                     false);
             } else {
                 {
                     Span s(prof, "pack");

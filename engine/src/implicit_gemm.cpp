@@ -2480,6 +2480,12 @@ const float* PreparedWeights::winograd(const Problem& p, Pass pass) const {
     return wino_size_ ? wino_.get() : nullptr;
 }
 
+const float* PreparedWeights::transposed_rows(const Problem& p, Pass pass, dim_t& ld) const {
+    check(p, pass);
+    ld = rows_ld_;
+    return rows_size_ ? rows_.get() : nullptr;
+}
+
 PreparedWeights prepare_weights(const Problem& p, Pass pass, const float* wei, Profiler* prof) {
     using namespace detail;
     p.check();
@@ -2510,6 +2516,22 @@ PreparedWeights prepare_weights(const Problem& p, Pass pass, const float* wei, P
         prepare_winograd_weights(p, pass, wei, data, prof);
         w.wino_ = std::move(owner);
         w.wino_size_ = n;
+    }
+    if (pass == Pass::BackwardData && col2im_reads_prepared_rows(p)) {
+        // W_g^T row by row for col2im (col2im_reads_prepared_rows), the rows' ends zero.
+        const dim_t rows = p.icg() * p.kernel_spatial(), kg = p.ocg(), ld = col2im_rows_ld(p);
+        const auto n = static_cast<std::size_t>(p.groups * rows * ld);
+        auto [data, owner] = aligned(n);
+        Span s(prof, "pack_wei");
+        for (dim_t gi = 0; gi < p.groups; ++gi) {
+            float* to = data + gi * rows * ld;
+            transpose_into(wei + gi * kg * rows, rows, rows, kg, to, ld, false,
+                           gemm_threads(rows, kg, 16));
+            for (dim_t r = 0; r < rows; ++r) std::fill(to + r * ld + kg, to + (r + 1) * ld, 0.0f);
+        }
+        w.rows_ = std::move(owner);
+        w.rows_size_ = n;
+        w.rows_ld_ = ld;
     }
     if (layout == kNoPanels) return w;
     const auto allocate = [&](std::size_t n) {

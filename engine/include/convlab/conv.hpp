@@ -70,9 +70,12 @@ const Algorithm& find_algorithm(Pass pass, std::string_view name);
 // training step's forward and backward data between two updates of the weights. oneDNN does
 // the same when it reorders weights into its blocked layout before its calls. Set as
 // ConvArgs::prepared, it replaces implicit_gemm's per-call packing (the "pack_wei" and
-// "fliprot" operations; auto where it takes implicit_gemm); algorithms that read the weights
-// in place ignore it. The weights of a call must be those it was prepared from: the engine
-// checks the problem (and throws Error naming "prepared" when it differs), not the values.
+// "fliprot" operations; auto where it takes implicit_gemm). For backward data whose W^T has
+// columns 4 KiB and more apart (1024 or more rows: C/G times the kernel's taps) it also holds
+// W^T row by row, which col2im's GEMM reads instead of W^T's columns (res5a_branch1 at batch 1:
+// 1.21-1.28 -> 1.10-1.18 ms). Other algorithms that read the weights in place ignore it. The
+// weights of a call must be those it was prepared from: the engine checks the problem (and throws
+// Error naming "prepared" when it differs), not the values.
 class PreparedWeights {
   public:
     PreparedWeights() = default;
@@ -80,14 +83,18 @@ class PreparedWeights {
     Pass pass() const { return pass_; }
     // True when implicit_gemm packs nothing for this problem (it reads the weights in place).
     bool empty() const { return size_ == 0; }
-    // Both layouts: implicit_gemm's panels and, where winograd applies, its transformed filters.
-    std::size_t bytes() const { return (size_ + wino_size_) * sizeof(float); }
+    // Every layout held: implicit_gemm's panels, winograd's transformed filters where winograd
+    // applies, and col2im's rows of W^T where it reads them.
+    std::size_t bytes() const { return (size_ + wino_size_ + rows_size_) * sizeof(float); }
     // Internal: the packed floats when they are in the given layout (an implicit_gemm code),
     // else null; throws Error when p or pass is not the problem they were prepared for.
     const float* packed(const Problem& p, Pass pass, int layout) const;
     // Internal: winograd's transformed filters (36 per filter, FlipRot(W)'s for bwd_data), or
     // null; throws as packed does.
     const float* winograd(const Problem& p, Pass pass) const;
+    // Internal: W_g^T row by row for col2im's GEMM (C/G times the kernel's taps rows of K/G
+    // floats, ld apart, the groups one after another), or null; throws as packed does.
+    const float* transposed_rows(const Problem& p, Pass pass, dim_t& ld) const;
 
   private:
     friend PreparedWeights prepare_weights(const Problem&, Pass, const float*, Profiler*);
@@ -100,6 +107,9 @@ class PreparedWeights {
     std::size_t size_ = 0;
     std::shared_ptr<const float[]> wino_;
     std::size_t wino_size_ = 0;
+    std::shared_ptr<const float[]> rows_;
+    std::size_t rows_size_ = 0;
+    dim_t rows_ld_ = 0;
 };
 
 // Packs wei (K, C/G, kernel...) for pass fwd or bwd_data of p (recorded in prof as "pack_wei"
