@@ -117,15 +117,25 @@ def main():
         fail("--out: give it once, to this script (each run writes DIR/runK)")
     if "--replot" in bench_args:
         fail("--replot: measures nothing; run convlab bench --replot on a run's results.json")
-    os.makedirs(a.out, exist_ok=True)
+    if not (os.path.isfile(a.convlab) and os.access(a.convlab, os.X_OK)):
+        fail(f"CONVLAB: {a.convlab}: not an executable file")
+    try:
+        os.makedirs(a.out, exist_ok=True)
+        probe = os.path.join(a.out, "summary.txt")
+        open(probe, "a").close()
+    except OSError as e:
+        fail(f"--out: {a.out}: cannot write there ({e.strerror})")
     runs, peers, status = [], set(), 0
     for i in range(1, a.runs + 1):
         run_dir = os.path.join(a.out, f"run{i}")
         cmd = [a.convlab, "bench", *bench_args, "--out", run_dir]
         print(f"run {i} of {a.runs}: {' '.join(cmd)}", flush=True)
-        os.makedirs(run_dir, exist_ok=True)
-        with open(os.path.join(run_dir, "bench.log"), "w") as log:  # its summary lines
-            r = subprocess.run(cmd, stdout=log)
+        try:
+            os.makedirs(run_dir, exist_ok=True)
+            with open(os.path.join(run_dir, "bench.log"), "w") as log:  # its summary lines
+                r = subprocess.run(cmd, stdout=log)
+        except OSError as e:
+            fail(f"run {i}: {e}")
         if r.returncode == 2:
             fail(f"run {i}: convlab bench exited 2 (bad input; its message is above)")
         if r.returncode not in (0, 1):

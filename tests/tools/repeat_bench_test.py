@@ -113,6 +113,14 @@ def real(convlab, work):
     r = subprocess.run([sys.executable, SCRIPT, convlab, "--runs", "0", "--out", out],
                        capture_output=True, text=True)
     check(r.returncode == 2 and "--runs" in r.stderr, "--runs 0 refused, naming --runs")
+    r = subprocess.run([sys.executable, SCRIPT, convlab, "--runs", "1", "--out",
+                        "/proc/repeat_bench_test", "--quick"], capture_output=True, text=True)
+    check(r.returncode == 2 and "--out" in r.stderr and "Traceback" not in r.stderr,
+          "an unwritable --out refused, naming --out")
+    r = subprocess.run([sys.executable, SCRIPT, os.path.join(work, "no_such_binary"), "--runs",
+                        "1", "--out", out], capture_output=True, text=True)
+    check(r.returncode == 2 and "CONVLAB" in r.stderr and "Traceback" not in r.stderr,
+          "a missing binary refused, naming CONVLAB")
 
 
 def main():
