@@ -55,6 +55,10 @@ def read_run(path):
 
 def summarise(runs, peer):
     """The summary's lines: per pass and engine algorithm, each run and the pooled totals."""
+
+    def totals(e, p, w=9):  # "E / P ms = Rx" against the peer, "E ms" without one
+        return f"{e:{w}.3f} / {p:{w}.3f} ms = {e / p:.3f}x" if peer else f"{e:{w}.3f} ms"
+
     out = []
     keys = sorted({k for run in runs for k in run},
                   key=lambda k: (PASSES.index(k[0]) if k[0] in PASSES else 9, k[1]))
@@ -71,35 +75,27 @@ def summarise(runs, peer):
             if not layers:
                 out.append(f"  run {i}: no layer verified" + (" on both sides" if peer else ""))
                 continue
-            e = sum(mine[l][0] for l in layers)
-            noisy = sum(mine[l][1] + (theirs[l][1] if peer else 0) for l in layers)
             for l in layers:
                 per_layer[l][0].append(mine[l][0])
-                if peer:
-                    per_layer[l][1].append(theirs[l][0])
+                per_layer[l][1].append(theirs[l][0] if peer else 0.0)
+            e = sum(mine[l][0] for l in layers)
+            p = sum(theirs[l][0] for l in layers) if peer else 0.0
+            noisy = sum(mine[l][1] + (theirs[l][1] if peer else 0) for l in layers)
             if peer:
-                p = sum(theirs[l][0] for l in layers)
                 ratios.append(e / p)
-                out.append(f"  run {i}: {e:9.3f} / {p:9.3f} ms = {e / p:.3f}x  "
-                           f"({len(layers)} layers, {noisy} noisy)")
-            else:
-                out.append(f"  run {i}: {e:9.3f} ms  ({len(layers)} layers, {noisy} noisy)")
-        # Pooled: the layers measured in every run, each its median over the runs.
-        full = [l for l, (m, _) in per_layer.items() if len(m) == len(runs)]
-        if peer and ratios:
+            out.append(f"  run {i}: {totals(e, p)}  ({len(layers)} layers, {noisy} noisy)")
+        if ratios:
             at_or_below = sum(r <= 1.0 for r in ratios)
-            e = sum(statistics.median(per_layer[l][0]) for l in full)
-            p = sum(statistics.median(per_layer[l][1]) for l in full)
             out.append(f"  runs' ratios: median {statistics.median(ratios):.3f}x, "
                        f"{min(ratios):.3f}-{max(ratios):.3f}, at or below 1 in {at_or_below} of "
                        f"{len(ratios)}")
-            if full and p > 0:
-                out.append(f"  pooled (each layer's median over the runs, {len(full)} layers): "
-                           f"{e:.3f} / {p:.3f} ms = {e / p:.3f}x")
-        elif full:
+        # Pooled: the layers measured in every run, each its median over the runs.
+        full = [l for l, (m, _) in per_layer.items() if len(m) == len(runs)]
+        if full:
             e = sum(statistics.median(per_layer[l][0]) for l in full)
+            p = sum(statistics.median(per_layer[l][1]) for l in full)
             out.append(f"  pooled (each layer's median over the runs, {len(full)} layers): "
-                       f"{e:.3f} ms")
+                       f"{totals(e, p, 0)}")
     return out
 
 
