@@ -12,6 +12,7 @@
 #include <string>
 
 #include "../engine/src/algorithms.hpp"
+#include "../engine/src/microkernel.hpp"
 #include "convlab/bench.hpp"
 #include "convlab/conv.hpp"
 #include "test_util.hpp"
@@ -116,6 +117,44 @@ TEST_CASE("winograd: blocks side by side and split steps, one thread and all, gi
         }
         detail::set_winograd_split(false);
     }
+    set_num_threads(threads);
+}
+
+TEST_CASE("winograd: the weight gradient's fused block (each thread its own data) equals direct") {
+    // One block of all tiles (batch 1 sizes) runs fused_weight_gradient: each thread its input
+    // channels' panels, blocks of them (64 tiles: one 32-column panel of 36 points a block),
+    // output channels MR at a time, their gradients transformed per tile, with a last partial
+    // tile (13 = 12 + 1 on AVX-512), groups;
+    // on every microkernel this CPU runs (packed A where a kernel cannot read Y's rows), on one
+    // thread and all. The fused path is told by its "pack_src" span; unfused, by its absence.
+    std::mt19937 rng(2024);
+    const int threads = num_threads();
+    int count = 0;
+    const detail::MicroKernel* uks = detail::microkernels(count);
+    for (const Problem& p : {make(1, 1, 70, 13, 30, 30, 1, 1, 1, 1),   // 64 tiles, 3 panels
+                             make(2, 2, 40, 50, 9, 11, 0, 1, 2, 0),    // groups, 2 images
+                             make(1, 1, 33, 5, 5, 29, 1, 1, 1, 1)}) {  // 16 tiles along rows
+        CAPTURE(to_descriptor(p));
+        const Tensor src = real_tensor(p.src_dims(), rng), dy = real_tensor(p.dst_dims(), rng);
+        const Tensor ref = backward_weight(p, src, dy, "direct");
+        for (int u = 0; u < count; ++u) {
+            REQUIRE(detail::select_microkernel(uks[u].isa));
+            CAPTURE(uks[u].isa);
+            for (int t : {1, threads})
+                for (bool unfused : {false, true}) {
+                    CAPTURE(t);
+                    CAPTURE(unfused);
+                    set_num_threads(t);
+                    detail::set_winograd_unfused(unfused);
+                    Profiler prof;
+                    check_rms(backward_weight(p, src, dy, "winograd", &prof), ref, 1e-5,
+                              to_descriptor(p) + " bwd_weight");
+                    CHECK((prof.seconds("pack_src") > 0) == !unfused);
+                }
+        }
+    }
+    detail::set_winograd_unfused(false);
+    detail::select_microkernel(uks[0].isa);
     set_num_threads(threads);
 }
 

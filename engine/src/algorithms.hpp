@@ -93,6 +93,9 @@ void set_winograd_block(int tiles);
 // Whether the weight gradient runs every block by split steps (one shared sum), not side by side
 // where it would: for tests.
 void set_winograd_split(bool always);
+// Whether the weight gradient's single block of split steps skips fused_weight_gradient (its
+// sums over all filters written out, then transformed): for tests and measurements.
+void set_winograd_unfused(bool unfused);
 // prepare_weights' winograd layout: floats, and the transform of wei for pass (fwd: W, bwd_data:
 // FlipRot(W)) into u.
 std::size_t winograd_weights_size(const Problem& p);

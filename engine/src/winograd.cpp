@@ -61,6 +61,7 @@ constexpr dim_t kReductionBlock = 256;
 
 int g_block_tiles = 0;       // 0: chosen per problem
 bool g_split_steps = false;  // the weight gradient's blocks always by split steps (tests)
+bool g_unfused = false;      // the weight gradient's one block without fused_weight_gradient
 
 // One forward-like problem on planes: out (n, k, oh, ow) from in (n, c, h, w), 3x3, stride 1.
 struct Geom {
@@ -649,6 +650,183 @@ void grad_group(const float* diff_dst, dim_t ch, const Geom& q, dim_t t0, dim_t 
     grad_columns(tmp, lp, y, ldx);
 }
 
+// dW[k][c0 .. c0 + cn) of one output channel k (cn <= kWeiChunk filters, 9 floats each from
+// dw) = G^T M G of the 36 points' sums m[xi][e], in double, the transform vectorised over the
+// filters' lanes.
+constexpr dim_t kWeiChunk = 16;
+void weight_chunk(const double (&m)[kPoints][kWeiChunk], dim_t cn, float* dw) {
+    // G^T rows: [1, -1/3, 1/3, 1/15, -16/15, 0], [0, -1/3, -1/3, 2/15, 8/15, 0],
+    // [0, -1/3, 1/3, 4/15, -4/15, 1]; applied to the filters' lanes at once.
+    constexpr double k3 = 1.0 / 3, k15 = 1.0 / 15;
+    const auto gt = [&](const double* const x[6], double* const o[3]) {
+#pragma omp simd
+        for (dim_t e = 0; e < kWeiChunk; ++e) {
+            const double x0 = x[0][e], x1 = x[1][e], x2 = x[2][e], x3 = x[3][e], x4 = x[4][e],
+                         x5 = x[5][e];
+            o[0][e] = x0 + (x2 - x1) * k3 + (x3 - 16.0 * x4) * k15;
+            o[1][e] = -(x1 + x2) * k3 + (2.0 * x3 + 8.0 * x4) * k15;
+            o[2][e] = (x2 - x1) * k3 + (4.0 * x3 - 4.0 * x4) * k15 + x5;
+        }
+    };
+    double half[3][6][kWeiChunk];  // G^T M: 3 x 6
+    for (int j = 0; j < 6; ++j) {
+        const double* col[6] = {m[j], m[6 + j], m[12 + j], m[18 + j], m[24 + j], m[30 + j]};
+        double* o[3] = {half[0][j], half[1][j], half[2][j]};
+        gt(col, o);
+    }
+    double out[3][3][kWeiChunk];  // (G^T M) G
+    for (int r = 0; r < 3; ++r) {
+        const double* row[6] = {half[r][0], half[r][1], half[r][2],
+                                half[r][3], half[r][4], half[r][5]};
+        double* o[3] = {out[r][0], out[r][1], out[r][2]};
+        gt(row, o);
+    }
+    for (dim_t e = 0; e < cn; ++e)
+        for (int r = 0; r < 3; ++r)
+            for (int x = 0; x < 3; ++x) dw[e * 9 + r * 3 + x] = static_cast<float>(out[r][x][e]);
+}
+
+// The weight gradient's second step of a block: Y = A dY A^T of the output channels k of group
+// g that loop() hands out, over the block's tiles (the next channel's rows prefetched), row k
+// of point xi at yy + xi * yps + (k - k0) * ld.
+template <class Loop>
+void transform_grads(const Geom& q, dim_t g, Block b, const float* diff_dst, float* yy, dim_t yps,
+                     dim_t k0, Profiler* tp, const Loop& loop) {
+    const dim_t ld = row_len(b.t1 - b.t0), kg = q.kg;
+    Span s(tp, "wino_diff_dst");
+    loop(kg, [&](dim_t k, float* work) {
+        float* y = yy + (k - k0) * ld;
+        if (grouped(q)) {
+            for (dim_t t = b.t0; t < b.t1; t += kGroupLanes)
+                grad_group(diff_dst, g * kg + k, q, t, std::min(kGroupLanes, b.t1 - t),
+                           y + (t - b.t0), yps, work);
+            return;
+        }
+        for_runs(q, b.t0, b.t1, [&](dim_t n, dim_t th, dim_t tw0, dim_t len, dim_t j) {
+            const float* plane = diff_dst + n * q.out_image() + (g * kg + k) * q.oh * q.ow;
+            if (k + 1 < kg)
+                prefetch_rows(plane + q.oh * q.ow, q.oh, q.ow, 4 * th, 4, 4 * tw0, 4 * len, false);
+            grad_run(plane, q, th, tw0, len, y + j, yps, work);
+        });
+    });
+}
+
+// The weight gradient with every tile in one block (batch 1), each thread on data of its own.
+// Each thread takes a share of the input channels (whole panels): it transforms those channels'
+// inputs (V) and packs them as B panels once (per block of its channels), then runs all output
+// channels MR at a time: transforms their output gradients (Y, MR rows a point, computed by
+// every thread for itself), multiplies the 36 points' rows by its panels into sums of MR x
+// (block) per point, and turns those into dW at once. Nothing one thread writes is read by the
+// other, and the sums of all filters (2.25 MiB for 128 x 128) are never written out and read
+// back.
+//
+// Why not split steps (each step split over the threads, V and Y shared): this machine's two
+// vCPUs lie near each other in some minutes and far apart in others. A line written by one
+// thread and then read by the other cost 5.2 ns in the first, 8.5-8.8 in the second, while
+// private data, L2, L3 and the FMA pipes measured the same in both (harness, probes between
+// calls). Split steps, every thread reading the V and Y the other wrote, took res3a_branch2b's
+// weight gradient at batch 1 from 0.59 ms to 1.07 (medians) in the far minutes, this way from
+// 0.58 to 0.73-0.81; in the bench 9 of 24 runs had measured 0.99-1.33 ms against 0.59-0.78.
+constexpr std::size_t kFusedPackBytes = std::size_t{512} << 10;  // a block's packed V, at most
+
+bool fused_applies(dim_t nb) {
+    return std::size_t{kPoints} * static_cast<std::size_t>(nb * microkernel().nr) * sizeof(float) <=
+           kFusedPackBytes;
+}
+
+void fused_weight_gradient(const Geom& q, const ConvArgs& a, Profiler* prof) {
+    const MicroKernel& uk = microkernel();
+    const dim_t mr = uk.mr, nr = uk.nr;
+    const Block b{0, q.tiles()};
+    const dim_t nb = q.tiles(), ld = row_len(nb), cg = q.cg, kg = q.kg;
+    const dim_t ps_v = point_stride(cg, ld);
+    const dim_t ps_y = mr * ld + 16;  // a point's MR rows of Y (16: see point_stride)
+    const dim_t panel = nb * nr;      // floats of one point's packed panel
+    const dim_t per_block =
+        std::max<dim_t>(1, static_cast<dim_t>(kFusedPackBytes / sizeof(float)) / (kPoints * panel));
+    const dim_t cbp = per_block * nr;    // a block's columns, whole panels
+    const dim_t sum_ps = mr * cbp + 16;  // floats between the points' sums
+    const dim_t y_floats = kPoints * ps_y, pack_floats = kPoints * per_block * panel;
+    const auto mine_floats = static_cast<std::size_t>(work_floats(q) + y_floats + pack_floats +
+                                                      kPoints * sum_ps + mr * nb);
+    reserve_scratch({{kWinogradWorkSlot, mine_floats}});
+    // V's rows by channel (each thread writes and reads only those of its channels).
+    float* v =
+        scratch_or_error(kVSlot, static_cast<std::size_t>(kPoints * ps_v), "transformed tiles");
+    const dim_t panels = (cg + nr - 1) / nr;
+    ThreadProfilers tps(prof);
+#pragma omp parallel
+    {
+        const dim_t id = omp_get_thread_num(), nt = omp_get_num_threads();
+        float* work = scratch(kWinogradWorkSlot, mine_floats);
+        float* yy = work + work_floats(q);
+        float* pack = yy + y_floats;
+        float* sums = pack + pack_floats;
+        // Y's MR rows packed, where the kernel cannot read them in place.
+        float* ap = sums + kPoints * sum_ps;
+        Profiler* tp = tps.mine();
+        // A last partial tile's rows past the output channels give sums that are not used; zero
+        // at first, so that they are defined (later, the previous tile's rows).
+        std::fill(yy, yy + y_floats, 0.0f);
+        // This thread's input channels, whole panels: [ca, ce).
+        const dim_t ca = std::min(cg, panels * id / nt * nr),
+                    ce = std::min(cg, panels * (id + 1) / nt * nr);
+        const auto range = [&](dim_t lo, dim_t hi) {
+            return [&, lo, hi](dim_t, const auto& body) {
+                for (dim_t i = lo; i < hi; ++i) body(i, work);
+            };
+        };
+        for (dim_t g = 0; g < q.groups; ++g) {
+            transform_inputs(q, g, b, a.src, v, tp, range(ca, ce));
+            for (dim_t cs = ca; cs < ce; cs += cbp) {
+                const dim_t cw = std::min(cbp, ce - cs), np = (cw + nr - 1) / nr;
+                {
+                    Span s(tp, "pack_src");
+                    for (int xi = 0; xi < kPoints; ++xi)
+                        for (dim_t j = 0; j < np; ++j)
+                            pack_transposed(v + xi * ps_v + (cs + j * nr) * ld, ld,
+                                            std::min(nr, cw - j * nr), nb, static_cast<int>(nr),
+                                            pack + (xi * per_block + j) * panel);
+                }
+                for (dim_t k0 = 0; k0 < kg; k0 += mr) {
+                    const dim_t mv = std::min(mr, kg - k0);
+                    transform_grads(q, g, b, a.diff_dst, yy, ps_y, k0, tp, range(k0, k0 + mv));
+                    {
+                        Span s(tp, "gemm");
+                        for (int xi = 0; xi < kPoints; ++xi) {
+                            const float* ay = yy + xi * ps_y;
+                            for (dim_t j = 0; j < np; ++j) {
+                                const float* bp = pack + (xi * per_block + j) * panel;
+                                float* c = sums + xi * sum_ps + j * nr;
+                                if (uk.rowa_fn)  // Y's rows read in place
+                                    uk.rowa_fn(nb, ay, bp, c, cbp, false, ld);
+                                else {
+                                    if (j == 0)
+                                        pack_a(StridedA{ay, ld, 1}, 0, mr, 0, nb,
+                                               static_cast<int>(mr), ap);
+                                    uk.fn(nb, ap, bp, c, cbp, false, mr);
+                                }
+                            }
+                        }
+                    }
+                    Span s(tp, "wino_wei");
+                    for (dim_t r = 0; r < mv; ++r)
+                        for (dim_t c0 = 0; c0 < cw; c0 += kWeiChunk) {
+                            const dim_t cn = std::min(kWeiChunk, cw - c0);
+                            double m[kPoints][kWeiChunk] = {};
+                            for (int xi = 0; xi < kPoints; ++xi) {
+                                const float* row = sums + xi * sum_ps + r * cbp + c0;
+                                for (dim_t e = 0; e < cn; ++e) m[xi][e] = row[e];
+                            }
+                            weight_chunk(m, cn,
+                                         a.diff_wei + ((g * kg + k0 + r) * cg + cs + c0) * 9);
+                        }
+                }
+            }
+        }
+    }
+}
+
 float* weights_buffer(const Problem& p) {
     return scratch_or_error(kWinogradUSlot,
                             static_cast<std::size_t>(kPoints * p.groups * p.ocg() * p.icg()),
@@ -663,6 +841,10 @@ void set_winograd_block(int tiles) {
 
 void set_winograd_split(bool always) {
     g_split_steps = always;
+}
+
+void set_winograd_unfused(bool unfused) {
+    g_unfused = unfused;
 }
 
 bool winograd_applies(const Problem& p) {
@@ -738,6 +920,10 @@ void backward_weight_winograd(const Problem& p, const ConvArgs& a, Profiler* pro
     // 48 MiB of V and Y (not 96 tiles): the shared sums (9.4 MiB for 256 x 256 filters) are
     // read and written once a block. Batch 32, harness, 2 threads, noisy: res4a_branch2b
     // (512 tiles) 28-32 -> 21-24 ms in one block, res5a_branch2b (128) 28-31 -> 25-27.
+    // One block whose 36 points of one 32-column panel fit in 512 KiB (113 tiles and fewer,
+    // batch 1) runs fused_weight_gradient instead of split steps: res3a_branch2b, bench, one
+    // layer, 30 runs alternating the builds: 0.596-1.250 ms (6 runs above 0.8) -> 0.577-0.749
+    // (none; medians 0.643 -> 0.608, oneDNN's 1.02).
     const int threads = omp_get_max_threads();
     const auto acc_bytes =
         std::size_t{kPoints} * static_cast<std::size_t>(p.oc * q.cg) * sizeof(float);
@@ -753,6 +939,8 @@ void backward_weight_winograd(const Problem& p, const ConvArgs& a, Profiler* pro
         }
     }
     const dim_t nblocks = (q.tiles() + tb - 1) / tb;
+    if (!side && nblocks == 1 && !g_unfused && fused_applies(tb))
+        return fused_weight_gradient(q, a, prof);
     const auto v_floats = static_cast<std::size_t>(kPoints * point_stride(q.cg, row_len(tb)));
     const auto y_floats = static_cast<std::size_t>(kPoints * point_stride(q.kg, row_len(tb)));
     const auto w_floats = static_cast<std::size_t>(work_floats(q));
@@ -765,25 +953,7 @@ void backward_weight_winograd(const Problem& p, const ConvArgs& a, Profiler* pro
                            bool split, Profiler* tp, const auto& loop) {
         const dim_t nb = b.t1 - b.t0, ld = row_len(nb), cg = q.cg, kg = q.kg;
         transform_inputs(q, g, b, a.src, v, tp, loop);
-        {
-            Span s(tp, "wino_diff_dst");
-            loop(kg, [&](dim_t k, float* work) {
-                if (grouped(q)) {
-                    for (dim_t t = b.t0; t < b.t1; t += kGroupLanes)
-                        grad_group(a.diff_dst, g * kg + k, q, t, std::min(kGroupLanes, b.t1 - t),
-                                   yy + k * ld + (t - b.t0), point_stride(kg, ld), work);
-                    return;
-                }
-                for_runs(q, b.t0, b.t1, [&](dim_t n, dim_t th, dim_t tw0, dim_t len, dim_t j) {
-                    const float* plane =
-                        a.diff_dst + n * q.out_image() + (g * kg + k) * q.oh * q.ow;
-                    if (k + 1 < kg)
-                        prefetch_rows(plane + q.oh * q.ow, q.oh, q.ow, 4 * th, 4, 4 * tw0, 4 * len,
-                                      false);
-                    grad_run(plane, q, th, tw0, len, yy + k * ld + j, point_stride(kg, ld), work);
-                });
-            });
-        }
+        transform_grads(q, g, b, a.diff_dst, yy, point_stride(kg, ld), 0, tp, loop);
         Span s(tp, "gemm");
         const auto rows = [&](dim_t k0, dim_t k1) {  // acc's rows [k0, k1) of every point
             for (int xi = 0; xi < kPoints && k0 < k1; ++xi)
@@ -855,13 +1025,12 @@ void backward_weight_winograd(const Problem& p, const ConvArgs& a, Profiler* pro
     // 16 floats read from each sum, the transform vectorised over the 16).
     Span s(prof, "wino_wei");
     const dim_t kg = q.kg, cg = q.cg;
-    constexpr dim_t kChunk = 16;
 #pragma omp parallel for collapse(2) schedule(static) if (p.oc * cg >= 4096)
     for (dim_t g = 0; g < q.groups; ++g)
         for (dim_t k = 0; k < kg; ++k)
-            for (dim_t c0 = 0; c0 < cg; c0 += kChunk) {
-                const dim_t cn = std::min(kChunk, cg - c0);
-                double m[kPoints][kChunk] = {};
+            for (dim_t c0 = 0; c0 < cg; c0 += kWeiChunk) {
+                const dim_t cn = std::min(kWeiChunk, cg - c0);
+                double m[kPoints][kWeiChunk] = {};
                 for (std::size_t t = 0; t < accs.size(); ++t) {
                     if (!accs[t] || !wrote[t][static_cast<std::size_t>(g)]) continue;
                     for (int xi = 0; xi < kPoints; ++xi) {
@@ -869,38 +1038,7 @@ void backward_weight_winograd(const Problem& p, const ConvArgs& a, Profiler* pro
                         for (dim_t e = 0; e < cn; ++e) m[xi][e] += r[e];
                     }
                 }
-                // G^T rows: [1, -1/3, 1/3, 1/15, -16/15, 0], [0, -1/3, -1/3, 2/15, 8/15, 0],
-                // [0, -1/3, 1/3, 4/15, -4/15, 1]; applied to the 16 filters' lanes at once.
-                constexpr double k3 = 1.0 / 3, k15 = 1.0 / 15;
-                const auto gt = [&](const double* const x[6], double* const o[3]) {
-#pragma omp simd
-                    for (dim_t e = 0; e < kChunk; ++e) {
-                        const double x0 = x[0][e], x1 = x[1][e], x2 = x[2][e], x3 = x[3][e],
-                                     x4 = x[4][e], x5 = x[5][e];
-                        o[0][e] = x0 + (x2 - x1) * k3 + (x3 - 16.0 * x4) * k15;
-                        o[1][e] = -(x1 + x2) * k3 + (2.0 * x3 + 8.0 * x4) * k15;
-                        o[2][e] = (x2 - x1) * k3 + (4.0 * x3 - 4.0 * x4) * k15 + x5;
-                    }
-                };
-                double half[3][6][kChunk];  // G^T M: 3 x 6
-                for (int j = 0; j < 6; ++j) {
-                    const double* col[6] = {m[j],      m[6 + j],  m[12 + j],
-                                            m[18 + j], m[24 + j], m[30 + j]};
-                    double* o[3] = {half[0][j], half[1][j], half[2][j]};
-                    gt(col, o);
-                }
-                double out[3][3][kChunk];  // (G^T M) G
-                for (int r = 0; r < 3; ++r) {
-                    const double* row[6] = {half[r][0], half[r][1], half[r][2],
-                                            half[r][3], half[r][4], half[r][5]};
-                    double* o[3] = {out[r][0], out[r][1], out[r][2]};
-                    gt(row, o);
-                }
-                float* dw = a.diff_wei + ((g * kg + k) * cg + c0) * 9;
-                for (dim_t e = 0; e < cn; ++e)
-                    for (int r = 0; r < 3; ++r)
-                        for (int x = 0; x < 3; ++x)
-                            dw[e * 9 + r * 3 + x] = static_cast<float>(out[r][x][e]);
+                weight_chunk(m, cn, a.diff_wei + ((g * kg + k) * cg + c0) * 9);
             }
 }
 
