@@ -124,13 +124,22 @@ TEST_CASE("winograd: the weight gradient's fused block (each thread its own data
     // One block of all tiles (batch 1 sizes) runs fused_weight_gradient: each thread its input
     // channels' panels, blocks of them (64 tiles: one 32-column panel of 36 points a block),
     // output channels MR at a time, their gradients transformed per tile, with a last partial
-    // tile (13 = 12 + 1 on AVX-512), groups;
-    // on every microkernel this CPU runs (packed A where a kernel cannot read Y's rows), on one
-    // thread and all. The fused path is told by its "pack_src" span; unfused, by its absence.
+    // tile (13 = 12 + 1 on AVX-512), groups; on every microkernel this CPU runs (packed A where a
+    // kernel cannot read Y's rows), on one thread and all. The fused path is told by its
+    // "pack_src" span; unfused, by its absence.
     std::mt19937 rng(2024);
     const int threads = num_threads();
     int count = 0;
     const detail::MicroKernel* uks = detail::microkernels(count);
+    struct Restore {  // the switches, also when a REQUIRE ends the case early
+        const char* isa;
+        int threads;
+        ~Restore() {
+            detail::set_winograd_unfused(false);
+            detail::select_microkernel(isa);
+            set_num_threads(threads);
+        }
+    } restore{uks[0].isa, threads};
     for (const Problem& p : {make(1, 1, 70, 13, 30, 30, 1, 1, 1, 1),   // 64 tiles, 3 panels
                              make(2, 2, 40, 50, 9, 11, 0, 1, 2, 0),    // groups, 2 images
                              make(1, 1, 33, 5, 5, 29, 1, 1, 1, 1)}) {  // 16 tiles along rows
@@ -153,9 +162,6 @@ TEST_CASE("winograd: the weight gradient's fused block (each thread its own data
                 }
         }
     }
-    detail::set_winograd_unfused(false);
-    detail::select_microkernel(uks[0].isa);
-    set_num_threads(threads);
 }
 
 TEST_CASE("winograd: prepared weights give the per-call result, and are checked") {
