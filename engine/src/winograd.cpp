@@ -31,7 +31,9 @@
 //
 // Blocks of tiles run side by side on the threads (each its own V and M in scratch) where there
 // are enough of them; otherwise the three steps of one block run one after another, each split
-// over the threads (channels, transformed points, output channels).
+// over the threads (channels, transformed points, output channels). The weight gradient's one
+// block of a small image (batch 1) runs fused, each thread on data of its own
+// (fused_weight_gradient).
 #include <omp.h>
 
 #include <algorithm>
