@@ -742,12 +742,12 @@ void fused_weight_gradient(const Geom& q, const ConvArgs& a, Profiler* prof) {
     const Block b{0, q.tiles()};
     const dim_t nb = q.tiles(), ld = row_len(nb), cg = q.cg, kg = q.kg;
     const dim_t ps_v = point_stride(cg, ld);
-    const dim_t ps_y = mr * ld + 16;  // a point's MR rows of Y (16: see point_stride)
-    const dim_t panel = nb * nr;      // floats of one point's packed panel
+    const dim_t ps_y = point_stride(mr, ld);  // a point's MR rows of Y
+    const dim_t panel = nb * nr;              // floats of one point's packed panel
     const dim_t per_block =
         std::max<dim_t>(1, static_cast<dim_t>(kFusedPackBytes / sizeof(float)) / (kPoints * panel));
-    const dim_t cbp = per_block * nr;    // a block's columns, whole panels
-    const dim_t sum_ps = mr * cbp + 16;  // floats between the points' sums
+    const dim_t cbp = per_block * nr;            // a block's columns, whole panels
+    const dim_t sum_ps = point_stride(mr, cbp);  // floats between the points' sums
     const dim_t y_floats = kPoints * ps_y, pack_floats = kPoints * per_block * panel;
     const auto mine_floats = static_cast<std::size_t>(work_floats(q) + y_floats + pack_floats +
                                                       kPoints * sum_ps + mr * nb);
