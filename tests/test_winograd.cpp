@@ -221,17 +221,23 @@ TEST_CASE("winograd refuses what its tiles do not compute, naming the rule") {
     CHECK_FALSE(detail::winograd_applies(r));
 }
 
-TEST_CASE("auto takes winograd where winograd_pays: 32+ tiles, 16+ channels, sums of 64 MiB") {
+TEST_CASE(
+    "auto takes winograd where winograd_pays: 32+ tiles (weight gradient: 8+ tiles and "
+    "tiles x channels 2048+), 16+ channels, sums of 64 MiB") {
     // The rule (measured: algorithms.hpp).
     const auto pays = [](const char* d, Pass pass) {
         return detail::winograd_pays(parse_descriptor(d), pass);
     };
     for (Pass pass : {Pass::Forward, Pass::BackwardData, Pass::BackwardWeight}) {
         CAPTURE(pass_name(pass));
-        CHECK(pays("mb1ic64ih56oc64oh56kh3ph1", pass));             // res2a_branch2b, 196 tiles
-        CHECK(pays("mb1ic128ih28oc128oh28kh3ph1", pass));           // res3a_branch2b, 49 tiles
-        CHECK_FALSE(pays("mb1ic256ih14oc256oh14kh3ph1", pass));     // 16 tiles
+        CHECK(pays("mb1ic64ih56oc64oh56kh3ph1", pass));    // res2a_branch2b, 196 tiles
+        CHECK(pays("mb1ic128ih28oc128oh28kh3ph1", pass));  // res3a_branch2b, 49 tiles
+        // 16 tiles: the weight gradient only (16 x 256 channels), 8 tiles x 512 too
+        CHECK(pays("mb1ic256ih14oc256oh14kh3ph1", pass) == (pass == Pass::BackwardWeight));
+        CHECK(pays("mb2ic512ih7oc512oh7kh3ph1", pass) == (pass == Pass::BackwardWeight));
         CHECK_FALSE(pays("mb1ic512ih7oc512oh7kh3ph1", pass));       // 4 tiles
+        CHECK_FALSE(pays("mb1ic1024ih7oc1024oh7kh3ph1", pass));     // 4 tiles (x 1024)
+        CHECK_FALSE(pays("mb1ic256ih14oc64oh14kh3ph1", pass));      // 16 tiles x 64
         CHECK_FALSE(pays("mb8ic8ih28oc64oh28kh3ph1", pass));        // 8 input channels
         CHECK_FALSE(pays("g32mb8ic256ih28oc256oh28kh3ph1", pass));  // 8 a group (16: below)
         CHECK_FALSE(pays("mb8ic64ih28oc64oh14kh3sh2ph1", pass));    // stride 2

@@ -84,6 +84,14 @@ void backward_weight_winograd(const Problem& p, const ConvArgs& a, Profiler* pro
 //             rewritten per block of tiles)
 // So: at least 32 tiles over the batch, 16 channels in and out per group (a GEMM of a few rows
 // does not pay for the transforms), and for the weight gradient sums of at most 64 MiB.
+// The weight gradient's fused block with its final transform in float (2026-11-28), harness, 2
+// threads, alternating, medians (ms), winograd against implicit_gemm:
+//   14x14, 256 channels, batch 1 (16 tiles): 0.71 against 1.01-1.02; 128 channels 0.27, even;
+//   7x7, 512 channels, batch 2 (8 tiles) 2.0 against 2.4-2.6, batch 4 3.1 against 4.1, batch 1
+//   (4 tiles) 1.5-2.1 against 1.2-1.3; 256 channels, batch 2, 0.63 against 0.75; 128, 0.24
+//   against 0.23.
+// So the weight gradient also from 8 tiles where tiles x channels (the fewer of in and out per
+// group) reach 2048.
 bool winograd_pays(const Problem& p, Pass pass);
 // Whether auto takes winograd: 0 where winograd_pays (the default), 2 never (tests of auto's
 // other choices).

@@ -653,39 +653,43 @@ void grad_group(const float* diff_dst, dim_t ch, const Geom& q, dim_t t0, dim_t 
 }
 
 // dW[k][c0 .. c0 + cn) of one output channel k (cn <= kWeiChunk filters, 9 floats each from
-// dw) = G^T M G of the 36 points' sums m[xi][e], in double, the transform vectorised over the
-// filters' lanes.
+// dw) = G^T M G of the 36 points' sums, point xi's at m + xi * ps (kWeiChunk floats readable
+// even past cn), the transform vectorised over the filters' lanes, in float: the sums are
+// float already, and this adds one rounding of a value of their size (2 ulps of the largest dW
+// where the double transform it replaced gave 0; the GEMMs' sums over the tiles err more). It
+// took res4a_branch2b's fused weight gradient (256 x 256 filters, batch 1) 0.42 of its 0.99 ms in
+// double, by 16 filters copied into a zeroed double block; this way, microbenchmark, 11.3 -> 4.1
+// ns a filter.
 constexpr dim_t kWeiChunk = 16;
-void weight_chunk(const double (&m)[kPoints][kWeiChunk], dim_t cn, float* dw) {
+void weight_chunk(const float* m, dim_t ps, dim_t cn, float* dw) {
     // G^T rows: [1, -1/3, 1/3, 1/15, -16/15, 0], [0, -1/3, -1/3, 2/15, 8/15, 0],
     // [0, -1/3, 1/3, 4/15, -4/15, 1]; applied to the filters' lanes at once.
-    constexpr double k3 = 1.0 / 3, k15 = 1.0 / 15;
-    const auto gt = [&](const double* const x[6], double* const o[3]) {
+    constexpr float k3 = 1.0f / 3, k15 = 1.0f / 15;
+    float half[3][6][kWeiChunk];  // G^T M: 3 x 6
+    for (int j = 0; j < 6; ++j) {
 #pragma omp simd
         for (dim_t e = 0; e < kWeiChunk; ++e) {
-            const double x0 = x[0][e], x1 = x[1][e], x2 = x[2][e], x3 = x[3][e], x4 = x[4][e],
-                         x5 = x[5][e];
-            o[0][e] = x0 + (x2 - x1) * k3 + (x3 - 16.0 * x4) * k15;
-            o[1][e] = -(x1 + x2) * k3 + (2.0 * x3 + 8.0 * x4) * k15;
-            o[2][e] = (x2 - x1) * k3 + (4.0 * x3 - 4.0 * x4) * k15 + x5;
+            const float x0 = m[j * ps + e], x1 = m[(6 + j) * ps + e], x2 = m[(12 + j) * ps + e],
+                        x3 = m[(18 + j) * ps + e], x4 = m[(24 + j) * ps + e],
+                        x5 = m[(30 + j) * ps + e];
+            half[0][j][e] = x0 + (x2 - x1) * k3 + (x3 - 16.0f * x4) * k15;
+            half[1][j][e] = -(x1 + x2) * k3 + (2.0f * x3 + 8.0f * x4) * k15;
+            half[2][j][e] = (x2 - x1) * k3 + (4.0f * x3 - 4.0f * x4) * k15 + x5;
         }
-    };
-    double half[3][6][kWeiChunk];  // G^T M: 3 x 6
-    for (int j = 0; j < 6; ++j) {
-        const double* col[6] = {m[j], m[6 + j], m[12 + j], m[18 + j], m[24 + j], m[30 + j]};
-        double* o[3] = {half[0][j], half[1][j], half[2][j]};
-        gt(col, o);
     }
-    double out[3][3][kWeiChunk];  // (G^T M) G
+    alignas(64) float out[9][kWeiChunk];  // (G^T M) G, [r * 3 + x][e]
     for (int r = 0; r < 3; ++r) {
-        const double* row[6] = {half[r][0], half[r][1], half[r][2],
-                                half[r][3], half[r][4], half[r][5]};
-        double* o[3] = {out[r][0], out[r][1], out[r][2]};
-        gt(row, o);
+#pragma omp simd
+        for (dim_t e = 0; e < kWeiChunk; ++e) {
+            const float x0 = half[r][0][e], x1 = half[r][1][e], x2 = half[r][2][e],
+                        x3 = half[r][3][e], x4 = half[r][4][e], x5 = half[r][5][e];
+            out[r * 3][e] = x0 + (x2 - x1) * k3 + (x3 - 16.0f * x4) * k15;
+            out[r * 3 + 1][e] = -(x1 + x2) * k3 + (2.0f * x3 + 8.0f * x4) * k15;
+            out[r * 3 + 2][e] = (x2 - x1) * k3 + (4.0f * x3 - 4.0f * x4) * k15 + x5;
+        }
     }
     for (dim_t e = 0; e < cn; ++e)
-        for (int r = 0; r < 3; ++r)
-            for (int x = 0; x < 3; ++x) dw[e * 9 + r * 3 + x] = static_cast<float>(out[r][x][e]);
+        for (int rx = 0; rx < 9; ++rx) dw[e * 9 + rx] = out[rx][e];
 }
 
 // The weight gradient's second step of a block: Y = A dY A^T of the output channels k of group
@@ -732,6 +736,8 @@ void transform_grads(const Geom& q, dim_t g, Block b, const float* diff_dst, flo
 constexpr std::size_t kFusedPackBytes = std::size_t{512} << 10;  // a block's packed V, at most
 
 bool fused_applies(dim_t nb) {
+    // Whole panels of NR columns are whole chunks of weight_chunk (every kernel's NR is 16 or 32).
+    if (microkernel().nr % kWeiChunk) return false;
     return std::size_t{kPoints} * static_cast<std::size_t>(nb * microkernel().nr) * sizeof(float) <=
            kFusedPackBytes;
 }
@@ -813,16 +819,9 @@ void fused_weight_gradient(const Geom& q, const ConvArgs& a, Profiler* prof) {
                     }
                     Span s(tp, "wino_wei");
                     for (dim_t r = 0; r < mv; ++r)
-                        for (dim_t c0 = 0; c0 < cw; c0 += kWeiChunk) {
-                            const dim_t cn = std::min(kWeiChunk, cw - c0);
-                            double m[kPoints][kWeiChunk] = {};
-                            for (int xi = 0; xi < kPoints; ++xi) {
-                                const float* row = sums + xi * sum_ps + r * cbp + c0;
-                                for (dim_t e = 0; e < cn; ++e) m[xi][e] = row[e];
-                            }
-                            weight_chunk(m, cn,
+                        for (dim_t c0 = 0; c0 < cw; c0 += kWeiChunk)  // NR, so cbp: whole chunks
+                            weight_chunk(sums + r * cbp + c0, sum_ps, std::min(kWeiChunk, cw - c0),
                                          a.diff_wei + ((g * kg + k0 + r) * cg + cs + c0) * 9);
-                        }
                 }
             }
         }
@@ -866,8 +865,8 @@ bool winograd_pays(const Problem& p, Pass pass) {
     if (g_winograd_mode == 2) return false;
     if (!winograd_applies(p) || p.icg() < 16 || p.ocg() < 16) return false;
     const Geom q = geom_of(p, pass);
-    if (q.tiles() < 32) return false;
-    if (pass != Pass::BackwardWeight) return true;
+    if (pass != Pass::BackwardWeight) return q.tiles() >= 32;
+    if (q.tiles() < 32 && (q.tiles() < 8 || q.tiles() * std::min(q.cg, q.kg) < 2048)) return false;
     // The weight gradient rewrites its 36 sums of K x C per block of tiles: at most 64 MiB
     // (ResNet-50's largest, 512 x 512, are 36 MiB).
     return std::size_t{kPoints} * static_cast<std::size_t>(p.oc * p.icg()) * sizeof(float) <=
@@ -1023,8 +1022,10 @@ void backward_weight_winograd(const Problem& p, const ConvArgs& a, Profiler* pro
                 block(g, Block{bi * tb, std::min(q.tiles(), (bi + 1) * tb)}, v, yy, accs[0],
                       bi == 0, true, prof, split);
     }
-    // dW[k][c] = G^T (sum of the threads' M) G, in double, 16 filters at a time (36 runs of
-    // 16 floats read from each sum, the transform vectorised over the 16).
+    // dW[k][c] = G^T (sum of the threads' M) G, 16 filters at a time (36 runs of 16 floats read
+    // from each sum, the transform vectorised over the 16). One sum (split steps) is read in
+    // place; the threads' sums are added in float (for two, the correctly rounded sum, as in
+    // double before).
     Span s(prof, "wino_wei");
     const dim_t kg = q.kg, cg = q.cg;
 #pragma omp parallel for collapse(2) schedule(static) if (p.oc * cg >= 4096)
@@ -1032,15 +1033,21 @@ void backward_weight_winograd(const Problem& p, const ConvArgs& a, Profiler* pro
         for (dim_t k = 0; k < kg; ++k)
             for (dim_t c0 = 0; c0 < cg; c0 += kWeiChunk) {
                 const dim_t cn = std::min(kWeiChunk, cg - c0);
-                double m[kPoints][kWeiChunk] = {};
-                for (std::size_t t = 0; t < accs.size(); ++t) {
-                    if (!accs[t] || !wrote[t][static_cast<std::size_t>(g)]) continue;
-                    for (int xi = 0; xi < kPoints; ++xi) {
-                        const float* r = accs[t] + (g * kPoints + xi) * acc_stride + k * cg + c0;
-                        for (dim_t e = 0; e < cn; ++e) m[xi][e] += r[e];
-                    }
+                const dim_t at = g * kPoints * acc_stride + k * cg + c0;
+                float* dw = a.diff_wei + ((g * kg + k) * cg + c0) * 9;
+                std::vector<const float*> from;
+                for (std::size_t t = 0; t < accs.size(); ++t)
+                    if (accs[t] && wrote[t][static_cast<std::size_t>(g)])
+                        from.push_back(accs[t] + at);
+                if (from.size() == 1 && cn == kWeiChunk) {
+                    weight_chunk(from[0], acc_stride, cn, dw);
+                    continue;
                 }
-                weight_chunk(m, cn, a.diff_wei + ((g * kg + k) * cg + c0) * 9);
+                float m[kPoints][kWeiChunk] = {};  // zero past cn
+                for (const float* f : from)
+                    for (int xi = 0; xi < kPoints; ++xi)
+                        for (dim_t e = 0; e < cn; ++e) m[xi][e] += f[xi * acc_stride + e];
+                weight_chunk(m[0], kWeiChunk, cn, dw);
             }
 }
 
