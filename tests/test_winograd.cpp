@@ -99,9 +99,12 @@ TEST_CASE("winograd equals direct on every element: sizes, padding, groups, batc
 TEST_CASE("winograd: blocks side by side and split steps, one thread and all, give direct") {
     std::mt19937 rng(99);
     const int threads = num_threads();
-    // 4 x 5 tiles an image (60 in all; 16 at a time across rows), and 3 x 8 (48; along rows).
+    // 4 x 5 tiles an image (60 in all; 16 at a time across rows), and 3 x 8 (48; along rows);
+    // 20 input channels: the weight gradient's last transform reads a whole chunk of 16 filters
+    // in place from a single sum (split steps), and adds the threads' sums (side by side).
     for (const Problem& p :
-         {make(3, 2, 10, 12, 14, 19, 1, 1, 1, 1), make(2, 1, 8, 6, 10, 31, 1, 1, 1, 1)}) {
+         {make(3, 2, 10, 12, 14, 19, 1, 1, 1, 1), make(2, 1, 8, 6, 10, 31, 1, 1, 1, 1),
+          make(2, 1, 20, 5, 10, 13, 1, 1, 1, 1)}) {
         CAPTURE(to_descriptor(p));
         for (int block : {0, 7, 16, 60, 200}) {  // a block ends mid-row, mid-image, or holds all
             CAPTURE(block);

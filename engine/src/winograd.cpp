@@ -1028,25 +1028,26 @@ void backward_weight_winograd(const Problem& p, const ConvArgs& a, Profiler* pro
     // double before).
     Span s(prof, "wino_wei");
     const dim_t kg = q.kg, cg = q.cg;
+    std::vector<std::vector<const float*>> sums(static_cast<std::size_t>(q.groups));  // [g]
+    for (std::size_t t = 0; t < accs.size(); ++t)
+        for (dim_t g = 0; g < q.groups; ++g)
+            if (accs[t] && wrote[t][static_cast<std::size_t>(g)])
+                sums[static_cast<std::size_t>(g)].push_back(accs[t] + g * kPoints * acc_stride);
 #pragma omp parallel for collapse(2) schedule(static) if (p.oc * cg >= 4096)
     for (dim_t g = 0; g < q.groups; ++g)
         for (dim_t k = 0; k < kg; ++k)
             for (dim_t c0 = 0; c0 < cg; c0 += kWeiChunk) {
-                const dim_t cn = std::min(kWeiChunk, cg - c0);
-                const dim_t at = g * kPoints * acc_stride + k * cg + c0;
+                const dim_t cn = std::min(kWeiChunk, cg - c0), at = k * cg + c0;
                 float* dw = a.diff_wei + ((g * kg + k) * cg + c0) * 9;
-                std::vector<const float*> from;
-                for (std::size_t t = 0; t < accs.size(); ++t)
-                    if (accs[t] && wrote[t][static_cast<std::size_t>(g)])
-                        from.push_back(accs[t] + at);
+                const auto& from = sums[static_cast<std::size_t>(g)];
                 if (from.size() == 1 && cn == kWeiChunk) {
-                    weight_chunk(from[0], acc_stride, cn, dw);
+                    weight_chunk(from[0] + at, acc_stride, cn, dw);
                     continue;
                 }
                 float m[kPoints][kWeiChunk] = {};  // zero past cn
                 for (const float* f : from)
                     for (int xi = 0; xi < kPoints; ++xi)
-                        for (dim_t e = 0; e < cn; ++e) m[xi][e] += f[xi * acc_stride + e];
+                        for (dim_t e = 0; e < cn; ++e) m[xi][e] += f[at + xi * acc_stride + e];
                 weight_chunk(m[0], kWeiChunk, cn, dw);
             }
 }
