@@ -1586,9 +1586,11 @@ TEST_CASE(
     // every other float of its rows: 12-channel tiles and the last 1-11 channels, output rows
     // cut into runs (about 256 positions), 1 to 10 panels, odd widths, strides 1-3 along h,
     // 1-D and groups. No sampled copy ("pack_src"); with the mode off it is back, same result.
-    // (Images of at most 64 positions are merged by default, which samples them.)
+    // (Images of at most 64 positions are merged by default, which samples them. Mode 3: with
+    // the mode off, the sampled copy, not the product that samples the input itself.)
     detail::set_strided_rows(1);
     detail::set_merge_wgrad(2);
+    detail::set_sampled_wgrad(3);
     const std::vector<const char*> cases{
         "mb4ic13ih2iw1oc36oh2ow1kh1kw1sh1sw2ph0",      "mb5ic40ih13iw13oc36oh7ow7kh1kw1sh2sw2ph0",
         "mb4ic24ih60iw24oc70oh30ow12kh1kw1sh2sw2ph0",  "mb5ic25ih9iw26oc40oh3ow13kh1kw1sh3sw2ph0",
@@ -1666,6 +1668,55 @@ TEST_CASE("implicit_gemm's strided 1x1 weight gradient packs B straight from the
     CHECK(!detail::sampled_wgrad_applies(parse_descriptor("mb1ic8ih8oc8oh8kh1ph0")));
     CHECK(!detail::sampled_wgrad_applies(parse_descriptor("mb1ic8ih8oc8oh4kh3sh2ph1")));
     CHECK(!detail::sampled_wgrad_applies(parse_descriptor("mb1ic8ih8oc8oh5kh1sh2ph1")));
+    set_num_threads(0);
+}
+
+TEST_CASE(
+    "implicit_gemm's strided 1x1 weight gradient with whole images per thread samples the input "
+    "in each thread's product, not transposed") {
+    RestoreCore restore;
+    std::mt19937 rng(107);
+    set_num_threads(2);
+    // Four or five images on two threads (whole images each): each thread's product packs B from
+    // its image at the strides, with no sampled copy ("pack_src") and not transposed ("unpack"),
+    // also where fewer output than input channels would transpose it (the second case); mode 3
+    // keeps the copy (and the transposition) there. Output rows of 14, 15 and 21 (no in-place
+    // tiles: those take rows of 24 or more), channels off the panels, groups, 3-D, strides 2 and
+    // 3; equal to direct's with every microkernel.
+    const std::vector<const char*> cases{
+        "mb4ic40ih57iw41oc47oh29ow21kh1kw1sh2sw2ph0",
+        "mb5ic64ih28oc24oh14kh1sh2ph0",
+        "mb4g2ic32ih30oc80oh15kh1sh2ph0",
+        "mb4ic9id6ih10iw42oc18od3oh5ow14kd1kh1kw1sd2sh2sw3pd0ph0pw0",
+    };
+    int count = 0;
+    const detail::MicroKernel* uks = detail::microkernels(count);
+    for (int u = 0; u < count; ++u) {
+        REQUIRE(detail::select_microkernel(uks[u].isa));
+        for (const std::string d : cases) {
+            const Problem p = parse_descriptor(d);
+            CAPTURE(d);
+            CAPTURE(uks[u].isa);
+            REQUIRE(p.validate().empty());
+            REQUIRE(!detail::merged_wgrad_applies(p));
+            REQUIRE(!detail::strided_wgrad_applies(p));
+            const Tensor src = integer_tensor(p.src_dims(), rng),
+                         dy = integer_tensor(p.dst_dims(), rng);
+            const Tensor want = backward_weight(p, src, dy, "direct");
+            detail::set_sampled_wgrad(0);
+            CHECK(detail::sampled_wgrad_applies(p));
+            Profiler prof;
+            check_equal(backward_weight(p, src, dy, "implicit_gemm", &prof), want, d);
+            CHECK(prof.seconds("pack_src") == 0.0);
+            CHECK(prof.seconds("unpack") == 0.0);
+            detail::set_sampled_wgrad(3);
+            Profiler copied;
+            check_equal(backward_weight(p, src, dy, "implicit_gemm", &copied), want, d);
+            CHECK(copied.seconds("pack_src") > 0.0);
+            CHECK((copied.seconds("unpack") > 0.0) == detail::swapped_wgrad(p));
+        }
+    }
+    CHECK(detail::swapped_wgrad(parse_descriptor("mb5ic64ih28oc24oh14kh1sh2ph0")));
     set_num_threads(0);
 }
 

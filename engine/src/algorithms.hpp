@@ -38,10 +38,11 @@ bool strided_rows_apply(const Problem& p);
 // The same for the weight gradient's tiles (row_runs_fn), for outputs at least 24 wide (by
 // default) where an image's dY^T is within 512 KiB; they run where whole images run per thread.
 bool strided_wgrad_applies(const Problem& p);
-// Whether a strided 1x1 weight gradient that runs as one product on all threads (not by those
-// tiles, not transposed) packs B straight from the input at the strides (SampledTB) rather than
-// from a sampled copy: 0 for output rows of 14 or more (the default), 1 wherever it can
-// (tests), 2 never; and whether it would for p.
+// Whether a strided 1x1 weight gradient (not by those tiles) packs B straight from the input at
+// the strides (SampledTB) rather than from a sampled copy, as one product on all threads (not
+// transposed) or, with whole images per thread, as each thread's products (then in place of
+// the transposed product): 0 for output rows of 14 or more (the default), 1 wherever it can
+// (tests), 2 never, 3 as 0 but not with whole images per thread; and whether it would for p.
 void set_sampled_wgrad(int mode);
 // implicit_gemm's backward data of unpadded 1x1 layers (strided too: written at the strides)
 // by the forward's pointwise tiles on the swapped problem (W's rows as its panels): 0 where

@@ -426,7 +426,8 @@ int g_edge_mode = 0;          // set_edge_tiles: 0 skip the padding column's tap
 int g_unpadded_mode = 0;      // set_unpadded_tiles: 0 read the input in place where it can, 2 never
 int g_strided_rows_mode = 0;  // set_strided_rows: 0 in place where it pays, 1 always, 2 never
 int g_wgrad_taps_mode = 0;    // set_wgrad_taps: 0 where it applies, 2 never
-int g_sampled_wgrad_mode = 0;  // set_sampled_wgrad: 0 where it pays, 1 always, 2 never
+int g_sampled_wgrad_mode = 0;  // set_sampled_wgrad: 0 where it pays, 1 always, 2 never, 3 not
+                               // with whole images per thread
 int g_pointwise_bwd_mode = 0;  // set_pointwise_bwd_data: 0 where it pays, 2 never
 
 // Width Wh of the phase planes' rows along an axis (stride s, dilation d, padding pb, input in,
@@ -2231,11 +2232,22 @@ void backward_weight_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler
         by_images && wsize * sizeof(float) <= (4u << 20) && !merged && strided_wgrad_applies(p);
     const bool subsample = !in_place && can_subsample(p, 1);
     const bool deint = !subsample && !identity && can_deinterleave(p, 1);
+    // Not transposed: the GEMM's B packer samples the input itself (sampled_wgrad_applies), on
+    // all threads, or with whole images per thread each thread's product over its image. There
+    // the copy was written first and then read (an image's sampled copy, 0.8 MiB for
+    // res3a_branch1); on a Zen 5 (2026-11-29, a peak of 529 GFLOP/s for 2 threads), batch 32, 2
+    // threads, harness, 3 rounds alternating, medians (ms) copy -> sampled: res3a_branch1 (256 ->
+    // 512, 28x28 out) 19.4-19.8 -> 16.8-17.1, res4a_branch1 (512 -> 1024, 14x14) 17.4-18.0 ->
+    // 16.5-16.9. (On the earlier Zen 4, peak 230, res4a_branch1 measured the copy
+    // ahead, 31.96/31.71 against 32.70/32.53: sampling costs the same there, the GEMM twice as
+    // long.) The sampled product also takes the place of the transposed one: res4a_branch2a (512 ->
+    // 256, 14x14), swap on the copy 7.0-7.3 -> sampled 5.7-5.8.
+    const bool sampled_images =
+        by_images && subsample && !merged && g_sampled_wgrad_mode != 3 && sampled_wgrad_applies(p);
     // Transposed (swap): out^T (rows x Kg) = X dY_g^T, then dW_g = out^T transposed.
-    const bool swap = !in_place && swapped_wgrad(p);
-    // Not transposed, on all threads: the GEMM's B packer samples the input itself
-    // (sampled_wgrad_applies).
-    const bool sampled = subsample && !swap && !by_images && sampled_wgrad_applies(p);
+    const bool swap = !in_place && !sampled_images && swapped_wgrad(p);
+    const bool sampled =
+        subsample && !swap && (!by_images || sampled_images) && sampled_wgrad_applies(p);
     // out += dY_g(n) X_g(n)^T with X read every other float of its rows by the
     // row_runs_fn tiles (12 input channels x 32 output channels), whole image n on the
     // calling thread: dY^T packed by panels of 32 channels (at most 512 KiB, kept in L2); the
