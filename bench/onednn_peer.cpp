@@ -78,6 +78,16 @@ std::string isa_name(dnnl::cpu_isa isa) {
     }
 }
 
+// The text of a oneDNN error while setting up `what` ("forward", "backward data", "backward
+// weights") by algorithm alg_name ("convolution_winograd"). Where oneDNN has no implementation of
+// it on this CPU (dnnl_unimplemented: Winograd, for one, needs avx512_core in oneDNN 2.x), said
+// in words, naming the algorithm and the CPU's ISA, oneDNN's own text after it in parentheses.
+std::string setup_error(const dnnl::error& e, const std::string& alg_name, const char* what) {
+    if (e.status != dnnl_unimplemented) return e.what();
+    return "oneDNN has no " + alg_name + " implementation of this " + what + " on this CPU (ISA " +
+           isa_name(dnnl::get_effective_cpu_isa()) + ") (" + e.what() + ")";
+}
+
 dnnl::engine& cpu_engine() {
     static dnnl::engine eng(dnnl::engine::kind::cpu, 0);
     return eng;
@@ -170,6 +180,9 @@ PeerConv::PeerConv(const convlab::Problem& p, const std::vector<convlab::Pass>& 
     const dnnl::algorithm alg = algo == "auto"       ? dnnl::algorithm::convolution_auto
                                 : algo == "winograd" ? dnnl::algorithm::convolution_winograd
                                                      : dnnl::algorithm::convolution_direct;
+    const std::string alg_name = algo == "auto"       ? "convolution_auto"
+                                 : algo == "winograd" ? "convolution_winograd"
+                                                      : "convolution_direct";
     Impl& m = *impl_;
     memory::dims src_dims{p.mb, p.ic}, dst_dims{p.mb, p.oc}, wei_dims;
     if (p.groups > 1) {
@@ -209,7 +222,10 @@ PeerConv::PeerConv(const convlab::Problem& p, const std::vector<convlab::Pass>& 
         m.fwd_pd = dnnl::convolution_forward::primitive_desc(d, m.eng);
         fwd_ok = true;
     } catch (const dnnl::error& e) {
-        for (auto& s : m.err) s = std::string("forward: ") + e.what();
+        // No forward, no backward either (its primitive descriptor is their hint).
+        for (auto& s : m.err)
+            s = e.status == dnnl_unimplemented ? setup_error(e, alg_name, "forward")
+                                               : std::string("forward: ") + e.what();
     }
     if (fwd_ok && want(convlab::Pass::Forward)) {
         try {
@@ -219,7 +235,7 @@ PeerConv::PeerConv(const convlab::Problem& p, const std::vector<convlab::Pass>& 
             m.f_dst = memory(m.fwd_pd.dst_desc(), m.eng);
             m.ok[0] = true;
         } catch (const dnnl::error& e) {
-            m.err[0] = e.what();
+            m.err[0] = setup_error(e, alg_name, "forward");
         }
     }
     if (fwd_ok && want(convlab::Pass::BackwardData)) {
@@ -233,7 +249,7 @@ PeerConv::PeerConv(const convlab::Problem& p, const std::vector<convlab::Pass>& 
             m.d_diff_src = memory(m.bwd_d_pd.diff_src_desc(), m.eng);
             m.ok[1] = true;
         } catch (const dnnl::error& e) {
-            m.err[1] = e.what();
+            m.err[1] = setup_error(e, alg_name, "backward data");
         }
     }
     if (fwd_ok && want(convlab::Pass::BackwardWeight)) {
@@ -247,7 +263,7 @@ PeerConv::PeerConv(const convlab::Problem& p, const std::vector<convlab::Pass>& 
             m.w_diff_wei = memory(m.bwd_w_pd.diff_weights_desc(), m.eng);
             m.ok[2] = true;
         } catch (const dnnl::error& e) {
-            m.err[2] = e.what();
+            m.err[2] = setup_error(e, alg_name, "backward weights");
         }
     }
     for (std::size_t i = 0; i < 3; ++i)
