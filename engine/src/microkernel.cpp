@@ -62,6 +62,32 @@ __attribute__((target("avx512f"), always_inline)) inline void transpose16(__m512
     }
 }
 
+// r[c] = column c of the 8 x 8 block whose rows are r[0..8) (AVX2's transpose16).
+__attribute__((target("avx2"), always_inline)) inline void transpose8(__m256 r[8]) {
+    __m256 t[8], u[8];
+    for (int i = 0; i < 4; ++i) {
+        t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    // u[4i + m], 128-bit lane L: column 4L + m of rows 4i .. 4i+3.
+    for (int i = 0; i < 2; ++i) {
+        u[4 * i + 0] = _mm256_shuffle_ps(t[4 * i + 0], t[4 * i + 2], 0x44);
+        u[4 * i + 1] = _mm256_shuffle_ps(t[4 * i + 0], t[4 * i + 2], 0xEE);
+        u[4 * i + 2] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
+        u[4 * i + 3] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
+    }
+    for (int m = 0; m < 4; ++m) {
+        r[m] = _mm256_permute2f128_ps(u[m], u[4 + m], 0x20);
+        r[4 + m] = _mm256_permute2f128_ps(u[m], u[4 + m], 0x31);
+    }
+}
+
+// The first n (0..8) of 8 lanes, as a mask of _mm256_maskload_ps / _mm256_maskstore_ps.
+__attribute__((target("avx2"), always_inline)) inline __m256i lanes8(dim_t n) {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)),
+                              _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
 // B's vectors loaded once per k into registers. With few rows GCC folds each load into every
 // FMA that uses it (a 512-bit load per FMA): the 4 x 32 tile ran at half the FMA rate
 // (57 against 108 GFLOP/s on one core, kc = 256, operands in L1). The empty asm makes the
@@ -970,6 +996,49 @@ __attribute__((target("avx512f"))) void pack_transposed_avx512(const float* src,
         }
     }
 }
+
+// pack_transposed_avx512 by 8 x 8 blocks (nr a multiple of 8), for the AVX2 microkernel (its
+// portable loop moved a float at a time).
+__attribute__((target("avx2"))) void pack_transposed_avx2(const float* src, dim_t ld, dim_t nv,
+                                                          dim_t kc, int nr, float* dst,
+                                                          const dim_t* to_row, int step = 1) {
+    const auto row = [&](dim_t k) { return dst + (to_row ? to_row[k] : k * nr); };
+    for (dim_t j0 = 0; j0 < nr; j0 += 8) {
+        const dim_t jn = std::clamp<dim_t>(nv - j0, 0, 8);
+        if (jn == 0) {
+            for (dim_t k = 0; k < kc; ++k) _mm256_storeu_ps(row(k) + j0, _mm256_setzero_ps());
+            continue;
+        }
+        for (dim_t k0 = 0; k0 < kc; k0 += 8) {
+            const dim_t kn = std::min<dim_t>(8, kc - k0);
+            __m256 r[8];
+            if (step == 2) {  // floats [0, 2 kn - 1) of the run from k0, the even ones
+                const dim_t span = 2 * kn - 1;
+                const __m256i lo = lanes8(std::min<dim_t>(span, 8)),
+                              hi = lanes8(std::max<dim_t>(span - 8, 0));
+                for (dim_t j = 0; j < 8; ++j) {
+                    if (j >= jn) {
+                        r[j] = _mm256_setzero_ps();
+                        continue;
+                    }
+                    const float* s = src + (j0 + j) * ld + 2 * k0;
+                    const __m256 a = _mm256_maskload_ps(s, lo), b = _mm256_maskload_ps(s + 8, hi);
+                    // a0 a2 b0 b2 | a4 a6 b4 b6, then the 64-bit pairs in order 0 2 1 3.
+                    r[j] = _mm256_castpd_ps(_mm256_permute4x64_pd(
+                        _mm256_castps_pd(_mm256_shuffle_ps(a, b, 0x88)), 0xD8));
+                }
+            } else {
+                const __m256i km = lanes8(kn);
+                for (dim_t j = 0; j < 8; ++j)
+                    r[j] = j >= jn   ? _mm256_setzero_ps()
+                           : kn == 8 ? _mm256_loadu_ps(src + (j0 + j) * ld + k0)
+                                     : _mm256_maskload_ps(src + (j0 + j) * ld + k0, km);
+            }
+            transpose8(r);
+            for (dim_t k = 0; k < kn; ++k) _mm256_storeu_ps(row(k0 + k) + j0, r[k]);
+        }
+    }
+}
 #endif
 }  // namespace
 
@@ -978,6 +1047,8 @@ void pack_transposed(const float* src, dim_t ld, dim_t nv, dim_t kc, int nr, flo
 #ifdef CONVLAB_X86
     if (nr % 16 == 0 && std::string_view(microkernel().isa) == "avx512")
         return pack_transposed_avx512(src, ld, nv, kc, nr, dst, to_row);
+    if (nr % 8 == 0 && std::string_view(microkernel().isa) == "avx2")
+        return pack_transposed_avx2(src, ld, nv, kc, nr, dst, to_row);
 #endif
     for (dim_t k = 0; k < kc; ++k) {
         float* d = dst + (to_row ? to_row[k] : k * nr);
@@ -991,6 +1062,8 @@ void pack_sampled(const float* src, dim_t ld, dim_t step, dim_t nv, dim_t kc, in
 #ifdef CONVLAB_X86
     if (step == 2 && nr % 16 == 0 && std::string_view(microkernel().isa) == "avx512")
         return pack_transposed_avx512(src, ld, nv, kc, nr, dst, nullptr, 2);
+    if (step == 2 && nr % 8 == 0 && std::string_view(microkernel().isa) == "avx2")
+        return pack_transposed_avx2(src, ld, nv, kc, nr, dst, nullptr, 2);
 #endif
     for (dim_t k = 0; k < kc; ++k) {
         float* d = dst + k * nr;
@@ -1525,6 +1598,29 @@ __attribute__((target("avx512f"))) void add_transposed_avx512(const float* t, di
         }
     }
 }
+
+// add_transposed_avx512 by 8 x 8 blocks, for the AVX2 microkernel.
+__attribute__((target("avx2"))) void add_transposed_avx2(const float* t, dim_t ldt, dim_t n,
+                                                         dim_t i0, dim_t i1, float* c, dim_t ldc,
+                                                         bool acc) {
+    for (dim_t i = i0; i < i1; i += 8) {
+        const dim_t iv = std::min<dim_t>(8, i1 - i);
+        const __m256i im = lanes8(iv);
+        for (dim_t j = 0; j < n; j += 8) {
+            const dim_t jv = std::min<dim_t>(8, n - j);
+            const __m256i jm = lanes8(jv);
+            __m256 q[8];
+            for (dim_t r = 0; r < 8; ++r)
+                q[r] = r < jv ? _mm256_maskload_ps(t + (j + r) * ldt + i, im) : _mm256_setzero_ps();
+            transpose8(q);
+            for (dim_t r = 0; r < iv; ++r) {
+                float* cr = c + (i + r) * ldc + j;
+                const __m256 x = acc ? _mm256_add_ps(q[r], _mm256_maskload_ps(cr, jm)) : q[r];
+                _mm256_maskstore_ps(cr, jm, x);
+            }
+        }
+    }
+}
 #endif
 
 void add_transposed(const float* t, dim_t ldt, dim_t n, dim_t i0, dim_t i1, float* c, dim_t ldc,
@@ -1532,6 +1628,8 @@ void add_transposed(const float* t, dim_t ldt, dim_t n, dim_t i0, dim_t i1, floa
 #ifdef CONVLAB_X86
     if (std::string_view(microkernel().isa) == "avx512")
         return add_transposed_avx512(t, ldt, n, i0, i1, c, ldc, acc);
+    if (std::string_view(microkernel().isa) == "avx2")
+        return add_transposed_avx2(t, ldt, n, i0, i1, c, ldc, acc);
 #endif
     for (dim_t i = i0; i < i1; ++i)
         for (dim_t j = 0; j < n; ++j)
