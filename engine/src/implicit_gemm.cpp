@@ -20,6 +20,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "algorithms.hpp"
@@ -1568,9 +1569,14 @@ void set_swap_forward(int mode) {
 // (b_in_place_applies: few output channels, nothing packed either way): 256 -> 64 at 56x56
 // (res2b_branch2a), bench, batch 1, 3 alternating rounds, 0.481/0.481/0.609 ->
 // 0.471/0.468/0.500 ms.
+//   Only with the AVX-512 microkernel. With AVX2's 6 x 16 (Zen 3, auto, one process, best of 40
+// alternating, swapped -> not) it lost at batch 1: 256 -> 64 at 56x56 1.516 -> 1.302 ms, 512 ->
+// 128 at 28x28 1.084 -> 0.924, 1024 -> 256 at 14x14 1.051 -> 0.913, strided 256 -> 128 to 28x28
+// 0.836 -> 0.672; at batch 4 4.95 -> 4.69 (56x56); from 8 images even (0.94-1.03x).
 bool swapped_forward(const Problem& p) {
     if (g_swap_fwd == 2 || !reads_input_1x1(p) || use_pointwise(p)) return false;
     if (g_swap_fwd == 1) return true;
+    if (std::string_view(microkernel().isa) != "avx512") return false;
     const dim_t kg = p.ocg(), rows = p.icg(), cols = p.out_spatial();
     if (b_in_place_applies(microkernel_for(kg, cols, true), GemmBlocking{},
                            StridedA{nullptr, rows, 1}, StridedB{nullptr, cols, 1}, kg, rows))
