@@ -45,6 +45,7 @@ struct RestoreCore {
         detail::set_merge_wgrad(0);
         detail::set_swap_wgrad(0);
         detail::set_swap_forward(0);
+        detail::set_swap_bwd_data(0);
         detail::set_stream_output(0);
         detail::set_edge_tiles(0);
         detail::set_strided_rows(0);
@@ -2200,6 +2201,7 @@ TEST_CASE("col2im's 1x1 backward data computed transposed") {
                            "mb2ic3id8ih12iw11oc40od8oh12ow11kd1kh1kw1pd0ph0pw0"};
     int count = 0;
     const detail::MicroKernel* uks = detail::microkernels(count);
+    detail::set_swap_bwd_data(1);
     for (int u = 0; u < count; ++u) {
         REQUIRE(detail::select_microkernel(uks[u].isa));
         for (const char* d : descs) {
@@ -2215,12 +2217,25 @@ TEST_CASE("col2im's 1x1 backward data computed transposed") {
             CHECK(prof.seconds("unpack") > 0.0);
         }
     }
-    CHECK(!detail::swapped_bwd_data(parse_descriptor("mb1ic256ih56oc64oh56kh1ph0")));
-    // From 784 positions (28x28), not at 14x14 and 7x7.
-    CHECK(detail::swapped_bwd_data(parse_descriptor("mb1ic128ih28oc512oh28kh1ph0")));
-    CHECK(!detail::swapped_bwd_data(parse_descriptor("mb1ic256ih14oc1024oh14kh1ph0")));
-    CHECK(!detail::swapped_bwd_data(parse_descriptor("mb1ic512ih7oc2048oh7kh1ph0")));
-    CHECK(!detail::swapped_bwd_data(parse_descriptor("mb1ic64ih56oc256oh56kh3ph1")));
+    // By default: fewer input than output channels; with the AVX-512 microkernel from 784
+    // positions (28x28), not at 14x14 and 7x7; with the others at 7x7 only.
+    detail::set_swap_bwd_data(0);
+    for (int u = 0; u < count; ++u) {
+        REQUIRE(detail::select_microkernel(uks[u].isa));
+        CAPTURE(uks[u].isa);
+        const bool avx512 = std::string_view(uks[u].isa) == "avx512";
+        CHECK(!detail::swapped_bwd_data(parse_descriptor("mb1ic256ih56oc64oh56kh1ph0")));
+        CHECK(detail::swapped_bwd_data(parse_descriptor("mb1ic64ih56oc256oh56kh1ph0")) == avx512);
+        CHECK(detail::swapped_bwd_data(parse_descriptor("mb1ic128ih28oc512oh28kh1ph0")) == avx512);
+        CHECK(!detail::swapped_bwd_data(parse_descriptor("mb1ic256ih14oc1024oh14kh1ph0")));
+        CHECK(detail::swapped_bwd_data(parse_descriptor("mb1ic512ih7oc2048oh7kh1ph0")) == !avx512);
+        CHECK(!detail::swapped_bwd_data(parse_descriptor("mb1ic2048ih7oc512oh7kh1ph0")));
+        CHECK(!detail::swapped_bwd_data(parse_descriptor("mb1ic64ih56oc256oh56kh3ph1")));
+    }
+    REQUIRE(detail::select_microkernel(uks[0].isa));
+    detail::set_swap_bwd_data(2);
+    CHECK(!detail::swapped_bwd_data(parse_descriptor("mb1ic64ih56oc256oh56kh1ph0")));
+    detail::set_swap_bwd_data(0);
     set_gemm_core(GemmCore::eigen);
     CHECK(!detail::swapped_bwd_data(parse_descriptor("mb1ic64ih56oc256oh56kh1ph0")));
 }

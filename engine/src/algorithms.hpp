@@ -133,9 +133,12 @@ bool swapped_wgrad(const Problem& p);
 // (dst^T = X^T W^T, then transposed), image by image: the same modes, and whether it is for p.
 void set_swap_forward(int mode);
 bool swapped_forward(const Problem& p);
-// Whether col2im's 1x1 stride-1 backward data is computed transposed (dX^T = dY^T W, then
-// transposed): fewer input than output channels, at least 1024 positions, blocked core.
+// Whether col2im's 1x1 stride-1 backward data of one image per GEMM is computed transposed (dX^T
+// = dY^T W, then transposed): fewer input than output channels, blocked core, at 784 positions
+// and more with the AVX-512 microkernel, below 196 (7x7) with the others.
 bool swapped_bwd_data(const Problem& p);
+// For tests and measurements: 0 where it pays, 1 wherever it can run, 2 never.
+void set_swap_bwd_data(int mode);
 // Whether col2im's GEMM reads W^T row by row from prepared weights (prepare_weights makes them
 // where this holds), and their rows' stride.
 bool col2im_reads_prepared_rows(const Problem& p);

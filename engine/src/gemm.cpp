@@ -155,9 +155,26 @@ dim_t col2im_images_per_gemm(const Problem& p, const GemmDims& d) {
 // (512 -> 128 channels) at batch 1, bench, 2 alternating rounds: 0.590/0.575 -> 0.505/0.501 ms,
 // its product's 128 rows no longer ending in an 8-row tail; at 14x14 and 7x7 it lost
 // (res4a_branch2c 0.49 -> 0.55-0.58, res5a_branch2c 0.60 -> 0.61-0.70).
+namespace {
+int g_swap_bwd_data = 0;  // 0: when it pays, 1: whenever possible (tests), 2: never
+}  // namespace
+
+void set_swap_bwd_data(int mode) {
+    g_swap_bwd_data = mode;
+}
+
 bool swapped_bwd_data(const Problem& p) {
-    return gemm_core() == GemmCore::blocked && im2col_is_identity(p) && p.icg() < p.ocg() &&
-           p.out_spatial() >= 784;
+    if (g_swap_bwd_data == 2 || gemm_core() != GemmCore::blocked || !im2col_is_identity(p))
+        return false;
+    if (g_swap_bwd_data == 1) return true;
+    if (p.icg() >= p.ocg()) return false;
+    // With AVX2's 6 x 16 (Zen 3), at batch 1 (one process, best of 30 alternating, swapped
+    // against not, auto): 64 <- 256 at 56x56 1.081/1.386/1.357 against 0.970/1.200/1.127 ms,
+    // 128 <- 512 at 28x28 0.954/1.054 against 0.905/1.004, 256 <- 1024 at 14x14 even (0.888,
+    // 1.015, 1.095 against 1.133, 1.040, 1.071), 512 <- 2048 at 7x7 1.571 against 2.107: there
+    // W^T (4 MiB) read in place by columns 8 KiB apart is the slow part. Only the 7x7s, then.
+    if (std::string_view(detail::microkernel().isa) != "avx512") return p.out_spatial() < 196;
+    return p.out_spatial() >= 784;
 }
 
 // W^T (C/G x K/G per group) is the GEMM's A, its columns W's rows. Read in place, each k
