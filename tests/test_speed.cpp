@@ -1722,6 +1722,30 @@ TEST_CASE(
     set_num_threads(0);
 }
 
+namespace {
+// For every microkernel and each case (a valid descriptor): body(p, descriptor, src, dy, want),
+// with random integer src and dY and direct's weight gradient of them.
+void wgrad_cases(const std::vector<const char*>& cases, std::mt19937& rng,
+                 const std::function<void(const Problem&, const std::string&, const Tensor&,
+                                          const Tensor&, const Tensor&)>& body) {
+    int count = 0;
+    const detail::MicroKernel* uks = detail::microkernels(count);
+    for (int u = 0; u < count; ++u) {
+        REQUIRE(detail::select_microkernel(uks[u].isa));
+        for (const std::string d : cases) {
+            const Problem p = parse_descriptor(d);
+            CAPTURE(d);
+            CAPTURE(uks[u].isa);
+            REQUIRE(p.validate().empty());
+            const Tensor src = integer_tensor(p.src_dims(), rng),
+                         dy = integer_tensor(p.dst_dims(), rng);
+            const Tensor want = backward_weight(p, src, dy, "direct");
+            body(p, d, src, dy, want);
+        }
+    }
+}
+}  // namespace
+
 TEST_CASE("implicit_gemm's strided 1x1 weight gradient packs B straight from the input") {
     RestoreCore restore;
     std::mt19937 rng(103);
@@ -1744,30 +1768,20 @@ TEST_CASE("implicit_gemm's strided 1x1 weight gradient packs B straight from the
         "mb1ic9id6ih10iw12oc18od3oh5ow6kd1kh1kw1sd2sh2sw2pd0ph0pw0",
         "mb1g2ic32ih20oc80oh10kh1sh2ph0",
     };
-    int count = 0;
-    const detail::MicroKernel* uks = detail::microkernels(count);
-    for (int u = 0; u < count; ++u) {
-        REQUIRE(detail::select_microkernel(uks[u].isa));
-        for (const std::string d : cases) {
-            const Problem p = parse_descriptor(d);
-            CAPTURE(d);
-            CAPTURE(uks[u].isa);
-            REQUIRE(p.validate().empty());
-            const Tensor src = integer_tensor(p.src_dims(), rng),
-                         dy = integer_tensor(p.dst_dims(), rng);
-            const Tensor want = backward_weight(p, src, dy, "direct");
-            detail::set_sampled_wgrad(1);
-            CHECK(detail::sampled_wgrad_applies(p));
-            Profiler prof;
-            check_equal(backward_weight(p, src, dy, "implicit_gemm", &prof), want, d);
-            CHECK(prof.seconds("pack_src") == 0.0);
-            detail::set_sampled_wgrad(2);
-            CHECK(!detail::sampled_wgrad_applies(p));
-            Profiler copied;
-            check_equal(backward_weight(p, src, dy, "implicit_gemm", &copied), want, d);
-            CHECK(copied.seconds("pack_src") > 0.0);
-        }
-    }
+    wgrad_cases(cases, rng,
+                [](const Problem& p, const std::string& d, const Tensor& src, const Tensor& dy,
+                   const Tensor& want) {
+                    detail::set_sampled_wgrad(1);
+                    CHECK(detail::sampled_wgrad_applies(p));
+                    Profiler prof;
+                    check_equal(backward_weight(p, src, dy, "implicit_gemm", &prof), want, d);
+                    CHECK(prof.seconds("pack_src") == 0.0);
+                    detail::set_sampled_wgrad(2);
+                    CHECK(!detail::sampled_wgrad_applies(p));
+                    Profiler copied;
+                    check_equal(backward_weight(p, src, dy, "implicit_gemm", &copied), want, d);
+                    CHECK(copied.seconds("pack_src") > 0.0);
+                });
     // By default for output rows of 14 or more; only strided unpadded 1x1s whose sampled
     // positions lie inside the input.
     detail::set_sampled_wgrad(0);
@@ -1798,33 +1812,23 @@ TEST_CASE(
         "mb4g2ic32ih30oc80oh15kh1sh2ph0",
         "mb4ic9id6ih10iw42oc18od3oh5ow14kd1kh1kw1sd2sh2sw3pd0ph0pw0",
     };
-    int count = 0;
-    const detail::MicroKernel* uks = detail::microkernels(count);
-    for (int u = 0; u < count; ++u) {
-        REQUIRE(detail::select_microkernel(uks[u].isa));
-        for (const std::string d : cases) {
-            const Problem p = parse_descriptor(d);
-            CAPTURE(d);
-            CAPTURE(uks[u].isa);
-            REQUIRE(p.validate().empty());
-            REQUIRE(!detail::merged_wgrad_applies(p));
-            REQUIRE(!detail::strided_wgrad_applies(p));
-            const Tensor src = integer_tensor(p.src_dims(), rng),
-                         dy = integer_tensor(p.dst_dims(), rng);
-            const Tensor want = backward_weight(p, src, dy, "direct");
-            detail::set_sampled_wgrad(0);
-            CHECK(detail::sampled_wgrad_applies(p));
-            Profiler prof;
-            check_equal(backward_weight(p, src, dy, "implicit_gemm", &prof), want, d);
-            CHECK(prof.seconds("pack_src") == 0.0);
-            CHECK(prof.seconds("unpack") == 0.0);
-            detail::set_sampled_wgrad(3);
-            Profiler copied;
-            check_equal(backward_weight(p, src, dy, "implicit_gemm", &copied), want, d);
-            CHECK(copied.seconds("pack_src") > 0.0);
-            CHECK((copied.seconds("unpack") > 0.0) == detail::swapped_wgrad(p));
-        }
-    }
+    wgrad_cases(cases, rng,
+                [](const Problem& p, const std::string& d, const Tensor& src, const Tensor& dy,
+                   const Tensor& want) {
+                    REQUIRE(!detail::merged_wgrad_applies(p));
+                    REQUIRE(!detail::strided_wgrad_applies(p));
+                    detail::set_sampled_wgrad(0);
+                    CHECK(detail::sampled_wgrad_applies(p));
+                    Profiler prof;
+                    check_equal(backward_weight(p, src, dy, "implicit_gemm", &prof), want, d);
+                    CHECK(prof.seconds("pack_src") == 0.0);
+                    CHECK(prof.seconds("unpack") == 0.0);
+                    detail::set_sampled_wgrad(3);
+                    Profiler copied;
+                    check_equal(backward_weight(p, src, dy, "implicit_gemm", &copied), want, d);
+                    CHECK(copied.seconds("pack_src") > 0.0);
+                    CHECK((copied.seconds("unpack") > 0.0) == detail::swapped_wgrad(p));
+                });
     CHECK(detail::swapped_wgrad(parse_descriptor("mb5ic64ih28oc24oh14kh1sh2ph0")));
     set_num_threads(0);
 }
