@@ -16,6 +16,7 @@
 #include <random>
 #include <set>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <vector>
 
@@ -65,10 +66,18 @@ struct RestoreCore {
 // asserts that such a path ran, it does so where the kernels are there, and elsewhere asserts
 // what runs instead (the results are checked against direct either way).
 // The shifted tiles (a forward from the stride-phase planes or the input in place, the stride-1
-// backward data through FlipRot, the weight gradient's tiles): shifted_possible.
+// backward data through FlipRot): shifted_possible.
 bool shifted_kernels() {
-    const detail::MicroKernel& uk = detail::microkernel();
-    return uk.shifted_row_fn[1] && uk.row_runs_fn[0][12];
+    return detail::microkernel().shifted_row_fn[1] != nullptr;
+}
+// The weight gradient's tiles from the planes too: use_shifted_wgrad.
+bool shifted_wgrad_kernels() {
+    return shifted_kernels() && detail::microkernel().row_runs_fn[0][12] != nullptr;
+}
+// Tiles that implicit_gemm's default rules take in fewer places (narrow_tiles: AVX2's, passes
+// of at most 6 positions x 16 channels).
+bool narrow_tiles() {
+    return shifted_kernels() && std::string_view(detail::microkernel().isa) != "avx512";
 }
 // The 1x1 (pointwise) tiles, forward and backward data: pointwise_possible.
 bool pointwise_kernels() {
@@ -741,7 +750,7 @@ TEST_CASE("implicit_gemm's forward and weight gradient from padded stride-phase 
     int shifted = 0, shifted_wgrad = 0, shifted_bdata = 0;
     // Without the shifted tiles' kernels (shifted_possible) none of them runs: im2col and col2im
     // compute the same results.
-    const bool has_shifted = shifted_kernels();
+    const bool has_shifted = shifted_kernels(), has_wgrad = shifted_wgrad_kernels();
     // Random 1-D and 2-D problems with strides, padding, dilation, groups and batches, the
     // shifted tiles forced wherever they apply; they record "pack_wei" (W^T), im2col does not.
     detail::set_shifted(1);
@@ -772,13 +781,15 @@ TEST_CASE("implicit_gemm's forward and weight gradient from padded stride-phase 
     }
     if (has_shifted) {
         CHECK(shifted >= 30);
-        CHECK(shifted_wgrad >= 30);
         CHECK(shifted_bdata >= 10);
     } else {
         CHECK(shifted == 0);
-        CHECK(shifted_wgrad == 0);
         CHECK(shifted_bdata == 0);
     }
+    if (has_wgrad)
+        CHECK(shifted_wgrad >= 30);
+    else
+        CHECK(shifted_wgrad == 0);
     // The weight gradient's thread splits: whole images per thread, then the partials added
     // (batch 4), and the tiles of each image (batches 1 and 2).
     for (const char* d : {"mb4ic16ih30oc40oh30kh3ph1", "mb1ic3ih96oc64oh48kh7sh2ph3",
@@ -786,7 +797,7 @@ TEST_CASE("implicit_gemm's forward and weight gradient from padded stride-phase 
         const Problem p = parse_descriptor(d);
         const Tensor src = integer_tensor(p.src_dims(), rng),
                      dy = integer_tensor(p.dst_dims(), rng);
-        CHECK(detail::shifted_applies(p, Pass::BackwardWeight) == has_shifted);
+        CHECK(detail::shifted_applies(p, Pass::BackwardWeight) == has_wgrad);
         check_equal(backward_weight(p, src, dy, "implicit_gemm"),
                     backward_weight(p, src, dy, "direct"), d);
     }
@@ -797,16 +808,21 @@ TEST_CASE("implicit_gemm's forward and weight gradient from padded stride-phase 
     const auto wgrad_shifted = [](const char* d) {
         return detail::shifted_applies(parse_descriptor(d), Pass::BackwardWeight);
     };
-    CHECK(wgrad_shifted("mb2ic32ih14oc32oh14kh3ph1") == has_shifted);
+    CHECK(wgrad_shifted("mb2ic32ih14oc32oh14kh3ph1") == has_wgrad);
     CHECK_FALSE(wgrad_shifted("mb2ic32ih7oc32oh7kh3ph1"));
     CHECK_FALSE(wgrad_shifted("mb2ic32ih14oc16oh14kh3ph1"));
     const auto ran_shifted = [&](const char* d) { return forward_packed_wei(d, rng); };
     // Ran them where the microkernel has them, not elsewhere.
     const auto takes_shifted = [&](const char* d) { return ran_shifted(d) == has_shifted; };
+    // AVX2's narrower tiles only on rows of 28 or more outputs.
+    const auto takes_wide = [&](const char* d) {
+        return ran_shifted(d) == (has_shifted && !narrow_tiles());
+    };
     set_num_threads(2);
     CHECK(takes_shifted("mb2ic32ih30oc40oh30kh3ph1"));
     CHECK(!ran_shifted("mb2ic32ih7oc40oh7kh3ph1"));        // 98 positions: packing W^T does not pay
-    CHECK(takes_shifted("mb4ic32ih7oc40oh7kh3ph1"));       // four 7x7 images
+    CHECK(takes_wide("mb4ic32ih7oc40oh7kh3ph1"));          // four 7x7 images
+    CHECK(takes_wide("mb2ic32ih14oc40oh14kh3ph1"));        // 14 wide
     CHECK(takes_shifted("mb1ic32ih60oc32oh30kh3sh2ph1"));  // stride 2
     CHECK(takes_shifted("mb2ic8ih30oc40oh30kh3ph1"));      // K = 72, two images
     CHECK(takes_shifted("mb4ic8ih30oc40oh30kh3ph1"));      // four images, side by side
@@ -836,7 +852,8 @@ TEST_CASE("implicit_gemm's forward and weight gradient from padded stride-phase 
         CHECK(!ran_shifted_bdata("mb1ic32ih60oc32oh30kh3sh2ph1", algo));  // stride 2
         CHECK(!ran_shifted_bdata("mb2ic16ih30oc40oh30kh3ph1", algo));     // 16 channels
         CHECK(!ran_shifted_bdata("mb1ic32ih7oc40oh7kh3ph1", algo));       // 49 positions
-        CHECK(takes_shifted_bdata("mb4ic32ih7oc40oh7kh3ph1", algo));      // four 7x7 images
+        CHECK(ran_shifted_bdata("mb4ic32ih7oc40oh7kh3ph1", algo) ==       // four 7x7 images
+              (has_shifted && !narrow_tiles()));
     }
     detail::set_winograd(0);
 }
@@ -895,7 +912,7 @@ TEST_CASE("implicit_gemm's forward of one image packs W^T panel by panel and equ
         return prof.seconds("pack_wei") > 0.0 &&
                detail::scratch_high_water() < std::size_t{64} * p.ic * 9 * 4;
     };
-    CHECK(packed_by_panel("mb1ic512ih7oc64oh7kh3ph1") == has_shifted);
+    CHECK(packed_by_panel("mb1ic512ih7oc64oh7kh3ph1") == (has_shifted && !narrow_tiles()));
     CHECK_FALSE(packed_by_panel("mb2ic512ih7oc64oh7kh3ph1"));
     CHECK_FALSE(
         detail::shifted_applies(parse_descriptor("mb1ic64ih7oc512oh7kh3ph1"), Pass::BackwardData));
@@ -974,11 +991,15 @@ TEST_CASE("implicit_gemm with weights prepared once equals direct and packs noth
         CHECK(prepared_bwd >= 5);
     }
     set_num_threads(0);
-    // The layers that pack: a 3x3 forward, a 1x1 forward of 4 images, a 3x3's backward data.
+    // The layers that pack: a 3x3 forward, a 1x1 forward of 4 images, a 3x3's backward data;
+    // with AVX2's tiles (narrow_tiles), not at 14 wide nor that 1x1, but at 28 wide.
+    const bool wide = !narrow_tiles();
     for (const auto& [d, pass, tiles] :
-         {std::tuple{"mb1ic64ih14oc96oh14kh3ph1", Pass::Forward, has_shifted},
-          std::tuple{"mb4ic64ih14oc96oh14kh1ph0", Pass::Forward, has_pointwise},
-          std::tuple{"mb1ic64ih14oc96oh14kh3ph1", Pass::BackwardData, has_shifted}}) {
+         {std::tuple{"mb1ic64ih14oc96oh14kh3ph1", Pass::Forward, has_shifted && wide},
+          std::tuple{"mb4ic64ih14oc96oh14kh1ph0", Pass::Forward, has_pointwise && wide},
+          std::tuple{"mb1ic64ih14oc96oh14kh3ph1", Pass::BackwardData, has_shifted && wide},
+          std::tuple{"mb1ic64ih28oc96oh28kh3ph1", Pass::Forward, has_shifted},
+          std::tuple{"mb1ic64ih28oc96oh28kh3ph1", Pass::BackwardData, has_shifted}}) {
         const Problem p = parse_descriptor(d);
         const Tensor wei = integer_tensor(p.wei_dims(), rng);
         CHECK_MESSAGE(prepare_weights(p, pass, wei.f32()).empty() == !tiles, d);
@@ -991,13 +1012,13 @@ TEST_CASE("implicit_gemm with weights prepared once equals direct and packs noth
                      wei = integer_tensor(p.wei_dims(), rng);
         const Tensor want = backward_data(p, dy, wei, "direct");
         const PreparedWeights w = prepare_weights(p, Pass::BackwardData, wei.f32());
-        CHECK(w.empty() == !has_shifted);
+        CHECK(w.empty() == !(has_shifted && wide));
         CHECK_FALSE(detail::shifted_applies(p, Pass::BackwardData));
         for (const char* algo : {"auto", "implicit_gemm"}) {
             Profiler plain, prepared;
             check_equal(backward_data(p, dy, wei, algo, &plain), want, algo);
             check_equal(backward_data(p, dy, wei, algo, &prepared, &w), want, algo);
-            if (has_shifted)
+            if (has_shifted && wide)
                 CHECK_MESSAGE(prepared.entries().size() == 1, algo);  // the tiles' gemm alone
             CHECK_MESSAGE(prepared.seconds("gemm") > 0.0, algo);
             CHECK_MESSAGE(plain.entries().size() > 1, algo);
@@ -1010,23 +1031,29 @@ TEST_CASE("implicit_gemm with weights prepared once equals direct and packs noth
     // channels (the threads split the panels: 19, 3 and 8 of them), channels on and off the
     // 32-channel panels. Where the tiles read the input in place, the GEMM's sampled copy or
     // transposition is gone, also to 7x7 and 14x14; 6 wide, or strided by 3, both sample it
-    // (same records: the results tell).
-    for (const auto& [d, sampled] : {std::pair{"mb1ic40ih48oc36oh24kh1sh2ph0", false},
-                                     std::pair{"mb1ic40ih49oc70oh25kh1sh2ph0", false},
-                                     std::pair{"mb1ic512ih14oc64oh14kh1ph0", false},
-                                     std::pair{"mb1ic520ih15oc45oh15kh1ph0", false},
-                                     std::pair{"mb1ic40ih48oc600oh24kh1sh2ph0", false},
-                                     std::pair{"mb1ic80ih13oc70oh7kh1sh2ph0", false},
-                                     std::pair{"mb1ic36ih27oc230oh14kh1sh2ph0", false},
-                                     std::pair{"mb1ic80ih11oc70oh6kh1sh2ph0", true},
-                                     std::pair{"mb1ic36ih40oc230oh14kh1sh3ph0", true}}) {
+    // (same records: the results tell). AVX2's tiles (narrow) only those strided by 2 and read
+    // in place with at most 128 output channels.
+    struct OneImage {
+        const char* d;
+        bool sampled, narrow;
+    };
+    for (const auto& [d, sampled, narrow] :
+         {OneImage{"mb1ic40ih48oc36oh24kh1sh2ph0", false, true},
+          OneImage{"mb1ic40ih49oc70oh25kh1sh2ph0", false, true},
+          OneImage{"mb1ic512ih14oc64oh14kh1ph0", false, false},
+          OneImage{"mb1ic520ih15oc45oh15kh1ph0", false, false},
+          OneImage{"mb1ic40ih48oc600oh24kh1sh2ph0", false, false},
+          OneImage{"mb1ic80ih13oc70oh7kh1sh2ph0", false, true},
+          OneImage{"mb1ic36ih27oc230oh14kh1sh2ph0", false, false},
+          OneImage{"mb1ic80ih11oc70oh6kh1sh2ph0", true, false},
+          OneImage{"mb1ic36ih40oc230oh14kh1sh3ph0", true, false}}) {
         const Problem p = parse_descriptor(d);
         const std::string what = d;
         const Tensor src = integer_tensor(p.src_dims(), rng),
                      wei = integer_tensor(p.wei_dims(), rng);
         const Tensor want = forward(p, src, wei, nullptr, "direct");
         const PreparedWeights w = prepare_weights(p, Pass::Forward, wei.f32());
-        const bool tiles = has_pointwise && has_strided_rows;
+        const bool tiles = has_pointwise && has_strided_rows && (wide || narrow);
         CHECK_MESSAGE(w.empty() == !tiles, what);
         for (int threads : {2, 1}) {
             set_num_threads(threads);
@@ -1141,24 +1168,29 @@ TEST_CASE("implicit_gemm's image-parallel paths record each thread's operations"
     // Whole images side by side on the two threads: each thread's spans are kept apart, then
     // each operation is its mean over the threads, so the operations show (not one "gemm" for
     // the region) and add up to no more than the call's time (the threads' spans summed would
-    // come to about twice it). Each path's operations where the microkernel has its tiles (sh:
-    // the shifted ones, shifted_possible; pw: the 1x1 ones, pointwise_possible); elsewhere the
-    // GEMM paths run instead and record their "gemm".
+    // come to about twice it). Each path's operations where the microkernel has its tiles and
+    // the default rules take them (sh: the shifted ones, shifted_possible, not AVX2's at 20 wide;
+    // shw: the weight gradient's; pw: the 1x1 ones, pointwise_possible, AVX2's only strided by 2
+    // in place); elsewhere the GEMM paths run instead and record their "gemm".
     struct Case {
         const char* d;
         Pass pass;
         bool tiles;  // the kernels of the path whose operations are listed
         std::vector<const char*> ops;
     };
-    const bool sh = shifted_kernels(), pw = pointwise_kernels();
+    const bool sh = shifted_kernels() && !narrow_tiles(), shw = shifted_wgrad_kernels(),
+               pw = pointwise_kernels();
     const std::vector<Case> cases{
         {"mb4ic16ih20oc40oh20kh5ph2", Pass::Forward, sh, {"pack_wei", "pad", "gemm"}},  // shifted
         {"mb4ic16ih20oc40oh20kh3ph1", Pass::Forward, sh, {"pack_wei", "gemm"}},         // in place
-        {"mb4ic40ih21oc36oh7kh1sh3ph0", Pass::Forward, pw, {"pack_wei", "pack_src", "gemm"}},
+        {"mb4ic40ih21oc36oh7kh1sh3ph0",
+         Pass::Forward,
+         pw && !narrow_tiles(),
+         {"pack_wei", "pack_src", "gemm"}},
         {"mb4ic40ih20oc36oh10kh1sh2ph0", Pass::Forward, pw, {"pack_wei", "gemm"}},  // in place
         {"mb4ic8ih20oc40oh20kh1ph0", Pass::Forward, true, {"gemm"}},  // GEMM, image blocks
-        {"mb4ic16ih28oc40oh14kh3sh2ph1", Pass::BackwardWeight, sh, {"pad", "pack_dst", "gemm"}},
-        {"mb4ic16ih20oc40oh20kh3ph1", Pass::BackwardWeight, sh, {"pack_dst", "gemm"}},  // in place
+        {"mb4ic16ih28oc40oh14kh3sh2ph1", Pass::BackwardWeight, shw, {"pad", "pack_dst", "gemm"}},
+        {"mb4ic16ih20oc40oh20kh3ph1", Pass::BackwardWeight, shw, {"pack_dst", "gemm"}},  // in place
         {"mb4ic40ih20oc36oh10kh1sh2ph0", Pass::BackwardWeight, true, {"pack_src", "gemm"}},
         {"mb4ic40ih20oc16oh20kh5ph2", Pass::BackwardData, sh, {"fliprot", "pad", "gemm"}},
         {"mb4ic40ih20oc16oh20kh3ph1", Pass::BackwardData, sh, {"fliprot", "gemm"}},
@@ -1434,7 +1466,10 @@ TEST_CASE("implicit_gemm's shifted forward with whole output rows in the lanes e
         CHECK_MESSAGE(detail::row_lanes_apply(p) == row_lanes_kernel(p), d);
     }
     CHECK_FALSE(detail::row_lanes_apply(parse_descriptor("mb1ic8ih48oc32oh48kh5ph2")));
-    CHECK_FALSE(detail::row_lanes_apply(parse_descriptor("mb1ic8ih112oc32oh112kh3ph1")));
+    {  // read in place only with the edge tiles (AVX-512); without them the lanes run
+        const Problem p = parse_descriptor("mb1ic8ih112oc32oh112kh3ph1");
+        CHECK(detail::row_lanes_apply(p) == (row_lanes_kernel(p) && !edge_kernels()));
+    }
     CHECK_FALSE(detail::row_lanes_apply(parse_descriptor("mb1ic8ih72oc32oh72kh5ph2")));
     CHECK_FALSE(detail::row_lanes_apply(parse_descriptor("mb1ic8ih128oc32oh128kh5ph2")));
     detail::set_row_lanes(2);
@@ -1493,12 +1528,14 @@ TEST_CASE("implicit_gemm's 1x1 forward from the input's rows equals direct") {
         CHECK(forward_packed_wei(d, rng) == has_pointwise);
     // By default: 32 or more channels each way, 4 or more images, and outputs of at most 256
     // positions, 256 or more input channels (stride 1), or at most as many output as input
-    // channels (strided).
+    // channels (strided). AVX2's tiles (narrow_tiles) only strided by 2 and read in place, with
+    // at most 128 output channels.
     detail::set_shifted(0);
     const auto ran_pointwise = [&](const char* d) { return forward_packed_wei(d, rng); };
-    CHECK(ran_pointwise("mb4ic40ih14oc36oh14kh1ph0") == has_pointwise);
+    const bool wide_pointwise = has_pointwise && !narrow_tiles();
+    CHECK(ran_pointwise("mb4ic40ih14oc36oh14kh1ph0") == wide_pointwise);
     CHECK(ran_pointwise("mb4ic40ih28oc36oh14kh1sh2ph0") == has_pointwise);
-    CHECK(ran_pointwise("mb4ic256ih28oc36oh28kh1ph0") == has_pointwise);
+    CHECK(ran_pointwise("mb4ic256ih28oc36oh28kh1ph0") == wide_pointwise);
     CHECK(!ran_pointwise("mb4ic40ih28oc36oh28kh1ph0"));   // 784 positions, 40 input channels
     CHECK(!ran_pointwise("mb4ic255ih28oc36oh28kh1ph0"));  // 255 input channels
     CHECK(!ran_pointwise("mb2ic40ih14oc36oh14kh1ph0"));   // 2 images
@@ -1507,7 +1544,9 @@ TEST_CASE("implicit_gemm's 1x1 forward from the input's rows equals direct") {
     // sampled with at most as many output as input channels.
     CHECK(ran_pointwise("mb4ic80ih56oc40oh28kh1sh2ph0") == has_pointwise);
     CHECK(ran_pointwise("mb4ic40ih56oc80oh28kh1sh2ph0") == (has_pointwise && has_strided_rows));
-    CHECK(ran_pointwise("mb4ic80ih84oc40oh28kh1sh3ph0") == has_pointwise);
+    CHECK(ran_pointwise("mb4ic40ih56oc160oh28kh1sh2ph0") ==
+          (has_pointwise && has_strided_rows && !narrow_tiles()));
+    CHECK(ran_pointwise("mb4ic80ih84oc40oh28kh1sh3ph0") == wide_pointwise);
     CHECK(!ran_pointwise("mb4ic40ih84oc80oh28kh1sh3ph0"));
 }
 
@@ -1590,32 +1629,41 @@ TEST_CASE("implicit_gemm's 1x1 backward data runs the pointwise tiles on the swa
     const auto tiles = [&](const char* d) {
         return detail::shifted_applies(parse_descriptor(d), Pass::BackwardData);
     };
-    // The tiles where the microkernel has them, not elsewhere.
+    // The tiles where the microkernel has them, not elsewhere. AVX2's (narrow_tiles) from 4
+    // images with weights under 4 MiB, one image only strided to 196 or more positions.
+    const bool narrow = narrow_tiles();
     const auto takes_tiles = [&](const char* d) { return tiles(d) == has_pointwise; };
-    CHECK(takes_tiles("mb4ic512ih7oc2048oh7kh1ph0"));      // 7x7
-    CHECK(takes_tiles("mb4ic128ih28oc512oh28kh1ph0"));     // K 512 > C 128
-    CHECK(takes_tiles("mb4ic64ih56oc64oh56kh1ph0"));       // K = C
-    CHECK(takes_tiles("mb4ic512ih28oc128oh28kh1ph0"));     // 4 images, K = 128
-    CHECK(!tiles("mb4ic256ih56oc64oh56kh1ph0"));           // K 64 < C 256 at 56x56
+    const auto takes_wide = [&](const char* d) { return tiles(d) == (has_pointwise && !narrow); };
+    CHECK(takes_wide("mb4ic512ih7oc2048oh7kh1ph0"));                          // 7x7 (4 MiB)
+    CHECK(takes_tiles("mb4ic128ih28oc512oh28kh1ph0"));                        // K 512 > C 128
+    CHECK(takes_tiles("mb4ic64ih56oc64oh56kh1ph0"));                          // K = C
+    CHECK(takes_tiles("mb4ic512ih28oc128oh28kh1ph0"));                        // 4 images, K = 128
+    CHECK(tiles("mb4ic256ih56oc64oh56kh1ph0") == (has_pointwise && narrow));  // K 64 < C 256
     CHECK(!tiles("mb1ic128ih28oc512oh28kh1ph0"));          // one image, nothing prepared
     CHECK(takes_tiles("mb4ic128ih56oc512oh28kh1sh2ph0"));  // strided
-    CHECK(takes_tiles("mb4ic1024ih5oc1040oh3kh1sh2ph0"));  // over 4 MiB of weights, 4 images
+    CHECK(takes_wide("mb4ic1024ih5oc1040oh3kh1sh2ph0"));   // over 4 MiB of weights, 4 images
     CHECK(!tiles("mb4ic128ih56oc512oh29kh1sh2ph1"));       // padded at the start
     CHECK(!tiles("mb4ic16ih14oc512oh14kh1ph0"));  // 16 output channels of the swapped problem
     // Prepared once (prepare_weights packs W's rows, recorded as "fliprot"): one image too,
     // and a call packs nothing; 14x14 and 7x7, a long reduction, K >= C at 56x56. Not where
-    // the rule says no: K 128 < C 512 at 28x28, one image.
-    for (const auto& [d, packs] :
-         {std::pair{"mb1ic512ih7oc2048oh7kh1ph0", true},
-          std::pair{"mb1ic70ih14oc300oh14kh1ph0", true},
-          std::pair{"mb1ic128ih28oc512oh28kh1ph0", true},
-          std::pair{"mb1ic64ih20oc64oh20kh1ph0", true},
-          std::pair{"mb2g2ic96ih9oc80oh9kh1ph0", true},
-          std::pair{"mb1ic64ih27oc300oh14kh1sh2ph0", true},
-          std::pair{"mb3ic40id5ih9iw9oc96od3oh3ow3kd1kh1kw1sd2sh3sw4ph0", true},
-          std::pair{"mb4ic40ih5oc36oh3kh1sh2ph0phe1", true},
-          std::pair{"mb1ic512ih28oc128oh28kh1ph0", false},
-          std::pair{"mb1ic1024ih5oc1040oh3kh1sh2ph0", false}}) {
+    // the rule says no: K 128 < C 512 at 28x28, one image. AVX2's (packs_narrow): strided to
+    // 196 positions or more, and 4 images.
+    struct PreparedCase {
+        const char* d;
+        bool packs, packs_narrow;
+    };
+    for (const auto& [d, packs_wide, packs_narrow] :
+         {PreparedCase{"mb1ic512ih7oc2048oh7kh1ph0", true, false},
+          PreparedCase{"mb1ic70ih14oc300oh14kh1ph0", true, false},
+          PreparedCase{"mb1ic128ih28oc512oh28kh1ph0", true, false},
+          PreparedCase{"mb1ic64ih20oc64oh20kh1ph0", true, false},
+          PreparedCase{"mb2g2ic96ih9oc80oh9kh1ph0", true, false},
+          PreparedCase{"mb1ic64ih27oc300oh14kh1sh2ph0", true, true},
+          PreparedCase{"mb3ic40id5ih9iw9oc96od3oh3ow3kd1kh1kw1sd2sh3sw4ph0", true, false},
+          PreparedCase{"mb4ic40ih5oc36oh3kh1sh2ph0phe1", true, true},
+          PreparedCase{"mb1ic512ih28oc128oh28kh1ph0", false, false},
+          PreparedCase{"mb1ic1024ih5oc1040oh3kh1sh2ph0", false, false}}) {
+        const bool packs = narrow ? packs_narrow : packs_wide;
         const Problem p = parse_descriptor(d);
         const Tensor dy = integer_tensor(p.dst_dims(), rng),
                      wei = integer_tensor(p.wei_dims(), rng);
@@ -1920,8 +1968,8 @@ TEST_CASE("implicit_gemm's shifted weight gradient runs each tile over several i
     // images on 2 threads), reduction rows off the 12-row tiles (45, 75), output channels off
     // the panels (33, 70), groups, padding and stride 2 (planes of stride phases), a 1-D
     // problem; forced on where the default would not take the planes. (Without the shifted tiles'
-    // kernels, shifted_possible, the GEMM runs them, checked the same.)
-    const bool has_shifted = shifted_kernels();
+    // kernels, use_shifted_wgrad, the GEMM runs them, checked the same.)
+    const bool has_shifted = shifted_wgrad_kernels();
     detail::set_shifted(1);
     for (const char* d : {"mb5ic5ih14oc33oh14kh3ph1", "mb7ic5ih26oc33oh26kh3ph1",
                           "mb7ic25ih9oc70oh9kh3ph1", "mb9g2ic10ih12oc66oh6kh3sh2ph1",
@@ -1960,8 +2008,8 @@ TEST_CASE("implicit_gemm's stride-1 shifted weight gradient reads the input by t
     // 3-tap kernel: output rows and columns that read padding only), dilation 2, groups, 1-D,
     // several images per tile (batch 5 on 2 threads) and one image on both threads over rows
     // in two passes (64x64: 4096 positions). Without the shifted tiles' kernels
-    // (shifted_possible) the GEMM runs them (nothing padded, no dY^T packed), checked the same.
-    const bool has_shifted = shifted_kernels();
+    // (use_shifted_wgrad) the GEMM runs them (nothing padded, no dY^T packed), checked the same.
+    const bool has_shifted = shifted_wgrad_kernels();
     detail::set_shifted(1);
     int in_place = 0;
     for (const int threads : {1, 2})

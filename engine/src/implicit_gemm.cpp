@@ -431,6 +431,16 @@ int g_sampled_wgrad_mode = 0;  // set_sampled_wgrad: 0 where it pays, 1 always, 
                                // with whole images per thread
 int g_pointwise_bwd_mode = 0;  // set_pointwise_bwd_data: 0 where it pays, 2 never
 
+// Whether the shifted and pointwise tiles are AVX2's (shifted_row_avx2 in microkernel.cpp): a
+// tile of 12 positions x 32 channels computed as passes of at most 6 positions x 16 channels,
+// each rereading its inputs and storing its part of the tile transposed, where AVX-512 holds the
+// whole tile in registers; a 7-wide row runs passes of 4 and 3 positions, whose 8 and 6
+// accumulators keep the FMA units half idle. The rules measured with AVX-512 are narrowed for
+// them (use_shifted, use_pointwise, pointwise_bwd_data_problem: measured on a Zen 3 there).
+bool narrow_tiles() {
+    return std::string_view(microkernel().isa) != "avx512";
+}
+
 // Width Wh of the phase planes' rows along an axis (stride s, dilation d, padding pb, input in,
 // output out, k taps): the narrowest at which each tap k d of each kept output o reads, at
 // xx = o + k d / s of phase (k d) mod s, either a column of its own row (xx < Wh) or, past the
@@ -557,8 +567,8 @@ bool shifted_pays(const Problem& p) {
 bool shifted_possible(const Problem& p) {
     const Geom3 g = geom3(p);
     const MicroKernel& uk = microkernel();
-    if (!uk.shifted_row_fn[1] || !uk.row_runs_fn[0][12] || g.k[0] != 1 || g.in[0] != 1 ||
-        g.s[0] != 1 || p.kernel_spatial() < 2)
+    if (!uk.shifted_row_fn[1] || g.k[0] != 1 || g.in[0] != 1 || g.s[0] != 1 ||
+        p.kernel_spatial() < 2)
         return false;
     const Shifted sg(p);
     const dim_t npan = (p.ocg() + 31) / 32, rows = p.icg() * p.kernel_spatial();
@@ -572,7 +582,8 @@ bool shifted_possible(const Problem& p) {
 // channels of dY^T packed with zeros at the dropped positions. Its packed dY^T (K/G x
 // positions) and dW (partials of whole images per thread) within 4 MiB.
 bool use_shifted_wgrad(const Problem& p) {
-    if (g_shifted_mode == 2 || !shifted_possible(p)) return false;
+    if (g_shifted_mode == 2 || !microkernel().row_runs_fn[0][12] || !shifted_possible(p))
+        return false;
     const Shifted sg(p);
     const dim_t npan = (p.ocg() + 31) / 32;
     if (static_cast<std::size_t>(npan * 32 * sg.npos) * sizeof(float) > (4u << 20)) return false;
@@ -707,6 +718,12 @@ bool packs_by_panel(const Problem& p, const Shifted& sg) {
 bool use_shifted(const Problem& p, bool flip = false, bool prepared = false) {
     if (g_shifted_mode == 2 || !shifted_possible(p)) return false;
     if (g_shifted_mode == 1) return true;
+    // AVX2 (narrow_tiles): only rows of 28 or more outputs, tiles of 9 to 12 positions. AMD EPYC
+    // (Zen 3), auto with the weights prepared, one process, best of 20 (batch 32: 4)
+    // alternating, GEMM -> tiles (ms): conv1 batch 1 2.97 -> 2.42, batch 32 180.6 -> 169.0 (the
+    // 56x56 and 28x28 3x3 layers take winograd first); lost at batch 1: 3x3 at 14x14, forward
+    // 2.00 -> 1.97, backward data 1.72 -> 1.90; at 7x7 3.19 -> 4.10 and 3.25 -> 4.35.
+    if (narrow_tiles() && geom3(p).out[2] < 28) return false;
     return p.ocg() >= 32 && (p.mb * p.out_spatial() >= 196 ||
                              ((!flip || prepared) && packs_by_panel(p, Shifted(p))));
 }
@@ -996,6 +1013,11 @@ bool use_pointwise(const Problem& p, bool prepared = false) {
     bool forced = false;
     if (!pointwise_possible(p, forced)) return false;
     if (forced) return true;
+    // AVX2 (narrow_tiles): only a 1x1 strided by 2 read in place with at most 128 output
+    // channels. Zen 3, as in use_shifted, GEMM -> tiles (ms): res3a_branch2a (256 -> 128, to
+    // 28x28) batch 1 0.78 -> 0.68, batch 32 40.8 -> 31.5; lost everywhere else, at batch 1 by
+    // 0-32% (res5b_branch2a 1.16 -> 1.82), at batch 32 by 0-35% (res4a_branch1 57.8 -> 89.4).
+    if (narrow_tiles()) return strided_rows_apply(p) && p.ocg() <= 128 && (prepared || p.mb >= 4);
     if (p.mb < 4)
         return prepared && (p.out_spatial() <= 256 || strided_rows_apply(p) ||
                             (im2col_is_identity(p) && p.icg() >= 512));
@@ -1265,7 +1287,21 @@ bool pointwise_bwd_data_problem(const Problem& p, Problem& q, bool prepared = fa
     }
     bool forced = false;
     if (!pointwise_possible(q, forced)) return false;
-    if (forced || use_pointwise(q, prepared)) return true;
+    if (forced) return true;
+    // AVX2 (narrow_tiles): from 4 images, weights under 4 MiB; one image, strided layers with
+    // outputs of 196 or more positions. Zen 3, as in use_shifted, col2im -> tiles: batch 32
+    // gained 4-26% on 10 of ResNet-50's 15 1x1 layers (res3a_branch2c 42.1 -> 33.4 ms,
+    // res4b_branch2a 37.7 -> 30.5), lost on res5a_branch1 (8 MiB, 65.1 -> 204.9) and
+    // res5a_branch2c (4 MiB, 32.8 -> 41.3), tied elsewhere; batch 1 res4a_branch1 3.16 -> 2.46,
+    // res3a_branch1 2.57 -> 2.50, res3a_branch2a 0.98 -> 0.93, res4a_branch2a 0.71 -> 0.67, the
+    // stride-1 layers within 0.91-1.16x and res5a_branch2a (7x7) lost, 0.59 -> 0.65.
+    if (narrow_tiles()) {
+        const bool small =
+            static_cast<std::size_t>(p.groups * p.ocg() * p.icg()) * sizeof(float) < (4u << 20);
+        if (p.mb >= 4) return small;
+        return prepared && small && !im2col_is_identity(p) && p.out_spatial() >= 196;
+    }
+    if (use_pointwise(q, prepared)) return true;
     if (q.mb < 4 && !prepared) return false;
     return q.icg() >= q.ocg() || (q.mb >= 4 && q.icg() >= 128);
 }

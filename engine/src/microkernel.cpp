@@ -748,6 +748,169 @@ __attribute__((target("avx2,fma"))) void kernel_avx2_rowa(dim_t kc, const float*
                                                           dim_t lda) {
     kernel_avx2_6x16<true>(kc, a, b, c, ldc, acc, lda);
 }
+
+// B's vectors loaded once per k into registers (load_b's AVX2 form): with few positions GCC
+// folds each load into every FMA that uses it.
+__attribute__((target("avx2"), always_inline)) inline __m256 load_b8(const float* p) {
+    __m256 v = _mm256_loadu_ps(p);
+    __asm__("" : "+x"(v));
+    return v;
+}
+
+// c[0 .. N) = v's first N lanes (N <= 8), by 256-, 128-, 64- and 32-bit stores: nothing past
+// them is written (the next positions may be another thread's).
+template <int N>
+__attribute__((target("avx2"), always_inline)) inline void store_first(float* c, __m256 v) {
+    if constexpr (N == 8) {
+        _mm256_storeu_ps(c, v);
+    } else {
+        __m128 h = _mm256_castps256_ps128(v);
+        int at = 0;
+        if constexpr (N >= 4) {
+            _mm_storeu_ps(c, h);
+            h = _mm256_extractf128_ps(v, 1);
+            at = 4;
+        }
+        constexpr int rest = N % 4;
+        if constexpr (rest >= 2) {
+            _mm_storeu_si64(c + at, _mm_castps_si128(h));
+            if constexpr (rest == 3) _mm_store_ss(c + at + 2, _mm_movehl_ps(h, h));
+        } else if constexpr (rest == 1) {
+            _mm_store_ss(c + at, h);
+        }
+    }
+}
+
+// One pass of the AVX2 shifted tile: P (<= 6) positions, whose inputs for reduction row k are
+// x[off[k] + S i], x 16 output channels (b: a half of a 32-channel W^T panel, rows 32 apart),
+// in 12 accumulators as the 6 x 16 GEMM tile; stored transposed, c[j*ldt + i] for i < P,
+// j < nv (<= 16), by two 8x8 register transposes and a P-float store per channel.
+template <int P, int S, class Step = NoStep>
+__attribute__((target("avx2,fma"))) inline void shifted_pass_avx2(dim_t kc, const float* x,
+                                                                  const dim_t* off, const float* b,
+                                                                  float* c, dim_t ldt, int nv,
+                                                                  const Step& step = {}) {
+    __m256 t[P][2];
+#pragma GCC unroll 6
+    for (int i = 0; i < P; ++i) t[i][0] = t[i][1] = _mm256_setzero_ps();
+    for (dim_t k = 0; k < kc; ++k, b += 32) {
+        step(k);
+        const float* xr = x + off[k];
+        const __m256 b0 = load_b8(b), b1 = load_b8(b + 8);
+#pragma GCC unroll 6
+        for (int i = 0; i < P; ++i) {
+            const __m256 ai = _mm256_broadcast_ss(xr + S * i);
+            t[i][0] = _mm256_fmadd_ps(ai, b0, t[i][0]);
+            t[i][1] = _mm256_fmadd_ps(ai, b1, t[i][1]);
+        }
+    }
+#pragma GCC unroll 2
+    for (int v = 0; v < 2; ++v) {
+        if (8 * v >= nv) break;
+        __m256 q[8];
+#pragma GCC unroll 8
+        for (int i = 0; i < 8; ++i) q[i] = i < P ? t[i][v] : _mm256_setzero_ps();
+        transpose8(q);
+#pragma GCC unroll 8
+        for (int j = 0; j < 8; ++j) {
+            if (8 * v + j >= nv) break;
+            store_first<P>(c + (8 * v + j) * ldt, q[j]);
+        }
+    }
+}
+
+// MicroKernel::shifted_row_fn (and _s2_fn, S = 2) with AVX2: R (<= 12) positions x 32 channels
+// as passes of at most 6 positions x 16 channels (16 accumulators hold no more), the positions
+// split in two near-equal runs from 7 on. step runs in the first pass only.
+template <int R, int S, class Step = NoStep>
+__attribute__((target("avx2,fma"))) inline void shifted_row_avx2(dim_t kc, const float* x,
+                                                                 const dim_t* off, const float* b,
+                                                                 float* c, dim_t ldt, int nv,
+                                                                 const Step& step = {}) {
+    constexpr int P0 = R <= 6 ? R : (R + 1) / 2, P1 = R - P0;
+    const int lo = std::min(nv, 16), hi = nv - lo;
+    shifted_pass_avx2<P0, S>(kc, x, off, b, c, ldt, lo, step);
+    if constexpr (P1 > 0) shifted_pass_avx2<P1, S>(kc, x + S * P0, off, b, c + P0, ldt, lo);
+    if (hi > 0) {
+        shifted_pass_avx2<P0, S>(kc, x, off, b + 16, c + 16 * ldt, ldt, hi);
+        if constexpr (P1 > 0)
+            shifted_pass_avx2<P1, S>(kc, x + S * P0, off, b + 16, c + 16 * ldt + P0, ldt, hi);
+    }
+}
+template <int R, int S = 1>
+__attribute__((target("avx2,fma"))) void kernel_avx2_shifted_row(dim_t kc, const float* x,
+                                                                 const dim_t* off, const float* b,
+                                                                 float* c, dim_t ldt, int nv) {
+    shifted_row_avx2<R, S>(kc, x, off, b, c, ldt, nv);
+}
+// MicroKernel::row_lanes_fn with AVX2: an output row of 16 V positions (2 V vectors of 8) x 4
+// output channels, in chunks of at most 3 vectors (12 accumulators, the chunk's 3 row vectors
+// and one broadcast weight: all 16 registers), each chunk a pass over the reduction; per
+// reduction row 3 loads of the row's inputs, 4 broadcasts and 12 multiply-adds, and the rows of
+// C stored as they are (where the transposed tiles spent 4 passes, 4 8x8 transposes and 32
+// partial stores on each tile of 12 positions).
+template <int NV>
+__attribute__((target("avx2,fma"))) inline void row_lanes_chunk_avx2(dim_t kc, const float* x,
+                                                                     const dim_t* off,
+                                                                     const float* w, dim_t ldw,
+                                                                     float* c, dim_t ldc, int nv,
+                                                                     bool nt) {
+    __m256 t[4][NV];
+#pragma GCC unroll 4
+    for (int o = 0; o < 4; ++o)
+#pragma GCC unroll 3
+        for (int v = 0; v < NV; ++v) t[o][v] = _mm256_setzero_ps();
+    for (dim_t k = 0; k < kc; ++k, w += ldw) {
+        const float* xr = x + off[k];
+        __m256 xv[NV];
+#pragma GCC unroll 3
+        for (int v = 0; v < NV; ++v) xv[v] = load_b8(xr + 8 * v);
+#pragma GCC unroll 4
+        for (int o = 0; o < 4; ++o) {
+            const __m256 wo = _mm256_broadcast_ss(w + o);
+#pragma GCC unroll 3
+            for (int v = 0; v < NV; ++v) t[o][v] = _mm256_fmadd_ps(wo, xv[v], t[o][v]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int o = 0; o < 4; ++o) {
+        if (o >= nv) break;
+#pragma GCC unroll 3
+        for (int v = 0; v < NV; ++v) {
+            if (nt)
+                _mm256_stream_ps(c + o * ldc + 8 * v, t[o][v]);
+            else
+                _mm256_storeu_ps(c + o * ldc + 8 * v, t[o][v]);
+        }
+    }
+}
+template <int V>
+__attribute__((target("avx2,fma"))) void kernel_avx2_row_lanes(dim_t kc, const float* x,
+                                                               const dim_t* off, const float* w,
+                                                               dim_t ldw, float* c, dim_t ldc,
+                                                               int nv, bool stream) {
+    const bool nt = stream && (reinterpret_cast<std::uintptr_t>(c) % 32 == 0) && ldc % 8 == 0;
+    int v = 0;
+    for (; v + 3 <= 2 * V; v += 3)
+        row_lanes_chunk_avx2<3>(kc, x + 8 * v, off, w, ldw, c + 8 * v, ldc, nv, nt);
+    if (2 * V - v == 2) row_lanes_chunk_avx2<2>(kc, x + 8 * v, off, w, ldw, c + 8 * v, ldc, nv, nt);
+    if (2 * V - v == 1) row_lanes_chunk_avx2<1>(kc, x + 8 * v, off, w, ldw, c + 8 * v, ldc, nv, nt);
+}
+
+// kernel_avx2_shifted_row with the next tile's inputs prefetched (kernel_avx512_shifted_row_pf).
+template <int R, int S = 1>
+__attribute__((target("avx2,fma"))) void kernel_avx2_shifted_row_pf(dim_t kc, const float* x,
+                                                                    const dim_t* off,
+                                                                    const float* b, float* c,
+                                                                    dim_t ldt, int nv,
+                                                                    dim_t ahead) {
+    shifted_row_avx2<R, S>(kc, x, off, b, c, ldt, nv, [&](dim_t k) {
+        const auto p = reinterpret_cast<std::uintptr_t>(x + off[k]) +
+                       static_cast<std::uintptr_t>(ahead) * sizeof(float);
+        __builtin_prefetch(reinterpret_cast<const void*>(p), 0, 2);
+        __builtin_prefetch(reinterpret_cast<const void*>(p + S * (R - 1) * sizeof(float)), 0, 2);
+    });
+}
 #endif
 
 // Plain C++ (the compiler may vectorise the inner j loop for the build's target).
@@ -834,6 +997,22 @@ MicroKernel avx512_kernel() {
                      [](auto r) -> RowRunsFn { return kernel_avx512_row_runs<r(), 2>; });
     return k;
 }
+
+MicroKernel avx2_kernel() {
+    MicroKernel k{"avx2", 6, 16, kernel_avx2, nullptr, kernel_avx2_rowa};
+    constexpr int kR = kShiftedRowMax;
+    fill_by_size<kR>(k.shifted_row_fn,
+                     [](auto r) -> ShiftedFn { return kernel_avx2_shifted_row<r()>; });
+    fill_by_size<kR>(k.shifted_row_pf_fn,
+                     [](auto r) -> ShiftedPfFn { return kernel_avx2_shifted_row_pf<r()>; });
+    fill_by_size<kR>(k.shifted_row_s2_pf_fn,
+                     [](auto r) -> ShiftedPfFn { return kernel_avx2_shifted_row_pf<r(), 2>; });
+    fill_by_size<kR>(k.shifted_row_s2_fn,
+                     [](auto r) -> ShiftedFn { return kernel_avx2_shifted_row<r(), 2>; });
+    fill_by_size<kRowLanesMax>(k.row_lanes_fn,
+                               [](auto v) -> RowLanesFn { return kernel_avx2_row_lanes<v()>; });
+    return k;
+}
 #endif
 
 struct Registry {
@@ -873,7 +1052,7 @@ struct Registry {
                             nullptr,  kernel_avx512_t<7, 3, true>};
         }
         if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-            all.push_back({"avx2", 6, 16, kernel_avx2, nullptr, kernel_avx2_rowa});
+            all.push_back(avx2_kernel());
 #endif
         all.push_back({"portable", 4, 16, kernel_portable});
         best = all.front();

@@ -65,8 +65,8 @@ inline constexpr int kShiftedRowMax = 12;
 // The same product with the positions in the lanes: c[o*ldc + j] = sum over k < kc of
 // w[k*ldw + o] * x[off[k] + j], for o < nv (<= 4 output channels) and j < 16 V, the 16 V
 // positions of an output row whose inputs for reduction row k lie side by side from x + off[k];
-// stored straight into C's rows, by non-temporal stores with stream where C and ldc are
-// 64-byte aligned. w: 4 channels of a packed W^T panel (ldw = 32).
+// stored straight into C's rows, by non-temporal stores with stream where C and ldc are aligned
+// to the vectors. w: 4 channels of a packed W^T panel (ldw = 32).
 using RowLanesFn = void (*)(dim_t kc, const float* x, const dim_t* off, const float* w, dim_t ldw,
                             float* c, dim_t ldc, int nv, bool stream);
 
