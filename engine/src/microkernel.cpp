@@ -783,17 +783,21 @@ __attribute__((target("avx2"), always_inline)) inline void store_first(float* c,
 
 // One pass of the AVX2 shifted tile: P (<= 6) positions, whose inputs for reduction row k are
 // x[off[k] + S i], x 16 output channels (b: a half of a 32-channel W^T panel, rows 32 apart),
-// in 12 accumulators as the 6 x 16 GEMM tile; stored transposed, c[j*ldt + i] for i < P,
-// j < nv (<= 16), by two 8x8 register transposes and a P-float store per channel.
+// over reduction rows [k0, k0 + kc), in 12 accumulators as the 6 x 16 GEMM tile. They start
+// from zero, or with part from a previous block's sums (P x 16 floats, row-major); with out,
+// the sums go there; else they are stored transposed, c[j*ldt + i] for i < P, j < nv (<= 16),
+// by two 8x8 register transposes and a P-float store per channel.
 template <int P, int S, class Step = NoStep>
-__attribute__((target("avx2,fma"))) inline void shifted_pass_avx2(dim_t kc, const float* x,
-                                                                  const dim_t* off, const float* b,
-                                                                  float* c, dim_t ldt, int nv,
-                                                                  const Step& step = {}) {
+__attribute__((target("avx2,fma"))) inline void shifted_pass_avx2(
+    dim_t k0, dim_t kc, const float* x, const dim_t* off, const float* b, float* c, dim_t ldt,
+    int nv, const float* part = nullptr, float* out = nullptr, const Step& step = {}) {
     __m256 t[P][2];
 #pragma GCC unroll 6
-    for (int i = 0; i < P; ++i) t[i][0] = t[i][1] = _mm256_setzero_ps();
-    for (dim_t k = 0; k < kc; ++k, b += 32) {
+    for (int i = 0; i < P; ++i)
+        for (int v = 0; v < 2; ++v)
+            t[i][v] = part ? _mm256_loadu_ps(part + 16 * i + 8 * v) : _mm256_setzero_ps();
+    b += k0 * 32;
+    for (dim_t k = k0; k < k0 + kc; ++k, b += 32) {
         step(k);
         const float* xr = x + off[k];
         const __m256 b0 = load_b8(b), b1 = load_b8(b + 8);
@@ -803,6 +807,12 @@ __attribute__((target("avx2,fma"))) inline void shifted_pass_avx2(dim_t kc, cons
             t[i][0] = _mm256_fmadd_ps(ai, b0, t[i][0]);
             t[i][1] = _mm256_fmadd_ps(ai, b1, t[i][1]);
         }
+    }
+    if (out) {
+#pragma GCC unroll 6
+        for (int i = 0; i < P; ++i)
+            for (int v = 0; v < 2; ++v) _mm256_storeu_ps(out + 16 * i + 8 * v, t[i][v]);
+        return;
     }
 #pragma GCC unroll 2
     for (int v = 0; v < 2; ++v) {
@@ -819,9 +829,16 @@ __attribute__((target("avx2,fma"))) inline void shifted_pass_avx2(dim_t kc, cons
     }
 }
 
+// Reduction rows a block of AVX2 shifted passes runs (shifted_row_avx2).
+inline constexpr dim_t kShiftedAvx2Block = 256;
+
 // MicroKernel::shifted_row_fn (and _s2_fn, S = 2) with AVX2: R (<= 12) positions x 32 channels
 // as passes of at most 6 positions x 16 channels (16 accumulators hold no more), the positions
-// split in two near-equal runs from 7 on. step runs in the first pass only.
+// split in two near-equal runs from 7 on. A long reduction runs in blocks of
+// kShiftedAvx2Block rows, every pass over a block before the next (the pass's sums kept in L1
+// between blocks), so that the block's inputs and W^T rows (48 KiB) are read from memory once
+// for the 4 passes, where whole passes over a 7x7 3x3's 4608 rows read the panel's 576 KiB of
+// W^T, past L2, 4 times per tile. step runs in the first pass only.
 template <int R, int S, class Step = NoStep>
 __attribute__((target("avx2,fma"))) inline void shifted_row_avx2(dim_t kc, const float* x,
                                                                  const dim_t* off, const float* b,
@@ -829,12 +846,23 @@ __attribute__((target("avx2,fma"))) inline void shifted_row_avx2(dim_t kc, const
                                                                  const Step& step = {}) {
     constexpr int P0 = R <= 6 ? R : (R + 1) / 2, P1 = R - P0;
     const int lo = std::min(nv, 16), hi = nv - lo;
-    shifted_pass_avx2<P0, S>(kc, x, off, b, c, ldt, lo, step);
-    if constexpr (P1 > 0) shifted_pass_avx2<P1, S>(kc, x + S * P0, off, b, c + P0, ldt, lo);
-    if (hi > 0) {
-        shifted_pass_avx2<P0, S>(kc, x, off, b + 16, c + 16 * ldt, ldt, hi);
-        if constexpr (P1 > 0)
-            shifted_pass_avx2<P1, S>(kc, x + S * P0, off, b + 16, c + 16 * ldt + P0, ldt, hi);
+    alignas(32) float sums[4][6 * 16];
+    // (kc = 0, an output row whose taps all read padding, still stores its zeros.)
+    for (dim_t k0 = 0; k0 == 0 || k0 < kc; k0 += kShiftedAvx2Block) {
+        const dim_t kb = std::min(kShiftedAvx2Block, kc - k0);
+        const bool last = k0 + kb == kc;
+        const auto pass = [&]<int P>(int q, const float* xq, const float* bq, float* cq, int n) {
+            shifted_pass_avx2<P, S>(k0, kb, xq, off, bq, cq, ldt, n, k0 > 0 ? sums[q] : nullptr,
+                                    last ? nullptr : sums[q]);
+        };
+        shifted_pass_avx2<P0, S>(k0, kb, x, off, b, c, ldt, lo, k0 > 0 ? sums[0] : nullptr,
+                                 last ? nullptr : sums[0], step);
+        if constexpr (P1 > 0) pass.template operator()<P1>(1, x + S * P0, b, c + P0, lo);
+        if (hi > 0) {
+            pass.template operator()<P0>(2, x, b + 16, c + 16 * ldt, hi);
+            if constexpr (P1 > 0)
+                pass.template operator()<P1>(3, x + S * P0, b + 16, c + 16 * ldt + P0, hi);
+        }
     }
 }
 template <int R, int S = 1>
