@@ -749,6 +749,88 @@ __attribute__((target("avx2,fma"))) void kernel_avx2_rowa(dim_t kc, const float*
     kernel_avx2_6x16<true>(kc, a, b, c, ldc, acc, lda);
 }
 
+// Edge tiles of the 6 x 16 kernel (MicroKernel::edge_fn[0][R], edge_rowa_fn[0][R]): the last
+// panel of a block with R < 16 columns, where the full tile spent 12 multiply-adds per k on
+// them. N = 49 (a 7x7 layer of one image) is 3 x 16 + 1.
+// A packed or column-contiguous (a[k*lda + i], 6 values): each column r by one multiply-add
+// per k of A's 6 values (a masked load of 8 lanes) and b(k, r), on two accumulators (k even,
+// odd) for R <= 4.
+template <int R>
+__attribute__((target("avx2,fma"))) void kernel_avx2_edge(dim_t kc, const float* a, const float* b,
+                                                          const float*, float* c, dim_t ldc,
+                                                          dim_t lda) {
+    constexpr int MR = 6, NR = 16, U = R <= 4 ? 2 : 1;
+    const __m256i six = lanes8(MR);
+    __m256 u[U][R];
+#pragma GCC unroll 2
+    for (int h = 0; h < U; ++h)
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) u[h][r] = _mm256_setzero_ps();
+    const auto step = [&](int h, const float* ak, const float* bk) {
+        const __m256 av = _mm256_maskload_ps(ak, six);
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r)
+            u[h][r] = _mm256_fmadd_ps(av, _mm256_broadcast_ss(bk + r), u[h][r]);
+    };
+    dim_t k = 0;
+    if constexpr (U == 2)
+        for (; k + 1 < kc; k += 2) {
+            step(0, a + k * lda, b + k * NR);
+            step(1, a + (k + 1) * lda, b + (k + 1) * NR);
+        }
+    for (; k < kc; ++k) step(0, a + k * lda, b + k * NR);
+    alignas(32) float col[8];
+    for (int r = 0; r < R; ++r) {
+        __m256 sum = u[0][r];
+        if constexpr (U == 2) sum = _mm256_add_ps(sum, u[1][r]);
+        _mm256_store_ps(col, sum);
+        for (int i = 0; i < MR; ++i) c[i * ldc + r] = col[i];
+    }
+}
+
+// A row-major, read in place (a[i*lda + k]): the R <= 4 columns as dot products along k of A's
+// 6 rows and the columns made contiguous along k (bcol[r*kc + k]), 8 k at a time (the last
+// ones masked), rows in groups small enough for the accumulators to stay in registers.
+template <int R>
+__attribute__((target("avx2,fma"))) void kernel_avx2_dot_rowa(dim_t kc, const float* a,
+                                                              const float*, const float* bcol,
+                                                              float* c, dim_t ldc, dim_t lda) {
+    constexpr int MR = 6, G = R <= 2 ? 6 : R == 3 ? 3 : 2;
+    for (int i0 = 0; i0 < MR; i0 += G) {
+        __m256 t[G][R];
+#pragma GCC unroll 6
+        for (int i = 0; i < G; ++i)
+#pragma GCC unroll 4
+            for (int r = 0; r < R; ++r) t[i][r] = _mm256_setzero_ps();
+        const auto step = [&](dim_t k, auto load) {
+            __m256 bv[R];
+#pragma GCC unroll 4
+            for (int r = 0; r < R; ++r) bv[r] = load(bcol + r * kc + k);
+#pragma GCC unroll 6
+            for (int i = 0; i < G; ++i) {
+                const __m256 av = load(a + (i0 + i) * lda + k);
+#pragma GCC unroll 4
+                for (int r = 0; r < R; ++r) t[i][r] = _mm256_fmadd_ps(av, bv[r], t[i][r]);
+            }
+        };
+        dim_t k = 0;
+        for (; k + 8 <= kc; k += 8) step(k, [](const float* p) { return _mm256_loadu_ps(p); });
+        if (k < kc) {
+            const __m256i m = lanes8(kc - k);
+            step(k, [m](const float* p) { return _mm256_maskload_ps(p, m); });
+        }
+#pragma GCC unroll 6
+        for (int i = 0; i < G; ++i)
+#pragma GCC unroll 4
+            for (int r = 0; r < R; ++r) {
+                const __m128 h =
+                    _mm_add_ps(_mm256_castps256_ps128(t[i][r]), _mm256_extractf128_ps(t[i][r], 1));
+                const __m128 q = _mm_add_ps(h, _mm_movehl_ps(h, h));
+                c[(i0 + i) * ldc + r] = _mm_cvtss_f32(_mm_add_ss(q, _mm_movehdup_ps(q)));
+            }
+    }
+}
+
 // B's vectors loaded once per k into registers (load_b's AVX2 form): with few positions GCC
 // folds each load into every FMA that uses it.
 __attribute__((target("avx2"), always_inline)) inline __m256 load_b8(const float* p) {
@@ -1028,6 +1110,10 @@ MicroKernel avx512_kernel() {
 
 MicroKernel avx2_kernel() {
     MicroKernel k{"avx2", 6, 16, kernel_avx2, nullptr, kernel_avx2_rowa};
+    fill_by_size<8>(k.edge_fn[0],
+                    [](auto r) -> MicroKernelEdgeFn { return kernel_avx2_edge<r()>; });
+    fill_by_size<4>(k.edge_rowa_fn[0],
+                    [](auto r) -> MicroKernelEdgeFn { return kernel_avx2_dot_rowa<r()>; });
     constexpr int kR = kShiftedRowMax;
     fill_by_size<kR>(k.shifted_row_fn,
                      [](auto r) -> ShiftedFn { return kernel_avx2_shifted_row<r()>; });
