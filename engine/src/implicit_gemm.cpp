@@ -721,8 +721,8 @@ bool use_shifted(const Problem& p, bool flip = false, bool prepared = false) {
     // AVX2 (narrow_tiles): only rows of 28 or more outputs, tiles of 9 to 12 positions. AMD EPYC
     // (Zen 3), auto with the weights prepared, one process, best of 20 (batch 32: 4)
     // alternating, GEMM -> tiles (ms): conv1 batch 1 2.97 -> 2.42, batch 32 180.6 -> 169.0 (the
-    // 56x56 and 28x28 3x3 layers take winograd first); lost at batch 1: 3x3 at 14x14, forward
-    // 2.00 -> 1.97, backward data 1.72 -> 1.90; at 7x7 3.19 -> 4.10 and 3.25 -> 4.35.
+    // 56x56 and 28x28 3x3 layers take winograd first); tied or lost at batch 1: 3x3 at 14x14,
+    // forward 2.00 -> 1.97, backward data 1.72 -> 1.90; at 7x7 3.19 -> 4.10 and 3.25 -> 4.35.
     if (narrow_tiles() && geom3(p).out[2] < 28) return false;
     return p.ocg() >= 32 && (p.mb * p.out_spatial() >= 196 ||
                              ((!flip || prepared) && packs_by_panel(p, Shifted(p))));
@@ -1015,8 +1015,9 @@ bool use_pointwise(const Problem& p, bool prepared = false) {
     if (forced) return true;
     // AVX2 (narrow_tiles): only a 1x1 strided by 2 read in place with at most 128 output
     // channels. Zen 3, as in use_shifted, GEMM -> tiles (ms): res3a_branch2a (256 -> 128, to
-    // 28x28) batch 1 0.78 -> 0.68, batch 32 40.8 -> 31.5; lost everywhere else, at batch 1 by
-    // 0-32% (res5b_branch2a 1.16 -> 1.82), at batch 32 by 0-35% (res4a_branch1 57.8 -> 89.4).
+    // 28x28) batch 1 0.78 -> 0.68, batch 32 40.8 -> 31.5; the other 14 of ResNet-50's 1x1 layers
+    // tied or lost, 0.59-1.01x at batch 1 (res5a_branch1 2.48 -> 4.20), 0.32-1.03x at batch 32
+    // (res5a_branch1 57.0 -> 180.6).
     if (narrow_tiles()) return strided_rows_apply(p) && p.ocg() <= 128 && (prepared || p.mb >= 4);
     if (p.mb < 4)
         return prepared && (p.out_spatial() <= 256 || strided_rows_apply(p) ||
@@ -1294,7 +1295,8 @@ bool pointwise_bwd_data_problem(const Problem& p, Problem& q, bool prepared = fa
     // res4b_branch2a 37.7 -> 30.5), lost on res5a_branch1 (8 MiB, 65.1 -> 204.9) and
     // res5a_branch2c (4 MiB, 32.8 -> 41.3), tied elsewhere; batch 1 res4a_branch1 3.16 -> 2.46,
     // res3a_branch1 2.57 -> 2.50, res3a_branch2a 0.98 -> 0.93, res4a_branch2a 0.71 -> 0.67, the
-    // stride-1 layers within 0.91-1.16x and res5a_branch2a (7x7) lost, 0.59 -> 0.65.
+    // stride-1 layers within 0.85-1.16x, res5a_branch2a (7x7) lost, 0.59 -> 0.65, and
+    // res5a_branch1 (8 MiB) 2.60 -> 4.95.
     if (narrow_tiles()) {
         const bool small =
             static_cast<std::size_t>(p.groups * p.ocg() * p.icg()) * sizeof(float) < (4u << 20);
