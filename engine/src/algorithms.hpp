@@ -83,8 +83,9 @@ void backward_weight_winograd(const Problem& p, const ConvArgs& a, Profiler* pro
 //   batch 32  fwd and bwd_data 0.50-0.72 on all four; bwd_weight 0.65, 0.88 (56x56, 28x28),
 //             0.79, 0.93 (14x14, 7x7, whose 36 sums of 256 x 256 and 512 x 512 filters are
 //             rewritten per block of tiles)
-// So: at least 32 tiles over the batch, 16 channels in and out per group (a GEMM of a few rows
-// does not pay for the transforms), and for the weight gradient sums of at most 64 MiB.
+// So: at least 32 tiles over the batch (16 with AVX2's microkernel, measured in
+// winograd_pays), 16 channels in and out per group (a GEMM of a few rows does not pay for the
+// transforms), and for the weight gradient sums of at most 64 MiB.
 // The weight gradient's fused block with its final transform in float (2026-11-28), harness, 2
 // threads, alternating, medians (ms), winograd against implicit_gemm:
 //   14x14, 256 channels, batch 1 (16 tiles): 0.71 against 1.01-1.02; 128 channels 0.27, even;

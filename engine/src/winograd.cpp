@@ -41,6 +41,7 @@
 #include <initializer_list>
 #include <new>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -865,7 +866,14 @@ bool winograd_pays(const Problem& p, Pass pass) {
     if (g_winograd_mode == 2) return false;
     if (!winograd_applies(p) || p.icg() < 16 || p.ocg() < 16) return false;
     const Geom q = geom_of(p, pass);
-    if (pass != Pass::BackwardWeight) return q.tiles() >= 32;
+    // With AVX2's microkernel (no AVX-512) from 16 tiles: there the 14x14 layers' GEMMs run
+    // at about half the peak. Zen 3, one process, best of 20 alternating, prepared weights,
+    // winograd against auto's other choice (ms): 14x14, 256 channels, forward 1.94-1.98 against
+    // 2.61-3.51, backward data 1.98-2.28 against 2.19-2.83; 128 channels 0.49 / 0.91 and 0.41 /
+    // 0.56; 64 channels 0.19 / 0.30 and 0.19 / 0.20. At 12x12 (9 tiles) the backward data lost
+    // (1.82 against 1.68), at 7x7 (4 tiles) both (6.1 against 3.6, 6.2 against 3.1).
+    if (pass != Pass::BackwardWeight)
+        return q.tiles() >= (std::string_view(microkernel().isa) == "avx512" ? 32 : 16);
     if (q.tiles() < 32 && (q.tiles() < 8 || q.tiles() * std::min(q.cg, q.kg) < 2048)) return false;
     // The weight gradient rewrites its 36 sums of K x C per block of tiles: at most 64 MiB
     // (ResNet-50's largest, 512 x 512, are 36 MiB).
