@@ -435,7 +435,7 @@ int g_pointwise_bwd_mode = 0;  // set_pointwise_bwd_data: 0 where it pays, 2 nev
 // tile of 12 positions x 32 channels computed as passes of at most 6 positions x 16 channels,
 // each rereading its inputs and storing its part of the tile transposed, where AVX-512 holds the
 // whole tile in registers; a 7-wide row runs passes of 4 and 3 positions, whose 8 and 6
-// accumulators keep the FMA units half idle. The rules measured with AVX-512 are narrowed for
+// accumulators leave the FMA units partly idle. The rules measured with AVX-512 are narrowed for
 // them (use_shifted, use_pointwise, pointwise_bwd_data_problem: measured on a Zen 3 there).
 bool narrow_tiles() {
     return std::string_view(microkernel().isa) != "avx512";

@@ -920,7 +920,7 @@ inline constexpr dim_t kShiftedAvx2Block = 256;
 // kShiftedAvx2Block rows, every pass over a block before the next (the pass's sums kept in L1
 // between blocks), so that the block's inputs and W^T rows (48 KiB) are read from memory once
 // for the 4 passes, where whole passes over a 7x7 3x3's 4608 rows read the panel's 576 KiB of
-// W^T, past L2, 4 times per tile. step runs in the first pass only.
+// W^T, past L2, 4 times per tile. step runs in each block's first pass only.
 template <int R, int S, class Step = NoStep>
 __attribute__((target("avx2,fma"))) inline void shifted_row_avx2(dim_t kc, const float* x,
                                                                  const dim_t* off, const float* b,
