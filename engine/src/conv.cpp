@@ -45,10 +45,10 @@ const std::array kAlgorithms{
     Algorithm{Pass::Forward, "fractal",
               "DaVinci: NC1HWC0 x FRACTAL_Z as 16 x C0 fractal products (C0 16, fp32)",
               static_cast<AlgoFn>(davinci::forward_fractal)},
-    Algorithm{
-        Pass::Forward, "auto",
-        "the fastest here by heuristic: winograd (3x3 stride 1, 32+ tiles), else implicit_gemm",
-        detail::forward_auto},
+    Algorithm{Pass::Forward, "auto",
+              "the fastest here by heuristic: winograd (3x3 stride 1, 32+ tiles, 16+ without "
+              "AVX-512), else implicit_gemm",
+              detail::forward_auto},
     Algorithm{Pass::BackwardData, "direct", "reference loops over the taps that reach each input",
               detail::backward_data_direct},
     Algorithm{Pass::BackwardData, "col2im", "B* = W^T dY (blocked GEMM), then col2im scatter-add",
@@ -67,7 +67,8 @@ const std::array kAlgorithms{
               "DaVinci: Strided, pad (with r), FlipRot on FRACTAL_Z, fractal forward; NC1HWC0",
               static_cast<AlgoFn>(davinci::backward_data_fractal_via_forward)},
     Algorithm{Pass::BackwardData, "auto",
-              "by heuristic: winograd (3x3 stride 1, 32+ tiles), implicit_gemm (FlipRot tiles; "
+              "by heuristic: winograd (3x3 stride 1, 32+ tiles, 16+ without AVX-512), "
+              "implicit_gemm (FlipRot tiles; "
               "stride 1, small outputs, batch 8+), else col2im",
               detail::backward_data_auto},
     Algorithm{Pass::BackwardWeight, "direct", "reference loops, accumulated in double",
@@ -88,7 +89,8 @@ const std::array kAlgorithms{
               "DaVinci: TNC(X), TNCf(dY), fractal forward; fp32 FRACTAL_Z(_3D) result unpacked",
               static_cast<AlgoFn>(davinci::backward_weight_fractal_via_forward)},
     Algorithm{Pass::BackwardWeight, "auto",
-              "the fastest here by heuristic: winograd (3x3 stride 1, 32+ tiles, sums <= 64 MiB), "
+              "the fastest here by heuristic: winograd (3x3 stride 1, 32+ tiles or 8+ with many "
+              "channels, sums <= 64 MiB), "
               "else implicit_gemm",
               detail::backward_weight_auto},
     Algorithm{Pass::BackwardBias, "direct", "sum of dY over batch and space",
