@@ -77,7 +77,7 @@ bool shifted_wgrad_kernels() {
 // Tiles that implicit_gemm's default rules take in fewer places (narrow_tiles: AVX2's, passes
 // of at most 6 positions x 16 channels).
 bool narrow_tiles() {
-    return shifted_kernels() && std::string_view(detail::microkernel().isa) != "avx512";
+    return shifted_kernels() && !detail::avx512_selected();
 }
 // The 1x1 (pointwise) tiles, forward and backward data: pointwise_possible.
 bool pointwise_kernels() {

@@ -173,7 +173,7 @@ bool swapped_bwd_data(const Problem& p) {
     // 128 <- 512 at 28x28 0.954/1.054 against 0.905/1.004, 256 <- 1024 at 14x14 even (0.888,
     // 1.015, 1.095 against 1.133, 1.040, 1.071), 512 <- 2048 at 7x7 1.571 against 2.107: there
     // W^T (4 MiB) read in place by columns 8 KiB apart is the slow part. Only the 7x7s, then.
-    if (std::string_view(detail::microkernel().isa) != "avx512") return p.out_spatial() < 196;
+    if (!detail::avx512_selected()) return p.out_spatial() < 196;
     return p.out_spatial() >= 784;
 }
 

@@ -20,7 +20,6 @@
 #include <cstring>
 #include <memory>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "algorithms.hpp"
@@ -438,7 +437,7 @@ int g_pointwise_bwd_mode = 0;  // set_pointwise_bwd_data: 0 where it pays, 2 nev
 // accumulators leave the FMA units partly idle. The rules measured with AVX-512 are narrowed for
 // them (use_shifted, use_pointwise, pointwise_bwd_data_problem: measured on a Zen 3 there).
 bool narrow_tiles() {
-    return std::string_view(microkernel().isa) != "avx512";
+    return !avx512_selected();
 }
 
 // Width Wh of the phase planes' rows along an axis (stride s, dilation d, padding pb, input in,
@@ -1273,12 +1272,12 @@ bool shifted_bwd_data_problem(const Problem& p, Problem& q, bool prepared = fals
 // 4 MiB of weights: those stay with col2im below 4 images.
 bool pointwise_bwd_data_problem(const Problem& p, Problem& q, bool prepared = false) {
     if (g_pointwise_bwd_mode == 2 || !reads_input_1x1(p)) return false;
+    const auto weight_bytes =
+        static_cast<std::size_t>(p.groups * p.ocg() * p.icg()) * sizeof(float);
     if (!im2col_is_identity(p)) {  // strided (can_subsample)
         if (static_cast<std::size_t>(p.ic * p.out_spatial()) * sizeof(float) > (4u << 20))
             return false;  // one image's buffer, every group
-        if (p.mb < 4 && g_shifted_mode != 1 &&
-            static_cast<std::size_t>(p.groups * p.ocg() * p.icg()) * sizeof(float) > (4u << 20))
-            return false;
+        if (p.mb < 4 && g_shifted_mode != 1 && weight_bytes > (4u << 20)) return false;
     }
     q = channels_swapped(p);
     for (int i = 0; i < p.ndims; ++i) {
@@ -1298,8 +1297,7 @@ bool pointwise_bwd_data_problem(const Problem& p, Problem& q, bool prepared = fa
     // stride-1 layers within 0.85-1.16x, res5a_branch2a (7x7) lost, 0.59 -> 0.65, and
     // res5a_branch1 (8 MiB) 2.60 -> 4.95.
     if (narrow_tiles()) {
-        const bool small =
-            static_cast<std::size_t>(p.groups * p.ocg() * p.icg()) * sizeof(float) < (4u << 20);
+        const bool small = weight_bytes < (4u << 20);
         if (p.mb >= 4) return small;
         return prepared && small && !im2col_is_identity(p) && p.out_spatial() >= 196;
     }
@@ -1614,7 +1612,7 @@ void set_swap_forward(int mode) {
 bool swapped_forward(const Problem& p) {
     if (g_swap_fwd == 2 || !reads_input_1x1(p) || use_pointwise(p)) return false;
     if (g_swap_fwd == 1) return true;
-    if (std::string_view(microkernel().isa) != "avx512") return false;
+    if (!avx512_selected()) return false;
     const dim_t kg = p.ocg(), rows = p.icg(), cols = p.out_spatial();
     if (b_in_place_applies(microkernel_for(kg, cols, true), GemmBlocking{},
                            StridedA{nullptr, rows, 1}, StridedB{nullptr, cols, 1}, kg, rows))

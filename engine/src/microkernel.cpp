@@ -1219,6 +1219,10 @@ bool select_microkernel(const char* isa) {
     return registry().select(isa);
 }
 
+bool avx512_selected() {
+    return std::string_view(microkernel().isa) == "avx512";
+}
+
 const MicroKernel* microkernels(int& count) {
     count = static_cast<int>(registry().all.size());
     return registry().all.data();

@@ -156,6 +156,10 @@ const MicroKernel& microkernel();
 // when the CPU lacks that ISA).
 const MicroKernel* microkernels(int& count);
 bool select_microkernel(const char* isa);
+// Whether the selected microkernel is AVX-512's. Rules measured on AVX-512 machines hold there;
+// without it (AVX2, portable) several were measured again and narrowed: implicit_gemm's tiles
+// (narrow_tiles), swapped_forward, swapped_bwd_data, winograd_pays.
+bool avx512_selected();
 // The microkernel for an m x n product: the selected one; with AVX-512 selected, 4 x 64 when
 // m <= 4, 6 x 64 (whose 6 x 49 tiles run N = 49) when n = 49 and A's rows are contiguous
 // (a_rows: A row-major, read in place), 7 x 48 for fewer than 64 rows that it fills better

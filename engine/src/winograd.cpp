@@ -41,7 +41,6 @@
 #include <initializer_list>
 #include <new>
 #include <string>
-#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -872,8 +871,7 @@ bool winograd_pays(const Problem& p, Pass pass) {
     // 2.61-3.51, backward data 1.98-2.28 against 2.19-2.83; 128 channels 0.49 / 0.91 and 0.41 /
     // 0.56; 64 channels 0.19 / 0.30 and 0.19 / 0.20. At 12x12 (9 tiles) the backward data lost
     // (1.82 against 1.68), at 7x7 (4 tiles) both (6.1 against 3.6, 6.2 against 3.1).
-    if (pass != Pass::BackwardWeight)
-        return q.tiles() >= (std::string_view(microkernel().isa) == "avx512" ? 32 : 16);
+    if (pass != Pass::BackwardWeight) return q.tiles() >= (avx512_selected() ? 32 : 16);
     if (q.tiles() < 32 && (q.tiles() < 8 || q.tiles() * std::min(q.cg, q.kg) < 2048)) return false;
     // The weight gradient rewrites its 36 sums of K x C per block of tiles: at most 64 MiB
     // (ResNet-50's largest, 512 x 512, are 36 MiB).
