@@ -1094,7 +1094,9 @@ TEST_CASE("implicit_gemm with weights prepared once equals direct and packs noth
     }
 }
 
-TEST_CASE("col2im reads W^T's rows from prepared weights where its columns lie 4 KiB apart") {
+TEST_CASE(
+    "col2im reads W^T's rows from prepared weights where its columns lie 4 KiB apart, or "
+    "(without AVX-512) in 1x1s up to 28x28") {
     // Strided 1x1 with rows (C/G) not a multiple of 12, two groups, a 3x3 (C times 9 taps),
     // images side by side in one product (7x7), and K a multiple of 1024 (rows padded by 16).
     std::mt19937 rng(2611);
@@ -1121,13 +1123,31 @@ TEST_CASE("col2im reads W^T's rows from prepared weights where its columns lie 4
         }
     }
     set_num_threads(0);
-    // Below 1024 rows W^T's columns are read in place: nothing prepared for col2im.
-    const Problem small = parse_descriptor("mb1ic1000ih5oc40oh5kh1ph0");
-    const Tensor wei = integer_tensor(small.wei_dims(), rng);
-    dim_t ld = 0;
-    CHECK_FALSE(detail::col2im_reads_prepared_rows(small));
-    CHECK(prepare_weights(small, Pass::BackwardData, wei.f32())
-              .transposed_rows(small, Pass::BackwardData, ld) == nullptr);
+    // Below 1024 rows W^T's columns are read in place: nothing prepared for col2im. Without
+    // AVX-512 a stride-1 1x1 up to 784 positions reads prepared rows whatever its rows (and
+    // its product is then not computed transposed, as it is unprepared at 7x7 with more output
+    // than input channels); above 784 positions, or strided, not.
+    const bool avx512 = detail::avx512_selected();
+    for (const auto& [d, rows_avx2] : {std::pair{"mb1ic1000ih5oc40oh5kh1ph0", true},
+                                       std::pair{"mb1ic100ih7oc300oh7kh1ph0", true},
+                                       std::pair{"mb1ic64ih28oc96oh28kh1ph0", true},
+                                       std::pair{"mb1ic64ih29oc96oh29kh1ph0", false},
+                                       std::pair{"mb1ic100ih13oc300oh7kh1sh2ph0", false}}) {
+        const Problem small = parse_descriptor(d);
+        const Tensor dy = integer_tensor(small.dst_dims(), rng),
+                     wei = integer_tensor(small.wei_dims(), rng);
+        const bool rows = rows_avx2 && !avx512;
+        dim_t ld = 0;
+        CHECK_MESSAGE(detail::col2im_reads_prepared_rows(small) == rows, d);
+        const PreparedWeights w = prepare_weights(small, Pass::BackwardData, wei.f32());
+        CHECK_MESSAGE((w.transposed_rows(small, Pass::BackwardData, ld) != nullptr) == rows, d);
+        const Tensor want = backward_data(small, dy, wei, "direct");
+        check_equal(backward_data(small, dy, wei, "col2im", nullptr, &w), want, d);
+        if (rows)  // the prepared rows read, not the weights given to the call
+            check_equal(backward_data(small, dy, integer_tensor(small.wei_dims(), rng), "col2im",
+                                      nullptr, &w),
+                        want, std::string(d) + " rows");
+    }
     // Prepared for another problem: refused, naming "prepared".
     const Problem p = parse_descriptor("mb1ic1030ih9oc45oh5kh1sh2ph0");
     Problem q = p;

@@ -172,7 +172,8 @@ bool swapped_bwd_data(const Problem& p) {
     // against not, auto): 64 <- 256 at 56x56 1.081/1.386/1.357 against 0.970/1.200/1.127 ms,
     // 128 <- 512 at 28x28 0.954/1.054 against 0.905/1.004, 256 <- 1024 at 14x14 even (0.888,
     // 1.015, 1.095 against 1.133, 1.040, 1.071), 512 <- 2048 at 7x7 1.571 against 2.107: there
-    // W^T (4 MiB) read in place by columns 8 KiB apart is the slow part. Only the 7x7s, then.
+    // W^T (4 MiB) read in place by columns 8 KiB apart is the slow part. Only the 7x7s, then, and
+    // only where W^T's rows are not prepared (col2im_reads_prepared_rows).
     if (!detail::avx512_selected()) return p.out_spatial() < 196;
     return p.out_spatial() >= 784;
 }
@@ -187,9 +188,21 @@ bool swapped_bwd_data(const Problem& p) {
 // 1.13/1.13 ms; bench against oneDNN, 4 rounds alternating the builds, auto 1.28/1.21/1.27/1.23
 // -> 1.15/1.10/1.12/1.18 ms, 1.20-1.22x -> 1.11-1.14x of oneDNN's time. Not where the product
 // is computed transposed (swapped_bwd_data: W_g is then its B, packed).
+//   Without AVX-512 also every stride-1 1x1 up to 784 positions (28x28), whose W^T's columns,
+// 1-8 KiB apart, the 6 x 16 tiles read 6 floats at a time, and whose transposed product
+// (swapped_bwd_data, the 7x7s with more output than input channels) packed all of W as its B
+// on every call. The Zen 3, batch 1, bench against oneDNN, prepared rows -> not, medians of 200
+// calls, 2-3 alternating rounds: res5a_branch2c (512 <- 2048 at 7x7) 0.93-0.95 against
+// 1.57-2.35 ms (oneDNN 0.91-1.52), res4a_branch2c (256 <- 1024 at 14x14) 0.91/0.91 against
+// 1.11/1.04, res3a_branch2c (128 <- 512 at 28x28) 0.92/0.95 against 1.00/1.10, res3b_branch2a
+// (512 <- 128) 0.90/0.81 against 0.91/1.41, res4b_branch2a and res5b_branch2a (fewer output
+// than input channels) even. At 56x56 (res2a_branch1) it lost: 1.31/1.17 against 1.06/1.31,
+// against oneDNN's 0.88/0.75 and 0.74/0.92. Batch 32, res5a_branch2c (4 MiB of weights: col2im
+// over 11 images a product, not the 1x1 tiles): 26.2/28.0 against 41.2/40.6 ms (oneDNN 32-33).
 bool col2im_reads_prepared_rows(const Problem& p) {
-    return gemm_core() == GemmCore::blocked && p.icg() * p.kernel_spatial() >= 1024 &&
-           !swapped_bwd_data(p);
+    if (gemm_core() != GemmCore::blocked) return false;
+    if (!detail::avx512_selected() && im2col_is_identity(p) && p.out_spatial() <= 784) return true;
+    return p.icg() * p.kernel_spatial() >= 1024 && !swapped_bwd_data(p);
 }
 
 // K/G rounded to 16 floats, and away from multiples of 4 KiB (whose 12 rows of a tile would
@@ -213,7 +226,7 @@ void backward_data_col2im(const Problem& p, const ConvArgs& a, Profiler* prof) {
     const bool identity = im2col_is_identity(p);
     const dim_t nb = col2im_images_per_gemm(p, d);
     float* col = identity || nb > 1 ? nullptr : column_buffer(d);
-    if (nb <= 1 && swapped_bwd_data(p)) {
+    if (nb <= 1 && !wt && swapped_bwd_data(p)) {
         for (dim_t n = 0; n < p.mb; ++n)
             for (dim_t g = 0; g < p.groups; ++g) {
                 const float* t = nullptr;
