@@ -36,6 +36,15 @@ namespace {
 
 // [SECTION] helpers
 
+// auto without winograd while it lives (winograd's transforms round, and auto's choice of it
+// is tested on its own in test_winograd.cpp): for tests of auto's other choices.
+struct NoWinograd {
+    NoWinograd() { detail::set_winograd(2); }
+    ~NoWinograd() { detail::set_winograd(0); }
+    NoWinograd(const NoWinograd&) = delete;
+    NoWinograd& operator=(const NoWinograd&) = delete;
+};
+
 // Restores the best microkernel and the blocked core when a test case ends.
 struct RestoreCore {
     ~RestoreCore() {
@@ -144,13 +153,9 @@ bool is_fast_algo(std::string_view name) {
 }
 
 // Every fast algorithm of every pass equals direct on p, bit for bit (integer data); auto
-// without winograd (whose transforms round: test_winograd.cpp checks it, and auto taking it, on
-// its own), which it takes from 16 tiles with AVX2's microkernel.
+// without winograd (NoWinograd), which it takes from 16 tiles with AVX2's microkernel.
 int check_problem(const Problem& p, std::mt19937& rng, const std::string& tag) {
-    struct NoWinograd {
-        NoWinograd() { detail::set_winograd(2); }
-        ~NoWinograd() { detail::set_winograd(0); }
-    } no_winograd;
+    const NoWinograd no_winograd;
     const Tensor src = integer_tensor(p.src_dims(), rng), wei = integer_tensor(p.wei_dims(), rng);
     const Tensor bias = integer_tensor({p.oc}, rng), dy = integer_tensor(p.dst_dims(), rng);
     const std::string what = to_descriptor(p) + " " + tag + " ";
@@ -850,7 +855,7 @@ TEST_CASE("implicit_gemm's forward and weight gradient from padded stride-phase 
     const auto takes_shifted_bdata = [&](const char* d, const char* algo) {
         return ran_shifted_bdata(d, algo) == has_shifted;
     };
-    detail::set_winograd(2);  // auto's choices besides winograd (tested on their own)
+    const NoWinograd no_winograd;  // auto's choices besides winograd
     for (const char* algo : {"implicit_gemm", "auto"}) {
         CAPTURE(algo);
         CHECK(takes_shifted_bdata("mb2ic40ih30oc32oh30kh3ph1", algo));
@@ -861,7 +866,6 @@ TEST_CASE("implicit_gemm's forward and weight gradient from padded stride-phase 
         CHECK(ran_shifted_bdata("mb4ic32ih7oc40oh7kh3ph1", algo) ==       // four 7x7 images
               (has_shifted && !narrow_tiles()));
     }
-    detail::set_winograd(0);
 }
 
 TEST_CASE("implicit_gemm's forward of one image packs W^T panel by panel and equals direct") {
@@ -2331,11 +2335,10 @@ TEST_CASE("auto: backward data by col2im, by implicit_gemm on batched small 3x3 
         check_equal(dx, backward_data(p, dy, wei, "direct"), d);
         return prof.seconds("col2im") > 0.0;
     };
-    detail::set_winograd(2);  // auto's choices besides winograd (tested on their own)
+    const NoWinograd no_winograd;                      // auto's choices besides winograd
     CHECK(!ran_col2im("mb8ic16ih7oc16oh7kh3ph1"));     // batch 8, 7x7, 3x3 stride 1
     CHECK(!ran_col2im("mb8ic16ih14oc16oh14kh3ph1"));   // 14x14
     CHECK(ran_col2im("mb4ic16ih7oc16oh7kh3ph1"));      // batch 4
     CHECK(ran_col2im("mb8ic16ih28oc16oh28kh3ph1"));    // 28x28: 784 positions
     CHECK(ran_col2im("mb8ic16ih14oc16oh7kh3sh2ph1"));  // stride 2
-    detail::set_winograd(0);
 }
