@@ -199,9 +199,17 @@ bool swapped_bwd_data(const Problem& p) {
 // than input channels) even. At 56x56 (res2a_branch1) it lost: 1.31/1.17 against 1.06/1.31,
 // against oneDNN's 0.88/0.75 and 0.74/0.92. Batch 32, res5a_branch2c (4 MiB of weights: col2im
 // over 11 images a product, not the 1x1 tiles): 26.2/28.0 against 41.2/40.6 ms (oneDNN 32-33).
+//   So do the strided 1x1s up to 784 output positions below 4 images, which took the pointwise
+// tiles on the output grid before (pointwise_bwd_data_problem; from 4 images they still do).
+// The Zen 3, batch 1, bench against oneDNN, 3 alternating rounds of 100 calls, ratio of the
+// medians, tiles -> prepared rows: res3a_branch1 1.44/1.34/1.31 -> 1.10/1.26/1.18,
+// res4a_branch1 1.46/1.49/1.50 -> 1.21/1.20/1.18, res3a_branch2a 1.49/1.62/1.61 ->
+// 1.34/1.32/1.42, res4a_branch2a 1.55/1.53/1.32 -> 1.29/1.29/1.12.
 bool col2im_reads_prepared_rows(const Problem& p) {
     if (gemm_core() != GemmCore::blocked) return false;
-    if (!detail::avx512_selected() && im2col_is_identity(p) && p.out_spatial() <= 784) return true;
+    if (!detail::avx512_selected() && p.kernel_spatial() == 1 && p.out_spatial() <= 784 &&
+        (im2col_is_identity(p) || p.mb < 4))
+        return true;
     return p.icg() * p.kernel_spatial() >= 1024 && !swapped_bwd_data(p);
 }
 

@@ -1288,19 +1288,16 @@ bool pointwise_bwd_data_problem(const Problem& p, Problem& q, bool prepared = fa
     bool forced = false;
     if (!pointwise_possible(q, forced)) return false;
     if (forced) return true;
-    // AVX2 (narrow_tiles): from 4 images, weights under 4 MiB; one image, strided layers with
-    // outputs of 196 or more positions. Zen 3, as in use_shifted, col2im -> tiles: batch 32
-    // gained 4-26% on 10 of ResNet-50's 15 1x1 layers (res3a_branch2c 42.1 -> 33.4 ms,
-    // res4b_branch2a 37.7 -> 30.5), lost on res5a_branch1 (8 MiB, 65.1 -> 204.9) and
+    // AVX2 (narrow_tiles): from 4 images, weights under 4 MiB. Zen 3, as in use_shifted, col2im
+    // -> tiles: batch 32 gained 4-26% on 10 of ResNet-50's 15 1x1 layers (res3a_branch2c 42.1 ->
+    // 33.4 ms, res4b_branch2a 37.7 -> 30.5), lost on res5a_branch1 (8 MiB, 65.1 -> 204.9) and
     // res5a_branch2c (4 MiB, 32.8 -> 41.3), tied elsewhere; batch 1 res4a_branch1 3.16 -> 2.46,
     // res3a_branch1 2.57 -> 2.50, res3a_branch2a 0.98 -> 0.93, res4a_branch2a 0.71 -> 0.67, the
     // stride-1 layers within 0.85-1.16x, res5a_branch2a (7x7) lost, 0.59 -> 0.65, and
-    // res5a_branch1 (8 MiB) 2.60 -> 4.95.
-    if (narrow_tiles()) {
-        const bool small = weight_bytes < (4u << 20);
-        if (p.mb >= 4) return small;
-        return prepared && small && !im2col_is_identity(p) && p.out_spatial() >= 196;
-    }
+    // res5a_branch1 (8 MiB) 2.60 -> 4.95. Below 4 images the strided ones of 196 or more output
+    // positions took the tiles too, until col2im read W^T's rows prepared once
+    // (col2im_reads_prepared_rows, measured there).
+    if (narrow_tiles()) return p.mb >= 4 && weight_bytes < (4u << 20);
     if (use_pointwise(q, prepared)) return true;
     if (q.mb < 4 && !prepared) return false;
     return q.icg() >= q.ocg() || (q.mb >= 4 && q.icg() >= 128);
