@@ -707,11 +707,12 @@ __attribute__((target("avx512f,fma"))) void kernel_avx512_4x64_rows(dim_t kc, co
     kernel_4x64<true>(kc, a, nullptr, brows, nv, c, ldc, acc, lda);
 }
 
-template <bool kRowA>
-__attribute__((target("avx2,fma"))) inline void kernel_avx2_6x16(dim_t kc, const float* a,
-                                                                 const float* b, float* c,
-                                                                 dim_t ldc, bool acc, dim_t lda) {
-    constexpr int MR = 6;
+// MR (<= 6) rows x 16 columns; B's rows ldb apart (a packed panel: 16), A as kernel_avx512_t's
+// (kRowA: read from its rows).
+template <int MR, bool kRowA>
+__attribute__((target("avx2,fma"))) inline void kernel_avx2_t(dim_t kc, const float* a,
+                                                              const float* b, dim_t ldb, float* c,
+                                                              dim_t ldc, bool acc, dim_t lda) {
     __m256 c0[MR], c1[MR];
 #pragma GCC unroll 6
     for (int i = 0; i < MR; ++i) c0[i] = c1[i] = _mm256_setzero_ps();
@@ -724,7 +725,7 @@ __attribute__((target("avx2,fma"))) inline void kernel_avx2_6x16(dim_t kc, const
             c1[i] = _mm256_fmadd_ps(ai, b1, c1[i]);
         }
         if constexpr (!kRowA) a += lda;
-        b += 16;
+        b += ldb;
     }
 #pragma GCC unroll 6
     for (int i = 0; i < MR; ++i) {
@@ -740,13 +741,25 @@ __attribute__((target("avx2,fma"))) inline void kernel_avx2_6x16(dim_t kc, const
 
 __attribute__((target("avx2,fma"))) void kernel_avx2(dim_t kc, const float* a, const float* b,
                                                      float* c, dim_t ldc, bool acc, dim_t lda) {
-    kernel_avx2_6x16<false>(kc, a, b, c, ldc, acc, lda);
+    kernel_avx2_t<6, false>(kc, a, b, 16, c, ldc, acc, lda);
 }
 
 __attribute__((target("avx2,fma"))) void kernel_avx2_rowa(dim_t kc, const float* a, const float* b,
                                                           float* c, dim_t ldc, bool acc,
                                                           dim_t lda) {
-    kernel_avx2_6x16<true>(kc, a, b, c, ldc, acc, lda);
+    kernel_avx2_t<6, true>(kc, a, b, 16, c, ldc, acc, lda);
+}
+
+// A last row panel of R < 6 rows read in place (MicroKernel::tail_fn): it was packed and run as
+// a full tile, 64 rows spending 66 rows' work and 128 rows 132. The Zen 3, harness, 2 threads,
+// 400-1000 calls alternating, medians: 64 x 3136 x 256 1.113 -> 1.101 and 1.092 -> 1.082 ms
+// (A column-contiguous 0.981 -> 0.980), 64 x 3136 x 64 0.271 -> 0.265 (0.235 -> 0.231),
+// 128 x 784 x 512 1.137 -> 1.107 and 0.867 -> 0.848, 512 x 784 x 128 1.104 -> 1.088.
+template <int R, bool kRowA>
+__attribute__((target("avx2,fma"))) void kernel_avx2_tail(dim_t kc, const float* a, const float* b,
+                                                          float* c, dim_t ldc, bool acc,
+                                                          dim_t lda) {
+    kernel_avx2_t<R, kRowA>(kc, a, b, 16, c, ldc, acc, lda);
 }
 
 // Edge tiles of the 6 x 16 kernel (MicroKernel::edge_fn[0][R], edge_rowa_fn[0][R]): the last
@@ -1062,10 +1075,10 @@ MicroKernel avx512_kernel() {
     k.in_place_fn[1] = kernel_avx512_in_place<12, 2, true>;
     k.in_place_tail_fn[0] = kernel_avx512_in_place<4, 2, false>;
     k.in_place_tail_fn[1] = kernel_avx512_in_place<8, 2, false>;
-    k.tail_fn[0][0] = kernel_avx512_tail<4, false>;
-    k.tail_fn[0][1] = kernel_avx512_tail<8, false>;
-    k.tail_fn[1][0] = kernel_avx512_tail<4, true>;
-    k.tail_fn[1][1] = kernel_avx512_tail<8, true>;
+    k.tail_fn[0][4] = kernel_avx512_tail<4, false>;
+    k.tail_fn[0][8] = kernel_avx512_tail<8, false>;
+    k.tail_fn[1][4] = kernel_avx512_tail<4, true>;
+    k.tail_fn[1][8] = kernel_avx512_tail<8, true>;
     // A packed: up to 8 columns alone, or 7 after a vector, one FMA each per k; else a vector
     // for the last 16 columns or fewer (B's panel is zero-padded), or the full tile.
     fill_edges<0>(k.edge_fn[0], std::make_integer_sequence<int, 8>{});
@@ -1110,6 +1123,10 @@ MicroKernel avx512_kernel() {
 
 MicroKernel avx2_kernel() {
     MicroKernel k{"avx2", 6, 16, kernel_avx2, nullptr, kernel_avx2_rowa};
+    fill_by_size<5>(k.tail_fn[0],
+                    [](auto r) -> MicroKernelFn { return kernel_avx2_tail<r(), false>; });
+    fill_by_size<5>(k.tail_fn[1],
+                    [](auto r) -> MicroKernelFn { return kernel_avx2_tail<r(), true>; });
     fill_by_size<8>(k.edge_fn[0],
                     [](auto r) -> MicroKernelEdgeFn { return kernel_avx2_edge<r()>; });
     fill_by_size<4>(k.edge_rowa_fn[0],
@@ -1616,8 +1633,11 @@ dim_t gemm_b_in_place(const MicroKernel& uk, const GemmBlocking& bl, dim_t i0, d
 bool tail_rows_apply(const MicroKernel& uk, const StridedA& a) {
     const bool row_a = row_major(a) && read_a_in_place(uk, a);
     const bool in_place = (a.rs == 1 && a.ks == 0) || row_a;
-    return in_place && !rows_copied(uk, a, row_a) && uk.tail_fn[row_a ? 1 : 0][0] &&
-           uk.tail_fn[row_a ? 1 : 0][1];
+    if (!in_place || rows_copied(uk, a, row_a)) return false;
+    // The remainders that row blocks of multiples of 4 leave.
+    for (int r = 4; r < 4 * uk.mr; r += 4)
+        if (r % uk.mr != 0 && !uk.tail_fn[row_a ? 1 : 0][r % uk.mr]) return false;
+    return true;
 }
 
 void gemm_packed_block(const MicroKernel& uk, const GemmBlocking& bl, dim_t i0, dim_t i1, dim_t jc,
@@ -1673,12 +1693,11 @@ void gemm_packed_block(const MicroKernel& uk, const GemmBlocking& bl, dim_t i0, 
             }
         const bool in_place = (a.rs == 1 && a.ks == 0) || row_a;
         const dim_t full = row_copy ? mc : in_place ? (mc / mr) * mr : 0;
-        // A last panel of 4 or 8 rows read in place runs a kernel of that height (M = 64 with
-        // 12-row tiles leaves 4: a full tile spent 12 rows of work on them).
+        // A last partial panel read in place runs a kernel of its height where there is one
+        // (M = 64 with 12-row tiles leaves 4: a full tile spent 12 rows of work on them).
         const dim_t rem = mc - full;
-        const MicroKernelFn tail_fn = in_place && !row_copy && (rem == 4 || rem == 8)
-                                          ? uk.tail_fn[row_a ? 1 : 0][rem / 8]
-                                          : nullptr;
+        const MicroKernelFn tail_fn =
+            in_place && !row_copy && rem > 0 ? uk.tail_fn[row_a ? 1 : 0][rem] : nullptr;
         if (full < mc && !tail_fn) pack_a(a, ic + full, mc - full, pc, kc, mr, abuf + full * kc);
         for (dim_t ir = 0; ir < mc; ir += mr) {
             const dim_t mv = std::min<dim_t>(mr, mc - ir);

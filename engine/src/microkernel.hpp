@@ -103,6 +103,9 @@ using RowRunsFn = void (*)(const Runs& runs, const float* const* arows, const fl
 using MicroKernelInPlaceFn = void (*)(dim_t kc, const float* a, const float* b, dim_t ldb, float* c,
                                       dim_t ldc, bool acc, dim_t lda);
 
+// Rows of MicroKernel::tail_fn: the tallest tile (12 x 32) less one, and one for the index.
+inline constexpr int kMaxTailRows = 12;
+
 struct MicroKernel {
     const char* isa = "portable";  // avx512 | avx2 | portable
     int mr = 0, nr = 0;
@@ -123,8 +126,10 @@ struct MicroKernel {
     MicroKernelInPlaceFn in_place_fn[2] = {nullptr, nullptr};
     // The same for a last row panel of 4 and 8 rows, [rows / 8].
     MicroKernelInPlaceFn in_place_tail_fn[2] = {nullptr, nullptr};
-    // Last row panels of 4 and 8 rows read in place, [A row-major][rows / 8] (12 x 32 only).
-    MicroKernelFn tail_fn[2][2] = {{nullptr, nullptr}, {nullptr, nullptr}};
+    // A last row panel of fewer than MR rows read in place, [A row-major][rows]: 12 x 32's of 4
+    // and 8 rows, 6 x 16's of 1 to 5; null where there is none (the panel is packed and run as
+    // a full tile).
+    MicroKernelFn tail_fn[2][kMaxTailRows] = {};
     // Tiles of NR - 15 columns (MicroKernelColFn), [A row-major]; null where there are none.
     MicroKernelColFn col_fn[2] = {nullptr, nullptr};
     // R = 1 .. kShiftedRowMax output positions x 32 output channels of a convolution from its
@@ -557,8 +562,9 @@ void gemm_block(const MicroKernel& uk, const GemmBlocking& bl, dim_t i0, dim_t i
     }
 }
 
-// Whether gemm_packed_block runs a block's last 4 or 8 rows of A by a kernel of that height (A
-// read in place, not copied: MicroKernel::tail_fn), not as a full tile.
+// Whether gemm_packed_block runs the last rows of a block of a multiple of 4 rows (4 or 8 of
+// 12 x 32's, 2 or 4 of 6 x 16's) by a kernel of that height (A read in place, not copied:
+// MicroKernel::tail_fn), not as a full tile.
 bool tail_rows_apply(const MicroKernel& uk, const StridedA& a);
 
 // KC of a product with n columns: longer (1024, then 512) where the packed B block (KC x n,
@@ -601,7 +607,7 @@ void gemm(dim_t m, dim_t n, dim_t k, const StridedA& a, const PackB& packb, floa
         return;
     }
     // Row blocks aligned to MR, column blocks to NR, so only the last block has edge tiles. Where
-    // each block's last 4 or 8 rows run a kernel of their own (tail_rows_apply), row blocks are
+    // each block's last rows run a kernel of their own (tail_rows_apply), row blocks are
     // cut at multiples of 4 as near equal as they come: 256 rows on two threads go 128 + 128
     // (10 tiles of 12 and a tail of 8 each), not 132 + 124 (11 tiles against 10 and a tail of
     // 4: the first thread took 14 us longer of res4a_branch2a's 250 at batch 1).
