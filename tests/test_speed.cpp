@@ -648,6 +648,31 @@ TEST_CASE("blocked weight transposes (flip_rot, tnc_diff_wei) equal their maps a
 // largest stays within 4 MiB on ResNet-50's conv1 (whose column matrix is 147 x 12544 floats,
 // 7.4 MB per image) and on a layer with 2048 output channels and 7x7 images at batch 16 (merged
 // images capped). im2col_gemm on conv1 is measured too: the instrument sees its column matrix.
+TEST_CASE("implicit_gemm's image blocks split evenly over the threads, and equal direct") {
+    set_num_threads(2);
+    // At most the cap, at least two blocks per thread, and down to half the cap a block count
+    // that the two threads share evenly.
+    CHECK(detail::balanced_images(5, 32) == 4);   // 7 blocks -> 8
+    CHECK(detail::balanced_images(10, 32) == 8);  // 4 blocks of 8
+    CHECK(detail::balanced_images(7, 30) == 5);   // 5 blocks of 7 or 6 -> 6 of 5
+    CHECK(detail::balanced_images(3, 30) == 3);   // 10 blocks
+    CHECK(detail::balanced_images(5, 3) == 5);    // too few images to share: as given
+    CHECK(detail::balanced_images(3, 9) == 2);    // at most 9 / 4 images; 5 or 9 blocks: kept
+    set_num_threads(1);
+    CHECK(detail::balanced_images(5, 32) == 5);
+    // 24 images of 14x14 with 1024 output channels: 5 images a product by the cap, 4 taken.
+    set_num_threads(2);
+    std::mt19937 rng(8080);
+    for (const char* d : {"mb24ic4ih14oc1024oh14kh1ph0", "mb24ic4ih28oc1024oh14kh1sh2ph0"}) {
+        const Problem p = parse_descriptor(d);
+        const Tensor src = integer_tensor(p.src_dims(), rng),
+                     wei = integer_tensor(p.wei_dims(), rng);
+        check_equal(forward(p, src, wei, nullptr, "implicit_gemm"),
+                    forward(p, src, wei, nullptr, "direct"), d);
+    }
+    set_num_threads(0);
+}
+
 TEST_CASE("implicit_gemm holds no work buffer above 4 MiB (conv1, 2048-channel 7x7 batch 16)") {
     constexpr std::size_t kLimit = 4u << 20;
     std::mt19937 rng(7);

@@ -116,6 +116,9 @@ void backward_data_direct(const Problem& p, const ConvArgs& a, Profiler* prof);
 void backward_data_col2im(const Problem& p, const ConvArgs& a, Profiler* prof);
 void backward_data_via_forward(const Problem& p, const ConvArgs& a, Profiler* prof);
 void backward_data_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler* prof);
+// Images per product of implicit_gemm's forward and backward data phases, nb at most, for mb
+// images on OpenMP's threads: blocks that the threads share evenly (implicit_gemm.cpp).
+dim_t balanced_images(dim_t nb, dim_t mb);
 
 void backward_weight_direct(const Problem& p, const ConvArgs& a, Profiler* prof);
 void backward_weight_im2col_gemm(const Problem& p, const ConvArgs& a, Profiler* prof);
