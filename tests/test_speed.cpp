@@ -642,12 +642,6 @@ TEST_CASE("blocked weight transposes (flip_rot, tnc_diff_wei) equal their maps a
     }
 }
 
-// [SECTION] work buffers of implicit_gemm
-// "No column matrix larger than a few MiB": every scratch request (packed tiles, the merged
-// output of small images, the phase results of backward data) is recorded; implicit_gemm's
-// largest stays within 4 MiB on ResNet-50's conv1 (whose column matrix is 147 x 12544 floats,
-// 7.4 MB per image) and on a layer with 2048 output channels and 7x7 images at batch 16 (merged
-// images capped). im2col_gemm on conv1 is measured too: the instrument sees its column matrix.
 TEST_CASE("implicit_gemm's image blocks split evenly over the threads, and equal direct") {
     set_num_threads(2);
     // At most the cap, at least two blocks per thread, and down to half the cap a block count
@@ -673,6 +667,12 @@ TEST_CASE("implicit_gemm's image blocks split evenly over the threads, and equal
     set_num_threads(0);
 }
 
+// [SECTION] work buffers of implicit_gemm
+// "No column matrix larger than a few MiB": every scratch request (packed tiles, the merged
+// output of small images, the phase results of backward data) is recorded; implicit_gemm's
+// largest stays within 4 MiB on ResNet-50's conv1 (whose column matrix is 147 x 12544 floats,
+// 7.4 MB per image) and on a layer with 2048 output channels and 7x7 images at batch 16 (merged
+// images capped). im2col_gemm on conv1 is measured too: the instrument sees its column matrix.
 TEST_CASE("implicit_gemm holds no work buffer above 4 MiB (conv1, 2048-channel 7x7 batch 16)") {
     constexpr std::size_t kLimit = 4u << 20;
     std::mt19937 rng(7);
