@@ -707,12 +707,16 @@ __attribute__((target("avx512f,fma"))) void kernel_avx512_4x64_rows(dim_t kc, co
     kernel_4x64<true>(kc, a, nullptr, brows, nv, c, ldc, acc, lda);
 }
 
-// MR (<= 6) rows x 16 columns; B's rows ldb apart (a packed panel: 16), A as kernel_avx512_t's
-// (kRowA: read from its rows).
+// MR (<= 6) rows x 16 columns from a packed B panel, A as kernel_avx512_t's (kRowA: read from
+// its rows). MR = 6 is the full tile; 1-5 a last row panel read in place (MicroKernel::tail_fn),
+// which was packed and run as a full tile, 64 rows spending 66 rows' work and 128 rows 132. The
+// Zen 3, harness, 2 threads, 400-1000 calls alternating, medians, tails against none: 64 x 3136
+// x 256 1.113 -> 1.101 and 1.092 -> 1.082 ms (A column-contiguous 0.981 -> 0.980), 64 x 3136 x
+// 64 0.271 -> 0.265 (0.235 -> 0.231), 128 x 784 x 512 1.137 -> 1.107 and 0.867 -> 0.848, 512 x
+// 784 x 128 1.104 -> 1.088.
 template <int MR, bool kRowA>
-__attribute__((target("avx2,fma"))) inline void kernel_avx2_t(dim_t kc, const float* a,
-                                                              const float* b, dim_t ldb, float* c,
-                                                              dim_t ldc, bool acc, dim_t lda) {
+__attribute__((target("avx2,fma"))) void kernel_avx2_t(dim_t kc, const float* a, const float* b,
+                                                       float* c, dim_t ldc, bool acc, dim_t lda) {
     __m256 c0[MR], c1[MR];
 #pragma GCC unroll 6
     for (int i = 0; i < MR; ++i) c0[i] = c1[i] = _mm256_setzero_ps();
@@ -725,7 +729,7 @@ __attribute__((target("avx2,fma"))) inline void kernel_avx2_t(dim_t kc, const fl
             c1[i] = _mm256_fmadd_ps(ai, b1, c1[i]);
         }
         if constexpr (!kRowA) a += lda;
-        b += ldb;
+        b += 16;
     }
 #pragma GCC unroll 6
     for (int i = 0; i < MR; ++i) {
@@ -737,29 +741,6 @@ __attribute__((target("avx2,fma"))) inline void kernel_avx2_t(dim_t kc, const fl
         _mm256_storeu_ps(ci, c0[i]);
         _mm256_storeu_ps(ci + 8, c1[i]);
     }
-}
-
-__attribute__((target("avx2,fma"))) void kernel_avx2(dim_t kc, const float* a, const float* b,
-                                                     float* c, dim_t ldc, bool acc, dim_t lda) {
-    kernel_avx2_t<6, false>(kc, a, b, 16, c, ldc, acc, lda);
-}
-
-__attribute__((target("avx2,fma"))) void kernel_avx2_rowa(dim_t kc, const float* a, const float* b,
-                                                          float* c, dim_t ldc, bool acc,
-                                                          dim_t lda) {
-    kernel_avx2_t<6, true>(kc, a, b, 16, c, ldc, acc, lda);
-}
-
-// A last row panel of R < 6 rows read in place (MicroKernel::tail_fn): it was packed and run as
-// a full tile, 64 rows spending 66 rows' work and 128 rows 132. The Zen 3, harness, 2 threads,
-// 400-1000 calls alternating, medians: 64 x 3136 x 256 1.113 -> 1.101 and 1.092 -> 1.082 ms
-// (A column-contiguous 0.981 -> 0.980), 64 x 3136 x 64 0.271 -> 0.265 (0.235 -> 0.231),
-// 128 x 784 x 512 1.137 -> 1.107 and 0.867 -> 0.848, 512 x 784 x 128 1.104 -> 1.088.
-template <int R, bool kRowA>
-__attribute__((target("avx2,fma"))) void kernel_avx2_tail(dim_t kc, const float* a, const float* b,
-                                                          float* c, dim_t ldc, bool acc,
-                                                          dim_t lda) {
-    kernel_avx2_t<R, kRowA>(kc, a, b, 16, c, ldc, acc, lda);
 }
 
 // Edge tiles of the 6 x 16 kernel (MicroKernel::edge_fn[0][R], edge_rowa_fn[0][R]): the last
@@ -1122,11 +1103,10 @@ MicroKernel avx512_kernel() {
 }
 
 MicroKernel avx2_kernel() {
-    MicroKernel k{"avx2", 6, 16, kernel_avx2, nullptr, kernel_avx2_rowa};
+    MicroKernel k{"avx2", 6, 16, kernel_avx2_t<6, false>, nullptr, kernel_avx2_t<6, true>};
     fill_by_size<5>(k.tail_fn[0],
-                    [](auto r) -> MicroKernelFn { return kernel_avx2_tail<r(), false>; });
-    fill_by_size<5>(k.tail_fn[1],
-                    [](auto r) -> MicroKernelFn { return kernel_avx2_tail<r(), true>; });
+                    [](auto r) -> MicroKernelFn { return kernel_avx2_t<r(), false>; });
+    fill_by_size<5>(k.tail_fn[1], [](auto r) -> MicroKernelFn { return kernel_avx2_t<r(), true>; });
     fill_by_size<8>(k.edge_fn[0],
                     [](auto r) -> MicroKernelEdgeFn { return kernel_avx2_edge<r()>; });
     fill_by_size<4>(k.edge_rowa_fn[0],
