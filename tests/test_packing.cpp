@@ -1,7 +1,8 @@
 // The GEMM core's transposing packers and transpose_into, on every microkernel this CPU runs
-// (AVX-512's 16 x 16 and AVX2's 8 x 8 register transposes, the portable loops), against the
-// definitions written out element by element: sizes that are not multiples of 8 or 16, rows
-// reordered (to_row), every other float (pack_sampled's step 2) and accumulation.
+// (AVX-512's 16 x 16 and AVX2's 8 x 8 register transposes, the portable loops), and StridedB's
+// row copies (in bands of rows or row by row), against the definitions written out element by
+// element: sizes that are not multiples of 8 or 16, rows reordered (to_row), every other float
+// (pack_sampled's step 2) and accumulation.
 #include <doctest/doctest.h>
 
 #include <random>
@@ -78,6 +79,40 @@ TEST_CASE("pack_transposed and pack_sampled equal their definitions on every mic
         }
     }
     CHECK(checked == nk * 3 * 6 * 5 * 3);  // every (nr, nv, kc, step) on every microkernel
+}
+
+TEST_CASE("StridedB packs rows into panels, in bands of rows or row by row, as defined") {
+    // b(k, j) = p[k*rs + j] into panels of nr columns: panel q's row k at dst[q*nr*kc + k*nr],
+    // zeros past nc. 16-column panels of rows 512 floats and more apart go in bands of 4 rows
+    // (kc not a multiple of 4 leaves a short band), others row by row.
+    std::mt19937 rng(11);
+    int checked = 0;
+    for (const int nr : {16, 32}) {
+        for (const dim_t rs : {dim_t{200}, dim_t{515}, dim_t{3136}}) {
+            for (const dim_t kc : {dim_t{1}, dim_t{3}, dim_t{4}, dim_t{9}, dim_t{30}}) {
+                for (const dim_t nc : {dim_t{5}, dim_t{16}, dim_t{37}, dim_t{160}}) {
+                    const dim_t k0 = 2, j0 = 7, rows = k0 + kc;
+                    const std::vector<float> src =
+                        random_floats(static_cast<std::size_t>(rows * rs), rng);
+                    const dim_t panels = (nc + nr - 1) / nr;
+                    std::vector<float> got(static_cast<std::size_t>(panels * nr * kc), -7.0f);
+                    detail::StridedB{src.data(), rs, 1}(k0, kc, j0, nc, nr, got.data());
+                    int wrong = 0;
+                    for (dim_t q = 0; q < panels; ++q)
+                        for (dim_t k = 0; k < kc; ++k)
+                            for (dim_t j = 0; j < nr; ++j) {
+                                const dim_t col = q * nr + j;
+                                const float want = col < nc ? src[(k0 + k) * rs + j0 + col] : 0.0f;
+                                wrong += got[(q * kc + k) * nr + j] != want;
+                            }
+                    INFO("nr " << nr << " rs " << rs << " kc " << kc << " nc " << nc);
+                    CHECK(wrong == 0);
+                    ++checked;
+                }
+            }
+        }
+    }
+    CHECK(checked == 2 * 3 * 5 * 4);
 }
 
 TEST_CASE("transpose_into puts C^T in place, with and without accumulating, on every microkernel") {
