@@ -1,8 +1,8 @@
 // The GEMM core's transposing packers and transpose_into, on every microkernel this CPU runs
-// (AVX-512's 16 x 16 and AVX2's 8 x 8 register transposes, the portable loops), and StridedB's
-// row copies (in bands of rows or row by row), against the definitions written out element by
-// element: sizes that are not multiples of 8 or 16, rows reordered (to_row), every other float
-// (pack_sampled's step 2) and accumulation.
+// (AVX-512's 16 x 16 and AVX2's 8 x 8 register transposes, the portable loops), and the row
+// copies of StridedB (in bands of rows or row by row) and ImagesB, against the definitions
+// written out element by element: sizes that are not multiples of 8 or 16, rows reordered
+// (to_row), every other float (pack_sampled's step 2) and accumulation.
 #include <doctest/doctest.h>
 
 #include <random>
@@ -113,6 +113,46 @@ TEST_CASE("StridedB packs rows into panels, in bands of rows or row by row, as d
         }
     }
     CHECK(checked == 2 * 3 * 5 * 4);
+}
+
+TEST_CASE("ImagesB packs images side by side into panels, as defined") {
+    // b(k, j) = src[(j / in_size) n_stride + k in_size + j % in_size], with panels that span
+    // two images.
+    std::mt19937 rng(13);
+    int checked = 0;
+    for (const int nr : {16, 32}) {
+        for (const dim_t in_size : {dim_t{200}, dim_t{520}, dim_t{784}}) {
+            for (const dim_t kc : {dim_t{1}, dim_t{6}, dim_t{9}}) {
+                const dim_t k0 = 3, rows = k0 + kc, n_stride = rows * in_size + 5, images = 3;
+                const std::vector<float> src =
+                    random_floats(static_cast<std::size_t>(images * n_stride), rng);
+                for (const dim_t j0 : {dim_t{0}, in_size - 9}) {
+                    for (const dim_t nc : {dim_t{7}, dim_t{48}, in_size + 21}) {
+                        const dim_t panels = (nc + nr - 1) / nr;
+                        std::vector<float> got(static_cast<std::size_t>(panels * nr * kc), -7.0f);
+                        detail::ImagesB{src.data(), n_stride, in_size}(k0, kc, j0, nc, nr,
+                                                                       got.data());
+                        int wrong = 0;
+                        for (dim_t q = 0; q < panels; ++q)
+                            for (dim_t k = 0; k < kc; ++k)
+                                for (dim_t j = 0; j < nr; ++j) {
+                                    const dim_t col = j0 + q * nr + j;
+                                    const float want = q * nr + j < nc
+                                                           ? src[col / in_size * n_stride +
+                                                                 (k0 + k) * in_size + col % in_size]
+                                                           : 0.0f;
+                                    wrong += got[(q * kc + k) * nr + j] != want;
+                                }
+                        INFO("nr " << nr << " in_size " << in_size << " kc " << kc << " j0 " << j0
+                                   << " nc " << nc);
+                        CHECK(wrong == 0);
+                        ++checked;
+                    }
+                }
+            }
+        }
+    }
+    CHECK(checked == 2 * 3 * 3 * 2 * 3);
 }
 
 TEST_CASE("transpose_into puts C^T in place, with and without accumulating, on every microkernel") {

@@ -1503,34 +1503,49 @@ inline void zero_panel_tail(dim_t nc, dim_t kc, int nr, float* d) {
         std::fill(e + nc % nr, e + nr, 0.0f);
     }
 }
+
+// AVX2's 16-column panels of rows 2 KiB and more apart are packed in bands of 4 rows, panel
+// by panel (a line from each of the 4 rows, written one after the other). Row by row, a row's
+// pieces went to lines 16 kc floats apart (16 KiB at kc = 256), all in one L1 set. Zen 3,
+// harness, 2 threads, 8 MiB touched between calls, 300-400 calls, medians (ms): 64 x 3136 x 256
+// 1.239 -> 1.108 and 1.191 -> 1.076 (bands of 8: 1.164, 1.119; of 16: 1.347, 1.283), 128 x 784
+// x 512 1.156 -> 1.051 and 1.109 -> 1.013, 256 x 3136 x 64 0.978 -> 0.952, 64 x 3136 x 64 0.411
+// -> 0.386, 512 x 784 x 128 even. Rows 196 floats apart lost (256 x 196 x 1024 0.973 -> 1.052).
+// Bench, batch 1, forward, ratio to oneDNN, 3 alternating rounds: res2b_branch2a 1.418, 1.383,
+// 1.362 -> 1.246, 1.265, 1.261; res3b_branch2a 1.271, 1.293, 1.305 -> 1.310, 1.193, 1.241.
+inline bool packs_in_bands(int nr, dim_t row_stride) {
+    return nr == 16 && row_stride >= 512;
+}
+
+// Rows [0, kc) x columns [0, nc) of a block into 16-column panels (row k of panel x / 16 at dst
+// + x kc + 16 k, zeros past nc), 4 rows at a time, panel by panel: cols(k, x, len, d) copies
+// row k's columns [x, x + len) (len <= 16, within one panel) to d.
+template <class Cols>
+void pack_in_bands(dim_t kc, dim_t nc, float* dst, const Cols& cols) {
+    constexpr dim_t kBand = 4;
+    for (dim_t kb = 0; kb < kc; kb += kBand) {
+        const dim_t kn = std::min(kBand, kc - kb);
+        for (dim_t x = 0; x < nc; x += 16) {
+            const dim_t len = std::min<dim_t>(16, nc - x);
+            for (dim_t k = kb; k < kb + kn; ++k) {
+                float* d = dst + x * kc + k * 16;
+                cols(k, x, len, d);
+                std::fill(d + len, d + 16, 0.0f);
+            }
+        }
+    }
+}
 }  // namespace
 
 void StridedB::operator()(dim_t k0, dim_t kc, dim_t j0, dim_t nc, int nr, float* dst) const {
-    // AVX2's 16-column panels of rows 2 KiB and more apart: bands of 4 rows, panel by panel
-    // (a line from each of the 4 rows, written one after the other). Row by row, a row's
-    // pieces went to lines 16 kc floats apart (64 KiB at kc = 1024), all in one L1 set. Zen 3,
-    // harness, 2 threads, 8 MiB touched between calls, 300-400 calls, the variants' order
-    // rotating, medians (ms): 64 x 3136 x 256 1.239 -> 1.108 and 1.191 -> 1.076 (bands of 8:
-    // 1.164, 1.119; of 16: 1.347, 1.283), 128 x 784 x 512 1.156 -> 1.051 and 1.109 -> 1.013,
-    // 256 x 3136 x 64 0.978 -> 0.952, 64 x 3136 x 64 0.411 -> 0.386, 512 x 784 x 128 even. Rows
-    // 196 floats apart lost (256 x 196 x 1024 0.973 -> 1.052). Bench, batch 1, forward, ratio to
-    // oneDNN, 3 alternating rounds: res2b_branch2a 1.418, 1.383, 1.362 -> 1.246, 1.265, 1.261;
-    // res3b_branch2a 1.271, 1.293, 1.305 -> 1.310, 1.193, 1.241.
-    if (cs == 1 && nr == 16 && rs >= 512) {
-        constexpr dim_t kBand = 4;
-        const dim_t full = nc / 16 * 16;
-        for (dim_t kb = 0; kb < kc; kb += kBand) {
-            const dim_t kn = std::min(kBand, kc - kb);
-            const float* src = p + (k0 + kb) * rs + j0;
-            for (dim_t j = 0; j < full; j += 16)
-                for (dim_t k = 0; k < kn; ++k)
-                    copy_panel_row(dst + j * kc + (kb + k) * 16, src + k * rs + j, 16);
-            for (dim_t k = 0; k < kn && full < nc; ++k) {
-                float* d = dst + full * kc + (kb + k) * 16;
-                std::copy(src + k * rs + full, src + k * rs + nc, d);
-                std::fill(d + (nc - full), d + 16, 0.0f);
-            }
-        }
+    if (cs == 1 && packs_in_bands(nr, rs)) {
+        pack_in_bands(kc, nc, dst, [&](dim_t k, dim_t x, dim_t len, float* d) {
+            const float* from = p + (k0 + k) * rs + j0 + x;
+            if (len == 16)
+                copy_panel_row(d, from, 16);
+            else
+                std::copy(from, from + len, d);
+        });
         return;
     }
     if (cs == 1) {  // row by row (run_to_panels)
@@ -1567,7 +1582,9 @@ void ImagesTB::operator()(dim_t k0, dim_t kc, dim_t j0, dim_t nc, int nr, float*
 }
 
 void ImagesB::operator()(dim_t k0, dim_t kc, dim_t j0, dim_t nc, int nr, float* dst) const {
-    // Row by row as StridedB does: each image's row a run, cut at the panels.
+    // Row by row as StridedB does: each image's row a run, cut at the panels. (In bands of
+    // rows, as StridedB packs rows far apart, 128 x 1568 x 512 from two images of 784 took 2.21
+    // against 2.13 ms, and 64 x 6272 x 64 0.594 against 0.558: harness, medians of 300 calls.)
     for (dim_t k = 0; k < kc; ++k) {
         for (dim_t x = 0; x < nc;) {
             const dim_t j = j0 + x, n = j / in_size, pos = j % in_size;
