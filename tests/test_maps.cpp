@@ -785,6 +785,53 @@ TEST_CASE("kernels: im2col_kernel and col2im_kernel equal the generic maps for e
     CHECK(identities >= 3);
 }
 
+TEST_CASE("kernels: col2im_rows_kernel by bands of input rows and blocks of output rows") {
+    // backward_data_col2im in blocks: each band of dX's input rows (id * IH + ih) adds the taps
+    // that land in it from the output rows that reach it (col2im_row_touches), a block of up to
+    // 2 output rows at a time, the columns of a block rows os apart. The bands together add what
+    // col2im_kernel adds, exactly (integer values); stride 2 along w sums each input row's
+    // halves first (conv1-like problems below, with dilation and uneven padding too).
+    std::mt19937 rng(811);
+    std::vector<Problem> ps = kernel_problems();
+    ps.push_back(make_problem(2, 1, 3, 8, 1, {30, 30}, {7, 7}, {2, 2}, {3, 3}, {2, 2}));
+    ps.push_back(make_problem(2, 2, 4, 6, 2, {17, 19}, {3, 5}, {1, 2}, {0, 3}, {2, 1}, {2, 2}));
+    ps.push_back(make_problem(1, 1, 2, 3, 1, {40}, {4}, {2}, {5}, {4}));
+    ps.push_back(
+        make_problem(3, 1, 2, 3, 1, {5, 6, 9}, {2, 3, 3}, {2, 1, 2}, {1, 1, 1}, {1, 0, 2}));
+    int stride2 = 0;
+    for (const Problem& p : ps) {
+        INFO(describe(p));
+        REQUIRE(p.validate() == "");
+        const dim_t rows = p.icg() * p.kernel_spatial(), os = p.out_spatial();
+        const dim_t ow = p.out(p.ndims - 1), rows_out = os / ow;
+        const dim_t rows_in = p.in_spatial() / p.in[p.ndims - 1];
+        stride2 += p.stride[p.ndims - 1] == 2 && p.kernel[p.ndims - 1] > 1;
+        const Buf col = ints(rows * os, rng);
+        Buf base(static_cast<std::size_t>(prod(src_dims(p))));
+        for (std::size_t i = 0; i < base.size(); ++i) base[i] = static_cast<float>(i % 7) - 3.0f;
+        for (dim_t n = 0; n < p.mb; ++n)
+            for (dim_t g = 0; g < p.groups; ++g) {
+                Buf want = base, got = base;
+                convlab::col2im_kernel(p, col.data(), n, g, want.data());
+                for (dim_t b = 0; b < 3; ++b) {
+                    const dim_t r0 = rows_in * b / 3, r1 = rows_in * (b + 1) / 3;
+                    for (dim_t q = 0; q < rows_out;) {
+                        if (!convlab::col2im_row_touches(p, q, r0, r1)) {
+                            ++q;
+                            continue;
+                        }
+                        const dim_t q1 = std::min(q + 2, rows_out);
+                        convlab::col2im_rows_kernel(p, col.data() + q * ow, os, q, q1, r0, r1, n, g,
+                                                    got.data());
+                        q = q1;
+                    }
+                }
+                check_same(got, want, src_dims(p), "col2im_rows_kernel");
+            }
+    }
+    CHECK(stride2 >= 3);
+}
+
 TEST_CASE("kernels: strided, pad, flip_rot, tnc and tnc_diff_wei kernels equal the maps") {
     for (const Problem& p : kernel_problems()) {
         INFO(describe(p));

@@ -56,6 +56,7 @@ struct RestoreCore {
         detail::set_swap_wgrad(0);
         detail::set_swap_forward(0);
         detail::set_swap_bwd_data(0);
+        detail::set_col2im_blocks(0);
         detail::set_stream_output(0);
         detail::set_edge_tiles(0);
         detail::set_strided_rows(0);
@@ -2304,6 +2305,70 @@ TEST_CASE("implicit_gemm's 1x1 forward computed transposed") {
     CHECK(!detail::swapped_forward(parse_descriptor("mb1ic256ih56oc64oh56kh3ph1")));
     detail::set_swap_forward(2);
     CHECK(!detail::swapped_forward(parse_descriptor("mb1ic256ih56oc128oh56kh1ph0")));
+}
+
+TEST_CASE("col2im in blocks of output rows, each thread's band of dX, equals direct") {
+    RestoreCore restore;
+    std::mt19937 rng(73);
+    // Forced on small problems (1-D to 3-D, strides 1-3, stride 2 along w with dilation, uneven
+    // padding, groups, 2 images; weights read in place or prepared), on 1 and 2 threads, with
+    // every microkernel: against direct, with "gemm" and "col2im" recorded.
+    const char* descs[] = {"mb1ic3ih30oc8oh15kh7sh2ph3",
+                           "mb2g2ic6ih49iw49oc4oh24ow23kh3kw5sh2sw2ph1pw2dh1dw1",
+                           "mb1ic5iw41oc7ow14kw4sw3pw3", "mb1ic4ih12oc6oh12kh3ph1",
+                           "mb1ic2id5ih6iw9oc3od3oh6ow5kd2kh3kw3sd2sh1sw2pd1ph1pw2"};
+    int count = 0;
+    const detail::MicroKernel* uks = detail::microkernels(count);
+    detail::set_col2im_blocks(1);
+    for (int u = 0; u < count; ++u) {
+        REQUIRE(detail::select_microkernel(uks[u].isa));
+        for (const int threads : {1, 2}) {
+            set_num_threads(threads);
+            for (const char* d : descs) {
+                CAPTURE(d);
+                CAPTURE(uks[u].isa);
+                CAPTURE(threads);
+                const Problem p = parse_descriptor(d);
+                REQUIRE(p.validate() == "");
+                CHECK(detail::col2im_in_blocks(p));
+                const Tensor dy = integer_tensor(p.dst_dims(), rng),
+                             w = integer_tensor(p.wei_dims(), rng);
+                const Tensor want = backward_data(p, dy, w, "direct");
+                Profiler prof;
+                check_equal(backward_data(p, dy, w, "col2im", &prof), want, d);
+                CHECK(prof.seconds("gemm") > 0.0);
+                CHECK(prof.seconds("col2im") > 0.0);
+                const PreparedWeights pw = prepare_weights(p, Pass::BackwardData, w.f32());
+                check_equal(backward_data(p, dy, w, "col2im", nullptr, &pw), want, d);
+            }
+        }
+    }
+    set_num_threads(0);
+    REQUIRE(detail::select_microkernel(uks[0].isa));
+    // By default: where one image's column matrix is 4 MiB or more. conv1's (7.4 MB) then never
+    // exists whole: no work buffer reaches 1 MiB, where the whole matrix was one; the same dX.
+    detail::set_col2im_blocks(0);
+    const Problem conv1 = parse_descriptor("mb1ic3ih224oc64oh112kh7sh2ph3");
+    CHECK(detail::col2im_in_blocks(conv1));
+    CHECK(detail::col2im_in_blocks(parse_descriptor("mb2ic64ih56oc64oh56kh3ph1")));  // 7.2 MB
+    CHECK(!detail::col2im_in_blocks(parse_descriptor("mb1ic3ih30oc8oh15kh7sh2ph3")));
+    CHECK(!detail::col2im_in_blocks(parse_descriptor("mb1ic256ih56oc64oh56kh1ph0")));  // identity
+    CHECK(!detail::col2im_in_blocks(parse_descriptor("mb1ic512ih7oc512oh7kh3ph1")));   // 0.9 MB
+    const Tensor dy = integer_tensor(conv1.dst_dims(), rng),
+                 w = integer_tensor(conv1.wei_dims(), rng);
+    detail::reset_scratch_high_water();
+    const Tensor blocks = backward_data(conv1, dy, w, "col2im");
+    CHECK(detail::scratch_high_water() < (1u << 20));
+    detail::set_col2im_blocks(2);
+    CHECK(!detail::col2im_in_blocks(conv1));
+    detail::reset_scratch_high_water();
+    check_equal(blocks, backward_data(conv1, dy, w, "col2im"), "conv1, blocks against whole");
+    CHECK(detail::scratch_high_water() >= 147u * 12544u * sizeof(float));
+    // Forced, still not where one GEMM takes several images' columns, nor on Eigen's core.
+    detail::set_col2im_blocks(1);
+    CHECK(!detail::col2im_in_blocks(parse_descriptor("mb4ic512ih7oc512oh7kh3ph1")));
+    set_gemm_core(GemmCore::eigen);
+    CHECK(!detail::col2im_in_blocks(parse_descriptor("mb1ic3ih30oc8oh15kh7sh2ph3")));
 }
 
 TEST_CASE("col2im's 1x1 backward data computed transposed") {

@@ -8,6 +8,8 @@
 // [SECTION] forward
 // [SECTION] backward data
 // [SECTION] backward weight
+#include <omp.h>
+
 #include <Eigen/Core>
 #include <algorithm>
 #include <cstdlib>
@@ -15,7 +17,9 @@
 #include <string_view>
 
 #include "algorithms.hpp"
+#include "geom.hpp"
 #include "microkernel.hpp"
+#include "thread_profile.hpp"
 
 namespace convlab {
 
@@ -220,6 +224,32 @@ dim_t col2im_rows_ld(const Problem& p) {
     return ld % 1024 == 0 ? ld + 16 : ld;
 }
 
+namespace {
+int g_col2im_blocks = 0;  // 0: when it pays, 1: whenever possible (tests), 2: never
+}  // namespace
+
+void set_col2im_blocks(int mode) {
+    g_col2im_blocks = mode;
+}
+
+// The column matrix of conv1 (147 x 12544, 7.4 MB) was written whole by the GEMM and read back
+// by col2im, both at memory speed. In blocks of whole output rows of about 256 KiB, each added
+// into dX while in cache (and the stride-2 rows summed into the input rows' halves first:
+// col2im_rows_kernel), the Zen 3, batch 1, bench, `--filter conv1 --passes bwd_data --algos
+// bwd_data:auto --reps 40`, 3 alternating rounds, medians (ms): whole 3.26/3.48/3.24 (gemm
+// 2.20/2.23/2.17, col2im 1.02/1.23/1.06), oneDNN's 4.74/5.33/3.57 in the same runs; in blocks,
+// the halves not yet summed, 2.89/2.80/3.85 (gemm 2.16/2.09/3.00, col2im 0.66/0.66/0.81),
+// oneDNN's 4.59/4.98/5.61; with the halves summed, 3 more rounds: col2im 0.46/0.48/0.49 ms
+// against 0.45/0.63/0.69 without, 0.22-0.23 of the GEMM's time against 0.29-0.31.
+bool col2im_in_blocks(const Problem& p) {
+    if (g_col2im_blocks == 2 || gemm_core() != GemmCore::blocked || im2col_is_identity(p))
+        return false;
+    const GemmDims d(p);
+    if (col2im_images_per_gemm(p, d) > 1) return false;
+    return g_col2im_blocks == 1 ||
+           static_cast<std::size_t>(d.rows * d.cols) * sizeof(float) >= (4u << 20);
+}
+
 void backward_data_col2im(const Problem& p, const ConvArgs& a, Profiler* prof) {
     const GemmDims d(p);
     // W_g^T: W's columns read in place, or its rows prepared once (col2im_reads_prepared_rows).
@@ -233,7 +263,7 @@ void backward_data_col2im(const Problem& p, const ConvArgs& a, Profiler* prof) {
     };
     const bool identity = im2col_is_identity(p);
     const dim_t nb = col2im_images_per_gemm(p, d);
-    float* col = identity || nb > 1 ? nullptr : column_buffer(d);
+    float* col = identity || nb > 1 || col2im_in_blocks(p) ? nullptr : column_buffer(d);
     if (nb <= 1 && !wt && swapped_bwd_data(p)) {
         for (dim_t n = 0; n < p.mb; ++n)
             for (dim_t g = 0; g < p.groups; ++g) {
@@ -248,6 +278,55 @@ void backward_data_col2im(const Problem& p, const ConvArgs& a, Profiler* prof) {
                 transpose_into(t, d.rows, d.rows, d.cols,
                                a.diff_src + (n * p.ic + g * d.cg) * d.in_size, d.cols, false,
                                gemm_threads(d.rows, d.cols, 16));
+            }
+        return;
+    }
+    if (col2im_in_blocks(p)) {
+        // Each thread owns a band of dX's input rows (all channels of the group), zeroes it, and
+        // goes through the output rows whose taps reach it (col2im_row_touches) in blocks of
+        // about 256 KiB of the column matrix: the block's GEMM on this thread, then col2im adds
+        // the block's taps that land in the band. Rows near a band's edge are computed by both
+        // threads (conv1: 3 of 56).
+        const Geom3 geo = geom3(p);
+        const dim_t ow = geo.out[2], rows_out = geo.out[0] * geo.out[1];
+        const dim_t rows_in = geo.in[0] * geo.in[1];
+        const dim_t per = std::clamp<dim_t>(65536 / (d.rows * ow), 1, rows_out);
+        for (dim_t n = 0; n < p.mb; ++n)
+            for (dim_t g = 0; g < p.groups; ++g) {
+                const float* dy = a.diff_dst + (n * p.oc + g * d.kg) * d.cols;
+                float* image = a.diff_src + (n * p.ic + g * d.cg) * d.in_size;
+                ThreadProfilers tp(prof);
+#pragma omp parallel
+                {
+                    const dim_t id = omp_get_thread_num(), nt = omp_get_num_threads();
+                    const dim_t r0 = rows_in * id / nt, r1 = rows_in * (id + 1) / nt;
+                    Profiler* mine = tp.mine();
+                    float* blk = scratch(3, static_cast<std::size_t>(d.rows * per * ow));
+                    {
+                        Span s(mine, "col2im");  // the band zeroed
+                        for (dim_t c = 0; c < d.cg; ++c)
+                            std::fill(image + c * d.in_size + r0 * geo.in[2],
+                                      image + c * d.in_size + r1 * geo.in[2], 0.0f);
+                    }
+                    for (dim_t q = 0; q < rows_out;) {
+                        if (!col2im_row_touches(p, q, r0, r1)) {
+                            ++q;
+                            continue;
+                        }
+                        dim_t q1 = q + 1;
+                        while (q1 < rows_out && q1 - q < per && col2im_row_touches(p, q1, r0, r1))
+                            ++q1;
+                        const dim_t cols = (q1 - q) * ow;
+                        {
+                            Span s(mine, "gemm");
+                            sgemm(d.rows, cols, d.kg, w_t(g), StridedB{dy + q * ow, d.cols, 1}, blk,
+                                  cols, false);
+                        }
+                        Span s(mine, "col2im");
+                        col2im_rows_kernel(p, blk, cols, q, q1, r0, r1, n, g, a.diff_src);
+                        q = q1;
+                    }
+                }
             }
         return;
     }

@@ -22,6 +22,15 @@ void im2col_kernel(const Problem& p, const float* src, dim_t n, dim_t g, float* 
 // block of a product that holds several images side by side.
 void col2im_kernel(const Problem& p, const float* col, dim_t n, dim_t g, float* diff_src,
                    bool zero_first = false, dim_t col_ld = 0);
+// col2im of output rows [q0, q1) only (q = od * OH + oh, all of a row's positions), from col's
+// columns [0, (q1 - q0) * OW) (rows col_ld apart), adding only into the input rows whose index
+// id * IH + ih lies in [r0, r1), of image n, group g; on the calling thread. Threads that own
+// disjoint [r0, r1) add into dX side by side without a race, each from the output rows whose
+// taps reach its rows (col2im_row_touches).
+void col2im_rows_kernel(const Problem& p, const float* col, dim_t col_ld, dim_t q0, dim_t q1,
+                        dim_t r0, dim_t r1, dim_t n, dim_t g, float* diff_src);
+// Whether a tap of output row q (od * OH + oh) lands in an input row id * IH + ih in [r0, r1).
+bool col2im_row_touches(const Problem& p, dim_t q, dim_t r0, dim_t r1);
 // True when im2col is the identity (1x1 kernel, stride 1, no padding): the column matrix of
 // image n, group g is the image's channels of that group, and both kernels can be skipped.
 bool im2col_is_identity(const Problem& p);
