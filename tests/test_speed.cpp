@@ -292,9 +292,9 @@ TEST_CASE("blocked GEMM equals a naive product on every microkernel, transpose a
                                // 4, 128 leaves 2), with a second KC block
                                {33, 70, 300},
                                {128, 50, 40},
-                               // B's rows 512 floats and more apart, packed in bands of 4 rows
+                               // B's rows 1024 floats and more apart, packed in bands of 4 rows
                                // (6 x 16): a short band, a partial last panel, two KC blocks
-                               {45, 600, 262}};
+                               {45, 1100, 262}};
     for (int u = 0; u < count * 2; ++u) {
         // Each microkernel with row-major A read from its rows (where the ISA has a kernel for
         // it; copied when the stride is a multiple of 4 KiB, k = 1024 below) and packed.

@@ -1504,17 +1504,20 @@ inline void zero_panel_tail(dim_t nc, dim_t kc, int nr, float* d) {
     }
 }
 
-// AVX2's 16-column panels of rows 2 KiB and more apart are packed in bands of 4 rows, panel
+// AVX2's 16-column panels of rows 4 KiB and more apart are packed in bands of 4 rows, panel
 // by panel (a line from each of the 4 rows, written one after the other). Row by row, a row's
 // pieces went to lines 16 kc floats apart (16 KiB at kc = 256), all in one L1 set. Zen 3,
 // harness, 2 threads, 8 MiB touched between calls, 300-400 calls, medians (ms): 64 x 3136 x 256
-// 1.239 -> 1.108 and 1.191 -> 1.076 (bands of 8: 1.164, 1.119; of 16: 1.347, 1.283), 128 x 784
-// x 512 1.156 -> 1.051 and 1.109 -> 1.013, 256 x 3136 x 64 0.978 -> 0.952, 64 x 3136 x 64 0.411
-// -> 0.386, 512 x 784 x 128 even. Rows 196 floats apart lost (256 x 196 x 1024 0.973 -> 1.052).
-// Bench, batch 1, forward, ratio to oneDNN, 3 alternating rounds: res2b_branch2a 1.418, 1.383,
-// 1.362 -> 1.246, 1.265, 1.261; res3b_branch2a 1.271, 1.293, 1.305 -> 1.310, 1.193, 1.241.
+// 1.239 -> 1.108 and 1.191 -> 1.076 (bands of 8: 1.164, 1.119; of 16: 1.347, 1.283), 256 x
+// 3136 x 64 0.978 -> 0.952, 64 x 3136 x 64 0.411 -> 0.386. Bench, forward, ratio to oneDNN, 3
+// alternating rounds: batch 1 res2b_branch2a 1.418, 1.383, 1.362 -> 1.246, 1.265, 1.261; batch
+// 32 res2b_branch2a 1.063, 1.026, 0.949 -> 0.845, 0.932, 0.906, res2a_branch2a 1.143, 1.119,
+// 1.116 -> 1.062, 1.050, 1.093. Rows 784 floats apart: 128 x 784 x 512 1.156 -> 1.051 in the
+// harness, but in the bench res3b_branch2a at batch 1 even (1.17-1.37 against 1.12-1.29, 4
+// rounds) and res3a_branch1 at batch 32, from its sampled copy, slower (1.19-1.25 -> 1.23-1.29,
+// 6 rounds); rows 196 apart slower (256 x 196 x 1024 0.973 -> 1.052 in the harness).
 inline bool packs_in_bands(int nr, dim_t row_stride) {
-    return nr == 16 && row_stride >= 512;
+    return nr == 16 && row_stride >= 1024;
 }
 
 // Rows [0, kc) x columns [0, nc) of a block into 16-column panels (row k of panel x / 16 at dst
