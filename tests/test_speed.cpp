@@ -2311,8 +2311,9 @@ TEST_CASE("col2im in blocks of output rows, each thread's band of dX, equals dir
     RestoreCore restore;
     std::mt19937 rng(73);
     // Forced on small problems (1-D to 3-D, strides 1-3, stride 2 along w with dilation, uneven
-    // padding, groups, 2 images; weights read in place or prepared), on 1 and 2 threads, with
-    // every microkernel: against direct, with "gemm" and "col2im" recorded.
+    // padding, groups, 2 images; weights read in place or prepared), on 1 and 2 threads (bands
+    // of each image's dX, or with 2 images and 2 groups on 2 threads whole images a thread),
+    // with every microkernel: against direct, with "gemm" and "col2im" recorded.
     const char* descs[] = {"mb1ic3ih30oc8oh15kh7sh2ph3",
                            "mb2g2ic6ih49iw49oc4oh24ow23kh3kw5sh2sw2ph1pw2dh1dw1",
                            "mb1ic5iw41oc7ow14kw4sw3pw3", "mb1ic4ih12oc6oh12kh3ph1",
