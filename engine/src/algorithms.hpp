@@ -144,9 +144,9 @@ bool swapped_bwd_data(const Problem& p);
 // For tests and measurements: 0 where it pays, 1 wherever it can run, 2 never.
 void set_swap_bwd_data(int mode);
 // Whether col2im computes one image's column matrix in blocks of whole output rows, each thread
-// owning a band of dX's input rows (the blocked core, not a 1x1 stride-1 problem, one image a
-// GEMM): for a column matrix of 4 MiB or more (conv1), or with set_col2im_blocks's modes (0
-// there, 1 wherever it can run, 2 never).
+// owning a band of dX's input rows or whole images (the blocked core, im2col not the identity,
+// one image a GEMM): for a column matrix of 4 MiB or more (conv1), or with set_col2im_blocks's
+// modes (0 there, 1 wherever it can run, 2 never).
 bool col2im_in_blocks(const Problem& p);
 void set_col2im_blocks(int mode);
 // Whether col2im's GEMM reads W^T row by row from prepared weights (prepare_weights makes them
