@@ -263,7 +263,8 @@ void backward_data_col2im(const Problem& p, const ConvArgs& a, Profiler* prof) {
     };
     const bool identity = im2col_is_identity(p);
     const dim_t nb = col2im_images_per_gemm(p, d);
-    float* col = identity || nb > 1 || col2im_in_blocks(p) ? nullptr : column_buffer(d);
+    const bool blocks = col2im_in_blocks(p);
+    float* col = identity || nb > 1 || blocks ? nullptr : column_buffer(d);
     if (nb <= 1 && !wt && swapped_bwd_data(p)) {
         for (dim_t n = 0; n < p.mb; ++n)
             for (dim_t g = 0; g < p.groups; ++g) {
@@ -281,7 +282,7 @@ void backward_data_col2im(const Problem& p, const ConvArgs& a, Profiler* prof) {
             }
         return;
     }
-    if (col2im_in_blocks(p)) {
+    if (blocks) {
         // Image n, group g: the input rows [r0, r1) of dX (all channels of the group) zeroed,
         // then the output rows whose taps reach them (col2im_row_touches) in blocks of about
         // 256 KiB of the column matrix: the block's GEMM on this thread, then col2im adds the

@@ -167,8 +167,9 @@ static void col2im_rows_stride2(const Problem& p, const Geom3& geo, const float*
                                 dim_t q0, dim_t q1, dim_t r0, dim_t r1, float* image) {
     const dim_t ks = geo.k_size(), is = geo.in_size(), kw_n = geo.k[2], iw = geo.in[2];
     const dim_t half = (iw + 1) / 2;
-    thread_local std::vector<float> halves;
-    halves.assign(static_cast<std::size_t>(2 * half), 0.0f);
+    thread_local std::vector<float> halves;  // each half's first run is copied in, not added
+    if (halves.size() < static_cast<std::size_t>(2 * half))
+        halves.resize(static_cast<std::size_t>(2 * half));
     float* e = halves.data();
     float* o = e + half;
     for (dim_t base = 0; base < p.icg() * ks; base += kw_n) {  // rows (ci, kd, kh, 0)

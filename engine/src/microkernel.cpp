@@ -1520,11 +1520,9 @@ inline bool packs_in_bands(int nr, dim_t row_stride) {
     return nr == 16 && row_stride >= 1024;
 }
 
-// Rows [0, kc) x columns [0, nc) of a block into 16-column panels (row k of panel x / 16 at dst
-// + x kc + 16 k, zeros past nc), 4 rows at a time, panel by panel: cols(k, x, len, d) copies
-// row k's columns [x, x + len) (len <= 16, within one panel) to d.
-template <class Cols>
-void pack_in_bands(dim_t kc, dim_t nc, float* dst, const Cols& cols) {
+// Rows [0, kc) x columns [0, nc) of src (rows rs apart) into 16-column panels (row k of panel
+// x / 16 at dst + x kc + 16 k, zeros past nc), 4 rows at a time, panel by panel.
+void pack_in_bands(const float* src, dim_t rs, dim_t kc, dim_t nc, float* dst) {
     constexpr dim_t kBand = 4;
     for (dim_t kb = 0; kb < kc; kb += kBand) {
         const dim_t kn = std::min(kBand, kc - kb);
@@ -1532,8 +1530,13 @@ void pack_in_bands(dim_t kc, dim_t nc, float* dst, const Cols& cols) {
             const dim_t len = std::min<dim_t>(16, nc - x);
             for (dim_t k = kb; k < kb + kn; ++k) {
                 float* d = dst + x * kc + k * 16;
-                cols(k, x, len, d);
-                std::fill(d + len, d + 16, 0.0f);
+                const float* from = src + k * rs + x;
+                if (len == 16) {
+                    copy_panel_row(d, from, 16);
+                } else {
+                    std::copy(from, from + len, d);
+                    std::fill(d + len, d + 16, 0.0f);
+                }
             }
         }
     }
@@ -1541,16 +1544,7 @@ void pack_in_bands(dim_t kc, dim_t nc, float* dst, const Cols& cols) {
 }  // namespace
 
 void StridedB::operator()(dim_t k0, dim_t kc, dim_t j0, dim_t nc, int nr, float* dst) const {
-    if (cs == 1 && packs_in_bands(nr, rs)) {
-        pack_in_bands(kc, nc, dst, [&](dim_t k, dim_t x, dim_t len, float* d) {
-            const float* from = p + (k0 + k) * rs + j0 + x;
-            if (len == 16)
-                copy_panel_row(d, from, 16);
-            else
-                std::copy(from, from + len, d);
-        });
-        return;
-    }
+    if (cs == 1 && packs_in_bands(nr, rs)) return pack_in_bands(p + k0 * rs + j0, rs, kc, nc, dst);
     if (cs == 1) {  // row by row (run_to_panels)
         for (dim_t k = 0; k < kc; ++k) {
             run_to_panels(p + (k0 + k) * rs + j0, 0, nc, kc, nr, dst + k * nr);
