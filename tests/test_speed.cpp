@@ -610,6 +610,8 @@ TEST_CASE("fast algorithms equal direct on scaled-down ResNet-50 layers (leftove
           // strided 1x1 forward from the input sampled once: images merged, 3-D, stride 3
           "mb8ic16ih28oc24oh14kh1sh2ph0", "mb2ic8id6ih6iw6oc12od3oh3ow3kd1kh1kw1sd2sh2sw2",
           "mb1ic5ih9oc7oh3kh1sh3ph0",
+          // rows sampled 8 at a time (AVX2) with 1 to 8 left over: 21, 16 and 9 per row
+          "mb1ic8ih42oc12oh21kh1sh2ph0", "mb2ic4ih32oc6oh16kh1sh2ph0", "mb1ic6ih18oc40oh9kh1sh2ph0",
           // one image, M split: the forward splits im2col's rows (the reduction) over threads
           "mb1ic128ih7oc64oh7kh3ph1", "mb1ic128ih14oc96oh14kh3ph1"}) {
         const Problem p = parse_descriptor(d);

@@ -11,11 +11,12 @@
 // [SECTION] backward weight    dW_g = sum_n dY_g(n) * B(n)^T (the packer gathers B^T)
 #include <omp.h>
 
-#if defined(__AVX512F__) && defined(__BMI2__)
+#if defined(__AVX2__)
 #include <immintrin.h>
 #endif
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -41,7 +42,8 @@ namespace {
 // stride-2 runs of 8 or fewer: res5a_branch2a's input sampled at the strides (7 per row), batch
 // 1, 2 threads, 20 interleaved runs, 0.027-0.035 -> 0.021-0.028 ms (in a slow spell of the
 // machine 0.134 -> 0.060); for 14 and 28 per row the masked loads won (0.019-0.020 against
-// 0.033, 0.027-0.028 against 0.041-0.043).
+// 0.033, 0.027-0.028 against 0.041-0.043). With AVX2, stride-2 runs go 8 at a time but for
+// their last 1 to 8 elements (subsample_input measures it).
 inline void copy_run(const float* sp, dim_t sw, dim_t lo, dim_t hi, dim_t len, float* out) {
 #if defined(__AVX512F__) && defined(__BMI2__)
     if ((sw == 2 && len > 8) || (sw == 1 && len <= 16)) {
@@ -71,10 +73,26 @@ inline void copy_run(const float* sp, dim_t sw, dim_t lo, dim_t hi, dim_t len, f
     }
 #endif
     std::fill(out, out + lo, 0.0f);
-    if (sw == 1)
+    dim_t e = lo;
+    if (sw == 1) {
         std::copy(sp + lo, sp + hi, out + lo);
-    else
-        for (dim_t e = lo; e < hi; ++e) out[e] = sp[e * sw];
+        e = hi;
+    }
+#if defined(__AVX2__)
+    // Stride 2: two loads of 8, their even lanes picked by one shuffle and put in order by one
+    // permute. Only while the second load ends before the run's last element (no read beyond
+    // it); the rest one by one.
+    if (sw == 2) {
+        const auto even = [](__m256 a, __m256 b) {
+            const __m256 t = _mm256_shuffle_ps(a, b, 0x88);  // a0 a2 b0 b2 | a4 a6 b4 b6
+            return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(t), 0xd8));
+        };
+        for (; e + 8 < hi; e += 8)
+            _mm256_storeu_ps(out + e,
+                             even(_mm256_loadu_ps(sp + 2 * e), _mm256_loadu_ps(sp + 2 * e + 8)));
+    }
+#endif
+    for (; e < hi; ++e) out[e] = sp[e * sw];
     std::fill(out + hi, out + len, 0.0f);
 }
 
@@ -307,6 +325,17 @@ bool reads_input_1x1(const Problem& p) {
 void subsample_input(const Geom3& g, const float* src, dim_t n_stride, dim_t nn, dim_t cg,
                      float* sub) {
     const dim_t is = g.in_size(), os = g.out_size();
+    // The source of the line 8 lines on is prefetched while this one is copied (addresses past the
+    // input are only prefetched, never read). The bench calls a layer every 2 ms or so, and on the
+    // Zen 3 its input is back in memory by then, whatever ran in between: a harness sampling
+    // res3a_branch1's 3.2 MB input on 2 threads, only spinning between copies, took 0.06 ms back to
+    // back, 0.11 after 1 ms of spinning and 0.41 after 2 ms. Bench, 6 alternating rounds of 100
+    // calls (batch 32: 3 of 10), pack_src medians: res3a_branch1 at batch 1, scalar 0.50 ms,
+    // vectorised 0.39, and with the prefetch (4, 8 or 16 lines ahead) 0.32-0.33; at batch 32 15.9
+    // -> 11.6 -> 10.2 (16 ahead: 10.0). With 28 or 14 floats a line (res4a, res5a) tied (4.9-6.0
+    // ms, 2.1-2.3).
+    constexpr dim_t kAhead = 8;
+    const dim_t run_bytes = ((g.out[2] - 1) * g.s[2] + 1) * dim_t{sizeof(float)};
     // Both threads from 8192 elements: res5a at batch 1 (50176) left one thread waiting.
 #pragma omp parallel for collapse(2) schedule(static) if (nn * cg * os > 8192)
     for (dim_t i = 0; i < nn; ++i)
@@ -314,9 +343,16 @@ void subsample_input(const Geom3& g, const float* src, dim_t n_stride, dim_t nn,
             const float* from = src + i * n_stride + c * is;
             float* to = sub + (i * cg + c) * os;
             for (dim_t od = 0; od < g.out[0]; ++od)
-                for (dim_t oh = 0; oh < g.out[1]; ++oh)
-                    copy_run(from + (od * g.s[0] * g.in[1] + oh * g.s[1]) * g.in[2], g.s[2], 0,
-                             g.out[2], g.out[2], to + (od * g.out[1] + oh) * g.out[2]);
+                for (dim_t oh = 0; oh < g.out[1]; ++oh) {
+                    const float* line = from + (od * g.s[0] * g.in[1] + oh * g.s[1]) * g.in[2];
+                    const std::uintptr_t ahead =
+                        reinterpret_cast<std::uintptr_t>(line) +
+                        static_cast<std::uintptr_t>(kAhead * g.s[1] * g.in[2]) * sizeof(float);
+                    for (dim_t b = 0; b < run_bytes; b += 64)
+                        __builtin_prefetch(reinterpret_cast<const void*>(ahead + b));
+                    copy_run(line, g.s[2], 0, g.out[2], g.out[2],
+                             to + (od * g.out[1] + oh) * g.out[2]);
+                }
         }
 }
 
