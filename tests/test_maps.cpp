@@ -785,6 +785,60 @@ TEST_CASE("kernels: im2col_kernel and col2im_kernel equal the generic maps for e
     CHECK(identities >= 3);
 }
 
+TEST_CASE("kernels: col2im_kernel with zero_first overwrites every element of the group") {
+    // zero_first: the group's channels of image n hold exactly the generic map's result, whatever
+    // they held before (sentinels here), and the other channels and images are untouched. A 1x1
+    // kernel without padding writes each input row once (a row an output row lands on, its
+    // elements every s floats, zeros between; 8 at a time with AVX2 at stride 2, then 1 to 8
+    // left); the others go through the general nest. col_ld wider than the row reads one image
+    // of a product holding several side by side.
+    std::mt19937 rng(813);
+    std::vector<Problem> ps = kernel_problems();
+    ps.push_back(make_problem(2, 2, 5, 3, 1, {12, 42}, {1, 1}, {2, 2}));  // 21 a row
+    ps.push_back(make_problem(2, 1, 4, 6, 2, {9, 32}, {1, 1}, {2, 2}));   // 5 rows of 16
+    ps.push_back(make_problem(2, 1, 3, 2, 1, {7, 35}, {1, 1}, {3, 2}));   // leftover row, 18
+    ps.push_back(make_problem(1, 2, 3, 4, 1, {40}, {1}, {3}));
+    ps.push_back(make_problem(3, 1, 2, 3, 1, {5, 6, 19}, {1, 1, 1}, {2, 3, 2}));
+    ps.push_back(make_problem(2, 1, 70, 8, 1, {6, 34}, {1, 1}, {2, 2}));  // channels in parallel
+    ps.push_back(make_problem(2, 1, 3, 8, 1, {30, 30}, {7, 7}, {2, 2}, {3, 3}, {2, 2}));
+    int once = 0;
+    for (const Problem& p : ps) {
+        INFO(describe(p));
+        REQUIRE(p.validate() == "");
+        const dim_t rows = p.icg() * p.kernel_spatial(), os = p.out_spatial(), is = p.in_spatial();
+        bool unpadded_1x1 = true;
+        for (int i = 0; i < p.ndims; ++i)
+            unpadded_1x1 = unpadded_1x1 && p.kernel[i] == 1 && p.pad_begin[i] == 0;
+        once += unpadded_1x1 && !convlab::im2col_is_identity(p);
+        const Dims cd{p.mb, p.groups, rows, os};
+        const Buf col = ints(prod(cd), rng);
+        const Buf want = run(maps::col2im(p), col);
+        for (const dim_t ld : {os, os + 3}) {
+            // The column matrix of (n, g) at col_ld = ld: its rows ld floats apart.
+            Buf dx(want.size(), kSentinel);
+            for (dim_t n = 0; n < p.mb; ++n)
+                for (dim_t g = 0; g < p.groups; ++g) {
+                    Buf wide(static_cast<std::size_t>(rows * ld), kSentinel);
+                    for (dim_t r = 0; r < rows; ++r)
+                        std::copy_n(col.begin() + ((n * p.groups + g) * rows + r) * os, os,
+                                    wide.begin() + r * ld);
+                    Buf before = dx;
+                    convlab::col2im_kernel(p, wide.data(), n, g, dx.data(), true, ld);
+                    // Only image n's channels of group g changed.
+                    std::size_t outside = 0;
+                    for (std::size_t i = 0; i < dx.size(); ++i) {
+                        const dim_t img = static_cast<dim_t>(i) / (p.ic * is);
+                        const dim_t grp = static_cast<dim_t>(i) / is % p.ic / p.icg();
+                        outside += (img != n || grp != g) && dx[i] != before[i];
+                    }
+                    CHECK(outside == 0);
+                }
+            check_same(dx, want, src_dims(p), "col2im_kernel zero_first");
+        }
+    }
+    CHECK(once >= 6);
+}
+
 TEST_CASE("kernels: col2im_rows_kernel by bands of input rows and blocks of output rows") {
     // backward_data_col2im in blocks: each band of dX's input rows (id * IH + ih) adds the taps
     // that land in it from the output rows that reach it (col2im_row_touches), a block of up to
