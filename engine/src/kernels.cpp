@@ -89,7 +89,7 @@ static void nest_row(const Geom3& g, dim_t row, float* img, float* c, dim_t q0, 
     }
 }
 
-// row[i * s] = l[i] for i in [0, n), zeros at every other float of [0, len): one line of a
+// row[i * s] = l[i] for i in [0, n), zeros at the other floats of [0, len): one line of a
 // 1x1's col2im (col2im_writes_once). len >= (n - 1) * s + 1.
 static void spread_line(const float* l, dim_t n, dim_t s, float* row, dim_t len) {
     dim_t i = 0;
@@ -127,8 +127,8 @@ static bool col2im_writes_once(const Geom3& g) {
     return true;
 }
 
-// Rows [ih0, ih1) of every depth of channel chan's plane img, from the column matrix's row
-// chan (c, ld floats a row).
+// Rows [ih0, ih1), at every depth, of one channel's plane img, from that channel's row c of
+// the column matrix (its output positions: a 1x1 has one row per channel).
 static void col2im_once_rows(const Geom3& g, const float* c, float* img, dim_t ih0, dim_t ih1) {
     dim_t w_lo, w_hi;
     valid_range(0, g.s[2], g.in[2], g.out[2], w_lo, w_hi);
