@@ -35,6 +35,15 @@ namespace {
 
 // [SECTION] im2col gather
 
+// Prefetches bytes [0, bytes) from `floats` floats past p: the next rows of a copy whose
+// source the hardware prefetchers follow poorly. The address is formed as an integer, since
+// it may lie past the end of p's array (the last rows' prefetches; they never fault).
+inline void prefetch_ahead(const float* p, dim_t floats, dim_t bytes) {
+    const std::uintptr_t a =
+        reinterpret_cast<std::uintptr_t>(p) + static_cast<std::uintptr_t>(floats) * sizeof(float);
+    for (dim_t b = 0; b < bytes; b += 64) __builtin_prefetch(reinterpret_cast<const void*>(a + b));
+}
+
 // out[e] = sp[e * sw] for e in [lo, hi), 0 for the rest of [0, len). With AVX-512, short
 // stride-1 runs (16 or fewer) and stride-2 runs of 9 or more go 16 at a time by masked loads and
 // stores (the masked-off lanes are neither read nor written; stride 2 through one permute of two
@@ -325,15 +334,14 @@ bool reads_input_1x1(const Problem& p) {
 void subsample_input(const Geom3& g, const float* src, dim_t n_stride, dim_t nn, dim_t cg,
                      float* sub) {
     const dim_t is = g.in_size(), os = g.out_size();
-    // The source of the line 8 lines on is prefetched while this one is copied (addresses past the
-    // input are only prefetched, never read). The bench calls a layer every 2 ms or so, and on the
-    // Zen 3 its input is back in memory by then, whatever ran in between: a harness sampling
-    // res3a_branch1's 3.2 MB input on 2 threads, only spinning between copies, took 0.06 ms back to
-    // back, 0.11 after 1 ms of spinning and 0.41 after 2 ms. Bench, 6 alternating rounds of 100
-    // calls (batch 32: 3 of 10), pack_src medians: res3a_branch1 at batch 1, scalar 0.50 ms,
-    // vectorised 0.39, and with the prefetch (4, 8 or 16 lines ahead) 0.32-0.33; at batch 32 15.9
-    // -> 11.6 -> 10.2 (16 ahead: 10.0). With 28 or 14 floats a line (res4a, res5a) tied (4.9-6.0
-    // ms, 2.1-2.3).
+    // The source of the line 8 lines on is prefetched while this one is copied (prefetch_ahead).
+    // The bench calls a layer every 2 ms or so, and on the Zen 3 its input is back in memory by
+    // then, whatever ran in between: a harness sampling res3a_branch1's 3.2 MB input on 2 threads,
+    // only spinning between copies, took 0.06 ms back to back, 0.11 after 1 ms of spinning and 0.41
+    // after 2 ms. Bench, 6 alternating rounds of 100 calls (batch 32: 3 of 10), pack_src medians:
+    // res3a_branch1 at batch 1, scalar 0.50 ms, vectorised 0.39, and with the prefetch (4, 8 or 16
+    // lines ahead) 0.32-0.33; at batch 32 15.9 -> 11.6 -> 10.2 (16 ahead: 10.0). With 28 or 14
+    // floats a line (res4a, res5a) tied (4.9-6.0 ms, 2.1-2.3).
     constexpr dim_t kAhead = 8;
     const dim_t run_bytes = ((g.out[2] - 1) * g.s[2] + 1) * dim_t{sizeof(float)};
     // Both threads from 8192 elements: res5a at batch 1 (50176) left one thread waiting.
@@ -345,11 +353,7 @@ void subsample_input(const Geom3& g, const float* src, dim_t n_stride, dim_t nn,
             for (dim_t od = 0; od < g.out[0]; ++od)
                 for (dim_t oh = 0; oh < g.out[1]; ++oh) {
                     const float* line = from + (od * g.s[0] * g.in[1] + oh * g.s[1]) * g.in[2];
-                    const std::uintptr_t ahead =
-                        reinterpret_cast<std::uintptr_t>(line) +
-                        static_cast<std::uintptr_t>(kAhead * g.s[1] * g.in[2]) * sizeof(float);
-                    for (dim_t b = 0; b < run_bytes; b += 64)
-                        __builtin_prefetch(reinterpret_cast<const void*>(ahead + b));
+                    prefetch_ahead(line, kAhead * g.s[1] * g.in[2], run_bytes);
                     copy_run(line, g.s[2], 0, g.out[2], g.out[2],
                              to + (od * g.out[1] + oh) * g.out[2]);
                 }
@@ -598,13 +602,9 @@ struct Shifted {
                 // which read the same rows), as subsample_input does: conv1's input, cold at
                 // every call in the bench. 6 alternating rounds of 100 calls (batch 32: 3 of
                 // 10), pad medians: batch 1 0.163 -> 0.119 ms, batch 32 4.64 -> 3.35.
-                if (pw == 0) {
-                    const std::uintptr_t ahead =
-                        reinterpret_cast<std::uintptr_t>(x + ci * is + ih * in_w) +
-                        static_cast<std::uintptr_t>(8 * sh * in_w) * sizeof(float);
-                    for (dim_t b = 0; b < in_w * dim_t{sizeof(float)}; b += 64)
-                        __builtin_prefetch(reinterpret_cast<const void*>(ahead + b));
-                }
+                if (pw == 0)
+                    prefetch_ahead(x + ci * is + ih * in_w, 8 * sh * in_w,
+                                   in_w * dim_t{sizeof(float)});
                 copy_run(x + ci * is + ih * in_w + pw - g.pb[2], sw, lo, hi, wh, to);
             }
         }
