@@ -365,6 +365,85 @@ TEST_CASE("blocked GEMM's reduction block: longer for few columns, not for A's f
     }
 }
 
+TEST_CASE("blocked GEMM's column blocks: GemmBlocking's NC where it fits L2, else equal panels") {
+    const dim_t nc = detail::GemmBlocking{}.nc;
+    const long kib = 1024;
+    const auto cols = [](dim_t kc, int nr, dim_t panels, dim_t rows, long l2) {
+        return detail::l2_block_columns(kc, nr, panels, rows, l2);
+    };
+    // 512 KiB of L2 (AMD Zen 3), KC 256, 6 x 16, 64 rows of A: 24 panels fill 3/4 of it.
+    CHECK(cols(256, 16, 24, 64, 512 * kib) == nc);
+    CHECK(cols(256, 16, 25, 64, 512 * kib) == 400);   // one block, 2% over
+    CHECK(cols(256, 16, 49, 64, 512 * kib) == 400);   // 784 columns: 400 + 384
+    CHECK(cols(256, 16, 98, 64, 512 * kib) == 400);   // 1568: 4 blocks
+    CHECK(cols(256, 16, 98, 128, 512 * kib) == 400);  // A's share 128 KiB: a quarter of L2
+    CHECK(cols(256, 16, 98, 129, 512 * kib) == nc);   // more: A would be read once per block
+    CHECK(cols(64, 16, 196, 64, 512 * kib) == nc);    // 64 x 1536 fits
+    CHECK(cols(256, 16, 196, 64, 2048 * kib) == nc);  // 2 MiB: 1536 fits
+    CHECK(cols(256, 32, 49, 64, 1024 * kib) == 800);  // 1 MiB, 12 x 32
+    CHECK(cols(256, 16, 196, 64, 0) == nc);           // L2 unknown
+    CHECK(cols(256, 16, 196, 64, -1) == nc);
+    CHECK(cols(4096, 16, 10, 4, 512 * kib) == 16);  // a panel alone is larger
+    // Every case: whole panels, no more than NC, each block within 27/32 of L2 (or one panel),
+    // and as few blocks as that allows, as equal as whole panels go.
+    for (const long l2 : {256 * kib, 512 * kib, 1024 * kib})
+        for (const dim_t kc : {dim_t{16}, dim_t{100}, dim_t{256}})
+            for (const dim_t rows : {dim_t{6}, dim_t{64}, dim_t{512}})
+                for (const int nr : {16, 32})
+                    for (dim_t panels = 1; panels <= 300; ++panels) {
+                        const dim_t c = cols(kc, nr, panels, rows, l2);
+                        INFO("l2 " << l2 << " kc " << kc << " rows " << rows << " nr " << nr
+                                   << " panels " << panels);
+                        REQUIRE(c % nr == 0);
+                        REQUIRE(c >= nr);
+                        CHECK(c <= nc);
+                        // Panels within 3/4 of L2, and within 27/32.
+                        const dim_t fit = std::max<dim_t>(1, 3 * l2 / 4 / (kc * nr * 4));
+                        const dim_t slack = fit + fit / 8;
+                        if (c == nc) {
+                            CHECK((rows * kc * 4 > l2 / 4 || std::min(panels, nc / nr) <= fit ||
+                                   nc / nr <= slack));
+                            continue;
+                        }
+                        CHECK(rows * kc * 4 <= l2 / 4);
+                        const dim_t per = c / nr, blocks = (panels + per - 1) / per;
+                        CHECK((per == 1 || c * kc * 4 <= 27 * l2 / 32));
+                        CHECK(blocks == (panels + slack - 1) / slack);
+                        CHECK(panels - (blocks - 1) * per >= per - blocks);  // the last not short
+                    }
+}
+
+TEST_CASE("blocked GEMM equals a naive product whatever its column block NC") {
+    RestoreCore restore;
+    std::mt19937 rng(79);
+    int count = 0;
+    const detail::MicroKernel* uks = detail::microkernels(count);
+    // Two KC blocks (300 = 256 + 44) and column counts that leave a partial last panel and a
+    // short last block: gemm_block with NC of one panel, a few, l2_block_columns's 400 and
+    // GemmBlocking's 1536.
+    const dim_t m = 13, k = 300;
+    for (int u = 0; u < count; ++u) {
+        REQUIRE(detail::select_microkernel(uks[u].isa));
+        const detail::MicroKernel& uk = detail::microkernel();
+        for (const dim_t n : {dim_t{1000}, dim_t{1601}})
+            for (const dim_t nc : {dim_t{uk.nr}, dim_t{3 * uk.nr}, dim_t{400}, dim_t{1536}})
+                for (const bool acc : {false, true}) {
+                    const auto a = integers(static_cast<std::size_t>(m * k), rng);
+                    const auto b = integers(static_cast<std::size_t>(k * n), rng);
+                    auto c = integers(static_cast<std::size_t>(m * n), rng);
+                    const auto want = naive_product(m, n, k, a, b, false, false, acc, c);
+                    detail::GemmBlocking bl;
+                    bl.nc = nc / uk.nr * uk.nr;
+                    detail::gemm_block(uk, bl, 0, m, 0, n, k, detail::StridedA{a.data(), k, 1},
+                                       detail::StridedB{b.data(), n, 1}, c.data(), n, acc);
+                    dim_t bad = 0;
+                    for (std::size_t e = 0; e < c.size(); ++e) bad += c[e] != want[e];
+                    INFO(uk.isa << " n " << n << " nc " << bl.nc << " acc " << acc);
+                    CHECK(bad == 0);
+                }
+    }
+}
+
 TEST_CASE("blocked GEMM's split: A read in place beside a gathered B splits B's columns") {
     // The 1x1 weight gradient of res3a_branch1 at batch 1 (dY 512 x 784 read in place, B the
     // input sampled at the strides): counted as packed, each thread took half of A's rows and

@@ -1974,11 +1974,22 @@ void add_transposed(const float* t, dim_t ldt, dim_t n, dim_t i0, dim_t i1, floa
 }
 }  // namespace
 
+long l2_cache_bytes() {
+    static const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    return l2;
+}
+
+dim_t l2_block_columns(dim_t kc, int nr, dim_t panels, dim_t rows, long l2) {
+    const dim_t nc = GemmBlocking{}.nc, sz = static_cast<dim_t>(sizeof(float));
+    if (l2 <= 0 || kc <= 0 || rows * kc * sz > l2 / 4) return nc;
+    const dim_t most = std::max<dim_t>(1, 3 * static_cast<dim_t>(l2) / 4 / (kc * nr * sz));
+    if (std::min(panels, nc / nr) <= most) return nc;
+    const dim_t slack = most + most / 8, blocks = (panels + slack - 1) / slack;
+    return std::min(nc, (panels + blocks - 1) / blocks * nr);
+}
+
 bool transposed_products_pay() {
-    static const bool pays = [] {
-        const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);  // per core; 0 or -1 when unknown
-        return l2 >= 2L * (1L << 20);
-    }();
+    static const bool pays = l2_cache_bytes() >= 2L * (1L << 20);
     return pays;
 }
 

@@ -586,6 +586,25 @@ inline dim_t reduction_block(const MicroKernel& uk, const StridedA& a, dim_t n, 
     return bl.kc;
 }
 
+// L2 per core in bytes (sysconf; 0 or -1 when unknown).
+long l2_cache_bytes();
+
+// NC for a thread's share of `rows` rows of A and `panels` panels of nr columns of B, a reduction
+// block of kc and l2 bytes of L2 per core. gemm_packed_block runs every row panel over the whole
+// packed B block, so a block larger than L2 comes from L3 once per row panel; smaller blocks
+// read A's rows once per block instead. So: GemmBlocking's NC where the block (kc x NC floats)
+// fits in 3/4 of L2, where A's share (rows x kc) exceeds a quarter of L2, or where L2's size is
+// unknown; else the share cut into as few blocks of equal whole panels as keep each within 27/32
+// of L2. Zen 3 (512 KiB L2), 2 threads, harness alternating call by call, 8 MiB touched between
+// calls, medians: 64 x 3136 x 256 (res2b_branch2a's forward) 1.35/1.30 -> 1.08/1.10 ms (NC 1536
+// -> 400; 1.01/1.07 -> 0.94/0.96 without touching), A column-contiguous (NC 384) 1.65 -> 1.15; one
+// thread, 128 x 1568 x 512 3.20 -> 2.95; even: 64 x 12544 x 147 2.31 -> 2.28, 128 x 1152 x 784
+// 1.91 -> 1.94, 64 x 3136 x 576 2.26 -> 2.23. With A's share larger it lost: 512 x 784 x 256
+// 2.59 -> 2.66, 1024 x 490 x 2048 19.3 -> 20.4, one thread 1024 x 784 x 256 6.33 -> 6.53. The
+// bench's one-layer rounds of res2b_branch2a's forward at batch 1 (8 alternating) measured it
+// within their spread: 1.126 -> 1.073 ms, minima 0.739 -> 0.732.
+dim_t l2_block_columns(dim_t kc, int nr, dim_t panels, dim_t rows, long l2);
+
 // C (m x n, ldc) = A * B (+ C when accumulate), on all of OpenMP's threads when it pays.
 // kc > 0 replaces GemmBlocking's; stream_c, prefetch_a and prefetch_b as GemmBlocking's.
 template <class PackB>
@@ -602,6 +621,9 @@ void gemm(dim_t m, dim_t n, dim_t k, const StridedA& a, const PackB& packb, floa
     int tm = 1, tn = 1;
     choose_split(m, n, k, uk, gemm_threads(m, n, k), tm, tn,
                  GathersB<PackB> && read_a_in_place(uk, a) ? 0.25 : 1.0);
+    if (bl.kc <= GemmBlocking{}.kc)  // not where reduction_block took a longer one for few columns
+        bl.nc = l2_block_columns(std::min(bl.kc, k), uk.nr, ((n + uk.nr - 1) / uk.nr + tn - 1) / tn,
+                                 (m + tm - 1) / tm, l2_cache_bytes());
     if (tm * tn == 1) {
         gemm_block(uk, bl, 0, m, 0, n, k, a, packb, c, ldc, accumulate);
         return;
