@@ -621,9 +621,10 @@ void gemm(dim_t m, dim_t n, dim_t k, const StridedA& a, const PackB& packb, floa
     int tm = 1, tn = 1;
     choose_split(m, n, k, uk, gemm_threads(m, n, k), tm, tn,
                  GathersB<PackB> && read_a_in_place(uk, a) ? 0.25 : 1.0);
+    const dim_t mpan = (m + uk.mr - 1) / uk.mr, npan = (n + uk.nr - 1) / uk.nr;
     if (bl.kc <= GemmBlocking{}.kc)  // not where reduction_block took a longer one for few columns
-        bl.nc = l2_block_columns(std::min(bl.kc, k), uk.nr, ((n + uk.nr - 1) / uk.nr + tn - 1) / tn,
-                                 (m + tm - 1) / tm, l2_cache_bytes());
+        bl.nc = l2_block_columns(std::min(bl.kc, k), uk.nr, (npan + tn - 1) / tn, (m + tm - 1) / tm,
+                                 l2_cache_bytes());
     if (tm * tn == 1) {
         gemm_block(uk, bl, 0, m, 0, n, k, a, packb, c, ldc, accumulate);
         return;
@@ -633,7 +634,6 @@ void gemm(dim_t m, dim_t n, dim_t k, const StridedA& a, const PackB& packb, floa
     // cut at multiples of 4 as near equal as they come: 256 rows on two threads go 128 + 128
     // (10 tiles of 12 and a tail of 8 each), not 132 + 124 (11 tiles against 10 and a tail of
     // 4: the first thread took 14 us longer of res4a_branch2a's 250 at batch 1).
-    const dim_t mpan = (m + uk.mr - 1) / uk.mr, npan = (n + uk.nr - 1) / uk.nr;
     const bool quarters = tm > 1 && m % 4 == 0 && tail_rows_apply(uk, a);
     const auto row_bound = [&](dim_t ti) {
         return quarters ? std::min(m, (m / 4 * ti / tm) * 4)
