@@ -131,10 +131,11 @@ bool PeerConv::available() {
     return true;
 }
 
-std::optional<convlab::bench::PeerSpec> PeerConv::spec(const std::string& algo) {
+std::optional<convlab::bench::PeerSpec> PeerConv::spec(const std::string& algo, bool plain) {
     convlab::bench::PeerSpec s;
     s.name = "oneDNN";
-    s.description = describe() + ", algorithm convolution_" + algo;
+    s.description = describe() + ", algorithm convolution_" + algo +
+                    (plain ? ", plain layouts (NCHW, OIHW: the engine's)" : "");
     s.set_threads = [](int threads) {
 #ifdef _OPENMP
         omp_set_num_threads(threads);  // Debian's libdnnl runs on OpenMP
@@ -142,9 +143,9 @@ std::optional<convlab::bench::PeerSpec> PeerConv::spec(const std::string& algo) 
         (void)threads;
 #endif
     };
-    s.create = [algo](const convlab::Problem& p, const std::vector<convlab::Pass>& passes)
+    s.create = [algo, plain](const convlab::Problem& p, const std::vector<convlab::Pass>& passes)
         -> std::unique_ptr<convlab::bench::PeerConv> {
-        return std::make_unique<PeerConv>(p, passes, algo);
+        return std::make_unique<PeerConv>(p, passes, algo, plain);
     };
     return s;
 }
@@ -175,7 +176,7 @@ std::string PeerConv::describe() {
 }
 
 PeerConv::PeerConv(const convlab::Problem& p, const std::vector<convlab::Pass>& passes,
-                   const std::string& algo)
+                   const std::string& algo, bool plain)
     : impl_(std::make_unique<Impl>()) {
     const dnnl::algorithm alg = algo == "auto"       ? dnnl::algorithm::convolution_auto
                                 : algo == "winograd" ? dnnl::algorithm::convolution_winograd
@@ -204,9 +205,11 @@ PeerConv::PeerConv(const convlab::Problem& p, const std::vector<convlab::Pass>& 
     m.src_plain = memory::desc(src_dims, dt::f32, row_major(src_dims));
     m.wei_plain = memory::desc(wei_dims, dt::f32, row_major(wei_dims));
     m.dst_plain = memory::desc(dst_dims, dt::f32, row_major(dst_dims));
-    const memory::desc src_any(src_dims, dt::f32, tag::any);
-    const memory::desc wei_any(wei_dims, dt::f32, tag::any);
-    const memory::desc dst_any(dst_dims, dt::f32, tag::any);
+    // oneDNN's own layouts (tag::any), or with plain the engine's, the primitives reading and
+    // writing them as they are.
+    const memory::desc src_md = plain ? m.src_plain : memory::desc(src_dims, dt::f32, tag::any);
+    const memory::desc wei_md = plain ? m.wei_plain : memory::desc(wei_dims, dt::f32, tag::any);
+    const memory::desc dst_md = plain ? m.dst_plain : memory::desc(dst_dims, dt::f32, tag::any);
 
     auto want = [&](convlab::Pass q) {
         for (convlab::Pass x : passes)
@@ -217,8 +220,8 @@ PeerConv::PeerConv(const convlab::Problem& p, const std::vector<convlab::Pass>& 
     // The forward primitive descriptor is also the hint of both backward ones.
     bool fwd_ok = false;
     try {
-        dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_training, alg, src_any, wei_any,
-                                          dst_any, strides, dilates, pad_l, pad_r);
+        dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_training, alg, src_md, wei_md,
+                                          dst_md, strides, dilates, pad_l, pad_r);
         m.fwd_pd = dnnl::convolution_forward::primitive_desc(d, m.eng);
         fwd_ok = true;
     } catch (const dnnl::error& e) {
@@ -240,8 +243,8 @@ PeerConv::PeerConv(const convlab::Problem& p, const std::vector<convlab::Pass>& 
     }
     if (fwd_ok && want(convlab::Pass::BackwardData)) {
         try {
-            dnnl::convolution_backward_data::desc d(alg, src_any, wei_any, dst_any, strides,
-                                                    dilates, pad_l, pad_r);
+            dnnl::convolution_backward_data::desc d(alg, src_md, wei_md, dst_md, strides, dilates,
+                                                    pad_l, pad_r);
             m.bwd_d_pd = dnnl::convolution_backward_data::primitive_desc(d, m.eng, m.fwd_pd);
             m.prim[1] = dnnl::convolution_backward_data(m.bwd_d_pd);
             m.d_diff_dst = memory(m.bwd_d_pd.diff_dst_desc(), m.eng);
@@ -254,7 +257,7 @@ PeerConv::PeerConv(const convlab::Problem& p, const std::vector<convlab::Pass>& 
     }
     if (fwd_ok && want(convlab::Pass::BackwardWeight)) {
         try {
-            dnnl::convolution_backward_weights::desc d(alg, src_any, wei_any, dst_any, strides,
+            dnnl::convolution_backward_weights::desc d(alg, src_md, wei_md, dst_md, strides,
                                                        dilates, pad_l, pad_r);
             m.bwd_w_pd = dnnl::convolution_backward_weights::primitive_desc(d, m.eng, m.fwd_pd);
             m.prim[2] = dnnl::convolution_backward_weights(m.bwd_w_pd);
@@ -355,13 +358,14 @@ struct PeerConv::Impl {};
 bool PeerConv::available() {
     return false;
 }
-std::optional<convlab::bench::PeerSpec> PeerConv::spec(const std::string&) {
+std::optional<convlab::bench::PeerSpec> PeerConv::spec(const std::string&, bool) {
     return std::nullopt;
 }
 std::string PeerConv::describe() {
     return "not built with oneDNN (no peer column)";
 }
-PeerConv::PeerConv(const convlab::Problem&, const std::vector<convlab::Pass>&, const std::string&) {
+PeerConv::PeerConv(const convlab::Problem&, const std::vector<convlab::Pass>&, const std::string&,
+                   bool) {
     throw convlab::Error("convlab_bench was built without oneDNN");
 }
 PeerConv::~PeerConv() = default;

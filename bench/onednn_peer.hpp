@@ -1,6 +1,7 @@
 // oneDNN as the peer of convlab_bench: the same convolution through oneDNN's fp32 primitives,
 // the way practitioners use them (format_tag::any, so oneDNN picks its preferred blocked layouts;
-// reorders from and to ConvLab's plain layouts happen outside the timed region).
+// reorders from and to ConvLab's plain layouts happen outside the timed region), or on request on
+// ConvLab's plain layouts themselves (`convlab bench --peer onednn-nchw`).
 //
 // Compiled with oneDNN only when CMake found it (CONVLAB_HAVE_DNNL); otherwise available() is
 // false and constructing a PeerConv throws. This header never includes dnnl.hpp.
@@ -32,8 +33,10 @@ class PeerConv final : public convlab::bench::PeerConv {
     // "direct" (convolution_direct, what PyTorch asks oneDNN for), "auto" (convolution_auto:
     // oneDNN's own choice per problem) or "winograd" (convolution_winograd, F(4x4, 3x3), for
     // the problems it takes). A pass oneDNN cannot do is reported by error(pass), not thrown.
+    // With plain, the primitives take the engine's plain layouts (NCHW, OIHW) instead of
+    // choosing their own (format_tag::any): what oneDNN does on the engine's data as it is.
     PeerConv(const convlab::Problem& p, const std::vector<convlab::Pass>& passes,
-             const std::string& algo = "direct");
+             const std::string& algo = "direct", bool plain = false);
     ~PeerConv();
     PeerConv(const PeerConv&) = delete;
     PeerConv& operator=(const PeerConv&) = delete;
@@ -53,8 +56,10 @@ class PeerConv final : public convlab::bench::PeerConv {
 
     // The peer as the runner takes it: name "oneDNN", description, thread setting (OpenMP),
     // and a factory. nullopt when built without oneDNN.
-    // The peer with the convolution algorithm `algo` (as the constructor's; in its description).
-    static std::optional<convlab::bench::PeerSpec> spec(const std::string& algo = "direct");
+    // The peer with the convolution algorithm `algo` and layouts (as the constructor's; in its
+    // description).
+    static std::optional<convlab::bench::PeerSpec> spec(const std::string& algo = "direct",
+                                                        bool plain = false);
 
   private:
     struct Impl;

@@ -558,7 +558,7 @@ TEST_CASE("charts: convlab bench writes verified CSV, JSON and charts, bad input
     std::ostringstream ohp, ehp;  // an unknown peer: the known ones listed
     CHECK(run_cli({"bench", "--shapes", shapes.string(), "--peer", "onednn-fft", "--out", half},
                   ohp, ehp) == 2);
-    CHECK(ehp.str().find("expected onednn, onednn-auto, onednn-winograd or none") !=
+    CHECK(ehp.str().find("expected onednn, onednn-auto, onednn-winograd, onednn-nchw or none") !=
           std::string::npos);
     {
         // oneDNN's Winograd asked for by name: its rows say so, and they are verified (where
@@ -606,6 +606,40 @@ TEST_CASE("charts: convlab bench writes verified CSV, JSON and charts, bad input
                     }
                 CHECK(peer_row);
             }
+        }
+    }
+    {
+        // oneDNN on the engine's plain layouts (NCHW, OIHW) rather than its own: the results
+        // say so, and its rows for all three passes are verified, 1-D to 3-D, with groups,
+        // stride, dilation and padding (where convlab was built with oneDNN).
+        const fs::path pshapes = dir.path / "plain.txt";
+        std::ofstream(pshapes) << "mb2ic8ih10oc8oh5kh3sh2ph1g2n\"t:groups\"\n"
+                                  "mb1ic3ih9iw7oc4oh4ow3kh3kw3sh2sw2dh1dw1n\"t:dilated\"\n"
+                                  "mb2ic6id5ih5iw5oc4od5oh5ow5kd3kh3kw3pd1ph1pw1n\"t:3d\"\n"
+                                  "mb2ic4iw17oc6ow8kw3sw2n\"t:1d\"\n";
+        const std::string pdir = (dir.path / "plain").string();
+        std::ostringstream op, ep;
+        const int pstatus =
+            run_cli({"bench", "--shapes", pshapes.string(), "--peer", "onednn-nchw", "--algos",
+                     "fwd:auto,bwd_data:auto,bwd_weight:auto", "--threads", "1", "--warmup", "0",
+                     "--reps", "1", "--out", pdir},
+                    op, ep);
+        CAPTURE(ep.str());
+        if (ep.str().find("built without oneDNN") == std::string::npos) {
+            REQUIRE(pstatus == 0);
+            std::ifstream in(fs::path(pdir) / "results.json");
+            const Results rp = bench::read_json(in);
+            CHECK(rp.machine.peer.find("plain layouts") != std::string::npos);
+            int peer_rows[3] = {0, 0, 0};
+            for (const Measurement& m : rp.rows)
+                if (m.peer) {
+                    CHECK(m.valid());
+                    if (m.pass != Pass::BackwardBias) ++peer_rows[static_cast<int>(m.pass)];
+                }
+            for (int n : peer_rows) CHECK(n == 4);
+            CHECK(op.str().find("plain layouts (NCHW, OIHW") != std::string::npos);
+        } else {
+            CHECK(pstatus == 2);
         }
     }
     std::ostringstream oh3, eh3;

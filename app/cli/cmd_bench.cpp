@@ -158,17 +158,21 @@ BenchPlan plan_from(const Options& opts) {
     // The peer is fp32 only: with fp16 / bf16 it is left out unless asked for (then an error).
     const std::string peer =
         opts.value_or("--peer", ::bench::PeerConv::available() && fp32 ? "onednn" : "none");
-    const bool onednn = peer == "onednn" || peer == "onednn-auto" || peer == "onednn-winograd";
+    const bool onednn = peer == "onednn" || peer == "onednn-auto" || peer == "onednn-winograd" ||
+                        peer == "onednn-nchw";
     if (onednn && !fp32)
         throw Error("--peer " + peer + ": oneDNN is timed in fp32 only; --dtype " +
                     dtype_name(cfg.dtype) +
                     " times the DaVinci fractal algorithms alone (use "
                     "--peer none, or --dtype fp32)");
     if (onednn) {
-        cfg.peer = ::bench::PeerConv::spec(peer == "onednn" ? "direct" : peer.substr(7));
+        const bool plain = peer == "onednn-nchw";
+        cfg.peer =
+            ::bench::PeerConv::spec(peer == "onednn" || plain ? "direct" : peer.substr(7), plain);
         if (!cfg.peer) throw Error("--peer " + peer + ": this convlab was built without oneDNN");
     } else if (peer != "none") {
-        throw Error("--peer '" + peer + "': expected onednn, onednn-auto, onednn-winograd or none");
+        throw Error("--peer '" + peer +
+                    "': expected onednn, onednn-auto, onednn-winograd, onednn-nchw or none");
     }
     cfg.command = reproduce(opts);
     return plan;
@@ -430,7 +434,8 @@ const Command& command() {
          {"--peer", "NAME",
           "onednn (default when built with it: convolution_direct, as PyTorch asks for) | "
           "onednn-auto (convolution_auto: oneDNN's choice) | onednn-winograd "
-          "(convolution_winograd: 3x3 stride-1 layers only) | none"},
+          "(convolution_winograd: 3x3 stride-1 layers only) | onednn-nchw (convolution_direct "
+          "on the engine's plain NCHW/OIHW layouts instead of oneDNN's blocked ones) | none"},
          {"--threads", "T",
           "threads of the engine and the peer (default 0 = all cores); a list (1,2) sweeps: "
           "each (batch, threads) a set of rows, charts named ..._b32_t2"},
