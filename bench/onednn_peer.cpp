@@ -133,7 +133,8 @@ bool PeerConv::available() {
 
 std::optional<convlab::bench::PeerSpec> PeerConv::spec(const std::string& algo, bool plain) {
     convlab::bench::PeerSpec s;
-    s.name = "oneDNN";
+    s.name = plain ? "oneDNN-nchw" : "oneDNN";
+    s.reorders_weights = !plain;
     s.description = describe() + ", algorithm convolution_" + algo +
                     (plain ? ", plain layouts (NCHW, OIHW: the engine's)" : "");
     s.set_threads = [](int threads) {

@@ -610,8 +610,10 @@ TEST_CASE("charts: convlab bench writes verified CSV, JSON and charts, bad input
     }
     {
         // oneDNN on the engine's plain layouts (NCHW, OIHW) rather than its own: the results
-        // say so, and its rows for all three passes are verified, 1-D to 3-D, with groups,
-        // stride, dilation and padding (where convlab was built with oneDNN).
+        // say so, its rows (named oneDNN-nchw) for all three passes are verified, 1-D to 3-D,
+        // with groups, stride, dilation and padding, and the engine's weights are packed per
+        // call as the peer's are not reordered, unless --weights once asks (where convlab was
+        // built with oneDNN).
         const fs::path pshapes = dir.path / "plain.txt";
         std::ofstream(pshapes) << "mb2ic8ih10oc8oh5kh3sh2ph1g2n\"t:groups\"\n"
                                   "mb1ic3ih9iw7oc4oh4ow3kh3kw3sh2sw2dh1dw1n\"t:dilated\"\n"
@@ -634,10 +636,26 @@ TEST_CASE("charts: convlab bench writes verified CSV, JSON and charts, bad input
             for (const Measurement& m : rp.rows)
                 if (m.peer) {
                     CHECK(m.valid());
+                    CHECK(m.algorithm == "oneDNN-nchw");
                     if (m.pass != Pass::BackwardBias) ++peer_rows[static_cast<int>(m.pass)];
                 }
             for (int n : peer_rows) CHECK(n == 4);
             CHECK(op.str().find("plain layouts (NCHW, OIHW") != std::string::npos);
+            const auto weights_note = [](const Results& res) {
+                for (const std::string& n : res.notes)
+                    if (n.rfind("weights:", 0) == 0) return n;
+                return std::string();
+            };
+            CHECK(weights_note(rp).empty());  // packed per call: no note
+            std::ostringstream oo, eo;
+            REQUIRE(run_cli({"bench", "--shapes", pshapes.string(), "--peer", "onednn-nchw",
+                             "--passes", "fwd", "--algos", "fwd:auto", "--weights", "once",
+                             "--threads", "1", "--warmup", "0", "--reps", "1", "--out", pdir},
+                            oo, eo) == 0);
+            std::ifstream in2(fs::path(pdir) / "results.json");
+            CHECK(weights_note(bench::read_json(in2))
+                      .find("although the peer reads its weights "
+                            "as given") != std::string::npos);
         } else {
             CHECK(pstatus == 2);
         }

@@ -258,7 +258,8 @@ Color algorithm_color(const std::string& name) {
                                                     {"auto", {188, 189, 34, 255}},
                                                     {"winograd", {204, 0, 204, 255}},
                                                     {"direct", {127, 127, 127, 255}},
-                                                    {"oneDNN", {40, 40, 40, 255}}};
+                                                    {"oneDNN", {40, 40, 40, 255}},
+                                                    {"oneDNN-nchw", {40, 40, 40, 255}}};
     if (const auto it = fixed.find(name); it != fixed.end()) return it->second;
     static const Color extra[] = {
         {140, 86, 75, 255}, {227, 119, 194, 255}, {98, 70, 160, 255}, {0, 100, 80, 255}};

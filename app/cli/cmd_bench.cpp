@@ -170,6 +170,9 @@ BenchPlan plan_from(const Options& opts) {
         cfg.peer =
             ::bench::PeerConv::spec(peer == "onednn" || plain ? "direct" : peer.substr(7), plain);
         if (!cfg.peer) throw Error("--peer " + peer + ": this convlab was built without oneDNN");
+        // Weights are treated as the peer's: packed once where it reorders its own before its
+        // calls, per call where it reads them as given (unless --weights says otherwise).
+        if (!opts.get("--weights")) cfg.prepared_weights = cfg.peer->reorders_weights;
     } else if (peer != "none") {
         throw Error("--peer '" + peer +
                     "': expected onednn, onednn-auto, onednn-winograd, onednn-nchw or none");
@@ -444,7 +447,8 @@ const Command& command() {
           "accumulation); the others and oneDNN are fp32 only and skipped"},
          {"--weights", "WHEN",
           "once (default): fwd and bwd_data weights packed once per layer (prepare_weights), "
-          "outside the timed region, as oneDNN's are reordered | per-call: each call packs"},
+          "outside the timed region, as oneDNN's are reordered | per-call: each call packs "
+          "(the default with --peer onednn-nchw, whose weights are read as given)"},
          {"--warmup", "N", "untimed runs before timing (default 2)"},
          {"--reps", "N", "exactly N timed runs (default: runs filling --min-time, at least 3)"},
          {"--min-time", "S", "seconds of timed runs per measurement (default 0.2)"},

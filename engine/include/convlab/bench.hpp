@@ -277,6 +277,10 @@ class PeerConv {
 struct PeerSpec {
     std::string name;         // "oneDNN" (the column name)
     std::string description;  // "oneDNN 2.7.3 (CPU runtime OpenMP, ISA avx512_core)"
+    // The peer reorders its weights into a layout of its own before its timed calls (oneDNN's
+    // blocked layouts); false where it reads them as given (oneDNN on NCHW/OIHW): then the
+    // engine's weights are packed per call by default too (Config::prepared_weights).
+    bool reorders_weights = true;
     std::function<void(int threads)> set_threads;
     std::function<std::unique_ptr<PeerConv>(const Problem&, const std::vector<Pass>&)> create;
 };
@@ -324,6 +328,7 @@ struct Config {
     // fwd and bwd_data: the weights packed once per layer and pass by prepare_weights, outside
     // the timed region (noted in Results::notes), as the peer's are reordered into its blocked
     // layout before its calls; false: each timed call packs its own (its pack_wei, fliprot).
+    // `convlab bench` sets it from PeerSpec::reorders_weights unless --weights is given.
     bool prepared_weights = true;
     // A pass's window of alternating rounds whose speed probe (before or after it) came out
     // below kSlowMachine is timed again, up to this many times; of the attempts, the one with
