@@ -66,11 +66,12 @@ struct Product {
     std::exit(2);
 }
 
-long parse_count(const std::string& flag, const char* text, long lo) {
+long parse_count(const std::string& flag, const char* text, long lo, long hi) {
     char* end = nullptr;
     const long v = std::strtol(text, &end, 10);
-    if (end == text || *end != '\0' || v < lo)
-        usage_error(flag + " '" + text + "': expected an integer >= " + std::to_string(lo));
+    if (end == text || *end != '\0' || v < lo || v > hi)
+        usage_error(flag + " '" + text + "': expected an integer from " + std::to_string(lo) +
+                    " to " + std::to_string(hi));
     return v;
 }
 
@@ -105,13 +106,13 @@ int main(int argc, char** argv) try {
         if (a == "--shapes")
             shapes = v;
         else if (a == "--mb")
-            mb = parse_count(a, v, 1);
+            mb = parse_count(a, v, 1, 4096);
         else if (a == "--threads")
-            threads = parse_count(a, v, 0);
+            threads = parse_count(a, v, 0, 1024);
         else if (a == "--reps")
-            reps = parse_count(a, v, 1);
+            reps = parse_count(a, v, 1, 1000000);
         else if (a == "--flush")
-            flush_mib = parse_count(a, v, 0);
+            flush_mib = parse_count(a, v, 0, 4096);
         else if (a == "--filter")
             filter = v;
         else if (a == "--product")
@@ -123,7 +124,7 @@ int main(int argc, char** argv) try {
         std::set<std::tuple<dim_t, dim_t, dim_t>> seen;
         for (const auto& layer : bench::read_shape_file(shapes)) {
             if (!filter.empty() && layer.descriptor.find(filter) == std::string::npos) continue;
-            convlab::Problem p = layer.problem;
+            const convlab::Problem& p = layer.problem;
             const Product q{p.ocg(), mb * p.out_spatial(), p.icg() * p.kernel_spatial(),
                             p.name.empty() ? layer.descriptor : p.name};
             if (!seen.insert({q.m, q.n, q.k}).second) {

@@ -54,8 +54,9 @@ class PeerConv final : public convlab::bench::PeerConv {
     // Reorders the pass's output (dst, diff_src or diff_wei) into a plain buffer. Not timed.
     void output(convlab::Pass pass, float* plain) override;
 
-    // The peer as the runner takes it: name "oneDNN", description, thread setting (OpenMP),
-    // and a factory. nullopt when built without oneDNN.
+    // The peer as the runner takes it: name ("oneDNN", "oneDNN-nchw" on plain layouts),
+    // description, whether it reorders its weights, thread setting (OpenMP), and a factory.
+    // nullopt when built without oneDNN.
     // The peer with the convolution algorithm `algo` and layouts (as the constructor's; in its
     // description).
     static std::optional<convlab::bench::PeerSpec> spec(const std::string& algo = "direct",

@@ -306,13 +306,13 @@ Results run(const Config& cfg) {
     r.rtol = rtol;
     r.dtype = cfg.dtype;
     if (cfg.prepared_weights && fp32)
-        notes.push_back(
-            peer_spec && !peer_spec->reorders_weights
-                ? "weights: packed once per layer and pass (prepare_weights) outside the timed "
-                  "region, although the peer reads its weights as given; --weights per-call "
-                  "times the packing"
-                : "weights: packed once per layer and pass (prepare_weights) outside the timed "
-                  "region, as the peer's are reordered; --weights per-call times the packing");
+        notes.push_back(std::string("weights: packed once per layer and pass (prepare_weights) "
+                                    "outside the timed region") +
+                        (!peer_spec                    ? ""
+                         : peer_spec->reorders_weights ? ", as the peer's are reordered"
+                                                       : ", although the peer reads its weights "
+                                                         "as given") +
+                        "; --weights per-call times the packing");
     r.notes = notes;
     auto measure_peak = [&] { measure_machine_peak(r.machine, threads); };
     if (cfg.measure_peak) measure_peak();
