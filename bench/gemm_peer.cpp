@@ -11,8 +11,6 @@
 //
 //   convlab_gemm_bench [--shapes FILE] [--mb N] [--threads N] [--reps N] [--flush MIB]
 //                      [--filter TEXT] [--product MxNxK]...
-#include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -81,11 +79,6 @@ Product parse_product(const char* text) {
     if (std::sscanf(text, "%ldx%ldx%ld%c", &m, &n, &k, &tail) != 3 || m < 1 || n < 1 || k < 1)
         usage_error(std::string("--product '") + text + "': expected MxNxK, each at least 1");
     return {m, n, k, "--product"};
-}
-
-double seconds_now() {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-        .count();
 }
 
 }  // namespace
@@ -189,21 +182,19 @@ int main(int argc, char** argv) try {
         const convlab::bench::Check check =
             convlab::bench::compare(ce.data(), co.data(), ce.size(), 1e-5);
         all_agree = all_agree && check.pass;
-        std::vector<double> te, to;
-        for (long r = 0; r < reps; ++r)
-            for (int side = 0; side < 2; ++side) {
-                const bool first = (side + r) % 2 == 0;  // each goes first in every other pair
-                touch();
-                const double t0 = seconds_now();
-                if (first)
-                    engine();
-                else
-                    onednn();
-                (first ? te : to).push_back(seconds_now() - t0);
-            }
-        std::sort(te.begin(), te.end());
-        std::sort(to.begin(), to.end());
-        const double me = te[te.size() / 2], mo = to[to.size() / 2];
+        // The runner's alternation (each first in every other round), the memory touched after
+        // every timed call, outside the timed region.
+        convlab::bench::TimingRule rule;
+        rule.warmup = 0;  // the two checked calls above
+        rule.reps = static_cast<int>(reps);
+        convlab::bench::Interleaved fns;
+        fns.count = 2;
+        fns.run = [&](std::size_t f, bool) { f == 0 ? engine() : onednn(); };
+        fns.after = [&](std::size_t, double) { touch(); };
+        touch();
+        const std::vector<convlab::bench::Stats> st =
+            convlab::bench::measure_interleaved(rule, fns);
+        const double me = st[0].median_ms * 1e-3, mo = st[1].median_ms * 1e-3;
         const double flops =
             2.0 * static_cast<double>(q.m) * static_cast<double>(q.n) * static_cast<double>(q.k);
         total_e += me;
@@ -211,7 +202,7 @@ int main(int argc, char** argv) try {
         flops_all += flops;
         std::printf("%6ld %6ld %6ld | %9.3f %9.3f %7.1f | %9.3f %9.3f %7.1f | %5.3fx  %s%s\n",
                     static_cast<long>(q.m), static_cast<long>(q.n), static_cast<long>(q.k),
-                    me * 1e3, te[0] * 1e3, flops / me * 1e-9, mo * 1e3, to[0] * 1e3,
+                    me * 1e3, st[0].min_ms, flops / me * 1e-9, mo * 1e3, st[1].min_ms,
                     flops / mo * 1e-9, me / mo, q.from.c_str(),
                     check.pass ? "" : (" DIFFER " + check.str()).c_str());
     }
