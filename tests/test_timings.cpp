@@ -86,7 +86,7 @@ TEST_CASE("timings panel: the controls become a runner configuration, bad choice
     s.shapes_file = shapes.string();
     s.batch = 3;
     s.threads = 1;
-    s.peer = false;
+    s.peer = "none";
     s.bwd_weight = false;
     s.excluded = {"bwd_data:via_forward"};
     const bench::Config cfg = app::make_config(s, std::nullopt);
@@ -145,8 +145,91 @@ TEST_CASE("timings panel: the controls become a runner configuration, bad choice
     bad = s;
     bad.shapes_file = (t.path / "missing.txt").string();
     CHECK(error_of(bad).rfind("shape set:", 0) == 0);
+    bad = s;
+    bad.peer = "mkl";
+    CHECK(error_of(bad) == "peer: 'mkl' is not one of none, onednn, onednn-nchw");
     CHECK(app::shape_sets(CONVLAB_SOURCE_DIR "/assets/shapes") ==
           std::vector<std::string>{"classroom", "resnet50"});
+}
+
+TEST_CASE("timings panel: the peer choice names the peer and its weights in the reproduce line") {
+    // A stand-in for each oneDNN peer (its name and weights flag are what the panel reads; it is
+    // never run here).
+    const auto spec = [](const std::string& name, bool reorders) {
+        bench::PeerSpec p;
+        p.name = name;
+        p.description = name + " (stand-in)";
+        p.reorders_weights = reorders;
+        return p;
+    };
+    TempDir t;
+    const fs::path shapes = t.path / "one.txt";
+    std::ofstream(shapes) << "mb1ic2ih5oc2kh3n\"t:a\"\n";
+    app::TimingsSettings s;
+    s.shapes_file = shapes.string();
+    // The choices, in the combo's order, and the weights each sets.
+    REQUIRE(app::peer_choices().size() == 3);
+    CHECK(std::string(app::peer_choices()[2].name) == "onednn-nchw");
+    CHECK(app::peer_choice("onednn-nchw").plain);
+    CHECK_FALSE(app::peer_choice("onednn-nchw").weights_once);
+    CHECK(app::peer_choice("onednn").weights_once);
+    CHECK_FALSE(app::peer_choice("onednn").plain);
+    CHECK_THROWS_WITH_AS(app::peer_choice("onednn-auto"), doctest::Contains("not one of"), Error);
+    CHECK(app::peer_option("oneDNN-nchw") == "onednn-nchw");
+    CHECK(app::peer_option("") == "none");
+
+    // oneDNN on its layouts, weights once: nothing but the peer's name on the line.
+    bench::Config c = app::make_config(s, spec("oneDNN", true));
+    REQUIRE(c.peer.has_value());
+    CHECK(c.prepared_weights);
+    CHECK(c.command.find(" --peer onednn --") != std::string::npos);
+    CHECK(c.command.find("--weights") == std::string::npos);
+    // oneDNN-nchw with the weights it sets (per call): `convlab bench`'s default there, unsaid.
+    s.peer = "onednn-nchw";
+    s.weights_once = app::peer_choice(s.peer).weights_once;
+    c = app::make_config(s, spec("oneDNN-nchw", false));
+    REQUIRE(c.peer.has_value());
+    CHECK(c.peer->name == "oneDNN-nchw");
+    CHECK_FALSE(c.prepared_weights);
+    CHECK(c.command.find(" --peer onednn-nchw --") != std::string::npos);
+    CHECK(c.command.find("--weights") == std::string::npos);
+    // Ticked again: the line must say so, as the command's default would pack per call.
+    s.weights_once = true;
+    c = app::make_config(s, spec("oneDNN-nchw", false));
+    CHECK(c.prepared_weights);
+    CHECK(c.command.find(" --weights once ") != std::string::npos);
+    // Wanted but not built in (no spec): no peer, and the line says none, with its weights.
+    c = app::make_config(s, std::nullopt);
+    CHECK_FALSE(c.peer.has_value());
+    CHECK(c.command.find(" --peer none ") != std::string::npos);
+    CHECK(c.command.find("--weights") == std::string::npos);
+
+    // A lesson step's run: the weights and the line follow its peer as `convlab bench` does.
+    app::TimingsLessonRun l;
+    l.problem = parse_descriptor("mb1ic2ih5oc2kh3");
+    l.algos = {"fwd:im2col_gemm"};
+    l.source = "test";
+    c = app::lesson_config(l, 1, spec("oneDNN-nchw", false), "x");
+    CHECK_FALSE(c.prepared_weights);
+    CHECK(c.command.find(" --peer onednn-nchw ") != std::string::npos);
+    c = app::lesson_config(l, 1, spec("oneDNN", true), "x");
+    CHECK(c.prepared_weights);
+    CHECK(c.command.find(" --peer onednn ") != std::string::npos);
+    c = app::lesson_config(l, 1, std::nullopt, "x");
+    CHECK(c.prepared_weights);
+    CHECK(c.command.find(" --peer none ") != std::string::npos);
+
+    // Results shown from a file give the panel their peer.
+    bench::Results r;
+    CHECK(app::peer_name_of(r) == "none");
+    bench::Measurement m;
+    m.algorithm = "im2col_gemm";
+    r.rows.push_back(m);
+    CHECK(app::peer_name_of(r) == "none");
+    m.algorithm = "oneDNN-nchw";
+    m.peer = true;
+    r.rows.push_back(m);
+    CHECK(app::peer_name_of(r) == "onednn-nchw");
 }
 
 TEST_CASE("timings panel: the run reports progress on its thread up to the total") {
@@ -425,5 +508,9 @@ TEST_CASE("timings panel: shot options of the timings view are checked before an
               .find("cannot open") != std::string::npos);
     CHECK(in_process({"shot", "--view", "timings", "--results", png, "--bench-quick", "--out", png})
               .find("give one") != std::string::npos);
+    CHECK(in_process({"shot", "--view", "timings", "--peer", "onednn-nchw", "--out", png})
+              .find("--peer goes with --bench-quick") != std::string::npos);
+    CHECK(in_process({"shot", "--view", "timings", "--bench-quick", "--peer", "mkl", "--out", png})
+              .find("peer: 'mkl' is not one of none, onednn, onednn-nchw") != std::string::npos);
     CHECK_FALSE(fs::exists(png));
 }

@@ -11,6 +11,7 @@
 #include "lesson/lesson.hpp"
 #include "ui/gif_writer.hpp"
 #include "ui/gui.hpp"
+#include "ui/timings_state.hpp"
 
 namespace convlab::cli {
 
@@ -130,6 +131,10 @@ ui::ShotOptions shot_options(const Options& opts) {
     if (const auto* s = opts.get("--results")) o.results = *s;
     o.bench_quick = opts.has("--bench-quick");
     if (const auto* s = opts.get("--chart")) o.chart = *s;
+    if (const auto* s = opts.get("--peer")) {
+        if (!o.bench_quick) throw Error("--peer goes with --bench-quick (the run it times)");
+        o.peer = app::peer_choice(*s).name;  // throws naming the known names
+    }
     if ((!o.results.empty() || o.bench_quick || !o.chart.empty()) && o.view != "timings")
         throw Error("--results, --bench-quick and --chart go with --view timings");
     if (!o.results.empty() && o.bench_quick)
@@ -265,6 +270,8 @@ const Command& shot_command() {
          {"--results", "FILE", "timings: show this results.json (convlab bench, an export)"},
          {"--bench-quick", nullptr, "timings: run the quick benchmark first (classroom set)"},
          {"--chart", "ID", "timings: the chart shown (relative_bwd_data, ops_fwd, gflops_fwd ...)"},
+         {"--peer", "NAME",
+          "timings, --bench-quick: onednn (default) | onednn-nchw | none, as the panel's choice"},
          {"--out", "FILE", "the PNG"},
          {"--svg", "FILE", "also the view as SVG (cells, values, titles)"},
          {"--sequence", "DIR", "also steps as numbered PNGs DIR/VIEW_NNNN.png"},

@@ -55,6 +55,7 @@ struct ShotOptions {
     std::string results;
     bool bench_quick = false;
     std::string chart;
+    std::string peer;  // the quick run's peer (--peer; "" the panel's default)
     // A lesson step as the player shows it (view, problem, granularity, range, narration): the
     // view options above are then the step's.
     std::string lesson;

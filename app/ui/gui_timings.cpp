@@ -78,6 +78,7 @@ struct TimingsPanel {
         settings.weights_once = std::any_of(r.notes.begin(), r.notes.end(), [](const auto& n) {
             return n.rfind("weights: packed once", 0) == 0;
         });
+        settings.peer = app::peer_name_of(r);
         lesson.reset();
         run.adopt(std::move(r));
         say("showing " + from + " (measured earlier, not re-run)", false);
@@ -151,11 +152,15 @@ struct TimingsPanel {
         was_running = snap.running;
     }
 
+    // The spec of the chosen peer; nullopt for none, or when oneDNN is not built in.
+    std::optional<convlab::bench::PeerSpec> peer_spec() const {
+        if (!peer_available || settings.peer == "none") return std::nullopt;
+        return ::bench::PeerConv::spec("direct", app::peer_choice(settings.peer).plain);
+    }
+
     void start() {
         try {
-            std::optional<convlab::bench::PeerSpec> peer;
-            if (settings.peer && peer_available) peer = ::bench::PeerConv::spec();
-            bench::Config cfg = app::make_config(settings, peer);
+            bench::Config cfg = app::make_config(settings, peer_spec());
             if (run.start(std::move(cfg))) {
                 say("", false);
                 was_running = true;
@@ -189,9 +194,8 @@ std::shared_ptr<TimingsPanel> current_timings_panel() {
 }
 
 void start_lesson_timings(TimingsPanel& P, const app::TimingsLessonRun& l, bool wait) {
-    std::optional<convlab::bench::PeerSpec> peer;
-    if (P.settings.peer && P.peer_available) peer = ::bench::PeerConv::spec();
-    bench::Config cfg = app::lesson_config(l, P.settings.threads, peer, P.settings.out_dir);
+    bench::Config cfg =
+        app::lesson_config(l, P.settings.threads, P.peer_spec(), P.settings.out_dir);
     if (P.run.running()) {
         P.run.cancel();
         P.run.wait();
@@ -316,12 +320,30 @@ void threads_and_peer(TimingsPanel& P) {
     ImGui::SetNextItemWidth(fs * 5);
     if (ImGui::InputInt("##threads", &s.threads)) s.threads = std::clamp(s.threads, 0, 1024);
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("0 = all cores");
-    const char* peer_label = P.peer_available ? "oneDNN peer" : "oneDNN peer (not built in)";
-    same_line_or_wrap(checkbox_w(peer_label), fs * 1.2f);
+    // The peer: none, or oneDNN on its layouts or on the engine's. Choosing one sets the weights
+    // as `convlab bench` defaults them beside it.
+    const app::PeerChoice& now = app::peer_choice(P.peer_available ? s.peer : "none");
+    const char* shown = P.peer_available ? now.label : "no peer (oneDNN not built in)";
+    const float combo_w = ImGui::CalcTextSize(app::peer_choices().back().label).x + fs * 2.5f;
+    same_line_or_wrap(ImGui::CalcTextSize("peer").x + combo_w + fs * 0.5f, fs * 1.2f);
+    ImGui::TextUnformatted("peer");
+    ImGui::SameLine();
     ImGui::BeginDisabled(!P.peer_available);
-    bool peer = s.peer && P.peer_available;
-    if (ImGui::Checkbox(peer_label, &peer)) s.peer = peer;
+    ImGui::SetNextItemWidth(combo_w);
+    if (ImGui::BeginCombo("##peer", shown)) {
+        for (const app::PeerChoice& c : app::peer_choices()) {
+            if (ImGui::Selectable(c.label, &c == &now) && &c != &now) {
+                s.peer = c.name;
+                s.weights_once = c.weights_once;
+            }
+            if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", c.tooltip);
+        }
+        ImGui::EndCombo();
+    }
     ImGui::EndDisabled();
+    if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
+        ImGui::SetTooltip("%s",
+                          P.peer_available ? now.tooltip : "this convlab was built without oneDNN");
 }
 
 // A lesson step's run in place of the shape-set controls: what it measures, and the threads
@@ -394,7 +416,8 @@ void controls(TimingsPanel& P, const TimingsStyle& st) {
         ImGui::SetTooltip(
             "on: implicit_gemm's packed weights (W^T panels, FlipRot(W)) are prepared once per\n"
             "layer and pass, outside the timed calls, as oneDNN reorders its weights first\n"
-            "off: packed in every call, so pack_wei and fliprot show in the operation charts");
+            "off: packed in every call, so pack_wei and fliprot show in the operation charts\n"
+            "(the default beside oneDNN-nchw, which reads its weights as given)");
     // One row per pass: the pass, then its algorithms.
     const auto pass_row = [&](Pass pass, bool& on) {
         ImGui::PushID(pass_name(pass));
@@ -880,7 +903,7 @@ void draw_timings(TimingsPanel& P, const TimingsStyle& st) {
         else
             t = "No measurements yet. Press Run: the " + P.set_name +
                 " shape set is timed per layer, pass, algorithm and operation" +
-                (P.peer_available && P.settings.peer ? ", beside oneDNN" : "") +
+                (P.peer_spec() ? ", beside " + P.peer_spec()->name : std::string()) +
                 ", every measurement verified against a reference before it is plotted (the "
                 "classroom set is quick, ResNet-50 takes much longer). Or show a results.json "
                 "written by "
@@ -919,9 +942,12 @@ void prepare_timings_shot(TimingsPanel& P, const TimingsShot& o) {
     if (!o.results.empty()) {
         P.show_results(app::load_results(o.results), o.results);
     } else if (o.bench_quick) {
-        std::optional<convlab::bench::PeerSpec> peer;
-        if (P.settings.peer && P.peer_available) peer = ::bench::PeerConv::spec();
-        P.run.start(app::make_config(P.settings, peer));
+        if (!o.peer.empty()) {
+            const app::PeerChoice& c = app::peer_choice(o.peer);  // throws naming the names
+            P.settings.peer = c.name;
+            P.settings.weights_once = c.weights_once;
+        }
+        P.run.start(app::make_config(P.settings, P.peer_spec()));
         P.was_running = true;
         if (o.wait) P.run.wait();
     }

@@ -48,6 +48,7 @@ struct TimingsShot {
     std::string chart;         // chart id to show ("" the first: relative_bwd_data when measured)
     int hover_series = -1;     // show the tooltip of this mark of the chart (-1 none)
     long long hover_mark = -1;
+    std::string peer;  // the peer of the quick run, by its --peer name ("" the panel's)
 };
 // Loads / measures, selects the chart and the hover. Throws Error naming the option at fault.
 void prepare_timings_shot(TimingsPanel& p, const TimingsShot& o);

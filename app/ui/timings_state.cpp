@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -21,6 +22,41 @@ namespace convlab::app {
 namespace fs = std::filesystem;
 
 // [SECTION] settings
+
+const std::vector<PeerChoice>& peer_choices() {
+    static const std::vector<PeerChoice> choices{
+        {"none", "no peer", "the engine's algorithms alone", false, true},
+        {"onednn", "oneDNN (its blocked layouts)",
+         "oneDNN's direct convolution on the layouts it prefers (format_tag::any), the way\n"
+         "practitioners use it; the reorders into them are outside the timed calls",
+         false, true},
+        {"onednn-nchw", "oneDNN-nchw (the engine's layouts)",
+         "oneDNN's direct convolution on the engine's plain NCHW/OIHW data, nothing reordered;\n"
+         "its weights are read as given, so the engine's are packed in every call too",
+         true, false}};
+    return choices;
+}
+
+const PeerChoice& peer_choice(const std::string& name) {
+    std::string known;
+    for (const PeerChoice& c : peer_choices()) {
+        if (name == c.name) return c;
+        known += (known.empty() ? "" : ", ") + std::string(c.name);
+    }
+    throw Error("peer: '" + name + "' is not one of " + known);
+}
+
+std::string peer_option(const std::string& column) {
+    std::string out = column;
+    for (char& ch : out) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    return out.empty() ? "none" : out;
+}
+
+std::string peer_name_of(const bench::Results& r) {
+    for (const bench::Measurement& m : r.rows)
+        if (m.peer) return peer_option(m.algorithm);
+    return "none";
+}
 
 std::vector<std::string> panel_algorithms(Pass pass) {
     std::vector<std::string> out;
@@ -85,9 +121,11 @@ std::string reproduce_command(const TimingsSettings& s, bool peer_used) {
         for (const std::string& t : tokens) list += (list.empty() ? "" : ",") + t;
         cmd += " --algos " + list;
     }
-    cmd += std::string(" --peer ") + (peer_used ? "onednn" : "none");
+    const std::string peer = peer_used ? s.peer : "none";
+    cmd += " --peer " + peer;
     cmd += " --threads " + std::to_string(s.threads);
-    if (!s.weights_once) cmd += " --weights per-call";
+    if (s.weights_once != peer_choice(peer).weights_once)
+        cmd += s.weights_once ? " --weights once" : " --weights per-call";
     cmd += " --out " + bench::shell_quote(s.out_dir);
     return cmd;
 }
@@ -106,6 +144,7 @@ bench::Config make_config(const TimingsSettings& s, const std::optional<bench::P
     cfg.batch = s.batch;
     cfg.threads = s.threads;
     cfg.prepared_weights = s.weights_once;
+    peer_choice(s.peer);  // throws on a name it does not know
     if (s.shapes_file.empty()) throw Error("shape set: no shape file chosen");
     try {
         cfg.layers = bench::read_shape_file(s.shapes_file);
@@ -118,7 +157,7 @@ bench::Config make_config(const TimingsSettings& s, const std::optional<bench::P
         cfg.timing.min_reps = 5;
         cfg.timing.min_seconds = 0.01;
     }
-    if (s.peer && peer) cfg.peer = peer;
+    if (s.peer != "none" && peer) cfg.peer = peer;
     cfg.command = reproduce_command(s, cfg.peer.has_value());
     return cfg;
 }
@@ -152,13 +191,15 @@ bench::Config lesson_config(const TimingsLessonRun& l, int threads,
     cfg.timing.min_reps = 5;
     cfg.timing.min_seconds = 0.01;
     cfg.peer = peer;
+    cfg.prepared_weights = !peer || peer->reorders_weights;  // as `convlab bench` defaults it
     cfg.shapes_file = l.source;
     // The one layer as a shape file, then the same measurement.
     cfg.command = "echo " + bench::shell_quote(desc) +
                   " > layer.txt && convlab bench --shapes layer.txt --batch file --passes " +
                   passes + (algos.empty() ? "" : " --algos " + algos) +
-                  " --warmup 1 --min-time 0.01 --peer " + (peer ? "onednn" : "none") +
-                  " --threads " + std::to_string(threads) + " --out " + bench::shell_quote(out_dir);
+                  " --warmup 1 --min-time 0.01 --peer " +
+                  (peer ? peer_option(peer->name) : "none") + " --threads " +
+                  std::to_string(threads) + " --out " + bench::shell_quote(out_dir);
     return cfg;
 }
 

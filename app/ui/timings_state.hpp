@@ -35,25 +35,48 @@ struct TimingsSettings {
     // of the selected passes except direct (the reference), as `convlab bench` does.
     std::vector<std::string> excluded;
     dim_t batch = 1;
-    int threads = 0;    // 0 = all cores
-    bool peer = true;   // oneDNN beside the engine, when this convlab was built with it
+    int threads = 0;  // 0 = all cores
+    // The peer timed beside the engine, when this convlab was built with oneDNN, by its
+    // `convlab bench --peer` name: "onednn" (its own blocked layouts, reordered outside the timed
+    // calls), "onednn-nchw" (the engine's plain layouts, nothing reordered) or "none".
+    std::string peer = "onednn";
     bool quick = true;  // quick timing: 1 warm-up, >= 5 runs and >= 10 ms (else >= 0.2 s)
     // Weights packed once per layer and pass, outside the timed calls (as oneDNN reorders its
     // weights before its timed calls); off: packed in every call, so the charts show
-    // implicit_gemm's pack_wei and fliprot (`convlab bench --weights per-call`).
+    // implicit_gemm's pack_wei and fliprot (`convlab bench --weights per-call`). Choosing a peer
+    // sets it as `convlab bench` defaults it: off beside onednn-nchw, which reorders nothing.
     bool weights_once = true;
     std::string out_dir = "out/timings";  // export folder
 };
+
+// A peer the panel offers: its `--peer` name, the label of the choice and what it means.
+struct PeerChoice {
+    const char* name;     // "onednn"
+    const char* label;    // "oneDNN (its blocked layouts)"
+    const char* tooltip;  // one or two lines
+    bool plain;           // on the engine's plain layouts (PeerConv's `plain`)
+    bool weights_once;    // the weights setting `convlab bench` defaults to beside it
+};
+// none, onednn, onednn-nchw, in that order.
+const std::vector<PeerChoice>& peer_choices();
+// The choice of that `--peer` name; throws Error naming the control and the names it knows.
+const PeerChoice& peer_choice(const std::string& name);
+// The `--peer` name of a peer's column name (PeerSpec::name): "oneDNN-nchw" -> "onednn-nchw".
+std::string peer_option(const std::string& column);
+// The `--peer` name of the peer whose rows results carry, or "none" when they have none.
+std::string peer_name_of(const bench::Results& r);
 
 // The algorithms the panel offers for a pass: the registry's, without direct.
 std::vector<std::string> panel_algorithms(Pass pass);
 // Stems of DIR/*.txt, sorted ("classroom", "resnet50").
 std::vector<std::string> shape_sets(const std::string& dir);
 // `convlab bench ...` that measures what these settings measure (the charts' reproduce line);
-// peer_used: oneDNN is timed (wanted and built in).
+// peer_used: s.peer is timed (wanted and built in). Its --weights is written where it differs
+// from what `convlab bench` defaults to with that peer.
 std::string reproduce_command(const TimingsSettings& s, bool peer_used);
-// The runner configuration of the settings (layers read from the shape file). Throws Error naming
-// the control and the rule: no pass, no algorithm, bad shape file, batch < 1.
+// The runner configuration of the settings (layers read from the shape file), with `peer` (the
+// spec of s.peer, nullopt when it is none or not built in). Throws Error naming the control and
+// the rule: no pass, no algorithm, bad shape file, batch < 1, unknown peer.
 bench::Config make_config(const TimingsSettings& s, const std::optional<bench::PeerSpec>& peer);
 
 // [SECTION] a lesson step's measurement
@@ -66,8 +89,9 @@ struct TimingsLessonRun {
     std::string source;              // where it comes from ("lesson 18_measuring, step 2")
 };
 // Its runner configuration: the one layer, the listed algorithms in their passes only, quick
-// timing (1 warm-up, >= 5 runs filling >= 10 ms), and a reproduce command. Throws Error naming
-// an entry that is not PASS:NAME or not an algorithm of its pass.
+// timing (1 warm-up, >= 5 runs filling >= 10 ms), the weights as `convlab bench` defaults them
+// beside that peer, and a reproduce command. Throws Error naming an entry that is not PASS:NAME
+// or not an algorithm of its pass.
 bench::Config lesson_config(const TimingsLessonRun& run, int threads,
                             const std::optional<bench::PeerSpec>& peer, const std::string& out_dir);
 
