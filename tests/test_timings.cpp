@@ -472,6 +472,17 @@ TEST_CASE("timings panel: the view rendered headless from a results.json, FAIL m
     };
     const Image a = shot(with_fail, "", "fail.png");
     const Image b = shot(all_ok, "", "ok.png");
+    // Results beside a peer the panel's list does not have (another tool's): shown, the list
+    // left as it was (no choice describes that peer).
+    {
+        bench::Results foreign = ok;
+        bench::Measurement m = foreign.rows.front();
+        m.algorithm = "PyTorch";
+        m.peer = true;
+        foreign.rows.push_back(m);
+        REQUIRE(app::peer_name_of(foreign) == "pytorch");
+        CHECK(shot(write(foreign, "foreign.json"), "", "foreign.png").w == 1280);
+    }
     const Image c = shot(with_fail, "--hover 0:0", "hover.png");
     CHECK(a.w == 1280);
     CHECK(a.h == 800);

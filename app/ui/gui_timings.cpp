@@ -78,7 +78,11 @@ struct TimingsPanel {
         settings.weights_once = std::any_of(r.notes.begin(), r.notes.end(), [](const auto& n) {
             return n.rfind("weights: packed once", 0) == 0;
         });
-        settings.peer = app::peer_name_of(r);
+        // The peer it was measured beside, where the list has it (a results.json may name
+        // another: the choice then stays as it was).
+        const std::string peer = app::peer_name_of(r);
+        for (const app::PeerChoice& c : app::peer_choices())
+            if (peer == c.name) settings.peer = peer;
         lesson.reset();
         run.adopt(std::move(r));
         say("showing " + from + " (measured earlier, not re-run)", false);
@@ -900,14 +904,15 @@ void draw_timings(TimingsPanel& P, const TimingsStyle& st) {
         std::string t;
         if (P.run.running())
             t = "Measuring: the charts appear as soon as the first layer's measurements are in.";
-        else
+        else {
+            const auto peer = P.peer_spec();
             t = "No measurements yet. Press Run: the " + P.set_name +
                 " shape set is timed per layer, pass, algorithm and operation" +
-                (P.peer_spec() ? ", beside " + P.peer_spec()->name : std::string()) +
+                (peer ? ", beside " + peer->name : std::string()) +
                 ", every measurement verified against a reference before it is plotted (the "
                 "classroom set is quick, ResNet-50 takes much longer). Or show a results.json "
-                "written by "
-                "`convlab bench` or an earlier export (below).";
+                "written by `convlab bench` or an earlier export (below).";
+        }
         dl->AddText(f, fs, ImVec2(a.x + fs, a.y + fs), kInk, t.c_str(), nullptr, avail.x - 2 * fs);
     } else {
         // Hover: the shot's forced mark, or the mark under the mouse.
