@@ -11,13 +11,12 @@
 //
 //   convlab_gemm_bench [--shapes FILE] [--mb N] [--threads N] [--reps N] [--flush MIB]
 //                      [--filter TEXT] [--product MxNxK]...
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <new>
-#include <set>
 #include <string>
-#include <tuple>
 #include <vector>
 
 #include <dnnl.h>
@@ -114,18 +113,18 @@ int main(int argc, char** argv) try {
             usage_error("unknown option '" + a + "'");
     }
     if (products.empty()) {
-        std::set<std::tuple<dim_t, dim_t, dim_t>> seen;
         for (const auto& layer : bench::read_shape_file(shapes)) {
             if (!filter.empty() && layer.descriptor.find(filter) == std::string::npos) continue;
             const convlab::Problem& p = layer.problem;
             const Product q{p.ocg(), mb * p.out_spatial(), p.icg() * p.kernel_spatial(),
                             p.name.empty() ? layer.descriptor : p.name};
-            if (!seen.insert({q.m, q.n, q.k}).second) {
-                for (Product& r : products)
-                    if (r.m == q.m && r.n == q.n && r.k == q.k) r.from += ", " + q.from;
-                continue;
-            }
-            products.push_back(q);
+            const auto same = std::find_if(products.begin(), products.end(), [&](const Product& r) {
+                return r.m == q.m && r.n == q.n && r.k == q.k;
+            });
+            if (same != products.end())
+                same->from += ", " + q.from;
+            else
+                products.push_back(q);
         }
         if (products.empty()) usage_error("no layer of " + shapes + " matches the filter");
     }

@@ -171,8 +171,8 @@ TEST_CASE("timings panel: the peer choice names the peer and its weights in the 
     REQUIRE(app::peer_choices().size() == 3);
     CHECK(std::string(app::peer_choices()[2].name) == "onednn-nchw");
     CHECK(app::peer_choice("onednn-nchw").plain);
-    CHECK_FALSE(app::peer_choice("onednn-nchw").weights_once);
-    CHECK(app::peer_choice("onednn").weights_once);
+    CHECK_FALSE(app::peer_choice("onednn-nchw").weights_once());
+    CHECK(app::peer_choice("onednn").weights_once());
     CHECK_FALSE(app::peer_choice("onednn").plain);
     CHECK_THROWS_WITH_AS(app::peer_choice("onednn-auto"), doctest::Contains("not one of"), Error);
     CHECK(app::peer_option("oneDNN-nchw") == "onednn-nchw");
@@ -186,7 +186,7 @@ TEST_CASE("timings panel: the peer choice names the peer and its weights in the 
     CHECK(c.command.find("--weights") == std::string::npos);
     // oneDNN-nchw with the weights it sets (per call): `convlab bench`'s default there, unsaid.
     s.peer = "onednn-nchw";
-    s.weights_once = app::peer_choice(s.peer).weights_once;
+    s.weights_once = app::peer_choice(s.peer).weights_once();
     c = app::make_config(s, spec("oneDNN-nchw", false));
     REQUIRE(c.peer.has_value());
     CHECK(c.peer->name == "oneDNN-nchw");

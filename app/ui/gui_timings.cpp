@@ -80,9 +80,8 @@ struct TimingsPanel {
         });
         // The peer it was measured beside, where the list has it (a results.json may name
         // another: the choice then stays as it was).
-        const std::string peer = app::peer_name_of(r);
-        for (const app::PeerChoice& c : app::peer_choices())
-            if (peer == c.name) settings.peer = peer;
+        if (const app::PeerChoice* c = app::find_peer_choice(app::peer_name_of(r)))
+            settings.peer = c->name;
         lesson.reset();
         run.adopt(std::move(r));
         say("showing " + from + " (measured earlier, not re-run)", false);
@@ -336,10 +335,7 @@ void threads_and_peer(TimingsPanel& P) {
     ImGui::SetNextItemWidth(combo_w);
     if (ImGui::BeginCombo("##peer", shown)) {
         for (const app::PeerChoice& c : app::peer_choices()) {
-            if (ImGui::Selectable(c.label, &c == &now) && &c != &now) {
-                s.peer = c.name;
-                s.weights_once = c.weights_once;
-            }
+            if (ImGui::Selectable(c.label, &c == &now) && &c != &now) app::choose_peer(s, c);
             if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", c.tooltip);
         }
         ImGui::EndCombo();
@@ -947,11 +943,8 @@ void prepare_timings_shot(TimingsPanel& P, const TimingsShot& o) {
     if (!o.results.empty()) {
         P.show_results(app::load_results(o.results), o.results);
     } else if (o.bench_quick) {
-        if (!o.peer.empty()) {
-            const app::PeerChoice& c = app::peer_choice(o.peer);  // throws naming the names
-            P.settings.peer = c.name;
-            P.settings.weights_once = c.weights_once;
-        }
+        if (!o.peer.empty())
+            app::choose_peer(P.settings, app::peer_choice(o.peer));  // throws naming the names
         P.run.start(app::make_config(P.settings, P.peer_spec()));
         P.was_running = true;
         if (o.wait) P.run.wait();

@@ -25,25 +25,35 @@ namespace fs = std::filesystem;
 
 const std::vector<PeerChoice>& peer_choices() {
     static const std::vector<PeerChoice> choices{
-        {"none", "no peer", "the engine's algorithms alone", false, true},
+        {"none", "no peer", "the engine's algorithms alone", false},
         {"onednn", "oneDNN (its blocked layouts)",
          "oneDNN's direct convolution on the layouts it prefers (format_tag::any), the way\n"
          "practitioners use it; the reorders into them are outside the timed calls",
-         false, true},
+         false},
         {"onednn-nchw", "oneDNN-nchw (the engine's layouts)",
          "oneDNN's direct convolution on the engine's plain NCHW/OIHW data, nothing reordered;\n"
          "its weights are read as given, so the engine's are packed in every call too",
-         true, false}};
+         true}};
     return choices;
 }
 
+const PeerChoice* find_peer_choice(const std::string& name) {
+    for (const PeerChoice& c : peer_choices())
+        if (name == c.name) return &c;
+    return nullptr;
+}
+
 const PeerChoice& peer_choice(const std::string& name) {
+    if (const PeerChoice* c = find_peer_choice(name)) return *c;
     std::string known;
-    for (const PeerChoice& c : peer_choices()) {
-        if (name == c.name) return c;
+    for (const PeerChoice& c : peer_choices())
         known += (known.empty() ? "" : ", ") + std::string(c.name);
-    }
     throw Error("peer: '" + name + "' is not one of " + known);
+}
+
+void choose_peer(TimingsSettings& s, const PeerChoice& c) {
+    s.peer = c.name;
+    s.weights_once = c.weights_once();
 }
 
 std::string peer_option(const std::string& column) {
@@ -124,7 +134,7 @@ std::string reproduce_command(const TimingsSettings& s, bool peer_used) {
     const std::string peer = peer_used ? s.peer : "none";
     cmd += " --peer " + peer;
     cmd += " --threads " + std::to_string(s.threads);
-    if (s.weights_once != peer_choice(peer).weights_once)
+    if (s.weights_once != peer_choice(peer).weights_once())
         cmd += s.weights_once ? " --weights once" : " --weights per-call";
     cmd += " --out " + bench::shell_quote(s.out_dir);
     return cmd;

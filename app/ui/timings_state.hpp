@@ -55,12 +55,18 @@ struct PeerChoice {
     const char* label;    // "oneDNN (its blocked layouts)"
     const char* tooltip;  // one or two lines
     bool plain;           // on the engine's plain layouts (PeerConv's `plain`)
-    bool weights_once;    // the weights setting `convlab bench` defaults to beside it
+    // The weights setting `convlab bench` defaults to beside it: packed once unless the peer
+    // reads its weights as given (PeerSpec::reorders_weights, false on plain layouts).
+    bool weights_once() const { return !plain; }
 };
 // none, onednn, onednn-nchw, in that order.
 const std::vector<PeerChoice>& peer_choices();
-// The choice of that `--peer` name; throws Error naming the control and the names it knows.
+// The choice of that `--peer` name, or null.
+const PeerChoice* find_peer_choice(const std::string& name);
+// The same; throws Error naming the control and the names it knows.
 const PeerChoice& peer_choice(const std::string& name);
+// Makes c the settings' peer, with the weights setting it defaults to.
+void choose_peer(TimingsSettings& s, const PeerChoice& c);
 // The `--peer` name of a peer's column name (PeerSpec::name): "oneDNN-nchw" -> "onednn-nchw".
 std::string peer_option(const std::string& column);
 // The `--peer` name of the peer whose rows results carry, or "none" when they have none.
