@@ -803,6 +803,51 @@ TEST_CASE("app model: values show three significant figures, integers whole") {
     CHECK(app::format_value(NAN, DataKind::Real).empty());
 }
 
+TEST_CASE("app model: a value fitted to its cell is written shorter, never cut") {
+    using app::DataKind;
+    const auto chars = [](const std::string& t) { return static_cast<float>(t.size()); };
+    const auto fit = [&](float v, float room, DataKind d = DataKind::Real) {
+        return app::format_value_fit(v, d, room, chars);
+    };
+    // Room enough: the full text.
+    CHECK(fit(-0.952574f, 6) == "-0.953");
+    // Less room: fewer digits, the sign kept (a cut "-0.953" read "0.953" on a projector).
+    CHECK(fit(-0.952574f, 5) == "-0.95");
+    CHECK(fit(-0.952574f, 2) == "-1");
+    CHECK(fit(0.0474259f, 4) == "0.05");
+    // Small and large values: the scientific form with a short exponent.
+    CHECK(fit(-0.0000361f, 7) == "-3.6e-5");
+    CHECK(fit(-0.0000361f, 5) == "-4e-5");
+    CHECK(fit(123456.0f, 5) == "1.2e5");
+    CHECK(fit(123456.0f, 6, DataKind::Integer) == "123456");
+    CHECK(fit(-123456.0f, 4, DataKind::Integer) == "-1e5");
+    CHECK(fit(150.4f, 3) == "150");
+    CHECK(fit(150.4f, 2).empty());
+    // Nothing fits: no text at all (the hover gives the value), never a part of it.
+    CHECK(fit(-0.952574f, 1).empty());
+    CHECK(fit(0.0f, 0.5f).empty());
+    // Every text returned reads as the value rounded: parsed back, it is within its own last
+    // digit's rounding, and a negative value keeps its sign.
+    for (float v : {-0.952574f, 0.0474259f, -3.6e-5f, 123456.0f, -98.76f, 7.5f, -0.051f})
+        for (float room = 1; room <= 8; room += 1) {
+            const std::string t = fit(v, room);
+            INFO(v << " in " << room << ": '" << t << "'");
+            CHECK(t.size() <= static_cast<std::size_t>(room));
+            if (t.empty()) continue;
+            const double back = std::stod(t);
+            CHECK((back < 0) == (v < 0));
+            CHECK(std::fabs(back - v) <= std::fabs(v) * 0.5 + 1e-12);
+        }
+}
+
+TEST_CASE("app model: a panel title's short form stops at its first clause") {
+    CHECK(app::short_title("Strided(dY): s-1 zeros between taps") == "Strided(dY)");
+    CHECK(app::short_title("dX = conv(P, W'), stride 1") == "dX = conv(P, W')");
+    CHECK(app::short_title("input (padding drawn as padding)") == "input");
+    CHECK(app::short_title("output gradient") == "output gradient");
+    CHECK(app::short_title("column matrix B = im2col(X)") == "column matrix B = im2col(X)");
+}
+
 TEST_CASE("app model: playback") {
     app::Playback pb;
     CHECK(pb.paused);

@@ -12,9 +12,13 @@
 
 #include "cli/cli_common.hpp"
 #include "lesson/lesson.hpp"
+#include "ui/gui.hpp"
 #include "ui/lesson_player.hpp"
 
 namespace convlab::cli {
+
+std::string readability_line(const ui::FrameReport& r);  // cmd_shot.cpp
+void ensure_display(std::ostream& out);                  // cmd_shot.cpp
 
 namespace {
 
@@ -71,12 +75,63 @@ void check_file(const std::string& f, std::ostream& out, CheckCounts& counts) {
     counts.bad_files += bad;
 }
 
+// The readability rule (app::kReadableTextPx) for every step of the files that load, as the
+// player shows them on a 1280x720 and a 1024x768 projector, with and without presenter mode, in
+// one window: one line per render that fails it, naming the step. Returns the failures.
+std::size_t check_readable(const std::vector<std::string>& files, std::ostream& out) {
+    struct Size {
+        int w, h;
+    };
+    const Size sizes[] = {{1280, 720}, {1024, 768}};
+    std::vector<ui::ShotOptions> list;
+    std::vector<std::string> what;
+    for (const std::string& f : files) {
+        Lesson l;
+        try {
+            l = lesson::load_lesson(f);
+        } catch (const lesson::LessonError&) {
+            continue;  // reported by the check above
+        }
+        for (std::size_t k = 0; k < l.steps.size(); ++k)
+            for (const Size& z : sizes)
+                for (const bool presenter : {true, false}) {
+                    ui::ShotOptions o;
+                    o.lesson = f;
+                    o.lesson_step = k;
+                    o.width = z.w;
+                    o.height = z.h;
+                    o.presenter = presenter;
+                    list.push_back(o);
+                    what.push_back(f + ": step " + std::to_string(k + 1) + " (" +
+                                   (l.steps[k].title.empty() ? l.steps[k].view : l.steps[k].title) +
+                                   ") at " + std::to_string(z.w) + "x" + std::to_string(z.h) +
+                                   (presenter ? " in presenter mode" : ""));
+                }
+    }
+    std::size_t failed = 0;
+    const auto reports = ui::shots(list);
+    for (std::size_t i = 0; i < reports.size(); ++i)
+        if (!reports[i].readable_ok()) {
+            ++failed;
+            out << "  " << what[i] << ": " << readability_line(reports[i]) << "\n";
+        }
+    out << "readability: " << reports.size() - failed << " of " << reports.size()
+        << " step renders readable (digits of at least " << app::kReadableTextPx
+        << " px on the step's cells and highlights)\n";
+    return failed;
+}
+
 // Every file is checked, whatever the ones before it gave.
-void run_check(const std::vector<std::string>& files, std::ostream& out) {
+void run_check(const std::vector<std::string>& files, bool readable, std::ostream& out) {
     if (files.empty()) throw Error("lesson check: expected one or more lesson files");
+    if (readable) ensure_display(out);
     CheckCounts n;
     for (const std::string& f : files) check_file(f, out, n);
-    if (n.bad_files == 0) return;
+    const std::size_t unreadable = readable ? check_readable(files, out) : 0;
+    if (n.bad_files == 0 && unreadable == 0) return;
+    if (n.bad_files == 0)
+        throw Error("lesson check: " + std::to_string(unreadable) +
+                    " step renders fail the readability rule");
     std::string what = std::to_string(n.bad_files) + " of " + std::to_string(files.size()) +
                        (files.size() == 1 ? " lesson" : " lessons") + " failed";
     if (n.errors) what += ", " + std::to_string(n.errors) + (n.errors == 1 ? " error" : " errors");
@@ -159,7 +214,9 @@ void run_lesson(const Options& opts, std::ostream& out) {
     const std::vector<std::string> rest(pos.begin() + 1, pos.end());
     if (pos[0] != "show" && (opts.has("--step") || opts.has("--tensor")))
         throw Error("lesson " + pos[0] + ": --step and --tensor belong to 'lesson show'");
-    if (pos[0] == "check") return run_check(rest, out);
+    if (pos[0] != "check" && opts.has("--readable"))
+        throw Error("lesson " + pos[0] + ": --readable belongs to 'lesson check'");
+    if (pos[0] == "check") return run_check(rest, opts.has("--readable"), out);
     if (pos[0] == "list") return run_list(rest, out);
     if (pos[0] == "show") return run_show(rest, opts, out);
     throw Error("lesson: unknown action '" + pos[0] + "' (actions: check, list, show)");
@@ -171,14 +228,21 @@ const Command& lesson_command() {
     static const Command c{
         "lesson",
         "check, list and show classroom lessons (lessons/*.toml)",
-        "lesson check FILE... | lesson list [DIR] | lesson show FILE --step K [--tensor NAMES]",
+        "lesson check [--readable] FILE... | lesson list [DIR] | lesson show FILE --step K "
+        "[--tensor NAMES]",
         "check: loads, validates and evaluates every step with the engine; one line a lesson\n"
         "(steps, checks passed), then every error as file:line:column: what is wrong and every\n"
         "failed check with its line. All files are checked; status 2 when any failed.\n"
+        "With --readable also renders every step (as `convlab shot` does, under xvfb-run when\n"
+        "there is no display) at 1280x720 and 1024x768, with and without presenter mode, and\n"
+        "names each render whose current step or highlighted cells do not show their value in\n"
+        "digits of at least 14 px (a step that fits only unreadably follows the step, zoomed).\n"
         "list: the lessons of DIR (default: the lessons/ directory of the source tree).\n"
         "show: the narration, checks and named tensors of step K (1-based).\n"
         "Lesson format: lessons/README.md.\n",
         {{"ACTION ARGS...", nullptr, "check FILE... | list [DIR] | show FILE"},
+         {"--readable", nullptr,
+          "check: also hold every step to the readability rule on a projector"},
          {"--step", "K", "show: the step, 1-based"},
          {"--tensor", "NAMES", "show: print only these tensors (comma-separated)"}},
         run_lesson};

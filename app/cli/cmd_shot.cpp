@@ -52,6 +52,18 @@ void gif_range(const Options& opts, ui::ShotOptions& o) {
 
 }  // namespace
 
+// "readable: ..." for a shot's report: the rule, how many of the cells that must be read show
+// their value at that size, and the digits' size.
+std::string readability_line(const ui::FrameReport& r) {
+    char b[200];
+    std::snprintf(
+        b, sizeof b,
+        "%s: %lld of %lld cells of the step show their value, digits %.1f px (rule: %.0f px)",
+        r.readable_ok() ? "readable" : "NOT readable", r.readable, r.must_read,
+        static_cast<double>(r.text_px), static_cast<double>(app::kReadableTextPx));
+    return b;
+}
+
 // --lesson FILE: a path, or a lesson of the lessons/ directory by number or name ("17",
 // "17_worked_problem"). Error when none matches.
 std::string lesson_path(const std::string& arg) {
@@ -213,13 +225,14 @@ void run_shot(const Options& opts, std::ostream& out) {
         char fit[160];
         std::snprintf(fit, sizeof fit,
                       "view %s the canvas: drawn %.0fx%.0f px of %.0fx%.0f, cells %.1f px\n",
-                      o.follow   ? "follows the step on"
-                      : r.fits() ? "fits"
-                                 : "does NOT fit",
+                      o.follow || r.followed ? "follows the step on"
+                      : r.fits()             ? "fits"
+                                             : "does NOT fit",
                       static_cast<double>(r.drawn_w), static_cast<double>(r.drawn_h),
                       static_cast<double>(r.canvas_w), static_cast<double>(r.canvas_h),
                       static_cast<double>(r.cell_px));
         out << fit;
+        out << readability_line(r) << "\n";
     }
     if (report) {
         char buf[512];

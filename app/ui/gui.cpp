@@ -239,6 +239,17 @@ class App {
     static bool short_window() { return ImGui::GetIO().DisplaySize.y < 900.0f; }
     // The canvas and the extent of what was drawn on it (panels and titles), last frame.
     ImVec2 canvas_size{0, 0}, drawn_size{0, 0};
+    // The readability rule at the last frame (FrameReport::must_read ...).
+    struct Read {
+        long long must = 0, ok = 0;
+        float text_px = 0;
+        // The zoom (px a cell) at which every one of those values is written whole in digits
+        // of kReadableTextPx (at most 64 px a cell).
+        float need_z = 0;
+    } read;
+    bool measure_read = false;   // measure `read` every frame, not only in a lesson (shots)
+    bool auto_followed = false;  // following because a lesson step's fit was unreadable
+    bool notes = false;          // presenter mode: the whole narration shown (T), not the strip
     std::shared_ptr<TimingsPanel> timings = make_timings_panel();  // the timings view
     LessonUi lesson;  // the lesson player (gui_lesson.cpp)
 
@@ -320,9 +331,14 @@ class App {
         for (auto& t : tex)
             if (t.id) glDeleteTextures(1, &t.id);
         tex.assign(view->panels.size(), {});
-        vmax.assign(view->panels.size(), 1.0f);
-        for (std::size_t i = 0; i < view->panels.size(); ++i)
-            for (float x : view->panels[i].values) vmax[i] = std::max(vmax[i], std::fabs(x));
+        // Each tensor its own symmetric colour scale (its largest |value| the deepest tint), so
+        // that gradients of a few hundredths show beside activations of several units.
+        vmax.assign(view->panels.size(), 0.0f);
+        for (std::size_t i = 0; i < view->panels.size(); ++i) {
+            for (float x : view->panels[i].values)
+                if (std::isfinite(x)) vmax[i] = std::max(vmax[i], std::fabs(x));
+            if (!(vmax[i] > 0.0f)) vmax[i] = 1.0f;
+        }
         s.playback.scrub(s.playback.step, steps());
         s.hover = s.pinned = {};
         linked_for = {-2, -2};
@@ -366,24 +382,6 @@ class App {
         measure_values();
     }
 
-    // Per panel of at most 4096 cells, the width of its widest shown value at font size 1
-    // (draw_panel sizes the panel's digits by it); 0 for larger panels (each value sized alone).
-    std::vector<float> widest;
-    void measure_values() {
-        widest.assign(view->panels.size(), 0.0f);
-        for (std::size_t i = 0; i < view->panels.size(); ++i) {
-            const Panel& pn = view->panels[i];
-            if (pn.numel() > 4096) continue;
-            for (dim_t c = 0; c < pn.numel(); ++c) {
-                const auto cu = static_cast<std::size_t>(c);
-                const bool lane = !pn.padding_lane.empty() && pn.padding_lane[cu];
-                const std::string v =
-                    lane ? "0" : app::format_value(st.panels[i].shown[cu], s.request.data);
-                widest[i] = std::max(widest[i], font->CalcTextSizeA(1.0f, FLT_MAX, 0, v.c_str()).x);
-            }
-        }
-    }
-
     void update_linked() {
         const app::Selection sel = s.hover.valid() ? s.hover : s.pinned;
         if (!view || sel == linked_for) return;
@@ -417,6 +415,49 @@ class App {
         c_current_pad = mix(P.padding, P.current, 0.7f);
         c_linked = mix(P.cell, P.linked, 0.85f);
         for (auto& t : tex) t.dirty = true;
+        measure_values();
+    }
+
+    // Per panel of at most 4096 cells, the width of its widest value written whole at font
+    // size 1 (0 for larger panels).
+    std::vector<float> widest;
+    void measure_values() {
+        widest.assign(view->panels.size(), 0.0f);
+        for (std::size_t i = 0; i < view->panels.size(); ++i) {
+            const Panel& pn = view->panels[i];
+            if (pn.numel() > 4096) continue;
+            for (dim_t c = 0; c < pn.numel(); ++c) {
+                const auto cu = static_cast<std::size_t>(c);
+                const bool lane = !pn.padding_lane.empty() && pn.padding_lane[cu];
+                const std::string v =
+                    lane ? "0" : app::format_value(st.panels[i].shown[cu], s.request.data);
+                widest[i] = std::max(widest[i], font->CalcTextSizeA(1.0f, FLT_MAX, 0, v.c_str()).x);
+            }
+        }
+    }
+
+    // The digit size of panel i at z px a cell: app::value_text_px, smaller (down to
+    // kReadableTextPx) where that lets the panel's widest value be written whole; 0: no text.
+    float value_font(std::size_t i, float z) const {
+        const float f0 = app::value_text_px(z);
+        if (f0 <= 0.0f || i >= widest.size() || widest[i] <= 0.0f) return f0;
+        // (0.89: a hair under the 0.9 of a cell that value_text allows, so that rounding never
+        // leaves the widest value without text.)
+        return std::clamp(z * 0.89f / widest[i], std::min(f0, app::kReadableTextPx), f0);
+    }
+
+    // The text of cell c of panel i at z px a cell: its value fitted to 0.9 of the cell at the
+    // panel's digit size (value_font), written shorter where it must be; "" where none fits.
+    std::string value_text(std::size_t i, dim_t c, float z) const {
+        const float fsz = value_font(i, z);
+        if (fsz <= 0.0f) return "";
+        const auto cu = static_cast<std::size_t>(c);
+        const Panel& pn = view->panels[i];
+        if (!pn.padding_lane.empty() && pn.padding_lane[cu]) return "0";
+        return app::format_value_fit(st.panels[i].shown[cu], s.request.data, z * 0.9f,
+                                     [&](const std::string& t) {
+                                         return font->CalcTextSizeA(fsz, FLT_MAX, 0, t.c_str()).x;
+                                     });
     }
 
     ImU32 cell_colour(std::size_t panel, dim_t c) const {
@@ -434,6 +475,102 @@ class App {
         if (!std::isfinite(v)) return P.cell;
         const int i = static_cast<int>(std::lround(std::clamp(v, -1.0f, 1.0f) * 256.0f)) + 256;
         return tint[static_cast<std::size_t>(i)];
+    }
+
+    // The panels a lesson step is about: those its map's link reaches through the view's links
+    // (the tnc view's X, X5 and T for tnc5d, not the dY pipeline that advances beside it); all
+    // panels outside a lesson or where the step names no map of the view.
+    std::vector<bool> step_panels() const {
+        std::vector<bool> in(view->panels.size(), true);
+        const app::StepPlan* plan = lesson.active() ? lesson.plan() : nullptr;
+        if (!plan || plan->map.empty()) return in;
+        const app::Link* own = nullptr;
+        for (const auto& l : view->links)
+            if (l.name == plan->map) own = &l;
+        if (!own || own->src < 0 || own->dst < 0) return in;
+        in.assign(view->panels.size(), false);
+        in[static_cast<std::size_t>(own->src)] = in[static_cast<std::size_t>(own->dst)] = true;
+        for (bool grew = true; grew;) {
+            grew = false;
+            for (const auto& l : view->links) {
+                if (l.src < 0 || l.dst < 0) continue;
+                const auto a = static_cast<std::size_t>(l.src), b = static_cast<std::size_t>(l.dst);
+                if (in[a] != in[b]) {
+                    in[a] = in[b] = true;
+                    grew = true;
+                }
+            }
+        }
+        return in;
+    }
+
+    // The cells a class must read at this step, per panel (sorted): the current cells of the
+    // panels the step is about and the lesson's highlights; `any` false when there are none.
+    std::vector<std::vector<dim_t>> must_read(bool& any) const {
+        std::vector<std::vector<dim_t>> must(view->panels.size());
+        const auto* hl = lesson.highlights(*view);
+        const std::vector<bool> in = step_panels();
+        any = false;
+        for (std::size_t i = 0; i < view->panels.size(); ++i) {
+            if (i < st.current.size() && in[i]) must[i] = st.current[i];
+            if (hl) must[i].insert(must[i].end(), (*hl)[i].begin(), (*hl)[i].end());
+            std::sort(must[i].begin(), must[i].end());
+            must[i].erase(std::unique(must[i].begin(), must[i].end()), must[i].end());
+            any |= !must[i].empty();
+        }
+        return must;
+    }
+
+    // The readability rule over the canvas as drawn (origin, z px a cell, clip): fills `read`.
+    void measure_readability(ImVec2 origin, float z, const ImVec4& clip) {
+        read = {};
+        read.text_px = 0;
+        bool any = false;
+        const std::vector<std::vector<dim_t>> must = must_read(any);
+        const auto visit = [&](std::size_t i, dim_t c) {
+            ++read.must;
+            const float f = value_font(i, z);
+            read.text_px = read.must == 1 ? f : std::min(read.text_px, f);
+            const auto cu = static_cast<std::size_t>(c);
+            const std::string whole = app::format_value(st.panels[i].shown[cu], s.request.data);
+            const float w1 = font->CalcTextSizeA(1.0f, FLT_MAX, 0, whole.c_str()).x;
+            read.need_z = std::max({read.need_z, app::kReadableTextPx / app::kValueTextShare,
+                                    std::min(64.0f, app::kReadableTextPx * w1 / 0.89f)});
+            const app::CellPos cp = app::cell_pos(view->panels[i], c);
+            const float x = origin.x + static_cast<float>(cp.x) * z;
+            const float y = origin.y + static_cast<float>(cp.y) * z;
+            const bool inside = x >= clip.x - 0.5f && y >= clip.y - 0.5f &&
+                                x + z <= clip.z + 0.5f && y + z <= clip.w + 0.5f;
+            if (inside && f >= app::kReadableTextPx && !value_text(i, c, z).empty())
+                ++read.ok;
+            else if (std::getenv("CONVLAB_DEBUG_READ"))
+                std::fprintf(stderr,
+                             "unreadable (widest %.2f shown %g) %s cell %lld inside %d f %.1f text "
+                             "'%s' at %.0f,%.0f\n",
+                             static_cast<double>(i < widest.size() ? widest[i] : -1.0f),
+                             static_cast<double>(st.panels[i].shown[cu]),
+                             view->panels[i].name.c_str(), static_cast<long long>(c), inside,
+                             static_cast<double>(f), value_text(i, c, z).c_str(),
+                             static_cast<double>(x), static_cast<double>(y));
+        };
+        // Past this many cells to read the view is unreadable whatever the zoom (and measuring
+        // each would cost a frame).
+        constexpr long long kMaxMust = 20000;
+        long long count = 0;
+        for (std::size_t i = 0; i < view->panels.size(); ++i)
+            count += any ? static_cast<long long>(must[i].size()) : view->panels[i].numel();
+        if (count > kMaxMust) {
+            read.must = count;
+            read.need_z = 64.0f;
+            return;
+        }
+        for (std::size_t i = 0; i < view->panels.size(); ++i) {
+            if (any) {
+                for (dim_t c : must[i]) visit(i, c);
+            } else {
+                for (dim_t c = 0; c < view->panels[i].numel(); ++c) visit(i, c);
+            }
+        }
     }
 
     void frame(double dt);
@@ -502,6 +639,7 @@ void App::keyboard() {
     if (pressed(GLFW_KEY_F)) set_follow(false);  // the fit
     if (pressed(GLFW_KEY_Z)) set_follow(!s.follow);
     if (pressed(GLFW_KEY_P)) s.presenter = !s.presenter;
+    if (pressed(GLFW_KEY_T)) notes = !notes;
     if (pressed(GLFW_KEY_TAB)) show_sidebar = !show_sidebar;
     if (pressed(GLFW_KEY_F11)) toggle_fullscreen();
     if (pressed(GLFW_KEY_H) || pressed(GLFW_KEY_F1)) show_help = !show_help;
@@ -1022,16 +1160,10 @@ void App::draw_panel(ImDrawList* dl, std::size_t i, ImVec2 origin, float z, cons
         }
         dl->AddRect(ImVec2(px - 1, py - 1), ImVec2(px + pw + 1, py + ph + 1), P.grid);
     } else {
-        // Digits at 0.55 of a cell (0.42 left a projector's 27-px cells 11-px digits), one size
-        // for the panel: the largest at which its widest value fits 0.9 of a cell, unless that
-        // is below 8 px, where each value is sized on its own (and hidden below 8 px).
-        float fsz = std::clamp(z * 0.55f, 6.0f, 44.0f);
-        const bool text = z >= 14.0f;
-        const float wide = i < widest.size() ? widest[i] : 0.0f;  // measure_values
-        if (text && wide > 0.0f) {
-            const float fit = std::min(fsz, z * 0.9f / wide);
-            if (fit >= 8.0f) fsz = fit;
-        }
+        // One digit size for every cell (app::value_text_px): a value too wide for its cell is
+        // written shorter (fewer digits, then the scientific form) or not at all, never cut.
+        const float fsz = value_font(i, z);
+        const bool text = fsz > 0.0f;
         // Tile label: the tile dims of its first element ("c=1", "n=0 g=1").
         // With across_only, only the dims that change along a row of tiles (TileX: "c=1" where
         // the first tile of the row says "k=0 c=0"), where the panel has any.
@@ -1131,20 +1263,12 @@ void App::draw_panel(ImDrawList* dl, std::size_t i, ImVec2 origin, float z, cons
                         if (!text) continue;
                         const ImU32 tc = luminance(col) > 0.5f ? IM_COL32(0, 0, 0, 255)
                                                                : IM_COL32(255, 255, 255, 255);
-                        std::string v =
-                            lane ? "0" : app::format_value(ps.shown[cu], s.request.data);
+                        const std::string v = value_text(i, c, z);
                         if (!v.empty()) {
-                            float sz = fsz;
-                            ImVec2 ts = font->CalcTextSizeA(sz, FLT_MAX, 0, v.c_str());
-                            if (ts.x > z * 0.9f) {
-                                sz *= z * 0.9f / ts.x;
-                                ts = font->CalcTextSizeA(sz, FLT_MAX, 0, v.c_str());
-                            }
-                            if (sz >= 8.0f)  // smaller digits blur: hover shows the value
-                                dl->AddText(
-                                    font, sz,
-                                    ImVec2(a.x + (z - ts.x) * 0.5f, a.y + (z - ts.y) * 0.5f), tc,
-                                    v.c_str());
+                            const ImVec2 ts = font->CalcTextSizeA(fsz, FLT_MAX, 0, v.c_str());
+                            dl->AddText(font, fsz,
+                                        ImVec2(a.x + (z - ts.x) * 0.5f, a.y + (z - ts.y) * 0.5f),
+                                        tc, v.c_str());
                         }
                         if (!ps.count.empty() && z >= 34.0f) {
                             const std::string cnt = "x" + std::to_string(ps.count[cu]);
@@ -1230,8 +1354,11 @@ void App::canvas() {
     const auto make_titles = [&] {
         for (std::size_t i = 0; i < view->panels.size(); ++i) {
             const Panel& pn = view->panels[i];
-            titles[i] = pn.name + "  " + pn.title;
-            if (!compact_titles) titles[i] += "\n" + shape_text(pn.shape) + "\n" + role_text(pn);
+            if (compact_titles)
+                titles[i] = pn.name + "  " + app::short_title(pn.title);
+            else
+                titles[i] =
+                    pn.name + "  " + pn.title + "\n" + shape_text(pn.shape) + "\n" + role_text(pn);
         }
     };
     make_titles();
@@ -1297,6 +1424,8 @@ void App::canvas() {
         s.zoom = 0;
     // Fit: the whole view in the canvas (cells at most 64 px).
     if (s.zoom <= 0) {
+        if (auto_followed) s.follow = false;
+        auto_followed = false;
         fit_auto = true;
         fit_size = size;
         fit_fs = fs;
@@ -1387,13 +1516,18 @@ void App::canvas() {
             }
             return best;
         };
-        compact_titles = false;
-        make_titles();
-        Pick best = arrangements();
+        // Presenter mode: one-line titles always (the class reads cells; the long form is in
+        // the hover and the narration).
+        Pick best;
+        if (!s.presenter) {
+            compact_titles = false;
+            make_titles();
+            best = arrangements();
+        }
         compact_titles = true;
         make_titles();
         const Pick short_titles = arrangements();
-        if (beats(short_titles, best, 1.1f)) best = short_titles;
+        if (s.presenter || beats(short_titles, best, 1.1f)) best = short_titles;
         if (!best.compact || best.k != last_tried) {  // (else the last one tried is in place)
             compact_titles = best.compact;
             make_titles();
@@ -1417,10 +1551,27 @@ void App::canvas() {
     // of 8 channels at batch 2 on a 1024 x 768 projector: 1.7 px).
     bool laid_out = false;  // at s.zoom, by the follow below
     if (s.follow && st.current.size() == view->panels.size()) {
-        const float zf = std::max(fit_zoom, app::kFollowCellPx);
+        // At least the zoom at which the step's own values are written whole (read.need_z),
+        // kFollowCellPx where that keeps the step's cells in view together, else less.
+        const float need = std::max(fit_zoom, read.need_z);
+        float zf = std::max(need, app::kFollowCellPx);
         relayout(zf);
         app::CellBox box;
-        if (app::follow_box(*view, st, avail_x / zf, avail_y / zf, box)) {
+        // In a lesson: the cells the step is about (must_read: its map's panels and the
+        // highlights; the tensors view has only highlights).
+        bool any = false;
+        app::StepState marked;
+        if (lesson.active()) marked.current = must_read(any);
+        const app::StepState& follow_st = any ? marked : st;
+        app::CellBox whole;
+        for (int it = 0; it < 3 && app::follow_box(*view, follow_st, 1e12, 1e12, whole); ++it) {
+            const float zfit = 0.97f * std::min(avail_x / static_cast<float>(whole.width() + 0.5),
+                                                avail_y / static_cast<float>(whole.height() + 0.5));
+            if (zfit >= zf || zfit < need) break;
+            zf = std::max(need, zfit);
+            relayout(zf);
+        }
+        if (app::follow_box(*view, follow_st, avail_x / zf, avail_y / zf, box)) {
             s.zoom = zf;
             laid_out = true;
             app::follow_pan(box, std::max<double>(view->width, titles_right(zf) / zf), view->height,
@@ -1502,6 +1653,14 @@ void App::canvas() {
                     wrap_of(p.panel, z));
     }
     lesson.draw_highlights(dl, *view, origin, z, lesson_highlight_colour(s.palette));
+    if (lesson.active() || measure_read) measure_readability(origin, z, clip);
+    // A lesson step whose fitted view leaves the cells it is about unreadable follows the step
+    // (zoomed in to kFollowCellPx) from the next frame on: a class reads the step's digits.
+    if (lesson.active() && fit_auto && !s.follow && read.ok < read.must &&
+        fit_zoom < std::max(app::kFollowCellPx, read.need_z)) {
+        s.follow = true;
+        auto_followed = true;
+    }
     dl->PopClipRect();
     ImGui::EndChild();
 }
@@ -1541,6 +1700,7 @@ void App::frame(double dt) {
     const bool narrow = s.request.view == "timings" && !lesson.active();
     const float sw = side ? (narrow ? 300.0f : 380.0f) * s.font_scale : 0.0f;
     if (side) sidebar(sw);
+    lesson.strip = s.presenter && !notes;
     const float lesson_h =
         lesson.panel_height(io.DisplaySize.x - sw, io.DisplaySize.y, short_window() ? 0.4f : 0.5f);
     ImGui::SetNextWindowPos(ImVec2(sw, 0));
@@ -1552,7 +1712,7 @@ void App::frame(double dt) {
     if (s.presenter && !short_window())
         ImGui::TextDisabled(
             "presenter: space play  ←/→ step  G granularity  1-9,0 view  C palette  +/- font  "
-            "F fit  Z follow  F11 full screen  Esc leave");
+            "F fit  Z follow  T narration  F11 full screen  Esc leave");
     canvas();
     ImGui::End();
     lesson.panel(ImVec2(sw, io.DisplaySize.y - lesson_h), ImVec2(io.DisplaySize.x - sw, lesson_h),
@@ -1565,7 +1725,7 @@ void App::frame(double dt) {
             "last step\nup/down    speed\nG          granularity element / line / tile / whole\nL  "
             "        loop\n1-9, 0     views; PgUp/PgDn previous / next\nF          fit to "
             "window\nZ          follow the step (zoomed in)\nC          palette\nP          "
-            "presenter mode\nTab        sidebar\nF11  "
+            "presenter mode\nT          presenter: narration / strip\nTab        sidebar\nF11  "
             "      full screen\n+/-        font size\nS          save PNG\nEsc        unpin / "
             "leave presenter\nPgDn/N     lesson: next step\nPgUp/B     lesson: previous step");
         ImGui::End();
@@ -1722,7 +1882,17 @@ std::string App::svg() const {
                 o << "<line x1=\"" << x << "\" y1=\"" << y << "\" x2=\"" << x + u << "\" y2=\""
                   << y + u << "\" stroke=\"" << hex(P.grid) << "\"/>";
             const std::string ink = luminance(col) > 0.5f ? "#000000" : "#ffffff";
-            const std::string val = lane ? "0" : app::format_value(ps.shown[cu], s.request.data);
+            // Fitted to the cell as the window does, by DejaVu Sans's advance widths (digits
+            // 0.64 em, '.' 0.32, '-' 0.36): a value is written shorter, never cut.
+            const std::string val =
+                lane ? "0"
+                     : app::format_value_fit(
+                           ps.shown[cu], s.request.data, static_cast<float>(u * 0.9),
+                           [](const std::string& t) {
+                               float w = 0;
+                               for (char ch : t) w += ch == '.' ? 0.32f : ch == '-' ? 0.36f : 0.64f;
+                               return w * 12.0f;
+                           });
             if (!val.empty())
                 text(x + u / 2, y + u * (ps.count.empty() ? 0.65 : 0.55), 12, ink, val);
             if (!ps.count.empty() && !lane)
@@ -1925,6 +2095,7 @@ void run_gui(const GuiOptions& o) {
     App a;
     a.window = w.get();
     a.font = w.font();
+    a.measure_read = true;
     a.s.presenter = o.presenter;
     a.s.follow = o.follow;
     if (o.presenter) a.toggle_fullscreen();
@@ -1952,6 +2123,7 @@ FrameReport shot_in(Window& w, const ShotOptions& o) {
     App a;
     a.window = w.get();
     a.font = w.font();
+    a.measure_read = true;
     a.s.presenter = o.presenter;
     a.s.palette = o.palette;
     a.s.follow = o.follow;
@@ -1992,13 +2164,18 @@ FrameReport shot_in(Window& w, const ShotOptions& o) {
         a.s.hover = {o.hover_panel, o.hover_cell};
         a.s.hover_forced = true;
     }
-    // A few frames settle ImGui's layout (auto-sized items measure themselves on frame 1).
-    for (int i = 0; i < 3; ++i) render_frame(a, 0.0);
+    // A few frames settle ImGui's layout (auto-sized items measure themselves on frame 1; a
+    // lesson step that is unreadable fitted follows the step from the next frame on).
+    for (int i = 0; i < 4; ++i) render_frame(a, 0.0);
     rep.canvas_w = a.canvas_size.x;
     rep.canvas_h = a.canvas_size.y;
     rep.drawn_w = a.drawn_size.x;
     rep.drawn_h = a.drawn_size.y;
     rep.cell_px = a.s.zoom;
+    rep.must_read = a.read.must;
+    rep.readable = a.read.ok;
+    rep.text_px = a.read.text_px;
+    rep.followed = a.s.follow;
     if (!o.out.empty()) {
         a.ex.png = o.out;
         render_frame(a, 0.0);
@@ -2064,14 +2241,17 @@ FrameReport shot(const ShotOptions& o) {
     return shot_in(w, o);
 }
 
-void shots(const std::vector<ShotOptions>& list) {
-    if (list.empty()) return;
-    for (const auto& o : list) check_writable(o.out);
+std::vector<FrameReport> shots(const std::vector<ShotOptions>& list) {
+    std::vector<FrameReport> r;
+    if (list.empty()) return r;
+    for (const auto& o : list)
+        if (!o.out.empty()) check_writable(o.out);
     Window w(list[0].width, list[0].height, false, "ConvLab demo");
     for (const auto& o : list) {
         glfwSetWindowSize(w.get(), o.width, o.height);
-        shot_in(w, o);
+        r.push_back(shot_in(w, o));
     }
+    return r;
 }
 
 void check_writable(const std::string& path) {

@@ -71,6 +71,15 @@ struct FrameReport {
     // (fitted: nothing cut off at the right or the bottom).
     float canvas_w = 0, canvas_h = 0, drawn_w = 0, drawn_h = 0;
     float cell_px = 0;  // a cell's side at the view's zoom
+    // The readability rule (app::kReadableTextPx): the cells that must be read (the step's
+    // current cells and the lesson's highlights; every cell where the step has neither), how
+    // many of them show their value inside the canvas with digits of at least that size, and
+    // the digits' size. followed: the canvas follows the step (asked, or a lesson step whose
+    // fit was unreadable).
+    long long must_read = 0, readable = 0;
+    float text_px = 0;
+    bool followed = false;
+    bool readable_ok() const { return readable == must_read; }
     bool fits() const { return drawn_w <= canvas_w + 0.5f && drawn_h <= canvas_h + 0.5f; }
 };
 
@@ -78,8 +87,8 @@ struct FrameReport {
 // left at `out` on failure) and/or measures frame times. Needs a display (see
 // display_available). Throws Error.
 FrameReport shot(const ShotOptions& o);
-// Several shots in one window (the demo): one PNG per entry.
-void shots(const std::vector<ShotOptions>& list);
+// Several shots in one window (the demo): one PNG per entry ("" out: only the report).
+std::vector<FrameReport> shots(const std::vector<ShotOptions>& list);
 
 // The process's own argv, kept by main() so that a headless command can re-run itself under
 // xvfb-run.

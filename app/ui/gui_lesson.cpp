@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 
 #define GLFW_INCLUDE_NONE
@@ -248,6 +249,7 @@ std::vector<Block> blocks(const app::LessonPlayer& p, const app::StepPlan* plan,
 float LessonUi::panel_height(float width, float h, float max_share) const {
     if (!active()) return 0;
     const ImGuiStyle& st = ImGui::GetStyle();
+    if (strip) return ImGui::GetTextLineHeight() + 2 * st.WindowPadding.y + 4.0f;
     const float wrap = std::max(100.0f, width - 2 * st.WindowPadding.x - st.ScrollbarSize);
     float need = 2 * st.WindowPadding.y;
     for (const Block& b : blocks(player, plan(), timings_note_)) {
@@ -257,6 +259,50 @@ float LessonUi::panel_height(float width, float h, float max_share) const {
     return std::clamp(need + 4.0f, h * 0.15f, h * max_share);
 }
 
+namespace {
+
+// Text wrapped at `wrap` px, drawn a line at a time through a clipper: only the lines in view
+// make vertices, so that a narration of any length draws (ImGui's TextWrapped reserves vertices
+// for the whole text, and past 16k characters overflows a draw list's 16-bit indices).
+void text_wrapped_clipped(const std::string& text, float wrap) {
+    ImFont* f = ImGui::GetFont();
+    const float scale = ImGui::GetFontSize() / f->FontSize;
+    std::vector<std::pair<const char*, const char*>> lines;
+    const char* s = text.data();
+    const char* const e = s + text.size();
+    while (s <= e) {
+        const char* nl =
+            static_cast<const char*>(std::memchr(s, '\n', static_cast<std::size_t>(e - s)));
+        const char* le = nl ? nl : e;
+        if (le == s) lines.emplace_back(s, s);
+        while (s < le) {
+            const char* w = f->CalcWordWrapPositionA(scale, s, le, wrap);
+            if (w <= s) {  // one character wider than the line: take it (whole UTF-8 sequence)
+                w = s + 1;
+                while (w < le && (static_cast<unsigned char>(*w) & 0xC0) == 0x80) ++w;
+            }
+            lines.emplace_back(s, w);
+            s = w;
+            while (s < le && *s == ' ') ++s;
+        }
+        if (!nl) break;
+        s = nl + 1;
+    }
+    ImGui::PushStyleVar(ImGuiStyleVar_ItemSpacing, ImVec2(ImGui::GetStyle().ItemSpacing.x, 0));
+    ImGuiListClipper clip;
+    clip.Begin(static_cast<int>(lines.size()), ImGui::GetTextLineHeight());
+    while (clip.Step())
+        for (int i = clip.DisplayStart; i < clip.DisplayEnd; ++i) {
+            const auto& [a, b] = lines[static_cast<std::size_t>(i)];
+            ImGui::TextUnformatted(a, b);
+        }
+    clip.End();
+    ImGui::PopStyleVar();
+    ImGui::Dummy(ImVec2(0, ImGui::GetStyle().ItemSpacing.y * 0.5f));
+}
+
+}  // namespace
+
 void LessonUi::panel(ImVec2 pos, ImVec2 size, const LessonColours& c) {
     if (!active()) return;
     ImGui::SetNextWindowPos(pos);
@@ -265,10 +311,44 @@ void LessonUi::panel(ImVec2 pos, ImVec2 size, const LessonColours& c) {
     ImGui::PushStyleColor(ImGuiCol_Border, c.dim);
     ImGui::Begin("lesson", nullptr,
                  ImGuiWindowFlags_NoTitleBar | ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoResize |
-                     ImGuiWindowFlags_NoCollapse | ImGuiWindowFlags_NoBringToFrontOnFocus);
+                     ImGuiWindowFlags_NoCollapse | ImGuiWindowFlags_NoBringToFrontOnFocus |
+                     (strip ? ImGuiWindowFlags_NoScrollbar : 0));
     ImDrawList* dl = ImGui::GetWindowDrawList();
     const ImVec2 wp = ImGui::GetWindowPos();
     dl->AddLine(wp, ImVec2(wp.x + size.x, wp.y), c.dim, 2.0f);
+    if (strip) {
+        // One line: the step, how its checks came out, and the key that opens the narration.
+        std::string checks;
+        ImU32 col = c.text;
+        if (const lesson::StepResult* r = player.result(); r && !r->checks.empty()) {
+            checks = "   ·   checks " + std::to_string(r->passed()) + " of " +
+                     std::to_string(r->checks.size()) + " pass";
+            if (r->passed() != r->checks.size()) col = c.bad;
+        }
+        const std::string hint = "   ·   T narration";
+        const auto blocks_now = blocks(player, plan(), timings_note_);
+        std::string line = (blocks_now.empty() ? std::string() : blocks_now[0].text) + checks;
+        const float room =
+            size.x - 2 * ImGui::GetStyle().WindowPadding.x - ImGui::CalcTextSize(hint.c_str()).x;
+        if (ImGui::CalcTextSize(line.c_str()).x > room) {
+            const char* end = line.c_str();
+            ImGui::GetFont()->CalcTextSizeA(ImGui::GetFontSize(),
+                                            std::max(0.0f, room - ImGui::CalcTextSize("...").x),
+                                            0.0f, line.c_str(), nullptr, &end);
+            line = std::string(line.c_str(), end) + "...";
+        }
+        ImGui::PushStyleColor(ImGuiCol_Text, col);
+        ImGui::TextUnformatted(line.c_str());
+        ImGui::PopStyleColor();
+        ImGui::SameLine(0, 0);
+        ImGui::PushStyleColor(ImGuiCol_Text, c.dim);
+        ImGui::TextUnformatted(hint.c_str());
+        ImGui::PopStyleColor();
+        ImGui::End();
+        ImGui::PopStyleColor(2);
+        return;
+    }
+    const float wrap = std::max(100.0f, ImGui::GetContentRegionAvail().x);
     for (const Block& b : blocks(player, plan(), timings_note_)) {
         const ImU32 col = b.tone == Tone::Dim         ? c.dim
                           : b.tone == Tone::Good      ? c.good
@@ -277,7 +357,7 @@ void LessonUi::panel(ImVec2 pos, ImVec2 size, const LessonColours& c) {
                                                       : c.text;
         ImGui::PushStyleColor(ImGuiCol_Text, col);
         ImGui::SetWindowFontScale(b.scale);
-        ImGui::TextWrapped("%s", b.text.c_str());
+        text_wrapped_clipped(b.text, wrap);
         ImGui::SetWindowFontScale(1.0f);
         ImGui::PopStyleColor();
     }

@@ -32,6 +32,10 @@ inline float highlight_thickness(float z) {
 class LessonUi {
   public:
     app::LessonPlayer player;
+    // Presenter mode: the narration panel shrinks to a one-line strip (the step, its checks and
+    // "T notes") so that the projected canvas keeps the height for the cells; T opens the whole
+    // narration again. Set by the App every frame.
+    bool strip = false;
 
     // A lesson is open, or a lesson failed to load (its error is shown).
     bool active() const { return player.is_open() || !player.error().empty(); }
@@ -58,6 +62,10 @@ class LessonUi {
     // Outlines of the highlighted cells on the canvas (origin and z as the canvas draws).
     void draw_highlights(ImDrawList* dl, const app::ViewModel& v, ImVec2 origin, float z,
                          ImU32 colour) const;
+    // The highlighted cells of view v, per panel (nullptr: none resolved for v).
+    const std::vector<std::vector<dim_t>>* highlights(const app::ViewModel& v) const {
+        return &v == hl_for_ && hl_.size() == v.panels.size() ? &hl_ : nullptr;
+    }
     // The step's range of map steps as text ("steps 0-4 of 5"; "" none).
     std::string range_text(dim_t view_steps) const;
 

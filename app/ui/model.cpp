@@ -197,6 +197,52 @@ std::string format_value(float v, DataKind d) {
     return fmt("%.3g", static_cast<double>(v));
 }
 
+std::string format_value_fit(float v, DataKind d, float max_width,
+                             const std::function<float(const std::string&)>& width) {
+    std::string t = format_value(v, d);
+    if (t.empty() || width(t) <= max_width) return t;
+    if (v == 0.0f) return "";  // "0" did not fit
+    // Fewer significant digits, fixed where %g keeps it fixed ("-0.95", "-1"); from 1e3 on (or
+    // below 1e-4) the scientific form with a short exponent ("1.2e3", "-2e-5").
+    const auto sci = [&](int digits) {
+        char b[48];
+        std::snprintf(b, sizeof b, "%.*e", digits - 1, static_cast<double>(v));
+        std::string m(b);
+        const auto e = m.find('e');
+        std::string mant = m.substr(0, e), ex = m.substr(e + 1);
+        const bool neg = ex[0] == '-';
+        ex = ex.substr(1);
+        while (ex.size() > 1 && ex[0] == '0') ex.erase(0, 1);
+        return mant + "e" + (neg ? "-" : "") + ex;
+    };
+    const double a = std::fabs(static_cast<double>(v));
+    for (int digits = 2; digits >= 1; --digits) {
+        std::vector<std::string> cands;
+        if (a >= 1e-4 && a < (digits == 2 ? 99.5 : 9.5)) {  // where %g stays fixed
+            char b[48];
+            std::snprintf(b, sizeof b, "%.*g", digits, static_cast<double>(v));
+            cands.push_back(b);
+        }
+        cands.push_back(sci(digits));
+        for (const auto& c : cands)
+            if (width(c) <= max_width) return c;
+    }
+    return "";
+}
+
+std::string short_title(const std::string& title) {
+    int depth = 0;
+    for (std::size_t i = 0; i + 1 < title.size(); ++i) {
+        const char c = title[i];
+        if (c == '(' || c == '[') ++depth;
+        if ((c == ')' || c == ']') && depth > 0) --depth;
+        if (depth == 0 && i > 0 && title[i + 1] == ' ' && (c == ':' || c == ',' || c == ';'))
+            return title.substr(0, i);
+        if (depth == 0 && i > 0 && c == ' ' && title[i + 1] == '(') return title.substr(0, i);
+    }
+    return title;
+}
+
 std::string cell_name(const Panel& p, dim_t linear) {
     const auto c = coords(p.shape, linear);
     std::string r = p.name + "(";

@@ -279,6 +279,18 @@ StepState compute_step(const ViewModel& v, Granularity g, dim_t step);
 // followed transitively from panel to panel (each panel reached once). Per panel, sorted.
 std::vector<std::vector<dim_t>> linked_cells(const ViewModel& v, int panel, dim_t linear);
 
+// The least height (px) of the digits of a value that a class reads on a projector: the
+// readability rule of lesson steps (the cells of the current step and the highlighted ones).
+constexpr float kReadableTextPx = 14.0f;
+// A cell's value text is drawn at this share of the cell's side (at most kMaxValueTextPx).
+constexpr float kValueTextShare = 0.7f;
+constexpr float kMaxValueTextPx = 40.0f;
+// Value text of a cell of z px: the font size (0: the cell is too small for text).
+inline float value_text_px(float z) {
+    const float f = std::min(z * kValueTextShare, kMaxValueTextPx);
+    return f >= 8.0f ? f : 0.0f;
+}
+
 // [SECTION] following the step
 
 // A box on the canvas, in cells: [x0, x1) x [y0, y1).
@@ -298,6 +310,8 @@ bool follow_box(const ViewModel& v, const StepState& st, double max_w, double ma
 // The least cell size of a canvas following the step, in pixels: room for a value's digits in
 // every cell at the app's font (a fitted view smaller than that is zoomed in to it).
 constexpr float kFollowCellPx = 28.0f;
+static_assert(kFollowCellPx * kValueTextShare >= kReadableTextPx,
+              "a followed step's digits must meet the readability rule");
 
 // Pan (pixels, the canvas origin's offset as AppState::pan_x, pan_y) that centres `box` in a
 // canvas of avail_w x avail_h pixels at `zoom` pixels per cell, clamped so that no empty canvas
@@ -319,9 +333,19 @@ struct TitlePlace {
 TitlePlace pin_title(float at_x, float at_y, float text_w, float text_h, const CellBox& panel,
                      const CellBox& visible);
 
+// A panel title's short form, one line: the title up to its first ": ", ", " or " (" outside
+// parentheses ("Strided(dY): s-1 zeros between ..." -> "Strided(dY)").
+std::string short_title(const std::string& title);
+
 // "X(n=0,c=1,h=2,w=0)"
 std::string cell_name(const Panel& p, dim_t linear);
 std::string format_value(float v, DataKind d);
+// The value as text no wider than max_width (as `width` measures a string): format_value's
+// text where it fits, else fewer significant digits, then the scientific form ("-2e-5"), else
+// "" (the cell shows no text; the hover gives the value). A sign or a leading digit is never
+// dropped: every text returned reads as v rounded, never as v cut.
+std::string format_value_fit(float v, DataKind d, float max_width,
+                             const std::function<float(const std::string&)>& width);
 
 // [SECTION] app state
 
