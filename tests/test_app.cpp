@@ -840,6 +840,17 @@ TEST_CASE("app model: a value fitted to its cell is written shorter, never cut")
         }
 }
 
+TEST_CASE("app model: each tensor has its own colour scale") {
+    app::Panel grad, act, zero;
+    grad.values = {0.0f, -0.036f, 0.0f, 0.012f, NAN};
+    act.values = {2.0f, -1.0f};
+    zero.values = {0.0f, 0.0f};
+    // The gradient's largest |value| is its deepest tint, whatever the activations hold.
+    CHECK(app::colour_scale(grad) == doctest::Approx(0.036f));
+    CHECK(app::colour_scale(act) == 2.0f);
+    CHECK(app::colour_scale(zero) == 1.0f);
+}
+
 TEST_CASE("app model: a panel title's short form stops at its first clause") {
     CHECK(app::short_title("Strided(dY): s-1 zeros between taps") == "Strided(dY)");
     CHECK(app::short_title("dX = conv(P, W'), stride 1") == "dX = conv(P, W')");

@@ -426,3 +426,43 @@ TEST_CASE("app render: a theme file changes the palette" * doctest::skip(!can_re
     Image im = load_png(p);
     CHECK(count_near(im, 255, 0, 255, 2) > 100000);  // the canvas background
 }
+
+TEST_CASE("app render: every lesson step is readable on a projector" *
+          doctest::skip(!can_render())) {
+    // The readability rule: at 1280x720 and 1024x768, with and without presenter mode, the cells
+    // of each step's current step and its highlights show their values in digits of at least 14
+    // px, inside the canvas (a step whose fit is smaller follows the step, zoomed in).
+    TempDir t;
+    std::string files;
+    for (const auto& f :
+         convlab::lesson::lesson_files(std::string(CONVLAB_SOURCE_DIR) + "/lessons"))
+        files += " " + f;
+    const Run r = run_binary("lesson check --readable" + files, t.path);
+    INFO(r.out << r.err);
+    CHECK(r.status == 0);
+    const auto at = r.out.find("readability: ");
+    REQUIRE(at != std::string::npos);
+    const int ok = std::stoi(r.out.substr(at + 13));
+    const int of = std::stoi(r.out.substr(r.out.find(" of ", at) + 4));
+    CHECK(ok == of);
+    CHECK(of >= 4 * 60);  // every step of the 18 lessons, 4 renders each
+}
+
+TEST_CASE("app render: the readability rule names a step it cannot hold" *
+          doctest::skip(!can_render())) {
+    // Two highlights at the opposite corners of a ResNet-sized column matrix: no zoom shows both
+    // with readable digits, and the check names the step, the size and the mode.
+    TempDir t;
+    const auto lesson = (t.path / "far.toml").string();
+    std::ofstream(lesson) << "title = \"Far apart\"\nproblem = \"mb1ic16ih28oc16kh3ph1\"\n"
+                             "[[step]]\ntitle = \"Two corners\"\nview = \"im2col\"\n"
+                             "map = \"im2col\"\ngranularity = \"line\"\n"
+                             "narration = \"The first and the last entry of B.\"\n"
+                             "highlights = [\"col[0,0,0,0]\", \"col[15,2,2,783]\"]\n";
+    const Run r = run_binary("lesson check --readable " + lesson, t.path);
+    INFO(r.out << r.err);
+    CHECK(r.status == 2);
+    CHECK(r.out.find("far.toml: step 1 (Two corners) at 1280x720 in presenter mode: NOT "
+                     "readable") != std::string::npos);
+    CHECK(r.err.find("fail the readability rule") != std::string::npos);
+}

@@ -234,7 +234,7 @@ class App {
     std::optional<app::CanvasGuess> arranged_for;
     // A window under 900 pixels high (a 1280x720 or 1366x768 projector): the header drops the
     // hover hint while nothing is hovered and the presenter's key line (H shows the keys), and a
-    // lesson's narration takes at most 40% of the height (it scrolls), so that the view keeps
+    // lesson's narration takes at most 30% of the height (it scrolls), so that the view keeps
     // room for its cells.
     static bool short_window() { return ImGui::GetIO().DisplaySize.y < 900.0f; }
     // The canvas and the extent of what was drawn on it (panels and titles), last frame.
@@ -331,14 +331,9 @@ class App {
         for (auto& t : tex)
             if (t.id) glDeleteTextures(1, &t.id);
         tex.assign(view->panels.size(), {});
-        // Each tensor its own symmetric colour scale (its largest |value| the deepest tint), so
-        // that gradients of a few hundredths show beside activations of several units.
-        vmax.assign(view->panels.size(), 0.0f);
-        for (std::size_t i = 0; i < view->panels.size(); ++i) {
-            for (float x : view->panels[i].values)
-                if (std::isfinite(x)) vmax[i] = std::max(vmax[i], std::fabs(x));
-            if (!(vmax[i] > 0.0f)) vmax[i] = 1.0f;
-        }
+        vmax.assign(view->panels.size(), 1.0f);
+        for (std::size_t i = 0; i < view->panels.size(); ++i)
+            vmax[i] = app::colour_scale(view->panels[i]);
         s.playback.scrub(s.playback.step, steps());
         s.hover = s.pinned = {};
         linked_for = {-2, -2};
@@ -468,7 +463,12 @@ class App {
         const bool lane = !pn.padding_lane.empty() && pn.padding_lane[cu];
         if (!linked_mask.empty() && !linked_mask[panel].empty() && linked_mask[panel][cu])
             return c_linked;
-        if (f & app::kCurrent) return lane ? c_current_pad : c_current;
+        // A panel that is current as a whole (the kernel that slides over every position: W,
+        // W') keeps its value colours, the step shown by the outline alone, so that its signs
+        // stay visible.
+        const bool whole =
+            panel < st.current.size() && static_cast<dim_t>(st.current[panel].size()) == pn.numel();
+        if ((f & app::kCurrent) && !whole) return lane ? c_current_pad : c_current;
         if (lane) return P.padding;
         if (f & app::kPending) return P.pending;
         const float v = st.panels[panel].shown[cu] / vmax[panel];
@@ -1574,8 +1574,13 @@ void App::canvas() {
         if (app::follow_box(*view, follow_st, avail_x / zf, avail_y / zf, box)) {
             s.zoom = zf;
             laid_out = true;
+            // A band at the canvas's top for the titles pinned there (pin_title), so that they
+            // never cover the step's cells.
+            const float band = compact_titles ? fs * 1.3f : top;
             app::follow_pan(box, std::max<double>(view->width, titles_right(zf) / zf), view->height,
-                            zf, avail_x, avail_y, s.pan_x, s.pan_y);
+                            zf, avail_x, std::max(avail_y - band, avail_y * 0.5f), s.pan_x,
+                            s.pan_y);
+            if (s.pan_y < 0) s.pan_y += std::min(band, avail_y * 0.5f);
         }
     }
     const float z = s.zoom;
@@ -1697,12 +1702,15 @@ void App::frame(double dt) {
     const bool side = show_sidebar && !s.presenter;
     // The timings view keeps only the lesson, view, display and window export in the sidebar
     // (sidebar): narrower, its charts get the width, unless a lesson's step list is shown.
-    const bool narrow = s.request.view == "timings" && !lesson.active();
+    // A window under 1200 px wide (a 1024x768 projector) gets the narrow sidebar too: its
+    // canvas keeps 720 of the 1024 px for the cells.
+    const bool narrow =
+        (s.request.view == "timings" && !lesson.active()) || io.DisplaySize.x < 1200.0f;
     const float sw = side ? (narrow ? 300.0f : 380.0f) * s.font_scale : 0.0f;
     if (side) sidebar(sw);
     lesson.strip = s.presenter && !notes;
     const float lesson_h =
-        lesson.panel_height(io.DisplaySize.x - sw, io.DisplaySize.y, short_window() ? 0.4f : 0.5f);
+        lesson.panel_height(io.DisplaySize.x - sw, io.DisplaySize.y, short_window() ? 0.3f : 0.5f);
     ImGui::SetNextWindowPos(ImVec2(sw, 0));
     ImGui::SetNextWindowSize(ImVec2(io.DisplaySize.x - sw, io.DisplaySize.y - lesson_h));
     ImGui::Begin("view", nullptr,

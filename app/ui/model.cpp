@@ -230,6 +230,13 @@ std::string format_value_fit(float v, DataKind d, float max_width,
     return "";
 }
 
+float colour_scale(const Panel& p) {
+    float m = 0.0f;
+    for (float x : p.values)
+        if (std::isfinite(x)) m = std::max(m, std::fabs(x));
+    return m > 0.0f ? m : 1.0f;
+}
+
 std::string short_title(const std::string& title) {
     int depth = 0;
     for (std::size_t i = 0; i + 1 < title.size(); ++i) {

@@ -333,6 +333,11 @@ struct TitlePlace {
 TitlePlace pin_title(float at_x, float at_y, float text_w, float text_h, const CellBox& panel,
                      const CellBox& visible);
 
+// The colour scale of a panel: its largest finite |value| (1 where all are 0), so that each
+// tensor gets its own symmetric scale and gradients of a few hundredths show beside activations
+// of several units.
+float colour_scale(const Panel& p);
+
 // A panel title's short form, one line: the title up to its first ": ", ", " or " (" outside
 // parentheses ("Strided(dY): s-1 zeros between ..." -> "Strided(dY)").
 std::string short_title(const std::string& title);
