@@ -5,7 +5,7 @@
 // N*out) = W (K/G x C/G*taps) * im2col(X), A and B row-major and dense (the 1x1 stride-1
 // layers' B is the input itself). Identical products are timed once. Between two timed calls
 // it touches --flush MiB of other memory, as the convolution bench's alternation with oneDNN
-// leaves the caches (on the Zen 3 of the twelfth to nineteenth sessions a layer's operands were
+// leaves the caches (on a Zen 3 with 512 KiB of L2 per core a layer's operands were
 // back in memory by the next call). It separates the GEMM from the convolution: oneDNN's
 // convolution works on blocked layouts, its sgemm on the same plain matrices as the engine.
 //

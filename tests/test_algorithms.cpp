@@ -272,7 +272,7 @@ TEST_CASE("algorithm registry lists every pass with direct first") {
         REQUIRE(!list.empty());
         CHECK(std::string_view(list.front()->name) == "direct");
     }
-    // The algorithms the issues name are all registered (others may be added).
+    // The algorithms docs/algorithms.md names are all registered (others may be added).
     const auto has = [](Pass pass, std::string_view name) {
         for (const Algorithm* a : algorithms(pass))
             if (name == a->name) return true;

@@ -608,7 +608,7 @@ TEST_CASE("app model: hover formulas list their terms with the numbers filled in
 }
 
 // A view too large to show is refused from the problem's sizes before anything is allocated
-// (mb1ic64ih400oc64kh3ph1 used to allocate and fill ~486 MB first), with one message that
+// (mb1ic64ih400oc64kh3ph1 would otherwise allocate and fill ~486 MB), with one message that
 // names the sizes and the limit; the shot adds "view im2col: " once.
 TEST_CASE("app model: a view too large to show is refused from its sizes, before allocating") {
     app::ViewRequest r;

@@ -140,7 +140,7 @@ TEST_CASE("app render: the timings chart keeps its room in a 1280x720 window" *
 TEST_CASE("app render: a measuring lesson's chart is drawn in a 1024x768 window" *
           doctest::skip(!can_render())) {
     // Lesson 18 measures one layer under its narration. The shape-set controls (set, batch, one
-    // row of algorithms per pass) no longer stand above it, as they did not describe the step's
+    // row of algorithms per pass) do not stand above it, as they do not describe the step's
     // run, and its one layer's label stays level: the turned label took a quarter of the card
     // and left "(window too small for the chart)". The gemm segments must be there.
     TempDir t;

@@ -477,7 +477,7 @@ TEST_CASE("cli: map prints every DaVinci map as davinci::by_name dumps it, with 
           with_newline(maps::tnc_src(p).dump()));
     CHECK(run_ok({"map", "--map", "fliprot_fz", "--problem", desc}).out ==
           with_newline(davinci::fliprot_fz(p).dump()));
-    // With --c0, the issue's spellings tnc and fliprot are the DaVinci converters.
+    // With --c0, the short spellings tnc and fliprot are the DaVinci converters.
     CHECK(run_ok({"map", "--map", "fliprot", "--problem", desc, "--c0", "8"}).out ==
           with_newline(davinci::by_name("fliprot_fz", p, 8).dump()));
     CHECK(run_ok({"map", "--map", "tnc", "--problem", desc, "--c0", "16"}).out ==

@@ -1,5 +1,5 @@
 // DaVinci formats and the fractal algorithms (engine/include/convlab/davinci.hpp):
-//  1. layouts against DESIGN.md's offset formulas on every coordinate, padding lanes exactly where
+//  1. layouts against docs/design.md's offsets on every coordinate, padding lanes exactly where
 //     the formula says, zero in a Tensor;
 //  2. converters: each map against its definition as a composition (pack . NCHW map . unpack)
 //     on every element, fast kernels against the generic executor with garbage in the source
@@ -108,7 +108,7 @@ const dim_t kC0s[] = {16, 8, 4, 1, 32};
 
 // [SECTION] step 1: layouts
 
-TEST_CASE("davinci: NC1HWC0 offsets equal DESIGN.md's formula, padding lanes exactly c >= C") {
+TEST_CASE("davinci: NC1HWC0 offsets equal docs/design.md's formula, padding lanes exactly c >= C") {
     dim_t lanes = 0;
     for (dim_t c0 : kC0s)
         for (dim_t N : {1, 2})
@@ -163,7 +163,7 @@ TEST_CASE("davinci: NDC1HWC0 (D outside C1) and the 1-D NC1WC0") {
     CHECK(dv::ndc1hwc0(1, 20, 2, 3, 4).str() == "NDC1HWC0 (1,2,2,3,4,16):(768,384,192,64,16,1)");
 }
 
-TEST_CASE("davinci: FRACTAL_Z over (O, I, H, W) equals DESIGN.md's formula") {
+TEST_CASE("davinci: FRACTAL_Z over (O, I, H, W) equals docs/design.md's formula") {
     for (dim_t c0 : kC0s)
         for (dim_t O : {1, 5, 16, 17, 40})
             for (dim_t I : {1, 3, 8, 17})
@@ -454,7 +454,7 @@ TEST_CASE("davinci: tnc5d equals pack . tnc . unpack on every element, kernel eq
         dv::tnc5d_kernel(dims, c0, x.data(), k.data());
         check_equal_bufs(k, y, "tnc5d kernel");
     }
-    // DESIGN.md's classic form: NC1HWC0 (N=20, C=3, 2, 2) -> (C, N/16 = 2, H, W, 16).
+    // docs/design.md's classic form: NC1HWC0 (N=20, C=3, 2, 2) -> (C, N/16 = 2, H, W, 16).
     // Its dims named by what they hold: channels outside, the batch blocked.
     CHECK(dv::tnc5d({20, 3, 2, 2}).dst().str() == "(c=3,n1=2,h=2,w=2,n0=16)");
     CHECK(dv::tnc5d({20, 3, 2, 2, 2}).dst().str() == "(c=3,d=2,n1=2,h=2,w=2,n0=16)");

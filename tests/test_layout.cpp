@@ -1,5 +1,5 @@
 // Layout and Tensor: every offset of small shapes against independently written formulas
-// (strided, permuted, and the blocked DaVinci formats of DESIGN.md), padding lanes, fp16/bf16
+// (strided, permuted, and the blocked DaVinci formats of docs/design.md), padding lanes, fp16/bf16
 // conversions (exhaustive over all 65536 bit patterns), element access, copies and the size limit.
 #include <doctest/doctest.h>
 
@@ -96,7 +96,7 @@ float lane_value(dim_t linear) {
     return static_cast<float>(1 + linear % 200);
 }
 
-// The DaVinci formats of DESIGN.md, built as data.
+// The DaVinci formats of docs/design.md, built as data.
 Layout nc1hwc0(dim_t n, dim_t c, dim_t h, dim_t w, dim_t c0) {
     return Layout::blocked({n, c, h, w}, {0, 1, 2, 3}, {{1, c0}}, "NC1HWC0");
 }
@@ -285,7 +285,7 @@ TEST_CASE("layout: strided with explicit strides") {
 
 // [SECTION] blocked layouts (DaVinci formats as data)
 
-TEST_CASE("layout: NC1HWC0 offsets equal DESIGN.md's formula on every coordinate") {
+TEST_CASE("layout: NC1HWC0 offsets equal docs/design.md's formula on every coordinate") {
     CHECK(nc1hwc0(2, 3, 4, 5, 16).str() == "NC1HWC0 (2,1,4,5,16):(320,320,80,16,1)");
     for (dim_t C0 : {16, 8})
         for (dim_t C : {1, 3, 8, 16, 17, 20, 35})
@@ -338,12 +338,12 @@ TEST_CASE("layout: NDC1HWC0 offsets (D outside C1)") {
         }
 }
 
-TEST_CASE("layout: FRACTAL_Z over weights (O, I, H, W) equals DESIGN.md's formula") {
+TEST_CASE("layout: FRACTAL_Z over weights (O, I, H, W) equals docs/design.md's formula") {
     for (dim_t C0 : {16, 8})
         for (dim_t O : {1, 5, 16, 17, 33})
             for (dim_t I : {3, 8, 16, 17})
                 for (auto [H, W] : {std::pair<dim_t, dim_t>{1, 1}, {3, 2}}) {
-                    // DESIGN.md's names: N = Cout = O, C = Cin = I.
+                    // docs/design.md's names: N = Cout = O, C = Cin = I.
                     const dim_t N = O, C = I, N1 = ceil_div(N, 16), C1 = ceil_div(C, C0);
                     const Layout l = fractal_z(O, I, H, W, C0);
                     INFO("C0=" << C0 << " O=" << O << " I=" << I << " H=" << H << " W=" << W);
@@ -885,7 +885,7 @@ TEST_CASE("tensor: shapes whose element count overflows 64 bits are refused, not
 }
 
 TEST_CASE("tensor: storage is aligned to kTensorAlignment for every dtype, size and layout") {
-    // Issue 2: aligned owning storage (the fast kernels rely on it for vector loads).
+    // Owning storage is aligned because the fast kernels rely on it for vector loads.
     int checked = 0;
     for (convlab::DType dt : {convlab::DType::f32, convlab::DType::f16, convlab::DType::bf16})
         for (convlab::dim_t n : {1, 3, 17, 1000, 4099}) {

@@ -1466,7 +1466,7 @@ TEST_CASE("maps: names, by_name, granularities, shapes and map construction") {
     CHECK(run(back, {1, 2, 3}) == run(g, {1, 2, 3}));
 }
 
-TEST_CASE("maps: a reduce into an fp16/bf16 tensor accumulates in fp32 (DESIGN.md)") {
+TEST_CASE("maps: a reduce into an fp16/bf16 tensor accumulates in fp32 (docs/design.md)") {
     // Three sources sum into one destination. In fp32: 2048 + 1 + 1 = 2050, exact in fp16; rounding
     // after every addition instead gives 2048 (2049 is a tie that goes to 2048, twice). bf16: 258
     // against 256.

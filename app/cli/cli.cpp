@@ -420,7 +420,7 @@ bool listed(const std::vector<std::string>& names, const std::string& name) {
 // The NCHW maps of maps::by_name (im2col ... fliprot, tnc: names kept as they were) and the
 // DaVinci ones of davinci::by_name (nc1hwc0 ... fliprot_fz, tnc5d), which alone take --c0.
 IndexMap map_by_name(const Options& opts, std::string name, const Problem& p) {
-    // The DaVinci spellings: with --c0, tnc and fliprot are the NC1HWC0 / FRACTAL_Z
+    // The short DaVinci spellings: with --c0, tnc and fliprot are the NC1HWC0 / FRACTAL_Z
     // converters (tnc5d, fliprot_fz); without it they are the NCHW maps.
     if (opts.has("--c0") && (name == "tnc" || name == "fliprot"))
         name = name == "tnc" ? "tnc5d" : "fliprot_fz";

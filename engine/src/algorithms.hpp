@@ -76,24 +76,10 @@ inline constexpr const char* kWinogradRule = "2-D, kernel 3x3, stride 1, no dila
 void forward_winograd(const Problem& p, const ConvArgs& a, Profiler* prof);
 void backward_data_winograd(const Problem& p, const ConvArgs& a, Profiler* prof);
 void backward_weight_winograd(const Problem& p, const ConvArgs& a, Profiler* prof);
-// Whether auto takes winograd for that pass of p. Measured against implicit_gemm on
-// ResNet-50's 3x3 layers, one process alternating the two (2 threads, prepared weights):
-//   batch 1   56x56, 28x28: fwd and bwd_data 0.58-0.70 of implicit_gemm's time, bwd_weight
-//             0.67-0.77; 14x14 (16 tiles): 0.99, 1.18, 1.90; 7x7 (4 tiles): 2.1-6.0
-//   batch 32  fwd and bwd_data 0.50-0.72 on all four; bwd_weight 0.65, 0.88 (56x56, 28x28),
-//             0.79, 0.93 (14x14, 7x7, whose 36 sums of 256 x 256 and 512 x 512 filters are
-//             rewritten per block of tiles)
-// So: at least 32 tiles over the batch (16 with AVX2's microkernel, measured in
-// winograd_pays), 16 channels in and out per group (a GEMM of a few rows does not pay for the
-// transforms), and for the weight gradient sums of at most 64 MiB.
-// The weight gradient's fused block with its final transform in float (2026-11-28), harness, 2
-// threads, alternating, medians (ms), winograd against implicit_gemm:
-//   14x14, 256 channels, batch 1 (16 tiles): 0.71 against 1.01-1.02; 128 channels 0.27, even;
-//   7x7, 512 channels, batch 2 (8 tiles) 2.0 against 2.4-2.6, batch 4 3.1 against 4.1, batch 1
-//   (4 tiles) 1.5-2.1 against 1.2-1.3; 256 channels, batch 2, 0.63 against 0.75; 128, 0.24
-//   against 0.23.
-// So the weight gradient also from 8 tiles where tiles x channels (the fewer of in and out per
-// group) reach 2048.
+// Whether auto takes winograd for that pass of p: at least 32 tiles over the batch (16 with
+// AVX2), 16 channels in and out per group, weight-gradient sums of at most 64 MiB, and for the
+// weight gradient also from 8 tiles where tiles x channels reach 2048, because below those the
+// transforms cost more than the products save (timings: docs/algorithms.md, "winograd_pays").
 bool winograd_pays(const Problem& p, Pass pass);
 // Whether auto takes winograd: 0 where winograd_pays (the default), 2 never (tests of auto's
 // other choices).

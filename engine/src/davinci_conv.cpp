@@ -99,8 +99,8 @@ void round_storage(DType t, float* v, dim_t n) {
 
 // The via-forward problem q must give back `want` (the input size for backward data, the kernel
 // for backward weight) on every axis; else the unpack / tncf after it would run out of bounds.
-// Holds by construction (DESIGN.md "Formulas", with r); checked so that a broken formula fails
-// with a message instead of corrupting memory.
+// Holds by construction (docs/design.md, "Problems and formulas", with r); checked so that a broken
+// formula fails with a message instead of corrupting memory.
 void check_gives_back(const Problem& q, const SpatialDims& want, int ndims, const char* what) {
     for (int i = 0; i < ndims; ++i)
         if (q.out(i) != want[i])

@@ -263,7 +263,7 @@ IndexMap tnc5d(std::vector<dim_t> dims, dim_t c0) {
     const ActGeom sg = ActGeom::of(dims, c0);
     const std::vector<dim_t> tdims = swap01(dims);
     // NC1HWC0 of the swapped tensor, its dims named by what they hold: the outer dim is the
-    // channel, the blocked one the batch, (C, N1, H, W, N0) as DESIGN.md writes TNC.
+    // channel, the blocked one the batch, (C, N1, H, W, N0) as docs/design.md writes TNC.
     Shape dst = activation_physical(tdims, c0);
     dst.names.front() = "c";
     std::replace(dst.names.begin(), dst.names.end(), std::string("c1"), std::string("n1"));

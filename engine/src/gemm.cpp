@@ -154,11 +154,8 @@ dim_t col2im_images_per_gemm(const Problem& p, const GemmDims& d) {
 // A 1x1 stride-1 backward data with fewer input than output channels at 784 positions or more
 // (res2a_branch1 at 56x56), on the blocked core: dX^T (positions x C/G) = dY^T W_g, dY^T read in
 // place (column-contiguous), then transposed into dX. Its packed B is then W_g, not dY, whose
-// values the C/G = 64 rows used too few times for their packing to pay: 2 threads,
-// 64x3136x256 0.52-0.54 -> 0.45-0.47 ms, plus 0.017 transposing. From 28x28 too: res3a_branch2c
-// (512 -> 128 channels) at batch 1, bench, 2 alternating rounds: 0.590/0.575 -> 0.505/0.501 ms,
-// its product's 128 rows no longer ending in an 8-row tail; at 14x14 and 7x7 it lost
-// (res4a_branch2c 0.49 -> 0.55-0.58, res5a_branch2c 0.60 -> 0.61-0.70).
+// values too few rows use for their packing to pay; at 14x14 and 7x7 it lost (timings:
+// docs/algorithms.md, "swapped_bwd_data").
 namespace {
 int g_swap_bwd_data = 0;  // 0: when it pays, 1: whenever possible (tests), 2: never
 }  // namespace
@@ -172,12 +169,8 @@ bool swapped_bwd_data(const Problem& p) {
         return false;
     if (g_swap_bwd_data == 1) return true;
     if (p.icg() >= p.ocg()) return false;
-    // With AVX2's 6 x 16 (Zen 3), at batch 1 (one process, best of 30 alternating, swapped
-    // against not, auto): 64 <- 256 at 56x56 1.081/1.386/1.357 against 0.970/1.200/1.127 ms,
-    // 128 <- 512 at 28x28 0.954/1.054 against 0.905/1.004, 256 <- 1024 at 14x14 even (0.888,
-    // 1.015, 1.095 against 1.133, 1.040, 1.071), 512 <- 2048 at 7x7 1.571 against 2.107: there
-    // W^T (4 MiB) read in place by columns 8 KiB apart is the slow part. Only the 7x7s, then, and
-    // only where W^T's rows are not prepared (col2im_reads_prepared_rows).
+    // With AVX2's 6 x 16 it pays only on the 7x7s, where W^T (4 MiB) read in place by columns
+    // 8 KiB apart is the slow part, and only where W^T's rows are not prepared.
     if (!detail::avx512_selected()) return p.out_spatial() < 196;
     return p.out_spatial() >= 784;
 }
@@ -187,28 +180,11 @@ bool swapped_bwd_data(const Problem& p) {
 // more of C/G times the taps: the 7x7 and 14x14 layers' 1x1 convolutions with many input
 // channels) those pieces come as demand misses, the hardware prefetcher not crossing the pages.
 // From weights prepared once (prepare_weights, as oneDNN reorders its own), the GEMM reads W^T
-// row by row instead, 12 sequential rows a tile. res5a_branch1 (1024 <- 2048 channels, stride
-// 2) at batch 1, 2 threads: harness, 8 alternating rounds each of 2 processes, 1.34/1.43 ->
-// 1.13/1.13 ms; bench against oneDNN, 4 rounds alternating the builds, auto 1.28/1.21/1.27/1.23
-// -> 1.15/1.10/1.12/1.18 ms, 1.20-1.22x -> 1.11-1.14x of oneDNN's time. Not where the product
-// is computed transposed (swapped_bwd_data: W_g is then its B, packed).
-//   Without AVX-512 also every stride-1 1x1 up to 784 positions (28x28), whose W^T's columns,
-// 1-8 KiB apart, the 6 x 16 tiles read 6 floats at a time, and whose transposed product
-// (swapped_bwd_data, the 7x7s with more output than input channels) packed all of W as its B
-// on every call. The Zen 3, batch 1, bench against oneDNN, prepared rows -> not, medians of 200
-// calls, 2-3 alternating rounds: res5a_branch2c (512 <- 2048 at 7x7) 0.93-0.95 against
-// 1.57-2.35 ms (oneDNN 0.91-1.52), res4a_branch2c (256 <- 1024 at 14x14) 0.91/0.91 against
-// 1.11/1.04, res3a_branch2c (128 <- 512 at 28x28) 0.92/0.95 against 1.00/1.10, res3b_branch2a
-// (512 <- 128) 0.90/0.81 against 0.91/1.41, res4b_branch2a and res5b_branch2a (fewer output
-// than input channels) even. At 56x56 (res2a_branch1) it lost: 1.31/1.17 against 1.06/1.31,
-// against oneDNN's 0.88/0.75 and 0.74/0.92. Batch 32, res5a_branch2c (4 MiB of weights: col2im
-// over 11 images a product, not the 1x1 tiles): 26.2/28.0 against 41.2/40.6 ms (oneDNN 32-33).
-//   So do the strided 1x1s up to 784 output positions below 4 images, which took the pointwise
-// tiles on the output grid before (pointwise_bwd_data_problem; from 4 images they still do).
-// The Zen 3, batch 1, bench against oneDNN, 3 alternating rounds of 100 calls, ratio of the
-// medians, tiles -> prepared rows: res3a_branch1 1.44/1.34/1.31 -> 1.10/1.26/1.18,
-// res4a_branch1 1.46/1.49/1.50 -> 1.21/1.20/1.18, res3a_branch2a 1.49/1.62/1.61 ->
-// 1.34/1.32/1.42, res4a_branch2a 1.55/1.53/1.32 -> 1.29/1.29/1.12.
+// row by row instead, 12 sequential rows a tile; not where the product is computed transposed
+// (swapped_bwd_data: W_g is then its B, packed). Without AVX-512 also every stride-1 1x1 up to
+// 784 positions, and the strided 1x1s up to 784 positions below 4 images, where the rows beat
+// both the columns and the pointwise tiles (timings: docs/algorithms.md,
+// "col2im_reads_prepared_rows").
 bool col2im_reads_prepared_rows(const Problem& p) {
     if (gemm_core() != GemmCore::blocked) return false;
     if (!detail::avx512_selected() && p.kernel_spatial() == 1 && p.out_spatial() <= 784 &&
@@ -232,15 +208,10 @@ void set_col2im_blocks(int mode) {
     g_col2im_blocks = mode;
 }
 
-// The column matrix of conv1 (147 x 12544, 7.4 MB) was written whole by the GEMM and read back
-// by col2im, both at memory speed. In blocks of whole output rows of about 256 KiB, each added
-// into dX while in cache (and the stride-2 rows summed into the input rows' halves first:
-// col2im_rows_kernel), the Zen 3, batch 1, bench, `--filter conv1 --passes bwd_data --algos
-// bwd_data:auto --reps 40`, 3 alternating rounds, medians (ms): whole 3.26/3.48/3.24 (gemm
-// 2.20/2.23/2.17, col2im 1.02/1.23/1.06), oneDNN's 4.74/5.33/3.57 in the same runs; in blocks,
-// the halves not yet summed, 2.89/2.80/3.85 (gemm 2.16/2.09/3.00, col2im 0.66/0.66/0.81),
-// oneDNN's 4.59/4.98/5.61; with the halves summed, 3 more rounds: col2im 0.46/0.48/0.49 ms
-// against 0.45/0.63/0.69 without, 0.22-0.23 of the GEMM's time against 0.29-0.31.
+// A column matrix of 4 MiB or more (conv1's, 7.4 MB) is computed in blocks of whole output rows
+// of about 256 KiB, each added into dX while in cache (the stride-2 rows summed into the input
+// rows' halves first: col2im_rows_kernel), because written whole and read back both ran at
+// memory speed (timings: docs/algorithms.md, "col2im_in_blocks").
 bool col2im_in_blocks(const Problem& p) {
     if (g_col2im_blocks == 2 || gemm_core() != GemmCore::blocked || im2col_is_identity(p))
         return false;

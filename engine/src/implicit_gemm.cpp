@@ -1029,30 +1029,10 @@ void forward_shifted(const Problem& p, const ConvArgs& a, Profiler* prof, bool f
 // set_shifted's mode applies: 1 takes it wherever it can run, 2 never.
 //
 // It pays where the GEMM would merge images (outputs of at most 256 positions) or sample the
-// input, with 4 or more images to share the packing of W^T. Alternating builds, batch 32
-// (min of medians, 3 rounds): res4b_branch2a 19.6 -> 16.1 ms, res5b_branch2a 17.2 -> 16.0,
-// res4a_branch1 38.6 -> 34.2, res4a_branch2a 11.9 -> 10.5; 56x56 and 28x28 stride-1 outputs
-// lost (res2a_branch1, 64 input channels, 19.5 -> 27.0: a short reduction per transposed
-// store) or tied; batch 1 lost up to 30% (res5a_branch1 1.20 -> 1.52: packing W^T for one image).
-// With the next chunk's inputs prefetched (forward_pointwise), the wide stride-1 outputs with
-// 256 or more input channels pay too: AMD EPYC (Zen 4), batch 32, against the swapped GEMM,
-// 256 -> 64 at 56x56 20.4 -> 17.4-17.6 ms, 512 -> 128 at 28x28 18.1 -> 15.9; 128 -> 512 at
-// 28x28 lost (15.8 -> 18.0 without the prefetch). Strided by 2 along w and read in place
-// (strided_rows_apply) they pay too: res3a_branch1 (256 -> 512, 28x28 out), batch 32, harness,
-// 3 alternating rounds, GEMM from the sampled copy 32.6/33.4/33.0 -> 31.4/31.4/31.5 ms (the
-// GEMM had won, 35.4 -> 33.1, before the tiles prefetched their next inputs).
-//
-// With W^T prepared once (prepare_weights), fewer images pay too: 14x14 and smaller outputs
-// (an image's panels split between the threads, see forward_pointwise), where the GEMM sampled
-// the input (strided by 2, 28x28 outputs, read in place here), and where a long reduction (512
-// or more input channels) amortizes the tiles' partial-line stores. Batch 1, harness, 2
-// threads, 2-4 alternating rounds, GEMM -> tiles (ms): res3a_branch2a (256 -> 128, stride 2)
-// 0.268-0.392 -> 0.257-0.263, res3a_branch1 (256 -> 512, stride 2) 0.985-1.185 -> 0.952-1.008,
-// res3b_branch2a (512 -> 128, 28x28) 0.490-0.515 -> 0.477-0.487, res4b_branch2a (1024 -> 256,
-// 14x14) 0.46-0.50 -> 0.456-0.465, res5b_branch2a (2048 -> 512, 7x7) 0.490-0.495 ->
-// 0.470-0.472, res5a_branch2c (512 -> 2048) 0.469-0.471 -> 0.461-0.464, res5a_branch2a (1024 ->
-// 512, stride 2) 0.266-0.314 -> 0.249-0.301; 256 -> 1024 at 14x14 and 1024 -> 2048 strided to
-// 7x7 tied. Lost: 256 -> 64 at 56x56 0.476 -> 0.494, 128 -> 512 at 28x28 0.47 -> 0.48-0.50.
+// input, with 4 or more images to share the packing of W^T; on wide stride-1 outputs with 256
+// or more input channels (the next chunk's inputs prefetched); on 1x1s strided by 2 read in
+// place; and, with W^T prepared once, below 4 images on 14x14 and smaller outputs, strided
+// 28x28 outputs and reductions of 512 or more (timings: docs/algorithms.md, "pointwise tiles").
 // Whether the pointwise tiles can run p at all (set_shifted's mode 2: never), and whether they
 // are forced (mode 1).
 bool pointwise_possible(const Problem& p, bool& forced) {
@@ -1304,30 +1284,13 @@ bool shifted_bwd_data_problem(const Problem& p, Problem& q, bool prepared = fals
 // Backward data of an unpadded stride-1 1x1 problem p is the forward 1x1 problem q (C and K
 // swapped) of dY with W^T: computed by forward_pointwise's tiles where they pay on q (with
 // prepared, as for a forward whose weights were prepared), whose panels of W_q^T are W's rows.
-// The phases' GEMM (W^T read as columns, dY gathered into panels) ran these layers at 60-70%
-// of the peak at batch 32 where oneDNN ran them at 80-95%.
-//
-// Where the forward's rule would take the tiles on q (use_pointwise), and more: the phases' GEMM
-// is slower than the forward's, so the tiles pay also on q's wide outputs with more input
-// than output channels, and with 4 or more images on those with 128 or more input channels.
-// In-process A/B against oneDNN (mean ratio over 4 rounds of 8 alternating calls; phases ->
-// tiles), batch 32: 2048 -> 512 at 7x7 (res5a_branch2c's backward data) 1.24-1.27 ->
-// 1.03-1.06, 512 -> 2048 at 7x7 1.29-1.38 -> 0.89-1.10, 1024 -> 256 at 14x14 1.40-1.42 ->
-// 1.06-1.10, 256 -> 1024 1.43 -> 0.98, 512 -> 128 at 28x28 2.02 -> 1.04, 128 -> 512 1.45 ->
-// 1.09, 256 -> 64 at 56x56 1.35-1.47 -> 0.95-0.99, 64 -> 64 1.31 -> 1.15; 64 -> 256 at 56x56
-// tied (1.18 -> 1.22, left to the GEMM). Batch 1, W prepared: 64 -> 64 1.20 -> 1.13, 256 -> 64
-// 1.19 -> 1.14, 512 -> 128 1.15 -> 1.04, the 14x14 and 7x7 ones 1.16-1.47 -> 1.01-1.07; lost:
-// 64 -> 256 at 56x56 1.08 -> 1.15, 128 -> 512 at 28x28 1.11 -> 1.15 (left to the phases).
-// Without prepared weights, as the forward, only from 4 images on.
-//
-// A strided 1x1 (unpadded) the same, q on the output grid (stride 1, p's output sizes), its
-// result written to dX at the strides with zeros between (backward_data_pointwise). Against
-// col2im (what auto took), in-process A/B with oneDNN as above, batch 32: res3a_branch1
-// 1.18 -> 1.00, res3a_branch2a 1.32 -> 1.11, res4a_branch1 1.17 -> 1.02, res4a_branch2a 1.29
-// -> 1.13, res5a_branch1 1.26 -> 1.20, res5a_branch2a 1.22 -> 1.14. Batch 1, W prepared:
-// res3a_branch1 1.19 -> 1.16, res4a_branch1 1.36 -> 1.04, res5a_branch2a 1.29 -> 1.18,
-// res4a_branch2a tied; res5a_branch1 lost (1.12-1.14 -> 1.25, 3 runs), the one with more than
-// 4 MiB of weights: those stay with col2im below 4 images.
+// The tiles pay where the forward's rule would take them on q, and more, as the phases' GEMM
+// (W^T read as columns) is slower than the forward's: on q's wide outputs with more input than
+// output channels, and from 4 images on those with 128 or more input channels; without
+// prepared weights only from 4 images. A strided 1x1 (unpadded) the same, q on the output grid,
+// its result written to dX at the strides (backward_data_pointwise); one with more than 4 MiB
+// of weights stays with col2im below 4 images (timings: docs/algorithms.md, "pointwise
+// backward data").
 bool pointwise_bwd_data_problem(const Problem& p, Problem& q, bool prepared = false) {
     if (g_pointwise_bwd_mode == 2 || !reads_input_1x1(p)) return false;
     const auto weight_bytes =
@@ -1346,15 +1309,9 @@ bool pointwise_bwd_data_problem(const Problem& p, Problem& q, bool prepared = fa
     bool forced = false;
     if (!pointwise_possible(q, forced)) return false;
     if (forced) return true;
-    // AVX2 (narrow_tiles): from 4 images, weights under 4 MiB. Zen 3, as in use_shifted, col2im
-    // -> tiles: batch 32 gained 4-26% on 10 of ResNet-50's 15 1x1 layers (res3a_branch2c 42.1 ->
-    // 33.4 ms, res4b_branch2a 37.7 -> 30.5), lost on res5a_branch1 (8 MiB, 65.1 -> 204.9) and
-    // res5a_branch2c (4 MiB, 32.8 -> 41.3), tied elsewhere; batch 1 res4a_branch1 3.16 -> 2.46,
-    // res3a_branch1 2.57 -> 2.50, res3a_branch2a 0.98 -> 0.93, res4a_branch2a 0.71 -> 0.67, the
-    // stride-1 layers within 0.85-1.16x, res5a_branch2a (7x7) lost, 0.59 -> 0.65, and
-    // res5a_branch1 (8 MiB) 2.60 -> 4.95. Below 4 images the strided ones of 196 or more output
-    // positions took the tiles too, until col2im read W^T's rows prepared once
-    // (col2im_reads_prepared_rows, measured there).
+    // AVX2 (narrow_tiles): from 4 images, weights under 4 MiB, where the Zen 3 gained on most
+    // 1x1 layers and lost on those with 4 MiB of weights and more (timings: docs/algorithms.md,
+    // "pointwise backward data with AVX2").
     if (narrow_tiles()) return p.mb >= 4 && weight_bytes < (4u << 20);
     if (use_pointwise(q, prepared)) return true;
     if (q.mb < 4 && !prepared) return false;
@@ -1447,10 +1404,8 @@ void backward_data_shifted(const Problem& q, const ConvArgs& a, Profiler* prof,
 //
 // Of the forwards that the pointwise tiles take with W^T prepared below 4 images, those with
 // more output than input channels at 64 positions or fewer (7x7) go to the GEMM instead, which
-// reads W in place: in-process A/B alternating with oneDNN (mean ratio over 4 rounds of 30
-// calls, prepared -> not), batch 1, res5a_branch1 (1024 -> 2048, stride 2 to 7x7) 1.23/1.11/1.16
-// -> 1.04/1.04/1.03, res5a_branch2c (512 -> 2048) 1.09/1.10 -> 1.05/1.04. Their 8 and 4 MiB of
-// panels come from memory each call for 5 tiles each; the others tied or won.
+// reads W in place, because their 4-8 MiB of panels come from memory each call for 5 tiles
+// (timings: docs/algorithms.md, "pointwise_forward").
 bool pointwise_forward(const Problem& p, bool prepared) {
     if (!use_pointwise(p, prepared)) return false;
     if (g_shifted_mode == 1 || p.mb >= 4 || !prepared) return true;
@@ -1496,23 +1451,11 @@ bool stream_mode_allows(std::size_t bytes, std::size_t from) {
 }
 }  // namespace
 // The shifted forward with whole images per thread writes its output rows by non-temporal
-// stores (stream_rows) once the output is 16 MiB or more, far beyond what the caches keep:
-// a 12-position tile writes 48 bytes of a 64-byte line of each of its 32 channels, so every
-// line was read from memory before being written, two tiles apart. conv1 at batch 32 (102 MB
-// out, 147 multiply-adds per output), harness, 2 threads, 3 alternating rounds: 41.9-44.1 ->
-// 38.6-41.4 ms (min 40.2-42.8 -> 37.3-39.8). The 3x3 layers at batch 32 (576 or more per
-// output) tied either way.
-//
-// One image at a time (the threads sharing its tiles or its GEMM), an output of 512 KiB or more
-// streams too: another layer's run between two calls (a network's, or the bench's peer) leaves
-// its lines out of cache, and a store to such a line reads it from memory first. Batch 1,
-// harness, 2 threads, the output flushed before each call (clflush), twice each, kept -> streamed
-// (ms): conv1 1.201/1.183 -> 1.065/1.060, res2a_branch2a (64 -> 64 at 56x56, 784 KiB out)
-// 0.146/0.142 -> 0.121/0.122, res2a_branch1 0.496/0.497 -> 0.484/0.483, res2b_branch2a
-// 0.491/0.489 -> 0.479/0.476; the other layers tied, and every layer tied with the output left in
-// cache (conv1 1.085/1.085 -> 1.062/1.063). With whole images per thread the 16 MiB rule stays:
-// at batch 32 the outputs of 3-13 MiB tied cold or lost (res3a_branch2b, 12.8 MB out,
-// 31.1/31.2 -> 31.8/31.9).
+// stores (stream_rows) once the output is 16 MiB or more, because a 12-position tile writes 48
+// bytes of each 64-byte line, so every line was read from memory before being written. One
+// image at a time, an output of 512 KiB or more streams too, because another layer's run
+// between two calls leaves its lines out of cache (timings: docs/algorithms.md,
+// "streams_output").
 bool streams_output(const Problem& p) {
     return stream_mode_allows(
         static_cast<std::size_t>(p.mb * p.oc * p.out_spatial()) * sizeof(float),
@@ -1535,18 +1478,9 @@ bool strided_by_two_in_place(const Problem& p, dim_t min_width) {
 }
 }  // namespace
 // forward_pointwise reads a 1x1 strided by 2 along w in place (see there), for outputs at least
-// 7 wide (2-D and 1-D). Alternating, batch 32, 2 threads, 3 rounds of medians against the
-// sampled copy: res3a_branch2a (256 -> 128, 28x28 out) 13.1/12.8/13.3 -> 10.9-11.0/9.9/10.9
-// ms. The sampled copy reads the same lines of memory but once, where the tiles read a line's
-// 8 values of a row once per panel of 32 output channels; the tiles of 14x14 and 7x7 outputs
-// tied or lost until the first panel's tiles prefetched the next tile's inputs
-// (shifted_row_s2_pf_fn). With that, harness, 2 threads, 3 alternating rounds, sampled ->
-// in place (ms): batch 32, res4a_branch2a (512 -> 256, 14x14 out) 8.86/8.93 -> 8.11/8.11,
-// res4a_branch1 (512 -> 1024) 31.9/32.0/31.5 -> 31.5/31.5/31.2, res5a_branch2a (1024 -> 512,
-// 7x7) 8.28/8.29/8.30 -> 7.96/7.98/7.97, res5a_branch1 (1024 -> 2048) 33.6/34.5/33.5 ->
-// 31.5/31.1/31.3; batch 1 (W^T prepared), the same layers 0.26-0.35 -> 0.25-0.26, 1.03 ->
-// 0.95-0.98, 0.30 -> 0.25, 0.97-0.99 -> 0.95. The mode: 0 where it applies, 2 never (the input
-// sampled first), 1 at any width.
+// 7 wide (2-D and 1-D), because with the next tile's inputs prefetched (shifted_row_s2_pf_fn)
+// it beat the sampled copy (timings: docs/algorithms.md, "strided_rows_apply"). The mode: 0
+// where it applies, 2 never (the input sampled first), 1 at any width.
 bool strided_rows_apply(const Problem& p) {
     return microkernel().shifted_row_s2_fn[1] && strided_by_two_in_place(p, 7);
 }
@@ -1559,15 +1493,9 @@ void set_sampled_wgrad(int mode) {
 // A strided 1x1 weight gradient dW = dY X^T computed on all threads (few images), not
 // transposed: the GEMM's B packer (SampledTB) reads X^T's panels straight from the input at the
 // strides, where the sampled copy was written first (each thread sampling its channels) and then
-// packed from. Its runs end at each output row, so it pays only for rows of 14 or more. Batch 1,
-// 2 threads, calm machine, copy -> straight: convlab_bench alternating with oneDNN, 3 rounds of
-// one binary (ms): res3a_branch1 1.200/1.007/1.133 -> 1.029/0.997/0.995, res4a_branch1
-// 1.040/0.975/1.054 -> 0.961/0.954/0.980, res4a_branch2a 0.305/0.263/0.299 ->
-// 0.300/0.287/0.287; in one process, 6 rounds of each (mean ratio to oneDNN), res3a_branch1
-// 1.181/1.163/1.139 -> 1.119/1.143/1.137, res4a_branch1 and res4a_branch2a tied. 7-wide rows
-// lost or tied: res5a_branch1 1.125/1.072/1.091 -> 1.137/1.116/1.102, res5a_branch2a tied. With
-// whole images per thread (batch 32) the copy stays: res4a_branch1 31.96/31.71 against
-// 32.70/32.53. Mode 0: rows of 14 or more, 1: any (tests), 2: never.
+// packed from. Its runs end at each output row, so it pays only for rows of 14 or more, and
+// with whole images per thread (batch 32) the copy stays (timings: docs/algorithms.md,
+// "sampled_wgrad_applies"). Mode 0: rows of 14 or more, 1: any (tests), 2: never.
 bool sampled_wgrad_applies(const Problem& p) {
     return g_sampled_wgrad_mode != 2 && can_subsample(p, 1) &&
            (g_sampled_wgrad_mode == 1 || geom3(p).out[2] >= 14);
@@ -1613,11 +1541,8 @@ void set_row_lanes(int mode) {
 }
 // Output rows of 16 V positions, V <= kRowLanesMax, from padded planes (not the input in place,
 // whose padding columns the row tiles do not skip); by default from 64 positions (16 or more
-// accumulators). conv1 (112 wide, a reduction of 147), harness, 2 threads, 2 alternating
-// rounds, transposed tiles -> rows in the lanes (ms): batch 32 36.97/36.76 -> 35.14/34.76,
-// batch 8 9.28/9.39 -> 9.01/8.98, batch 1 1.09/1.12 -> 1.10/1.10. Longer reductions tied: 64 ->
-// 128 strided to 112x112 (576 rows) 10.91/11.00 -> 10.84/11.08, 5x5 to 64x64 (400 rows), batch
-// 4, 3.71/3.71 -> 3.67/3.63.
+// accumulators), because conv1 gained at batch 8 and 32 and longer reductions tied (timings:
+// docs/algorithms.md, "row_lanes_apply").
 bool row_lanes_apply(const Problem& p) {
     const Geom3 g = geom3(p);
     const dim_t v = g.out[2] / 16;
@@ -1651,19 +1576,10 @@ void set_swap_forward(int mode) {
 // tiles, use_pointwise): dst^T (positions x K/G) = X^T W_g^T, X^T (the image, or its copy
 // sampled at the strides) read in place, column-contiguous, then transposed into dst. Its
 // packed B is W^T, not the image, whose values the K/G rows used too few times for their
-// packing to pay. GEMM on one thread, 64x3136x256: 1.08-1.10 -> 0.91-0.98 ms, the
-// transposition 0.035 ms. Whole layers at batch 1, 2 threads, 3 alternating rounds (GFLOP/s):
-// 28x28 (512 -> 128) 184-203 -> 206-219, 14x14 (1024 -> 256) 187-201 -> 194-212; 7x7
-// (2048 -> 512) lost, 193-206 -> 160-162. Strided (from the sampled copy): 28x28 outputs
-// (256 -> 128) 160-165 -> 172-183, 14x14 (512 -> 256) 179-187 -> 173-186, 7x7 lost (168-182
-// -> 138-145), hence 784 positions there. Not where the GEMM reads the image's rows in place
-// (b_in_place_applies: few output channels, nothing packed either way): 256 -> 64 at 56x56
-// (res2b_branch2a), bench, batch 1, 3 alternating rounds, 0.481/0.481/0.609 ->
-// 0.471/0.468/0.500 ms.
-//   Only with the AVX-512 microkernel. With AVX2's 6 x 16 (Zen 3, auto, one process, best of 40
-// alternating, swapped -> not) it lost at batch 1: 256 -> 64 at 56x56 1.516 -> 1.302 ms, 512 ->
-// 128 at 28x28 1.084 -> 0.924, 1024 -> 256 at 14x14 1.051 -> 0.913, strided 256 -> 128 to 28x28
-// 0.836 -> 0.672; at batch 4 4.95 -> 4.69 (56x56); from 8 images even (0.94-1.03x).
+// packing to pay; 7x7 outputs lost, and strided ones below 784 positions; where the GEMM reads
+// the image's rows in place (b_in_place_applies) nothing is packed either way. Only with the
+// AVX-512 microkernel: with AVX2's 6 x 16 it lost (timings: docs/algorithms.md,
+// "swapped_forward").
 bool swapped_forward(const Problem& p) {
     if (g_swap_fwd == 2 || !reads_input_1x1(p) || use_pointwise(p)) return false;
     if (g_swap_fwd == 1) return true;
@@ -2093,13 +2009,9 @@ void backward_data_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler* 
 
 // [SECTION] backward weight
 // Whether the weight gradient runs over its images merged along the reduction: where an image has
-// at most 64 positions. Alternating builds, batch 32, 2 threads (ms), 1x1 layers:
-// res5b_branch2a 25.2 -> 20.5, res5a_branch2c 21.7 -> 17.8, res5a_branch1 41.2 -> 38.9; at 14x14
-// it ranged from 5% faster to 5% slower, at 28x28 and 56x56 slower (each thread's images summed
-// in its own dW pays there), and at batch 2 7x7 gained and 14x14 tied. Other kernels (im2col^T
-// gathered over the images): res5a_branch2b (3x3, 7x7) 41.8 -> 38.7 on 2 threads, 84.5 -> 79.4
-// on one (min of alternating medians), where image by image each 49-position product loaded and
-// stored all of its 9.4 MB dW.
+// at most 64 positions, because image by image each short product loads and stores all of dW;
+// at 28x28 and 56x56 each thread's images summed in its own dW pay instead (timings:
+// docs/algorithms.md, "merge_images_wgrad").
 namespace {
 int g_merge_wgrad = 0;  // 0: when it pays, 1: whenever possible (tests), 2: never
 int g_swap_wgrad = 0;   // the same for swapped_wgrad
@@ -2125,9 +2037,8 @@ bool merged_wgrad_applies(const Problem& p) {
 // 1x1 layers with fewer output than input channels (the bottlenecks' first 1x1s) and enough
 // positions summed: the product computed transposed, dW^T (C/G x K/G) = X dY^T, and then
 // transposed into dW. Its packed B is then dY^T, each of its values used by C/G rows, where
-// X^T's were used by only K/G. GEMM alone, 2 threads: 64x256x3136 0.51-0.59 -> 0.49 ms,
-// 128x512x784 0.53 -> 0.47, 512x2048x49 0.52 -> 0.48. With few positions (a 7x7 or 14x14
-// image at batch 1) transposing dW would cost as much as it saves.
+// X^T's were used by only K/G. With few positions (a 7x7 or 14x14 image at batch 1)
+// transposing dW would cost as much as it saves (timings: docs/algorithms.md, "swapped_wgrad").
 bool swapped_wgrad(const Problem& p) {
     if (g_swap_wgrad == 2 || !reads_input_1x1(p)) return false;
     return g_swap_wgrad == 1 || (p.ocg() < p.icg() && p.mb * p.out_spatial() >= 512);
@@ -2140,13 +2051,8 @@ constexpr dim_t kShiftedWgradRun = 2048;
 // kShiftedWgradRun positions, each tile running over all of them (row_runs_fn, a run per output
 // row) before it adds its 12 x 32 values to dW, and the images' input (the planes, or with taps
 // the input read in place) and dY^T within 2 MiB each. Positions are the planes' (with their
-// padding columns), or with taps the output's. One 14x14 image (224 positions) left a tile 224
-// multiply-adds per store. Alternating, batch 32, 2 threads, 3 rounds (medians, ms):
-// res4a_branch2b (8 images a call) 41.9/41.5/40.5 -> 40.4/37.6/36.6, res3a_branch2b (2)
-// 38.0/36.1/36.9 -> 35.9/35.5/35.5; batch 4, res4a_branch2b 5.21/5.20 -> 4.95/4.94. Sized by the
-// planes for taps too, res5a_branch2b (7x7) took 12 images a call where its 49 output positions
-// and unpadded input allow 20: bench, batch 32, 3 alternating rounds, 29.8/29.6/29.4 ->
-// 29.0/29.0/29.0 ms (res4a_branch2b, 8 -> 10, tied).
+// padding columns), or with taps the output's; more images a call means more multiply-adds per
+// store of a tile (timings: docs/algorithms.md, "shifted_wgrad_images").
 dim_t shifted_wgrad_images(const Problem& p) {
     const Shifted sg(p);
     const dim_t npan = (p.ocg() + 31) / 32;

@@ -1,5 +1,5 @@
 // Both backward passes computed by the forward convolution (the Huawei paper's scheme), with the
-// leftover rows r that a published implementation of it omits (DESIGN.md):
+// leftover rows r that a published implementation of it omits (docs/design.md):
 //   dX = conv(pad(Strided(dY), (k-1)d - pb, (k-1)d - pe + r), FlipRot(W)), stride 1, dilation d
 //   dW = TNC(conv(TNC(X), TNC(dY))), stride d, dilation s, padding pb, pe - r, per group
 // The intermediate tensors live in per-thread buffers kept between calls, the converters run on

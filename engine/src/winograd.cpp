@@ -9,7 +9,7 @@
 //   U[xi](k, c) = (G g G^T)[xi]        g: the 3x3 filter W[k][c]
 //   M[xi]       = U[xi] V[xi]          (the engine's blocked GEMM, K x C times C x tiles)
 //   Y tile      = A^T M A              (4x4 outputs of channel k, tile t)
-// Backward data (stride 1) is the forward of FlipRot(W) over dY padded by 2 - pad (DESIGN.md),
+// Backward data (stride 1) is the forward of FlipRot(W) over dY padded by 2 - pad (docs/design.md),
 // so the same tiles compute it with U built from the flipped, channel-swapped filters.
 // The weight gradient sums over tiles in the transformed domain, F(3x3, 4x4) by transposing the
 // forward's bilinear algorithm:  dW[k][c] = G^T (sum_t (A dY_t A^T) (.) (B^T d_t B)) G.

@@ -1,4 +1,4 @@
-// DaVinci (Ascend) formats and the fractal algorithms (DESIGN.md, "DaVinci (Ascend) formats").
+// DaVinci (Ascend) formats and the fractal algorithms (docs/design.md, "DaVinci (Ascend) formats").
 //
 // C0 is a parameter everywhere (16 = the classic value, used for fp16/bf16; current CANN uses
 // 32 bytes / sizeof(dtype): 8 for fp32). N0 = 16 (the rows of a fractal: the cube unit's M and N
@@ -132,7 +132,7 @@ IndexMap blocked_unpack(const Layout& layout, Shape logical, Shape physical, std
 // TNC in 5-D (6-D for 3-D): swap N and C of an NC1HWC0 tensor. dims: the source's logical dims
 // (N, C, spatial...). src: activation_physical(dims, c0) = (N, C1, H, W, C0).
 // dst: activation_physical((C, N, spatial...), c0) = (C, N1 = ceil(N/C0), H, W, C0): the batch
-// becomes the blocked channel dim, padded to C0 (with the classic C0 = 16 this is DESIGN.md's
+// becomes the blocked channel dim, padded to C0 (with the classic C0 = 16 this is docs/design.md's
 // (C, N/16, H, W, 16)). Formula (2-D; 3-D adds d after the batch index on both sides):
 //   dst(c, n1, h, w, ni) <- n = n1*C0 + ni < N ? src(n, c/C0, h, w, c%C0) : 0.
 IndexMap tnc5d(std::vector<dim_t> dims, dim_t c0 = kC0);
@@ -269,7 +269,7 @@ Tensor forward(const Problem& p, const Tensor& src, const Tensor& wei, const Ten
                const Options& o = {}, Profiler* prof = nullptr);
 
 // [SECTION] Both backward passes in fractal form (step 4), with the leftover rows r
-// (DESIGN.md "Formulas"). Per group, as the forward.
+// (docs/design.md, "Problems and formulas"). Per group, as the forward.
 //
 // Backward data, fractal_via_forward: dY -> pack (NC1HWC0) -> strided5d (zero insertion,
 // span zero-insert) -> pad5d (begin (k-1)d - pb, end (k-1)d - pe + r; span pad); W -> pack

@@ -1,7 +1,7 @@
 // Problem: one N-D convolution (1, 2 or 3 spatial dims) and everything derived from its sizes.
 //
 // Spatial axes are indexed 0..ndims-1 in tensor order: (w) for 1-D, (h, w) for 2-D, (d, h, w)
-// for 3-D. Per axis (DESIGN.md, d = dilation with 1 = none):
+// for 3-D. Per axis (docs/design.md, d = dilation with 1 = none):
 //   k_eff = (k - 1) * d + 1
 //   out   = floor((in + pad_begin + pad_end - k_eff) / stride) + 1
 //   r     = (in + pad_begin + pad_end - k_eff) mod stride   (input rows no window reaches)
