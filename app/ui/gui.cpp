@@ -541,17 +541,7 @@ class App {
             const float y = origin.y + static_cast<float>(cp.y) * z;
             const bool inside = x >= clip.x - 0.5f && y >= clip.y - 0.5f &&
                                 x + z <= clip.z + 0.5f && y + z <= clip.w + 0.5f;
-            if (inside && f >= app::kReadableTextPx && !value_text(i, c, z).empty())
-                ++read.ok;
-            else if (std::getenv("CONVLAB_DEBUG_READ"))
-                std::fprintf(stderr,
-                             "unreadable (widest %.2f shown %g) %s cell %lld inside %d f %.1f text "
-                             "'%s' at %.0f,%.0f\n",
-                             static_cast<double>(i < widest.size() ? widest[i] : -1.0f),
-                             static_cast<double>(st.panels[i].shown[cu]),
-                             view->panels[i].name.c_str(), static_cast<long long>(c), inside,
-                             static_cast<double>(f), value_text(i, c, z).c_str(),
-                             static_cast<double>(x), static_cast<double>(y));
+            if (inside && f >= app::kReadableTextPx && !value_text(i, c, z).empty()) ++read.ok;
         };
         // Past this many cells to read the view is unreadable whatever the zoom (and measuring
         // each would cost a frame).
@@ -976,7 +966,11 @@ void App::header() {
                        std::to_string(std::max<dim_t>(0, n - 1)) + "; a step = " + gran + ")   " +
                        (s.playback.paused ? "paused" : "playing") +
                        "   data: " + app::data_kind_name(s.request.data);
-    ImGui::TextWrapped("%s", line.c_str());  // wraps in a narrow window
+    // Short of height: one line, cut (the whole of it on hover); else it wraps.
+    if (compact)
+        one_line(line);
+    else
+        ImGui::TextWrapped("%s", line.c_str());
     // The formula of the hovered (else pinned) cell, with the numbers filled in.
     const app::Selection sel = s.hover.valid() ? s.hover : s.pinned;
     std::string f =
@@ -993,7 +987,10 @@ void App::header() {
     if (view && !view->check.empty()) {
         const bool ok = view->check.find(": yes") != std::string::npos;
         ImGui::PushStyleColor(ImGuiCol_Text, ok ? P.good : P.bad);
-        ImGui::TextWrapped("check: %s", view->check.c_str());
+        if (compact)
+            one_line("check: " + view->check);
+        else
+            ImGui::TextWrapped("check: %s", view->check.c_str());
         ImGui::PopStyleColor();
     }
     // Legend, wrapped where the next entry would not fit (a 1280-pixel projector).
