@@ -117,6 +117,13 @@ TEST_CASE("lessons: malformed lessons give file:line errors naming what is wrong
     SUBCASE("unknown view") {
         expect_error(lesson_text("", "im2kol"), 4, "unknown view 'im2kol'");
     }
+    SUBCASE("a stage names a panel the view does not draw") {
+        expect_error(lesson_text("panels = [\"src\", \"diff_wei\"]\n"), 7,
+                     "'panels' entry 'diff_wei': the im2col view has no such panel");
+        expect_error(lesson_text("panels = []\n"), 7, "'panels' must be a non-empty array");
+        expect_error(lesson_text("panels = [\"src\", 3]\n"), 7,
+                     "a 'panels' entry must be a tensor name");
+    }
     SUBCASE("bad descriptor") {
         std::string t = lesson_text("");
         t.replace(t.find("mb1ic1iw5oc1kw3pw1"), 18, "mb1ic1iw5oc1kw9");

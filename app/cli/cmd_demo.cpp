@@ -13,6 +13,7 @@ namespace convlab::cli {
 
 ui::ShotOptions shot_options(const Options& opts);
 void ensure_display(std::ostream& out);
+std::string readability_line(const ui::FrameReport& r);  // cmd_shot.cpp
 
 namespace {
 
@@ -72,6 +73,13 @@ void run_demo(const Options& opts, std::ostream& out) {
                 ui::ShotOptions s;
                 s.lesson = f;
                 s.lesson_step = st;
+                // The gallery of every step is the class's view: a 1280x720 projector in
+                // presenter mode.
+                if (all_steps) {
+                    s.width = 1280;
+                    s.height = 720;
+                    s.presenter = true;
+                }
                 s.out =
                     dir + "/lesson" + stem.substr(0, 2) + "_step" + std::to_string(st + 1) + ".png";
                 list.push_back(s);
@@ -102,7 +110,10 @@ void run_demo(const Options& opts, std::ostream& out) {
             files.push_back(s.out);
         }
     }
-    ui::shots(list);
+    const auto reports = ui::shots(list);
+    if (opts.has("--lessons"))
+        for (std::size_t i = 0; i < reports.size(); ++i)
+            out << files[i] << ": " << readability_line(reports[i]) << "\n";
     if (!opts.has("--lessons")) {
         demo_timing_plot(dir, files, out);
         // The Timings view of the app showing those verified results.
@@ -127,7 +138,8 @@ const Command& demo_command() {
         "there is no display. Then runs the quick benchmark (the classroom shape set, every\n"
         "measurement verified before it is plotted), writes its charts to DIR/timings and a\n"
         "screenshot of the Timings view, and the first step of every lesson as the lesson player\n"
-        "shows it. With --lessons: every step of every lesson only (no views, no timings).\n"
+        "shows it. With --lessons: every step of every lesson only (no views, no timings), at\n"
+        "1280x720 in presenter mode (the class's view), each with the readability rule's verdict.\n"
         "Prints the files written.\n",
         {{"--out", "DIR", "output directory (default out/demo)"},
          {"--lessons", nullptr,

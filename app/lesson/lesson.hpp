@@ -123,6 +123,10 @@ struct Step {
     // step (validated by evaluate); highlighted tensors not listed are drawn after them.
     std::vector<std::string> show;
     std::vector<SourcePos> show_pos;
+    // The view's panels this step draws, by tensor name (empty: all): the others keep their
+    // place on the canvas, blank, so that a pipeline is revealed a picture a step.
+    std::vector<std::string> panels;
+    std::vector<SourcePos> panels_pos;
     std::string narration;
     // Inline data by tensor name (src, wei, bias, diff_dst); the rest from `seed`.
     std::vector<std::pair<std::string, InlineTensor>> data;

@@ -318,10 +318,11 @@ void parse_data(const Ctx& c, const toml::node& d, Step& s) {
 
 Step parse_step(const Ctx& c, const toml::node& n, const Defaults& defaults) {
     const toml::table& t = as_table(c, n, "a step");
-    only_keys(c, t,
-              {"title", "view", "problem", "map", "c0", "granularity", "steps", "start",
-               "highlights", "show", "narration", "data", "compare", "chart", "network", "check"},
-              "a step");
+    only_keys(
+        c, t,
+        {"title", "view", "problem", "map", "c0", "granularity", "steps", "start", "highlights",
+         "show", "panels", "narration", "data", "compare", "chart", "network", "check"},
+        "a step");
     Step s;
     s.pos = c.at(n);
     s.title = get_string(c, t, "title", false, n, "a step");
@@ -391,6 +392,15 @@ Step parse_step(const Ctx& c, const toml::node& n, const Defaults& defaults) {
             if (!e.is_string()) c.fail(e, "a 'show' entry must be a tensor name (a string)");
             s.show.emplace_back(e.as_string()->get());
             s.show_pos.push_back(c.at(e));
+        }
+    }
+    if (const toml::node* pa = t.get("panels")) {
+        if (!pa->is_array() || pa->as_array()->empty())
+            c.fail(*pa, "'panels' must be a non-empty array of the tensor names the step draws");
+        for (const toml::node& e : *pa->as_array()) {
+            if (!e.is_string()) c.fail(e, "a 'panels' entry must be a tensor name (a string)");
+            s.panels.emplace_back(e.as_string()->get());
+            s.panels_pos.push_back(c.at(e));
         }
     }
     if (const toml::node* d = t.get("data")) {

@@ -367,6 +367,19 @@ class App {
         lesson.update(
             s, view.get(), steps(), step_dirty, [this](const app::ViewRequest& r) { request(r); },
             wait);
+        apply_stage();
+    }
+
+    // The panels a lesson step reveals (StepPlan::panels); the others are left blank.
+    void apply_stage() {
+        if (!view) return;
+        const app::StepPlan* plan = lesson.active() ? lesson.plan() : nullptr;
+        const bool staged = plan && !plan->panels.empty() && view->name == plan->request.view;
+        for (auto& p : view->panels) p.hidden = staged;
+        if (!staged) return;
+        for (const auto& t : plan->panels)
+            if (const int i = app::panel_of_tensor(*view, t, plan->map); i >= 0)
+                view->panels[static_cast<std::size_t>(i)].hidden = false;
     }
 
     void update_step() {
@@ -512,6 +525,7 @@ class App {
         const std::vector<bool> in = step_panels();
         any = false;
         for (std::size_t i = 0; i < view->panels.size(); ++i) {
+            if (view->panels[i].hidden) continue;
             if (i < st.current.size() && in[i]) must[i] = st.current[i];
             if (hl) must[i].insert(must[i].end(), (*hl)[i].begin(), (*hl)[i].end());
             std::sort(must[i].begin(), must[i].end());
@@ -1635,6 +1649,7 @@ void App::canvas() {
         const Panel& pn = view->panels[i];
         const ImVec2 tp(origin.x + static_cast<float>(pn.x) * z,
                         origin.y + static_cast<float>(pn.y - pn.title_room) * z);
+        if (pn.hidden) continue;  // a stage of the lesson not revealed yet
         const std::string t = shown(i, z);
         const ImVec2 ts = font->CalcTextSizeA(fs, FLT_MAX, wrap_of(i, z), t.c_str());
         const app::CellBox box{tp.x, origin.y + static_cast<float>(pn.y) * z,
@@ -1645,6 +1660,12 @@ void App::canvas() {
             pinned.push_back({i, at, t, ts});
         else
             dl->AddText(font, fs, tp, P.panel_text, t.c_str(), nullptr, wrap_of(i, z));
+        // A one-line title is the short form: the hover gives the whole of it, with the shape.
+        const ImVec2 m = ImGui::GetIO().MousePos;
+        if (compact_titles && ImGui::IsWindowHovered() && m.x >= at.x && m.x < at.x + ts.x &&
+            m.y >= at.y && m.y < at.y + ts.y)
+            ImGui::SetTooltip("%s  %s\n%s\n%s", pn.name.c_str(), pn.title.c_str(),
+                              shape_text(pn.shape).c_str(), role_text(pn).c_str());
         draw_panel(dl, i, origin, z, clip);
     }
     const ImU32 backdrop = (P.background & IM_COL32(255, 255, 255, 0)) | IM_COL32(0, 0, 0, 220);
@@ -1835,6 +1856,7 @@ std::string App::svg() const {
     };
     for (std::size_t i = 0; i < v.panels.size(); ++i) {
         const Panel& pn = v.panels[i];
+        if (pn.hidden) continue;  // a stage of the lesson not revealed yet, as in the window
         const app::PanelState& ps = st.panels[i];
         const double tx = left + pn.x * u, ty = top + (pn.y - title_cells) * u;
         for (std::size_t k = 0; k < titles[i].size(); ++k)

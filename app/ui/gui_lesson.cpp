@@ -373,6 +373,7 @@ void LessonUi::draw_highlights(ImDrawList* dl, const app::ViewModel& v, ImVec2 o
     const float t = highlight_thickness(z);
     for (std::size_t i = 0; i < hl_.size(); ++i)
         for (dim_t c : hl_[i]) {
+            if (v.panels[i].hidden) break;
             const app::CellPos cp = app::cell_pos(v.panels[i], c);
             const ImVec2 a(origin.x + static_cast<float>(cp.x) * z - t * 0.5f,
                            origin.y + static_cast<float>(cp.y) * z - t * 0.5f);

@@ -97,6 +97,7 @@ StepPlan plan_step(const lesson::Lesson& l, std::size_t k,
     }
     if (p.request.view == "timings" && !s.has_problem) p.request.view = "tensors";
     p.granularity = s.granularity;
+    p.panels = s.panels;
     p.range_begin = s.step_begin;
     p.range_end = s.step_end;
     p.open = s.step_start < 0 ? s.step_begin : s.step_start;
@@ -263,6 +264,11 @@ StepView check_step_view(const lesson::Lesson& l, std::size_t k,
             s.start_pos, "'start' = " + std::to_string(s.step_start) + ": the " + out.view +
                              " view of " + s.problem_text + " has " + std::to_string(out.steps) +
                              " " + granularity_name(s.granularity) + " steps");
+    for (std::size_t i = 0; i < s.panels.size(); ++i) {
+        if (panel_of_tensor(v, s.panels[i], plan.map) >= 0) continue;
+        throw lesson::LessonError(s.panels_pos[i], "'panels' entry '" + s.panels[i] + "': the " +
+                                                       out.view + " view has no such panel");
+    }
     for (const auto& h : s.highlights) {
         if (std::find(out.tensors.begin(), out.tensors.end(), h.tensor) != out.tensors.end())
             continue;

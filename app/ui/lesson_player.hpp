@@ -50,6 +50,7 @@ struct StepPlan {
     dim_t range_begin = 0, range_end = -1;  // view steps played: [begin, end); -1 = to the end
     dim_t open = 0;                         // the step it opens on (in the range)
     std::string map;                        // the step's map ("" none)
+    std::vector<std::string> panels;        // the tensors whose panels it draws (empty: all)
     std::vector<ResolvedHighlight> highlights;
 };
 

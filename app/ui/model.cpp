@@ -364,6 +364,7 @@ CellPos cell_pos(const Panel& p, dim_t linear) {
 }
 
 dim_t hit_test(const Panel& p, double x, double y) {
+    if (p.hidden) return -1;
     x -= p.x;
     y -= p.y;
     if (x < 0 || y < 0 || x >= p.width || y >= p.height) return -1;

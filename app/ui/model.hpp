@@ -54,6 +54,9 @@ struct Panel {
     // arrange_view chooses tiles_per_row (a long row of tiles wrapped into a near-square grid);
     // false: tiles_per_row is kept as set.
     bool auto_wrap = false;
+    // A lesson step that reveals the view a picture at a time (its 'panels') leaves this one
+    // blank: laid out in its place, not drawn, not hovered.
+    bool hidden = false;
     // Filled in by layout():
     dim_t rows = 1, cols = 1, tiles_x = 1, tiles_y = 1;
     double x = 0, y = 0;  // top-left on the canvas, in cells
