@@ -43,7 +43,8 @@ void check_file(const std::string& f, std::ostream& out, CheckCounts& counts) {
     }
     std::size_t checks = 0, passed = 0;
     std::vector<std::string> lines;
-    for (std::size_t k = 0; k < l.steps.size(); ++k) {
+    // An interrupt ends the checks between two steps (the steps done are reported).
+    for (std::size_t k = 0; k < l.steps.size() && !cancel_requested(); ++k) {
         try {
             const auto r = std::make_shared<const lesson::StepResult>(lesson::evaluate(l, k));
             for (std::size_t c = 0; c < r->checks.size(); ++c) {
@@ -75,7 +76,10 @@ void check_file(const std::string& f, std::ostream& out, CheckCounts& counts) {
 void run_check(const std::vector<std::string>& files, std::ostream& out) {
     if (files.empty()) throw Error("lesson check: expected one or more lesson files");
     CheckCounts n;
-    for (const std::string& f : files) check_file(f, out, n);
+    for (const std::string& f : files) {
+        check_file(f, out, n);
+        if (cancel_requested()) throw Interrupted();
+    }
     if (n.bad_files == 0) return;
     std::string what = std::to_string(n.bad_files) + " of " + std::to_string(files.size()) +
                        (files.size() == 1 ? " lesson" : " lessons") + " failed";
@@ -160,6 +164,8 @@ void run_lesson(const Options& opts, std::ostream& out) {
     if (pos[0] != "show" && (opts.has("--step") || opts.has("--tensor")))
         throw Error("lesson " + pos[0] + ": --step and --tensor belong to 'lesson show'");
     if (pos[0] == "check") return run_check(rest, out);
+    // list and show keep nothing partial: an interrupt ends them at once.
+    const ImmediateInterrupt immediate;
     if (pos[0] == "list") return run_list(rest, out);
     if (pos[0] == "show") return run_show(rest, opts, out);
     throw Error("lesson: unknown action '" + pos[0] + "' (actions: check, list, show)");
