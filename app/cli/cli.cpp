@@ -585,7 +585,11 @@ const std::vector<Command>& commands() {
          "Inputs the pass reads but not given are generated from --seed: integers in [-3, 3], so\n"
          "every result is exact in fp32 and equal across algorithms. Given .npy files must be\n"
          "fp32 little-endian, C order, finite, with the problem's shape. The output is written\n"
-         "atomically: a failed run leaves nothing at --out. Prints one line on success.\n"
+         "atomically: a failed run leaves nothing at --out. --out is a regular file or a new\n"
+         "path; a symlink is written through to its target; a directory, device (/dev/null),\n"
+         "FIFO, socket or '-' (standard output) is refused. Prints one line on success; on a\n"
+         "terminal, a computation estimated above a few seconds shows its elapsed time on\n"
+         "stderr. Ctrl-C (SIGINT, SIGTERM) stops it at once: nothing written, exit status 130.\n"
          "DaVinci algorithms (fwd fractal, bwd_data and bwd_weight fractal_via_forward) take\n"
          "NCHW / NCDHW files too and pack inside (NC1HWC0, FRACTAL_Z, TNC ...); --dtype fp16 or\n"
          "bf16 rounds the packed operands to that type (fp32 accumulation; dst and diff_src\n"
@@ -599,7 +603,8 @@ const std::vector<Command>& commands() {
           {"--wei", "FILE", "weights (K, C/G, kernel...): read by fwd, bwd_data"},
           {"--diff-dst", "FILE", "output gradient (N, K, out...): read by bwd_*"},
           {"--bias", "FILE", "bias (K): optional for fwd (no bias when absent)"},
-          {"--out", "FILE", "the result: dst, diff_src, diff_wei or diff_bias"},
+          {"--out", "FILE",
+           "the result: dst, diff_src, diff_wei or diff_bias (a regular file or a new path)"},
           {"--dtype", "T", "fp32 (default) | fp16 | bf16: packed storage (DaVinci algorithms)"},
           {"--c0", "N", "C0 of NC1HWC0 / FRACTAL_Z, 1..64 (default 16; 8 = CANN's fp32)"},
           {"--seed", "S", "seed of the generated inputs (default 0)"},
@@ -675,7 +680,10 @@ void print_usage(std::ostream& out) {
         << "  convlab compute --problem mb2ic3ih8oc4kh3ph1 --pass fwd --algo im2col_gemm "
            "--out y.npy\n\n"
         << "Exit status: 0 on success, 2 on bad input (one line on stderr, starting "
-           "\"convlab: \").\n";
+           "\"convlab: \"),\n130 when interrupted (Ctrl-C or SIGTERM: temporaries removed; bench, "
+           "lesson check and demo\nfirst write what they finished). Output files are written "
+           "atomically to regular files or\nnew paths only (symlinks followed; devices, FIFOs "
+           "and '-' refused).\n";
 }
 
 void print_command_help(std::ostream& out, const Command& c) {

@@ -437,7 +437,10 @@ const Command& command() {
         "operation) and the charts relative_bwd_data, ops_<pass>, gflops_<pass> as .svg, .png\n"
         "and .pdf, each with its verification status, machine record and this command line.\n"
         "A progress bar goes to stderr when it is a terminal. Exit status 1 (after writing the\n"
-        "files) when any measurement failed verification or did not run, 2 on bad input.\n",
+        "files) when any measurement failed verification or did not run, 2 on bad input.\n"
+        "Ctrl-C (SIGINT, SIGTERM) stops after the current measurement: the files are written\n"
+        "with what was measured (results.json \"cancelled\": true), exit status 130; a second\n"
+        "Ctrl-C ends it at once.\n",
         {{"--shapes", "FILE", "shape file (default assets/shapes/resnet50.txt)"},
          {"--quick", nullptr, "classroom-sized run under a minute (assets/shapes/classroom.txt)"},
          {"--batch", "N",

@@ -27,10 +27,10 @@ namespace {
 
 constexpr char kMagic[] = "\x93NUMPY";
 constexpr std::size_t kMagicLen = 6;
-// The longest header read. Version 1.0 allows 65535 bytes and 2.0 / 3.0 four GiB, but the header
-// of an fp32 tensor is its shape and a few words (NumPy itself reads at most 10000 bytes unless
-// told otherwise): a larger one is refused before it is allocated.
-constexpr std::size_t kMaxHeaderBytes = 65536;
+// The longest header read. Version 2.0 / 3.0 allow four GiB, but a header is a shape and a few
+// words: 1 MiB holds a shape of over 300000 dimensions (write_npy writes any rank), and a larger
+// header is refused before it is allocated.
+constexpr std::size_t kMaxHeaderBytes = std::size_t{1} << 20;
 
 [[noreturn]] void fail(const std::string& path, const std::string& what) {
     throw Error(path + ": " + what);
@@ -313,8 +313,7 @@ Tensor read_npy(const std::string& path) {
     }
     if (header_len > kMaxHeaderBytes)
         fail(path, ".npy header of " + std::to_string(header_len) + " bytes: at most " +
-                       std::to_string(kMaxHeaderBytes) +
-                       " are read (an fp32 tensor's header needs a few hundred)");
+                       std::to_string(kMaxHeaderBytes) + " are read (a shape and a few words)");
     if (file_size < prefix + header_len)
         fail(path, "truncated .npy header: it declares " + std::to_string(header_len) +
                        " bytes, the file holds " +
