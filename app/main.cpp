@@ -5,10 +5,13 @@
 #include <vector>
 
 #include "cli/cli.hpp"
+#include "convlab/output_file.hpp"
 #include "ui/gui.hpp"
 
 int main(int argc, char** argv) {
     convlab::ui::adopt_stderr();
+    // Ctrl-C and SIGTERM end a command cleanly: temporaries removed, exit status 130.
+    convlab::install_interrupt_handlers();
     if (argc == 1) {
         if (convlab::ui::display_available()) {
             convlab::ui::set_program_args(argc, argv);

@@ -30,6 +30,7 @@
 
 #include "bench_util.hpp"
 #include "convlab/conv.hpp"
+#include "convlab/output_file.hpp"
 #include "convlab/problem.hpp"
 #include "onednn_peer.hpp"
 
@@ -372,10 +373,21 @@ int main(int argc, char** argv) {
 
     const std::vector<Plan> plan = make_plan(o);
 
+    // The CSV grows row by row in a temporary beside --csv (output_file.hpp: regular files only,
+    // symlinks written through), renamed into place when the run ends.
+    std::unique_ptr<convlab::OutputFile> csv_file;
     std::ofstream csv;
     if (!o.csv.empty()) {
-        csv.open(o.csv);
-        if (!csv) usage_error("cannot write --csv " + o.csv);
+        try {
+            csv_file = std::make_unique<convlab::OutputFile>(o.csv);
+        } catch (const convlab::Error& e) {
+            usage_error(std::string("--csv: ") + e.what());
+        }
+        csv.open(csv_file->temp_path());
+        if (!csv) {
+            csv_file.reset();  // usage_error exits: the temporary goes first
+            usage_error("cannot write --csv " + o.csv);
+        }
         csv << "layer,descriptor,pass,algorithm,check,max_err,median_ms,min_ms,max_ms,runs,gflops,"
                "onednn_median_ms,onednn_min_ms,onednn_gflops,ratio,onednn_impl\n";
     }
@@ -877,6 +889,16 @@ int main(int argc, char** argv) {
             "still slow%s%s\n",
             retimed, bench::kSlowMachine * 100, slow.size(), slow.empty() ? "" : ": ",
             list.c_str());
+    }
+    if (csv_file) {
+        csv.close();
+        try {
+            if (!csv) csv_file->fail("the rows could not be written");
+            csv_file->commit();
+        } catch (const convlab::Error& e) {
+            std::fprintf(stderr, "convlab_bench: %s\n", e.what());
+            return 2;
+        }
     }
     std::printf("%s\n", all_ok ? "all checks PASS" : "SOME CHECKS FAILED (see FAIL/ERROR above)");
     return all_ok ? 0 : 1;

@@ -248,9 +248,9 @@ TEST_CASE("gif: errors name the path and the rule and leave no file") {
 
     const std::string missing = t / "no/such/dir/x.gif";
     e = error_of([&] { write_gif(missing, {small}, 10); });
-    CHECK(e == "cannot write " + missing + ": no such directory");
+    CHECK(e == "cannot write " + missing + ": No such file or directory");
     e = error_of([&] { write_gif(t.path.string(), {small}, 10); });
-    CHECK(e == "cannot write " + t.path.string() + ": is a directory");
+    CHECK(e == "cannot write " + t.path.string() + ": Is a directory");
 
     // A writer dropped before finish() (an export interrupted) leaves nothing behind.
     {

@@ -5,6 +5,8 @@
 //   [SECTION] export
 #include "charts/chart_export.hpp"
 
+#include "convlab/output_file.hpp"
+
 #include <cairo-pdf.h>
 #include <cairo-svg.h>
 #include <cairo.h>
@@ -547,8 +549,10 @@ const char* format_extension(Format f) {
 
 void export_chart(const Chart& chart, const std::string& path, Format format,
                   const ExportSize& size) {
-    namespace fs = std::filesystem;
-    const std::string tmp = path + ".tmp";
+    // Cairo writes by file name: it writes the temporary of an OutputFile (output_file.hpp),
+    // which is removed on any failure and renamed onto the target (through a symlink) at the end.
+    OutputFile file(path);
+    const std::string& tmp = file.temp_path();
     {
         std::unique_ptr<cairo_surface_t, SurfaceDeleter> surface;
         double scale = 1;
@@ -589,21 +593,8 @@ void export_chart(const Chart& chart, const std::string& path, Format format,
             check(cairo_surface_status(surface.get()), path);
         }
     }
-    if (format == Format::Svg) {
-        try {
-            add_svg_text(chart, tmp, path);
-        } catch (...) {
-            std::error_code ec;
-            fs::remove(tmp, ec);
-            throw;
-        }
-    }
-    std::error_code ec;
-    fs::rename(tmp, path, ec);
-    if (ec) {
-        fs::remove(tmp, ec);
-        throw Error("cannot write chart '" + path + "': rename failed");
-    }
+    if (format == Format::Svg) add_svg_text(chart, tmp, path);
+    file.commit();
 }
 
 std::vector<std::string> export_chart_all(const Chart& chart, const std::string& dir,

@@ -16,6 +16,7 @@
 #include <cerrno>
 #include <charconv>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -23,11 +24,13 @@
 #include <iomanip>
 #include <limits>
 #include <map>
+#include <mutex>
 #include <new>
 #include <optional>
 #include <span>
 #include <sstream>
 #include <string_view>
+#include <thread>
 
 #include "convlab/conv.hpp"
 #include "convlab/davinci.hpp"
@@ -139,21 +142,6 @@ Problem problem_from(const Options& opts, std::string_view command) {
         p.check();
         return p;
     });
-}
-
-// Fails early, before any work, when `path` clearly cannot be written; write_npy makes the final
-// check (and says the same things).
-void check_output_path(const std::string& path) {
-    const auto cannot = [&](int err) {
-        return Error("cannot write " + path + ": " + std::strerror(err));
-    };
-    const fs::path target(path);
-    std::error_code ec;
-    if (fs::is_directory(target, ec)) throw cannot(EISDIR);
-    const fs::path dir = target.parent_path().empty() ? fs::path(".") : target.parent_path();
-    if (!fs::exists(dir, ec)) throw cannot(ENOENT);
-    if (!fs::is_directory(dir, ec)) throw cannot(ENOTDIR);
-    if (::access(dir.c_str(), W_OK | X_OK) != 0) throw cannot(errno);
 }
 
 std::string json_string(std::string_view s) {
@@ -269,6 +257,49 @@ void print_timings(std::ostream& out, const Profiler& prof, double wall_seconds)
     out << std::defaultfloat;
 }
 
+// Elapsed time of a computation on stderr, once a second, when stderr is a terminal and the
+// computation is estimated above a few seconds (its FLOPs at 10 GFLOP/s, 1 for direct loops): the
+// engine reports no fraction done, so this says that it works and how to stop it.
+class ComputeProgress {
+  public:
+    ComputeProgress(double flops, const std::string& what, bool slow) {
+        const double estimate = flops / (slow ? 1e9 : 1e10);
+        if (estimate < 3 || ::isatty(STDERR_FILENO) != 1) return;
+        thread_ = std::thread([this, what, gflop = flops / 1e9] {
+            const auto t0 = std::chrono::steady_clock::now();
+            std::unique_lock lock(mu_);
+            while (!cv_.wait_for(lock, std::chrono::seconds(1), [this] { return done_; })) {
+                const auto s = std::chrono::duration_cast<std::chrono::seconds>(
+                                   std::chrono::steady_clock::now() - t0)
+                                   .count();
+                std::fprintf(stderr, "\rconvlab: computing %s (%.0f GFLOP): %llds, Ctrl-C stops ",
+                             what.c_str(), gflop, static_cast<long long>(s));
+                std::fflush(stderr);
+                printed_ = true;
+            }
+            if (printed_) std::fprintf(stderr, "\n");
+        });
+    }
+    ~ComputeProgress() {
+        if (!thread_.joinable()) return;
+        {
+            std::lock_guard lock(mu_);
+            done_ = true;
+        }
+        cv_.notify_all();
+        thread_.join();
+    }
+    ComputeProgress(const ComputeProgress&) = delete;
+    ComputeProgress& operator=(const ComputeProgress&) = delete;
+
+  private:
+    std::thread thread_;
+    std::mutex mu_;
+    std::condition_variable cv_;
+    bool done_ = false;
+    bool printed_ = false;
+};
+
 void run_compute(const Options& opts, std::ostream& out) {
     const Problem p = problem_from(opts, "compute");
     const Pass pass =
@@ -301,29 +332,35 @@ void run_compute(const Options& opts, std::ostream& out) {
     Profiler* prof_ptr = opts.has("--timings") ? &prof : nullptr;
     const auto t0 = std::chrono::steady_clock::now();
     Tensor result;
-    switch (pass) {
-        case Pass::Forward: {
-            const auto bias = in.find(&kBias);
-            const Tensor* b = bias == in.end() ? nullptr : &bias->second;
-            result = fractal ? davinci::forward(p, in.at(&kSrc), in.at(&kWei), b, dv, prof_ptr)
-                             : forward(p, in.at(&kSrc), in.at(&kWei), b, algo, prof_ptr);
-            break;
+    {
+        const ComputeProgress progress(pass == Pass::BackwardBias ? 0 : p.flops(),
+                                       std::string(pass_name(pass)) + " " + algo, algo == "direct");
+        switch (pass) {
+            case Pass::Forward: {
+                const auto bias = in.find(&kBias);
+                const Tensor* b = bias == in.end() ? nullptr : &bias->second;
+                result = fractal ? davinci::forward(p, in.at(&kSrc), in.at(&kWei), b, dv, prof_ptr)
+                                 : forward(p, in.at(&kSrc), in.at(&kWei), b, algo, prof_ptr);
+                break;
+            }
+            case Pass::BackwardData:
+                // fractal_via_forward: NCHW in, packed inside (NC1HWC0 / FRACTAL_Z), NCHW out.
+                result = fractal ? davinci::backward_data(p, in.at(&kDiffDst), in.at(&kWei), dv,
+                                                          prof_ptr)
+                                 : backward_data(p, in.at(&kDiffDst), in.at(&kWei), algo, prof_ptr);
+                break;
+            case Pass::BackwardWeight:
+                // fractal_via_forward: the fp32 FRACTAL_Z(_3D) gradient, unpacked to (K, C/G,
+                // k...).
+                result =
+                    fractal
+                        ? davinci::backward_weight(p, in.at(&kSrc), in.at(&kDiffDst), dv, prof_ptr)
+                        : backward_weight(p, in.at(&kSrc), in.at(&kDiffDst), algo, prof_ptr);
+                break;
+            case Pass::BackwardBias:
+                result = backward_bias(p, in.at(&kDiffDst), prof_ptr);
+                break;
         }
-        case Pass::BackwardData:
-            // fractal_via_forward: NCHW in, packed inside (NC1HWC0 / FRACTAL_Z), NCHW out.
-            result = fractal
-                         ? davinci::backward_data(p, in.at(&kDiffDst), in.at(&kWei), dv, prof_ptr)
-                         : backward_data(p, in.at(&kDiffDst), in.at(&kWei), algo, prof_ptr);
-            break;
-        case Pass::BackwardWeight:
-            // fractal_via_forward: the fp32 FRACTAL_Z(_3D) gradient, unpacked to (K, C/G, k...).
-            result = fractal
-                         ? davinci::backward_weight(p, in.at(&kSrc), in.at(&kDiffDst), dv, prof_ptr)
-                         : backward_weight(p, in.at(&kSrc), in.at(&kDiffDst), algo, prof_ptr);
-            break;
-        case Pass::BackwardBias:
-            result = backward_bias(p, in.at(&kDiffDst), prof_ptr);
-            break;
     }
     const double wall =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -380,7 +417,7 @@ void print_steps(std::ostream& out, const IndexMap& m, Granularity g, dim_t limi
             << " dst " << m.dst().str() << ": " << steps << " steps of granularity "
             << granularity_name(g) << "\n";
     }
-    for (dim_t s = 0; s < steps && !truncated; ++s) {
+    for (dim_t s = 0; s < steps && !truncated && out; ++s) {
         if (limit >= 0 && printed >= limit) {  // steps left, none of them to print
             truncated = true;
             break;
@@ -461,9 +498,12 @@ void run_map(const Options& opts, std::ostream& out) {
         print_steps(out, m, *g, limit, format == "json");
         return;
     }
-    std::string text = format == "json" ? m.dump_json(limit) : m.dump(limit);
-    if (!text.empty() && text.back() != '\n') text += '\n';
-    out << text;
+    // Streamed: the first pairs appear at once and memory stays constant however many follow.
+    if (format == "json") {
+        m.dump_json(out, limit);
+    } else {
+        m.dump(out, limit);
+    }
 }
 
 // [SECTION] algos
@@ -545,7 +585,11 @@ const std::vector<Command>& commands() {
          "Inputs the pass reads but not given are generated from --seed: integers in [-3, 3], so\n"
          "every result is exact in fp32 and equal across algorithms. Given .npy files must be\n"
          "fp32 little-endian, C order, finite, with the problem's shape. The output is written\n"
-         "atomically: a failed run leaves nothing at --out. Prints one line on success.\n"
+         "atomically: a failed run leaves nothing at --out. --out is a regular file or a new\n"
+         "path; a symlink is written through to its target; a directory, device (/dev/null),\n"
+         "FIFO, socket or '-' (standard output) is refused. Prints one line on success; on a\n"
+         "terminal, a computation estimated above a few seconds shows its elapsed time on\n"
+         "stderr. Ctrl-C (SIGINT, SIGTERM) stops it at once: nothing written, exit status 130.\n"
          "DaVinci algorithms (fwd fractal, bwd_data and bwd_weight fractal_via_forward) take\n"
          "NCHW / NCDHW files too and pack inside (NC1HWC0, FRACTAL_Z, TNC ...); --dtype fp16 or\n"
          "bf16 rounds the packed operands to that type (fp32 accumulation; dst and diff_src\n"
@@ -559,7 +603,8 @@ const std::vector<Command>& commands() {
           {"--wei", "FILE", "weights (K, C/G, kernel...): read by fwd, bwd_data"},
           {"--diff-dst", "FILE", "output gradient (N, K, out...): read by bwd_*"},
           {"--bias", "FILE", "bias (K): optional for fwd (no bias when absent)"},
-          {"--out", "FILE", "the result: dst, diff_src, diff_wei or diff_bias"},
+          {"--out", "FILE",
+           "the result: dst, diff_src, diff_wei or diff_bias (a regular file or a new path)"},
           {"--dtype", "T", "fp32 (default) | fp16 | bf16: packed storage (DaVinci algorithms)"},
           {"--c0", "N", "C0 of NC1HWC0 / FRACTAL_Z, 1..64 (default 16; 8 = CANN's fp32)"},
           {"--seed", "S", "seed of the generated inputs (default 0)"},
@@ -635,7 +680,10 @@ void print_usage(std::ostream& out) {
         << "  convlab compute --problem mb2ic3ih8oc4kh3ph1 --pass fwd --algo im2col_gemm "
            "--out y.npy\n\n"
         << "Exit status: 0 on success, 2 on bad input (one line on stderr, starting "
-           "\"convlab: \").\n";
+           "\"convlab: \"),\n130 when interrupted (Ctrl-C or SIGTERM: temporaries removed; bench, "
+           "lesson check and demo\nfirst write what they finished). Output files are written "
+           "atomically to regular files or\nnew paths only (symlinks followed; devices, FIFOs "
+           "and '-' refused).\n";
 }
 
 void print_command_help(std::ostream& out, const Command& c) {
@@ -687,7 +735,16 @@ int dispatch(const std::vector<std::string>& args, std::ostream& out) {
         print_command_help(out, *c);
         return 0;
     }
-    c->run(opts, out);
+    // bench, lesson and demo stop at their next safe point on an interrupt and write what they
+    // have; every other command keeps nothing partial, so an interrupt ends it at once (its
+    // temporaries removed).
+    const std::string_view name = c->name;
+    if (name == "bench" || name == "lesson" || name == "demo") {
+        c->run(opts, out);
+    } else {
+        const ImmediateInterrupt immediate;
+        c->run(opts, out);
+    }
     return 0;
 }
 
@@ -713,6 +770,10 @@ int run_cli(std::vector<std::string> args, std::ostream& out, std::ostream& err)
             return 2;
         }
         return status;
+    } catch (const Interrupted&) {
+        out.flush();
+        err << "convlab: interrupted (SIGINT/SIGTERM): stopped before the end\n";
+        return 130;
     } catch (const cli::CommandFailed& e) {
         out.flush();
         err << "convlab: " << cli::one_line(e.what()) << "\n";

@@ -11,8 +11,9 @@
 // value, bad descriptor, bad .npy, shape mismatch, unknown pass/algorithm/map, unwritable
 // output), with exactly one line on `err` starting "convlab: "; 1 on an internal error (a bug),
 // also one line, or when the command's own check failed (`convlab bench`: measurements that
-// failed verification; its files are written, the failures marked). A command failed on bad
-// input never leaves a file at --out.
+// failed verification; its files are written, the failures marked); 130 when interrupted by
+// SIGINT / SIGTERM (bench, lesson check and demo first write what they finished; temporaries are
+// removed). A command failed on bad input never leaves a file at --out.
 #pragma once
 
 #include <ostream>

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "convlab/output_file.hpp"  // check_output_path
 #include "convlab/problem.hpp"
 #include "convlab/tensor.hpp"
 
@@ -86,8 +87,6 @@ std::int64_t parse_integer(std::string_view flag, const std::string& text, std::
 std::uint64_t parse_seed(const std::string& text);
 // --problem, parsed and checked (Error names the field and the rule).
 Problem problem_from(const Options& opts, std::string_view command);
-// Fails early, before any work, when `path` clearly cannot be written.
-void check_output_path(const std::string& path);
 // Generated inputs: integers in [-3, 3] from splitmix64 (exact sums in fp32); `salt` separates
 // the tensors of one seed.
 Tensor generate(std::vector<dim_t> dims, std::uint64_t seed, std::uint64_t salt);

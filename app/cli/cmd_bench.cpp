@@ -178,6 +178,14 @@ BenchPlan plan_from(const Options& opts) {
                     "': expected onednn, onednn-auto, onednn-winograd, onednn-nchw or none");
     }
     cfg.command = reproduce(opts);
+    // --algos and --reference are checked here, before anything is printed or measured; the
+    // engine's "algos: ..." becomes "--algos: ...".
+    try {
+        bench::check_selection(cfg);
+    } catch (const Error& e) {
+        throw Error(std::string("--") + e.what());
+    }
+    cfg.cancel = &cancel_flag();
     return plan;
 }
 
@@ -377,10 +385,10 @@ void run_bench(const Options& opts, std::ostream& out) {
     const std::string dir = opts.required("bench", "--out");
     if (const std::string* from = opts.get("--replot")) {
         // Redraw the charts of a finished run (its machine record and command are kept).
-        std::ifstream in(*from);
-        if (!in) throw Error("--replot '" + *from + "': cannot open");
-        const bench::Results r =
-            in_context("--replot '" + *from + "'", [&] { return bench::read_json(in); });
+        const bench::Results r = in_context("--replot", [&] {
+            return app::parse_results(
+                read_input_file(*from, app::kMaxResultsBytes, "a results file"), "'" + *from + "'");
+        });
         print_bench_summary(r, out);
         const std::vector<std::string> paths = write_bench_outputs(r, dir, out);
         out << "wrote " << paths.size() << " files to " << dir << " (redrawn from " << *from
@@ -402,6 +410,7 @@ void run_bench(const Options& opts, std::ostream& out) {
         << "\n";
     out.flush();
     const bench::Results r = plan.run();
+    if (r.cancelled) out << "interrupted: writing the measurements made so far\n";
     for (const std::string& n : r.notes) out << "note: " << n << "\n";
     print_bench_summary(r, out);
     if (const std::size_t rss = bench::peak_rss_bytes(); rss > 0)
@@ -410,6 +419,8 @@ void run_bench(const Options& opts, std::ostream& out) {
     const std::vector<std::string> paths = write_bench_outputs(r, dir, out);
     out << "wrote " << paths.size() << " files to " << dir << " (results.csv, results.json, "
         << (paths.size() - 2) / 3 << " charts as SVG, PNG and PDF)\n";
+    // Interrupted: the files hold what was measured (results.json "cancelled": true); exit 130.
+    if (r.cancelled) throw Interrupted();
     fail_if_unverified(r, dir);
 }
 
@@ -426,7 +437,10 @@ const Command& command() {
         "operation) and the charts relative_bwd_data, ops_<pass>, gflops_<pass> as .svg, .png\n"
         "and .pdf, each with its verification status, machine record and this command line.\n"
         "A progress bar goes to stderr when it is a terminal. Exit status 1 (after writing the\n"
-        "files) when any measurement failed verification or did not run, 2 on bad input.\n",
+        "files) when any measurement failed verification or did not run, 2 on bad input.\n"
+        "Ctrl-C (SIGINT, SIGTERM) stops after the current measurement: the files are written\n"
+        "with what was measured (results.json \"cancelled\": true), exit status 130; a second\n"
+        "Ctrl-C ends it at once.\n",
         {{"--shapes", "FILE", "shape file (default assets/shapes/resnet50.txt)"},
          {"--quick", nullptr, "classroom-sized run under a minute (assets/shapes/classroom.txt)"},
          {"--batch", "N",

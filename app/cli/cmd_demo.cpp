@@ -25,6 +25,7 @@ void demo_timing_plot(const std::string& dir, std::vector<std::string>& files, s
     out << "measuring the classroom shape set (verified timings) into " << tdir << " ...\n";
     out.flush();
     const int status = write_quick_timings(tdir, out);
+    throw_if_cancelled();  // interrupted: the measurements made are written, the demo ends
     if (status == 2) throw Error("demo: the timing run failed (see above)");
     if (status == 1)
         out << "WARNING: some measurements failed verification: they are marked FAIL and not "

@@ -47,7 +47,8 @@ void check_file(const std::string& f, std::ostream& out, CheckCounts& counts) {
     }
     std::size_t checks = 0, passed = 0;
     std::vector<std::string> lines;
-    for (std::size_t k = 0; k < l.steps.size(); ++k) {
+    // An interrupt ends the checks between two steps (the steps done are reported).
+    for (std::size_t k = 0; k < l.steps.size() && !cancel_requested(); ++k) {
         try {
             const auto r = std::make_shared<const lesson::StepResult>(lesson::evaluate(l, k));
             for (std::size_t c = 0; c < r->checks.size(); ++c) {
@@ -126,7 +127,10 @@ void run_check(const std::vector<std::string>& files, bool readable, std::ostrea
     if (files.empty()) throw Error("lesson check: expected one or more lesson files");
     if (readable) ensure_display(out);
     CheckCounts n;
-    for (const std::string& f : files) check_file(f, out, n);
+    for (const std::string& f : files) {
+        check_file(f, out, n);
+        if (cancel_requested()) throw Interrupted();
+    }
     const std::size_t unreadable = readable ? check_readable(files, out) : 0;
     if (n.bad_files == 0 && unreadable == 0) return;
     if (n.bad_files == 0)
@@ -217,6 +221,8 @@ void run_lesson(const Options& opts, std::ostream& out) {
     if (pos[0] != "check" && opts.has("--readable"))
         throw Error("lesson " + pos[0] + ": --readable belongs to 'lesson check'");
     if (pos[0] == "check") return run_check(rest, opts.has("--readable"), out);
+    // list and show keep nothing partial: an interrupt ends them at once.
+    const ImmediateInterrupt immediate;
     if (pos[0] == "list") return run_list(rest, out);
     if (pos[0] == "show") return run_show(rest, opts, out);
     throw Error("lesson: unknown action '" + pos[0] + "' (actions: check, list, show)");

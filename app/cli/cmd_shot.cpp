@@ -151,8 +151,7 @@ ui::ShotOptions shot_options(const Options& opts) {
         throw Error("--results, --bench-quick and --chart go with --view timings");
     if (!o.results.empty() && o.bench_quick)
         throw Error("--results and --bench-quick: give one (show a file, or measure)");
-    if (!o.results.empty() && !std::ifstream(o.results))
-        throw Error("--results '" + o.results + "': cannot open");
+    if (!o.results.empty()) in_context("--results", [&] { (void)app::load_results(o.results); });
     bool known = false;
     for (const auto& v : app::view_names()) known |= v == o.view;
     if (!known) {

@@ -152,7 +152,11 @@ struct Lesson {
 // Parses TOML text; `file` is used in positions. Throws LessonError (syntax error, missing or
 // unknown key, wrong type, bad descriptor, unknown view ...).
 Lesson parse_lesson(std::string_view text, const std::string& file);
-// Reads and parses a file (a missing or unreadable file is a LessonError at line 0).
+// The largest lesson file read: a lesson is text, and the longest shipped is a few dozen KB; a
+// larger file (or a device such as /dev/zero) is refused before it is read.
+inline constexpr std::uintmax_t kMaxLessonBytes = std::uintmax_t{4} << 20;
+// Reads and parses a file (a missing or unreadable file, a directory, FIFO or device, or one
+// larger than kMaxLessonBytes is a LessonError at line 0).
 Lesson load_lesson(const std::string& path);
 
 // A narration as the lesson panel flows it: a line break inside a paragraph becomes a space, so

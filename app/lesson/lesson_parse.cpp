@@ -16,6 +16,7 @@
 #include <string_view>
 
 #include "convlab/conv.hpp"
+#include "convlab/output_file.hpp"
 #include "lesson/lesson.hpp"
 
 namespace convlab::lesson {
@@ -505,12 +506,16 @@ Lesson parse_lesson(std::string_view text, const std::string& file) {
 }
 
 Lesson load_lesson(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw LessonError({path, 0, 0}, "cannot open the file");
-    std::stringstream ss;
-    ss << in.rdbuf();
-    if (in.bad()) throw LessonError({path, 0, 0}, "cannot read the file");
-    return parse_lesson(ss.str(), path);
+    std::string text;
+    try {
+        text = read_input_file(path, kMaxLessonBytes, "a lesson file");
+    } catch (const Error& e) {
+        // "PATH: why" from the reader; the position carries the path.
+        std::string why = e.what();
+        if (why.rfind(path + ": ", 0) == 0) why.erase(0, path.size() + 2);
+        throw LessonError({path, 0, 0}, why);
+    }
+    return parse_lesson(text, path);
 }
 
 namespace {

@@ -12,16 +12,14 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <filesystem>
 #include <limits>
 #include <unordered_map>
 #include <utility>
 
+#include "convlab/output_file.hpp"
 #include "convlab/problem.hpp"  // Error
 
 namespace convlab::ui {
-
-namespace fs = std::filesystem;
 
 int gif_delay_cs(double fps) {
     if (!(fps >= kGifMinFps)) fps = kGifMinFps;  // also NaN
@@ -145,7 +143,8 @@ Indexed quantise(const unsigned char* rgba, std::size_t pixels) {
 }  // namespace
 
 struct GifWriter::Impl {
-    std::string path, tmp;
+    std::string path;
+    std::unique_ptr<OutputFile> file;  // the temporary, renamed onto `path` by finish()
     int delay_cs = 0;
     GifFileType* gif = nullptr;
     int width = 0, height = 0, frames = 0;
@@ -168,11 +167,7 @@ struct GifWriter::Impl {
             EGifCloseFile(gif, &ignored);  // frees `gif` even when the close fails
             gif = nullptr;
         }
-        if (!tmp.empty()) {
-            std::error_code ec;
-            fs::remove(tmp, ec);
-            tmp.clear();
-        }
+        file.reset();  // removes the temporary
     }
     void check_open() const {
         if (finished) throw Error("GIF " + path + ": already finished (no frame can be added)");
@@ -187,27 +182,18 @@ GifWriter::GifWriter(std::string path, int delay_cs) : impl_(std::make_unique<Im
         throw Error("GIF " + m.path + ": delay " + std::to_string(delay_cs) +
                     " (hundredths of a second) must be in [1, 65535]");
     m.delay_cs = delay_cs;
-    std::error_code ec;
-    const fs::path target(m.path);
     if (m.path.empty()) throw Error("cannot write a GIF: the path is empty");
-    if (fs::is_directory(target, ec)) throw Error("cannot write " + m.path + ": is a directory");
-    const fs::path dir = target.parent_path().empty() ? fs::path(".") : target.parent_path();
-    if (!fs::is_directory(dir, ec)) throw Error("cannot write " + m.path + ": no such directory");
-    const std::string tmp = m.path + ".tmp" + std::to_string(::getpid());
-    // Opened here rather than by giflib, which would create it readable by its owner only; the
-    // permissions are those of any other export (0666 less the umask).
-    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-    if (fd < 0) throw Error("cannot write " + m.path + ": " + std::strerror(errno));
+    m.file = std::make_unique<OutputFile>(m.path);
+    // giflib closes the descriptor it is given: it gets its own copy.
+    const int fd = ::dup(m.file->fd());
+    if (fd < 0) m.fail(std::strerror(errno));
     int code = 0;
     m.gif = EGifOpenFileHandle(fd, &code);  // owns fd from here on
     if (!m.gif) {
         ::close(fd);
-        std::error_code ignored;
-        fs::remove(tmp, ignored);
         const char* why = GifErrorString(code);
-        throw Error("cannot write " + m.path + ": " + (why ? why : "giflib cannot open the file"));
+        m.fail(why ? why : "giflib cannot open the file");
     }
-    m.tmp = tmp;
     EGifSetGifVersion(m.gif, true);  // GIF89a: graphics control and application blocks
 }
 
@@ -284,10 +270,13 @@ void GifWriter::finish() {
         const char* why = GifErrorString(code);
         m.fail(std::string("closing failed (") + (why ? why : "unknown giflib error") + ")");
     }
-    std::error_code ec;
-    fs::rename(m.tmp, m.path, ec);
-    if (ec) m.fail(ec.message());
-    m.tmp.clear();
+    try {
+        m.file->commit();
+    } catch (...) {
+        m.file.reset();
+        throw;
+    }
+    m.file.reset();
     m.finished = true;
 }
 

@@ -36,6 +36,7 @@
 #include "imgui_stdlib.h"
 #include "stb_image_write.h"
 
+#include "convlab/output_file.hpp"
 #include "convlab/problem.hpp"
 #include "lesson/lesson.hpp"
 #include "ui/gif_writer.hpp"
@@ -98,8 +99,15 @@ std::vector<Palette> load_palettes() {
     for (int i = 0; i < kNumPalettes; ++i) {
         for (const std::string& dir :
              {std::string("assets/themes"), std::string(CONVLAB_SOURCE_DIR) + "/assets/themes"}) {
-            std::ifstream f(dir + "/" + kPaletteKeys[i] + ".theme");
-            if (!f) continue;
+            // A theme is a few dozen lines: anything but a regular file of at most 64 KiB is
+            // passed over like a missing one (a FIFO would block the app, /dev/zero fill it).
+            std::istringstream f;
+            try {
+                f.str(read_input_file(dir + "/" + kPaletteKeys[i] + ".theme", 64 << 10,
+                                      "a theme file"));
+            } catch (const Error&) {
+                continue;
+            }
             Palette& p = out[static_cast<std::size_t>(i)];
             const std::pair<const char*, ImU32*> fields[] = {{"background", &p.background},
                                                              {"panel_text", &p.panel_text},
@@ -1965,10 +1973,7 @@ void App::after_render() {
         }
         if (!ex.svg.empty()) {
             make_parent(ex.svg);
-            const std::string text = svg();
-            std::ofstream f(ex.svg);
-            f << text;
-            if (!f) throw Error("cannot write " + ex.svg);
+            write_file(ex.svg, svg());
             status = "wrote " + ex.svg;
             ex.svg.clear();
         }
@@ -2191,6 +2196,13 @@ FrameReport shot_in(Window& w, const ShotOptions& o) {
         a.s.hover = {o.hover_panel, o.hover_cell};
         a.s.hover_forced = true;
     }
+    // Every option is checked before the first file is written: a command that fails writes
+    // nothing.
+    const dim_t to = o.seq_to < 0 ? n - 1 : o.seq_to;
+    if ((!o.sequence_dir.empty() || !o.gif.empty()) &&
+        (o.seq_from < 0 || o.seq_from > to || to >= n))
+        throw Error("steps " + std::to_string(o.seq_from) + " to " + std::to_string(to) + ": the " +
+                    o.view + " view has steps 0 to " + std::to_string(n - 1));
     // A few frames settle ImGui's layout (auto-sized items measure themselves on frame 1; a
     // lesson step that is unreadable fitted follows the step from the next frame on).
     for (int i = 0; i < 4; ++i) render_frame(a, 0.0);
@@ -2214,10 +2226,6 @@ FrameReport shot_in(Window& w, const ShotOptions& o) {
         if (!a.status.starts_with("wrote")) throw Error(a.status);
     }
     if (!o.sequence_dir.empty() || !o.gif.empty()) {
-        const dim_t to = o.seq_to < 0 ? n - 1 : o.seq_to;
-        if (o.seq_from < 0 || o.seq_from > to || to >= n)
-            throw Error("steps " + std::to_string(o.seq_from) + " to " + std::to_string(to) +
-                        ": the " + o.view + " view has steps 0 to " + std::to_string(n - 1));
         if (!o.sequence_dir.empty()) a.ex.dir = o.sequence_dir;
         a.ex.gif = o.gif;
         a.ex.gif_fps = o.gif_fps;
@@ -2275,6 +2283,7 @@ std::vector<FrameReport> shots(const std::vector<ShotOptions>& list) {
         if (!o.out.empty()) check_writable(o.out);
     Window w(list[0].width, list[0].height, false, "ConvLab demo");
     for (const auto& o : list) {
+        throw_if_cancelled();  // an interrupt ends a series between two pictures
         glfwSetWindowSize(w.get(), o.width, o.height);
         r.push_back(shot_in(w, o));
     }
@@ -2282,29 +2291,14 @@ std::vector<FrameReport> shots(const std::vector<ShotOptions>& list) {
 }
 
 void check_writable(const std::string& path) {
-    const fs::path target(path);
-    std::error_code ec;
-    const auto cannot = [&](const char* why) { return Error("cannot write " + path + ": " + why); };
-    if (fs::is_directory(target, ec)) throw cannot("is a directory");
-    const fs::path dir = target.parent_path().empty() ? fs::path(".") : target.parent_path();
-    if (!fs::is_directory(dir, ec)) throw cannot("no such directory");
-    if (::access(dir.c_str(), W_OK | X_OK) != 0) throw cannot(std::strerror(errno));
+    check_output_path(path);
 }
 
 void write_png(const std::string& path, int w, int h, const std::vector<unsigned char>& rgba) {
-    check_writable(path);
-    const std::string tmp = path + ".tmp" + std::to_string(::getpid());
-    if (!stbi_write_png(tmp.c_str(), w, h, 4, rgba.data(), w * 4)) {
-        std::error_code ec;
-        fs::remove(tmp, ec);
-        throw Error("cannot write " + path);
-    }
-    std::error_code ec;
-    fs::rename(tmp, path, ec);
-    if (ec) {
-        fs::remove(tmp, ec);
-        throw Error("cannot write " + path + ": " + ec.message());
-    }
+    OutputFile file(path);  // stb writes by name: into the temporary, renamed at commit
+    if (!stbi_write_png(file.temp_path().c_str(), w, h, 4, rgba.data(), w * 4))
+        file.fail("the PNG encoder failed");
+    file.commit();
 }
 
 // [SECTION] xvfb-run

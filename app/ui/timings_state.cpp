@@ -14,8 +14,10 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <sstream>
 
 #include "convlab/conv.hpp"
+#include "convlab/output_file.hpp"
 
 namespace convlab::app {
 
@@ -302,42 +304,22 @@ TimingsSnapshot TimingsRun::snapshot() const {
     return snap_;
 }
 
-bench::Results load_results(const std::string& path) {
-    std::ifstream in(path);
-    if (!in) throw Error("results file '" + path + "': cannot open");
+bench::Results parse_results(const std::string& text, const std::string& where) {
+    std::istringstream in(text);
     try {
         return bench::read_json(in);
     } catch (const std::exception& e) {
-        throw Error("results file '" + path + "': " + e.what());
+        throw Error(where + ": " + e.what());
     }
+}
+
+bench::Results load_results(const std::string& path) {
+    // Regular files of a bounded size only (output_file.hpp): errors name the path.
+    return parse_results(read_input_file(path, kMaxResultsBytes, "a results file"),
+                         "results file '" + path + "'");
 }
 
 // [SECTION] exports
-
-namespace {
-
-void write_atomically(const fs::path& path, const std::function<void(std::ostream&)>& write) {
-    const fs::path tmp = path.string() + ".tmp";
-    {
-        std::ofstream f(tmp);
-        if (!f) throw Error("cannot write " + path.string());
-        write(f);
-        f.flush();
-        if (!f) {
-            std::error_code ec;
-            fs::remove(tmp, ec);
-            throw Error("cannot write " + path.string());
-        }
-    }
-    std::error_code ec;
-    fs::rename(tmp, path, ec);
-    if (ec) {
-        fs::remove(tmp, ec);
-        throw Error("cannot write " + path.string() + ": " + ec.message());
-    }
-}
-
-}  // namespace
 
 std::vector<std::string> export_timings(const bench::Results& r,
                                         const std::vector<charts::Chart>& list,
@@ -356,8 +338,8 @@ std::vector<std::string> export_timings(const bench::Results& r,
     std::vector<std::string> paths;
     if (what.results_files) {
         const fs::path csv = fs::path(dir) / "results.csv", json = fs::path(dir) / "results.json";
-        write_atomically(csv, [&](std::ostream& o) { bench::write_csv(r, o); });
-        write_atomically(json, [&](std::ostream& o) { bench::write_json(r, o); });
+        write_file(csv.string(), [&](std::ostream& o) { bench::write_csv(r, o); });
+        write_file(json.string(), [&](std::ostream& o) { bench::write_json(r, o); });
         paths.push_back(csv.string());
         paths.push_back(json.string());
     }

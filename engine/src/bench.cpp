@@ -257,6 +257,31 @@ double pass_bytes(const Problem& p, Pass) {
 
 // [SECTION] run
 
+void check_selection(const Config& cfg) {
+    std::vector<std::string> notes;
+    std::vector<PassPlan> plan;
+    try {
+        plan = make_plan(cfg, notes);
+    } catch (const Error& e) {
+        const std::string what = e.what();
+        if (what.rfind("algos: ", 0) == 0 || what.rfind("dtype: ", 0) == 0) throw;
+        throw Error("algos: " + what);
+    }
+    if (cfg.reference == "peer" && !(cfg.peer && cfg.dtype == DType::f32))
+        throw Error(cfg.peer
+                        ? std::string("reference: 'peer' with dtype ") + dtype_name(cfg.dtype) +
+                              ": the peer is fp32 only and not run (use auto or direct)"
+                        : std::string("reference: 'peer' needs a peer library (none given)"));
+    if (cfg.reference != "auto" && cfg.reference != "direct" && cfg.reference != "peer") {
+        try {
+            for (const PassPlan& pl : plan) find_algorithm(pl.pass, cfg.reference);
+        } catch (const Error& e) {
+            throw Error(std::string("reference: ") + e.what() +
+                        " (expected auto, direct, peer or an algorithm of every selected pass)");
+        }
+    }
+}
+
 Results run(const Config& cfg) {
     // The algorithms' per-thread work buffers are kept between calls while the layers run (no
     // page faults in the timed calls) and freed when the run ends, however it ends: a batch-32

@@ -24,6 +24,7 @@
 #include <thread>
 
 #include "convlab/bench.hpp"
+#include "convlab/output_file.hpp"
 
 #ifndef CONVLAB_VERSION
 #define CONVLAB_VERSION "dev"
@@ -73,8 +74,10 @@ std::string percent(double x) {
 // [SECTION] shape files
 
 std::vector<Layer> read_shape_file(const std::string& path) {
-    std::ifstream in(path);
-    if (!in) throw Error("cannot open shape file '" + path + "'");
+    // A shape file is a list of descriptors: a few hundred bytes a layer. A larger file, a
+    // directory or a special file is refused before anything is read.
+    constexpr std::uintmax_t kMaxShapeFileBytes = std::uintmax_t{16} << 20;
+    std::istringstream in(read_input_file(path, kMaxShapeFileBytes, "a shape file"));
     std::vector<Layer> layers;
     std::string raw;
     int line = 0;

@@ -272,15 +272,16 @@ std::vector<dim_t> IndexMap::destinations_of(dim_t src_linear) const {
     return out;
 }
 
-std::string IndexMap::dump(dim_t limit) const {
-    std::ostringstream o;
+// Pairs are written as they are enumerated (constant memory: a map may have billions of pairs),
+// and the walk stops as soon as the stream fails (a closed pipe).
+void IndexMap::dump(std::ostream& o, dim_t limit) const {
     o << "# map " << name_ << " (" << (kind_ == Kind::Gather ? "gather" : "reduce") << "): src "
       << src_.str() << " -> dst " << dst_.str() << "\n";
     std::vector<dim_t> sc(static_cast<std::size_t>(src_.rank()));
     std::vector<dim_t> dc(static_cast<std::size_t>(dst_.rank()));
     dim_t printed = 0;
     const dim_t steps = num_steps(Granularity::Element);
-    for (dim_t s = 0; s < steps && (limit < 0 || printed < limit); ++s, ++printed)
+    for (dim_t s = 0; s < steps && (limit < 0 || printed < limit) && o; ++s, ++printed)
         for_each_in_step(Granularity::Element, s, [&](dim_t si, dim_t di) {
             if (kind_ == Kind::Gather) {
                 dst_.coord_of(di, dc);
@@ -302,7 +303,31 @@ std::string IndexMap::dump(dim_t limit) const {
             }
         });
     if (limit >= 0 && printed < steps) o << "# ... " << (steps - printed) << " more\n";
+}
+
+std::string IndexMap::dump(dim_t limit) const {
+    std::ostringstream o;
+    dump(o, limit);
     return o.str();
+}
+
+// A JSON string literal: quotes, backslashes and control characters escaped.
+static std::string json_quoted(std::string_view s) {
+    std::string r = "\"";
+    for (const char c : s) {
+        if (c == '"' || c == '\\') {
+            r += '\\';
+            r += c;
+        } else if (static_cast<unsigned char>(c) < 0x20) {
+            static constexpr char kHex[] = "0123456789abcdef";
+            r += "\\u00";
+            r += kHex[(c >> 4) & 0xf];
+            r += kHex[c & 0xf];
+        } else {
+            r += c;
+        }
+    }
+    return r + "\"";
 }
 
 static std::string shape_json(const Shape& s) {
@@ -310,24 +335,28 @@ static std::string shape_json(const Shape& s) {
     o << "{\"dims\":[";
     for (int i = 0; i < s.rank(); ++i) o << (i ? "," : "") << s.dims[i];
     o << "],\"names\":[";
-    for (int i = 0; i < s.rank(); ++i) o << (i ? "," : "") << "\"" << s.names[i] << "\"";
+    for (int i = 0; i < s.rank(); ++i) o << (i ? "," : "") << json_quoted(s.names[i]);
     o << "]}";
     return o.str();
 }
 
-std::string IndexMap::dump_json(dim_t limit) const {
-    std::ostringstream o;
-    o << "{\"name\":\"" << name_ << "\",\"kind\":\""
+void IndexMap::dump_json(std::ostream& o, dim_t limit) const {
+    o << "{\"name\":" << json_quoted(name_) << ",\"kind\":\""
       << (kind_ == Kind::Gather ? "gather" : "reduce") << "\",\"src\":" << shape_json(src_)
       << ",\"dst\":" << shape_json(dst_) << ",\"line_axis\":" << line_axis_
       << ",\"pairs_total\":" << domain().numel() << ",\"pairs\":[";
     const dim_t steps = num_steps(Granularity::Element);
     dim_t n = 0;
-    for (dim_t s = 0; s < steps && (limit < 0 || n < limit); ++s, ++n)
+    for (dim_t s = 0; s < steps && (limit < 0 || n < limit) && o; ++s, ++n)
         for_each_in_step(Granularity::Element, s, [&](dim_t si, dim_t di) {
             o << (n ? "," : "") << "[" << si << "," << di << "]";
         });
     o << "]}\n";
+}
+
+std::string IndexMap::dump_json(dim_t limit) const {
+    std::ostringstream o;
+    dump_json(o, limit);
     return o.str();
 }
 

@@ -7,30 +7,30 @@
 // data, C order. Every refusal names the file and what it holds against what is expected.
 #include "convlab/npy.hpp"
 
-#include <atomic>
+#include "convlab/output_file.hpp"
+
 #include <bit>
 #include <cerrno>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
 #include <limits>
 #include <map>
 #include <optional>
 #include <string_view>
 #include <vector>
 
-#include <unistd.h>  // fsync
-
 namespace convlab {
 
 namespace {
 
-namespace fs = std::filesystem;
-
 constexpr char kMagic[] = "\x93NUMPY";
 constexpr std::size_t kMagicLen = 6;
+// The longest header read. Version 2.0 / 3.0 allow four GiB, but a header is a shape and a few
+// words: 1 MiB holds a shape of over 300000 dimensions (write_npy writes any rank), and a larger
+// header is refused before it is allocated.
+constexpr std::size_t kMaxHeaderBytes = std::size_t{1} << 20;
 
 [[noreturn]] void fail(const std::string& path, const std::string& what) {
     throw Error(path + ": " + what);
@@ -280,13 +280,11 @@ std::string shape_tuple(const std::vector<dim_t>& dims) {
 // [SECTION] read
 
 Tensor read_npy(const std::string& path) {
-    std::error_code ec;
-    if (fs::is_directory(path, ec)) fail(path, "is a directory, not an .npy file");
+    // The largest file a tensor may come from: its data plus the longest header read.
     File file;
-    file.f = std::fopen(path.c_str(), "rb");
-    if (!file.f) fail(path, std::string("cannot open: ") + std::strerror(errno));
-    const auto file_size = fs::file_size(path, ec);
-    if (ec) fail(path, "cannot read its size: " + ec.message());
+    std::uintmax_t file_size = 0;
+    file.f =
+        open_input_file(path, kMaxTensorBytes + 12 + kMaxHeaderBytes, "an .npy file", &file_size);
 
     // Preamble: magic (6), version (2), header length (2 or 4).
     unsigned char pre[12] = {};
@@ -313,6 +311,9 @@ Tensor read_npy(const std::string& path) {
         fail(path, "unsupported .npy format version " + std::to_string(major) + "." +
                        std::to_string(minor) + ": expected 1.0, 2.0 or 3.0");
     }
+    if (header_len > kMaxHeaderBytes)
+        fail(path, ".npy header of " + std::to_string(header_len) + " bytes: at most " +
+                       std::to_string(kMaxHeaderBytes) + " are read (a shape and a few words)");
     if (file_size < prefix + header_len)
         fail(path, "truncated .npy header: it declares " + std::to_string(header_len) +
                        " bytes, the file holds " +
@@ -383,10 +384,6 @@ Tensor read_npy(const std::string& path) {
 // [SECTION] write
 
 void write_npy(const std::string& path, const Tensor& t) {
-    const auto cannot = [&](const std::string& why) -> Error {
-        return Error("cannot write " + path + ": " + why);
-    };
-
     // Header, padded with spaces so that the data starts at a multiple of 64 bytes.
     std::string dict =
         "{'descr': '<f4', 'fortran_order': False, 'shape': " + shape_tuple(t.dims()) + ", }";
@@ -429,47 +426,11 @@ void write_npy(const std::string& path, const Tensor& t) {
     }
     const std::size_t data_bytes = static_cast<std::size_t>(t.numel()) * sizeof(float);
 
-    // A temporary in the same folder (so that rename is atomic), created exclusively.
-    const fs::path target(path);
-    std::error_code ec;
-    if (fs::is_directory(target, ec)) throw cannot(std::strerror(EISDIR));
-    const fs::path dir = target.parent_path();
-    const std::string base = target.filename().string();
-    static std::atomic<unsigned> counter{0};
-    fs::path tmp;
-    File file;
-    for (int attempt = 0; attempt < 100 && !file.f; ++attempt) {
-        tmp = dir /
-              ("." + base + ".tmp" + std::to_string(::getpid()) + "." + std::to_string(counter++));
-        file.f = std::fopen(tmp.c_str(), "wbx");
-        if (!file.f && errno != EEXIST) throw cannot(std::strerror(errno));
-    }
-    if (!file.f) throw cannot("no free temporary file name beside it");
-
-    // From here on, any failure removes the temporary.
-    struct RemoveTmp {
-        const fs::path& p;
-        bool armed = true;
-        ~RemoveTmp() {
-            std::error_code ignored;
-            if (armed) fs::remove(p, ignored);
-        }
-    } guard{tmp};
-
-    errno = 0;
-    bool ok = std::fwrite(head.data(), 1, head.size(), file.f) == head.size();
-    if (ok && data_bytes) ok = std::fwrite(data, 1, data_bytes, file.f) == data_bytes;
-    if (ok) ok = std::fflush(file.f) == 0;
-    if (ok) ok = ::fsync(::fileno(file.f)) == 0;
-    const int write_errno = errno;
-    const int close_result = std::fclose(file.f);
-    file.f = nullptr;
-    if (!ok || close_result != 0)
-        throw cannot(std::strerror(write_errno ? write_errno : errno ? errno : EIO));
-
-    fs::rename(tmp, target, ec);
-    if (ec) throw cannot(ec.message());
-    guard.armed = false;
+    // Atomic, through a symlink, regular files only (output_file.hpp).
+    OutputFile file(path);
+    file.write(head.data(), head.size());
+    if (data_bytes) file.write(data, data_bytes);
+    file.commit();
 }
 
 }  // namespace convlab

@@ -465,6 +465,10 @@ struct Results {
 // fwd fractal, bwd_data and bwd_weight fractal_via_forward).
 bool supports_storage_dtype(Pass pass, std::string_view algo);
 
+// The checks run() makes of the algorithm list and the reference, alone, so that a command can
+// refuse them before it prints or measures anything. Error "algos: ..." / "reference: ...".
+void check_selection(const Config& cfg);
+
 // Runs the configuration. Throws Error for a bad configuration (unknown algorithm, empty shape
 // list) before measuring anything; errors of single measurements are recorded in their rows.
 Results run(const Config& cfg);

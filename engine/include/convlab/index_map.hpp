@@ -17,6 +17,7 @@
 #pragma once
 
 #include <functional>
+#include <ostream>
 #include <span>
 #include <string>
 #include <vector>
@@ -111,6 +112,10 @@ class IndexMap {
     std::string dump(dim_t limit = -1) const;
     // JSON: {"name":..., "kind":..., "src":{dims,names}, "dst":{...}, "pairs":[[src,dst]...]}.
     std::string dump_json(dim_t limit = -1) const;
+    // The same, written pair by pair as they are enumerated (constant memory); stops when `out`
+    // fails.
+    void dump(std::ostream& out, dim_t limit = -1) const;
+    void dump_json(std::ostream& out, dim_t limit = -1) const;
 
     // Same function seen from the other side (gather <-> reduce), under a new name.
     IndexMap transposed(std::string name) const;

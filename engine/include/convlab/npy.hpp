@@ -9,7 +9,8 @@
 namespace convlab {
 
 Tensor read_npy(const std::string& path);
-// Writes atomically: a temporary file in the same folder, renamed over `path` when complete, so
+// Writes atomically under the rules of output_file.hpp (a temporary beside the target, renamed
+// over it when complete; symlinks written through; devices and FIFOs refused), so
 // a failure never leaves a partial file. Throws Error (e.g. "cannot write out.npy: ...").
 void write_npy(const std::string& path, const Tensor& t);
 
