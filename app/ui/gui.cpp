@@ -1069,6 +1069,10 @@ std::string shape_text(const Shape& s) {
 
 }  // namespace
 
+// The least size (px) a tile label is shrunk to so that every tile of a row gets its label ("k=1"
+// over each kernel, not over every other one); below it, every other tile is labelled.
+constexpr float kMinLabelPx = 11.0f;
+
 void App::draw_panel(ImDrawList* dl, std::size_t i, ImVec2 origin, float z, const ImVec4& clip) {
     const Palette& P = pal();
     const Panel& pn = view->panels[i];
@@ -1082,7 +1086,8 @@ void App::draw_panel(ImDrawList* dl, std::size_t i, ImVec2 origin, float z, cons
     const dim_t per_row =
         pn.tiles_per_row > 0 ? std::min(pn.tiles_per_row, pn.tiles_x) : pn.tiles_x;
     const dim_t wraps = (pn.tiles_x + per_row - 1) / per_row;
-    const float label_size = ImGui::GetFontSize() * 0.85f;
+    // Tile labels: shrunk (to kMinLabelPx at the least) where that labels every tile of a row.
+    float label_size = ImGui::GetFontSize() * 0.85f;
     if (z < 3.0f) {
         texture(i);
         if (tex[i].id) {
@@ -1133,7 +1138,11 @@ void App::draw_panel(ImDrawList* dl, std::size_t i, ImVec2 origin, float z, cons
         bool full_first = true;
         const float pitch = (tw + 1.0f) * z;
         if (pn.tiles_x * pn.tiles_y > 1) {
-            const float across = label_w(tile_label(pn.tiles_x - 1, pn.tiles_y - 1, true));
+            float across = label_w(tile_label(pn.tiles_x - 1, pn.tiles_y - 1, true));
+            if (across > pitch && label_size > kMinLabelPx) {
+                label_size = std::max(kMinLabelPx, label_size * pitch / across);
+                across = label_w(tile_label(pn.tiles_x - 1, pn.tiles_y - 1, true));
+            }
             label_every = std::max<dim_t>(1, static_cast<dim_t>(std::ceil(across / pitch)));
             full_first = label_w(tile_label(pn.tiles_x - 1, pn.tiles_y - 1, false)) <=
                              static_cast<float>(label_every) * pitch ||
@@ -1156,6 +1165,28 @@ void App::draw_panel(ImDrawList* dl, std::size_t i, ImVec2 origin, float z, cons
                     const std::string lab = tile_label(txi, tyi, sc > 0 || !full_first);
                     dl->AddText(font, label_size, ImVec2(tx0, ty0 - label_size - lift), P.dim_text,
                                 lab.c_str());
+                }
+                // A row of tiles whose label (its TileY dims: "k=1") has no room above it goes
+                // left of its first tile, in the gap between panels, where it fits there.
+                if (sc == 0 && sr % wraps == 0 && pn.tiles_y > 1 &&
+                    (sr > 0 ? z < label_size + lift : !full_first)) {
+                    std::vector<dim_t> c(pn.shape.dims.size());
+                    pn.shape.coord_of(app::linear_at(pn, txi, tyi, 0, 0), c);
+                    std::string rl;
+                    for (std::size_t d = 0; d < c.size(); ++d)
+                        if (pn.roles[d] == app::Role::TileY && pn.shape.dims[d] > 1)
+                            rl += (rl.empty() ? "" : " ") + pn.shape.names[d] + "=" +
+                                  std::to_string(c[d]);
+                    const float room = static_cast<float>(app::kPanelGap) * z * 0.9f;
+                    float rs = label_size;
+                    float w = font->CalcTextSizeA(rs, FLT_MAX, 0, rl.c_str()).x;
+                    if (w * 1.15f > room && rs > kMinLabelPx) {
+                        rs = std::max(kMinLabelPx, rs * room / (w * 1.15f));
+                        w = font->CalcTextSizeA(rs, FLT_MAX, 0, rl.c_str()).x;
+                    }
+                    if (!rl.empty() && w * 1.15f <= room)
+                        dl->AddText(font, rs, ImVec2(tx0 - w * 1.15f, ty0 + (th * z - rs) * 0.5f),
+                                    P.dim_text, rl.c_str());
                 }
                 // Padding border (zeros).
                 if (pn.pad_top + pn.pad_bottom + pn.pad_left + pn.pad_right > 0) {
