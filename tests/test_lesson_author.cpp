@@ -377,3 +377,24 @@ TEST_CASE("lesson player: a lesson file edited on disk reloads on the step it wa
     CHECK(p.reload_if_changed());
     CHECK(p.step() == 0);
 }
+
+TEST_CASE("reveal: a hidden small tensor keeps its values out of its panel title") {
+    // diff_bias of a 1-channel problem on real-valued data: one value, which the title would
+    // quote to three figures.
+    const std::string text =
+        "title = \"t\"\naudience = \"a\"\n[[step]]\nview = \"tensors\"\n"
+        "problem = \"mb1ic1iw5oc1kw3pw1\"\nnarration = \"n\"\nshow = [\"diff_bias\"]\n"
+        "hide = [\"diff_bias\"]\n[step.data]\nsrc = [0.5, 0.25, 0.125, 1, 2]\nbias = [0]\n"
+        "diff_dst = [0.001, 0.002, 0.0, 0.0, 0.0]\n";
+    const lesson::Lesson l = lesson::parse_lesson(text, "x.toml");
+    auto r = std::make_shared<const lesson::StepResult>(lesson::evaluate(l, 0));
+    app::StepPlan plan = app::plan_step(l, 0, r);
+    const app::ViewModel hidden = app::build_view(plan.request);
+    plan.request.hidden_tensors.clear();
+    const app::ViewModel shown = app::build_view(plan.request);
+    const auto title = [&](const app::ViewModel& v) {
+        return v.panels[static_cast<std::size_t>(panel_named(v, "diff_bias"))].title;
+    };
+    CHECK(title(shown).find("= 0.003") != std::string::npos);
+    CHECK(title(hidden).find("0.003") == std::string::npos);
+}

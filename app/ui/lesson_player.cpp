@@ -141,6 +141,7 @@ StepPlan plan_step(const lesson::Lesson& l, std::size_t k,
     resolve(s.hide, p.hidden);
     if (p.request.view == "tensors") {
         p.request.tensors = r;
+        for (const auto& h : s.hide) p.request.hidden_tensors.push_back(h.tensor);
         // A network's convolution layers, for the hover links (layer i reads layer i-1's output).
         for (std::size_t i = 0; i < s.network.layers.size(); ++i) {
             const lesson::LayerSpec& layer = s.network.layers[i];

@@ -226,6 +226,8 @@ struct ViewRequest {
         std::string src, wei, dst, diff_src, diff_wei, diff_dst;
     };
     std::vector<Conv> convs;
+    // Tensors a lesson step hides (predict, then reveal): no values in their panel titles.
+    std::vector<std::string> hidden_tensors;
 };
 
 // Builds a view over the engine (tensors computed by the engine, maps enumerated). Throws Error

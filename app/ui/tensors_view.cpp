@@ -183,11 +183,11 @@ std::string small_values(const Tensor& t) {
     return s + (n > 1 ? "]" : "");
 }
 
-Panel tensor_panel(const lesson::NamedTensor& t, bool network) {
+Panel tensor_panel(const lesson::NamedTensor& t, bool network, bool hidden) {
     Panel p;
     p.name = t.name;
     p.title = t.description;
-    if (const std::string v = small_values(t.value); !v.empty())
+    if (const std::string v = hidden ? "" : small_values(t.value); !v.empty())
         p.title = "= " + v + "  " + p.title;
     std::vector<dim_t> dims = t.value.dims();
     if (dims.empty()) dims = {1};
@@ -451,7 +451,9 @@ ViewModel build_tensors_view(const ViewRequest& r) {
             if (cells > (dim_t{4} << 20))
                 throw Error("tensors view: more than " + std::to_string(dim_t{4} << 20) +
                             " cells; choose a smaller problem");
-            Panel p = tensor_panel(*t, network);
+            const bool hidden = std::find(r.hidden_tensors.begin(), r.hidden_tensors.end(), n) !=
+                                r.hidden_tensors.end();
+            Panel p = tensor_panel(*t, network, hidden);
             p.new_row = first;
             groups += first ? 1 : 0;
             first = false;
