@@ -64,7 +64,7 @@ std::string error_of(const std::string& text) {
 
 }  // namespace
 
-TEST_CASE("reveal: 'hide' entries parse like highlights; bad ones are file:line:column errors") {
+TEST_CASE("reveal: 'hide' entries parse like highlights, bad ones are file:line:column errors") {
     // Fine: a whole tensor, an index prefix, an element.
     CHECK(error_of(lesson_text("hide = [\"diff_src\"]\n")) == "");
     CHECK(error_of(lesson_text("hide = [\"diff_src[0,0,2]\", \"diff_dst[0]\"]\n")) == "");
@@ -397,4 +397,21 @@ TEST_CASE("reveal: a hidden small tensor keeps its values out of its panel title
     };
     CHECK(title(shown).find("= 0.003") != std::string::npos);
     CHECK(title(hidden).find("0.003") == std::string::npos);
+}
+
+TEST_CASE("reveal: a hidden cell not yet written stays blank, a written one is '?'") {
+    // Lesson 01 step 3 opens on dX[0]: dX[1..4] are still pending there, all five hidden.
+    app::LessonPlayer p;
+    REQUIRE(p.open(lesson_file("01"), 2));
+    p.poll(true);
+    REQUIRE(p.plan() != nullptr);
+    const app::ViewModel v = app::build_view(p.plan()->request);
+    app::StepState st = app::compute_step(v, p.plan()->granularity, p.plan()->open);
+    app::hide_cells(st, app::hidden_cells(v, *p.plan()));
+    const auto dx = static_cast<std::size_t>(app::panel_of_tensor(v, "diff_src", p.plan()->map));
+    CHECK(std::string(app::hidden_text(st.panels[dx].flags[0])) == "?");
+    for (std::size_t c = 1; c < 5; ++c) {
+        CHECK((st.panels[dx].flags[c] & app::kHidden) != 0);
+        CHECK(std::string(app::hidden_text(st.panels[dx].flags[c])).empty());
+    }
 }

@@ -383,7 +383,7 @@ class App {
                 const std::string v =
                     lane ? "0"
                     : (st.panels[i].flags[cu] & app::kHidden)
-                        ? "?"
+                        ? app::hidden_text(st.panels[i].flags[cu])
                         : app::format_value(st.panels[i].shown[cu], s.request.data);
                 widest[i] = std::max(widest[i], font->CalcTextSizeA(1.0f, FLT_MAX, 0, v.c_str()).x);
             }
@@ -1235,7 +1235,7 @@ void App::draw_panel(ImDrawList* dl, std::size_t i, ImVec2 origin, float z, cons
                                                                : IM_COL32(255, 255, 255, 255);
                         std::string v = lane ? "0"
                                         : (ps.flags[cu] & app::kHidden)
-                                            ? "?"
+                                            ? app::hidden_text(ps.flags[cu])
                                             : app::format_value(ps.shown[cu], s.request.data);
                         if (!v.empty()) {
                             float sz = fsz;
@@ -1831,7 +1831,7 @@ std::string App::svg() const {
             const std::string ink = luminance(col) > 0.5f ? "#000000" : "#ffffff";
             const std::string val = lane ? "0"
                                     : (ps.flags[cu] & app::kHidden)
-                                        ? "?"
+                                        ? app::hidden_text(ps.flags[cu])
                                         : app::format_value(ps.shown[cu], s.request.data);
             if (!val.empty())
                 text(x + u / 2, y + u * (ps.count.empty() ? 0.65 : 0.55), 12, ink, val);

@@ -293,6 +293,12 @@ struct StepState {
 // The state of every panel after steps [0, step] (the step's own cells flagged kCurrent).
 StepState compute_step(const ViewModel& v, Granularity g, dim_t step);
 
+// The text a hidden cell shows: "?" once its step has written it (a value to predict), nothing
+// while it is still pending (as every pending cell).
+inline const char* hidden_text(std::uint8_t flags) {
+    return (flags & kPending) ? "" : "?";
+}
+
 // Hides cells (per panel, as highlight_cells gives them) for a class to predict: each gets
 // kHidden and its shown value becomes NaN, so that nothing drawn from the state (text, colour,
 // export) can give the value away.
