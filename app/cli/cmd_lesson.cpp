@@ -194,6 +194,18 @@ void run_show(const std::vector<std::string>& args, const Options& opts, std::os
         }
         out << "\n";
     }
+    if (!s.hide.empty()) {
+        out << "hidden until revealed (R):";
+        for (const auto& h : s.hide) {
+            out << " " << h.tensor;
+            if (!h.at.empty()) {
+                out << "[";
+                for (std::size_t i = 0; i < h.at.size(); ++i) out << (i ? "," : "") << h.at[i];
+                out << "]";
+            }
+        }
+        out << "\n";
+    }
     for (const auto& c : r.checks) out << "check: " << c.message << "\n";
     std::vector<std::string> wanted;
     if (const std::string* t = opts.get("--tensor")) {

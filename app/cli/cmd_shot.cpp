@@ -133,6 +133,9 @@ ui::ShotOptions shot_options(const Options& opts) {
     }
     o.presenter = opts.has("--presenter");
     o.follow = opts.has("--follow");
+    o.reveal = opts.has("--reveal");
+    if (o.reveal && o.lesson.empty())
+        throw Error("--reveal goes with --lesson (a step's hidden cells revealed)");
     if (const auto* s = opts.get("--hover")) {
         const auto c = s->find(':');
         if (c == std::string::npos) throw Error("--hover '" + *s + "': expected PANEL:CELL");
@@ -263,11 +266,14 @@ const Command& shot_command() {
         "--gif FILE --from A --to B renders steps A to B (the same drawing) into one animated\n"
         "GIF that loops, --fps F steps a second (a palette of <= 256 colours per frame).\n"
         "--lesson FILE --step K renders step K (from 1) of a lesson as the player shows it: its\n"
-        "view, problem, data, granularity, first step of its range, highlights and narration.\n",
+        "view, problem, data, granularity, first step of its range, highlights and narration;\n"
+        "the cells a step hides for the class to predict are \"?\" unless --reveal.\n",
         {{"--view", "NAME", lesson::view_choices().c_str()},
          {"--problem", "DESC", "benchdnn descriptor (default mb1ic2ih3oc2kh2)"},
          {"--step", "K", "the step shown, from 0 (default 0); with --lesson the lesson's, from 1"},
          {"--lesson", "FILE", "a lesson file (or its number: 17) to show a step of"},
+         {"--reveal", nullptr,
+          "with --lesson: the step's hidden (\"?\") cells revealed, as after the key R"},
          {"--size", "WxH", "window size in pixels (default 1600x1000)"},
          {"--granularity", "G", "element | line (default) | tile | whole"},
          {"--data", "KIND", "integer (default) | real"},

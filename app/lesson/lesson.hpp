@@ -119,6 +119,11 @@ struct Step {
     std::int64_t step_end = -1;    // -1 = to the end of the view's steps
     std::int64_t step_start = -1;  // the step it opens on, inside the range; -1 = step_begin
     std::vector<Highlight> highlights;
+    // Predict, then reveal: cells drawn "?" (no value, a neutral colour, no value on hover) until
+    // the teacher reveals them (key R), so that a class predicts them first. Same syntax and
+    // rules as highlights: "tensor[index prefix]" of a tensor the step's view draws.
+    std::vector<Highlight> hide;
+    SourcePos hide_pos;
     // The tensors view's panels, in order (empty: the view's choice). Each names a tensor of the
     // step (validated by evaluate); highlighted tensors not listed are drawn after them.
     std::vector<std::string> show;
@@ -164,6 +169,12 @@ Lesson load_lesson(const std::string& path);
 // and the breaks around a line that starts with a space (an indented formula or worked sum) or
 // with a list marker ("- ", "* ", "1. ").
 std::string flow_narration(std::string_view text);
+
+// The narration of a step that hides cells, before and after the reveal: a line that is exactly
+// "[reveal]" (kReveal) splits it; the text after it (the answer) shows once revealed. revealed:
+// the whole text less that line; not revealed: the text before it. No such line: the text.
+inline constexpr std::string_view kReveal = "[reveal]";
+std::string narration_part(std::string_view text, bool revealed);
 
 // Greedy word wrap: text's words (split at whitespace) in lines of at most `chars` characters,
 // a word longer than that alone on its line.

@@ -125,6 +125,8 @@ bool names_davinci(const Step& s) {
     };
     for (const auto& h : s.highlights)
         if (named(h.tensor)) return true;
+    for (const auto& h : s.hide)
+        if (named(h.tensor)) return true;
     for (const auto& n : s.show)
         if (named(n)) return true;
     for (const auto& c : s.checks)
@@ -553,6 +555,10 @@ StepResult evaluate(const Lesson& l, std::size_t index) {
     for (const Highlight& h : s.highlights) {
         std::vector<dim_t> block;
         block_of(need(r, h.tensor, h.pos, "the highlight").value, h.at, block, h.pos, h.tensor);
+    }
+    for (const Highlight& h : s.hide) {
+        std::vector<dim_t> block;
+        block_of(need(r, h.tensor, h.pos, "the 'hide' entry").value, h.at, block, h.pos, h.tensor);
     }
     for (const Check& c : s.checks) r.checks.push_back(run_check(c, r));
     return r;

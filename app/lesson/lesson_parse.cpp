@@ -57,6 +57,24 @@ std::string join(const std::vector<std::string>& v) {
     return s;
 }
 
+// Where the "[reveal]" line starts (npos: none), and where the text after it starts.
+std::size_t reveal_line(std::string_view text, std::size_t& after) {
+    std::size_t at = 0;
+    while (at <= text.size()) {
+        const std::size_t nl = text.find('\n', at);
+        const std::size_t end = nl == std::string_view::npos ? text.size() : nl;
+        std::string_view line = text.substr(at, end - at);
+        while (!line.empty() && (line.back() == ' ' || line.back() == '\r')) line.remove_suffix(1);
+        if (line == kReveal) {
+            after = nl == std::string_view::npos ? text.size() : nl + 1;
+            return at;
+        }
+        if (nl == std::string_view::npos) break;
+        at = nl + 1;
+    }
+    return std::string_view::npos;
+}
+
 struct Ctx {
     std::string file;
     SourcePos at(const toml::source_region& r) const {
@@ -168,17 +186,19 @@ InlineTensor read_tensor(const Ctx& c, const toml::node& n, const std::string& w
 
 // [SECTION] Steps, checks, networks
 
-// "src[0,0,1,1]" or "src" -> tensor and index prefix.
-Highlight parse_highlight(const Ctx& c, const toml::node& n) {
-    if (!n.is_string()) c.fail(n, "a highlight must be a string like \"src[0,0,1,1]\"");
+// "src[0,0,1,1]" or "src" -> tensor and index prefix. `what` names the list in messages: a
+// highlight, a 'hide' entry.
+Highlight parse_highlight(const Ctx& c, const toml::node& n,
+                          const std::string& what = "highlight") {
+    if (!n.is_string()) c.fail(n, "a " + what + " must be a string like \"src[0,0,1,1]\"");
     const std::string s(n.as_string()->get());
     Highlight h;
     h.pos = c.at(n);
     const auto open = s.find('[');
     h.tensor = s.substr(0, open);
-    if (h.tensor.empty()) c.fail(n, "highlight '" + s + "': no tensor name before '['");
+    if (h.tensor.empty()) c.fail(n, what + " '" + s + "': no tensor name before '['");
     if (open == std::string::npos) return h;
-    if (s.back() != ']') c.fail(n, "highlight '" + s + "': expected ']' at the end");
+    if (s.back() != ']') c.fail(n, what + " '" + s + "': expected ']' at the end");
     std::stringstream in(s.substr(open + 1, s.size() - open - 2));
     std::string item;
     while (std::getline(in, item, ',')) {
@@ -188,7 +208,7 @@ Highlight parse_highlight(const Ctx& c, const toml::node& n) {
             if (item.find_first_not_of(' ', used) != std::string::npos) throw std::exception();
             h.at.push_back(v);
         } catch (const std::exception&) {
-            c.fail(n, "highlight '" + s + "': index '" + item + "' is not an integer");
+            c.fail(n, what + " '" + s + "': index '" + item + "' is not an integer");
         }
     }
     return h;
@@ -322,7 +342,7 @@ Step parse_step(const Ctx& c, const toml::node& n, const Defaults& defaults) {
     only_keys(
         c, t,
         {"title", "view", "problem", "map", "c0", "granularity", "steps", "start", "highlights",
-         "show", "panels", "narration", "data", "compare", "chart", "network", "check"},
+         "hide", "show", "panels", "narration", "data", "compare", "chart", "network", "check"},
         "a step");
     Step s;
     s.pos = c.at(n);
@@ -383,6 +403,20 @@ Step parse_step(const Ctx& c, const toml::node& n, const Defaults& defaults) {
     if (const toml::node* h = t.get("highlights")) {
         if (!h->is_array()) c.fail(*h, "'highlights' must be an array of strings");
         for (const toml::node& e : *h->as_array()) s.highlights.push_back(parse_highlight(c, e));
+    }
+    if (const toml::node* h = t.get("hide")) {
+        if (!h->is_array() || h->as_array()->empty())
+            c.fail(*h, "'hide' must be a non-empty array of strings like \"diff_src[0,2]\"");
+        s.hide_pos = c.at(*h);
+        for (const toml::node& e : *h->as_array())
+            s.hide.push_back(parse_highlight(c, e, "'hide' entry"));
+    }
+    {
+        std::size_t after = 0;
+        if (reveal_line(s.narration, after) != std::string_view::npos && s.hide.empty())
+            c.fail(*t.get("narration"),
+                   "the narration's \"[reveal]\" line ends what shows "
+                   "before a reveal: it needs the step's 'hide' cells");
     }
     if (const toml::node* sh = t.get("show")) {
         if (!sh->is_array()) c.fail(*sh, "'show' must be an array of tensor names");
@@ -516,6 +550,16 @@ Lesson load_lesson(const std::string& path) {
         throw LessonError({path, 0, 0}, why);
     }
     return parse_lesson(text, path);
+}
+
+std::string narration_part(std::string_view text, bool revealed) {
+    std::size_t after = 0;
+    const std::size_t at = reveal_line(text, after);
+    if (at == std::string_view::npos) return std::string(text);
+    std::string before(text.substr(0, at));
+    while (!before.empty() && before.back() == '\n') before.pop_back();
+    if (!revealed) return before;
+    return before + "\n" + std::string(text.substr(after));
 }
 
 namespace {

@@ -390,9 +390,12 @@ class App {
                 view->panels[static_cast<std::size_t>(i)].hidden = false;
     }
 
+    bool drawn_revealed = false;  // the lesson's reveal state st was computed with
     void update_step() {
-        if (!view || !step_dirty) return;
+        if (!view || (!step_dirty && drawn_revealed == lesson.revealed())) return;
         st = app::compute_step(*view, s.playback.granularity, s.playback.step);
+        lesson.hide(*view, st);  // a lesson step's cells to predict: "?" until revealed
+        drawn_revealed = lesson.revealed();
         step_dirty = false;
         for (auto& t : tex) t.dirty = true;
         measure_values();
@@ -446,7 +449,10 @@ class App {
                 const auto cu = static_cast<std::size_t>(c);
                 const bool lane = !pn.padding_lane.empty() && pn.padding_lane[cu];
                 const std::string v =
-                    lane ? "0" : app::format_value(st.panels[i].shown[cu], s.request.data);
+                    lane ? "0"
+                    : (st.panels[i].flags[cu] & app::kHidden)
+                        ? app::hidden_text(st.panels[i].flags[cu])
+                        : app::format_value(st.panels[i].shown[cu], s.request.data);
                 widest[i] = std::max(widest[i], font->CalcTextSizeA(1.0f, FLT_MAX, 0, v.c_str()).x);
             }
         }
@@ -470,6 +476,7 @@ class App {
         const auto cu = static_cast<std::size_t>(c);
         const Panel& pn = view->panels[i];
         if (!pn.padding_lane.empty() && pn.padding_lane[cu]) return "0";
+        if (st.panels[i].flags[cu] & app::kHidden) return app::hidden_text(st.panels[i].flags[cu]);
         return app::format_value_fit(st.panels[i].shown[cu], s.request.data, z * 0.9f,
                                      [&](const std::string& t) {
                                          return font->CalcTextSizeA(fsz, FLT_MAX, 0, t.c_str()).x;
@@ -587,6 +594,10 @@ class App {
 
     void frame(double dt);
     void keyboard();
+    void key_press(int key, bool repeat);
+    // Frames until the text field being edited loses the keyboard (Enter or Escape was pressed
+    // in it: ImGui ends the edit in the next frame; where it did not, focus is taken away).
+    int leave_field = 0;
     void sidebar(float width);
     void sidebar_problem(float width);
     void sidebar_playback(float width);
@@ -609,13 +620,58 @@ class App {
 
 // [SECTION] keyboard
 
+// Key presses from GLFW's key callback, in order, since the last frame. ImGui 1.86 sees keys as
+// down or up at each frame: a press and its release between two frames (a presenter remote
+// sends both at once, a fast typist too) was no key at all, and two presses of one key were
+// one. The app's keys are taken from this queue, one press at a time; for ImGui's own widgets (an
+// Enter or Escape that ends a text field) a release in the frame of its press waits one frame.
+struct KeyPress {
+    int key = 0;
+    bool repeat = false;  // GLFW_REPEAT (key held)
+};
+std::vector<KeyPress> g_key_presses;
+std::vector<int> g_pressed_in_frame, g_deferred_release;
+
+void key_callback(GLFWwindow* w, int key, int scancode, int action, int mods) {
+    if (action == GLFW_RELEASE && std::find(g_pressed_in_frame.begin(), g_pressed_in_frame.end(),
+                                            key) != g_pressed_in_frame.end()) {
+        g_deferred_release.push_back(key);
+        return;
+    }
+    ImGui_ImplGlfw_KeyCallback(w, key, scancode, action, mods);
+    if (action == GLFW_PRESS) g_pressed_in_frame.push_back(key);
+    if (action == GLFW_PRESS || action == GLFW_REPEAT)
+        g_key_presses.push_back({key, action == GLFW_REPEAT});
+}
+
+// After ImGui::NewFrame: the presses of the last frame have been seen; their releases go in now.
+void key_frame_started(GLFWwindow* w) {
+    g_pressed_in_frame.clear();
+    std::vector<int> rel;
+    rel.swap(g_deferred_release);
+    for (int key : rel) ImGui_ImplGlfw_KeyCallback(w, key, 0, GLFW_RELEASE, 0);
+}
+
 void App::keyboard() {
+    std::vector<KeyPress> keys;
+    keys.swap(g_key_presses);
     ImGuiIO& io = ImGui::GetIO();
-    if (io.WantTextInput) return;
+    if (io.WantTextInput) {
+        // Enter or Escape ends the field's editing (ImGui commits Enter, Escape reverts): the
+        // view keys that follow are the view's, not more characters in the field.
+        for (const KeyPress& k : keys)
+            if (k.key == GLFW_KEY_ENTER || k.key == GLFW_KEY_KP_ENTER || k.key == GLFW_KEY_ESCAPE)
+                leave_field = 2;
+        return;
+    }
+    for (const KeyPress& k : keys) key_press(k.key, k.repeat);
+}
+
+void App::key_press(int key, bool is_repeat) {
     const dim_t n = steps();
     auto& pb = s.playback;
-    const auto pressed = [](int key, bool repeat = false) {
-        return ImGui::IsKeyPressed(key, repeat);
+    const auto pressed = [&](int k, bool repeat = false) {
+        return k == key && (repeat || !is_repeat);
     };
     if (pressed(GLFW_KEY_SPACE)) pb.paused = !pb.paused;
     if (pressed(GLFW_KEY_RIGHT, true)) {
@@ -673,7 +729,7 @@ void App::keyboard() {
     for (int k = 0; k < static_cast<int>(names.size()) && k < 10; ++k)
         if (pressed(k < 9 ? GLFW_KEY_1 + k : GLFW_KEY_0))
             set_view(names[static_cast<std::size_t>(k)]);
-    if (lesson.keyboard()) return;  // a lesson: PgDn / PgUp (and N / B) step through it
+    if (lesson.keyboard(pressed)) return;  // a lesson: PgDn / PgUp (and N / B) step through it
     if (pressed(GLFW_KEY_PAGE_DOWN) || pressed(GLFW_KEY_PAGE_UP)) {
         const auto it = std::find(names.begin(), names.end(), s.request.view);
         const auto i = static_cast<int>(it - names.begin());
@@ -813,26 +869,38 @@ void App::sidebar_problem(float width) {
     changed |= input_dim("groups", p.groups);
     ImGui::PopItemWidth();
     const float cw = (width - 130.0f * s.font_scale) / static_cast<float>(p.ndims);
-    const auto axis_row = [&](const char* label, SpatialDims& a, dim_t lo) {
+    // shift: the value shown is the problem's minus shift (dilation as the descriptor writes it).
+    // prefix: before the axis name in the field ("d": "dh 1", as the descriptor's dh1).
+    const auto axis_row = [&](const char* label, SpatialDims& a, dim_t lo, dim_t shift = 0,
+                              const char* tip = nullptr, const char* prefix = "") {
         ImGui::PushID(label);
         for (int i = 0; i < p.ndims; ++i) {
             ImGui::PushID(i);
             ImGui::SetNextItemWidth(cw - 8);
-            if (ImGui::DragScalar("##a", ImGuiDataType_S64, &a[static_cast<std::size_t>(i)], 0.1f,
-                                  nullptr, nullptr,
-                                  (std::string(p.axis_name(i)) + " %lld").c_str()))
+            dim_t shown = a[static_cast<std::size_t>(i)] - shift;
+            if (ImGui::DragScalar("##a", ImGuiDataType_S64, &shown, 0.1f, nullptr, nullptr,
+                                  (prefix + std::string(p.axis_name(i)) + " %lld").c_str())) {
+                a[static_cast<std::size_t>(i)] = shown + shift;
                 changed = true;
+            }
+            if (tip && ImGui::IsItemHovered()) ImGui::SetTooltip("%s", tip);
             if (a[static_cast<std::size_t>(i)] < lo) a[static_cast<std::size_t>(i)] = lo;
             ImGui::PopID();
             ImGui::SameLine();
         }
         ImGui::TextUnformatted(label);
+        if (tip && ImGui::IsItemHovered()) ImGui::SetTooltip("%s", tip);
         ImGui::PopID();
     };
     axis_row("input", p.in, 0);
     axis_row("kernel", p.kernel, 0);
     axis_row("stride", p.stride, 0);
-    axis_row("dilation", p.dilation, 0);
+    // Dilation as the descriptor writes it (benchdnn's dh: 0 = none), so that the field and
+    // the descriptor above say the same number.
+    axis_row("dilation", p.dilation, 1, 1,
+             "dilation as benchdnn's descriptor writes it (dh, dw): 0 = none, 1 = one gap "
+             "between kernel taps",
+             "d");
     axis_row("pad begin", p.pad_begin, 0);
     axis_row("pad end", p.pad_end, 0);
     if (changed) {
@@ -999,7 +1067,11 @@ void App::header() {
         "hover a cell: its sources and destinations light up in every panel and its "
         "index formula appears here; click pins it";
     const bool formula = view && sel.valid() && view->formula;
-    if (formula) f = view->formula(*view, sel.panel, sel.cell);
+    if (formula)
+        f = app::formula_hidden(*view, st, sel.panel, sel.cell)
+                ? app::cell_name(view->panels[static_cast<std::size_t>(sel.panel)], sel.cell) +
+                      ": its formula shows when the ? cells are revealed (R)"
+                : view->formula(*view, sel.panel, sel.cell);
     if (formula || !short_window()) {
         ImGui::PushStyleColor(ImGuiCol_Text, P.hovered);
         ImGui::TextWrapped("%s%s", s.pinned.valid() && !s.hover.valid() ? "[pinned] " : "",
@@ -1155,6 +1227,10 @@ std::string shape_text(const Shape& s) {
 
 }  // namespace
 
+// The least size (px) a tile label is shrunk to so that every tile of a row gets its label ("k=1"
+// over each kernel, not over every other one); below it, every other tile is labelled.
+constexpr float kMinLabelPx = 11.0f;
+
 void App::draw_panel(ImDrawList* dl, std::size_t i, ImVec2 origin, float z, const ImVec4& clip) {
     const Palette& P = pal();
     const Panel& pn = view->panels[i];
@@ -1168,7 +1244,8 @@ void App::draw_panel(ImDrawList* dl, std::size_t i, ImVec2 origin, float z, cons
     const dim_t per_row =
         pn.tiles_per_row > 0 ? std::min(pn.tiles_per_row, pn.tiles_x) : pn.tiles_x;
     const dim_t wraps = (pn.tiles_x + per_row - 1) / per_row;
-    const float label_size = ImGui::GetFontSize() * 0.85f;
+    // Tile labels: shrunk (to kMinLabelPx at the least) where that labels every tile of a row.
+    float label_size = ImGui::GetFontSize() * 0.85f;
     if (z < 3.0f) {
         texture(i);
         if (tex[i].id) {
@@ -1213,7 +1290,11 @@ void App::draw_panel(ImDrawList* dl, std::size_t i, ImVec2 origin, float z, cons
         bool full_first = true;
         const float pitch = (tw + 1.0f) * z;
         if (pn.tiles_x * pn.tiles_y > 1) {
-            const float across = label_w(tile_label(pn.tiles_x - 1, pn.tiles_y - 1, true));
+            float across = label_w(tile_label(pn.tiles_x - 1, pn.tiles_y - 1, true));
+            if (across > pitch && label_size > kMinLabelPx) {
+                label_size = std::max(kMinLabelPx, label_size * pitch / across);
+                across = label_w(tile_label(pn.tiles_x - 1, pn.tiles_y - 1, true));
+            }
             label_every = std::max<dim_t>(1, static_cast<dim_t>(std::ceil(across / pitch)));
             full_first = label_w(tile_label(pn.tiles_x - 1, pn.tiles_y - 1, false)) <=
                              static_cast<float>(label_every) * pitch ||
@@ -1236,6 +1317,28 @@ void App::draw_panel(ImDrawList* dl, std::size_t i, ImVec2 origin, float z, cons
                     const std::string lab = tile_label(txi, tyi, sc > 0 || !full_first);
                     dl->AddText(font, label_size, ImVec2(tx0, ty0 - label_size - lift), P.dim_text,
                                 lab.c_str());
+                }
+                // A row of tiles whose label (its TileY dims: "k=1") has no room above it goes
+                // left of its first tile, in the gap between panels, where it fits there.
+                if (sc == 0 && sr % wraps == 0 && pn.tiles_y > 1 &&
+                    (sr > 0 ? z < label_size + lift : !full_first)) {
+                    std::vector<dim_t> c(pn.shape.dims.size());
+                    pn.shape.coord_of(app::linear_at(pn, txi, tyi, 0, 0), c);
+                    std::string rl;
+                    for (std::size_t d = 0; d < c.size(); ++d)
+                        if (pn.roles[d] == app::Role::TileY && pn.shape.dims[d] > 1)
+                            rl += (rl.empty() ? "" : " ") + pn.shape.names[d] + "=" +
+                                  std::to_string(c[d]);
+                    const float room = static_cast<float>(app::kPanelGap) * z * 0.9f;
+                    float rs = label_size;
+                    float w = font->CalcTextSizeA(rs, FLT_MAX, 0, rl.c_str()).x;
+                    if (w * 1.15f > room && rs > kMinLabelPx) {
+                        rs = std::max(kMinLabelPx, rs * room / (w * 1.15f));
+                        w = font->CalcTextSizeA(rs, FLT_MAX, 0, rl.c_str()).x;
+                    }
+                    if (!rl.empty() && w * 1.15f <= room)
+                        dl->AddText(font, rs, ImVec2(tx0 - w * 1.15f, ty0 + (th * z - rs) * 0.5f),
+                                    P.dim_text, rl.c_str());
                 }
                 // Padding border (zeros).
                 if (pn.pad_top + pn.pad_bottom + pn.pad_left + pn.pad_right > 0) {
@@ -1752,6 +1855,9 @@ void App::frame(double dt) {
     lesson.panel(ImVec2(sw, io.DisplaySize.y - lesson_h), ImVec2(io.DisplaySize.x - sw, lesson_h),
                  {P.panel_text, P.dim_text, P.good, P.bad, lesson_highlight_colour(s.palette),
                   P.background});
+    // Enter or Escape in a text field: ImGui ends the edit in the next frame; where it still
+    // holds the keyboard a frame later, it is taken away, so the view keys reach the view.
+    if (leave_field > 0 && --leave_field == 0 && io.WantTextInput) ImGui::SetWindowFocus(nullptr);
     if (show_help) {
         ImGui::Begin("keys", &show_help, ImGuiWindowFlags_AlwaysAutoResize);
         ImGui::TextUnformatted(
@@ -1759,7 +1865,8 @@ void App::frame(double dt) {
             "last step\nup/down    speed\nG          granularity element / line / tile / whole\nL  "
             "        loop\n1-9, 0     views; PgUp/PgDn previous / next\nF          fit to "
             "window\nZ          follow the step (zoomed in)\nC          palette\nP          "
-            "presenter mode\nT          presenter: narration / strip\nTab        sidebar\nF11  "
+            "presenter mode\nT          presenter: narration / strip\nR          lesson: reveal "
+            "the ? cells\nTab        sidebar\nF11  "
             "      full screen\n+/-        font size\nS          save PNG\nEsc        unpin / "
             "leave presenter\nPgDn/N     lesson: next step\nPgUp/B     lesson: previous step");
         ImGui::End();
@@ -1921,13 +2028,15 @@ std::string App::svg() const {
             // 0.64 em, '.' 0.32, '-' 0.36): a value is written shorter, never cut.
             const std::string val =
                 lane ? "0"
-                     : app::format_value_fit(
-                           ps.shown[cu], s.request.data, static_cast<float>(u * 0.9),
-                           [](const std::string& t) {
-                               float w = 0;
-                               for (char ch : t) w += ch == '.' ? 0.32f : ch == '-' ? 0.36f : 0.64f;
-                               return w * 12.0f;
-                           });
+                : (ps.flags[cu] & app::kHidden)
+                    ? app::hidden_text(ps.flags[cu])
+                    : app::format_value_fit(
+                          ps.shown[cu], s.request.data, static_cast<float>(u * 0.9),
+                          [](const std::string& t) {
+                              float w = 0;
+                              for (char ch : t) w += ch == '.' ? 0.32f : ch == '-' ? 0.36f : 0.64f;
+                              return w * 12.0f;
+                          });
             if (!val.empty())
                 text(x + u / 2, y + u * (ps.count.empty() ? 0.65 : 0.55), 12, ink, val);
             if (!ps.count.empty() && !lane)
@@ -2071,6 +2180,7 @@ class Window {
                     : nullptr;
         if (!font_) font_ = io.Fonts->AddFontDefault();
         ImGui_ImplGlfw_InitForOpenGL(win_, true);
+        glfwSetKeyCallback(win_, key_callback);  // ImGui's, through the press queue
         ImGui_ImplOpenGL3_Init("#version 330");
     }
     ~Window() {
@@ -2094,6 +2204,7 @@ void render_frame(App& a, double dt, bool swap = true) {
     ImGui_ImplOpenGL3_NewFrame();
     ImGui_ImplGlfw_NewFrame();
     ImGui::NewFrame();
+    key_frame_started(a.window);
     a.frame(dt);
     ImGui::Render();
     int w = 0, h = 0;
@@ -2168,6 +2279,9 @@ FrameReport shot_in(Window& w, const ShotOptions& o) {
         if (!a.lesson.plan()) throw Error(a.lesson.player.error());
         a.poll(true);
         a.update_lesson(true);  // its step range and highlights on the built view
+        if (o.reveal && !a.lesson.set_revealed(true))
+            throw Error("--reveal: step " + std::to_string(o.lesson_step + 1) + " of " + o.lesson +
+                        " hides no cells");
     } else {
         app::ViewRequest r = request_of(o.view, o.problem);
         r.data = o.data;

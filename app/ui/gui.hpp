@@ -60,6 +60,7 @@ struct ShotOptions {
     // view options above are then the step's.
     std::string lesson;
     std::size_t lesson_step = 0;  // from 0
+    bool reveal = false;          // the step's hidden cells revealed (as after key R)
 };
 
 struct FrameReport {

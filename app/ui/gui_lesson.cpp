@@ -44,11 +44,21 @@ void LessonUi::close() {
 
 void LessonUi::update(app::AppState& s, const app::ViewModel* view, dim_t view_steps,
                       bool& step_dirty, const RequestFn& request, bool wait) {
+    // The authoring loop: a lesson file saved in an editor shows on the step it was on.
+    if (!wait) {
+        const double now = ImGui::GetTime();
+        if (now - last_reload_check_ >= 1.0) {
+            last_reload_check_ = now;
+            player.reload_if_changed();
+        }
+    }
     player.poll(wait);
     if (player.generation() != applied_) {
         applied_ = player.generation();
         plan_ = player.plan_ptr();
         hl_for_ = nullptr;
+        hidden_for_ = nullptr;
+        revealed_ = false;  // a class predicts first on every step
         if (plan_) {
             s.playback.granularity = plan_->granularity;
             s.playback.paused = true;
@@ -76,6 +86,21 @@ void LessonUi::update(app::AppState& s, const app::ViewModel* view, dim_t view_s
             fit_pending_ = false;
         }
     }
+}
+
+bool LessonUi::set_revealed(bool on) {
+    if (on == revealed_ || !plan_ || plan_->hidden.empty()) return false;
+    revealed_ = on;
+    return true;
+}
+
+void LessonUi::hide(const app::ViewModel& v, app::StepState& st) {
+    if (!hiding()) return;
+    if (&v != hidden_for_) {
+        hidden_for_ = &v;
+        hidden_ = app::hidden_cells(v, *plan_);
+    }
+    app::hide_cells(st, hidden_);
 }
 
 void LessonUi::start_timings(bool wait) {
@@ -120,10 +145,10 @@ std::string LessonUi::range_text(dim_t view_steps) const {
 
 // [SECTION] keys and the sidebar section
 
-bool LessonUi::keyboard() {
+bool LessonUi::keyboard(const std::function<bool(int)>& pressed) {
     if (!active()) return false;
-    if (ImGui::GetIO().WantTextInput) return true;
-    const auto pressed = [](int key) { return ImGui::IsKeyPressed(key, false); };
+    // R reveals the step's hidden cells and hides them again (a second class, a second try).
+    if (pressed(GLFW_KEY_R)) set_revealed(!revealed_);
     // Presenter remotes send PgDn / PgUp.
     // At a lesson's end they go on to the next lesson (and back): the course in one sequence.
     if (pressed(GLFW_KEY_PAGE_DOWN) || pressed(GLFW_KEY_N)) player.forward();
@@ -140,8 +165,8 @@ void LessonUi::sidebar(float width) {
     ImGui::SetNextItemWidth(-1);
     if (ImGui::BeginCombo("##lesson", current.c_str(), ImGuiComboFlags_HeightLarge)) {
         for (const auto& e : player.entries) {
-            const std::string stem = std::filesystem::path(e.file).stem().string();
-            std::string label = stem.substr(0, 2) + "  " +
+            const std::string name = app::lesson_label(e.file);
+            std::string label = (name.rfind("Lesson ", 0) == 0 ? name.substr(7) : name) + "  " +
                                 (e.error.empty() ? e.title + "  (" + std::to_string(e.steps) +
                                                        (e.steps == 1 ? " step)" : " steps)")
                                                  : "malformed: " + e.error);
@@ -169,6 +194,9 @@ void LessonUi::sidebar(float width) {
         if (ImGui::Button("next (PgDn) >")) player.forward();
         ImGui::SameLine();
         if (ImGui::Button("close")) close();
+        if (plan_ && !plan_->hidden.empty() &&
+            ImGui::Button(revealed_ ? "hide the ? cells again (R)" : "reveal the ? cells (R)"))
+            set_revealed(!revealed_);
     } else if (!player.error().empty()) {
         ImGui::PushStyleColor(ImGuiCol_Text, IM_COL32(220, 30, 30, 255));
         ImGui::PushTextWrapPos(width - 8);
@@ -190,10 +218,9 @@ std::string heading(const app::LessonPlayer& p) {
     const lesson::Lesson* l = p.lesson();
     if (!l) return "";
     const lesson::Step& s = l->steps[p.step()];
-    const std::string stem = std::filesystem::path(p.file()).stem().string();
-    return "Lesson " + stem.substr(0, std::min<std::size_t>(2, stem.size())) + ": " + l->title +
-           "   ·   step " + std::to_string(p.step() + 1) + " of " +
-           std::to_string(l->steps.size()) + (s.title.empty() ? "" : ": " + s.title);
+    return app::lesson_label(p.file()) + ": " + l->title + "   ·   step " +
+           std::to_string(p.step() + 1) + " of " + std::to_string(l->steps.size()) +
+           (s.title.empty() ? "" : ": " + s.title);
 }
 
 // The panel's text blocks, in order: (text, font scale, colour role). One list for measuring
@@ -205,28 +232,55 @@ struct Block {
     Tone tone = Tone::Text;
 };
 
+// hiding: the step's hidden cells are not revealed yet, so no text gives their values away
+// (the highlighted values and the checks on them say "?").
 std::vector<Block> blocks(const app::LessonPlayer& p, const app::StepPlan* plan,
-                          const std::string& note) {
+                          const std::string& note, bool hiding) {
     std::vector<Block> b;
     if (const lesson::Lesson* l = p.lesson()) {
         b.push_back({heading(p), 1.1f, Tone::Text});
+        // Before the reveal, the narration up to its "[reveal]" line (the answer comes after).
         b.push_back(
-            {lesson::flow_narration(l->steps[p.step()].narration), kNarrationScale, Tone::Text});
+            {lesson::flow_narration(lesson::narration_part(l->steps[p.step()].narration, !hiding)),
+             kNarrationScale, Tone::Text});
+        // Whether a tensor block (name, index prefix) shows a hidden cell.
+        const lesson::StepResult* res = p.result();
+        const auto hidden = [&](const std::string& tensor, const std::vector<dim_t>& at) {
+            if (!hiding || !plan || !res) return false;
+            const lesson::NamedTensor* t = res->find(tensor);
+            if (!t) return false;
+            for (const auto& h : plan->hidden)
+                if (app::covers(h, tensor, at, t->value.dims())) return true;
+            return false;
+        };
+        if (hiding)
+            b.push_back({"Predict the cells marked ?, then reveal them (R).", kNarrationScale,
+                         Tone::Highlight});
         if (plan && !plan->highlights.empty()) {
             std::string h = "highlighted (outlined in the view):  ";
-            for (std::size_t i = 0; i < plan->highlights.size(); ++i)
-                h += (i ? "   ·   " : "") + plan->highlights[i].text + " = " +
-                     plan->highlights[i].values;
+            for (std::size_t i = 0; i < plan->highlights.size(); ++i) {
+                const auto& hl = plan->highlights[i];
+                h += (i ? "   ·   " : "") + hl.text + " = " +
+                     (hidden(hl.tensor, hl.at) ? "?" : hl.values);
+            }
             b.push_back({h, 1.0f, Tone::Highlight});
         }
-        if (const lesson::StepResult* r = p.result()) {
+        if (const lesson::StepResult* r = res) {
             if (!r->checks.empty()) {
+                const auto& cs = p.lesson()->steps[p.step()].checks;
                 b.push_back({"checks against the engine: " + std::to_string(r->passed()) + " of " +
                                  std::to_string(r->checks.size()) + " pass",
                              1.0f, Tone::Dim});
-                for (const auto& ch : r->checks)
-                    b.push_back({std::string(ch.passed ? "PASS  " : "FAIL  ") + ch.message, 1.0f,
-                                 ch.passed ? Tone::Good : Tone::Bad});
+                for (std::size_t i = 0; i < r->checks.size(); ++i) {
+                    const auto& ch = r->checks[i];
+                    const bool hid =
+                        i < cs.size() && (hidden(cs[i].tensor, cs[i].at) ||
+                                          hidden(cs[i].equals_tensor, cs[i].equals_at));
+                    b.push_back({std::string(ch.passed ? "PASS  " : "FAIL  ") +
+                                     (hid ? cs[i].tensor + ": its value shows when revealed (R)"
+                                          : ch.message),
+                                 1.0f, ch.passed ? Tone::Good : Tone::Bad});
+                }
             }
         } else if (p.busy()) {
             b.push_back(
@@ -252,7 +306,7 @@ float LessonUi::panel_height(float width, float h, float max_share) const {
     if (strip) return ImGui::GetTextLineHeight() + 2 * st.WindowPadding.y + 4.0f;
     const float wrap = std::max(100.0f, width - 2 * st.WindowPadding.x - st.ScrollbarSize);
     float need = 2 * st.WindowPadding.y;
-    for (const Block& b : blocks(player, plan(), timings_note_)) {
+    for (const Block& b : blocks(player, plan(), timings_note_, hiding())) {
         need += ImGui::CalcTextSize(b.text.c_str(), nullptr, false, wrap / b.scale).y * b.scale +
                 st.ItemSpacing.y;
     }
@@ -325,8 +379,11 @@ void LessonUi::panel(ImVec2 pos, ImVec2 size, const LessonColours& c) {
                      std::to_string(r->checks.size()) + " pass";
             if (r->passed() != r->checks.size()) col = c.bad;
         }
-        const std::string hint = "   ·   T narration";
-        const auto blocks_now = blocks(player, plan(), timings_note_);
+        const std::string hint = std::string(plan_ && !plan_->hidden.empty()
+                                                 ? (revealed_ ? "   ·   R hide" : "   ·   R reveal")
+                                                 : "") +
+                                 "   ·   T narration";
+        const auto blocks_now = blocks(player, plan(), timings_note_, hiding());
         std::string line = (blocks_now.empty() ? std::string() : blocks_now[0].text) + checks;
         const float room =
             size.x - 2 * ImGui::GetStyle().WindowPadding.x - ImGui::CalcTextSize(hint.c_str()).x;
@@ -349,7 +406,11 @@ void LessonUi::panel(ImVec2 pos, ImVec2 size, const LessonColours& c) {
         return;
     }
     const float wrap = std::max(100.0f, ImGui::GetContentRegionAvail().x);
-    for (const Block& b : blocks(player, plan(), timings_note_)) {
+    // The reveal button where the presenter looks (the sidebar may be hidden).
+    if (plan_ && !plan_->hidden.empty()) {
+        if (ImGui::Button(revealed_ ? "hide again (R)" : "reveal (R)")) set_revealed(!revealed_);
+    }
+    for (const Block& b : blocks(player, plan(), timings_note_, hiding())) {
         const ImU32 col = b.tone == Tone::Dim         ? c.dim
                           : b.tone == Tone::Good      ? c.good
                           : b.tone == Tone::Bad       ? c.bad

@@ -51,8 +51,9 @@ class LessonUi {
     // until the evaluation ends (shots).
     void update(app::AppState& s, const app::ViewModel* view, dim_t view_steps, bool& step_dirty,
                 const RequestFn& request, bool wait = false);
-    // Step keys. Returns true when a lesson is active (then PgUp / PgDn are the lesson's).
-    bool keyboard();
+    // One key press (pressed(key): is it that key): the step keys, and R reveals. Returns true
+    // when a lesson is active (then PgUp / PgDn are the lesson's).
+    bool keyboard(const std::function<bool(int)>& pressed);
     // The lesson section of the sidebar.
     void sidebar(float width);
     // Height of the narration panel for a window of height h, at most max_share of it (0 when
@@ -71,6 +72,15 @@ class LessonUi {
 
     const app::StepPlan* plan() const { return plan_ ? plan_.get() : nullptr; }
 
+    // Predict, then reveal: a step's 'hide' cells stay "?" until revealed (R, or the reveal
+    // button); every step opens hidden again.
+    bool hiding() const { return plan_ && !plan_->hidden.empty() && !revealed_; }
+    bool revealed() const { return revealed_; }
+    // Reveals (or hides again) the step's hidden cells; true when that changed what is drawn.
+    bool set_revealed(bool on);
+    // After compute_step: marks the step's hidden cells of the view shown (no-op when revealed).
+    void hide(const app::ViewModel& v, app::StepState& st);
+
   private:
     // A timings step measures its problem live, in the app's Timings panel (gui_timings.hpp).
     void start_timings(bool wait);
@@ -80,6 +90,10 @@ class LessonUi {
     std::uint64_t applied_ = 0;
     const app::ViewModel* hl_for_ = nullptr;
     std::vector<std::vector<dim_t>> hl_;
+    const app::ViewModel* hidden_for_ = nullptr;
+    std::vector<std::vector<dim_t>> hidden_;
+    bool revealed_ = false;
+    double last_reload_check_ = 0;  // ImGui time of the last look at the file's mtime
     bool fit_pending_ = false;
 };
 

@@ -6,6 +6,7 @@
 #include "ui/lesson_player.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
@@ -36,6 +37,16 @@ std::vector<LessonEntry> list_lessons(const std::string& dir) {
         out.push_back(std::move(e));
     }
     return out;
+}
+
+std::string lesson_label(const std::string& file) {
+    const std::string stem = std::filesystem::path(file).stem().string();
+    std::size_t d = 0;
+    while (d < stem.size() && std::isdigit(static_cast<unsigned char>(stem[d]))) ++d;
+    // A course number: digits alone or before '_' / '-' / ' ' (01_backprop_1d, 17).
+    if (d > 0 && (d == stem.size() || stem[d] == '_' || stem[d] == '-' || stem[d] == ' '))
+        return "Lesson " + stem.substr(0, d);
+    return stem;
 }
 
 // [SECTION] a step's plan
@@ -102,37 +113,61 @@ StepPlan plan_step(const lesson::Lesson& l, std::size_t k,
     p.range_end = s.step_end;
     p.open = s.step_start < 0 ? s.step_begin : s.step_start;
     p.map = s.map;
-    for (const auto& h : s.highlights) {
-        const lesson::NamedTensor* t = r->find(h.tensor);
-        if (!t) continue;  // validate() reports it; a player shows what it can
-        ResolvedHighlight rh;
-        rh.tensor = h.tensor;
-        rh.text = h.tensor + index_text(h.at);
-        const auto& dims = t->value.dims();
-        rh.numel = t->value.numel();
-        dim_t begin = 0, block = rh.numel;
-        bool ok = h.at.size() <= dims.size();
-        for (std::size_t i = 0; ok && i < h.at.size(); ++i) {
-            if (h.at[i] < 0 || h.at[i] >= dims[i]) ok = false;
-            block /= dims[i];
-            begin += h.at[i] * block;
+    const auto resolve = [&](const std::vector<lesson::Highlight>& list,
+                             std::vector<ResolvedHighlight>& into) {
+        for (const auto& h : list) {
+            const lesson::NamedTensor* t = r->find(h.tensor);
+            if (!t) continue;  // validate() reports it; a player shows what it can
+            ResolvedHighlight rh;
+            rh.tensor = h.tensor;
+            rh.at = h.at;
+            rh.text = h.tensor + index_text(h.at);
+            const auto& dims = t->value.dims();
+            rh.numel = t->value.numel();
+            dim_t begin = 0, block = rh.numel;
+            bool ok = h.at.size() <= dims.size();
+            for (std::size_t i = 0; ok && i < h.at.size(); ++i) {
+                if (h.at[i] < 0 || h.at[i] >= dims[i]) ok = false;
+                block /= dims[i];
+                begin += h.at[i] * block;
+            }
+            if (!ok) continue;
+            rh.begin = begin;
+            rh.end = begin + block;
+            rh.values = block_text(t->value, rh.begin, rh.end);
+            into.push_back(std::move(rh));
         }
-        if (!ok) continue;
-        rh.begin = begin;
-        rh.end = begin + block;
-        rh.values = block_text(t->value, rh.begin, rh.end);
-        p.highlights.push_back(std::move(rh));
-    }
+    };
+    resolve(s.highlights, p.highlights);
+    resolve(s.hide, p.hidden);
     if (p.request.view == "tensors") {
         p.request.tensors = r;
+        for (const auto& h : s.hide) p.request.hidden_tensors.push_back(h.tensor);
+        // A network's convolution layers, for the hover links (layer i reads layer i-1's output).
+        for (std::size_t i = 0; i < s.network.layers.size(); ++i) {
+            const lesson::LayerSpec& layer = s.network.layers[i];
+            if (layer.type != "conv") continue;
+            const std::string in = i == 0 ? "input" : s.network.layers[i - 1].name;
+            ViewRequest::Conv c;
+            c.problem = layer.problem;
+            if (!s.network.input.dims.empty()) c.problem.mb = s.network.input.dims[0];
+            c.src = in;
+            c.wei = layer.name + ".wei";
+            c.dst = layer.name;
+            c.diff_src = "diff_" + in;
+            c.diff_wei = layer.name + ".diff_wei";
+            c.diff_dst = "diff_" + layer.name;
+            p.request.convs.push_back(std::move(c));
+        }
         // A convolution step: its core tensors plus every tensor it talks about.
         const bool network = r->find("input") != nullptr && r->find("src") == nullptr;
         if (!s.show.empty()) {
             // The step's own list, then any highlighted tensor it leaves out (always drawn).
             auto& n = p.request.tensor_names;
             n = s.show;
-            for (const auto& h : s.highlights)
-                if (std::find(n.begin(), n.end(), h.tensor) == n.end()) n.push_back(h.tensor);
+            for (const auto* list : {&s.highlights, &s.hide})
+                for (const auto& h : *list)
+                    if (std::find(n.begin(), n.end(), h.tensor) == n.end()) n.push_back(h.tensor);
         } else if (network) {
             // The tensors the step talks about (highlights, checks), each gradient with its
             // tensor and each layer output with the layer's weights: readable on a projector.
@@ -144,6 +179,7 @@ StepPlan plan_step(const lesson::Lesson& l, std::size_t k,
             };
             std::vector<std::string> named;
             for (const auto& h : s.highlights) named.push_back(h.tensor);
+            for (const auto& h : s.hide) named.push_back(h.tensor);
             for (const auto& c : s.checks) {
                 named.push_back(c.tensor);
                 if (!c.equals_tensor.empty()) named.push_back(c.equals_tensor);
@@ -178,6 +214,7 @@ StepPlan plan_step(const lesson::Lesson& l, std::size_t k,
                     n.push_back(name);
             };
             for (const auto& h : s.highlights) add(h.tensor);
+            for (const auto& h : s.hide) add(h.tensor);
             for (const auto& c : s.checks) {
                 add(c.tensor);
                 add(c.equals_tensor);
@@ -224,10 +261,14 @@ int panel_of_tensor(const ViewModel& v, const std::string& tensor, const std::st
     return -1;
 }
 
-std::vector<std::vector<dim_t>> highlight_cells(const ViewModel& v, const StepPlan& plan) {
+namespace {
+
+std::vector<std::vector<dim_t>> cells_of(const ViewModel& v,
+                                         const std::vector<ResolvedHighlight>& list,
+                                         const std::string& map) {
     std::vector<std::vector<dim_t>> cells(v.panels.size());
-    for (const auto& h : plan.highlights) {
-        const int i = panel_of_tensor(v, h.tensor, plan.map);
+    for (const auto& h : list) {
+        const int i = panel_of_tensor(v, h.tensor, map);
         if (i < 0) continue;
         auto& c = cells[static_cast<std::size_t>(i)];
         // Only a panel holding the tensor element for element (same count, row-major order).
@@ -239,6 +280,28 @@ std::vector<std::vector<dim_t>> highlight_cells(const ViewModel& v, const StepPl
         c.erase(std::unique(c.begin(), c.end()), c.end());
     }
     return cells;
+}
+
+}  // namespace
+
+std::vector<std::vector<dim_t>> highlight_cells(const ViewModel& v, const StepPlan& plan) {
+    return cells_of(v, plan.highlights, plan.map);
+}
+
+std::vector<std::vector<dim_t>> hidden_cells(const ViewModel& v, const StepPlan& plan) {
+    return cells_of(v, plan.hidden, plan.map);
+}
+
+bool covers(const ResolvedHighlight& h, const std::string& tensor, const std::vector<dim_t>& index,
+            const std::vector<dim_t>& dims) {
+    if (h.tensor != tensor) return false;
+    // The block [begin, end) the index prefix selects, against h's block: any overlap.
+    dim_t begin = 0, block = h.numel;
+    for (std::size_t i = 0; i < index.size() && i < dims.size(); ++i) {
+        block /= std::max<dim_t>(1, dims[i]);
+        begin += index[i] * block;
+    }
+    return begin < h.end && h.begin < begin + block;
 }
 
 StepView check_step_view(const lesson::Lesson& l, std::size_t k,
@@ -269,17 +332,18 @@ StepView check_step_view(const lesson::Lesson& l, std::size_t k,
         throw lesson::LessonError(s.panels_pos[i], "'panels' entry '" + s.panels[i] + "': the " +
                                                        out.view + " view has no such panel");
     }
-    for (const auto& h : s.highlights) {
-        if (std::find(out.tensors.begin(), out.tensors.end(), h.tensor) != out.tensors.end())
-            continue;
-        std::string drawn;
-        for (const auto& t : out.tensors) drawn += (drawn.empty() ? "" : ", ") + t;
-        throw lesson::LessonError(
-            h.pos, "highlight '" + h.tensor + index_text(h.at) + "': the " + out.view +
-                       " view does not draw " + h.tensor +
-                       " (it draws: " + (drawn.empty() ? "no tensors" : drawn) +
-                       "); choose a view that does, e.g. tensors");
-    }
+    for (const auto* list : {&s.highlights, &s.hide})
+        for (const auto& h : *list) {
+            if (std::find(out.tensors.begin(), out.tensors.end(), h.tensor) != out.tensors.end())
+                continue;
+            std::string drawn;
+            for (const auto& t : out.tensors) drawn += (drawn.empty() ? "" : ", ") + t;
+            throw lesson::LessonError(
+                h.pos, std::string(list == &s.hide ? "'hide' entry '" : "highlight '") + h.tensor +
+                           index_text(h.at) + "': the " + out.view + " view does not draw " +
+                           h.tensor + " (it draws: " + (drawn.empty() ? "no tensors" : drawn) +
+                           "); choose a view that does, e.g. tensors");
+        }
     const bool ranged = s.step_begin > 0 || s.step_end >= 0;
     const std::string range =
         "'steps' = [" + std::to_string(s.step_begin) + ", " + std::to_string(s.step_end) + "]: ";
@@ -331,8 +395,32 @@ void LessonPlayer::scan(const std::string& directory) {
     entries = list_lessons(directory);
 }
 
+LessonPlayer::Stamp LessonPlayer::stamp_of(const std::string& path) {
+    std::error_code ec;
+    Stamp st;
+    st.time = std::filesystem::last_write_time(path, ec);
+    if (ec) return {};
+    st.size = std::filesystem::file_size(path, ec);
+    if (ec) st.size = 0;
+    return st;
+}
+
+bool LessonPlayer::reload_if_changed() {
+    if (file_.empty() || (!lesson_ && error_.empty())) return false;
+    const Stamp now = stamp_of(file_);
+    if (now == stamp_) return false;
+    const std::size_t step = lesson_ ? step_ : reload_step_;
+    const std::string path = file_;
+    if (!dir.empty()) scan(dir);  // the sidebar's list shows the new title and step count
+    open(path, step);
+    reload_step_ = step;  // kept when the edit does not parse: the fixed file opens there
+    return true;
+}
+
 bool LessonPlayer::open(const std::string& path, std::size_t step) {
     std::shared_ptr<const lesson::Lesson> l;
+    stamp_ = stamp_of(path);  // before reading: an edit while reading is seen next time
+    reload_step_ = step;
     try {
         l = std::make_shared<const lesson::Lesson>(lesson::load_lesson(path));
         if (l->steps.empty()) throw lesson::LessonError({path, 0, 0}, "the lesson has no steps");

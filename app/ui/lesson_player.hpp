@@ -10,6 +10,7 @@
 #pragma once
 
 #include <atomic>
+#include <filesystem>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -33,13 +34,18 @@ struct LessonEntry {
 // Every *.toml of dir (sorted by name), parsed (not evaluated): title, step count or error.
 std::vector<LessonEntry> list_lessons(const std::string& dir);
 
+// How the app names a lesson file: "Lesson 17" for a numbered file (17_worked_problem.toml),
+// else its name without the extension ("quiz" for quiz.toml).
+std::string lesson_label(const std::string& file);
+
 // [SECTION] a step's plan
 
 // A highlight resolved to a tensor's elements: "src[0,0,1]" -> tensor src, linear [begin, end).
 struct ResolvedHighlight {
-    std::string text;    // as written: "src[0,0,1]"
-    std::string tensor;  // "src"
-    dim_t numel = 0;     // of the whole tensor
+    std::string text;       // as written: "src[0,0,1]"
+    std::string tensor;     // "src"
+    std::vector<dim_t> at;  // the index prefix as written ({0,0,1})
+    dim_t numel = 0;        // of the whole tensor
     dim_t begin = 0, end = 0;
     std::string values;  // "= 2" or "= [1, -1, 0, 1]" (the step's values, for the narration)
 };
@@ -52,6 +58,8 @@ struct StepPlan {
     std::string map;                        // the step's map ("" none)
     std::vector<std::string> panels;        // the tensors whose panels it draws (empty: all)
     std::vector<ResolvedHighlight> highlights;
+    // The step's 'hide' entries: cells drawn "?" until revealed (predict, then reveal).
+    std::vector<ResolvedHighlight> hidden;
 };
 
 // The plan of step k of lesson l, given its evaluation r (for the tensors and highlights).
@@ -66,6 +74,13 @@ int panel_of_tensor(const ViewModel& v, const std::string& tensor, const std::st
 // Per panel of v, the cells the plan's highlights light (sorted). A highlight whose tensor no
 // panel shows (or whose panel holds a different number of elements) lights nothing.
 std::vector<std::vector<dim_t>> highlight_cells(const ViewModel& v, const StepPlan& plan);
+// The same for the plan's hidden cells (its 'hide' entries).
+std::vector<std::vector<dim_t>> hidden_cells(const ViewModel& v, const StepPlan& plan);
+
+// True when resolved entry h covers element `index` (an index prefix, as written) of tensor
+// `tensor`, or the whole of it when index is empty: e.g. whether a check's cell is hidden.
+bool covers(const ResolvedHighlight& h, const std::string& tensor, const std::vector<dim_t>& index,
+            const std::vector<dim_t>& dims);
 
 // What a step's view draws and plays, read from the view itself (built as the player builds it).
 struct StepView {
@@ -76,7 +91,8 @@ struct StepView {
 
 // Builds the view of step k (evaluated as r) and checks what only the view can tell: the step's
 // range of steps lies within the view's steps, and every highlight names a tensor the view
-// draws. Throws lesson::LessonError at the line of 'steps' or of the highlight, naming the view
+// draws, and so does every 'hide' entry. Throws lesson::LessonError at the line of 'steps' or of
+// the highlight or hide entry, naming the view
 // and what it has. Builds the view (the engine enumerates its maps): keep it off the frame loop.
 StepView check_step_view(const lesson::Lesson& l, std::size_t k,
                          std::shared_ptr<const lesson::StepResult> r);
@@ -138,6 +154,12 @@ class LessonPlayer {
     // Increments with every result or error taken by poll().
     std::uint64_t generation() const { return generation_; }
 
+    // The authoring loop: when the open lesson's file changed on disk since it was read (its
+    // modification time or size), reads it again and opens it on the same step (clamped) and
+    // returns true. A file that no longer parses shows its error (error()) and is read again,
+    // on that same step, once it changes again. Call it about once a second.
+    bool reload_if_changed();
+
   private:
     struct Job {
         std::thread thread;
@@ -152,6 +174,16 @@ class LessonPlayer {
     void join();
     // The next (dir +1) or previous (-1) parsing lesson of `entries` from the open one, or "".
     std::string neighbour(int direction) const;
+
+    // What the file was when read: its modification time and size (either changing: edited).
+    struct Stamp {
+        std::filesystem::file_time_type time{};
+        std::uintmax_t size = 0;
+        bool operator==(const Stamp&) const = default;
+    };
+    static Stamp stamp_of(const std::string& path);
+    Stamp stamp_;
+    std::size_t reload_step_ = 0;  // the step a reload opens on (kept across a failed reload)
 
     std::shared_ptr<const lesson::Lesson> lesson_;
     std::string file_;

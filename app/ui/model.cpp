@@ -11,6 +11,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <numeric>
 #include <set>
 
@@ -1227,9 +1228,20 @@ void build_fliprot(Builder& b) {
     flip_rot_kernel(p, w.data(), fast.data());
     b.v.check = check_line("W' equals the engine's fast flip_rot kernel",
                            max_abs_diff(fast, b.v.panels[1].values), 0);
+    // The kernel size by its axes (kh x kw): K counts output channels everywhere else.
+    static const char* at[] = {"i", "j", "l"};
+    std::string lhs = "W'(c, k", rhs = "W(k, c", names, sizes;
+    for (int i = 0; i < p.ndims; ++i) {
+        const std::string k = "k" + std::string(p.axis_name(i));
+        lhs += std::string(", ") + at[i];
+        rhs += ", " + k + "-1-" + at[i];
+        names += (i ? " x " : "") + k;
+        sizes += (i ? " x " : "") + std::to_string(p.kernel[i]);
+    }
     b.v.caption =
         "FlipRot: swap the output and input channel dims (per group) and reverse every "
-        "spatial axis: W'(c, k, i) = W(k, c, K-1-i)";
+        "spatial axis: " +
+        lhs + ") = " + rhs + "), kernel size " + names + " = " + sizes;
     const DataKind d = b.r.data;
     b.v.formula = [p, d](const ViewModel& vm, int panel, dim_t linear) -> std::string {
         if (panel != 1) return generic_formula(vm, panel, linear, d);
@@ -1916,6 +1928,35 @@ std::vector<std::vector<dim_t>> linked_cells(const ViewModel& v, int panel, dim_
         c.erase(std::unique(c.begin(), c.end()), c.end());
     }
     return cells;
+}
+
+void hide_cells(StepState& st, const std::vector<std::vector<dim_t>>& cells) {
+    for (std::size_t i = 0; i < cells.size() && i < st.panels.size(); ++i) {
+        PanelState& ps = st.panels[i];
+        for (dim_t c : cells[i]) {
+            const auto cu = static_cast<std::size_t>(c);
+            if (cu >= ps.shown.size()) continue;
+            ps.shown[cu] = std::numeric_limits<float>::quiet_NaN();
+            ps.flags[cu] = static_cast<std::uint8_t>(ps.flags[cu] | kHidden);
+        }
+    }
+}
+
+bool formula_hidden(const ViewModel& v, const StepState& st, int panel, dim_t linear) {
+    const auto hidden = [&](std::size_t p, dim_t c) {
+        return p < st.panels.size() && static_cast<std::size_t>(c) < st.panels[p].flags.size() &&
+               (st.panels[p].flags[static_cast<std::size_t>(c)] & kHidden) != 0;
+    };
+    bool any = false;
+    for (const auto& ps : st.panels)
+        for (std::uint8_t f : ps.flags) any |= (f & kHidden) != 0;
+    if (!any) return false;
+    if (hidden(static_cast<std::size_t>(panel), linear)) return true;
+    const auto cells = linked_cells(v, panel, linear);
+    for (std::size_t p = 0; p < cells.size(); ++p)
+        for (dim_t c : cells[p])
+            if (hidden(p, c)) return true;
+    return false;
 }
 
 }  // namespace convlab::app

@@ -221,6 +221,16 @@ struct ViewRequest {
     // view's choice); null: the problem's own tensors (tensors_view.cpp).
     std::shared_ptr<const lesson::StepResult> tensors;
     std::vector<std::string> tensor_names;
+    // The tensors view: the convolutions among those tensors (a network's conv layers; a
+    // convolution step's own is found by its names), linked for the hover: a cell of dst,
+    // diff_src or diff_wei lights the cells it was computed from, and its formula sums them.
+    struct Conv {
+        Problem problem;  // its batch that of its input
+        std::string src, wei, dst, diff_src, diff_wei, diff_dst;
+    };
+    std::vector<Conv> convs;
+    // Tensors a lesson step hides (predict, then reveal): no values in their panel titles.
+    std::vector<std::string> hidden_tensors;
 };
 
 // Builds a view over the engine (tensors computed by the engine, maps enumerated). Throws Error
@@ -229,6 +239,13 @@ struct ViewRequest {
 ViewModel build_view(const ViewRequest& r, std::atomic<float>* progress = nullptr);
 // The tensors view (tensors_view.cpp): one panel a named tensor, forward above backward.
 ViewModel build_tensors_view(const ViewRequest& r);
+
+// The terms of one element of a convolution's result as pairs of linear indices into its two
+// operands, in the order of the sum: dst[n,k,o..] = sum X[n,c,o*s-p+t*d] W[k,c,t] (pairs (X, W)),
+// diff_src[n,c,i..] = sum dY[n,k,o] W[k,c,t] over o*s-p+t*d = i (pairs (dY, W)), diff_wei[k,c,t..]
+// = sum X[n,c,o*s-p+t*d] dY[n,k,o] (pairs (X, dY)). Padding taps are left out (they add 0).
+enum class ConvResult { Dst, DiffSrc, DiffWei };
+std::vector<std::pair<dim_t, dim_t>> conv_terms(const Problem& p, ConvResult kind, dim_t linear);
 
 // [SECTION] playback
 
@@ -258,6 +275,7 @@ enum CellFlag : std::uint8_t {
     kDone = 4,     // a driver's source already consumed (reduce) / destination written
     kLinked = 8,   // linked to the hovered or pinned cell
     kHovered = 16,
+    kHidden = 32,  // a lesson hides its value until revealed: drawn "?", shown is NaN
 };
 
 struct PanelState {
@@ -277,6 +295,20 @@ struct StepState {
 
 // The state of every panel after steps [0, step] (the step's own cells flagged kCurrent).
 StepState compute_step(const ViewModel& v, Granularity g, dim_t step);
+
+// The text a hidden cell shows: "?" once its step has written it (a value to predict), nothing
+// while it is still pending (as every pending cell).
+inline const char* hidden_text(std::uint8_t flags) {
+    return (flags & kPending) ? "" : "?";
+}
+
+// Hides cells (per panel, as highlight_cells gives them) for a class to predict: each gets
+// kHidden and its shown value becomes NaN, so that nothing drawn from the state (text, colour,
+// export) can give the value away.
+void hide_cells(StepState& st, const std::vector<std::vector<dim_t>>& cells);
+// True when the formula of cell `linear` of panel `panel` would show a hidden value: the cell
+// itself or a cell linked to it (linked_cells) is hidden in st.
+bool formula_hidden(const ViewModel& v, const StepState& st, int panel, dim_t linear);
 
 // Cells linked to cell `linear` of panel `panel`: through links (both directions) and relations,
 // followed transitively from panel to panel (each panel reached once). Per panel, sorted.
