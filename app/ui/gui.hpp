@@ -70,7 +70,8 @@ struct FrameReport {
     // Where the view's panels and titles end against the canvas, in pixels, at the last frame
     // (fitted: nothing cut off at the right or the bottom).
     float canvas_w = 0, canvas_h = 0, drawn_w = 0, drawn_h = 0;
-    float cell_px = 0;  // a cell's side at the view's zoom
+    float cell_px = 0;           // a cell's side at the view's zoom
+    std::string timings_status;  // the Timings panel's status line, for a timings view
     bool fits() const { return drawn_w <= canvas_w + 0.5f && drawn_h <= canvas_h + 0.5f; }
 };
 
