@@ -573,13 +573,13 @@ TEST_CASE("timings panel: the status of a run names its ratios, its reference an
     // A window timed while others took the CPU: said so, not "all verified" alone.
     live.rows[1].foreign_cpu = 0.3;
     s = app::run_summary(live, 3, false);
-    CHECK(s.find("col2im 1.25x (noisy)") != std::string::npos);
+    CHECK(s.find("col2im ~1.25x") != std::string::npos);
     CHECK(s.find("NOISY: 1 of 3") != std::string::npos);
     live.rows[1].foreign_cpu = 0;
     live.rows[0].speed = 0.5;  // the machine itself slow while the forward was timed
     s = app::run_summary(live, 3, false);
     CHECK(s.find("NOISY: 1 of 3") != std::string::npos);
-    CHECK(s.find("via_forward 0.50x (noisy)") != std::string::npos);
+    CHECK(s.find("via_forward ~0.50x") != std::string::npos);
     live.rows[0].speed = 1;
 
     // The reference beside it: its rows of the step's algorithms only, as a layer of its own.
@@ -607,6 +607,22 @@ TEST_CASE("timings panel: the status of a run names its ratios, its reference an
     REQUIRE(rel != list.end());
     CHECK(rel->x.categories.size() == 2);
     CHECK(rel->x.categories[1] == app::kReferenceLayer);
+
+    // The reference's peer beside the live run's peer, in the passes the step measures only.
+    {
+        bench::Results lp = live, rp = ref;
+        bench::Measurement peer = row(Pass::Forward, "oneDNN", 1);
+        peer.peer = true;
+        lp.rows.push_back(peer);
+        rp.rows.push_back(peer);
+        peer.pass = Pass::BackwardWeight;
+        rp.rows.push_back(peer);
+        const bench::Results b = app::with_reference(lp, rp, algos);
+        CHECK(b.find(1, Pass::Forward, "oneDNN") != nullptr);
+        CHECK(b.find(1, Pass::BackwardWeight, "oneDNN") == nullptr);
+        // Without a peer live, none of the reference's.
+        CHECK(app::with_reference(live, rp, algos).find(1, Pass::Forward, "oneDNN") == nullptr);
+    }
 
     // The file shipped beside a lesson.
     TempDir t;

@@ -381,7 +381,8 @@ void lesson_controls(TimingsPanel& P, const TimingsStyle& st) {
         "verified first).";
     ImGui::PushStyleColor(ImGuiCol_Text, ImGui::ColorConvertU32ToFloat4(st.good));
     if (P.compact) {
-        // One line, the whole on hover; the threads and peer follow the run row.
+        // One line, the whole on hover; the threads, the peer and the way back to the shape set
+        // are in the full-size view.
         ImFont* f = ImGui::GetFont();
         ImGui::TextUnformatted(fit_text(f, fs, what, ImGui::GetContentRegionAvail().x).c_str());
         if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", what.c_str());
@@ -503,13 +504,6 @@ void run_row(TimingsPanel& P, const TimingsStyle& st) {
     char overlay[64];
     std::snprintf(overlay, sizeof overlay, "%zu / %zu measurements", sn.done, sn.total);
     ImGui::ProgressBar(frac, ImVec2(fs * (P.compact ? 11 : 16), 0), sn.total > 0 ? overlay : "");
-    if (P.compact && P.lesson) {
-        ImGui::BeginDisabled(busy);
-        same_line_or_wrap(fs * 6, fs * 1.2f);
-        ImGui::AlignTextToFramePadding();
-        threads_and_peer(P);  // (back to the shape set: from the full-size view)
-        ImGui::EndDisabled();
-    }
     // The outcome on a line of its own, wrapped: it names the ratios and, for a noisy run,
     // says so (cut at the window's edge, that was lost).
     if (!busy && !P.message.empty()) {

@@ -239,13 +239,21 @@ bench::Results with_reference(const bench::Results& live, const bench::Results& 
     bench::Results out = live;
     const std::string live_peer = peer_name_of(live);
     const std::size_t base = out.layers.size();
+    // The step's algorithms, and the peer in the passes they are of.
+    const auto wanted = [&](const bench::Measurement& m) {
+        const std::string pass = pass_name(m.pass);
+        if (m.peer)
+            return peer_option(m.algorithm) == live_peer &&
+                   (algos.empty() ||
+                    std::any_of(algos.begin(), algos.end(),
+                                [&](const std::string& a) { return a.rfind(pass + ":", 0) == 0; }));
+        return algos.empty() ||
+               std::find(algos.begin(), algos.end(), pass + ":" + m.algorithm) != algos.end();
+    };
     std::vector<bool> used(ref.layers.size(), false);
     for (const bench::Measurement& m : ref.rows) {
         if (m.layer >= ref.layers.size()) continue;
-        const std::string key = std::string(pass_name(m.pass)) + ":" + m.algorithm;
-        if (m.peer ? peer_option(m.algorithm) != live_peer
-                   : !algos.empty() && std::find(algos.begin(), algos.end(), key) == algos.end())
-            continue;
+        if (!wanted(m)) continue;
         used[m.layer] = true;
     }
     std::vector<std::size_t> index(ref.layers.size(), 0);
@@ -259,10 +267,7 @@ bench::Results with_reference(const bench::Results& live, const bench::Results& 
     if (out.layers.size() == base) return out;
     for (const bench::Measurement& m : ref.rows) {
         if (m.layer >= ref.layers.size() || !used[m.layer]) continue;
-        const std::string key = std::string(pass_name(m.pass)) + ":" + m.algorithm;
-        if (m.peer ? peer_option(m.algorithm) != live_peer
-                   : !algos.empty() && std::find(algos.begin(), algos.end(), key) == algos.end())
-            continue;
+        if (!wanted(m)) continue;
         bench::Measurement c = m;
         c.layer = index[m.layer];
         out.rows.push_back(std::move(c));
@@ -304,30 +309,29 @@ std::string run_summary(const bench::Results& r, double seconds, bool cancelled)
     s += failed == 0 ? std::string("all verified")
                      : std::to_string(failed) +
                            " FAILED verification or did not run (marked FAIL, not plotted)";
-    const auto list = [](const std::vector<PassRatio>& v, bool names) {
+    // "col2im 1.04x, via_forward 1.18x"; a noisy ratio marked "~" (as the charts' labels).
+    const auto list = [](const std::vector<PassRatio>& v) {
         std::string t;
         for (const PassRatio& p : v) {
             char num[32];
             std::snprintf(num, sizeof num, "%.2fx", p.ratio);
-            t += (t.empty() ? "" : ", ") + (names ? p.algorithm + " " : std::string()) + num +
-                 (names && p.noisy ? " (noisy)" : "");
+            t += (t.empty() ? "" : ", ") + p.algorithm + " " + (p.noisy ? "~" : "") + num;
         }
         return t;
     };
     if (live_layers > 0) {
         const std::vector<PassRatio> live = bwd_data_ratios(r, 0);
         if (!live.empty()) {
-            s += "; bwd_data / fwd: " + list(live, true);
+            s += "; bwd_data / fwd: " + list(live);
             if (live_layers < r.layers.size()) {
                 const std::vector<PassRatio> ref = bwd_data_ratios(r, live_layers);
-                if (!ref.empty()) s += " (reference: " + list(ref, true) + ")";
+                if (!ref.empty()) s += " (reference: " + list(ref) + ")";
             }
         }
     }
     if (noisy > 0)
         s += "; NOISY: " + std::to_string(noisy) + " of " + std::to_string(rows) +
-             " timed while other processes took CPU or the machine ran slow (hatched bars): "
-             "run again for figures to trust";
+             " timed on a busy or slow machine (~, hatched): run again";
     return s;
 }
 

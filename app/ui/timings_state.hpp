@@ -106,8 +106,9 @@ std::string lesson_reference_file(const std::string& lesson_file);
 inline constexpr const char* kReferenceLayer = "reference";
 
 // `live` with the measurements of `ref` whose "PASS:NAME" is in `algos` (empty: all; the
-// reference's peer rows only when live has a peer of that name) appended as one more layer per
-// reference layer, named kReferenceLayer, so that every chart draws them beside the live run.
+// reference's peer rows only when live has a peer of that name, in the passes of `algos`) appended
+// as one more layer per reference layer, named kReferenceLayer, so that every chart draws them
+// beside the live run.
 bench::Results with_reference(const bench::Results& live, const bench::Results& ref,
                               const std::vector<std::string>& algos);
 
@@ -123,9 +124,9 @@ std::vector<PassRatio> bwd_data_ratios(const bench::Results& r, std::size_t laye
 
 // The panel's line for a finished run of `r` (live layers first, then any reference layers
 // with_reference appended): how many measurements in how long, whether all were verified, the
-// bwd_data / fwd ratios of the first layer beside the reference's, and how many of the live
-// measurements were noisy (timed while other processes took CPU or the machine ran slow), so
-// that a noisy run never reads as a clean one.
+// bwd_data / fwd ratios of the first layer beside the reference's (a noisy one marked "~"), and
+// how many of the live measurements were noisy (timed while other processes took CPU or the
+// machine ran slow), so that a noisy run never reads as a clean one.
 std::string run_summary(const bench::Results& r, double seconds, bool cancelled);
 // The threads of a lesson's run where the panel says all cores: all but one, which the window
 // keeps for drawing (at least 1).
