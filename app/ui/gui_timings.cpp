@@ -889,7 +889,8 @@ void draw_timings(TimingsPanel& P, const TimingsStyle& st) {
     P.update();
     ImFont* f = st.font ? st.font : ImGui::GetFont();
     const float fs = ImGui::GetFontSize();
-    P.compact = ImGui::GetContentRegionAvail().y < fs * 24;
+    // (A 1024x768 window under a lesson's narration leaves it 25 lines.)
+    P.compact = ImGui::GetContentRegionAvail().y < fs * 30;
     if (!(P.compact && P.lesson)) {  // a lesson's run says what it is on its own line
         ImGui::PushStyleColor(ImGuiCol_Text, st.text);
         ImGui::SetWindowFontScale(1.15f);
