@@ -1015,3 +1015,121 @@ TEST_CASE("app model: the winograd view animates winograd_tiles and shows winogr
     CHECK_THROWS_WITH_AS(build("winograd", "mb1ic1ih8oc1kh3sh2ph1"),
                          doctest::Contains("needs 2-D, kernel 3x3, stride 1"), Error);
 }
+
+namespace {
+
+// Two step states agree cell for cell (NaN equal to NaN), current cells and padding cells alike.
+void check_same_state(const app::StepState& a, const app::StepState& b) {
+    REQUIRE(a.panels.size() == b.panels.size());
+    CHECK(a.step == b.step);
+    CHECK(a.current == b.current);
+    for (std::size_t i = 0; i < a.panels.size(); ++i) {
+        const app::PanelState &pa = a.panels[i], &pb = b.panels[i];
+        CAPTURE(i);
+        CHECK(pa.flags == pb.flags);
+        CHECK(pa.count == pb.count);
+        CHECK(pa.current_pads.size() == pb.current_pads.size());
+        REQUIRE(pa.shown.size() == pb.shown.size());
+        std::size_t differ = 0;
+        for (std::size_t c = 0; c < pa.shown.size(); ++c)
+            differ +=
+                (std::isnan(pa.shown[c]) && std::isnan(pb.shown[c])) || pa.shown[c] == pb.shown[c]
+                    ? 0
+                    : 1;
+        CHECK(differ == 0);
+    }
+}
+
+}  // namespace
+
+TEST_CASE("app model: a step advanced in place equals the step computed afresh") {
+    // Forward, back, a jump ahead, a jump back and past the end: each the same state as
+    // compute_step, and every cell that differs from the previous state listed as changed.
+    for (const char* desc : kProblems)
+        for (const char* view : kViews) {
+            const app::ViewModel v = build(view, desc);
+            for (Granularity g : kGranularities) {
+                const dim_t n = app::num_steps(v, g);
+                app::StepState st = app::compute_step(v, g, 0);
+                std::vector<std::vector<dim_t>> changed;
+                for (const dim_t k :
+                     {dim_t{1}, dim_t{2}, dim_t{1}, n / 2, dim_t{0}, n - 1, n, n - 2, dim_t{3}}) {
+                    if (k < 0) continue;
+                    INFO(desc << " view " << view << " granularity " << granularity_name(g)
+                              << " step " << st.step << " -> " << k);
+                    const app::StepState before = st;
+                    CHECK(app::advance_step(v, st, g, k, changed));
+                    const app::StepState fresh = app::compute_step(v, g, k);
+                    check_same_state(st, fresh);
+                    for (std::size_t i = 0; i < v.panels.size(); ++i)
+                        for (std::size_t c = 0; c < fresh.panels[i].flags.size(); ++c) {
+                            const float x = before.panels[i].shown[c], y = fresh.panels[i].shown[c];
+                            const bool same =
+                                before.panels[i].flags[c] == fresh.panels[i].flags[c] &&
+                                ((std::isnan(x) && std::isnan(y)) || x == y);
+                            if (same) continue;
+                            CAPTURE(i);
+                            CAPTURE(c);
+                            CHECK(std::binary_search(changed[i].begin(), changed[i].end(),
+                                                     static_cast<dim_t>(c)));
+                        }
+                }
+                // Another granularity, or another view: computed afresh.
+                const Granularity other =
+                    g == Granularity::Line ? Granularity::Element : Granularity::Line;
+                CHECK_FALSE(app::advance_step(v, st, other, 0, changed));
+                check_same_state(st, app::compute_step(v, other, 0));
+            }
+        }
+}
+
+TEST_CASE("app model: a ResNet-50 layer's tnc view steps without touching its millions of cells") {
+    // res2a_branch2a at 1 image, C0 16: the view holds about 7 million cells. A step of playback
+    // changes the cells of two lines, not the view: what keeps a frame within a projector's
+    // 33 ms (the texture redraws only the changed cells).
+    app::ViewRequest r;
+    r.view = "tnc";
+    r.problem = parse_descriptor("mb1ic64ih56oc64oh56kh1ph0");
+    r.c0 = 16;
+    const app::ViewModel v = app::build_view(r);
+    std::size_t cells = 0;
+    for (const app::Panel& p : v.panels) cells += static_cast<std::size_t>(p.numel());
+    REQUIRE(cells > 6'000'000);
+    app::StepState st = app::compute_step(v, Granularity::Line, 0);
+    std::vector<std::vector<dim_t>> changed;
+    for (dim_t k = 1; k <= 5; ++k) {
+        CAPTURE(k);
+        REQUIRE(app::advance_step(v, st, Granularity::Line, k, changed));
+        std::size_t touched = 0, current = 0;
+        for (std::size_t i = 0; i < v.panels.size(); ++i) {
+            touched += changed[i].size();
+            current += st.current[i].size();
+        }
+        CHECK(touched > 0);
+        // The old and the new step's cells (current, and the cells they wrote), nothing more.
+        CHECK(touched <= 4 * current);
+        CHECK(touched < cells / 1000);
+    }
+    // The state stepped in place is the state computed afresh.
+    const app::StepState fresh = app::compute_step(v, Granularity::Line, 5);
+    for (std::size_t i = 0; i < v.panels.size(); ++i) {
+        CAPTURE(i);
+        CHECK(st.panels[i].flags == fresh.panels[i].flags);
+    }
+}
+
+TEST_CASE("app model: ResNet-50's stem in DaVinci layouts stays within a texture's size") {
+    // conv1's 224 x 224 positions as one column of rows made X5 50176 cells tall: no texture
+    // holds it (16384 texels at most under Mesa), so the fractal and tnc views drew nothing and
+    // did not fit. Past 64 x 64 positions the w columns go across.
+    app::ViewModel v = build("fractal", "mb1ic3ih224oc64oh112kh7sh2ph3", app::DataKind::Real, 16);
+    for (app::Panel& p : v.panels) {
+        CAPTURE(p.name);
+        app::layout_panel(p);
+        CHECK(p.width <= 16384);
+        CHECK(p.height <= 16384);
+    }
+    // Small activations keep one row per position (the lessons' pictures).
+    const app::ViewModel small = build("fractal", "mb1ic3ih8oc4kh3", app::DataKind::Integer, 4);
+    CHECK(small.panels[1].rows == 64);
+}

@@ -153,6 +153,30 @@ TEST_CASE("app render: a measuring lesson's chart is drawn in a 1024x768 window"
     CHECK(count_near(im, c.r, c.g, c.b, 2) > 1500);
 }
 
+TEST_CASE("app render: lesson 18's ratio chart is drawn in presenter mode at 1280x720" *
+          doctest::skip(!can_render())) {
+    // Its step 2 measures the backward data against the forward live. At 1280x720 in presenter
+    // mode the chart read "(window too small for the chart)": the col2im and via_forward bars
+    // must be there (the live run's and the reference's shipped with the lesson), and the shot
+    // reports the run's bwd_data / fwd ratios, the reference's beside them.
+    TempDir t;
+    const auto p = (t.path / "l.png").string();
+    const Run r =
+        run_binary("shot --lesson 18 --step 2 --presenter --size 1280x720 --out " + p, t.path);
+    INFO(r.out);
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    Image im = load_png(p);
+    for (const char* algo : {"col2im", "via_forward"}) {
+        CAPTURE(algo);
+        const convlab::charts::Color c = convlab::charts::algorithm_color(algo);
+        CHECK(count_near(im, c.r, c.g, c.b, 2) > 400);
+    }
+    CHECK(r.out.find("timings: finished: ") != std::string::npos);
+    CHECK(r.out.find("bwd_data / fwd: col2im ") != std::string::npos);
+    CHECK(r.out.find("(reference: col2im ") != std::string::npos);
+}
+
 namespace {
 // A shot's fit line ("view fits the canvas: drawn WxH px of WxH, cells Z px"): the canvas height
 // and the cell size, checked to be there (r holds the run, for the caller's INFO).

@@ -868,3 +868,42 @@ TEST_CASE("bench: a window timed on a slow machine is timed again, the fastest a
     CHECK(calls == 6 * 2);
     for (const Measurement& m : fast.rows) CHECK(m.retimed == 0);
 }
+
+TEST_CASE("bench: interleave_passes times every pass of a layer in one window") {
+    // The probe runs before and after each window: counted, it tells the windows apart.
+    Config cfg = tiny_config();
+    cfg.measure_peak = true;
+    cfg.retime_slow = 0;
+    int calls = 0;
+    cfg.speed_probe = [&calls](int) { return ++calls, 1e12; };
+    const Results apart = run(cfg);
+    CHECK(calls == 6 * 2);  // 2 layers x 3 passes, a window each
+    calls = 0;
+    cfg.interleave_passes = true;
+    std::vector<std::size_t> seen;
+    std::size_t total = 0;
+    log_progress(cfg, seen, total);
+    const Results together = run(cfg);
+    CHECK(calls == 2 * 2);  // a window per layer
+    REQUIRE(together.rows.size() == apart.rows.size());
+    CHECK(seen.size() == together.rows.size());
+    CHECK(seen.back() == total);
+    for (std::size_t i = 0; i < together.rows.size(); ++i) {
+        const Measurement& m = together.rows[i];
+        CAPTURE(m.algorithm);
+        CAPTURE(pass_name(m.pass));
+        // The same rows in the same order, every one timed and verified.
+        CHECK(m.layer == apart.rows[i].layer);
+        CHECK(m.pass == apart.rows[i].pass);
+        CHECK(m.algorithm == apart.rows[i].algorithm);
+        CHECK(m.ran);
+        CHECK(m.check.pass);
+        CHECK(m.total.runs == 3);
+        // One window per layer: its rows share the window's load and speed figures.
+        const Measurement& first =
+            *std::find_if(together.rows.begin(), together.rows.end(),
+                          [&](const Measurement& x) { return x.layer == m.layer; });
+        CHECK(m.foreign_cpu == first.foreign_cpu);
+        CHECK(m.speed == first.speed);
+    }
+}

@@ -525,3 +525,109 @@ TEST_CASE("timings panel: shot options of the timings view are checked before an
               .find("peer: 'mkl' is not one of none, onednn, onednn-nchw") != std::string::npos);
     CHECK_FALSE(fs::exists(png));
 }
+
+TEST_CASE("timings panel: a lesson's run is timed as convlab bench times, its passes together") {
+    app::TimingsLessonRun l;
+    l.problem = parse_descriptor("mb2ic16ih28oc16kh3ph1");
+    l.algos = {"fwd:im2col_gemm", "bwd_data:col2im", "bwd_data:via_forward"};
+    l.source = "test";
+    const bench::Config c = app::lesson_config(l, 0, std::nullopt, "out");
+    // The quick timing (1 warm-up, 10 ms) gave col2im / forward 0.65, 0.6, 0.7 and 0.005 in
+    // four runs: `convlab bench`'s own timing, and one window for both passes.
+    CHECK(c.timing.warmup == 2);
+    CHECK(c.timing.min_seconds == doctest::Approx(0.2));
+    CHECK(c.timing.min_reps >= 5);
+    CHECK(c.interleave_passes);
+    // All cores but one: the window draws on it while the run goes on.
+    CHECK(c.threads == app::lesson_threads());
+    CHECK(c.threads >= 1);
+    CHECK(c.command.find(" --threads " + std::to_string(c.threads) + " ") != std::string::npos);
+    CHECK(c.command.find(" --warmup 2 --min-time 0.2 --interleave-passes ") != std::string::npos);
+}
+
+TEST_CASE("timings panel: the status of a run names its ratios, its reference and its noise") {
+    // Two passes measured by hand: forward 2 ms, col2im 2.5 ms, via_forward 1 ms.
+    const auto row = [](Pass pass, const char* algo, double ms, std::size_t layer = 0) {
+        bench::Measurement m;
+        m.layer = layer;
+        m.pass = pass;
+        m.algorithm = algo;
+        m.ran = true;
+        m.check.checked = m.check.pass = true;
+        m.total.median_ms = m.total.q1_ms = m.total.q3_ms = ms;
+        m.total.runs = 10;
+        m.foreign_cpu = 0;
+        m.speed = 1;
+        return m;
+    };
+    bench::Results live;
+    live.layers = {{"18_measuring_step2", "mb2ic16ih28oc16kh3ph1"}};
+    live.rows = {row(Pass::Forward, "im2col_gemm", 2), row(Pass::BackwardData, "col2im", 2.5),
+                 row(Pass::BackwardData, "via_forward", 1)};
+    std::string s = app::run_summary(live, 3, false);
+    CHECK(s.find("3 measurements") != std::string::npos);
+    CHECK(s.find("all verified") != std::string::npos);
+    CHECK(s.find("col2im 1.25x") != std::string::npos);
+    CHECK(s.find("via_forward 0.50x") != std::string::npos);
+    CHECK(s.find("NOISY") == std::string::npos);
+    // A window timed while others took the CPU: said so, not "all verified" alone.
+    live.rows[1].foreign_cpu = 0.3;
+    s = app::run_summary(live, 3, false);
+    CHECK(s.find("col2im ~1.25x") != std::string::npos);
+    CHECK(s.find("NOISY: 1 of 3") != std::string::npos);
+    live.rows[1].foreign_cpu = 0;
+    live.rows[0].speed = 0.5;  // the machine itself slow while the forward was timed
+    s = app::run_summary(live, 3, false);
+    CHECK(s.find("NOISY: 1 of 3") != std::string::npos);
+    CHECK(s.find("via_forward ~0.50x") != std::string::npos);
+    live.rows[0].speed = 1;
+
+    // The reference beside it: its rows of the step's algorithms only, as a layer of its own.
+    bench::Results ref;
+    ref.layers = {{"lesson18", "mb2ic16ih28oc16kh3ph1"}};
+    ref.rows = {row(Pass::Forward, "im2col_gemm", 4), row(Pass::Forward, "implicit_gemm", 3),
+                row(Pass::BackwardData, "col2im", 4.4), row(Pass::BackwardData, "via_forward", 2)};
+    const std::vector<std::string> algos{"fwd:im2col_gemm", "bwd_data:col2im",
+                                         "bwd_data:via_forward"};
+    const bench::Results both = app::with_reference(live, ref, algos);
+    REQUIRE(both.layers.size() == 2);
+    CHECK(both.layers[1].name == app::kReferenceLayer);
+    CHECK(both.rows.size() == 6);  // implicit_gemm is not the step's
+    CHECK(both.find(1, Pass::Forward, "implicit_gemm") == nullptr);
+    REQUIRE(both.find(1, Pass::BackwardData, "col2im") != nullptr);
+    CHECK(both.find(1, Pass::BackwardData, "col2im")->total.median_ms == 4.4);
+    s = app::run_summary(both, 3, false);
+    CHECK(s.find("3 measurements") != std::string::npos);  // the live run's
+    CHECK(s.find("(reference: col2im 1.10x, via_forward 0.50x)") != std::string::npos);
+    // The charts draw the reference beside the live run: a category each.
+    const std::vector<charts::Chart> list = charts::standard_charts(both);
+    const auto rel = std::find_if(list.begin(), list.end(), [](const charts::Chart& c) {
+        return c.id == "relative_bwd_data";
+    });
+    REQUIRE(rel != list.end());
+    CHECK(rel->x.categories.size() == 2);
+    CHECK(rel->x.categories[1] == app::kReferenceLayer);
+
+    // The reference's peer beside the live run's peer, in the passes the step measures only.
+    {
+        bench::Results lp = live, rp = ref;
+        bench::Measurement peer = row(Pass::Forward, "oneDNN", 1);
+        peer.peer = true;
+        lp.rows.push_back(peer);
+        rp.rows.push_back(peer);
+        peer.pass = Pass::BackwardWeight;
+        rp.rows.push_back(peer);
+        const bench::Results b = app::with_reference(lp, rp, algos);
+        CHECK(b.find(1, Pass::Forward, "oneDNN") != nullptr);
+        CHECK(b.find(1, Pass::BackwardWeight, "oneDNN") == nullptr);
+        // Without a peer live, none of the reference's.
+        CHECK(app::with_reference(live, rp, algos).find(1, Pass::Forward, "oneDNN") == nullptr);
+    }
+
+    // The file shipped beside a lesson.
+    TempDir t;
+    const std::string toml = (t.path / "18_x.toml").string();
+    CHECK(app::lesson_reference_file(toml).empty());
+    std::ofstream(t.path / "18_x.results.json") << "{}";
+    CHECK(app::lesson_reference_file(toml) == (t.path / "18_x.results.json").string());
+}

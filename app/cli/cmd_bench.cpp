@@ -142,6 +142,7 @@ BenchPlan plan_from(const Options& opts) {
         cfg.timing.min_seconds = parse_number("--min-time", *v, 0);
     if (const std::string* v = opts.get("--retime-slow"))
         cfg.retime_slow = static_cast<int>(parse_integer("--retime-slow", *v, 0, 10));
+    cfg.interleave_passes = opts.has("--interleave-passes");
     if (const std::string* v = opts.get("--dtype"))
         cfg.dtype = in_context("--dtype", [&] { return parse_dtype(*v); });
     if (const std::string* v = opts.get("--weights")) {
@@ -469,6 +470,9 @@ const Command& command() {
          {"--retime-slow", "N",
           "time a pass again, up to N times (default 2; 0 never), when the machine's FMA rate "
           "probed around it was below 90% of its peak; the fastest machine's attempt is kept"},
+         {"--interleave-passes", nullptr,
+          "time all passes of a layer in one window of alternating rounds (default: one window "
+          "per pass), so that bwd_data / fwd ratios come from one machine state"},
          {"--reference", "REF", "auto (default) | direct | peer | an algorithm name"},
          {"--rtol", "X",
           "tolerance of the check, relative to max(|ref|, rms) (default 1e-4; fp16 4e-3, bf16 "

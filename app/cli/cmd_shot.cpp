@@ -223,6 +223,7 @@ void run_shot(const Options& opts, std::ostream& out) {
                     ? "view " + o.view + ", step " + std::to_string(o.step)
                     : "lesson " + o.lesson + ", step " + std::to_string(o.lesson_step + 1))
             << ")\n";
+    if (!r.timings_status.empty()) out << "timings: " << r.timings_status << "\n";
     if (o.view != "timings" && r.canvas_w > 0) {
         char fit[160];
         std::snprintf(fit, sizeof fit,

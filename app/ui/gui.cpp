@@ -190,9 +190,13 @@ struct Job {
 struct PanelTexture {
     GLuint id = 0;
     int w = 0, h = 0;
+    dim_t per_row = 0;                 // the panel's tiles_per_row the texels were placed for
     std::vector<std::uint32_t> texel;  // texel index of every element
-    std::vector<std::uint32_t> pixels;
-    bool dirty = true;
+    // Level 0 (a texel per cell, transparent gaps) and its box-filtered halvings, as uploaded.
+    std::vector<std::vector<std::uint32_t>> levels;
+    std::vector<std::pair<int, int>> level_size;
+    bool dirty = true;           // every cell to be redrawn
+    std::vector<dim_t> changed;  // else only these cells (a step's change)
 };
 
 struct Export {
@@ -339,6 +343,7 @@ class App {
         for (auto& t : tex)
             if (t.id) glDeleteTextures(1, &t.id);
         tex.assign(view->panels.size(), {});
+        st.model = nullptr;  // computed afresh for this view (advance_step)
         vmax.assign(view->panels.size(), 1.0f);
         for (std::size_t i = 0; i < view->panels.size(); ++i)
             vmax[i] = app::colour_scale(view->panels[i]);
@@ -390,14 +395,41 @@ class App {
                 view->panels[static_cast<std::size_t>(i)].hidden = false;
     }
 
+    // The step state, brought to the playback's step in place (advance_step): a view of
+    // millions of cells redraws only the cells the step changed, in its textures too. A lesson
+    // step that hides cells (shown as NaN) or changed its reveal computes the state afresh.
+    std::vector<std::vector<dim_t>> changed_cells;
     bool drawn_revealed = false;  // the lesson's reveal state st was computed with
+    bool drawn_hiding = false;    // st holds hidden cells
     void update_step() {
         if (!view || (!step_dirty && drawn_revealed == lesson.revealed())) return;
-        st = app::compute_step(*view, s.playback.granularity, s.playback.step);
+        bool partial = false;
+        if (drawn_hiding || lesson.hiding() || drawn_revealed != lesson.revealed()) {
+            st = app::compute_step(*view, s.playback.granularity, s.playback.step);
+        } else {
+            partial = app::advance_step(*view, st, s.playback.granularity, s.playback.step,
+                                        changed_cells);
+        }
         lesson.hide(*view, st);  // a lesson step's cells to predict: "?" until revealed
+        drawn_hiding = lesson.hiding();
         drawn_revealed = lesson.revealed();
         step_dirty = false;
-        for (auto& t : tex) t.dirty = true;
+        for (std::size_t i = 0; i < tex.size(); ++i) {
+            PanelTexture& t = tex[i];
+            if (!partial) {
+                t.dirty = true;
+                t.changed.clear();
+                continue;
+            }
+            if (t.dirty || i >= changed_cells.size()) continue;
+            t.changed.insert(t.changed.end(), changed_cells[i].begin(), changed_cells[i].end());
+            // Past an eighth of the panel a full redraw is as cheap (and bounds the list while
+            // the panel is drawn as cells, not as its texture).
+            if (static_cast<dim_t>(t.changed.size()) * 8 > view->panels[i].numel()) {
+                t.dirty = true;
+                t.changed.clear();
+            }
+        }
         measure_values();
     }
 
@@ -1126,12 +1158,42 @@ void App::one_line(const std::string& text) {
     }
 }
 
+namespace {
+
+// Texel (x, y) of the level below `lower` (lw x lh): the alpha-weighted box filter of its 2 x 2
+// texels there (the transparent gaps between tiles do not darken the cells next to them).
+std::uint32_t halve_at(const std::vector<std::uint32_t>& lower, int lw, int lh, int x, int y) {
+    unsigned sum[4] = {0, 0, 0, 0};
+    for (int dy = 0; dy < 2; ++dy)
+        for (int dx = 0; dx < 2; ++dx) {
+            const int sx = std::min(lw - 1, 2 * x + dx), sy = std::min(lh - 1, 2 * y + dy);
+            const std::uint32_t c =
+                lower[static_cast<std::size_t>(sy) * static_cast<std::size_t>(lw) +
+                      static_cast<std::size_t>(sx)];
+            const unsigned a = c >> 24;
+            for (int k = 0; k < 3; ++k) sum[k] += ((c >> (8 * k)) & 0xffu) * a;
+            sum[3] += a;
+        }
+    if (sum[3] == 0) return 0;
+    std::uint32_t out = (sum[3] / 4) << 24;
+    for (int k = 0; k < 3; ++k) out |= (sum[k] / sum[3]) << (8 * k);
+    return out;
+}
+
+}  // namespace
+
 void App::texture(std::size_t i) {
     PanelTexture& t = tex[i];
     const Panel& pn = view->panels[i];
-    if (t.texel.empty()) {
-        t.w = static_cast<int>(std::ceil(pn.width));
-        t.h = static_cast<int>(std::ceil(pn.height));
+    const int want_w = static_cast<int>(std::ceil(pn.width)),
+              want_h = static_cast<int>(std::ceil(pn.height));
+    if (t.texel.empty() || t.w != want_w || t.h != want_h || t.per_row != pn.tiles_per_row) {
+        // (Re)placed: the panel's arrangement decides where each cell's texel is.
+        if (t.id) glDeleteTextures(1, &t.id);
+        t = PanelTexture{};
+        t.w = want_w;
+        t.h = want_h;
+        t.per_row = pn.tiles_per_row;
         GLint max_size = 0;
         glGetIntegerv(GL_MAX_TEXTURE_SIZE, &max_size);
         if (t.w <= 0 || t.h <= 0 || t.w > max_size || t.h > max_size) return;
@@ -1150,52 +1212,84 @@ void App::texture(std::size_t i) {
         glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MAG_FILTER, GL_NEAREST);
         glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_WRAP_S, GL_CLAMP_TO_EDGE);
         glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_WRAP_T, GL_CLAMP_TO_EDGE);
-        t.pixels.assign(static_cast<std::size_t>(t.w) * static_cast<std::size_t>(t.h), 0);
         t.dirty = true;
     }
-    if (!t.dirty || !t.id) return;
-    // Gaps between tiles stay transparent (0); every cell's texel is rewritten.
-    const dim_t numel = pn.numel();
-    for (dim_t c = 0; c < numel; ++c)
-        t.pixels[t.texel[static_cast<std::size_t>(c)]] = cell_colour(i, c);
+    if (!t.id || (!t.dirty && t.changed.empty())) return;
     glBindTexture(GL_TEXTURE_2D, t.id);
     glPixelStorei(GL_UNPACK_ALIGNMENT, 4);
-    // Level 0 and its box-filtered halvings (alpha-weighted: the transparent gaps between
-    // tiles do not darken the cells next to them).
-    std::vector<std::uint32_t> level = t.pixels, next;
-    int w = t.w, h = t.h, lv = 0;
-    for (;;) {
-        glTexImage2D(GL_TEXTURE_2D, lv, GL_RGBA, w, h, 0, GL_RGBA, GL_UNSIGNED_BYTE, level.data());
-        if (w == 1 && h == 1) break;
-        const int nw = std::max(1, w / 2), nh = std::max(1, h / 2);
-        next.assign(static_cast<std::size_t>(nw) * static_cast<std::size_t>(nh), 0);
-        for (int y = 0; y < nh; ++y)
-            for (int x = 0; x < nw; ++x) {
-                unsigned sum[4] = {0, 0, 0, 0};
-                for (int dy = 0; dy < 2; ++dy)
-                    for (int dx = 0; dx < 2; ++dx) {
-                        const int sx = std::min(w - 1, 2 * x + dx),
-                                  sy = std::min(h - 1, 2 * y + dy);
-                        const std::uint32_t c =
-                            level[static_cast<std::size_t>(sy) * static_cast<std::size_t>(w) +
-                                  static_cast<std::size_t>(sx)];
-                        const unsigned a = c >> 24;
-                        for (int k = 0; k < 3; ++k) sum[k] += ((c >> (8 * k)) & 0xffu) * a;
-                        sum[3] += a;
-                    }
-                if (sum[3] == 0) continue;
-                std::uint32_t out = (sum[3] / 4) << 24;
-                for (int k = 0; k < 3; ++k) out |= (sum[k] / sum[3]) << (8 * k);
-                next[static_cast<std::size_t>(y) * static_cast<std::size_t>(nw) +
-                     static_cast<std::size_t>(x)] = out;
-            }
-        level.swap(next);
-        w = nw;
-        h = nh;
-        ++lv;
+    if (t.dirty) {
+        // Gaps between tiles stay transparent (0); every cell's texel is rewritten, then every
+        // level below it.
+        t.levels.assign(1, std::vector<std::uint32_t>(
+                               static_cast<std::size_t>(t.w) * static_cast<std::size_t>(t.h), 0));
+        t.level_size.assign(1, {t.w, t.h});
+        const dim_t numel = pn.numel();
+        for (dim_t c = 0; c < numel; ++c)
+            t.levels[0][t.texel[static_cast<std::size_t>(c)]] = cell_colour(i, c);
+        for (;;) {
+            const auto [w, h] = t.level_size.back();
+            if (w == 1 && h == 1) break;
+            const int nw = std::max(1, w / 2), nh = std::max(1, h / 2);
+            std::vector<std::uint32_t> next(static_cast<std::size_t>(nw) *
+                                            static_cast<std::size_t>(nh));
+            const std::vector<std::uint32_t>& lower = t.levels.back();
+            for (int y = 0; y < nh; ++y)
+                for (int x = 0; x < nw; ++x)
+                    next[static_cast<std::size_t>(y) * static_cast<std::size_t>(nw) +
+                         static_cast<std::size_t>(x)] = halve_at(lower, w, h, x, y);
+            t.levels.push_back(std::move(next));
+            t.level_size.emplace_back(nw, nh);
+        }
+        for (std::size_t lv = 0; lv < t.levels.size(); ++lv)
+            glTexImage2D(GL_TEXTURE_2D, static_cast<GLint>(lv), GL_RGBA, t.level_size[lv].first,
+                         t.level_size[lv].second, 0, GL_RGBA, GL_UNSIGNED_BYTE,
+                         t.levels[lv].data());
+        glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MAX_LEVEL,
+                        static_cast<GLint>(t.levels.size()) - 1);
+        t.dirty = false;
+        t.changed.clear();
+        return;
     }
-    glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MAX_LEVEL, lv);
-    t.dirty = false;
+    // A step's change: the changed cells' texels, then their parents level by level, each
+    // row's changed span uploaded on its own (a step's cells lie in a few rows).
+    std::vector<std::uint32_t> at;  // texel indices changed at the current level
+    at.reserve(t.changed.size());
+    for (const dim_t c : t.changed) {
+        const std::uint32_t k = t.texel[static_cast<std::size_t>(c)];
+        t.levels[0][k] = cell_colour(i, c);
+        at.push_back(k);
+    }
+    t.changed.clear();
+    for (std::size_t lv = 0;; ++lv) {
+        const int w = t.level_size[lv].first;
+        std::sort(at.begin(), at.end());
+        at.erase(std::unique(at.begin(), at.end()), at.end());
+        for (std::size_t a = 0; a < at.size();) {
+            const std::uint32_t row = at[a] / static_cast<std::uint32_t>(w);
+            std::size_t b = a;
+            while (b + 1 < at.size() && at[b + 1] / static_cast<std::uint32_t>(w) == row) ++b;
+            const std::uint32_t x0 = at[a] % static_cast<std::uint32_t>(w),
+                                x1 = at[b] % static_cast<std::uint32_t>(w);
+            glTexSubImage2D(GL_TEXTURE_2D, static_cast<GLint>(lv), static_cast<GLint>(x0),
+                            static_cast<GLint>(row), static_cast<GLsizei>(x1 - x0 + 1), 1, GL_RGBA,
+                            GL_UNSIGNED_BYTE, t.levels[lv].data() + at[a]);
+            a = b + 1;
+        }
+        if (lv + 1 >= t.levels.size()) break;
+        const auto [nw, nh] = t.level_size[lv + 1];
+        const int h = t.level_size[lv].second;
+        for (std::uint32_t& k : at) {
+            const int x = std::min(nw - 1, static_cast<int>(k % static_cast<std::uint32_t>(w)) / 2),
+                      y = std::min(nh - 1, static_cast<int>(k / static_cast<std::uint32_t>(w)) / 2);
+            k = static_cast<std::uint32_t>(y * nw + x);
+        }
+        std::sort(at.begin(), at.end());
+        at.erase(std::unique(at.begin(), at.end()), at.end());
+        for (const std::uint32_t k : at)
+            t.levels[lv + 1][k] =
+                halve_at(t.levels[lv], w, h, static_cast<int>(k % static_cast<std::uint32_t>(nw)),
+                         static_cast<int>(k / static_cast<std::uint32_t>(nw)));
+    }
 }
 
 namespace {
@@ -2329,6 +2423,7 @@ FrameReport shot_in(Window& w, const ShotOptions& o) {
     rep.readable = a.read.ok;
     rep.text_px = a.read.text_px;
     rep.followed = a.s.follow;
+    if (a.s.request.view == "timings") rep.timings_status = timings_status(*a.timings);
     if (!o.out.empty()) {
         a.ex.png = o.out;
         render_frame(a, 0.0);

@@ -81,6 +81,7 @@ struct FrameReport {
     float text_px = 0;
     bool followed = false;
     bool readable_ok() const { return readable == must_read; }
+    std::string timings_status;  // the Timings panel's status line, for a timings view
     bool fits() const { return drawn_w <= canvas_w + 0.5f && drawn_h <= canvas_h + 0.5f; }
 };
 

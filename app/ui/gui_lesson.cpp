@@ -123,6 +123,7 @@ void LessonUi::start_timings(bool wait) {
                        std::to_string(player.step() + 1);
     run.algos = s.compare;
     run.chart = s.chart;
+    run.reference = app::lesson_reference_file(player.file());
     run.source = "lesson " + std::filesystem::path(player.file()).stem().string() + ", step " +
                  std::to_string(player.step() + 1);
     try {

@@ -60,6 +60,12 @@ struct TimingsPanel {
     // The lesson step whose run the panel shows: the controls then describe that run (its layer
     // and algorithms, not the shape set's) until the user goes back to the shape set or runs it.
     std::optional<app::TimingsLessonRun> lesson;
+    // The results shipped with that lesson (TimingsLessonRun::reference), drawn beside its run.
+    std::optional<bench::Results> reference;
+    // The view is short (a projector's 720 lines under a lesson's narration): a lesson run's
+    // controls go on one row and the chart's subtitle on one line, so that the chart keeps
+    // room for its bars ("window too small for the chart" before).
+    bool compact = false;
 
     TimingsPanel() {
         sets = app::shape_sets(shapes_dir);
@@ -116,7 +122,10 @@ struct TimingsPanel {
             charts.clear();
             if (snap.results && !snap.results->layers.empty()) {
                 try {
-                    charts = charts::standard_charts(*snap.results);
+                    charts = charts::standard_charts(
+                        lesson && reference
+                            ? app::with_reference(*snap.results, *reference, lesson->algos)
+                            : *snap.results);
                 } catch (const std::exception& e) {
                     say(std::string("charts: ") + e.what(), true);
                 }
@@ -142,15 +151,12 @@ struct TimingsPanel {
             if (!snap.error.empty())
                 say("run failed: " + snap.error, true);
             else if (snap.results)
-                say(std::string(snap.cancelled ? "cancelled after " : "finished: ") +
-                        std::to_string(snap.results->rows.size()) + " measurements in " +
-                        std::to_string(static_cast<int>(std::lround(snap.seconds))) + " s, " +
-                        (snap.results->failed() == 0
-                             ? std::string("all verified")
-                             : std::to_string(snap.results->failed()) +
-                                   " FAILED verification or did not run (marked FAIL, not "
-                                   "plotted)"),
-                    snap.results->failed() > 0);
+                say(app::run_summary(
+                        lesson && reference
+                            ? app::with_reference(*snap.results, *reference, lesson->algos)
+                            : *snap.results,
+                        snap.seconds, snap.cancelled),
+                    snap.results->failed() > 0 || snap.results->noisy() > 0);
         }
         was_running = snap.running;
     }
@@ -205,13 +211,25 @@ void start_lesson_timings(TimingsPanel& P, const app::TimingsLessonRun& l, bool 
     }
     if (!P.run.start(std::move(cfg))) throw Error("timings: a run is still under way");
     P.lesson = l;
+    P.reference.reset();
     P.was_running = true;
     P.say("", false);
+    if (!l.reference.empty()) {
+        try {
+            P.reference = app::load_results(l.reference);
+        } catch (const std::exception& e) {
+            P.say(std::string("reference not shown: ") + e.what(), true);
+        }
+    }
     P.wanted_chart = l.chart;
     P.picked = false;
     P.built = ~std::uint64_t{0};
     if (wait) P.run.wait();
     P.update();
+}
+
+std::string timings_status(const TimingsPanel& p) {
+    return p.message;
 }
 
 bool timings_busy(const TimingsPanel& p) {
@@ -356,10 +374,21 @@ void lesson_controls(TimingsPanel& P, const TimingsStyle& st) {
     for (const std::string& a : l.algos) algos += (algos.empty() ? "" : ", ") + a;
     Problem layer = l.problem;
     layer.name.clear();  // the charts' label of the layer; the descriptor alone here
-    const std::string what = "This run is " + l.source + "'s: one layer, " + to_descriptor(layer) +
-                             ", by " + (algos.empty() ? std::string("every algorithm") : algos) +
-                             " (quick timing, each result verified first).";
+    const std::string what =
+        "This run is " + l.source + "'s: one layer, " + to_descriptor(layer) + ", by " +
+        (algos.empty() ? std::string("every algorithm") : algos) +
+        " (2 warm-ups, then runs filling 0.2 s, the passes in alternating rounds; each result "
+        "verified first).";
     ImGui::PushStyleColor(ImGuiCol_Text, ImGui::ColorConvertU32ToFloat4(st.good));
+    if (P.compact) {
+        // One line, the whole on hover; the threads, the peer and the way back to the shape set
+        // are in the full-size view.
+        ImFont* f = ImGui::GetFont();
+        ImGui::TextUnformatted(fit_text(f, fs, what, ImGui::GetContentRegionAvail().x).c_str());
+        if (ImGui::IsItemHovered()) ImGui::SetTooltip("%s", what.c_str());
+        ImGui::PopStyleColor();
+        return;
+    }
     ImGui::TextWrapped("%s", what.c_str());
     ImGui::PopStyleColor();
     ImGui::BeginDisabled(busy);
@@ -474,14 +503,20 @@ void run_row(TimingsPanel& P, const TimingsStyle& st) {
                                     : (sn.finished && !sn.cancelled ? 1.0f : 0.0f);
     char overlay[64];
     std::snprintf(overlay, sizeof overlay, "%zu / %zu measurements", sn.done, sn.total);
-    ImGui::ProgressBar(frac, ImVec2(fs * 16, 0), sn.total > 0 ? overlay : "");
+    ImGui::ProgressBar(frac, ImVec2(fs * (P.compact ? 11 : 16), 0), sn.total > 0 ? overlay : "");
+    // The outcome on a line of its own, wrapped: it names the ratios and, for a noisy run,
+    // says so (cut at the window's edge, that was lost).
+    if (!busy && !P.message.empty()) {
+        ImGui::PushStyleColor(ImGuiCol_Text,
+                              ImGui::ColorConvertU32ToFloat4(P.message_error ? st.bad : st.good));
+        ImGui::TextWrapped("%s", P.message.c_str());
+        ImGui::PopStyleColor();
+        return;
+    }
     ImGui::SameLine();
     if (busy)
         ImGui::Text("%s  (%.0f s, on a worker thread)",
                     sn.total == 0 ? "measuring the fp32 peak ..." : sn.what.c_str(), sn.seconds);
-    else if (!P.message.empty())
-        ImGui::TextColored(ImGui::ColorConvertU32ToFloat4(P.message_error ? st.bad : st.good), "%s",
-                           P.message.c_str());
     else if (!sn.results)
         ImGui::TextDisabled("not run yet");
 }
@@ -493,21 +528,27 @@ struct ChartLayout {
     float pad = 0, title_fs = 0, sub_fs = 0, tick_fs = 0;
     float subtitle_y = 0, legend_w = 0, label_h = 0, label_w = 0;
     bool slot_labels = false;
-    bool flat_labels = false;  // category labels level: each fits its slot's width
+    bool flat_labels = false;        // category labels level: each fits its slot's width
+    bool one_line_subtitle = false;  // the subtitle cut to one line (a short view)
     app::PlotRect plot;
 };
 
 constexpr float kLabelAngle = -55.0f * 3.14159265f / 180.0f;
 
-ChartLayout layout_chart(const charts::Chart& c, ImFont* f, ImVec2 a, ImVec2 b, float fs) {
+ChartLayout layout_chart(const charts::Chart& c, ImFont* f, ImVec2 a, ImVec2 b, float fs,
+                         bool one_line_subtitle = false) {
     ChartLayout L;
-    L.pad = fs * 0.7f;
-    L.title_fs = fs * 1.15f;
+    L.one_line_subtitle = one_line_subtitle;
+    L.pad = fs * (one_line_subtitle ? 0.5f : 0.7f);
+    L.title_fs = fs * (one_line_subtitle ? 1.0f : 1.15f);
     L.sub_fs = fs * 0.78f;
     L.tick_fs = fs * 0.72f;
     const float W = b.x - a.x;
     L.subtitle_y = a.y + L.pad + L.title_fs * 1.2f;
-    const float top = L.subtitle_y + text_h(f, L.sub_fs, c.subtitle, W - 2 * L.pad) + fs * 0.6f;
+    const float top =
+        L.subtitle_y +
+        (one_line_subtitle ? L.sub_fs * 1.2f : text_h(f, L.sub_fs, c.subtitle, W - 2 * L.pad)) +
+        fs * 0.6f;
     float tick_w = 0;
     for (const charts::Tick& t : c.y.ticks)
         tick_w = std::max(tick_w, text_w(f, L.tick_fs, t.label));
@@ -534,8 +575,10 @@ ChartLayout layout_chart(const charts::Chart& c, ImFont* f, ImVec2 a, ImVec2 b, 
     return L;
 }
 
+// Room for the bars: four lines of the font high (three in a short view, where a lesson's one
+// layer still reads), six wide.
 bool drawable(const ChartLayout& L, float fs) {
-    return L.plot.height() >= fs * 4 && L.plot.width() >= fs * 6;
+    return L.plot.height() >= fs * (L.one_line_subtitle ? 3 : 4) && L.plot.width() >= fs * 6;
 }
 
 // Draws chart c into the card [a, b], the hovered mark outlined.
@@ -553,8 +596,12 @@ void draw_chart(const charts::Chart& c, const ChartLayout& L, ImDrawList* dl, Im
         dl->AddText(f, sub_fs, ImVec2(b.x - pad - text_w(f, sub_fs, tag), a.y + pad), kFail,
                     tag.c_str());
     }
-    dl->AddText(f, sub_fs, ImVec2(a.x + pad, L.subtitle_y), kSoftInk, c.subtitle.c_str(), nullptr,
-                W - 2 * pad);
+    if (L.one_line_subtitle)
+        dl->AddText(f, sub_fs, ImVec2(a.x + pad, L.subtitle_y), kSoftInk,
+                    fit_text(f, sub_fs, c.subtitle, W - 2 * pad).c_str());
+    else
+        dl->AddText(f, sub_fs, ImVec2(a.x + pad, L.subtitle_y), kSoftInk, c.subtitle.c_str(),
+                    nullptr, W - 2 * pad);
     const app::PlotRect& P = L.plot;
     if (!drawable(L, fs)) {
         dl->AddText(f, fs, ImVec2(a.x + pad, P.top), kSoftInk, "(window too small for the chart)");
@@ -842,11 +889,15 @@ void draw_timings(TimingsPanel& P, const TimingsStyle& st) {
     P.update();
     ImFont* f = st.font ? st.font : ImGui::GetFont();
     const float fs = ImGui::GetFontSize();
-    ImGui::PushStyleColor(ImGuiCol_Text, st.text);
-    ImGui::SetWindowFontScale(1.15f);
-    ImGui::TextUnformatted("Timings: measured time of every step, each measurement verified");
-    ImGui::SetWindowFontScale(1.0f);
-    ImGui::PopStyleColor();
+    // (A 1024x768 window under a lesson's narration leaves it 25 lines.)
+    P.compact = ImGui::GetContentRegionAvail().y < fs * 30;
+    if (!(P.compact && P.lesson)) {  // a lesson's run says what it is on its own line
+        ImGui::PushStyleColor(ImGuiCol_Text, st.text);
+        ImGui::SetWindowFontScale(1.15f);
+        ImGui::TextUnformatted("Timings: measured time of every step, each measurement verified");
+        ImGui::SetWindowFontScale(1.0f);
+        ImGui::PopStyleColor();
+    }
     controls(P, st);
     ImGui::Separator();
     // Tabs: one per chart. Where they do not fit (a 1024 x 768 window) they scroll, whole,
@@ -912,7 +963,7 @@ void draw_timings(TimingsPanel& P, const TimingsStyle& st) {
         dl->AddText(f, fs, ImVec2(a.x + fs, a.y + fs), kInk, t.c_str(), nullptr, avail.x - 2 * fs);
     } else {
         // Hover: the shot's forced mark, or the mark under the mouse.
-        const ChartLayout L = layout_chart(*c, f, a, b, fs);
+        const ChartLayout L = layout_chart(*c, f, a, b, fs, P.compact);
         std::optional<std::pair<std::size_t, std::size_t>> hov;
         const ImVec2 mouse = ImGui::GetIO().MousePos;
         const bool forced = P.forced_series >= 0 &&

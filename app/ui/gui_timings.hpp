@@ -34,6 +34,9 @@ bool timings_busy(const TimingsPanel& p);
 // one on the worker thread; the charts fill in as results arrive, showing run.chart once it is
 // one of them. wait: block until it ends (shots). Throws Error naming what is wrong.
 void start_lesson_timings(TimingsPanel& p, const app::TimingsLessonRun& run, bool wait);
+// The panel's status line: how the last run ended (run_summary: verified, ratios, noisy), or
+// the last action's outcome; "" when there is none.
+std::string timings_status(const TimingsPanel& p);
 // Asks the run under way to stop after its current measurement (never blocks).
 void cancel_timings(TimingsPanel& p);
 // The panel of the app's window (the most recently made one that is still alive; null when

@@ -7,11 +7,15 @@
 //   [SECTION] step state and hover linking
 #include "ui/model.hpp"
 
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <limits>
+#include <new>
 #include <numeric>
 #include <set>
 
@@ -133,11 +137,21 @@ std::vector<Role> wei_roles(const Shape& s) {
 
 // NC1HWC0-like physical shapes (n, [d,] c1, [h,] w, c0): one tile per (n, d, c1), the spatial
 // positions as rows and the C0 lanes as columns.
+// Beyond 4096 positions (64 x 64) the columns of w go across too, each w a group of C0 lanes: a
+// ResNet-50 stem's 224 x 224 positions as one column of rows was 50176 cells tall, past what a
+// texture holds and a canvas fits (conv1's fractal and tnc views drew nothing).
 std::vector<Role> blocked_act_roles(const Shape& s) {
     std::vector<Role> r(s.dims.size(), Role::TileX);
     r[0] = Role::TileY;
+    dim_t positions = 1;
     for (std::size_t i = 0; i < s.dims.size(); ++i)
-        if (s.names[i] == "h" || s.names[i] == "w") r[i] = Role::Row;
+        if (s.names[i] == "h" || s.names[i] == "w") {
+            r[i] = Role::Row;
+            positions *= s.dims[i];
+        }
+    if (positions > 4096)
+        for (std::size_t i = 0; i < s.dims.size(); ++i)
+            if (s.names[i] == "w") r[i] = Role::Col;
     r.back() = Role::Col;
     return r;
 }
@@ -645,6 +659,23 @@ void arrange_view(ViewModel& v, const CanvasGuess& c) {
 
 // [SECTION] links
 
+void* allocate_table(std::size_t bytes) {
+    constexpr std::size_t kHuge = std::size_t{2} << 20;
+    if (bytes < 2 * kHuge) {
+        if (void* p = std::malloc(std::max<std::size_t>(bytes, 1))) return p;
+        throw std::bad_alloc();
+    }
+    const std::size_t size = (bytes + kHuge - 1) / kHuge * kHuge;
+    void* p = std::aligned_alloc(kHuge, size);
+    if (!p) throw std::bad_alloc();
+    ::madvise(p, size, MADV_HUGEPAGE);  // a hint: without it, 4 KiB pages
+    return p;
+}
+
+void free_table(void* p) noexcept {
+    std::free(p);
+}
+
 dim_t Link::num_steps(Granularity g) const {
     return walk_num_steps(g, static_cast<dim_t>(order.size()), line_len, mid_len);
 }
@@ -693,21 +724,22 @@ Link make_link(std::shared_ptr<const IndexMap> map, int src, int dst,
     l.step_of.resize(static_cast<std::size_t>(n));
     l.image.resize(static_cast<std::size_t>(n));
     const bool gather = map->kind() == IndexMap::Kind::Gather;
-    // One Line step at a time: the pairs come in the map's own enumeration order.
-    const dim_t lines = map->num_steps(Granularity::Line);
+    // The whole walk in one call (the map's own enumeration order, as its steps cut it),
+    // reporting its progress every 64 Ki pairs.
     dim_t e = 0;
-    for (dim_t s = 0; s < lines; ++s) {
-        map->for_each_in_step(Granularity::Line, s, [&](dim_t sl, dim_t dl) {
+    if (n > 0)
+        map->for_each_in_step(Granularity::Whole, 0, [&](dim_t sl, dim_t dl) {
             const dim_t d = gather ? dl : sl;
             const dim_t img = gather ? sl : dl;
-            l.order[static_cast<std::size_t>(e)] = d;
-            l.step_of[static_cast<std::size_t>(d)] = e;
-            l.image[static_cast<std::size_t>(d)] = img;
+            if (e < n && d >= 0 && d < n) {
+                l.order[static_cast<std::size_t>(e)] = static_cast<LinkIndex>(d);
+                l.step_of[static_cast<std::size_t>(d)] = static_cast<LinkIndex>(e);
+                l.image[static_cast<std::size_t>(d)] = static_cast<LinkIndex>(img);
+            }
             ++e;
+            if (progress && (e & 0xffff) == 0)
+                progress->store(static_cast<float>(e) / static_cast<float>(n));
         });
-        if (progress && (s & 255) == 0)
-            progress->store(static_cast<float>(s) / static_cast<float>(lines));
-    }
     if (e != n)
         throw Error("map " + l.name + ": enumeration gave " + std::to_string(e) + " pairs for " +
                     std::to_string(n) + " domain elements");
@@ -718,10 +750,14 @@ Link make_link(std::shared_ptr<const IndexMap> map, int src, int dst,
             ++l.inv_start[static_cast<std::size_t>(img) + 1];
     std::partial_sum(l.inv_start.begin(), l.inv_start.end(), l.inv_start.begin());
     l.inv_items.resize(static_cast<std::size_t>(l.inv_start.back()));
-    std::vector<dim_t> fill(l.inv_start.begin(), l.inv_start.end() - 1);
+    // Filled with inv_start[img] as the cursor of img's list (it ends where img + 1's list
+    // starts), then shifted up by one place, back to the starts.
     for (dim_t d = 0; d < n; ++d)
         if (const dim_t img = l.image[static_cast<std::size_t>(d)]; img >= 0)
-            l.inv_items[static_cast<std::size_t>(fill[static_cast<std::size_t>(img)]++)] = d;
+            l.inv_items[static_cast<std::size_t>(l.inv_start[static_cast<std::size_t>(img)]++)] =
+                static_cast<LinkIndex>(d);
+    for (std::size_t k = l.inv_start.size() - 1; k > 0; --k) l.inv_start[k] = l.inv_start[k - 1];
+    l.inv_start[0] = 0;
     l.map = std::move(map);
     if (progress) progress->store(1.0f);
     return l;
@@ -783,6 +819,15 @@ struct Builder {
         return make_data(s.numel(), r.data, r.seed, salt);
     }
 };
+
+// The engine algorithm a view's result is checked against: the direct loops on a lesson's
+// layer, a GEMM-based one (not the view's own) past 50 MFLOP (the direct loops took seconds of a
+// ResNet-50 layer's build, longer than the rest of it).
+const char* check_algorithm(const Problem& p, Pass pass) {
+    if (p.flops() <= 5e7) return "direct";
+    // (Another algorithm than the views': dW is computed by im2col_gemm.)
+    return pass == Pass::BackwardData ? "col2im" : "implicit_gemm";
+}
 
 // The generic formula: the hovered cell, its value, and for every link its partner(s).
 std::string generic_formula(const ViewModel& v, int panel, dim_t linear, DataKind d) {
@@ -1053,9 +1098,11 @@ void build_col2im(Builder& b) {
         }
     };
     b.v.relations.push_back(std::move(rel));
-    const Tensor ref = backward_data(p, to_tensor(dy, ys.dims), to_tensor(w, ws.dims), "direct");
-    b.v.check = check_line("dX after the last step equals the engine's backward_data (direct)",
-                           max_abs_diff(dx, from_tensor(ref)));
+    const char* ref_algo = check_algorithm(p, Pass::BackwardData);
+    const Tensor ref = backward_data(p, to_tensor(dy, ys.dims), to_tensor(w, ws.dims), ref_algo);
+    b.v.check = check_line(
+        "dX after the last step equals the engine's backward_data (" + std::string(ref_algo) + ")",
+        max_abs_diff(dx, from_tensor(ref)));
     b.v.caption =
         "col2im (backward data): B* = W^T dY, then every column of B* is added back into dX; "
         "cells show running sums and, small, how many contributions they received";
@@ -1120,7 +1167,8 @@ void build_stride(Builder& b) {
     const Shape xs = act_shape(p, false, "c");
     const Tensor dx =
         backward_data(p, to_tensor(dy, ys.dims), to_tensor(w, ws.dims), "via_forward");
-    const Tensor ref = backward_data(p, to_tensor(dy, ys.dims), to_tensor(w, ws.dims), "direct");
+    const char* ref_algo = check_algorithm(p, Pass::BackwardData);
+    const Tensor ref = backward_data(p, to_tensor(dy, ys.dims), to_tensor(w, ws.dims), ref_algo);
     const int xi = b.add(
         make_panel("dX", "dX = conv(P, W'), stride 1", xs, act_roles(xs.rank()), from_tensor(dx)));
     b.link(ms, yi, zi, false);
@@ -1163,10 +1211,9 @@ void build_stride(Builder& b) {
     };
     b.v.relations.push_back(std::move(rel));
     b.v.drivers.push_back({-1, 0});
-    b.v.check = check_line(
-        "dX via forward (Strided, pad with r, FlipRot) equals backward_data "
-        "(direct)",
-        max_abs_diff(from_tensor(dx), from_tensor(ref)));
+    b.v.check = check_line("dX via forward (Strided, pad with r, FlipRot) equals backward_data (" +
+                               std::string(ref_algo) + ")",
+                           max_abs_diff(from_tensor(dx), from_tensor(ref)));
     std::string rs;
     for (int i = 0; i < p.ndims; ++i)
         rs += std::string(i ? ", " : "") + "r_" + p.axis_name(i) + " = " +
@@ -1525,7 +1572,8 @@ void build_weight_grad(Builder& b) {
     const int yi = b.add(std::move(yp));
     const Tensor dw =
         backward_weight(p, to_tensor(x, xs.dims), to_tensor(dy, ys.dims), "im2col_gemm");
-    const Tensor ref = backward_weight(p, to_tensor(x, xs.dims), to_tensor(dy, ys.dims), "direct");
+    const char* ref_algo = check_algorithm(p, Pass::BackwardWeight);
+    const Tensor ref = backward_weight(p, to_tensor(x, xs.dims), to_tensor(dy, ys.dims), ref_algo);
     std::vector<Role> wr(ws.dims.size(), Role::Col);
     wr[0] = Role::Row;
     const int wi =
@@ -1546,8 +1594,9 @@ void build_weight_grad(Builder& b) {
     };
     b.v.relations.push_back(std::move(rel));
     b.v.drivers.push_back({-1, 0});
-    b.v.check = check_line("dW (im2col_gemm) equals the engine's backward_weight (direct)",
-                           max_abs_diff(from_tensor(dw), from_tensor(ref)));
+    b.v.check = check_line(
+        "dW (im2col_gemm) equals the engine's backward_weight (" + std::string(ref_algo) + ")",
+        max_abs_diff(from_tensor(dw), from_tensor(ref)));
     b.v.caption =
         "weight gradient: dW = dY B^T, one row of dY against one row of B per "
         "element, summed over images and output positions";
@@ -1679,13 +1728,15 @@ void propagate(const ViewModel& v, std::vector<std::vector<dim_t>>& cells,
             if (reached[s] == reached[d]) continue;
             const bool forward = reached[s];
             const auto& from = cells[forward ? s : d];
-            std::set<dim_t> out;
+            std::vector<dim_t> out;
             std::size_t n = 0;
             for (dim_t c : from) {
                 if (++n > cap) break;
-                for (dim_t t : forward ? l.destinations_of(c) : l.sources_of(c)) out.insert(t);
+                for (dim_t t : forward ? l.destinations_of(c) : l.sources_of(c)) out.push_back(t);
             }
-            cells[forward ? d : s].assign(out.begin(), out.end());
+            std::sort(out.begin(), out.end());
+            out.erase(std::unique(out.begin(), out.end()), out.end());
+            cells[forward ? d : s] = std::move(out);
             reached[forward ? d : s] = true;
             grew = true;
         }
@@ -1695,20 +1746,24 @@ void propagate(const ViewModel& v, std::vector<std::vector<dim_t>>& cells,
             bool any = false;
             for (int o : rel.operands) any |= !reached[static_cast<std::size_t>(o)];
             if (!any) continue;
-            std::vector<std::set<dim_t>> out(rel.operands.size());
+            std::vector<std::vector<dim_t>> out(rel.operands.size());
             std::vector<std::vector<dim_t>> tmp(rel.operands.size());
-            std::size_t n = 0;
+            std::size_t n = 0, looked = 0;
             for (dim_t c : cells[res]) {
-                if (++n > cap) break;
+                if (++n > cap || looked > cap) break;
                 for (auto& t : tmp) t.clear();
                 rel.fn(c, tmp);
-                for (std::size_t i = 0; i < tmp.size(); ++i)
-                    out[i].insert(tmp[i].begin(), tmp[i].end());
+                for (std::size_t i = 0; i < tmp.size(); ++i) {
+                    out[i].insert(out[i].end(), tmp[i].begin(), tmp[i].end());
+                    looked += tmp[i].size();
+                }
             }
             for (std::size_t i = 0; i < rel.operands.size(); ++i) {
                 const auto o = static_cast<std::size_t>(rel.operands[i]);
                 if (reached[o]) continue;
-                cells[o].assign(out[i].begin(), out[i].end());
+                std::sort(out[i].begin(), out[i].end());
+                out[i].erase(std::unique(out[i].begin(), out[i].end()), out[i].end());
+                cells[o] = std::move(out[i]);
                 reached[o] = true;
                 grew = true;
             }
@@ -1791,28 +1846,151 @@ TitlePlace pin_title(float at_x, float at_y, float text_w, float text_h, const C
     return t;
 }
 
+namespace {
+
+// The element steps [begin, end) driver `drv` runs at `step` over its `n` elements: a driver
+// shorter than the view has finished (all run, nothing current).
+void driver_range(const ViewModel& v, const Driver& drv, Granularity g, dim_t step, dim_t& begin,
+                  dim_t& end, dim_t& n) {
+    if (drv.link >= 0) {
+        const Link& l = v.links[static_cast<std::size_t>(drv.link)];
+        n = static_cast<dim_t>(l.order.size());
+        l.step_range(g, step, begin, end);
+        if (step >= l.num_steps(g)) begin = end = n;
+        return;
+    }
+    const Panel& pr = v.panels[static_cast<std::size_t>(
+        v.relations[static_cast<std::size_t>(drv.relation)].result)];
+    n = pr.numel();
+    walk_step_span(g, step, n, pr.shape.dims.back(), mid_extent(pr), begin, end);
+    if (step >= walk_num_steps(g, n, pr.shape.dims.back(), mid_extent(pr))) begin = end = n;
+}
+
+// The current cells of st.step (and the padding cells they read), flagged kCurrent: the cells
+// the drivers run at the step, and what they read or feed in the panels no driver touches.
+void set_current(const ViewModel& v, StepState& st) {
+    st.current.assign(v.panels.size(), {});
+    for (PanelState& ps : st.panels) ps.current_pads.clear();
+    std::vector<bool> reached(v.panels.size(), false);
+    for (const auto& drv : v.drivers) {
+        dim_t begin = 0, end = 0, n = 0;
+        driver_range(v, drv, st.granularity, st.step, begin, end, n);
+        if (drv.link >= 0) {
+            const Link& l = v.links[static_cast<std::size_t>(drv.link)];
+            const auto si = static_cast<std::size_t>(l.src), di = static_cast<std::size_t>(l.dst);
+            PanelState& ps = st.panels[si];
+            auto& cs = st.current[l.is_gather() ? di : si];
+            auto& co = st.current[l.is_gather() ? si : di];
+            for (dim_t e = begin; e < end; ++e) {
+                const dim_t d = l.order[static_cast<std::size_t>(e)];
+                cs.push_back(d);
+                const dim_t img = l.image[static_cast<std::size_t>(d)];
+                if (img >= 0) {
+                    co.push_back(img);
+                } else if (l.is_gather() && v.zero_source) {
+                    CellPos pos;
+                    if (v.zero_source(v, drv.link, d, pos))
+                        ps.current_pads.push_back({pos.x - v.panels[si].x, pos.y - v.panels[si].y});
+                }
+            }
+            reached[si] = reached[di] = true;
+        } else {
+            const Relation& rel = v.relations[static_cast<std::size_t>(drv.relation)];
+            const auto ri = static_cast<std::size_t>(rel.result);
+            for (dim_t d = begin; d < end; ++d) st.current[ri].push_back(d);
+            reached[ri] = true;
+            // Operands: what the current result cells read, bounded (the Whole of a big view; a
+            // Line of a ResNet-50 stem's dX reads 224 x 3136 cells of each operand, a second
+            // of set inserts a step): at most 4096 result cells and 64 Ki operand cells.
+            std::vector<std::vector<dim_t>> tmp(rel.operands.size());
+            std::size_t budget = std::size_t{1} << 16;
+            dim_t k = 0;
+            for (dim_t d = begin; d < end && k < 4096 && budget > 0; ++d, ++k) {
+                for (auto& t : tmp) t.clear();
+                rel.fn(d, tmp);
+                for (std::size_t i = 0; i < tmp.size(); ++i) {
+                    const auto o = static_cast<std::size_t>(rel.operands[i]);
+                    st.current[o].insert(st.current[o].end(), tmp[i].begin(), tmp[i].end());
+                    budget -= std::min(budget, tmp[i].size());
+                }
+            }
+            for (const int o : rel.operands) reached[static_cast<std::size_t>(o)] = true;
+        }
+    }
+    for (auto& c : st.current) {
+        std::sort(c.begin(), c.end());
+        c.erase(std::unique(c.begin(), c.end()), c.end());
+    }
+    // Panels no driver touches light what the current cells read or feed.
+    std::vector<bool> reach(v.panels.size());
+    for (std::size_t i = 0; i < v.panels.size(); ++i) reach[i] = !st.current[i].empty();
+    propagate(v, st.current, reach, 1 << 16);
+    for (std::size_t i = 0; i < v.panels.size(); ++i)
+        for (dim_t c : st.current[i]) st.panels[i].flags[static_cast<std::size_t>(c)] |= kCurrent;
+}
+
+// A reduce link's destination cell `img` after element steps [0, end): the sum of its sources
+// run so far, added in the order compute_step adds them (ascending source), and their count.
+void reduce_cell(const ViewModel& v, const Link& l, dim_t img, dim_t end, PanelState& pd) {
+    const auto& sv = v.panels[static_cast<std::size_t>(l.src)].values;
+    float sum = 0.0f;
+    std::int32_t count = 0;
+    for (dim_t i = l.inv_start[static_cast<std::size_t>(img)];
+         i < l.inv_start[static_cast<std::size_t>(img) + 1]; ++i) {
+        const dim_t d = l.inv_items[static_cast<std::size_t>(i)];
+        if (l.step_of[static_cast<std::size_t>(d)] >= end) continue;
+        sum += sv[static_cast<std::size_t>(d)];
+        ++count;
+    }
+    const auto iu = static_cast<std::size_t>(img);
+    pd.shown[iu] = sum;
+    pd.count[iu] = count;
+    if (count == 0)
+        pd.flags[iu] |= kPending;
+    else
+        pd.flags[iu] &= static_cast<std::uint8_t>(~kPending);
+}
+
+// No panel is written by two drivers (a gather's or a reduce's destination, a relation's
+// result) or consumed by two reduces (their kDone): a step's change then reaches each cell's
+// value and flag through one driver only, and advance_step may update it in place.
+bool drivers_disjoint(const ViewModel& v) {
+    std::vector<int> writes(v.panels.size(), 0), consumes(v.panels.size(), 0);
+    for (const auto& drv : v.drivers) {
+        if (drv.link >= 0) {
+            const Link& l = v.links[static_cast<std::size_t>(drv.link)];
+            ++writes[static_cast<std::size_t>(l.dst)];
+            if (!l.is_gather()) ++consumes[static_cast<std::size_t>(l.src)];
+        } else {
+            ++writes[static_cast<std::size_t>(
+                v.relations[static_cast<std::size_t>(drv.relation)].result)];
+        }
+    }
+    for (std::size_t i = 0; i < v.panels.size(); ++i)
+        if (writes[i] > 1 || consumes[i] > 1) return false;
+    return true;
+}
+
+}  // namespace
+
 StepState compute_step(const ViewModel& v, Granularity g, dim_t step) {
     StepState st;
     st.step = step;
     st.granularity = g;
+    st.model = &v;
     st.panels.resize(v.panels.size());
-    st.current.assign(v.panels.size(), {});
-    std::vector<bool> reached(v.panels.size(), false);
     for (std::size_t i = 0; i < v.panels.size(); ++i) {
         st.panels[i].shown = v.panels[i].values;
         st.panels[i].flags.assign(v.panels[i].values.size(), 0);
     }
     for (const auto& drv : v.drivers) {
+        dim_t begin = 0, end = 0, n = 0;
+        driver_range(v, drv, g, step, begin, end, n);
         if (drv.link >= 0) {
             const Link& l = v.links[static_cast<std::size_t>(drv.link)];
-            dim_t begin = 0, end = 0;
-            l.step_range(g, step, begin, end);
             const auto si = static_cast<std::size_t>(l.src), di = static_cast<std::size_t>(l.dst);
             PanelState& ps = st.panels[si];
             PanelState& pd = st.panels[di];
-            const auto n = static_cast<dim_t>(l.order.size());
-            // A driver shorter than the view has finished: all written, nothing current.
-            if (step >= l.num_steps(g)) begin = end = n;
             if (l.is_gather()) {
                 // Destinations appear once their step has run.
                 for (dim_t d = 0; d < n; ++d)
@@ -1836,66 +2014,108 @@ StepState compute_step(const ViewModel& v, Granularity g, dim_t step) {
                 for (std::size_t i = 0; i < pd.shown.size(); ++i)
                     if (pd.count[i] == 0) pd.flags[i] |= kPending;
             }
-            auto& cs = st.current[l.is_gather() ? di : si];
-            auto& co = st.current[l.is_gather() ? si : di];
-            for (dim_t e = begin; e < end; ++e) {
-                const dim_t d = l.order[static_cast<std::size_t>(e)];
-                cs.push_back(d);
-                const dim_t img = l.image[static_cast<std::size_t>(d)];
-                if (img >= 0) {
-                    co.push_back(img);
-                } else if (l.is_gather() && v.zero_source) {
-                    CellPos pos;
-                    if (v.zero_source(v, drv.link, d, pos))
-                        ps.current_pads.push_back({pos.x - v.panels[si].x, pos.y - v.panels[si].y});
-                }
-            }
-            reached[si] = reached[di] = true;
         } else {
             const Relation& rel = v.relations[static_cast<std::size_t>(drv.relation)];
             const auto ri = static_cast<std::size_t>(rel.result);
-            const dim_t n = v.panels[ri].numel();
-            dim_t begin = 0, end = 0;
-            walk_step_span(g, step, n, v.panels[ri].shape.dims.back(), mid_extent(v.panels[ri]),
-                           begin, end);
-            if (step >=
-                walk_num_steps(g, n, v.panels[ri].shape.dims.back(), mid_extent(v.panels[ri])))
-                begin = end = n;
             for (dim_t d = end; d < n; ++d) {
                 st.panels[ri].flags[static_cast<std::size_t>(d)] |= kPending;
                 st.panels[ri].shown[static_cast<std::size_t>(d)] = NAN;
             }
-            for (dim_t d = begin; d < end; ++d) st.current[ri].push_back(d);
-            reached[ri] = true;
-            // Operands: what the current result cells read (bounded for Whole on big views).
-            std::vector<std::set<dim_t>> out(rel.operands.size());
-            std::vector<std::vector<dim_t>> tmp(rel.operands.size());
-            dim_t k = 0;
-            for (dim_t d = begin; d < end && k < 4096; ++d, ++k) {
-                for (auto& t : tmp) t.clear();
-                rel.fn(d, tmp);
-                for (std::size_t i = 0; i < tmp.size(); ++i)
-                    out[i].insert(tmp[i].begin(), tmp[i].end());
+        }
+    }
+    set_current(v, st);
+    return st;
+}
+
+bool advance_step(const ViewModel& v, StepState& st, Granularity g, dim_t step,
+                  std::vector<std::vector<dim_t>>& changed) {
+    changed.assign(v.panels.size(), {});
+    if (st.model != &v || st.granularity != g || st.panels.size() != v.panels.size() ||
+        !drivers_disjoint(v)) {
+        st = compute_step(v, g, step);
+        return false;
+    }
+    if (step == st.step) return true;
+    // The current cells of the old step lose their flag (and are redrawn).
+    for (std::size_t i = 0; i < v.panels.size(); ++i)
+        for (const dim_t c : st.current[i]) {
+            st.panels[i].flags[static_cast<std::size_t>(c)] &= static_cast<std::uint8_t>(~kCurrent);
+            changed[i].push_back(c);
+        }
+    for (const auto& drv : v.drivers) {
+        dim_t b0 = 0, e0 = 0, b1 = 0, e1 = 0, n = 0;
+        driver_range(v, drv, g, st.step, b0, e0, n);
+        driver_range(v, drv, g, step, b1, e1, n);
+        const dim_t lo = std::min(e0, e1), hi = std::max(e0, e1);
+        if (drv.link >= 0) {
+            const Link& l = v.links[static_cast<std::size_t>(drv.link)];
+            const auto si = static_cast<std::size_t>(l.src), di = static_cast<std::size_t>(l.dst);
+            PanelState& ps = st.panels[si];
+            PanelState& pd = st.panels[di];
+            if (l.is_gather()) {
+                // The destinations of element steps [lo, hi) appear (forward) or go (back).
+                const auto& dv = v.panels[di].values;
+                for (dim_t e = lo; e < hi; ++e) {
+                    const auto d = static_cast<std::size_t>(l.order[static_cast<std::size_t>(e)]);
+                    if (e1 > e0) {
+                        pd.flags[d] &= static_cast<std::uint8_t>(~kPending);
+                        pd.shown[d] = dv[d];
+                    } else {
+                        pd.flags[d] |= kPending;
+                        pd.shown[d] = NAN;
+                    }
+                    changed[di].push_back(static_cast<dim_t>(d));
+                }
+            } else {
+                // Sources consumed before the step's begin; each destination whose sources
+                // changed is summed again from its own sources.
+                for (dim_t e = std::min(b0, b1); e < std::max(b0, b1); ++e) {
+                    const auto d = static_cast<std::size_t>(l.order[static_cast<std::size_t>(e)]);
+                    if (b1 > b0)
+                        ps.flags[d] |= kDone;
+                    else
+                        ps.flags[d] &= static_cast<std::uint8_t>(~kDone);
+                    changed[si].push_back(static_cast<dim_t>(d));
+                }
+                std::vector<dim_t> imgs;
+                for (dim_t e = lo; e < hi; ++e) {
+                    const dim_t img =
+                        l.image[static_cast<std::size_t>(l.order[static_cast<std::size_t>(e)])];
+                    if (img >= 0) imgs.push_back(img);
+                }
+                std::sort(imgs.begin(), imgs.end());
+                imgs.erase(std::unique(imgs.begin(), imgs.end()), imgs.end());
+                for (const dim_t img : imgs) {
+                    reduce_cell(v, l, img, e1, pd);
+                    changed[di].push_back(img);
+                }
             }
-            for (std::size_t i = 0; i < rel.operands.size(); ++i) {
-                const auto o = static_cast<std::size_t>(rel.operands[i]);
-                st.current[o].insert(st.current[o].end(), out[i].begin(), out[i].end());
-                reached[o] = true;
+        } else {
+            const auto ri = static_cast<std::size_t>(
+                v.relations[static_cast<std::size_t>(drv.relation)].result);
+            const auto& rv = v.panels[ri].values;
+            PanelState& pr = st.panels[ri];
+            for (dim_t d = lo; d < hi; ++d) {
+                const auto du = static_cast<std::size_t>(d);
+                if (e1 > e0) {
+                    pr.flags[du] &= static_cast<std::uint8_t>(~kPending);
+                    pr.shown[du] = rv[du];
+                } else {
+                    pr.flags[du] |= kPending;
+                    pr.shown[du] = NAN;
+                }
+                changed[ri].push_back(d);
             }
         }
     }
-    for (auto& c : st.current) {
-        std::sort(c.begin(), c.end());
-        c.erase(std::unique(c.begin(), c.end()), c.end());
+    st.step = step;
+    set_current(v, st);
+    for (std::size_t i = 0; i < v.panels.size(); ++i) {
+        changed[i].insert(changed[i].end(), st.current[i].begin(), st.current[i].end());
+        std::sort(changed[i].begin(), changed[i].end());
+        changed[i].erase(std::unique(changed[i].begin(), changed[i].end()), changed[i].end());
     }
-    // Panels no driver touches light what the current cells read or feed.
-    std::vector<bool> seeded(v.panels.size());
-    for (std::size_t i = 0; i < v.panels.size(); ++i) seeded[i] = !st.current[i].empty();
-    std::vector<bool> reach = seeded;
-    propagate(v, st.current, reach, 1 << 16);
-    for (std::size_t i = 0; i < v.panels.size(); ++i)
-        for (dim_t c : st.current[i]) st.panels[i].flags[static_cast<std::size_t>(c)] |= kCurrent;
-    return st;
+    return true;
 }
 
 std::vector<std::vector<dim_t>> linked_cells(const ViewModel& v, int panel, dim_t linear) {

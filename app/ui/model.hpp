@@ -11,10 +11,12 @@
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "convlab/index_map.hpp"
@@ -90,6 +92,44 @@ dim_t hit_test(const Panel& p, double x, double y);
 
 // [SECTION] links
 
+// Memory for a table of `bytes`; from 4 MiB on in 2 MiB-aligned blocks the kernel is asked to
+// back with huge pages (a view's tables of tens of megabytes otherwise took one page fault
+// every 4 KiB, most of the time of building it on a virtual machine). Freed by free_table.
+void* allocate_table(std::size_t bytes);
+void free_table(void* p) noexcept;
+
+// An allocator whose resize leaves new elements uninitialized (a link's tables of millions of
+// entries are written in full right after, and zeroing them first cost as much again: the
+// pages were touched twice), its memory from allocate_table.
+template <class T>
+struct UninitAlloc {
+    using value_type = T;
+    template <class U>
+    struct rebind {
+        using other = UninitAlloc<U>;
+    };
+    UninitAlloc() = default;
+    template <class U>
+    UninitAlloc(const UninitAlloc<U>&) noexcept {}
+    T* allocate(std::size_t n) { return static_cast<T*>(allocate_table(n * sizeof(T))); }
+    void deallocate(T* p, std::size_t) noexcept { free_table(p); }
+    template <class U>
+    bool operator==(const UninitAlloc<U>&) const noexcept {
+        return true;
+    }
+    template <class U, class... A>
+    void construct(U* p, A&&... a) {
+        if constexpr (sizeof...(A) == 0)
+            ::new (static_cast<void*>(p)) U;
+        else
+            ::new (static_cast<void*>(p)) U(std::forward<A>(a)...);
+    }
+};
+// An index of a link's tables: 32 bits (a view holds at most kMaxViewCells, 24 Mi, cells), half
+// the memory of dim_t for tables as large as the view.
+using LinkIndex = std::int32_t;
+using LinkTable = std::vector<LinkIndex, UninitAlloc<LinkIndex>>;
+
 // An engine IndexMap between two panels, enumerated once (on the worker thread) so that a step or
 // a hover never calls the map's std::function per frame.
 struct Link {
@@ -97,11 +137,11 @@ struct Link {
     int src = -1, dst = -1;  // panel indices
     std::shared_ptr<const IndexMap> map;
     // Element step e (the map's own enumeration order) processes domain element order[e].
-    std::vector<dim_t> order;
+    LinkTable order;
     // step_of[d]: element step of domain element d; image[d]: the map of d (-1 for none / zero).
-    std::vector<dim_t> step_of, image;
+    LinkTable step_of, image;
     // Inverse of image: for every codomain element, the domain elements that map to it.
-    std::vector<dim_t> inv_start, inv_items;
+    LinkTable inv_start, inv_items;
     dim_t line_len = 1;  // domain dims[line_axis]: element steps per Line step
     dim_t mid_len = 1;   // IndexMap::mid_extent(): lines per Tile block
 
@@ -289,6 +329,7 @@ struct PanelState {
 struct StepState {
     dim_t step = 0;
     Granularity granularity = Granularity::Line;
+    const ViewModel* model = nullptr;  // the view it was computed for
     std::vector<PanelState> panels;
     std::vector<std::vector<dim_t>> current;  // per panel: cells of the current step, sorted
 };
@@ -309,6 +350,15 @@ void hide_cells(StepState& st, const std::vector<std::vector<dim_t>>& cells);
 // True when the formula of cell `linear` of panel `panel` would show a hidden value: the cell
 // itself or a cell linked to it (linked_cells) is hidden in st.
 bool formula_hidden(const ViewModel& v, const StepState& st, int panel, dim_t linear);
+
+// Brings `st` to step `step`. Where st holds a step of this same view at granularity g (and the
+// view's drivers write distinct panels), only the cells whose state differs are updated, in
+// time proportional to the steps between the two and the current cells rather than to the
+// view's millions of cells: it then returns true with those cells per panel in `changed`
+// (sorted). Otherwise it computes the state afresh (compute_step) and returns false, every cell
+// changed. Either way st equals compute_step(v, g, step).
+bool advance_step(const ViewModel& v, StepState& st, Granularity g, dim_t step,
+                  std::vector<std::vector<dim_t>>& changed);
 
 // Cells linked to cell `linear` of panel `panel`: through links (both directions) and relations,
 // followed transitively from panel to panel (each panel reached once). Per panel, sorted.

@@ -176,6 +176,11 @@ bench::Config make_config(const TimingsSettings& s, const std::optional<bench::P
 
 // [SECTION] a lesson step's measurement
 
+int lesson_threads() {
+    const int hw = static_cast<int>(std::thread::hardware_concurrency());
+    return std::max(1, hw - 1);
+}
+
 bench::Config lesson_config(const TimingsLessonRun& l, int threads,
                             const std::optional<bench::PeerSpec>& peer,
                             const std::string& out_dir) {
@@ -198,10 +203,18 @@ bench::Config lesson_config(const TimingsLessonRun& l, int threads,
     for (Pass p : cfg.passes) passes += (passes.empty() ? "" : ",") + std::string(pass_name(p));
     const std::string desc = to_descriptor(l.problem);
     cfg.layers.push_back({l.problem, desc, 1});
-    cfg.threads = threads;
-    cfg.timing.warmup = 1;  // the panel's quick timing
+    // "All cores" leaves one to the window, which draws while the run goes on: OpenMP threads
+    // on every core wait at each barrier for the one the window (or any other process) took,
+    // and the passes, whose barriers differ, came out 0.005x to 1.1x of each other.
+    cfg.threads = threads > 0 ? threads : lesson_threads();
+    // `convlab bench`'s timing, not the panel's quick one: a lesson's layer is small, so 0.2 s
+    // of runs costs little, where 10 ms (a few runs) gave ratios that changed from run to run.
+    cfg.timing.warmup = 2;
     cfg.timing.min_reps = 5;
-    cfg.timing.min_seconds = 0.01;
+    cfg.timing.min_seconds = 0.2;
+    // The passes side by side in one window: the chart's bwd_data / fwd ratios then come from
+    // one machine state, whatever load comes and goes between the passes.
+    cfg.interleave_passes = true;
     cfg.peer = peer;
     cfg.prepared_weights = !peer || peer->reorders_weights;  // as `convlab bench` defaults it
     cfg.shapes_file = l.source;
@@ -209,10 +222,119 @@ bench::Config lesson_config(const TimingsLessonRun& l, int threads,
     cfg.command = "echo " + bench::shell_quote(desc) +
                   " > layer.txt && convlab bench --shapes layer.txt --batch file --passes " +
                   passes + (algos.empty() ? "" : " --algos " + algos) +
-                  " --warmup 1 --min-time 0.01 --peer " +
+                  " --warmup 2 --min-time 0.2 --interleave-passes --peer " +
                   (peer ? peer_option(peer->name) : "none") + " --threads " +
-                  std::to_string(threads) + " --out " + bench::shell_quote(out_dir);
+                  std::to_string(cfg.threads) + " --out " + bench::shell_quote(out_dir);
     return cfg;
+}
+
+std::string lesson_reference_file(const std::string& lesson_file) {
+    if (lesson_file.empty()) return "";
+    fs::path p(lesson_file);
+    p.replace_extension(".results.json");
+    std::error_code ec;
+    return fs::is_regular_file(p, ec) ? p.string() : "";
+}
+
+bench::Results with_reference(const bench::Results& live, const bench::Results& ref,
+                              const std::vector<std::string>& algos) {
+    bench::Results out = live;
+    const std::string live_peer = peer_name_of(live);
+    const std::size_t base = out.layers.size();
+    // The step's algorithms, and the peer in the passes they are of.
+    const auto wanted = [&](const bench::Measurement& m) {
+        const std::string pass = pass_name(m.pass);
+        if (m.peer)
+            return peer_option(m.algorithm) == live_peer &&
+                   (algos.empty() ||
+                    std::any_of(algos.begin(), algos.end(),
+                                [&](const std::string& a) { return a.rfind(pass + ":", 0) == 0; }));
+        return algos.empty() ||
+               std::find(algos.begin(), algos.end(), pass + ":" + m.algorithm) != algos.end();
+    };
+    std::vector<bool> used(ref.layers.size(), false);
+    for (const bench::Measurement& m : ref.rows) {
+        if (m.layer >= ref.layers.size()) continue;
+        if (!wanted(m)) continue;
+        used[m.layer] = true;
+    }
+    std::vector<std::size_t> index(ref.layers.size(), 0);
+    for (std::size_t li = 0; li < ref.layers.size(); ++li) {
+        if (!used[li]) continue;
+        index[li] = out.layers.size();
+        bench::LayerInfo info = ref.layers[li];
+        info.name = kReferenceLayer;
+        out.layers.push_back(info);
+    }
+    if (out.layers.size() == base) return out;
+    for (const bench::Measurement& m : ref.rows) {
+        if (m.layer >= ref.layers.size() || !used[m.layer]) continue;
+        if (!wanted(m)) continue;
+        bench::Measurement c = m;
+        c.layer = index[m.layer];
+        out.rows.push_back(std::move(c));
+    }
+    return out;
+}
+
+std::vector<PassRatio> bwd_data_ratios(const bench::Results& r, std::size_t layer) {
+    const bench::Measurement* fwd = r.find(layer, Pass::Forward, "im2col_gemm");
+    if (!fwd)
+        for (const bench::Measurement& m : r.rows)
+            if (m.layer == layer && m.pass == Pass::Forward && !m.peer) {
+                fwd = &m;
+                break;
+            }
+    std::vector<PassRatio> out;
+    if (!fwd || !fwd->valid() || !(fwd->total.median_ms > 0)) return out;
+    for (const bench::Measurement& m : r.rows)
+        if (m.layer == layer && m.pass == Pass::BackwardData && !m.peer && m.valid())
+            out.push_back(
+                {m.algorithm, m.total.median_ms / fwd->total.median_ms, m.noisy() || fwd->noisy()});
+    return out;
+}
+
+std::string run_summary(const bench::Results& r, double seconds, bool cancelled) {
+    std::size_t live_layers = 0;
+    while (live_layers < r.layers.size() && r.layers[live_layers].name != kReferenceLayer)
+        ++live_layers;
+    std::size_t rows = 0, noisy = 0, failed = 0;
+    for (const bench::Measurement& m : r.rows) {
+        if (m.layer >= live_layers) continue;
+        ++rows;
+        if (!m.valid()) ++failed;
+        if (m.valid() && m.noisy()) ++noisy;
+    }
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "%zu measurements in %.0f s, ", rows, seconds);
+    std::string s = std::string(cancelled ? "cancelled after " : "finished: ") + buf;
+    s += failed == 0 ? std::string("all verified")
+                     : std::to_string(failed) +
+                           " FAILED verification or did not run (marked FAIL, not plotted)";
+    // "col2im 1.04x, via_forward 1.18x"; a noisy ratio marked "~" (as the charts' labels).
+    const auto list = [](const std::vector<PassRatio>& v) {
+        std::string t;
+        for (const PassRatio& p : v) {
+            char num[32];
+            std::snprintf(num, sizeof num, "%.2fx", p.ratio);
+            t += (t.empty() ? "" : ", ") + p.algorithm + " " + (p.noisy ? "~" : "") + num;
+        }
+        return t;
+    };
+    if (live_layers > 0) {
+        const std::vector<PassRatio> live = bwd_data_ratios(r, 0);
+        if (!live.empty()) {
+            s += "; bwd_data / fwd: " + list(live);
+            if (live_layers < r.layers.size()) {
+                const std::vector<PassRatio> ref = bwd_data_ratios(r, live_layers);
+                if (!ref.empty()) s += " (reference: " + list(ref) + ")";
+            }
+        }
+    }
+    if (noisy > 0)
+        s += "; NOISY: " + std::to_string(noisy) + " of " + std::to_string(rows) +
+             " timed on a busy or slow machine (~, hatched): run again";
+    return s;
 }
 
 // [SECTION] the run

@@ -93,11 +93,49 @@ struct TimingsLessonRun {
     std::vector<std::string> algos;  // "PASS:NAME" ("bwd_data:col2im"); empty: all of every pass
     std::string chart;               // chart id to show ("" the panel's choice)
     std::string source;              // where it comes from ("lesson 18_measuring, step 2")
+    // Results shipped with the lesson (lesson_reference_file), drawn beside the live run as a
+    // layer of their own; "" none.
+    std::string reference;
 };
-// Its runner configuration: the one layer, the listed algorithms in their passes only, quick
-// timing (1 warm-up, >= 5 runs filling >= 10 ms), the weights as `convlab bench` defaults them
-// beside that peer, and a reproduce command. Throws Error naming an entry that is not PASS:NAME
-// or not an algorithm of its pass.
+
+// The reference results shipped beside a lesson file: DIR/NAME.results.json for DIR/NAME.toml,
+// written by the `convlab bench` command its lessons/README.md gives; "" when there is none.
+std::string lesson_reference_file(const std::string& lesson_file);
+
+// The layer name of the reference in the charts (with_reference).
+inline constexpr const char* kReferenceLayer = "reference";
+
+// `live` with the measurements of `ref` whose "PASS:NAME" is in `algos` (empty: all; the
+// reference's peer rows only when live has a peer of that name, in the passes of `algos`) appended
+// as one more layer per reference layer, named kReferenceLayer, so that every chart draws them
+// beside the live run.
+bench::Results with_reference(const bench::Results& live, const bench::Results& ref,
+                              const std::vector<std::string>& algos);
+
+// Backward-data time over forward time on one layer, as the relative_bwd_data chart draws it:
+// each valid bwd_data algorithm's median over the forward's (im2col_gemm, else the first engine
+// forward measured).
+struct PassRatio {
+    std::string algorithm;
+    double ratio = 0;
+    bool noisy = false;
+};
+std::vector<PassRatio> bwd_data_ratios(const bench::Results& r, std::size_t layer);
+
+// The panel's line for a finished run of `r` (live layers first, then any reference layers
+// with_reference appended): how many measurements in how long, whether all were verified, the
+// bwd_data / fwd ratios of the first layer beside the reference's (a noisy one marked "~"), and
+// how many of the live measurements were noisy (timed while other processes took CPU or the
+// machine ran slow), so that a noisy run never reads as a clean one.
+std::string run_summary(const bench::Results& r, double seconds, bool cancelled);
+// The threads of a lesson's run where the panel says all cores: all but one, which the window
+// keeps for drawing (at least 1).
+int lesson_threads();
+// Its runner configuration: the one layer, the listed algorithms in their passes only, timed as
+// `convlab bench` times (2 warm-ups, >= 5 runs filling >= 0.2 s) with every pass in one window
+// (Config::interleave_passes), the weights as `convlab bench` defaults them beside that peer,
+// and a reproduce command. threads 0: lesson_threads(). Throws Error naming an entry that is not
+// PASS:NAME or not an algorithm of its pass.
 bench::Config lesson_config(const TimingsLessonRun& run, int threads,
                             const std::optional<bench::PeerSpec>& peer, const std::string& out_dir);
 

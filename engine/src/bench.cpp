@@ -6,6 +6,7 @@
 //   [SECTION] results summary
 #include <algorithm>
 #include <cmath>
+#include <deque>
 #include <limits>
 #include <map>
 #include <sstream>
@@ -424,12 +425,94 @@ Results run(const Config& cfg) {
             }
         }
 
+        // Checks first, per pass: the peer's result, then one run of each algorithm on an output
+        // poisoned with NaN (every element must be written). Each pass writes its own output
+        // buffer and keeps its packed weights, so that its timed calls may run in a window shared
+        // with the other passes (Config::interleave_passes).
+        struct Entry {
+            Measurement m;
+            std::function<void(Profiler*)> call;  // the timed call; empty: not timed
+            std::string error;                    // thrown while timed
+            OpRecorder ops;
+        };
+        std::vector<Entry> entries;  // this layer's, pass after pass
+        std::deque<Floats> outs;     // one output per pass (the timed calls hold its address)
+        std::deque<std::optional<PreparedWeights>> prepared_store;
+        // Times entries [first, last) in one window of alternating rounds.
+        auto time_entries = [&](std::size_t first, std::size_t last) {
+            std::vector<std::size_t> timed;
+            for (std::size_t i = first; i < last; ++i)
+                if (entries[i].call) timed.push_back(i);
+            if (timed.empty()) return;
+            Profiler prof;
+            Interleaved fns;
+            fns.count = timed.size();
+            fns.run = [&](std::size_t f, bool is_timed) {
+                Entry& e = entries[timed[f]];
+                if (!e.error.empty()) return;  // it threw before: no more calls
+                try {
+                    e.call(is_timed ? &prof : nullptr);
+                } catch (const std::exception& x) {
+                    e.error = x.what();
+                }
+            };
+            fns.after = [&](std::size_t f, double) {
+                entries[timed[f]].ops.add(prof);
+                prof.clear();
+            };
+            // The machine's own speed just before and after (kSlowMachine), where a peak
+            // was measured to compare with; a slow window is timed again
+            // (Config::retime_slow), the fastest machine's attempt kept.
+            std::vector<Stats> stats;
+            double foreign = -1;
+            const WindowSpeed ws = time_window(
+                threads, r.machine.peak_gflops, cfg.retime_slow,
+                [&] {
+                    for (const std::size_t i : timed) entries[i].ops = OpRecorder{};
+                    const CpuSample t0 = cpu_sample();
+                    stats = measure_interleaved(cfg.timing, fns);
+                    foreign = foreign_cpu_share(t0, cpu_sample(), hw);
+                },
+                [&](double speed) {
+                    for (std::size_t f = 0; f < timed.size(); ++f) {
+                        Entry& e = entries[timed[f]];
+                        e.m.foreign_cpu = foreign;
+                        e.m.speed = speed;
+                        if (!e.error.empty()) continue;
+                        e.m.total = stats[f];
+                        e.m.ops = e.ops.finish();
+                    }
+                },
+                cfg.speed_probe, [&] { return cancelled(); });
+            for (const std::size_t i : timed) {
+                Entry& e = entries[i];
+                e.m.retimed = ws.retimed;
+                if (!e.error.empty()) {
+                    e.m.error = "threw while timed: " + e.error;
+                    continue;
+                }
+                e.m.ran = true;
+            }
+        };
+        // Rows of entries [first, last), in order, each reported as measured.
+        auto emit = [&](std::size_t first, std::size_t last) {
+            for (std::size_t i = first; i < last; ++i) {
+                const std::string what =
+                    info.name + " " + pass_name(entries[i].m.pass) + " " + entries[i].m.algorithm;
+                r.rows.push_back(std::move(entries[i].m));
+                step(what);
+            }
+        };
+        bool layer_cancelled = false;
         for (const PassPlan& pl : plan) {
             if (cancelled()) {
                 r.cancelled = true;
+                layer_cancelled = true;
                 break;
             }
             const Pass pass = pl.pass;
+            const std::size_t pass_first = entries.size();
+            Floats& out = outs.emplace_back();
             const std::size_t n_out = output_size(p, pass);
             const bool peer_ok = peer && peer->has(pass);
             Floats peer_out;
@@ -516,15 +599,6 @@ Results run(const Config& cfg) {
                 return v;
             };
 
-            // Checks first: the peer's result, then one run of each algorithm on an output
-            // poisoned with NaN (every element must be written).
-            struct Entry {
-                Measurement m;
-                std::function<void(Profiler*)> call;  // the timed call; empty: not timed
-                std::string error;                    // thrown while timed
-                OpRecorder ops;
-            };
-            std::vector<Entry> entries;
             if (peer_spec) {
                 Entry e;
                 Measurement& m = e.m;
@@ -548,9 +622,9 @@ Results run(const Config& cfg) {
                 entries.push_back(std::move(e));
             }
             // The weights packed once for the layer and pass (prepare_weights), outside the timed
-            // region, as the peer's are reordered into its layout before its calls.
-            // They outlive this pass's timed calls, which run below in this scope.
-            std::optional<PreparedWeights> prepared;
+            // region, as the peer's are reordered into its layout before its calls. They live
+            // with the layer's entries, until the last timed call.
+            std::optional<PreparedWeights>& prepared = prepared_store.emplace_back();
             if (cfg.prepared_weights && fp32 &&
                 (pass == Pass::Forward || pass == Pass::BackwardData)) {
                 try {
@@ -580,15 +654,15 @@ Results run(const Config& cfg) {
                 m.bytes = pass_bytes(p, pass);
                 try {
                     const auto call = storage_call(*a, cfg.dtype);
-                    poison(b.out, n_out);  // sizes b.out: args take its address after
-                    ConvArgs args = args_for(pass, b, b.out.data());
+                    poison(out, n_out);  // sizes out: args take its address after
+                    ConvArgs args = args_for(pass, b, out.data());
                     args.prepared = prepared ? &*prepared : nullptr;
                     call(p, args, nullptr);
                     const bool is_ref =
                         fp32 && !ref_is_peer && ref_algo == a->name &&
                         !std::count_if(cfg.extra_algorithms.begin(), cfg.extra_algorithms.end(),
                                        [&](const Algorithm& x) { return &x == a; });
-                    m.check = check_of(b.out, is_ref);
+                    m.check = check_of(out, is_ref);
                     e.call = [call, &p, args](Profiler* prof) { call(p, args, prof); };
                 } catch (const std::exception& x) {
                     m.error = x.what();
@@ -597,66 +671,16 @@ Results run(const Config& cfg) {
             }
 
             // Times: the peer and the algorithms of this pass in alternating rounds, so that
-            // load which comes and goes on a shared machine falls on all of them alike.
-            std::vector<std::size_t> timed;
-            for (std::size_t i = 0; i < entries.size(); ++i)
-                if (entries[i].call) timed.push_back(i);
-            if (!timed.empty()) {
-                Profiler prof;
-                Interleaved fns;
-                fns.count = timed.size();
-                fns.run = [&](std::size_t f, bool is_timed) {
-                    Entry& e = entries[timed[f]];
-                    if (!e.error.empty()) return;  // it threw before: no more calls
-                    try {
-                        e.call(is_timed ? &prof : nullptr);
-                    } catch (const std::exception& x) {
-                        e.error = x.what();
-                    }
-                };
-                fns.after = [&](std::size_t f, double) {
-                    entries[timed[f]].ops.add(prof);
-                    prof.clear();
-                };
-                // The machine's own speed just before and after (kSlowMachine), where a peak
-                // was measured to compare with; a slow window is timed again
-                // (Config::retime_slow), the fastest machine's attempt kept.
-                std::vector<Stats> stats;
-                double foreign = -1;
-                const WindowSpeed ws = time_window(
-                    threads, r.machine.peak_gflops, cfg.retime_slow,
-                    [&] {
-                        for (const std::size_t i : timed) entries[i].ops = OpRecorder{};
-                        const CpuSample t0 = cpu_sample();
-                        stats = measure_interleaved(cfg.timing, fns);
-                        foreign = foreign_cpu_share(t0, cpu_sample(), hw);
-                    },
-                    [&](double speed) {
-                        for (std::size_t f = 0; f < timed.size(); ++f) {
-                            Entry& e = entries[timed[f]];
-                            e.m.foreign_cpu = foreign;
-                            e.m.speed = speed;
-                            if (!e.error.empty()) continue;
-                            e.m.total = stats[f];
-                            e.m.ops = e.ops.finish();
-                        }
-                    },
-                    cfg.speed_probe, [&] { return cancelled(); });
-                for (const std::size_t i : timed) {
-                    Entry& e = entries[i];
-                    e.m.retimed = ws.retimed;
-                    if (!e.error.empty()) {
-                        e.m.error = "threw while timed: " + e.error;
-                        continue;
-                    }
-                    e.m.ran = true;
-                }
+            // load which comes and goes on a shared machine falls on all of them alike; with
+            // interleave_passes, all passes of the layer in one window, below.
+            if (!cfg.interleave_passes) {
+                time_entries(pass_first, entries.size());
+                emit(pass_first, entries.size());
             }
-            for (Entry& e : entries) {
-                const std::string what = info.name + " " + pass_name(pass) + " " + e.m.algorithm;
-                r.rows.push_back(std::move(e.m));
-                step(what);
-            }
+        }
+        if (cfg.interleave_passes && !layer_cancelled) {
+            time_entries(0, entries.size());
+            emit(0, entries.size());
         }
         if (cancelled()) r.cancelled = true;
     }

@@ -216,14 +216,32 @@ void IndexMap::for_each_in_step(Granularity g, dim_t step,
     const Shape& dom = domain();
     dim_t begin = 0, end = 0;
     walk_step_span(g, step, dom.numel(), dom.dims[line_axis_], mid_extent(), begin, end);
+    if (begin >= end) return;
+    // The first element's coordinate by division, then the walk carried as an odometer over the
+    // walk order with the linear index kept by strides: no division or allocation per element
+    // (a view of millions of cells enumerates every one).
     std::vector<dim_t> c(static_cast<std::size_t>(dom.rank()));
+    dim_t d = domain_linear_at(begin, c);
+    const std::vector<int> order = walk_order();
+    std::vector<dim_t> stride(static_cast<std::size_t>(dom.rank()), 1);
+    for (int a = dom.rank() - 2; a >= 0; --a)
+        stride[static_cast<std::size_t>(a)] =
+            stride[static_cast<std::size_t>(a) + 1] * dom.dims[static_cast<std::size_t>(a) + 1];
     for (dim_t i = begin; i < end; ++i) {
-        const dim_t d = domain_linear_at(i, c);
         const dim_t o = fn_(c.data());
         if (kind_ == Kind::Gather)
             f(o, d);
         else
             f(d, o);
+        for (int k = static_cast<int>(order.size()) - 1; k >= 0; --k) {
+            const auto a = static_cast<std::size_t>(order[static_cast<std::size_t>(k)]);
+            if (++c[a] < dom.dims[a]) {
+                d += stride[a];
+                break;
+            }
+            d -= (dom.dims[a] - 1) * stride[a];
+            c[a] = 0;
+        }
     }
 }
 

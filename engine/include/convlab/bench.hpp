@@ -336,6 +336,10 @@ struct Config {
     // algorithms share each window, so their ratios come from one machine state either way.
     // 0: never. Needs a measured peak (measure_peak).
     int retime_slow = 2;
+    // All passes of a layer timed in one window of alternating rounds (the forward and the
+    // backward data side by side), so that a ratio between passes (relative_time_chart) comes
+    // from one machine state, as a ratio within a pass does; false: one window per pass.
+    bool interleave_passes = false;
     // The speed probe (probe_fp32_rate by default; tests give their own): FMA GFLOP/s on that
     // many threads.
     std::function<double(int threads)> speed_probe;
