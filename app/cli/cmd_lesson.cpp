@@ -175,7 +175,7 @@ const Command& lesson_command() {
         "check: loads, validates and evaluates every step with the engine; one line a lesson\n"
         "(steps, checks passed), then every error as file:line:column: what is wrong and every\n"
         "failed check with its line. All files are checked; status 2 when any failed.\n"
-        "list: the lessons of DIR (default: the lessons/ directory of the source tree).\n"
+        "list: the lessons of DIR (default: the lessons/ directory of the data folder).\n"
         "show: the narration, checks and named tensors of step K (1-based).\n"
         "Lesson format: lessons/README.md.\n",
         {{"ACTION ARGS...", nullptr, "check FILE... | list [DIR] | show FILE"},

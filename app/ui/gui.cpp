@@ -37,14 +37,11 @@
 #include "stb_image_write.h"
 
 #include "convlab/problem.hpp"
+#include "data/data_dir.hpp"
 #include "lesson/lesson.hpp"
 #include "ui/gif_writer.hpp"
 #include "ui/gui_lesson.hpp"
 #include "ui/gui_timings.hpp"
-
-#ifndef CONVLAB_SOURCE_DIR
-#define CONVLAB_SOURCE_DIR "."
-#endif
 
 namespace convlab::ui {
 
@@ -95,48 +92,51 @@ std::vector<Palette> load_palettes() {
     std::vector<Palette> out(std::begin(kBuiltinPalettes), std::end(kBuiltinPalettes));
     static std::vector<std::string> names;  // keeps theme names alive for Palette::name
     names.reserve(kNumPalettes);
+    // Without a data folder the built-in palettes stand.
+    std::string dir;
+    try {
+        dir = data::themes_dir();
+    } catch (const Error&) {
+        return out;
+    }
     for (int i = 0; i < kNumPalettes; ++i) {
-        for (const std::string& dir :
-             {std::string("assets/themes"), std::string(CONVLAB_SOURCE_DIR) + "/assets/themes"}) {
-            std::ifstream f(dir + "/" + kPaletteKeys[i] + ".theme");
-            if (!f) continue;
-            Palette& p = out[static_cast<std::size_t>(i)];
-            const std::pair<const char*, ImU32*> fields[] = {{"background", &p.background},
-                                                             {"panel_text", &p.panel_text},
-                                                             {"dim_text", &p.dim_text},
-                                                             {"cell", &p.cell},
-                                                             {"pending", &p.pending},
-                                                             {"padding", &p.padding},
-                                                             {"positive", &p.positive},
-                                                             {"negative", &p.negative},
-                                                             {"current", &p.current},
-                                                             {"linked", &p.linked},
-                                                             {"hovered", &p.hovered},
-                                                             {"grid", &p.grid},
-                                                             {"value_text", &p.value_text},
-                                                             {"good", &p.good},
-                                                             {"bad", &p.bad}};
-            std::string line;
-            while (std::getline(f, line)) {
-                const auto eq = line.find('=');
-                if (line.empty() || line[0] == '#' || eq == std::string::npos) continue;
-                const auto trim = [](std::string t) {
-                    const auto a = t.find_first_not_of(" \t"), b = t.find_last_not_of(" \t\r");
-                    return a == std::string::npos ? std::string() : t.substr(a, b - a + 1);
-                };
-                const std::string key = trim(line.substr(0, eq)), val = trim(line.substr(eq + 1));
-                if (key == "name") {
-                    names.push_back(val);
-                    p.name = names.back().c_str();
-                    continue;
-                }
-                unsigned r = 0, g = 0, b = 0;
-                if (val.size() != 7 || std::sscanf(val.c_str(), "#%2x%2x%2x", &r, &g, &b) != 3)
-                    continue;
-                for (const auto& [k, dst] : fields)
-                    if (key == k) *dst = IM_COL32(r, g, b, 255);
+        std::ifstream f(dir + "/" + kPaletteKeys[i] + ".theme");
+        if (!f) continue;
+        Palette& p = out[static_cast<std::size_t>(i)];
+        const std::pair<const char*, ImU32*> fields[] = {{"background", &p.background},
+                                                         {"panel_text", &p.panel_text},
+                                                         {"dim_text", &p.dim_text},
+                                                         {"cell", &p.cell},
+                                                         {"pending", &p.pending},
+                                                         {"padding", &p.padding},
+                                                         {"positive", &p.positive},
+                                                         {"negative", &p.negative},
+                                                         {"current", &p.current},
+                                                         {"linked", &p.linked},
+                                                         {"hovered", &p.hovered},
+                                                         {"grid", &p.grid},
+                                                         {"value_text", &p.value_text},
+                                                         {"good", &p.good},
+                                                         {"bad", &p.bad}};
+        std::string line;
+        while (std::getline(f, line)) {
+            const auto eq = line.find('=');
+            if (line.empty() || line[0] == '#' || eq == std::string::npos) continue;
+            const auto trim = [](std::string t) {
+                const auto a = t.find_first_not_of(" \t"), b = t.find_last_not_of(" \t\r");
+                return a == std::string::npos ? std::string() : t.substr(a, b - a + 1);
+            };
+            const std::string key = trim(line.substr(0, eq)), val = trim(line.substr(eq + 1));
+            if (key == "name") {
+                names.push_back(val);
+                p.name = names.back().c_str();
+                continue;
             }
-            break;
+            unsigned r = 0, g = 0, b = 0;
+            if (val.size() != 7 || std::sscanf(val.c_str(), "#%2x%2x%2x", &r, &g, &b) != 3)
+                continue;
+            for (const auto& [k, dst] : fields)
+                if (key == k) *dst = IM_COL32(r, g, b, 255);
         }
     }
     return out;
