@@ -25,6 +25,8 @@ if [ "$mode" = app ]; then
     done
     # The binary must not find its data through a compiled-in source path.
     if grep -qF "$src" "$P/bin/convlab"; then fail "bin/convlab holds the source path $src"; fi
+    "$P/bin/convlab" -V | grep -Eq '^convlab [0-9.]+ \(commit [0-9a-f]{12}(-dirty)?, ' ||
+        fail "convlab -V does not print the version with the commit: $("$P/bin/convlab" -V 2>&1)"
     n=$("$P/bin/convlab" lesson list | grep -c '\.toml')
     [ "$n" -ge 18 ] || fail "lesson list shows $n lessons from the moved prefix, expected 18 or more"
     "$P/bin/convlab" lesson check "$P"/share/convlab/lessons/01_backprop_1d.toml

@@ -3,7 +3,7 @@
 // check: load, validate and evaluate every step of every file; one line a lesson, then its failed
 //        checks and its errors ("file:line:column: what is wrong"), one a line. Every file is
 //        checked; the command ends with status 2 when any failed.
-// list:  the lessons of a directory (default: lessons/ of the source tree), with step counts.
+// list:  the lessons of a directory (default: lessons/ of the data folder), with step counts.
 // show:  one step: its narration (wrapped at 100 columns), the checks, and its named tensors as
 //        text.
 #include <filesystem>
