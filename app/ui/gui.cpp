@@ -92,16 +92,21 @@ std::vector<Palette> load_palettes() {
     std::vector<Palette> out(std::begin(kBuiltinPalettes), std::end(kBuiltinPalettes));
     static std::vector<std::string> names;  // keeps theme names alive for Palette::name
     names.reserve(kNumPalettes);
-    // Without a data folder the built-in palettes stand.
-    std::string dir;
+    // The current directory's assets/themes first (a teacher's own themes), then the data
+    // folder's; without either the built-in palettes stand.
+    std::vector<std::string> dirs{"assets/themes"};
     try {
-        dir = data::themes_dir();
+        dirs.push_back(data::themes_dir());
     } catch (const Error&) {
-        return out;
     }
     for (int i = 0; i < kNumPalettes; ++i) {
-        std::ifstream f(dir + "/" + kPaletteKeys[i] + ".theme");
-        if (!f) continue;
+        std::ifstream f;
+        for (const std::string& dir : dirs) {
+            f.open(dir + "/" + kPaletteKeys[i] + ".theme");
+            if (f.is_open()) break;
+            f.clear();
+        }
+        if (!f.is_open()) continue;
         Palette& p = out[static_cast<std::size_t>(i)];
         const std::pair<const char*, ImU32*> fields[] = {{"background", &p.background},
                                                          {"panel_text", &p.panel_text},
