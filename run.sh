@@ -4,7 +4,8 @@
 #        into out/demo/ when no display can be opened)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")"
-./third_party/install.sh
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+# Only what the app needs to build and run; ./test.sh adds the test suites' packages.
+./third_party/install.sh run
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DCONVLAB_BUILD_TESTS=OFF >/dev/null
 cmake --build build --target convlab
 exec ./build/app/convlab "$@"

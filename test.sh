@@ -4,12 +4,13 @@
 #        ./test.sh --sanitize   ASan + UBSan build in build-asan/
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")"
-./third_party/install.sh
+./third_party/install.sh run test
 dir=build
-flags=(-DCMAKE_BUILD_TYPE=Release)
+flags=(-DCMAKE_BUILD_TYPE=Release -DCONVLAB_BUILD_TESTS=ON)
 if [ "${1:-}" = "--sanitize" ]; then
     dir=build-asan
-    flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DCONVLAB_SANITIZE=ON -DCONVLAB_BUILD_BENCH=OFF)
+    flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DCONVLAB_SANITIZE=ON -DCONVLAB_BUILD_BENCH=OFF
+           -DCONVLAB_BUILD_TESTS=ON)
     export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
     export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 fi

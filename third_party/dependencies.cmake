@@ -1,12 +1,9 @@
 # Every third-party part comes from a Debian package (third_party/packages.txt); this file only
 # finds them. No third-party source is kept in the repository.
+# The engine finds its own (engine/CMakeLists.txt); these are the app's, the benchmark's and the
+# tests' (imported targets are visible only in the folder that finds them and below).
 find_package(Threads REQUIRED)
-find_package(Eigen3 3.4 REQUIRED NO_MODULE)
-find_package(OpenMP REQUIRED)  # Eigen's GEMM runs its threads through OpenMP
-if(CONVLAB_BUILD_TESTS)
-  find_package(doctest REQUIRED)
-  include(doctest)  # doctest_discover_tests
-endif()
+find_package(OpenMP REQUIRED)  # the benchmark and the oneDNN peer set thread counts through it
 find_package(dnnl CONFIG QUIET)
 if(dnnl_FOUND)
   message(STATUS "oneDNN found: the benchmark measures it side by side")

@@ -1,9 +1,26 @@
 #!/usr/bin/env bash
-# Installs the Debian packages listed in third_party/packages.txt that are not installed yet.
+# Installs the Debian packages of the given groups of third_party/packages.txt ([run], [test])
+# that are not installed yet. Usage: install.sh GROUP...   (no group: all of them)
 # Idempotent: a second run installs nothing and does not touch the network.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-mapfile -t wanted < <(sed -e 's/#.*//' -e 's/[[:space:]]//g' "$here/packages.txt" | grep -v '^$')
+groups=" $* "
+wanted=()
+group=""
+while IFS= read -r line; do
+    line=${line%%#*}
+    line=${line//[[:space:]]/}
+    [ -n "$line" ] || continue
+    if [[ $line =~ ^\[([a-z]+)\]$ ]]; then
+        group=${BASH_REMATCH[1]}
+        continue
+    fi
+    if [ $# -eq 0 ] || [[ $groups == *" $group "* ]]; then wanted+=("$line"); fi
+done <"$here/packages.txt"
+if [ ${#wanted[@]} -eq 0 ]; then
+    echo "third_party: no package in group(s):$groups(groups: run, test)" >&2
+    exit 2
+fi
 missing=()
 for p in "${wanted[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -39,6 +39,7 @@
 #include "convlab/problem.hpp"
 #include "convlab/profiler.hpp"
 #include "convlab/tensor.hpp"
+#include "convlab_commit.h"  // CONVLAB_GIT_COMMIT, generated at build time
 
 #ifndef CONVLAB_VERSION
 #define CONVLAB_VERSION "dev"
@@ -704,8 +705,9 @@ int dispatch(const std::vector<std::string>& args, std::ostream& out) {
         print_usage(out);
         return 0;
     }
-    if (args[0] == "--version") {
-        out << "convlab " CONVLAB_VERSION " (" CONVLAB_COMPILER ")\n";
+    if (args[0] == "--version" || args[0] == "-V") {
+        out << "convlab " CONVLAB_VERSION " (commit " CONVLAB_GIT_COMMIT ", " CONVLAB_COMPILER
+               ")\n";
         return 0;
     }
     if (args[0] == "help") {

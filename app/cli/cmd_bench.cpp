@@ -21,12 +21,9 @@
 #include "charts/chart.hpp"
 #include "charts/chart_export.hpp"
 #include "cli/cli_common.hpp"
+#include "data/data_dir.hpp"
 #include "onednn_peer.hpp"
 #include "ui/timings_state.hpp"
-
-#ifndef CONVLAB_SOURCE_DIR
-#define CONVLAB_SOURCE_DIR "."
-#endif
 
 namespace convlab::cli {
 
@@ -83,9 +80,11 @@ BenchPlan plan_from(const Options& opts) {
     BenchPlan plan;
     bench::Config& cfg = plan.cfg;
     const bool quick = opts.has("--quick");
-    const std::string default_shapes = std::string(CONVLAB_SOURCE_DIR) + "/assets/shapes/" +
-                                       (quick ? "classroom" : "resnet50") + ".txt";
-    cfg.shapes_file = opts.value_or("--shapes", default_shapes);
+    // The data folder is looked up only when --shapes does not name the file.
+    if (const std::string* s = opts.get("--shapes"))
+        cfg.shapes_file = *s;
+    else
+        cfg.shapes_file = data::shapes_dir() + "/" + (quick ? "classroom" : "resnet50") + ".txt";
     cfg.layers = in_context("--shapes", [&] { return bench::read_shape_file(cfg.shapes_file); });
     if (const std::string* f = opts.get("--filter")) {
         std::vector<bench::Layer> kept;

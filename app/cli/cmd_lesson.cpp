@@ -3,7 +3,7 @@
 // check: load, validate and evaluate every step of every file; one line a lesson, then its failed
 //        checks and its errors ("file:line:column: what is wrong"), one a line. Every file is
 //        checked; the command ends with status 2 when any failed.
-// list:  the lessons of a directory (default: lessons/ of the source tree), with step counts.
+// list:  the lessons of a directory (default: lessons/ of the data folder), with step counts.
 // show:  one step: its narration (wrapped at 100 columns), the checks, and its named tensors as
 //        text.
 #include <filesystem>
@@ -255,7 +255,7 @@ const Command& lesson_command() {
         "there is no display) at 1280x720 and 1024x768, with and without presenter mode, and\n"
         "names each render whose current step or highlighted cells do not show their value in\n"
         "digits of at least 14 px (a step that fits only unreadably follows the step, zoomed).\n"
-        "list: the lessons of DIR (default: the lessons/ directory of the source tree).\n"
+        "list: the lessons of DIR (default: the lessons/ directory of the data folder).\n"
         "show: the narration, checks and named tensors of step K (1-based).\n"
         "Lesson format: lessons/README.md.\n",
         {{"ACTION ARGS...", nullptr, "check FILE... | list [DIR] | show FILE"},

@@ -19,11 +19,8 @@
 #include "convlab/davinci.hpp"
 #include "convlab/layers.hpp"
 #include "convlab/maps.hpp"
+#include "data/data_dir.hpp"
 #include "lesson/lesson.hpp"
-
-#ifndef CONVLAB_SOURCE_DIR
-#define CONVLAB_SOURCE_DIR "."
-#endif
 
 namespace convlab::lesson {
 
@@ -609,7 +606,7 @@ std::string format_tensor(const Tensor& t, int max_elements) {
 }
 
 std::string default_lesson_dir() {
-    return std::string(CONVLAB_SOURCE_DIR) + "/lessons";
+    return data::lessons_dir();
 }
 
 std::vector<std::string> lesson_files(const std::string& dir) {

@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -38,14 +39,11 @@
 
 #include "convlab/output_file.hpp"
 #include "convlab/problem.hpp"
+#include "data/data_dir.hpp"
 #include "lesson/lesson.hpp"
 #include "ui/gif_writer.hpp"
 #include "ui/gui_lesson.hpp"
 #include "ui/gui_timings.hpp"
-
-#ifndef CONVLAB_SOURCE_DIR
-#define CONVLAB_SOURCE_DIR "."
-#endif
 
 namespace convlab::ui {
 
@@ -94,57 +92,66 @@ const char* const kPaletteKeys[kNumPalettes] = {"default", "high-contrast", "col
 // a bad line is skipped (the app never fails over a theme).
 std::vector<Palette> load_palettes() {
     std::vector<Palette> out(std::begin(kBuiltinPalettes), std::end(kBuiltinPalettes));
-    static std::vector<std::string> names;  // keeps theme names alive for Palette::name
-    names.reserve(kNumPalettes);
+    // Keeps theme names alive for Palette::name: a deque never moves its strings (a vector's
+    // growth left earlier names dangling).
+    static std::deque<std::string> names;
+    // The current directory's assets/themes first (a teacher's own themes), then the data
+    // folder's; without either the built-in palettes stand.
+    std::vector<std::string> dirs{"assets/themes"};
+    try {
+        dirs.push_back(data::themes_dir());
+    } catch (const Error&) {
+    }
     for (int i = 0; i < kNumPalettes; ++i) {
-        for (const std::string& dir :
-             {std::string("assets/themes"), std::string(CONVLAB_SOURCE_DIR) + "/assets/themes"}) {
-            // A theme is a few dozen lines: anything but a regular file of at most 64 KiB is
-            // passed over like a missing one (a FIFO would block the app, /dev/zero fill it).
-            std::istringstream f;
+        // A theme is a few dozen lines: anything but a regular file of at most 64 KiB is passed
+        // over like a missing one (a FIFO would block the app, /dev/zero fill it).
+        std::istringstream f;
+        bool found = false;
+        for (const std::string& dir : dirs) {
             try {
                 f.str(read_input_file(dir + "/" + kPaletteKeys[i] + ".theme", 64 << 10,
                                       "a theme file"));
+                found = true;
+                break;
             } catch (const Error&) {
+            }
+        }
+        if (!found) continue;
+        Palette& p = out[static_cast<std::size_t>(i)];
+        const std::pair<const char*, ImU32*> fields[] = {{"background", &p.background},
+                                                         {"panel_text", &p.panel_text},
+                                                         {"dim_text", &p.dim_text},
+                                                         {"cell", &p.cell},
+                                                         {"pending", &p.pending},
+                                                         {"padding", &p.padding},
+                                                         {"positive", &p.positive},
+                                                         {"negative", &p.negative},
+                                                         {"current", &p.current},
+                                                         {"linked", &p.linked},
+                                                         {"hovered", &p.hovered},
+                                                         {"grid", &p.grid},
+                                                         {"value_text", &p.value_text},
+                                                         {"good", &p.good},
+                                                         {"bad", &p.bad}};
+        std::string line;
+        while (std::getline(f, line)) {
+            const auto eq = line.find('=');
+            if (line.empty() || line[0] == '#' || eq == std::string::npos) continue;
+            const auto trim = [](std::string t) {
+                const auto a = t.find_first_not_of(" \t"), b = t.find_last_not_of(" \t\r");
+                return a == std::string::npos ? std::string() : t.substr(a, b - a + 1);
+            };
+            const std::string key = trim(line.substr(0, eq)), val = trim(line.substr(eq + 1));
+            if (key == "name") {
+                names.push_back(val);
+                p.name = names.back().c_str();
                 continue;
             }
-            Palette& p = out[static_cast<std::size_t>(i)];
-            const std::pair<const char*, ImU32*> fields[] = {{"background", &p.background},
-                                                             {"panel_text", &p.panel_text},
-                                                             {"dim_text", &p.dim_text},
-                                                             {"cell", &p.cell},
-                                                             {"pending", &p.pending},
-                                                             {"padding", &p.padding},
-                                                             {"positive", &p.positive},
-                                                             {"negative", &p.negative},
-                                                             {"current", &p.current},
-                                                             {"linked", &p.linked},
-                                                             {"hovered", &p.hovered},
-                                                             {"grid", &p.grid},
-                                                             {"value_text", &p.value_text},
-                                                             {"good", &p.good},
-                                                             {"bad", &p.bad}};
-            std::string line;
-            while (std::getline(f, line)) {
-                const auto eq = line.find('=');
-                if (line.empty() || line[0] == '#' || eq == std::string::npos) continue;
-                const auto trim = [](std::string t) {
-                    const auto a = t.find_first_not_of(" \t"), b = t.find_last_not_of(" \t\r");
-                    return a == std::string::npos ? std::string() : t.substr(a, b - a + 1);
-                };
-                const std::string key = trim(line.substr(0, eq)), val = trim(line.substr(eq + 1));
-                if (key == "name") {
-                    names.push_back(val);
-                    p.name = names.back().c_str();
-                    continue;
-                }
-                unsigned r = 0, g = 0, b = 0;
-                if (val.size() != 7 || std::sscanf(val.c_str(), "#%2x%2x%2x", &r, &g, &b) != 3)
-                    continue;
-                for (const auto& [k, dst] : fields)
-                    if (key == k) *dst = IM_COL32(r, g, b, 255);
-            }
-            break;
+            unsigned r = 0, g = 0, b = 0;
+            if (val.size() != 7 || std::sscanf(val.c_str(), "#%2x%2x%2x", &r, &g, &b) != 3)
+                continue;
+            for (const auto& [k, dst] : fields)
+                if (key == k) *dst = IM_COL32(r, g, b, 255);
         }
     }
     return out;

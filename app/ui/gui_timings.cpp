@@ -19,13 +19,10 @@
 
 #include "charts/chart.hpp"
 #include "convlab/conv.hpp"
+#include "data/data_dir.hpp"
 #include "imgui_stdlib.h"
 #include "onednn_peer.hpp"
 #include "ui/timings_state.hpp"
-
-#ifndef CONVLAB_SOURCE_DIR
-#define CONVLAB_SOURCE_DIR "."
-#endif
 
 namespace convlab::ui {
 
@@ -42,7 +39,14 @@ struct TimingsPanel {
     float footer_measured = 0;  // height of the footer and export rows, last frame
     std::string footer_for;     // the chart it was measured with
     bool picked = false;        // a tab was chosen (by a click or a shot's --chart)
-    std::string shapes_dir = std::string(CONVLAB_SOURCE_DIR) + "/assets/shapes";
+    // Without a data folder the panel lists no shape sets (the GUI never fails over one).
+    std::string shapes_dir = [] {
+        try {
+            return data::shapes_dir();
+        } catch (const Error&) {
+            return std::string();
+        }
+    }();
     std::vector<std::string> sets;  // shape set stems
     std::string set_name = "classroom";
     int set_layers = -1;  // layers of the chosen set (-1 unreadable)

@@ -5,9 +5,18 @@
 //   [SECTION] comparison and random data
 //   [SECTION] machine record
 //   [SECTION] fp32 peak
+#include "omp_compat.hpp"
+#include "x86.hpp"
+
+#if CONVLAB_X86
 #include <immintrin.h>
-#include <omp.h>
+#endif
+// Large buffers come from mmap where the system has it (page-aligned, returned to the system
+// on free), else from aligned_alloc.
+#if __has_include(<sys/mman.h>)
 #include <sys/mman.h>
+#define CONVLAB_HAVE_MMAP 1
+#endif
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -226,11 +235,13 @@ std::string Verification::status() const {
 }
 
 void* line_aligned_alloc(std::size_t bytes) {
+#ifdef CONVLAB_HAVE_MMAP
     if (bytes >= (1u << 20)) {
         void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (p == MAP_FAILED) throw std::bad_alloc();
         return p;
     }
+#endif
     void* p = std::aligned_alloc(64, std::max<std::size_t>(64, (bytes + 63) / 64 * 64));
     if (!p) throw std::bad_alloc();
     return p;
@@ -238,10 +249,15 @@ void* line_aligned_alloc(std::size_t bytes) {
 
 void line_aligned_free(void* p, std::size_t bytes) {
     if (!p) return;
-    if (bytes >= (1u << 20))
+#ifdef CONVLAB_HAVE_MMAP
+    if (bytes >= (1u << 20)) {
         munmap(p, bytes);
-    else
-        std::free(p);
+        return;
+    }
+#else
+    (void)bytes;
+#endif
+    std::free(p);
 }
 
 void fill_random(Floats& v, std::uint32_t seed) {
@@ -352,7 +368,9 @@ Machine describe_machine() {
 #if defined(__FMA__)
     isa += " fma";
 #endif
-    m.engine_isa = isa.empty() ? "baseline x86-64" : isa.substr(1);
+    // What the compiler may use everywhere, then the kernels chosen at run time.
+    m.engine_isa =
+        (isa.empty() ? "baseline" : isa.substr(1)) + ", kernels " + detail::runtime_isa();
     m.version = CONVLAB_VERSION;
     m.commit = CONVLAB_GIT_COMMIT;
     m.date = utc_date();
@@ -399,66 +417,71 @@ std::string Machine::noise() const {
 namespace {
 
 // Independent accumulator chains, enough to cover the FMA latency (4 cycles) times the FMA
-// ports (2) of current cores; each iteration is kChains vector FMAs on registers only.
+// ports (2) of current cores; each iteration is kChains vector FMAs on registers only. The
+// vector width is the widest the CPU has (chosen at run time: the build may be for any x86-64).
 constexpr int kChains = 10;
 
-#if defined(__AVX512F__)
-using Vec = __m512;
-constexpr int kLanes = 16;
-inline Vec vset(float x) {
-    return _mm512_set1_ps(x);
-}
-inline Vec vfma(Vec a, Vec b, Vec c) {
-    return _mm512_fmadd_ps(a, b, c);
-}
-inline float vsum(Vec v) {
+#if CONVLAB_X86
+__attribute__((target("avx512f"))) float fma_chains_avx512(long iters) {
+    __m512 acc[kChains];
+    for (int i = 0; i < kChains; ++i) acc[i] = _mm512_set1_ps(0.001f * static_cast<float>(i));
+    const __m512 a = _mm512_set1_ps(0.999999f), b = _mm512_set1_ps(1e-7f);
+    for (long it = 0; it < iters; ++it)
+        for (int i = 0; i < kChains; ++i) acc[i] = _mm512_fmadd_ps(acc[i], a, b);
     alignas(64) float f[16];  // not _mm512_reduce_add_ps: GCC 12 warns inside its header
-    _mm512_store_ps(f, v);
     float s = 0;
-    for (float x : f) s += x;
+    for (int i = 0; i < kChains; ++i) {
+        _mm512_store_ps(f, acc[i]);
+        for (float x : f) s += x;
+    }
     return s;
 }
-#elif defined(__FMA__)
-using Vec = __m256;
-constexpr int kLanes = 8;
-inline Vec vset(float x) {
-    return _mm256_set1_ps(x);
-}
-inline Vec vfma(Vec a, Vec b, Vec c) {
-    return _mm256_fmadd_ps(a, b, c);
-}
-inline float vsum(Vec v) {
+
+__attribute__((target("avx2,fma"))) float fma_chains_avx2(long iters) {
+    __m256 acc[kChains];
+    for (int i = 0; i < kChains; ++i) acc[i] = _mm256_set1_ps(0.001f * static_cast<float>(i));
+    const __m256 a = _mm256_set1_ps(0.999999f), b = _mm256_set1_ps(1e-7f);
+    for (long it = 0; it < iters; ++it)
+        for (int i = 0; i < kChains; ++i) acc[i] = _mm256_fmadd_ps(acc[i], a, b);
     alignas(32) float f[8];
-    _mm256_store_ps(f, v);
     float s = 0;
-    for (float x : f) s += x;
+    for (int i = 0; i < kChains; ++i) {
+        _mm256_store_ps(f, acc[i]);
+        for (float x : f) s += x;
+    }
     return s;
-}
-#else
-using Vec = float;
-constexpr int kLanes = 1;
-inline Vec vset(float x) {
-    return x;
-}
-inline Vec vfma(Vec a, Vec b, Vec c) {
-    return std::fma(a, b, c);
-}
-inline float vsum(Vec v) {
-    return v;
 }
 #endif
 
+float fma_chains_scalar(long iters) {
+    float acc[kChains];
+    for (int i = 0; i < kChains; ++i) acc[i] = 0.001f * static_cast<float>(i);
+    for (long it = 0; it < iters; ++it)
+        for (int i = 0; i < kChains; ++i) acc[i] = std::fma(acc[i], 0.999999f, 1e-7f);
+    float s = 0;
+    for (int i = 0; i < kChains; ++i) s += acc[i];
+    return s;
+}
+
+// Lanes of the widest FMA the CPU has: 16 (AVX-512), 8 (AVX2 + FMA), else 1.
+int chain_lanes() {
+    static const int lanes = [] {
+#if CONVLAB_X86
+        if (detail::cpu_has_avx512f()) return 16;
+        if (detail::cpu_has_avx2_fma()) return 8;
+#endif
+        return 1;
+    }();
+    return lanes;
+}
+
 // Runs `iters` iterations; returns a value that depends on every chain (so nothing is elided).
 float fma_chains(long iters) {
-    Vec acc[kChains];
-    for (int i = 0; i < kChains; ++i) acc[i] = vset(0.001f * static_cast<float>(i));
-    const Vec a = vset(0.999999f), b = vset(1e-7f);
-    for (long it = 0; it < iters; ++it) {
-        for (int i = 0; i < kChains; ++i) acc[i] = vfma(acc[i], a, b);
-    }
-    float s = 0;
-    for (int i = 0; i < kChains; ++i) s += vsum(acc[i]);
-    return s;
+#if CONVLAB_X86
+    if (chain_lanes() == 16) return fma_chains_avx512(iters);
+    if (chain_lanes() == 8) return fma_chains_avx2(iters);
+#endif
+    return fma_chains_scalar(iters);
 }
 
 // `threads`, or every logical CPU for 0 (or less).
@@ -469,7 +492,7 @@ int threads_or_all(int threads) {
 
 // fp32 operations of `iters` iterations of fma_chains (an FMA counts as 2).
 double chain_flops(long iters) {
-    return 2.0 * kLanes * kChains * static_cast<double>(iters);
+    return 2.0 * chain_lanes() * kChains * static_cast<double>(iters);
 }
 
 // Iterations of fma_chains lasting about `seconds` on this thread (at least 4096), calibrated
@@ -533,7 +556,11 @@ double probe_fp32_rate(int threads, double seconds) {
             long n = iters;
             asm volatile("" : "+r"(n));
             float sink = fma_chains(n);
+#if defined(__x86_64__) || defined(__i386__)
             asm volatile("" : "+x"(sink));
+#else
+            asm volatile("" : "+m"(sink));
+#endif
             const double s = std::chrono::duration<double>(Clock::now() - t0).count();
             rate[static_cast<std::size_t>(omp_get_thread_num())] =
                 chain_flops(iters) / std::max(s, 1e-9) * 1e-9;

@@ -1,6 +1,6 @@
 #include "convlab/conv.hpp"
 
-#include <omp.h>
+#include "omp_compat.hpp"
 
 #include <Eigen/Core>
 #include <array>

@@ -1,6 +1,6 @@
 // Fractal convolution: the forward pass as the DaVinci cube unit computes it (16 x C0 fractal
 // products over an im2col in fractal form), and the NCHW-level wrappers that pack and unpack.
-#include <omp.h>
+#include "omp_compat.hpp"
 
 #include <algorithm>
 #include <chrono>

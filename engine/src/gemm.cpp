@@ -8,7 +8,7 @@
 // [SECTION] forward
 // [SECTION] backward data
 // [SECTION] backward weight
-#include <omp.h>
+#include "omp_compat.hpp"
 
 #include <Eigen/Core>
 #include <algorithm>

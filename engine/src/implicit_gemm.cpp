@@ -9,9 +9,10 @@
 // [SECTION] forward            dst_g = W_g * B, batch merged into the columns when images are small
 // [SECTION] backward data      stride phases, one GEMM per phase (no col2im, no zero insertion)
 // [SECTION] backward weight    dW_g = sum_n dY_g(n) * B(n)^T (the packer gathers B^T)
-#include <omp.h>
+#include "omp_compat.hpp"
 
-#if defined(__AVX2__)
+#include "x86.hpp"
+#if CONVLAB_X86
 #include <immintrin.h>
 #endif
 
@@ -53,31 +54,53 @@ inline void prefetch_ahead(const float* p, dim_t floats, dim_t bytes) {
 // machine 0.134 -> 0.060); for 14 and 28 per row the masked loads won (0.019-0.020 against
 // 0.033, 0.027-0.028 against 0.041-0.043). With AVX2, stride-2 runs go 8 at a time but for
 // their last 1 to 8 elements (subsample_input measures it).
-inline void copy_run(const float* sp, dim_t sw, dim_t lo, dim_t hi, dim_t len, float* out) {
-#if defined(__AVX512F__) && defined(__BMI2__)
-    if ((sw == 2 && len > 8) || (sw == 1 && len <= 16)) {
-        const auto bits = [](dim_t a, dim_t b) {  // lanes [a, b) of 16, clamped
-            a = std::clamp<dim_t>(a, 0, 16);
-            b = std::clamp<dim_t>(b, a, 16);
-            return static_cast<__mmask16>(((1u << b) - 1u) & ~((1u << a) - 1u));
-        };
-        const __m512i even =
-            _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
-        for (dim_t e0 = 0; e0 < len; e0 += 16) {
-            const __mmask16 store = bits(0, len - e0), valid = bits(lo - e0, hi - e0);
-            __m512 v;
-            if (sw == 1) {
-                v = _mm512_maskz_loadu_ps(valid, sp + e0);
-            } else {
-                // Lanes of the two loads: element e sits at 2e, split at lane 8 of the output.
-                const __m512 a = _mm512_maskz_loadu_ps(
-                    static_cast<__mmask16>(_pdep_u32(valid & 0xff, 0x5555)), sp + 2 * e0);
-                const __m512 b = _mm512_maskz_loadu_ps(
-                    static_cast<__mmask16>(_pdep_u32(valid >> 8, 0x5555)), sp + 2 * e0 + 16);
-                v = _mm512_permutex2var_ps(a, even, b);
-            }
-            _mm512_mask_storeu_ps(out + e0, store, v);
+#if CONVLAB_X86
+__attribute__((target("avx512f,bmi2"))) void copy_run_avx512(const float* sp, dim_t sw, dim_t lo,
+                                                             dim_t hi, dim_t len, float* out) {
+    const auto bits = [](dim_t a, dim_t b) {  // lanes [a, b) of 16, clamped
+        a = std::clamp<dim_t>(a, 0, 16);
+        b = std::clamp<dim_t>(b, a, 16);
+        return static_cast<__mmask16>(((1u << b) - 1u) & ~((1u << a) - 1u));
+    };
+    const __m512i even =
+        _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+    for (dim_t e0 = 0; e0 < len; e0 += 16) {
+        const __mmask16 store = bits(0, len - e0), valid = bits(lo - e0, hi - e0);
+        __m512 v;
+        if (sw == 1) {
+            v = _mm512_maskz_loadu_ps(valid, sp + e0);
+        } else {
+            // Lanes of the two loads: element e sits at 2e, split at lane 8 of the output.
+            const __m512 a = _mm512_maskz_loadu_ps(
+                static_cast<__mmask16>(_pdep_u32(valid & 0xff, 0x5555)), sp + 2 * e0);
+            const __m512 b = _mm512_maskz_loadu_ps(
+                static_cast<__mmask16>(_pdep_u32(valid >> 8, 0x5555)), sp + 2 * e0 + 16);
+            v = _mm512_permutex2var_ps(a, even, b);
         }
+        _mm512_mask_storeu_ps(out + e0, store, v);
+    }
+}
+
+// Stride 2: two loads of 8, their even lanes picked by one shuffle and put in order by one
+// permute. Only while the second load ends before the run's last element (no read beyond it).
+// Returns the first element not written.
+__attribute__((target("avx2"))) dim_t copy_stride2_avx2(const float* sp, dim_t e, dim_t hi,
+                                                        float* out) {
+    for (; e + 8 < hi; e += 8) {
+        const __m256 a = _mm256_loadu_ps(sp + 2 * e), b = _mm256_loadu_ps(sp + 2 * e + 8);
+        const __m256 t = _mm256_shuffle_ps(a, b, 0x88);  // a0 a2 b0 b2 | a4 a6 b4 b6
+        _mm256_storeu_ps(out + e,
+                         _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(t), 0xd8)));
+    }
+    return e;
+}
+#endif
+
+inline void copy_run(const float* sp, dim_t sw, dim_t lo, dim_t hi, dim_t len, float* out) {
+#if CONVLAB_X86
+    const Isa isa = selected_isa();
+    if (isa == Isa::avx512 && cpu_has_bmi2() && ((sw == 2 && len > 8) || (sw == 1 && len <= 16))) {
+        copy_run_avx512(sp, sw, lo, hi, len, out);
         return;
     }
 #endif
@@ -87,19 +110,8 @@ inline void copy_run(const float* sp, dim_t sw, dim_t lo, dim_t hi, dim_t len, f
         std::copy(sp + lo, sp + hi, out + lo);
         e = hi;
     }
-#if defined(__AVX2__)
-    // Stride 2: two loads of 8, their even lanes picked by one shuffle and put in order by one
-    // permute. Only while the second load ends before the run's last element (no read beyond
-    // it); the rest one by one.
-    if (sw == 2) {
-        const auto even = [](__m256 a, __m256 b) {
-            const __m256 t = _mm256_shuffle_ps(a, b, 0x88);  // a0 a2 b0 b2 | a4 a6 b4 b6
-            return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(t), 0xd8));
-        };
-        for (; e + 8 < hi; e += 8)
-            _mm256_storeu_ps(out + e,
-                             even(_mm256_loadu_ps(sp + 2 * e), _mm256_loadu_ps(sp + 2 * e + 8)));
-    }
+#if CONVLAB_X86
+    if (sw == 2 && isa != Isa::portable) e = copy_stride2_avx2(sp, e, hi, out);
 #endif
     for (; e < hi; ++e) out[e] = sp[e * sw];
     std::fill(out + hi, out + len, 0.0f);

@@ -1,8 +1,9 @@
 #include "convlab/kernels.hpp"
 
-#include <omp.h>
+#include "omp_compat.hpp"
 
-#if defined(__AVX2__)
+#include "x86.hpp"
+#if CONVLAB_X86
 #include <immintrin.h>
 #endif
 
@@ -91,22 +92,31 @@ static void nest_row(const Geom3& g, dim_t row, float* img, float* c, dim_t q0, 
 
 // row[i * s] = l[i] for i in [0, n), zeros at the other floats of [0, len): one line of a
 // 1x1's col2im (col2im_writes_once). len >= (n - 1) * s + 1.
+#if CONVLAB_X86
+// Stride 2, from element i: 8 elements into 16 floats, each interleaved with zeros, halves put
+// in order. Returns the first element not written.
+__attribute__((target("avx2"))) static dim_t spread_line2_avx2(const float* l, dim_t i, dim_t n,
+                                                               float* row, dim_t len) {
+    const __m256 z = _mm256_setzero_ps();
+    for (; i + 8 <= n && 2 * i + 16 <= len; i += 8) {
+        const __m256 v = _mm256_loadu_ps(l + i);
+        const __m256 lo = _mm256_unpacklo_ps(v, z), hi = _mm256_unpackhi_ps(v, z);
+        _mm256_storeu_ps(row + 2 * i, _mm256_permute2f128_ps(lo, hi, 0x20));
+        _mm256_storeu_ps(row + 2 * i + 8, _mm256_permute2f128_ps(lo, hi, 0x31));
+    }
+    return i;
+}
+#endif
+
 static void spread_line(const float* l, dim_t n, dim_t s, float* row, dim_t len) {
     dim_t i = 0;
     if (s == 1) {
         std::copy(l, l + n, row);
         i = n;
     }
-#if defined(__AVX2__)
-    if (s == 2) {  // 8 elements into 16 floats: each interleaved with zeros, halves put in order
-        const __m256 z = _mm256_setzero_ps();
-        for (; i + 8 <= n && 2 * i + 16 <= len; i += 8) {
-            const __m256 v = _mm256_loadu_ps(l + i);
-            const __m256 lo = _mm256_unpacklo_ps(v, z), hi = _mm256_unpackhi_ps(v, z);
-            _mm256_storeu_ps(row + 2 * i, _mm256_permute2f128_ps(lo, hi, 0x20));
-            _mm256_storeu_ps(row + 2 * i + 8, _mm256_permute2f128_ps(lo, hi, 0x31));
-        }
-    }
+#if CONVLAB_X86
+    if (s == 2 && detail::selected_isa() != detail::Isa::portable)
+        i = spread_line2_avx2(l, i, n, row, len);
 #endif
     const dim_t done = i * s;  // floats of row written so far
     std::fill(row + done, row + len, 0.0f);

@@ -9,8 +9,8 @@
 // [SECTION] scratch and split
 #include "microkernel.hpp"
 
-#include <omp.h>
 #include <unistd.h>
+#include "omp_compat.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -21,9 +21,9 @@
 #include <utility>
 #include <vector>
 
-#if defined(__x86_64__) && defined(__GNUC__)
+#include "x86.hpp"
+#if CONVLAB_X86
 #include <immintrin.h>
-#define CONVLAB_X86 1
 #endif
 
 namespace convlab::detail {
@@ -34,7 +34,7 @@ namespace {
 
 // Register tile: MR rows x NR columns of C held in registers for the whole k loop; each k step
 // loads NR/W vectors of B and broadcasts MR values of A.
-#ifdef CONVLAB_X86
+#if CONVLAB_X86
 // r[c] = column c of the 16 x 16 block whose rows are r[0..16). Always inlined: called out of
 // line (GCC's choice in the larger tiles), r went through memory after a vzeroupper.
 __attribute__((target("avx512f"), always_inline)) inline void transpose16(__m512 r[16]) {
@@ -281,7 +281,9 @@ __attribute__((target("avx512f,fma"))) void kernel_avx512_6x49(dim_t kc, const f
             c[i * ldc + 48] = (acc ? c[i * ldc + 48] : 0.0f) + _mm512_reduce_add_ps(d[i]);
     } else {
         __m256 u0 = _mm256_setzero_ps(), u1 = _mm256_setzero_ps();
-        const auto col = [&](dim_t k) {
+        // A lambda does not inherit its function's target: named here, or it would be compiled
+        // for the build's baseline ISA.
+        const auto col = [&](dim_t k) __attribute__((target("avx512f"))) {
             const float* ak = a + k * lda;
             const __m128 hi = _mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(ak + 4)));
             return _mm256_mul_ps(_mm256_set_m128(hi, _mm_loadu_ps(ak)), _mm256_set1_ps(bcol[k]));
@@ -760,7 +762,8 @@ __attribute__((target("avx2,fma"))) void kernel_avx2_edge(dim_t kc, const float*
     for (int h = 0; h < U; ++h)
 #pragma GCC unroll 8
         for (int r = 0; r < R; ++r) u[h][r] = _mm256_setzero_ps();
-    const auto step = [&](int h, const float* ak, const float* bk) {
+    const auto step = [&](int h, const float* ak, const float* bk)
+        __attribute__((target("avx2,fma"))) {
         const __m256 av = _mm256_maskload_ps(ak, six);
 #pragma GCC unroll 8
         for (int r = 0; r < R; ++r)
@@ -782,6 +785,20 @@ __attribute__((target("avx2,fma"))) void kernel_avx2_edge(dim_t kc, const float*
     }
 }
 
+// Loads of 8 floats for kernel_avx2_dot_rowa: all of them, or the lanes of a mask. Function
+// objects of the kernel's target (a lambda would be compiled for the build's baseline ISA).
+struct LoadAll8 {
+    __attribute__((target("avx2"), always_inline)) __m256 operator()(const float* p) const {
+        return _mm256_loadu_ps(p);
+    }
+};
+struct LoadMasked8 {
+    __m256i m;
+    __attribute__((target("avx2"), always_inline)) __m256 operator()(const float* p) const {
+        return _mm256_maskload_ps(p, m);
+    }
+};
+
 // A row-major, read in place (a[i*lda + k]): the R <= 4 columns as dot products along k of A's
 // 6 rows and the columns made contiguous along k (bcol[r*kc + k]), 8 k at a time (the last
 // ones masked), rows in groups small enough for the accumulators to stay in registers.
@@ -796,7 +813,7 @@ __attribute__((target("avx2,fma"))) void kernel_avx2_dot_rowa(dim_t kc, const fl
         for (int i = 0; i < G; ++i)
 #pragma GCC unroll 4
             for (int r = 0; r < R; ++r) t[i][r] = _mm256_setzero_ps();
-        const auto step = [&](dim_t k, auto load) {
+        const auto step = [&](dim_t k, auto load) __attribute__((target("avx2,fma"))) {
             __m256 bv[R];
 #pragma GCC unroll 4
             for (int r = 0; r < R; ++r) bv[r] = load(bcol + r * kc + k);
@@ -808,10 +825,10 @@ __attribute__((target("avx2,fma"))) void kernel_avx2_dot_rowa(dim_t kc, const fl
             }
         };
         dim_t k = 0;
-        for (; k + 8 <= kc; k += 8) step(k, [](const float* p) { return _mm256_loadu_ps(p); });
+        for (; k + 8 <= kc; k += 8) step(k, LoadAll8{});
         if (k < kc) {
             const __m256i m = lanes8(kc - k);
-            step(k, [m](const float* p) { return _mm256_maskload_ps(p, m); });
+            step(k, LoadMasked8{m});
         }
 #pragma GCC unroll 6
         for (int i = 0; i < G; ++i)
@@ -927,7 +944,8 @@ __attribute__((target("avx2,fma"))) inline void shifted_row_avx2(dim_t kc, const
     for (dim_t k0 = 0; k0 == 0 || k0 < kc; k0 += kShiftedAvx2Block) {
         const dim_t kb = std::min(kShiftedAvx2Block, kc - k0);
         const bool last = k0 + kb == kc;
-        const auto pass = [&]<int P>(int q, const float* xq, const float* bq, float* cq, int n) {
+        const auto pass = [&]<int P>(int q, const float* xq, const float* bq, float* cq, int n)
+            __attribute__((target("avx2,fma"))) {
             shifted_pass_avx2<P, S>(k0, kb, xq, off, bq, cq, ldt, n, k0 > 0 ? sums[q] : nullptr,
                                     last ? nullptr : sums[q]);
         };
@@ -1036,7 +1054,7 @@ void kernel_portable(dim_t kc, const float* a, const float* b, float* c, dim_t l
 
 // [SECTION] selection
 
-#ifdef CONVLAB_X86
+#if CONVLAB_X86
 // row[r] = kernel_avx512_edge<V, r> for r = 1 .. sizeof...(Rs).
 template <int V, int... Rs>
 void fill_edges(MicroKernelEdgeFn (&row)[16], std::integer_sequence<int, Rs...>) {
@@ -1133,16 +1151,18 @@ struct Registry {
     MicroKernel wide_avx512;    // 8 x 48 where it wastes less of its tiles than 12 x 32
     MicroKernel n49_avx512;     // 6 x 64 whose 49-column edge tile runs N = 49
     MicroKernel rows7_avx512;   // 7 x 48 for fewer than 64 rows that it fills best (M = 49)
+    Isa level = Isa::portable;  // best's ISA, read by the engine's other vector code
     bool select(std::string_view isa) {
         for (const auto& k : all)
             if (isa == k.isa) {
                 best = k;
+                level = isa == "avx512" ? Isa::avx512 : isa == "avx2" ? Isa::avx2 : Isa::portable;
                 return true;
             }
         return false;
     }
     Registry() {
-#ifdef CONVLAB_X86
+#if CONVLAB_X86
         __builtin_cpu_init();
         if (__builtin_cpu_supports("avx512f")) {
             all.push_back(avx512_kernel());
@@ -1166,7 +1186,7 @@ struct Registry {
             all.push_back(avx2_kernel());
 #endif
         all.push_back({"portable", 4, 16, kernel_portable});
-        best = all.front();
+        select(all.front().isa);
         if (const char* cap = std::getenv("CONVLAB_ISA")) select(cap);
     }
 };
@@ -1216,6 +1236,14 @@ bool select_microkernel(const char* isa) {
     return registry().select(isa);
 }
 
+Isa selected_isa() {
+    return registry().level;
+}
+
+const char* runtime_isa() {
+    return microkernel().isa;
+}
+
 bool avx512_selected() {
     return std::string_view(microkernel().isa) == "avx512";
 }
@@ -1252,7 +1280,7 @@ void pack_a(const StridedA& a, dim_t i0, dim_t mc, dim_t k0, dim_t kc, int mr, f
 }
 
 namespace {
-#ifdef CONVLAB_X86
+#if CONVLAB_X86
 // step: 1, or 2 (every other float along k, taken from two loads by one permute).
 __attribute__((target("avx512f"))) void pack_transposed_avx512(const float* src, dim_t ld, dim_t nv,
                                                                dim_t kc, int nr, float* dst,
@@ -1338,7 +1366,7 @@ __attribute__((target("avx2"))) void pack_transposed_avx2(const float* src, dim_
 
 void pack_transposed(const float* src, dim_t ld, dim_t nv, dim_t kc, int nr, float* dst,
                      const dim_t* to_row) {
-#ifdef CONVLAB_X86
+#if CONVLAB_X86
     if (nr % 16 == 0 && std::string_view(microkernel().isa) == "avx512")
         return pack_transposed_avx512(src, ld, nv, kc, nr, dst, to_row);
     if (nr % 8 == 0 && std::string_view(microkernel().isa) == "avx2")
@@ -1353,7 +1381,7 @@ void pack_transposed(const float* src, dim_t ld, dim_t nv, dim_t kc, int nr, flo
 
 void pack_sampled(const float* src, dim_t ld, dim_t step, dim_t nv, dim_t kc, int nr, float* dst) {
     if (step == 1) return pack_transposed(src, ld, nv, kc, nr, dst);
-#ifdef CONVLAB_X86
+#if CONVLAB_X86
     if (step == 2 && nr % 16 == 0 && std::string_view(microkernel().isa) == "avx512")
         return pack_transposed_avx512(src, ld, nv, kc, nr, dst, nullptr, 2);
     if (step == 2 && nr % 8 == 0 && std::string_view(microkernel().isa) == "avx2")
@@ -1381,7 +1409,7 @@ void SampledTB::operator()(dim_t k0, dim_t kc, dim_t j0, dim_t nc, int nr, float
 }
 
 namespace {
-#ifdef CONVLAB_X86
+#if CONVLAB_X86
 __attribute__((target("avx512f"))) void permute_runs_avx512(const float* src, dim_t ld_src, int len,
                                                             const int* idx, int n, dim_t count,
                                                             float* dst, dim_t ld_dst) {
@@ -1404,7 +1432,7 @@ __attribute__((target("avx512f"))) void permute_runs_avx512(const float* src, di
 }  // namespace
 
 namespace {
-#ifdef CONVLAB_X86
+#if CONVLAB_X86
 __attribute__((target("avx512f"))) void flush_tap_tiles_avx512(const float* buf, int mv, int ks,
                                                                float* c, dim_t ldt, int nv,
                                                                bool acc) {
@@ -1431,7 +1459,7 @@ __attribute__((target("avx512f"))) void flush_tap_tiles_avx512(const float* buf,
 }  // namespace
 
 void flush_tap_tiles(const float* buf, int mv, int ks, float* c, dim_t ldt, int nv, bool acc) {
-#ifdef CONVLAB_X86
+#if CONVLAB_X86
     if (std::string_view(microkernel().isa) == "avx512")
         return flush_tap_tiles_avx512(buf, mv, ks, c, ldt, nv, acc);
 #endif
@@ -1446,7 +1474,7 @@ void flush_tap_tiles(const float* buf, int mv, int ks, float* c, dim_t ldt, int 
 
 void permute_runs(const float* src, dim_t ld_src, int len, const int* idx, int n, dim_t count,
                   float* dst, dim_t ld_dst) {
-#ifdef CONVLAB_X86
+#if CONVLAB_X86
     if (n <= 16 && len <= 16 && std::string_view(microkernel().isa) == "avx512")
         return permute_runs_avx512(src, ld_src, len, idx, n, count, dst, ld_dst);
 #endif
@@ -1607,7 +1635,7 @@ std::atomic<int> g_b_in_place{0};  // BInPlace: automatic, on, off
 }  // namespace
 
 void stream_fence() {
-#ifdef CONVLAB_X86
+#if CONVLAB_X86
     _mm_sfence();
 #endif
 }
@@ -1911,7 +1939,7 @@ void run_threads(int threads, void (*fn)(void*, int), void* ctx) {
 }
 
 namespace {
-#ifdef CONVLAB_X86
+#if CONVLAB_X86
 // c[i * ldc + j] (+)= t[j * ldt + i] for i in [i0, i1), j < n: 16 x 16 blocks through registers.
 __attribute__((target("avx512f"))) void add_transposed_avx512(const float* t, dim_t ldt, dim_t n,
                                                               dim_t i0, dim_t i1, float* c,
@@ -1962,7 +1990,7 @@ __attribute__((target("avx2"))) void add_transposed_avx2(const float* t, dim_t l
 
 void add_transposed(const float* t, dim_t ldt, dim_t n, dim_t i0, dim_t i1, float* c, dim_t ldc,
                     bool acc) {
-#ifdef CONVLAB_X86
+#if CONVLAB_X86
     if (std::string_view(microkernel().isa) == "avx512")
         return add_transposed_avx512(t, ldt, n, i0, i1, c, ldc, acc);
     if (std::string_view(microkernel().isa) == "avx2")
@@ -1974,9 +2002,14 @@ void add_transposed(const float* t, dim_t ldt, dim_t n, dim_t i0, dim_t i1, floa
 }
 }  // namespace
 
+// 0 (unknown) where the C library cannot tell (_SC_LEVEL2_CACHE_SIZE is glibc's).
 long l2_cache_bytes() {
+#ifdef _SC_LEVEL2_CACHE_SIZE
     static const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
     return l2;
+#else
+    return 0;
+#endif
 }
 
 dim_t l2_block_columns(dim_t kc, int nr, dim_t panels, dim_t rows, long l2) {
@@ -2031,7 +2064,7 @@ const float* product_transposed(dim_t m, dim_t n, dim_t k, const StridedA& a, co
     return t;
 }
 
-#ifdef CONVLAB_X86
+#if CONVLAB_X86
 namespace {
 __attribute__((target("avx512f"))) void stream_rows_avx512(const float* src, dim_t lds, dim_t rows,
                                                            dim_t len, float* dst, dim_t ldd) {
@@ -2055,7 +2088,7 @@ __attribute__((target("avx512f"))) void stream_rows_avx512(const float* src, dim
 #endif
 
 void stream_rows(const float* src, dim_t lds, dim_t rows, dim_t len, float* dst, dim_t ldd) {
-#ifdef CONVLAB_X86
+#if CONVLAB_X86
     if (__builtin_cpu_supports("avx512f")) return stream_rows_avx512(src, lds, rows, len, dst, ldd);
 #endif
     for (dim_t i = 0; i < rows; ++i) std::copy(src + i * lds, src + i * lds + len, dst + i * ldd);

@@ -1,7 +1,7 @@
 // Internal: per-operation spans of the threads of one parallel region.
 #pragma once
 
-#include <omp.h>
+#include "omp_compat.hpp"
 
 #include <vector>
 

@@ -34,7 +34,8 @@
 // over the threads (channels, transformed points, output channels). The weight gradient's one
 // block of a small image (batch 1) runs fused, each thread on data of its own
 // (fused_weight_gradient).
-#include <omp.h>
+#include "omp_compat.hpp"
+#include "x86.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -112,8 +113,8 @@ void for_runs(const Geom& q, dim_t t0, dim_t t1, const F& f) {
 }
 
 // Row i of an input patch run: row[e] = x(y, x0 + e) for e < count, zero outside the plane.
-inline void load_row(const float* plane, const Geom& q, dim_t y, dim_t x0, dim_t count,
-                     float* row) {
+[[gnu::always_inline]] inline void load_row(const float* plane, const Geom& q, dim_t y, dim_t x0,
+                                            dim_t count, float* row) {
     if (y < 0 || y >= q.h) {
         std::fill(row, row + count, 0.0f);
         return;
@@ -148,7 +149,7 @@ inline void prefetch_rows(const float* plane, dim_t h, dim_t w, dim_t y0, dim_t 
 
 // The 6-point transforms, applied to vectors of tiles (B^T d for inputs; A^T m for outputs; A y
 // for output gradients; G^T m for weight gradients). out[i] is len floats ldo apart.
-inline void bt6(const float* const d[6], float* const o[6], dim_t len) {
+[[gnu::always_inline]] inline void bt6(const float* const d[6], float* const o[6], dim_t len) {
 #pragma omp simd simdlen(8)
     for (dim_t t = 0; t < len; ++t) {
         const float d0 = d[0][t], d1 = d[1][t], d2 = d[2][t], d3 = d[3][t], d4 = d[4][t],
@@ -162,7 +163,7 @@ inline void bt6(const float* const d[6], float* const o[6], dim_t len) {
     }
 }
 
-inline void at6(const float* const m[6], float* const o[4], dim_t len) {
+[[gnu::always_inline]] inline void at6(const float* const m[6], float* const o[4], dim_t len) {
 #pragma omp simd simdlen(8)
     for (dim_t t = 0; t < len; ++t) {
         const float m0 = m[0][t], m1 = m[1][t], m2 = m[2][t], m3 = m[3][t], m4 = m[4][t],
@@ -196,7 +197,7 @@ inline dim_t point_stride(dim_t channels, dim_t ld) {
 
 // V[xi * ldx + t] = the columns of tmp ([i][j][t], rows already transformed) transformed: the
 // second half of B^T d B, over lp lanes.
-void input_columns(const float* tmp, dim_t lp, float* v, dim_t ldx) {
+[[gnu::always_inline]] inline void input_columns(const float* tmp, dim_t lp, float* v, dim_t ldx) {
     for (int j = 0; j < 6; ++j) {
         const float* d[6];
         float* o[6];
@@ -210,8 +211,8 @@ void input_columns(const float* tmp, dim_t lp, float* v, dim_t ldx) {
 
 // V[xi * ldx + j + e] for the run of len tiles (n, th, tw0..) of one input channel plane.
 // work: 44 lp + 8 floats (lp: len padded).
-void input_run(const float* plane, const Geom& q, dim_t th, dim_t tw0, dim_t len, float* v,
-               dim_t ldx, float* work) {
+CONVLAB_ISA_CLONES void input_run(const float* plane, const Geom& q, dim_t th, dim_t tw0, dim_t len,
+                                  float* v, dim_t ldx, float* work) {
     const dim_t lp = padded(len);  // whole vectors: lanes past len are never stored
     float* tmp = work;             // [i][j'][t]: rows transformed along w
     float* row = work + 36 * lp;   // 4 lp + 4 floats of one input row
@@ -247,8 +248,8 @@ inline bool grouped(const Geom& q) {
 
 // V[xi * ldx + e] for tiles [t0, t0 + len) (len <= kGroupLanes, any rows and images) of input
 // channel ch (of all, g * cg + c). work: 72 kGroupLanes floats.
-void input_group(const float* src, dim_t ch, const Geom& q, dim_t t0, dim_t len, float* v,
-                 dim_t ldx, float* work) {
+CONVLAB_ISA_CLONES void input_group(const float* src, dim_t ch, const Geom& q, dim_t t0, dim_t len,
+                                    float* v, dim_t ldx, float* work) {
     const dim_t lp = padded(len);
     float* d = work;              // [i][j][t]: the patches
     float* tmp = work + 36 * lp;  // [i][j'][t]: rows transformed along w
@@ -284,7 +285,8 @@ void input_group(const float* src, dim_t ch, const Geom& q, dim_t t0, dim_t len,
 
 // y[(r * 4 + c) * lp + t] = A^T M A of the tiles in M's lp lanes (M[xi * ldx + t]); s: 24 lp
 // floats of scratch (the columns combined along w).
-void output_tiles(const float* m, dim_t ldx, dim_t lp, float* s, float* y) {
+[[gnu::always_inline]] inline void output_tiles(const float* m, dim_t ldx, dim_t lp, float* s,
+                                                float* y) {
     for (int i = 0; i < 6; ++i) {
         const float* mi[6];
         float* o[4];
@@ -303,8 +305,8 @@ void output_tiles(const float* m, dim_t ldx, dim_t lp, float* s, float* y) {
 
 // The 4x4 outputs of one output channel plane for the run of len tiles (n, th, tw0..) from
 // M[xi * ldx + e]; plus bias. work: 6 * 4 * len + 4 * 4 * len + 4 * len floats.
-void output_run(const float* m, dim_t ldx, const Geom& q, dim_t th, dim_t tw0, dim_t len,
-                float bias, float* plane, float* work) {
+CONVLAB_ISA_CLONES void output_run(const float* m, dim_t ldx, const Geom& q, dim_t th, dim_t tw0,
+                                   dim_t len, float bias, float* plane, float* work) {
     const dim_t lp = padded(len);  // whole vectors: lanes past len are never stored
     float* s = work;               // [i][q][t]: columns combined along w
     float* y = work + 24 * lp;     // [p][q][t]
@@ -323,8 +325,8 @@ void output_run(const float* m, dim_t ldx, const Geom& q, dim_t th, dim_t tw0, d
 
 // output_run for tiles [t0, t0 + len) (len <= kGroupLanes, any rows and images) of output
 // channel ch (of all): M[xi * ldx + e]. work: 40 kGroupLanes floats.
-void output_group(const float* m, dim_t ldx, const Geom& q, dim_t t0, dim_t len, float bias,
-                  float* dst, dim_t ch, float* work) {
+CONVLAB_ISA_CLONES void output_group(const float* m, dim_t ldx, const Geom& q, dim_t t0, dim_t len,
+                                     float bias, float* dst, dim_t ch, float* work) {
     const dim_t lp = padded(len);
     float* s = work;            // [i][c][t]: columns combined along w
     float* y = work + 24 * lp;  // [r][c][t]
@@ -570,7 +572,8 @@ void transform_weights(const Problem& p, const float* wei, bool flip, float* u, 
 
 // A w for 4-point vectors of tiles: w0; w0+w1+w2+w3; w0-w1+w2-w3; w0+2w1+4w2+8w3;
 // w0-2w1+4w2-8w3; w3 (w(t) = d[j][t * step]).
-inline void a6(const float* const d[4], dim_t step, float* const o[6], dim_t len) {
+[[gnu::always_inline]] inline void a6(const float* const d[4], dim_t step, float* const o[6],
+                                      dim_t len) {
 #pragma omp simd simdlen(8)
     for (dim_t t = 0; t < len; ++t) {
         const float w0 = d[0][t * step], w1 = d[1][t * step], w2 = d[2][t * step],
@@ -587,7 +590,7 @@ inline void a6(const float* const d[4], dim_t step, float* const o[6], dim_t len
 
 // Y[xi * ldx + t] = the columns of tmp ([i][j][t], 4 rows already transformed) transformed: the
 // second half of A y A^T, over lp lanes.
-void grad_columns(const float* tmp, dim_t lp, float* y, dim_t ldx) {
+[[gnu::always_inline]] inline void grad_columns(const float* tmp, dim_t lp, float* y, dim_t ldx) {
     for (int j = 0; j < 6; ++j) {
         const float* d[4];
         float* o[6];
@@ -599,8 +602,8 @@ void grad_columns(const float* tmp, dim_t lp, float* y, dim_t ldx) {
 
 // The 6x6 transform A y A^T of the 4x4 output-gradient tiles of one channel plane (zero beyond
 // the plane) for the run of len tiles (n, th, tw0..): Y[xi * ldx + e]. work: 40 * len floats.
-void grad_run(const float* plane, const Geom& q, dim_t th, dim_t tw0, dim_t len, float* y,
-              dim_t ldx, float* work) {
+CONVLAB_ISA_CLONES void grad_run(const float* plane, const Geom& q, dim_t th, dim_t tw0, dim_t len,
+                                 float* y, dim_t ldx, float* work) {
     const dim_t lp = padded(len);  // whole vectors: lanes past len are never stored
     float* tmp = work;             // [i][j'][t]: rows transformed along w
     float* row = work + 36 * lp;   // 4 lp floats of one row
@@ -623,8 +626,8 @@ void grad_run(const float* plane, const Geom& q, dim_t th, dim_t tw0, dim_t len,
 
 // grad_run for tiles [t0, t0 + len) (len <= kGroupLanes, any rows and images) of output
 // channel ch (of all) of dY. work: 40 kGroupLanes floats.
-void grad_group(const float* diff_dst, dim_t ch, const Geom& q, dim_t t0, dim_t len, float* y,
-                dim_t ldx, float* work) {
+CONVLAB_ISA_CLONES void grad_group(const float* diff_dst, dim_t ch, const Geom& q, dim_t t0,
+                                   dim_t len, float* y, dim_t ldx, float* work) {
     const dim_t lp = padded(len);
     float* d = work;              // [i][j][t]: the 4x4 tiles
     float* tmp = work + 16 * lp;  // [i][j'][t]: rows transformed along w
@@ -661,7 +664,7 @@ void grad_group(const float* diff_dst, dim_t ch, const Geom& q, dim_t t0, dim_t 
 // double, by 16 filters copied into a zeroed double block; this way, microbenchmark, 11.3 -> 4.1
 // ns a filter.
 constexpr dim_t kWeiChunk = 16;
-void weight_chunk(const float* m, dim_t ps, dim_t cn, float* dw) {
+CONVLAB_ISA_CLONES void weight_chunk(const float* m, dim_t ps, dim_t cn, float* dw) {
     // G^T rows: [1, -1/3, 1/3, 1/15, -16/15, 0], [0, -1/3, -1/3, 2/15, 8/15, 0],
     // [0, -1/3, 1/3, 4/15, -4/15, 1]; applied to the filters' lanes at once.
     constexpr float k3 = 1.0f / 3, k15 = 1.0f / 15;

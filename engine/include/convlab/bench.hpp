@@ -218,7 +218,7 @@ struct Machine {
     int threads = 0;  // threads used by the engine and the peer
     std::string compiler;
     std::string flags;       // compile flags of the engine (configure time)
-    std::string engine_isa;  // vector ISA the engine was compiled for
+    std::string engine_isa;  // vector ISA the engine was compiled for, and its kernels chose
     std::string version;     // engine version
     std::string commit;      // git commit at configure time ("-dirty": uncommitted changes)
     std::string date;        // UTC, ISO 8601

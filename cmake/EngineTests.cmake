@@ -1,0 +1,13 @@
+# The doctest suites that need the engine only (no app library), for builds with
+# -DCONVLAB_APP=OFF: one executable, every TEST_CASE registered with ctest.
+set(CONVLAB_ENGINE_TEST_SOURCES
+    ${PROJECT_SOURCE_DIR}/tests/main.cpp ${PROJECT_SOURCE_DIR}/tests/test_algorithms.cpp
+    ${PROJECT_SOURCE_DIR}/tests/test_bench.cpp ${PROJECT_SOURCE_DIR}/tests/test_davinci.cpp
+    ${PROJECT_SOURCE_DIR}/tests/test_layers.cpp ${PROJECT_SOURCE_DIR}/tests/test_layout.cpp
+    ${PROJECT_SOURCE_DIR}/tests/test_maps.cpp ${PROJECT_SOURCE_DIR}/tests/test_npy.cpp
+    ${PROJECT_SOURCE_DIR}/tests/test_packing.cpp ${PROJECT_SOURCE_DIR}/tests/test_problem.cpp
+    ${PROJECT_SOURCE_DIR}/tests/test_speed.cpp ${PROJECT_SOURCE_DIR}/tests/test_winograd.cpp)
+add_executable(convlab_engine_tests ${CONVLAB_ENGINE_TEST_SOURCES})
+target_link_libraries(convlab_engine_tests PRIVATE convlab_engine convlab_flags doctest::doctest)
+target_compile_definitions(convlab_engine_tests PRIVATE CONVLAB_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
+doctest_discover_tests(convlab_engine_tests)
