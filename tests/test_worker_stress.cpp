@@ -1,8 +1,8 @@
 // The app's worker threads under churn, as a user clicking fast makes them: views built on a
 // worker while the next request arrives, lessons opened, stepped and replaced mid-evaluation, a
 // timings run started, polled and cancelled while the other workers run. Window-free parts only
-// (model, lesson player, timings state), so the same test also runs in the ThreadSanitizer build
-// (CONVLAB_TSAN, .ci/run), where a data race between a worker and the caller's thread fails it.
+// (model, lesson player, timings state), so that a ThreadSanitizer build of those libraries can
+// run it as it is.
 #include <doctest/doctest.h>
 
 #include <atomic>
