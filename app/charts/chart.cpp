@@ -36,8 +36,14 @@ std::string ms(double x) {
 
 std::string tick_label(double v, double step) {
     if (std::fabs(v) < step * 1e-9) v = 0;
-    const int decimals = step >= 1 ? 0 : static_cast<int>(std::ceil(-std::log10(step) - 1e-9));
     char buf[48];
+    // Fixed notation only where it stays short: a tiny step or a huge value would print dozens
+    // of digits, so those are labelled in %g.
+    if (step < 1e-6 || step >= 1e15 || std::fabs(v) >= 1e15) {
+        std::snprintf(buf, sizeof buf, "%.6g", v);
+        return buf;
+    }
+    const int decimals = step >= 1 ? 0 : static_cast<int>(std::ceil(-std::log10(step) - 1e-9));
     std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
     return buf;
 }
@@ -187,12 +193,17 @@ double Axis::frac(double v) const {
         b = std::log10(b);
     }
     if (!(b > a)) return 0;
-    return std::clamp((v - a) / (b - a), 0.0, 1.0);
+    const double f = (v - a) / (b - a);
+    return std::isnan(f) ? 0 : std::clamp(f, 0.0, 1.0);  // NaN would poison every coordinate
 }
 
 std::vector<Tick> log_ticks(double& lo, double& hi) {
+    // The axis spans at most [kLogMin, kLogMax]: 600 decades, so the decade loop below is
+    // bounded whatever the data (zero, negative, NaN or infinite values included).
     if (!(lo > 0)) lo = 1e-3;
-    if (!(hi > lo)) hi = lo * 10;
+    lo = std::clamp(lo, kLogMin, kLogMax / 10);
+    if (std::isnan(hi) || !(hi > lo)) hi = lo * 10;
+    hi = std::min(hi, kLogMax);
     const double steps[] = {1, 2, 5};
     auto down = [&](double v) {  // largest 1-2-5 value <= v
         const double mag = std::pow(10.0, std::floor(std::log10(v) + 1e-12));
@@ -208,13 +219,17 @@ std::vector<Tick> log_ticks(double& lo, double& hi) {
         return 10 * mag;
     };
     lo = down(lo);
-    hi = up(hi);
+    hi = std::min(up(hi), kLogMax);
     // 1, 2, 5 in each decade; over more than four decades only the powers of ten (else the
-    // labels crowd).
+    // labels crowd), and over more than kMaxTicks decades every k-th power so that at most about
+    // kMaxTicks ticks are made.
+    const int e0 = static_cast<int>(std::floor(std::log10(lo) + 1e-12));
+    const int e1 = static_cast<int>(std::ceil(std::log10(hi) - 1e-12));
     const bool sparse = std::log10(hi / lo) > 4.01;
+    const int stride = std::max(1, (e1 - e0 + kMaxTicks - 1) / kMaxTicks);
     std::vector<Tick> ticks;
-    for (double mag = std::pow(10.0, std::floor(std::log10(lo) + 1e-12)); mag <= hi * 1.0001;
-         mag *= 10) {
+    for (int e = e0; e <= e1; e += stride) {
+        const double mag = std::pow(10.0, e);
         for (double f : steps) {
             if (sparse && f != 1) continue;
             const double v = f * mag;
@@ -233,8 +248,16 @@ std::string short_layer_name(const std::string& name) {
 }
 
 std::vector<Tick> nice_ticks(double& lo, double& hi, int count) {
-    if (!(hi > lo)) hi = lo + 1;
-    const double raw = (hi - lo) / std::max(1, count);
+    // Finite bounds within +-kLinearMax, a non-empty range and at most kMaxTicks + 1 ticks,
+    // whatever the data: NaN, infinite or equal bounds would otherwise give a zero or NaN step
+    // and a loop that never ends.
+    if (!std::isfinite(lo)) lo = 0;
+    lo = std::clamp(lo, -kLinearMax, kLinearMax);
+    if (std::isnan(hi)) hi = lo;
+    hi = std::clamp(hi, -kLinearMax, kLinearMax);
+    if (!(hi > lo)) hi = lo + std::max(1.0, std::fabs(lo) * 1e-6);
+    count = std::clamp(count, 1, kMaxTicks);
+    const double raw = (hi - lo) / count;
     const double mag = std::pow(10.0, std::floor(std::log10(raw)));
     double step = mag;
     for (double f : {1.0, 2.0, 2.5, 5.0, 10.0}) {
@@ -243,8 +266,12 @@ std::vector<Tick> nice_ticks(double& lo, double& hi, int count) {
     }
     lo = std::floor(lo / step + 1e-9) * step;
     hi = std::ceil(hi / step - 1e-9) * step;
+    const double n = std::min(std::round((hi - lo) / step), static_cast<double>(kMaxTicks));
     std::vector<Tick> ticks;
-    for (double v = lo; v <= hi + step * 1e-6; v += step) ticks.push_back({v, tick_label(v, step)});
+    for (int i = 0; i <= static_cast<int>(n); ++i) {
+        const double v = lo + step * i;
+        ticks.push_back({v, tick_label(v, step)});
+    }
     return ticks;
 }
 
@@ -386,10 +413,13 @@ Chart relative_time_chart(const Results& r, const std::string& forward_algo) {
             const Measurement* mf = f.empty() ? nullptr : r.find(li, Pass::Forward, f);
             if (!mb) continue;
             const std::string head = short_layer_name(r.layers[li].name) + "  bwd_data " + bwd[s];
-            if (!mb->valid() || !mf || !mf->valid()) {
+            // A forward time of 0 has no ratio: the bar would be infinite.
+            const bool zero_fwd = mf && mf->valid() && !(mf->total.median_ms > 0);
+            if (!mb->valid() || !mf || !mf->valid() || zero_fwd) {
                 std::string why = check_line(*mb);
                 if (mf && !mf->valid()) why += "\nforward " + f + ": " + check_line(*mf);
                 if (!mf) why += "\nno forward " + f + " measurement";
+                if (zero_fwd) why += "\nforward " + f + " median time is 0: no ratio";
                 se.marks.push_back(failed_mark(li, s, n, 0, head + "\n" + why));
                 continue;
             }
@@ -418,7 +448,7 @@ Chart relative_time_chart(const Results& r, const std::string& forward_algo) {
         for (std::size_t li = 0; li < r.layers.size(); ++li) {
             const Measurement* mb = r.find(li, Pass::BackwardData, peer);
             const Measurement* mf = r.find(li, Pass::Forward, peer);
-            if (!mb || !mf || !mb->valid() || !mf->valid()) continue;
+            if (!mb || !mf || !mb->valid() || !mf->valid() || !(mf->total.median_ms > 0)) continue;
             Mark k;
             k.kind = MarkKind::Point;
             k.x0 = k.x1 = static_cast<double>(li) + 0.5;

@@ -161,6 +161,13 @@ WinCount count_wins(const bench::Results& r, Pass pass, const std::string& a, co
 
 // [SECTION] helpers (ticks, colours, layer names)
 
+// Axis bounds and tick counts are capped so that no data (zero, negative, NaN, infinite or a
+// range of hundreds of decades) can make the tick loops run long or allocate much.
+constexpr int kMaxTicks = 30;         // ticks per axis at most (plus one)
+constexpr double kLogMin = 1e-300;    // a log axis never reaches below
+constexpr double kLogMax = 1e300;     // nor above
+constexpr double kLinearMax = 1e300;  // a linear axis stays within +-kLinearMax
+
 // About `count` ticks at 1, 2, 5 x 10^k steps covering [lo, hi]; *lo and *hi are widened to
 // the outer ticks.
 std::vector<Tick> nice_ticks(double& lo, double& hi, int count = 6);

@@ -115,6 +115,47 @@ void only_keys(const Ctx& c, const toml::table& t, const std::vector<std::string
     }
 }
 
+// [SECTION] Size limits
+
+// Every text and list of a lesson has a size limit (lessons/README.md, "Limits"), far above what
+// a lesson needs and low enough that the app draws it and evaluates it in a moment: a lesson file
+// is shared between teachers, and opening a colleague's file must never stall or kill the app.
+constexpr std::size_t kMaxNarration = 8192;  // bytes of a step's narration
+constexpr std::size_t kMaxSummary = 4096;    // bytes of the lesson's summary
+constexpr std::size_t kMaxTitle = 200;       // bytes of a title or the audience
+constexpr std::size_t kMaxDescriptor = 256;  // bytes of a benchdnn descriptor
+constexpr std::size_t kMaxName = 64;         // bytes of a name: view, map, chart, tensor, layer...
+constexpr std::size_t kMaxHighlight = 256;   // bytes of a highlight ("src[0,0,1,1]")
+constexpr std::size_t kMaxSteps = 200;       // steps in a lesson
+constexpr std::size_t kMaxListed = 64;       // highlights, show, compare entries of a step
+constexpr std::size_t kMaxChecks = 256;      // checks of a step
+constexpr std::size_t kMaxLayers = 64;       // layers of a network
+constexpr std::size_t kMaxInlineValues = 65536;  // values of an inline tensor
+
+std::size_t string_limit(std::string_view key) {
+    if (key == "narration") return kMaxNarration;
+    if (key == "summary") return kMaxSummary;
+    if (key == "title" || key == "audience") return kMaxTitle;
+    if (key == "problem") return kMaxDescriptor;
+    return kMaxName;
+}
+
+// Refuses a text longer than `limit` bytes, at the text's position.
+void check_length(const Ctx& c, const toml::node& n, const std::string& what, std::size_t size,
+                  std::size_t limit) {
+    if (size > limit)
+        c.fail(n, what + " is " + std::to_string(size) + " bytes long: at most " +
+                      std::to_string(limit) + " (see \"Limits\" in lessons/README.md)");
+}
+
+// Refuses a list of more than `limit` entries, at the list's position.
+void check_count(const Ctx& c, const toml::node& n, const std::string& what, std::size_t count,
+                 std::size_t limit) {
+    if (count > limit)
+        c.fail(n, what + " has " + std::to_string(count) + " entries: at most " +
+                      std::to_string(limit) + " (see \"Limits\" in lessons/README.md)");
+}
+
 // [SECTION] Typed field readers
 
 std::string get_string(const Ctx& c, const toml::table& t, const char* key, bool required,
@@ -126,7 +167,9 @@ std::string get_string(const Ctx& c, const toml::table& t, const char* key, bool
     }
     if (!n->is_string())
         c.fail(*n, std::string("'") + key + "' must be a string, not " + type_name(*n));
-    return std::string(n->as_string()->get());
+    const std::string_view v = n->as_string()->get();
+    check_length(c, *n, std::string("'") + key + "'", v.size(), string_limit(key));
+    return std::string(v);
 }
 
 std::int64_t as_integer(const Ctx& c, const toml::node& n, const std::string& what) {
@@ -140,9 +183,11 @@ double as_number(const Ctx& c, const toml::node& n, const std::string& what) {
     c.fail(n, what + " must be a number, not " + type_name(n));
 }
 
-std::vector<dim_t> integer_list(const Ctx& c, const toml::node& n, const std::string& what) {
+std::vector<dim_t> integer_list(const Ctx& c, const toml::node& n, const std::string& what,
+                                std::size_t limit = kMaxListed) {
     const toml::array* a = n.as_array();
     if (!a) c.fail(n, what + " must be an array of integers, not " + type_name(n));
+    check_count(c, n, what, a->size(), limit);
     std::vector<dim_t> v;
     for (const toml::node& e : *a) v.push_back(as_integer(c, e, what + " element"));
     return v;
@@ -170,6 +215,9 @@ void read_nested(const Ctx& c, const toml::node& n, std::size_t depth, InlineTen
     }
     if (depth != t.dims.size())
         c.fail(n, what + ": ragged nesting (a number where an array was expected)");
+    if (t.values.size() >= kMaxInlineValues)
+        c.fail(n, what + ": more than " + std::to_string(kMaxInlineValues) +
+                      " values (see \"Limits\" in lessons/README.md)");
     t.values.push_back(static_cast<float>(as_number(c, n, what + " element")));
 }
 
@@ -192,6 +240,7 @@ Highlight parse_highlight(const Ctx& c, const toml::node& n,
                           const std::string& what = "highlight") {
     if (!n.is_string()) c.fail(n, "a " + what + " must be a string like \"src[0,0,1,1]\"");
     const std::string s(n.as_string()->get());
+    check_length(c, n, "a highlight", s.size(), kMaxHighlight);
     Highlight h;
     h.pos = c.at(n);
     const auto open = s.find('[');
@@ -245,6 +294,7 @@ Problem parse_problem(const Ctx& c, const toml::node& n, std::string& text) {
         c.fail(n, "'problem' must be a string (a benchdnn descriptor), not " +
                       std::string(type_name(n)));
     text = std::string(n.as_string()->get());
+    check_length(c, n, "'problem'", text.size(), kMaxDescriptor);
     try {
         Problem p = parse_descriptor(text);
         p.check();
@@ -304,10 +354,11 @@ NetworkSpec parse_network(const Ctx& c, const toml::node& n) {
     net.input = read_tensor(c, *in, "'input'");
     const toml::node* tg = t.get("target");
     if (!tg) c.fail(n, "'network' needs 'target' (one class index per image)");
-    net.target = integer_list(c, *tg, "'target'");
+    net.target = integer_list(c, *tg, "'target'", kMaxInlineValues);
     const toml::node* layers = t.get("layer");
     if (!layers || !layers->is_array() || layers->as_array()->empty())
         c.fail(n, "'network' needs layers: [[step.network.layer]] tables");
+    check_count(c, *layers, "the network's layers", layers->as_array()->size(), kMaxLayers);
     std::size_t i = 0;
     for (const toml::node& l : *layers->as_array()) net.layers.push_back(parse_layer(c, l, i++));
     return net;
@@ -402,6 +453,7 @@ Step parse_step(const Ctx& c, const toml::node& n, const Defaults& defaults) {
     }
     if (const toml::node* h = t.get("highlights")) {
         if (!h->is_array()) c.fail(*h, "'highlights' must be an array of strings");
+        check_count(c, *h, "'highlights'", h->as_array()->size(), kMaxListed);
         for (const toml::node& e : *h->as_array()) s.highlights.push_back(parse_highlight(c, e));
     }
     if (const toml::node* h = t.get("hide")) {
@@ -423,8 +475,10 @@ Step parse_step(const Ctx& c, const toml::node& n, const Defaults& defaults) {
         if (s.view != "tensors")
             c.fail(*sh, "'show' lists the panels of the tensors view; this step's view is '" +
                             s.view + "'");
+        check_count(c, *sh, "'show'", sh->as_array()->size(), kMaxListed);
         for (const toml::node& e : *sh->as_array()) {
             if (!e.is_string()) c.fail(e, "a 'show' entry must be a tensor name (a string)");
+            check_length(c, e, "a 'show' entry", e.as_string()->get().size(), kMaxName);
             s.show.emplace_back(e.as_string()->get());
             s.show_pos.push_back(c.at(e));
         }
@@ -447,6 +501,7 @@ Step parse_step(const Ctx& c, const toml::node& n, const Defaults& defaults) {
     }
     if (const toml::node* cmp = t.get("compare")) {
         if (!cmp->is_array()) c.fail(*cmp, "'compare' must be an array of \"pass:algo\" strings");
+        check_count(c, *cmp, "'compare'", cmp->as_array()->size(), kMaxListed);
         for (const toml::node& e : *cmp->as_array()) {
             if (!e.is_string()) c.fail(e, "a 'compare' entry must be a string \"pass:algo\"");
             const std::string v(e.as_string()->get());
@@ -493,6 +548,7 @@ Step parse_step(const Ctx& c, const toml::node& n, const Defaults& defaults) {
         c.fail(n, "a step needs a 'problem' (benchdnn descriptor) or a 'network'");
     if (const toml::node* ch = t.get("check")) {
         if (!ch->is_array()) c.fail(*ch, "checks are written [[step.check]]");
+        check_count(c, *ch, "the step's checks", ch->as_array()->size(), kMaxChecks);
         for (const toml::node& e : *ch->as_array()) s.checks.push_back(parse_check(c, e));
     }
     return s;
@@ -535,6 +591,7 @@ Lesson parse_lesson(std::string_view text, const std::string& file) {
     const toml::node* steps = root.get("step");
     if (!steps) throw LessonError({file, 1, 1}, "the lesson has no steps ([[step]] tables)");
     if (!steps->is_array()) c.fail(*steps, "steps are written [[step]]");
+    check_count(c, *steps, "the lesson's steps", steps->as_array()->size(), kMaxSteps);
     for (const toml::node& s : *steps->as_array()) l.steps.push_back(parse_step(c, s, defaults));
     return l;
 }

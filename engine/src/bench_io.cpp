@@ -90,6 +90,15 @@ std::vector<SweepPoint> parse_sweep(const std::string& text, const std::string& 
             if (eq == std::string::npos || res.ec != std::errc() || res.ptr != w.c_str() + w.size())
                 throw Error(where + ": field 'sweep': '" + w + "' is not name=number");
             const std::string k = w.substr(0, eq);
+            // The same rules as the machine's fields: counts whole, figures finite and >= 0.
+            const bool whole = k == "batch" || k == "threads";
+            const double hi = k == "threads" ? 1 << 20 : k == "batch" ? 2147483647.0 : 1e300;
+            const bool unknown = k == "foreign_cpu" && x == -1;
+            if (!unknown &&
+                (!(x >= 0 && x <= (k == "foreign_cpu" ? 1 : hi)) || (whole && x != std::floor(x))))
+                throw Error(where + ": field 'sweep': '" + w + "' is out of range (" +
+                            (whole ? "a whole number >= 0" : "a finite number >= 0") +
+                            (k == "foreign_cpu" ? " up to 1, or -1" : "") + ")");
             if (k == "batch") {
                 p.batch = static_cast<dim_t>(x);
             } else if (k == "threads") {
@@ -280,12 +289,59 @@ double to_num(const Map& m, const std::string& key, const std::string& where) {
     const auto it = m.find(key);
     if (it == m.end()) throw Error(where + ": missing field '" + key + "'");
     const std::string& s = it->second;
-    if (s.empty()) return 0;
+    // The writers always write a number: an empty field (or JSON null) is not read as 0.
+    if (s.empty())
+        throw Error(where + ": field '" + key + "' is empty (or null): expected a number");
     double x = 0;
     const auto res = std::from_chars(s.data(), s.data() + s.size(), x);
     if (res.ec != std::errc() || res.ptr != s.data() + s.size())
         throw Error(where + ": field '" + key + "' is not a number: '" + s + "'");
     return x;
+}
+
+// Every numeric field has a rule: finite, within [lo, hi], and for counts a whole number; a
+// value outside it would be re-exported wrapped or plotted as nonsense, so it is refused with
+// the row and the field named. unknown: -1 is also accepted ("not measured").
+constexpr double kMaxCount = 2147483647.0;  // counts are read into int
+constexpr double kMaxThreads = 1 << 20;     // threads and CPUs
+constexpr double kMaxFinite = 1.7976931348623157e308;
+
+std::string rule_text(double lo, double hi, bool integer, bool unknown) {
+    std::string s = integer ? "an integer" : "a finite number";
+    if (hi >= kMaxFinite)
+        s += " >= " + num(lo);
+    else
+        s += " from " + num(lo) + " to " + num(hi);
+    if (unknown) s += " (or -1: unknown)";
+    return s;
+}
+
+double checked(double x, const std::string& key, const std::string& where, double lo, double hi,
+               bool integer, bool unknown) {
+    if (unknown && x == -1) return x;
+    if (!(x >= lo && x <= hi) || (integer && x != std::floor(x))) {
+        char buf[64];
+        std::snprintf(buf, sizeof buf, "%.17g", x);
+        throw Error(where + ": field '" + key + "' is " + buf + ": expected " +
+                    rule_text(lo, hi, integer, unknown));
+    }
+    return x;
+}
+
+// A finite number within [lo, hi].
+double real_in(const Map& m, const std::string& key, const std::string& where, double lo = 0,
+               double hi = kMaxFinite) {
+    return checked(to_num(m, key, where), key, where, lo, hi, false, false);
+}
+// A finite number within [lo, hi], or -1 (not measured).
+double real_or_unknown(const Map& m, const std::string& key, const std::string& where,
+                       double lo = 0, double hi = kMaxFinite) {
+    return checked(to_num(m, key, where), key, where, lo, hi, false, true);
+}
+// A whole number within [lo, hi] (hi at most kMaxCount, so it fits an int).
+long long int_in(const Map& m, const std::string& key, const std::string& where,
+                 double hi = kMaxCount, double lo = 0) {
+    return static_cast<long long>(checked(to_num(m, key, where), key, where, lo, hi, true, false));
 }
 std::string to_str(const Map& m, const std::string& key, const std::string& where) {
     const auto it = m.find(key);
@@ -312,8 +368,8 @@ auto in_field(const std::string& name, const std::string& where, F&& f) -> declt
 void machine_from(const Map& f, Results& r, const std::string& where) {
     Machine& m = r.machine;
     m.cpu = to_str(f, "cpu", where);
-    m.logical_cpus = static_cast<int>(to_num(f, "logical_cpus", where));
-    m.threads = static_cast<int>(to_num(f, "threads", where));
+    m.logical_cpus = static_cast<int>(int_in(f, "logical_cpus", where, kMaxThreads));
+    m.threads = static_cast<int>(int_in(f, "threads", where, kMaxThreads));
     m.compiler = to_str(f, "compiler", where);
     m.flags = to_str(f, "flags", where);
     m.engine_isa = to_str(f, "engine_isa", where);
@@ -321,22 +377,22 @@ void machine_from(const Map& f, Results& r, const std::string& where) {
     m.commit = to_str(f, "commit", where);
     m.date = to_str(f, "date", where);
     m.peer = to_str(f, "peer", where);
-    m.physical_cores = static_cast<int>(to_num(f, "physical_cores", where));
-    m.peak_gflops = to_num(f, "peak_gflops", where);
-    m.peak_gflops_1t = to_num(f, "peak_gflops_1t", where);
-    m.load_before = to_num(f, "load_before", where);
-    m.foreign_cpu = to_num(f, "foreign_cpu", where);
-    m.median_spread = to_num(f, "median_spread", where);
+    m.physical_cores = static_cast<int>(int_in(f, "physical_cores", where, kMaxThreads));
+    m.peak_gflops = real_in(f, "peak_gflops", where);
+    m.peak_gflops_1t = real_in(f, "peak_gflops_1t", where);
+    m.load_before = real_or_unknown(f, "load_before", where);
+    m.foreign_cpu = real_or_unknown(f, "foreign_cpu", where, 0, 1);
+    m.median_spread = real_in(f, "median_spread", where);
     r.shapes_file = to_str(f, "shapes", where);
-    r.batch = static_cast<dim_t>(to_num(f, "batch", where));
+    r.batch = static_cast<dim_t>(int_in(f, "batch", where));
     r.dtype = f.count("dtype")
                   ? in_field("dtype", where, [&] { return parse_dtype(f.at("dtype")); })
                   : DType::f32;
-    r.timing.warmup = static_cast<int>(to_num(f, "warmup", where));
-    r.timing.reps = static_cast<int>(to_num(f, "reps", where));
-    r.timing.min_reps = static_cast<int>(to_num(f, "min_reps", where));
-    r.timing.min_seconds = to_num(f, "min_seconds", where);
-    r.rtol = to_num(f, "rtol", where);
+    r.timing.warmup = static_cast<int>(int_in(f, "warmup", where));
+    r.timing.reps = static_cast<int>(int_in(f, "reps", where));
+    r.timing.min_reps = static_cast<int>(int_in(f, "min_reps", where));
+    r.timing.min_seconds = real_in(f, "min_seconds", where);
+    r.rtol = real_in(f, "rtol", where);
     r.cancelled = to_bool(f, "cancelled", where);
     r.command = to_str(f, "command", where);
     if (f.count("notes")) r.notes = split_notes(f.at("notes"));
@@ -345,19 +401,21 @@ void machine_from(const Map& f, Results& r, const std::string& where) {
 
 Stats stats_from(const Map& f, const std::string& where) {
     Stats t;
-    t.median_ms = to_num(f, "median_ms", where);
-    t.min_ms = to_num(f, "min_ms", where);
-    t.max_ms = to_num(f, "max_ms", where);
-    t.q1_ms = to_num(f, "q1_ms", where);
-    t.q3_ms = to_num(f, "q3_ms", where);
-    t.runs = static_cast<int>(to_num(f, "runs", where));
+    t.median_ms = real_in(f, "median_ms", where);
+    t.min_ms = real_in(f, "min_ms", where);
+    t.max_ms = real_in(f, "max_ms", where);
+    t.q1_ms = real_in(f, "q1_ms", where);
+    t.q3_ms = real_in(f, "q3_ms", where);
+    t.runs = static_cast<int>(int_in(f, "runs", where));
+    // Derived columns (recomputed, not read back) must still be numbers of their kind.
+    for (const char* k : {"share", "gflops", "gflops_benchdnn", "gbps"})
+        if (f.count(k)) real_in(f, k, where);
     return t;
 }
 
 // Adds one flat row: "total" starts a measurement, other operations join the last one.
 void add_row(const Map& f, Results& r, const std::string& where) {
-    const auto li = static_cast<std::size_t>(to_num(f, "layer_index", where));
-    if (li > 100000) throw Error(where + ": layer_index out of range");
+    const auto li = static_cast<std::size_t>(int_in(f, "layer_index", where, 100000));
     if (r.layers.size() <= li) r.layers.resize(li + 1);
     r.layers[li].name = to_str(f, "layer", where);
     r.layers[li].descriptor = to_str(f, "descriptor", where);
@@ -370,14 +428,15 @@ void add_row(const Map& f, Results& r, const std::string& where) {
         m.pass = pass;
         m.algorithm = algo;
         m.peer = to_bool(f, "peer", where);
-        if (f.count("batch")) m.batch = static_cast<dim_t>(to_num(f, "batch", where));
-        if (f.count("threads")) m.threads = static_cast<int>(to_num(f, "threads", where));
+        if (f.count("batch")) m.batch = static_cast<dim_t>(int_in(f, "batch", where));
+        if (f.count("threads"))
+            m.threads = static_cast<int>(int_in(f, "threads", where, kMaxThreads));
         if (f.count("dtype"))
             m.dtype = in_field("dtype", where, [&] { return parse_dtype(f.at("dtype")); });
         m.total = stats_from(f, where);
-        m.flops = to_num(f, "flops", where);
+        m.flops = real_in(f, "flops", where);
         if (f.count("flops_benchdnn")) {
-            m.flops_no_pad = to_num(f, "flops_benchdnn", where);
+            m.flops_no_pad = real_in(f, "flops_benchdnn", where);
         } else {  // a file from before the column: count again from the descriptor
             try {
                 m.flops_no_pad = parse_descriptor(to_str(f, "descriptor", where)).flops_no_pad();
@@ -385,10 +444,10 @@ void add_row(const Map& f, Results& r, const std::string& where) {
                 m.flops_no_pad = 0;
             }
         }
-        m.foreign_cpu = to_num(f, "foreign_cpu", where);
-        if (f.count("speed")) m.speed = to_num(f, "speed", where);
-        if (f.count("retimed")) m.retimed = static_cast<int>(to_num(f, "retimed", where));
-        m.bytes = to_num(f, "bytes", where);
+        m.foreign_cpu = real_or_unknown(f, "foreign_cpu", where, 0, 1);
+        if (f.count("speed")) m.speed = real_or_unknown(f, "speed", where);
+        if (f.count("retimed")) m.retimed = static_cast<int>(int_in(f, "retimed", where));
+        m.bytes = real_in(f, "bytes", where);
         const std::string v = to_str(f, "verified", where);
         if (v != "PASS" && v != "FAIL" && v != "UNCHECKED" && v != "REFERENCE" && v != "ERROR")
             throw Error(where + ": field 'verified' is '" + v +
@@ -396,8 +455,8 @@ void add_row(const Map& f, Results& r, const std::string& where) {
         m.ran = v != "ERROR";
         m.check.checked = v == "PASS" || v == "FAIL" || v == "REFERENCE";
         m.check.pass = v == "PASS" || v == "REFERENCE";
-        m.check.max_abs = to_num(f, "max_abs_err", where);
-        m.check.max_rel = to_num(f, "max_rel_err", where);
+        m.check.max_abs = real_in(f, "max_abs_err", where);
+        m.check.max_rel = real_in(f, "max_rel_err", where);
         m.check.reference = to_str(f, "reference", where);
         m.check.note = to_str(f, "note", where);
         m.impl = to_str(f, "impl", where);
@@ -462,17 +521,25 @@ void json_object(std::ostream& out, const Fields& f, const char* indent) {
 }
 
 // A JSON value as the reader keeps it: scalars as text (strings unescaped), containers nested.
+// An object's members are a struct of their own, not std::pair: a pair of a still incomplete
+// JValue does not compile with clang and libstdc++ (the fuzz build).
+struct JMember;
 struct JValue {
     enum Kind { Null, Bool, Number, String, Array, Object } kind = Null;
     std::string text;
-    std::vector<JValue> items;                            // Array
-    std::vector<std::pair<std::string, JValue>> members;  // Object
-    const JValue* get(const std::string& k) const {
-        for (const auto& [name, v] : members)
-            if (name == k) return &v;
-        return nullptr;
-    }
+    std::vector<JValue> items;     // Array
+    std::vector<JMember> members;  // Object
+    const JValue* get(const std::string& k) const;
 };
+struct JMember {
+    std::string name;
+    JValue value;
+};
+const JValue* JValue::get(const std::string& k) const {
+    for (const auto& [name, v] : members)
+        if (name == k) return &v;
+    return nullptr;
+}
 
 class JsonReader {
   public:
@@ -575,7 +642,7 @@ class JsonReader {
                 ws();
                 std::string k = string();
                 expect(':');
-                v.members.emplace_back(std::move(k), value(depth + 1));
+                v.members.push_back({std::move(k), value(depth + 1)});
             } while (eat(','));
             expect('}');
         } else if (c == '[') {

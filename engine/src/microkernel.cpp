@@ -684,7 +684,8 @@ __attribute__((target("avx512f,fma"))) inline void kernel_4x64(dim_t kc, const f
             for (int v = 0; v < NV; ++v) t[i][v] = _mm512_fmadd_ps(ai, bv[v], t[i][v]);
         }
         a += lda;
-        b += 16 * NV;
+        // With kRows there is no packed panel (b is null): offsetting null is undefined.
+        if constexpr (!kRows) b += 16 * NV;
     }
 #pragma GCC unroll 4
     for (int i = 0; i < MR; ++i)

@@ -143,7 +143,10 @@ inline void prefetch_rows(const float* plane, dim_t h, dim_t w, dim_t y0, dim_t 
                 __builtin_prefetch(a, 1, 3);
             else
                 __builtin_prefetch(a, 0, 3);
-        __builtin_prefetch(b, write ? 1 : 0, 3);
+        if (write)  // the hint must be a constant for clang: one call per kind, as above
+            __builtin_prefetch(b, 1, 3);
+        else
+            __builtin_prefetch(b, 0, 3);
     }
 }
 
