@@ -180,7 +180,8 @@ const Command& lesson_command() {
         "Lesson format: lessons/README.md.\n",
         {{"ACTION ARGS...", nullptr, "check FILE... | list [DIR] | show FILE"},
          {"--step", "K", "show: the step, 1-based"},
-         {"--tensor", "NAMES", "show: print only these tensors (comma-separated)"}},
+         {"--tensor", "NAMES", "show: print only these tensors (comma-separated)"},
+         kMaxMemoryOption},
         run_lesson};
     return c;
 }
