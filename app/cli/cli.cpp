@@ -323,6 +323,9 @@ void run_compute(const Options& opts, std::ostream& out) {
     if (opts.has("--threads"))
         set_num_threads(
             static_cast<int>(parse_integer("--threads", *opts.get("--threads"), 0, 4096)));
+    // Work beyond the memory budget is refused before the inputs are made (the engine checks
+    // again before it allocates).
+    check_memory_budget(find_algorithm(pass, algo), p, dv.c0);
     check_output_path(out_path);
 
     // Inputs in the order the pass lists them, so that the first bad one is the one reported.
@@ -574,6 +577,31 @@ void run_describe(const Options& opts, std::ostream& out) {
     row("wei") << dims_str(p.wei_dims()) << "  (K, C/G, kernel...)\n";
     row("dst") << dims_str(p.dst_dims()) << "  (N, K, out...)\n";
     row("bias") << "(" << p.oc << ")  (K)\n";
+
+    // Each algorithm's work memory (beyond these tensors) against the budget: what compute
+    // refuses before allocating, and what auto avoids.
+    if (opts.has("--threads"))
+        set_num_threads(
+            static_cast<int>(parse_integer("--threads", *opts.get("--threads"), 0, 4096)));
+    out << "\nwork memory per algorithm (" << num_threads() << " threads; budget "
+        << format_bytes(memory_budget())
+        << (opts.has("--max-memory") ? ", --max-memory" : ", 80% of available memory") << "):\n";
+    for (const Pass pass : {Pass::Forward, Pass::BackwardData, Pass::BackwardWeight}) {
+        for (const Algorithm* a : algorithms(pass)) {
+            out << "  " << std::left << std::setw(11) << pass_name(pass) << std::setw(21) << a->name
+                << std::right;
+            if (!algorithm_applies(*a, p)) {
+                out << "does not apply (" << a->rule << ")\n";
+                continue;
+            }
+            const std::int64_t need = work_bytes(*a, p);
+            out << std::setw(12) << format_bytes(need);
+            if (std::string_view(a->name) == "auto")
+                out << "  (takes " << auto_algorithm(p, pass).name << ")";
+            if (need > memory_budget()) out << "  over the budget: refused";
+            out << "\n";
+        }
+    }
 }
 
 // [SECTION] command table, help and dispatch
@@ -610,7 +638,8 @@ const std::vector<Command>& commands() {
           {"--c0", "N", "C0 of NC1HWC0 / FRACTAL_Z, 1..64 (default 16; 8 = CANN's fp32)"},
           {"--seed", "S", "seed of the generated inputs (default 0)"},
           {"--threads", "T", "threads of the fast algorithms (0 = all cores)"},
-          {"--timings", nullptr, "print the time of every operation and the total"}},
+          {"--timings", nullptr, "print the time of every operation and the total"},
+          kMaxMemoryOption},
          run_compute},
         {"map",
          "print an index map of a problem (im2col ... tnc; DaVinci nc1hwc0 ... fliprot_fz)",
@@ -644,10 +673,12 @@ const std::vector<Command>& commands() {
         {"algos", "list the algorithms of every pass", "algos", "", {}, run_algos},
         {"describe",
          "print a problem: sizes, output, leftover rows, FLOPs, tensor shapes",
-         "describe --problem DESC",
+         "describe --problem DESC [--threads T] [--max-memory SIZE]",
          "Descriptor keys (benchdnn): g mb ic oc id/ih/iw od/oh/ow kd/kh/kw sd/sh/sw dd/dh/dw\n"
          "(dilation 0-based) pd/ph/pw, n\"name\"; pde/phe/pwe give the end padding explicitly.\n",
-         {{"--problem", "DESC", "benchdnn-style descriptor, e.g. mb2ic3ih7oc4oh4kh3sh2ph1"}},
+         {{"--problem", "DESC", "benchdnn-style descriptor, e.g. mb2ic3ih7oc4oh4kh3sh2ph1"},
+          {"--threads", "T", "threads the work memory is stated for (default 0 = all cores)"},
+          kMaxMemoryOption},
          run_describe},
         bench_command(),
         lesson_command(),
@@ -737,6 +768,9 @@ int dispatch(const std::vector<std::string>& args, std::ostream& out) {
         print_command_help(out, *c);
         return 0;
     }
+    // Every command starts from the default budget, or the one it was given.
+    const std::string* max_memory = opts.get(kMaxMemoryOption.name);
+    set_memory_budget(max_memory ? parse_memory_size(kMaxMemoryOption.name, *max_memory) : 0);
     // bench, lesson and demo stop at their next safe point on an interrupt and write what they
     // have; every other command keeps nothing partial, so an interrupt ends it at once (its
     // temporaries removed).
@@ -765,6 +799,7 @@ namespace convlab {
 
 int run_cli(std::vector<std::string> args, std::ostream& out, std::ostream& err) {
     try {
+        cap_env_threads();
         const int status = cli::dispatch(args, out);
         out.flush();
         if (!out) {

@@ -68,6 +68,12 @@ struct Command {
     void (*run)(const Options&, std::ostream& out);
 };
 
+// The memory budget of the algorithms' work memory (convlab::set_memory_budget), an option of
+// every command that computes; dispatch applies it before the command runs.
+inline const OptionSpec kMaxMemoryOption{
+    "--max-memory", "SIZE",
+    "work memory the algorithms may take, e.g. 512M, 4G (default: 80% of available memory)"};
+
 // "--name value" or "--name=value"; switches take no value. Every option at most once.
 Options parse_options(const Command& cmd, std::span<const std::string> args);
 

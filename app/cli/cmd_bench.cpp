@@ -478,7 +478,8 @@ const Command& command() {
           "3e-2)"},
          {"--filter", "TEXT", "only layers whose name contains TEXT"},
          {"--replot", "FILE", "redraw the charts of a results.json (nothing is measured)"},
-         {"--out", "DIR", "directory of the results and charts (created when missing)"}},
+         {"--out", "DIR", "directory of the results and charts (created when missing)"},
+         kMaxMemoryOption},
         run_bench};
     return c;
 }

@@ -144,7 +144,8 @@ const Command& demo_command() {
         "Prints the files written.\n",
         {{"--out", "DIR", "output directory (default out/demo)"},
          {"--lessons", nullptr,
-          "every step of every lesson only (DIR/lessonNN_stepK.png), as the player shows it"}},
+          "every step of every lesson only (DIR/lessonNN_stepK.png), as the player shows it"},
+         kMaxMemoryOption},
         run_demo};
     return c;
 }

@@ -50,7 +50,8 @@ const Command& gui_command() {
          {"--presenter", nullptr, "full screen, large fonts, keyboard only"},
          {"--follow", nullptr, "follow the step: readable cells around it (key Z turns it off)"},
          {"--lesson", "FILE", "open a lesson (a file, or its number: 17)"},
-         {"--step", "K", "with --lesson: the step to open, from 1"}},
+         {"--step", "K", "with --lesson: the step to open, from 1"},
+         kMaxMemoryOption},
         run_gui};
     return c;
 }

@@ -262,7 +262,8 @@ const Command& lesson_command() {
          {"--readable", nullptr,
           "check: also hold every step to the readability rule on a projector"},
          {"--step", "K", "show: the step, 1-based"},
-         {"--tensor", "NAMES", "show: print only these tensors (comma-separated)"}},
+         {"--tensor", "NAMES", "show: print only these tensors (comma-separated)"},
+         kMaxMemoryOption},
         run_lesson};
     return c;
 }

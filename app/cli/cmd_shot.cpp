@@ -300,7 +300,8 @@ const Command& shot_command() {
          {"--to", "B", "the last step of --gif or --sequence (default the last)"},
          {"--fps", "F", "--gif: steps a second, 0.1 to 50 (default 2, the app's speed)"},
          {"--frames", "N", "render N frames, one new step each"},
-         {"--report", nullptr, "print frame-time median and max"}},
+         {"--report", nullptr, "print frame-time median and max"},
+         kMaxMemoryOption},
         run_shot};
     return c;
 }

@@ -1,6 +1,9 @@
 // Internal: the algorithm functions registered in conv.cpp.
 #pragma once
 
+#include <algorithm>
+
+#include "checked.hpp"
 #include "convlab/conv.hpp"
 
 namespace convlab::detail {
@@ -146,6 +149,35 @@ void backward_data_auto(const Problem& p, const ConvArgs& a, Profiler* prof);
 void backward_weight_auto(const Problem& p, const ConvArgs& a, Profiler* prof);
 
 void add_bias(const Problem& p, const ConvArgs& a, Profiler* prof);  // dst += bias
+
+// Work memory (beyond the tensors a pass reads and writes) in bytes that each algorithm takes for
+// a pass of p on OpenMP's current threads: an upper bound of what it allocates, computed from the
+// sizes alone before anything is allocated (checked products: kHugeSize when it does not fit in
+// 64 bits). work_bytes (convlab/conv.hpp) dispatches to these.
+// Each thread's packing buffers of the blocked GEMM (A and B blocks of at most 96 x 1040 and
+// 1536 x 1024 floats, an edge column, a tile) and of its packers, with room to spare.
+inline constexpr dim_t kGemmPackBytes = dim_t{8} << 20;
+// A thread's share of such a per-thread cap: never more than the problem's tensors (and extra
+// floats of intermediates) hold, 64 times over (a packed panel pads a column to up to 64), plus
+// 64 KiB. Small problems on thousands of threads then state little.
+inline dim_t per_thread_bytes(const Problem& p, dim_t cap, dim_t extra_floats = 0) {
+    const dim_t sizes = sat_add(sat_add(sat_mul({p.mb, p.ic, p.in_spatial()}),
+                                        sat_mul({p.oc, p.icg(), p.kernel_spatial()})),
+                                sat_add(sat_mul({p.mb, p.oc, p.out_spatial()}), extra_floats));
+    return std::min(cap, sat_add(sat_mul(sizes, 64 * dim_t{sizeof(float)}), dim_t{64} << 10));
+}
+dim_t im2col_gemm_work(const Problem& p, Pass pass);
+dim_t col2im_work(const Problem& p);
+dim_t via_forward_work(const Problem& p, Pass pass);
+dim_t implicit_gemm_work(const Problem& p, Pass pass);
+dim_t winograd_work(const Problem& p, Pass pass);
+// The DaVinci algorithms' packed tensors and column blocks for C0 = c0 (fractal: fwd;
+// fractal_via_forward: bwd_data, bwd_weight).
+dim_t fractal_work(const Problem& p, Pass pass, dim_t c0);
+// auto's choice for pass of p (a: the call's arguments, for its prepared weights, or null): the
+// heuristic's algorithm where its work fits the memory budget, else the first of the others
+// that fits (direct needs none).
+const Algorithm& auto_choice(const Problem& p, Pass pass, const ConvArgs* a);
 
 void backward_bias_direct(const Problem& p, const ConvArgs& a, Profiler* prof);
 

@@ -653,6 +653,8 @@ Results run(const Config& cfg) {
                 m.flops_no_pad = flops_no_pad;
                 m.bytes = pass_bytes(p, pass);
                 try {
+                    // Refused, as compute refuses it, where its work exceeds the budget.
+                    check_memory_budget(*a, p, davinci::kC0);
                     const auto call = storage_call(*a, cfg.dtype);
                     poison(out, n_out);  // sizes out: args take its address after
                     ConvArgs args = args_for(pass, b, out.data());

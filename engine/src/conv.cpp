@@ -3,6 +3,7 @@
 #include "omp_compat.hpp"
 
 #include <Eigen/Core>
+#include <algorithm>
 #include <array>
 
 #include "algorithms.hpp"
@@ -134,8 +135,13 @@ const Algorithm& find_algorithm(Pass pass, std::string_view name) {
 
 void set_num_threads(int n) {
     if (n <= 0) n = omp_get_num_procs();
+    n = std::min(n, kMaxThreads);
     omp_set_num_threads(n);
     Eigen::setNbThreads(n);
+}
+
+void cap_env_threads() {
+    if (omp_get_max_threads() > kMaxThreads) set_num_threads(kMaxThreads);
 }
 
 int num_threads() {
@@ -149,6 +155,7 @@ Tensor forward(const Problem& p, const Tensor& src, const Tensor& wei, const Ten
     check_tensor("src", src, p.src_dims());
     check_tensor("wei", wei, p.wei_dims());
     if (bias) check_tensor("bias", *bias, {p.oc});
+    check_memory_budget(a, p);
     Tensor dst(p.dst_dims());
     ConvArgs args;
     args.src = src.f32();
@@ -166,6 +173,7 @@ Tensor backward_data(const Problem& p, const Tensor& diff_dst, const Tensor& wei
     const Algorithm& a = find_algorithm(Pass::BackwardData, algo);
     check_tensor("diff_dst", diff_dst, p.dst_dims());
     check_tensor("wei", wei, p.wei_dims());
+    check_memory_budget(a, p);
     Tensor diff_src(p.src_dims());
     ConvArgs args;
     args.diff_dst = diff_dst.f32();
@@ -182,6 +190,7 @@ Tensor backward_weight(const Problem& p, const Tensor& src, const Tensor& diff_d
     const Algorithm& a = find_algorithm(Pass::BackwardWeight, algo);
     check_tensor("src", src, p.src_dims());
     check_tensor("diff_dst", diff_dst, p.dst_dims());
+    check_memory_budget(a, p);
     Tensor diff_wei(p.wei_dims());
     ConvArgs args;
     args.src = src.f32();

@@ -8,9 +8,12 @@
 #include <memory>
 #include <vector>
 
+#include "algorithms.hpp"
+#include "checked.hpp"
 #include "convlab/davinci.hpp"
 #include "convlab/maps.hpp"
 #include "geom.hpp"
+#include "microkernel.hpp"
 
 namespace convlab::davinci {
 
@@ -109,9 +112,21 @@ void check_gives_back(const Problem& q, const SpatialDims& want, int ndims, cons
                         std::to_string(want[i]) + " (leftover r not accounted for?)");
 }
 
-// Scratch storage, not zeroed (every kernel writing it writes every element).
-std::unique_ptr<float[]> buffer(dim_t n) {
-    return std::make_unique_for_overwrite<float[]>(static_cast<std::size_t>(n));
+// Scratch storage, not zeroed (every kernel writing it writes every element), counted as work
+// memory while it lives (detail::count_work_memory).
+struct CountedFree {
+    std::size_t bytes = 0;
+    void operator()(float* p) const {
+        delete[] p;
+        detail::count_work_memory(-static_cast<std::ptrdiff_t>(bytes));
+    }
+};
+using Buffer = std::unique_ptr<float[], CountedFree>;
+Buffer buffer(dim_t n) {
+    const auto count = static_cast<std::size_t>(n);
+    Buffer b(new float[count], CountedFree{count * sizeof(float)});
+    detail::count_work_memory(static_cast<std::ptrdiff_t>(count * sizeof(float)));
+    return b;
 }
 
 }  // namespace
@@ -177,9 +192,13 @@ void conv_fractal(const Problem& p, dim_t c0, const float* x5d, const float* wfz
         };
         const auto start = Clock::now();
         double t_im2col = 0, t_gemm = 0;
-#pragma omp parallel reduction(+ : t_im2col, t_gemm)
+        // The threads' buffers allocated before the region: an allocation failing inside it
+        // would end the program (an exception cannot leave a parallel region).
+        std::vector<Buffer> bufs(static_cast<std::size_t>(threads));
+        for (auto& b : bufs) b = buffer(rows * chunk * frac);
+#pragma omp parallel num_threads(threads) reduction(+ : t_im2col, t_gemm)
         {
-            auto a = buffer(rows * chunk * frac);
+            auto& a = bufs[static_cast<std::size_t>(omp_get_thread_num())];
 #pragma omp for schedule(dynamic, 1)
             for (dim_t u = 0; u < units; ++u) {
                 const dim_t n = u / nchunks, mb0 = (u % nchunks) * chunk;
@@ -361,6 +380,71 @@ void backward_weight_fractal_via_forward(const Problem& p, const ConvArgs& a, Pr
 
 namespace {
 
+// Storage elements of the packed layouts, checked (sizes of via-forward problems can pass 2^63).
+dim_t act_size(const std::vector<dim_t>& dims, dim_t c0) {
+    dim_t n = detail::sat_mul(dims[0], blocks_of(dims[1], c0) * c0);
+    for (std::size_t i = 2; i < dims.size(); ++i) n = detail::sat_mul(n, dims[i]);
+    return n;
+}
+dim_t wei_size(const std::vector<dim_t>& dims, dim_t c0) {
+    dim_t n = detail::sat_mul({blocks_of(dims[1], c0), blocks_of(dims[0], kN0), kN0, c0});
+    for (std::size_t i = 2; i < dims.size(); ++i) n = detail::sat_mul(n, dims[i]);
+    return n;
+}
+// conv_fractal's buffers for q: B transposed, and the column blocks (one, or each thread's).
+dim_t conv_fractal_work(const Problem& q, dim_t c0) {
+    const WeiGeom wg = WeiGeom::of(q.wei_dims(), c0);
+    const dim_t frac = kN0 * c0, rows = wg.rows();
+    const dim_t m1 = blocks_of(q.out_spatial(), kN0);
+    const dim_t chunk = std::clamp<dim_t>((dim_t{1} << 20) / detail::sat_mul(rows, frac), 1, m1);
+    const dim_t block = detail::sat_mul({rows, chunk, frac});
+    return detail::sat_add(detail::sat_mul({rows, wg.n1, frac}),
+                           detail::sat_mul(block, omp_get_max_threads()));
+}
+
+}  // namespace
+
+}  // namespace convlab::davinci
+
+namespace convlab::detail {
+
+// The buffers of the calls above for their pass, in bytes.
+dim_t fractal_work(const Problem& p, Pass pass, dim_t c0) {
+    using davinci::act_size;
+    using davinci::conv_fractal_work;
+    using davinci::wei_size;
+    const Problem p1 = davinci::one_group(p);
+    dim_t floats = 0;
+    if (pass == Pass::Forward) {
+        floats = sat_add(sat_add(act_size(p1.src_dims(), c0), wei_size(p1.wei_dims(), c0)),
+                         sat_add(act_size(p1.dst_dims(), c0), conv_fractal_work(p1, c0)));
+    } else if (pass == Pass::BackwardData) {
+        const Problem q = maps::backward_data_as_forward(p1);
+        if (!q.validate(true).empty()) return kHugeSize;
+        std::vector<dim_t> zd = p1.dst_dims();
+        for (int i = 0; i < p.ndims; ++i)
+            zd[static_cast<std::size_t>(2 + i)] = sat_add(sat_mul(p.out(i) - 1, p.stride[i]), 1);
+        floats = sat_add(sat_add(act_size(p1.dst_dims(), c0), act_size(zd, c0)),
+                         sat_add(act_size(q.src_dims(), c0), act_size(p1.src_dims(), c0)));
+        floats = sat_add(floats, sat_add(wei_size(p1.wei_dims(), c0), wei_size(q.wei_dims(), c0)));
+        floats = sat_add(floats, conv_fractal_work(q, c0));
+    } else {
+        const Problem q = maps::backward_weight_as_forward(p1);
+        if (!q.validate(true).empty()) return kHugeSize;
+        floats = sat_add(sat_add(act_size(p1.src_dims(), c0), act_size(q.src_dims(), c0)),
+                         sat_add(act_size(p1.dst_dims(), c0), wei_size(q.wei_dims(), c0)));
+        floats = sat_add(floats, sat_add(act_size(q.dst_dims(), c0), wei_size(p.wei_dims(), c0)));
+        floats = sat_add(floats, conv_fractal_work(q, c0));
+    }
+    return sat_mul(floats, dim_t{sizeof(float)});
+}
+
+}  // namespace convlab::detail
+
+namespace convlab::davinci {
+
+namespace {
+
 // A dense row-major fp32 copy of t (any layout, any dtype), after checking its dims.
 Tensor dense_f32(const char* what, const Tensor& t, const std::vector<dim_t>& want) {
     if (t.dims() != want)
@@ -386,6 +470,7 @@ Tensor forward(const Problem& p, const Tensor& src, const Tensor& wei, const Ten
     const Tensor w = dense_f32("wei", wei, p.wei_dims());
     Tensor b;
     if (bias) b = dense_f32("bias", *bias, {p.oc});
+    check_memory_budget(find_algorithm(Pass::Forward, "fractal"), p, o.c0);
     Tensor dst(p.dst_dims());
     ConvArgs args;
     args.src = x.f32();
@@ -402,6 +487,7 @@ Tensor backward_data(const Problem& p, const Tensor& diff_dst, const Tensor& wei
     check_c0(o.c0);
     const Tensor dy = dense_f32("diff_dst", diff_dst, p.dst_dims());
     const Tensor w = dense_f32("wei", wei, p.wei_dims());
+    check_memory_budget(find_algorithm(Pass::BackwardData, "fractal_via_forward"), p, o.c0);
     Tensor dx(p.src_dims());
     ConvArgs args;
     args.diff_dst = dy.f32();
@@ -417,6 +503,7 @@ Tensor backward_weight(const Problem& p, const Tensor& src, const Tensor& diff_d
     check_c0(o.c0);
     const Tensor x = dense_f32("src", src, p.src_dims());
     const Tensor dy = dense_f32("diff_dst", diff_dst, p.dst_dims());
+    check_memory_budget(find_algorithm(Pass::BackwardWeight, "fractal_via_forward"), p, o.c0);
     Tensor dw(p.wei_dims());
     ConvArgs args;
     args.src = x.f32();
@@ -432,6 +519,7 @@ Tensor backward_weight_fz(const Problem& p, const Tensor& src, const Tensor& dif
     check_c0(o.c0);
     const Tensor x = dense_f32("src", src, p.src_dims());
     const Tensor dy = dense_f32("diff_dst", diff_dst, p.dst_dims());
+    check_memory_budget(find_algorithm(Pass::BackwardWeight, "fractal_via_forward"), p, o.c0);
     Tensor dw(weight_layout(p.wei_dims(), o.c0), DType::f32);
     backward_weight_fractal_fz(p, x.f32(), dy.f32(), dw.f32(), prof, o);
     return dw;

@@ -7,6 +7,7 @@
 // [SECTION] GEMM core switch
 // [SECTION] forward
 // [SECTION] backward data
+// [SECTION] work memory
 // [SECTION] backward weight
 #include "omp_compat.hpp"
 
@@ -17,8 +18,10 @@
 #include <string_view>
 
 #include "algorithms.hpp"
+#include "checked.hpp"
 #include "geom.hpp"
 #include "microkernel.hpp"
+#include "parallel.hpp"
 #include "thread_profile.hpp"
 
 namespace convlab {
@@ -296,20 +299,24 @@ void backward_data_col2im(const Problem& p, const ConvArgs& a, Profiler* prof) {
             // Two or more images a thread: whole images each, no rows computed twice. conv1 at
             // batch 32, 3 alternating rounds, against bands of each image (ms): 79.9/88.2/82.4
             // -> 76.4/89.2/69.5 (oneDNN's 146/160/133 and 155/158/124 in the same runs).
+            ParallelError err;
 #pragma omp parallel for schedule(dynamic)
             for (dim_t t = 0; t < p.mb * p.groups; ++t)
-                band(t / p.groups, t % p.groups, 0, rows_in, tp.mine());
+                err.run([&] { band(t / p.groups, t % p.groups, 0, rows_in, tp.mine()); });
+            err.rethrow();
             return;
         }
         // Each thread a band of dX's input rows: rows near a band's edge are computed by both
         // threads (conv1: 3 of 56).
         for (dim_t n = 0; n < p.mb; ++n)
             for (dim_t g = 0; g < p.groups; ++g) {
+                ParallelError err;
 #pragma omp parallel
-                {
+                err.run([&] {
                     const dim_t id = omp_get_thread_num(), nt = omp_get_num_threads();
                     band(n, g, rows_in * id / nt, rows_in * (id + 1) / nt, tp.mine());
-                }
+                });
+                err.rethrow();
             }
         return;
     }
@@ -374,6 +381,42 @@ void backward_data_col2im(const Problem& p, const ConvArgs& a, Profiler* prof) {
             }
         }
     }
+}
+
+// [SECTION] work memory
+// One column matrix (none where im2col is the identity), and the GEMM's product computed
+// transposed (sgemm may: its C's size) and each thread's packing.
+dim_t im2col_gemm_work(const Problem& p, Pass pass) {
+    const dim_t rows = sat_mul(p.icg(), p.kernel_spatial()), cols = p.out_spatial();
+    const dim_t col = im2col_is_identity(p) ? 0 : sat_mul(rows, cols);
+    const dim_t c = pass == Pass::BackwardWeight ? sat_mul(p.ocg(), rows) : sat_mul(p.ocg(), cols);
+    return sat_add(sat_mul(sat_add(col, c), dim_t{sizeof(float)}),
+                   sat_mul(omp_get_max_threads(), per_thread_bytes(p, kGemmPackBytes, col)));
+}
+
+// backward_data_col2im's buffers on the path it takes for p: the column matrix or the product
+// computed transposed (one image, one group), the blocks of each thread (blocks), or the merged
+// images' product (and Eigen's copy of their dY); each with the GEMM's transposed product.
+dim_t col2im_work(const Problem& p) {
+    const GemmDims d(p);
+    const dim_t rows = sat_mul(p.icg(), p.kernel_spatial()), cols = p.out_spatial();
+    const dim_t threads = omp_get_max_threads();
+    const dim_t nb = col2im_images_per_gemm(p, d);
+    dim_t floats = 0;
+    if (col2im_in_blocks(p)) {
+        const Geom3 geo = geom3(p);
+        const dim_t ow = geo.out[2], rows_out = geo.out[0] * geo.out[1];
+        const dim_t per =
+            std::clamp<dim_t>(65536 / std::max<dim_t>(sat_mul(rows, ow), 1), 1, rows_out);
+        floats = sat_mul({2, threads, rows, per, ow});
+    } else if (nb <= 1) {
+        floats = sat_mul({2, rows, cols});
+    } else {
+        const dim_t wide = sat_mul(nb, cols);
+        floats = sat_add(sat_mul({2, rows, wide}), sat_mul(p.ocg(), wide));
+    }
+    return sat_add(sat_mul(floats, dim_t{sizeof(float)}),
+                   sat_mul(threads, per_thread_bytes(p, kGemmPackBytes, floats)));
 }
 
 // [SECTION] backward weight

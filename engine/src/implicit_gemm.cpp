@@ -25,9 +25,11 @@
 #include <vector>
 
 #include "algorithms.hpp"
+#include "checked.hpp"
 #include "convlab/kernels.hpp"
 #include "geom.hpp"
 #include "microkernel.hpp"
+#include "parallel.hpp"
 #include "thread_profile.hpp"
 
 namespace convlab::detail {
@@ -448,21 +450,29 @@ template <class Work>
 void sum_over_threads(int threads, float* c, std::size_t csize, const Work& work,
                       ThreadProfilers* tp = nullptr) {
     std::vector<float*> part(static_cast<std::size_t>(threads), nullptr);
+    // Every thread reaches the barrier whatever failed; after it, the failure (if any) is seen
+    // by all of them alike, so that all skip the shared loop or none does.
+    ParallelError err;
 #pragma omp parallel num_threads(threads)
     {
         const int id = omp_get_thread_num(), nt = omp_get_num_threads();
-        float* out = id == 0 ? c : scratch(3, csize);
-        part[static_cast<std::size_t>(id)] = out;
-        work(id, nt, out);
+        err.run([&] {
+            float* out = id == 0 ? c : scratch(3, csize);
+            part[static_cast<std::size_t>(id)] = out;
+            work(id, nt, out);
+        });
 #pragma omp barrier
-        Span s(tp ? tp->mine() : nullptr, "gemm");
+        if (!err.failed()) {
+            Span s(tp ? tp->mine() : nullptr, "gemm");
 #pragma omp for schedule(static)
-        for (std::size_t e = 0; e < csize; ++e) {
-            float v = c[e];
-            for (int q = 1; q < nt; ++q) v += part[static_cast<std::size_t>(q)][e];
-            c[e] = v;
+            for (std::size_t e = 0; e < csize; ++e) {
+                float v = c[e];
+                for (int q = 1; q < nt; ++q) v += part[static_cast<std::size_t>(q)][e];
+                c[e] = v;
+            }
         }
     }
+    err.rethrow();
 }
 
 // The forward computed transposed from a padded input split into stride phases ("shifted"
@@ -536,15 +546,28 @@ struct Shifted {
           sh(g.s[1]),
           sw(g.s[2]),
           hh(g.out[1] + (g.k[1] - 1) * g.d[1] / g.s[1] + 1),  // + the row the last one wraps to
-          wh(shared_pad_width(sw, g.d[2], g.pb[2], g.in[2], g.out[2], g.k[2])),
-          plane(hh * wh),
-          npos(g.out[1] * wh),
+          wh(narrowest_fits(p.icg(), g, hh)
+                 ? shared_pad_width(sw, g.d[2], g.pb[2], g.in[2], g.out[2], g.k[2])
+                 : g.out[2] + (g.k[2] - 1) * g.d[2] / sw),
+          plane(sat_mul(hh, wh)),
+          npos(sat_mul(g.out[1], wh)),
           cg(p.icg()),
           ks(p.kernel_spatial()),
           rows(cg * ks) {}
     // Floats of one image's planes and of the zeros after them, read by the dropped positions
     // of the last row (up to Wh + 11 past the last plane).
-    dim_t size() const { return cg * sh * sw * plane + slack(); }
+    dim_t size() const { return sat_add(sat_mul({cg, sh, sw, plane}), slack()); }
+    // Whether planes of the narrowest width (out) are within kMaxPlanes floats: the planes are
+    // never used beyond that (shifted_possible), and a width search over a kernel of 2^31 taps,
+    // or planes of huge strides, would loop for hours or overflow (the widest width is used
+    // then).
+    static constexpr dim_t kMaxPlanes = dim_t{1} << 22;
+    // So is a search of more than 2^26 steps (widths x taps x outputs; conv1's: 4 x 7 x 112).
+    static bool narrowest_fits(dim_t cg, const Geom3& g, dim_t hh) {
+        const dim_t widths = (g.k[2] - 1) * g.d[2] / g.s[2] + 1;
+        return sat_mul({cg, g.s[1], g.s[2], hh, g.out[2]}) <= kMaxPlanes &&
+               sat_mul({widths, g.k[2], g.out[2]}) <= (dim_t{1} << 26);
+    }
     dim_t slack() const { return wh + 16; }
     // Reduction row (ci, kh, kw) at (kh, ci, kw) order, the forward's.
     dim_t kh_major(dim_t ci, dim_t kh, dim_t kw) const { return (kh * cg + ci) * g.k[2] + kw; }
@@ -639,11 +662,14 @@ bool shifted_possible(const Problem& p) {
     if (!uk.shifted_row_fn[1] || g.k[0] != 1 || g.in[0] != 1 || g.s[0] != 1 ||
         p.kernel_spatial() < 2)
         return false;
+    const dim_t npan = (p.ocg() + 31) / 32, rows = sat_mul(p.icg(), p.kernel_spatial());
+    // W^T (the weights' size, rounded up to panels) within 16 MiB, the planes within 4 MiB
+    // (products checked: strides of 2^31 overflow them).
+    if (sat_mul({p.groups, npan, 32, rows, dim_t{sizeof(float)}}) > (dim_t{16} << 20)) return false;
+    if (!Shifted::narrowest_fits(p.icg(), g, g.out[1] + (g.k[1] - 1) * g.d[1] / g.s[1] + 1))
+        return false;
     const Shifted sg(p);
-    const dim_t npan = (p.ocg() + 31) / 32, rows = p.icg() * p.kernel_spatial();
-    // The planes within 4 MiB, W^T (the weights' size, rounded up to panels) within 16 MiB.
-    return static_cast<std::size_t>(sg.size()) * sizeof(float) <= (4u << 20) &&
-           static_cast<std::size_t>(p.groups * npan * 32 * rows) * sizeof(float) <= (16u << 20);
+    return sat_mul(sg.size(), dim_t{sizeof(float)}) <= (dim_t{4} << 20);
 }
 
 // The weight gradient from the planes: dW_g^T (rows x K/G) = X' dY_g^T over the positions,
@@ -917,44 +943,48 @@ void forward_shifted(const Problem& p, const ConvArgs& a, Profiler* prof, bool f
         // image's tiles pass.
         const bool stream = streams_output(p) && !lanes;  // (the lanes' tiles stream their own)
         ThreadProfilers tp(prof);
+        ParallelError err;
 #pragma omp parallel for schedule(dynamic)
-        for (dim_t q = 0; q < p.mb * p.groups; ++q) {
-            const dim_t n = q / p.groups, gi = q % p.groups;
-            float* rowbuf =
-                stream ? scratch(kTransposedSlot, static_cast<std::size_t>(32 * ow_n)) : nullptr;
-            Profiler* mine = tp.mine();
-            const float* xp = image(n, gi);
-            if (!in_place) {
-                Span s(mine, "pad");
-                float* planes = scratch(kSubsampleSlot, xsize);
-                pad(n, gi, planes, 0, 1);
-                xp = planes;
-            }
-            Span s(mine, "gemm");
-            // With planes, the input of the image this thread likely takes next (q + threads)
-            // is prefetched while this one's tiles run, 8 rows of tiles at a time, so that its
-            // padding reads it from cache, not memory. conv1, batch 32, harness, 2 threads, 2
-            // alternating rounds: pad 1.59-1.70 -> 1.10-1.13 ms, the call 35.02-35.16 ->
-            // 34.76-34.79.
-            if (in_place) {
-                for (dim_t jp = 0; jp < npan; ++jp)
-                    tiles(n, gi, xp, jp, wt + (gi * npan + jp) * 32 * rows, 0, ntiles, rowbuf);
-                continue;
-            }
-            const dim_t nt = omp_get_num_threads(), qn = q + nt;
-            const dim_t chunk = 8 * segs, nchunks = (ntiles + chunk - 1) / chunk;
-            PrefetchA next;
-            if (qn < p.mb * p.groups)
-                next = PrefetchA(StridedA{image(qn / p.groups, qn % p.groups), cg * is, 1}, 0, 1, 0,
-                                 cg * is, npan * nchunks);
-            for (dim_t jp = 0; jp < npan; ++jp)
-                for (dim_t t0 = 0; t0 < ntiles; t0 += chunk) {
-                    tiles(n, gi, xp, jp, wt + (gi * npan + jp) * 32 * rows, t0,
-                          std::min(t0 + chunk, ntiles), rowbuf);
-                    next.step_into_l2();
+        for (dim_t q = 0; q < p.mb * p.groups; ++q)
+            err.run([&] {
+                const dim_t n = q / p.groups, gi = q % p.groups;
+                float* rowbuf = stream
+                                    ? scratch(kTransposedSlot, static_cast<std::size_t>(32 * ow_n))
+                                    : nullptr;
+                Profiler* mine = tp.mine();
+                const float* xp = image(n, gi);
+                if (!in_place) {
+                    Span s(mine, "pad");
+                    float* planes = scratch(kSubsampleSlot, xsize);
+                    pad(n, gi, planes, 0, 1);
+                    xp = planes;
                 }
-            if (stream_lanes) stream_fence();
-        }
+                Span s(mine, "gemm");
+                // With planes, the input of the image this thread likely takes next (q + threads)
+                // is prefetched while this one's tiles run, 8 rows of tiles at a time, so that its
+                // padding reads it from cache, not memory. conv1, batch 32, harness, 2 threads, 2
+                // alternating rounds: pad 1.59-1.70 -> 1.10-1.13 ms, the call 35.02-35.16 ->
+                // 34.76-34.79.
+                if (in_place) {
+                    for (dim_t jp = 0; jp < npan; ++jp)
+                        tiles(n, gi, xp, jp, wt + (gi * npan + jp) * 32 * rows, 0, ntiles, rowbuf);
+                    return;
+                }
+                const dim_t nt = omp_get_num_threads(), qn = q + nt;
+                const dim_t chunk = 8 * segs, nchunks = (ntiles + chunk - 1) / chunk;
+                PrefetchA next;
+                if (qn < p.mb * p.groups)
+                    next = PrefetchA(StridedA{image(qn / p.groups, qn % p.groups), cg * is, 1}, 0,
+                                     1, 0, cg * is, npan * nchunks);
+                for (dim_t jp = 0; jp < npan; ++jp)
+                    for (dim_t t0 = 0; t0 < ntiles; t0 += chunk) {
+                        tiles(n, gi, xp, jp, wt + (gi * npan + jp) * 32 * rows, t0,
+                              std::min(t0 + chunk, ntiles), rowbuf);
+                        next.step_into_l2();
+                    }
+                if (stream_lanes) stream_fence();
+            });
+        err.rethrow();
         return;
     }
     float* planes = in_place ? nullptr : scratch(kSubsampleSlot, xsize);
@@ -980,8 +1010,9 @@ void forward_shifted(const Problem& p, const ConvArgs& a, Profiler* prof, bool f
             }
             if (own_wt) {
                 ThreadProfilers tp(prof);
+                ParallelError err;
 #pragma omp parallel
-                {
+                err.run([&] {
                     const dim_t id = omp_get_thread_num(), nt = omp_get_num_threads();
                     float* w = scratch(kPackedWeiSlot, static_cast<std::size_t>(npan * 32 * rows));
                     {
@@ -992,13 +1023,15 @@ void forward_shifted(const Problem& p, const ConvArgs& a, Profiler* prof, bool f
                     for (dim_t jp = 0; jp < npan; ++jp)
                         tiles(n, gi, xp, jp, w + jp * 32 * rows, first_tile(id, nt),
                               first_tile(id + 1, nt), nullptr);
-                }
+                });
+                err.rethrow();
                 continue;
             }
             if (fused) {
                 ThreadProfilers tp(prof);
+                ParallelError err;
 #pragma omp parallel
-                {
+                err.run([&] {
                     const dim_t id = omp_get_thread_num(), nt = omp_get_num_threads();
                     const dim_t all = npan * ntiles, q0 = all * id / nt, q1 = all * (id + 1) / nt;
                     float* w = scratch(kPackedWeiSlot, static_cast<std::size_t>(32 * rows));
@@ -1011,7 +1044,8 @@ void forward_shifted(const Problem& p, const ConvArgs& a, Profiler* prof, bool f
                         tiles(n, gi, xp, jp, w, std::max(q0 - jp * ntiles, dim_t{0}),
                               std::min(q1 - jp * ntiles, ntiles), nullptr);
                     }
-                }
+                });
+                err.rethrow();
                 continue;
             }
             Span s(prof, "gemm");
@@ -1235,13 +1269,16 @@ void forward_pointwise(const Problem& p, const ConvArgs& a, Profiler* prof,
     };
     if (images_in_parallel(p.mb * p.groups)) {
         ThreadProfilers tp(prof);
+        ParallelError err;
 #pragma omp parallel for schedule(dynamic)
-        for (dim_t q = 0; q < p.mb * p.groups; ++q) {
-            Profiler* mine = tp.mine();
-            const float* x = input(q / p.groups, q % p.groups, mine);
-            Span s(mine, "gemm");
-            tiles(q / p.groups, q % p.groups, x, 0, segs, 0, npan);
-        }
+        for (dim_t q = 0; q < p.mb * p.groups; ++q)
+            err.run([&] {
+                Profiler* mine = tp.mine();
+                const float* x = input(q / p.groups, q % p.groups, mine);
+                Span s(mine, "gemm");
+                tiles(q / p.groups, q % p.groups, x, 0, segs, 0, npan);
+            });
+        err.rethrow();
         return;
     }
     // One image at a time: the threads split its tiles, each reading all of W^T, or where W^T
@@ -1257,14 +1294,16 @@ void forward_pointwise(const Problem& p, const ConvArgs& a, Profiler* prof,
             const float* x = input(n, gi, prof);
             Span s(prof, "gemm");
             // (Called inside a parallel region, one thread: backward_data_pointwise's images.)
+            ParallelError err;
 #pragma omp parallel if (!omp_in_parallel())
-            {
+            err.run([&] {
                 const dim_t id = omp_get_thread_num(), nt = omp_get_num_threads();
                 if (by_panels)
                     tiles(n, gi, x, 0, segs, npan * id / nt, npan * (id + 1) / nt);
                 else
                     tiles(n, gi, x, segs * id / nt, segs * (id + 1) / nt, 0, npan);
-            }
+            });
+            err.rethrow();
         }
 }
 
@@ -1367,19 +1406,22 @@ void backward_data_pointwise(const Problem& p, const Problem& q, const ConvArgs&
     // tiles on one thread) and puts it in place while it is in cache, no barrier between.
     if (images_in_parallel(p.mb)) {
         ThreadProfilers tp(prof);
+        ParallelError err;
 #pragma omp parallel for schedule(dynamic)
-        for (dim_t n = 0; n < p.mb; ++n) {
-            Profiler* mine = tp.mine();
-            float* buf = scratch(kTransposedSlot, image);
-            Problem qb = q;
-            qb.mb = 1;
-            ConvArgs fi = f;
-            fi.src = a.diff_dst + n * p.oc * os;
-            fi.dst = buf;
-            forward_pointwise(qb, fi, mine, prepared, true);
-            Span s(mine, "scatter");
-            for (dim_t c = 0; c < p.ic; ++c) put(n, c, buf + c * os);
-        }
+        for (dim_t n = 0; n < p.mb; ++n)
+            err.run([&] {
+                Profiler* mine = tp.mine();
+                float* buf = scratch(kTransposedSlot, image);
+                Problem qb = q;
+                qb.mb = 1;
+                ConvArgs fi = f;
+                fi.src = a.diff_dst + n * p.oc * os;
+                fi.dst = buf;
+                forward_pointwise(qb, fi, mine, prepared, true);
+                Span s(mine, "scatter");
+                for (dim_t c = 0; c < p.ic; ++c) put(n, c, buf + c * os);
+            });
+        err.rethrow();
         return;
     }
     // Few images: blocks of them through one buffer (at most 4 MiB), the threads sharing each.
@@ -1734,9 +1776,11 @@ void forward_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler* prof) 
         // Enough (image block, group) pairs for every thread: one parallel region, each thread
         // whole products on one core (no barrier per product).
         ThreadProfilers tp(prof);
+        ParallelError err;
 #pragma omp parallel for schedule(dynamic)
         for (dim_t t = 0; t < blocks * p.groups; ++t)
-            block((t / p.groups) * nb, t % p.groups, tp.mine());
+            err.run([&] { block((t / p.groups) * nb, t % p.groups, tp.mine()); });
+        err.rethrow();
     } else {
         for (dim_t n0 = 0; n0 < p.mb; n0 += nb)
             for (dim_t g = 0; g < p.groups; ++g) block(n0, g, prof);
@@ -2010,8 +2054,10 @@ void backward_data_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler* 
             const dim_t blocks = (p.mb + nb - 1) / nb;
             if (images_in_parallel(blocks)) {
                 ThreadProfilers tp(prof);  // gemm and scatter, side by side on the threads
+                ParallelError err;
 #pragma omp parallel for schedule(dynamic)
-                for (dim_t b = 0; b < blocks; ++b) images(b * nb, tp.mine());
+                for (dim_t b = 0; b < blocks; ++b) err.run([&] { images(b * nb, tp.mine()); });
+                err.rethrow();
             } else {
                 for (dim_t n0 = 0; n0 < p.mb; n0 += nb) images(n0, prof);
             }
@@ -2117,6 +2163,7 @@ void backward_weight_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler
         float* dyt =
             own ? nullptr : scratch(kPackedDySlot, static_cast<std::size_t>(np * nb * cols * 32));
         const int threads = split ? omp_get_max_threads() : 1;
+        ParallelError err;  // (the padding and packing before the barrier cannot throw)
 #pragma omp parallel num_threads(threads)
         {
             const dim_t id = omp_get_thread_num(), nt = omp_get_num_threads();
@@ -2139,102 +2186,107 @@ void backward_weight_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler
                 }
             }
 #pragma omp barrier
-            // Tiles panel-major, so that with two panels each thread streams one panel of dY^T
-            // (conv1 at batch 1: 1.6 MiB each; interleaved, both threads streamed both through
-            // L2). One image: over output rows of up to 2048 positions that every tile passes
-            // before the next (conv1's weight gradient at batch 1, 3 rounds: 1.69-2.00 ms ->
-            // 0.98-1.31; res2a_branch2b 0.82-1.09 -> 0.77-1.05; res3a_branch2b 1.15-1.17 ->
-            // 1.11). Several images (whole images): each tile over all of them. A run per output
-            // row: the planes' padding columns are not multiplied (they were, as zeros of dY^T: 1
-            // of 15 at 14x14). Harness, 2 threads, alternating against that build, medians, ms:
-            // batch 32 res4a_branch2b 36.8/36.8 -> 35.1/35.4, res3a_branch2b 35.4/35.2 ->
-            // 34.7/34.5, res2a_branch2b 35.1/35.1 -> 34.8/34.7, conv1 42.4/40.4 -> 39.9/40.0;
-            // batch 1 res4a_branch2b 1.19-1.20 -> 1.13-1.15.
-            const dim_t hstep = nb > 1 ? oh_n : std::max<dim_t>(1, kShiftedWgradRun / ow_n);
-            const float* rp[12];
-            const Geom3& g3 = sg.g;
-            const float* x0 = a.src + (n * p.ic + g * cg) * is;
-            // This thread's tiles and the panels they read, [jlo, jhi]. With taps, whole groups
-            // of a tile's ks taps (flushed together).
-            const dim_t unit = taps ? ks : 1, units = ntiles / unit;
-            const dim_t t0 = units * id / nt * unit, t1 = units * (id + 1) / nt * unit;
-            // The raw tap tiles of a group (flush_tap_tiles).
-            std::vector<float> tap_tiles(static_cast<std::size_t>(taps ? ks * 12 * 32 : 0));
-            const dim_t per_panel = ntiles / np, jlo = t0 / per_panel,
-                        jhi = t1 > t0 ? (t1 - 1) / per_panel : jlo - 1;
-            const dim_t run = std::min(hstep, oh_n) * ow_n;  // positions of a run, at most
-            float* mine =
-                own ? scratch(kPanelSlot, static_cast<std::size_t>((jhi - jlo + 1) * run * 32))
-                    : nullptr;
-            // Panel jl's dY^T from position q of the image (in the rows of this run when own).
-            dim_t h0 = 0;
-            const auto dy_at = [&](dim_t jl, dim_t q) -> const float* {
-                return own ? mine + ((jl - jlo) * run + q - h0 * ow_n) * 32
-                           : dyt + (jl * nb * cols + q) * 32;
-            };
-            for (; h0 < oh_n; h0 += hstep) {
-                const dim_t nq = std::min(hstep, oh_n - h0);
-                if (own) {
-                    Span s(prf, "pack_dst");
-                    const float* dy = a.diff_dst + (n * p.oc + g * kg) * cols;
-                    for (dim_t jl = jlo; jl <= jhi; ++jl) {
-                        const dim_t jp = jp0 + jl;
-                        pack_transposed(dy + jp * 32 * cols + h0 * ow_n, cols,
-                                        std::min<dim_t>(32, kg - jp * 32), nq * ow_n, 32,
-                                        mine + (jl - jlo) * run * 32);
+            err.run([&] {
+                // Tiles panel-major, so that with two panels each thread streams one panel of dY^T
+                // (conv1 at batch 1: 1.6 MiB each; interleaved, both threads streamed both through
+                // L2). One image: over output rows of up to 2048 positions that every tile passes
+                // before the next (conv1's weight gradient at batch 1, 3 rounds: 1.69-2.00 ms ->
+                // 0.98-1.31; res2a_branch2b 0.82-1.09 -> 0.77-1.05; res3a_branch2b 1.15-1.17 ->
+                // 1.11). Several images (whole images): each tile over all of them. A run per
+                // output row: the planes' padding columns are not multiplied (they were, as zeros
+                // of dY^T: 1 of 15 at 14x14). Harness, 2 threads, alternating against that build,
+                // medians, ms: batch 32 res4a_branch2b 36.8/36.8 -> 35.1/35.4,
+                // res3a_branch2b 35.4/35.2 -> 34.7/34.5, res2a_branch2b 35.1/35.1 -> 34.8/34.7,
+                // conv1 42.4/40.4 -> 39.9/40.0; batch 1 res4a_branch2b 1.19-1.20 -> 1.13-1.15.
+                const dim_t hstep = nb > 1 ? oh_n : std::max<dim_t>(1, kShiftedWgradRun / ow_n);
+                const float* rp[12];
+                const Geom3& g3 = sg.g;
+                const float* x0 = a.src + (n * p.ic + g * cg) * is;
+                // This thread's tiles and the panels they read, [jlo, jhi]. With taps, whole groups
+                // of a tile's ks taps (flushed together).
+                const dim_t unit = taps ? ks : 1, units = ntiles / unit;
+                const dim_t t0 = units * id / nt * unit, t1 = units * (id + 1) / nt * unit;
+                // The raw tap tiles of a group (flush_tap_tiles).
+                std::vector<float> tap_tiles(static_cast<std::size_t>(taps ? ks * 12 * 32 : 0));
+                const dim_t per_panel = ntiles / np, jlo = t0 / per_panel,
+                            jhi = t1 > t0 ? (t1 - 1) / per_panel : jlo - 1;
+                const dim_t run = std::min(hstep, oh_n) * ow_n;  // positions of a run, at most
+                float* mine =
+                    own ? scratch(kPanelSlot, static_cast<std::size_t>((jhi - jlo + 1) * run * 32))
+                        : nullptr;
+                // Panel jl's dY^T from position q of the image (in the rows of this run when own).
+                dim_t h0 = 0;
+                const auto dy_at = [&](dim_t jl, dim_t q) -> const float* {
+                    return own ? mine + ((jl - jlo) * run + q - h0 * ow_n) * 32
+                               : dyt + (jl * nb * cols + q) * 32;
+                };
+                for (; h0 < oh_n; h0 += hstep) {
+                    const dim_t nq = std::min(hstep, oh_n - h0);
+                    if (own) {
+                        Span s(prf, "pack_dst");
+                        const float* dy = a.diff_dst + (n * p.oc + g * kg) * cols;
+                        for (dim_t jl = jlo; jl <= jhi; ++jl) {
+                            const dim_t jp = jp0 + jl;
+                            pack_transposed(dy + jp * 32 * cols + h0 * ow_n, cols,
+                                            std::min<dim_t>(32, kg - jp * 32), nq * ow_n, 32,
+                                            mine + (jl - jlo) * run * 32);
+                        }
                     }
-                }
-                Span s(prf, "gemm");
-                for (dim_t t = t0; t < t1; ++t) {
-                    const dim_t jl = t / (ntiles / np), jp = jp0 + jl;
-                    const int nv = static_cast<int>(std::min<dim_t>(32, kg - jp * 32));
-                    if (!taps) {
-                        const dim_t r0 = t % nrg * 12;
-                        const int mv = static_cast<int>(std::min<dim_t>(12, rows - r0));
+                    Span s(prf, "gemm");
+                    for (dim_t t = t0; t < t1; ++t) {
+                        const dim_t jl = t / (ntiles / np), jp = jp0 + jl;
+                        const int nv = static_cast<int>(std::min<dim_t>(32, kg - jp * 32));
+                        if (!taps) {
+                            const dim_t r0 = t % nrg * 12;
+                            const int mv = static_cast<int>(std::min<dim_t>(12, rows - r0));
+                            for (int i = 0; i < mv; ++i)
+                                rp[i] = xp + h0 * sg.wh + sg.off[static_cast<std::size_t>(r0 + i)];
+                            const Runs u{nb, nq, ow_n, xsize, sg.wh, cols * 32, ow_n * 32};
+                            uk.row_runs_fn[0][mv](u, rp, dy_at(jl, h0 * ow_n),
+                                                  out + jp * 32 * rows + r0, rows, false, nv,
+                                                  acc || h0 > 0);
+                            continue;
+                        }
+                        // Tap (kh, kw) of input channels [c0, c0 + mv): only the output rows and
+                        // columns whose inputs lie inside the image, read in place. Against the
+                        // planes (harness, 2 threads, 2-3 alternating rounds, medians, ms): batch
+                        // 32 res4a_branch2b 34.9/34.9 -> 32.4/32.2, res3a_branch2b 35.0/35.0 ->
+                        // 33.1/33.3, res2a_branch2b 35.1/35.3 -> 33.9/34.1; batch 1 res2a_branch2b
+                        // 1.15-1.16 -> 1.05-1.06, res3a_branch2b 1.12-1.14 -> 1.02-1.05,
+                        // res4a_branch2b 1.18-1.19 -> 1.15-1.16.
+                        const dim_t tap = t % ks;
+                        const auto [c0, mv] =
+                            ctiles[static_cast<std::size_t>(t / ks % dim_t(ctiles.size()))];
+                        const dim_t ih0 = tap / g3.k[2] * g3.d[1] - g3.pb[1],
+                                    iw0 = tap % g3.k[2] * g3.d[2] - g3.pb[2];
+                        dim_t qlo = 0, qhi = 0, klo = 0, khi = 0;
+                        valid_range(ih0, 1, g3.in[1], oh_n, qlo, qhi);
+                        valid_range(iw0, 1, g3.in[2], ow_n, klo, khi);
+                        qlo = std::max(qlo, h0);
+                        qhi = std::max(qlo, std::min(qhi, h0 + nq));
                         for (int i = 0; i < mv; ++i)
-                            rp[i] = xp + h0 * sg.wh + sg.off[static_cast<std::size_t>(r0 + i)];
-                        const Runs u{nb, nq, ow_n, xsize, sg.wh, cols * 32, ow_n * 32};
-                        uk.row_runs_fn[0][mv](u, rp, dy_at(jl, h0 * ow_n),
-                                              out + jp * 32 * rows + r0, rows, false, nv,
-                                              acc || h0 > 0);
-                        continue;
+                            rp[i] = x0 + (c0 + i) * is + (qlo + ih0) * g3.in[2] + klo + iw0;
+                        const Runs u{nb,       qhi - qlo, khi - klo, p.ic * is,
+                                     g3.in[2], cols * 32, ow_n * 32};
+                        // Raw into tap_tiles, the group's taps then stored together: stored each
+                        // transposed, a tile wrote its 12 x 32 floats one at a time (ks apart in
+                        // dW). Bench, 2 threads, 3 alternating rounds at batch 1: res4a_branch2b
+                        // 1.136/1.167/1.185 -> 1.031/1.064/1.034 ms,
+                        // res3a_branch2b 1.017/1.030/1.033
+                        // -> 0.997/1.007/0.992, res2a_branch2b 1.017/1.043/1.042
+                        // -> 1.000/1.017/1.000; 2 at batch 32: res5a_branch2b 31.8/31.4
+                        // -> 30.7/31.0, res2a_branch2b 33.3/34.1 -> 32.9/33.1.
+                        uk.row_runs_fn[0][mv](u, rp, dy_at(jl, qlo * ow_n + klo),
+                                              tap_tiles.data() + tap * 12 * 32, 0, true, nv, false);
+                        if (tap == ks - 1)
+                            flush_tap_tiles(tap_tiles.data(), mv, static_cast<int>(ks),
+                                            out + jp * 32 * rows + c0 * ks, rows, nv,
+                                            acc || h0 > 0);
                     }
-                    // Tap (kh, kw) of input channels [c0, c0 + mv): only the output rows and
-                    // columns whose inputs lie inside the image, read in place. Against the
-                    // planes (harness, 2 threads, 2-3 alternating rounds, medians, ms): batch 32
-                    // res4a_branch2b 34.9/34.9 -> 32.4/32.2, res3a_branch2b 35.0/35.0 ->
-                    // 33.1/33.3, res2a_branch2b 35.1/35.3 -> 33.9/34.1; batch 1 res2a_branch2b
-                    // 1.15-1.16 -> 1.05-1.06, res3a_branch2b 1.12-1.14 -> 1.02-1.05,
-                    // res4a_branch2b 1.18-1.19 -> 1.15-1.16.
-                    const dim_t tap = t % ks;
-                    const auto [c0, mv] =
-                        ctiles[static_cast<std::size_t>(t / ks % dim_t(ctiles.size()))];
-                    const dim_t ih0 = tap / g3.k[2] * g3.d[1] - g3.pb[1],
-                                iw0 = tap % g3.k[2] * g3.d[2] - g3.pb[2];
-                    dim_t qlo = 0, qhi = 0, klo = 0, khi = 0;
-                    valid_range(ih0, 1, g3.in[1], oh_n, qlo, qhi);
-                    valid_range(iw0, 1, g3.in[2], ow_n, klo, khi);
-                    qlo = std::max(qlo, h0);
-                    qhi = std::max(qlo, std::min(qhi, h0 + nq));
-                    for (int i = 0; i < mv; ++i)
-                        rp[i] = x0 + (c0 + i) * is + (qlo + ih0) * g3.in[2] + klo + iw0;
-                    const Runs u{nb,       qhi - qlo, khi - klo, p.ic * is,
-                                 g3.in[2], cols * 32, ow_n * 32};
-                    // Raw into tap_tiles, the group's taps then stored together: stored each
-                    // transposed, a tile wrote its 12 x 32 floats one at a time (ks apart in dW).
-                    // Bench, 2 threads, 3 alternating rounds at batch 1: res4a_branch2b
-                    // 1.136/1.167/1.185 -> 1.031/1.064/1.034 ms, res3a_branch2b 1.017/1.030/1.033
-                    // -> 0.997/1.007/0.992, res2a_branch2b 1.017/1.043/1.042 -> 1.000/1.017/1.000;
-                    // 2 at batch 32: res5a_branch2b 31.8/31.4 -> 30.7/31.0, res2a_branch2b
-                    // 33.3/34.1 -> 32.9/33.1.
-                    uk.row_runs_fn[0][mv](u, rp, dy_at(jl, qlo * ow_n + klo),
-                                          tap_tiles.data() + tap * 12 * 32, 0, true, nv, false);
-                    if (tap == ks - 1)
-                        flush_tap_tiles(tap_tiles.data(), mv, static_cast<int>(ks),
-                                        out + jp * 32 * rows + c0 * ks, rows, nv, acc || h0 > 0);
                 }
-            }
+            });
         }
+        err.rethrow();
     };
     // out (Kg x rows) = (acc ? out : 0) + dY_g(n) * im2col(n)^T over the positions [q0, q1).
     // Strided 1x1: B^T is the input sampled at the strides, transposed (as in the forward), or
@@ -2433,14 +2485,16 @@ void backward_weight_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler
     // panels instead, each running every image (grouped) over its own.
     if (shifted && by_images && wsize * sizeof(float) > (4u << 20)) {
         ThreadProfilers tp(prof);
+        ParallelError err;
 #pragma omp parallel
-        {
+        err.run([&] {
             const dim_t id = omp_get_thread_num(), nt = omp_get_num_threads();
             for (dim_t g = 0; g < p.groups; ++g)
                 for (dim_t n = 0; n < p.mb; n += group)
                     shifted_image(g, n, std::min(group, p.mb - n), a.diff_wei + g * kg * rows,
                                   n > 0, false, tp.mine(), npan * id / nt, npan * (id + 1) / nt);
-        }
+        });
+        err.rethrow();
         return;
     }
     bool by_positions = false;
@@ -2481,6 +2535,37 @@ void backward_weight_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler
         for (dim_t n = 0; n < p.mb; ++n)
             image(g, n, target(g), n > 0, 0, cols, prof, n == p.mb - 1 && !swap);
     finish();
+}
+
+// A bound of every path's buffers rather than each path's own: most of them are held within
+// 4 MiB (the planes, sampled inputs, merged images' products, packed dY^T); the others are one
+// image's input or output (with its channels rounded up to panels of 32), a thread's partial
+// dW, and the packed weights (W^T or FlipRot(W)^T in panels). The phases of a strided backward
+// data are listed once (a few vectors each).
+dim_t implicit_gemm_work(const Problem& p, Pass pass) {
+    const dim_t threads = omp_get_max_threads();
+    const dim_t cg = p.icg(), kg = p.ocg(), ks = p.kernel_spatial();
+    const dim_t round_c = (cg + 31) / 32 * 32, round_k = (kg + 31) / 32 * 32;
+    const dim_t w_pad =
+        sat_mul({p.groups, std::max(sat_mul(round_k, cg), sat_mul(round_c, kg)), ks});
+    dim_t padded = 1;
+    for (int i = 0; i < p.ndims; ++i) padded = sat_mul(padded, p.padded_in(i));
+    // Planes (padded, split into stride phases) are used within 4 MiB only.
+    const dim_t planes = std::min(sat_mul({p.groups, round_c, padded}), dim_t{1} << 20);
+    const dim_t image_in = sat_mul({p.groups, round_c, p.in_spatial()});
+    const dim_t image_out = sat_mul({p.groups, round_k, p.out_spatial()});
+    // Per thread: an image in and out, a partial dW, and the buffers held within 4 MiB each and
+    // the GEMM's packing (those at most a multiple of the tensors and planes: per_thread_bytes).
+    const dim_t mine = sat_add(
+        sat_mul(sat_add(sat_add(image_in, image_out), w_pad / p.groups), dim_t{sizeof(float)}),
+        per_thread_bytes(p, (dim_t{24} << 20) + kGemmPackBytes, planes));
+    dim_t bytes = sat_add(sat_mul(threads, mine), sat_mul({2, w_pad, dim_t{sizeof(float)}}));
+    if (pass == Pass::BackwardData) {
+        dim_t phases = 1;
+        for (int i = 0; i < p.ndims; ++i) phases = sat_mul(phases, std::min(p.stride[i], p.in[i]));
+        bytes = sat_add(bytes, sat_mul(phases, 256));
+    }
+    return bytes;
 }
 
 }  // namespace convlab::detail

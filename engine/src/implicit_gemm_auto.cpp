@@ -9,29 +9,51 @@
 // into wide products (timings: docs/algorithms.md, "auto's choice").
 // Every pass takes winograd first where winograd_pays (2-D 3x3 stride 1 with enough tiles and
 // channels).
+// auto never takes an algorithm whose work does not fit the memory budget: past its choice it
+// tries the others in order of speed on such problems (implicit_gemm, whose buffers are bounded
+// per thread, then the column-matrix algorithms), then direct, which needs no work memory.
+#include <initializer_list>
+
 #include "algorithms.hpp"
 
 namespace convlab::detail {
 
+namespace {
+
+const char* heuristic_choice(const Problem& p, Pass pass, const ConvArgs* a) {
+    if (pass != Pass::BackwardData) return winograd_pays(p, pass) ? "winograd" : "implicit_gemm";
+    if (winograd_pays(p, Pass::BackwardData)) return "winograd";
+    bool unit_stride = true;
+    for (int x = 0; x < p.ndims; ++x) unit_stride = unit_stride && p.stride[x] == 1;
+    if (shifted_applies(p, Pass::BackwardData, a) ||
+        (p.mb >= 8 && unit_stride && p.kernel_spatial() > 1 && p.out_spatial() <= 196))
+        return "implicit_gemm";
+    return "col2im";
+}
+
+}  // namespace
+
+const Algorithm& auto_choice(const Problem& p, Pass pass, const ConvArgs* a) {
+    const Algorithm& first = find_algorithm(pass, heuristic_choice(p, pass, a));
+    if (fits_memory_budget(first, p)) return first;
+    const char* column = pass == Pass::BackwardData ? "col2im" : "im2col_gemm";
+    for (const char* name : {"implicit_gemm", column}) {
+        const Algorithm& other = find_algorithm(pass, name);
+        if (algorithm_applies(other, p) && fits_memory_budget(other, p)) return other;
+    }
+    return find_algorithm(pass, "direct");
+}
+
 void forward_auto(const Problem& p, const ConvArgs& a, Profiler* prof) {
-    if (winograd_pays(p, Pass::Forward)) return forward_winograd(p, a, prof);
-    forward_implicit_gemm(p, a, prof);
+    auto_choice(p, Pass::Forward, &a).run(p, a, prof);
 }
 
 void backward_data_auto(const Problem& p, const ConvArgs& a, Profiler* prof) {
-    if (winograd_pays(p, Pass::BackwardData)) return backward_data_winograd(p, a, prof);
-    bool unit_stride = true;
-    for (int x = 0; x < p.ndims; ++x) unit_stride = unit_stride && p.stride[x] == 1;
-    if (shifted_applies(p, Pass::BackwardData, &a) ||
-        (p.mb >= 8 && unit_stride && p.kernel_spatial() > 1 && p.out_spatial() <= 196))
-        backward_data_implicit_gemm(p, a, prof);
-    else
-        backward_data_col2im(p, a, prof);
+    auto_choice(p, Pass::BackwardData, &a).run(p, a, prof);
 }
 
 void backward_weight_auto(const Problem& p, const ConvArgs& a, Profiler* prof) {
-    if (winograd_pays(p, Pass::BackwardWeight)) return backward_weight_winograd(p, a, prof);
-    backward_weight_implicit_gemm(p, a, prof);
+    auto_choice(p, Pass::BackwardWeight, &a).run(p, a, prof);
 }
 
 }  // namespace convlab::detail

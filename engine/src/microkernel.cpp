@@ -21,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "parallel.hpp"
 #include "x86.hpp"
 #if CONVLAB_X86
 #include <immintrin.h>
@@ -1820,12 +1821,24 @@ struct AlignedFree {
 std::atomic<std::size_t> g_scratch_high{0};  // largest single request (bytes)
 std::atomic<std::size_t> g_scratch_held{0};  // bytes held, all threads
 std::atomic<int> g_scratch_threads{1};       // 1 + the highest OpenMP thread number that held any
+std::atomic<std::size_t> g_work_live{0};     // scratch held plus counted buffers (bytes)
+std::atomic<std::size_t> g_work_peak{0};     // g_work_live's peak since the last reset
+void add_work(std::size_t bytes) {
+    const std::size_t now = g_work_live.fetch_add(bytes) + bytes;
+    for (std::size_t h = g_work_peak.load(std::memory_order_relaxed);
+         now > h && !g_work_peak.compare_exchange_weak(h, now);) {
+    }
+}
+void sub_work(std::size_t bytes) {
+    g_work_live.fetch_sub(bytes);
+}
 struct Scratch {
     std::unique_ptr<float, AlignedFree> buf[kScratchSlots];
     std::size_t bytes[kScratchSlots] = {};
     void release() {
         for (int i = 0; i < kScratchSlots; ++i) {
             g_scratch_held.fetch_sub(bytes[i]);
+            sub_work(bytes[i]);
             buf[i].reset();
             bytes[i] = 0;
         }
@@ -1843,6 +1856,18 @@ void reset_scratch_high_water() {
 }
 std::size_t scratch_bytes_held() {
     return g_scratch_held.load();
+}
+void count_work_memory(std::ptrdiff_t bytes) {
+    if (bytes >= 0)
+        add_work(static_cast<std::size_t>(bytes));
+    else
+        sub_work(static_cast<std::size_t>(-bytes));
+}
+std::size_t work_memory_peak() {
+    return g_work_peak.load();
+}
+void reset_work_memory_peak() {
+    g_work_peak.store(g_work_live.load());
 }
 
 // The calling thread's buffers, then (outside a parallel region) those of the OpenMP pool's
@@ -1863,11 +1888,14 @@ float* scratch(int slot, std::size_t floats) {
     if (s.bytes[slot] < bytes_req) {
         const std::size_t bytes = (bytes_req + 63) / 64 * 64;
         g_scratch_held.fetch_sub(s.bytes[slot]);
+        sub_work(s.bytes[slot]);
         s.bytes[slot] = 0;
+        s.buf[slot].reset();  // (freed first: the old and new buffer are never both held)
         s.buf[slot].reset(static_cast<float*>(std::aligned_alloc(64, bytes)));
         if (!s.buf[slot]) throw std::bad_alloc();
         s.bytes[slot] = bytes;
         g_scratch_held.fetch_add(bytes);
+        add_work(bytes);
         const int id = omp_get_thread_num() + 1;
         for (int t = g_scratch_threads.load();
              id > t && !g_scratch_threads.compare_exchange_weak(t, id);) {
@@ -1935,8 +1963,10 @@ int gemm_threads(dim_t m, dim_t n, dim_t k) {
 }
 
 void run_threads(int threads, void (*fn)(void*, int), void* ctx) {
+    ParallelError err;
 #pragma omp parallel num_threads(threads)
-    fn(ctx, omp_get_thread_num());
+    err.run([&] { fn(ctx, omp_get_thread_num()); });
+    err.rethrow();
 }
 
 namespace {

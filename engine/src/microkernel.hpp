@@ -328,6 +328,12 @@ void reset_scratch_high_water();
 // parallel region) the OpenMP threads'. The next scratch() allocates again.
 std::size_t scratch_bytes_held();
 void release_scratch();
+// Work memory: the scratch held plus the DaVinci algorithms' buffers (count_work_memory), and
+// its peak since reset_work_memory_peak (which starts it at the bytes live then). The instrument
+// behind the tests that hold each algorithm's stated need (work_bytes) against what it takes.
+void count_work_memory(std::ptrdiff_t bytes);
+std::size_t work_memory_peak();
+void reset_work_memory_peak();
 
 // Splits M x N over the threads as tm x tn blocks, choosing the split with the least estimated
 // cost (tile work plus duplicated packing). a_cost: the cost of each thread's A rows per element

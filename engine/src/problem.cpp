@@ -24,6 +24,7 @@ namespace {
 
 constexpr dim_t kMaxSize = dim_t{1} << 31;      // largest size or |padding| a Problem may hold
 constexpr dim_t kMaxElements = dim_t{1} << 34;  // largest src/wei/dst element count
+constexpr dim_t kMaxMacs = dim_t{1} << 56;      // largest multiply-add count of a pass
 constexpr const char* kMaxSizeText = "2^31 (2147483648)";
 
 constexpr char kAxisLetters[3] = {'d', 'h', 'w'};
@@ -505,6 +506,14 @@ std::string Problem::validate(bool allow_crop) const {
             return std::string(tensor) + " would hold " + num(*n) +
                    " elements: more than the 2^34 limit";
     }
+    // Every work size the engine forms (a column matrix C/G * prod(k) * prod(out), its images
+    // side by side, panels rounded up to 32 channels) is a factor of the multiply-adds, which
+    // this bound keeps far from 2^63 (2^56 is days of work at any speed).
+    const std::optional<dim_t> taps = product({mb, oc, icg()}, kernel, ndims);
+    const std::optional<dim_t> macs = taps ? product({*taps}, outs, ndims) : std::nullopt;
+    if (!macs || *macs > kMaxMacs)
+        return "multiply-adds N*K*(C/G)*prod(out)*prod(kernel) = " +
+               (macs ? num(*macs) : std::string("more than 2^63")) + ": more than the 2^56 limit";
     return "";
 }
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "algorithms.hpp"
+#include "checked.hpp"
 #include "convlab/maps.hpp"
 #include "microkernel.hpp"
 
@@ -69,6 +70,29 @@ void backward_weight_via_forward(const Problem& p, const ConvArgs& a, Profiler* 
     }
     Span s(prof, "tnc");
     tnc_diff_wei_kernel(p, r, a.diff_wei);
+}
+
+// The intermediates above (zero-inserted and padded dY and FlipRot(W); TNC(X), TNC(dY) and the
+// result) and implicit_gemm's work on the forward problem; kHugeSize where that problem breaks
+// a size rule (its tensors past 2^34 elements: intermediates no memory holds).
+dim_t via_forward_work(const Problem& p, Pass pass) {
+    const dim_t w = sat_mul({p.ic, p.ocg(), p.kernel_spatial()});
+    if (pass == Pass::BackwardData) {
+        const Problem q = maps::backward_data_as_forward(p);
+        if (!q.validate(true).empty()) return kHugeSize;
+        dim_t z = sat_mul(p.mb, p.oc);
+        for (int i = 0; i < p.ndims; ++i)
+            z = sat_mul(z, sat_add(sat_mul(p.out(i) - 1, p.stride[i]), 1));
+        const dim_t padded = sat_mul({p.mb, p.oc, q.in_spatial()});
+        return sat_add(sat_mul(sat_add(sat_add(z, padded), w), dim_t{sizeof(float)}),
+                       implicit_gemm_work(q, Pass::Forward));
+    }
+    const Problem q = maps::backward_weight_as_forward(p);
+    if (!q.validate(true).empty()) return kHugeSize;
+    const dim_t x = sat_mul({p.mb, p.ic, p.in_spatial()}),
+                y = sat_mul({p.mb, p.oc, p.out_spatial()});
+    return sat_add(sat_mul(sat_add(sat_add(x, y), w), dim_t{sizeof(float)}),
+                   implicit_gemm_work(q, Pass::Forward));
 }
 
 }  // namespace convlab::detail

@@ -46,7 +46,9 @@
 #include <vector>
 
 #include "algorithms.hpp"
+#include "checked.hpp"
 #include "microkernel.hpp"
+#include "parallel.hpp"
 #include "thread_profile.hpp"
 
 namespace convlab::detail {
@@ -491,6 +493,8 @@ void run_tiles(const Geom& q, const float* src, const float* u, const float* bia
         // Blocks side by side, each thread its own V and M.
         reserve_scratch({{kVSlot, v_floats + w_floats}, {kMSlot, m_floats}});
         ThreadProfilers tps(prof);
+        // The slots are reserved (scratch cannot allocate here); the blocks' GEMMs may.
+        ParallelError err;
 #pragma omp parallel
         {
             float* v = scratch(kVSlot, v_floats + w_floats);
@@ -503,9 +507,12 @@ void run_tiles(const Geom& q, const float* src, const float* u, const float* bia
 #pragma omp for schedule(dynamic) collapse(2)
             for (dim_t g = 0; g < q.groups; ++g)
                 for (dim_t bi = 0; bi < nblocks; ++bi)
-                    run_block(q, g, Block{bi * tb, std::min(q.tiles(), (bi + 1) * tb)}, src, u,
-                              bias, dst, v, mm, tp, serial);
+                    err.run([&] {
+                        run_block(q, g, Block{bi * tb, std::min(q.tiles(), (bi + 1) * tb)}, src, u,
+                                  bias, dst, v, mm, tp, serial);
+                    });
         }
+        err.rethrow();
         return;
     }
     // Few blocks: each step of a block split over the threads. V and M are the first thread's.
@@ -516,12 +523,14 @@ void run_tiles(const Geom& q, const float* src, const float* u, const float* bia
         for (dim_t bi = 0; bi < nblocks; ++bi) {
             const Block b{bi * tb, std::min(q.tiles(), (bi + 1) * tb)};
             const auto split = [&](dim_t count, const auto& body) {
+                ParallelError err;
 #pragma omp parallel
                 {
                     float* work = scratch(kWinogradWorkSlot, w_floats);
 #pragma omp for schedule(static)
-                    for (dim_t i = 0; i < count; ++i) body(i, work);
+                    for (dim_t i = 0; i < count; ++i) err.run([&] { body(i, work); });
                 }
+                err.rethrow();
             };
             run_block(q, g, b, src, u, bias, dst, v, mm, prof, split);
         }
@@ -993,6 +1002,7 @@ void backward_weight_winograd(const Problem& p, const ConvArgs& a, Profiler* pro
         wrote.assign(static_cast<std::size_t>(threads),
                      std::vector<char>(static_cast<std::size_t>(q.groups), 0));
         ThreadProfilers tps(prof);
+        ParallelError err;  // (the slots are reserved; the blocks' GEMMs may allocate)
 #pragma omp parallel
         {
             float* v = scratch(kVSlot, v_floats + w_floats);
@@ -1007,13 +1017,15 @@ void backward_weight_winograd(const Problem& p, const ConvArgs& a, Profiler* pro
             };
 #pragma omp for schedule(dynamic) collapse(2)
             for (dim_t g = 0; g < q.groups; ++g)
-                for (dim_t bi = 0; bi < nblocks; ++bi) {
-                    char& w = wrote[id][static_cast<std::size_t>(g)];
-                    block(g, Block{bi * tb, std::min(q.tiles(), (bi + 1) * tb)}, v, yy, acc, !w,
-                          false, tp, serial);
-                    w = 1;
-                }
+                for (dim_t bi = 0; bi < nblocks; ++bi)
+                    err.run([&] {
+                        char& w = wrote[id][static_cast<std::size_t>(g)];
+                        block(g, Block{bi * tb, std::min(q.tiles(), (bi + 1) * tb)}, v, yy, acc, !w,
+                              false, tp, serial);
+                        w = 1;
+                    });
         }
+        err.rethrow();
     } else {
         // Few blocks: each step of a block split over the threads.
         reserve_scratch({{kWinogradWorkSlot, w_floats}});
@@ -1022,12 +1034,14 @@ void backward_weight_winograd(const Problem& p, const ConvArgs& a, Profiler* pro
         accs.push_back(scratch_or_error(kWinogradUSlot, acc_floats, "transformed sums"));
         wrote.assign(1, std::vector<char>(static_cast<std::size_t>(q.groups), 1));
         const auto split = [&](dim_t count, const auto& body) {
+            ParallelError err;
 #pragma omp parallel
             {
                 float* work = scratch(kWinogradWorkSlot, w_floats);
 #pragma omp for schedule(static)
-                for (dim_t i = 0; i < count; ++i) body(i, work);
+                for (dim_t i = 0; i < count; ++i) err.run([&] { body(i, work); });
             }
+            err.rethrow();
         };
         for (dim_t g = 0; g < q.groups; ++g)
             for (dim_t bi = 0; bi < nblocks; ++bi)
@@ -1068,6 +1082,54 @@ void backward_data_winograd(const Problem& p, const ConvArgs& a, Profiler* prof)
     check_applies(p, Pass::BackwardData);
     const float* u = call_weights(p, Pass::BackwardData, a, prof);
     run_tiles(geom_of(p, Pass::BackwardData), a.diff_dst, u, nullptr, a.diff_src, prof);
+}
+
+// The buffers of the calls above, by the same choices (block_tiles, side by side or split steps,
+// fused), in floats: V, M or Y and the transforms' work per thread (or once, plus the work per
+// thread, for split steps), the transformed filters or the sums, and each thread's GEMM packing.
+dim_t winograd_work(const Problem& p, Pass pass) {
+    if (!winograd_applies(p)) return 0;
+    const dim_t threads = omp_get_max_threads();
+    const Geom q = geom_of(p, pass == Pass::BackwardWeight ? Pass::Forward : pass);
+    const dim_t w = work_floats(q);
+    dim_t floats = 0;
+    if (pass != Pass::BackwardWeight) {
+        const dim_t tb = block_tiles(q), ld = row_len(tb);
+        const dim_t v = sat_mul(kPoints, sat_add(sat_mul(q.cg, ld), 16));
+        const dim_t m = sat_mul(kPoints, sat_add(sat_mul(q.kg, ld), 16));
+        const dim_t u = sat_mul({kPoints, p.groups, p.ocg(), p.icg()});
+        // Side by side: V, M and work per thread; split: V and M once, work per thread.
+        floats = sat_add(u, sat_mul(threads, sat_add(sat_add(v, m), w)));
+    } else {
+        // backward_weight_winograd's choice of blocks, then the larger of its paths.
+        const dim_t acc_floats =
+            sat_mul(kPoints, sat_mul(q.groups, sat_add(sat_mul(q.kg, q.cg), 16)));
+        const dim_t most = most_tiles(q);
+        const dim_t per_tile = kPoints * (q.cg + q.kg) * dim_t{sizeof(float)};
+        const dim_t tb =
+            std::max(block_tiles(q),
+                     std::min(q.tiles(), std::max(most, (dim_t{48} << 20) / per_tile / 16 * 16)));
+        const dim_t ld = row_len(tb);
+        const dim_t v = sat_mul(kPoints, sat_add(sat_mul(q.cg, ld), 16));
+        const dim_t y = sat_mul(kPoints, sat_add(sat_mul(q.kg, ld), 16));
+        const dim_t side = sat_mul(threads, sat_add(sat_add(v, y), sat_add(acc_floats, w)));
+        const dim_t split = sat_add(sat_add(v, y), sat_add(acc_floats, sat_mul(threads, w)));
+        // fused_weight_gradient: V of all tiles, each thread's Y rows, packed V and sums.
+        const MicroKernel& uk = microkernel();
+        const dim_t mr = uk.mr, nr = uk.nr, nb = q.tiles(), all_ld = row_len(nb);
+        const dim_t panel = sat_mul(nb, nr);
+        const dim_t per_block = std::max<dim_t>(
+            1, static_cast<dim_t>(kFusedPackBytes / sizeof(float)) / sat_mul(kPoints, panel));
+        const dim_t sum_ps = sat_add(sat_mul({mr, per_block, nr}), 16);
+        const dim_t mine = sat_add(sat_add(w, sat_mul(kPoints, sat_add(sat_mul(mr, all_ld), 16))),
+                                   sat_add(sat_mul({kPoints, per_block, panel}),
+                                           sat_add(sat_mul(kPoints, sum_ps), sat_mul(mr, nb))));
+        const dim_t fused =
+            sat_add(sat_mul(kPoints, sat_add(sat_mul(q.cg, all_ld), 16)), sat_mul(threads, mine));
+        floats = std::max({side, split, fused});
+    }
+    return sat_add(sat_mul(floats, dim_t{sizeof(float)}),
+                   sat_mul(threads, per_thread_bytes(p, kGemmPackBytes)));
 }
 
 }  // namespace convlab::detail

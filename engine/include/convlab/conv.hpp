@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <span>
 #include <string>
@@ -118,11 +119,48 @@ class PreparedWeights {
 PreparedWeights prepare_weights(const Problem& p, Pass pass, const float* wei,
                                 Profiler* prof = nullptr);
 
-// Threads used by the fast algorithms (Eigen's GEMM and the parallel kernels). 0 = all cores.
+// Threads used by the fast algorithms (Eigen's GEMM and the parallel kernels). 0 = all cores;
+// more than kMaxThreads are kMaxThreads.
+inline constexpr int kMaxThreads = 4096;
 void set_num_threads(int n);
 int num_threads();
+// Caps the thread count that OpenMP took from the environment (OMP_NUM_THREADS) at kMaxThreads,
+// as set_num_threads does: a team of 100000 threads fails inside the OpenMP runtime. Call it
+// before the first parallel region.
+void cap_env_threads();
 
-// Tensor-level entry points: check the problem and the tensor dims, allocate the result, run.
+// Work memory: what an algorithm allocates beyond the tensors of the call (column matrices,
+// packed operands, transformed tiles, intermediates). Every algorithm states it for a problem
+// before allocating, and the entry points refuse work beyond the memory budget instead of
+// failing late with an allocation error.
+//
+// work_bytes: the bytes algorithm a takes for its pass of p on the current threads, an upper
+// bound computed from the sizes alone (nothing is allocated; products checked, saturating at
+// 2^63 - 1). auto: that of the algorithm it picks for p. c0: the DaVinci algorithms' C0.
+std::int64_t work_bytes(const Algorithm& a, const Problem& p, std::int64_t c0 = 16);
+// The budget in bytes: set_memory_budget's, or (0, the start) the default: 80% of the memory
+// available now (MemAvailable in /proc/meminfo; without it, of the physical memory; 4 GiB where
+// neither is known).
+std::int64_t memory_budget();
+void set_memory_budget(std::int64_t bytes);
+// The algorithm auto takes for pass of p (its heuristic's choice, or the first other one that
+// fits the budget: direct needs no work memory).
+const Algorithm& auto_algorithm(const Problem& p, Pass pass);
+// Whether a's work for p fits the budget.
+bool fits_memory_budget(const Algorithm& a, const Problem& p, std::int64_t c0 = 16);
+// Throws Error naming the algorithm, the pass, its need and the budget when it does not fit:
+// "im2col_gemm (fwd) needs 2.25 GiB of work memory: more than the memory budget of 1.00 GiB
+// (--max-memory)".
+void check_memory_budget(const Algorithm& a, const Problem& p, std::int64_t c0 = 16);
+// A size as the command line gives it: bytes, or a number (decimals allowed) with K, M, G or T
+// (powers of 1024, an optional "B" or "iB" after them), e.g. 512M, 4G, 1.5G. Throws Error naming
+// flag: a size must be at least 1 MiB and below 2^63 bytes.
+std::int64_t parse_memory_size(std::string_view flag, std::string_view text);
+// "512 B", "3.00 MiB", "2.25 GiB", "more than 8 EiB" (saturated).
+std::string format_bytes(std::int64_t bytes);
+
+// Tensor-level entry points: check the problem and the tensor dims, check the algorithm's work
+// against the memory budget (check_memory_budget), allocate the result, run.
 // prepared: wei packed once by prepare_weights for this problem and pass, or null.
 Tensor forward(const Problem& p, const Tensor& src, const Tensor& wei, const Tensor* bias,
                std::string_view algo, Profiler* prof = nullptr,

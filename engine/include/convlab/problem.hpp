@@ -68,7 +68,9 @@ struct Problem {
     // The first broken rule as a message naming the field ("" when valid). Checks ndims, sizes
     // >= 1, groups dividing ic and oc, stride/dilation >= 1, padding >= 0 (negative pad_end is
     // allowed when allow_crop, for the internal problems of the via-forward schemes), and that the
-    // dilated kernel fits the padded input ("kernel 7 with dilation 2 spans 13 > padded input 9").
+    // dilated kernel fits the padded input ("kernel 7 with dilation 2 spans 13 > padded input 9"),
+    // that src, wei and dst hold at most 2^34 elements each, and that the multiply-adds
+    // N*K*(C/G)*prod(out)*prod(kernel) are at most 2^56 (so that no work size overflows).
     std::string validate(bool allow_crop = false) const;
     // Throws Error(validate()) when invalid.
     void check(bool allow_crop = false) const;
