@@ -110,9 +110,9 @@ TEST_CASE("reveal: the narration before and after the reveal") {
           "a [reveal] inside a line\nb");
 }
 
-TEST_CASE("reveal: hidden cells have no value in the state until revealed (lesson 04 step 4)") {
+TEST_CASE("reveal: hidden cells have no value in the state until revealed (lesson 04 step 5)") {
     app::LessonPlayer p;
-    REQUIRE(p.open(lesson_file("04"), 3));
+    REQUIRE(p.open(lesson_file("04"), 4));
     p.poll(true);
     REQUIRE(p.plan() != nullptr);
     REQUIRE(p.plan()->hidden.size() == 1);
@@ -190,10 +190,10 @@ TEST_CASE("reveal: shots of a hidden and a revealed step differ, --reveal refuse
     TempDir t;
     const std::string hid = (t.path / "hidden.png").string();
     const std::string rev = (t.path / "revealed.png").string();
-    Run r = run_binary("shot --lesson 04 --step 4 --size 1280x720 --out " + hid, t.path);
+    Run r = run_binary("shot --lesson 04 --step 5 --size 1280x720 --out " + hid, t.path);
     INFO(r.err);
     REQUIRE(r.status == 0);
-    r = run_binary("shot --lesson 04 --step 4 --size 1280x720 --reveal --out " + rev, t.path);
+    r = run_binary("shot --lesson 04 --step 5 --size 1280x720 --reveal --out " + rev, t.path);
     REQUIRE(r.status == 0);
     const Image a = load_png(hid), b = load_png(rev);
     REQUIRE(a.w == b.w);

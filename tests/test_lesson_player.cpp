@@ -244,8 +244,8 @@ TEST_CASE("lesson player: a step opens where its narration is (start, granularit
     CHECK((flags[6] & app::kPending) == 0);
     CHECK((flags[6] & app::kCurrent) != 0);
     CHECK((flags[7] & app::kPending) != 0);  // the next one is still blank
-    // Lesson 4, step 4: one row a step, opening on row 5 (the leftover row): all of dX written.
-    REQUIRE(p.open(lesson_file("04"), 3));
+    // Lesson 4, step 5: one row a step, opening on row 5 (the leftover row): all of dX written.
+    REQUIRE(p.open(lesson_file("04"), 4));
     p.poll(true);
     REQUIRE(p.plan() != nullptr);
     CHECK(p.plan()->granularity == Granularity::Line);
@@ -499,10 +499,11 @@ TEST_CASE("tensors view: a step's named tensors as panels, forward above backwar
 namespace {
 
 // Pixels of rows [y0, y1) right of the sidebar (x >= 400) within tol of colour c.
-int count_near(const Image& im, const int c[3], int y0, int y1, int tol = 8) {
+// Pixels of rows [y0, y1) close to colour c, from column x0 on (400: right of the sidebar).
+int count_near(const Image& im, const int c[3], int y0, int y1, int tol = 8, int x0 = 400) {
     int n = 0;
     for (int y = y0; y < y1; ++y)
-        for (int x = 400; x < im.w; ++x) {
+        for (int x = x0; x < im.w; ++x) {
             const unsigned char* p = &im.rgb[(static_cast<std::size_t>(y) * im.w + x) * 3];
             n += std::abs(p[0] - c[0]) <= tol && std::abs(p[1] - c[1]) <= tol &&
                  std::abs(p[2] - c[2]) <= tol;
@@ -524,8 +525,10 @@ TEST_CASE("lesson player render: every step of every lesson, headless" *
     REQUIRE(r.status == 0);
     std::istringstream lines(r.out);
     std::vector<std::string> files;
+    // The PNGs, one a line (then each one's readability verdict, "FILE: readable: ...").
     for (std::string f; std::getline(lines, f);)
-        if (!f.empty()) files.push_back(f);
+        if (f.size() > 4 && f.compare(f.size() - 4, 4, ".png") == 0) files.push_back(f);
+    CHECK(r.out.find(": NOT readable") == std::string::npos);
     // One PNG a step.
     std::size_t steps = 0;
     std::vector<std::pair<std::string, std::size_t>> expected;
@@ -540,9 +543,10 @@ TEST_CASE("lesson player render: every step of every lesson, headless" *
         const auto& [lesson_path, k] = expected[i];
         INFO(files[i]);
         Image im = load_png(files[i]);
-        CHECK(im.w == 1600);
-        CHECK(im.h == 1000);
-        // Content in the canvas (top half) and in the narration panel (bottom part).
+        // The class's view: a 1280x720 projector in presenter mode.
+        CHECK(im.w == 1280);
+        CHECK(im.h == 720);
+        // Content in the canvas (top half) and in the narration strip (bottom part).
         CHECK(distinct_colours(im, 0, im.h / 2) > 50);
         CHECK(distinct_colours(im, im.h * 3 / 4, im.h) > 20);
         pictures.insert(std::hash<std::string_view>{}(
@@ -556,9 +560,10 @@ TEST_CASE("lesson player render: every step of every lesson, headless" *
             const app::ViewModel v = app::build_view(p.plan()->request);
             std::size_t lit = 0;
             for (const auto& c : app::highlight_cells(v, *p.plan())) lit += c.size();
-            if (lit > 0) CHECK(count_near(im, kHighlight, 120, im.h) > 30);
+            // (Presenter mode: no sidebar, the whole width is the canvas.)
+            if (lit > 0) CHECK(count_near(im, kHighlight, 120, im.h, 8, 0) > 30);
         }
-        if (!p.result()->checks.empty()) CHECK(count_near(im, kGood, im.h / 2, im.h) > 30);
+        if (!p.result()->checks.empty()) CHECK(count_near(im, kGood, im.h / 2, im.h, 8, 0) > 30);
     }
     CHECK(pictures.size() == files.size());  // every step looks different
 }

@@ -372,11 +372,12 @@ void LessonUi::panel(ImVec2 pos, ImVec2 size, const LessonColours& c) {
     const ImVec2 wp = ImGui::GetWindowPos();
     dl->AddLine(wp, ImVec2(wp.x + size.x, wp.y), c.dim, 2.0f);
     if (strip) {
-        // One line: the step, how its checks came out, and the key that opens the narration.
+        // One line: the step, how its checks came out (green all pass, red else), and the keys
+        // that open the narration and reveal.
         std::string checks;
-        ImU32 col = c.text;
+        ImU32 col = c.good;
         if (const lesson::StepResult* r = player.result(); r && !r->checks.empty()) {
-            checks = "   ·   checks " + std::to_string(r->passed()) + " of " +
+            checks = "   checks " + std::to_string(r->passed()) + " of " +
                      std::to_string(r->checks.size()) + " pass";
             if (r->passed() != r->checks.size()) col = c.bad;
         }
@@ -385,9 +386,10 @@ void LessonUi::panel(ImVec2 pos, ImVec2 size, const LessonColours& c) {
                                                  : "") +
                                  "   ·   T narration";
         const auto blocks_now = blocks(player, plan(), timings_note_, hiding());
-        std::string line = (blocks_now.empty() ? std::string() : blocks_now[0].text) + checks;
-        const float room =
-            size.x - 2 * ImGui::GetStyle().WindowPadding.x - ImGui::CalcTextSize(hint.c_str()).x;
+        std::string line = blocks_now.empty() ? std::string() : blocks_now[0].text;
+        const float room = size.x - 2 * ImGui::GetStyle().WindowPadding.x -
+                           ImGui::CalcTextSize(hint.c_str()).x -
+                           ImGui::CalcTextSize(checks.c_str()).x;
         if (ImGui::CalcTextSize(line.c_str()).x > room) {
             const char* end = line.c_str();
             ImGui::GetFont()->CalcTextSizeA(ImGui::GetFontSize(),
@@ -395,8 +397,12 @@ void LessonUi::panel(ImVec2 pos, ImVec2 size, const LessonColours& c) {
                                             0.0f, line.c_str(), nullptr, &end);
             line = std::string(line.c_str(), end) + "...";
         }
-        ImGui::PushStyleColor(ImGuiCol_Text, col);
+        ImGui::PushStyleColor(ImGuiCol_Text, c.text);
         ImGui::TextUnformatted(line.c_str());
+        ImGui::PopStyleColor();
+        ImGui::SameLine(0, 0);
+        ImGui::PushStyleColor(ImGuiCol_Text, col);
+        ImGui::TextUnformatted(checks.c_str());
         ImGui::PopStyleColor();
         ImGui::SameLine(0, 0);
         ImGui::PushStyleColor(ImGuiCol_Text, c.dim);
