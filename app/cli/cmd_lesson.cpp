@@ -182,9 +182,11 @@ void run_show(const std::vector<std::string>& args, const Options& opts, std::os
             << " steps)\n";
     if (s.network.present()) out << "loss: " << r.loss << "\n";
     out << "\n" << lesson::wrap_narration(s.narration, 100) << "\n";
-    if (!s.highlights.empty()) {
-        out << "highlights:";
-        for (const auto& h : s.highlights) {
+    // "label: t[0,1] u" for a list of highlights or hidden cells (none: no line).
+    const auto cells = [&](const char* label, const auto& list) {
+        if (list.empty()) return;
+        out << label;
+        for (const auto& h : list) {
             out << " " << h.tensor;
             if (!h.at.empty()) {
                 out << "[";
@@ -193,19 +195,9 @@ void run_show(const std::vector<std::string>& args, const Options& opts, std::os
             }
         }
         out << "\n";
-    }
-    if (!s.hide.empty()) {
-        out << "hidden until revealed (R):";
-        for (const auto& h : s.hide) {
-            out << " " << h.tensor;
-            if (!h.at.empty()) {
-                out << "[";
-                for (std::size_t i = 0; i < h.at.size(); ++i) out << (i ? "," : "") << h.at[i];
-                out << "]";
-            }
-        }
-        out << "\n";
-    }
+    };
+    cells("highlights:", s.highlights);
+    cells("hidden until revealed (R):", s.hide);
     for (const auto& c : r.checks) out << "check: " << c.message << "\n";
     std::vector<std::string> wanted;
     if (const std::string* t = opts.get("--tensor")) {
