@@ -24,7 +24,9 @@ if [ "$mode" = app ]; then
         [ -e "$P/$f" ] || fail "$f is not installed"
     done
     # The binary must not find its data through a compiled-in source path.
-    if grep -qF "$src" "$P/bin/convlab"; then fail "bin/convlab holds the source path $src"; fi
+    # (Debug information names the sources wherever a build has it: only the rest is looked at.)
+    objcopy --strip-debug "$P/bin/convlab" "$work/convlab.nodebug"
+    if grep -qF "$src" "$work/convlab.nodebug"; then fail "bin/convlab holds the source path $src"; fi
     "$P/bin/convlab" -V | grep -Eq '^convlab [0-9.]+ \(commit [0-9a-f]{12}(-dirty)?, ' ||
         fail "convlab -V does not print the version with the commit: $("$P/bin/convlab" -V 2>&1)"
     n=$("$P/bin/convlab" lesson list | grep -c '\.toml')
