@@ -17,6 +17,7 @@
 #include "lesson/lesson.hpp"
 #include "stb_image.h"
 #include "test_files.hpp"
+#include "test_lessons.hpp"
 #include "ui/lesson_player.hpp"
 #include "ui/model.hpp"
 
@@ -24,21 +25,14 @@ using namespace convlab;
 namespace fs = std::filesystem;
 using convlab::test::can_render;
 using convlab::test::Image;
+using convlab::test::kLessonDir;
+using convlab::test::lesson_file;
 using convlab::test::load_png;
 using convlab::test::Run;
 using convlab::test::run_binary;
 using convlab::test::TempDir;
 
 namespace {
-
-const std::string kLessonDir = std::string(CONVLAB_SOURCE_DIR) + "/lessons";
-
-std::string lesson_file(const std::string& number) {
-    for (const auto& f : lesson::lesson_files(kLessonDir))
-        if (fs::path(f).filename().string().rfind(number + "_", 0) == 0) return f;
-    FAIL("no lesson " << number);
-    return "";
-}
 
 // A one-step lesson of the 1-D problem (line 7 is `extra`), its view `view`.
 std::string lesson_text(const std::string& extra, const std::string& view = "stride",
