@@ -493,7 +493,7 @@ TEST_CASE("app render: the readability rule names a step it cannot hold" *
     const Run r = run_binary("lesson check --readable " + lesson, t.path);
     INFO(r.out << r.err);
     CHECK(r.status == 2);
-    CHECK(r.out.find("far.toml: step 1 (Two corners) at 1280x720 in presenter mode: NOT "
+    CHECK(r.err.find("far.toml: step 1 (Two corners) at 1280x720 in presenter mode: NOT "
                      "readable") != std::string::npos);
     CHECK(r.err.find("fail the readability rule") != std::string::npos);
 }

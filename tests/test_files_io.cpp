@@ -112,7 +112,7 @@ TEST_CASE("files: a FIFO as --src or as a lesson file is refused at once, not wa
     const Timed lesson = run_timed("lesson check " + quoted(fifo), dir);
     CHECK(lesson.seconds < 15);
     CHECK(lesson.status == 2);
-    CHECK(lesson.out.find(fifo + ": is a FIFO, not a lesson file") != std::string::npos);
+    CHECK(lesson.err.find(fifo + ": is a FIFO, not a lesson file") != std::string::npos);
     CHECK(is_fifo(fifo));
 }
 
@@ -121,7 +121,7 @@ TEST_CASE("files: /dev/zero as a lesson file is refused before it is read") {
     const Timed r = run_timed("lesson check /dev/zero", dir);
     CHECK(r.seconds < 15);
     CHECK(r.status == 2);
-    CHECK(r.out.find("/dev/zero: is a character device, not a lesson file") != std::string::npos);
+    CHECK(r.err.find("/dev/zero: is a character device, not a lesson file") != std::string::npos);
 }
 
 TEST_CASE("files: a directory as a lesson or shape file is called a directory") {
@@ -129,9 +129,9 @@ TEST_CASE("files: a directory as a lesson or shape file is called a directory") 
     fs::create_directories(dir / "folder");
     const Run lesson = run({"lesson", "check", dir / "folder"});
     CHECK(lesson.status == 2);
-    CHECK(lesson.out.find(dir / "folder" + ": is a directory, not a lesson file") !=
+    CHECK(lesson.err.find(dir / "folder" + ": is a directory, not a lesson file") !=
           std::string::npos);
-    CHECK(lesson.out.find("title") == std::string::npos);
+    CHECK((lesson.out + lesson.err).find("title") == std::string::npos);
     const Run shapes = run({"bench", "--shapes", dir / "folder", "--out", dir / "o"});
     CHECK(shapes.status == 2);
     CHECK(shapes.err.find("--shapes: " + dir / "folder" + ": is a directory, not a shape file") !=
@@ -145,7 +145,7 @@ TEST_CASE("files: a lesson file larger than a lesson may be is refused unread") 
     std::ofstream(big) << std::string(lesson::kMaxLessonBytes + 1, '#');
     const Run r = run({"lesson", "check", big});
     CHECK(r.status == 2);
-    CHECK(r.out.find("more than a lesson file may hold") != std::string::npos);
+    CHECK(r.err.find("more than a lesson file may hold") != std::string::npos);
 }
 
 TEST_CASE("files: an .npy header longer than any tensor needs is refused before it is read") {

@@ -731,7 +731,7 @@ void print_command_help(std::ostream& out, const Command& c) {
     if (*c.details) out << "\n" << c.details;
 }
 
-int dispatch(const std::vector<std::string>& args, std::ostream& out) {
+int dispatch(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
     if (args.empty() || args[0] == "--help" || args[0] == "-h") {
         print_usage(out);
         return 0;
@@ -763,7 +763,8 @@ int dispatch(const std::vector<std::string>& args, std::ostream& out) {
         throw Error(
             std::string(args[0].rfind("-", 0) == 0 ? "unknown option '" : "unknown command '") +
             args[0] + "' (commands: " + command_list() + ")");
-    const Options opts = parse_options(*c, std::span(args).subspan(1));
+    Options opts = parse_options(*c, std::span(args).subspan(1));
+    opts.set_diagnostics(err);
     if (opts.has("--help")) {
         print_command_help(out, *c);
         return 0;
@@ -800,7 +801,7 @@ namespace convlab {
 int run_cli(std::vector<std::string> args, std::ostream& out, std::ostream& err) {
     try {
         cap_env_threads();
-        const int status = cli::dispatch(args, out);
+        const int status = cli::dispatch(args, out, err);
         out.flush();
         if (!out) {
             err << "convlab: cannot write to standard output\n";

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <iostream>
 #include <map>
 #include <ostream>
 #include <span>
@@ -52,10 +53,15 @@ class Options {
     // whose name does not start with '-', e.g. {"FILE...", nullptr, "lesson files"}).
     const std::vector<std::string>& positional() const { return positional_; }
     void add_positional(std::string arg) { positional_.push_back(std::move(arg)); }
+    // Where diagnostics go ("file:line:column: what is wrong"): standard error, as compilers
+    // print theirs, so a command's results on standard output stay clean for a pipe.
+    std::ostream& diagnostics() const { return *diagnostics_; }
+    void set_diagnostics(std::ostream& err) { diagnostics_ = &err; }
 
   private:
     std::map<std::string, std::string, std::less<>> values_;
     std::vector<std::string> positional_;
+    std::ostream* diagnostics_ = &std::cerr;
 };
 
 struct Command {

@@ -1,7 +1,7 @@
 // convlab lesson check FILE... | list [DIR] | show FILE --step K
 //
-// check: load, validate and evaluate every step of every file; one line a lesson, then its failed
-//        checks and its errors ("file:line:column: what is wrong"), one a line. Every file is
+// check: load, validate and evaluate every step of every file; one line a lesson on stdout, its failed
+//        checks and errors ("file:line:column: what is wrong") on stderr, one a line. Every file is
 //        checked; the command ends with status 2 when any failed.
 // list:  the lessons of a directory (default: lessons/ of the data folder), with step counts.
 // show:  one step: its narration (wrapped at 100 columns), the checks, and its named tensors as
@@ -28,19 +28,20 @@ std::string base_name(const std::string& path) {
     return std::filesystem::path(path).filename().string();
 }
 
-// One lesson file: its summary line, then its failed checks and its errors, one a line. A
+// One lesson file: its summary line on `out`, its failed checks and its errors on `diag`, one a
+// line (file:line:column first, as a compiler's). A
 // malformed file (it does not parse) is one error; a step that cannot be evaluated is one error
 // and the other steps still run. Adds to the counts; never throws a LessonError.
 struct CheckCounts {
     std::size_t checks = 0, failed = 0, errors = 0, bad_files = 0;
 };
 
-void check_file(const std::string& f, std::ostream& out, CheckCounts& counts) {
+void check_file(const std::string& f, std::ostream& out, std::ostream& diag, CheckCounts& counts) {
     Lesson l;
     try {
         l = lesson::load_lesson(f);
     } catch (const lesson::LessonError& e) {
-        out << e.what() << "\n";
+        diag << e.what() << "\n";
         ++counts.errors;
         ++counts.bad_files;
         return;
@@ -70,7 +71,8 @@ void check_file(const std::string& f, std::ostream& out, CheckCounts& counts) {
     const bool bad = passed != checks || lines.size() > checks - passed;
     out << f << ": " << l.steps.size() << (l.steps.size() == 1 ? " step, " : " steps, ") << passed
         << "/" << checks << " checks passed" << (bad ? " (FAILED)" : "") << "\n";
-    for (const auto& s : lines) out << s << "\n";
+    out.flush();  // the summary line before its diagnostics, where both reach one terminal
+    for (const auto& s : lines) diag << s << "\n";
     counts.checks += checks;
     counts.failed += checks - passed;
     counts.bad_files += bad;
@@ -78,8 +80,10 @@ void check_file(const std::string& f, std::ostream& out, CheckCounts& counts) {
 
 // The readability rule (app::kReadableTextPx) for every step of the files that load, as the
 // player shows them on a 1280x720 and a 1024x768 projector, with and without presenter mode, in
-// one window: one line per render that fails it, naming the step. Returns the failures.
-std::size_t check_readable(const std::vector<std::string>& files, std::ostream& out) {
+// one window: one line per render that fails it, naming the step (on `diag`), then a summary line
+// (on `out`). Returns the failures.
+std::size_t check_readable(const std::vector<std::string>& files, std::ostream& out,
+                           std::ostream& diag) {
     struct Size {
         int w, h;
     };
@@ -114,7 +118,7 @@ std::size_t check_readable(const std::vector<std::string>& files, std::ostream& 
     for (std::size_t i = 0; i < reports.size(); ++i)
         if (!reports[i].readable_ok()) {
             ++failed;
-            out << "  " << what[i] << ": " << readability_line(reports[i]) << "\n";
+            diag << "  " << what[i] << ": " << readability_line(reports[i]) << "\n";
         }
     out << "readability: " << reports.size() - failed << " of " << reports.size()
         << " step renders readable (digits of at least " << app::kReadableTextPx
@@ -123,15 +127,16 @@ std::size_t check_readable(const std::vector<std::string>& files, std::ostream& 
 }
 
 // Every file is checked, whatever the ones before it gave.
-void run_check(const std::vector<std::string>& files, bool readable, std::ostream& out) {
+void run_check(const std::vector<std::string>& files, bool readable, std::ostream& out,
+               std::ostream& diag) {
     if (files.empty()) throw Error("lesson check: expected one or more lesson files");
     if (readable) ensure_display(out);
     CheckCounts n;
     for (const std::string& f : files) {
-        check_file(f, out, n);
+        check_file(f, out, diag, n);
         if (cancel_requested()) throw Interrupted();
     }
-    const std::size_t unreadable = readable ? check_readable(files, out) : 0;
+    const std::size_t unreadable = readable ? check_readable(files, out, diag) : 0;
     if (n.bad_files == 0 && unreadable == 0) return;
     if (n.bad_files == 0)
         throw Error("lesson check: " + std::to_string(unreadable) +
@@ -224,7 +229,7 @@ void run_lesson(const Options& opts, std::ostream& out) {
         throw Error("lesson " + pos[0] + ": --step and --tensor belong to 'lesson show'");
     if (pos[0] != "check" && opts.has("--readable"))
         throw Error("lesson " + pos[0] + ": --readable belongs to 'lesson check'");
-    if (pos[0] == "check") return run_check(rest, opts.has("--readable"), out);
+    if (pos[0] == "check") return run_check(rest, opts.has("--readable"), out, opts.diagnostics());
     // list and show keep nothing partial: an interrupt ends them at once.
     const ImmediateInterrupt immediate;
     if (pos[0] == "list") return run_list(rest, out);
