@@ -689,15 +689,6 @@ Map to_map(const JValue& obj, const std::string& where) {
 }  // namespace
 
 void write_csv(const Results& r, std::ostream& out) {
-    out << "# ConvLab benchmark results: one row per (layer, pass, algorithm, operation); "
-           "times in ms per call (median/min/max of the repeats)\n";
-    for (const Field& f : machine_fields(r)) {
-        std::string text = f.text;
-        for (char& c : text)
-            if (c == '\n') c = ' ';
-        out << "# " << f.name << ": " << text << "\n";
-    }
-    out << "# verification: " << r.verification_summary() << "\n";
     for (std::size_t i = 0; i < std::size(kColumns); ++i) out << (i ? "," : "") << kColumns[i];
     out << "\n";
     for (const Fields& row : row_fields(r)) {
@@ -713,6 +704,7 @@ Results read_csv(std::istream& in) {
     std::vector<std::string> header;
     std::vector<std::string> fields;
     int line = 0;
+    // Files of the first format opened with '#' lines holding the machine record: still read.
     while (in.peek() == '#') {
         std::string l;
         std::getline(in, l);
@@ -721,7 +713,7 @@ Results read_csv(std::istream& in) {
         if (colon != std::string::npos && colon > 2)
             machine[l.substr(2, colon - 2)] = l.substr(colon + 2);
     }
-    machine_from(machine, r, "CSV header comments");
+    if (!machine.empty()) machine_from(machine, r, "CSV header comments");
     if (!read_record(in, header, line)) throw Error("CSV: no header line");
     for (std::size_t i = 0; i < header.size(); ++i)
         if (std::find(std::begin(kColumns), std::end(kColumns), header[i]) == std::end(kColumns))
@@ -740,6 +732,8 @@ Results read_csv(std::istream& in) {
         for (std::size_t i = 0; i < header.size(); ++i) m[header[i]] = fields[i];
         add_row(m, r, where);
     }
+    // A plain file: the run's storage type is its rows'.
+    if (machine.empty() && !r.rows.empty()) r.dtype = r.rows.front().dtype;
     return r;
 }
 

@@ -151,7 +151,10 @@ inline void results(const std::uint8_t* data, std::size_t size) {
     bench::Results r;
     try {
         std::istringstream in(text);
-        r = !text.empty() && text[0] == '#' ? bench::read_csv(in) : bench::read_json(in);
+        // A JSON object opens with '{' (after blanks); anything else is read as CSV.
+        const auto first = text.find_first_not_of(" \t\r\n");
+        r = first != std::string::npos && text[first] != '{' ? bench::read_csv(in)
+                                                              : bench::read_json(in);
     } catch (const Error&) {
         return;
     }

@@ -494,11 +494,14 @@ double pass_bytes(const Problem& p, Pass pass);
 
 // [SECTION] results files (CSV, JSON) and reading them back
 
-// CSV: '#' lines hold the machine record and the command; then a header and one row per
-// (layer, pass, algorithm, operation), operation "total" first.
+// CSV: a plain table that spreadsheets and pandas.read_csv open as it is: one header row, then
+// one row per (layer, pass, algorithm, operation), operation "total" first. The machine record,
+// the command, the notes and the run's settings are in the JSON only.
 void write_csv(const Results& r, std::ostream& out);
 void write_json(const Results& r, std::ostream& out);
-// Read back what write_csv / write_json wrote (Error on a malformed file, naming line/offset).
+// Read back what write_csv / write_json wrote (Error on a malformed file, naming line/offset);
+// read_csv gives the rows and their layers (and a machine record only from older files' '#'
+// lines).
 Results read_csv(std::istream& in);
 Results read_json(std::istream& in);
 
