@@ -2,10 +2,15 @@
 // wrong algorithm caught (and a throwing one recorded), the reference fallback, the peer
 // interface (a fake peer), progress and cancel, and the results files parsed back.
 #include <doctest/doctest.h>
+#include <unistd.h>
 
 #include <array>
 #include <atomic>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <limits>
 #include <sstream>
 
@@ -915,4 +920,74 @@ TEST_CASE("bench: interleave_passes times every pass of a layer in one window") 
         CHECK(m.foreign_cpu == first.foreign_cpu);
         CHECK(m.speed == first.speed);
     }
+}
+
+TEST_CASE("bench: --trace keeps each timed call's span and its operations', as Trace Events") {
+    Config cfg = tiny_config();
+    cfg.layers.resize(1);
+    cfg.passes = {Pass::Forward, Pass::BackwardData};
+    cfg.algos = {"im2col_gemm", "col2im"};
+    cfg.timing.reps = 4;
+    cfg.trace = true;
+    const Results r = run(cfg);
+    REQUIRE(r.rows.size() == 2);
+    for (const Measurement& m : r.rows) {
+        CAPTURE(m.algorithm);
+        REQUIRE(m.ran);
+        // Every timed call, each holding its operations' spans, which add up to the operations'
+        // times the row reports.
+        REQUIRE(m.trace.size() == static_cast<std::size_t>(m.total.runs));
+        REQUIRE_FALSE(m.ops.empty());
+        for (const Measurement::TracedCall& c : m.trace) {
+            CHECK(c.start <= c.end);
+            REQUIRE(c.ops.size() >= m.ops.size());
+            for (const Profiler::Event& e : c.ops) {
+                CHECK(e.start >= c.start);
+                CHECK(e.end <= c.end);
+                CHECK(e.start <= e.end);
+            }
+        }
+        // The calls follow one another.
+        for (std::size_t k = 1; k < m.trace.size(); ++k)
+            CHECK(m.trace[k - 1].end <= m.trace[k].start);
+    }
+    // Without --trace nothing is kept.
+    cfg.trace = false;
+    for (const Measurement& m : run(cfg).rows) CHECK(m.trace.empty());
+
+    // The file: valid JSON in the Trace Event format (checked by Python's json module against
+    // the format's rules), one call event per timed call, operations nested in their calls.
+    std::ostringstream trace;
+    write_trace(r, trace);
+    const std::string file = (std::filesystem::temp_directory_path() /
+                              ("convlab_trace_" + std::to_string(::getpid()) + ".json"))
+                                 .string();
+    std::ofstream(file) << trace.str();
+    const std::string py = file + ".py";
+    std::ofstream(py) << R"(import json, sys
+t = json.load(open(sys.argv[1]))
+ev = t["traceEvents"]
+assert t["displayTimeUnit"] == "ms"
+calls = [e for e in ev if e["ph"] == "X" and e["cat"] == "call"]
+ops = [e for e in ev if e["ph"] == "X" and e["cat"] == "operation"]
+assert len(calls) == int(sys.argv[2]), len(calls)
+assert ops
+for e in calls + ops:
+    assert isinstance(e["name"], str) and e["name"]
+    assert isinstance(e["ts"], (int, float)) and e["ts"] >= 0
+    assert isinstance(e["dur"], (int, float)) and e["dur"] >= 0
+    assert isinstance(e["pid"], int) and isinstance(e["tid"], int)
+for e in calls:
+    assert e["args"]["pass"] in ("fwd", "bwd_data") and e["args"]["verified"] == "PASS"
+for o in ops:
+    assert any(c["tid"] == o["tid"] and c["ts"] <= o["ts"] + 1e-3 and
+               o["ts"] + o["dur"] <= c["ts"] + c["dur"] + 1e-3 for c in calls), o
+names = [e for e in ev if e["ph"] == "M" and e["name"] == "thread_name"]
+assert len(names) == 2, names
+)";
+    const std::string cmd = "/usr/bin/python3 " + py + " " + file + " " +
+                            std::to_string(r.rows[0].trace.size() + r.rows[1].trace.size());
+    CHECK(std::system(cmd.c_str()) == 0);
+    std::remove(file.c_str());
+    std::remove(py.c_str());
 }

@@ -512,6 +512,55 @@ TEST_CASE("charts: convlab bench writes verified CSV, JSON and charts, bad input
     CHECK(slurp(fs::path(again) / "results.csv") == slurp(fs::path(out) / "results.csv"));
     CHECK(fs::exists(fs::path(again) / "relative_bwd_data.pdf"));
 
+    // --replot A B: two runs side by side. The second is the first on a machine twice as slow:
+    // each bar the sum of its run's medians, and the headline says 2x.
+    {
+        Results slow = j;
+        slow.machine.cpu = "Other CPU";
+        for (Measurement& m : slow.rows) {
+            m.total.median_ms *= 2;
+            m.total.q1_ms *= 2;
+            m.total.q3_ms *= 2;
+        }
+        const fs::path b = dir.path / "slow.json";
+        {
+            std::ofstream f(b);
+            bench::write_json(slow, f);
+        }
+        const std::vector<Results> runs{j, slow};
+        const std::vector<std::string> labels = run_labels(runs, {"a", "b"});
+        REQUIRE(labels.size() == 2);
+        CHECK(labels[0] != labels[1]);
+        CHECK(labels[1].find("Other CPU") == 0);
+        const Chart c = machines_chart(runs, labels, Pass::Forward);
+        REQUIRE(c.series.size() == 2);
+        REQUIRE(c.x.categories == std::vector<std::string>{"im2col_gemm"});
+        double sum = 0;
+        for (const Measurement& m : j.rows)
+            if (m.pass == Pass::Forward) sum += m.total.median_ms;
+        REQUIRE(c.series[0].marks.size() == 1);
+        CHECK(c.series[0].marks[0].y1 == doctest::Approx(sum));
+        CHECK(c.series[1].marks[0].y1 == doctest::Approx(2 * sum));
+        CHECK(c.legend[1].label == labels[1]);
+        CHECK(c.verified);
+
+        const std::string both = (dir.path / "both").string();
+        std::ostringstream ob, eb;
+        CHECK(run_cli({"bench", "--replot", (fs::path(out) / "results.json").string(), b.string(),
+                       "--out", both},
+                      ob, eb) == 0);
+        CAPTURE(ob.str());
+        CAPTURE(eb.str());
+        for (const char* f : {"machines_fwd.svg", "machines_fwd.png", "machines_bwd_data.pdf"})
+            CHECK(fs::exists(fs::path(both) / f));
+        CHECK(ob.str().find("machines_fwd: Other CPU") != std::string::npos);
+        CHECK(ob.str().find("im2col_gemm 2.00x") != std::string::npos);
+        CHECK(ob.str().find("machines_bwd_weight: skipped") != std::string::npos);
+        // A results file without --replot is refused, naming the rule.
+        CHECK(run_cli({"bench", b.string(), "--out", both}, ob, eb) == 2);
+        CHECK(eb.str().find("belong to --replot") != std::string::npos);
+    }
+
     // Measurements that fail verification (a tolerance no fp32 sum meets): the files are still
     // written, the failures marked FAIL and not plotted, and the status is 1 with a count.
     const std::string strict = (dir.path / "strict").string();

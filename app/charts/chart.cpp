@@ -712,6 +712,161 @@ Chart gflops_chart(const Results& r, Pass pass) {
     return c;
 }
 
+std::vector<std::string> run_labels(const std::vector<Results>& runs,
+                                    const std::vector<std::string>& files) {
+    std::vector<std::string> labels;
+    for (const Results& r : runs)
+        labels.push_back(r.machine.cpu + ", " + std::to_string(r.machine.threads) +
+                         (r.machine.threads == 1 ? " thread, " : " threads, ") +
+                         r.machine.date.substr(0, 10));
+    // Two runs of one machine on one day: told apart by their files.
+    std::vector<std::string> out = labels;
+    for (std::size_t i = 0; i < labels.size(); ++i)
+        if (std::count(labels.begin(), labels.end(), labels[i]) > 1)
+            out[i] += " (" + (i < files.size() ? files[i] : "run " + std::to_string(i + 1)) + ")";
+    return out;
+}
+
+Chart machines_chart(const std::vector<Results>& runs, const std::vector<std::string>& labels,
+                     Pass pass) {
+    Chart c;
+    c.id = std::string("machines_") + pass_name(pass);
+    c.title = std::string("Runs side by side, ") + pass_name(pass);
+    c.subtitle =
+        "bar = sum of the median times over the layers every run measured (a layer "
+        "matched by name and descriptor); lower is faster";
+    // The algorithms (and peers) every run measured in this pass, in the first run's order.
+    std::vector<std::string> algos;
+    if (!runs.empty())
+        for (const Measurement& m : runs[0].rows)
+            if (m.pass == pass && std::find(algos.begin(), algos.end(), m.algorithm) == algos.end())
+                algos.push_back(m.algorithm);
+    std::erase_if(algos, [&](const std::string& a) {
+        return std::any_of(runs.begin(), runs.end(), [&](const Results& r) {
+            return std::none_of(r.rows.begin(), r.rows.end(), [&](const Measurement& m) {
+                return m.pass == pass && m.algorithm == a;
+            });
+        });
+    });
+    // The layer (index in each run) of every layer all runs hold.
+    const auto layer_in = [](const Results& r, const bench::LayerInfo& l) -> std::optional<size_t> {
+        for (std::size_t i = 0; i < r.layers.size(); ++i)
+            if (r.layers[i].name == l.name && r.layers[i].descriptor == l.descriptor) return i;
+        return std::nullopt;
+    };
+    c.x.categories = algos;
+    c.x.min = 0;
+    c.x.max = static_cast<double>(algos.size());
+    c.x.title = "algorithm";
+    const std::size_t n = runs.size();
+    double hi = 0, lo = std::numeric_limits<double>::infinity();
+    std::vector<std::vector<double>> totals(n, std::vector<double>(algos.size(), -1));
+    for (std::size_t a = 0; a < algos.size(); ++a) {
+        // Layers where every run has a verified time of this algorithm.
+        std::vector<std::vector<const Measurement*>> per_run(n);
+        std::vector<bool> failed(n, false);
+        if (n > 0)
+            for (const bench::LayerInfo& l : runs[0].layers) {
+                std::vector<const Measurement*> row(n, nullptr);
+                for (std::size_t k = 0; k < n; ++k)
+                    if (const auto li = layer_in(runs[k], l))
+                        row[k] = runs[k].find(*li, pass, algos[a]);
+                if (std::any_of(row.begin(), row.end(), [](auto* m) { return m == nullptr; }))
+                    continue;
+                for (std::size_t k = 0; k < n; ++k) {
+                    if (!row[k]->valid()) failed[k] = true;
+                    per_run[k].push_back(row[k]);
+                }
+            }
+        for (std::size_t k = 0; k < n; ++k) {
+            const std::string head = labels[k] + "\n" + pass_name(pass) + " " + algos[a];
+            if (per_run[k].empty() || failed[k]) {
+                Mark f = failed_mark(a, k, n, 0,
+                                     head + (per_run[k].empty() ? "\nno layer in common"
+                                                                : "\na layer failed verification"));
+                c.series.resize(n);
+                c.series[k].marks.push_back(std::move(f));
+                continue;
+            }
+            double t = 0;
+            bool noisy = false;
+            for (const Measurement* m : per_run[k]) {
+                t += m->total.median_ms;
+                noisy = noisy || m->noisy();
+            }
+            totals[k][a] = t;
+            Mark m;
+            std::tie(m.x0, m.x1) = slot(a, k, n);
+            m.y0 = 0;
+            m.y1 = t;
+            m.noisy = noisy;
+            m.hover = head + "\n" + ms(t) + " over " + std::to_string(per_run[k].size()) +
+                      (per_run[k].size() == 1 ? " layer" : " layers");
+            if (k > 0 && totals[0][a] > 0)
+                m.hover += fmt("\n%.2fx the first run's time", t / totals[0][a]);
+            if (t > 0) lo = std::min(lo, t);
+            hi = std::max(hi, t);
+            c.series.resize(n);
+            c.series[k].marks.push_back(std::move(m));
+        }
+    }
+    c.series.resize(n);
+    static const Color kRunColors[] = {{31, 119, 180, 255}, {255, 127, 14, 255},
+                                       {44, 160, 44, 255},  {148, 103, 189, 255},
+                                       {140, 86, 75, 255},  {127, 127, 127, 255}};
+    for (std::size_t k = 0; k < n; ++k) {
+        c.series[k].name = labels[k];
+        c.series[k].color = kRunColors[k % std::size(kRunColors)];
+        c.legend.push_back({labels[k], c.series[k].color, SeriesStyle::Bars, false, false});
+    }
+    // Headline: each later run's time over the first's, per algorithm.
+    for (std::size_t k = 1; k < n; ++k) {
+        std::string line = labels[k] + " / " + labels[0] + ":";
+        for (std::size_t a = 0; a < algos.size(); ++a)
+            if (totals[k][a] > 0 && totals[0][a] > 0)
+                line += " " + algos[a] + fmt(" %.2fx", totals[k][a] / totals[0][a]);
+        c.annotations.push_back(line);
+    }
+    if (!std::isfinite(lo)) lo = hi > 0 ? hi / 10 : 0.1;
+    if (!(hi > 0)) hi = 1;
+    lo /= 1.5;
+    hi *= 1.3;
+    c.y.log = true;
+    c.y.ticks = log_ticks(lo, hi);
+    c.y.min = lo;
+    c.y.max = hi;
+    c.y.title = "time, ms (sum of medians), log scale";
+    rest_on_axis(c);
+    bool verified = n > 0;
+    for (const Series& s : c.series)
+        for (const Mark& m : s.marks) {
+            (m.kind == MarkKind::Failed ? c.failed : c.plotted) += 1;
+            c.noisy += m.kind != MarkKind::Failed && m.noisy ? 1 : 0;
+        }
+    for (std::size_t k = 0; k < n; ++k) {
+        const Results& r = runs[k];
+        verified = verified && r.failed() == 0 && !r.rows.empty() && !r.cancelled;
+        c.footer.push_back(labels[k] + ": " + r.verification_summary() + "; " +
+                           r.machine.summary());
+        c.footer.push_back("  Reproduce: " +
+                           (r.command.empty() ? "(command not recorded)" : r.command));
+    }
+    c.verified = verified;
+    c.verification = std::string(verified ? "every run verified" : "NOT ALL VERIFIED") + "; " +
+                     std::to_string(c.noisy) + " of " + std::to_string(c.plotted) +
+                     " plotted values noisy" + (c.noisy > 0 ? " (~)" : "");
+    c.footer.insert(c.footer.begin(),
+                    std::string(verified ? "Verified: " : "NOT ALL VERIFIED: ") + c.verification);
+    if (c.failed > 0) {
+        LegendEntry e;
+        e.label = "FAIL: not verified, not plotted";
+        e.color = {200, 30, 30, 255};
+        e.failed = true;
+        c.legend.push_back(e);
+    }
+    return c;
+}
+
 namespace {
 
 // The relative chart divides bwd_data times by fwd times: both passes must have engine rows.

@@ -150,6 +150,17 @@ std::vector<Chart> standard_charts(const bench::Results& r);
 // "relative_bwd_data: skipped, needs passes fwd and bwd_data".
 std::vector<std::string> skipped_charts(const bench::Results& r);
 
+// (d) Several runs (machines, builds) side by side, for one pass: per algorithm measured in every
+// run (and the peer), the sum of its median times over the layers that every run measured it
+// on, one bar per run (legend: each run's label, e.g. its CPU, threads and date). A
+// measurement that failed in a run makes that run's bar a FAIL marker. `labels` name the runs
+// (same size as `runs`).
+Chart machines_chart(const std::vector<bench::Results>& runs,
+                     const std::vector<std::string>& labels, Pass pass);
+// A run's label for machines_chart: "CPU, N threads, date"; `file` added where two would match.
+std::vector<std::string> run_labels(const std::vector<bench::Results>& runs,
+                                    const std::vector<std::string>& files);
+
 // Layers where `a` is faster than `b` (median totals), over the layers where both ran and were
 // verified, in one pass.
 struct WinCount {

@@ -381,9 +381,66 @@ void fail_if_unverified(const bench::Results& r, const std::string& dir) {
                             dir + " and not plotted");
 }
 
+// Several runs' results.json on one set of charts (machines_<pass>): nothing is measured. Exit
+// status 1, the charts written, when a run holds a failed measurement.
+void replot_runs(const std::vector<std::string>& files, const std::string& dir, std::ostream& out) {
+    std::vector<bench::Results> runs;
+    std::vector<std::string> names;
+    for (const std::string& f : files) {
+        runs.push_back(in_context("--replot", [&] {
+            return app::parse_results(read_input_file(f, app::kMaxResultsBytes, "a results file"),
+                                      "'" + f + "'");
+        }));
+        const std::filesystem::path p(f);
+        names.push_back(p.filename() == "results.json" && p.has_parent_path()
+                            ? p.parent_path().filename().string()
+                            : p.filename().string());
+    }
+    const std::vector<std::string> labels = charts::run_labels(runs, names);
+    std::vector<charts::Chart> list;
+    for (const Pass pass : {Pass::Forward, Pass::BackwardData, Pass::BackwardWeight}) {
+        charts::Chart c = charts::machines_chart(runs, labels, pass);
+        if (c.x.categories.empty()) {
+            out << c.id << ": skipped, no algorithm of this pass in every run\n";
+            continue;
+        }
+        list.push_back(std::move(c));
+    }
+    if (list.empty()) throw Error("--replot: the runs have no pass and algorithm in common");
+    make_dir(dir);
+    std::vector<std::string> paths;
+    for (const charts::Chart& c : list)
+        for (const std::string& p : charts::export_chart_all(c, dir)) paths.push_back(p);
+    for (std::size_t k = 0; k < runs.size(); ++k)
+        out << "run " << k + 1 << ": " << labels[k] << " (" << files[k]
+            << "): " << runs[k].verification_summary() << "\n";
+    for (const charts::Chart& c : list)
+        for (const std::string& a : c.annotations) out << c.id << ": " << a << "\n";
+    out << "wrote " << paths.size() << " files to " << dir << " (" << list.size() << " charts of "
+        << runs.size() << " runs side by side, as SVG, PNG and PDF; not measured "
+        << "again)\n";
+    std::size_t failed = 0;
+    for (const bench::Results& r : runs) failed += r.failed();
+    if (failed > 0)
+        throw CommandFailed(std::to_string(failed) +
+                            " measurements of these runs failed verification or did not run; "
+                            "their bars are FAIL markers");
+}
+
 void run_bench(const Options& opts, std::ostream& out) {
     const std::string dir = opts.required("bench", "--out");
+    if (!opts.positional().empty() && !opts.has("--replot"))
+        throw Error("bench: '" + opts.positional().front() +
+                    "': more results files belong to --replot (--replot a.json b.json ...)");
     if (const std::string* from = opts.get("--replot")) {
+        if (opts.has("--trace"))
+            throw Error(
+                "--trace: the spans of timed calls come from a run; --replot times nothing");
+        if (!opts.positional().empty()) {
+            std::vector<std::string> files{*from};
+            files.insert(files.end(), opts.positional().begin(), opts.positional().end());
+            return replot_runs(files, dir, out);
+        }
         // Redraw the charts of a finished run (its machine record and command are kept).
         const bench::Results r = in_context("--replot", [&] {
             return app::parse_results(
@@ -399,6 +456,11 @@ void run_bench(const Options& opts, std::ostream& out) {
     BenchPlan plan = plan_from(opts);
     bench::Config& cfg = plan.cfg;
     make_dir(dir);  // fail before measuring
+    const std::string* trace = opts.get("--trace");
+    if (trace) {
+        in_context("--trace", [&] { check_output_path(*trace); });
+        cfg.trace = true;
+    }
     ProgressBar bar;
     cfg.progress = [&bar](const bench::Config::Progress& p) { bar(p); };
     out << "convlab bench: " << cfg.layers.size() << " layers of " << cfg.shapes_file
@@ -419,6 +481,12 @@ void run_bench(const Options& opts, std::ostream& out) {
     const std::vector<std::string> paths = write_bench_outputs(r, dir, out);
     out << "wrote " << paths.size() << " files to " << dir << " (results.csv, results.json, "
         << (paths.size() - 2) / 3 << " charts as SVG, PNG and PDF)\n";
+    if (trace) {
+        in_context("--trace",
+                   [&] { write_file(*trace, [&](std::ostream& o) { bench::write_trace(r, o); }); });
+        out << "wrote " << *trace
+            << " (the timed calls and their operations, Trace Event format)\n";
+    }
     // Interrupted: the files hold what was measured (results.json "cancelled": true); exit 130.
     if (r.cancelled) throw Interrupted();
     fail_if_unverified(r, dir);
@@ -440,7 +508,10 @@ const Command& command() {
         "files) when any measurement failed verification or did not run, 2 on bad input.\n"
         "Ctrl-C (SIGINT, SIGTERM) stops after the current measurement: the files are written\n"
         "with what was measured (results.json \"cancelled\": true), exit status 130; a second\n"
-        "Ctrl-C ends it at once.\n",
+        "Ctrl-C ends it at once.\n"
+        "--replot FILE redraws a run's charts; --replot A.json B.json ... draws several runs\n"
+        "(machines, builds) side by side: machines_<pass> charts, per algorithm the sum of its\n"
+        "median times over the layers every run measured, one bar per run.\n",
         {{"--shapes", "FILE", "shape file (default assets/shapes/resnet50.txt)"},
          {"--quick", nullptr, "classroom-sized run under a minute (assets/shapes/classroom.txt)"},
          {"--batch", "N",
@@ -478,6 +549,12 @@ const Command& command() {
           "3e-2)"},
          {"--filter", "TEXT", "only layers whose name contains TEXT"},
          {"--replot", "FILE", "redraw the charts of a results.json (nothing is measured)"},
+         {"FILE...", nullptr,
+          "with --replot: more results.json files (other machines or builds), drawn side by "
+          "side on machines_<pass> charts, one bar per run and algorithm"},
+         {"--trace", "FILE",
+          "also write the timed calls and their operations' spans as a Trace Event JSON file "
+          "(Perfetto, chrome://tracing); the first 50 calls of each measurement"},
          {"--out", "DIR", "directory of the results and charts (created when missing)"},
          kMaxMemoryOption},
         run_bench};

@@ -434,6 +434,8 @@ Results run(const Config& cfg) {
             std::function<void(Profiler*)> call;  // the timed call; empty: not timed
             std::string error;                    // thrown while timed
             OpRecorder ops;
+            std::chrono::steady_clock::time_point call_start, call_end;  // the last timed call
+            std::vector<Measurement::TracedCall> calls;  // this window's (Config::trace)
         };
         std::vector<Entry> entries;  // this layer's, pass after pass
         std::deque<Floats> outs;     // one output per pass (the timed calls hold its address)
@@ -445,19 +447,25 @@ Results run(const Config& cfg) {
                 if (entries[i].call) timed.push_back(i);
             if (timed.empty()) return;
             Profiler prof;
+            prof.keep_events(cfg.trace);
             Interleaved fns;
             fns.count = timed.size();
             fns.run = [&](std::size_t f, bool is_timed) {
                 Entry& e = entries[timed[f]];
                 if (!e.error.empty()) return;  // it threw before: no more calls
                 try {
+                    e.call_start = std::chrono::steady_clock::now();
                     e.call(is_timed ? &prof : nullptr);
+                    e.call_end = std::chrono::steady_clock::now();
                 } catch (const std::exception& x) {
                     e.error = x.what();
                 }
             };
             fns.after = [&](std::size_t f, double) {
-                entries[timed[f]].ops.add(prof);
+                Entry& e = entries[timed[f]];
+                e.ops.add(prof);
+                if (cfg.trace && e.error.empty() && e.calls.size() < Config::kMaxTracedCalls)
+                    e.calls.push_back({e.call_start, e.call_end, prof.events()});
                 prof.clear();
             };
             // The machine's own speed just before and after (kSlowMachine), where a peak
@@ -468,7 +476,10 @@ Results run(const Config& cfg) {
             const WindowSpeed ws = time_window(
                 threads, r.machine.peak_gflops, cfg.retime_slow,
                 [&] {
-                    for (const std::size_t i : timed) entries[i].ops = OpRecorder{};
+                    for (const std::size_t i : timed) {
+                        entries[i].ops = OpRecorder{};
+                        entries[i].calls.clear();  // a window timed again: its own calls
+                    }
                     const CpuSample t0 = cpu_sample();
                     stats = measure_interleaved(cfg.timing, fns);
                     foreign = foreign_cpu_share(t0, cpu_sample(), hw);
@@ -481,6 +492,7 @@ Results run(const Config& cfg) {
                         if (!e.error.empty()) continue;
                         e.m.total = stats[f];
                         e.m.ops = e.ops.finish();
+                        e.m.trace = std::move(e.calls);
                     }
                 },
                 cfg.speed_probe, [&] { return cancelled(); });

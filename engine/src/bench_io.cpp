@@ -6,8 +6,10 @@
 //   [SECTION] JSON (a small reader for what the writer writes: objects, arrays, strings,
 //             numbers, true/false/null)
 //   [SECTION] rebuilding results from fields
+//   [SECTION] trace (Trace Event format: the timed calls and their operations)
 #include <algorithm>
 #include <charconv>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <istream>
@@ -784,6 +786,71 @@ Results read_json(std::istream& in) {
         }
     }
     return r;
+}
+
+// [SECTION] trace (Trace Event format)
+
+void write_trace(const Results& r, std::ostream& out) {
+    using Clock = std::chrono::steady_clock;
+    Clock::time_point t0 = Clock::time_point::max();
+    for (const Measurement& m : r.rows)
+        for (const Measurement::TracedCall& c : m.trace) t0 = std::min(t0, c.start);
+    const auto us = [&](Clock::time_point t) {
+        return num(std::chrono::duration<double, std::micro>(t - t0).count());
+    };
+    const auto dur = [](Clock::time_point a, Clock::time_point b) {
+        return num(std::chrono::duration<double, std::micro>(b - a).count());
+    };
+    // One track (tid) per (layer, pass): its calls in the order they ran, nested operations.
+    const auto tid = [](const Measurement& m) {
+        return std::to_string(1 + 4 * m.layer + static_cast<std::size_t>(m.pass));
+    };
+    out << "{\"displayTimeUnit\": \"ms\",\n \"otherData\": {\"command\": ";
+    json_str(out, r.command);
+    out << ", \"cpu\": ";
+    json_str(out, r.machine.cpu);
+    out << ", \"commit\": ";
+    json_str(out, r.machine.commit);
+    out << ", \"date\": ";
+    json_str(out, r.machine.date);
+    out << "},\n \"traceEvents\": [\n  {\"name\": \"process_name\", \"ph\": \"M\", \"pid\": 1, "
+           "\"tid\": 0, \"args\": {\"name\": \"convlab bench\"}}";
+    std::vector<std::string> named;
+    for (const Measurement& m : r.rows) {
+        if (m.trace.empty()) continue;
+        const std::string t = tid(m);
+        const std::string layer = m.layer < r.layers.size() ? r.layers[m.layer].name : "";
+        if (std::find(named.begin(), named.end(), t) == named.end()) {
+            named.push_back(t);
+            out << ",\n  {\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": 1, \"tid\": " << t
+                << ", \"args\": {\"name\": ";
+            json_str(out, layer + " " + pass_name(m.pass));
+            out << "}}";
+        }
+        for (std::size_t k = 0; k < m.trace.size(); ++k) {
+            const Measurement::TracedCall& c = m.trace[k];
+            out << ",\n  {\"name\": ";
+            json_str(out, m.algorithm);
+            out << ", \"cat\": \"call\", \"ph\": \"X\", \"ts\": " << us(c.start)
+                << ", \"dur\": " << dur(c.start, c.end) << ", \"pid\": 1, \"tid\": " << t
+                << ", \"args\": {\"layer\": ";
+            json_str(out, layer);
+            out << ", \"descriptor\": ";
+            json_str(out, m.layer < r.layers.size() ? r.layers[m.layer].descriptor : "");
+            out << ", \"pass\": \"" << pass_name(m.pass) << "\", \"call\": " << k
+                << ", \"verified\": ";
+            json_str(out, m.ran ? m.check.status() : "ERROR");
+            out << "}}";
+            for (const Profiler::Event& e : c.ops) {
+                out << ",\n  {\"name\": ";
+                json_str(out, e.name);
+                out << ", \"cat\": \"operation\", \"ph\": \"X\", \"ts\": " << us(e.start)
+                    << ", \"dur\": " << dur(e.start, e.end) << ", \"pid\": 1, \"tid\": " << t
+                    << "}";
+            }
+        }
+    }
+    out << "\n ]}\n";
 }
 
 }  // namespace convlab::bench

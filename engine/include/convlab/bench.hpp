@@ -27,6 +27,7 @@
 
 #include "convlab/conv.hpp"
 #include "convlab/problem.hpp"
+#include "convlab/profiler.hpp"
 
 namespace convlab::bench {
 
@@ -340,6 +341,10 @@ struct Config {
     // backward data side by side), so that a ratio between passes (relative_time_chart) comes
     // from one machine state, as a ratio within a pass does; false: one window per pass.
     bool interleave_passes = false;
+    // Keep each measurement's timed calls as spans (Measurement::trace), for write_trace; the
+    // first kMaxTracedCalls calls of each, so a fast layer timed thousands of times stays small.
+    bool trace = false;
+    static constexpr std::size_t kMaxTracedCalls = 50;
     // The speed probe (probe_fp32_rate by default; tests give their own): FMA GFLOP/s on that
     // many threads.
     std::function<double(int threads)> speed_probe;
@@ -397,7 +402,15 @@ struct Measurement {
         std::string name;  // profiler span: im2col, gemm, col2im, zero-insert ...
         Stats time;        // per call (all spans of that name in one call, summed)
     };
-    std::vector<Op> ops;      // in order of first use
+    std::vector<Op> ops;  // in order of first use
+    // The timed calls as they happened (Config::trace; at most Config::kMaxTracedCalls, the
+    // first ones): each call's span and its operations' spans, for write_trace. Not kept in
+    // the results files.
+    struct TracedCall {
+        std::chrono::steady_clock::time_point start, end;
+        std::vector<Profiler::Event> ops;
+    };
+    std::vector<TracedCall> trace;
     double flops = 0;         // 2*N*K*(C/G)*prod(O)*prod(k): padding taps included (CK)
     double flops_no_pad = 0;  // only taps inside the input, as benchdnn counts (<= flops)
     double bytes = 0;         // tensors read and written once, fp32
@@ -504,5 +517,10 @@ void write_json(const Results& r, std::ostream& out);
 // lines).
 Results read_csv(std::istream& in);
 Results read_json(std::istream& in);
+// The timed calls of a run (Config::trace) in the Trace Event format that Perfetto and
+// chrome://tracing open: one complete ("X") event per call, named after its algorithm, with its
+// layer, pass and verification as args, and its operations' spans nested in it; times in
+// microseconds from the run's first call, one track per (layer, pass).
+void write_trace(const Results& r, std::ostream& out);
 
 }  // namespace convlab::bench
