@@ -214,15 +214,30 @@ IndexMap map_by_name(std::string name, const Problem& p, std::optional<dim_t> c0
 dim_t domain_linear(const IndexMap& m, const py::object& coord) {
     const Shape& d = m.domain();
     const char* side = m.kind() == IndexMap::Kind::Gather ? "destination" : "source";
-    if (py::isinstance<py::int_>(coord)) {
-        const auto i = coord.cast<dim_t>();
+    // A linear index: an int or a numpy integer scalar, which PyNumber_Index accepts. Anything
+    // else (a tuple, a list, a 1-D array, which it refuses) is a coordinate.
+    if (PyObject* index = PyNumber_Index(coord.ptr())) {
+        const auto obj = py::reinterpret_steal<py::object>(index);
+        dim_t i = -1;
+        try {
+            i = obj.cast<dim_t>();
+        } catch (const py::cast_error&) {
+            // Beyond 64 bits: outside every shape.
+        }
         if (i < 0 || i >= d.numel())
-            throw py::value_error("coord: linear index " + std::to_string(i) + " outside the " +
-                                  side + " " + d.str() + " (0 <= index < " +
+            throw py::value_error("coord: linear index " + std::string(py::str(obj)) +
+                                  " outside the " + side + " " + d.str() + " (0 <= index < " +
                                   std::to_string(d.numel()) + ")");
         return i;
     }
-    const auto c = coord.cast<Dims>();
+    PyErr_Clear();
+    Dims c;
+    try {
+        c = coord.cast<Dims>();
+    } catch (const py::cast_error&) {
+        throw py::value_error("coord: expected a tuple of " + std::to_string(d.rank()) +
+                              " integers (the " + side + "'s " + d.str() + ") or a linear index");
+    }
     if (static_cast<int>(c.size()) != d.rank())
         throw py::value_error("coord: " + std::to_string(c.size()) + " values, the " + side + " " +
                               d.str() + " has " + std::to_string(d.rank()) + " dims");

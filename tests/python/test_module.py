@@ -199,6 +199,8 @@ class MapTest(unittest.TestCase):
         np.testing.assert_array_equal(np.where(idx < 0, 0, src.ravel()[idx]), m(src))
         self.assertEqual(m.formula((0, 0, 3, 5)), "dst(n=0,g=0,row=3,col=5) <- src(n=0,c=0,h=1,w=1)")
         self.assertEqual(m.formula(0), "dst(n=0,g=0,row=0,col=0) <- 0")
+        self.assertEqual(m.formula(np.int64(3 * 16 + 5)), m.formula((0, 0, 3, 5)))
+        self.assertEqual(m.formula(np.array([0, 0, 3, 5])), m.formula((0, 0, 3, 5)))
         self.assertEqual(m.source((0, 0, 3, 5)), (0, 0, 1, 1))
         self.assertIsNone(m.source((0, 0, 0, 0)))
 
@@ -276,6 +278,8 @@ class MapTest(unittest.TestCase):
             (lambda: m.formula((0, 0, 99, 0)), "coord: row = 99 outside the destination"),
             (lambda: m.formula((0, 0)), "coord: 2 values"),
             (lambda: m.formula(10 ** 6), "coord: linear index 1000000 outside"),
+            (lambda: m.formula("row 3"), "coord: expected a tuple of 4 integers"),
+            (lambda: m.formula(2 ** 70), "coord: linear index %d outside" % 2 ** 70),
             (lambda: m(np.zeros((1, 2, 4, 5), np.float32)), "src: shape (1, 2, 4, 5)"),
         ]
         for i, (call, needle) in enumerate(cases):
