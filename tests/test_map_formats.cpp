@@ -165,13 +165,13 @@ TEST_CASE("map --format npy: the index array equals the one built from the json 
         const char* problem;
         const char* c0;  // nullptr: an NCHW map
     };
-    for (const Case& c :
-         {Case{"im2col", "g2mb2ic4ih5iw4oc2kh2kw3sh2ph1pw1dw1", nullptr},
-          Case{"im2col", "mb1ic3iw9oc2kw3sw2pw2", nullptr},
-          Case{"im2col", "mb1ic2id3ih4iw3oc1kd2kh2kw2pd1", nullptr},
-          Case{"col2im", "mb1ic2ih4oc1kh3ph1", nullptr},
-          Case{"strided", "mb1ic2ih7oc3kh3sh2", nullptr},
-          Case{"nc1hwc0", "mb2ic5ih3iw2oc3kh1kw1", "4"}, Case{"fractal_z", "mb1ic5ih3oc18kh2", "8"}}) {
+    for (const Case& c : {Case{"im2col", "g2mb2ic4ih5iw4oc2kh2kw3sh2ph1pw1dw1", nullptr},
+                          Case{"im2col", "mb1ic3iw9oc2kw3sw2pw2", nullptr},
+                          Case{"im2col", "mb1ic2id3ih4iw3oc1kd2kh2kw2pd1", nullptr},
+                          Case{"col2im", "mb1ic2ih4oc1kh3ph1", nullptr},
+                          Case{"strided", "mb1ic2ih7oc3kh3sh2", nullptr},
+                          Case{"nc1hwc0", "mb2ic5ih3iw2oc3kh1kw1", "4"},
+                          Case{"fractal_z", "mb1ic5ih3oc18kh2", "8"}}) {
         INFO(c.map << " " << c.problem);
         std::vector<std::string> base{"map", "--map", c.map, "--problem", c.problem};
         if (c.c0) base.insert(base.end(), {"--c0", c.c0});
