@@ -56,6 +56,16 @@ elif [ "$mode" = consumer ]; then
     # shellcheck disable=SC2046
     c++ -O1 -o "$work/consumer_pc" "$src/examples/consumer/main.cpp" $(pkg-config --cflags --libs convlab)
     "$work/consumer_pc"
+    # The Python module, when the build made one: imported from the moved prefix, computing.
+    so=$(find "$P" -name 'convlab.cpython-*.so' | head -1)
+    if [ -n "$so" ]; then
+        PYTHONPATH=$(dirname "$so") /usr/bin/python3 -c "
+import numpy as np, convlab
+p = convlab.Problem('mb1ic2ih3oc1kh2')
+y = convlab.forward(p, np.ones(p.src_shape, np.float32), np.ones(p.wei_shape, np.float32))
+assert y.shape == (1, 1, 2, 2) and (y == 8).all(), y" || fail "the installed Python module failed"
+        echo "install_test: the moved prefix's Python module computed a forward pass"
+    fi
     echo "install_test: examples/consumer built from the moved prefix (CMake and pkg-config) and passed"
 else
     fail "unknown mode '$mode' (app | consumer)"

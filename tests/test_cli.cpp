@@ -632,7 +632,7 @@ TEST_CASE("cli: every bad input exits 2 with one line and writes nothing") {
          "limit"},
         {{"map", "--map", "nope", "--problem", desc}, "--map: "},
         {{"map", "--map", "im2col", "--problem", desc, "--format", "xml"},
-         "--format 'xml': expected text or json"},
+         "--format 'xml': expected text, json, npy, grid or tex"},
         {{"map", "--map", "im2col", "--problem", desc, "--limit", "-3"}, "--limit '-3'"},
         {{"map", "--map", "im2col", "--problem", desc, "--step-granularity", "tiles"},
          "--step-granularity: "},

@@ -9,6 +9,7 @@
 #include "cli/cli.hpp"
 
 #include "cli/cli_common.hpp"
+#include "cli/map_formats.hpp"
 
 #include <unistd.h>  // access
 
@@ -489,8 +490,19 @@ void run_map(const Options& opts, std::ostream& out) {
     const Problem p = problem_from(opts, "map");
     const std::string& name = opts.required("map", "--map");
     const std::string format = opts.has("--format") ? *opts.get("--format") : "text";
-    if (format != "text" && format != "json")
-        throw Error("--format '" + format + "': expected text or json");
+    // npy, grid and tex hold the whole map in the domain's order; text and json list its pairs
+    // in the walk order, which --limit and --step-granularity cut.
+    const bool whole = format == "npy" || format == "grid" || format == "tex";
+    if (format != "text" && format != "json" && !whole)
+        throw Error("--format '" + format + "': expected text, json, npy, grid or tex");
+    for (const char* flag : {"--limit", "--step-granularity"})
+        if (whole && opts.has(flag))
+            throw Error(std::string(flag) + " is taken by --format text and json only (" + format +
+                        " holds the whole map)");
+    const std::string* out_path = opts.get("--out");
+    if (format == "npy" && !out_path)
+        throw Error("--format npy writes a file: give --out FILE.npy");
+    if (out_path) check_output_path(*out_path);
     const dim_t limit = opts.has("--limit") ? parse_integer("--limit", *opts.get("--limit"), 0,
                                                             std::numeric_limits<dim_t>::max())
                                             : -1;
@@ -498,16 +510,31 @@ void run_map(const Options& opts, std::ostream& out) {
     if (const std::string* gs = opts.get("--step-granularity"))
         g = in_context("--step-granularity", [&] { return parse_granularity(*gs); });
     const IndexMap m = map_by_name(opts, name, p);
-    if (g) {
-        print_steps(out, m, *g, limit, format == "json");
+    if (format == "npy") {
+        write_map_npy(m, *out_path);
+        out << "wrote " << *out_path << " " << dims_str(m.domain().dims) << " int64: " << m.name()
+            << (m.kind() == IndexMap::Kind::Gather
+                    ? " gather index (src linear index per dst element, -1 = padding zero)\n"
+                    : " scatter index (dst linear index per src element, -1 = adds nowhere)\n");
         return;
     }
     // Streamed: the first pairs appear at once and memory stays constant however many follow.
-    if (format == "json") {
-        m.dump_json(out, limit);
-    } else {
-        m.dump(out, limit);
-    }
+    const auto emit = [&](std::ostream& o) {
+        if (g)
+            print_steps(o, m, *g, limit, format == "json");
+        else if (format == "json")
+            m.dump_json(o, limit);
+        else if (format == "grid")
+            print_map_grid(o, m);
+        else if (format == "tex")
+            print_map_tex(o, m);
+        else
+            m.dump(o, limit);
+    };
+    if (out_path)
+        write_file(*out_path, emit);
+    else
+        emit(out);
 }
 
 // [SECTION] algos
@@ -643,11 +670,20 @@ const std::vector<Command>& commands() {
          run_compute},
         {"map",
          "print an index map of a problem (im2col ... tnc; DaVinci nc1hwc0 ... fliprot_fz)",
-         "map --map NAME --problem DESC [--c0 N] [--format text|json] [--limit N]\n"
-         "       [--step-granularity G]",
+         "map --map NAME --problem DESC [--c0 N] [--format text|json|npy|grid|tex]\n"
+         "       [--limit N] [--step-granularity G] [--out FILE]",
          "Text: one line a pair, \"dst(...) <- src(...)\" (gather; \"<- 0\" for a padding zero)\n"
-         "or \"dst(...) += src(...)\" (reduce). With --step-granularity the pairs are grouped\n"
-         "into the steps the app animates.\n"
+         "or \"dst(...) += src(...)\" (reduce). JSON: \"pairs\" as [src_linear, dst_linear],\n"
+         "-1 = padding zero (gather) or adds nowhere (reduce); linear indices are row-major over\n"
+         "the \"src\" and \"dst\" dims. Pairs come in the walk order (the line axis innermost).\n"
+         "With --step-granularity the pairs are grouped into the steps the app animates.\n"
+         "npy, grid and tex hold the whole map's index array, shaped like the destination of a\n"
+         "gather (the src linear index per dst element, -1 = padding zero: dst =\n"
+         "where(idx < 0, 0, src.ravel()[idx])) or the source of a reduce (the dst linear index\n"
+         "per src element, -1 = adds nowhere). npy: int64, C order, written to --out (at most\n"
+         "16 GiB). grid: the last two dims as rows and columns, one block per index of the dims\n"
+         "before them, '.' for -1 (as CuTe's print_layout). tex: the same blocks as TikZ pictures\n"
+         "(\\usepackage{tikz}), at most 10000 cells.\n"
          "Maps: im2col (src -> column matrices), col2im (its transpose, a reduce), strided\n"
          "(zero insertion of dY), pad (the padding of the strided dY for backward data, with\n"
          "the leftover r), fliprot (weights for backward data), tnc (src as (C, N, ...)).\n"
@@ -665,8 +701,11 @@ const std::vector<Command>& commands() {
            "                          pad5d | im2col_fractal (DaVinci)"},
           {"--c0", "N", "C0 of the DaVinci maps, 1..64 (default 16)"},
           {"--problem", "DESC", "benchdnn-style descriptor"},
-          {"--format", "FORMAT", "text (default) | json"},
-          {"--limit", "N", "print at most N pairs"},
+          {"--format", "FORMAT",
+           "text (default) | json (pairs: src_linear dst_linear, -1 = padding\n"
+           "                          zero) | npy | grid | tex (the index array; see below)"},
+          {"--limit", "N", "print at most N pairs (text, json)"},
+          {"--out", "FILE", "write to FILE instead of standard output (npy: required)"},
           {"--step-granularity", "G",
            "element | line | tile | whole: list the pairs step by step"}},
          run_map},

@@ -1,8 +1,8 @@
 // The command-line subcommands of the convlab binary (no display needed):
 //
 //   convlab compute  --problem DESC --pass PASS --algo NAME --out OUT.npy [inputs] [options]
-//   convlab map      --map NAME --problem DESC [--format text|json] [--limit N]
-//                    [--step-granularity element|line|whole]
+//   convlab map      --map NAME --problem DESC [--format text|json|npy|grid|tex] [--limit N]
+//                    [--step-granularity element|line|tile|whole] [--out FILE]
 //   convlab algos
 //   convlab describe --problem DESC
 //   convlab help [COMMAND] | --help | --version

@@ -129,6 +129,23 @@ dim_t IndexMap::map(dim_t domain_linear) const {
     return fn_(c.data());
 }
 
+void IndexMap::images(dim_t begin, dim_t end, dim_t* out) const {
+    const Shape& dom = domain();
+    begin = std::max(begin, dim_t{0});
+    end = std::min(end, dom.numel());
+    if (begin >= end) return;
+    // The first coordinate by division, then carried (no division per element).
+    std::vector<dim_t> c(static_cast<std::size_t>(dom.rank()));
+    dom.coord_of(begin, c);
+    for (dim_t i = begin; i < end; ++i) {
+        out[i - begin] = fn_(c.data());
+        for (int a = dom.rank() - 1; a >= 0; --a) {
+            if (++c[a] < dom.dims[a]) break;
+            c[a] = 0;
+        }
+    }
+}
+
 void IndexMap::execute(const float* src, float* dst) const {
     const Shape& dom = domain();
     std::vector<dim_t> c(static_cast<std::size_t>(dom.rank()), 0);
@@ -290,6 +307,45 @@ std::vector<dim_t> IndexMap::destinations_of(dim_t src_linear) const {
     return out;
 }
 
+// One pair's line of dump (no newline); sc and dc are scratch coordinates of src_ and dst_.
+static void write_pair(std::ostream& o, IndexMap::Kind kind, const Shape& src, const Shape& dst,
+                       dim_t si, dim_t di, std::vector<dim_t>& sc, std::vector<dim_t>& dc) {
+    if (kind == IndexMap::Kind::Gather) {
+        dst.coord_of(di, dc);
+        o << "dst" << coord_str(dst, dc) << " <- ";
+        if (si < 0) {
+            o << "0";
+        } else {
+            src.coord_of(si, sc);
+            o << "src" << coord_str(src, sc);
+        }
+        return;
+    }
+    src.coord_of(si, sc);
+    if (di < 0) {
+        o << "(unused) src" << coord_str(src, sc);
+    } else {
+        dst.coord_of(di, dc);
+        o << "dst" << coord_str(dst, dc) << " += src" << coord_str(src, sc);
+    }
+}
+
+std::string IndexMap::pair_text(dim_t domain_linear) const {
+    if (domain_linear < 0 || domain_linear >= domain().numel())
+        throw Error("map " + name_ + ": element " + std::to_string(domain_linear) +
+                    " is outside its " + (kind_ == Kind::Gather ? "destination " : "source ") +
+                    domain().str() + " (" + std::to_string(domain().numel()) + " elements)");
+    std::vector<dim_t> sc(static_cast<std::size_t>(src_.rank()));
+    std::vector<dim_t> dc(static_cast<std::size_t>(dst_.rank()));
+    const dim_t image = map(domain_linear);
+    std::ostringstream o;
+    if (kind_ == Kind::Gather)
+        write_pair(o, kind_, src_, dst_, image, domain_linear, sc, dc);
+    else
+        write_pair(o, kind_, src_, dst_, domain_linear, image, sc, dc);
+    return o.str();
+}
+
 // Pairs are written as they are enumerated (constant memory: a map may have billions of pairs),
 // and the walk stops as soon as the stream fails (a closed pipe).
 void IndexMap::dump(std::ostream& o, dim_t limit) const {
@@ -301,24 +357,8 @@ void IndexMap::dump(std::ostream& o, dim_t limit) const {
     const dim_t steps = num_steps(Granularity::Element);
     for (dim_t s = 0; s < steps && (limit < 0 || printed < limit) && o; ++s, ++printed)
         for_each_in_step(Granularity::Element, s, [&](dim_t si, dim_t di) {
-            if (kind_ == Kind::Gather) {
-                dst_.coord_of(di, dc);
-                o << "dst" << coord_str(dst_, dc) << " <- ";
-                if (si < 0) {
-                    o << "0\n";
-                } else {
-                    src_.coord_of(si, sc);
-                    o << "src" << coord_str(src_, sc) << "\n";
-                }
-            } else {
-                src_.coord_of(si, sc);
-                if (di < 0) {
-                    o << "(unused) src" << coord_str(src_, sc) << "\n";
-                } else {
-                    dst_.coord_of(di, dc);
-                    o << "dst" << coord_str(dst_, dc) << " += src" << coord_str(src_, sc) << "\n";
-                }
-            }
+            write_pair(o, kind_, src_, dst_, si, di, sc, dc);
+            o << "\n";
         });
     if (limit >= 0 && printed < steps) o << "# ... " << (steps - printed) << " more\n";
 }

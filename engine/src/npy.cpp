@@ -9,6 +9,7 @@
 
 #include "convlab/output_file.hpp"
 
+#include <algorithm>
 #include <bit>
 #include <cerrno>
 #include <cmath>
@@ -383,10 +384,13 @@ Tensor read_npy(const std::string& path) {
 
 // [SECTION] write
 
-void write_npy(const std::string& path, const Tensor& t) {
-    // Header, padded with spaces so that the data starts at a multiple of 64 bytes.
-    std::string dict =
-        "{'descr': '<f4', 'fortran_order': False, 'shape': " + shape_tuple(t.dims()) + ", }";
+namespace {
+
+// The preamble and header dict of an array of type `descr` and shape `dims`, padded with spaces
+// so that the data starts at a multiple of 64 bytes.
+std::string npy_header(const char* descr, const std::vector<dim_t>& dims) {
+    std::string dict = std::string("{'descr': '") + descr +
+                       "', 'fortran_order': False, 'shape': " + shape_tuple(dims) + ", }";
     const auto padded = [&](std::size_t prefix_len) {
         return (prefix_len + dict.size() + 1 + 63) / 64 * 64;
     };
@@ -401,7 +405,13 @@ void write_npy(const std::string& path, const Tensor& t) {
     const std::size_t hlen = dict.size();
     for (std::size_t b = 0; b < prefix - 8; ++b)
         head += static_cast<char>((hlen >> (8 * b)) & 0xff);
-    head += dict;
+    return head + dict;
+}
+
+}  // namespace
+
+void write_npy(const std::string& path, const Tensor& t) {
+    const std::string head = npy_header("<f4", t.dims());
 
     // Data: fp32 little-endian, C order. A dense fp32 little-endian tensor is written as it is
     // stored; any other layout or dtype goes through logical coordinates.
@@ -430,6 +440,45 @@ void write_npy(const std::string& path, const Tensor& t) {
     OutputFile file(path);
     file.write(head.data(), head.size());
     if (data_bytes) file.write(data, data_bytes);
+    file.commit();
+}
+
+void write_npy_int64(const std::string& path, std::span<const dim_t> dims,
+                     const std::function<void(dim_t begin, dim_t end, std::int64_t* out)>& fill) {
+    const std::vector<dim_t> shape(dims.begin(), dims.end());
+    const std::size_t limit = kMaxTensorBytes / sizeof(std::int64_t);
+    std::size_t n = 1;
+    for (dim_t d : shape) {
+        if (d < 0)
+            throw Error("cannot write " + path + ": negative dimension in " + dims_str(shape));
+        if (d == 0) n = 0;
+    }
+    if (n != 0)
+        for (dim_t d : shape) {
+            if (static_cast<std::size_t>(d) > limit / n)
+                throw Error("cannot write " + path + ": shape " + dims_str(shape) +
+                            " has more elements than an int64 .npy file may hold (" +
+                            std::to_string(kMaxTensorBytes >> 30) + " GiB)");
+            n *= static_cast<std::size_t>(d);
+        }
+    const std::string head = npy_header("<i8", shape);
+    OutputFile file(path);
+    file.write(head.data(), head.size());
+    std::vector<std::int64_t> chunk(static_cast<std::size_t>(std::min<std::size_t>(n, kNpyChunk)));
+    const auto total = static_cast<dim_t>(n);
+    for (dim_t b = 0; b < total; b += kNpyChunk) {
+        const dim_t e = std::min(total, b + kNpyChunk);
+        fill(b, e, chunk.data());
+        if constexpr (std::endian::native == std::endian::big) {
+            for (dim_t i = 0; i < e - b; ++i) {
+                auto u = static_cast<std::uint64_t>(chunk[static_cast<std::size_t>(i)]);
+                std::uint64_t r = 0;
+                for (int k = 0; k < 8; ++k, u >>= 8) r = r << 8 | (u & 0xffu);
+                chunk[static_cast<std::size_t>(i)] = static_cast<std::int64_t>(r);
+            }
+        }
+        file.write(chunk.data(), static_cast<std::size_t>(e - b) * sizeof(std::int64_t));
+    }
     file.commit();
 }
 

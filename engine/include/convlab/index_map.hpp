@@ -86,6 +86,16 @@ class IndexMap {
     dim_t map(dim_t domain_linear) const;
     dim_t map_coord(const dim_t* domain_coord) const { return fn_(domain_coord); }
 
+    // The images of domain elements [begin, end) in row-major domain order, written to out[0 ..
+    // end - begin): a gather's source linear index per destination (kZero for a padding zero), a
+    // reduce's destination per source (kNone). The whole range is the map's index array, shaped
+    // like the domain (dst = src.ravel()[index] for a gather); a range at a time keeps memory
+    // constant however large the map.
+    void images(dim_t begin, dim_t end, dim_t* out) const;
+    // One domain element's pair as dump writes its line (no newline): "dst(n=0,c=1,h=2) <-
+    // src(n=0,c=1,h=1)", "dst(...) <- 0", "dst(...) += src(...)" or "(unused) src(...)".
+    std::string pair_text(dim_t domain_linear) const;
+
     // Generic executor on dense row-major fp32 buffers of src().numel() and dst().numel().
     void execute(const float* src, float* dst) const;
     // Generic executor on tensors of any layout/dtype whose dims equal src()/dst() dims.
