@@ -195,6 +195,21 @@ struct Job {
     std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
 };
 
+// Outline colours of a panel's cell groups (the stride phases of dX), in every palette: hues
+// apart from the value colours (red, blue), the current step (orange) and the linked cells (sky
+// blue), dark enough on a light ground and light enough on a dark one.
+constexpr ImU32 kGroupColours[app::kMaxPhases] = {
+    IM_COL32(0, 158, 115, 255),  IM_COL32(204, 80, 160, 255),  IM_COL32(130, 110, 220, 255),
+    IM_COL32(150, 140, 0, 255),  IM_COL32(170, 90, 40, 255),   IM_COL32(0, 130, 150, 255),
+    IM_COL32(231, 41, 138, 255), IM_COL32(120, 120, 120, 255), IM_COL32(90, 170, 60, 255)};
+ImU32 group_colour(std::uint8_t g) {
+    return kGroupColours[g % app::kMaxPhases];
+}
+// A group outline's thickness in a cell of z px: inside the cell, clear of most of its digits.
+float group_outline_px(float z) {
+    return std::max(2.0f, z * 0.07f);
+}
+
 struct PanelTexture {
     GLuint id = 0;
     int w = 0, h = 0;
@@ -288,16 +303,26 @@ class App {
         ImU32 colour;
         const char* label;
         bool hatch;
+        bool outline = false;  // a cell group's outline (the colour), not a fill
     };
-    // The colour key, the same in the window and in the SVG export.
+    // The colour key, the same in the window and in the SVG export: the fills, then the
+    // outlines of the shown panels' cell groups (dX's stride phases, each with its taps).
     std::vector<LegendEntry> legend() const {
         const Palette& P = pal();
-        return {{c_current, "current step", false},
-                {c_linked, "linked to hovered cell", false},
-                {P.pending, "not written yet", false},
-                {P.padding, "padding / zero lane", true},
-                {mix(P.cell, P.positive, 0.55f), "value > 0", false},
-                {mix(P.cell, P.negative, 0.55f), "value < 0", false}};
+        std::vector<LegendEntry> e = {{c_current, "current step", false},
+                                      {c_linked, "linked to hovered cell", false},
+                                      {P.pending, "not written yet", false},
+                                      {P.padding, "padding / zero lane", true},
+                                      {mix(P.cell, P.positive, 0.55f), "value > 0", false},
+                                      {mix(P.cell, P.negative, 0.55f), "value < 0", false}};
+        if (view)
+            for (const Panel& pn : view->panels) {
+                if (pn.hidden || pn.group.empty()) continue;
+                for (std::size_t g = 0; g < pn.group_names.size(); ++g)
+                    e.push_back({group_colour(static_cast<std::uint8_t>(g)),
+                                 pn.group_names[g].c_str(), false, true});
+            }
+        return e;
     }
 
     // Starts building a view on the worker thread (one at a time; the latest request waits).
@@ -1131,7 +1156,7 @@ void App::header() {
     ImDrawList* d = ImGui::GetWindowDrawList();
     const float sz = ImGui::GetTextLineHeight();
     bool first = true;
-    const auto swatch = [&](ImU32 c, const char* label, bool hatch) {
+    const auto swatch = [&](ImU32 c, const char* label, bool hatch, bool outline) {
         if (!first) {
             ImGui::SameLine(0, sz * 1.5f);
             const float w = sz + ImGui::GetStyle().ItemSpacing.x + ImGui::CalcTextSize(label).x;
@@ -1139,7 +1164,14 @@ void App::header() {
         }
         first = false;
         const ImVec2 p0 = ImGui::GetCursorScreenPos();
-        d->AddRectFilled(p0, ImVec2(p0.x + sz, p0.y + sz), c);
+        if (outline) {
+            const float t = std::max(2.0f, sz * 0.18f);
+            d->AddRectFilled(p0, ImVec2(p0.x + sz, p0.y + sz), P.cell);
+            d->AddRect(ImVec2(p0.x + t * 0.5f, p0.y + t * 0.5f),
+                       ImVec2(p0.x + sz - t * 0.5f, p0.y + sz - t * 0.5f), c, 0, 0, t);
+        } else {
+            d->AddRectFilled(p0, ImVec2(p0.x + sz, p0.y + sz), c);
+        }
         d->AddRect(p0, ImVec2(p0.x + sz, p0.y + sz), P.grid);
         if (hatch) d->AddLine(p0, ImVec2(p0.x + sz, p0.y + sz), P.dim_text);
         ImGui::Dummy(ImVec2(sz, sz));
@@ -1147,7 +1179,7 @@ void App::header() {
         ImGui::TextUnformatted(label);
     };
     if (compact) ImGui::SetWindowFontScale(0.85f);
-    for (const LegendEntry& e : legend()) swatch(e.colour, e.label, e.hatch);
+    for (const LegendEntry& e : legend()) swatch(e.colour, e.label, e.hatch, e.outline);
     if (compact) ImGui::SetWindowFontScale(1.0f);
     ImGui::PopStyleColor();
 }
@@ -1482,6 +1514,12 @@ void App::draw_panel(ImDrawList* dl, std::size_t i, ImVec2 origin, float z, cons
                         const bool lane = !pn.padding_lane.empty() && pn.padding_lane[cu];
                         if (lane) dl->AddLine(a, b, P.grid);
                         if (z >= 6) dl->AddRect(a, b, P.grid);
+                        if (!pn.group.empty() && z >= 6) {
+                            // Inside the cell, under its digits: the value stays readable.
+                            const float g = group_outline_px(z), h = g * 0.5f + 1.0f;
+                            dl->AddRect(ImVec2(a.x + h, a.y + h), ImVec2(b.x - h, b.y - h),
+                                        group_colour(pn.group[cu]), 0, 0, g);
+                        }
                         if (ps.flags[cu] & app::kCurrent)
                             dl->AddRect(a, b, P.current, 0, 0, std::max(1.5f, z * 0.08f));
                         if (!text) continue;
@@ -2052,8 +2090,13 @@ std::string App::svg() const {
       << "</text>\n";
     double kx = left;
     for (const LegendEntry& e : legend()) {
-        o << "<rect x=\"" << kx << "\" y=\"" << key_y << "\" width=\"14\" height=\"14\" fill=\""
-          << hex(e.colour) << "\" stroke=\"" << hex(P.grid) << "\"/>";
+        if (e.outline)
+            o << "<rect x=\"" << kx + 1.5 << "\" y=\"" << key_y + 1.5
+              << "\" width=\"11\" height=\"11\" fill=\"" << hex(P.cell) << "\" stroke=\""
+              << hex(e.colour) << "\" stroke-width=\"3\"/>";
+        else
+            o << "<rect x=\"" << kx << "\" y=\"" << key_y << "\" width=\"14\" height=\"14\" fill=\""
+              << hex(e.colour) << "\" stroke=\"" << hex(P.grid) << "\"/>";
         if (e.hatch)
             o << "<line x1=\"" << kx << "\" y1=\"" << key_y << "\" x2=\"" << kx + 14 << "\" y2=\""
               << key_y + 14 << "\" stroke=\"" << hex(P.dim_text) << "\"/>";
@@ -2121,6 +2164,10 @@ std::string App::svg() const {
             const auto cu = static_cast<std::size_t>(c);
             const bool current = (ps.flags[cu] & app::kCurrent) != 0;
             cell(x, y, col, current ? P.current : P.grid, current ? 3 : 1);
+            if (!pn.group.empty())
+                o << "<rect x=\"" << x + u * 0.1 << "\" y=\"" << y + u * 0.1 << "\" width=\""
+                  << u * 0.8 << "\" height=\"" << u * 0.8 << "\" fill=\"none\" stroke=\""
+                  << hex(group_colour(pn.group[cu])) << "\" stroke-width=\"" << u * 0.07 << "\"/>";
             const bool lane = !pn.padding_lane.empty() && pn.padding_lane[cu];
             if (lane)
                 o << "<line x1=\"" << x << "\" y1=\"" << y << "\" x2=\"" << x + u << "\" y2=\""

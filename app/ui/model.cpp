@@ -1169,8 +1169,12 @@ void build_stride(Builder& b) {
         backward_data(p, to_tensor(dy, ys.dims), to_tensor(w, ws.dims), "via_forward");
     const char* ref_algo = check_algorithm(p, Pass::BackwardData);
     const Tensor ref = backward_data(p, to_tensor(dy, ys.dims), to_tensor(w, ws.dims), ref_algo);
-    const int xi = b.add(
-        make_panel("dX", "dX = conv(P, W'), stride 1", xs, act_roles(xs.rank()), from_tensor(dx)));
+    Panel xp =
+        make_panel("dX", "dX = conv(P, W'), stride 1", xs, act_roles(xs.rank()), from_tensor(dx));
+    // Outlined by stride phase: implicit GEMM's one GEMM per phase, each its own kernel taps.
+    xp.group = stride_phases(p);
+    xp.group_names = phase_names(p);
+    const int xi = b.add(std::move(xp));
     b.link(ms, yi, zi, false);
     b.link(mp, zi, pi, false);
     b.link(mf, wi, fi, false);
@@ -1242,9 +1246,15 @@ void build_stride(Builder& b) {
                             std::to_string(ops[0].size()) + " products; " +
                             std::to_string(terms.size()) +
                             " read a dY tap, the others a zero of P) = ";
-            if (terms.empty()) return s + "0";
+            // Its stride phase: the kernel taps implicit GEMM's GEMM for it reads.
+            const Panel& dxp = vm.panels[5];
+            const std::string phase =
+                dxp.group.empty()
+                    ? ""
+                    : "; phase " + dxp.group_names[dxp.group[static_cast<std::size_t>(linear)]];
+            if (terms.empty()) return s + "0" + phase;
             return s + join_terms(terms) + " = " + join_terms(nums) + " = " +
-                   value_of(vm.panels[5], linear, d);
+                   value_of(vm.panels[5], linear, d) + phase;
         }
         if (panel == 1) {
             const auto c = coords(vm.panels[1].shape, linear);
@@ -1260,6 +1270,78 @@ void build_stride(Builder& b) {
         return generic_formula(vm, panel, linear, d);
     };
 }
+
+}  // namespace
+
+std::vector<dim_t> phase_taps(const Problem& p, int axis, dim_t r) {
+    std::vector<dim_t> taps;
+    const dim_t st = p.stride[axis];
+    for (dim_t a = 0; a < p.kernel[axis]; ++a) {
+        const dim_t x = r + p.pad_begin[axis] - a * p.dilation[axis];
+        if (((x % st) + st) % st == 0) taps.push_back(a);
+    }
+    return taps;
+}
+
+namespace {
+// The number of phases of p (0: stride 1 everywhere or more than kMaxPhases).
+int phase_count(const Problem& p) {
+    dim_t n = 1;
+    for (int i = 0; i < p.ndims; ++i) n *= p.stride[i];
+    return n > 1 && n <= kMaxPhases ? static_cast<int>(n) : 0;
+}
+}  // namespace
+
+std::vector<std::uint8_t> stride_phases(const Problem& p) {
+    if (phase_count(p) == 0) return {};
+    const Shape xs = act_shape(p, false, "c");
+    std::vector<std::uint8_t> out(static_cast<std::size_t>(xs.numel()));
+    // Row-major over (n, c, spatial...): the phase repeats with the spatial coordinates only.
+    dim_t inner = 1;
+    for (int i = 0; i < p.ndims; ++i) inner *= p.in[i];
+    std::vector<std::uint8_t> one(static_cast<std::size_t>(inner));
+    for (dim_t lin = 0; lin < inner; ++lin) {
+        dim_t rest = lin, ph = 0, scale = 1;
+        for (int i = p.ndims - 1; i >= 0; --i) {
+            const dim_t x = rest % p.in[i];
+            rest /= p.in[i];
+            ph += (x % p.stride[i]) * scale;
+            scale *= p.stride[i];
+        }
+        one[static_cast<std::size_t>(lin)] = static_cast<std::uint8_t>(ph);
+    }
+    for (std::size_t k = 0; k < out.size(); ++k) out[k] = one[k % one.size()];
+    return out;
+}
+
+std::vector<std::string> phase_names(const Problem& p) {
+    const int n = phase_count(p);
+    std::vector<std::string> names;
+    const auto axes = spatial(p.ndims);
+    for (int ph = 0; ph < n; ++ph) {
+        std::string res, taps;
+        dim_t count = 1, below = 1;  // below: the phases of the axes after axis i
+        for (int i = p.ndims - 1; i >= 0; --i) below *= p.stride[i];
+        for (int i = 0; i < p.ndims; ++i) {
+            below /= p.stride[i];
+            const dim_t r = (ph / below) % p.stride[i];
+            const auto t = phase_taps(p, i, r);
+            count *= static_cast<dim_t>(t.size());
+            const std::string& ax = axes[static_cast<std::size_t>(i)];
+            res +=
+                (i ? " " : "") + ax + "%" + std::to_string(p.stride[i]) + "=" + std::to_string(r);
+            taps += (i ? " k" : "k") + ax + " {";
+            for (std::size_t j = 0; j < t.size(); ++j)
+                taps += (j ? "," : "") + std::to_string(t[j]);
+            taps += "}";
+        }
+        names.push_back(res + ": " + taps + " (" + std::to_string(count) +
+                        (count == 1 ? " tap)" : " taps)"));
+    }
+    return names;
+}
+
+namespace {
 
 void build_fliprot(Builder& b) {
     const Problem& p = b.p;
