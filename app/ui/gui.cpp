@@ -196,18 +196,19 @@ struct Job {
 };
 
 // Outline colours of a panel's cell groups (the stride phases of dX), in every palette: hues
-// apart from the value colours (red, blue), the current step (orange) and the linked cells (sky
-// blue), dark enough on a light ground and light enough on a dark one.
+// apart from the value colours (red, blue), the current step (orange), the linked and hovered
+// cells (sky blue, blue) and a lesson's highlights (magenta), dark enough on a light ground and
+// light enough on a dark one.
 constexpr ImU32 kGroupColours[app::kMaxPhases] = {
-    IM_COL32(0, 158, 115, 255),  IM_COL32(204, 80, 160, 255),  IM_COL32(130, 110, 220, 255),
-    IM_COL32(150, 140, 0, 255),  IM_COL32(170, 90, 40, 255),   IM_COL32(0, 130, 150, 255),
-    IM_COL32(231, 41, 138, 255), IM_COL32(120, 120, 120, 255), IM_COL32(90, 170, 60, 255)};
+    IM_COL32(0, 158, 115, 255), IM_COL32(170, 90, 40, 255), IM_COL32(130, 110, 220, 255),
+    IM_COL32(150, 140, 0, 255), IM_COL32(0, 130, 150, 255), IM_COL32(120, 120, 120, 255),
+    IM_COL32(90, 170, 60, 255), IM_COL32(140, 20, 40, 255), IM_COL32(180, 140, 0, 255)};
 ImU32 group_colour(std::uint8_t g) {
     return kGroupColours[g % app::kMaxPhases];
 }
 // A group outline's thickness in a cell of z px: inside the cell, clear of most of its digits.
 float group_outline_px(float z) {
-    return std::max(2.0f, z * 0.07f);
+    return std::max(2.5f, z * 0.1f);
 }
 
 struct PanelTexture {
