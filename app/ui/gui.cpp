@@ -1503,6 +1503,10 @@ void App::draw_panel(ImDrawList* dl, std::size_t i, ImVec2 origin, float z, cons
                 const dim_t q0 = std::max<dim_t>(0, static_cast<dim_t>((clip.x - dx0) / z));
                 const dim_t q1 =
                     std::min<dim_t>(pn.cols, static_cast<dim_t>((clip.z - dx0) / z) + 1);
+                // Fills first, then the tile's grid as one line per row and column boundary (a
+                // rectangle per cell made a 64 x 64 kernel panel at 6 px cells cost 100 ms a
+                // frame of vertex work in a software rasterizer), then what goes over them:
+                // phase outlines, the current step's outline, the digits.
                 for (dim_t r = r0; r < r1; ++r)
                     for (dim_t q = q0; q < q1; ++q) {
                         const dim_t c = app::linear_at(pn, txi, tyi, r, q);
@@ -1510,20 +1514,43 @@ void App::draw_panel(ImDrawList* dl, std::size_t i, ImVec2 origin, float z, cons
                         const ImVec2 a(dx0 + static_cast<float>(q) * z,
                                        dy0 + static_cast<float>(r) * z);
                         const ImVec2 b(a.x + z, a.y + z);
-                        const ImU32 col = cell_colour(i, c);
-                        dl->AddRectFilled(a, b, col);
-                        const bool lane = !pn.padding_lane.empty() && pn.padding_lane[cu];
-                        if (lane) dl->AddLine(a, b, P.grid);
-                        if (z >= 6) dl->AddRect(a, b, P.grid);
-                        if (!pn.group.empty() && z >= 6) {
+                        dl->AddRectFilled(a, b, cell_colour(i, c));
+                        if (!pn.padding_lane.empty() && pn.padding_lane[cu])
+                            dl->AddLine(a, b, P.grid);
+                    }
+                if (z >= 6 && r1 > r0 && q1 > q0) {
+                    const float gx0 = dx0 + static_cast<float>(q0) * z,
+                                gx1 = dx0 + static_cast<float>(q1) * z,
+                                gy0 = dy0 + static_cast<float>(r0) * z,
+                                gy1 = dy0 + static_cast<float>(r1) * z;
+                    for (dim_t r = r0; r <= r1; ++r) {
+                        const float y = dy0 + static_cast<float>(r) * z + 0.5f;
+                        dl->AddLine(ImVec2(gx0, y), ImVec2(gx1, y), P.grid);
+                    }
+                    for (dim_t q = q0; q <= q1; ++q) {
+                        const float x = dx0 + static_cast<float>(q) * z + 0.5f;
+                        dl->AddLine(ImVec2(x, gy0), ImVec2(x, gy1), P.grid);
+                    }
+                }
+                for (dim_t r = r0; r < r1; ++r)
+                    for (dim_t q = q0; q < q1; ++q) {
+                        const dim_t c = app::linear_at(pn, txi, tyi, r, q);
+                        const auto cu = static_cast<std::size_t>(c);
+                        const bool current = (ps.flags[cu] & app::kCurrent) != 0;
+                        const bool grouped = !pn.group.empty() && z >= 6;
+                        if (!current && !grouped && !text) continue;
+                        const ImVec2 a(dx0 + static_cast<float>(q) * z,
+                                       dy0 + static_cast<float>(r) * z);
+                        const ImVec2 b(a.x + z, a.y + z);
+                        if (grouped) {
                             // Inside the cell, under its digits: the value stays readable.
                             const float g = group_outline_px(z), h = g * 0.5f + 1.0f;
                             dl->AddRect(ImVec2(a.x + h, a.y + h), ImVec2(b.x - h, b.y - h),
                                         group_colour(pn.group[cu]), 0, 0, g);
                         }
-                        if (ps.flags[cu] & app::kCurrent)
-                            dl->AddRect(a, b, P.current, 0, 0, std::max(1.5f, z * 0.08f));
+                        if (current) dl->AddRect(a, b, P.current, 0, 0, std::max(1.5f, z * 0.08f));
                         if (!text) continue;
+                        const ImU32 col = cell_colour(i, c);
                         const ImU32 tc = luminance(col) > 0.5f ? IM_COL32(0, 0, 0, 255)
                                                                : IM_COL32(255, 255, 255, 255);
                         const std::string v = value_text(i, c, z);
