@@ -399,6 +399,28 @@ void check_geometry(const app::ViewModel& v, const std::string& what) {
 
 }  // namespace
 
+// The texels of a panel's image (the GUI's texture of a large panel) are where cell_pos puts the
+// cells, for every view's panels (padding, wrapped tiles, 1-D, 3-D and the DaVinci layouts).
+TEST_CASE("app model: cell_texels agrees with cell_pos for every cell") {
+    for (const char* desc : kProblems)
+        for (const char* view : kViews) {
+            app::ViewModel v = build(view, desc);
+            app::arrange_view(v, app::CanvasGuess{300, 200});  // wraps rows of tiles
+            for (const app::Panel& pn : v.panels) {
+                const int w = static_cast<int>(std::ceil(pn.width));
+                const auto tex = app::cell_texels(pn, w);
+                REQUIRE(static_cast<dim_t>(tex.size()) == pn.numel());
+                for (dim_t c = 0; c < pn.numel(); ++c) {
+                    const app::CellPos cp = app::cell_pos(pn, c);
+                    const auto want = static_cast<std::uint32_t>(static_cast<int>(cp.y - pn.y) * w +
+                                                                 static_cast<int>(cp.x - pn.x));
+                    INFO(view << " " << desc << " panel " << pn.name << " cell " << c);
+                    REQUIRE(tex[static_cast<std::size_t>(c)] == want);
+                }
+            }
+        }
+}
+
 TEST_CASE("app model: canvas geometry round-trips for every cell") {
     for (const char* desc : kProblems)
         for (const char* view : kViews) {

@@ -378,6 +378,53 @@ CellPos cell_pos(const Panel& p, dim_t linear) {
     return padded_pos(p, tx, ty, row + p.pad_top, col + p.pad_left);
 }
 
+std::vector<std::uint32_t> cell_texels(const Panel& p, int width) {
+    const dim_t n = p.numel();
+    std::vector<std::uint32_t> out(static_cast<std::size_t>(n));
+    if (n == 0) return out;
+    const std::size_t rank = p.shape.dims.size();
+    // Each dim's step in its role's mixed-radix index (the first dim of a role outermost).
+    std::vector<dim_t> stride(rank, 1);
+    dim_t role_ext[4] = {1, 1, 1, 1};
+    for (std::size_t i = rank; i-- > 0;) {
+        const auto r = static_cast<std::size_t>(p.roles[i]);
+        stride[i] = role_ext[r];
+        role_ext[r] *= p.shape.dims[i];
+    }
+    // The texel of every tile's first cell (its padding excluded), by tile_slot.
+    const auto w = static_cast<dim_t>(width);
+    const dim_t tw = static_cast<dim_t>(tile_w(p)) + static_cast<dim_t>(kTileGap),
+                th = static_cast<dim_t>(tile_h(p)) + static_cast<dim_t>(kTileGap);
+    const dim_t tx_n = role_ext[static_cast<std::size_t>(Role::TileX)],
+                ty_n = role_ext[static_cast<std::size_t>(Role::TileY)];
+    std::vector<dim_t> base(static_cast<std::size_t>(tx_n * ty_n));
+    for (dim_t ty = 0; ty < ty_n; ++ty)
+        for (dim_t tx = 0; tx < tx_n; ++tx) {
+            dim_t sc = 0, sr = 0;
+            tile_slot(p, tx, ty, sc, sr);
+            base[static_cast<std::size_t>(ty * tx_n + tx)] =
+                (sr * th + p.pad_top) * w + sc * tw + p.pad_left;
+        }
+    // An odometer over the coordinates, row-major, carrying each role's index along.
+    std::vector<dim_t> c(rank, 0);
+    dim_t idx[4] = {0, 0, 0, 0};  // Row, Col, TileX, TileY
+    for (dim_t e = 0;;) {
+        out[static_cast<std::size_t>(e)] = static_cast<std::uint32_t>(
+            base[static_cast<std::size_t>(idx[3] * tx_n + idx[2])] + idx[0] * w + idx[1]);
+        if (++e == n) break;
+        for (std::size_t i = rank; i-- > 0;) {
+            const auto r = static_cast<std::size_t>(p.roles[i]);
+            if (++c[i] < p.shape.dims[i]) {
+                idx[r] += stride[i];
+                break;
+            }
+            c[i] = 0;
+            idx[r] -= (p.shape.dims[i] - 1) * stride[i];
+        }
+    }
+    return out;
+}
+
 dim_t hit_test(const Panel& p, double x, double y) {
     if (p.hidden) return -1;
     x -= p.x;

@@ -92,6 +92,11 @@ void cell_tile(const Panel& p, dim_t linear, dim_t& tx, dim_t& ty, dim_t& row, d
 dim_t linear_at(const Panel& p, dim_t tx, dim_t ty, dim_t row, dim_t col);
 // Display slot (column, row of tiles) of tile (tx, ty), and the slot grid extent.
 void tile_slot(const Panel& p, dim_t tx, dim_t ty, dim_t& slot_col, dim_t& slot_row);
+// Where every element of panel p lies in an image of the panel (a texel per cell, `width`
+// texels a row, the panel's top-left at 0): y * width + x of cell_pos(p, e) - (p.x, p.y), for
+// e in row-major order, in one pass over the elements (cell_pos per element took most of the
+// first frame of a view of millions of cells).
+std::vector<std::uint32_t> cell_texels(const Panel& p, int width);
 // Element under canvas point (x, y) (cells), or -1.
 dim_t hit_test(const Panel& p, double x, double y);
 
