@@ -219,6 +219,7 @@ struct PanelTexture {
     // Level 0 (a texel per cell, transparent gaps) and its box-filtered halvings, as uploaded.
     std::vector<std::vector<std::uint32_t>> levels;
     std::vector<std::pair<int, int>> level_size;
+    bool uploaded = false;       // every level has its storage (glTexImage2D done)
     bool dirty = true;           // every cell to be redrawn
     std::vector<dim_t> changed;  // else only these cells (a step's change)
 };
@@ -1238,13 +1239,7 @@ void App::texture(std::size_t i) {
         GLint max_size = 0;
         glGetIntegerv(GL_MAX_TEXTURE_SIZE, &max_size);
         if (t.w <= 0 || t.h <= 0 || t.w > max_size || t.h > max_size) return;
-        const dim_t numel = pn.numel();
-        t.texel.resize(static_cast<std::size_t>(numel));
-        for (dim_t c = 0; c < numel; ++c) {
-            const CellPos cp = app::cell_pos(pn, c);
-            t.texel[static_cast<std::size_t>(c)] = static_cast<std::uint32_t>(
-                static_cast<int>(cp.y - pn.y) * t.w + static_cast<int>(cp.x - pn.x));
-        }
+        t.texel = app::cell_texels(pn, t.w);
         glGenTextures(1, &t.id);
         glBindTexture(GL_TEXTURE_2D, t.id);
         // Minified through mipmaps (below): a plain linear filter samples 2 x 2 of many
@@ -1260,31 +1255,43 @@ void App::texture(std::size_t i) {
     glPixelStorei(GL_UNPACK_ALIGNMENT, 4);
     if (t.dirty) {
         // Gaps between tiles stay transparent (0); every cell's texel is rewritten, then every
-        // level below it.
-        t.levels.assign(1, std::vector<std::uint32_t>(
-                               static_cast<std::size_t>(t.w) * static_cast<std::size_t>(t.h), 0));
-        t.level_size.assign(1, {t.w, t.h});
+        // level below it. The levels are kept from one redraw to the next (a step's redraw of a
+        // panel of millions of cells took a fresh, zeroed allocation of each level before): the
+        // gaps never change.
+        const std::size_t texels = static_cast<std::size_t>(t.w) * static_cast<std::size_t>(t.h);
+        if (t.levels.empty() || t.levels[0].size() != texels) {
+            t.levels.assign(1, std::vector<std::uint32_t>(texels, 0));
+            t.level_size.assign(1, {t.w, t.h});
+        }
         const dim_t numel = pn.numel();
         for (dim_t c = 0; c < numel; ++c)
             t.levels[0][t.texel[static_cast<std::size_t>(c)]] = cell_colour(i, c);
-        for (;;) {
-            const auto [w, h] = t.level_size.back();
+        for (std::size_t lv = 1;; ++lv) {
+            const auto [w, h] = t.level_size[lv - 1];
             if (w == 1 && h == 1) break;
             const int nw = std::max(1, w / 2), nh = std::max(1, h / 2);
-            std::vector<std::uint32_t> next(static_cast<std::size_t>(nw) *
-                                            static_cast<std::size_t>(nh));
-            const std::vector<std::uint32_t>& lower = t.levels.back();
+            if (t.levels.size() <= lv) {
+                t.levels.emplace_back(static_cast<std::size_t>(nw) * static_cast<std::size_t>(nh));
+                t.level_size.emplace_back(nw, nh);
+            }
+            std::vector<std::uint32_t>& next = t.levels[lv];
+            const std::vector<std::uint32_t>& lower = t.levels[lv - 1];
             for (int y = 0; y < nh; ++y)
                 for (int x = 0; x < nw; ++x)
                     next[static_cast<std::size_t>(y) * static_cast<std::size_t>(nw) +
                          static_cast<std::size_t>(x)] = halve_at(lower, w, h, x, y);
-            t.levels.push_back(std::move(next));
-            t.level_size.emplace_back(nw, nh);
         }
+        // Into the storage of the first upload where there is one (no reallocation).
         for (std::size_t lv = 0; lv < t.levels.size(); ++lv)
-            glTexImage2D(GL_TEXTURE_2D, static_cast<GLint>(lv), GL_RGBA, t.level_size[lv].first,
-                         t.level_size[lv].second, 0, GL_RGBA, GL_UNSIGNED_BYTE,
-                         t.levels[lv].data());
+            if (t.uploaded)
+                glTexSubImage2D(GL_TEXTURE_2D, static_cast<GLint>(lv), 0, 0, t.level_size[lv].first,
+                                t.level_size[lv].second, GL_RGBA, GL_UNSIGNED_BYTE,
+                                t.levels[lv].data());
+            else
+                glTexImage2D(GL_TEXTURE_2D, static_cast<GLint>(lv), GL_RGBA, t.level_size[lv].first,
+                             t.level_size[lv].second, 0, GL_RGBA, GL_UNSIGNED_BYTE,
+                             t.levels[lv].data());
+        t.uploaded = true;
         glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MAX_LEVEL,
                         static_cast<GLint>(t.levels.size()) - 1);
         t.dirty = false;
@@ -2511,7 +2518,18 @@ FrameReport shot_in(Window& w, const ShotOptions& o) {
                     o.view + " view has steps 0 to " + std::to_string(n - 1));
     // A few frames settle ImGui's layout (auto-sized items measure themselves on frame 1; a
     // lesson step that is unreadable fitted follows the step from the next frame on).
-    for (int i = 0; i < 4; ++i) render_frame(a, 0.0);
+    for (int i = 0; i < 4; ++i) {
+        const auto f0 = std::chrono::steady_clock::now();
+        const double c0 = process_cpu_ms();
+        render_frame(a, 0.0);
+        glFinish();
+        if (i == 0) {  // the fit and every panel's texture: what a new view costs before it shows
+            rep.first_frame_ms =
+                std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - f0)
+                    .count();
+            rep.first_frame_cpu_ms = process_cpu_ms() - c0;
+        }
+    }
     rep.canvas_w = a.canvas_size.x;
     rep.canvas_h = a.canvas_size.y;
     rep.drawn_w = a.drawn_size.x;
