@@ -245,6 +245,78 @@ TEST_CASE("app model: the stride view lights exactly the dY taps that feed a dX 
     }
 }
 
+// The stride phases of dX (implicit GEMM's one GEMM per phase): every dX cell reads, by the
+// convolution formula (conv_terms), only kernel taps of its phase's list, and the cells of a
+// phase together read every tap of the list; stride 1 has no phases.
+TEST_CASE("app model: dX's stride phases name the kernel taps their cells read") {
+    for (const char* desc : kProblems) {
+        const Problem p = parse_descriptor(desc);
+        const app::ViewModel v = build("stride", desc);
+        const auto it = std::find_if(v.panels.begin(), v.panels.end(),
+                                     [](const app::Panel& pn) { return pn.name == "dX"; });
+        REQUIRE(it != v.panels.end());
+        const app::Panel& dx = *it;
+        dim_t phases = 1;
+        for (int a = 0; a < p.ndims; ++a) phases *= p.stride[a];
+        INFO(desc);
+        if (phases == 1 || phases > app::kMaxPhases) {
+            CHECK(dx.group.empty());
+            continue;
+        }
+        REQUIRE(static_cast<dim_t>(dx.group.size()) == dx.numel());
+        REQUIRE(static_cast<dim_t>(dx.group_names.size()) == phases);
+        // Taps read per phase, as (axis, offset) pairs, against the lists phase_taps gives.
+        std::vector<std::set<std::pair<int, dim_t>>> read(static_cast<std::size_t>(phases));
+        const dim_t taps = p.kernel_spatial();
+        std::vector<dim_t> xc(dx.shape.dims.size());
+        for (dim_t e = 0; e < dx.numel(); ++e) {
+            dx.shape.coord_of(e, xc);
+            const std::uint8_t g = dx.group[static_cast<std::size_t>(e)];
+            REQUIRE(g < phases);
+            // The phase's residues, the first axis outermost.
+            dim_t below = phases;
+            for (int a = 0; a < p.ndims; ++a) {
+                below /= p.stride[a];
+                CHECK((g / below) % p.stride[a] ==
+                      xc[static_cast<std::size_t>(2 + a)] % p.stride[a]);
+            }
+            for (const auto& [y, w] : app::conv_terms(p, app::ConvResult::DiffSrc, e)) {
+                (void)y;
+                dim_t t = w % taps;  // the tap of W(k, c, t...), the last axis fastest
+                for (int a = p.ndims - 1; a >= 0; --a) {
+                    const dim_t off = t % p.kernel[a];
+                    t /= p.kernel[a];
+                    const auto list =
+                        app::phase_taps(p, a, xc[static_cast<std::size_t>(2 + a)] % p.stride[a]);
+                    CHECK(std::find(list.begin(), list.end(), off) != list.end());
+                    read[g].insert({a, off});
+                }
+            }
+        }
+        // Each phase's list is what its cells read (where the image is large enough that every
+        // tap of the list lands inside it for some cell: the problems here are).
+        for (dim_t g = 0; g < phases; ++g) {
+            dim_t below = phases;
+            for (int a = 0; a < p.ndims; ++a) {
+                below /= p.stride[a];
+                for (dim_t off : app::phase_taps(p, a, (g / below) % p.stride[a]))
+                    CHECK(read[static_cast<std::size_t>(g)].count({a, off}) == 1);
+            }
+        }
+    }
+    // The lesson's layer: the four phases of a 3x3 kernel at stride 2, padding 1, named.
+    const app::ViewModel v = build("stride", "mb1ic1ih5oc1kh3sh2ph1");
+    const app::Panel& dx = v.panels.back();
+    REQUIRE(dx.name == "dX");
+    CHECK(dx.group_names == std::vector<std::string>{"h%2=0 w%2=0: kh {1} kw {1} (1 tap)",
+                                                     "h%2=0 w%2=1: kh {1} kw {0,2} (2 taps)",
+                                                     "h%2=1 w%2=0: kh {0,2} kw {1} (2 taps)",
+                                                     "h%2=1 w%2=1: kh {0,2} kw {0,2} (4 taps)"});
+    CHECK(dx.group[1 * 5 + 1] == 3);  // dX[1][1]
+    CHECK(dx.group[0] == 0);
+    CHECK(build("stride", "mb1ic2ih5oc2kh3ph1").panels.back().group.empty());
+}
+
 // The weight-gradient view: the X elements lit (through B = im2col(X)) for dW(k, c, t) are the
 // ones the formula names: X(n, c_abs, o*s - pb + t*d) inside the image, for every n and o.
 TEST_CASE("app model: the weight-gradient view lights exactly the inputs of a dW element") {
@@ -326,6 +398,28 @@ void check_geometry(const app::ViewModel& v, const std::string& what) {
 }
 
 }  // namespace
+
+// The texels of a panel's image (the GUI's texture of a large panel) are where cell_pos puts the
+// cells, for every view's panels (padding, wrapped tiles, 1-D, 3-D and the DaVinci layouts).
+TEST_CASE("app model: cell_texels agrees with cell_pos for every cell") {
+    for (const char* desc : kProblems)
+        for (const char* view : kViews) {
+            app::ViewModel v = build(view, desc);
+            app::arrange_view(v, app::CanvasGuess{300, 200});  // wraps rows of tiles
+            for (const app::Panel& pn : v.panels) {
+                const int w = static_cast<int>(std::ceil(pn.width));
+                const auto tex = app::cell_texels(pn, w);
+                REQUIRE(static_cast<dim_t>(tex.size()) == pn.numel());
+                for (dim_t c = 0; c < pn.numel(); ++c) {
+                    const app::CellPos cp = app::cell_pos(pn, c);
+                    const auto want = static_cast<std::uint32_t>(static_cast<int>(cp.y - pn.y) * w +
+                                                                 static_cast<int>(cp.x - pn.x));
+                    INFO(view << " " << desc << " panel " << pn.name << " cell " << c);
+                    REQUIRE(tex[static_cast<std::size_t>(c)] == want);
+                }
+            }
+        }
+}
 
 TEST_CASE("app model: canvas geometry round-trips for every cell") {
     for (const char* desc : kProblems)

@@ -238,13 +238,16 @@ void run_shot(const Options& opts, std::ostream& out) {
         out << readability_line(r) << "\n";
     }
     if (report) {
-        char buf[512];
+        char buf[640];
         std::snprintf(buf, sizeof buf,
                       "frames %d, view %s, problem %s, %dx%d: frame time with a new step every "
                       "frame median %.2f ms, max %.2f ms; without step changes median %.2f ms, "
-                      "max %.2f ms (view built in %.0f ms)\n",
+                      "max %.2f ms (view built in %.0f ms, first frame %.0f ms); CPU time of "
+                      "the process: a frame with a new step median %.2f ms, without %.2f ms, "
+                      "the build %.0f ms, the first frame %.0f ms\n",
                       r.frames, o.view.c_str(), o.problem.c_str(), o.width, o.height, r.median_ms,
-                      r.max_ms, r.still_median_ms, r.still_max_ms, r.build_ms);
+                      r.max_ms, r.still_median_ms, r.still_max_ms, r.build_ms, r.first_frame_ms,
+                      r.cpu_median_ms, r.still_cpu_median_ms, r.build_cpu_ms, r.first_frame_cpu_ms);
         out << buf;
     }
 }

@@ -68,6 +68,12 @@ struct FrameReport {
     double median_ms = 0, max_ms = 0;              // a new step every frame
     double still_median_ms = 0, still_max_ms = 0;  // no step change
     double build_ms = 0;                           // building the view (worker thread)
+    // The same in CPU time of the whole process (every thread, the software rasterizer's
+    // too): on a machine shared with other work the wall-clock figures above include the
+    // time spent waiting for a core, these do not.
+    double cpu_median_ms = 0, still_cpu_median_ms = 0, build_cpu_ms = 0;
+    // The first frame of the built view (its fit, every texture made), wall clock and CPU.
+    double first_frame_ms = 0, first_frame_cpu_ms = 0;
     // Where the view's panels and titles end against the canvas, in pixels, at the last frame
     // (fitted: nothing cut off at the right or the bottom).
     float canvas_w = 0, canvas_h = 0, drawn_w = 0, drawn_h = 0;

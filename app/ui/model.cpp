@@ -378,6 +378,53 @@ CellPos cell_pos(const Panel& p, dim_t linear) {
     return padded_pos(p, tx, ty, row + p.pad_top, col + p.pad_left);
 }
 
+std::vector<std::uint32_t> cell_texels(const Panel& p, int width) {
+    const dim_t n = p.numel();
+    std::vector<std::uint32_t> out(static_cast<std::size_t>(n));
+    if (n == 0) return out;
+    const std::size_t rank = p.shape.dims.size();
+    // Each dim's step in its role's mixed-radix index (the first dim of a role outermost).
+    std::vector<dim_t> stride(rank, 1);
+    dim_t role_ext[4] = {1, 1, 1, 1};
+    for (std::size_t i = rank; i-- > 0;) {
+        const auto r = static_cast<std::size_t>(p.roles[i]);
+        stride[i] = role_ext[r];
+        role_ext[r] *= p.shape.dims[i];
+    }
+    // The texel of every tile's first cell (its padding excluded), by tile_slot.
+    const auto w = static_cast<dim_t>(width);
+    const dim_t tw = static_cast<dim_t>(tile_w(p)) + static_cast<dim_t>(kTileGap),
+                th = static_cast<dim_t>(tile_h(p)) + static_cast<dim_t>(kTileGap);
+    const dim_t tx_n = role_ext[static_cast<std::size_t>(Role::TileX)],
+                ty_n = role_ext[static_cast<std::size_t>(Role::TileY)];
+    std::vector<dim_t> base(static_cast<std::size_t>(tx_n * ty_n));
+    for (dim_t ty = 0; ty < ty_n; ++ty)
+        for (dim_t tx = 0; tx < tx_n; ++tx) {
+            dim_t sc = 0, sr = 0;
+            tile_slot(p, tx, ty, sc, sr);
+            base[static_cast<std::size_t>(ty * tx_n + tx)] =
+                (sr * th + p.pad_top) * w + sc * tw + p.pad_left;
+        }
+    // An odometer over the coordinates, row-major, carrying each role's index along.
+    std::vector<dim_t> c(rank, 0);
+    dim_t idx[4] = {0, 0, 0, 0};  // Row, Col, TileX, TileY
+    for (dim_t e = 0;;) {
+        out[static_cast<std::size_t>(e)] = static_cast<std::uint32_t>(
+            base[static_cast<std::size_t>(idx[3] * tx_n + idx[2])] + idx[0] * w + idx[1]);
+        if (++e == n) break;
+        for (std::size_t i = rank; i-- > 0;) {
+            const auto r = static_cast<std::size_t>(p.roles[i]);
+            if (++c[i] < p.shape.dims[i]) {
+                idx[r] += stride[i];
+                break;
+            }
+            c[i] = 0;
+            idx[r] -= (p.shape.dims[i] - 1) * stride[i];
+        }
+    }
+    return out;
+}
+
 dim_t hit_test(const Panel& p, double x, double y) {
     if (p.hidden) return -1;
     x -= p.x;
@@ -1169,8 +1216,12 @@ void build_stride(Builder& b) {
         backward_data(p, to_tensor(dy, ys.dims), to_tensor(w, ws.dims), "via_forward");
     const char* ref_algo = check_algorithm(p, Pass::BackwardData);
     const Tensor ref = backward_data(p, to_tensor(dy, ys.dims), to_tensor(w, ws.dims), ref_algo);
-    const int xi = b.add(
-        make_panel("dX", "dX = conv(P, W'), stride 1", xs, act_roles(xs.rank()), from_tensor(dx)));
+    Panel xp =
+        make_panel("dX", "dX = conv(P, W'), stride 1", xs, act_roles(xs.rank()), from_tensor(dx));
+    // Outlined by stride phase: implicit GEMM's one GEMM per phase, each its own kernel taps.
+    xp.group = stride_phases(p);
+    xp.group_names = phase_names(p);
+    const int xi = b.add(std::move(xp));
     b.link(ms, yi, zi, false);
     b.link(mp, zi, pi, false);
     b.link(mf, wi, fi, false);
@@ -1242,9 +1293,15 @@ void build_stride(Builder& b) {
                             std::to_string(ops[0].size()) + " products; " +
                             std::to_string(terms.size()) +
                             " read a dY tap, the others a zero of P) = ";
-            if (terms.empty()) return s + "0";
+            // Its stride phase: the kernel taps implicit GEMM's GEMM for it reads.
+            const Panel& dxp = vm.panels[5];
+            const std::string phase =
+                dxp.group.empty()
+                    ? ""
+                    : "; phase " + dxp.group_names[dxp.group[static_cast<std::size_t>(linear)]];
+            if (terms.empty()) return s + "0" + phase;
             return s + join_terms(terms) + " = " + join_terms(nums) + " = " +
-                   value_of(vm.panels[5], linear, d);
+                   value_of(vm.panels[5], linear, d) + phase;
         }
         if (panel == 1) {
             const auto c = coords(vm.panels[1].shape, linear);
@@ -1260,6 +1317,78 @@ void build_stride(Builder& b) {
         return generic_formula(vm, panel, linear, d);
     };
 }
+
+}  // namespace
+
+std::vector<dim_t> phase_taps(const Problem& p, int axis, dim_t r) {
+    std::vector<dim_t> taps;
+    const dim_t st = p.stride[axis];
+    for (dim_t a = 0; a < p.kernel[axis]; ++a) {
+        const dim_t x = r + p.pad_begin[axis] - a * p.dilation[axis];
+        if (((x % st) + st) % st == 0) taps.push_back(a);
+    }
+    return taps;
+}
+
+namespace {
+// The number of phases of p (0: stride 1 everywhere or more than kMaxPhases).
+int phase_count(const Problem& p) {
+    dim_t n = 1;
+    for (int i = 0; i < p.ndims; ++i) n *= p.stride[i];
+    return n > 1 && n <= kMaxPhases ? static_cast<int>(n) : 0;
+}
+}  // namespace
+
+std::vector<std::uint8_t> stride_phases(const Problem& p) {
+    if (phase_count(p) == 0) return {};
+    const Shape xs = act_shape(p, false, "c");
+    std::vector<std::uint8_t> out(static_cast<std::size_t>(xs.numel()));
+    // Row-major over (n, c, spatial...): the phase repeats with the spatial coordinates only.
+    dim_t inner = 1;
+    for (int i = 0; i < p.ndims; ++i) inner *= p.in[i];
+    std::vector<std::uint8_t> one(static_cast<std::size_t>(inner));
+    for (dim_t lin = 0; lin < inner; ++lin) {
+        dim_t rest = lin, ph = 0, scale = 1;
+        for (int i = p.ndims - 1; i >= 0; --i) {
+            const dim_t x = rest % p.in[i];
+            rest /= p.in[i];
+            ph += (x % p.stride[i]) * scale;
+            scale *= p.stride[i];
+        }
+        one[static_cast<std::size_t>(lin)] = static_cast<std::uint8_t>(ph);
+    }
+    for (std::size_t k = 0; k < out.size(); ++k) out[k] = one[k % one.size()];
+    return out;
+}
+
+std::vector<std::string> phase_names(const Problem& p) {
+    const int n = phase_count(p);
+    std::vector<std::string> names;
+    const auto axes = spatial(p.ndims);
+    for (int ph = 0; ph < n; ++ph) {
+        std::string res, taps;
+        dim_t count = 1, below = 1;  // below: the phases of the axes after axis i
+        for (int i = p.ndims - 1; i >= 0; --i) below *= p.stride[i];
+        for (int i = 0; i < p.ndims; ++i) {
+            below /= p.stride[i];
+            const dim_t r = (ph / below) % p.stride[i];
+            const auto t = phase_taps(p, i, r);
+            count *= static_cast<dim_t>(t.size());
+            const std::string& ax = axes[static_cast<std::size_t>(i)];
+            res +=
+                (i ? " " : "") + ax + "%" + std::to_string(p.stride[i]) + "=" + std::to_string(r);
+            taps += (i ? " k" : "k") + ax + " {";
+            for (std::size_t j = 0; j < t.size(); ++j)
+                taps += (j ? "," : "") + std::to_string(t[j]);
+            taps += "}";
+        }
+        names.push_back(res + ": " + taps + " (" + std::to_string(count) +
+                        (count == 1 ? " tap)" : " taps)"));
+    }
+    return names;
+}
+
+namespace {
 
 void build_fliprot(Builder& b) {
     const Problem& p = b.p;

@@ -48,6 +48,11 @@ struct Panel {
     dim_t pad_top = 0, pad_bottom = 0, pad_left = 0, pad_right = 0;
     // Cells that are padding lanes (e.g. NC1HWC0 lanes c >= C): drawn hatched. Empty: none.
     std::vector<std::uint8_t> padding_lane;
+    // Cells in groups drawn each with its own outline colour and named in the legend (the
+    // stride phases of dX: the cells that use the same kernel taps): group[cell] indexes
+    // group_names. Empty: none.
+    std::vector<std::uint8_t> group;
+    std::vector<std::string> group_names;
     dim_t tiles_per_row = 0;  // 0: all tiles of a TileY row side by side; else wrap
     bool new_row = false;     // starts a new row of panels on the canvas
     // The view's own row break (new_row as built, recorded by the first arrange_view): kept by
@@ -87,6 +92,11 @@ void cell_tile(const Panel& p, dim_t linear, dim_t& tx, dim_t& ty, dim_t& row, d
 dim_t linear_at(const Panel& p, dim_t tx, dim_t ty, dim_t row, dim_t col);
 // Display slot (column, row of tiles) of tile (tx, ty), and the slot grid extent.
 void tile_slot(const Panel& p, dim_t tx, dim_t ty, dim_t& slot_col, dim_t& slot_row);
+// Where every element of panel p lies in an image of the panel (a texel per cell, `width`
+// texels a row, the panel's top-left at 0): y * width + x of cell_pos(p, e) - (p.x, p.y), for
+// e in row-major order, in one pass over the elements (cell_pos per element took most of the
+// first frame of a view of millions of cells).
+std::vector<std::uint32_t> cell_texels(const Panel& p, int width);
 // Element under canvas point (x, y) (cells), or -1.
 dim_t hit_test(const Panel& p, double x, double y);
 
@@ -239,6 +249,18 @@ double fit_zoom(ViewModel& v, const CanvasGuess& c = {});
 // fewest rows; a fixed_rows view's rows cut into bands instead), the combination with the
 // largest fit_zoom. Calls layout_view.
 void arrange_view(ViewModel& v, const CanvasGuess& c = {});
+
+// The stride phases of backward data (implicit GEMM computes dX one phase at a time): the cells
+// of dX whose spatial coordinates agree modulo the stride read the same kernel taps, those a
+// with (i + p - a d) divisible by s on every axis. phase_of gives a dX cell's phase (index over
+// the axes' residues i mod s, the first axis outermost); phase_names one line per phase, "h%2=1
+// w%2=0: kh {0,2} kw {1} (2 taps)". No phases (an empty list) for stride 1 or more than
+// kMaxPhases of them (too many colours to tell apart).
+constexpr int kMaxPhases = 9;
+std::vector<std::uint8_t> stride_phases(const Problem& p);  // per dX cell (act_shape order)
+std::vector<std::string> phase_names(const Problem& p);
+// The kernel taps (their offset along `axis`) that the phase with residue r on that axis reads.
+std::vector<dim_t> phase_taps(const Problem& p, int axis, dim_t r);
 
 // The view names (lesson::view_names(): im2col col2im stride fliprot fractal tnc weight_grad
 // timings tensors winograd).
