@@ -87,6 +87,8 @@ void run_lesson_handout(const std::vector<std::string>& args, const Options& opt
         p.w = rep.image_w;
         p.h = rep.image_h;
         p.rgba = std::move(rep.image);
+        // The canvas's empty background around the view is not printed.
+        p = handout::trim_blank_margins(p, 16);
     }
     handout::Settings settings;
     settings.pictures = "Pictures: the app's canvas in a " + std::to_string(base.width) + "x" +

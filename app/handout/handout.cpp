@@ -280,7 +280,7 @@ std::size_t fitting(const std::vector<Line>& lines, std::size_t from, double h) 
     std::size_t i = from;
     for (; i < lines.size(); ++i) {
         y += lines[i].height() + (i > from ? lines[i].gap : 0);
-        if (y > h) break;
+        if (y > h + 0.01) break;  // a box made exactly as high as its text holds all of it
     }
     return std::max<std::size_t>(i - from, from < lines.size() ? 1 : 0);
 }
@@ -611,7 +611,7 @@ std::vector<Line> title_text(cairo_t* cr, const lesson::Lesson& l, const Setting
     w.prose("Steps", head);
     for (std::size_t k = 0; k < l.steps.size(); ++k)
         w.prose_right(
-            std::to_string(k + 1) + ".  " +
+            "Step " + std::to_string(k + 1) + ":  " +
                 (l.steps[k].title.empty() ? "(view " + l.steps[k].view + ")" : l.steps[k].title),
             {Face::Sans, 11.5, kInk}, "page " + std::to_string(step_page[k]));
     if (!answered.empty()) {
@@ -729,6 +729,37 @@ Summary write_pdf(const std::string& path, const lesson::Lesson& l,
     sum.step_pages = static_cast<int>(step_pages.size());
     sum.answer_pages = static_cast<int>(answer_pages.size());
     return sum;
+}
+
+Picture trim_blank_margins(const Picture& pic, int keep) {
+    if (pic.w <= 0 || pic.h <= 0) return pic;
+    const auto px = [&](int x, int y) {
+        const unsigned char* p = pic.rgba.data() + (static_cast<std::size_t>(y) * pic.w + x) * 4;
+        return std::uint32_t{p[0]} << 16 | std::uint32_t{p[1]} << 8 | p[2];
+    };
+    const std::uint32_t bg = px(pic.w - 1, pic.h - 1);
+    int x0 = pic.w, y0 = pic.h, x1 = -1, y1 = -1;
+    for (int y = 0; y < pic.h; ++y)
+        for (int x = 0; x < pic.w; ++x)
+            if (px(x, y) != bg) {
+                x0 = std::min(x0, x);
+                x1 = std::max(x1, x);
+                y0 = std::min(y0, y);
+                y1 = std::max(y1, y);
+            }
+    if (x1 < 0) return pic;  // nothing drawn: the canvas as it is
+    x0 = std::max(0, x0 - keep);
+    y0 = std::max(0, y0 - keep);
+    x1 = std::min(pic.w - 1, x1 + keep);
+    y1 = std::min(pic.h - 1, y1 + keep);
+    Picture r;
+    r.w = x1 - x0 + 1;
+    r.h = y1 - y0 + 1;
+    r.rgba.resize(static_cast<std::size_t>(r.w) * static_cast<std::size_t>(r.h) * 4);
+    for (int y = 0; y < r.h; ++y)
+        std::copy_n(pic.rgba.begin() + (static_cast<std::ptrdiff_t>(y0 + y) * pic.w + x0) * 4,
+                    r.w * 4, r.rgba.begin() + static_cast<std::ptrdiff_t>(y) * r.w * 4);
+    return r;
 }
 
 std::string answer_part(std::string_view narration) {

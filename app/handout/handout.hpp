@@ -44,6 +44,12 @@ struct Summary {
 Summary write_pdf(const std::string& path, const lesson::Lesson& l,
                   const std::vector<StepPage>& steps, const Settings& settings);
 
+// The picture less its blank margins (rows and columns of the background colour, the colour of
+// its bottom-right pixel), `keep` pixels of them left around what is drawn: a view drawn in the
+// top left of a large canvas fills its place on the page. A picture that is all background is
+// returned as it is.
+Picture trim_blank_margins(const Picture& pic, int keep);
+
 // The answer part of a narration: the text after its "[reveal]" line ("" when it has none).
 std::string answer_part(std::string_view narration);
 
