@@ -247,7 +247,7 @@ void run_lesson(const Options& opts, std::ostream& out) {
 const Command& lesson_command() {
     static const Command c{
         "lesson",
-        "check, list and show classroom lessons (lessons/*.toml)",
+        "check, list and show classroom lessons (lessons/*.toml), or print one as a PDF handout",
         "lesson check [--readable] FILE... | lesson list [DIR] | lesson show FILE --step K "
         "[--tensor NAMES]\n"
         "       convlab lesson handout FILE --out FILE.pdf [--size WxH] [--presenter] "
