@@ -292,23 +292,24 @@ struct Rect {
 };
 
 struct Page {
-    std::vector<Line> heading;  // the page's title, wrapped
-    std::string sub;            // a grey line under it
+    std::vector<Line> heading;  // the page's title and the grey line under it, wrapped
+    double heading_h = 0;
     const Picture* picture = nullptr;
     Rect picture_at;
     std::vector<Line> text;
     Rect text_at;
 };
 
-// The top of the content under a page's heading.
-double heading_lines(cairo_t* cr, Page& p, const std::string& title, double size) {
+// Sets the page's heading (its title, then `sub` in grey) and returns the top of the content
+// under it and its rule.
+double heading_lines(cairo_t* cr, Page& p, const std::string& title, double size,
+                     const std::string& sub) {
     Writer w(cr, kContentW);
     w.prose(title, {Face::Bold, size, kInk});
+    if (!sub.empty()) w.prose(sub, {Face::Sans, 9.5, kDim});
+    p.heading_h = w.height();
     p.heading = std::move(w.lines);
-    double y = kMargin;
-    for (const Line& l : p.heading) y += l.height();
-    if (!p.sub.empty()) y += 14;
-    return y + 12;
+    return kMargin + p.heading_h + 12;
 }
 
 // The picture's largest size inside box b (at most 1 pt a pixel), at the box's top left.
@@ -326,8 +327,7 @@ void picture_pages(cairo_t* cr, std::vector<Page>& pages, const std::string& tit
                    const std::string& sub, const Picture* pic,
                    const std::function<void(Writer&)>& fill) {
     Page first;
-    first.sub = sub;
-    const double top = heading_lines(cr, first, title, 16);
+    const double top = heading_lines(cr, first, title, 16, sub);
     const double ch = kContentBottom - top, gap = 16;
     const bool has_pic = pic && pic->w > 0 && pic->h > 0;
     const double side_w = kContentW * 0.36;
@@ -354,8 +354,7 @@ void picture_pages(cairo_t* cr, std::vector<Page>& pages, const std::string& tit
     } else if (side_ok && (!stacked_ok || side_pic.w > stacked_pic.w)) {
         first.picture_at = side_pic;
         first.text_at = {kMargin + side_pic.w + gap, top, kContentW - side_pic.w - gap, ch};
-        lines = &side.lines;
-        // The text column takes the width the picture leaves (the lines were wrapped narrower).
+        lines = &side.lines;  // wrapped for the column (at most the width the picture leaves)
     } else {
         if (!stacked_ok) stacked_pic = place(*pic, {kMargin, top, kContentW, ch * 0.55});
         first.picture_at = stacked_pic;
@@ -366,10 +365,9 @@ void picture_pages(cairo_t* cr, std::vector<Page>& pages, const std::string& tit
     first.text.assign(lines->begin(), lines->begin() + static_cast<std::ptrdiff_t>(n));
     pages.push_back(std::move(first));
     for (std::size_t at = n; at < lines->size(); at += n) {
-        // The rest at full width: wrap it again only when it was wrapped for the side column.
+        // Only the stacked layout continues (the side one holds all its text): full-width lines.
         Page more;
-        more.sub = sub;
-        const double t = heading_lines(cr, more, title + " (continued)", 16);
+        const double t = heading_lines(cr, more, title + " (continued)", 16, sub);
         more.text_at = {kMargin, t, kContentW, kContentBottom - t};
         n = fitting(*lines, at, more.text_at.h);
         more.text.assign(lines->begin() + static_cast<std::ptrdiff_t>(at),
@@ -384,9 +382,8 @@ void text_pages(cairo_t* cr, std::vector<Page>& pages, const std::string& title,
                 const std::string& sub, const std::vector<Line>& lines) {
     for (std::size_t at = 0; at < lines.size() || at == 0;) {
         Page p;
-        p.sub = sub;
-        const double top =
-            heading_lines(cr, p, at == 0 ? title : title + " (continued)", at == 0 ? size : 16);
+        const double top = heading_lines(cr, p, at == 0 ? title : title + " (continued)",
+                                         at == 0 ? size : 16, sub);
         p.text_at = {kMargin, top, kContentW, kContentBottom - top};
         const std::size_t n = fitting(lines, at, p.text_at.h);
         p.text.assign(lines.begin() + static_cast<std::ptrdiff_t>(at),
@@ -447,15 +444,8 @@ cairo_surface_t* image_of(const Picture& pic) {
 
 void draw_page(cairo_t* cr, const Page& p, int number, int total, const std::string& footer,
                std::vector<std::unique_ptr<cairo_surface_t, SurfaceDeleter>>& images) {
-    double y = kMargin;
-    draw_lines(cr, p.heading, {kMargin, y, kContentW, 0});
-    for (const Line& l : p.heading) y += l.height();
-    if (!p.sub.empty()) {
-        Writer w(cr, kContentW);
-        w.prose(p.sub, {Face::Sans, 9.5, kDim});
-        draw_lines(cr, {w.lines.front()}, {kMargin, y + 1, kContentW, 0});
-        y += 14;
-    }
+    draw_lines(cr, p.heading, {kMargin, kMargin, kContentW, 0});
+    const double y = kMargin + p.heading_h;
     cairo_set_line_width(cr, 0.6);
     colour(cr, {0.75, 0.75, 0.75});
     cairo_move_to(cr, kMargin, y + 5);
@@ -478,10 +468,20 @@ void draw_page(cairo_t* cr, const Page& p, int number, int total, const std::str
         cairo_stroke(cr);
     }
     draw_lines(cr, p.text, p.text_at);
-    Writer f(cr, kContentW * 0.8);
-    f.prose(footer, {Face::Sans, 8.5, kDim});
-    draw_lines(cr, {f.lines.front()}, {kMargin, kPageH - 26, kContentW, 0});
+    // The footer: the lesson's title (shortened with an ellipsis past 80% of the width) and the
+    // page number.
     set_font(cr, Face::Sans, 8.5);
+    colour(cr, kDim);
+    std::string f = footer;
+    if (width_of(cr, f) > kContentW * 0.8) {
+        std::size_t keep = code_points(f);
+        while (keep > 1 &&
+               width_of(cr, f.substr(0, after_code_points(f, keep)) + "\u2026") > kContentW * 0.8)
+            --keep;
+        f = f.substr(0, after_code_points(f, keep)) + "\u2026";
+    }
+    cairo_move_to(cr, kMargin, kPageH - 26 + 8.5);
+    cairo_show_text(cr, f.c_str());
     const std::string n = "page " + std::to_string(number) + " of " + std::to_string(total);
     cairo_move_to(cr, kPageW - kMargin - width_of(cr, n), kPageH - 26 + 8.5);
     cairo_show_text(cr, n.c_str());

@@ -2188,10 +2188,13 @@ void App::after_render() {
         if (ex.canvas_grab) {
             int w = 0, h = 0;
             const auto px = read_back_buffer(w, h, window);
-            const int x0 = std::clamp(static_cast<int>(std::lround(canvas_min.x)), 0, w);
-            const int y0 = std::clamp(static_cast<int>(std::lround(canvas_min.y)), 0, h);
-            const int x1 = std::clamp(static_cast<int>(std::lround(canvas_max.x)), x0, w);
-            const int y1 = std::clamp(static_cast<int>(std::lround(canvas_max.y)), y0, h);
+            // The canvas in framebuffer pixels (more than window units on a HiDPI screen).
+            const ImVec2 fb = ImGui::GetIO().DisplayFramebufferScale;
+            const auto at = [](float v, float scale, int lo, int hi) {
+                return std::clamp(static_cast<int>(std::lround(v * scale)), lo, hi);
+            };
+            const int x0 = at(canvas_min.x, fb.x, 0, w), y0 = at(canvas_min.y, fb.y, 0, h);
+            const int x1 = at(canvas_max.x, fb.x, x0, w), y1 = at(canvas_max.y, fb.y, y0, h);
             ex.grab_w = x1 - x0;
             ex.grab_h = y1 - y0;
             ex.grab.resize(static_cast<std::size_t>(ex.grab_w) *
