@@ -222,6 +222,10 @@ TEST_CASE("handout: a narration longer than a page continues on the next, nothin
         "title = \"Long\"\naudience = \"a\"\nproblem = \"mb1ic1iw5oc1kw3pw1\"\n"
         "[[step]]\nview = \"im2col\"\nnarration = \"\"\"\n";
     for (int i = 0; i < 120; ++i) text += "Line " + std::to_string(i) + " of the narration.\n\n";
+    // A word wider than a line (cut between characters) and a formula line wider than the page.
+    std::string word;
+    for (int i = 0; i < 40; ++i) word += "∂w" + std::to_string(i) + "_";
+    text += word + "\n  " + word + " = 1\n";
     text += "The last line.\"\"\"\n";
     const auto l = convlab::lesson::parse_lesson(text, t / "long.toml");
     std::vector<convlab::handout::StepPage> steps(1);
@@ -238,6 +242,11 @@ TEST_CASE("handout: a narration longer than a page continues on the next, nothin
     for (int i = 0; i < 120; ++i)
         CHECK(all.find("Line " + std::to_string(i) + " of the narration.") != std::string::npos);
     CHECK(all.find("The last line.") != std::string::npos);
+    // Both copies of the long word, whole once the line breaks are taken out.
+    std::string joined;
+    for (char c : all)
+        if (c != ' ') joined += c;
+    CHECK(count(joined, word) == 2);
     CHECK(all.find("Step 1 of 1 (continued)") != std::string::npos);
 }
 

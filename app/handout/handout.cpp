@@ -183,7 +183,7 @@ class Writer {
                 continue;
             }
             if (!line.empty()) flush();
-            while (width_of(cr_, word) > width_ - x) {  // a word longer than a line
+            while (!word.empty() && width_of(cr_, word) > width_ - x) {  // longer than a line
                 std::size_t keep = code_points(word);
                 while (keep > 1 &&
                        width_of(cr_, word.substr(0, after_code_points(word, keep))) > width_ - x)
