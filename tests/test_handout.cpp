@@ -5,6 +5,7 @@
 // be written) leaving no file. pdftotext and pdfinfo are poppler-utils ([test] group of
 // third_party/packages.txt).
 #include <doctest/doctest.h>
+#include <sys/stat.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -321,6 +322,8 @@ TEST_CASE("handout: bad input gives one line, status 2, and no PDF" *
                 "narration = \"n\"\n"
                 "[[step.check]]\ntensor = \"no_such_tensor\"\nequals = 1\n");
     const std::string good = convlab::test::lesson_file("01");
+    const std::string fifo = t / "fifo.pdf";  // a special file: refused, never opened
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
     struct Case {
         std::string args, says;
     };
@@ -331,6 +334,7 @@ TEST_CASE("handout: bad input gives one line, status 2, and no PDF" *
         {"lesson handout " + good, "needs --out"},
         {"lesson handout " + good + " --out " + t / "no_dir/out.pdf", "cannot write"},
         {"lesson handout " + good + " --out " + t.path.string(), "cannot write"},
+        {"lesson handout " + good + " --out " + fifo, "is a FIFO"},
         {"lesson handout " + good + " --out " + pdf + " --size 10x10", "--size"},
         {"lesson handout " + good + " --out " + pdf + " --palette pink", "--palette"},
         {"lesson show " + good + " --step 1 --out " + pdf, "belongs to 'lesson handout'"},
