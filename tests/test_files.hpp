@@ -82,15 +82,16 @@ inline Run run_in_process(std::vector<std::string> args) {
 // Runs the convlab binary with `args` (shell-quoted by the caller) in `dir` (theme files are
 // looked up relative to the working directory first), capturing both streams.
 //
-// Subcommands that open an OpenGL context (demo, shot, gui) run without LeakSanitizer's exit
-// check: its stop-the-world tracer occasionally segfaults on the threads and dynamic TLS that
-// Mesa leaves behind ("Tracer caught signal 11", a sanitizer runtime bug, not a leak; it failed
-// one CI run of the every-lesson render). AddressSanitizer and UBSan still watch those runs, and
-// every other subcommand and every in-process test keeps the leak check.
+// Subcommands that open an OpenGL context (demo, shot, gui, lesson handout) run without
+// LeakSanitizer's exit check: its stop-the-world tracer occasionally segfaults on the threads and
+// dynamic TLS that Mesa leaves behind ("Tracer caught signal 11", a sanitizer runtime bug, not a
+// leak; it failed one CI run of the every-lesson render). AddressSanitizer and UBSan still watch
+// those runs, and every other subcommand and every in-process test keeps the leak check.
 inline Run run_binary(const std::string& args, const fs::path& dir) {
     const fs::path o = dir / "stdout.txt", e = dir / "stderr.txt";
     const std::string first = args.substr(0, args.find(' '));
-    const bool gl = first == "demo" || first == "shot" || first == "gui";
+    const bool gl = first == "demo" || first == "shot" || first == "gui" ||
+                    args.rfind("lesson handout", 0) == 0;
     const std::string env =
         gl ? "ASAN_OPTIONS=\"${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0\" " : "";
     const std::string cmd = "cd " + dir.string() + " && " + env + std::string(CONVLAB_BINARY) +

@@ -6,6 +6,7 @@
 // list:  the lessons of a directory (default: lessons/ of the data folder), with step counts.
 // show:  one step: its narration (wrapped at 100 columns), the checks, and its named tensors as
 //        text.
+// handout: every step's canvas, narration and checks as a PDF (cmd_lesson_handout.cpp).
 #include <filesystem>
 #include <memory>
 #include <ostream>
@@ -19,6 +20,8 @@ namespace convlab::cli {
 
 std::string readability_line(const ui::FrameReport& r);  // cmd_shot.cpp
 void ensure_display(std::ostream& out);                  // cmd_shot.cpp
+void run_lesson_handout(const std::vector<std::string>& args, const Options& opts,
+                        std::ostream& out);  // cmd_lesson_handout.cpp
 
 namespace {
 
@@ -223,18 +226,25 @@ void run_show(const std::vector<std::string>& args, const Options& opts, std::os
 void run_lesson(const Options& opts, std::ostream& out) {
     const auto& pos = opts.positional();
     if (pos.empty())
-        throw Error("lesson: expected an action: check FILE... | list [DIR] | show FILE");
+        throw Error(
+            "lesson: expected an action: check FILE... | list [DIR] | show FILE | handout FILE");
     const std::vector<std::string> rest(pos.begin() + 1, pos.end());
     if (pos[0] != "show" && (opts.has("--step") || opts.has("--tensor")))
         throw Error("lesson " + pos[0] + ": --step and --tensor belong to 'lesson show'");
     if (pos[0] != "check" && opts.has("--readable"))
         throw Error("lesson " + pos[0] + ": --readable belongs to 'lesson check'");
+    for (const char* o : {"--out", "--size", "--presenter", "--palette"})
+        if (pos[0] != "handout" && opts.has(o))
+            throw Error("lesson " + pos[0] + ": " + o + " belongs to 'lesson handout'");
     if (pos[0] == "check") return run_check(rest, opts.has("--readable"), out, opts.diagnostics());
+    // handout writes one file at its end (nothing partial); an interrupt ends it between two
+    // pictures.
+    if (pos[0] == "handout") return run_lesson_handout(rest, opts, out);
     // list and show keep nothing partial: an interrupt ends them at once.
     const ImmediateInterrupt immediate;
     if (pos[0] == "list") return run_list(rest, out);
     if (pos[0] == "show") return run_show(rest, opts, out);
-    throw Error("lesson: unknown action '" + pos[0] + "' (actions: check, list, show)");
+    throw Error("lesson: unknown action '" + pos[0] + "' (actions: check, list, show, handout)");
 }
 
 }  // namespace
@@ -242,9 +252,11 @@ void run_lesson(const Options& opts, std::ostream& out) {
 const Command& lesson_command() {
     static const Command c{
         "lesson",
-        "check, list and show classroom lessons (lessons/*.toml)",
+        "check, list and show classroom lessons (lessons/*.toml), or print one as a PDF handout",
         "lesson check [--readable] FILE... | lesson list [DIR] | lesson show FILE --step K "
-        "[--tensor NAMES]",
+        "[--tensor NAMES]\n"
+        "       convlab lesson handout FILE --out FILE.pdf [--size WxH] [--presenter] "
+        "[--palette NAME]",
         "check: loads, validates and evaluates every step with the engine; one line a lesson\n"
         "(steps, checks passed), then every error as file:line:column: what is wrong and every\n"
         "failed check with its line. All files are checked; status 2 when any failed.\n"
@@ -254,12 +266,23 @@ const Command& lesson_command() {
         "digits of at least 14 px (a step that fits only unreadably follows the step, zoomed).\n"
         "list: the lessons of DIR (default: the lessons/ directory of the data folder).\n"
         "show: the narration, checks and named tensors of step K (1-based).\n"
+        "handout: a PDF for students (A4 landscape): a title page (title, audience, summary,\n"
+        "problem, the steps and their pages), then a page a step: its canvas exactly as the app\n"
+        "draws it (rendered as `convlab shot` does, all steps in one window), its title, its\n"
+        "narration and its checks with their results. Cells a step hides for the class to\n"
+        "predict are \"?\" there; the answers (the revealed picture, the text after [reveal],\n"
+        "the values and the checks) are on pages of their own at the end. FILE may be a\n"
+        "lesson's number (17). Written atomically: on any error no PDF is left.\n"
         "Lesson format: lessons/README.md.\n",
-        {{"ACTION ARGS...", nullptr, "check FILE... | list [DIR] | show FILE"},
+        {{"ACTION ARGS...", nullptr, "check FILE... | list [DIR] | show FILE | handout FILE"},
          {"--readable", nullptr,
           "check: also hold every step to the readability rule on a projector"},
          {"--step", "K", "show: the step, 1-based"},
          {"--tensor", "NAMES", "show: print only these tensors (comma-separated)"},
+         {"--out", "FILE", "handout: the PDF"},
+         {"--size", "WxH", "handout: the app window the canvas is drawn in (default 1280x720)"},
+         {"--presenter", nullptr, "handout: the canvas as presenter mode draws it"},
+         {"--palette", "NAME", "handout: default | high-contrast | colorblind"},
          kMaxMemoryOption},
         run_lesson};
     return c;

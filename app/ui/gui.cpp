@@ -233,6 +233,10 @@ struct Export {
     std::string gif;  // the sequence as this one GIF instead ("" : numbered PNGs)
     double gif_fps = 2;
     std::unique_ptr<GifWriter> gif_out;  // open while the GIF is written
+    // The canvas alone (no sidebar, header or narration) read into memory: a lesson handout.
+    bool canvas_grab = false;
+    int grab_w = 0, grab_h = 0;
+    std::vector<unsigned char> grab;  // RGBA rows, top first
 };
 
 class App {
@@ -276,6 +280,9 @@ class App {
     static bool short_window() { return ImGui::GetIO().DisplaySize.y < 900.0f; }
     // The canvas and the extent of what was drawn on it (panels and titles), last frame.
     ImVec2 canvas_size{0, 0}, drawn_size{0, 0};
+    // The canvas's rectangle in the window (any view, timings too), last frame: what a
+    // canvas-only picture crops.
+    ImVec2 canvas_min{0, 0}, canvas_max{0, 0};
     // The readability rule at the last frame (FrameReport::must_read ...).
     struct Read {
         long long must = 0, ok = 0;
@@ -1603,6 +1610,9 @@ constexpr float kReadableCellPx = 10.0f;
 void App::canvas() {
     const Palette& P = pal();
     if (s.request.view == "timings") {  // gui_timings.cpp
+        canvas_min = ImGui::GetCursorScreenPos();
+        canvas_max = ImVec2(canvas_min.x + ImGui::GetContentRegionAvail().x,
+                            canvas_min.y + ImGui::GetContentRegionAvail().y);
         draw_timings(*timings, {font, P.panel_text, P.dim_text, P.good, P.bad});
         return;
     }
@@ -1613,6 +1623,8 @@ void App::canvas() {
     ImVec2 size = ImGui::GetContentRegionAvail();
     size.x = std::max(size.x, 50.0f);
     size.y = std::max(size.y, 50.0f);
+    canvas_min = c0;
+    canvas_max = ImVec2(c0.x + size.x, c0.y + size.y);
     ImGui::InvisibleButton("canvas_area", size,
                            ImGuiButtonFlags_MouseButtonLeft | ImGuiButtonFlags_MouseButtonRight);
     ImDrawList* dl = ImGui::GetWindowDrawList();
@@ -2256,6 +2268,26 @@ void make_parent(const std::string& path) {
 
 void App::after_render() {
     try {
+        if (ex.canvas_grab) {
+            int w = 0, h = 0;
+            const auto px = read_back_buffer(w, h, window);
+            // The canvas in framebuffer pixels (more than window units on a HiDPI screen).
+            const ImVec2 fb = ImGui::GetIO().DisplayFramebufferScale;
+            const auto at = [](float v, float scale, int lo, int hi) {
+                return std::clamp(static_cast<int>(std::lround(v * scale)), lo, hi);
+            };
+            const int x0 = at(canvas_min.x, fb.x, 0, w), y0 = at(canvas_min.y, fb.y, 0, h);
+            const int x1 = at(canvas_max.x, fb.x, x0, w), y1 = at(canvas_max.y, fb.y, y0, h);
+            ex.grab_w = x1 - x0;
+            ex.grab_h = y1 - y0;
+            ex.grab.resize(static_cast<std::size_t>(ex.grab_w) *
+                           static_cast<std::size_t>(ex.grab_h) * 4);
+            for (int y = y0; y < y1; ++y)
+                std::copy_n(px.begin() + (static_cast<std::ptrdiff_t>(y) * w + x0) * 4,
+                            ex.grab_w * 4,
+                            ex.grab.begin() + static_cast<std::ptrdiff_t>(y - y0) * ex.grab_w * 4);
+            ex.canvas_grab = false;
+        }
         if (!ex.png.empty()) {
             int w = 0, h = 0;
             auto px = read_back_buffer(w, h, window);
@@ -2544,6 +2576,13 @@ FrameReport shot_in(Window& w, const ShotOptions& o) {
         a.ex.png = o.out;
         render_frame(a, 0.0);
         if (!a.status.starts_with("wrote")) throw Error(a.status);
+    }
+    if (o.canvas_image) {
+        a.ex.canvas_grab = true;
+        render_frame(a, 0.0);
+        rep.image_w = a.ex.grab_w;
+        rep.image_h = a.ex.grab_h;
+        rep.image = std::move(a.ex.grab);
     }
     if (!o.svg.empty()) {
         a.ex.svg = o.svg;

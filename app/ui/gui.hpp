@@ -61,6 +61,7 @@ struct ShotOptions {
     std::string lesson;
     std::size_t lesson_step = 0;  // from 0
     bool reveal = false;          // the step's hidden cells revealed (as after key R)
+    bool canvas_image = false;    // also the canvas alone in FrameReport::image
 };
 
 struct FrameReport {
@@ -88,6 +89,10 @@ struct FrameReport {
     bool followed = false;
     bool readable_ok() const { return readable == must_read; }
     std::string timings_status;  // the Timings panel's status line, for a timings view
+    // ShotOptions::canvas_image: the canvas as drawn (no sidebar, header or narration panel),
+    // RGBA rows, top row first.
+    int image_w = 0, image_h = 0;
+    std::vector<unsigned char> image;
     bool fits() const { return drawn_w <= canvas_w + 0.5f && drawn_h <= canvas_h + 0.5f; }
 };
 
