@@ -14,11 +14,13 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <deque>
 #include <filesystem>
 #include <fstream>
@@ -34,6 +36,7 @@
 #include "imgui.h"
 #include "imgui_impl_glfw.h"
 #include "imgui_impl_opengl3.h"
+#include "imgui_internal.h"  // which item holds the keyboard (ImGuiContext::ActiveId)
 #include "imgui_stdlib.h"
 #include "stb_image_write.h"
 
@@ -43,6 +46,7 @@
 #include "lesson/lesson.hpp"
 #include "ui/gif_writer.hpp"
 #include "ui/gui_lesson.hpp"
+#include "ui/gui_presenter.hpp"
 #include "ui/gui_timings.hpp"
 
 namespace convlab::ui {
@@ -215,6 +219,9 @@ struct Export {
     std::string gif;  // the sequence as this one GIF instead ("" : numbered PNGs)
     double gif_fps = 2;
     std::unique_ptr<GifWriter> gif_out;  // open while the GIF is written
+    // The app's exports are of the canvas alone (no sidebar, header, narration, tooltips or
+    // hover), read back from a frame drawn without the mouse; a shot's are of the whole window.
+    bool window = false;
 };
 
 class App {
@@ -269,6 +276,17 @@ class App {
     bool measure_read = false;   // measure `read` every frame, not only in a lesson (shots)
     bool auto_followed = false;  // following because a lesson step's fit was unreadable
     bool notes = false;          // presenter mode: the whole narration shown (T), not the strip
+    // The presenter window (W): the narration, checks, next step, clock and keys on the
+    // teacher's screen, and none of it under the canvas (gui_presenter.hpp).
+    bool notes_window = false;
+    std::unique_ptr<PresenterWindow> presenter;
+    std::chrono::steady_clock::time_point notes_opened;
+    bool headless = false;  // a shot: the presenter window is hidden, its clock fixed
+    std::string notes_png;  // the presenter window's next frame as this PNG ("" none)
+    ImVec2 canvas_min{0, 0}, canvas_max{0, 0};  // the canvas's rectangle in the window, last frame
+    // A text field to give the keyboard to in the next frame (the key scripts of shots):
+    // "kernel" (its first axis) or "descriptor"; "" none.
+    std::string focus_field;
     std::shared_ptr<TimingsPanel> timings = make_timings_panel();  // the timings view
     LessonUi lesson;  // the lesson player (gui_lesson.cpp)
 
@@ -632,6 +650,11 @@ class App {
     }
 
     void frame(double dt);
+    // An export waits for a frame drawn without the mouse (no hover, no tooltip).
+    bool export_pending() const { return !ex.window && (!ex.png.empty() || ex.sequence); }
+    std::vector<unsigned char> export_pixels(int& w, int& h) const;
+    void draw_notes();
+    void present_notes();
     void keyboard();
     void key_press(int key, bool repeat);
     // Frames until the text field being edited loses the keyboard (Enter or Escape was pressed
@@ -646,7 +669,7 @@ class App {
     void canvas();
     void draw_panel(ImDrawList* dl, std::size_t i, ImVec2 origin, float z, const ImVec4& clip);
     void texture(std::size_t i);
-    void after_render();
+    void after_render(bool clean);
     std::string svg() const;
     void toggle_fullscreen();
     // Following the step on or off; off is the fit (F).
@@ -659,50 +682,87 @@ class App {
 
 // [SECTION] keyboard
 
-// Key presses from GLFW's key callback, in order, since the last frame. ImGui 1.86 sees keys as
-// down or up at each frame: a press and its release between two frames (a presenter remote
-// sends both at once, a fast typist too) was no key at all, and two presses of one key were
-// one. The app's keys are taken from this queue, one press at a time; for ImGui's own widgets (an
-// Enter or Escape that ends a text field) a release in the frame of its press waits one frame.
+// Keys and characters from GLFW's callbacks, in order, handed to ImGui and to the app at the
+// start of each frame (deliver_input). ImGui 1.86 sees a key as down or up at each frame: a press
+// and its release between two frames (a presenter remote sends both at once, a fast typist too)
+// was no key at all, so a release in the frame of its press waits one frame. The app's keys are
+// its own queue, one press at a time, so that N presses in a frame are N steps. While a text
+// field holds the keyboard, the keys are the field's, handed to ImGui a frame at a time and ending
+// with Enter, Escape or Tab: what was typed after those reaches the app once the field is left,
+// not the field (the kernel field became "3234567" when it took the view keys after Enter).
+struct InputEvent {
+    int key = 0;            // a GLFW key; 0: the character ch
+    int action = 0;         // GLFW_PRESS, GLFW_REPEAT or GLFW_RELEASE
+    unsigned int ch = 0;    // a typed character (key 0)
+    bool app_only = false;  // from the presenter window: the app's key, never a field's
+};
 struct KeyPress {
     int key = 0;
     bool repeat = false;  // GLFW_REPEAT (key held)
 };
-std::vector<KeyPress> g_key_presses;
-std::vector<int> g_pressed_in_frame, g_deferred_release;
+std::deque<InputEvent> g_events;
+std::vector<KeyPress> g_key_presses;  // the app's presses of this frame
+std::vector<int> g_deferred_release;
 
-void key_callback(GLFWwindow* w, int key, int scancode, int action, int mods) {
-    if (action == GLFW_RELEASE && std::find(g_pressed_in_frame.begin(), g_pressed_in_frame.end(),
-                                            key) != g_pressed_in_frame.end()) {
-        g_deferred_release.push_back(key);
-        return;
-    }
-    ImGui_ImplGlfw_KeyCallback(w, key, scancode, action, mods);
-    if (action == GLFW_PRESS) g_pressed_in_frame.push_back(key);
-    if (action == GLFW_PRESS || action == GLFW_REPEAT)
-        g_key_presses.push_back({key, action == GLFW_REPEAT});
+void key_callback(GLFWwindow*, int key, int, int action, int) {
+    g_events.push_back({key, action, 0, false});
 }
 
-// After ImGui::NewFrame: the presses of the last frame have been seen; their releases go in now.
-void key_frame_started(GLFWwindow* w) {
-    g_pressed_in_frame.clear();
-    std::vector<int> rel;
-    rel.swap(g_deferred_release);
-    for (int key : rel) ImGui_ImplGlfw_KeyCallback(w, key, 0, GLFW_RELEASE, 0);
+void char_callback(GLFWwindow*, unsigned int c) {
+    g_events.push_back({0, 0, c, false});
+}
+
+// Whether an ImGui text field holds the keyboard (ImGui's own io.WantTextInput lags a frame).
+bool text_field_active() {
+    const ImGuiContext& g = *ImGui::GetCurrentContext();
+    return g.ActiveId != 0 && g.ActiveId == g.InputTextState.ID;
+}
+
+// Before ImGui::NewFrame: hands the queued events to ImGui and the app's presses to
+// g_key_presses (see above). Returns true when it handed a text field Enter, Escape or Tab.
+bool deliver_input(GLFWwindow* w) {
+    std::vector<int> released;
+    released.swap(g_deferred_release);
+    for (int key : released) ImGui_ImplGlfw_KeyCallback(w, key, 0, GLFW_RELEASE, 0);
+    const bool field = text_field_active();
+    std::vector<int> pressed;  // in this frame
+    while (!g_events.empty()) {
+        const InputEvent e = g_events.front();
+        if (e.app_only) {
+            if (e.action != GLFW_RELEASE) g_key_presses.push_back({e.key, e.action == GLFW_REPEAT});
+            g_events.pop_front();
+            continue;
+        }
+        const bool again =
+            e.key != 0 && std::find(pressed.begin(), pressed.end(), e.key) != pressed.end();
+        if (again && field) break;  // the field sees the key down this frame, the rest next frame
+        g_events.pop_front();
+        if (e.key == 0) {
+            ImGui_ImplGlfw_CharCallback(w, e.ch);
+            continue;
+        }
+        if (e.action == GLFW_RELEASE) {
+            if (again)
+                g_deferred_release.push_back(e.key);
+            else
+                ImGui_ImplGlfw_KeyCallback(w, e.key, 0, GLFW_RELEASE, 0);
+            continue;
+        }
+        ImGui_ImplGlfw_KeyCallback(w, e.key, 0, e.action, 0);
+        if (e.action == GLFW_PRESS) pressed.push_back(e.key);
+        if (!field) {
+            g_key_presses.push_back({e.key, e.action == GLFW_REPEAT});
+        } else if (e.key == GLFW_KEY_ENTER || e.key == GLFW_KEY_KP_ENTER ||
+                   e.key == GLFW_KEY_ESCAPE || e.key == GLFW_KEY_TAB) {
+            return true;
+        }
+    }
+    return false;
 }
 
 void App::keyboard() {
     std::vector<KeyPress> keys;
     keys.swap(g_key_presses);
-    ImGuiIO& io = ImGui::GetIO();
-    if (io.WantTextInput) {
-        // Enter or Escape ends the field's editing (ImGui commits Enter, Escape reverts): the
-        // view keys that follow are the view's, not more characters in the field.
-        for (const KeyPress& k : keys)
-            if (k.key == GLFW_KEY_ENTER || k.key == GLFW_KEY_KP_ENTER || k.key == GLFW_KEY_ESCAPE)
-                leave_field = 2;
-        return;
-    }
     for (const KeyPress& k : keys) key_press(k.key, k.repeat);
 }
 
@@ -747,6 +807,7 @@ void App::key_press(int key, bool is_repeat) {
     if (pressed(GLFW_KEY_Z)) set_follow(!s.follow);
     if (pressed(GLFW_KEY_P)) s.presenter = !s.presenter;
     if (pressed(GLFW_KEY_T)) notes = !notes;
+    if (pressed(GLFW_KEY_W)) notes_window = !notes_window;
     if (pressed(GLFW_KEY_TAB)) show_sidebar = !show_sidebar;
     if (pressed(GLFW_KEY_F11)) toggle_fullscreen();
     if (pressed(GLFW_KEY_H) || pressed(GLFW_KEY_F1)) show_help = !show_help;
@@ -852,6 +913,12 @@ void App::sidebar(float width) {
     ImGui::SetNextItemWidth(width * 0.5f);
     ImGui::SliderFloat("font scale", &s.font_scale, 0.6f, 3.0f, "%.1f");
     ImGui::Checkbox("presenter mode (P)", &s.presenter);
+    ImGui::SameLine();
+    ImGui::Checkbox("presenter window (W)", &notes_window);
+    if (ImGui::IsItemHovered())
+        ImGui::SetTooltip(
+            "a second window for your screen: the narration, checks, next step, clock and keys; "
+            "the canvas here then shows no narration (for the projector)");
     if (maps) {
         ImGui::SameLine();
         if (ImGui::Button("fit (F)")) set_follow(false);
@@ -869,7 +936,7 @@ void App::sidebar(float width) {
             "all. Mouse: wheel zoom, drag pan, hover links, click pins.");
     else
         ImGui::TextWrapped(
-            "Keys: P presenter, S the window as PNG, F11 full screen; H or F1 lists them all. "
+            "Keys: P presenter, S the canvas as PNG, F11 full screen; H or F1 lists them all. "
             "Mouse: hover a bar or a dot for its measurement.");
     ImGui::End();
 }
@@ -878,6 +945,10 @@ void App::sidebar_problem(float width) {
     ImGui::Separator();
     ImGui::TextUnformatted("Problem (benchdnn descriptor)");
     ImGui::SetNextItemWidth(-1);
+    if (focus_field == "descriptor") {
+        ImGui::SetKeyboardFocusHere();
+        focus_field.clear();
+    }
     if (ImGui::InputText("##desc", &s.descriptor, ImGuiInputTextFlags_EnterReturnsTrue)) {
         try {
             apply_problem(parse_descriptor(s.descriptor));
@@ -917,6 +988,10 @@ void App::sidebar_problem(float width) {
             ImGui::PushID(i);
             ImGui::SetNextItemWidth(cw - 8);
             dim_t shown = a[static_cast<std::size_t>(i)] - shift;
+            if (i == 0 && focus_field == label) {
+                ImGui::SetKeyboardFocusHere();
+                focus_field.clear();
+            }
             if (ImGui::DragScalar("##a", ImGuiDataType_S64, &shown, 0.1f, nullptr, nullptr,
                                   (prefix + std::string(p.axis_name(i)) + " %lld").c_str())) {
                 a[static_cast<std::size_t>(i)] = shown + shift;
@@ -1037,8 +1112,10 @@ void App::sidebar_export(float width, bool maps) {
     ImGui::SameLine();
     ImGui::SetNextItemWidth(-1);
     ImGui::InputText("##dir", &ex.dir);
-    if (ImGui::Button(maps ? "PNG (S)" : "the window as PNG (S)"))
+    if (ImGui::Button(maps ? "PNG (S)" : "the canvas as PNG (S)"))
         ex.png = ex.dir + "/" + s.request.view + ".png";
+    if (ImGui::IsItemHovered())
+        ImGui::SetTooltip("the canvas alone, without the sidebar, the narration or the mouse");
     if (!maps) return;
     ImGui::SameLine();
     if (ImGui::Button("SVG")) ex.svg = ex.dir + "/" + s.request.view + ".svg";
@@ -1939,8 +2016,12 @@ void App::frame(double dt) {
     const float sw = side ? (narrow ? 300.0f : 380.0f) * s.font_scale : 0.0f;
     if (side) sidebar(sw);
     lesson.strip = s.presenter && !notes;
-    const float lesson_h =
-        lesson.panel_height(io.DisplaySize.x - sw, io.DisplaySize.y, short_window() ? 0.3f : 0.5f);
+    // With the presenter window open the narration is there, and the canvas here keeps the
+    // whole height (the projector shows no notes).
+    const float lesson_h = notes_window
+                               ? 0.0f
+                               : lesson.panel_height(io.DisplaySize.x - sw, io.DisplaySize.y,
+                                                     short_window() ? 0.3f : 0.5f);
     ImGui::SetNextWindowPos(ImVec2(sw, 0));
     ImGui::SetNextWindowSize(ImVec2(io.DisplaySize.x - sw, io.DisplaySize.y - lesson_h));
     ImGui::Begin("view", nullptr,
@@ -1950,15 +2031,24 @@ void App::frame(double dt) {
     if (s.presenter && !short_window())
         ImGui::TextDisabled(
             "presenter: space play  ←/→ step  G granularity  1-9,0 view  C palette  +/- font  "
-            "F fit  Z follow  T narration  F11 full screen  Esc leave");
+            "F fit  Z follow  T narration  W presenter window  S save  F11 full screen  Esc "
+            "leave");
+    // The canvas fills the rest of the view window (canvas(), or the timings view's charts).
+    canvas_min = ImGui::GetCursorScreenPos();
+    const ImVec2 avail = ImGui::GetContentRegionAvail();
+    canvas_max =
+        ImVec2(canvas_min.x + std::max(avail.x, 1.0f), canvas_min.y + std::max(avail.y, 1.0f));
     canvas();
     ImGui::End();
-    lesson.panel(ImVec2(sw, io.DisplaySize.y - lesson_h), ImVec2(io.DisplaySize.x - sw, lesson_h),
-                 {P.panel_text, P.dim_text, P.good, P.bad, lesson_highlight_colour(s.palette),
-                  P.background});
-    // Enter or Escape in a text field: ImGui ends the edit in the next frame; where it still
+    if (!notes_window)
+        lesson.panel(ImVec2(sw, io.DisplaySize.y - lesson_h),
+                     ImVec2(io.DisplaySize.x - sw, lesson_h),
+                     {P.panel_text, P.dim_text, P.good, P.bad, lesson_highlight_colour(s.palette),
+                      P.background});
+    // Enter or Escape in a text field: ImGui ends the edit in that frame; where the field still
     // holds the keyboard a frame later, it is taken away, so the view keys reach the view.
-    if (leave_field > 0 && --leave_field == 0 && io.WantTextInput) ImGui::SetWindowFocus(nullptr);
+    if (leave_field > 0 && --leave_field == 0 && text_field_active())
+        ImGui::SetWindowFocus(nullptr);
     if (show_help) {
         ImGui::Begin("keys", &show_help, ImGuiWindowFlags_AlwaysAutoResize);
         ImGui::TextUnformatted(
@@ -1966,9 +2056,12 @@ void App::frame(double dt) {
             "last step\nup/down    speed\nG          granularity element / line / tile / whole\nL  "
             "        loop\n1-9, 0     views; PgUp/PgDn previous / next\nF          fit to "
             "window\nZ          follow the step (zoomed in)\nC          palette\nP          "
-            "presenter mode\nT          presenter: narration / strip\nR          lesson: reveal "
+            "presenter mode\nT          presenter: narration / strip\nW          presenter window "
+            "(your "
+            "screen)\nR          lesson: reveal "
             "the ? cells\nTab        sidebar\nF11  "
-            "      full screen\n+/-        font size\nS          save PNG\nEsc        unpin / "
+            "      full screen\n+/-        font size\nS          the canvas as PNG\nEsc        "
+            "unpin / "
             "leave presenter\nPgDn/N     lesson: next step\nPgUp/B     lesson: previous step");
         ImGui::End();
     }
@@ -2171,11 +2264,40 @@ void make_parent(const std::string& path) {
     if (!parent.empty()) fs::create_directories(parent, ec);
 }
 
-void App::after_render() {
+// The pixels an export writes: the whole window for a shot, else the canvas's rectangle alone,
+// at the framebuffer's resolution.
+std::vector<unsigned char> App::export_pixels(int& w, int& h) const {
+    std::vector<unsigned char> px = read_back_buffer(w, h, window);
+    if (ex.window) return px;
+    const ImVec2 scale = ImGui::GetIO().DisplayFramebufferScale;
+    const auto at = [](float v, float sc, int hi) {
+        return std::clamp(static_cast<int>(std::lround(v * sc)), 0, hi);
+    };
+    const int x0 = at(canvas_min.x, scale.x, w), x1 = at(canvas_max.x, scale.x, w);
+    const int y0 = at(canvas_min.y, scale.y, h), y1 = at(canvas_max.y, scale.y, h);
+    if (x1 <= x0 || y1 <= y0) throw Error("export: the canvas has no pixels");
+    std::vector<unsigned char> out(static_cast<std::size_t>(x1 - x0) *
+                                   static_cast<std::size_t>(y1 - y0) * 4);
+    const std::size_t row = static_cast<std::size_t>(x1 - x0) * 4;
+    for (int y = y0; y < y1; ++y)
+        std::memcpy(out.data() + static_cast<std::size_t>(y - y0) * row,
+                    px.data() + (static_cast<std::size_t>(y) * static_cast<std::size_t>(w) +
+                                 static_cast<std::size_t>(x0)) *
+                                    4,
+                    row);
+    w = x1 - x0;
+    h = y1 - y0;
+    return out;
+}
+
+// clean: this frame was drawn without the mouse (export_pending() when it began); the app's
+// PNG and GIF exports wait for such a frame.
+void App::after_render(bool clean) {
+    if (!ex.window && !clean && (!ex.png.empty() || ex.sequence)) return;
     try {
         if (!ex.png.empty()) {
             int w = 0, h = 0;
-            auto px = read_back_buffer(w, h, window);
+            auto px = export_pixels(w, h);
             make_parent(ex.png);
             write_png(ex.png, w, h, px);
             status = "wrote " + ex.png;
@@ -2189,7 +2311,7 @@ void App::after_render() {
         }
         if (ex.sequence && !ex.gif.empty()) {  // one GIF frame a step (gif_writer.hpp)
             int w = 0, h = 0;
-            auto px = read_back_buffer(w, h, window);
+            auto px = export_pixels(w, h);
             if (!ex.gif_out) {
                 make_parent(ex.gif);
                 ex.gif_out = std::make_unique<GifWriter>(ex.gif, gif_delay_cs(ex.gif_fps));
@@ -2205,7 +2327,7 @@ void App::after_render() {
         }
         if (ex.sequence && ex.gif.empty()) {
             int w = 0, h = 0;
-            auto px = read_back_buffer(w, h, window);
+            auto px = export_pixels(w, h);
             char name[64];
             std::snprintf(name, sizeof name, "/%s_%04lld.png", s.request.view.c_str(),
                           static_cast<long long>(ex.seq_next));
@@ -2227,8 +2349,84 @@ void App::after_render() {
     }
 }
 
+// [SECTION] the presenter window
+
+// Its content: the lesson's notes (gui_lesson.cpp), or without a lesson the view's step and
+// check; then the keys.
+void App::draw_notes() {
+    const Palette& P = pal();
+    const ImVec4 bg = ImGui::ColorConvertU32ToFloat4(P.background);
+    if (0.2126f * bg.x + 0.7152f * bg.y + 0.0722f * bg.z < 0.5f)
+        ImGui::StyleColorsDark();
+    else
+        ImGui::StyleColorsLight();
+    ImGui::GetStyle().Colors[ImGuiCol_Text] = ImGui::ColorConvertU32ToFloat4(P.panel_text);
+    // A shot's clock is fixed, so that its picture depends on the step alone.
+    const double elapsed =
+        headless ? 0.0
+                 : std::chrono::duration<double>(std::chrono::steady_clock::now() - notes_opened)
+                       .count();
+    const std::string clock = headless ? "12:00   ·   0:00:00 since the presenter window opened"
+                                       : clock_line(std::time(nullptr), elapsed);
+    const LessonColours c{
+        P.panel_text, P.dim_text, P.good, P.bad, lesson_highlight_colour(s.palette), P.background};
+    lesson.notes(c, clock);
+    if (!lesson.active() && view) {
+        ImGui::TextWrapped("No lesson open: the %s view, step %lld of %lld.", view->name.c_str(),
+                           static_cast<long long>(s.playback.step + 1),
+                           static_cast<long long>(steps()));
+        ImGui::TextWrapped("%s", view->caption.c_str());
+        if (!view->check.empty()) ImGui::TextWrapped("check: %s", view->check.c_str());
+    }
+    ImGui::Separator();
+    ImGui::PushStyleColor(ImGuiCol_Text, P.dim_text);
+    ImGui::TextWrapped(
+        "Keys here act as in the main window: PgDn / N next step, PgUp / B previous, R reveal, "
+        "space play, left / right one step, Z follow, F fit, S the canvas as PNG, F11 full "
+        "screen (the main window, on its monitor), W closes this window.");
+    ImGui::PopStyleColor();
+    if (ImGui::Button("close (W)")) notes_window = false;
+}
+
+// Opens or closes the presenter window as notes_window says, and draws its frame (after the
+// main window's, outside its ImGui frame).
+void App::present_notes() {
+    if (presenter && (!notes_window || presenter->close_requested())) {
+        presenter.reset();
+        notes_window = false;
+    }
+    if (!notes_window) return;
+    if (!presenter) {
+        try {
+            presenter = std::make_unique<PresenterWindow>(window, !headless, 1280, 800);
+        } catch (const std::exception& e) {
+            status = e.what();
+            notes_window = false;
+            return;
+        }
+        // Its keys are the app's, as if pressed in the main window (never a text field's).
+        presenter->on_key = [](int key, int action) { g_events.push_back({key, action, 0, true}); };
+        notes_opened = std::chrono::steady_clock::now();
+    }
+    std::vector<unsigned char> px;
+    int w = 0, h = 0;
+    presenter->render([this] { draw_notes(); }, pal().background, notes_png.empty() ? nullptr : &px,
+                      &w, &h);
+    if (!notes_png.empty()) {
+        try {
+            make_parent(notes_png);
+            write_png(notes_png, w, h, px);
+            status = "wrote " + notes_png;
+        } catch (const std::exception& e) {
+            status = e.what();
+        }
+        notes_png.clear();
+    }
+}
+
 void App::toggle_fullscreen() {
-    GLFWmonitor* mon = glfwGetPrimaryMonitor();
+    // Full screen on the monitor the window is on (the projector, where it was moved there).
+    GLFWmonitor* mon = monitor_of(window);
     if (!mon) return;
     if (!fullscreen) {
         glfwGetWindowPos(window, &saved_x, &saved_y);
@@ -2281,7 +2479,8 @@ class Window {
                     : nullptr;
         if (!font_) font_ = io.Fonts->AddFontDefault();
         ImGui_ImplGlfw_InitForOpenGL(win_, true);
-        glfwSetKeyCallback(win_, key_callback);  // ImGui's, through the press queue
+        glfwSetKeyCallback(win_, key_callback);    // ImGui's, through the input queue
+        glfwSetCharCallback(win_, char_callback);  // (deliver_input)
         ImGui_ImplOpenGL3_Init("#version 330");
     }
     ~Window() {
@@ -2304,8 +2503,12 @@ class Window {
 void render_frame(App& a, double dt, bool swap = true) {
     ImGui_ImplOpenGL3_NewFrame();
     ImGui_ImplGlfw_NewFrame();
+    // An export of the canvas is read from a frame without the mouse: nothing hovered, no
+    // tooltip, no linked cells.
+    const bool clean = a.export_pending();
+    if (clean) ImGui::GetIO().MousePos = ImVec2(-FLT_MAX, -FLT_MAX);
+    if (deliver_input(a.window)) a.leave_field = 2;
     ImGui::NewFrame();
-    key_frame_started(a.window);
     a.frame(dt);
     ImGui::Render();
     int w = 0, h = 0;
@@ -2315,8 +2518,9 @@ void render_frame(App& a, double dt, bool swap = true) {
     glClearColor(bg.x, bg.y, bg.z, 1.0f);
     glClear(GL_COLOR_BUFFER_BIT);
     ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
-    a.after_render();
+    a.after_render(clean);
     if (swap) glfwSwapBuffers(a.window);
+    a.present_notes();
 }
 
 app::ViewRequest request_of(const std::string& view, const std::string& desc) {
@@ -2363,11 +2567,101 @@ void run_gui(const GuiOptions& o) {
 
 namespace {
 
+// [SECTION] key scripts (ShotOptions::keys)
+
+struct ScriptKey {
+    std::string focus;  // "kernel" or "descriptor": that field takes the keyboard
+    int key = 0;
+    unsigned int ch = 0;  // the character it types (0 none)
+    bool notes = false;   // pressed in the presenter window
+};
+
+std::vector<ScriptKey> parse_key_script(const std::string& keys) {
+    static const std::pair<const char*, int> named[] = {
+        {"Right", GLFW_KEY_RIGHT},   {"Left", GLFW_KEY_LEFT},      {"Up", GLFW_KEY_UP},
+        {"Down", GLFW_KEY_DOWN},     {"PgDn", GLFW_KEY_PAGE_DOWN}, {"PgUp", GLFW_KEY_PAGE_UP},
+        {"Home", GLFW_KEY_HOME},     {"End", GLFW_KEY_END},        {"Enter", GLFW_KEY_ENTER},
+        {"Escape", GLFW_KEY_ESCAPE}, {"Tab", GLFW_KEY_TAB},        {"Space", GLFW_KEY_SPACE}};
+    std::vector<ScriptKey> out;
+    std::istringstream in(keys);
+    std::string w;
+    while (in >> w) {
+        ScriptKey k;
+        if (w.starts_with("focus:")) {
+            k.focus = w.substr(6);
+            if (k.focus != "kernel" && k.focus != "descriptor")
+                throw Error("--keys '" + w + "': the fields are focus:kernel and focus:descriptor");
+            out.push_back(k);
+            continue;
+        }
+        if (w.starts_with("notes:")) {
+            k.notes = true;
+            w = w.substr(6);
+        }
+        if (w.size() == 1 && std::isalnum(static_cast<unsigned char>(w[0]))) {
+            const char c = w[0];
+            k.key = std::toupper(static_cast<unsigned char>(c));  // GLFW_KEY_A is 'A', _0 is '0'
+            k.ch = static_cast<unsigned int>(std::tolower(static_cast<unsigned char>(c)));
+        } else {
+            for (const auto& [name, key] : named)
+                if (w == name) k.key = key;
+            if (k.key == GLFW_KEY_SPACE) k.ch = ' ';
+        }
+        if (k.key == 0)
+            throw Error("--keys '" + w +
+                        "': unknown key (a letter, a digit, Right, Left, Up, Down, PgDn, PgUp, "
+                        "Home, End, Enter, Escape, Tab, Space; focus:kernel, focus:descriptor; "
+                        "notes:KEY)");
+        out.push_back(k);
+    }
+    return out;
+}
+
+// Runs a key script in the app: the keys between two focus words arrive at once (GLFW's
+// callbacks called as a fast typist's keys would call them), then frames until every key has
+// been handed out and the view and the lesson step they asked for are built.
+void run_key_script(App& a, const std::vector<ScriptKey>& script) {
+    const auto settle = [&] {
+        for (int i = 0; i < 200 && !g_events.empty(); ++i) render_frame(a, 0.0);
+        for (int i = 0; i < 3; ++i) {
+            a.update_lesson(true);
+            a.poll(true);
+            render_frame(a, 0.0);
+        }
+    };
+    for (const ScriptKey& k : script) {
+        if (!k.focus.empty()) {
+            settle();
+            a.focus_field = k.focus;
+            for (int i = 0; i < 4 && !text_field_active(); ++i) render_frame(a, 0.0);
+            if (!text_field_active())
+                throw Error("--keys focus:" + k.focus +
+                            ": the field did not take the keyboard (the sidebar's fields are "
+                            "hidden in presenter mode)");
+            continue;
+        }
+        if (k.notes) {
+            if (!a.presenter)
+                throw Error("--keys notes:...: the presenter window is not open (W opens it)");
+            a.presenter->key_event(k.key, GLFW_PRESS);
+            a.presenter->key_event(k.key, GLFW_RELEASE);
+            continue;
+        }
+        key_callback(a.window, k.key, 0, GLFW_PRESS, 0);
+        if (k.ch) char_callback(a.window, k.ch);
+        key_callback(a.window, k.key, 0, GLFW_RELEASE, 0);
+    }
+    settle();
+}
+
 FrameReport shot_in(Window& w, const ShotOptions& o) {
     App a;
     a.window = w.get();
     a.font = w.font();
     a.measure_read = true;
+    a.headless = true;
+    a.ex.window = !o.canvas_only;
+    a.notes_window = !o.notes_out.empty();
     a.s.presenter = o.presenter;
     a.s.palette = o.palette;
     a.s.follow = o.follow;
@@ -2421,6 +2715,18 @@ FrameReport shot_in(Window& w, const ShotOptions& o) {
     // A few frames settle ImGui's layout (auto-sized items measure themselves on frame 1; a
     // lesson step that is unreadable fitted follows the step from the next frame on).
     for (int i = 0; i < 4; ++i) render_frame(a, 0.0);
+    if (!o.keys.empty()) {
+        run_key_script(a, parse_key_script(o.keys));
+        rep.state = "view " + a.s.request.view + ", problem " + to_descriptor(a.s.request.problem) +
+                    ", step " + std::to_string(a.s.playback.step);
+        if (a.lesson.player.is_open())
+            rep.state += ", lesson step " + std::to_string(a.lesson.player.step() + 1) + " of " +
+                         std::to_string(a.lesson.player.num_steps());
+        rep.state += a.notes_window ? ", presenter window open" : ", presenter window closed";
+        if (!a.s.error.empty()) rep.state += ", error: " + a.s.error;
+    }
+    rep.canvas_x = a.canvas_min.x;
+    rep.canvas_y = a.canvas_min.y;
     rep.canvas_w = a.canvas_size.x;
     rep.canvas_h = a.canvas_size.y;
     rep.drawn_w = a.drawn_size.x;
@@ -2449,6 +2755,14 @@ FrameReport shot_in(Window& w, const ShotOptions& o) {
         a.ex.seq_next = o.seq_from;
         a.ex.seq_end = to + 1;
         while (a.ex.sequence) render_frame(a, 0.0);
+        if (!a.status.starts_with("wrote")) throw Error(a.status);
+    }
+    if (!o.notes_out.empty()) {
+        if (!a.presenter)
+            throw Error("--notes-out: the presenter window did not open: " + a.status);
+        a.status.clear();
+        a.notes_png = o.notes_out;
+        render_frame(a, 0.0);
         if (!a.status.starts_with("wrote")) throw Error(a.status);
     }
     if (o.frames > 0) {
@@ -2486,8 +2800,13 @@ FrameReport shot_in(Window& w, const ShotOptions& o) {
 
 }  // namespace
 
+void check_key_script(const std::string& keys) {
+    (void)parse_key_script(keys);
+}
+
 FrameReport shot(const ShotOptions& o) {
     if (!o.out.empty()) check_writable(o.out);
+    if (!o.notes_out.empty()) check_writable(o.notes_out);
     Window w(o.width, o.height, false, "ConvLab shot");
     return shot_in(w, o);
 }
