@@ -73,9 +73,9 @@ struct ShotOptions {
 // A key script for ShotOptions::keys: words separated by spaces, each a key pressed and released
 // ("Right", "PgDn", "Enter", "Escape", "Space", "Home", "End", "Tab", a letter or a digit, which
 // also types its character), "focus:kernel" or "focus:descriptor" (that sidebar field takes the
-// keyboard, as a click in it), or "notes:" before a key (pressed in the presenter window). The
-// keys between two focus words arrive at once, between two frames, as from a fast typist or a
-// presenter remote. Throws Error naming a word it does not know.
+// keyboard, as a click in it), or "notes:" before a key (pressed in the presenter window, once it
+// is open). The keys between two focus words arrive at once, between two frames, as from a fast
+// typist or a presenter remote. Throws Error naming a word it does not know.
 void check_key_script(const std::string& keys);
 
 struct FrameReport {
