@@ -643,16 +643,34 @@ TEST_CASE("app render: the app's exports are of the canvas alone" * doctest::ski
             differ += std::memcmp(c.at(x, y), w.at(cx + x, cy + y), 3) != 0;
     CHECK(differ == 0);
     // The GIF: every frame the canvas's size.
-    int err = 0;
-    GifFileType* g = DGifOpenFileName(p("g.gif").c_str(), &err);
-    REQUIRE(g != nullptr);
-    REQUIRE(DGifSlurp(g) == GIF_OK);
-    CHECK(g->SWidth == cw);
-    CHECK(g->SHeight == ch);
-    CHECK(g->ImageCount == 3);
-    for (int k = 0; k < g->ImageCount; ++k) {
-        CHECK(g->SavedImages[k].ImageDesc.Width == cw);
-        CHECK(g->SavedImages[k].ImageDesc.Height == ch);
-    }
-    DGifCloseFile(g, &err);
+    const auto gif_frames = [](const std::string& path, int fw, int fh) {
+        int err = 0;
+        GifFileType* g = DGifOpenFileName(path.c_str(), &err);
+        REQUIRE(g != nullptr);
+        REQUIRE(DGifSlurp(g) == GIF_OK);
+        CHECK(g->SWidth == fw);
+        CHECK(g->SHeight == fh);
+        for (int k = 0; k < g->ImageCount; ++k) {
+            CHECK(g->SavedImages[k].ImageDesc.Width == fw);
+            CHECK(g->SavedImages[k].ImageDesc.Height == fh);
+        }
+        const int n = g->ImageCount;
+        DGifCloseFile(g, &err);
+        return n;
+    };
+    CHECK(gif_frames(p("g.gif"), cw, ch) == 3);
+    // In a lesson in presenter mode (no sidebar), key E: the step's steps as a GIF of the canvas
+    // (lesson 14's step 2 plays the 16 steps of dY's zero insertion), into the export folder.
+    const Run e = run_binary(
+        "shot --lesson 14 --step 2 --presenter --size 1280x720 --canvas --keys E "
+        "--out " +
+            p("e.png"),
+        t.path);
+    INFO(e.err);
+    REQUIRE(e.status == 0);
+    const auto ea = e.out.find("canvas alone: ");
+    REQUIRE(ea != std::string::npos);
+    REQUIRE(std::sscanf(e.out.c_str() + ea, "canvas alone: %dx%d", &cw, &ch) == 2);
+    CHECK(ch < 720 - 60);  // the canvas alone: without the header above it and the strip below
+    CHECK(gif_frames(p("out/export/stride.gif"), cw, ch) == 16);
 }

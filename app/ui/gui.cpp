@@ -664,6 +664,8 @@ class App {
     void sidebar_problem(float width);
     void sidebar_playback(float width);
     void sidebar_export(float width, bool maps);
+    void start_sequence(dim_t from, dim_t to, bool gif);
+    void gif_key();
     void header();
     void one_line(const std::string& text);
     void canvas();
@@ -732,6 +734,7 @@ void App::key_press(int key, bool is_repeat) {
     if (pressed(GLFW_KEY_F11)) toggle_fullscreen();
     if (pressed(GLFW_KEY_H) || pressed(GLFW_KEY_F1)) show_help = !show_help;
     if (pressed(GLFW_KEY_S)) ex.png = ex.dir + "/" + s.request.view + ".png";
+    if (pressed(GLFW_KEY_E) && s.request.view != "timings") gif_key();
     if (pressed(GLFW_KEY_EQUAL, true) || pressed(GLFW_KEY_KP_ADD, true))
         s.font_scale = std::min(3.0f, s.font_scale + 0.1f);
     if (pressed(GLFW_KEY_MINUS, true) || pressed(GLFW_KEY_KP_SUBTRACT, true))
@@ -1050,15 +1053,31 @@ void App::sidebar_export(float width, bool maps) {
     ImGui::SameLine();
     const bool gif = ImGui::Button("GIF");
     if (ImGui::IsItemHovered())
-        ImGui::SetTooltip("the same steps as one looping GIF, at steps / s");
-    if ((pngs || gif) && n > 0) {
-        ex.sequence = true;
-        ex.seq_next = std::min(seq_from, n - 1);
-        ex.seq_end = std::clamp(seq_to, ex.seq_next, n - 1) + 1;
-        ex.written.clear();
-        ex.gif = gif ? ex.dir + "/" + s.request.view + ".gif" : "";
-        ex.gif_fps = s.playback.speed;
-    }
+        ImGui::SetTooltip("the same steps as one looping GIF of the canvas, at steps / s (key E)");
+    if (pngs || gif) start_sequence(seq_from, seq_to, gif);
+}
+
+// Steps [from, to] (clamped to the view's) as numbered PNGs or one GIF, at the playback speed.
+void App::start_sequence(dim_t from, dim_t to, bool gif) {
+    const dim_t n = steps();
+    if (n <= 0 || ex.sequence) return;
+    ex.sequence = true;
+    ex.seq_next = std::clamp<dim_t>(from, 0, n - 1);
+    ex.seq_end = std::clamp(to, ex.seq_next, n - 1) + 1;
+    ex.written.clear();
+    ex.gif = gif ? ex.dir + "/" + s.request.view + ".gif" : "";
+    ex.gif_fps = s.playback.speed;
+}
+
+// E: the GIF without the sidebar (a lesson, presenter mode): a lesson step's range of steps,
+// else the sidebar's from..to.
+void App::gif_key() {
+    const app::StepPlan* plan = lesson.active() ? lesson.plan() : nullptr;
+    if (plan && view && view->name == plan->request.view)
+        start_sequence(plan->range_begin, plan->range_end < 0 ? steps() - 1 : plan->range_end - 1,
+                       true);
+    else
+        start_sequence(seq_from, seq_to_last ? steps() - 1 : seq_to, true);
 }
 
 // [SECTION] canvas
@@ -1951,8 +1970,8 @@ void App::frame(double dt) {
     if (s.presenter && !short_window())
         ImGui::TextDisabled(
             "presenter: space play  ←/→ step  G granularity  1-9,0 view  C palette  +/- font  "
-            "F fit  Z follow  T narration  W presenter window  S save  F11 full screen  Esc "
-            "leave");
+            "F fit  Z follow  T narration  W presenter window  S/E PNG/GIF  F11 full screen  "
+            "Esc leave");
     // The canvas fills the rest of the view window (canvas(), or the timings view's charts).
     canvas_min = ImGui::GetCursorScreenPos();
     const ImVec2 avail = ImGui::GetContentRegionAvail();
@@ -1972,17 +1991,28 @@ void App::frame(double dt) {
     if (show_help) {
         ImGui::Begin("keys", &show_help, ImGuiWindowFlags_AlwaysAutoResize);
         ImGui::TextUnformatted(
-            "space      play / pause\nleft/right step back / forward\nHome/End   first / "
-            "last step\nup/down    speed\nG          granularity element / line / tile / whole\nL  "
-            "        loop\n1-9, 0     views; PgUp/PgDn previous / next\nF          fit to "
-            "window\nZ          follow the step (zoomed in)\nC          palette\nP          "
-            "presenter mode\nT          presenter: narration / strip\nW          presenter window "
-            "(your "
-            "screen)\nR          lesson: reveal "
-            "the ? cells\nTab        sidebar\nF11  "
-            "      full screen\n+/-        font size\nS          the canvas as PNG\nEsc        "
-            "unpin / "
-            "leave presenter\nPgDn/N     lesson: next step\nPgUp/B     lesson: previous step");
+            "space      play / pause\n"
+            "left/right step back / forward\n"
+            "Home/End   first / last step\n"
+            "up/down    speed\n"
+            "G          granularity element / line / tile / whole\n"
+            "L          loop\n"
+            "1-9, 0     views; PgUp/PgDn previous / next\n"
+            "F          fit to window\n"
+            "Z          follow the step (zoomed in)\n"
+            "C          palette\n"
+            "P          presenter mode\n"
+            "T          presenter: narration / strip\n"
+            "W          presenter window (your screen)\n"
+            "R          lesson: reveal the ? cells\n"
+            "Tab        sidebar\n"
+            "F11        full screen\n"
+            "+/-        font size\n"
+            "S          the canvas as PNG\n"
+            "E          the canvas as GIF (a lesson step's steps)\n"
+            "Esc        unpin / leave presenter\n"
+            "PgDn/N     lesson: next step\n"
+            "PgUp/B     lesson: previous step");
         ImGui::End();
     }
 }
@@ -2494,7 +2524,9 @@ namespace {
 // been handed out and the view and the lesson step they asked for are built.
 void run_key_script(App& a, const std::vector<ScriptKey>& script) {
     const auto settle = [&] {
-        for (int i = 0; i < 200 && input_pending(); ++i) render_frame(a, 0.0);
+        // (and the exports they started: S, E)
+        for (int i = 0; i < 100000 && (input_pending() || a.ex.sequence || !a.ex.png.empty()); ++i)
+            render_frame(a, 0.0);
         for (int i = 0; i < 3; ++i) {
             a.update_lesson(true);
             a.poll(true);
