@@ -1970,8 +1970,7 @@ void App::frame(double dt) {
     if (s.presenter && !short_window())
         ImGui::TextDisabled(
             "presenter: space play  ←/→ step  G granularity  1-9,0 view  C palette  +/- font  "
-            "F fit  Z follow  T narration  W presenter window  S/E PNG/GIF  F11 full screen  "
-            "Esc leave");
+            "F fit  Z follow  T narration  W notes window  F11 full screen  Esc leave");
     // The canvas fills the rest of the view window (canvas(), or the timings view's charts).
     canvas_min = ImGui::GetCursorScreenPos();
     const ImVec2 avail = ImGui::GetContentRegionAvail();

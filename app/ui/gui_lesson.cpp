@@ -384,9 +384,18 @@ void LessonUi::panel(ImVec2 pos, ImVec2 size, const LessonColours& c) {
         const std::string hint = std::string(plan_ && !plan_->hidden.empty()
                                                  ? (revealed_ ? "   ·   R hide" : "   ·   R reveal")
                                                  : "") +
-                                 "   ·   T narration   ·   W presenter window";
-        const auto blocks_now = blocks(player, plan(), timings_note_, hiding());
-        std::string line = blocks_now.empty() ? std::string() : blocks_now[0].text;
+                                 "   ·   T narration   ·   W notes window";
+        // The step first, then the lesson's title: a narrow strip cuts the title, not the step.
+        std::string line;
+        if (const lesson::Lesson* l = player.lesson()) {
+            const lesson::Step& st = l->steps[player.step()];
+            line = app::lesson_label(player.file()) + ", step " +
+                   std::to_string(player.step() + 1) + " of " + std::to_string(l->steps.size()) +
+                   (st.title.empty() ? "" : ": " + st.title) + "   ·   " + l->title;
+        } else {  // a lesson that failed to load: its error
+            const auto b = blocks(player, plan(), timings_note_, hiding());
+            if (!b.empty()) line = b[0].text;
+        }
         const float room = size.x - 2 * ImGui::GetStyle().WindowPadding.x -
                            ImGui::CalcTextSize(hint.c_str()).x -
                            ImGui::CalcTextSize(checks.c_str()).x;
