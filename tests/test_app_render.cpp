@@ -258,8 +258,17 @@ TEST_CASE("app render: bad shots fail with status 2, one line, no file") {
               .find("--size") != std::string::npos);
     CHECK(in_process({"shot", "--view", "im2col"}).find("--out") != std::string::npos);
     CHECK(in_process({"shot", "--out", t.path.string()}).find("cannot write") != std::string::npos);
+    CHECK(in_process({"shot", "--keys", "Right Foo", "--out", (t.path / "x.png").string()})
+              .find("--keys 'Foo': unknown key") != std::string::npos);
+    CHECK(in_process({"shot", "--canvas", "--frames", "2"}).find("--canvas goes with") !=
+          std::string::npos);
+    CHECK(in_process({"shot", "--notes-out", missing}).find("cannot write") != std::string::npos);
     CHECK_FALSE(fs::exists(t.path / "x.png"));
     if (!can_render()) return;
+    // A field the presenter mode hides cannot take the keys.
+    const Run hidden = run_binary("shot --presenter --keys \"focus:kernel 3\"", t.path);
+    CHECK(hidden.status == 2);
+    CHECK(hidden.err.find("did not take the keyboard") != std::string::npos);
     // Needs the view: a step past the end.
     const auto p = (t.path / "late.png").string();
     const Run r = run_binary("shot --view im2col --step 4 --out " + p, t.path);
