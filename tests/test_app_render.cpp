@@ -5,11 +5,13 @@
 // the frame-time report of the ResNet-50 3x3 layer's im2col view. Skipped only when there is
 // neither a display nor xvfb-run.
 #include <doctest/doctest.h>
+#include <gif_lib.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -256,8 +258,17 @@ TEST_CASE("app render: bad shots fail with status 2, one line, no file") {
               .find("--size") != std::string::npos);
     CHECK(in_process({"shot", "--view", "im2col"}).find("--out") != std::string::npos);
     CHECK(in_process({"shot", "--out", t.path.string()}).find("cannot write") != std::string::npos);
+    CHECK(in_process({"shot", "--keys", "Right Foo", "--out", (t.path / "x.png").string()})
+              .find("--keys 'Foo': unknown key") != std::string::npos);
+    CHECK(in_process({"shot", "--canvas", "--frames", "2"}).find("--canvas goes with") !=
+          std::string::npos);
+    CHECK(in_process({"shot", "--notes-out", missing}).find("cannot write") != std::string::npos);
     CHECK_FALSE(fs::exists(t.path / "x.png"));
     if (!can_render()) return;
+    // A field the presenter mode hides cannot take the keys.
+    const Run hidden = run_binary("shot --presenter --keys \"focus:kernel 3\"", t.path);
+    CHECK(hidden.status == 2);
+    CHECK(hidden.err.find("did not take the keyboard") != std::string::npos);
     // Needs the view: a step past the end.
     const auto p = (t.path / "late.png").string();
     const Run r = run_binary("shot --view im2col --step 4 --out " + p, t.path);
@@ -496,4 +507,179 @@ TEST_CASE("app render: the readability rule names a step it cannot hold" *
     CHECK(r.err.find("far.toml: step 1 (Two corners) at 1280x720 in presenter mode: NOT "
                      "readable") != std::string::npos);
     CHECK(r.err.find("fail the readability rule") != std::string::npos);
+}
+
+namespace {
+
+// "after the keys: ..." of a shot with --keys.
+std::string state_after(const Run& r) {
+    const auto at = r.out.find("after the keys: ");
+    if (at == std::string::npos) return "";
+    return r.out.substr(at + 16, r.out.find('\n', at) - at - 16);
+}
+
+// The canvas height a shot reports ("drawn WxH px of WxH").
+int canvas_height(const Run& r) {
+    const auto at = r.out.find(" px of ");
+    int w = 0, h = 0;
+    if (at == std::string::npos || std::sscanf(r.out.c_str() + at + 7, "%dx%d", &w, &h) != 2)
+        return -1;
+    return h;
+}
+
+}  // namespace
+
+TEST_CASE("app render: keys after Enter or Escape in a field reach the view, none is lost" *
+          doctest::skip(!can_render())) {
+    TempDir t;
+    const std::string base = "shot --view im2col --problem mb1ic1ih6oc1kh3 --size 1280x800 --keys ";
+    const auto keys = [&](const std::string& script, const std::string& more = "") {
+        const Run r = run_binary(base + "\"" + script + "\"" + more, t.path);
+        INFO(r.err);
+        CHECK(r.status == 0);
+        return state_after(r);
+    };
+    // Typed at once: the kernel field takes "2" and Enter; the "2" after Enter is the view key
+    // (col2im), not a second digit in the field (kernel 22, an invalid problem).
+    std::string s = keys("focus:kernel 2 Enter 2 Right Right");
+    CHECK(s.find("view col2im") != std::string::npos);
+    CHECK(s.find("kh2") != std::string::npos);
+    CHECK(s.find("step 2,") != std::string::npos);
+    CHECK(s.find("error") == std::string::npos);
+    // Escape reverts the field (kernel 3 again) and the step key after it steps.
+    s = keys("focus:kernel 5 Escape Right");
+    CHECK(s.find("kh3,") != std::string::npos);
+    CHECK(s.find("step 1,") != std::string::npos);
+    // In the descriptor field the arrows move its cursor, not the view's step; after Enter they
+    // step the view.
+    s = keys("focus:descriptor Right Right");
+    CHECK(s.find("step 0,") != std::string::npos);
+    s = keys("focus:descriptor Enter Right Right");
+    CHECK(s.find("step 2,") != std::string::npos);
+    // Five presses between two frames are five steps.
+    s = keys("Right Right Right Right Right");
+    CHECK(s.find("step 5,") != std::string::npos);
+    // A presenter remote's two PgDn at once: two lesson steps, in the main window and in the
+    // presenter window alike.
+    Run r = run_binary("shot --lesson 14 --keys \"PgDn PgDn\"", t.path);
+    CHECK(state_after(r).find("lesson step 3 of") != std::string::npos);
+    r = run_binary("shot --lesson 14 --presenter --keys \"W notes:PgDn notes:PgDn notes:W\"",
+                   t.path);
+    INFO(r.err);
+    CHECK(state_after(r).find("lesson step 3 of") != std::string::npos);
+    CHECK(state_after(r).find("presenter window closed") != std::string::npos);  // W closed it
+}
+
+TEST_CASE("app render: the presenter window has the notes, the projected canvas none" *
+          doctest::skip(!can_render())) {
+    TempDir t;
+    const std::string base = "shot --lesson 14 --presenter --size 1280x720 ";
+    const auto p = [&](const char* name) { return (t.path / name).string(); };
+    const Run strip = run_binary(base + "--step 3 --out " + p("strip.png"), t.path);
+    const Run notes = run_binary(
+        base + "--step 3 --out " + p("canvas.png") + " --notes-out " + p("n3.png"), t.path);
+    const Run again = run_binary(base + "--step 3 --notes-out " + p("n3b.png"), t.path);
+    const Run next = run_binary(base + "--step 4 --notes-out " + p("n4.png"), t.path);
+    for (const Run* r : {&strip, &notes, &again, &next}) {
+        INFO(r->err);
+        REQUIRE(r->status == 0);
+    }
+    // The canvas takes the strip's height too, and its bottom rows are the canvas's margin: one
+    // colour, where the strip's text was.
+    CHECK(canvas_height(notes) > canvas_height(strip) + 30);
+    Image with = load_png(p("canvas.png")), without = load_png(p("strip.png"));
+    // (Inside the window's 1-pixel border.)
+    const auto band_colours = [](const Image& im) {
+        std::set<int> c;
+        for (int y = im.h - 20; y < im.h - 1; ++y)
+            for (int x = 1; x < im.w - 1; ++x) {
+                const unsigned char* q = im.at(x, y);
+                c.insert(q[0] << 16 | q[1] << 8 | q[2]);
+            }
+        return c.size();
+    };
+    CHECK(band_colours(with) == 1);
+    CHECK(band_colours(without) > 2);
+    // The notes: the presenter window's size, text in several colours, the passing check in the
+    // palette's green (0, 130, 60); the same step twice the same picture (the shots' clock is
+    // fixed), another step another.
+    Image n3 = load_png(p("n3.png")), n3b = load_png(p("n3b.png")), n4 = load_png(p("n4.png"));
+    CHECK(n3.w == 1280);
+    CHECK(n3.h == 800);
+    CHECK(distinct_colours(n3) > 20);
+    int green = 0;
+    for (int y = 0; y < n3.h; ++y)
+        for (int x = 0; x < n3.w; ++x) {
+            const unsigned char* q = n3.at(x, y);
+            green += std::abs(q[0] - 0) < 8 && std::abs(q[1] - 130) < 8 && std::abs(q[2] - 60) < 8;
+        }
+    CHECK(green > 100);
+    CHECK(n3.rgb == n3b.rgb);
+    CHECK(n3.rgb != n4.rgb);
+}
+
+TEST_CASE("app render: the app's exports are of the canvas alone" * doctest::skip(!can_render())) {
+    TempDir t;
+    const std::string base = "shot --view col2im --problem mb1ic2ih3oc2kh2 --size 1280x800 ";
+    const auto p = [&](const char* name) { return (t.path / name).string(); };
+    const Run whole = run_binary(base + "--step 3 --out " + p("w.png"), t.path);
+    const Run canvas = run_binary(base + "--step 3 --canvas --out " + p("c.png"), t.path);
+    const Run gif =
+        run_binary(base + "--canvas --gif " + p("g.gif") + " --from 0 --to 2 --fps 2", t.path);
+    for (const Run* r : {&whole, &canvas, &gif}) {
+        INFO(r->err);
+        REQUIRE(r->status == 0);
+    }
+    int cw = 0, ch = 0, cx = 0, cy = 0;
+    const auto at = canvas.out.find("canvas alone: ");
+    REQUIRE(at != std::string::npos);
+    REQUIRE(std::sscanf(canvas.out.c_str() + at, "canvas alone: %dx%d px at (%d, %d)", &cw, &ch,
+                        &cx, &cy) == 4);
+    Image w = load_png(p("w.png")), c = load_png(p("c.png"));
+    CHECK(c.w == cw);
+    CHECK(c.h == ch);
+    // Right of the sidebar and under the header.
+    CHECK(cx >= 300);
+    CHECK(cy >= 60);
+    // The window has the sidebar's widgets left of the canvas; the export is the window's
+    // canvas rectangle, pixel for pixel, without them.
+    CHECK(distinct_colours(w, 0, 200) > 10);
+    REQUIRE(cx + cw <= w.w);
+    REQUIRE(cy + ch <= w.h);
+    long differ = 0;
+    for (int y = 0; y < ch; ++y)
+        for (int x = 0; x < cw; ++x)
+            differ += std::memcmp(c.at(x, y), w.at(cx + x, cy + y), 3) != 0;
+    CHECK(differ == 0);
+    // The GIF: every frame the canvas's size.
+    const auto gif_frames = [](const std::string& path, int fw, int fh) {
+        int err = 0;
+        GifFileType* g = DGifOpenFileName(path.c_str(), &err);
+        REQUIRE(g != nullptr);
+        REQUIRE(DGifSlurp(g) == GIF_OK);
+        CHECK(g->SWidth == fw);
+        CHECK(g->SHeight == fh);
+        for (int k = 0; k < g->ImageCount; ++k) {
+            CHECK(g->SavedImages[k].ImageDesc.Width == fw);
+            CHECK(g->SavedImages[k].ImageDesc.Height == fh);
+        }
+        const int n = g->ImageCount;
+        DGifCloseFile(g, &err);
+        return n;
+    };
+    CHECK(gif_frames(p("g.gif"), cw, ch) == 3);
+    // In a lesson in presenter mode (no sidebar), key E: the step's steps as a GIF of the canvas
+    // (lesson 14's step 2 plays the 16 steps of dY's zero insertion), into the export folder.
+    const Run e = run_binary(
+        "shot --lesson 14 --step 2 --presenter --size 1280x720 --canvas --keys E "
+        "--out " +
+            p("e.png"),
+        t.path);
+    INFO(e.err);
+    REQUIRE(e.status == 0);
+    const auto ea = e.out.find("canvas alone: ");
+    REQUIRE(ea != std::string::npos);
+    REQUIRE(std::sscanf(e.out.c_str() + ea, "canvas alone: %dx%d", &cw, &ch) == 2);
+    CHECK(ch < 720 - 60);  // the canvas alone: without the header above it and the strip below
+    CHECK(gif_frames(p("out/export/stride.gif"), cw, ch) == 16);
 }

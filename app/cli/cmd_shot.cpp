@@ -204,9 +204,22 @@ void run_shot(const Options& opts, std::ostream& out) {
             throw Error("--gif and --sequence: give one (one GIF, or numbered PNGs)");
     }
     gif_range(opts, o);
+    o.canvas_only = opts.has("--canvas");
+    if (o.canvas_only && o.out.empty() && o.gif.empty() && o.sequence_dir.empty())
+        throw Error("--canvas goes with --out, --gif or --sequence (the pictures it crops)");
+    if (const auto* s = opts.get("--keys")) {
+        o.keys = *s;
+        ui::check_key_script(o.keys);
+    }
+    if (const auto* s = opts.get("--notes-out")) {
+        o.notes_out = *s;
+        ui::check_writable(o.notes_out);
+    }
     if (o.out.empty() && o.frames == 0 && o.svg.empty() && o.sequence_dir.empty() &&
-        o.gif.empty() && !report)
-        throw Error("shot needs --out FILE.png (or --svg, --sequence, --gif, --frames N --report)");
+        o.gif.empty() && o.notes_out.empty() && o.keys.empty() && !report)
+        throw Error(
+            "shot needs --out FILE.png (or --svg, --sequence, --gif, --notes-out, --keys, "
+            "--frames N --report)");
     if (report && o.frames == 0) o.frames = 60;
     if (!o.out.empty()) ui::check_writable(o.out);
     ensure_display(out);
@@ -223,6 +236,15 @@ void run_shot(const Options& opts, std::ostream& out) {
                     ? "view " + o.view + ", step " + std::to_string(o.step)
                     : "lesson " + o.lesson + ", step " + std::to_string(o.lesson_step + 1))
             << ")\n";
+    if (!o.notes_out.empty()) out << "wrote " << o.notes_out << " (the presenter window)\n";
+    if (!r.state.empty()) out << "after the keys: " << r.state << "\n";
+    if (o.canvas_only) {
+        char c[120];
+        std::snprintf(c, sizeof c, "canvas alone: %.0fx%.0f px at (%.0f, %.0f) of the window\n",
+                      static_cast<double>(r.canvas_w), static_cast<double>(r.canvas_h),
+                      static_cast<double>(r.canvas_x), static_cast<double>(r.canvas_y));
+        out << c;
+    }
     if (!r.timings_status.empty()) out << "timings: " << r.timings_status << "\n";
     if (o.view != "timings" && r.canvas_w > 0) {
         char fit[160];
@@ -295,6 +317,15 @@ const Command& shot_command() {
          {"--peer", "NAME",
           "timings, --bench-quick: onednn (default) | onednn-nchw | none, as the panel's choice"},
          {"--out", "FILE", "the PNG"},
+         {"--canvas", nullptr,
+          "--out, --gif and --sequence of the canvas alone, as the app's exports (no sidebar, "
+          "header, narration, tooltip)"},
+         {"--notes-out", "FILE",
+          "the presenter window open (key W; the canvas then shows no narration), its picture "
+          "as this PNG"},
+         {"--keys", "SCRIPT",
+          "keys pressed first, at once: \"focus:kernel 3 Enter Right PgDn notes:R\" (see "
+          "docs/cli.md)"},
          {"--svg", "FILE", "also the view as SVG (cells, values, titles)"},
          {"--sequence", "DIR", "also steps as numbered PNGs DIR/VIEW_NNNN.png"},
          {"--steps", "A:B", "the steps of --sequence (default all)"},

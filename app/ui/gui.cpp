@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -43,7 +44,9 @@
 #include "data/data_dir.hpp"
 #include "lesson/lesson.hpp"
 #include "ui/gif_writer.hpp"
+#include "ui/gui_input.hpp"
 #include "ui/gui_lesson.hpp"
+#include "ui/gui_presenter.hpp"
 #include "ui/gui_timings.hpp"
 
 namespace convlab::ui {
@@ -237,6 +240,9 @@ struct Export {
     bool canvas_grab = false;
     int grab_w = 0, grab_h = 0;
     std::vector<unsigned char> grab;  // RGBA rows, top first
+    // The app's exports are of the canvas alone (no sidebar, header, narration, tooltips or
+    // hover), read back from a frame drawn without the mouse; a shot's are of the whole window.
+    bool window = false;
 };
 
 class App {
@@ -294,6 +300,17 @@ class App {
     bool measure_read = false;   // measure `read` every frame, not only in a lesson (shots)
     bool auto_followed = false;  // following because a lesson step's fit was unreadable
     bool notes = false;          // presenter mode: the whole narration shown (T), not the strip
+    // The presenter window (W): the narration, checks, next step, clock and keys on the
+    // teacher's screen, and none of it under the canvas (gui_presenter.hpp).
+    bool notes_window = false;
+    std::unique_ptr<PresenterWindow> presenter;
+    std::chrono::steady_clock::time_point notes_opened;
+    bool headless = false;  // a shot: the presenter window is hidden, its clock fixed
+    std::string notes_png;  // the presenter window's next frame as this PNG ("" none)
+    ImVec2 canvas_min{0, 0}, canvas_max{0, 0};  // the canvas's rectangle in the window, last frame
+    // A text field to give the keyboard to in the next frame (the key scripts of shots):
+    // "kernel" (its first axis) or "descriptor"; "" none.
+    std::string focus_field;
     std::shared_ptr<TimingsPanel> timings = make_timings_panel();  // the timings view
     LessonUi lesson;  // the lesson player (gui_lesson.cpp)
 
@@ -667,6 +684,11 @@ class App {
     }
 
     void frame(double dt);
+    // An export waits for a frame drawn without the mouse (no hover, no tooltip).
+    bool export_pending() const { return !ex.window && (!ex.png.empty() || ex.sequence); }
+    std::vector<unsigned char> export_pixels(int& w, int& h) const;
+    void draw_notes();
+    void present_notes();
     void keyboard();
     void key_press(int key, bool repeat);
     // Frames until the text field being edited loses the keyboard (Enter or Escape was pressed
@@ -676,12 +698,14 @@ class App {
     void sidebar_problem(float width);
     void sidebar_playback(float width);
     void sidebar_export(float width, bool maps);
+    void start_sequence(dim_t from, dim_t to, bool gif);
+    void gif_key();
     void header();
     void one_line(const std::string& text);
     void canvas();
     void draw_panel(ImDrawList* dl, std::size_t i, ImVec2 origin, float z, const ImVec4& clip);
     void texture(std::size_t i);
-    void after_render();
+    void after_render(bool clean);
     std::string svg() const;
     void toggle_fullscreen();
     // Following the step on or off; off is the fit (F).
@@ -694,51 +718,8 @@ class App {
 
 // [SECTION] keyboard
 
-// Key presses from GLFW's key callback, in order, since the last frame. ImGui 1.86 sees keys as
-// down or up at each frame: a press and its release between two frames (a presenter remote
-// sends both at once, a fast typist too) was no key at all, and two presses of one key were
-// one. The app's keys are taken from this queue, one press at a time; for ImGui's own widgets (an
-// Enter or Escape that ends a text field) a release in the frame of its press waits one frame.
-struct KeyPress {
-    int key = 0;
-    bool repeat = false;  // GLFW_REPEAT (key held)
-};
-std::vector<KeyPress> g_key_presses;
-std::vector<int> g_pressed_in_frame, g_deferred_release;
-
-void key_callback(GLFWwindow* w, int key, int scancode, int action, int mods) {
-    if (action == GLFW_RELEASE && std::find(g_pressed_in_frame.begin(), g_pressed_in_frame.end(),
-                                            key) != g_pressed_in_frame.end()) {
-        g_deferred_release.push_back(key);
-        return;
-    }
-    ImGui_ImplGlfw_KeyCallback(w, key, scancode, action, mods);
-    if (action == GLFW_PRESS) g_pressed_in_frame.push_back(key);
-    if (action == GLFW_PRESS || action == GLFW_REPEAT)
-        g_key_presses.push_back({key, action == GLFW_REPEAT});
-}
-
-// After ImGui::NewFrame: the presses of the last frame have been seen; their releases go in now.
-void key_frame_started(GLFWwindow* w) {
-    g_pressed_in_frame.clear();
-    std::vector<int> rel;
-    rel.swap(g_deferred_release);
-    for (int key : rel) ImGui_ImplGlfw_KeyCallback(w, key, 0, GLFW_RELEASE, 0);
-}
-
 void App::keyboard() {
-    std::vector<KeyPress> keys;
-    keys.swap(g_key_presses);
-    ImGuiIO& io = ImGui::GetIO();
-    if (io.WantTextInput) {
-        // Enter or Escape ends the field's editing (ImGui commits Enter, Escape reverts): the
-        // view keys that follow are the view's, not more characters in the field.
-        for (const KeyPress& k : keys)
-            if (k.key == GLFW_KEY_ENTER || k.key == GLFW_KEY_KP_ENTER || k.key == GLFW_KEY_ESCAPE)
-                leave_field = 2;
-        return;
-    }
-    for (const KeyPress& k : keys) key_press(k.key, k.repeat);
+    for (const KeyPress& k : take_key_presses()) key_press(k.key, k.repeat);
 }
 
 void App::key_press(int key, bool is_repeat) {
@@ -782,10 +763,12 @@ void App::key_press(int key, bool is_repeat) {
     if (pressed(GLFW_KEY_Z)) set_follow(!s.follow);
     if (pressed(GLFW_KEY_P)) s.presenter = !s.presenter;
     if (pressed(GLFW_KEY_T)) notes = !notes;
+    if (pressed(GLFW_KEY_W)) notes_window = !notes_window;
     if (pressed(GLFW_KEY_TAB)) show_sidebar = !show_sidebar;
     if (pressed(GLFW_KEY_F11)) toggle_fullscreen();
     if (pressed(GLFW_KEY_H) || pressed(GLFW_KEY_F1)) show_help = !show_help;
     if (pressed(GLFW_KEY_S)) ex.png = ex.dir + "/" + s.request.view + ".png";
+    if (pressed(GLFW_KEY_E) && s.request.view != "timings") gif_key();
     if (pressed(GLFW_KEY_EQUAL, true) || pressed(GLFW_KEY_KP_ADD, true))
         s.font_scale = std::min(3.0f, s.font_scale + 0.1f);
     if (pressed(GLFW_KEY_MINUS, true) || pressed(GLFW_KEY_KP_SUBTRACT, true))
@@ -887,6 +870,12 @@ void App::sidebar(float width) {
     ImGui::SetNextItemWidth(width * 0.5f);
     ImGui::SliderFloat("font scale", &s.font_scale, 0.6f, 3.0f, "%.1f");
     ImGui::Checkbox("presenter mode (P)", &s.presenter);
+    ImGui::SameLine();
+    ImGui::Checkbox("presenter window (W)", &notes_window);
+    if (ImGui::IsItemHovered())
+        ImGui::SetTooltip(
+            "a second window for your screen: the narration, checks, next step, clock and keys; "
+            "the canvas here then shows no narration (for the projector)");
     if (maps) {
         ImGui::SameLine();
         if (ImGui::Button("fit (F)")) set_follow(false);
@@ -904,7 +893,7 @@ void App::sidebar(float width) {
             "all. Mouse: wheel zoom, drag pan, hover links, click pins.");
     else
         ImGui::TextWrapped(
-            "Keys: P presenter, S the window as PNG, F11 full screen; H or F1 lists them all. "
+            "Keys: P presenter, S the canvas as PNG, F11 full screen; H or F1 lists them all. "
             "Mouse: hover a bar or a dot for its measurement.");
     ImGui::End();
 }
@@ -913,6 +902,10 @@ void App::sidebar_problem(float width) {
     ImGui::Separator();
     ImGui::TextUnformatted("Problem (benchdnn descriptor)");
     ImGui::SetNextItemWidth(-1);
+    if (focus_field == "descriptor") {
+        ImGui::SetKeyboardFocusHere();
+        focus_field.clear();
+    }
     if (ImGui::InputText("##desc", &s.descriptor, ImGuiInputTextFlags_EnterReturnsTrue)) {
         try {
             apply_problem(parse_descriptor(s.descriptor));
@@ -952,6 +945,10 @@ void App::sidebar_problem(float width) {
             ImGui::PushID(i);
             ImGui::SetNextItemWidth(cw - 8);
             dim_t shown = a[static_cast<std::size_t>(i)] - shift;
+            if (i == 0 && focus_field == label) {
+                ImGui::SetKeyboardFocusHere();
+                focus_field.clear();
+            }
             if (ImGui::DragScalar("##a", ImGuiDataType_S64, &shown, 0.1f, nullptr, nullptr,
                                   (prefix + std::string(p.axis_name(i)) + " %lld").c_str())) {
                 a[static_cast<std::size_t>(i)] = shown + shift;
@@ -1072,8 +1069,10 @@ void App::sidebar_export(float width, bool maps) {
     ImGui::SameLine();
     ImGui::SetNextItemWidth(-1);
     ImGui::InputText("##dir", &ex.dir);
-    if (ImGui::Button(maps ? "PNG (S)" : "the window as PNG (S)"))
+    if (ImGui::Button(maps ? "PNG (S)" : "the canvas as PNG (S)"))
         ex.png = ex.dir + "/" + s.request.view + ".png";
+    if (ImGui::IsItemHovered())
+        ImGui::SetTooltip("the canvas alone, without the sidebar, the narration or the mouse");
     if (!maps) return;
     ImGui::SameLine();
     if (ImGui::Button("SVG")) ex.svg = ex.dir + "/" + s.request.view + ".svg";
@@ -1088,15 +1087,31 @@ void App::sidebar_export(float width, bool maps) {
     ImGui::SameLine();
     const bool gif = ImGui::Button("GIF");
     if (ImGui::IsItemHovered())
-        ImGui::SetTooltip("the same steps as one looping GIF, at steps / s");
-    if ((pngs || gif) && n > 0) {
-        ex.sequence = true;
-        ex.seq_next = std::min(seq_from, n - 1);
-        ex.seq_end = std::clamp(seq_to, ex.seq_next, n - 1) + 1;
-        ex.written.clear();
-        ex.gif = gif ? ex.dir + "/" + s.request.view + ".gif" : "";
-        ex.gif_fps = s.playback.speed;
-    }
+        ImGui::SetTooltip("the same steps as one looping GIF of the canvas, at steps / s (key E)");
+    if (pngs || gif) start_sequence(seq_from, seq_to, gif);
+}
+
+// Steps [from, to] (clamped to the view's) as numbered PNGs or one GIF, at the playback speed.
+void App::start_sequence(dim_t from, dim_t to, bool gif) {
+    const dim_t n = steps();
+    if (n <= 0 || ex.sequence) return;
+    ex.sequence = true;
+    ex.seq_next = std::clamp<dim_t>(from, 0, n - 1);
+    ex.seq_end = std::clamp(to, ex.seq_next, n - 1) + 1;
+    ex.written.clear();
+    ex.gif = gif ? ex.dir + "/" + s.request.view + ".gif" : "";
+    ex.gif_fps = s.playback.speed;
+}
+
+// E: the GIF without the sidebar (a lesson, presenter mode): a lesson step's range of steps,
+// else the sidebar's from..to.
+void App::gif_key() {
+    const app::StepPlan* plan = lesson.active() ? lesson.plan() : nullptr;
+    if (plan && view && view->name == plan->request.view)
+        start_sequence(plan->range_begin, plan->range_end < 0 ? steps() - 1 : plan->range_end - 1,
+                       true);
+    else
+        start_sequence(seq_from, seq_to_last ? steps() - 1 : seq_to, true);
 }
 
 // [SECTION] canvas
@@ -2025,8 +2040,12 @@ void App::frame(double dt) {
     const float sw = side ? (narrow ? 300.0f : 380.0f) * s.font_scale : 0.0f;
     if (side) sidebar(sw);
     lesson.strip = s.presenter && !notes;
-    const float lesson_h =
-        lesson.panel_height(io.DisplaySize.x - sw, io.DisplaySize.y, short_window() ? 0.3f : 0.5f);
+    // With the presenter window open the narration is there, and the canvas here keeps the
+    // whole height (the projector shows no notes).
+    const float lesson_h = notes_window
+                               ? 0.0f
+                               : lesson.panel_height(io.DisplaySize.x - sw, io.DisplaySize.y,
+                                                     short_window() ? 0.3f : 0.5f);
     ImGui::SetNextWindowPos(ImVec2(sw, 0));
     ImGui::SetNextWindowSize(ImVec2(io.DisplaySize.x - sw, io.DisplaySize.y - lesson_h));
     ImGui::Begin("view", nullptr,
@@ -2036,26 +2055,48 @@ void App::frame(double dt) {
     if (s.presenter && !short_window())
         ImGui::TextDisabled(
             "presenter: space play  ←/→ step  G granularity  1-9,0 view  C palette  +/- font  "
-            "F fit  Z follow  T narration  F11 full screen  Esc leave");
+            "F fit  Z follow  T narration  W notes window  F11 full screen  Esc leave");
+    // The canvas fills the rest of the view window (canvas(), or the timings view's charts).
+    canvas_min = ImGui::GetCursorScreenPos();
+    const ImVec2 avail = ImGui::GetContentRegionAvail();
+    canvas_max =
+        ImVec2(canvas_min.x + std::max(avail.x, 1.0f), canvas_min.y + std::max(avail.y, 1.0f));
     canvas();
     ImGui::End();
-    lesson.panel(ImVec2(sw, io.DisplaySize.y - lesson_h), ImVec2(io.DisplaySize.x - sw, lesson_h),
-                 {P.panel_text, P.dim_text, P.good, P.bad, lesson_highlight_colour(s.palette),
-                  P.background});
-    // Enter or Escape in a text field: ImGui ends the edit in the next frame; where it still
+    if (!notes_window)
+        lesson.panel(ImVec2(sw, io.DisplaySize.y - lesson_h),
+                     ImVec2(io.DisplaySize.x - sw, lesson_h),
+                     {P.panel_text, P.dim_text, P.good, P.bad, lesson_highlight_colour(s.palette),
+                      P.background});
+    // Enter or Escape in a text field: ImGui ends the edit in that frame; where the field still
     // holds the keyboard a frame later, it is taken away, so the view keys reach the view.
-    if (leave_field > 0 && --leave_field == 0 && io.WantTextInput) ImGui::SetWindowFocus(nullptr);
+    if (leave_field > 0 && --leave_field == 0 && text_field_active())
+        ImGui::SetWindowFocus(nullptr);
     if (show_help) {
         ImGui::Begin("keys", &show_help, ImGuiWindowFlags_AlwaysAutoResize);
         ImGui::TextUnformatted(
-            "space      play / pause\nleft/right step back / forward\nHome/End   first / "
-            "last step\nup/down    speed\nG          granularity element / line / tile / whole\nL  "
-            "        loop\n1-9, 0     views; PgUp/PgDn previous / next\nF          fit to "
-            "window\nZ          follow the step (zoomed in)\nC          palette\nP          "
-            "presenter mode\nT          presenter: narration / strip\nR          lesson: reveal "
-            "the ? cells\nTab        sidebar\nF11  "
-            "      full screen\n+/-        font size\nS          save PNG\nEsc        unpin / "
-            "leave presenter\nPgDn/N     lesson: next step\nPgUp/B     lesson: previous step");
+            "space      play / pause\n"
+            "left/right step back / forward\n"
+            "Home/End   first / last step\n"
+            "up/down    speed\n"
+            "G          granularity element / line / tile / whole\n"
+            "L          loop\n"
+            "1-9, 0     views; PgUp/PgDn previous / next\n"
+            "F          fit to window\n"
+            "Z          follow the step (zoomed in)\n"
+            "C          palette\n"
+            "P          presenter mode\n"
+            "T          presenter: narration / strip\n"
+            "W          presenter window (your screen)\n"
+            "R          lesson: reveal the ? cells\n"
+            "Tab        sidebar\n"
+            "F11        full screen\n"
+            "+/-        font size\n"
+            "S          the canvas as PNG\n"
+            "E          the canvas as GIF (a lesson step's steps)\n"
+            "Esc        unpin / leave presenter\n"
+            "PgDn/N     lesson: next step\n"
+            "PgUp/B     lesson: previous step");
         ImGui::End();
     }
 }
@@ -2266,7 +2307,36 @@ void make_parent(const std::string& path) {
     if (!parent.empty()) fs::create_directories(parent, ec);
 }
 
-void App::after_render() {
+// The pixels an export writes: the whole window for a shot, else the canvas's rectangle alone,
+// at the framebuffer's resolution.
+std::vector<unsigned char> App::export_pixels(int& w, int& h) const {
+    std::vector<unsigned char> px = read_back_buffer(w, h, window);
+    if (ex.window) return px;
+    const ImVec2 scale = ImGui::GetIO().DisplayFramebufferScale;
+    const auto at = [](float v, float sc, int hi) {
+        return std::clamp(static_cast<int>(std::lround(v * sc)), 0, hi);
+    };
+    const int x0 = at(canvas_min.x, scale.x, w), x1 = at(canvas_max.x, scale.x, w);
+    const int y0 = at(canvas_min.y, scale.y, h), y1 = at(canvas_max.y, scale.y, h);
+    if (x1 <= x0 || y1 <= y0) throw Error("export: the canvas has no pixels");
+    std::vector<unsigned char> out(static_cast<std::size_t>(x1 - x0) *
+                                   static_cast<std::size_t>(y1 - y0) * 4);
+    const std::size_t row = static_cast<std::size_t>(x1 - x0) * 4;
+    for (int y = y0; y < y1; ++y)
+        std::memcpy(out.data() + static_cast<std::size_t>(y - y0) * row,
+                    px.data() + (static_cast<std::size_t>(y) * static_cast<std::size_t>(w) +
+                                 static_cast<std::size_t>(x0)) *
+                                    4,
+                    row);
+    w = x1 - x0;
+    h = y1 - y0;
+    return out;
+}
+
+// clean: this frame was drawn without the mouse (export_pending() when it began); the app's
+// PNG and GIF exports wait for such a frame.
+void App::after_render(bool clean) {
+    if (!ex.window && !clean && (!ex.png.empty() || ex.sequence)) return;
     try {
         if (ex.canvas_grab) {
             int w = 0, h = 0;
@@ -2290,7 +2360,7 @@ void App::after_render() {
         }
         if (!ex.png.empty()) {
             int w = 0, h = 0;
-            auto px = read_back_buffer(w, h, window);
+            auto px = export_pixels(w, h);
             make_parent(ex.png);
             write_png(ex.png, w, h, px);
             status = "wrote " + ex.png;
@@ -2304,7 +2374,7 @@ void App::after_render() {
         }
         if (ex.sequence && !ex.gif.empty()) {  // one GIF frame a step (gif_writer.hpp)
             int w = 0, h = 0;
-            auto px = read_back_buffer(w, h, window);
+            auto px = export_pixels(w, h);
             if (!ex.gif_out) {
                 make_parent(ex.gif);
                 ex.gif_out = std::make_unique<GifWriter>(ex.gif, gif_delay_cs(ex.gif_fps));
@@ -2320,7 +2390,7 @@ void App::after_render() {
         }
         if (ex.sequence && ex.gif.empty()) {
             int w = 0, h = 0;
-            auto px = read_back_buffer(w, h, window);
+            auto px = export_pixels(w, h);
             char name[64];
             std::snprintf(name, sizeof name, "/%s_%04lld.png", s.request.view.c_str(),
                           static_cast<long long>(ex.seq_next));
@@ -2342,8 +2412,84 @@ void App::after_render() {
     }
 }
 
+// [SECTION] the presenter window
+
+// Its content: the lesson's notes (gui_lesson.cpp), or without a lesson the view's step and
+// check; then the keys.
+void App::draw_notes() {
+    const Palette& P = pal();
+    const ImVec4 bg = ImGui::ColorConvertU32ToFloat4(P.background);
+    if (0.2126f * bg.x + 0.7152f * bg.y + 0.0722f * bg.z < 0.5f)
+        ImGui::StyleColorsDark();
+    else
+        ImGui::StyleColorsLight();
+    ImGui::GetStyle().Colors[ImGuiCol_Text] = ImGui::ColorConvertU32ToFloat4(P.panel_text);
+    // A shot's clock is fixed, so that its picture depends on the step alone.
+    const double elapsed =
+        headless ? 0.0
+                 : std::chrono::duration<double>(std::chrono::steady_clock::now() - notes_opened)
+                       .count();
+    const std::string clock = headless ? "12:00   ·   0:00:00 since the presenter window opened"
+                                       : clock_line(std::time(nullptr), elapsed);
+    const LessonColours c{
+        P.panel_text, P.dim_text, P.good, P.bad, lesson_highlight_colour(s.palette), P.background};
+    lesson.notes(c, clock);
+    if (!lesson.active() && view) {
+        ImGui::TextWrapped("No lesson open: the %s view, step %lld of %lld.", view->name.c_str(),
+                           static_cast<long long>(s.playback.step + 1),
+                           static_cast<long long>(steps()));
+        ImGui::TextWrapped("%s", view->caption.c_str());
+        if (!view->check.empty()) ImGui::TextWrapped("check: %s", view->check.c_str());
+    }
+    ImGui::Separator();
+    ImGui::PushStyleColor(ImGuiCol_Text, P.dim_text);
+    ImGui::TextWrapped(
+        "Keys here act as in the main window: PgDn / N next step, PgUp / B previous, R reveal, "
+        "space play, left / right one step, Z follow, F fit, S the canvas as PNG, F11 full "
+        "screen (the main window, on its monitor), W closes this window.");
+    ImGui::PopStyleColor();
+    if (ImGui::Button("close (W)")) notes_window = false;
+}
+
+// Opens or closes the presenter window as notes_window says, and draws its frame (after the
+// main window's, outside its ImGui frame).
+void App::present_notes() {
+    if (presenter && (!notes_window || presenter->close_requested())) {
+        presenter.reset();
+        notes_window = false;
+    }
+    if (!notes_window) return;
+    if (!presenter) {
+        try {
+            presenter = std::make_unique<PresenterWindow>(window, !headless, 1280, 800);
+        } catch (const std::exception& e) {
+            status = e.what();
+            notes_window = false;
+            return;
+        }
+        // Its keys are the app's, as if pressed in the main window (never a text field's).
+        presenter->on_key = queue_app_key;
+        notes_opened = std::chrono::steady_clock::now();
+    }
+    std::vector<unsigned char> px;
+    int w = 0, h = 0;
+    presenter->render([this] { draw_notes(); }, pal().background, notes_png.empty() ? nullptr : &px,
+                      &w, &h);
+    if (!notes_png.empty()) {
+        try {
+            make_parent(notes_png);
+            write_png(notes_png, w, h, px);
+            status = "wrote " + notes_png;
+        } catch (const std::exception& e) {
+            status = e.what();
+        }
+        notes_png.clear();
+    }
+}
+
 void App::toggle_fullscreen() {
-    GLFWmonitor* mon = glfwGetPrimaryMonitor();
+    // Full screen on the monitor the window is on (the projector, where it was moved there).
+    GLFWmonitor* mon = monitor_of(window);
     if (!mon) return;
     if (!fullscreen) {
         glfwGetWindowPos(window, &saved_x, &saved_y);
@@ -2396,7 +2542,8 @@ class Window {
                     : nullptr;
         if (!font_) font_ = io.Fonts->AddFontDefault();
         ImGui_ImplGlfw_InitForOpenGL(win_, true);
-        glfwSetKeyCallback(win_, key_callback);  // ImGui's, through the press queue
+        glfwSetKeyCallback(win_, key_callback);    // ImGui's, through the input queue
+        glfwSetCharCallback(win_, char_callback);  // (deliver_input)
         ImGui_ImplOpenGL3_Init("#version 330");
     }
     ~Window() {
@@ -2419,8 +2566,12 @@ class Window {
 void render_frame(App& a, double dt, bool swap = true) {
     ImGui_ImplOpenGL3_NewFrame();
     ImGui_ImplGlfw_NewFrame();
+    // An export of the canvas is read from a frame without the mouse: nothing hovered, no
+    // tooltip, no linked cells.
+    const bool clean = a.export_pending();
+    if (clean) ImGui::GetIO().MousePos = ImVec2(-FLT_MAX, -FLT_MAX);
+    if (deliver_input(a.window)) a.leave_field = 2;
     ImGui::NewFrame();
-    key_frame_started(a.window);
     a.frame(dt);
     ImGui::Render();
     int w = 0, h = 0;
@@ -2430,8 +2581,9 @@ void render_frame(App& a, double dt, bool swap = true) {
     glClearColor(bg.x, bg.y, bg.z, 1.0f);
     glClear(GL_COLOR_BUFFER_BIT);
     ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
-    a.after_render();
+    a.after_render(clean);
     if (swap) glfwSwapBuffers(a.window);
+    a.present_notes();
 }
 
 app::ViewRequest request_of(const std::string& view, const std::string& desc) {
@@ -2491,11 +2643,56 @@ double median_of(std::vector<double>& v) {
     return v[v.size() / 2];
 }
 
+// [SECTION] key scripts (ShotOptions::keys)
+
+// Runs a key script in the app: the keys between two focus words arrive at once (GLFW's
+// callbacks called as a fast typist's keys would call them), then frames until every key has
+// been handed out and the view and the lesson step they asked for are built.
+void run_key_script(App& a, const std::vector<ScriptKey>& script) {
+    const auto settle = [&] {
+        // (and the exports they started: S, E)
+        for (int i = 0; i < 100000 && (input_pending() || a.ex.sequence || !a.ex.png.empty()); ++i)
+            render_frame(a, 0.0);
+        for (int i = 0; i < 3; ++i) {
+            a.update_lesson(true);
+            a.poll(true);
+            render_frame(a, 0.0);
+        }
+    };
+    for (const ScriptKey& k : script) {
+        if (!k.focus.empty()) {
+            settle();
+            a.focus_field = k.focus;
+            for (int i = 0; i < 4 && !text_field_active(); ++i) render_frame(a, 0.0);
+            if (!text_field_active())
+                throw Error("--keys focus:" + k.focus +
+                            ": the field did not take the keyboard (the sidebar's fields are "
+                            "hidden in presenter mode)");
+            continue;
+        }
+        if (k.notes) {
+            if (!a.presenter) settle();  // (a W before it opens the window at the frame's end)
+            if (!a.presenter)
+                throw Error("--keys notes:...: the presenter window is not open (W opens it)");
+            a.presenter->key_event(k.key, GLFW_PRESS);
+            a.presenter->key_event(k.key, GLFW_RELEASE);
+            continue;
+        }
+        key_callback(a.window, k.key, 0, GLFW_PRESS, 0);
+        if (k.ch) char_callback(a.window, k.ch);
+        key_callback(a.window, k.key, 0, GLFW_RELEASE, 0);
+    }
+    settle();
+}
+
 FrameReport shot_in(Window& w, const ShotOptions& o) {
     App a;
     a.window = w.get();
     a.font = w.font();
     a.measure_read = true;
+    a.headless = true;
+    a.ex.window = !o.canvas_only;
+    a.notes_window = !o.notes_out.empty();
     a.s.presenter = o.presenter;
     a.s.palette = o.palette;
     a.s.follow = o.follow;
@@ -2562,6 +2759,18 @@ FrameReport shot_in(Window& w, const ShotOptions& o) {
             rep.first_frame_cpu_ms = process_cpu_ms() - c0;
         }
     }
+    if (!o.keys.empty()) {
+        run_key_script(a, parse_key_script(o.keys));
+        rep.state = "view " + a.s.request.view + ", problem " + to_descriptor(a.s.request.problem) +
+                    ", step " + std::to_string(a.s.playback.step);
+        if (a.lesson.player.is_open())
+            rep.state += ", lesson step " + std::to_string(a.lesson.player.step() + 1) + " of " +
+                         std::to_string(a.lesson.player.num_steps());
+        rep.state += a.notes_window ? ", presenter window open" : ", presenter window closed";
+        if (!a.s.error.empty()) rep.state += ", error: " + a.s.error;
+    }
+    rep.canvas_x = a.canvas_min.x;
+    rep.canvas_y = a.canvas_min.y;
     rep.canvas_w = a.canvas_size.x;
     rep.canvas_h = a.canvas_size.y;
     rep.drawn_w = a.drawn_size.x;
@@ -2599,6 +2808,14 @@ FrameReport shot_in(Window& w, const ShotOptions& o) {
         while (a.ex.sequence) render_frame(a, 0.0);
         if (!a.status.starts_with("wrote")) throw Error(a.status);
     }
+    if (!o.notes_out.empty()) {
+        if (!a.presenter)
+            throw Error("--notes-out: the presenter window did not open: " + a.status);
+        a.status.clear();
+        a.notes_png = o.notes_out;
+        render_frame(a, 0.0);
+        if (!a.status.starts_with("wrote")) throw Error(a.status);
+    }
     if (o.frames > 0) {
         // Frames with a new step each (step_change) or none, timed by the wall clock and by the
         // process's CPU time: the medians and the wall clock's max.
@@ -2632,8 +2849,13 @@ FrameReport shot_in(Window& w, const ShotOptions& o) {
 
 }  // namespace
 
+void check_key_script(const std::string& keys) {
+    (void)parse_key_script(keys);
+}
+
 FrameReport shot(const ShotOptions& o) {
     if (!o.out.empty()) check_writable(o.out);
+    if (!o.notes_out.empty()) check_writable(o.notes_out);
     Window w(o.width, o.height, false, "ConvLab shot");
     return shot_in(w, o);
 }

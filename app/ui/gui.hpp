@@ -62,7 +62,22 @@ struct ShotOptions {
     std::size_t lesson_step = 0;  // from 0
     bool reveal = false;          // the step's hidden cells revealed (as after key R)
     bool canvas_image = false;    // also the canvas alone in FrameReport::image
+    // out, gif and sequence_dir of the canvas alone, as the app's own exports write them (no
+    // sidebar, header, narration, tooltip or hover); false: the whole window.
+    bool canvas_only = false;
+    // Keys pressed before the picture, as a script (check_key_script); "" none.
+    std::string keys;
+    // The presenter window open (key W), its picture written here ("" : closed).
+    std::string notes_out;
 };
+
+// A key script for ShotOptions::keys: words separated by spaces, each a key pressed and released
+// ("Right", "PgDn", "Enter", "Escape", "Space", "Home", "End", "Tab", a letter or a digit, which
+// also types its character), "focus:kernel" or "focus:descriptor" (that sidebar field takes the
+// keyboard, as a click in it), or "notes:" before a key (pressed in the presenter window, once it
+// is open). The keys between two focus words arrive at once, between two frames, as from a fast
+// typist or a presenter remote. Throws Error naming a word it does not know.
+void check_key_script(const std::string& keys);
 
 struct FrameReport {
     int frames = 0;
@@ -88,11 +103,15 @@ struct FrameReport {
     float text_px = 0;
     bool followed = false;
     bool readable_ok() const { return readable == must_read; }
-    std::string timings_status;  // the Timings panel's status line, for a timings view
     // ShotOptions::canvas_image: the canvas as drawn (no sidebar, header or narration panel),
     // RGBA rows, top row first.
     int image_w = 0, image_h = 0;
     std::vector<unsigned char> image;
+    std::string timings_status;        // the Timings panel's status line, for a timings view
+    float canvas_x = 0, canvas_y = 0;  // the canvas's top left corner in the window
+    // After a key script: "view V, problem DESC, step K" (", lesson step N of M", ", presenter
+    // window open") as the app is left.
+    std::string state;
     bool fits() const { return drawn_w <= canvas_w + 0.5f && drawn_h <= canvas_h + 0.5f; }
 };
 

@@ -384,9 +384,18 @@ void LessonUi::panel(ImVec2 pos, ImVec2 size, const LessonColours& c) {
         const std::string hint = std::string(plan_ && !plan_->hidden.empty()
                                                  ? (revealed_ ? "   ·   R hide" : "   ·   R reveal")
                                                  : "") +
-                                 "   ·   T narration";
-        const auto blocks_now = blocks(player, plan(), timings_note_, hiding());
-        std::string line = blocks_now.empty() ? std::string() : blocks_now[0].text;
+                                 "   ·   T narration   ·   W notes window";
+        // The step first, then the lesson's title: a narrow strip cuts the title, not the step.
+        std::string line;
+        if (const lesson::Lesson* l = player.lesson()) {
+            const lesson::Step& st = l->steps[player.step()];
+            line = app::lesson_label(player.file()) + ", step " +
+                   std::to_string(player.step() + 1) + " of " + std::to_string(l->steps.size()) +
+                   (st.title.empty() ? "" : ": " + st.title) + "   ·   " + l->title;
+        } else {  // a lesson that failed to load: its error
+            const auto b = blocks(player, plan(), timings_note_, hiding());
+            if (!b.empty()) line = b[0].text;
+        }
         const float room = size.x - 2 * ImGui::GetStyle().WindowPadding.x -
                            ImGui::CalcTextSize(hint.c_str()).x -
                            ImGui::CalcTextSize(checks.c_str()).x;
@@ -431,6 +440,72 @@ void LessonUi::panel(ImVec2 pos, ImVec2 size, const LessonColours& c) {
     }
     ImGui::End();
     ImGui::PopStyleColor(2);
+}
+
+// [SECTION] the presenter window's notes
+
+namespace {
+
+// What PgDn opens after the current step: the next step, else the next lesson's first step.
+std::string next_text(const app::LessonPlayer& p) {
+    const lesson::Lesson* l = p.lesson();
+    if (!l) return "";
+    const std::size_t k = p.step() + 1;
+    if (k < l->steps.size())
+        return "next: step " + std::to_string(k + 1) + ": " +
+               (l->steps[k].title.empty() ? l->steps[k].view : l->steps[k].title);
+    const auto it = std::find_if(p.entries.begin(), p.entries.end(),
+                                 [&](const app::LessonEntry& e) { return e.file == p.file(); });
+    for (auto e = it == p.entries.end() ? it : it + 1; e != p.entries.end(); ++e)
+        if (e->error.empty())
+            return "next: " + app::lesson_label(e->file) + ": " + e->title + " (its first step)";
+    return "next: none, the last step of the course";
+}
+
+}  // namespace
+
+void LessonUi::notes(const LessonColours& c, const std::string& clock) {
+    ImGui::PushStyleColor(ImGuiCol_Text, c.dim);
+    ImGui::TextUnformatted(clock.c_str());
+    ImGui::PopStyleColor();
+    if (!active()) return;
+    const float wrap = std::max(100.0f, ImGui::GetContentRegionAvail().x);
+    ImGui::PushStyleColor(ImGuiCol_Text, c.text);
+    ImGui::SetWindowFontScale(1.3f);
+    text_wrapped_clipped(heading(player), wrap);
+    ImGui::SetWindowFontScale(1.0f);
+    ImGui::PopStyleColor();
+    ImGui::PushStyleColor(ImGuiCol_Text, c.dim);
+    text_wrapped_clipped(next_text(player), wrap);
+    ImGui::PopStyleColor();
+    if (ImGui::Button("< previous (PgUp)")) player.backward();
+    ImGui::SameLine();
+    if (ImGui::Button("next (PgDn) >")) player.forward();
+    if (plan_ && !plan_->hidden.empty()) {
+        ImGui::SameLine();
+        if (ImGui::Button(revealed_ ? "hide again (R)" : "reveal (R)")) set_revealed(!revealed_);
+        ImGui::SameLine();
+        ImGui::PushStyleColor(ImGuiCol_Text, c.highlight);
+        ImGui::TextUnformatted(revealed_ ? "the class sees the values"
+                                         : "the class sees ? in the cells to predict");
+        ImGui::PopStyleColor();
+    }
+    ImGui::Separator();
+    // The presenter reads the whole narration and every value: the class does not see this.
+    const std::vector<Block> all = blocks(player, plan(), timings_note_, false);
+    for (std::size_t i = 1; i < all.size(); ++i) {  // (0: the heading, above)
+        const Block& b = all[i];
+        const ImU32 col = b.tone == Tone::Dim         ? c.dim
+                          : b.tone == Tone::Good      ? c.good
+                          : b.tone == Tone::Bad       ? c.bad
+                          : b.tone == Tone::Highlight ? c.highlight
+                                                      : c.text;
+        ImGui::PushStyleColor(ImGuiCol_Text, col);
+        ImGui::SetWindowFontScale(b.scale);
+        text_wrapped_clipped(b.text, wrap);
+        ImGui::SetWindowFontScale(1.0f);
+        ImGui::PopStyleColor();
+    }
 }
 
 // [SECTION] highlights on the canvas

@@ -60,6 +60,11 @@ class LessonUi {
     // no lesson is active).
     float panel_height(float width, float h, float max_share) const;
     void panel(ImVec2 pos, ImVec2 size, const LessonColours& c);
+    // The presenter window's notes, into the current ImGui window: the step (n of N), the next
+    // step's title, the narration in full (with the answers the class is predicting), the
+    // highlighted values, the checks passed or failed, buttons to step and reveal, `clock` and
+    // the keys.
+    void notes(const LessonColours& c, const std::string& clock);
     // Outlines of the highlighted cells on the canvas (origin and z as the canvas draws).
     void draw_highlights(ImDrawList* dl, const app::ViewModel& v, ImVec2 origin, float z,
                          ImU32 colour) const;
