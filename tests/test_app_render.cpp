@@ -568,6 +568,20 @@ TEST_CASE("app render: keys after Enter or Escape in a field reach the view, non
     INFO(r.err);
     CHECK(state_after(r).find("lesson step 3 of") != std::string::npos);
     CHECK(state_after(r).find("presenter window closed") != std::string::npos);  // W closed it
+    // A lesson file dropped on the window opens it at its first step; a results file shows the
+    // timings view; any other file changes nothing.
+    const std::string kLessonDir = std::string(CONVLAB_SOURCE_DIR) + "/lessons";
+    r = run_binary(
+        "shot --view im2col --keys \"drop:" + kLessonDir + "/14_backward_via_forward.toml PgDn\"",
+        t.path);
+    INFO(r.err);
+    CHECK(state_after(r).find("lesson step 2 of") != std::string::npos);
+    r = run_binary(
+        "shot --view im2col --keys \"drop:" + kLessonDir + "/18_measuring.results.json\"", t.path);
+    CHECK(state_after(r).find("view timings") != std::string::npos);
+    r = run_binary("shot --view col2im --keys \"drop:" + kLessonDir + "/README.md\"", t.path);
+    CHECK(state_after(r).find("view col2im") != std::string::npos);
+    CHECK(state_after(r).find("lesson step") == std::string::npos);
 }
 
 TEST_CASE("app render: the presenter window has the notes, the projected canvas none" *

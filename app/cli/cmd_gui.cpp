@@ -14,7 +14,9 @@ void run_gui(const Options& opts, std::ostream&) {
     if (opts.has("--lesson")) {
         lesson_options(opts, o.lesson, o.lesson_step);
     } else if (!opts.has("--view") && !opts.has("--problem")) {
-        // The default first screen: lesson 1, step 1 (when the lessons are there).
+        // The default first screen: the last lesson and step (the settings file), else lesson 1,
+        // step 1 (when the lessons are there).
+        o.restore_last = true;
         try {
             const auto files = lesson::lesson_files(lesson::default_lesson_dir());
             if (!files.empty()) o.lesson = files.front();

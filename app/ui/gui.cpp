@@ -48,6 +48,7 @@
 #include "ui/gui_lesson.hpp"
 #include "ui/gui_presenter.hpp"
 #include "ui/gui_timings.hpp"
+#include "ui/settings.hpp"
 
 namespace convlab::ui {
 
@@ -245,6 +246,12 @@ struct Export {
     bool window = false;
 };
 
+// Files dropped on the window since the last frame (GLFW's drop callback): App::open_dropped.
+std::vector<std::string> g_dropped;
+void drop_callback(GLFWwindow*, int count, const char** paths) {
+    for (int i = 0; i < count && g_dropped.size() < 64; ++i) g_dropped.emplace_back(paths[i]);
+}
+
 class App {
   public:
     app::AppState s;
@@ -265,6 +272,14 @@ class App {
     int styled_palette = -1;  // the palette ImGui's widget colours were last chosen for
     bool show_help = false;
     std::string status;
+    // The monitor's content scale at start (glfwGetWindowContentScale, 1 on a standard screen,
+    // 2 on most high-DPI laptops): the font is drawn at 18 px times it, and the sidebar's widths
+    // grow with it.
+    float content_scale = 1.0f;
+    void open_dropped();
+    // The settings file (ui/settings.hpp): applied at start, kept when the window closes.
+    void apply_settings(const Settings& set);
+    Settings current_settings() const;
     Export ex;
     int saved_x = 100, saved_y = 100, saved_w = 1600, saved_h = 1000;
     dim_t seq_from = 0, seq_to = 0;  // the step range of a PNG sequence export
@@ -307,7 +322,6 @@ class App {
     std::chrono::steady_clock::time_point notes_opened;
     bool headless = false;  // a shot: the presenter window is hidden, its clock fixed
     std::string notes_png;  // the presenter window's next frame as this PNG ("" none)
-    ImVec2 canvas_min{0, 0}, canvas_max{0, 0};  // the canvas's rectangle in the window, last frame
     // A text field to give the keyboard to in the next frame (the key scripts of shots):
     // "kernel" (its first axis) or "descriptor"; "" none.
     std::string focus_field;
@@ -876,6 +890,18 @@ void App::sidebar(float width) {
         ImGui::SetTooltip(
             "a second window for your screen: the narration, checks, next step, clock and keys; "
             "the canvas here then shows no narration (for the projector)");
+    if (ImGui::Button("reset settings")) {
+        apply_settings(Settings{});
+        const std::string path = settings_path();
+        std::error_code ec;
+        if (!path.empty()) std::filesystem::remove(path, ec);
+        status = path.empty() ? "settings reset" : "settings reset (" + path + " removed)";
+    }
+    if (ImGui::IsItemHovered())
+        ImGui::SetTooltip(
+            "palette, font scale and presenter options back to their defaults; "
+            "the settings file (%s) is written again when the window closes",
+            settings_path().c_str());
     if (maps) {
         ImGui::SameLine();
         if (ImGui::Button("fit (F)")) set_follow(false);
@@ -935,7 +961,7 @@ void App::sidebar_problem(float width) {
     changed |= input_dim("K (out channels)", p.oc);
     changed |= input_dim("groups", p.groups);
     ImGui::PopItemWidth();
-    const float cw = (width - 130.0f * s.font_scale) / static_cast<float>(p.ndims);
+    const float cw = (width - 130.0f * s.font_scale * content_scale) / static_cast<float>(p.ndims);
     // shift: the value shown is the problem's minus shift (dilation as the descriptor writes it).
     // prefix: before the axis name in the field ("d": "dh 1", as the descriptor's dh1).
     const auto axis_row = [&](const char* label, SpatialDims& a, dim_t lo, dim_t shift = 0,
@@ -2001,10 +2027,60 @@ void App::canvas() {
     ImGui::EndChild();
 }
 
+void App::open_dropped() {
+    std::vector<std::string> files;
+    files.swap(g_dropped);
+    for (const std::string& f : files) {
+        const std::string ext = std::filesystem::path(f).extension().string();
+        if (ext == ".toml") {
+            lesson.open(f, 0);  // a malformed lesson says so in the narration panel
+            status = "opened " + f;
+        } else if (ext == ".json") {
+            if (lesson.active()) lesson.close();
+            set_view("timings");
+            show_results_file(*timings, f);
+            status = "showing " + f;
+        } else {
+            status = f + ": not opened (a lesson is a .toml file, benchmark results a .json)";
+        }
+    }
+}
+
+void App::apply_settings(const Settings& set) {
+    s.palette = 0;
+    for (int i = 0; i < kNumPalettes; ++i)
+        if (set.palette == kPaletteKeys[i]) s.palette = i;
+    s.font_scale = set.font_scale;
+    s.presenter = set.presenter;
+    notes = set.notes;
+}
+
+Settings App::current_settings() const {
+    Settings out;
+    out.palette = kPaletteKeys[std::clamp(s.palette, 0, kNumPalettes - 1)];
+    out.font_scale = std::clamp(s.font_scale, 0.6f, 3.0f);
+    out.presenter = s.presenter;
+    out.notes = notes;
+    if (lesson.player.is_open()) {
+        out.lesson = lesson.player.file();
+        out.lesson_step = lesson.player.step();
+    }
+    out.view = s.request.view;
+    out.problem = to_descriptor(s.request.problem);
+    int w = 0, h = 0;
+    glfwGetWindowSize(window, &w, &h);
+    if (!glfwGetWindowMonitor(window) && w >= 320 && h >= 240) {  // not full screen
+        out.window_width = std::min(w, 16384);
+        out.window_height = std::min(h, 16384);
+    }
+    return out;
+}
+
 void App::frame(double dt) {
     ImGuiIO& io = ImGui::GetIO();
     io.FontGlobalScale = s.font_scale * (s.presenter ? 1.35f : 1.0f);
     poll(false);
+    open_dropped();
     keyboard();
     if (view && s.playback.advance(dt, steps())) step_dirty = true;
     update_lesson();
@@ -2037,7 +2113,7 @@ void App::frame(double dt) {
     // canvas keeps 720 of the 1024 px for the cells.
     const bool narrow =
         (s.request.view == "timings" && !lesson.active()) || io.DisplaySize.x < 1200.0f;
-    const float sw = side ? (narrow ? 300.0f : 380.0f) * s.font_scale : 0.0f;
+    const float sw = side ? (narrow ? 300.0f : 380.0f) * s.font_scale * content_scale : 0.0f;
     if (side) sidebar(sw);
     lesson.strip = s.presenter && !notes;
     // With the presenter window open the narration is there, and the canvas here keeps the
@@ -2056,11 +2132,8 @@ void App::frame(double dt) {
         ImGui::TextDisabled(
             "presenter: space play  ←/→ step  G granularity  1-9,0 view  C palette  +/- font  "
             "F fit  Z follow  T narration  W notes window  F11 full screen  Esc leave");
-    // The canvas fills the rest of the view window (canvas(), or the timings view's charts).
-    canvas_min = ImGui::GetCursorScreenPos();
-    const ImVec2 avail = ImGui::GetContentRegionAvail();
-    canvas_max =
-        ImVec2(canvas_min.x + std::max(avail.x, 1.0f), canvas_min.y + std::max(avail.y, 1.0f));
+    // The canvas fills the rest of the view window (canvas(), or the timings view's charts); it
+    // records its rectangle (canvas_min, canvas_max).
     canvas();
     ImGui::End();
     if (!notes_window)
@@ -2527,6 +2600,12 @@ class Window {
         if (!win_) throw Error("cannot open an OpenGL 3.3 window: " + g_glfw_error);
         glfwMakeContextCurrent(win_);
         glfwSwapInterval(visible ? 1 : 0);
+        // The monitor's content scale (2 on most high-DPI screens): fonts and widgets grow by it,
+        // so text keeps its physical size. Bounded: a driver's odd value must not make it absurd.
+        float ys = 1.0f;
+        glfwGetWindowContentScale(win_, &scale_, &ys);
+        if (!(scale_ >= 1.0f)) scale_ = 1.0f;
+        scale_ = std::min(scale_, 4.0f);
         IMGUI_CHECKVERSION();
         ImGui::CreateContext();
         ImGuiIO& io = ImGui::GetIO();
@@ -2538,12 +2617,14 @@ class Window {
                                          0x2200, 0x22FF, 0x25A0, 0x25FF, 0};
         const char* ttf = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf";
         font_ = std::filesystem::exists(ttf)
-                    ? io.Fonts->AddFontFromFileTTF(ttf, 18.0f, nullptr, ranges)
+                    ? io.Fonts->AddFontFromFileTTF(ttf, 18.0f * scale_, nullptr, ranges)
                     : nullptr;
         if (!font_) font_ = io.Fonts->AddFontDefault();
+        ImGui::GetStyle().ScaleAllSizes(scale_);
         ImGui_ImplGlfw_InitForOpenGL(win_, true);
         glfwSetKeyCallback(win_, key_callback);    // ImGui's, through the input queue
         glfwSetCharCallback(win_, char_callback);  // (deliver_input)
+        glfwSetDropCallback(win_, drop_callback);  // a lesson or results file dropped on it
         ImGui_ImplOpenGL3_Init("#version 330");
     }
     ~Window() {
@@ -2556,10 +2637,12 @@ class Window {
     Window& operator=(const Window&) = delete;
     GLFWwindow* get() const { return win_; }
     ImFont* font() const { return font_; }
+    float content_scale() const { return scale_; }
 
   private:
     GLFWwindow* win_ = nullptr;
     ImFont* font_ = nullptr;
+    float scale_ = 1.0f;
 };
 
 // One frame: UI, render, exports (before the swap, from the back buffer), swap.
@@ -2602,17 +2685,30 @@ bool display_available() {
 
 void run_gui(const GuiOptions& o) {
     app::ViewRequest r = request_of(o.view, o.problem);
-    Window w(1600, 1000, true, "ConvLab");
+    // The settings of the last run (a damaged file: the defaults, said on the status line).
+    const std::string settings_file = settings_path();
+    std::string warning;
+    const Settings st = load_settings(settings_file, &warning);
+    Window w(st.window_width, st.window_height, true, "ConvLab");
     App a;
     a.window = w.get();
     a.font = w.font();
+    a.content_scale = w.content_scale();
     a.measure_read = true;
-    a.s.presenter = o.presenter;
+    a.apply_settings(st);
+    if (!warning.empty()) a.status = "settings: " + warning;
+    a.s.presenter = a.s.presenter || o.presenter;
     a.s.follow = o.follow;
     if (o.presenter) a.toggle_fullscreen();
+    std::string lesson_file = o.lesson;
+    std::size_t lesson_step = o.lesson_step;
+    if (o.restore_last && !st.lesson.empty() && std::filesystem::is_regular_file(st.lesson)) {
+        lesson_file = st.lesson;
+        lesson_step = st.lesson_step;
+    }
     a.s.request = r;
     a.edit = r.problem;
-    if (!o.lesson.empty()) a.lesson.open(o.lesson, o.lesson_step);
+    if (!lesson_file.empty()) a.lesson.open(lesson_file, lesson_step);
     if (!a.lesson.player.is_open()) a.request(r);  // no lesson (or a malformed one): the view
     auto last = std::chrono::steady_clock::now();
     while (!glfwWindowShouldClose(a.window)) {
@@ -2625,6 +2721,12 @@ void run_gui(const GuiOptions& o) {
         const double dt = std::chrono::duration<double>(now - last).count();
         last = now;
         render_frame(a, dt);
+    }
+    // Kept for the next start; a failure is said, never lost silently, and never fails the run.
+    try {
+        save_settings(a.current_settings(), settings_file);
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "convlab: settings not saved: %s\n", e.what());
     }
 }
 
@@ -2668,6 +2770,12 @@ void run_key_script(App& a, const std::vector<ScriptKey>& script) {
                 throw Error("--keys focus:" + k.focus +
                             ": the field did not take the keyboard (the sidebar's fields are "
                             "hidden in presenter mode)");
+            continue;
+        }
+        if (!k.drop.empty()) {
+            settle();
+            const char* paths[] = {k.drop.c_str()};
+            drop_callback(a.window, 1, paths);
             continue;
         }
         if (k.notes) {

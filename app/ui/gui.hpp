@@ -18,6 +18,9 @@ struct GuiOptions {
     bool follow = false;          // the canvas follows the step (AppState::follow)
     std::string lesson;           // a lesson file to open ("" none)
     std::size_t lesson_step = 0;  // its step, from 0
+    // Nothing named on the command line: reopen the last lesson and step of the settings file
+    // (ui/settings.hpp) instead of `lesson`.
+    bool restore_last = false;
 };
 
 // True when GLFW can open the display (DISPLAY set and reachable).

@@ -126,6 +126,12 @@ std::vector<ScriptKey> parse_key_script(const std::string& keys) {
             out.push_back(k);
             continue;
         }
+        if (w.starts_with("drop:")) {
+            k.drop = w.substr(5);
+            if (k.drop.empty()) throw Error("--keys 'drop:': a file to drop (drop:PATH)");
+            out.push_back(k);
+            continue;
+        }
         if (w.starts_with("notes:")) {
             k.notes = true;
             w = w.substr(6);
@@ -143,7 +149,7 @@ std::vector<ScriptKey> parse_key_script(const std::string& keys) {
             throw Error("--keys '" + w +
                         "': unknown key (a letter, a digit, Right, Left, Up, Down, PgDn, PgUp, "
                         "Home, End, Enter, Escape, Tab, Space; focus:kernel, focus:descriptor; "
-                        "notes:KEY)");
+                        "notes:KEY; drop:FILE)");
         out.push_back(k);
     }
     return out;

@@ -38,6 +38,7 @@ struct ScriptKey {
     int key = 0;
     unsigned int ch = 0;  // the character it types (0 none)
     bool notes = false;   // pressed in the presenter window
+    std::string drop;     // a file dropped on the window ("drop:PATH"), as GLFW's drop callback
 };
 // Throws Error naming a word it does not know.
 std::vector<ScriptKey> parse_key_script(const std::string& keys);

@@ -1038,4 +1038,17 @@ void prepare_timings_shot(TimingsPanel& P, const TimingsShot& o) {
     }
 }
 
+void show_results_file(TimingsPanel& P, const std::string& path) {
+    if (P.run.running()) {
+        P.say("a run is in progress: " + path + " not shown (cancel the run first)", true);
+        return;
+    }
+    P.load_path = path;
+    try {
+        P.show_results(app::load_results(path), path);
+    } catch (const std::exception& e) {
+        P.say(e.what(), true);
+    }
+}
+
 }  // namespace convlab::ui

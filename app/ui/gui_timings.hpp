@@ -55,5 +55,8 @@ struct TimingsShot {
 };
 // Loads / measures, selects the chart and the hover. Throws Error naming the option at fault.
 void prepare_timings_shot(TimingsPanel& p, const TimingsShot& o);
+// Shows a results.json (a file dropped on the window); a file that does not read is said on the
+// panel's status line.
+void show_results_file(TimingsPanel& p, const std::string& path);
 
 }  // namespace convlab::ui
