@@ -2,6 +2,8 @@
 # Sets up (Debian packages), builds and runs every test suite with ctest.
 # Usage: ./test.sh              Release build in build/
 #        ./test.sh --sanitize   ASan + UBSan build in build-asan/
+#        ./test.sh --tsan       ThreadSanitizer build in build-tsan/: the app's worker stress
+#                               test only (engine without OpenMP, no window code)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")"
 ./third_party/install.sh run test
@@ -14,6 +16,14 @@ if [ "${1:-}" = "--sanitize" ]; then
     export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
     export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 fi
+targets=()
+if [ "${1:-}" = "--tsan" ]; then
+    dir=build-tsan
+    flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DCONVLAB_TSAN=ON -DCONVLAB_BUILD_BENCH=OFF
+           -DCONVLAB_INSTALL=OFF -DCONVLAB_BUILD_TESTS=ON)
+    targets=(--target convlab_tsan_tests)
+    export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1"
+fi
 cmake -S . -B "$dir" -G Ninja "${flags[@]}" >/dev/null
-cmake --build "$dir"
+cmake --build "$dir" "${targets[@]}"
 ctest --test-dir "$dir" --output-on-failure -j2

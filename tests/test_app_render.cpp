@@ -466,6 +466,9 @@ TEST_CASE("app render: a theme file changes the palette" * doctest::skip(!can_re
     REQUIRE(r.status == 0);
     Image im = load_png(p);
     CHECK(count_near(im, 255, 0, 255, 2) > 100000);  // the canvas background
+    // The bad line is named, with its file and line, and the shot still succeeds.
+    CHECK(r.err.find("default.theme:4: expected 'field = value', got 'not a line'") !=
+          std::string::npos);
 }
 
 TEST_CASE("app render: every lesson step is readable on a projector" *

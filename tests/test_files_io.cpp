@@ -316,6 +316,80 @@ TEST_CASE("files: a failing shot --gif writes no PNG either") {
     CHECK(temporaries_in(dir.path) == 0);
 }
 
+// [SECTION] all-or-nothing outputs
+
+TEST_CASE("files: a transaction renames its files at its commit, or removes them all") {
+    TempDir dir;
+    {
+        OutputTransaction t;
+        write_file(dir / "a.txt", "first");
+        write_file(dir / "b.txt", "b");
+        write_file(dir / "a.txt", "again");  // a path written twice keeps its last content
+        CHECK(dir.listing().size() == 2);    // two temporaries, no output yet
+        CHECK(temporaries_in(dir.path) == 2);
+        CHECK(t.pending() == std::vector<std::string>{dir / "a.txt", dir / "b.txt"});
+        CHECK(slurp(OutputTransaction::current_file(dir / "a.txt")) == "again");
+        CHECK(OutputTransaction::current_file(dir / "c.txt") == dir / "c.txt");
+        {
+            OutputTransaction joined;  // joins t: its commit renames nothing
+            write_file(dir / "c.txt", "c");
+            joined.commit();
+        }
+        CHECK_FALSE(fs::exists(dir / "c.txt"));
+        t.commit();
+    }
+    CHECK(dir.listing() == std::vector<std::string>{"a.txt", "b.txt", "c.txt"});
+    CHECK(slurp(dir / "a.txt") == "again");
+    CHECK(slurp(dir / "b.txt") == "b");
+    {
+        OutputTransaction t;
+        write_file(dir / "d.txt", "d");
+        write_file(dir / "a.txt", "replaced?");
+        // A later output fails: the transaction ends uncommitted.
+        CHECK_THROWS_AS(write_file(dir.path.string(), "x"), Error);
+    }
+    CHECK(dir.listing() == std::vector<std::string>{"a.txt", "b.txt", "c.txt"});
+    CHECK(slurp(dir / "a.txt") == "again");
+    // Without a transaction a write lands at once.
+    write_file(dir / "e.txt", "e");
+    CHECK(fs::exists(dir / "e.txt"));
+}
+
+TEST_CASE("files: bench --replot whose last chart cannot be written writes none of its files") {
+    TempDir dir;
+    const std::string out = dir / "o";
+    fs::create_directories(out + "/gflops_fwd_b1_t1.pdf");  // the last output: a directory
+    const std::string seed =
+        std::string(CONVLAB_SOURCE_DIR) + "/tests/fuzz/seeds/results_small.json";
+    const Run r = run({"bench", "--replot", seed, "--out", out});
+    INFO(r.err);
+    CHECK(r.status == 2);
+    CHECK(r.err.find("gflops_fwd_b1_t1.pdf") != std::string::npos);
+    std::vector<std::string> left;
+    for (const auto& e : fs::directory_iterator(out)) left.push_back(e.path().filename());
+    CHECK(left == std::vector<std::string>{"gflops_fwd_b1_t1.pdf"});
+    // The same replot to a free folder writes all eight.
+    const Run ok = run({"bench", "--replot", seed, "--out", dir / "p"});
+    CHECK(ok.status == 0);
+    CHECK(std::distance(fs::directory_iterator(dir / "p"), fs::directory_iterator()) == 8);
+}
+
+TEST_CASE("files: a shot whose --sequence fails midway leaves no PNG and no earlier step") {
+    if (!convlab::test::can_render()) return;
+    TempDir dir;
+    fs::create_directories(dir / "seq/im2col_0001.png");  // the second step: a directory
+    const Run r = convlab::test::run_binary(
+        "shot --view im2col --problem mb1ic1ih4oc1kh3 --out a.png --sequence seq --from 0 --to 2",
+        dir.path);
+    INFO(r.err);
+    CHECK(r.status == 2);
+    CHECK(r.err.find("seq/im2col_0001.png") != std::string::npos);
+    CHECK_FALSE(fs::exists(dir / "a.png"));
+    CHECK_FALSE(fs::exists(dir / "seq/im2col_0000.png"));
+    CHECK(temporaries_in(dir.path) == 0);
+    CHECK(temporaries_in(dir / "seq") == 0);
+}
+
 // [SECTION] map and bench
 
 TEST_CASE("files: map streams its pairs (first line at once, bounded memory)") {

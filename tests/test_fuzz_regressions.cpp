@@ -42,7 +42,11 @@ TEST_CASE("fuzz regressions: npy") {
 }
 
 TEST_CASE("fuzz regressions: lesson") {
-    replay("lesson", convlab::fuzz::lesson_text);
+    replay("lesson", convlab::fuzz::lesson_text_all_steps);
+}
+
+TEST_CASE("fuzz regressions: theme") {
+    replay("theme", convlab::fuzz::theme);
 }
 
 TEST_CASE("fuzz regressions: results") {

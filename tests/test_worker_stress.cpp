@@ -4,6 +4,7 @@
 // (model, lesson player, timings state), so that a ThreadSanitizer build of those libraries can
 // run it as it is.
 #include <doctest/doctest.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -139,8 +140,16 @@ TEST_CASE("worker stress: views, lessons and a timings run churned together, the
     CHECK(p.error().empty());
     CHECK(p.result()->passed() == p.result()->checks.size());
 
-    // The run's snapshot read while it still measures, then the run cancelled.
+    // The run's snapshot read while it still measures and exported on the export job's thread
+    // (the Timings panel's Export button: its files written all or none), then the run
+    // cancelled while the export may still write.
     const app::TimingsSnapshot mid = run.snapshot();
+    const fs::path out =
+        fs::temp_directory_path() / ("convlab_stress_" + std::to_string(::getpid()));
+    app::TimingsExportJob exporter;
+    const auto measured = mid.results ? mid.results : std::make_shared<const bench::Results>();
+    REQUIRE(exporter.start(measured, charts::standard_charts(*measured), out.string(),
+                           app::TimingsExport{false, false, false, true}));
     run.cancel();
     run.wait();
     const app::TimingsSnapshot end = run.snapshot();
@@ -149,6 +158,13 @@ TEST_CASE("worker stress: views, lessons and a timings run churned together, the
     REQUIRE(end.results);
     CHECK(end.results->rows.size() == end.done);
     for (const bench::Measurement& m : end.results->rows) CHECK(m.valid());
+    std::vector<std::string> paths;
+    std::string error;
+    while (!exporter.take(paths, error)) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    CHECK(error.empty());
+    CHECK(paths.size() == 2);  // results.csv and results.json
+    for (const std::string& f : paths) CHECK(fs::is_regular_file(f));
+    fs::remove_all(out);
     // A second run after the cancel starts and ends normally.
     REQUIRE(run.start(small_run(1)));
     run.wait();

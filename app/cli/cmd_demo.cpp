@@ -6,6 +6,7 @@
 
 #include "cli/cli_common.hpp"
 #include "cli/cmd_bench.hpp"
+#include "convlab/output_file.hpp"
 #include "lesson/lesson.hpp"
 #include "ui/gui.hpp"
 
@@ -20,19 +21,23 @@ namespace {
 // The verified timing plot: the quick benchmark (assets/shapes/classroom.txt, every pass and
 // algorithm, each measurement checked against a reference before it is plotted) written to
 // DIR/timings as CSV, JSON and charts (SVG, PNG, PDF). Appends the chart PNGs to `files`.
-void demo_timing_plot(const std::string& dir, std::vector<std::string>& files, std::ostream& out) {
+void demo_timing_plot(const std::string& dir, std::vector<std::string>& files, std::ostream& out,
+                      const OutputTransaction& transaction) {
     const std::string tdir = dir + "/timings";
     out << "measuring the classroom shape set (verified timings) into " << tdir << " ...\n";
     out.flush();
     const int status = write_quick_timings(tdir, out);
-    throw_if_cancelled();  // interrupted: the measurements made are written, the demo ends
+    throw_if_cancelled();  // interrupted: the demo ends, and its transaction removes every file
     if (status == 2) throw Error("demo: the timing run failed (see above)");
     if (status == 1)
         out << "WARNING: some measurements failed verification: they are marked FAIL and not "
                "plotted\n";
+    // The charts just written: pending in the demo's transaction until it ends.
     std::vector<std::string> pngs;
-    for (const auto& e : std::filesystem::directory_iterator(tdir))
-        if (e.path().extension() == ".png") pngs.push_back(e.path().string());
+    for (const std::string& f : transaction.pending())
+        if (std::filesystem::path(f).parent_path() == std::filesystem::path(tdir) &&
+            std::filesystem::path(f).extension() == ".png")
+            pngs.push_back(f);
     std::sort(pngs.begin(), pngs.end());
     files.insert(files.end(), pngs.begin(), pngs.end());
 }
@@ -60,6 +65,8 @@ void run_demo(const Options& opts, std::ostream& out) {
     if (!std::filesystem::is_directory(dir))
         throw Error("--out " + dir + ": cannot create the directory");
     ensure_display(out);
+    // Every picture and chart or none: a failure or an interrupt leaves no file of the demo.
+    OutputTransaction transaction;
     std::vector<ui::ShotOptions> list;
     std::vector<std::string> files;
     int k = 0;
@@ -116,15 +123,17 @@ void run_demo(const Options& opts, std::ostream& out) {
         for (std::size_t i = 0; i < reports.size(); ++i)
             out << files[i] << ": " << readability_line(reports[i]) << "\n";
     if (!opts.has("--lessons")) {
-        demo_timing_plot(dir, files, out);
-        // The Timings view of the app showing those verified results.
+        demo_timing_plot(dir, files, out, transaction);
+        // The Timings view of the app showing those verified results (still the transaction's
+        // temporary).
         ui::ShotOptions t;
         t.view = "timings";
-        t.results = dir + "/timings/results.json";
+        t.results = OutputTransaction::current_file(dir + "/timings/results.json");
         t.out = dir + "/" + std::to_string(k) + "_timings_view.png";
         ui::shots({t});
         files.push_back(t.out);
     }
+    transaction.commit();
     for (const auto& f : files) out << f << "\n";
 }
 

@@ -8,6 +8,7 @@
 #include <iostream>
 
 #include "cli/cli_common.hpp"
+#include "convlab/output_file.hpp"
 #include "lesson/lesson.hpp"
 #include "ui/gif_writer.hpp"
 #include "ui/gui.hpp"
@@ -223,7 +224,10 @@ void run_shot(const Options& opts, std::ostream& out) {
     if (report && o.frames == 0) o.frames = 60;
     if (!o.out.empty()) ui::check_writable(o.out);
     ensure_display(out);
+    // --out, --svg, --gif and --sequence all or none: a failed picture leaves none of them.
+    OutputTransaction transaction;
     const ui::FrameReport r = ui::shot(o);
+    transaction.commit();
     if (!o.svg.empty()) out << "wrote " << o.svg << "\n";
     if (!o.sequence_dir.empty()) out << "wrote the steps to " << o.sequence_dir << "\n";
     if (!o.gif.empty())

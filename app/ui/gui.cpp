@@ -49,6 +49,7 @@
 #include "ui/gui_presenter.hpp"
 #include "ui/gui_timings.hpp"
 #include "ui/settings.hpp"
+#include "ui/theme.hpp"
 
 namespace convlab::ui {
 
@@ -92,9 +93,9 @@ const Palette kBuiltinPalettes[] = {
 constexpr int kNumPalettes = 3;
 const char* const kPaletteKeys[kNumPalettes] = {"default", "high-contrast", "colorblind"};
 
-// Theme files assets/themes/KEY.theme override the built-in palettes: "field = #rrggbb" lines
-// (fields as in Palette), "name = text", '#' comments. A missing file keeps the built-in one;
-// a bad line is skipped (the app never fails over a theme).
+// Theme files assets/themes/KEY.theme override the built-in palettes (format: ui/theme.hpp). A
+// missing file keeps the built-in palette; a bad line keeps that colour and is reported on
+// standard error with its file and line (the app never fails over a theme).
 std::vector<Palette> load_palettes() {
     std::vector<Palette> out(std::begin(kBuiltinPalettes), std::end(kBuiltinPalettes));
     // Keeps theme names alive for Palette::name: a deque never moves its strings (a vector's
@@ -110,54 +111,36 @@ std::vector<Palette> load_palettes() {
     for (int i = 0; i < kNumPalettes; ++i) {
         // A theme is a few dozen lines: anything but a regular file of at most 64 KiB is passed
         // over like a missing one (a FIFO would block the app, /dev/zero fill it).
-        std::istringstream f;
-        bool found = false;
+        std::string text, file;
         for (const std::string& dir : dirs) {
             try {
-                f.str(read_input_file(dir + "/" + kPaletteKeys[i] + ".theme", 64 << 10,
-                                      "a theme file"));
-                found = true;
+                file = dir + "/" + kPaletteKeys[i] + ".theme";
+                text = read_input_file(file, kThemeFileMax, "a theme file");
                 break;
             } catch (const Error&) {
+                file.clear();
             }
         }
-        if (!found) continue;
+        if (file.empty()) continue;
+        const Theme theme = parse_theme(text, file);
+        constexpr std::size_t kShownErrors = 5;  // a garbled file must not flood the terminal
+        for (std::size_t e = 0; e < theme.errors.size() && e < kShownErrors; ++e)
+            std::fprintf(stderr, "convlab: %s (the built-in colour stays)\n",
+                         theme.errors[e].c_str());
+        if (theme.errors.size() > kShownErrors)
+            std::fprintf(stderr, "convlab: %s: %zu more bad lines\n", file.c_str(),
+                         theme.errors.size() - kShownErrors);
         Palette& p = out[static_cast<std::size_t>(i)];
-        const std::pair<const char*, ImU32*> fields[] = {{"background", &p.background},
-                                                         {"panel_text", &p.panel_text},
-                                                         {"dim_text", &p.dim_text},
-                                                         {"cell", &p.cell},
-                                                         {"pending", &p.pending},
-                                                         {"padding", &p.padding},
-                                                         {"positive", &p.positive},
-                                                         {"negative", &p.negative},
-                                                         {"current", &p.current},
-                                                         {"linked", &p.linked},
-                                                         {"hovered", &p.hovered},
-                                                         {"grid", &p.grid},
-                                                         {"value_text", &p.value_text},
-                                                         {"good", &p.good},
-                                                         {"bad", &p.bad}};
-        std::string line;
-        while (std::getline(f, line)) {
-            const auto eq = line.find('=');
-            if (line.empty() || line[0] == '#' || eq == std::string::npos) continue;
-            const auto trim = [](std::string t) {
-                const auto a = t.find_first_not_of(" \t"), b = t.find_last_not_of(" \t\r");
-                return a == std::string::npos ? std::string() : t.substr(a, b - a + 1);
-            };
-            const std::string key = trim(line.substr(0, eq)), val = trim(line.substr(eq + 1));
-            if (key == "name") {
-                names.push_back(val);
-                p.name = names.back().c_str();
-                continue;
-            }
-            unsigned r = 0, g = 0, b = 0;
-            if (val.size() != 7 || std::sscanf(val.c_str(), "#%2x%2x%2x", &r, &g, &b) != 3)
-                continue;
-            for (const auto& [k, dst] : fields)
-                if (key == k) *dst = IM_COL32(r, g, b, 255);
+        if (theme.name) {
+            names.push_back(*theme.name);
+            p.name = names.back().c_str();
         }
+        ImU32* const fields[kThemeFields.size()] = {
+            &p.background, &p.panel_text, &p.dim_text,   &p.cell,    &p.pending,
+            &p.padding,    &p.positive,   &p.negative,   &p.current, &p.linked,
+            &p.hovered,    &p.grid,       &p.value_text, &p.good,    &p.bad};
+        for (std::size_t k = 0; k < kThemeFields.size(); ++k)
+            if (const auto& c = theme.colour[k]) *fields[k] = IM_COL32(c->r, c->g, c->b, 255);
     }
     return out;
 }

@@ -457,6 +457,8 @@ std::vector<std::string> export_timings(const bench::Results& r,
         throw Error("export folder '" + dir + "': not writable");
     if (!what.svg && !what.png && !what.pdf && !what.results_files)
         throw Error("export: choose at least one of SVG, PNG, PDF, results");
+    // All or nothing: a chart that cannot be written leaves none of the files (output_file.hpp).
+    OutputTransaction transaction;
     std::vector<std::string> paths;
     if (what.results_files) {
         const fs::path csv = fs::path(dir) / "results.csv", json = fs::path(dir) / "results.json";
@@ -475,6 +477,7 @@ std::vector<std::string> export_timings(const bench::Results& r,
             charts::export_chart(c, path, f, size);
             paths.push_back(path);
         }
+    transaction.commit();
     return paths;
 }
 

@@ -1859,11 +1859,20 @@ void backward_data_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler* 
                      a.diff_src + (n * p.ic + grp * cg) * is, is, false);
         return;
     }
-    // The phases.
+    // The phases: only those holding input positions, at most min(s, in) per axis. A loop over
+    // every rho in [0, s) per axis ran s_d * s_h * s_w times (2^62 for strides of 2^31, for a
+    // 4x4 input); the reachable ones are taken in the same ascending order of rho.
+    std::vector<dim_t> rhos[3];
+    for (int x = 0; x < 3; ++x) {
+        const dim_t s = g.s[x];
+        for (dim_t i0 = 0; i0 < std::min(s, g.in[x]); ++i0)
+            rhos[x].push_back(((i0 + g.pb[x]) % s + s) % s);
+        std::sort(rhos[x].begin(), rhos[x].end());
+    }
     std::vector<Phase> phases;
-    for (dim_t r0 = 0; r0 < g.s[0]; ++r0)
-        for (dim_t r1 = 0; r1 < g.s[1]; ++r1)
-            for (dim_t r2 = 0; r2 < g.s[2]; ++r2) {
+    for (const dim_t r0 : rhos[0])
+        for (const dim_t r1 : rhos[1])
+            for (const dim_t r2 : rhos[2]) {
                 const dim_t rho[3] = {r0, r1, r2};
                 Phase ph;
                 for (int x = 0; x < 3; ++x) {

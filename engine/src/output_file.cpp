@@ -29,7 +29,9 @@ std::atomic<int> g_immediate{0};
 
 // The signal handler may only unlink paths it can read without locks or allocation: a fixed
 // table of slots, each free (0), being filled (1) or holding a live temporary (2).
-constexpr int kSlots = 64;
+// 1024: a command's transaction (output_file.hpp) keeps every output as a live temporary until
+// its end, and a lesson gallery writes hundreds of pictures.
+constexpr int kSlots = 1024;
 struct Slot {
     std::atomic<int> state{0};
     char path[PATH_MAX] = {};
@@ -70,6 +72,9 @@ extern "C" void on_interrupt(int) {
         ::_exit(130);
     }
 }
+
+// The transaction of this thread (its outermost one), or null.
+thread_local OutputTransaction* g_transaction = nullptr;
 
 // [SECTION] paths
 
@@ -238,9 +243,75 @@ void OutputFile::commit() {
     const int closed = ::close(fd_);
     fd_ = -1;
     if (closed != 0) fail(std::strerror(errno));
-    if (::rename(tmp_.c_str(), target_.c_str()) != 0) fail(std::strerror(errno));
     committed_ = true;
+    if (g_transaction) {
+        // Kept as the temporary: the transaction renames it, or removes it.
+        g_transaction->adopt({path_, target_, tmp_, slot_});
+        return;
+    }
+    if (::rename(tmp_.c_str(), target_.c_str()) != 0) {
+        committed_ = false;
+        fail(std::strerror(errno));
+    }
     unregister_temporary(slot_);
+}
+
+// [SECTION] transactions
+
+OutputTransaction::OutputTransaction() : outer_(g_transaction) {
+    if (!outer_) g_transaction = this;
+}
+
+OutputTransaction::~OutputTransaction() {
+    if (outer_) return;
+    g_transaction = nullptr;
+    for (const Pending& p : pending_) {
+        ::unlink(p.tmp.c_str());
+        unregister_temporary(p.slot);
+    }
+}
+
+void OutputTransaction::adopt(Pending p) {
+    // A path written again: its earlier content is dropped.
+    for (Pending& q : pending_)
+        if (q.target == p.target) {
+            ::unlink(q.tmp.c_str());
+            unregister_temporary(q.slot);
+            q = std::move(p);
+            return;
+        }
+    pending_.push_back(std::move(p));
+}
+
+void OutputTransaction::commit() {
+    if (outer_) return;
+    g_transaction = nullptr;  // what is written from here on is written at once
+    while (!pending_.empty()) {
+        const Pending& p = pending_.front();
+        if (::rename(p.tmp.c_str(), p.target.c_str()) != 0) {
+            const int err = errno;
+            const std::string path = p.path;
+            // The destructor removes this one and the rest.
+            throw Error("cannot write " + path + ": " + std::strerror(err));
+        }
+        unregister_temporary(p.slot);
+        pending_.erase(pending_.begin());
+    }
+}
+
+std::vector<std::string> OutputTransaction::pending() const {
+    const OutputTransaction* t = outer_ ? outer_ : this;
+    std::vector<std::string> out;
+    for (const Pending& p : t->pending_) out.push_back(p.path);
+    return out;
+}
+
+std::string OutputTransaction::current_file(const std::string& path) {
+    if (!g_transaction) return path;
+    const fs::path want = fs::path(path).lexically_normal();
+    for (const Pending& p : g_transaction->pending_)
+        if (fs::path(p.path).lexically_normal() == want || fs::path(p.target) == want) return p.tmp;
+    return path;
 }
 
 void write_file(const std::string& path, std::string_view bytes) {

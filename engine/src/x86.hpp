@@ -14,7 +14,9 @@
 // (x86-64-v4), AVX2 + FMA (x86-64-v3) and the baseline, the best the CPU has chosen when the
 // program loads (an ifunc). Empty where the whole build already targets such a CPU (-march=native)
 // or has no x86 code. Helpers they call are always inlined, so that they get each clone's ISA.
-#if CONVLAB_X86 && defined(__ELF__) && !defined(__AVX2__)
+// None under ThreadSanitizer: the ifunc resolvers run while the program loads, before the
+// sanitizer's runtime starts, and instrumented they crash it (the baseline code is used).
+#if CONVLAB_X86 && defined(__ELF__) && !defined(__AVX2__) && !defined(__SANITIZE_THREAD__)
 #define CONVLAB_ISA_CLONES \
     __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else

@@ -6,7 +6,8 @@
 //
 // Properties checked beyond "no crash": a valid descriptor prints and parses back to itself; a
 // results file that reads writes a JSON that reads back with the same rows, and its charts have
-// bounded axes.
+// bounded axes; every theme error names the file and a line of it, and what a theme set prints
+// and parses back to the same theme.
 #pragma once
 
 #include <unistd.h>
@@ -15,6 +16,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -25,6 +27,7 @@
 #include "convlab/npy.hpp"
 #include "convlab/problem.hpp"
 #include "lesson/lesson.hpp"
+#include "ui/theme.hpp"
 
 namespace convlab::fuzz {
 
@@ -89,37 +92,54 @@ inline void npy(const std::uint8_t* data, std::size_t size) {
 
 // [SECTION] lesson
 
-// Elements of a step's tensors (source, weights, destination), capped: evaluation runs the
-// engine, and the fuzzer must stay at thousands of executions a second.
-inline double step_work(const lesson::Step& s) {
-    double work = 0;
-    auto add = [&](const std::vector<dim_t>& dims) {
+// The work of evaluating a step, in multiply-adds and elements, so that the fuzzer refuses a
+// large problem before the engine runs it: evaluation runs each pass by direct loops, the column
+// matrices, the backward-data-via-forward pass, every compared algorithm and, for DaVinci
+// steps, four fractal passes; the fuzzer must stay at thousands of executions a second, and a
+// lesson's own problems are small (all but one of the shipped lessons' are under the budget).
+inline double problem_work(const Problem& p) {
+    double elements = 0;
+    for (const std::vector<dim_t>& dims : {p.src_dims(), p.wei_dims(), p.dst_dims()}) {
         double n = 1;
         for (dim_t d : dims) n *= static_cast<double>(d);
-        work += n;
-    };
-    if (s.has_problem) {
-        add(s.problem.src_dims());
-        add(s.problem.wei_dims());
-        add(s.problem.dst_dims());
-        // Each compared algorithm computes the pass again.
-        work *= 1.0 + static_cast<double>(s.compare.size());
+        elements += n;
     }
-    add(s.network.input.dims);
+    return p.flops() / 2 + elements;
+}
+
+inline double step_work(const lesson::Step& s) {
+    double work = 0;
+    if (s.has_problem) {
+        const double passes = 5.0 + static_cast<double>(s.compare.size()) + 4.0;
+        work += passes * problem_work(s.problem);
+    }
+    double n = 1;
+    for (dim_t d : s.network.input.dims) n *= static_cast<double>(d);
+    work += n;
     for (const lesson::LayerSpec& l : s.network.layers) {
-        if (!l.problem_text.empty()) {
-            add(l.problem.src_dims());
-            add(l.problem.wei_dims());
-            add(l.problem.dst_dims());
-        }
+        if (!l.problem_text.empty()) work += 3.0 * problem_work(l.problem);
         work += static_cast<double>(l.wei.values.size());
     }
     return work;
 }
 
-constexpr double kLessonWorkBudget = 1e5;  // elements per step evaluated
+constexpr double kLessonWorkBudget = 1e5;  // multiply-adds and elements per step evaluated
 
-inline void lesson_text(const std::uint8_t* data, std::size_t size) {
+inline void evaluate_step(const lesson::Lesson& l, std::size_t k) {
+    const lesson::Step& s = l.steps[k];
+    if (s.view == "timings" || step_work(s) > kLessonWorkBudget) return;
+    // evaluate() is what validate_step() runs: one call checks the step and gives its result.
+    try {
+        const lesson::StepResult r = lesson::evaluate(l, k);
+        require(r.checks.size() == s.checks.size(), "a check result per check");
+        for (const lesson::NamedTensor& t : r.tensors) (void)lesson::format_tensor(t.value, 64);
+    } catch (const Error&) {
+    }
+}
+
+// The fuzz target: every step parsed and its narration laid out, one step evaluated (or all,
+// for the regression inputs replayed by the suite).
+inline void lesson_text(const std::uint8_t* data, std::size_t size, bool all_steps = false) {
     if (size > (1u << 20)) return;
     const std::string_view text(reinterpret_cast<const char*>(data), size);
     lesson::Lesson l;
@@ -128,19 +148,24 @@ inline void lesson_text(const std::uint8_t* data, std::size_t size) {
     } catch (const Error&) {
         return;
     }
-    for (std::size_t k = 0; k < l.steps.size(); ++k) {
-        const lesson::Step& s = l.steps[k];
+    for (const lesson::Step& s : l.steps) {
         (void)lesson::flow_narration(s.narration);
         (void)lesson::wrap_narration(s.narration, 40);
-        if (s.view == "timings" || step_work(s) > kLessonWorkBudget) continue;
-        try {
-            lesson::validate_step(l, k);
-            const lesson::StepResult r = lesson::evaluate(l, k);
-            require(r.checks.size() == s.checks.size(), "a check result per check");
-            for (const lesson::NamedTensor& t : r.tensors) (void)lesson::format_tensor(t.value, 64);
-        } catch (const Error&) {
-        }
     }
+    if (l.steps.empty()) return;
+    // One step evaluated per input, chosen by a hash of its bytes: an input costs one step's
+    // evaluation, not the whole lesson's, and the mutations of an input reach all its steps.
+    std::uint64_t h = 1469598103934665603ull;
+    for (std::size_t i = 0; i < size; ++i) h = (h ^ data[i]) * 1099511628211ull;
+    if (all_steps) {
+        for (std::size_t k = 0; k < l.steps.size(); ++k) evaluate_step(l, k);
+        return;
+    }
+    evaluate_step(l, static_cast<std::size_t>(h % l.steps.size()));
+}
+
+inline void lesson_text_all_steps(const std::uint8_t* data, std::size_t size) {
+    lesson_text(data, size, true);
 }
 
 // [SECTION] results files
@@ -177,6 +202,26 @@ inline void results(const std::uint8_t* data, std::size_t size) {
                 c.id + ": too many ticks");
         require(std::isfinite(c.y.min) && std::isfinite(c.y.max), c.id + ": axis not finite");
     }
+}
+
+// [SECTION] theme files
+
+inline void theme(const std::uint8_t* data, std::size_t size) {
+    const std::string_view text(reinterpret_cast<const char*>(data), size);
+    const ui::Theme t = ui::parse_theme(text, "fuzz.theme");
+    std::size_t lines = 1;
+    for (char c : text) lines += c == '\n';
+    for (const std::string& e : t.errors) {
+        require(e.rfind("fuzz.theme:", 0) == 0, "a theme error without its file: " + e);
+        const std::size_t line = std::strtoull(e.c_str() + 11, nullptr, 10);
+        require(line >= 1 && line <= lines, "a theme error names no line of the file: " + e);
+        require(e.find('\n') == std::string::npos, "a theme error of several lines: " + e);
+    }
+    if (t.name) require(!t.name->empty() && t.name->size() <= ui::kThemeNameMax, "a bad name");
+    const ui::Theme back = ui::parse_theme(ui::format_theme(t), "fuzz.theme");
+    require(back.errors.empty(), "a formatted theme has errors: " +
+                                     (back.errors.empty() ? std::string() : back.errors[0]));
+    require(back.name == t.name && back.colour == t.colour, "a theme does not print back");
 }
 
 }  // namespace convlab::fuzz

@@ -20,6 +20,7 @@
 #include <ostream>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "convlab/problem.hpp"  // Error
 
@@ -87,6 +88,42 @@ class OutputFile {
     int fd_ = -1;
     int slot_ = -1;
     bool committed_ = false;
+};
+
+// All-or-nothing output of a command that writes several files: while a transaction is alive on
+// a thread, every OutputFile committed on that thread is closed but kept as its temporary; the
+// transaction's commit() renames them all onto their paths, and a transaction destroyed
+// uncommitted (an error, an interrupt) removes them, so that a command that fails writes no file
+// at all. The temporaries stay registered for SIGINT/SIGTERM until renamed. A transaction begun
+// while another is alive on the thread joins it: the outermost one commits. A file written twice
+// keeps its last content. Until the commit, current_file() names where a written path's content
+// is (for a command that reads back what it wrote).
+class OutputTransaction {
+  public:
+    OutputTransaction();
+    ~OutputTransaction();
+    OutputTransaction(const OutputTransaction&) = delete;
+    OutputTransaction& operator=(const OutputTransaction&) = delete;
+
+    // Renames every pending temporary onto its target (of an outermost transaction; a joined
+    // one's commit does nothing). Throws "cannot write PATH: why" and removes the temporaries
+    // not yet renamed when a rename fails.
+    void commit();
+    // The paths written so far and not yet committed, as their writers named them.
+    std::vector<std::string> pending() const;
+    // The file holding `path`'s content: its pending temporary in this thread's transaction,
+    // else `path` itself.
+    static std::string current_file(const std::string& path);
+
+  private:
+    friend class OutputFile;
+    struct Pending {
+        std::string path, target, tmp;
+        int slot;
+    };
+    void adopt(Pending p);
+    std::vector<Pending> pending_;
+    OutputTransaction* outer_ = nullptr;  // the transaction this one joined, if any
 };
 
 // Whole files at once.
