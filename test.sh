@@ -2,6 +2,8 @@
 # Sets up (Debian packages), builds and runs every test suite with ctest.
 # Usage: ./test.sh              Release build in build/
 #        ./test.sh --sanitize   ASan + UBSan build in build-asan/
+#        ./test.sh --portable   the engine alone without intrinsics or OpenMP, its suites only,
+#                               in build-portable/ (what other CPUs and WebAssembly compile)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")"
 ./third_party/install.sh run test
@@ -13,6 +15,10 @@ if [ "${1:-}" = "--sanitize" ]; then
            -DCONVLAB_BUILD_TESTS=ON)
     export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
     export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+elif [ "${1:-}" = "--portable" ]; then
+    dir=build-portable
+    flags=(-DCMAKE_BUILD_TYPE=Release -DCONVLAB_PORTABLE=ON -DCONVLAB_APP=OFF
+           -DCONVLAB_BUILD_TESTS=ON)
 fi
 cmake -S . -B "$dir" -G Ninja "${flags[@]}" >/dev/null
 cmake --build "$dir"
