@@ -4,8 +4,17 @@
 #        ./test.sh --sanitize   ASan + UBSan build in build-asan/
 #        ./test.sh --portable   the engine alone without intrinsics or OpenMP, its suites only,
 #                               in build-portable/ (what other CPUs and WebAssembly compile)
+#        ./test.sh --web        the browser build (web/build.sh) and its tests in headless
+#                               Chromium (web/tests)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")"
+if [ "${1:-}" = "--web" ]; then
+    web/build.sh
+    ./third_party/install.sh webtest
+    cd web/tests
+    npm ci --no-audit --no-fund --loglevel=error
+    exec node --test --test-concurrency=1 browser.test.mjs
+fi
 ./third_party/install.sh run test
 dir=build
 flags=(-DCMAKE_BUILD_TYPE=Release -DCONVLAB_BUILD_TESTS=ON)

@@ -44,6 +44,10 @@
 #include "ui/gif_writer.hpp"
 #include "ui/gui_lesson.hpp"
 #include "ui/gui_timings.hpp"
+#include "ui/link.hpp"
+#ifdef __EMSCRIPTEN__
+#include "web/web_glue.hpp"
+#endif
 
 namespace convlab::ui {
 
@@ -282,6 +286,25 @@ class App {
         return palettes()[static_cast<std::size_t>(std::clamp(s.palette, 0, kNumPalettes - 1))];
     }
     dim_t steps() const { return view ? app::num_steps(*view, s.playback.granularity) : 0; }
+
+    // Where the app is, as a link (link.hpp): the lesson's step, else the view's; "" before the
+    // first view, or for a lesson file without a number.
+    std::string link() const {
+        Link l;
+        if (lesson.player.is_open()) {
+            l.lesson = lesson_number_of(lesson.player.file());
+            if (l.lesson == 0) return "";
+            l.lesson_step = lesson.player.step();
+        } else if (view) {
+            l.view = s.request.view;
+            l.problem = to_descriptor(s.request.problem);
+            l.step = s.playback.step;
+            l.granularity = s.playback.granularity;
+        } else {
+            return "";
+        }
+        return format_link(l);
+    }
 
     struct LegendEntry {
         ImU32 colour;
@@ -2282,7 +2305,11 @@ class Window {
         if (!font_) font_ = io.Fonts->AddFontDefault();
         ImGui_ImplGlfw_InitForOpenGL(win_, true);
         glfwSetKeyCallback(win_, key_callback);  // ImGui's, through the press queue
+#ifdef __EMSCRIPTEN__
+        ImGui_ImplOpenGL3_Init("#version 300 es");  // WebGL 2
+#else
         ImGui_ImplOpenGL3_Init("#version 330");
+#endif
     }
     ~Window() {
         ImGui_ImplOpenGL3_Shutdown();
@@ -2292,8 +2319,12 @@ class Window {
     }
     Window(const Window&) = delete;
     Window& operator=(const Window&) = delete;
-    GLFWwindow* get() const { return win_; }
-    ImFont* font() const { return font_; }
+    GLFWwindow* get() const {
+        return win_;
+    }
+    ImFont* font() const {
+        return font_;
+    }
 
   private:
     GLFWwindow* win_ = nullptr;
@@ -2345,20 +2376,34 @@ void run_gui(const GuiOptions& o) {
     if (o.presenter) a.toggle_fullscreen();
     a.s.request = r;
     a.edit = r.problem;
+    a.s.playback.step = o.step;  // kept (clamped) when the view arrives
+    a.s.playback.granularity = o.granularity;
     if (!o.lesson.empty()) a.lesson.open(o.lesson, o.lesson_step);
     if (!a.lesson.player.is_open()) a.request(r);  // no lesson (or a malformed one): the view
     auto last = std::chrono::steady_clock::now();
-    while (!glfwWindowShouldClose(a.window)) {
+    std::string link;
+    const auto frame = [&] {
+#ifdef __EMSCRIPTEN__
+        glfwPollEvents();  // the browser calls each frame: no waiting here
+#else
         // Idle (paused, nothing building): wait for events instead of spinning.
         if (a.s.playback.paused && !a.job && !a.ex.sequence)
             glfwWaitEventsTimeout(0.1);
         else
             glfwPollEvents();
+#endif
         const auto now = std::chrono::steady_clock::now();
         const double dt = std::chrono::duration<double>(now - last).count();
         last = now;
         render_frame(a, dt);
-    }
+        if (o.on_link)
+            if (std::string now_link = a.link(); now_link != link) o.on_link(link = now_link);
+    };
+#ifdef __EMSCRIPTEN__
+    web::run_frames(frame);  // never returns: the browser calls frame() from now on
+#else
+    while (!glfwWindowShouldClose(a.window)) frame();
+#endif
 }
 
 namespace {

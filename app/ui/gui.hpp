@@ -2,6 +2,7 @@
 // headless screenshots and exports. Only this part of ConvLab includes imgui or GLFW.
 #pragma once
 
+#include <functional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -18,6 +19,10 @@ struct GuiOptions {
     bool follow = false;          // the canvas follows the step (AppState::follow)
     std::string lesson;           // a lesson file to open ("" none)
     std::size_t lesson_step = 0;  // its step, from 0
+    dim_t step = 0;               // without a lesson: the view's first step
+    Granularity granularity = Granularity::Line;
+    // Called with the app's link (link.hpp) whenever it changes: the browser puts it in the URL.
+    std::function<void(const std::string&)> on_link;
 };
 
 // True when GLFW can open the display (DISPLAY set and reachable).
