@@ -2366,10 +2366,13 @@ bool display_available() {
 
 void run_gui(const GuiOptions& o) {
     app::ViewRequest r = request_of(o.view, o.problem);
-    Window w(1600, 1000, true, "ConvLab");
-    App a;
-    a.window = w.get();
-    a.font = w.font();
+    // On the heap, owned by the frame function: in the browser run_frames unwinds this stack
+    // frame while the frames go on.
+    const auto w = std::make_shared<Window>(1600, 1000, true, "ConvLab");
+    const auto ap = std::make_shared<App>();
+    App& a = *ap;
+    a.window = w->get();
+    a.font = w->font();
     a.measure_read = true;
     a.s.presenter = o.presenter;
     a.s.follow = o.follow;
@@ -2380,9 +2383,10 @@ void run_gui(const GuiOptions& o) {
     a.s.playback.granularity = o.granularity;
     if (!o.lesson.empty()) a.lesson.open(o.lesson, o.lesson_step);
     if (!a.lesson.player.is_open()) a.request(r);  // no lesson (or a malformed one): the view
-    auto last = std::chrono::steady_clock::now();
-    std::string link;
-    const auto frame = [&] {
+    // (Captures destroyed in reverse: the App before its window.)
+    auto frame = [w, ap, on_link = o.on_link, last = std::chrono::steady_clock::now(),
+                  link = std::string()]() mutable {
+        App& a = *ap;
 #ifdef __EMSCRIPTEN__
         glfwPollEvents();  // the browser calls each frame: no waiting here
 #else
@@ -2396,11 +2400,11 @@ void run_gui(const GuiOptions& o) {
         const double dt = std::chrono::duration<double>(now - last).count();
         last = now;
         render_frame(a, dt);
-        if (o.on_link)
-            if (std::string now_link = a.link(); now_link != link) o.on_link(link = now_link);
+        if (on_link)
+            if (std::string now_link = a.link(); now_link != link) on_link(link = now_link);
     };
 #ifdef __EMSCRIPTEN__
-    web::run_frames(frame);  // never returns: the browser calls frame() from now on
+    web::run_frames(std::move(frame));  // never returns: the browser calls frame() from now on
 #else
     while (!glfwWindowShouldClose(a.window)) frame();
 #endif
