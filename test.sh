@@ -4,8 +4,19 @@
 #        ./test.sh --sanitize   ASan + UBSan build in build-asan/
 #        ./test.sh --tsan       ThreadSanitizer build in build-tsan/: the app's worker stress
 #                               test only (engine without OpenMP, no window code)
+#        ./test.sh --portable   the engine alone without intrinsics or OpenMP, its suites only,
+#                               in build-portable/ (what other CPUs and WebAssembly compile)
+#        ./test.sh --web        the browser build (web/build.sh) and its tests in headless
+#                               Chromium (web/tests)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")"
+if [ "${1:-}" = "--web" ]; then
+    web/build.sh
+    ./third_party/install.sh webtest
+    cd web/tests
+    npm ci --no-audit --no-fund --loglevel=error
+    exec node --test --test-concurrency=1 browser.test.mjs
+fi
 ./third_party/install.sh run test
 dir=build
 flags=(-DCMAKE_BUILD_TYPE=Release -DCONVLAB_BUILD_TESTS=ON)
@@ -15,6 +26,10 @@ if [ "${1:-}" = "--sanitize" ]; then
            -DCONVLAB_BUILD_TESTS=ON)
     export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
     export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+elif [ "${1:-}" = "--portable" ]; then
+    dir=build-portable
+    flags=(-DCMAKE_BUILD_TYPE=Release -DCONVLAB_PORTABLE=ON -DCONVLAB_APP=OFF
+           -DCONVLAB_BUILD_TESTS=ON)
 fi
 targets=()
 if [ "${1:-}" = "--tsan" ]; then

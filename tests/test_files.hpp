@@ -19,44 +19,11 @@
 
 #include "cli/cli.hpp"
 #include "stb_image.h"
+#include "test_tempdir.hpp"
 
 namespace convlab::test {
 
 namespace fs = std::filesystem;
-
-// A fresh folder under the system temp folder, removed with everything in it (its permissions
-// restored first, for tests that make it unwritable).
-struct TempDir {
-    fs::path path;
-    TempDir() {
-        static int counter = 0;
-        path = fs::temp_directory_path() /
-               ("convlab_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-        fs::remove_all(path);
-        fs::create_directories(path);
-    }
-    ~TempDir() {
-        std::error_code ec;
-        fs::permissions(path, fs::perms::owner_all, fs::perm_options::add, ec);
-        fs::remove_all(path, ec);
-    }
-    TempDir(const TempDir&) = delete;
-    TempDir& operator=(const TempDir&) = delete;
-    std::string operator/(const std::string& name) const { return (path / name).string(); }
-    // The names of the folder's entries, sorted.
-    std::vector<std::string> listing() const {
-        std::vector<std::string> names;
-        for (const auto& e : fs::directory_iterator(path)) names.push_back(e.path().filename());
-        std::sort(names.begin(), names.end());
-        return names;
-    }
-    // Writes `text` to the file `name` in the folder and returns its path.
-    std::string write(const std::string& name, const std::string& text) const {
-        const auto p = (path / name).string();
-        std::ofstream(p) << text;
-        return p;
-    }
-};
 
 // True where the app can render: a display, or xvfb-run to make one.
 inline bool can_render() {

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "convlab/npy.hpp"
-#include "test_files.hpp"
+#include "test_tempdir.hpp"
 #include "test_util.hpp"
 
 using namespace convlab;

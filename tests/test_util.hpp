@@ -16,6 +16,14 @@
 
 namespace convlab::test {
 
+// Whether the engine runs on several threads (OpenMP): the portable build has one, so that
+// set_num_threads(2) leaves it at 1 and the checks of the policies for two threads do not apply.
+#if defined(_OPENMP)
+inline constexpr bool kThreaded = true;
+#else
+inline constexpr bool kThreaded = false;
+#endif
+
 // Calls f(coord) for every coordinate of dims, in row-major order (none when a dim is <= 0).
 template <class F>
 void for_each_coord(const std::vector<dim_t>& dims, F&& f) {

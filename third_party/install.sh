@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Installs the Debian packages of the given groups of third_party/packages.txt ([run], [test])
-# that are not installed yet. Usage: install.sh GROUP...   (no group: all of them)
+# Installs the Debian packages of the given groups of third_party/packages.txt ([run], [test],
+# [web], [webtest]) that are not installed yet. Usage: install.sh GROUP...   (no group: all)
 # Idempotent: a second run installs nothing and does not touch the network.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -18,7 +18,7 @@ while IFS= read -r line; do
     if [ $# -eq 0 ] || [[ $groups == *" $group "* ]]; then wanted+=("$line"); fi
 done <"$here/packages.txt"
 if [ ${#wanted[@]} -eq 0 ]; then
-    echo "third_party: no package in group(s):$groups(groups: run, test)" >&2
+    echo "third_party: no package in group(s):$groups(groups: run, test, web, webtest)" >&2
     exit 2
 fi
 missing=()

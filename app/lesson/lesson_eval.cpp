@@ -491,7 +491,8 @@ CheckResult run_check(const Check& c, const StepResult& r) {
     CheckResult res;
     dim_t worst_i = 0;
     for (dim_t i = 0; i < n; ++i) {
-        double d = std::abs(double(t.value.f32()[first + i]) - expected[i]);
+        double d =
+            std::abs(double(t.value.f32()[first + i]) - expected[static_cast<std::size_t>(i)]);
         if (std::isnan(d)) d = INFINITY;
         if (d > res.worst) {
             res.worst = d;

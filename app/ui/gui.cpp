@@ -48,8 +48,12 @@
 #include "ui/gui_lesson.hpp"
 #include "ui/gui_presenter.hpp"
 #include "ui/gui_timings.hpp"
+#include "ui/link.hpp"
 #include "ui/settings.hpp"
 #include "ui/theme.hpp"
+#ifdef __EMSCRIPTEN__
+#include "web/web_glue.hpp"
+#endif
 
 namespace convlab::ui {
 
@@ -321,6 +325,25 @@ class App {
         return palettes()[static_cast<std::size_t>(std::clamp(s.palette, 0, kNumPalettes - 1))];
     }
     dim_t steps() const { return view ? app::num_steps(*view, s.playback.granularity) : 0; }
+
+    // Where the app is, as a link (link.hpp): the lesson's step, else the view's; "" before the
+    // first view, or for a lesson file without a number.
+    std::string link() const {
+        Link l;
+        if (lesson.player.is_open()) {
+            l.lesson = lesson_number_of(lesson.player.file());
+            if (l.lesson == 0) return "";
+            l.lesson_step = lesson.player.step();
+        } else if (view) {
+            l.view = s.request.view;
+            l.problem = to_descriptor(s.request.problem);
+            l.step = s.playback.step;
+            l.granularity = s.playback.granularity;
+        } else {
+            return "";
+        }
+        return format_link(l);
+    }
 
     struct LegendEntry {
         ImU32 colour;
@@ -2608,7 +2631,11 @@ class Window {
         glfwSetKeyCallback(win_, key_callback);    // ImGui's, through the input queue
         glfwSetCharCallback(win_, char_callback);  // (deliver_input)
         glfwSetDropCallback(win_, drop_callback);  // a lesson or results file dropped on it
+#ifdef __EMSCRIPTEN__
+        ImGui_ImplOpenGL3_Init("#version 300 es");  // WebGL 2
+#else
         ImGui_ImplOpenGL3_Init("#version 330");
+#endif
     }
     ~Window() {
         ImGui_ImplOpenGL3_Shutdown();
@@ -2618,9 +2645,15 @@ class Window {
     }
     Window(const Window&) = delete;
     Window& operator=(const Window&) = delete;
-    GLFWwindow* get() const { return win_; }
-    ImFont* font() const { return font_; }
-    float content_scale() const { return scale_; }
+    GLFWwindow* get() const {
+        return win_;
+    }
+    ImFont* font() const {
+        return font_;
+    }
+    float content_scale() const {
+        return scale_;
+    }
 
   private:
     GLFWwindow* win_ = nullptr;
@@ -2672,11 +2705,14 @@ void run_gui(const GuiOptions& o) {
     const std::string settings_file = settings_path();
     std::string warning;
     const Settings st = load_settings(settings_file, &warning);
-    Window w(st.window_width, st.window_height, true, "ConvLab");
-    App a;
-    a.window = w.get();
-    a.font = w.font();
-    a.content_scale = w.content_scale();
+    // On the heap, owned by the frame function: in the browser run_frames unwinds this stack
+    // frame while the frames go on.
+    const auto w = std::make_shared<Window>(st.window_width, st.window_height, true, "ConvLab");
+    const auto ap = std::make_shared<App>();
+    App& a = *ap;
+    a.window = w->get();
+    a.font = w->font();
+    a.content_scale = w->content_scale();
     a.measure_read = true;
     a.apply_settings(st);
     if (!warning.empty()) a.status = "settings: " + warning;
@@ -2691,26 +2727,41 @@ void run_gui(const GuiOptions& o) {
     }
     a.s.request = r;
     a.edit = r.problem;
+    a.s.playback.step = o.step;  // kept (clamped) when the view arrives
+    a.s.playback.granularity = o.granularity;
     if (!lesson_file.empty()) a.lesson.open(lesson_file, lesson_step);
     if (!a.lesson.player.is_open()) a.request(r);  // no lesson (or a malformed one): the view
-    auto last = std::chrono::steady_clock::now();
-    while (!glfwWindowShouldClose(a.window)) {
+    // (Captures destroyed in reverse: the App before its window.)
+    auto frame = [w, ap, on_link = o.on_link, last = std::chrono::steady_clock::now(),
+                  link = std::string()]() mutable {
+        App& a = *ap;
+#ifdef __EMSCRIPTEN__
+        glfwPollEvents();  // the browser calls each frame: no waiting here
+#else
         // Idle (paused, nothing building): wait for events instead of spinning.
         if (a.s.playback.paused && !a.job && !a.ex.sequence)
             glfwWaitEventsTimeout(0.1);
         else
             glfwPollEvents();
+#endif
         const auto now = std::chrono::steady_clock::now();
         const double dt = std::chrono::duration<double>(now - last).count();
         last = now;
         render_frame(a, dt);
-    }
+        if (on_link)
+            if (std::string now_link = a.link(); now_link != link) on_link(link = now_link);
+    };
+#ifdef __EMSCRIPTEN__
+    web::run_frames(std::move(frame));  // never returns: the browser calls frame() from now on
+#else
+    while (!glfwWindowShouldClose(a.window)) frame();
     // Kept for the next start; a failure is said, never lost silently, and never fails the run.
     try {
         save_settings(a.current_settings(), settings_file);
     } catch (const std::exception& e) {
         std::fprintf(stderr, "convlab: settings not saved: %s\n", e.what());
     }
+#endif
 }
 
 namespace {

@@ -2,6 +2,7 @@
 // headless screenshots and exports. Only this part of ConvLab includes imgui or GLFW.
 #pragma once
 
+#include <functional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -21,6 +22,10 @@ struct GuiOptions {
     // Nothing named on the command line: reopen the last lesson and step of the settings file
     // (ui/settings.hpp) instead of `lesson`.
     bool restore_last = false;
+    dim_t step = 0;  // without a lesson: the view's first step
+    Granularity granularity = Granularity::Line;
+    // Called with the app's link (link.hpp) whenever it changes: the browser puts it in the URL.
+    std::function<void(const std::string&)> on_link;
 };
 
 // True when GLFW can open the display (DISPLAY set and reachable).

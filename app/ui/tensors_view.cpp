@@ -359,7 +359,8 @@ void link_convolutions(ViewModel& v, const std::vector<ViewRequest::Conv>& convs
             if (b >= 0) r.operands.push_back(b);
             const Problem p = c.problem;
             const bool ha = a >= 0, hb = b >= 0;
-            r.fn = [p, kind, ha, hb](dim_t cell, std::vector<std::vector<dim_t>>& out) {
+            // kind = kind: clang 14 (emscripten) cannot capture a structured binding itself.
+            r.fn = [p, kind = kind, ha, hb](dim_t cell, std::vector<std::vector<dim_t>>& out) {
                 for (const auto& [ia, ib] : conv_terms(p, kind, cell)) {
                     if (ha) out[0].push_back(ia);
                     if (hb) out[ha ? 1 : 0].push_back(ib);

@@ -8,10 +8,12 @@
 //   [SECTION] rebuilding results from fields
 //   [SECTION] trace (Trace Event format: the timed calls and their operations)
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <istream>
 #include <map>
 #include <sstream>
@@ -31,11 +33,43 @@ struct Field {
 };
 using Fields = std::vector<Field>;
 
-std::string num(double x) {
-    if (!std::isfinite(x)) return "0";
+// Doubles as text and back, exactly: std::to_chars / from_chars where the standard library has
+// them for floating point (__cpp_lib_to_chars); else (libc++ 14, emscripten's) the shortest %g
+// that reads back to the same double, and strtod on exactly the number's characters.
+std::string shortest(double x) {
+#if defined(__cpp_lib_to_chars)
     char buf[64];
     const auto res = std::to_chars(buf, buf + sizeof buf, x);  // shortest exact round trip
     return std::string(buf, res.ptr);
+#else
+    char buf[64];
+    for (int digits = 1; digits <= 17; ++digits) {
+        std::snprintf(buf, sizeof buf, "%.*g", digits, x);
+        if (std::strtod(buf, nullptr) == x) break;
+    }
+    return buf;
+#endif
+}
+
+// True when [b, e) is one decimal number as from_chars reads it (no sign '+', no space, no hex).
+bool read_double(const char* b, const char* e, double& x) {
+#if defined(__cpp_lib_to_chars)
+    const auto res = std::from_chars(b, e, x);
+    return res.ec == std::errc() && res.ptr == e;
+#else
+    const std::string t(b, e);
+    if (t.empty() || t[0] == '+' || std::isspace(static_cast<unsigned char>(t[0])) ||
+        t.find_first_of("xX") != std::string::npos)
+        return false;
+    char* end = nullptr;
+    x = std::strtod(t.c_str(), &end);
+    return end == t.c_str() + t.size();
+#endif
+}
+
+std::string num(double x) {
+    if (!std::isfinite(x)) return "0";
+    return shortest(x);
 }
 
 Field nf(std::string name, double x) {
@@ -88,8 +122,7 @@ std::vector<SweepPoint> parse_sweep(const std::string& text, const std::string& 
             const auto eq = w.find('=');
             double x = 0;
             const char* b = w.c_str() + (eq == std::string::npos ? 0 : eq + 1);
-            const auto res = std::from_chars(b, w.c_str() + w.size(), x);
-            if (eq == std::string::npos || res.ec != std::errc() || res.ptr != w.c_str() + w.size())
+            if (eq == std::string::npos || !read_double(b, w.c_str() + w.size(), x))
                 throw Error(where + ": field 'sweep': '" + w + "' is not name=number");
             const std::string k = w.substr(0, eq);
             // The same rules as the machine's fields: counts whole, figures finite and >= 0.
@@ -295,8 +328,7 @@ double to_num(const Map& m, const std::string& key, const std::string& where) {
     if (s.empty())
         throw Error(where + ": field '" + key + "' is empty (or null): expected a number");
     double x = 0;
-    const auto res = std::from_chars(s.data(), s.data() + s.size(), x);
-    if (res.ec != std::errc() || res.ptr != s.data() + s.size())
+    if (!read_double(s.data(), s.data() + s.size(), x))
         throw Error(where + ": field '" + key + "' is not a number: '" + s + "'");
     return x;
 }

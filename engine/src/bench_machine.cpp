@@ -27,6 +27,7 @@
 #include <cstdlib>
 #include <ctime>
 #include <fstream>
+#include <limits>
 #include <new>
 #include <random>
 #include <sstream>
@@ -505,7 +506,7 @@ long chain_iterations(double seconds) {
         volatile float sink = fma_chains(iters);
         (void)sink;
         const double s = std::chrono::duration<double>(Clock::now() - t0).count();
-        if (s > seconds / 4 || iters > (1L << 40))
+        if (s > seconds / 4 || iters > std::numeric_limits<long>::max() / 4)  // no overflow
             return std::max(
                 static_cast<long>(static_cast<double>(iters) * seconds / std::max(s, 1e-9)),
                 1L << 12);

@@ -2171,7 +2171,8 @@ void backward_weight_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler
         const bool own = nb == 1;
         float* dyt =
             own ? nullptr : scratch(kPackedDySlot, static_cast<std::size_t>(np * nb * cols * 32));
-        const int threads = split ? omp_get_max_threads() : 1;
+        // Read by the pragma only: unused where OpenMP is off (the portable build).
+        [[maybe_unused]] const int threads = split ? omp_get_max_threads() : 1;
         ParallelError err;  // (the padding and packing before the barrier cannot throw)
 #pragma omp parallel num_threads(threads)
         {

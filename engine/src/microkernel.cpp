@@ -1474,8 +1474,8 @@ void flush_tap_tiles(const float* buf, int mv, int ks, float* c, dim_t ldt, int 
             }
 }
 
-void permute_runs(const float* src, dim_t ld_src, int len, const int* idx, int n, dim_t count,
-                  float* dst, dim_t ld_dst) {
+void permute_runs(const float* src, dim_t ld_src, [[maybe_unused]] int len, const int* idx, int n,
+                  dim_t count, float* dst, dim_t ld_dst) {
 #if CONVLAB_X86
     if (n <= 16 && len <= 16 && std::string_view(microkernel().isa) == "avx512")
         return permute_runs_avx512(src, ld_src, len, idx, n, count, dst, ld_dst);
@@ -1962,10 +1962,14 @@ int gemm_threads(dim_t m, dim_t n, dim_t k) {
     return omp_get_max_threads();
 }
 
+// Every share t in [0, threads) runs once, whatever number of threads the region gets: the
+// callers split their work by t, so a share left out would leave its part uncomputed (a build
+// without OpenMP runs them all on the calling thread, one after another).
 void run_threads(int threads, void (*fn)(void*, int), void* ctx) {
     ParallelError err;
 #pragma omp parallel num_threads(threads)
-    err.run([&] { fn(ctx, omp_get_thread_num()); });
+    for (int t = omp_get_thread_num(); t < threads; t += omp_get_num_threads())
+        err.run([&] { fn(ctx, t); });
     err.rethrow();
 }
 

@@ -343,7 +343,8 @@ void choose_split(dim_t m, dim_t n, dim_t k, const MicroKernel& uk, int threads,
 
 // Threads a GEMM of this size may use (1 inside a parallel region or for tiny products).
 int gemm_threads(dim_t m, dim_t n, dim_t k);
-// Runs fn(ctx, t) for t in [0, threads) on OpenMP's threads.
+// Runs fn(ctx, t) once for each t in [0, threads) on OpenMP's threads (all of them on the
+// calling thread without OpenMP).
 void run_threads(int threads, void (*fn)(void*, int), void* ctx);
 // The same for a callable body(t).
 template <class F>

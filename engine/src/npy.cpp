@@ -6,6 +6,7 @@
 // padded with spaces and ended by '\n' so that the data starts at a multiple of 64 bytes, then the
 // data, C order. Every refusal names the file and what it holds against what is expected.
 #include "convlab/npy.hpp"
+#include "bit_cast.hpp"
 
 #include "convlab/output_file.hpp"
 
@@ -259,9 +260,9 @@ std::optional<std::size_t> fp32_bytes(const std::vector<dim_t>& shape) {
 }
 
 float byteswap(float v) {
-    const auto u = std::bit_cast<std::uint32_t>(v);
-    return std::bit_cast<float>((u >> 24) | ((u >> 8) & 0xff00u) | ((u << 8) & 0xff0000u) |
-                                (u << 24));
+    const auto u = detail::bit_cast<std::uint32_t>(v);
+    return detail::bit_cast<float>((u >> 24) | ((u >> 8) & 0xff00u) | ((u << 8) & 0xff0000u) |
+                                   (u << 24));
 }
 
 std::uint32_t le32(const unsigned char* p) {

@@ -1,4 +1,5 @@
 #include "convlab/tensor.hpp"
+#include "bit_cast.hpp"
 
 #include <bit>
 #include <cstdlib>
@@ -33,7 +34,7 @@ DType parse_dtype(std::string_view s) {
 
 // IEEE binary16, round to nearest even, with subnormals, infinities and NaN.
 std::uint16_t float_to_half(float f) {
-    const std::uint32_t x = std::bit_cast<std::uint32_t>(f);
+    const std::uint32_t x = detail::bit_cast<std::uint32_t>(f);
     const std::uint32_t sign = (x >> 16) & 0x8000u;
     const std::uint32_t absx = x & 0x7fffffffu;
     if (absx >= 0x7f800000u)  // Inf or NaN
@@ -76,18 +77,18 @@ float half_to_float(std::uint16_t h) {
     } else {
         x = sign | ((exp + 112u) << 23) | (mant << 13);
     }
-    return std::bit_cast<float>(x);
+    return detail::bit_cast<float>(x);
 }
 
 std::uint16_t float_to_bf16(float f) {
-    std::uint32_t x = std::bit_cast<std::uint32_t>(f);
+    std::uint32_t x = detail::bit_cast<std::uint32_t>(f);
     if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<std::uint16_t>((x >> 16) | 0x40u);
     x += 0x7fffu + ((x >> 16) & 1u);
     return static_cast<std::uint16_t>(x >> 16);
 }
 
 float bf16_to_float(std::uint16_t b) {
-    return std::bit_cast<float>(static_cast<std::uint32_t>(b) << 16);
+    return detail::bit_cast<float>(static_cast<std::uint32_t>(b) << 16);
 }
 
 Tensor seeded_integers(std::vector<dim_t> dims, std::uint64_t seed, std::uint64_t salt) {

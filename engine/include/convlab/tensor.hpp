@@ -27,7 +27,11 @@ float bf16_to_float(std::uint16_t b);
 inline constexpr std::size_t kTensorAlignment = 64;
 
 // Largest storage a single tensor may ask for; bigger requests throw Error instead of trying.
-inline constexpr std::size_t kMaxTensorBytes = std::size_t{16} << 30;
+// 16 GiB, or half the address space where size_t is 32 bits (WebAssembly), where 16 GiB would
+// wrap to 0 and refuse every tensor.
+inline constexpr std::size_t kMaxTensorBytes =
+    sizeof(std::size_t) >= 8 ? static_cast<std::size_t>(std::uint64_t{16} << 30)
+                             : static_cast<std::size_t>(-1) / 2;
 
 class Tensor {
   public:
