@@ -1,6 +1,7 @@
 // convlab lesson check FILE... | list [DIR] | show FILE --step K
 //
-// check: load, validate and evaluate every step of every file; one line a lesson on stdout, its failed
+// check: load, validate and evaluate every step of every file; one line a lesson on stdout, its
+// failed
 //        checks and errors ("file:line:column: what is wrong") on stderr, one a line. Every file is
 //        checked; the command ends with status 2 when any failed.
 // list:  the lessons of a directory (default: lessons/ of the data folder), with step counts.

@@ -179,7 +179,7 @@ inline void results(const std::uint8_t* data, std::size_t size) {
         // A JSON object opens with '{' (after blanks); anything else is read as CSV.
         const auto first = text.find_first_not_of(" \t\r\n");
         r = first != std::string::npos && text[first] != '{' ? bench::read_csv(in)
-                                                              : bench::read_json(in);
+                                                             : bench::read_json(in);
     } catch (const Error&) {
         return;
     }
