@@ -356,6 +356,21 @@ void text_wrapped_clipped(const std::string& text, float wrap) {
     ImGui::Dummy(ImVec2(0, ImGui::GetStyle().ItemSpacing.y * 0.5f));
 }
 
+// One narration block in its tone's colour and at its scale (the panel and the presenter
+// window draw the same blocks).
+void draw_block(const Block& b, const LessonColours& c, float wrap) {
+    const ImU32 col = b.tone == Tone::Dim         ? c.dim
+                      : b.tone == Tone::Good      ? c.good
+                      : b.tone == Tone::Bad       ? c.bad
+                      : b.tone == Tone::Highlight ? c.highlight
+                                                  : c.text;
+    ImGui::PushStyleColor(ImGuiCol_Text, col);
+    ImGui::SetWindowFontScale(b.scale);
+    text_wrapped_clipped(b.text, wrap);
+    ImGui::SetWindowFontScale(1.0f);
+    ImGui::PopStyleColor();
+}
+
 }  // namespace
 
 void LessonUi::panel(ImVec2 pos, ImVec2 size, const LessonColours& c) {
@@ -427,16 +442,7 @@ void LessonUi::panel(ImVec2 pos, ImVec2 size, const LessonColours& c) {
         if (ImGui::Button(revealed_ ? "hide again (R)" : "reveal (R)")) set_revealed(!revealed_);
     }
     for (const Block& b : blocks(player, plan(), timings_note_, hiding())) {
-        const ImU32 col = b.tone == Tone::Dim         ? c.dim
-                          : b.tone == Tone::Good      ? c.good
-                          : b.tone == Tone::Bad       ? c.bad
-                          : b.tone == Tone::Highlight ? c.highlight
-                                                      : c.text;
-        ImGui::PushStyleColor(ImGuiCol_Text, col);
-        ImGui::SetWindowFontScale(b.scale);
-        text_wrapped_clipped(b.text, wrap);
-        ImGui::SetWindowFontScale(1.0f);
-        ImGui::PopStyleColor();
+        draw_block(b, c, wrap);
     }
     ImGui::End();
     ImGui::PopStyleColor(2);
@@ -495,16 +501,7 @@ void LessonUi::notes(const LessonColours& c, const std::string& clock) {
     const std::vector<Block> all = blocks(player, plan(), timings_note_, false);
     for (std::size_t i = 1; i < all.size(); ++i) {  // (0: the heading, above)
         const Block& b = all[i];
-        const ImU32 col = b.tone == Tone::Dim         ? c.dim
-                          : b.tone == Tone::Good      ? c.good
-                          : b.tone == Tone::Bad       ? c.bad
-                          : b.tone == Tone::Highlight ? c.highlight
-                                                      : c.text;
-        ImGui::PushStyleColor(ImGuiCol_Text, col);
-        ImGui::SetWindowFontScale(b.scale);
-        text_wrapped_clipped(b.text, wrap);
-        ImGui::SetWindowFontScale(1.0f);
-        ImGui::PopStyleColor();
+        draw_block(b, c, wrap);
     }
 }
 
