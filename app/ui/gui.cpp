@@ -2614,18 +2614,7 @@ class Window {
         scale_ = std::min(scale_, 4.0f);
         IMGUI_CHECKVERSION();
         ImGui::CreateContext();
-        ImGuiIO& io = ImGui::GetIO();
-        io.IniFilename = nullptr;
-        ImGui::StyleColorsLight();
-        ImGui::GetStyle().FrameRounding = 3;
-        // DejaVu Sans with arrows, Greek and math symbols; ImGui's own font without it.
-        static const ImWchar ranges[] = {0x0020, 0x00FF, 0x0370, 0x03FF, 0x2190, 0x21FF,
-                                         0x2200, 0x22FF, 0x25A0, 0x25FF, 0};
-        const char* ttf = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf";
-        font_ = std::filesystem::exists(ttf)
-                    ? io.Fonts->AddFontFromFileTTF(ttf, 18.0f * scale_, nullptr, ranges)
-                    : nullptr;
-        if (!font_) font_ = io.Fonts->AddFontDefault();
+        font_ = setup_app_context(18.0f * scale_);
         ImGui::GetStyle().ScaleAllSizes(scale_);
         ImGui_ImplGlfw_InitForOpenGL(win_, true);
         glfwSetKeyCallback(win_, key_callback);    // ImGui's, through the input queue
@@ -2734,12 +2723,12 @@ void run_gui(const GuiOptions& o) {
     // (Captures destroyed in reverse: the App before its window.)
     auto frame = [w, ap, on_link = o.on_link, last = std::chrono::steady_clock::now(),
                   link = std::string()]() mutable {
-        App& a = *ap;
+        App& fa = *ap;
 #ifdef __EMSCRIPTEN__
         glfwPollEvents();  // the browser calls each frame: no waiting here
 #else
         // Idle (paused, nothing building): wait for events instead of spinning.
-        if (a.s.playback.paused && !a.job && !a.ex.sequence)
+        if (fa.s.playback.paused && !fa.job && !fa.ex.sequence)
             glfwWaitEventsTimeout(0.1);
         else
             glfwPollEvents();
@@ -2747,9 +2736,9 @@ void run_gui(const GuiOptions& o) {
         const auto now = std::chrono::steady_clock::now();
         const double dt = std::chrono::duration<double>(now - last).count();
         last = now;
-        render_frame(a, dt);
+        render_frame(fa, dt);
         if (on_link)
-            if (std::string now_link = a.link(); now_link != link) on_link(link = now_link);
+            if (std::string now_link = fa.link(); now_link != link) on_link(link = now_link);
     };
 #ifdef __EMSCRIPTEN__
     web::run_frames(std::move(frame));  // never returns: the browser calls frame() from now on

@@ -16,6 +16,21 @@
 
 namespace convlab::ui {
 
+ImFont* setup_app_context(float font_px) {
+    ImGuiIO& io = ImGui::GetIO();
+    io.IniFilename = nullptr;
+    ImGui::StyleColorsLight();
+    ImGui::GetStyle().FrameRounding = 3;
+    // DejaVu Sans with arrows, Greek and math symbols; ImGui's own font without it.
+    static const ImWchar ranges[] = {0x0020, 0x00FF, 0x0370, 0x03FF, 0x2190, 0x21FF,
+                                     0x2200, 0x22FF, 0x25A0, 0x25FF, 0};
+    const char* ttf = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf";
+    ImFont* f = std::filesystem::exists(ttf)
+                    ? io.Fonts->AddFontFromFileTTF(ttf, font_px, nullptr, ranges)
+                    : nullptr;
+    return f ? f : io.Fonts->AddFontDefault();
+}
+
 GLFWmonitor* monitor_of(GLFWwindow* w) {
     if (GLFWmonitor* full = glfwGetWindowMonitor(w)) return full;
     int x = 0, y = 0, ww = 0, wh = 0;
@@ -91,16 +106,7 @@ PresenterWindow::PresenterWindow(GLFWwindow* main, bool visible, int w, int h) :
     glfwSwapInterval(0);  // the main window's swap waits for the display; one wait a frame
     ctx_ = ImGui::CreateContext(nullptr);
     ImGui::SetCurrentContext(ctx_);
-    ImGuiIO& io = ImGui::GetIO();
-    io.IniFilename = nullptr;
-    ImGui::StyleColorsLight();
-    ImGui::GetStyle().FrameRounding = 3;
-    static const ImWchar ranges[] = {0x0020, 0x00FF, 0x0370, 0x03FF, 0x2190, 0x21FF,
-                                     0x2200, 0x22FF, 0x25A0, 0x25FF, 0};
-    const char* ttf = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf";
-    if (!(std::filesystem::exists(ttf) &&
-          io.Fonts->AddFontFromFileTTF(ttf, 20.0f, nullptr, ranges)))
-        io.Fonts->AddFontDefault();
+    setup_app_context(20.0f);
     // Callbacks of our own (below), not the backend's: they switch to this context first.
     ImGui_ImplGlfw_InitForOpenGL(win_, false);
     ImGui_ImplOpenGL3_Init("#version 330");

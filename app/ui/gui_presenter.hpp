@@ -17,6 +17,11 @@ struct ImFont;
 
 namespace convlab::ui {
 
+// The current ImGui context set up as the app's windows are: no .ini file, the light style,
+// DejaVu Sans at font_px (arrows, Greek, math symbols; ImGui's own font where it is missing).
+// Returns the font.
+ImFont* setup_app_context(float font_px);
+
 // The monitor that holds the centre of window w (its full-screen monitor when it is full screen),
 // else the primary monitor; nullptr when there is none.
 GLFWmonitor* monitor_of(GLFWwindow* w);
