@@ -66,6 +66,14 @@ using app::ViewModel;
 
 namespace {
 
+// A file the user asked for: in the browser, where it was written into the page's memory file
+// system, it is also handed to the user as a download.
+void offer_download([[maybe_unused]] const std::string& path) {
+#ifdef __EMSCRIPTEN__
+    web::download(path);
+#endif
+}
+
 struct Palette {
     const char* name;
     ImU32 background, panel_text, dim_text, cell, pending, padding, positive, negative, current,
@@ -891,11 +899,20 @@ void App::sidebar(float width) {
     ImGui::SliderFloat("font scale", &s.font_scale, 0.6f, 3.0f, "%.1f");
     ImGui::Checkbox("presenter mode (P)", &s.presenter);
     ImGui::SameLine();
+#ifdef __EMSCRIPTEN__
+    ImGui::BeginDisabled();  // a page has one canvas: PresenterWindow says so if asked (W)
+#endif
     ImGui::Checkbox("presenter window (W)", &notes_window);
+#ifdef __EMSCRIPTEN__
+    ImGui::EndDisabled();
+    if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
+        ImGui::SetTooltip("the presenter window is not available in the browser");
+#else
     if (ImGui::IsItemHovered())
         ImGui::SetTooltip(
             "a second window for your screen: the narration, checks, next step, clock and keys; "
             "the canvas here then shows no narration (for the projector)");
+#endif
     if (ImGui::Button("reset settings")) {
         apply_settings(Settings{});
         const std::string path = settings_path();
@@ -2443,12 +2460,14 @@ void App::after_render(bool clean) {
             make_parent(ex.png);
             write_png(ex.png, w, h, px);
             status = "wrote " + ex.png;
+            offer_download(ex.png);
             ex.png.clear();
         }
         if (!ex.svg.empty()) {
             make_parent(ex.svg);
             write_file(ex.svg, svg());
             status = "wrote " + ex.svg;
+            offer_download(ex.svg);
             ex.svg.clear();
         }
         if (ex.sequence && !ex.gif.empty()) {  // one GIF frame a step (gif_writer.hpp)
@@ -2476,6 +2495,7 @@ void App::after_render(bool clean) {
             const std::string path = ex.dir + name;
             make_parent(path);
             write_png(path, w, h, px);
+            offer_download(path);
             ex.written.push_back(path);
             if (++ex.seq_next >= ex.seq_end) {
                 ex.sequence = false;
@@ -2567,6 +2587,9 @@ void App::present_notes() {
 }
 
 void App::toggle_fullscreen() {
+#ifdef __EMSCRIPTEN__
+    fullscreen = web::toggle_fullscreen();  // the page's, through the browser (no monitors)
+#else
     // Full screen on the monitor the window is on (the projector, where it was moved there).
     GLFWmonitor* mon = monitor_of(window);
     if (!mon) return;
@@ -2579,6 +2602,7 @@ void App::toggle_fullscreen() {
         glfwSetWindowMonitor(window, nullptr, saved_x, saved_y, saved_w, saved_h, 0);
     }
     fullscreen = !fullscreen;
+#endif
 }
 
 // [SECTION] window
@@ -2608,8 +2632,12 @@ class Window {
         glfwSwapInterval(visible ? 1 : 0);
         // The monitor's content scale (2 on most high-DPI screens): fonts and widgets grow by it,
         // so text keeps its physical size. Bounded: a driver's odd value must not make it absurd.
+#ifdef __EMSCRIPTEN__
+        scale_ = web::device_pixel_ratio();  // (emscripten's GLFW 3.2 has no content scale)
+#else
         float ys = 1.0f;
         glfwGetWindowContentScale(win_, &scale_, &ys);
+#endif
         if (!(scale_ >= 1.0f)) scale_ = 1.0f;
         scale_ = std::min(scale_, 4.0f);
         IMGUI_CHECKVERSION();
@@ -2725,7 +2753,8 @@ void run_gui(const GuiOptions& o) {
                   link = std::string()]() mutable {
         App& fa = *ap;
 #ifdef __EMSCRIPTEN__
-        glfwPollEvents();  // the browser calls each frame: no waiting here
+        web::fit_canvas();  // the canvas follows the browser window's size
+        glfwPollEvents();   // the browser calls each frame: no waiting here
 #else
         // Idle (paused, nothing building): wait for events instead of spinning.
         if (fa.s.playback.paused && !fa.job && !fa.ex.sequence)

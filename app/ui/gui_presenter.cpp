@@ -78,6 +78,11 @@ struct ContextSwitch {
 }  // namespace
 
 PresenterWindow::PresenterWindow(GLFWwindow* main, bool visible, int w, int h) : main_(main) {
+#ifdef __EMSCRIPTEN__
+    // A page has one canvas (emscripten's GLFW draws every window on it).
+    (void)visible, (void)w, (void)h;
+    throw Error("the presenter window is not available in the browser");
+#else
     glfwWindowHint(GLFW_CONTEXT_VERSION_MAJOR, 3);
     glfwWindowHint(GLFW_CONTEXT_VERSION_MINOR, 3);
     glfwWindowHint(GLFW_OPENGL_PROFILE, GLFW_OPENGL_CORE_PROFILE);
@@ -132,6 +137,7 @@ PresenterWindow::PresenterWindow(GLFWwindow* main, bool visible, int w, int h) :
     });
     if (visible) glfwShowWindow(win_);
     glfwMakeContextCurrent(main_);
+#endif
 }
 
 PresenterWindow::~PresenterWindow() {
