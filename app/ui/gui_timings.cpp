@@ -23,6 +23,9 @@
 #include "imgui_stdlib.h"
 #include "onednn_peer.hpp"
 #include "ui/timings_state.hpp"
+#ifdef __EMSCRIPTEN__
+#include "web/web_glue.hpp"
+#endif
 
 namespace convlab::ui {
 
@@ -855,9 +858,12 @@ void footer(TimingsPanel& P, const charts::Chart* c, const TimingsStyle& st) {
     std::vector<std::string> written;
     std::string export_error;
     if (P.export_job.take(written, export_error)) {
-        if (export_error.empty())
+        if (export_error.empty()) {
             P.say("wrote " + std::to_string(written.size()) + " files to " + P.export_dir, false);
-        else
+#ifdef __EMSCRIPTEN__
+            for (const std::string& f : written) web::download(f);
+#endif
+        } else
             P.say(export_error, true);
     }
     ImGui::AlignTextToFramePadding();

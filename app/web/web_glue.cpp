@@ -26,6 +26,41 @@ EM_JS(void, js_set_location_hash, (const char* fragment), {
     const f = UTF8ToString(fragment);
     if (window.location.hash !== f) history.replaceState(null, "", f);
 });
+EM_JS(double, js_device_pixel_ratio, (), {
+    return window.devicePixelRatio || 1;
+});
+EM_JS(void, js_fit_canvas, (), {
+    const r = window.devicePixelRatio || 1;
+    const w = Math.max(1, Math.round(window.innerWidth * r));
+    const h = Math.max(1, Math.round(window.innerHeight * r));
+    const c = Module["canvas"];
+    // Browser.setCanvasSize tells GLFW (its resize listener), which reports the new size.
+    if (c.width !== w || c.height !== h) Browser.setCanvasSize(w, h);
+});
+EM_JS(int, js_toggle_fullscreen, (), {
+    if (document.fullscreenElement) {
+        document.exitFullscreen().catch(() => {});
+        return 0;
+    }
+    const p = document.documentElement.requestFullscreen();
+    if (p) p.catch(() => {});
+    return 1;
+});
+EM_JS(void, js_download, (const char* path), {
+    const p = UTF8ToString(path);
+    try {
+        const blob = new Blob([FS.readFile(p)]);
+        const a = document.createElement("a");
+        a.href = URL.createObjectURL(blob);
+        a.download = p.substring(p.lastIndexOf("/") + 1);
+        document.body.appendChild(a);
+        a.click();
+        a.remove();
+        setTimeout(() => URL.revokeObjectURL(a.href), 60000);
+    } catch (e) {
+        console.error("convlab: cannot download " + p + ": " + e);
+    }
+});
 // clang-format on
 
 }  // namespace
@@ -47,6 +82,23 @@ std::string location_hash() {
 
 void set_location_hash(const std::string& fragment) {
     js_set_location_hash(fragment.c_str());
+}
+
+float device_pixel_ratio() {
+    const double r = js_device_pixel_ratio();
+    return r >= 1.0 ? static_cast<float>(r) : 1.0f;
+}
+
+void fit_canvas() {
+    js_fit_canvas();
+}
+
+bool toggle_fullscreen() {
+    return js_toggle_fullscreen() != 0;
+}
+
+void download(const std::string& path) {
+    js_download(path.c_str());
 }
 
 }  // namespace convlab::ui::web

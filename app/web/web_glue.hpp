@@ -1,5 +1,5 @@
-// The browser's side of the app (emscripten builds only): the frame loop the browser drives and
-// the page's URL fragment.
+// The browser's side of the app (emscripten builds only): the frame loop the browser drives, the
+// page's URL fragment, its canvas and full screen, and files handed to the user as downloads.
 #pragma once
 
 #include <functional>
@@ -15,5 +15,18 @@ namespace convlab::ui::web {
 std::string location_hash();
 // Replaces the page's fragment without a new history entry and without a hashchange event.
 void set_location_hash(const std::string& fragment);
+
+// Device pixels per CSS pixel (2 on most high-DPI screens), at least 1.
+float device_pixel_ratio();
+// Sizes the canvas's drawing buffer to the browser window (in device pixels) when it differs,
+// which GLFW reports as a window resize.
+void fit_canvas();
+// Asks the browser to show the page full screen, or to leave full screen; returns whether the
+// page is full screen once the browser has done it (it may refuse without a user gesture).
+bool toggle_fullscreen();
+
+// Hands the file at `path` (in the page's memory file system) to the user as a download named as
+// its last path component. A file that cannot be read is said on the console.
+void download(const std::string& path);
 
 }  // namespace convlab::ui::web
