@@ -313,6 +313,21 @@ TEST_CASE("lessons: convlab lesson check, list and show") {
     CHECK(out.find("17_worked_problem.toml: 5 steps, 14/14 checks passed\n") != std::string::npos);
     CHECK(err.empty());
 
+    // --each: every passed check after its lesson's line, one line each, with its position.
+    CHECK(run({"lesson", "check", "--each", one}, out, err) == 0);
+    {
+        std::size_t passes = 0;
+        for (std::size_t p = 0; (p = out.find("\n  PASS " + one + ":", p)) != std::string::npos;
+             ++p)
+            ++passes;
+        CHECK(passes == 5);
+        CHECK(out.find(": step 2: diff_wei") != std::string::npos);
+        CHECK(out.find("01_backprop_1d.toml: 4 steps, 5/5 checks passed\n  PASS ") !=
+              std::string::npos);
+    }
+    CHECK(run({"lesson", "list", "--each"}, out, err) == 2);
+    CHECK(err.find("--each belongs to 'lesson check'") != std::string::npos);
+
     CHECK(run({"lesson", "list"}, out, err) == 0);
     CHECK(out.find("01_backprop_1d.toml  4 steps  Backprop through a 1-D convolution") !=
           std::string::npos);

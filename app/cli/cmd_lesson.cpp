@@ -40,7 +40,8 @@ struct CheckCounts {
     std::size_t checks = 0, failed = 0, errors = 0, bad_files = 0;
 };
 
-void check_file(const std::string& f, std::ostream& out, std::ostream& diag, CheckCounts& counts) {
+void check_file(const std::string& f, bool each, std::ostream& out, std::ostream& diag,
+                CheckCounts& counts) {
     Lesson l;
     try {
         l = lesson::load_lesson(f);
@@ -51,18 +52,19 @@ void check_file(const std::string& f, std::ostream& out, std::ostream& diag, Che
         return;
     }
     std::size_t checks = 0, passed = 0;
-    std::vector<std::string> lines;
+    std::vector<std::string> lines, passes;
     // An interrupt ends the checks between two steps (the steps done are reported).
     for (std::size_t k = 0; k < l.steps.size() && !cancel_requested(); ++k) {
         try {
             const auto r = std::make_shared<const lesson::StepResult>(lesson::evaluate(l, k));
             for (std::size_t c = 0; c < r->checks.size(); ++c) {
                 ++checks;
+                const std::string line = "  " + lesson::check_line(l, k, c, r->checks[c]);
                 if (r->checks[c].passed) {
                     ++passed;
+                    if (each) passes.push_back(line);
                 } else {
-                    lines.push_back("  FAIL " + l.steps[k].checks[c].pos.str() + ": step " +
-                                    std::to_string(k + 1) + ": " + r->checks[c].message);
+                    lines.push_back(line);
                 }
             }
             // What only the view tells: its steps and the tensors it draws.
@@ -75,6 +77,7 @@ void check_file(const std::string& f, std::ostream& out, std::ostream& diag, Che
     const bool bad = passed != checks || lines.size() > checks - passed;
     out << f << ": " << l.steps.size() << (l.steps.size() == 1 ? " step, " : " steps, ") << passed
         << "/" << checks << " checks passed" << (bad ? " (FAILED)" : "") << "\n";
+    for (const auto& s : passes) out << s << "\n";
     out.flush();  // the summary line before its diagnostics, where both reach one terminal
     for (const auto& s : lines) diag << s << "\n";
     counts.checks += checks;
@@ -131,13 +134,13 @@ std::size_t check_readable(const std::vector<std::string>& files, std::ostream& 
 }
 
 // Every file is checked, whatever the ones before it gave.
-void run_check(const std::vector<std::string>& files, bool readable, std::ostream& out,
+void run_check(const std::vector<std::string>& files, bool readable, bool each, std::ostream& out,
                std::ostream& diag) {
     if (files.empty()) throw Error("lesson check: expected one or more lesson files");
     if (readable) ensure_display(out);
     CheckCounts n;
     for (const std::string& f : files) {
-        check_file(f, out, diag, n);
+        check_file(f, each, out, diag, n);
         if (cancel_requested()) throw Interrupted();
     }
     const std::size_t unreadable = readable ? check_readable(files, out, diag) : 0;
@@ -232,12 +235,14 @@ void run_lesson(const Options& opts, std::ostream& out) {
     const std::vector<std::string> rest(pos.begin() + 1, pos.end());
     if (pos[0] != "show" && (opts.has("--step") || opts.has("--tensor")))
         throw Error("lesson " + pos[0] + ": --step and --tensor belong to 'lesson show'");
-    if (pos[0] != "check" && opts.has("--readable"))
-        throw Error("lesson " + pos[0] + ": --readable belongs to 'lesson check'");
+    for (const char* o : {"--readable", "--each"})
+        if (pos[0] != "check" && opts.has(o))
+            throw Error("lesson " + pos[0] + ": " + o + " belongs to 'lesson check'");
     for (const char* o : {"--out", "--size", "--presenter", "--palette"})
         if (pos[0] != "handout" && opts.has(o))
             throw Error("lesson " + pos[0] + ": " + o + " belongs to 'lesson handout'");
-    if (pos[0] == "check") return run_check(rest, opts.has("--readable"), out, opts.diagnostics());
+    if (pos[0] == "check")
+        return run_check(rest, opts.has("--readable"), opts.has("--each"), out, opts.diagnostics());
     // handout writes one file at its end (nothing partial); an interrupt ends it between two
     // pictures.
     if (pos[0] == "handout") return run_lesson_handout(rest, opts, out);
@@ -254,13 +259,16 @@ const Command& lesson_command() {
     static const Command c{
         "lesson",
         "check, list and show classroom lessons (lessons/*.toml), or print one as a PDF handout",
-        "lesson check [--readable] FILE... | lesson list [DIR] | lesson show FILE --step K "
+        "lesson check [--readable] [--each] FILE... | lesson list [DIR] | lesson show FILE --step "
+        "K "
         "[--tensor NAMES]\n"
         "       convlab lesson handout FILE --out FILE.pdf [--size WxH] [--presenter] "
         "[--palette NAME]",
         "check: loads, validates and evaluates every step with the engine; one line a lesson\n"
         "(steps, checks passed), then every error as file:line:column: what is wrong and every\n"
         "failed check with its line. All files are checked; status 2 when any failed.\n"
+        "With --each also every passed check after its lesson's line, as PASS file:line:column:\n"
+        "step K: message (the lines the browser build's test compares).\n"
         "With --readable also renders every step (as `convlab shot` does, under xvfb-run when\n"
         "there is no display) at 1280x720 and 1024x768, with and without presenter mode, and\n"
         "names each render whose current step or highlighted cells do not show their value in\n"
@@ -278,6 +286,7 @@ const Command& lesson_command() {
         {{"ACTION ARGS...", nullptr, "check FILE... | list [DIR] | show FILE | handout FILE"},
          {"--readable", nullptr,
           "check: also hold every step to the readability rule on a projector"},
+         {"--each", nullptr, "check: also print every passed check (PASS file:line:column: ...)"},
          {"--step", "K", "show: the step, 1-based"},
          {"--tensor", "NAMES", "show: print only these tensors (comma-separated)"},
          {"--out", "FILE", "handout: the PDF"},

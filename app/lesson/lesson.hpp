@@ -219,6 +219,11 @@ struct StepResult {
     std::size_t passed() const;
 };
 
+// Check c of step k (0-based) and its result r as one line: "PASS file:line:column: step K:
+// message" (FAIL for a failed check; K 1-based), what `convlab lesson check` prints and the
+// browser build's test compares with it.
+std::string check_line(const Lesson& l, std::size_t k, std::size_t c, const CheckResult& r);
+
 // Computes the step's tensors with the engine and evaluates its checks. Throws LessonError when a
 // check or highlight names a missing tensor or a bad index (what validate reports).
 StepResult evaluate(const Lesson& l, std::size_t step);

@@ -35,6 +35,11 @@ std::size_t StepResult::passed() const {
         std::count_if(checks.begin(), checks.end(), [](const CheckResult& c) { return c.passed; }));
 }
 
+std::string check_line(const Lesson& l, std::size_t k, std::size_t c, const CheckResult& r) {
+    return std::string(r.passed ? "PASS " : "FAIL ") + l.steps[k].checks[c].pos.str() + ": step " +
+           std::to_string(k + 1) + ": " + r.message;
+}
+
 namespace {
 
 // [SECTION] Data: inline tensors and generated integers

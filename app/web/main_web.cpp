@@ -4,11 +4,13 @@
 
 #include <cstdio>
 #include <exception>
+#include <memory>
 #include <string>
 
 #include "convlab/problem.hpp"
 #include "lesson/lesson.hpp"
 #include "ui/gui.hpp"
+#include "ui/lesson_player.hpp"
 #include "ui/link.hpp"
 #include "web/web_glue.hpp"
 
@@ -43,6 +45,34 @@ ui::GuiOptions options_of(const std::string& fragment) {
 }
 
 }  // namespace
+
+// Every check of every step of the packed lessons, evaluated as the lesson player does (the
+// engine, then the view's own checks): one line a check as `convlab lesson check --each` prints it
+// ("PASS file:line:column: step K: message"), a step that cannot be evaluated as its error line.
+// Called by the browser tests (Module.ccall), which compare the lines with the desktop's.
+extern "C" EMSCRIPTEN_KEEPALIVE const char* convlab_lesson_checks() {
+    static std::string out;
+    out.clear();
+    for (const std::string& f : lesson::lesson_files(lesson::default_lesson_dir())) {
+        try {
+            const lesson::Lesson l = lesson::load_lesson(f);
+            for (std::size_t k = 0; k < l.steps.size(); ++k) {
+                try {
+                    const auto r =
+                        std::make_shared<const lesson::StepResult>(lesson::evaluate(l, k));
+                    for (std::size_t c = 0; c < r->checks.size(); ++c)
+                        out += lesson::check_line(l, k, c, r->checks[c]) + "\n";
+                    app::check_step_view(l, k, r);
+                } catch (const lesson::LessonError& e) {
+                    out += std::string(e.what()) + "\n";
+                }
+            }
+        } catch (const std::exception& e) {
+            out += std::string(e.what()) + "\n";
+        }
+    }
+    return out.c_str();
+}
 
 int main() {
     try {
