@@ -12,7 +12,12 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")"
 if [ "${1:-}" = "--web" ]; then
     web/build.sh
-    ./third_party/install.sh webtest
+    ./third_party/install.sh run webtest
+    # The desktop app the page is compared with (a step's shot, the lessons' checks): build/'s
+    # convlab, as ./test.sh builds it (no work when it is up to date).
+    [ -f build/CMakeCache.txt ] || cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+    cmake --build build --target convlab
+    export CONVLAB_DESKTOP="$PWD/build/app/convlab"
     cd web/tests
     npm ci --no-audit --no-fund --loglevel=error
     exec node --test --test-concurrency=1 browser.test.mjs

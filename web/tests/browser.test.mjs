@@ -1,10 +1,13 @@
 // Browser tests of the WebAssembly build (web/build.sh): Debian's Chromium, headless with
 // software WebGL (SwiftShader), driven through puppeteer-core against the site served on
-// 127.0.0.1 by web/serve.py. Run by `./test.sh --web` (or `npm test` here, SITE=dir optional).
+// 127.0.0.1 by web/serve.py. Run by `./test.sh --web` (or `npm test` here; SITE=dir optional).
+// The page is compared with the desktop app (CONVLAB_DESKTOP, default build/app/convlab): the same
+// step's screenshot region by region, and the lessons' check lines.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync, mkdirSync } from "node:fs";
+import { spawn, execFileSync } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync, mkdirSync, readFileSync, readdirSync,
+         existsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -15,6 +18,8 @@ const root = path.resolve(here, "../..");
 const site = process.env.SITE || path.join(root, "build-web/site");
 const shots = process.env.SHOTS || path.join(root, "build-web/shots");
 const chromium = process.env.CHROMIUM || "/usr/bin/chromium";
+const desktop = process.env.CONVLAB_DESKTOP || path.join(root, "build/app/convlab");
+const W = 1600, H = 1000;  // the desktop shot's default size, and the browser's viewport
 
 let server, base, browser, profile;
 
@@ -33,6 +38,7 @@ function startServer() {
 }
 
 before(async () => {
+  assert.ok(existsSync(desktop), `no desktop convlab at ${desktop} (set CONVLAB_DESKTOP)`);
   [server, base] = await startServer();
   profile = mkdtempSync(path.join(tmpdir(), "convlab-chromium-"));
   browser = await puppeteer.launch({
@@ -42,8 +48,8 @@ before(async () => {
     args: ["--headless=new", "--no-sandbox", "--use-angle=swiftshader",
            "--enable-unsafe-swiftshader", "--disable-background-networking",
            "--disable-component-update", "--disable-sync", "--no-first-run",
-           "--window-size=1600,1000"],
-    defaultViewport: { width: 1600, height: 1000 },
+           `--window-size=${W},${H}`],
+    defaultViewport: { width: W, height: H },
   });
   mkdirSync(shots, { recursive: true });
 });
@@ -55,7 +61,8 @@ after(async () => {
 });
 
 // Opens the page at `fragment`, collecting console errors and page errors; resolves once the
-// app's runtime is up and its fragment shows a place (the first frame has been drawn then).
+// app's first frame has been drawn (the app sets the fragment from its frame loop, after
+// drawing). firstFrameMs: from the navigation to then.
 async function open(fragment) {
   const page = await browser.newPage();
   const errors = [];
@@ -69,45 +76,138 @@ async function open(fragment) {
   return { page, errors, firstFrameMs };
 }
 
-// The screenshot's colour statistics, computed in the page from the PNG: distinct colours
-// (quantised to 4 bits a channel) and the share of pixels unlike the top-left one.
-async function shotStats(page, name) {
-  const png = await page.screenshot({ type: "png" });
-  writeFileSync(path.join(shots, name + ".png"), png);
-  return page.evaluate(async (b64) => {
-    const img = new Image();
-    img.src = "data:image/png;base64," + b64;
-    await img.decode();
-    const c = document.createElement("canvas");
-    c.width = img.width; c.height = img.height;
-    const g = c.getContext("2d");
-    g.drawImage(img, 0, 0);
-    const d = g.getImageData(0, 0, c.width, c.height).data;
-    const colours = new Set();
-    let differ = 0;
-    for (let i = 0; i < d.length; i += 4) {
-      colours.add((d[i] >> 4) << 8 | (d[i + 1] >> 4) << 4 | d[i + 2] >> 4);
-      if (Math.abs(d[i] - d[0]) + Math.abs(d[i + 1] - d[1]) + Math.abs(d[i + 2] - d[2]) > 30)
-        differ++;
+const hash = (page) => page.evaluate(() => location.hash);
+// Waits for n display frames of the page (brought to the front first: a background tab gets
+// none, and the image helper's tab below takes the front).
+const frames = async (page, n) => {
+  await page.bringToFront();
+  return page.evaluate((k) => new Promise((r) => {
+    const f = () => (--k <= 0 ? r() : requestAnimationFrame(f)); requestAnimationFrame(f);
+  }), n);
+};
+
+// Runs fn(images, ...args) in a page of its own, the PNGs (Buffers) decoded there to
+// {w, h, data} (RGBA): the pixels stay in the browser, only fn's result comes back. fn must be
+// self-contained (it is sent as its source).
+let helper;
+async function inPage(pngs, fn, ...args) {
+  helper ||= await browser.newPage();
+  return helper.evaluate(async (list, src, rest) => {
+    const images = [];
+    for (const b64 of list) {
+      const img = new Image();
+      img.src = "data:image/png;base64," + b64;
+      await img.decode();
+      const c = document.createElement("canvas");
+      c.width = img.width; c.height = img.height;
+      const g = c.getContext("2d");
+      g.drawImage(img, 0, 0);
+      images.push({ w: c.width, h: c.height, data: g.getImageData(0, 0, c.width, c.height).data });
     }
-    return { colours: colours.size, differ: differ / (d.length / 4) };
-  }, Buffer.from(png).toString("base64"));
+    return new Function("return " + src)()(images, ...rest);
+  }, pngs.map((p) => Buffer.from(p).toString("base64")), fn.toString(), args);
 }
 
-const hash = (page) => page.evaluate(() => location.hash);
-const frames = (page, n) => page.evaluate((k) => new Promise((r) => {
-  const f = () => (--k <= 0 ? r() : requestAnimationFrame(f)); requestAnimationFrame(f);
-}), n);
+// A screenshot of the page, kept in shots/ as NAME.png for a person to look at.
+async function shot(page, name) {
+  const png = await page.screenshot({ type: "png" });
+  writeFileSync(path.join(shots, name + ".png"), png);
+  return png;
+}
 
-test("the page loads without console errors and draws lesson 1, step 1", async () => {
+// Colour statistics: distinct colours (4 bits a channel) and the share unlike the top-left pixel.
+function stats([img]) {
+  const d = img.data, colours = new Set();
+  let differ = 0;
+  for (let i = 0; i < d.length; i += 4) {
+    colours.add((d[i] >> 4) << 8 | (d[i + 1] >> 4) << 4 | d[i + 2] >> 4);
+    if (Math.abs(d[i] - d[0]) + Math.abs(d[i + 1] - d[1]) + Math.abs(d[i + 2] - d[2]) > 30) differ++;
+  }
+  return { colours: colours.size, differ: differ / (d.length / 4) };
+}
+
+// Pixels of each image within `tol` of colour rgb in the rectangle [x0, x1) x [y0, y1).
+function countColour(images, rgb, tol, x0, y0, x1, y1) {
+  return images.map((img) => countIn(img));
+  function countIn(img) {
+  let n = 0;
+  for (let y = y0; y < y1; y++)
+    for (let x = x0; x < x1; x++) {
+      const i = (y * img.w + x) * 4;
+      if (Math.abs(img.data[i] - rgb[0]) <= tol && Math.abs(img.data[i + 1] - rgb[1]) <= tol &&
+          Math.abs(img.data[i + 2] - rgb[2]) <= tol) n++;
+    }
+  return n;
+  }
+}
+
+// Tile by tile (tile x tile pixels), the share of pixels whose channels differ by more than 48
+// between a and b (same size), tiles whose origin is in one of the rectangles `skip` ([x0, y0,
+// x1, y1]) left out. Returns [{x, y, share}].
+function tileDiffs([a, b], tile, skip) {
+  const out = [];
+  for (let ty = 0; ty < a.h; ty += tile)
+    for (let tx = 0; tx < a.w; tx += tile) {
+      if (skip.some(([x0, y0, x1, y1]) => tx >= x0 && tx < x1 && ty >= y0 && ty < y1)) continue;
+      let n = 0, bad = 0;
+      for (let y = ty; y < Math.min(ty + tile, a.h); y++)
+        for (let x = tx; x < Math.min(tx + tile, a.w); x++) {
+          const i = (y * a.w + x) * 4;
+          n++;
+          if (Math.abs(a.data[i] - b.data[i]) > 48 || Math.abs(a.data[i + 1] - b.data[i + 1]) > 48 ||
+              Math.abs(a.data[i + 2] - b.data[i + 2]) > 48) bad++;
+        }
+      out.push({ x: tx, y: ty, share: bad / n });
+    }
+  return out;
+}
+
+// The desktop app's shot of a lesson step (under xvfb-run where there is no display: convlab
+// shot arranges that itself).
+function desktopShot(lesson, step, name) {
+  const out = path.join(shots, name + ".png");
+  execFileSync(desktop, ["shot", "--lesson", String(lesson), "--step", String(step),
+                         "--size", `${W}x${H}`, "--out", out],
+               { cwd: root, stdio: ["ignore", "ignore", "inherit"], timeout: 120000 });
+  return readFileSync(out);
+}
+
+// The "copy link" bar the page lays over the canvas's top right corner (not the app's).
+// Regions the browser draws differently on purpose: the page's "copy link" bar over the canvas's
+// top right corner, and the sidebar's "presenter window" box, disabled in the browser.
+const webOnly = [[W - 200, 0, W, 40], [200, 900, 400, 1000]];
+const lookedAt = (png) => inPage([png], stats);
+
+test("the page loads without console errors and its first frame appears", async () => {
   const { page, errors, firstFrameMs } = await open("/");
-  await frames(page, 5);
+  await frames(page, 3);
   console.log(`# first frame after ${firstFrameMs} ms`);
   assert.equal(await hash(page), "#lesson=1&step=1");
-  const s = await shotStats(page, "lesson01_step1");
+  const s = await lookedAt(await shot(page, "lesson01_step1"));
   // A blank canvas has one colour; the lesson's panels, values and narration have many.
   assert.ok(s.colours >= 20, `only ${s.colours} colours on the page`);
   assert.ok(s.differ > 0.05, `only ${(100 * s.differ).toFixed(1)}% of the page drawn`);
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test("lesson 1 step 1 looks as on the desktop, region by region", async () => {
+  const { page, errors } = await open("/#lesson=1&step=1");
+  await frames(page, 5);
+  const web = await shot(page, "lesson01_step1_web");
+  await page.keyboard.press("n");  // step 2: what a page that did not follow would show
+  await page.waitForFunction(() => location.hash === "#lesson=1&step=2", { timeout: 20000 });
+  await frames(page, 5);
+  const web2 = await shot(page, "lesson01_step2_web");
+  const desk = desktopShot(1, 1, "lesson01_step1_desktop");
+  const tiles = await inPage([web, desk], tileDiffs, 100, webOnly);
+  const off = tiles.filter((t) => t.share > 0.02);
+  console.log(`# ${tiles.length - off.length}/${tiles.length} regions of 100x100 px as on the ` +
+              `desktop; worst ${Math.max(...tiles.map((t) => t.share)).toFixed(4)}`);
+  assert.deepEqual(off, [], "regions unlike the desktop's shot of the same step");
+  // The comparison tells steps apart: step 2 in the browser is not the desktop's step 1.
+  const off2 = (await inPage([web2, desk], tileDiffs, 100, webOnly)).filter((t) => t.share > 0.02);
+  assert.ok(off2.length > 0, "step 2 looks like step 1: the comparison cannot see a step");
   assert.deepEqual(errors, []);
   await page.close();
 });
@@ -123,25 +223,153 @@ test("a key moves the lesson to its next step, and the link follows", async () =
   await page.close();
 });
 
+test("hovering a cell lights its sources", async () => {
+  // dX = conv(P, W'): each dX cell is fed by cells of dY, Z, P, W and W' (the panels above and
+  // left of it), which light in the "linked" colour while it is hovered.
+  const link = "#view=stride&problem=mb1ic1ih6oc1kh3sh2ph1&step=7&granularity=element";
+  const { page, errors } = await open("/" + link);
+  await page.mouse.move(1, H - 1);
+  await frames(page, 5);
+  const still = await shot(page, "hover_before");
+  // The default theme's "linked" fill as drawn (#56b4e9 over the cell: as the legend's square).
+  const linked = [111, 191, 236];
+  // dX's cells not written yet (the theme's "pending" grey), right of the middle, lower half:
+  // the centres of 11 x 11 px blocks of that grey.
+  const cells = await inPage([still], ([img], w, h) => {
+    const grey = (x, y) => {
+      const i = (y * img.w + x) * 4;
+      return img.data[i] === 226 && img.data[i + 1] === 226 && img.data[i + 2] === 226;
+    };
+    const out = [];
+    for (let y = Math.floor(h / 2); y < h - 10; y += 6)
+      for (let x = Math.floor(w * 0.55); x < w - 10; x += 6) {
+        let all = true;
+        for (let dy = -5; dy <= 5 && all; dy++)
+          for (let dx = -5; dx <= 5 && all; dx++) all = grey(x + dx, y + dy);
+        if (all && out.every(([cx, cy]) => Math.abs(cx - x) > 30 || Math.abs(cy - y) > 30))
+          out.push([x, y]);
+      }
+    return out;
+  }, W, H);
+  assert.ok(cells.length >= 4, `found ${cells.length} dX cells to hover`);
+  const [x, y] = cells[0];
+  await page.mouse.move(x, y);
+  await frames(page, 5);
+  const lit = await shot(page, "hover_after");
+  // The linked colour left of the hovered cell, above its row (the source panels; the cell
+  // itself and its tooltip, right and below of the pointer, left out).
+  const [before, after] = await inPage([still, lit], countColour, linked, 6, 0, 0, x - 40, y - 40);
+  console.log(`# hover at ${x},${y}: ${before} -> ${after} pixels in the linked colour`);
+  assert.ok(after - before > 2000, "hovering a dX cell lit no source cell");
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
 test("a view's link opens that view on that step", async () => {
   // Step 7 exists at element granularity (a step past the view's last would be clamped).
   const link = "#view=stride&problem=mb1ic1ih6oc1kh3sh2ph1&step=7&granularity=element";
   const { page, errors } = await open("/" + link);
   await frames(page, 5);
   assert.match(await hash(page), /^#view=stride&problem=[^&]+&step=7&granularity=element$/);
-  const s = await shotStats(page, "view_stride_step7");
+  const s = await lookedAt(await shot(page, "view_stride_step7"));
   assert.ok(s.colours >= 10, `only ${s.colours} colours on the page`);
   assert.deepEqual(errors, []);
   await page.close();
 });
 
-test("lesson 14 and the fractal view render (screenshots for a person to look at)", async () => {
+test("the PNG export (key S) downloads the canvas as a PNG file", async () => {
+  const { page, errors } = await open("/#lesson=1&step=1");
+  const dir = mkdtempSync(path.join(tmpdir(), "convlab-downloads-"));
+  try {
+    const cdp = await page.createCDPSession();
+    await cdp.send("Browser.setDownloadBehavior", { behavior: "allow", downloadPath: dir });
+    await page.click("canvas");
+    await page.keyboard.press("s");
+    let files = [];
+    for (let i = 0; i < 200 && !files.length; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      files = readdirSync(dir).filter((f) => f.endsWith(".png"));
+    }
+    assert.equal(files.length, 1, `downloads: ${readdirSync(dir)}`);
+    const png = readFileSync(path.join(dir, files[0]));
+    assert.equal(png.subarray(1, 4).toString(), "PNG");
+    const w = png.readUInt32BE(16), h = png.readUInt32BE(20);  // IHDR
+    assert.ok(w > 200 && h > 200, `a ${w}x${h} PNG`);
+    assert.ok((await lookedAt(png)).colours >= 10, "the PNG is blank");
+    assert.deepEqual(errors, []);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+    await page.close();
+  }
+});
+
+test("the canvas follows the browser window's size", async () => {
+  const { page, errors } = await open("/#lesson=1&step=1");
+  await page.setViewport({ width: 1100, height: 700 });
+  await page.waitForFunction(() => {
+    const c = document.getElementById("canvas");
+    return c.width === 1100 && c.height === 700;
+  }, { timeout: 20000 });
+  await frames(page, 5);
+  const png = await shot(page, "lesson01_step1_1100x700");
+  assert.equal(png.readUInt32BE(16), 1100);
+  // The app lays itself out for the new size: its narration panel's border and text reach the
+  // right part of the window (drawn for 1600 px, they would be cut off, and a stretched
+  // 1600 px picture would show no pixel of the background colour left there).
+  const right = await inPage([png], ([img]) => {
+    const colours = new Set();
+    for (let y = 0; y < img.h; y++)
+      for (let x = 1000; x < img.w; x++) {
+        const i = (y * img.w + x) * 4;
+        colours.add(img.data[i] << 16 | img.data[i + 1] << 8 | img.data[i + 2]);
+      }
+    return colours.size;
+  });
+  assert.ok(right >= 5, "nothing drawn at the right edge of the resized canvas");
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test("the lessons' checks give the same lines in the browser as on the desktop", async () => {
+  const lessons = readdirSync(path.join(root, "lessons")).filter((f) => f.endsWith(".toml"))
+    .sort().map((f) => path.join("lessons", f));
+  let out = "";
+  try {
+    out = execFileSync(desktop, ["lesson", "check", "--each", ...lessons],
+                       { cwd: root, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
+  } catch (e) {
+    out = String(e.stdout) + String(e.stderr);  // a failed check: still its lines
+  }
+  // Paths from lessons/ on, as both name them. A check with a tolerance whose result is not
+  // exact (Winograd's rounding) reports its largest error, which depends on the order of the
+  // float operations (the desktop's vector code, the browser's portable code): that report is
+  // masked, everything else (the check, its outcome, exact results) must be the same.
+  const inexact = /max \|got - expected\| = (?!0 )[^ ]+ at \[[^\]]*\] \(got [^,]+, expected [^)]+\)/;
+  const norm = (l) => l.trim().replace(/^(PASS|FAIL) \/?(?:.*\/)?(lessons\/)/, "$1 $2");
+  const mask = (l) => l.replace(inexact, "max |got - expected| = (inexact)");
+  const want = out.split("\n").filter((l) => /^\s*(PASS|FAIL) /.test(l)).map(norm).sort();
+  const { page, errors } = await open("/#lesson=1&step=1");
+  const got = (await page.evaluate(() => Module.ccall("convlab_lesson_checks", "string", [], [])))
+    .split("\n").filter((l) => /^(PASS|FAIL) /.test(l)).map(norm).sort();
+  console.log(`# ${got.length} check lines in the browser, ${want.length} on the desktop, ` +
+              `${got.filter((l) => l.startsWith("PASS")).length} PASS`);
+  assert.equal(new Set(want.map((l) => l.split(":")[0])).size, lessons.length,
+               "a lesson without check lines on the desktop");
+  const differ = got.filter((l) => !want.includes(l));
+  console.log(`# ${differ.length} lines differ in a rounding error only: ${differ.join(" | ")}`);
+  assert.deepEqual(got.map(mask), want.map(mask));
+  assert.deepEqual(errors, []);
+  await page.close();
+});
+
+test("lesson 14, lesson 17 and the fractal view render (screenshots to look at)", async () => {
   for (const [fragment, name] of [["#lesson=14&step=1", "lesson14_step1"],
+                                  ["#lesson=17&step=1", "lesson17_step1"],
                                   ["#view=fractal&problem=mb1ic16ih4oc16kh3ph1&step=3",
                                    "view_fractal_step3"]]) {
     const { page, errors } = await open("/" + fragment);
     await frames(page, 5);
-    const s = await shotStats(page, name);
+    const s = await lookedAt(await shot(page, name));
     assert.ok(s.colours >= 10, `${name}: only ${s.colours} colours`);
     assert.deepEqual(errors, [], name);
     await page.close();
