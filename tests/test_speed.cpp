@@ -20,8 +20,8 @@
 #include <tuple>
 #include <vector>
 
-#include "../engine/src/algorithms.hpp"
-#include "../engine/src/microkernel.hpp"
+#include "../engine/src/conv/algorithms.hpp"
+#include "../engine/src/gemm/microkernel.hpp"
 #include "convlab/bench.hpp"
 #include "convlab/conv.hpp"
 #include "convlab/maps.hpp"
