@@ -503,12 +503,13 @@ int g_sampled_wgrad_mode = 0;  // set_sampled_wgrad: 0 where it pays, 1 always, 
                                // with whole images per thread
 int g_pointwise_bwd_mode = 0;  // set_pointwise_bwd_data: 0 where it pays, 2 never
 
-// Whether the shifted and pointwise tiles are AVX2's (shifted_row_avx2 in microkernel.cpp): a
-// tile of 12 positions x 32 channels computed as passes of at most 6 positions x 16 channels,
-// each rereading its inputs and storing its part of the tile transposed, where AVX-512 holds the
-// whole tile in registers; a 7-wide row runs passes of 4 and 3 positions, whose 8 and 6
-// accumulators leave the FMA units partly idle. The rules measured with AVX-512 are narrowed for
-// them (use_shifted, use_pointwise, pointwise_bwd_data_problem: measured on a Zen 3 there).
+// Whether the shifted and pointwise tiles are AVX2's (shifted_row_avx2 in
+// microkernel_avx2.cpp): a tile of 12 positions x 32 channels computed as passes of at most 6
+// positions x 16 channels, each rereading its inputs and storing its part of the tile transposed,
+// where AVX-512 holds the whole tile in registers; a 7-wide row runs passes of 4 and 3 positions,
+// whose 8 and 6 accumulators leave the FMA units partly idle. The rules measured with AVX-512 are
+// narrowed for them (use_shifted, use_pointwise, pointwise_bwd_data_problem: measured on a Zen 3
+// there).
 bool narrow_tiles() {
     return !avx512_selected();
 }

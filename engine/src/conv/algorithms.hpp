@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "checked.hpp"
+#include "../core/checked.hpp"
 #include "convlab/conv.hpp"
 
 namespace convlab::detail {

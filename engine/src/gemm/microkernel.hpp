@@ -321,7 +321,7 @@ inline constexpr int kSubsampleSlot = 9;
 inline constexpr int kPackedDySlot = 10;
 float* scratch(int slot, std::size_t floats);
 // Largest single scratch request in bytes since the last reset, over all threads and slots: the
-// instrument behind "no column matrix larger than a few MiB" (tests/test_speed.cpp).
+// instrument behind "no column matrix larger than a few MiB" (tests/conv/test_fast_algorithms.cpp).
 std::size_t scratch_high_water();
 void reset_scratch_high_water();
 // Bytes of scratch held by all threads, and their release: the calling thread's and (outside a
