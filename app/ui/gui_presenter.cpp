@@ -63,7 +63,8 @@ namespace {
 
 // GLFW calls these for the presenter window while the main window's ImGui context is current:
 // each makes the presenter's context current for the backend and restores the other after.
-PresenterWindow* owner(GLFWwindow* w) {
+// (Unused in the browser build, which opens no presenter window.)
+[[maybe_unused]] PresenterWindow* owner(GLFWwindow* w) {
     return static_cast<PresenterWindow*>(glfwGetWindowUserPointer(w));
 }
 
