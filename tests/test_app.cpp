@@ -1,4 +1,4 @@
-// The app's window-free state (app/ui/model.hpp): for every view and a set of problems (strides
+// The app's window-free state (app/model/model.hpp): for every view and a set of problems (strides
 // with leftover rows, dilation, groups, asymmetric padding, 1-D, 3-D), step k highlights exactly
 // the pairs the engine's IndexMap enumerates for step k, hovering a cell yields what the map's
 // own sources_of / destinations_of say, running sums equal the engine's step-wise executor, the
@@ -21,7 +21,7 @@
 #include "convlab/index_map.hpp"
 #include "convlab/maps.hpp"
 #include "convlab/problem.hpp"
-#include "ui/model.hpp"
+#include "model/model.hpp"
 
 using namespace convlab;
 

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "imgui.h"
-#include "ui/lesson_player.hpp"
+#include "model/lesson_player.hpp"
 
 namespace convlab::ui {
 

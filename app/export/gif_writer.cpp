@@ -1,7 +1,7 @@
 // Animated GIF export (gif_writer.hpp) over giflib's sequential encoder: screen descriptor and
 // the NETSCAPE2.0 loop block once, then per frame a graphics control block (the delay), a local
 // colour table and the LZW-compressed indices.
-#include "ui/gif_writer.hpp"
+#include "export/gif_writer.hpp"
 
 #include <fcntl.h>
 #include <gif_lib.h>

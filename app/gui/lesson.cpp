@@ -1,11 +1,11 @@
-// The lesson player's ImGui part (gui_lesson.hpp). Index:
+// The lesson player's ImGui part (gui/lesson.hpp). Index:
 //   [SECTION] opening and applying a step
 //   [SECTION] keys and the sidebar section
 //   [SECTION] the narration panel
 //   [SECTION] highlights on the canvas
-#include "ui/gui_lesson.hpp"
+#include "gui/lesson.hpp"
 
-#include "ui/gui_timings.hpp"
+#include "gui/timings.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -15,7 +15,7 @@
 #include <utility>
 
 #include "lesson/lesson.hpp"
-#include "ui/model.hpp"
+#include "model/model.hpp"
 
 namespace convlab::app {
 

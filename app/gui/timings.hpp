@@ -9,7 +9,7 @@
 #include <string>
 
 #include "imgui.h"
-#include "ui/timings_state.hpp"
+#include "model/timings_state.hpp"
 
 namespace convlab::ui {
 

@@ -1,4 +1,4 @@
-#include "ui/theme.hpp"
+#include "model/theme.hpp"
 
 #include <algorithm>
 #include <cstdio>

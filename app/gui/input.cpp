@@ -1,5 +1,5 @@
-// The app's keyboard input (gui_input.hpp).
-#include "ui/gui_input.hpp"
+// The app's keyboard input (gui/input.hpp).
+#include "gui/input.hpp"
 
 #include <algorithm>
 #include <cctype>

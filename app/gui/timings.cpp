@@ -1,4 +1,4 @@
-// The Timings view (gui_timings.hpp). The chart is drawn from the chart model with ImGui draw
+// The Timings view (gui/timings.hpp). The chart is drawn from the chart model with ImGui draw
 // lists, mark for mark as app::map_chart places it (the same order and shapes as the cairo export
 // in charts/chart_export.cpp). Index:
 //   [SECTION] the panel's state
@@ -7,7 +7,7 @@
 //   [SECTION] the chart: card, axes, marks, legend, hover tooltip
 //   [SECTION] footer and exports
 //   [SECTION] the view, and headless shots
-#include "ui/gui_timings.hpp"
+#include "gui/timings.hpp"
 
 #include <algorithm>
 #include <cfloat>
@@ -21,8 +21,8 @@
 #include "convlab/conv.hpp"
 #include "data/data_dir.hpp"
 #include "imgui_stdlib.h"
+#include "model/timings_state.hpp"
 #include "onednn_peer.hpp"
-#include "ui/timings_state.hpp"
 
 namespace convlab::ui {
 

@@ -1,5 +1,5 @@
-// The presenter window (gui_presenter.hpp).
-#include "ui/gui_presenter.hpp"
+// The presenter window (gui/presenter.hpp).
+#include "gui/presenter.hpp"
 
 #include <algorithm>
 #include <cstdio>

@@ -1,4 +1,4 @@
-#include "ui/link.hpp"
+#include "model/link.hpp"
 
 #include <algorithm>
 #include <charconv>

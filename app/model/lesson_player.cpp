@@ -3,7 +3,7 @@
 //   [SECTION] a step's plan and its highlights
 //   [SECTION] playback limited to a step range
 //   [SECTION] the player
-#include "ui/lesson_player.hpp"
+#include "model/lesson_player.hpp"
 
 #include <algorithm>
 #include <cctype>

@@ -1,4 +1,4 @@
-#include "ui/settings.hpp"
+#include "model/settings.hpp"
 
 #include <toml++/toml.h>
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "convlab/index_map.hpp"
-#include "ui/model.hpp"
+#include "model/model.hpp"
 
 namespace convlab::ui {
 

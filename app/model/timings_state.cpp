@@ -4,7 +4,7 @@
 //   [SECTION] the run
 //   [SECTION] exports
 //   [SECTION] screen mapping
-#include "ui/timings_state.hpp"
+#include "model/timings_state.hpp"
 
 #include <unistd.h>
 

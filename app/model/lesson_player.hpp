@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "lesson/lesson.hpp"
-#include "ui/model.hpp"
+#include "model/model.hpp"
 
 namespace convlab::app {
 
