@@ -8,10 +8,10 @@
 #include <string>
 
 #include "convlab/problem.hpp"
+#include "gui/gui.hpp"
 #include "lesson/lesson.hpp"
-#include "ui/gui.hpp"
-#include "ui/lesson_player.hpp"
-#include "ui/link.hpp"
+#include "model/lesson_player.hpp"
+#include "model/link.hpp"
 #include "web/web_glue.hpp"
 
 using namespace convlab;
