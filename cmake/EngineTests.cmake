@@ -8,6 +8,7 @@ set(CONVLAB_ENGINE_TEST_SOURCES
     ${PROJECT_SOURCE_DIR}/tests/test_packing.cpp ${PROJECT_SOURCE_DIR}/tests/test_problem.cpp
     ${PROJECT_SOURCE_DIR}/tests/test_speed.cpp ${PROJECT_SOURCE_DIR}/tests/test_winograd.cpp)
 add_executable(convlab_engine_tests ${CONVLAB_ENGINE_TEST_SOURCES})
-target_link_libraries(convlab_engine_tests PRIVATE convlab_engine convlab_flags doctest::doctest)
+target_link_libraries(convlab_engine_tests PRIVATE convlab_benchlib convlab_engine convlab_flags
+                      nlohmann_json::nlohmann_json doctest::doctest)
 target_compile_definitions(convlab_engine_tests PRIVATE CONVLAB_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
 doctest_discover_tests(convlab_engine_tests)
