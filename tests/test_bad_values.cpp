@@ -266,6 +266,21 @@ TEST_CASE("bench --replot: a bad value is one line, a zero forward time draws an
     CHECK(bad.err.find("'median_ms'") != std::string::npos);
     CHECK(!fs::exists(dir / "neg_out/relative_bwd_data.svg"));
 
+    // Not JSON, or nested beyond any results file: the file, its line and column and the rule.
+    const std::string deep = dir.write("deep.json", std::string(200000, '['));
+    const std::string cut = dir.write("cut.json", good.substr(0, good.size() / 2));
+    for (const auto& [file, rule] :
+         {std::pair{deep, std::string("deep.json': JSON at line 1, column 33: arrays and objects "
+                                      "nested deeper than 32 levels")},
+          {cut, "cut.json': JSON at line "}}) {
+        const auto bad_json = run("bench --replot " + file + " --out " + (dir / "json_out"));
+        CAPTURE(bad_json.err);
+        CHECK(bad_json.status == 2);
+        CHECK(lines_of(bad_json.err) == 1);
+        CHECK(bad_json.err.rfind("convlab: ", 0) == 0);
+        CHECK(bad_json.err.find(rule) != std::string::npos);
+    }
+
     // A forward median of 0 (a file written by hand): the charts are drawn, quickly (before the
     // axis was bounded this looped forever, eating memory).
     const std::string zero = dir.write("zero.json", json_of(two_layers(0, 2)));

@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <istream>
+#include <iterator>
 #include <map>
 #include <sstream>
 
