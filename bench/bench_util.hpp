@@ -1,5 +1,5 @@
 // Helpers of convlab_bench: shape files, timing, result comparison, machine description. They
-// live in the engine's benchmark runner (convlab/bench.hpp); this header names them in the
+// live in the benchmark runner (bench/runner, convlab/bench.hpp); this header names them in the
 // bench namespace, where convlab_bench uses them.
 #pragma once
 

@@ -1,7 +1,9 @@
 // convlab_bench: times ConvLab's convolution algorithms per layer and pass, side by side with
-// oneDNN fp32 measured in the same run, after checking every algorithm's result once per layer.
-// oneDNN and the algorithms of a layer and pass are timed in alternating rounds, so that load that
-// comes and goes on a shared machine falls on all of them alike.
+// oneDNN fp32 measured in the same run, after checking every algorithm's result once per layer,
+// and prints them as a table. The measuring is the benchmark runner's (convlab/bench.hpp, the
+// loop under `convlab bench` too): oneDNN and the algorithms of a layer and pass are timed in
+// alternating rounds, so that load that comes and goes on a shared machine falls on all of them
+// alike. This file is the table's front end only.
 //
 //   convlab_bench [--shapes FILE] [--mb N|file] [--threads N] [--passes LIST] [--algos LIST]
 //                 [--reps N] [--min-time S] [--warmup N] [--ref onednn|direct] [--rtol X]
@@ -24,9 +26,6 @@
 #include <vector>
 
 #include <malloc.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 #include "bench_util.hpp"
 #include "convlab/conv.hpp"
@@ -220,79 +219,44 @@ Options parse_args(int argc, char** argv) {
     return o;
 }
 
-// The engine algorithms to time, per pass (in the order of o.passes).
-struct Plan {
-    Pass pass;
-    std::vector<const convlab::Algorithm*> algos;
-};
-
-std::vector<Plan> make_plan(const Options& o) {
-    std::vector<Plan> plan;
-    for (Pass p : o.passes) plan.push_back({p, {}});
-    auto add = [](Plan& pl, const convlab::Algorithm* a) {
-        for (const auto* x : pl.algos)
-            if (x == a) return;
-        pl.algos.push_back(a);
-    };
-    auto has = [](Pass p, std::string_view name) -> const convlab::Algorithm* {
-        for (const convlab::Algorithm* a : convlab::algorithms(p))
-            if (name == a->name) return a;
-        return nullptr;
-    };
+// The runner's algorithm list for --algos: "default" spelled out per selected pass (a name the
+// engine lacks is noted and left out), every other word as the runner takes it (NAME, PASS:NAME,
+// all).
+std::vector<std::string> algo_list(const Options& o) {
+    std::vector<std::string> out;
     for (const std::string& tok : split(o.algos, ',')) {
-        if (tok == "all") {
-            for (Plan& pl : plan)
-                for (const convlab::Algorithm* a : convlab::algorithms(pl.pass)) add(pl, a);
-        } else if (tok == "default") {
-            const std::map<Pass, std::vector<const char*>> defaults{
-                {Pass::Forward, {"im2col_gemm"}},
-                {Pass::BackwardData, {"col2im", "via_forward"}},
-                {Pass::BackwardWeight, {"im2col_gemm", "via_forward"}}};
-            for (Plan& pl : plan) {
-                for (const char* name : defaults.at(pl.pass)) {
-                    if (const auto* a = has(pl.pass, name)) {
-                        add(pl, a);
-                    } else {
-                        std::printf("note: the engine has no %s algorithm '%s'; not timed\n",
-                                    convlab::pass_name(pl.pass), name);
-                    }
+        if (tok != "default") {
+            out.push_back(tok);
+            continue;
+        }
+        const std::map<Pass, std::vector<const char*>> defaults{
+            {Pass::Forward, {"im2col_gemm"}},
+            {Pass::BackwardData, {"col2im", "via_forward"}},
+            {Pass::BackwardWeight, {"im2col_gemm", "via_forward"}}};
+        for (const Pass pass : o.passes) {
+            for (const char* name : defaults.at(pass)) {
+                bool has = false;
+                for (const convlab::Algorithm* a : convlab::algorithms(pass))
+                    has = has || std::string_view(a->name) == name;
+                if (has) {
+                    out.push_back(std::string(convlab::pass_name(pass)) + ":" + name);
+                } else {
+                    std::printf("note: the engine has no %s algorithm '%s'; not timed\n",
+                                convlab::pass_name(pass), name);
                 }
             }
-        } else if (const auto colon = tok.find(':'); colon != std::string::npos) {
-            Pass p{};
-            try {
-                p = convlab::parse_pass(tok.substr(0, colon));
-            } catch (const convlab::Error& e) {
-                usage_error(std::string("--algos ") + tok + ": " + e.what());
-            }
-            Plan* target = nullptr;
-            for (Plan& pl : plan)
-                if (pl.pass == p) target = &pl;
-            if (!target) usage_error("--algos " + tok + ": pass not selected by --passes");
-            try {
-                add(*target, &convlab::find_algorithm(p, tok.substr(colon + 1)));
-            } catch (const convlab::Error& e) {
-                usage_error(std::string("--algos ") + tok + ": " + e.what());
-            }
-        } else {
-            bool found = false;
-            for (Plan& pl : plan) {
-                if (const auto* a = has(pl.pass, tok)) {
-                    add(pl, a);
-                    found = true;
-                }
-            }
-            if (!found) usage_error("--algos " + tok + ": no selected pass has this algorithm");
         }
     }
-    return plan;
+    // The runner reads an empty list as "all but direct": an empty --algos is refused instead.
+    if (out.empty()) usage_error("--algos '" + o.algos + "': no algorithm to time");
+    return out;
 }
 
 // Totals of one (pass, algorithm) over the layers.
 struct Total {
     int layers = 0;       // layers timed
     int passed = 0;       // checks passed
-    int failed = 0;       // checks failed
+    int failed = 0;       // checks failed or not made
     int errors = 0;       // runs that threw
     double ms = 0;        // sum of medians, engine
     double flops = 0;     // of the layers in ms
@@ -319,6 +283,18 @@ std::string csv_field(const std::string& s) {
 void print_rule(int width) {
     std::string s(static_cast<std::size_t>(width), '-');
     std::puts(s.c_str());
+}
+
+// The check column of a measurement: "PASS 3.2e-07", "FAIL 1.3e-02 (12 of ...)", "reference",
+// "UNCHECKED: ..." or "ERROR: ...".
+std::string check_text(const convlab::bench::Measurement& m) {
+    if (!m.ran) return "ERROR: " + m.error;
+    const convlab::bench::Verification& v = m.check;
+    if (v.reference == "self") return "reference";
+    if (!v.checked) return "UNCHECKED: " + v.note;
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%s %.1e", v.pass ? "PASS" : "FAIL", v.max_rel);
+    return std::string(buf) + (v.pass || v.note.empty() ? "" : " (" + v.note + ")");
 }
 
 }  // namespace
@@ -348,30 +324,42 @@ int main(int argc, char** argv) {
         }
     }
 
-    // Threads: the engine's own setting, and OpenMP's for oneDNN (Debian builds it on OpenMP).
-    convlab::set_num_threads(o.threads);
     const int hw = static_cast<int>(std::thread::hardware_concurrency());
     const int threads = o.threads > 0 ? o.threads : hw;
-#ifdef _OPENMP
-    omp_set_num_threads(threads);
-#endif
 
-    std::vector<bench::Layer> layers;
+    // [SECTION] the run's configuration: the runner of `convlab bench` does the measuring
+    convlab::bench::Config cfg;
     try {
-        layers = bench::read_shape_file(o.shapes);
+        for (bench::Layer& l : bench::read_shape_file(o.shapes))
+            if (o.filter.empty() || l.problem.name.find(o.filter) != std::string::npos)
+                cfg.layers.push_back(std::move(l));
     } catch (const convlab::Error& e) {
         std::fprintf(stderr, "convlab_bench: %s\n", e.what());
         return 2;
     }
-    std::vector<bench::Layer> selected;
-    for (bench::Layer& l : layers) {
-        if (!o.filter.empty() && l.problem.name.find(o.filter) == std::string::npos) continue;
-        if (o.mb) l.problem.mb = *o.mb;
-        selected.push_back(std::move(l));
+    if (cfg.layers.empty())
+        usage_error("no layer of " + o.shapes + " matches --filter " + o.filter);
+    cfg.batch = o.mb;
+    cfg.passes = o.passes;
+    cfg.algos = algo_list(o);
+    cfg.threads = o.threads;
+    cfg.timing = o.timing;
+    cfg.rtol = o.rtol;
+    cfg.reference = ref_direct ? "direct" : "peer";
+    if (use_peer) cfg.peer = bench::PeerConv::spec();
+    cfg.measure_peak = o.peak;
+    cfg.retime_slow = o.retime_slow;
+    cfg.alone = o.alone;
+    // Each timed call packs its own weights, as the algorithms do when called alone.
+    cfg.prepared_weights = false;
+    cfg.shapes_file = o.shapes;
+    for (int i = 0; i < argc; ++i)
+        cfg.command += (i ? " " : "") + convlab::bench::shell_quote(argv[i]);
+    try {
+        convlab::bench::check_selection(cfg);
+    } catch (const convlab::Error& e) {
+        usage_error(std::string("--") + e.what());
     }
-    if (selected.empty()) usage_error("no layer of " + o.shapes + " matches --filter " + o.filter);
-
-    const std::vector<Plan> plan = make_plan(o);
 
     // The CSV grows row by row in a temporary beside --csv (output_file.hpp: regular files only,
     // symlinks written through), renamed into place when the run ends.
@@ -395,27 +383,18 @@ int main(int argc, char** argv) {
     // [SECTION] header
     std::printf("convlab_bench %s\n", CONVLAB_VERSION);
     const double load = bench::load_average();
-    convlab::bench::Machine machine = convlab::bench::describe_machine();
+    const convlab::bench::Machine described = convlab::bench::describe_machine();
     std::printf(
         "machine: CPU %s (%d logical CPUs) | threads %d | compiler %s (engine ISA: %s) | "
         "%s | %s\n",
-        bench::cpu_model().c_str(), hw, threads, CONVLAB_COMPILER, machine.engine_isa.c_str(),
+        bench::cpu_model().c_str(), hw, threads, CONVLAB_COMPILER, described.engine_isa.c_str(),
         use_peer ? bench::PeerConv::describe().c_str() : "oneDNN: not measured",
         bench::local_date().c_str());
     std::printf(
         "load average %.2f before the run%s\n", load,
         load > 0.5 ? " (the machine was busy; see the CPU share of other processes below)" : "");
-    // The machine's fp32 peak, measured now and again after the run (the higher counts): the
-    // %peak columns divide by it.
-    if (o.peak) {
-        convlab::bench::measure_machine_peak(machine, threads);
-        std::printf(
-            "fp32 peak: %.1f GFLOP/s for %d threads (register-only FMA loop, measured before the "
-            "run; %.1f per thread)\n",
-            machine.peak_gflops, threads, machine.peak_gflops_1t);
-    }
     std::printf("shapes: %s (%zu layers%s), batch %s, fp32, each layer counted once\n",
-                o.shapes.c_str(), selected.size(), o.filter.empty() ? "" : ", filtered",
+                o.shapes.c_str(), cfg.layers.size(), o.filter.empty() ? "" : ", filtered",
                 o.mb ? std::to_string(*o.mb).c_str() : "from the file");
     std::printf("allocator: %s\n",
                 o.steady_alloc
@@ -448,22 +427,33 @@ int main(int argc, char** argv) {
         "GFLOP/s = flops()/median time, flops = 2*N*K*(C/G)*prod(out)*prod(kernel) per "
         "pass; %%pk = GFLOP/s / measured fp32 peak; ratio = engine median / oneDNN median "
         "(> 1: engine slower)\n");
-    for (const Plan& pl : plan) {
+    for (const Pass pass : o.passes) {
         std::string names;
-        for (const auto* a : pl.algos) names += std::string(names.empty() ? "" : ", ") + a->name;
-        std::printf("%-10s engine: %s\n", convlab::pass_name(pl.pass),
+        for (const std::string& a : cfg.algos) {
+            const auto colon = a.find(':');
+            if (a == "all") {
+                for (const convlab::Algorithm* x : convlab::algorithms(pass))
+                    names += std::string(names.empty() ? "" : ", ") + x->name;
+            } else if (colon == std::string::npos) {
+                names += (names.empty() ? "" : ", ") + a;
+            } else if (a.substr(0, colon) == convlab::pass_name(pass)) {
+                names += (names.empty() ? "" : ", ") + a.substr(colon + 1);
+            }
+        }
+        std::printf("%-10s engine: %s\n", convlab::pass_name(pass),
                     names.empty() ? "(none)" : names.c_str());
     }
 
     std::size_t name_w = 5;
-    for (const bench::Layer& l : selected) name_w = std::max(name_w, l.problem.name.size());
+    for (const bench::Layer& l : cfg.layers) name_w = std::max(name_w, l.problem.name.size());
     const int nw = static_cast<int>(name_w);
 
     // [SECTION] the layers as parsed: canonical descriptor, work, leftover r per axis
     std::printf("\nlayers (as parsed; pe = end padding, r = leftover per axis):\n");
     double all_flops = 0;
-    for (std::size_t li = 0; li < selected.size(); ++li) {
-        const convlab::Problem& p = selected[li].problem;
+    for (std::size_t li = 0; li < cfg.layers.size(); ++li) {
+        convlab::Problem p = cfg.layers[li].problem;
+        if (o.mb) p.mb = *o.mb;
         std::string pe, r;
         for (int i = 0; i < p.ndims; ++i) {
             const auto a = static_cast<std::size_t>(i);
@@ -478,328 +468,230 @@ int main(int argc, char** argv) {
                     r.c_str());
     }
     std::printf("    total %.4f GFLOP per pass\n", all_flops * 1e-9);
+    std::fflush(stdout);
+
+    // [SECTION] the table, a row as each measurement comes from the runner
     // Without oneDNN the peer columns are left out.
     const int table_w = nw + (use_peer ? 129 : 82);
-    std::printf("\n");
-    print_rule(table_w);
-    std::printf("%-*s %-10s %-13s %-22s %9s %9s %8s %4s", nw, "layer", "pass", "algorithm", "check",
-                "median ms", "min ms", "GFLOP/s", "%pk");
-    if (use_peer) {
-        std::printf(" | %9s %8s %4s %6s  %s", "oneDNN ms", "GFLOP/s", "%pk", "ratio",
-                    "oneDNN impl");
-    }
-    std::printf("\n");
-    print_rule(table_w);
-
+    double peak = 0;  // the measured fp32 peak, as the runner has it
     // Share of the measured peak, "63" (percent), or "-" without a peak.
     auto pct_peak = [&](double gf) -> std::string {
-        if (machine.peak_gflops <= 0) return "-";
+        if (peak <= 0) return "-";
         char buf[16];
-        std::snprintf(buf, sizeof buf, "%.0f", 100 * gf / machine.peak_gflops);
+        std::snprintf(buf, sizeof buf, "%.0f", 100 * gf / peak);
         return buf;
     };
+    using convlab::bench::Measurement;
     std::map<std::pair<Pass, std::string>, Total> totals;
+    std::vector<std::pair<Pass, std::string>> order;  // (pass, algorithm) as first measured
     std::map<Pass, PeerTotal> peer_totals;
     std::vector<std::string> problems;  // layers that could not run at all
+    std::vector<std::string> disturbed, slow;
+    int retimed = 0;  // passes timed again
+    bool header_done = false;
+    std::size_t shown = 0;  // rows of the results printed
+    // Copies, not pointers: the runner's rows move as its vector grows.
+    std::optional<Measurement> peer_row;  // the peer's row of the current (layer, pass)
+    std::vector<Measurement> group;       // the rows of the current (layer, pass)
+    const convlab::bench::Results* results = nullptr;
 
-    // Other processes on the machine take cores from whatever is being measured: account for it.
-    constexpr double kForeignLimit = 0.05;
-    const bench::CpuSample run_start = bench::cpu_sample();
-    std::vector<std::string> disturbed;
-    std::vector<std::string> slow;  // layer passes timed on a slow machine (kSlowMachine)
-    int retimed = 0;                // passes timed again
-    for (std::size_t li = 0; li < selected.size(); ++li) {
-        const convlab::Problem& p = selected[li].problem;
-        const std::string& name = p.name;
-        const bench::CpuSample layer_start = bench::cpu_sample();
-        if (const std::string why = p.validate(); !why.empty()) {
-            std::printf("%-*s ERROR: invalid problem: %s\n", nw, name.c_str(), why.c_str());
-            problems.push_back(name + ": " + why);
-            continue;
+    auto layer_name = [&](const Measurement& m) -> std::string {
+        return m.layer < results->layers.size() ? results->layers[m.layer].name : "";
+    };
+    // The notes of a (layer, pass) whose rows are all printed: other processes, a slow machine.
+    auto end_group = [&] {
+        if (group.empty()) return;
+        const Measurement& m0 = group.front();
+        const std::string name = layer_name(m0);
+        const char* pname = convlab::pass_name(m0.pass);
+        double foreign = -1, speed = -1;
+        int again = 0;
+        for (const Measurement& m : group) {
+            foreign = std::max(foreign, m.foreign_cpu);
+            if (m.speed >= 0) speed = speed < 0 ? m.speed : std::min(speed, m.speed);
+            again = std::max(again, m.retimed);
         }
-        const double flops = p.flops();
-
-        Buffers b;
-        b.src.resize(static_cast<std::size_t>(p.mb * p.ic * p.in_spatial()));
-        b.wei.resize(static_cast<std::size_t>(p.oc * p.icg() * p.kernel_spatial()));
-        b.diff_dst.resize(static_cast<std::size_t>(p.mb * p.oc * p.out_spatial()));
-        const auto seed = static_cast<std::uint32_t>(1000 + 17 * li);
-        bench::fill_random(b.src, seed);
-        bench::fill_random(b.wei, seed + 1);
-        bench::fill_random(b.diff_dst, seed + 2);
-
-        std::unique_ptr<bench::PeerConv> peer;
-        if (use_peer) {
-            try {
-                peer = std::make_unique<bench::PeerConv>(p, o.passes);
-                peer->set_inputs(b.src.data(), b.wei.data(), b.diff_dst.data());
-            } catch (const std::exception& e) {
-                std::printf("%-*s oneDNN ERROR: %s\n", nw, name.c_str(), e.what());
-                peer.reset();
-            }
-        }
-
-        for (const Plan& pl : plan) {
-            const Pass pass = pl.pass;
-            const char* pname = convlab::pass_name(pass);
-            const std::size_t n_out = output_size(p, pass);
-            b.out.assign(n_out, 0.0f);
-
-            // oneDNN: result (for the check) and timing.
-            const bool peer_ok = peer && peer->has(pass);
-            convlab::bench::Floats peer_out;
-            bench::Timing peer_t;
-            std::string peer_impl = peer ? (peer_ok ? peer->impl(pass) : "n/a") : "-";
-            if (peer && !peer_ok) {
-                std::printf("%-*s %-10s oneDNN cannot run this pass: %s\n", nw, name.c_str(), pname,
-                            peer->error(pass).c_str());
-            }
-            if (peer_ok) {
-                peer->run(pass);
-                peer_out.assign(n_out, std::numeric_limits<float>::quiet_NaN());
-                peer->output(pass, peer_out.data());
-            }
-
-            // The reference of the check.
-            bool have_ref = false;
-            std::string ref_error;
-            if (!ref_direct) {
-                if (peer_ok) {
-                    b.ref = peer_out;
-                    have_ref = true;
-                } else {
-                    ref_error = "no oneDNN result";
-                }
-            } else {
-                try {
-                    const convlab::Algorithm& direct = convlab::find_algorithm(pass, "direct");
-                    b.ref.assign(n_out, std::numeric_limits<float>::quiet_NaN());
-                    direct.run(p, args_for(pass, b, b.ref.data()), nullptr);
-                    have_ref = true;
-                } catch (const std::exception& e) {
-                    ref_error = std::string("direct failed: ") + e.what();
-                }
-            }
-
-            // Each algorithm is checked once (one run on an output poisoned with NaN: every
-            // element must be written); then oneDNN and every algorithm that ran are timed side
-            // by side (bench::measure_interleaved), and the rows are printed.
-            struct Row {
-                const convlab::Algorithm* alg;
-                std::string check;
-                double err = 0;
-                bool ran = false;
-                std::string timing_error;
-                bench::Timing time;
-            };
-            std::vector<Row> rows;
-            for (const convlab::Algorithm* alg : pl.algos) {
-                Total& tot = totals[{pass, alg->name}];
-                Row row{alg, "", 0, false, "", {}};
-                try {
-                    std::fill(b.out.begin(), b.out.end(), std::numeric_limits<float>::quiet_NaN());
-                    alg->run(p, args_for(pass, b, b.out.data()), nullptr);
-                    row.ran = true;
-                } catch (const std::exception& e) {
-                    row.check = std::string("ERROR: ") + e.what();
-                }
-                if (!row.ran) {
-                    rows.push_back(std::move(row));
-                    continue;
-                }
-                if (ref_direct && std::string_view(alg->name) == "direct") {
-                    row.check = "reference";
-                } else if (!have_ref) {
-                    row.check = "UNCHECKED: " + ref_error;
-                    ++tot.failed;
-                    tot.failures.push_back(name + " (unchecked)");
-                } else {
-                    const bench::Check c =
-                        bench::compare(b.out.data(), b.ref.data(), n_out, o.rtol);
-                    row.check = c.str();
-                    row.err = c.max_err;
-                    if (c.pass) {
-                        ++tot.passed;
-                    } else {
-                        ++tot.failed;
-                        tot.failures.push_back(name);
-                    }
-                }
-                rows.push_back(std::move(row));
-            }
-            std::vector<std::function<void()>> timed;
-            std::vector<Row*> timed_rows;  // null: oneDNN
-            if (peer_ok) {
-                timed.push_back([&] { peer->run(pass); });
-                timed_rows.push_back(nullptr);
-            }
-            const convlab::ConvArgs args = args_for(pass, b, b.out.data());
-            for (Row& row : rows) {
-                if (!row.ran) continue;
-                timed.push_back([&p, &args, &row] {
-                    if (!row.timing_error.empty()) return;
-                    try {
-                        row.alg->run(p, args, nullptr);
-                    } catch (const std::exception& e) {
-                        row.timing_error = e.what();
-                    }
-                });
-                timed_rows.push_back(&row);
-            }
-            // The machine's own FMA rate just before and after the window (a share of the
-            // peak); below kSlowMachine the window is timed again, the fastest machine's kept.
-            std::vector<bench::Timing> times;
-            const bench::WindowSpeed ws = bench::time_window(
-                threads, machine.peak_gflops, o.retime_slow,
-                [&] {
-                    // Alternating rounds, or with --alone each function's rounds one after
-                    // another (its data hot in the caches from its own last call).
-                    times.clear();
-                    if (o.alone) {
-                        for (const auto& fn : timed)
-                            times.push_back(bench::measure_interleaved(o.timing, {fn}).front());
-                    } else {
-                        times = bench::measure_interleaved(o.timing, timed);
-                    }
-                },
-                [&](double) {
-                    for (std::size_t i = 0; i < timed.size(); ++i)
-                        (timed_rows[i] ? timed_rows[i]->time : peer_t) = times[i];
-                });
-            retimed += ws.retimed > 0 ? 1 : 0;
-            if (ws.speed >= 0 && ws.speed < bench::kSlowMachine) {
-                std::printf(
-                    "%-*s NOTE: %s timed while the machine ran at %.0f%% of its peak (%d "
-                    "attempts); its times are suspect\n",
-                    nw, name.c_str(), pname, ws.speed * 100, ws.retimed + 1);
-                slow.push_back(name + " " + pname);
-            }
-            if (peer_ok) {
-                PeerTotal& pt = peer_totals[pass];
-                ++pt.layers;
-                pt.ms += peer_t.median_ms;
-                pt.flops += flops;
-            }
-
-            auto print_row = [&](const std::string& algo, const std::string& check,
-                                 const bench::Timing* t, double max_err, bool is_peer = false) {
-                char eng_cols[80], peer_cols[80];
-                if (t) {
-                    std::snprintf(eng_cols, sizeof eng_cols, "%9.4f %9.4f %8.2f %4s", t->median_ms,
-                                  t->min_ms, bench::gflops(flops, t->median_ms),
-                                  pct_peak(bench::gflops(flops, t->median_ms)).c_str());
-                } else {
-                    std::snprintf(eng_cols, sizeof eng_cols, "%9s %9s %8s %4s", "-", "-", "-", "-");
-                }
-                if (peer_ok) {
-                    char ratio[16] = "-";
-                    const double q = t ? t->median_ms / peer_t.median_ms : 0;
-                    if (t && !is_peer)
-                        std::snprintf(ratio, sizeof ratio, q < 1000 ? "%.2f" : "%.0f", q);
-                    std::snprintf(peer_cols, sizeof peer_cols, "%9.4f %8.2f %4s %6s",
-                                  peer_t.median_ms, bench::gflops(flops, peer_t.median_ms),
-                                  pct_peak(bench::gflops(flops, peer_t.median_ms)).c_str(), ratio);
-                } else {
-                    std::snprintf(peer_cols, sizeof peer_cols, "%9s %8s %4s %6s", "-", "-", "-",
-                                  "-");
-                }
-                std::printf("%-*s %-10s %-13s %-22s %s", nw, name.c_str(), pname, algo.c_str(),
-                            check.c_str(), eng_cols);
-                if (use_peer) std::printf(" | %s  %s", peer_cols, peer_impl.c_str());
-                std::printf("\n");
-                std::fflush(stdout);
-                if (csv) {
-                    csv << csv_field(name) << ',' << csv_field(convlab::to_descriptor(p)) << ','
-                        << pname << ',' << csv_field(algo) << ',' << csv_field(check) << ','
-                        << max_err << ',';
-                    if (t) {
-                        csv << t->median_ms << ',' << t->min_ms << ',' << t->max_ms << ','
-                            << t->runs << ',' << bench::gflops(flops, t->median_ms) << ',';
-                    } else {
-                        csv << ",,,,,";
-                    }
-                    if (peer_ok) {
-                        csv << peer_t.median_ms << ',' << peer_t.min_ms << ','
-                            << bench::gflops(flops, peer_t.median_ms) << ',';
-                        if (t && !is_peer) csv << t->median_ms / peer_t.median_ms;
-                        csv << ',' << peer_impl << '\n';
-                    } else {
-                        csv << ",,,,\n";
-                    }
-                }
-            };
-
-            // With the direct reference, oneDNN is checked too.
-            if (ref_direct && peer_ok) {
-                std::string check = "no reference";
-                double err = 0;
-                if (have_ref) {
-                    const bench::Check c =
-                        bench::compare(peer_out.data(), b.ref.data(), n_out, o.rtol);
-                    check = c.str();
-                    err = c.max_err;
-                }
-                print_row("(oneDNN)", check, &peer_t, err, true);
-            }
-
-            for (const Row& row : rows) {
-                const convlab::Algorithm* alg = row.alg;
-                Total& tot = totals[{pass, alg->name}];
-                if (!row.ran) {
-                    ++tot.errors;
-                    tot.failures.push_back(name + " (error)");
-                    print_row(alg->name, row.check, nullptr, 0);
-                    continue;
-                }
-                if (!row.timing_error.empty()) {
-                    ++tot.errors;
-                    tot.failures.push_back(name + " (error while timing)");
-                    print_row(alg->name, "ERROR: " + row.timing_error, nullptr, 0);
-                    continue;
-                }
-                const bench::Timing& t = row.time;
-                ++tot.layers;
-                tot.ms += t.median_ms;
-                tot.flops += flops;
-                if (peer_ok) {
-                    ++tot.peer_layers;
-                    tot.ms_paired += t.median_ms;
-                    tot.peer_ms_paired += peer_t.median_ms;
-                    tot.flops_paired += flops;
-                }
-                print_row(alg->name, row.check, &t, row.err);
-            }
-            if (pl.algos.empty() && peer_ok && !ref_direct) {
-                print_row("-", "-", nullptr, 0);
-            }
-        }
-        const double foreign =
-            bench::foreign_cpu_share(layer_start, bench::cpu_sample(), hw > 0 ? hw : threads);
-        if (foreign > kForeignLimit) {
+        retimed += again > 0 ? 1 : 0;
+        if (speed >= 0 && speed < bench::kSlowMachine) {
             std::printf(
-                "%-*s NOTE: other processes used %.0f%% of the CPUs while this layer was "
+                "%-*s NOTE: %s timed while the machine ran at %.0f%% of its peak (%d "
+                "attempts); its times are suspect\n",
+                nw, name.c_str(), pname, speed * 100, again + 1);
+            slow.push_back(name + " " + pname);
+        }
+        if (foreign > convlab::bench::kNoisyForeignCpu) {
+            std::printf(
+                "%-*s NOTE: other processes used %.0f%% of the CPUs while this pass was "
                 "measured; its times are suspect\n",
                 nw, name.c_str(), foreign * 100);
-            disturbed.push_back(name);
+            if (disturbed.empty() || disturbed.back() != name) disturbed.push_back(name);
         }
+        group.clear();
+        peer_row.reset();
+    };
+    auto print_row = [&](const Measurement& m, const std::string& algo, const std::string& check,
+                         bool timed, double max_err, bool is_peer) {
+        const std::string name = layer_name(m);
+        const char* pname = convlab::pass_name(m.pass);
+        const bench::Timing& t = m.total;
+        const bool peer_ok = peer_row && peer_row->ran;
+        const bench::Timing* peer_t = peer_ok ? &peer_row->total : nullptr;
+        char eng_cols[80], peer_cols[80];
+        if (timed) {
+            std::snprintf(eng_cols, sizeof eng_cols, "%9.4f %9.4f %8.2f %4s", t.median_ms, t.min_ms,
+                          m.gflops(), pct_peak(m.gflops()).c_str());
+        } else {
+            std::snprintf(eng_cols, sizeof eng_cols, "%9s %9s %8s %4s", "-", "-", "-", "-");
+        }
+        if (peer_t) {
+            char ratio[16] = "-";
+            const double q = timed ? t.median_ms / peer_t->median_ms : 0;
+            if (timed && !is_peer)
+                std::snprintf(ratio, sizeof ratio, q < 1000 ? "%.2f" : "%.0f", q);
+            std::snprintf(peer_cols, sizeof peer_cols, "%9.4f %8.2f %4s %6s", peer_t->median_ms,
+                          peer_row->gflops(), pct_peak(peer_row->gflops()).c_str(), ratio);
+        } else {
+            std::snprintf(peer_cols, sizeof peer_cols, "%9s %8s %4s %6s", "-", "-", "-", "-");
+        }
+        const std::string peer_impl = peer_row ? (peer_ok ? peer_row->impl : "n/a") : "-";
+        std::printf("%-*s %-10s %-13s %-22s %s", nw, name.c_str(), pname, algo.c_str(),
+                    check.c_str(), eng_cols);
+        if (use_peer) std::printf(" | %s  %s", peer_cols, peer_impl.c_str());
+        std::printf("\n");
+        std::fflush(stdout);
+        if (csv) {
+            csv << csv_field(name) << ','
+                << csv_field(m.layer < results->layers.size() ? results->layers[m.layer].descriptor
+                                                              : "")
+                << ',' << pname << ',' << csv_field(algo) << ',' << csv_field(check) << ','
+                << max_err << ',';
+            if (timed) {
+                csv << t.median_ms << ',' << t.min_ms << ',' << t.max_ms << ',' << t.runs << ','
+                    << m.gflops() << ',';
+            } else {
+                csv << ",,,,,";
+            }
+            if (peer_t) {
+                csv << peer_t->median_ms << ',' << peer_t->min_ms << ',' << peer_row->gflops()
+                    << ',';
+                if (timed && !is_peer) csv << t.median_ms / peer_t->median_ms;
+                csv << ',' << peer_impl << '\n';
+            } else {
+                csv << ",,,,\n";
+            }
+        }
+    };
+    auto show = [&](const Measurement& m) {
+        const std::string name = layer_name(m);
+        if (!group.empty() && (group.front().layer != m.layer || group.front().pass != m.pass))
+            end_group();
+        group.push_back(m);
+        group.back().trace.clear();
+        if (m.error.rfind("invalid problem: ", 0) == 0) {
+            const std::string why = m.error.substr(17);
+            if (problems.empty() || problems.back() != name + ": " + why) {
+                std::printf("%-*s ERROR: invalid problem: %s\n", nw, name.c_str(), why.c_str());
+                problems.push_back(name + ": " + why);
+            }
+            return;
+        }
+        if (m.peer) {
+            peer_row = m;
+            if (!m.ran) {
+                std::printf("%-*s %-10s oneDNN cannot run this pass: %s\n", nw, name.c_str(),
+                            convlab::pass_name(m.pass), m.error.c_str());
+                return;
+            }
+            PeerTotal& pt = peer_totals[m.pass];
+            ++pt.layers;
+            pt.ms += m.total.median_ms;
+            pt.flops += m.flops;
+            // With the direct reference, oneDNN is checked too.
+            if (ref_direct) print_row(m, "(oneDNN)", check_text(m), true, m.check.max_rel, true);
+            return;
+        }
+        const std::pair<Pass, std::string> key{m.pass, m.algorithm};
+        if (!totals.count(key)) order.push_back(key);
+        Total& tot = totals[key];
+        if (!m.ran) {
+            ++tot.errors;
+            tot.failures.push_back(name + (m.error.rfind("threw while timed", 0) == 0
+                                               ? " (error while timing)"
+                                               : " (error)"));
+            print_row(m, m.algorithm, check_text(m), false, 0, false);
+            return;
+        }
+        if (m.check.reference != "self") {
+            if (!m.check.checked) {
+                ++tot.failed;
+                tot.failures.push_back(name + " (unchecked)");
+            } else if (m.check.pass) {
+                ++tot.passed;
+            } else {
+                ++tot.failed;
+                tot.failures.push_back(name);
+            }
+        }
+        ++tot.layers;
+        tot.ms += m.total.median_ms;
+        tot.flops += m.flops;
+        if (peer_row && peer_row->ran) {
+            ++tot.peer_layers;
+            tot.ms_paired += m.total.median_ms;
+            tot.peer_ms_paired += peer_row->total.median_ms;
+            tot.flops_paired += m.flops;
+        }
+        print_row(m, m.algorithm, check_text(m), true, m.check.max_rel, false);
+    };
+    // The rows of the results not yet printed (the runner's progress, and its end).
+    auto catch_up = [&](const convlab::bench::Results& r) {
+        results = &r;
+        if (!header_done) {
+            header_done = true;
+            peak = r.machine.peak_gflops;
+            if (o.peak)
+                std::printf(
+                    "fp32 peak: %.1f GFLOP/s for %d threads (register-only FMA loop, measured "
+                    "before the run; %.1f per thread)\n",
+                    r.machine.peak_gflops, threads, r.machine.peak_gflops_1t);
+            std::printf("\n");
+            print_rule(table_w);
+            std::printf("%-*s %-10s %-13s %-22s %9s %9s %8s %4s", nw, "layer", "pass", "algorithm",
+                        "check", "median ms", "min ms", "GFLOP/s", "%pk");
+            if (use_peer)
+                std::printf(" | %9s %8s %4s %6s  %s", "oneDNN ms", "GFLOP/s", "%pk", "ratio",
+                            "oneDNN impl");
+            std::printf("\n");
+            print_rule(table_w);
+        }
+        for (; shown < r.rows.size(); ++shown) show(r.rows[shown]);
+    };
+    cfg.progress = [&](const convlab::bench::Config::Progress& pr) {
+        if (pr.results) catch_up(*pr.results);
+    };
+
+    convlab::bench::Results r;
+    try {
+        r = convlab::bench::run(cfg);
+    } catch (const convlab::Error& e) {
+        std::fprintf(stderr, "convlab_bench: %s\n", e.what());
+        return 2;
     }
-    const double run_foreign =
-        bench::foreign_cpu_share(run_start, bench::cpu_sample(), hw > 0 ? hw : threads);
+    catch_up(r);  // rows the runner added after its last progress call
+    end_group();
+    peak = r.machine.peak_gflops;
     print_rule(table_w);
-    if (o.peak) {
-        const double before = machine.peak_gflops;
-        convlab::bench::measure_machine_peak(machine, threads);
+    if (o.peak)
         std::printf(
-            "fp32 peak measured again after the run: %.1f GFLOP/s kept (before %.1f; the higher "
-            "counts in the totals)\n",
-            machine.peak_gflops, before);
-    }
+            "fp32 peak measured again after the run: %.1f GFLOP/s kept (the higher counts in "
+            "the totals)\n",
+            r.machine.peak_gflops);
 
     // [SECTION] summary per pass
     std::printf(
         "\nTotals per pass: sum of per-layer medians, each layer counted once "
         "(%zu layers, batch %s, %d threads)\n",
-        selected.size(), o.mb ? std::to_string(*o.mb).c_str() : "from the file", threads);
+        cfg.layers.size(), o.mb ? std::to_string(*o.mb).c_str() : "from the file", threads);
     const int sum_w = use_peer ? 128 : 81;
     print_rule(sum_w);
     std::printf("%-10s %-13s %6s %-12s %11s %8s %6s", "pass", "algorithm", "layers", "checks",
@@ -809,14 +701,16 @@ int main(int argc, char** argv) {
     std::printf("\n");
     print_rule(sum_w);
     bool all_ok = problems.empty();
-    for (const Plan& pl : plan) {
-        const char* pname = convlab::pass_name(pl.pass);
-        const PeerTotal pt = peer_totals.count(pl.pass) ? peer_totals.at(pl.pass) : PeerTotal{};
-        for (const convlab::Algorithm* alg : pl.algos) {
-            const Total& t = totals[{pl.pass, alg->name}];
+    for (const Pass pass : o.passes) {
+        const char* pname = convlab::pass_name(pass);
+        const PeerTotal pt = peer_totals.count(pass) ? peer_totals.at(pass) : PeerTotal{};
+        for (const auto& key : order) {
+            if (key.first != pass) continue;
+            const Total& t = totals[key];
+            const std::string& algo = key.second;
             char checks[32];
             const int judged = t.passed + t.failed + t.errors;
-            if (ref_direct && std::string_view(alg->name) == "direct") {
+            if (ref_direct && algo == "direct") {
                 std::snprintf(checks, sizeof checks, "reference");
             } else {
                 std::snprintf(checks, sizeof checks, "%d/%d %s", t.passed, judged,
@@ -833,7 +727,7 @@ int main(int argc, char** argv) {
                 std::snprintf(peer_cols, sizeof peer_cols, "%11s %8s %6s | %13s", "-", "-", "-",
                               "-");
             }
-            std::printf("%-10s %-13s %6d %-12s %11.3f %8.1f %6s", pname, alg->name, t.layers,
+            std::printf("%-10s %-13s %6d %-12s %11.3f %8.1f %6s", pname, algo.c_str(), t.layers,
                         checks, t.ms, bench::gflops(t.flops, t.ms),
                         pct_peak(bench::gflops(t.flops, t.ms)).c_str());
             if (use_peer) std::printf(" | %s", peer_cols);
@@ -842,11 +736,11 @@ int main(int argc, char** argv) {
                 std::printf("%-10s %-13s note: ratio over the %d layers oneDNN also ran\n", "", "",
                             t.peer_layers);
             }
-            if (t.layers != static_cast<int>(selected.size())) {
+            if (t.layers != static_cast<int>(cfg.layers.size())) {
                 std::printf(
                     "%-10s %-13s note: total over %d of %zu layers (others failed to "
                     "run)\n",
-                    "", "", t.layers, selected.size());
+                    "", "", t.layers, cfg.layers.size());
             }
             if (!t.failures.empty()) {
                 std::string list;
@@ -861,27 +755,30 @@ int main(int argc, char** argv) {
         }
     }
     print_rule(sum_w);
-    if (machine.peak_gflops > 0)
-        std::printf("%%peak: share of the measured fp32 peak, %.1f GFLOP/s (%d threads)\n",
-                    machine.peak_gflops, threads);
+    if (peak > 0)
+        std::printf("%%peak: share of the measured fp32 peak, %.1f GFLOP/s (%d threads)\n", peak,
+                    threads);
     if (const std::size_t rss = convlab::bench::peak_rss_bytes(); rss > 0)
         std::printf(
             "peak resident memory of this process (VmHWM, every algorithm and oneDNN): %.1f "
             "MiB\n",
             static_cast<double>(rss) / (1 << 20));
     for (const std::string& s : problems) std::printf("layer not run: %s\n", s.c_str());
-    if (run_foreign >= 0) {
+    for (const std::string& n : r.notes) std::printf("note: %s\n", n.c_str());
+    if (r.machine.foreign_cpu >= 0) {
         std::printf("other processes used %.1f%% of the machine's CPU time during the run%s\n",
-                    run_foreign * 100,
-                    run_foreign > kForeignLimit ? ": WARNING: timings are disturbed" : "");
+                    r.machine.foreign_cpu * 100,
+                    r.machine.foreign_cpu > convlab::bench::kNoisyForeignCpu
+                        ? ": WARNING: timings are disturbed"
+                        : "");
     }
     if (!disturbed.empty()) {
         std::string list;
         for (const std::string& d : disturbed) list += (list.empty() ? "" : ", ") + d;
         std::printf("layers measured while other work ran (> %.0f%% of the CPUs): %s\n",
-                    kForeignLimit * 100, list.c_str());
+                    convlab::bench::kNoisyForeignCpu * 100, list.c_str());
     }
-    if (machine.peak_gflops > 0) {
+    if (peak > 0) {
         std::string list;
         for (const std::string& d : slow) list += (list.empty() ? "" : ", ") + d;
         std::printf(

@@ -6,7 +6,7 @@
 // Compiled with oneDNN only when CMake found it (CONVLAB_HAVE_DNNL); otherwise available() is
 // false and constructing a PeerConv throws. This header never includes dnnl.hpp.
 //
-// It is the engine's benchmark peer interface (convlab::bench::PeerConv) made real: onednn_spec()
+// It is the benchmark runner's peer interface (convlab::bench::PeerConv) made real: onednn_spec()
 // hands it to the runner (convlab::bench::run) of `convlab bench` and the app's Timings panel.
 #pragma once
 

@@ -12,7 +12,8 @@ file(GLOB_RECURSE CONVLAB_ENGINE_FOLDER_TESTS CONFIGURE_DEPENDS
      ${PROJECT_SOURCE_DIR}/tests/gemm/test_*.cpp ${PROJECT_SOURCE_DIR}/tests/conv/test_*.cpp)
 list(APPEND CONVLAB_ENGINE_TEST_SOURCES ${CONVLAB_ENGINE_FOLDER_TESTS})
 add_executable(convlab_engine_tests ${CONVLAB_ENGINE_TEST_SOURCES})
-target_link_libraries(convlab_engine_tests PRIVATE convlab_engine convlab_flags doctest::doctest)
+target_link_libraries(convlab_engine_tests PRIVATE convlab_benchlib convlab_engine convlab_flags
+                      nlohmann_json::nlohmann_json doctest::doctest)
 target_include_directories(convlab_engine_tests PRIVATE ${PROJECT_SOURCE_DIR}/tests)
 target_compile_definitions(convlab_engine_tests PRIVATE CONVLAB_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
 doctest_discover_tests(convlab_engine_tests)

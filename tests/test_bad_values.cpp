@@ -195,7 +195,7 @@ TEST_CASE("results.json: every numeric field is checked, the row and field named
         {"batch", "1e300", "field 'batch' is 1.0000000000000001e+300", true},
         {"median_ms", "-1", "JSON rows[0]: field 'median_ms' is -1: expected a finite number >= 0",
          true},
-        {"median_ms", "1e999", "field 'median_ms' is not a number", true},
+        {"median_ms", "1e999", "field 'median_ms': number overflow parsing '1e999'", true},
         {"q3_ms", "-0.5", "field 'q3_ms' is -0.5", true},
         {"runs", "3000000000", "field 'runs' is 3000000000: expected an integer from 0 to", true},
         {"layer_index", "100001", "field 'layer_index' is 100001", true},
@@ -265,6 +265,21 @@ TEST_CASE("bench --replot: a bad value is one line, a zero forward time draws an
     CHECK(bad.err.find("rows[0]") != std::string::npos);
     CHECK(bad.err.find("'median_ms'") != std::string::npos);
     CHECK(!fs::exists(dir / "neg_out/relative_bwd_data.svg"));
+
+    // Not JSON, or nested beyond any results file: the file, its line and column and the rule.
+    const std::string deep = dir.write("deep.json", std::string(200000, '['));
+    const std::string cut = dir.write("cut.json", good.substr(0, good.size() / 2));
+    for (const auto& [file, rule] :
+         {std::pair{deep, std::string("deep.json': JSON at line 1, column 33: arrays and objects "
+                                      "nested deeper than 32 levels")},
+          {cut, "cut.json': JSON at line "}}) {
+        const auto bad_json = run("bench --replot " + file + " --out " + (dir / "json_out"));
+        CAPTURE(bad_json.err);
+        CHECK(bad_json.status == 2);
+        CHECK(lines_of(bad_json.err) == 1);
+        CHECK(bad_json.err.rfind("convlab: ", 0) == 0);
+        CHECK(bad_json.err.find(rule) != std::string::npos);
+    }
 
     // A forward median of 0 (a file written by hand): the charts are drawn, quickly (before the
     // axis was bounded this looped forever, eating memory).

@@ -14,6 +14,8 @@
 #include <limits>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "convlab/bench.hpp"
 #include "convlab/conv.hpp"
 
@@ -990,4 +992,105 @@ assert len(names) == 2, names
     CHECK(std::system(cmd.c_str()) == 0);
     std::remove(file.c_str());
     std::remove(py.c_str());
+}
+
+namespace {
+
+// read_json's error for a text ("" when it reads).
+std::string json_error(const std::string& text) {
+    std::istringstream in(text);
+    try {
+        read_json(in);
+    } catch (const Error& e) {
+        return e.what();
+    }
+    return "";
+}
+
+// A run of the tiny layers' forward pass: results to write and read back.
+Results tiny_results() {
+    Config cfg = tiny_config();
+    cfg.passes = {Pass::Forward};
+    return run(cfg);
+}
+
+std::string slurp(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+}  // namespace
+
+TEST_CASE("results.json: a file written before the JSON library reads and writes back the same") {
+    // tests/fuzz/seeds/results.json was written by `convlab bench` with the hand-written writer
+    // this library replaced: every field reads, and written again it is the same text.
+    const std::string path = std::string(CONVLAB_SOURCE_DIR) + "/tests/fuzz/seeds/results.json";
+    const std::string before = slurp(path);
+    REQUIRE(before.size() > 1000);
+    std::istringstream in(before);
+    const Results r = read_json(in);
+    CHECK(r.rows.size() > 10);
+    CHECK(r.machine.cpu == "AMD EPYC");
+    CHECK(r.machine.peak_gflops > 0);
+    // The same document: every member, string and number (numbers may be spelled otherwise,
+    // 1e-04 now 0.0001), in the same order and layout.
+    std::ostringstream again;
+    write_json(r, again);
+    CHECK(nlohmann::ordered_json::parse(again.str()) == nlohmann::ordered_json::parse(before));
+    std::size_t lines_before = 0, lines_again = 0;
+    for (const char c : before) lines_before += c == '\n';
+    for (const char c : again.str()) lines_again += c == '\n';
+    CHECK(lines_again == lines_before);
+}
+
+TEST_CASE("results.json: malformed JSON is one line naming its line, column and rule") {
+    const Results r = tiny_results();
+    std::ostringstream good;
+    write_json(r, good);
+    REQUIRE(json_error(good.str()).empty());
+    struct Case {
+        std::string text, expect;
+    };
+    const Case cases[] = {
+        {"",
+         "JSON at line 1, column 1: syntax error while parsing value - unexpected end of "
+         "input"},
+        {"{\"format\": \"convlab-bench-1\",\n \"machine\": {]}",
+         "JSON at line 2, column 14: syntax error while parsing object key"},
+        {"{\"a\": tru}",
+         "JSON at line 1, column 10: field 'a': syntax error while parsing value - "
+         "invalid literal"},
+        {"{\"a\": 1e999}", "field 'a': number overflow parsing '1e999'"},
+        {"{\"a\": \"\xff\"}", "invalid string: ill-formed UTF-8 byte"},
+        {good.str() + "x", "syntax error while parsing value - invalid literal"},
+        // Nested deeper than any results file: refused where it goes too deep, not followed.
+        {std::string(100000, '['),
+         "JSON at line 1, column 33: arrays and objects nested deeper "
+         "than 32 levels"},
+        {"{\"x\": {\"y\":\n" + std::string(5000, '['),
+         "JSON at line 2, column 31: arrays and objects nested deeper than 32 levels"},
+    };
+    for (const Case& c : cases) {
+        CAPTURE(c.text.substr(0, 60));
+        const std::string err = json_error(c.text);
+        CHECK(err.find(c.expect) != std::string::npos);
+        CHECK(err.find('\n') == std::string::npos);
+    }
+}
+
+TEST_CASE("results.json: strings that are not UTF-8 are written as valid JSON") {
+    // A CSV is read byte for byte; its strings may be Latin-1. JSON is UTF-8: the bad bytes
+    // become U+FFFD and the file reads back.
+    Results r = tiny_results();
+    r.command = "convlab bench --out caf\xe9";
+    r.layers.front().name = "t:\xff";
+    std::ostringstream out;
+    write_json(r, out);
+    std::istringstream in(out.str());
+    const Results back = read_json(in);
+    CHECK(back.command == "convlab bench --out caf\xef\xbf\xbd");
+    CHECK(back.layers.front().name == "t:\xef\xbf\xbd");
+    CHECK(back.rows.size() == r.rows.size());
 }

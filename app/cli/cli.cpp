@@ -33,6 +33,8 @@
 #include <string_view>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "convlab/conv.hpp"
 #include "convlab/davinci.hpp"
 #include "convlab/maps.hpp"
@@ -144,23 +146,6 @@ Problem problem_from(const Options& opts, std::string_view command) {
         p.check();
         return p;
     });
-}
-
-std::string json_string(std::string_view s) {
-    std::string r = "\"";
-    for (char c : s) {
-        if (c == '"' || c == '\\') {
-            r += '\\';
-            r += c;
-        } else if (static_cast<unsigned char>(c) < 0x20) {
-            char buf[8];
-            std::snprintf(buf, sizeof buf, "\\u%04x", c);
-            r += buf;
-        } else {
-            r += c;
-        }
-    }
-    return r + "\"";
 }
 
 namespace {
@@ -414,9 +399,14 @@ void print_steps(std::ostream& out, const IndexMap& m, Granularity g, dim_t limi
     dim_t printed = 0;
     bool truncated = false;
     if (json) {
-        out << "{\"name\":" << json_string(m.name()) << ",\"kind\":\""
-            << (gather ? "gather" : "reduce") << "\",\"granularity\":\"" << granularity_name(g)
-            << "\",\"num_steps\":" << steps << ",\"steps\":[";
+        // The steps, integers only, are streamed after the rest (a large map has millions).
+        const nlohmann::ordered_json head{{"name", m.name()},
+                                          {"kind", gather ? "gather" : "reduce"},
+                                          {"granularity", granularity_name(g)},
+                                          {"num_steps", steps}};
+        std::string text = head.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+        text.pop_back();  // its closing brace
+        out << text << ",\"steps\":[";
     } else {
         out << m.name() << " (" << (gather ? "gather" : "reduce") << ") src " << m.src().str()
             << " dst " << m.dst().str() << ": " << steps << " steps of granularity "

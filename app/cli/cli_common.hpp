@@ -102,7 +102,6 @@ Problem problem_from(const Options& opts, std::string_view command);
 // Generated inputs: integers in [-3, 3] from splitmix64 (exact sums in fp32); `salt` separates
 // the tensors of one seed.
 Tensor generate(std::vector<dim_t> dims, std::uint64_t seed, std::uint64_t salt);
-std::string json_string(std::string_view s);
 
 // [SECTION] commands defined in their own files (cmd_*.cpp), listed in cli.cpp's commands()
 // (one declaration here and one line there per command).

@@ -4,6 +4,8 @@
 #include <numeric>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 namespace convlab {
 
 // [SECTION] Shape
@@ -369,40 +371,25 @@ std::string IndexMap::dump(dim_t limit) const {
     return o.str();
 }
 
-// A JSON string literal: quotes, backslashes and control characters escaped.
-static std::string json_quoted(std::string_view s) {
-    std::string r = "\"";
-    for (const char c : s) {
-        if (c == '"' || c == '\\') {
-            r += '\\';
-            r += c;
-        } else if (static_cast<unsigned char>(c) < 0x20) {
-            static constexpr char kHex[] = "0123456789abcdef";
-            r += "\\u00";
-            r += kHex[(c >> 4) & 0xf];
-            r += kHex[c & 0xf];
-        } else {
-            r += c;
-        }
-    }
-    return r + "\"";
-}
-
-static std::string shape_json(const Shape& s) {
-    std::ostringstream o;
-    o << "{\"dims\":[";
-    for (int i = 0; i < s.rank(); ++i) o << (i ? "," : "") << s.dims[i];
-    o << "],\"names\":[";
-    for (int i = 0; i < s.rank(); ++i) o << (i ? "," : "") << json_quoted(s.names[i]);
-    o << "]}";
-    return o.str();
-}
-
 void IndexMap::dump_json(std::ostream& o, dim_t limit) const {
-    o << "{\"name\":" << json_quoted(name_) << ",\"kind\":\""
-      << (kind_ == Kind::Gather ? "gather" : "reduce") << "\",\"src\":" << shape_json(src_)
-      << ",\"dst\":" << shape_json(dst_) << ",\"line_axis\":" << line_axis_
-      << ",\"pairs_total\":" << domain().numel() << ",\"pairs\":[";
+    using Json = nlohmann::ordered_json;  // members in the order written
+    const auto shape = [](const Shape& s) {
+        Json dims = Json::array(), names = Json::array();
+        for (int i = 0; i < s.rank(); ++i) {
+            dims.push_back(s.dims[i]);
+            names.push_back(s.names[i]);
+        }
+        return Json{{"dims", std::move(dims)}, {"names", std::move(names)}};
+    };
+    const Json head{
+        {"name", name_},           {"kind", kind_ == Kind::Gather ? "gather" : "reduce"},
+        {"src", shape(src_)},      {"dst", shape(dst_)},
+        {"line_axis", line_axis_}, {"pairs_total", domain().numel()}};
+    // The pairs, integers only, are streamed after the rest: a large map has more of them than
+    // fit in memory as one document (and the first ones come at once).
+    std::string text = head.dump(-1, ' ', false, Json::error_handler_t::replace);
+    text.pop_back();  // its closing brace
+    o << text << ",\"pairs\":[";
     const dim_t steps = num_steps(Granularity::Element);
     dim_t n = 0;
     for (dim_t s = 0; s < steps && (limit < 0 || n < limit) && o; ++s, ++n)

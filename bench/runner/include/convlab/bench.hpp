@@ -1,7 +1,8 @@
-// The benchmark runner: times the engine's algorithms (and a peer library, through an interface
-// the engine never implements) per layer, pass and operation, and verifies every measured
-// configuration against a reference. No UI code: the app runs it on a worker thread (progress
-// callback, cancel flag); the command line and convlab_bench run it directly.
+// The benchmark runner (library convlab_benchlib, outside the engine): times the engine's
+// algorithms (and a peer library, through an interface the runner only declares) per layer, pass
+// and operation, and verifies every measured configuration against a reference. The one
+// benchmark loop: the app runs it on a worker thread (progress callback, cancel flag); `convlab
+// bench` and convlab_bench's table run it directly. No UI code.
 //
 // Index:
 //   [SECTION] shape files
@@ -261,8 +262,8 @@ std::size_t peak_rss_bytes();
 
 // [SECTION] peer interface
 
-// One convolution in a peer library (oneDNN ...), for the passes it was created for. The engine
-// defines the interface only; the peer lives outside it (bench/onednn_peer.*).
+// One convolution in a peer library (oneDNN ...), for the passes it was created for. The runner
+// defines the interface only; the peer lives beside it (bench/onednn_peer.*).
 class PeerConv {
   public:
     virtual ~PeerConv() = default;
@@ -341,6 +342,10 @@ struct Config {
     // backward data side by side), so that a ratio between passes (relative_time_chart) comes
     // from one machine state, as a ratio within a pass does; false: one window per pass.
     bool interleave_passes = false;
+    // The peer and each algorithm timed in rounds of their own, one after another, instead of
+    // alternating: each call then finds its data in the caches as its own last call left them
+    // (hot), not as another's run left them (convlab_bench --alone).
+    bool alone = false;
     // Keep each measurement's timed calls as spans (Measurement::trace), for write_trace; the
     // first kMaxTracedCalls calls of each, so a fast layer timed thousands of times stays small.
     bool trace = false;

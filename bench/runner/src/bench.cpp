@@ -15,7 +15,7 @@
 #include "convlab/bench.hpp"
 #include "convlab/davinci.hpp"
 #include "convlab/profiler.hpp"
-#include "microkernel.hpp"
+#include "convlab/runtime.hpp"
 
 namespace convlab::bench {
 
@@ -289,7 +289,7 @@ Results run(const Config& cfg) {
     // run of every algorithm over ResNet-50 left 850 MiB held by the threads (53 MiB with
     // implicit_gemm alone), for as long as the app ran.
     struct ReleaseScratch {
-        ~ReleaseScratch() { detail::release_scratch(); }
+        ~ReleaseScratch() { release_work_buffers(); }
     } release;
     if (cfg.layers.empty()) throw Error("shapes: no layer to run");
     if (cfg.timing.warmup < 0) throw Error("warmup: must be >= 0");
@@ -481,7 +481,18 @@ Results run(const Config& cfg) {
                         entries[i].calls.clear();  // a window timed again: its own calls
                     }
                     const CpuSample t0 = cpu_sample();
-                    stats = measure_interleaved(cfg.timing, fns);
+                    if (cfg.alone) {
+                        stats.clear();
+                        for (std::size_t f = 0; f < fns.count; ++f) {
+                            Interleaved one;
+                            one.count = 1;
+                            one.run = [&fns, f](std::size_t, bool t) { fns.run(f, t); };
+                            one.after = [&fns, f](std::size_t, double s) { fns.after(f, s); };
+                            stats.push_back(measure_interleaved(cfg.timing, one).front());
+                        }
+                    } else {
+                        stats = measure_interleaved(cfg.timing, fns);
+                    }
                     foreign = foreign_cpu_share(t0, cpu_sample(), hw);
                 },
                 [&](double speed) {

@@ -5,11 +5,20 @@
 //   [SECTION] comparison and random data
 //   [SECTION] machine record
 //   [SECTION] fp32 peak
-#include "omp_compat.hpp"
-#include "x86.hpp"
-
-#if CONVLAB_X86
+// The FMA loops of the peak use AVX-512 or AVX2 intrinsics on x86-64 (compiled per function for
+// their ISA, chosen at run time by cpuid), scalar FMAs elsewhere and in the portable build.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(CONVLAB_PORTABLE)
+#define CONVLAB_BENCH_X86 1
 #include <immintrin.h>
+#else
+#define CONVLAB_BENCH_X86 0
+#endif
+#if defined(_OPENMP)
+#include <omp.h>
+#else
+static int omp_get_thread_num() {
+    return 0;  // without OpenMP the peak's parallel region runs on the calling thread
+}
 #endif
 // Large buffers come from mmap where the system has it (page-aligned, returned to the system
 // on free), else from aligned_alloc.
@@ -35,6 +44,7 @@
 
 #include "convlab/bench.hpp"
 #include "convlab/output_file.hpp"
+#include "convlab/runtime.hpp"
 
 #ifndef CONVLAB_VERSION
 #define CONVLAB_VERSION "dev"
@@ -370,8 +380,7 @@ Machine describe_machine() {
     isa += " fma";
 #endif
     // What the compiler may use everywhere, then the kernels chosen at run time.
-    m.engine_isa =
-        (isa.empty() ? "baseline" : isa.substr(1)) + ", kernels " + detail::runtime_isa();
+    m.engine_isa = (isa.empty() ? "baseline" : isa.substr(1)) + ", kernels " + kernel_isa();
     m.version = CONVLAB_VERSION;
     m.commit = CONVLAB_GIT_COMMIT;
     m.date = utc_date();
@@ -422,7 +431,7 @@ namespace {
 // vector width is the widest the CPU has (chosen at run time: the build may be for any x86-64).
 constexpr int kChains = 10;
 
-#if CONVLAB_X86
+#if CONVLAB_BENCH_X86
 __attribute__((target("avx512f"))) float fma_chains_avx512(long iters) {
     __m512 acc[kChains];
     for (int i = 0; i < kChains; ++i) acc[i] = _mm512_set1_ps(0.001f * static_cast<float>(i));
@@ -467,9 +476,10 @@ float fma_chains_scalar(long iters) {
 // Lanes of the widest FMA the CPU has: 16 (AVX-512), 8 (AVX2 + FMA), else 1.
 int chain_lanes() {
     static const int lanes = [] {
-#if CONVLAB_X86
-        if (detail::cpu_has_avx512f()) return 16;
-        if (detail::cpu_has_avx2_fma()) return 8;
+#if CONVLAB_BENCH_X86
+        __builtin_cpu_init();
+        if (__builtin_cpu_supports("avx512f")) return 16;
+        if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return 8;
 #endif
         return 1;
     }();
@@ -478,7 +488,7 @@ int chain_lanes() {
 
 // Runs `iters` iterations; returns a value that depends on every chain (so nothing is elided).
 float fma_chains(long iters) {
-#if CONVLAB_X86
+#if CONVLAB_BENCH_X86
     if (chain_lanes() == 16) return fma_chains_avx512(iters);
     if (chain_lanes() == 8) return fma_chains_avx2(iters);
 #endif

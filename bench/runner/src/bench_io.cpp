@@ -3,8 +3,7 @@
 // so the two files always hold the same columns. Index:
 //   [SECTION] flat fields
 //   [SECTION] CSV
-//   [SECTION] JSON (a small reader for what the writer writes: objects, arrays, strings,
-//             numbers, true/false/null)
+//   [SECTION] JSON (nlohmann-json writes every string and number and parses every file)
 //   [SECTION] rebuilding results from fields
 //   [SECTION] trace (Trace Event format: the timed calls and their operations)
 #include <algorithm>
@@ -15,8 +14,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <istream>
+#include <iterator>
 #include <map>
 #include <sstream>
+
+#include <nlohmann/json.hpp>
 
 #include "convlab/bench.hpp"
 
@@ -26,10 +28,12 @@ namespace {
 
 // [SECTION] flat fields
 
+using Json = nlohmann::ordered_json;  // members in the order written
+
 struct Field {
     std::string name;
-    std::string text;
-    bool numeric = false;  // JSON: written bare (number or true/false)
+    std::string text;  // CSV
+    Json value;        // JSON: a string, a number or true/false
 };
 using Fields = std::vector<Field>;
 
@@ -72,14 +76,24 @@ std::string num(double x) {
     return shortest(x);
 }
 
+// A number as JSON: whole numbers (counts, and every figure that happens to be whole) as
+// integers, as the files have always written them; not finite as 0, as in the CSV.
+Json json_number(double x) {
+    if (!std::isfinite(x)) return 0;
+    if (x == std::floor(x) && std::fabs(x) < 9007199254740992.0)  // 2^53: exact as an integer
+        return static_cast<std::int64_t>(x);
+    return x;
+}
+
 Field nf(std::string name, double x) {
-    return {std::move(name), num(x), true};
+    return {std::move(name), num(x), json_number(x)};
 }
 Field sf(std::string name, std::string s) {
-    return {std::move(name), std::move(s), false};
+    Json v = s;
+    return {std::move(name), std::move(s), std::move(v)};
 }
 Field bf(std::string name, bool b) {
-    return {std::move(name), b ? "true" : "false", true};
+    return {std::move(name), b ? "true" : "false", b};
 }
 
 // Notes in one field, " | " between them (a note never holds '|').
@@ -506,55 +520,25 @@ void add_row(const Map& f, Results& r, const std::string& where) {
 
 // [SECTION] JSON
 
-void json_str(std::ostream& out, const std::string& s) {
-    out << '"';
-    for (const char ch : s) {
-        const auto c = static_cast<unsigned char>(ch);
-        switch (c) {
-            case '"':
-                out << "\\\"";
-                break;
-            case '\\':
-                out << "\\\\";
-                break;
-            case '\n':
-                out << "\\n";
-                break;
-            case '\t':
-                out << "\\t";
-                break;
-            case '\r':
-                out << "\\r";
-                break;
-            default:
-                if (c < 0x20) {
-                    char buf[8];
-                    std::snprintf(buf, sizeof buf, "\\u%04x", c);
-                    out << buf;
-                } else {
-                    out << ch;
-                }
-        }
-    }
-    out << '"';
+// A value as JSON text. Strings that are not UTF-8 (a CSV read byte for byte, a path) get U+FFFD
+// for their bad bytes: JSON text is UTF-8, and the library refuses to write anything else.
+std::string dumped(const Json& v) {
+    return v.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
+// `{"name": value, ...}`, six members a line: the layout results.json has always had, which
+// people read and diff (and tests edit by its `"name": value` text).
 void json_object(std::ostream& out, const Fields& f, const char* indent) {
     out << "{";
     for (std::size_t i = 0; i < f.size(); ++i) {
         out << (i ? ", " : "") << (i && i % 6 == 0 ? std::string("\n") + indent + " " : "");
-        json_str(out, f[i].name);
-        out << ": ";
-        if (f[i].numeric) {
-            out << f[i].text;
-        } else {
-            json_str(out, f[i].text);
-        }
+        out << dumped(Json(f[i].name)) << ": " << dumped(f[i].value);
     }
     out << "}";
 }
 
-// A JSON value as the reader keeps it: scalars as text (strings unescaped), containers nested.
+// A JSON value as the reader keeps it: scalars as text (strings unescaped, numbers as written, so
+// each field's rule judges the number the file holds), containers nested.
 // An object's members are a struct of their own, not std::pair: a pair of a still incomplete
 // JValue does not compile with clang and libstdc++ (the fuzz build).
 struct JMember;
@@ -575,139 +559,163 @@ const JValue* JValue::get(const std::string& k) const {
     return nullptr;
 }
 
-class JsonReader {
+// Arrays and objects nest at most this deep (a results file nests 3): a deeper file is refused
+// before it costs memory, and the tree's recursive destruction stays shallow.
+constexpr std::size_t kMaxJsonDepth = 32;
+
+// The text's characters to the parser, recording how far it has read: the position of an error
+// the parser does not report itself (too deep).
+struct CountingChars {
+    using iterator_category = std::forward_iterator_tag;
+    using value_type = char;
+    using difference_type = std::ptrdiff_t;
+    using pointer = const char*;
+    using reference = const char&;
+    const char* p = nullptr;
+    const char** furthest = nullptr;
+    reference operator*() const { return *p; }
+    CountingChars& operator++() {
+        ++p;
+        if (p > *furthest) *furthest = p;
+        return *this;
+    }
+    CountingChars operator++(int) {
+        CountingChars old = *this;
+        ++*this;
+        return old;
+    }
+    bool operator==(const CountingChars& o) const { return p == o.p; }
+    bool operator!=(const CountingChars& o) const { return p != o.p; }
+};
+
+// Builds the JValue tree from the parser's events (nlohmann-json's SAX interface).
+class JsonBuilder final : public nlohmann::json_sax<nlohmann::json> {
   public:
-    explicit JsonReader(std::string text) : s_(std::move(text)) {}
-    JValue document() {
-        JValue v = value(0);
-        ws();
-        if (i_ != s_.size()) fail("trailing characters after the document");
-        return v;
-    }
+    JValue root;
+    std::string error;                         // why the parse stopped ("" : it did not)
+    std::size_t error_at = std::string::npos;  // its byte, where the parser said it
 
-  private:
-    std::string s_;
-    std::size_t i_ = 0;
-
-    [[noreturn]] void fail(const std::string& what) const {
-        throw Error("JSON at offset " + std::to_string(i_) + ": " + what);
+    bool null() override { return scalar(JValue::Null, {}); }
+    bool boolean(bool b) override { return scalar(JValue::Bool, b ? "true" : "false"); }
+    bool number_integer(number_integer_t x) override {
+        return scalar(JValue::Number, std::to_string(x));
     }
-    void ws() {
-        while (i_ < s_.size() &&
-               (s_[i_] == ' ' || s_[i_] == '\n' || s_[i_] == '\t' || s_[i_] == '\r'))
-            ++i_;
+    bool number_unsigned(number_unsigned_t x) override {
+        return scalar(JValue::Number, std::to_string(x));
     }
-    bool eat(char c) {
-        ws();
-        if (i_ < s_.size() && s_[i_] == c) {
-            ++i_;
-            return true;
-        }
+    bool number_float(number_float_t, const string_t& text) override {
+        return scalar(JValue::Number, text);
+    }
+    bool string(string_t& s) override { return scalar(JValue::String, std::move(s)); }
+    bool binary(binary_t&) override { return scalar(JValue::Null, {}); }  // not in JSON text
+    bool start_object(std::size_t) override { return open(JValue::Object); }
+    bool start_array(std::size_t) override { return open(JValue::Array); }
+    bool key(string_t& k) override {
+        key_ = std::move(k);
+        keyed_ = true;
+        return true;
+    }
+    bool end_object() override { return close(); }
+    bool end_array() override { return close(); }
+    bool parse_error(std::size_t position, const std::string&,
+                     const nlohmann::detail::exception& e) override {
+        // "[json.exception.parse_error.101] parse error at line 1, column 2: syntax error ...":
+        // the rule only (the position is given in the reader's own words).
+        std::string what = e.what();
+        if (const auto b = what.find("] "); b != std::string::npos) what.erase(0, b + 2);
+        if (what.rfind("parse error", 0) == 0)
+            if (const auto c = what.find(": "); c != std::string::npos) what.erase(0, c + 2);
+        stop(position > 0 ? position - 1 : 0, (keyed_ ? "field '" + key_ + "': " : "") + what);
         return false;
     }
-    void expect(char c) {
-        if (!eat(c)) fail(std::string("expected '") + c + "'");
+    void stop(std::size_t at, std::string why) {
+        error_at = at;
+        error = std::move(why);
     }
-    std::string string() {
-        expect('"');
-        std::string out;
-        while (i_ < s_.size() && s_[i_] != '"') {
-            char c = s_[i_++];
-            if (c == '\\') {
-                if (i_ >= s_.size()) fail("unterminated escape");
-                const char e = s_[i_++];
-                switch (e) {
-                    case 'n':
-                        out += '\n';
-                        break;
-                    case 't':
-                        out += '\t';
-                        break;
-                    case 'r':
-                        out += '\r';
-                        break;
-                    case 'b':
-                        out += '\b';
-                        break;
-                    case 'f':
-                        out += '\f';
-                        break;
-                    case 'u': {
-                        if (i_ + 4 > s_.size()) fail("short \\u escape");
-                        unsigned code = 0;
-                        const auto res =
-                            std::from_chars(s_.data() + i_, s_.data() + i_ + 4, code, 16);
-                        if (res.ptr != s_.data() + i_ + 4) fail("bad \\u escape");
-                        i_ += 4;
-                        if (code < 0x80) {
-                            out += static_cast<char>(code);
-                        } else if (code < 0x800) {
-                            out += static_cast<char>(0xC0 | (code >> 6));
-                            out += static_cast<char>(0x80 | (code & 0x3F));
-                        } else {
-                            out += static_cast<char>(0xE0 | (code >> 12));
-                            out += static_cast<char>(0x80 | ((code >> 6) & 0x3F));
-                            out += static_cast<char>(0x80 | (code & 0x3F));
-                        }
-                        break;
-                    }
-                    default:
-                        out += e;  // " \ /
-                }
-            } else {
-                out += c;
-            }
+    std::size_t depth() const { return open_.size(); }
+
+  private:
+    std::vector<JValue*> open_;  // the containers being filled, innermost last
+    std::string key_;
+    bool keyed_ = false;
+
+    // Places v in the innermost open container (or as the document); returns where it went.
+    JValue* place(JValue v) {
+        if (open_.empty()) {
+            root = std::move(v);
+            return &root;
         }
-        if (i_ >= s_.size()) fail("unterminated string");
-        ++i_;
-        return out;
+        JValue& parent = *open_.back();
+        keyed_ = false;
+        if (parent.kind == JValue::Object) {
+            parent.members.push_back({std::move(key_), std::move(v)});
+            return &parent.members.back().value;
+        }
+        parent.items.push_back(std::move(v));
+        return &parent.items.back();
     }
-    JValue value(int depth) {
-        if (depth > 32) fail("nested too deep");
-        ws();
-        if (i_ >= s_.size()) fail("unexpected end");
+    bool scalar(JValue::Kind kind, std::string text) {
         JValue v;
-        const char c = s_[i_];
-        if (c == '{') {
-            ++i_;
-            v.kind = JValue::Object;
-            if (eat('}')) return v;
-            do {
-                ws();
-                std::string k = string();
-                expect(':');
-                v.members.push_back({std::move(k), value(depth + 1)});
-            } while (eat(','));
-            expect('}');
-        } else if (c == '[') {
-            ++i_;
-            v.kind = JValue::Array;
-            if (eat(']')) return v;
-            do v.items.push_back(value(depth + 1));
-            while (eat(','));
-            expect(']');
-        } else if (c == '"') {
-            v.kind = JValue::String;
-            v.text = string();
-        } else if (s_.compare(i_, 4, "true") == 0 || s_.compare(i_, 5, "false") == 0) {
-            v.kind = JValue::Bool;
-            v.text = s_[i_] == 't' ? "true" : "false";
-            i_ += v.text.size();
-        } else if (s_.compare(i_, 4, "null") == 0) {
-            i_ += 4;
-        } else {
-            const std::size_t b = i_;
-            while (i_ < s_.size() &&
-                   (std::isdigit(static_cast<unsigned char>(s_[i_])) || s_[i_] == '-' ||
-                    s_[i_] == '+' || s_[i_] == '.' || s_[i_] == 'e' || s_[i_] == 'E'))
-                ++i_;
-            if (b == i_) fail(std::string("unexpected character '") + c + "'");
-            v.kind = JValue::Number;
-            v.text = s_.substr(b, i_ - b);
+        v.kind = kind;
+        v.text = std::move(text);
+        place(std::move(v));
+        return true;
+    }
+    // A container's address stays valid while it is open: only the innermost one grows.
+    bool open(JValue::Kind kind) {
+        if (open_.size() >= kMaxJsonDepth) {
+            error = "arrays and objects nested deeper than " + std::to_string(kMaxJsonDepth) +
+                    " levels";
+            return false;
         }
-        return v;
+        JValue v;
+        v.kind = kind;
+        open_.push_back(place(std::move(v)));
+        return true;
+    }
+    bool close() {
+        open_.pop_back();
+        return true;
     }
 };
+
+// "line 3, column 14" of byte `at` of text (both counted from 1).
+std::string text_position(const std::string& text, std::size_t at) {
+    at = std::min(at, text.size());
+    std::size_t line = 1, column = 1;
+    for (std::size_t i = 0; i < at; ++i) {
+        if (text[i] == '\n') {
+            ++line;
+            column = 1;
+        } else {
+            ++column;
+        }
+    }
+    return "line " + std::to_string(line) + ", column " + std::to_string(column);
+}
+
+// The document of a JSON text; Error "JSON at line L, column C: RULE" where it is not JSON
+// (RFC 8259, UTF-8) or nests too deep.
+JValue parse_json(const std::string& text) {
+    JsonBuilder builder;
+    const char* furthest = text.data();
+    const CountingChars first{text.data(), &furthest}, last{text.data() + text.size(), &furthest};
+    bool ok = false;
+    try {
+        ok = nlohmann::json::sax_parse(first, last, &builder);
+    } catch (const std::exception& e) {  // the parser reports through parse_error; never else
+        builder.stop(static_cast<std::size_t>(furthest - text.data()), e.what());
+    }
+    if (!ok || !builder.error.empty()) {
+        // Else the parser stopped at the bracket it had just read (too deep).
+        const auto read = static_cast<std::size_t>(furthest - text.data());
+        const std::size_t at =
+            builder.error_at != std::string::npos ? builder.error_at : read - (read > 0);
+        throw Error("JSON at " + text_position(text, at) + ": " +
+                    (builder.error.empty() ? "not a JSON document" : builder.error));
+    }
+    return std::move(builder.root);
+}
 
 Map to_map(const JValue& obj, const std::string& where) {
     if (obj.kind != JValue::Object) throw Error(where + ": expected an object");
@@ -775,7 +783,7 @@ void write_json(const Results& r, std::ostream& out) {
     out << "{\n\"format\": \"convlab-bench-1\",\n\"machine\": ";
     json_object(out, machine_fields(r), "");
     out << ",\n\"verification\": ";
-    json_str(out, r.verification_summary());
+    out << dumped(r.verification_summary());
     out << ",\n\"layers\": [";
     for (std::size_t i = 0; i < r.layers.size(); ++i) {
         out << (i ? ",\n  " : "\n  ");
@@ -794,7 +802,7 @@ void write_json(const Results& r, std::ostream& out) {
 Results read_json(std::istream& in) {
     std::ostringstream buf;
     buf << in.rdbuf();
-    const JValue doc = JsonReader(buf.str()).document();
+    const JValue doc = parse_json(buf.str());
     if (doc.kind != JValue::Object) throw Error("JSON: the document is not an object");
     const JValue* format = doc.get("format");
     if (!format || format->text != "convlab-bench-1")
@@ -828,58 +836,67 @@ void write_trace(const Results& r, std::ostream& out) {
     for (const Measurement& m : r.rows)
         for (const Measurement::TracedCall& c : m.trace) t0 = std::min(t0, c.start);
     const auto us = [&](Clock::time_point t) {
-        return num(std::chrono::duration<double, std::micro>(t - t0).count());
+        return json_number(std::chrono::duration<double, std::micro>(t - t0).count());
     };
     const auto dur = [](Clock::time_point a, Clock::time_point b) {
-        return num(std::chrono::duration<double, std::micro>(b - a).count());
+        return json_number(std::chrono::duration<double, std::micro>(b - a).count());
     };
     // One track (tid) per (layer, pass): its calls in the order they ran, nested operations.
     const auto tid = [](const Measurement& m) {
-        return std::to_string(1 + 4 * m.layer + static_cast<std::size_t>(m.pass));
+        return 1 + 4 * m.layer + static_cast<std::size_t>(m.pass);
     };
-    out << "{\"displayTimeUnit\": \"ms\",\n \"otherData\": {\"command\": ";
-    json_str(out, r.command);
-    out << ", \"cpu\": ";
-    json_str(out, r.machine.cpu);
-    out << ", \"commit\": ";
-    json_str(out, r.machine.commit);
-    out << ", \"date\": ";
-    json_str(out, r.machine.date);
-    out << "},\n \"traceEvents\": [\n  {\"name\": \"process_name\", \"ph\": \"M\", \"pid\": 1, "
-           "\"tid\": 0, \"args\": {\"name\": \"convlab bench\"}}";
-    std::vector<std::string> named;
+    // Written event by event (a traced run holds thousands of them), one a line.
+    out << "{\"displayTimeUnit\": \"ms\",\n \"otherData\": "
+        << dumped(Json{{"command", r.command},
+                       {"cpu", r.machine.cpu},
+                       {"commit", r.machine.commit},
+                       {"date", r.machine.date}})
+        << ",\n \"traceEvents\": [\n  "
+        << dumped(Json{{"name", "process_name"},
+                       {"ph", "M"},
+                       {"pid", 1},
+                       {"tid", 0},
+                       {"args", {{"name", "convlab bench"}}}});
+    std::vector<std::size_t> named;
     for (const Measurement& m : r.rows) {
         if (m.trace.empty()) continue;
-        const std::string t = tid(m);
+        const std::size_t t = tid(m);
         const std::string layer = m.layer < r.layers.size() ? r.layers[m.layer].name : "";
         if (std::find(named.begin(), named.end(), t) == named.end()) {
             named.push_back(t);
-            out << ",\n  {\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": 1, \"tid\": " << t
-                << ", \"args\": {\"name\": ";
-            json_str(out, layer + " " + pass_name(m.pass));
-            out << "}}";
+            out << ",\n  "
+                << dumped(Json{{"name", "thread_name"},
+                               {"ph", "M"},
+                               {"pid", 1},
+                               {"tid", t},
+                               {"args", {{"name", layer + " " + pass_name(m.pass)}}}});
         }
         for (std::size_t k = 0; k < m.trace.size(); ++k) {
             const Measurement::TracedCall& c = m.trace[k];
-            out << ",\n  {\"name\": ";
-            json_str(out, m.algorithm);
-            out << ", \"cat\": \"call\", \"ph\": \"X\", \"ts\": " << us(c.start)
-                << ", \"dur\": " << dur(c.start, c.end) << ", \"pid\": 1, \"tid\": " << t
-                << ", \"args\": {\"layer\": ";
-            json_str(out, layer);
-            out << ", \"descriptor\": ";
-            json_str(out, m.layer < r.layers.size() ? r.layers[m.layer].descriptor : "");
-            out << ", \"pass\": \"" << pass_name(m.pass) << "\", \"call\": " << k
-                << ", \"verified\": ";
-            json_str(out, m.ran ? m.check.status() : "ERROR");
-            out << "}}";
-            for (const Profiler::Event& e : c.ops) {
-                out << ",\n  {\"name\": ";
-                json_str(out, e.name);
-                out << ", \"cat\": \"operation\", \"ph\": \"X\", \"ts\": " << us(e.start)
-                    << ", \"dur\": " << dur(e.start, e.end) << ", \"pid\": 1, \"tid\": " << t
-                    << "}";
-            }
+            const Json args{
+                {"layer", layer},
+                {"descriptor", m.layer < r.layers.size() ? r.layers[m.layer].descriptor : ""},
+                {"pass", pass_name(m.pass)},
+                {"call", k},
+                {"verified", m.ran ? m.check.status() : "ERROR"}};
+            out << ",\n  "
+                << dumped(Json{{"name", m.algorithm},
+                               {"cat", "call"},
+                               {"ph", "X"},
+                               {"ts", us(c.start)},
+                               {"dur", dur(c.start, c.end)},
+                               {"pid", 1},
+                               {"tid", t},
+                               {"args", args}});
+            for (const Profiler::Event& e : c.ops)
+                out << ",\n  "
+                    << dumped(Json{{"name", e.name},
+                                   {"cat", "operation"},
+                                   {"ph", "X"},
+                                   {"ts", us(e.start)},
+                                   {"dur", dur(e.start, e.end)},
+                                   {"pid", 1},
+                                   {"tid", t}});
         }
     }
     out << "\n ]}\n";
