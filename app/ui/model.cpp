@@ -6,6 +6,7 @@
 //   [SECTION] playback
 //   [SECTION] step state and hover linking
 #include "ui/model.hpp"
+#include "ui/view_generic.hpp"
 
 #include <sys/mman.h>
 
@@ -25,15 +26,11 @@
 #include "convlab/maps.hpp"
 #include "convlab/tensor.hpp"
 #include "lesson/lesson.hpp"
+#include "lesson/views.hpp"
 
 namespace convlab::app {
 
 // [SECTION] helpers
-
-namespace {
-
-// Largest number of cells a view may hold (all panels): the ResNet-50 layers fit.
-constexpr dim_t kMaxViewCells = dim_t{24} << 20;
 
 // splitmix64: the same stream for the same (seed, salt).
 std::vector<float> make_data(dim_t n, DataKind kind, std::uint64_t seed, std::uint64_t salt) {
@@ -54,6 +51,8 @@ std::vector<float> make_data(dim_t n, DataKind kind, std::uint64_t seed, std::ui
     }
     return v;
 }
+
+namespace {
 
 Tensor to_tensor(const std::vector<float>& v, std::vector<dim_t> dims) {
     Tensor t(std::move(dims));
@@ -928,26 +927,6 @@ std::string value_of(const Panel& p, dim_t linear, DataKind d) {
     return format_value(p.values[static_cast<std::size_t>(linear)], d);
 }
 
-// A packed activation cell (n, [d,] c1, [h,] w, c0) of NC1HWC0-like `dst`, gathered through
-// link `l` from the NCHW panel: "c = c1*C0 + c0 = 1*16 + 3 = 19 <- X(...) = v" (`ch` names the
-// channel: c, or k for dY).
-std::string pack_formula(const ViewModel& vm, int panel, const Link& l, dim_t linear, dim_t c0,
-                         const char* ch, DataKind d) {
-    const Panel& dst = vm.panels[static_cast<std::size_t>(panel)];
-    const Panel& src = vm.panels[static_cast<std::size_t>(l.src)];
-    const auto c = coords(dst.shape, linear);
-    const std::size_t c1_axis = dst.shape.rank() == 6 ? 2 : 1;
-    const dim_t chan = c[c1_axis] * c0 + c.back();
-    std::string s = cell_name(dst, linear) + ": " + ch +
-                    " = c1*C0 + c0 = " + std::to_string(c[c1_axis]) + "*" + std::to_string(c0) +
-                    " + " + std::to_string(c.back()) + " = " + std::to_string(chan);
-    const dim_t from = l.image[static_cast<std::size_t>(linear)];
-    if (from < 0)
-        return s + " >= " + std::string(ch == std::string("c") ? "C" : "K") + " = " +
-               std::to_string(src.shape.dims[1]) + ": a padding lane, zero";
-    return s + " <- " + cell_name(src, from) + " = " + value_of(src, from, d);
-}
-
 // A FRACTAL_Z(_3D) row split into its kernel position and block: row = ((kd*B + b)*KH + kh)*KW
 // + kw for `ks` = the spatial sizes (1 to 3 axes, d outermost). k receives the position per
 // axis, *block the block index; returns "row 5 = (c1=0, kh=1, kw=2)".
@@ -1419,18 +1398,8 @@ void build_fliprot(Builder& b) {
         "spatial axis: " +
         lhs + ") = " + rhs + "), kernel size " + names + " = " + sizes;
     const DataKind d = b.r.data;
-    b.v.formula = [p, d](const ViewModel& vm, int panel, dim_t linear) -> std::string {
-        if (panel != 1) return generic_formula(vm, panel, linear, d);
-        const auto c = coords(vm.panels[1].shape, linear);
-        std::string s = cell_name(vm.panels[1], linear) + " <- W(k=" + std::to_string(c[1]) +
-                        ", c=" + std::to_string(c[0] % p.icg());
-        for (int i = 0; i < p.ndims; ++i) {
-            const dim_t k = c[static_cast<std::size_t>(2 + i)];
-            s += ", k" + std::string(p.axis_name(i)) + "=" + std::to_string(p.kernel[i]) + "-1-" +
-                 std::to_string(k) + "=" + std::to_string(p.kernel[i] - 1 - k);
-        }
-        const dim_t src = vm.links[0].image[static_cast<std::size_t>(linear)];
-        return s + ") = " + format_value(vm.panels[0].values[static_cast<std::size_t>(src)], d);
+    b.v.formula = [d](const ViewModel& vm, int panel, dim_t linear) {
+        return expression_formula(vm, panel, linear, d);
     };
 }
 
@@ -1472,28 +1441,9 @@ void build_fractal(Builder& b) {
                   " (channels in blocks of C0 lanes, lanes past C are zero) and FRACTAL_Z "
                   "(16 x C0 fractals: 16 output channels by C0 input channels)";
     const DataKind d = b.r.data;
-    b.v.formula = [p, c0, d](const ViewModel& vm, int panel, dim_t linear) -> std::string {
-        if (panel == 1) return pack_formula(vm, 1, vm.links[0], linear, c0, "c", d);
-        if (panel != 3) return generic_formula(vm, panel, linear, d);
-        // FRACTAL_Z (C1*KH*KW, N1, 16, C0): row = (c1, kernel position), k = n1*16 + n0.
-        const Panel &fz = vm.panels[3], &wo = vm.panels[2];
-        const auto c = coords(fz.shape, linear);
-        const dim_t K = wo.shape.dims[0], C = wo.shape.dims[1], n0s = fz.shape.dims[2];
-        std::vector<dim_t> ks(p.kernel.begin(), p.kernel.begin() + p.ndims), kk;
-        dim_t c1 = 0;
-        const std::string row =
-            split_fractal_row(c[0], (C + c0 - 1) / c0, ks, spatial(p.ndims, "k"), "c1", kk, &c1);
-        const dim_t cc = c1 * c0 + c[3], k = c[1] * n0s + c[2];
-        std::string s = cell_name(fz, linear) + ": " + row +
-                        "; c = c1*C0 + c0 = " + std::to_string(c1) + "*" + std::to_string(c0) +
-                        " + " + std::to_string(c[3]) + " = " + std::to_string(cc) +
-                        ", k = n1*16 + n0 = " + std::to_string(c[1]) + "*" + std::to_string(n0s) +
-                        " + " + std::to_string(c[2]) + " = " + std::to_string(k);
-        if (k >= K)
-            return s + " >= K = " + std::to_string(K) + ": padding (K padded to N1*16), zero";
-        if (cc >= C) return s + " (c >= C = " + std::to_string(C) + "): a padding lane, zero";
-        const dim_t src = vm.links[1].image[static_cast<std::size_t>(linear)];
-        return s + " <- " + cell_name(wo, src) + " = " + value_of(wo, src, d);
+    // Both packs are expressions: the hover shows their terms with the numbers filled in.
+    b.v.formula = [d](const ViewModel& vm, int panel, dim_t linear) {
+        return expression_formula(vm, panel, linear, d);
     };
 }
 
@@ -1573,8 +1523,7 @@ void build_tnc(Builder& b) {
     b.v.formula = [p, c0, d, N, K, n1s, outs](const ViewModel& vm, int panel,
                                               dim_t linear) -> std::string {
         const auto num = [](dim_t v) { return std::to_string(v); };
-        if (panel == 1) return pack_formula(vm, 1, vm.links[0], linear, c0, "c", d);
-        if (panel == 4) return pack_formula(vm, 4, vm.links[2], linear, c0, "k", d);
+        if (panel == 1 || panel == 4) return expression_formula(vm, panel, linear, d);
         if (panel == 2) {
             // T (C, [D,] N1, H, W, N0): the channel outermost, the batch blocked in N0 lanes.
             const Panel& t = vm.panels[2];
@@ -1745,36 +1694,54 @@ void build_weight_grad(Builder& b) {
 
 }  // namespace
 
+namespace {
+
+void build_timings_placeholder(Builder& b) {
+    b.v.caption =
+        "timings: the verified timing chart of the current problem comes here (not "
+        "built yet: another part of ConvLab delivers it)";
+}
+
+// The builders of the hand-written views, by their name in the view registry (lesson/views.hpp);
+// the generic map views ("map:NAME") are built by build_map_view.
+const std::pair<const char*, void (*)(Builder&)> kBuilders[] = {
+    {"im2col", build_im2col},
+    {"col2im", build_col2im},
+    {"stride", build_stride},
+    {"fliprot", build_fliprot},
+    {"fractal", build_fractal},
+    {"tnc", build_tnc},
+    {"weight_grad", build_weight_grad},
+    {"winograd", build_winograd},
+    {"timings", build_timings_placeholder}};
+
+}  // namespace
+
+bool has_view_builder(const std::string& name) {
+    if (name == "tensors") return true;
+    if (const lesson::ViewSpec* spec = lesson::find_view(name); spec && !spec->map.empty())
+        return true;
+    for (const auto& [n, f] : kBuilders)
+        if (name == n) return true;
+    return false;
+}
+
 ViewModel build_view(const ViewRequest& r, std::atomic<float>* progress) {
     if (r.view == "tensors") return build_tensors_view(r);
+    const lesson::ViewSpec* spec = lesson::find_view(r.view);
+    if (spec && !spec->map.empty()) return build_map_view(r, spec->map, progress);
     r.problem.check();
     Builder b{r, r.problem, progress, {}};
     b.v.name = r.view;
-    if (r.view == "im2col")
-        build_im2col(b);
-    else if (r.view == "col2im")
-        build_col2im(b);
-    else if (r.view == "stride")
-        build_stride(b);
-    else if (r.view == "fliprot")
-        build_fliprot(b);
-    else if (r.view == "fractal")
-        build_fractal(b);
-    else if (r.view == "tnc")
-        build_tnc(b);
-    else if (r.view == "weight_grad")
-        build_weight_grad(b);
-    else if (r.view == "winograd")
-        build_winograd(b);
-    else if (r.view == "timings")
-        b.v.caption =
-            "timings: the verified timing chart of the current problem comes here (not "
-            "built yet: another part of ConvLab delivers it)";
-    else {
+    void (*build)(Builder&) = nullptr;
+    for (const auto& [n, f] : kBuilders)
+        if (r.view == n) build = f;
+    if (!spec || !build) {
         std::string known;
         for (auto& n : view_names()) known += (known.empty() ? "" : ", ") + n;
         throw Error("unknown view '" + r.view + "' (views: " + known + ")");
     }
+    build(b);
     arrange_view(b.v);
     if (progress) progress->store(1.0f);
     return std::move(b.v);

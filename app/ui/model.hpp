@@ -265,7 +265,9 @@ std::vector<dim_t> phase_taps(const Problem& p, int axis, dim_t r);
 // The view names (lesson::view_names(): im2col col2im stride fliprot fractal tnc weight_grad
 // timings tensors winograd).
 const std::vector<std::string>& view_names();
-bool is_placeholder_view(const std::string& name);  // timings (content comes later)
+bool is_placeholder_view(const std::string& name);
+// Whether build_view has a builder for this view of the registry (tests: every one has).
+bool has_view_builder(const std::string& name);  // timings (content comes later)
 
 enum class DataKind { Integer, Real };
 const char* data_kind_name(DataKind d);
