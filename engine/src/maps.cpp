@@ -287,6 +287,29 @@ Problem backward_weight_as_forward(const Problem& p) {
     return q;
 }
 
+namespace {
+
+// NHWC: the activations with the channel innermost, dst(n, spatial..., c) <- src(n, c, spatial...).
+IndexMap nhwc(const Problem& p) {
+    Shape src = activation_shape(p, in_sizes(p));
+    Shape dst{{p.mb}, {"n"}};
+    for (int i = 0; i < p.ndims; ++i) {
+        dst.dims.push_back(p.in[i]);
+        dst.names.push_back(src.names[static_cast<std::size_t>(2 + i)]);
+    }
+    dst.dims.push_back(p.ic);
+    dst.names.push_back("c");
+    const int rank = dst.rank();
+    MapExpr e(dst.names);
+    std::vector<MapExpr::Term> image{e.var(0), e.var(rank - 1)};
+    for (int a = 1; a < rank - 1; ++a) image.push_back(e.var(a));
+    e.set_image(image);
+    return IndexMap("nhwc", IndexMap::Kind::Gather, std::move(src), std::move(dst), std::move(e),
+                    rank - 1);
+}
+
+}  // namespace
+
 std::vector<MapEntry> registry_entries() {
     const auto entry = [](const char* name, const char* summary, IndexMap (*build)(const Problem&),
                           const char* src, const char* dst) {
@@ -346,6 +369,8 @@ std::vector<MapEntry> registry_entries() {
     };
     v.push_back(
         entry("winograd", "Winograd F(4x4, 3x3) input tiles of 6x6", winograd_tiles, "src", ""));
+    v.push_back(
+        entry("nhwc", "activations NCHW to NHWC (channels innermost)", nhwc, "src", "src_nhwc"));
     return v;
 }
 
