@@ -589,6 +589,27 @@ BackwardDataPads backward_data_pads(const Problem& p) {
     return b;
 }
 
+namespace {
+
+// FRACTAL_NZ of the weights seen as the forward GEMM's left matrix: M = K output channels rows
+// by C/G * k... columns (the row-major bytes of OIHW), into M1 x K1 fractals of M0 = 16 rows by
+// C0 columns stored (K1, M1, M0, C0): dst(k1, m1, m0, c0) <- src(m, k) with m = m1*M0 + m0 < M,
+// k = k1*C0 + c0 < K, else a padding zero (docs/design.md, FRACTAL_NZ).
+IndexMap fractal_nz_map(const Problem& p, dim_t c0) {
+    const dim_t rows = p.oc, cols = p.icg() * p.kernel_spatial();
+    Shape dst = fractal_nz_physical(rows, cols, c0);
+    MapExpr e(dst.names);
+    const T m = e.let("m", e.var(1) * e.sym("M0", kN0) + e.var(2));
+    const T k = e.let("k", e.var(0) * e.sym("C0", c0) + e.var(3));
+    e.require_below(m, e.sym("M", rows));
+    e.require_below(k, e.sym("K", cols));
+    e.set_image({m, k});
+    return IndexMap("fractal_nz", IndexMap::Kind::Gather, Shape{{rows, cols}, {"m", "k"}},
+                    std::move(dst), std::move(e), 3);
+}
+
+}  // namespace
+
 std::vector<MapEntry> registry_entries() {
     using Kernel = std::function<void(const Problem&, dim_t, const float*, float*)>;
     const auto entry = [](const char* name, const char* summary,
@@ -691,6 +712,8 @@ std::vector<MapEntry> registry_entries() {
             for (dim_t n = 0; n < p.mb; ++n) im2col_fractal_kernel(p, c0, s, n, d + n * per_image);
         },
         "src_nc1hwc0", ""));
+    v.push_back(entry("fractal_nz", "weights as the GEMM matrix (K x C/G*k...) to FRACTAL_NZ",
+                      fractal_nz_map, nullptr, "wei", "wei_fractal_nz"));
     return v;
 }
 
