@@ -4,6 +4,7 @@
 // formula text and its numbers at given coordinates.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <functional>
 #include <random>
 #include <string>
@@ -13,6 +14,7 @@
 #include "convlab/index_map.hpp"
 #include "convlab/map_expr.hpp"
 #include "convlab/maps.hpp"
+#include "test_files.hpp"
 #include "test_util.hpp"
 
 using namespace convlab;
@@ -401,4 +403,42 @@ TEST_CASE("map expressions: the formula and its numbers at a coordinate") {
           std::vector<std::string>{"0 <= w - PW < W: 0 <= 3 - 1 < 5 holds",
                                    "(w - PW) % SW == 0: (3 - 1) % 2 == 0 holds",
                                    "dst(n=0,k=0,w=3) <- src(n=0,k=0,w=1)"});
+}
+
+TEST_CASE("convlab map --explain: a composed map's formula; a bad coordinate gives one line") {
+    const test::Run r = test::run_in_process({"map", "--map", "pad.strided", "--problem",
+                                              "mb1ic1iw5oc1kw3sw2pw1", "--explain", "0,0,3"});
+    CHECK(r.status == 0);
+    CHECK(r.out ==
+          "pad.strided: dst(n, k, w) <- src(n, k, (w - PW)/SW)   zero unless 0 <= w - PW < W, "
+          "(w - PW) % SW == 0\nat dst(n=0,k=0,w=3):\n  0 <= w - PW < W: 0 <= 3 - 1 < 5 holds\n"
+          "  (w - PW) % SW == 0: (3 - 1) % 2 == 0 holds\n  dst(n=0,k=0,w=3) <- src(n=0,k=0,w=1)\n");
+    // The same composition through the UTF-8 operator, and a reduce explained at a source.
+    CHECK(test::run_in_process({"map", "--map", "pad\u2218strided", "--problem",
+                                "mb1ic1iw5oc1kw3sw2pw1", "--explain", "0,0,3"})
+              .out.find("dst(n=0,k=0,w=3) <- src(n=0,k=0,w=1)") != std::string::npos);
+    const test::Run c = test::run_in_process(
+        {"map", "--map", "col2im", "--problem", "mb1ic1iw5oc1kw3pw1", "--explain", "0,0,2,1"});
+    CHECK(c.out.find("at src(n=0,g=0,row=2,col=1):") != std::string::npos);
+    CHECK(c.out.find("dst(n=0,c=0,w=2) += src(n=0,g=0,row=2,col=1)") != std::string::npos);
+    const std::vector<std::pair<std::vector<std::string>, std::string>> bad{
+        {{"--explain", "0,0"}, "--explain '0,0': 2 indices; the destination (n=1,k=1,w=7)"},
+        {{"--explain", "0,0,7"}, "--explain '0,0,7': w = 7 is outside the destination"},
+        {{"--explain", "0,0,x"}, "--explain 'x'"},
+        {{"--explain", "0,0,1", "--format", "json"}, "--format is not taken with --explain"},
+    };
+    for (const auto& [extra, want] : bad) {
+        std::vector<std::string> args{"map", "--map", "pad.strided", "--problem",
+                                      "mb1ic1iw5oc1kw3sw2pw1"};
+        args.insert(args.end(), extra.begin(), extra.end());
+        const test::Run e = test::run_in_process(args);
+        INFO(e.err);
+        CHECK(e.status == 2);
+        CHECK(e.err.rfind("convlab: " + want, 0) == 0);
+        CHECK(std::count(e.err.begin(), e.err.end(), '\n') == 1);
+    }
+    const test::Run u = test::run_in_process(
+        {"map", "--map", "pad.im3col", "--problem", "mb1ic1iw5oc1kw3", "--explain", "0,0,0"});
+    CHECK(u.status == 2);
+    CHECK(u.err.find("map 'im3col': unknown") != std::string::npos);
 }
