@@ -405,7 +405,7 @@ TEST_CASE("map expressions: the formula and its numbers at a coordinate") {
                                    "dst(n=0,k=0,w=3) <- src(n=0,k=0,w=1)"});
 }
 
-TEST_CASE("convlab map --explain: a composed map's formula; a bad coordinate gives one line") {
+TEST_CASE("convlab map --explain: a composed map's formula, and a bad coordinate gives one line") {
     const test::Run r = test::run_in_process({"map", "--map", "pad.strided", "--problem",
                                               "mb1ic1iw5oc1kw3sw2pw1", "--explain", "0,0,3"});
     CHECK(r.status == 0);

@@ -50,7 +50,7 @@ TEST_CASE("map registry: names are unique, entries complete, old lists are its v
                          doctest::Contains("map 'im3col': unknown; maps: im2col"), Error);
 }
 
-TEST_CASE("map registry: every map is an expression; every kernel equals its map everywhere") {
+TEST_CASE("map registry: every map is an expression, and every kernel equals its map everywhere") {
     std::mt19937 rng(5904);
     int kernels = 0, problems = 0;
     for (int t = 0; t < 24; ++t) {
@@ -82,7 +82,8 @@ TEST_CASE("map registry: every map is an expression; every kernel equals its map
     CHECK(problems > kernels);
 }
 
-TEST_CASE("view registry: every view has a builder; every map is a generic view that animates") {
+TEST_CASE(
+    "view registry: every view has a builder, and every map is a generic view that animates") {
     for (const lesson::ViewSpec& v : lesson::view_registry()) {
         INFO(v.name);
         CHECK(app::has_view_builder(v.name));
