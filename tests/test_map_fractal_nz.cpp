@@ -9,10 +9,10 @@
 #include "convlab/davinci.hpp"
 #include "convlab/map_registry.hpp"
 #include "lesson/lesson.hpp"
+#include "model/lesson_player.hpp"
+#include "model/model.hpp"
 #include "test_files.hpp"
 #include "test_util.hpp"
-#include "ui/lesson_player.hpp"
-#include "ui/model.hpp"
 
 using namespace convlab;
 

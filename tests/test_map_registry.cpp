@@ -12,8 +12,8 @@
 #include "convlab/map_registry.hpp"
 #include "lesson/lesson.hpp"
 #include "lesson/views.hpp"
+#include "model/model.hpp"
 #include "test_util.hpp"
-#include "ui/model.hpp"
 
 using namespace convlab;
 using convlab::test::random_problem;

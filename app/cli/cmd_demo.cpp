@@ -7,9 +7,9 @@
 #include "cli/cli_common.hpp"
 #include "cli/cmd_bench.hpp"
 #include "convlab/output_file.hpp"
+#include "gui/gui.hpp"
 #include "lesson/lesson.hpp"
 #include "lesson/views.hpp"
-#include "ui/gui.hpp"
 
 namespace convlab::cli {
 

@@ -4,7 +4,7 @@
 // (convlab/map_registry.hpp), which animates that map with default panel roles, so a newly
 // registered map is a view, a `convlab shot --view`, and a lesson step's view at once.
 //
-// The views' builders live in the app's model (app/ui/model.cpp, app/ui/view_generic.cpp): this
+// The views' builders live in the app's model (app/model/views/, app/model/view_generic.cpp): this
 // table holds what the lesson parser and the command line need without the model.
 #pragma once
 
