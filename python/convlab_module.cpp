@@ -18,6 +18,7 @@
 #include "convlab/conv.hpp"
 #include "convlab/davinci.hpp"
 #include "convlab/index_map.hpp"
+#include "convlab/map_registry.hpp"
 #include "convlab/maps.hpp"
 #include "convlab/problem.hpp"
 #include "convlab/tensor.hpp"
@@ -187,27 +188,26 @@ py::object algos(const std::optional<std::string>& pass, const std::optional<Pro
 
 // [SECTION] index maps
 
-// The map of `convlab map --map NAME [--c0 N]`: the NCHW maps, and the DaVinci ones, which alone
-// take c0 (with c0, tnc and fliprot are the DaVinci tnc5d and fliprot_fz, as on the command line).
+// The map of `convlab map --map NAME [--c0 N]`, from the map registry: only the maps with the
+// "c0" parameter (the DaVinci family) take c0 (with c0, tnc and fliprot are the DaVinci tnc5d and
+// fliprot_fz, as on the command line).
 IndexMap map_by_name(std::string name, const Problem& p, std::optional<dim_t> c0) {
     if (c0 && (name == "tnc" || name == "fliprot")) name = name == "tnc" ? "tnc5d" : "fliprot_fz";
-    const auto listed = [&](const std::vector<std::string>& l) {
-        return std::find(l.begin(), l.end(), name) != l.end();
-    };
-    const bool nchw = listed(maps::names());
-    if (!nchw && !listed(davinci::map_names())) {
+    const MapEntry* e = find_map(name);
+    if (!e) {
         std::string known;
-        for (const auto& n : maps::names()) known += (known.empty() ? "" : ", ") + n;
+        for (const auto& n : map_registry_names("nchw")) known += (known.empty() ? "" : ", ") + n;
         known += "; DaVinci:";
-        for (const auto& n : davinci::map_names()) known += " " + n;
+        for (const auto& n : map_registry_names("davinci")) known += " " + n;
         throw Error("map '" + name + "': unknown; maps: " + known);
     }
-    if (c0 && nchw)
+    const bool takes_c0 = std::find(e->params.begin(), e->params.end(), "c0") != e->params.end();
+    if (c0 && !takes_c0)
         throw Error("c0 is taken by the DaVinci maps only; " + name +
                     " is an NCHW map (its DaVinci counterparts: nc1hwc0, fractal_z, tnc5d, tncf, "
                     "fliprot_fz, strided5d ...)");
     if (c0) davinci::check_c0(*c0);
-    return nchw ? maps::by_name(name, p) : davinci::by_name(name, p, c0.value_or(davinci::kC0));
+    return build_map(name, p, c0.value_or(davinci::kC0));
 }
 
 // A domain element given as a coordinate tuple (or a linear index), checked against the shape.
@@ -605,13 +605,7 @@ PYBIND11_MODULE(convlab, m) {
         "fractal_z fractal_z_3d unpack_fractal_z tnc5d tncf fliprot_fz strided5d pad5d "
         "im2col_fractal (with c0, tnc and fliprot mean tnc5d and fliprot_fz).");
     m.def(
-        "maps",
-        [] {
-            std::vector<std::string> n = maps::names();
-            for (const auto& d : davinci::map_names()) n.push_back(d);
-            return n;
-        },
-        "Every name convlab.map accepts.");
+        "maps", [] { return map_registry_names(); }, "Every name convlab.map accepts.");
 
     m.def("to_nc1hwc0", &to_nc1hwc0, py::arg("x"), py::arg("c0") = davinci::kC0,
           "Activations (N, C, [[D,] H,] W) packed: NC1WC0 (N, C1, W, C0), NC1HWC0 (N, C1, H, W, "

@@ -666,27 +666,32 @@ TEST_CASE("app model: hover formulas list their terms with the numbers filled in
         CHECK(formula_at(v, "dYf", {5, 1, 1, 2}).find("n = n1*C0 + n0 = 0*16 + 2 = 2 >= N = 1") !=
               std::string::npos);
     }
-    SUBCASE("fractal: Wz derives c and k from the fractal coordinates") {
+    SUBCASE("fractal: Wz derives c and k from the fractal coordinates, by the map's terms") {
         const app::ViewModel v =
             build("fractal", "mb1ic20ih4oc18kh3ph1", app::DataKind::Integer, 16);
         // Row 13 = (c1=1, kh=1, kw=1); W(17, 19, 1, 1) is element 3235: 3235 % 99 + 1 = 68.
         const std::string f = formula_at(v, "Wz", {13, 1, 1, 3});
         MESSAGE(f);
-        CHECK(f.find("row 13 = (c1=1, kh=1, kw=1); c = c1*C0 + c0 = 1*16 + 3 = 19, k = n1*16 + "
-                     "n0 = 1*16 + 1 = 17 <- W(k=17,c=19,kh=1,kw=1) = 68") != std::string::npos);
-        CHECK(formula_at(v, "Wz", {13, 1, 2, 3}).find("= 18 >= K = 18: padding") !=
-              std::string::npos);
+        CHECK(f.find("kw = c1hw % KW = 13 % 3 = 1; kh = c1hw/KW % KH = 13/3 % 3 = 1; c1 = "
+                     "c1hw/KW/KH = 13/3/3 = 1; o = n1*N0 + n0 = 1*16 + 1 = 17; i = c1*C0 + c0 = "
+                     "1*16 + 3 = 19; o < O: 17 < 18 holds; i < I: 19 < 20 holds <- "
+                     "W(k=17,c=19,kh=1,kw=1) = 68") != std::string::npos);
+        CHECK(formula_at(v, "Wz", {13, 1, 2, 3})
+                  .find("o < O: 18 < 18 fails: a padding zero; i < I: 19 < 20 holds <- 0 "
+                        "(padding)") != std::string::npos);
         CHECK(formula_at(v, "Wz", {13, 0, 0, 4})
-                  .find("= 1*16 + 4 = 20, k = n1*16 + n0 = 0*16 + 0 = 0 (c >= C = 20): a padding "
-                        "lane") != std::string::npos);
+                  .find("i = c1*C0 + c0 = 1*16 + 4 = 20; o < O: 0 < 18 holds; i < I: 20 < 20 "
+                        "fails: a padding zero <- 0 (padding)") != std::string::npos);
         // X5 lanes: c = c1*C0 + c0 with the numbers.
         CHECK(formula_at(v, "X5", {0, 1, 0, 0, 2})
-                  .find("c = c1*C0 + c0 = 1*16 + 2 = 18 <- "
+                  .find("c = c1*C0 + c0 = 1*16 + 2 = 18; c < C: 18 < 20 holds <- "
                         "X(n=0,c=18,h=0,w=0) = ") != std::string::npos);
         const app::ViewModel v3 = build("fractal", "mb1ic3id2ih2iw2oc2kd2kh2kw2");
-        const std::string g = formula_at(v3, "Wz", {5, 0, 1, 2});  // c0 = 4: C1 = 1
+        const std::string g = formula_at(v3, "Wz", {5, 0, 1, 2});
         MESSAGE(g);
-        CHECK(g.find("row 5 = (kd=1, c1=0, kh=0, kw=1)") != std::string::npos);
+        CHECK(g.find("kw = dc1hw % KW = 5 % 2 = 1; kh = dc1hw/KW % KH = 5/2 % 2 = 0; c1 = "
+                     "dc1hw/KW/KH % C1 = 5/2/2 % 1 = 0; kd = dc1hw/KW/KH/C1 = 5/2/2/1 = 1") !=
+              std::string::npos);
     }
     SUBCASE("every formula of every view is non-empty and names its cell") {
         for (const char* view : kViews) {

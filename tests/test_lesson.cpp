@@ -383,9 +383,12 @@ TEST_CASE("lessons: convlab lesson check, list and show") {
     CHECK(out.find("01_backprop_1d.toml: 4 steps, 5/5 checks passed\n") != std::string::npos);
     // Diagnostics go to standard error, as a compiler's; the summary lines stay on the output.
     CHECK(out.find(bad + ":4:8:") == std::string::npos);
-    CHECK(err.find(bad + ":4:8: unknown view 'im2kol' (views: im2col, col2im, stride, "
-                         "fliprot, fractal, tnc, weight_grad, timings, tensors, winograd)\n") !=
-          std::string::npos);
+    CHECK(
+        err.find(
+            bad +
+            ":4:8: unknown view 'im2kol' (views: im2col, col2im, stride, "
+            "fliprot, fractal, tnc, weight_grad, timings, tensors, winograd, map:NAME for a map of "
+            "`convlab map --list`)\n") != std::string::npos);
     CHECK(err.ends_with("\nconvlab: lesson check: 1 of 2 lessons failed, 1 error\n"));
     // list keeps going over a malformed lesson.
     CHECK(run({"lesson", "list", dir.string()}, out, err) == 0);

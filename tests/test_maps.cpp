@@ -1390,7 +1390,10 @@ TEST_CASE("maps: names, by_name, granularities, shapes and map construction") {
     const Problem p = make_problem(2, 2, 4, 6, 2, {6, 5}, {3, 2}, {2, 1}, {1, 0}, {0, 1});
     const std::vector<std::string> known{"im2col",  "col2im", "strided", "pad",
                                          "fliprot", "tnc",    "winograd"};
-    CHECK(maps::names() == known);
+    // The registry's NCHW maps begin with these (a map added to the registry follows them).
+    const std::vector<std::string> names = maps::names();
+    REQUIRE(names.size() >= known.size());
+    CHECK(std::vector<std::string>(names.begin(), names.begin() + 7) == known);
     const Buf x = iota(prod(src_dims(p)));
     for (const auto& name : known) {
         INFO(name);

@@ -37,6 +37,7 @@
 
 #include "convlab/conv.hpp"
 #include "convlab/davinci.hpp"
+#include "convlab/map_registry.hpp"
 #include "convlab/maps.hpp"
 #include "convlab/npy.hpp"
 #include "convlab/problem.hpp"
@@ -449,36 +450,116 @@ bool listed(const std::vector<std::string>& names, const std::string& name) {
     return std::find(names.begin(), names.end(), name) != names.end();
 }
 
-// The NCHW maps of maps::by_name (im2col ... fliprot, tnc: names kept as they were) and the
-// DaVinci ones of davinci::by_name (nc1hwc0 ... fliprot_fz, tnc5d), which alone take --c0.
+// A map of the registry (convlab/map_registry.hpp); only the maps with the "c0" parameter (the
+// DaVinci family) take --c0.
 IndexMap map_by_name(const Options& opts, std::string name, const Problem& p) {
     // The short DaVinci spellings: with --c0, tnc and fliprot are the NC1HWC0 / FRACTAL_Z
     // converters (tnc5d, fliprot_fz); without it they are the NCHW maps.
     if (opts.has("--c0") && (name == "tnc" || name == "fliprot"))
         name = name == "tnc" ? "tnc5d" : "fliprot_fz";
-    const bool nchw = listed(maps::names(), name);
-    if (!nchw && !listed(davinci::map_names(), name)) {
+    const MapEntry* e = find_map(name);
+    if (!e) {
         std::string known;
-        for (const auto& n : maps::names()) known += (known.empty() ? "" : ", ") + n;
+        for (const auto& n : map_registry_names("nchw")) known += (known.empty() ? "" : ", ") + n;
         known += "; DaVinci:";
-        for (const auto& n : davinci::map_names()) known += " " + n;
+        for (const auto& n : map_registry_names("davinci")) known += " " + n;
         throw Error("--map: map '" + name + "': unknown; maps: " + known);
     }
+    const bool takes_c0 = listed(e->params, "c0");
     dim_t c0 = davinci::kC0;
     if (const std::string* c = opts.get("--c0")) {
-        if (nchw)
+        if (!takes_c0)
             throw Error("--c0 is taken by the DaVinci maps only; " + name +
                         " is an NCHW map (its DaVinci counterparts: nc1hwc0, fractal_z, tnc5d, "
                         "tncf, fliprot_fz, strided5d ...)");
         c0 = parse_integer("--c0", *c, 1, 64);
     }
-    return in_context(
-        "--map", [&] { return nchw ? maps::by_name(name, p) : davinci::by_name(name, p, c0); });
+    return in_context("--map", [&] { return build_map(name, p, c0); });
+}
+
+// --map "A.B" (or "A∘B"): A after B, one composed map (both gathers); a plain name otherwise.
+IndexMap composed_map_by_name(const Options& opts, const std::string& spec, const Problem& p) {
+    std::size_t at = spec.find('.'), len = 1;
+    if (at == std::string::npos) {
+        at = spec.find("\u2218");
+        len = std::string("\u2218").size();
+    }
+    if (at == std::string::npos) return map_by_name(opts, spec, p);
+    const std::string second = spec.substr(0, at), first = spec.substr(at + len);
+    if (second.empty() || first.empty() || first.find('.') != std::string::npos)
+        throw Error("--map '" + spec + "': expected NAME or A.B (A after B, two map names)");
+    const IndexMap b = map_by_name(opts, first, p), a = map_by_name(opts, second, p);
+    return in_context("--map", [&] { return compose(a, b, second + "." + first); });
+}
+
+// Parses "--explain 0,1,2,3": one coordinate of the map's domain (its destination for a gather,
+// its source for a reduce), every index inside its dim.
+dim_t explain_element(const IndexMap& m, const std::string& text) {
+    const Shape& d = m.domain();
+    std::vector<dim_t> c;
+    std::size_t start = 0;
+    for (;;) {
+        const std::size_t comma = text.find(',', start);
+        const std::string part =
+            text.substr(start, comma == std::string::npos ? comma : comma - start);
+        c.push_back(parse_integer("--explain", part, 0, std::numeric_limits<dim_t>::max()));
+        if (comma == std::string::npos) break;
+        start = comma + 1;
+    }
+    const char* side = m.kind() == IndexMap::Kind::Gather ? "destination" : "source";
+    if (static_cast<int>(c.size()) != d.rank())
+        throw Error("--explain '" + text + "': " + std::to_string(c.size()) + " indices; the " +
+                    side + " " + d.str() + " of " + m.name() + " has " + std::to_string(d.rank()));
+    for (int i = 0; i < d.rank(); ++i)
+        if (c[static_cast<std::size_t>(i)] >= d.dims[static_cast<std::size_t>(i)])
+            throw Error("--explain '" + text + "': " + d.names[static_cast<std::size_t>(i)] +
+                        " = " + std::to_string(c[static_cast<std::size_t>(i)]) +
+                        " is outside the " + side + " " + d.str() + " of " + m.name());
+    return d.linear_of(c);
+}
+
+void print_map_list(std::ostream& out) {
+    const auto roles = [](const MapEntry& e) {
+        return (e.src_role.empty() ? "-" : e.src_role) + " -> " +
+               (e.dst_role.empty() ? "-" : e.dst_role);
+    };
+    std::size_t name_w = 0, roles_w = 0;
+    for (const MapEntry& e : map_registry()) {
+        name_w = std::max(name_w, e.name.size());
+        roles_w = std::max(roles_w, roles(e).size());
+    }
+    for (const MapEntry& e : map_registry()) {
+        out << std::left << std::setw(static_cast<int>(name_w + 2)) << e.name << std::setw(9)
+            << e.family << std::setw(static_cast<int>(roles_w + 2)) << roles(e) << std::right
+            << e.summary;
+        if (!e.params.empty()) {
+            out << " (";
+            for (std::size_t i = 0; i < e.params.size(); ++i) out << (i ? ", " : "") << e.params[i];
+            out << ")";
+        }
+        if (e.kernel) out << " [fast kernel]";
+        out << "\n";
+    }
 }
 
 void run_map(const Options& opts, std::ostream& out) {
+    if (opts.has("--list")) {
+        print_map_list(out);
+        return;
+    }
     const Problem p = problem_from(opts, "map");
     const std::string& name = opts.required("map", "--map");
+    if (const std::string* at = opts.get("--explain")) {
+        for (const char* flag : {"--format", "--limit", "--step-granularity", "--out"})
+            if (opts.has(flag))
+                throw Error(std::string(flag) + " is not taken with --explain (it prints one " +
+                            "element's formula)");
+        const IndexMap m = composed_map_by_name(opts, name, p);
+        if (!m.expr())
+            throw Error("--explain: map " + m.name() + " is not written as an expression");
+        out << m.explain(explain_element(m, *at));
+        return;
+    }
     const std::string format = opts.has("--format") ? *opts.get("--format") : "text";
     // npy, grid and tex hold the whole map in the domain's order; text and json list its pairs
     // in the walk order, which --limit and --step-granularity cut.
@@ -499,7 +580,7 @@ void run_map(const Options& opts, std::ostream& out) {
     std::optional<Granularity> g;
     if (const std::string* gs = opts.get("--step-granularity"))
         g = in_context("--step-granularity", [&] { return parse_granularity(*gs); });
-    const IndexMap m = map_by_name(opts, name, p);
+    const IndexMap m = composed_map_by_name(opts, name, p);
     if (format == "npy") {
         write_map_npy(m, *out_path);
         out << "wrote " << *out_path << " " << dims_str(m.domain().dims) << " int64: " << m.name()
@@ -661,7 +742,7 @@ const std::vector<Command>& commands() {
         {"map",
          "print an index map of a problem (im2col ... tnc; DaVinci nc1hwc0 ... fliprot_fz)",
          "map --map NAME --problem DESC [--c0 N] [--format text|json|npy|grid|tex]\n"
-         "       [--limit N] [--step-granularity G] [--out FILE]",
+         "       [--limit N] [--step-granularity G] [--out FILE] [--explain COORD] | --list",
          "Text: one line a pair, \"dst(...) <- src(...)\" (gather; \"<- 0\" for a padding zero)\n"
          "or \"dst(...) += src(...)\" (reduce). JSON: \"pairs\" as [src_linear, dst_linear],\n"
          "-1 = padding zero (gather) or adds nowhere (reduce); linear indices are row-major over\n"
@@ -674,21 +755,18 @@ const std::vector<Command>& commands() {
          "16 GiB). grid: the last two dims as rows and columns, one block per index of the dims\n"
          "before them, '.' for -1 (as CuTe's print_layout). tex: the same blocks as TikZ pictures\n"
          "(\\usepackage{tikz}), at most 10000 cells.\n"
-         "Maps: im2col (src -> column matrices), col2im (its transpose, a reduce), strided\n"
-         "(zero insertion of dY), pad (the padding of the strided dY for backward data, with\n"
-         "the leftover r), fliprot (weights for backward data), tnc (src as (C, N, ...)).\n"
-         "DaVinci maps (C0 from --c0, default 16; blocked tensors shown as their storage):\n"
-         "nc1hwc0 (pack src; NDC1HWC0 for 3-D, NC1WC0 for 1-D), unpack_nc1hwc0, fractal_z\n"
-         "(pack weights; 1-D/2-D), fractal_z_3d (3-D), unpack_fractal_z, tnc5d (NC1HWC0 src\n"
-         "with N and C swapped, batch padded to C0), tncf (NC1HWC0 dY straight into FRACTAL_Z),\n"
-         "fliprot_fz (FRACTAL_Z weights -> backward-data weights), strided5d (zero insertion of\n"
-         "NC1HWC0 dY), pad5d (its pad, with r), im2col_fractal (column matrix in fractals).\n",
+         "--list prints every registered map: its family, the lesson tensors it reads and\n"
+         "writes, a summary and its parameters (the DaVinci maps take --c0, default 16; their\n"
+         "blocked tensors are shown as their storage). --map A.B is A after B, one composed map.\n"
+         "--explain COORD prints the map's formula and, at one element of its destination (a\n"
+         "reduce: its source), every term with the numbers filled in and the pair.\n",
          {{"--map", "NAME",
-           "im2col | col2im | strided | pad | fliprot | tnc (NCHW; with --c0, tnc and\n"
-           "                          fliprot mean tnc5d and fliprot_fz);\n"
-           "                          nc1hwc0 | unpack_nc1hwc0 | fractal_z | fractal_z_3d |\n"
-           "                          unpack_fractal_z | tnc5d | tncf | fliprot_fz | strided5d |\n"
-           "                          pad5d | im2col_fractal (DaVinci)"},
+           "a registered map (--list), e.g. im2col, fractal_z; with --c0, tnc\n"
+           "                          and fliprot mean tnc5d and fliprot_fz; A.B: A after B"},
+          {"--list", nullptr, "list the registered maps"},
+          {"--explain", "COORD",
+           "the formula at one element, e.g. 0,0,5,3 (its destination; a\n"
+           "                          reduce: its source), numbers filled in"},
           {"--c0", "N", "C0 of the DaVinci maps, 1..64 (default 16)"},
           {"--problem", "DESC", "benchdnn-style descriptor"},
           {"--format", "FORMAT",

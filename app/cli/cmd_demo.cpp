@@ -7,8 +7,9 @@
 #include "cli/cli_common.hpp"
 #include "cli/cmd_bench.hpp"
 #include "convlab/output_file.hpp"
-#include "lesson/lesson.hpp"
 #include "gui/gui.hpp"
+#include "lesson/lesson.hpp"
+#include "lesson/views.hpp"
 
 namespace convlab::cli {
 
@@ -41,22 +42,6 @@ void demo_timing_plot(const std::string& dir, std::vector<std::string>& files, s
     std::sort(pngs.begin(), pngs.end());
     files.insert(files.end(), pngs.begin(), pngs.end());
 }
-
-struct DemoView {
-    const char* view;
-    const char* problem;  // chosen so that the view shows its point
-    const char* granularity;
-};
-
-// stride: stride 2 with a leftover row r = 1; the DaVinci views: C = 2 < C0 (zero lanes);
-// winograd: a 3x3 stride-1 problem (the only ones it draws).
-const DemoView kDemo[] = {
-    {"im2col", "mb1ic2ih3oc2kh2", "line"},      {"im2col", "mb1ic1ih5oc1kh3sh2ph1", "line"},
-    {"col2im", "mb1ic2ih3oc2kh2", "line"},      {"stride", "mb1ic1ih6oc1kh3sh2ph1", "element"},
-    {"fliprot", "mb1ic2ih3oc3kh3", "line"},     {"fractal", "mb1ic2ih3oc2kh2", "line"},
-    {"tnc", "mb2ic2ih3oc2kh2", "line"},         {"weight_grad", "mb1ic2ih3oc2kh2", "element"},
-    {"winograd", "mb1ic2ih8oc2kh3ph1", "line"},  // 2x2 tiles a channel, overlapping by 2
-};
 
 void run_demo(const Options& opts, std::ostream& out) {
     const std::string dir = opts.value_or("--out", "out/demo");
@@ -95,10 +80,14 @@ void run_demo(const Options& opts, std::ostream& out) {
             }
         }
     }
-    for (const auto& d :
-         opts.has("--lessons") ? std::span<const DemoView>{} : std::span<const DemoView>(kDemo)) {
+    // Every view of the registry at its demo problems (lesson/views.hpp).
+    std::vector<std::pair<std::string, lesson::ViewDemo>> demos;
+    if (!opts.has("--lessons"))
+        for (const lesson::ViewSpec& v : lesson::view_registry())
+            for (const lesson::ViewDemo& d : v.demos) demos.emplace_back(v.name, d);
+    for (const auto& [view, d] : demos) {
         Options o;
-        o.set("--view", d.view);
+        o.set("--view", view);
         o.set("--problem", d.problem);
         o.set("--granularity", d.granularity);
         ui::ShotOptions s = shot_options(o);
@@ -111,7 +100,7 @@ void run_demo(const Options& opts, std::ostream& out) {
             if (step > 0 && step == n / 2 && n / 2 == n - 1) continue;
             s.step = step;
             char name[128];
-            std::snprintf(name, sizeof name, "/%02d_%s_step%lld.png", k++, d.view,
+            std::snprintf(name, sizeof name, "/%02d_%s_step%lld.png", k++, view.c_str(),
                           static_cast<long long>(step));
             s.out = dir + name;
             list.push_back(s);

@@ -18,9 +18,11 @@
 #include "convlab/conv.hpp"
 #include "convlab/davinci.hpp"
 #include "convlab/layers.hpp"
+#include "convlab/map_registry.hpp"
 #include "convlab/maps.hpp"
 #include "data/data_dir.hpp"
 #include "lesson/lesson.hpp"
+#include "lesson/views.hpp"
 
 namespace convlab::lesson {
 
@@ -95,26 +97,23 @@ void add(StepResult& r, std::string name, std::string desc, Tensor t,
 }
 
 bool is_davinci_map(const std::string& name) {
-    const auto v = davinci::map_names();
-    return std::find(v.begin(), v.end(), name) != v.end() || name == "ndc1hwc0" ||
-           name == "unpack_ndc1hwc0";
+    const MapEntry* e = find_map(name);
+    return e && e->family == "davinci";
 }
 
 IndexMap map_of(const Step& s) {
-    const auto conv_maps = maps::names();
-    if (std::find(conv_maps.begin(), conv_maps.end(), s.map) != conv_maps.end())
-        return maps::by_name(s.map, s.problem);
-    if (is_davinci_map(s.map)) return davinci::by_name(s.map, s.problem, s.c0);
-    std::string known;
-    for (const auto& n : conv_maps) known += n + ", ";
-    for (const auto& n : davinci::map_names()) known += n + ", ";
-    throw Error("unknown map '" + s.map + "' (maps: " + known.substr(0, known.size() - 2) + ")");
+    if (!find_map(s.map)) {
+        std::string known;
+        for (const auto& n : map_registry_names()) known += (known.empty() ? "" : ", ") + n;
+        throw Error("unknown map '" + s.map + "' (maps: " + known + ")");
+    }
+    return build_map(s.map, s.problem, s.c0);
 }
 
 // [SECTION] Convolution steps
 
-// The step names a DaVinci tensor (packed storage, a fractal algorithm's result) somewhere.
-bool names_davinci(const Step& s) {
+// A DaVinci tensor of a step: packed storage or a fractal algorithm's result.
+bool is_davinci_tensor(const std::string& n) {
     static const std::vector<std::string> names{"src_nc1hwc0",
                                                 "wei_fractal_z",
                                                 "diff_dst_nc1hwc0",
@@ -122,17 +121,24 @@ bool names_davinci(const Step& s) {
                                                 "diff_wei.fractal_via_forward",
                                                 "diff_src.fractal_via_forward",
                                                 "diff_wei_fractal_z"};
-    const auto named = [&](const std::string& n) {
-        return std::find(names.begin(), names.end(), n) != names.end();
-    };
+    return std::find(names.begin(), names.end(), n) != names.end();
+}
+
+// The step names a DaVinci tensor somewhere, or its view shows one (the view registry's tensors).
+bool names_davinci(const Step& s) {
     for (const auto& h : s.highlights)
-        if (named(h.tensor)) return true;
+        if (is_davinci_tensor(h.tensor)) return true;
     for (const auto& h : s.hide)
-        if (named(h.tensor)) return true;
+        if (is_davinci_tensor(h.tensor)) return true;
     for (const auto& n : s.show)
-        if (named(n)) return true;
+        if (is_davinci_tensor(n)) return true;
     for (const auto& c : s.checks)
-        if (named(c.tensor) || named(c.equals_tensor)) return true;
+        if (is_davinci_tensor(c.tensor) || is_davinci_tensor(c.equals_tensor)) return true;
+    if (const ViewSpec* v = find_view(s.view)) {
+        if (!v->map.empty() && is_davinci_map(v->map)) return true;
+        for (const auto& t : v->tensors)
+            if (is_davinci_tensor(t)) return true;
+    }
     return false;
 }
 
@@ -234,7 +240,7 @@ void conv_tensors(const Step& s, StepResult& r) {
     }
 
     // DaVinci tensors for the fractal and tnc views, DaVinci maps, and steps that name them.
-    if (s.view == "fractal" || s.view == "tnc" || is_davinci_map(s.map) || names_davinci(s)) {
+    if (is_davinci_map(s.map) || names_davinci(s)) {
         // Copies: add() grows r.tensors, which would leave references dangling.
         const Tensor x = r.find("src")->value;
         const Tensor w = r.find("wei")->value;
@@ -279,34 +285,17 @@ void conv_tensors(const Step& s, StepResult& r) {
 
 // The tensor a map naturally reads, when the step has one of the right size; else an arange
 // (0, 1, 2 ... in the map's source order: every value names its own index).
+// The tensor a map converts, by its registry role (src, wei, diff_dst_strided ...) when the step
+// has it at the map's size; else an arange (each element its own index).
 Tensor map_source(const StepResult& r, const std::string& name, const IndexMap& m) {
-    static const std::vector<std::pair<const char*, const char*>> natural{
-        {"im2col", "src"},
-        {"col2im", "diff_col"},
-        {"strided", "diff_dst"},
-        {"pad", "diff_dst_strided"},
-        {"fliprot", "wei"},
-        {"tnc", "src"},
-        {"winograd", "src"},
-        {"nc1hwc0", "src"},
-        {"ndc1hwc0", "src"},
-        {"fractal_z", "wei"},
-        {"fractal_z_3d", "wei"},
-        {"unpack_nc1hwc0", "src_nc1hwc0"},
-        {"unpack_fractal_z", "wei_fractal_z"},
-        {"tnc5d", "src_nc1hwc0"},
-        {"tncf", "diff_dst_nc1hwc0"},
-        {"fliprot_fz", "wei_fractal_z"},
-        {"strided5d", "diff_dst_nc1hwc0"},
-        {"im2col_fractal", "src_nc1hwc0"}};
-    for (const auto& [map, tensor] : natural)
-        if (name == map)
-            if (const NamedTensor* t = r.find(tensor))
-                if (t->value.numel() == m.src().numel()) {
-                    Tensor s(m.src().dims);
-                    std::copy(t->value.f32(), t->value.f32() + s.numel(), s.f32());
-                    return s;
-                }
+    const MapEntry* e = find_map(name);
+    if (e && !e->src_role.empty())
+        if (const NamedTensor* t = r.find(e->src_role))
+            if (t->value.numel() == m.src().numel()) {
+                Tensor s(m.src().dims);
+                std::copy(t->value.f32(), t->value.f32() + s.numel(), s.f32());
+                return s;
+            }
     Tensor s(m.src().dims);
     for (dim_t i = 0; i < s.numel(); ++i) s.f32()[i] = static_cast<float>(i);
     return s;

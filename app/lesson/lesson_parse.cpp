@@ -18,6 +18,7 @@
 #include "convlab/conv.hpp"
 #include "convlab/output_file.hpp"
 #include "lesson/lesson.hpp"
+#include "lesson/views.hpp"
 
 namespace convlab::lesson {
 
@@ -34,17 +35,20 @@ LessonError::LessonError(SourcePos p, const std::string& msg)
     : Error(p.str() + ": " + msg), pos_(std::move(p)), msg_(msg) {}
 
 const std::vector<std::string>& view_names() {
-    static const std::vector<std::string> v{"im2col",  "col2im",  "stride",      "fliprot",
-                                            "fractal", "tnc",     "weight_grad", "timings",
-                                            "tensors", "winograd"};
+    static const std::vector<std::string> v = [] {
+        std::vector<std::string> names;
+        for (const ViewSpec& s : view_registry()) names.push_back(s.name);
+        return names;
+    }();
     return v;
 }
 
 const std::string& view_choices() {
     static const std::string s = [] {
         std::string t;
-        for (const auto& v : view_names()) t += (t.empty() ? v + " (default)" : " | " + v);
-        return t;
+        for (const ViewSpec& v : view_registry())
+            if (v.map.empty()) t += (t.empty() ? v.name + " (default)" : " | " + v.name);
+        return t + " | map:NAME (any map of `convlab map --list`)";
     }();
     return s;
 }
@@ -401,8 +405,13 @@ Step parse_step(const Ctx& c, const toml::node& n, const Defaults& defaults) {
     s.view = get_string(c, t, "view", true, n, "a step");
     s.view_pos = c.at(*t.get("view"));
     const auto& views = view_names();
-    if (std::find(views.begin(), views.end(), s.view) == views.end())
-        c.fail(*t.get("view"), "unknown view '" + s.view + "' (views: " + join(views) + ")");
+    if (std::find(views.begin(), views.end(), s.view) == views.end()) {
+        std::string known;
+        for (const ViewSpec& v : view_registry())
+            if (v.map.empty()) known += (known.empty() ? "" : ", ") + v.name;
+        c.fail(*t.get("view"), "unknown view '" + s.view + "' (views: " + known +
+                                   ", map:NAME for a map of `convlab map --list`)");
+    }
     s.narration = get_string(c, t, "narration", true, n, "a step");
     if (const toml::node* p = t.get("problem")) {
         s.problem = parse_problem(c, *p, s.problem_text);

@@ -273,10 +273,12 @@ std::vector<std::string> phase_names(const Problem& p);
 // The kernel taps (their offset along `axis`) that the phase with residue r on that axis reads.
 std::vector<dim_t> phase_taps(const Problem& p, int axis, dim_t r);
 
-// The view names (lesson::view_names(): im2col col2im stride fliprot fractal tnc weight_grad
-// timings tensors winograd).
+// The view names (lesson::view_names(), the view registry lesson/views.hpp: im2col col2im
+// stride fliprot fractal tnc weight_grad timings tensors winograd, then map:NAME per map).
 const std::vector<std::string>& view_names();
 bool is_placeholder_view(const std::string& name);  // timings (content comes later)
+// Whether build_view has a builder for this view of the registry (tests: every one has).
+bool has_view_builder(const std::string& name);
 
 enum class DataKind { Integer, Real };
 const char* data_kind_name(DataKind d);

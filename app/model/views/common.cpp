@@ -82,26 +82,6 @@ std::string value_of(const Panel& p, dim_t linear, DataKind d) {
     return format_value(p.values[static_cast<std::size_t>(linear)], d);
 }
 
-// A packed activation cell (n, [d,] c1, [h,] w, c0) of NC1HWC0-like `dst`, gathered through
-// link `l` from the NCHW panel: "c = c1*C0 + c0 = 1*16 + 3 = 19 <- X(...) = v" (`ch` names the
-// channel: c, or k for dY).
-std::string pack_formula(const ViewModel& vm, int panel, const Link& l, dim_t linear, dim_t c0,
-                         const char* ch, DataKind d) {
-    const Panel& dst = vm.panels[static_cast<std::size_t>(panel)];
-    const Panel& src = vm.panels[static_cast<std::size_t>(l.src)];
-    const auto c = coords(dst.shape, linear);
-    const std::size_t c1_axis = dst.shape.rank() == 6 ? 2 : 1;
-    const dim_t chan = c[c1_axis] * c0 + c.back();
-    std::string s = cell_name(dst, linear) + ": " + ch +
-                    " = c1*C0 + c0 = " + std::to_string(c[c1_axis]) + "*" + std::to_string(c0) +
-                    " + " + std::to_string(c.back()) + " = " + std::to_string(chan);
-    const dim_t from = l.image[static_cast<std::size_t>(linear)];
-    if (from < 0)
-        return s + " >= " + std::string(ch == std::string("c") ? "C" : "K") + " = " +
-               std::to_string(src.shape.dims[1]) + ": a padding lane, zero";
-    return s + " <- " + cell_name(src, from) + " = " + value_of(src, from, d);
-}
-
 // A FRACTAL_Z(_3D) row split into its kernel position and block: row = ((kd*B + b)*KH + kh)*KW
 // + kw for `ks` = the spatial sizes (1 to 3 axes, d outermost). k receives the position per
 // axis, *block the block index; returns "row 5 = (c1=0, kh=1, kw=2)".

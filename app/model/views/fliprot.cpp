@@ -19,6 +19,7 @@
 #include "convlab/maps.hpp"
 #include "convlab/tensor.hpp"
 #include "lesson/lesson.hpp"
+#include "model/view_generic.hpp"
 #include "model/views/view_builder.hpp"
 
 namespace convlab::app {
@@ -52,18 +53,8 @@ void build_fliprot(Builder& b) {
         "spatial axis: " +
         lhs + ") = " + rhs + "), kernel size " + names + " = " + sizes;
     const DataKind d = b.r.data;
-    b.v.formula = [p, d](const ViewModel& vm, int panel, dim_t linear) -> std::string {
-        if (panel != 1) return generic_formula(vm, panel, linear, d);
-        const auto c = coords(vm.panels[1].shape, linear);
-        std::string s = cell_name(vm.panels[1], linear) + " <- W(k=" + std::to_string(c[1]) +
-                        ", c=" + std::to_string(c[0] % p.icg());
-        for (int i = 0; i < p.ndims; ++i) {
-            const dim_t k = c[static_cast<std::size_t>(2 + i)];
-            s += ", k" + std::string(p.axis_name(i)) + "=" + std::to_string(p.kernel[i]) + "-1-" +
-                 std::to_string(k) + "=" + std::to_string(p.kernel[i] - 1 - k);
-        }
-        const dim_t src = vm.links[0].image[static_cast<std::size_t>(linear)];
-        return s + ") = " + format_value(vm.panels[0].values[static_cast<std::size_t>(src)], d);
+    b.v.formula = [d](const ViewModel& vm, int panel, dim_t linear) {
+        return expression_formula(vm, panel, linear, d);
     };
 }
 

@@ -19,6 +19,7 @@
 #include "convlab/maps.hpp"
 #include "convlab/tensor.hpp"
 #include "lesson/lesson.hpp"
+#include "model/view_generic.hpp"
 #include "model/views/view_builder.hpp"
 
 namespace convlab::app {
@@ -61,28 +62,9 @@ void build_fractal(Builder& b) {
                   " (channels in blocks of C0 lanes, lanes past C are zero) and FRACTAL_Z "
                   "(16 x C0 fractals: 16 output channels by C0 input channels)";
     const DataKind d = b.r.data;
-    b.v.formula = [p, c0, d](const ViewModel& vm, int panel, dim_t linear) -> std::string {
-        if (panel == 1) return pack_formula(vm, 1, vm.links[0], linear, c0, "c", d);
-        if (panel != 3) return generic_formula(vm, panel, linear, d);
-        // FRACTAL_Z (C1*KH*KW, N1, 16, C0): row = (c1, kernel position), k = n1*16 + n0.
-        const Panel &fz = vm.panels[3], &wo = vm.panels[2];
-        const auto c = coords(fz.shape, linear);
-        const dim_t K = wo.shape.dims[0], C = wo.shape.dims[1], n0s = fz.shape.dims[2];
-        std::vector<dim_t> ks(p.kernel.begin(), p.kernel.begin() + p.ndims), kk;
-        dim_t c1 = 0;
-        const std::string row =
-            split_fractal_row(c[0], (C + c0 - 1) / c0, ks, spatial(p.ndims, "k"), "c1", kk, &c1);
-        const dim_t cc = c1 * c0 + c[3], k = c[1] * n0s + c[2];
-        std::string s = cell_name(fz, linear) + ": " + row +
-                        "; c = c1*C0 + c0 = " + std::to_string(c1) + "*" + std::to_string(c0) +
-                        " + " + std::to_string(c[3]) + " = " + std::to_string(cc) +
-                        ", k = n1*16 + n0 = " + std::to_string(c[1]) + "*" + std::to_string(n0s) +
-                        " + " + std::to_string(c[2]) + " = " + std::to_string(k);
-        if (k >= K)
-            return s + " >= K = " + std::to_string(K) + ": padding (K padded to N1*16), zero";
-        if (cc >= C) return s + " (c >= C = " + std::to_string(C) + "): a padding lane, zero";
-        const dim_t src = vm.links[1].image[static_cast<std::size_t>(linear)];
-        return s + " <- " + cell_name(wo, src) + " = " + value_of(wo, src, d);
+    // Both packs are expressions: the hover shows their terms with the numbers filled in.
+    b.v.formula = [d](const ViewModel& vm, int panel, dim_t linear) {
+        return expression_formula(vm, panel, linear, d);
     };
 }
 

@@ -19,6 +19,7 @@
 #include "convlab/maps.hpp"
 #include "convlab/tensor.hpp"
 #include "lesson/lesson.hpp"
+#include "model/view_generic.hpp"
 #include "model/views/view_builder.hpp"
 
 namespace convlab::app {
@@ -118,8 +119,7 @@ void build_tnc(Builder& b) {
     b.v.formula = [p, c0, d, N, K, n1s, outs](const ViewModel& vm, int panel,
                                               dim_t linear) -> std::string {
         const auto num = [](dim_t v) { return std::to_string(v); };
-        if (panel == 1) return pack_formula(vm, 1, vm.links[0], linear, c0, "c", d);
-        if (panel == 4) return pack_formula(vm, 4, vm.links[2], linear, c0, "k", d);
+        if (panel == 1 || panel == 4) return expression_formula(vm, panel, linear, d);
         if (panel == 2) {
             // T (C, [D,] N1, H, W, N0): the channel outermost, the batch blocked in N0 lanes.
             const Panel& t = vm.panels[2];

@@ -87,12 +87,6 @@ std::string short_name(const Panel& p, dim_t linear, std::size_t first = 0);
 
 std::string value_of(const Panel& p, dim_t linear, DataKind d);
 
-// A packed activation cell (n, [d,] c1, [h,] w, c0) of NC1HWC0-like `dst`, gathered through
-// link `l` from the NCHW panel: "c = c1*C0 + c0 = 1*16 + 3 = 19 <- X(...) = v" (`ch` names the
-// channel: c, or k for dY).
-std::string pack_formula(const ViewModel& vm, int panel, const Link& l, dim_t linear, dim_t c0,
-                         const char* ch, DataKind d);
-
 // A FRACTAL_Z(_3D) row split into its kernel position and block: row = ((kd*B + b)*KH + kh)*KW
 // + kw for `ks` = the spatial sizes (1 to 3 axes, d outermost). k receives the position per
 // axis, *block the block index; returns "row 5 = (c1=0, kh=1, kw=2)".

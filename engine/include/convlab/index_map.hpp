@@ -17,11 +17,13 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <ostream>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "convlab/map_expr.hpp"
 #include "convlab/tensor.hpp"
 
 namespace convlab {
@@ -70,6 +72,9 @@ class IndexMap {
     using Fn = std::function<dim_t(const dim_t* domain_coord)>;
 
     IndexMap(std::string name, Kind kind, Shape src, Shape dst, Fn fn, int line_axis);
+    // A map written as an expression (map_expr.hpp) over its domain, whose image is a coordinate
+    // of the other shape: executed by the expression's interpreter, printable and composable.
+    IndexMap(std::string name, Kind kind, Shape src, Shape dst, MapExpr expr, int line_axis);
 
     const std::string& name() const { return name_; }
     Kind kind() const { return kind_; }
@@ -130,19 +135,34 @@ class IndexMap {
     // Same function seen from the other side (gather <-> reduce), under a new name.
     IndexMap transposed(std::string name) const;
 
+    // The expression the map was written as; null for a map given as a plain function.
+    const MapExpr* expr() const { return expr_.get(); }
+    // Its formula in one line: "im2col: dst(n, g, row, col) <- src(n, g*CG + c, ih, iw)   zero
+    // unless 0 <= ih < IH ...   where c = row/KK, ..." ("" for a map without an expression).
+    std::string formula() const;
+    // The formula at one domain element, with the numbers filled in: the formula, then one line
+    // per binding ("oh = col/OW = 5/3 = 1") and guard, then the pair as dump writes it. Throws
+    // Error for an element outside the domain or a map without an expression.
+    std::string explain(dim_t domain_linear) const;
+    // The same as lines without the formula (for a hover): bindings, guards, then the pair.
+    std::vector<std::string> explain_lines(dim_t domain_linear) const;
+
   private:
     std::string name_;
     Kind kind_;
     Shape src_, dst_;
     Fn fn_;
     int line_axis_;
+    std::shared_ptr<const MapExpr> expr_;
     // Order in which domain axes are walked, outermost first (line_axis last).
     std::vector<int> walk_order() const;
     dim_t domain_linear_at(dim_t walk, std::vector<dim_t>& coord) const;
 };
 
 // second(first(x)) for two gathers: first maps A -> B, second maps B -> C; the result maps A -> C
-// (a destination of C reads the A element that its B source read, or zero).
+// (a destination of C reads the A element that its B source read, or zero). When both are
+// expressions the result is one expression (second's image fed into first's terms), printable as
+// one formula; otherwise a function calling both.
 IndexMap compose(const IndexMap& second, const IndexMap& first, std::string name);
 
 }  // namespace convlab

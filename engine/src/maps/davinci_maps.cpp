@@ -5,8 +5,10 @@
 #include <array>
 #include <cctype>
 #include <cstring>
+#include <functional>
 
 #include "convlab/davinci.hpp"
+#include "convlab/map_registry.hpp"
 #include "convlab/maps.hpp"
 #include "geom.hpp"
 
@@ -60,16 +62,6 @@ Shape logical_shape(std::span<const dim_t> dims, const char* a, const char* b,
     return s;
 }
 
-// (n, d, c1, h, w, ci) of a physical activation coordinate of rank 4, 5 or 6.
-struct A6 {
-    dim_t n, d, c1, h, w, ci;
-};
-A6 act_coord(int phys_rank, const dim_t* c) {
-    if (phys_rank == 6) return {c[0], c[1], c[2], c[3], c[4], c[5]};
-    if (phys_rank == 5) return {c[0], 0, c[1], c[2], c[3], c[4]};
-    return {c[0], 0, c[1], 0, c[2], c[3]};
-}
-
 // (kd, c1, kh, kw) of a fractal row.
 struct Row4 {
     dim_t kd, c1, kh, kw;
@@ -89,6 +81,78 @@ std::vector<dim_t> swap01(std::span<const dim_t> dims) {
     std::vector<dim_t> t(dims.begin(), dims.end());
     std::swap(t[0], t[1]);
     return t;
+}
+
+using T = MapExpr::Term;
+
+std::string upper(std::string s) {
+    for (auto& ch : s) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+    return s;
+}
+
+// The terms of a physical activation coordinate (rank 4, 5 or 6) that exist, by role: n, the
+// channel block, the lane and the spatial axes (outermost first, e.g. {d, h, w}).
+struct ActTerms {
+    T n, c1, c0;
+    std::vector<T> sp;
+};
+ActTerms act_terms(MapExpr& e, int rank) {
+    ActTerms t;
+    t.n = e.var(0);
+    t.c0 = e.var(rank - 1);
+    const int c1 = rank == 6 ? 2 : 1;
+    t.c1 = e.var(c1);
+    for (int a = 1; a < rank - 1; ++a)
+        if (a != c1) t.sp.push_back(e.var(a));
+    return t;
+}
+// A physical activation coordinate from its roles (spatial outermost first).
+std::vector<T> act_image(T n, T c1, const std::vector<T>& sp, T c0) {
+    std::vector<T> out{n};
+    if (sp.size() == 3) {
+        out.push_back(sp[0]);
+        out.push_back(c1);
+        out.push_back(sp[1]);
+        out.push_back(sp[2]);
+    } else {
+        out.push_back(c1);
+        out.insert(out.end(), sp.begin(), sp.end());
+    }
+    out.push_back(c0);
+    return out;
+}
+
+// A fractal row ((kd*B + b)*KH + kh)*KW + kw split into its block b and the kernel taps of `ns`
+// spatial axes (tap names "kd", "kh", "kw"; their sizes print as "KD", "KH", "KW"): the split of
+// FRACTAL_Z's dim 0. The block sits between d and h.
+void split_row(MapExpr& e, T row, dim_t blocks, const std::string& block_name,
+               std::span<const dim_t> ks, const std::vector<std::string>& taps_named, T& block,
+               std::vector<T>& taps) {
+    const std::size_t ns = ks.size();
+    taps.assign(ns, row);
+    T r = row;
+    for (std::size_t i = ns; i-- > (ns == 3 ? 1 : 0);) {
+        const T size = e.sym(upper(taps_named[i]), ks[i]);
+        taps[i] = e.let(taps_named[i], r % size);
+        r = r / size;
+    }
+    if (ns == 3) {
+        const T nb = e.sym(upper(block_name), blocks);
+        block = e.let(block_name, r % nb);
+        taps[0] = e.let(taps_named[0], r / nb);
+    } else {
+        block = e.let(block_name, r);
+    }
+}
+// The inverse: the row of block b and taps (kd, kh, kw of `ns` axes).
+T join_row(MapExpr& e, T block, dim_t blocks, const std::string& block_name,
+           std::span<const dim_t> ks, const std::vector<std::string>& taps_named,
+           const std::vector<T>& taps) {
+    const std::size_t ns = ks.size();
+    T r = ns == 3 ? taps[0] * e.sym(upper(block_name), blocks) + block : block;
+    for (std::size_t i = ns == 3 ? 1 : 0; i < ns; ++i)
+        r = r * e.sym(upper(taps_named[i]), ks[i]) + taps[i];
+    return r;
 }
 
 }  // namespace
@@ -229,32 +293,79 @@ std::string lower(std::string s) {
 
 }  // namespace
 
+// The packs and unpacks as expressions; blocked_pack / blocked_unpack of the same layouts compute
+// the same maps from the Layout value (tested on every element).
 IndexMap pack_activation(std::vector<dim_t> dims, dim_t c0) {
     check_rank("activations", dims);
     const Layout l = activation_layout(dims, c0);
-    return blocked_pack(l, logical_shape(dims, "n", "c", ""), activation_physical(dims, c0),
-                        lower(l.name()));
+    Shape phys = activation_physical(dims, c0);
+    // dst(n, [d,] c1, [h,] w, c0) <- src(n, c, spatial...), c = c1*C0 + c0, zero unless c < C.
+    MapExpr e(phys.names);
+    const ActTerms t = act_terms(e, phys.rank());
+    const T c = e.let("c", t.c1 * e.sym("C0", c0) + t.c0);
+    e.require_below(c, e.sym("C", dims[1]));
+    std::vector<T> image{t.n, c};
+    image.insert(image.end(), t.sp.begin(), t.sp.end());
+    e.set_image(image);
+    const int line = phys.rank() - 1;
+    return IndexMap(lower(l.name()), IndexMap::Kind::Gather, logical_shape(dims, "n", "c", ""),
+                    std::move(phys), std::move(e), line);
 }
 
 IndexMap unpack_activation(std::vector<dim_t> dims, dim_t c0) {
     check_rank("activations", dims);
     const Layout l = activation_layout(dims, c0);
-    return blocked_unpack(l, logical_shape(dims, "n", "c", ""), activation_physical(dims, c0),
-                          "unpack_" + lower(l.name()));
+    Shape logical = logical_shape(dims, "n", "c", "");
+    // dst(n, c, spatial...) <- src(n, [d,] c/C0, [h,] w, c % C0).
+    MapExpr e(logical.names);
+    const T C0 = e.sym("C0", c0);
+    std::vector<T> sp;
+    for (int a = 2; a < logical.rank(); ++a) sp.push_back(e.var(a));
+    e.set_image(act_image(e.var(0), e.var(1) / C0, sp, e.var(1) % C0));
+    const int line = logical.rank() - 1;
+    return IndexMap("unpack_" + lower(l.name()), IndexMap::Kind::Gather,
+                    activation_physical(dims, c0), std::move(logical), std::move(e), line);
 }
 
 IndexMap pack_weight(std::vector<dim_t> dims, dim_t c0) {
     check_rank("weights", dims);
     const Layout l = weight_layout(dims, c0);
-    return blocked_pack(l, logical_shape(dims, "o", "i", "k"), weight_physical(dims, c0),
-                        lower(l.name()));
+    Shape phys = weight_physical(dims, c0);
+    const std::span<const dim_t> ks(dims.data() + 2, dims.size() - 2);
+    // dst(row, n1, n0, c0) <- src(o, i, taps...), row = ((kd*C1 + c1)*KH + kh)*KW + kw,
+    // o = n1*N0 + n0, i = c1*C0 + c0; zero unless o < O and i < I.
+    MapExpr e(phys.names);
+    T c1;
+    std::vector<T> taps;
+    split_row(e, e.var(0), blocks_of(dims[1], c0), "c1", ks, spatial_names(ks.size(), "k"), c1,
+              taps);
+    const T o = e.let("o", e.var(1) * e.sym("N0", kN0) + e.var(2));
+    const T i = e.let("i", c1 * e.sym("C0", c0) + e.var(3));
+    e.require_below(o, e.sym("O", dims[0]));
+    e.require_below(i, e.sym("I", dims[1]));
+    std::vector<T> image{o, i};
+    image.insert(image.end(), taps.begin(), taps.end());
+    e.set_image(image);
+    return IndexMap(lower(l.name()), IndexMap::Kind::Gather, logical_shape(dims, "o", "i", "k"),
+                    std::move(phys), std::move(e), 3);
 }
 
 IndexMap unpack_weight(std::vector<dim_t> dims, dim_t c0) {
     check_rank("weights", dims);
     const Layout l = weight_layout(dims, c0);
-    return blocked_unpack(l, logical_shape(dims, "o", "i", "k"), weight_physical(dims, c0),
-                          "unpack_" + lower(l.name()));
+    Shape logical = logical_shape(dims, "o", "i", "k");
+    const std::span<const dim_t> ks(dims.data() + 2, dims.size() - 2);
+    // dst(o, i, taps...) <- src(row(taps, i/C0), o/N0, o % N0, i % C0).
+    MapExpr e(logical.names);
+    const T C0 = e.sym("C0", c0), N0 = e.sym("N0", kN0);
+    std::vector<T> taps;
+    for (int a = 2; a < logical.rank(); ++a) taps.push_back(e.var(a));
+    const T row = join_row(e, e.var(1) / C0, blocks_of(dims[1], c0), "c1", ks,
+                           spatial_names(ks.size(), "k"), taps);
+    e.set_image({row, e.var(0) / N0, e.var(0) % N0, e.var(1) % C0});
+    const int line = logical.rank() - 1;
+    return IndexMap("unpack_" + lower(l.name()), IndexMap::Kind::Gather, weight_physical(dims, c0),
+                    std::move(logical), std::move(e), line);
 }
 
 // [SECTION] converters (direct formulas)
@@ -269,28 +380,37 @@ IndexMap tnc5d(std::vector<dim_t> dims, dim_t c0) {
     std::replace(dst.names.begin(), dst.names.end(), std::string("c1"), std::string("n1"));
     dst.names.back() = "n0";
     const int rank = dst.rank();
-    auto fn = [sg, rank](const dim_t* pc) -> dim_t {
-        const A6 a = act_coord(rank, pc);  // a.n is the channel c, a.c1/a.ci the batch block
-        const dim_t n = a.c1 * sg.c0 + a.ci, c = a.n;
-        if (n >= sg.n) return IndexMap::kZero;
-        return sg.offset(n, a.d, c / sg.c0, a.h, a.w, c % sg.c0);
-    };
-    return IndexMap("tnc5d", IndexMap::Kind::Gather, activation_physical(dims, c0), dst, fn,
-                    rank - 1);
+    // dst(c, [d,] n1, [h,] w, n0) <- src(n, [d,] c/C0, [h,] w, c % C0), n = n1*C0 + n0 < N.
+    MapExpr e(dst.names);
+    const ActTerms t = act_terms(e, rank);  // t.n is the channel c, t.c1 and t.c0 the batch
+    const T C0 = e.sym("C0", c0);
+    const T n = e.let("n", t.c1 * C0 + t.c0);
+    e.require_below(n, e.sym("N", sg.n));
+    e.set_image(act_image(n, t.n / C0, t.sp, t.n % C0));
+    return IndexMap("tnc5d", IndexMap::Kind::Gather, activation_physical(dims, c0), dst,
+                    std::move(e), rank - 1);
 }
 
 IndexMap tncf(std::vector<dim_t> dims, dim_t c0) {
     const ActGeom sg = ActGeom::of(dims, c0);
     const std::vector<dim_t> wdims = swap01(dims);
     const WeiGeom wg = WeiGeom::of(wdims, c0);
-    auto fn = [sg, wg](const dim_t* pc) -> dim_t {
-        const Row4 r = unrow(wg, pc[0]);
-        const dim_t b = pc[1] * kN0 + pc[2], a = r.c1 * wg.c0 + pc[3];
-        if (b >= sg.c || a >= sg.n) return IndexMap::kZero;
-        return sg.offset(a, r.kd, b / sg.c0, r.kh, r.kw, b % sg.c0);
-    };
-    return IndexMap("tncf", IndexMap::Kind::Gather, activation_physical(dims, c0),
-                    weight_physical(wdims, c0), fn, 3);
+    const Shape dst = weight_physical(wdims, c0);
+    const std::span<const dim_t> sp(dims.data() + 2, dims.size() - 2);
+    // dst(row, nb, ni, ai) <- src(a, [d,] b/C0, [h,] w, b % C0) with row = ((d*A1 + a1)*H + h)*W
+    // + w, b = nb*N0 + ni < B, a = a1*C0 + ai < A.
+    MapExpr e(dst.names);
+    T a1;
+    std::vector<T> pos;
+    split_row(e, e.var(0), wg.i1, "a1", sp, spatial_names(sp.size()), a1, pos);
+    const T C0 = e.sym("C0", c0);
+    const T b = e.let("b", e.var(1) * e.sym("N0", kN0) + e.var(2));
+    const T a = e.let("a", a1 * C0 + e.var(3));
+    e.require_below(b, e.sym("B", sg.c));
+    e.require_below(a, e.sym("A", sg.n));
+    e.set_image(act_image(a, b / C0, pos, b % C0));
+    return IndexMap("tncf", IndexMap::Kind::Gather, activation_physical(dims, c0), dst,
+                    std::move(e), 3);
 }
 
 namespace {
@@ -306,18 +426,30 @@ std::vector<dim_t> fliprot_dims(const Problem& p) {
 IndexMap fliprot_fz(const Problem& p, dim_t c0) {
     const std::vector<dim_t> sdims = p.wei_dims(), ddims = fliprot_dims(p);
     const WeiGeom sg = WeiGeom::of(sdims, c0), dg = WeiGeom::of(ddims, c0);
-    const dim_t cg = p.icg(), kg = p.ocg();
-    auto fn = [sg, dg, cg, kg](const dim_t* pc) -> dim_t {
-        const Row4 r = unrow(dg, pc[0]);
-        const dim_t c = pc[1] * kN0 + pc[2], kc = r.c1 * dg.c0 + pc[3];
-        if (c >= dg.o || kc >= kg) return IndexMap::kZero;
-        const dim_t g = c / cg, cc = c % cg, o = g * kg + kc;
-        // Reversing the flattened tap index reverses every kernel axis.
-        const dim_t row = sg.row(sg.d - 1 - r.kd, cc / sg.c0, sg.h - 1 - r.kh, sg.w - 1 - r.kw);
-        return sg.offset(row, o / kN0, o % kN0, cc % sg.c0);
-    };
-    return IndexMap("fliprot_fz", IndexMap::Kind::Gather, weight_physical(sdims, c0),
-                    weight_physical(ddims, c0), fn, 3);
+    const Shape dst = weight_physical(ddims, c0);
+    const std::span<const dim_t> ks(p.kernel.data(), static_cast<std::size_t>(p.ndims));
+    const std::vector<std::string> tap_names = spatial_names(ks.size(), "k");
+    // dst(row(taps, kc1), nb, ni, ci): c = nb*N0 + ni < C, kc = kc1*C0 + ci < KG; g = c/CG,
+    // cc = c % CG, o = g*KG + kc; src(row(K-1-taps, cc/C0), o/N0, o % N0, cc % C0).
+    MapExpr e(dst.names);
+    T kc1;
+    std::vector<T> taps;
+    split_row(e, e.var(0), dg.i1, "kc1", ks, tap_names, kc1, taps);
+    const T C0 = e.sym("C0", c0), N0 = e.sym("N0", kN0);
+    const T c = e.let("c", e.var(1) * N0 + e.var(2));
+    const T kc = e.let("kc", kc1 * C0 + e.var(3));
+    e.require_below(c, e.sym("C", dg.o));
+    e.require_below(kc, e.sym("KG", p.ocg()));
+    const T CG = e.sym("CG", p.icg());
+    const T g = e.let("g", c / CG), cc = e.let("cc", c % CG);
+    const T o = e.let("o", g * e.sym("KG", p.ocg()) + kc);
+    std::vector<T> flipped;
+    for (std::size_t i = 0; i < ks.size(); ++i)
+        flipped.push_back(e.sym(upper(tap_names[i]), ks[i]) - 1 - taps[i]);
+    const T row = join_row(e, cc / C0, sg.i1, "c1", ks, tap_names, flipped);
+    e.set_image({row, o / N0, o % N0, cc % C0});
+    return IndexMap("fliprot_fz", IndexMap::Kind::Gather, weight_physical(sdims, c0), dst,
+                    std::move(e), 3);
 }
 
 IndexMap fliprot_fz_composed(const Problem& p, dim_t c0) {
@@ -330,17 +462,23 @@ IndexMap strided5d(const Problem& p, dim_t c0) {
     std::vector<dim_t> zdims{p.mb, p.oc};
     for (int i = 0; i < p.ndims; ++i) zdims.push_back((p.out(i) - 1) * p.stride[i] + 1);
     const ActGeom sg = ActGeom::of(ydims, c0);
-    const auto s = axes3(p.stride, p.ndims, 1);
     const Shape dst = activation_physical(zdims, c0);
     const int rank = dst.rank();
-    auto fn = [sg, s, rank](const dim_t* pc) -> dim_t {
-        const A6 a = act_coord(rank, pc);
-        if (a.c1 * sg.c0 + a.ci >= sg.c) return IndexMap::kZero;
-        if (a.d % s[0] || a.h % s[1] || a.w % s[2]) return IndexMap::kZero;
-        return sg.offset(a.n, a.d / s[0], a.c1, a.h / s[1], a.w / s[2], a.ci);
-    };
-    return IndexMap("strided5d", IndexMap::Kind::Gather, activation_physical(ydims, c0), dst, fn,
-                    rank - 1);
+    // dst(n, [d,] k1, [h,] w, k0) <- src(n, [d/SD,] k1, [h/SH,] w/SW, k0), zero unless
+    // k = k1*C0 + k0 < K and every stride divides its position.
+    MapExpr e(dst.names);
+    const ActTerms t = act_terms(e, rank);
+    e.require_below(e.let("k", t.c1 * e.sym("C0", c0) + t.c0), e.sym("K", sg.c));
+    const auto names = spatial_names(t.sp.size());
+    std::vector<T> sp;
+    for (std::size_t i = 0; i < t.sp.size(); ++i) {
+        const T st = e.sym("S" + upper(names[i]), p.stride[i]);
+        e.require_divisible(t.sp[i], st);
+        sp.push_back(t.sp[i] / st);
+    }
+    e.set_image(act_image(t.n, t.c1, sp, t.c0));
+    return IndexMap("strided5d", IndexMap::Kind::Gather, activation_physical(ydims, c0), dst,
+                    std::move(e), rank - 1);
 }
 
 namespace {
@@ -364,18 +502,25 @@ IndexMap pad5d(std::vector<dim_t> dims, std::span<const dim_t> pad_begin,
                std::span<const dim_t> pad_end, dim_t c0) {
     const std::vector<dim_t> pdims = padded_dims(dims, pad_begin, pad_end);
     const ActGeom sg = ActGeom::of(dims, c0);
-    const auto pb = axes3(pad_begin, dims.size() - 2, 0);
     const Shape dst = activation_physical(pdims, c0);
     const int rank = dst.rank();
-    auto fn = [sg, pb, rank](const dim_t* pc) -> dim_t {
-        const A6 a = act_coord(rank, pc);
-        if (a.c1 * sg.c0 + a.ci >= sg.c) return IndexMap::kZero;
-        const dim_t d = a.d - pb[0], h = a.h - pb[1], w = a.w - pb[2];
-        if (d < 0 || d >= sg.d || h < 0 || h >= sg.h || w < 0 || w >= sg.w) return IndexMap::kZero;
-        return sg.offset(a.n, d, a.c1, h, w, a.ci);
-    };
-    return IndexMap("pad5d", IndexMap::Kind::Gather, activation_physical(dims, c0), dst, fn,
-                    rank - 1);
+    // dst(n, [d,] c1, [h,] w, c0) <- src(n, [d - PD,] c1, [h - PH,] w - PW, c0), zero unless
+    // c = c1*C0 + c0 < C and every position is inside the source.
+    MapExpr e(dst.names);
+    const ActTerms t = act_terms(e, rank);
+    e.require_below(e.let("c", t.c1 * e.sym("C0", c0) + t.c0), e.sym("C", sg.c));
+    const std::size_t ns = t.sp.size();
+    const auto names = spatial_names(ns);
+    std::vector<T> sp;
+    for (std::size_t i = 0; i < ns; ++i) {
+        const std::string A = upper(names[i]);
+        const T x = t.sp[i] - e.sym("P" + A, pad_begin[i]);
+        e.require_range(x, e.num(0), e.sym(A, dims[2 + i]));
+        sp.push_back(x);
+    }
+    e.set_image(act_image(t.n, t.c1, sp, t.c0));
+    return IndexMap("pad5d", IndexMap::Kind::Gather, activation_physical(dims, c0), dst,
+                    std::move(e), rank - 1);
 }
 
 namespace {
@@ -395,33 +540,41 @@ IndexMap im2col_fractal(const Problem& p, dim_t c0) {
     const detail::Geom3 g = detail::geom3(p);
     const dim_t rows = g.k[0] * sg.c1 * g.k[1] * g.k[2], m = g.out_size();
     const Shape dst{{p.mb, rows, blocks_of(m, kN0), kN0, c0}, {"n", "k1", "m1", "m0", "c0"}};
-    auto fn = [sg, g, m](const dim_t* pc) -> dim_t {
-        dim_t mm = pc[2] * kN0 + pc[3];
-        if (mm >= m) return IndexMap::kZero;
-        dim_t r = pc[1];
-        const dim_t kw = r % g.k[2];
-        r /= g.k[2];
-        const dim_t kh = r % g.k[1];
-        r /= g.k[1];
-        const dim_t c1 = r % sg.c1, kd = r / sg.c1;
-        if (c1 * sg.c0 + pc[4] >= sg.c) return IndexMap::kZero;
-        const dim_t ow = mm % g.out[2];
-        mm /= g.out[2];
-        const dim_t oh = mm % g.out[1], od = mm / g.out[1];
-        const dim_t id = od * g.s[0] - g.pb[0] + kd * g.d[0];
-        const dim_t ih = oh * g.s[1] - g.pb[1] + kh * g.d[1];
-        const dim_t iw = ow * g.s[2] - g.pb[2] + kw * g.d[2];
-        if (id < 0 || id >= g.in[0] || ih < 0 || ih >= g.in[1] || iw < 0 || iw >= g.in[2])
-            return IndexMap::kZero;
-        return sg.offset(pc[0], id, c1, ih, iw, pc[4]);
-    };
+    // dst(n, row, m1, m0, c0): m = m1*M0 + m0 < M the output position, row = ((kd*C1 + c1)*KH +
+    // kh)*KW + kw the tap and channel block, c = c1*C0 + c0 < C; per axis i = o*S - P + k*D
+    // inside the input, else zero; src(n, [id,] c1, [ih,] iw, c0).
+    MapExpr e(dst.names);
+    const auto ns = static_cast<std::size_t>(p.ndims);
+    const std::span<const dim_t> ks(p.kernel.data(), ns);
+    T c1;
+    std::vector<T> k;
+    split_row(e, e.var(1), sg.c1, "c1", ks, spatial_names(ns, "k"), c1, k);
+    T mm = e.let("m", e.var(2) * e.sym("M0", kN0) + e.var(3));
+    e.require_below(mm, e.sym("M", m));
+    e.require_below(e.let("c", c1 * e.sym("C0", c0) + e.var(4)), e.sym("C", sg.c));
+    std::vector<T> o(ns, mm), pos;
+    for (std::size_t i = ns; i-- > 0;) {
+        const int ax = static_cast<int>(i);
+        const std::string a = p.axis_name(ax), A = upper(a);
+        o[i] = i == 0 ? e.let("o" + a, mm) : e.let("o" + a, mm % e.sym("O" + A, p.out(ax)));
+        mm = mm / e.sym("O" + A, p.out(ax));
+    }
+    for (std::size_t i = 0; i < ns; ++i) {
+        const int ax = static_cast<int>(i);
+        const std::string a = p.axis_name(ax), A = upper(a);
+        const T x =
+            e.let("i" + a, o[i] * e.sym("S" + A, p.stride[ax]) - e.sym("P" + A, p.pad_begin[ax]) +
+                               k[i] * e.sym("D" + A, p.dilation[ax]));
+        e.require_range(x, e.num(0), e.sym("I" + A, p.in[ax]));
+        pos.push_back(x);
+    }
+    e.set_image(act_image(e.var(0), c1, pos, e.var(4)));
     return IndexMap("im2col_fractal", IndexMap::Kind::Gather, activation_physical(xdims, c0), dst,
-                    fn, 4);
+                    std::move(e), 4);
 }
 
 std::vector<std::string> map_names() {
-    return {"nc1hwc0", "unpack_nc1hwc0", "fractal_z", "fractal_z_3d", "unpack_fractal_z", "tnc5d",
-            "tncf",    "fliprot_fz",     "strided5d", "pad5d",        "im2col_fractal"};
+    return map_registry_names("davinci");
 }
 
 BackwardDataPads backward_data_pads(const Problem& p) {
@@ -436,29 +589,138 @@ BackwardDataPads backward_data_pads(const Problem& p) {
     return b;
 }
 
+namespace {
+
+// FRACTAL_NZ of the weights seen as the forward GEMM's left matrix: M = K output channels rows
+// by C/G * k... columns (the row-major bytes of OIHW), into M1 x K1 fractals of M0 = 16 rows by
+// C0 columns stored (K1, M1, M0, C0): dst(k1, m1, m0, c0) <- src(m, k) with m = m1*M0 + m0 < M,
+// k = k1*C0 + c0 < K, else a padding zero (docs/design.md, FRACTAL_NZ).
+IndexMap fractal_nz_map(const Problem& p, dim_t c0) {
+    const dim_t rows = p.oc, cols = p.icg() * p.kernel_spatial();
+    Shape dst = fractal_nz_physical(rows, cols, c0);
+    MapExpr e(dst.names);
+    const T m = e.let("m", e.var(1) * e.sym("M0", kN0) + e.var(2));
+    const T k = e.let("k", e.var(0) * e.sym("C0", c0) + e.var(3));
+    e.require_below(m, e.sym("M", rows));
+    e.require_below(k, e.sym("K", cols));
+    e.set_image({m, k});
+    return IndexMap("fractal_nz", IndexMap::Kind::Gather, Shape{{rows, cols}, {"m", "k"}},
+                    std::move(dst), std::move(e), 3);
+}
+
+}  // namespace
+
+std::vector<MapEntry> registry_entries() {
+    using Kernel = std::function<void(const Problem&, dim_t, const float*, float*)>;
+    const auto entry = [](const char* name, const char* summary,
+                          std::function<IndexMap(const Problem&, dim_t)> build, Kernel kernel,
+                          const char* src, const char* dst) {
+        MapEntry e;
+        e.name = name;
+        e.family = "davinci";
+        e.params = {"c0"};
+        e.summary = summary;
+        e.build = std::move(build);
+        e.kernel = std::move(kernel);
+        e.src_role = src;
+        e.dst_role = dst;
+        return e;
+    };
+    // FRACTAL_Z and FRACTAL_Z_3D are one map under two names, each refusing the other's rank.
+    const auto weight_format = [](bool three_d) {
+        return [three_d](const Problem& p, dim_t c0) {
+            if (!three_d && p.ndims == 3)
+                throw Error("map fractal_z: the problem is 3-D; use fractal_z_3d");
+            if (three_d && p.ndims != 3)
+                throw Error("map fractal_z_3d: the problem is " + std::to_string(p.ndims) +
+                            "-D; use fractal_z");
+            return pack_weight(p.wei_dims(), c0);
+        };
+    };
+    const Kernel pack_wei = [](const Problem& p, dim_t c0, const float* s, float* d) {
+        pack_weight_kernel(p.wei_dims(), c0, s, d);
+    };
+    std::vector<MapEntry> v;
+    v.push_back(entry(
+        "nc1hwc0", "activations NCHW to NC1HWC0 (NDC1HWC0 for 3-D)",
+        [](const Problem& p, dim_t c0) { return pack_activation(p.src_dims(), c0); },
+        [](const Problem& p, dim_t c0, const float* s, float* d) {
+            pack_activation_kernel(p.src_dims(), c0, s, d);
+        },
+        "src", "src_nc1hwc0"));
+    v.back().aliases = {"ndc1hwc0"};
+    v.push_back(entry(
+        "unpack_nc1hwc0", "NC1HWC0 back to NCHW",
+        [](const Problem& p, dim_t c0) { return unpack_activation(p.src_dims(), c0); },
+        [](const Problem& p, dim_t c0, const float* s, float* d) {
+            unpack_activation_kernel(p.src_dims(), c0, s, d);
+        },
+        "src_nc1hwc0", "src"));
+    v.back().aliases = {"unpack_ndc1hwc0"};
+    v.push_back(entry("fractal_z", "weights OIHW to FRACTAL_Z", weight_format(false), pack_wei,
+                      "wei", "wei_fractal_z"));
+    v.push_back(entry("fractal_z_3d", "weights OIDHW to FRACTAL_Z_3D", weight_format(true),
+                      pack_wei, "wei", "wei_fractal_z"));
+    v.push_back(entry(
+        "unpack_fractal_z", "FRACTAL_Z back to OIHW",
+        [](const Problem& p, dim_t c0) { return unpack_weight(p.wei_dims(), c0); },
+        [](const Problem& p, dim_t c0, const float* s, float* d) {
+            unpack_weight_kernel(p.wei_dims(), c0, s, d);
+        },
+        "wei_fractal_z", "wei"));
+    v.push_back(entry(
+        "tnc5d", "NC1HWC0 activations with N and C swapped",
+        [](const Problem& p, dim_t c0) { return tnc5d(p.src_dims(), c0); },
+        [](const Problem& p, dim_t c0, const float* s, float* d) {
+            tnc5d_kernel(p.src_dims(), c0, s, d);
+        },
+        "src_nc1hwc0", ""));
+    v.push_back(entry(
+        "tncf", "NC1HWC0 dY straight into the FRACTAL_Z of the weight-gradient kernel",
+        [](const Problem& p, dim_t c0) { return tncf(p.dst_dims(), c0); },
+        [](const Problem& p, dim_t c0, const float* s, float* d) {
+            tncf_kernel(p.dst_dims(), c0, s, d);
+        },
+        "diff_dst_nc1hwc0", ""));
+    v.push_back(entry(
+        "fliprot_fz", "FlipRot on FRACTAL_Z", fliprot_fz,
+        [](const Problem& p, dim_t c0, const float* s, float* d) {
+            fliprot_fz_kernel(p, c0, s, d);
+        },
+        "wei_fractal_z", ""));
+    v.push_back(entry(
+        "strided5d", "zero insertion of NC1HWC0 dY", strided5d,
+        [](const Problem& p, dim_t c0, const float* s, float* d) { strided5d_kernel(p, c0, s, d); },
+        "diff_dst_nc1hwc0", ""));
+    v.push_back(entry(
+        "pad5d", "backward data's pad (or crop) of the zero-inserted NC1HWC0 dY",
+        [](const Problem& p, dim_t c0) {
+            const BackwardDataPads b = backward_data_pads(p);
+            return pad5d(b.zdims, b.begin, b.end, c0);
+        },
+        [](const Problem& p, dim_t c0, const float* s, float* d) {
+            const BackwardDataPads b = backward_data_pads(p);
+            pad5d_kernel(b.zdims, b.begin, b.end, c0, s, d);
+        },
+        "", ""));
+    v.push_back(entry(
+        "im2col_fractal", "NC1HWC0 activations to the fractal column matrix of one group",
+        im2col_fractal,
+        [](const Problem& p, dim_t c0, const float* s, float* d) {
+            const IndexMap m = im2col_fractal(p, c0);
+            const dim_t per_image = m.dst().numel() / p.mb;
+            for (dim_t n = 0; n < p.mb; ++n) im2col_fractal_kernel(p, c0, s, n, d + n * per_image);
+        },
+        "src_nc1hwc0", ""));
+    v.push_back(entry("fractal_nz", "weights as the GEMM matrix (K x C/G*k...) to FRACTAL_NZ",
+                      fractal_nz_map, nullptr, "wei", "wei_fractal_nz"));
+    return v;
+}
+
 IndexMap by_name(std::string_view name, const Problem& p, dim_t c0) {
     p.check();
-    if (name == "nc1hwc0" || name == "ndc1hwc0") return pack_activation(p.src_dims(), c0);
-    if (name == "unpack_nc1hwc0" || name == "unpack_ndc1hwc0")
-        return unpack_activation(p.src_dims(), c0);
-    if (name == "fractal_z" || name == "fractal_z_3d" || name == "unpack_fractal_z") {
-        if (name == "fractal_z" && p.ndims == 3)
-            throw Error("map fractal_z: the problem is 3-D; use fractal_z_3d");
-        if (name == "fractal_z_3d" && p.ndims != 3)
-            throw Error("map fractal_z_3d: the problem is " + std::to_string(p.ndims) +
-                        "-D; use fractal_z");
-        return name == "unpack_fractal_z" ? unpack_weight(p.wei_dims(), c0)
-                                          : pack_weight(p.wei_dims(), c0);
-    }
-    if (name == "tnc5d") return tnc5d(p.src_dims(), c0);
-    if (name == "tncf") return tncf(p.dst_dims(), c0);
-    if (name == "fliprot_fz") return fliprot_fz(p, c0);
-    if (name == "strided5d") return strided5d(p, c0);
-    if (name == "pad5d") {
-        const BackwardDataPads b = backward_data_pads(p);
-        return pad5d(b.zdims, b.begin, b.end, c0);
-    }
-    if (name == "im2col_fractal") return im2col_fractal(p, c0);
+    const MapEntry* e = find_map(name);
+    if (e && e->family == "davinci") return e->build(p, c0);
     std::string known;
     for (auto& n : map_names()) known += (known.empty() ? "" : ", ") + n;
     throw Error("map '" + std::string(name) + "': unknown; known DaVinci maps: " + known);

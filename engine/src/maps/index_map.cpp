@@ -125,6 +125,47 @@ IndexMap::IndexMap(std::string name, Kind kind, Shape src, Shape dst, Fn fn, int
         throw Error("index map " + name_ + ": line_axis out of range");
 }
 
+IndexMap::IndexMap(std::string name, Kind kind, Shape src, Shape dst, MapExpr expr, int line_axis)
+    : IndexMap(std::move(name), kind, std::move(src), std::move(dst), Fn{}, line_axis) {
+    const Shape& dom = domain();
+    const Shape& img = codomain();
+    if (expr.rank() != dom.rank() || expr.image_rank() != img.rank())
+        throw Error("index map " + name_ + ": its expression maps rank " +
+                    std::to_string(expr.rank()) + " to rank " + std::to_string(expr.image_rank()) +
+                    ", the map " + dom.str() + " to " + img.str());
+    expr_ = std::make_shared<const MapExpr>(std::move(expr));
+    // The interpreter is the map's function: enumeration and execution read the expression.
+    fn_ = [e = expr_, dims = img.dims](const dim_t* c) { return e->linear(c, dims); };
+}
+
+std::string IndexMap::formula() const {
+    if (!expr_) return "";
+    const bool gather = kind_ == Kind::Gather;
+    return name_ + ": " + expr_->formula(gather ? "dst" : "src", gather ? "src" : "dst", !gather);
+}
+
+std::vector<std::string> IndexMap::explain_lines(dim_t domain_linear) const {
+    if (!expr_) throw Error("map " + name_ + " is not written as an expression: no formula");
+    const std::string pair = pair_text(domain_linear);  // checks the element is in the domain
+    std::vector<dim_t> c(static_cast<std::size_t>(domain().rank()));
+    domain().coord_of(domain_linear, c);
+    std::vector<dim_t> values(expr_->nodes().size());
+    expr_->eval(c.data(), values.data());
+    std::vector<std::string> lines = expr_->explain_lines(c.data(), values.data());
+    lines.push_back(pair);
+    return lines;
+}
+
+std::string IndexMap::explain(dim_t domain_linear) const {
+    const std::vector<std::string> lines = explain_lines(domain_linear);
+    std::vector<dim_t> c(static_cast<std::size_t>(domain().rank()));
+    domain().coord_of(domain_linear, c);
+    std::string s = formula() + "\nat " + (kind_ == Kind::Gather ? "dst" : "src") +
+                    coord_str(domain(), c) + ":\n";
+    for (const auto& l : lines) s += "  " + l + "\n";
+    return s;
+}
+
 dim_t IndexMap::map(dim_t domain_linear) const {
     std::vector<dim_t> c(static_cast<std::size_t>(domain().rank()));
     domain().coord_of(domain_linear, c);
@@ -408,6 +449,7 @@ std::string IndexMap::dump_json(dim_t limit) const {
 IndexMap IndexMap::transposed(std::string name) const {
     // The domain stays the same side; only the kind (and so which side is source) flips.
     const Kind k = kind_ == Kind::Gather ? Kind::Reduce : Kind::Gather;
+    if (expr_) return IndexMap(std::move(name), k, dst_, src_, *expr_, line_axis_);
     return IndexMap(std::move(name), k, dst_, src_, fn_, line_axis_);
 }
 
@@ -417,6 +459,9 @@ IndexMap compose(const IndexMap& second, const IndexMap& first, std::string name
     if (second.src().dims != first.dst().dims)
         throw Error("compose: " + second.name() + " reads " + dims_str(second.src().dims) +
                     " but " + first.name() + " writes " + dims_str(first.dst().dims));
+    if (second.expr() && first.expr())
+        return IndexMap(std::move(name), IndexMap::Kind::Gather, first.src(), second.dst(),
+                        first.expr()->after(*second.expr()), second.line_axis());
     const Shape mid = first.dst();
     auto fn = [second, first, mid](const dim_t* c) -> dim_t {
         const dim_t m = second.map_coord(c);

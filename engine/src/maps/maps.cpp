@@ -1,8 +1,11 @@
 #include "convlab/maps.hpp"
 
 #include <algorithm>
+#include <cctype>
 
 #include "algorithms.hpp"
+#include "convlab/kernels.hpp"
+#include "convlab/map_registry.hpp"
 
 namespace convlab::maps {
 
@@ -44,30 +47,38 @@ Shape weight_shape(const Problem& p) {
     return s;
 }
 
-// The im2col function: column-matrix coordinate (n, g, row, col) -> image linear index or -1.
-IndexMap::Fn im2col_fn(const Problem& p) {
-    return [p](const dim_t* c) -> dim_t {
-        const dim_t n = c[0], g = c[1];
-        dim_t row = c[2], col = c[3];
-        dim_t pos[kMaxSpatial];
-        // row = ((ci * k0 + k_0) * k1 + k_1) ...; col = (o_0 * O1 + o_1) ...
-        dim_t kk[kMaxSpatial], oo[kMaxSpatial];
-        for (int i = p.ndims - 1; i >= 0; --i) {
-            kk[i] = row % p.kernel[i];
-            row /= p.kernel[i];
-            const dim_t oi = p.out(i);
-            oo[i] = col % oi;
-            col /= oi;
-        }
-        const dim_t ci = row;
-        for (int i = 0; i < p.ndims; ++i) {
-            pos[i] = oo[i] * p.stride[i] - p.pad_begin[i] + kk[i] * p.dilation[i];
-            if (pos[i] < 0 || pos[i] >= p.in[i]) return IndexMap::kZero;
-        }
-        dim_t lin = n * p.ic + g * p.icg() + ci;
-        for (int i = 0; i < p.ndims; ++i) lin = lin * p.in[i] + pos[i];
-        return lin;
-    };
+std::string upper(std::string s) {
+    for (auto& ch : s) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+    return s;
+}
+
+// The im2col expression on a column-matrix coordinate (n, g, row, col): row = ((c*K0 + k0)*K1 +
+// k1)..., col = (o0*O1 + o1)...; per axis i = o*S - P + k*D, a padding zero outside [0, I).
+MapExpr im2col_expr(const Problem& p) {
+    MapExpr e({"n", "g", "row", "col"});
+    MapExpr::Term row = e.var(2), col = e.var(3);
+    std::vector<MapExpr::Term> k(static_cast<std::size_t>(p.ndims)), o(k);
+    for (int i = p.ndims - 1; i >= 0; --i) {
+        const std::string a = p.axis_name(i), A = upper(a);
+        const auto u = static_cast<std::size_t>(i);
+        k[u] = e.let("k" + a, row % e.sym("K" + A, p.kernel[i]));
+        row = row / e.sym("K" + A, p.kernel[i]);
+        o[u] = i == 0 ? e.let("o" + a, col) : e.let("o" + a, col % e.sym("O" + A, p.out(i)));
+        col = col / e.sym("O" + A, p.out(i));
+    }
+    const MapExpr::Term c = e.let("c", row);
+    std::vector<MapExpr::Term> image{e.var(0), e.var(1) * e.sym("CG", p.icg()) + c};
+    for (int i = 0; i < p.ndims; ++i) {
+        const std::string a = p.axis_name(i), A = upper(a);
+        const auto u = static_cast<std::size_t>(i);
+        const MapExpr::Term x =
+            e.let("i" + a, o[u] * e.sym("S" + A, p.stride[i]) - e.sym("P" + A, p.pad_begin[i]) +
+                               k[u] * e.sym("D" + A, p.dilation[i]));
+        e.require_range(x, e.num(0), e.sym("I" + A, p.in[i]));
+        image.push_back(x);
+    }
+    e.set_image(image);
+    return e;
 }
 
 Shape column_shape(const Problem& p) {
@@ -79,7 +90,7 @@ Shape column_shape(const Problem& p) {
 
 IndexMap im2col(const Problem& p) {
     return IndexMap("im2col", IndexMap::Kind::Gather, activation_shape(p, in_sizes(p)),
-                    column_shape(p), im2col_fn(p), 2);
+                    column_shape(p), im2col_expr(p), 2);
 }
 
 IndexMap col2im(const Problem& p) {
@@ -94,12 +105,16 @@ IndexMap winograd_tiles(const Problem& p) {
     Shape dst;
     dst.dims = {p.mb, p.ic, th, tw, 6, 6};
     dst.names = {"n", "c", "th", "tw", "i", "j"};
-    auto fn = [p, src](const dim_t* c) -> dim_t {
-        const dim_t y = 4 * c[2] + c[4] - p.pad_begin[0], x = 4 * c[3] + c[5] - p.pad_begin[1];
-        if (y < 0 || y >= p.in[0] || x < 0 || x >= p.in[1]) return IndexMap::kZero;
-        return ((c[0] * src.dims[1] + c[1]) * p.in[0] + y) * p.in[1] + x;
-    };
-    return IndexMap("winograd_tiles", IndexMap::Kind::Gather, src, dst, fn, 5);
+    // dst(n, c, th, tw, i, j) <- src(n, c, 4*th + i - PH, 4*tw + j - PW), zero outside.
+    MapExpr e(dst.names);
+    const MapExpr::Term y =
+        e.let("ih", e.num(4) * e.var(2) + e.var(4) - e.sym("PH", p.pad_begin[0]));
+    const MapExpr::Term x =
+        e.let("iw", e.num(4) * e.var(3) + e.var(5) - e.sym("PW", p.pad_begin[1]));
+    e.require_range(y, e.num(0), e.sym("IH", p.in[0]));
+    e.require_range(x, e.num(0), e.sym("IW", p.in[1]));
+    e.set_image({e.var(0), e.var(1), y, x});
+    return IndexMap("winograd_tiles", IndexMap::Kind::Gather, src, dst, std::move(e), 5);
 }
 
 IndexMap strided(const Problem& p) {
@@ -108,16 +123,16 @@ IndexMap strided(const Problem& p) {
     for (int i = 0; i < p.ndims; ++i) z.push_back((p.out(i) - 1) * p.stride[i] + 1);
     Shape dst = activation_shape(p, z, "k");
     const int rank = dst.rank();
-    auto fn = [p, src, rank](const dim_t* c) -> dim_t {
-        dim_t lin = c[0] * src.dims[1] + c[1];
-        for (int a = 2; a < rank; ++a) {
-            const dim_t s = p.stride[a - 2];
-            if (c[a] % s != 0) return IndexMap::kZero;
-            lin = lin * src.dims[a] + c[a] / s;
-        }
-        return lin;
-    };
-    return IndexMap("strided", IndexMap::Kind::Gather, src, dst, fn, rank - 1);
+    // dst(n, k, z...) <- src(n, k, z/S...), zero unless S divides every z.
+    MapExpr e(dst.names);
+    std::vector<MapExpr::Term> image{e.var(0), e.var(1)};
+    for (int a = 2; a < rank; ++a) {
+        const MapExpr::Term st = e.sym("S" + upper(p.axis_name(a - 2)), p.stride[a - 2]);
+        e.require_divisible(e.var(a), st);
+        image.push_back(e.var(a) / st);
+    }
+    e.set_image(image);
+    return IndexMap("strided", IndexMap::Kind::Gather, src, dst, std::move(e), rank - 1);
 }
 
 namespace {
@@ -136,16 +151,18 @@ IndexMap make_pad(Shape src, std::span<const dim_t> pad_begin, std::span<const d
         if (dst.dims[2 + i] < 1)
             throw Error("pad: axis " + src.names[2 + i] + " would be cropped to nothing");
     }
-    auto fn = [src, pb, rank](const dim_t* c) -> dim_t {
-        dim_t lin = c[0] * src.dims[1] + c[1];
-        for (int a = 2; a < rank; ++a) {
-            const dim_t x = c[a] - pb[a - 2];
-            if (x < 0 || x >= src.dims[a]) return IndexMap::kZero;
-            lin = lin * src.dims[a] + x;
-        }
-        return lin;
-    };
-    return IndexMap("pad", IndexMap::Kind::Gather, std::move(src), std::move(dst), fn, rank - 1);
+    // dst(n, c, x...) <- src(n, c, x - P...), zero outside the source.
+    MapExpr e(dst.names);
+    std::vector<MapExpr::Term> image{e.var(0), e.var(1)};
+    for (int a = 2; a < rank; ++a) {
+        const std::string A = upper(src.names[static_cast<std::size_t>(a)]);
+        const MapExpr::Term x = e.var(a) - e.sym("P" + A, pb[static_cast<std::size_t>(a) - 2]);
+        e.require_range(x, e.num(0), e.sym(A, src.dims[static_cast<std::size_t>(a)]));
+        image.push_back(x);
+    }
+    e.set_image(image);
+    return IndexMap("pad", IndexMap::Kind::Gather, std::move(src), std::move(dst), std::move(e),
+                    rank - 1);
 }
 
 }  // namespace
@@ -177,14 +194,17 @@ IndexMap flip_rot(const Problem& p) {
     for (int i = 0; i < p.ndims; ++i) dst.dims.push_back(p.kernel[i]);
     for (auto& n : spatial_names(p.ndims, "k")) dst.names.push_back(n);
     const int rank = dst.rank();
-    auto fn = [p, rank](const dim_t* c) -> dim_t {
-        // dst(g*Cg + ci, co, k) <- src(g*Kg + co, ci, K-1-k)
-        const dim_t g = c[0] / p.icg(), ci = c[0] % p.icg(), co = c[1];
-        dim_t lin = (g * p.ocg() + co) * p.icg() + ci;
-        for (int a = 2; a < rank; ++a) lin = lin * p.kernel[a - 2] + (p.kernel[a - 2] - 1 - c[a]);
-        return lin;
-    };
-    return IndexMap("fliprot", IndexMap::Kind::Gather, src, dst, fn, rank - 1);
+    // dst(c, k, t...) <- src(g*KG + k, ci, K-1-t...) with g = c/CG, ci = c % CG.
+    MapExpr e(dst.names);
+    const MapExpr::Term cg = e.sym("CG", p.icg());
+    const MapExpr::Term g = e.let("g", e.var(0) / cg), ci = e.let("ci", e.var(0) % cg);
+    std::vector<MapExpr::Term> image{g * e.sym("KG", p.ocg()) + e.var(1), ci};
+    for (int a = 2; a < rank; ++a) {
+        const std::string A = upper(p.axis_name(a - 2));
+        image.push_back(e.sym("K" + A, p.kernel[a - 2]) - 1 - e.var(a));
+    }
+    e.set_image(image);
+    return IndexMap("fliprot", IndexMap::Kind::Gather, src, dst, std::move(e), rank - 1);
 }
 
 IndexMap tnc(std::vector<dim_t> dims, std::vector<std::string> names) {
@@ -195,12 +215,12 @@ IndexMap tnc(std::vector<dim_t> dims, std::vector<std::string> names) {
     std::swap(dst.dims[0], dst.dims[1]);
     std::swap(dst.names[0], dst.names[1]);
     const int rank = src.rank();
-    auto fn = [src, rank](const dim_t* c) -> dim_t {
-        dim_t lin = c[1] * src.dims[1] + c[0];
-        for (int a = 2; a < rank; ++a) lin = lin * src.dims[a] + c[a];
-        return lin;
-    };
-    return IndexMap("tnc", IndexMap::Kind::Gather, src, dst, fn, rank - 1);
+    // dst(b, a, rest...) <- src(a, b, rest...).
+    MapExpr e(dst.names);
+    std::vector<MapExpr::Term> image{e.var(1), e.var(0)};
+    for (int a = 2; a < rank; ++a) image.push_back(e.var(a));
+    e.set_image(image);
+    return IndexMap("tnc", IndexMap::Kind::Gather, src, dst, std::move(e), rank - 1);
 }
 
 IndexMap tnc_src(const Problem& p) {
@@ -221,13 +241,14 @@ IndexMap tnc_diff_wei(const Problem& p) {
     for (auto& n : spatial_names(p.ndims, "k")) src.names.push_back(n);
     Shape dst = weight_shape(p);
     const int rank = dst.rank();
-    auto fn = [p, rank](const dim_t* c) -> dim_t {
-        const dim_t g = c[0] / p.ocg(), co = c[0] % p.ocg(), ci = c[1];
-        dim_t lin = (g * p.icg() + ci) * p.ocg() + co;
-        for (int a = 2; a < rank; ++a) lin = lin * p.kernel[a - 2] + c[a];
-        return lin;
-    };
-    return IndexMap("tnc", IndexMap::Kind::Gather, src, dst, fn, rank - 1);
+    // dst(k, c, t...) <- src(g*CG + c, ko, t...) with g = k/KG, ko = k % KG.
+    MapExpr e(dst.names);
+    const MapExpr::Term kg = e.sym("KG", p.ocg());
+    const MapExpr::Term g = e.let("g", e.var(0) / kg), ko = e.let("ko", e.var(0) % kg);
+    std::vector<MapExpr::Term> image{g * e.sym("CG", p.icg()) + e.var(1), ko};
+    for (int a = 2; a < rank; ++a) image.push_back(e.var(a));
+    e.set_image(image);
+    return IndexMap("tnc", IndexMap::Kind::Gather, src, dst, std::move(e), rank - 1);
 }
 
 Problem backward_data_as_forward(const Problem& p) {
@@ -266,18 +287,100 @@ Problem backward_weight_as_forward(const Problem& p) {
     return q;
 }
 
+namespace {
+
+// NHWC: the activations with the channel innermost, dst(n, spatial..., c) <- src(n, c, spatial...).
+IndexMap nhwc(const Problem& p) {
+    Shape src = activation_shape(p, in_sizes(p));
+    Shape dst{{p.mb}, {"n"}};
+    for (int i = 0; i < p.ndims; ++i) {
+        dst.dims.push_back(p.in[i]);
+        dst.names.push_back(src.names[static_cast<std::size_t>(2 + i)]);
+    }
+    dst.dims.push_back(p.ic);
+    dst.names.push_back("c");
+    const int rank = dst.rank();
+    MapExpr e(dst.names);
+    std::vector<MapExpr::Term> image{e.var(0), e.var(rank - 1)};
+    for (int a = 1; a < rank - 1; ++a) image.push_back(e.var(a));
+    e.set_image(image);
+    return IndexMap("nhwc", IndexMap::Kind::Gather, std::move(src), std::move(dst), std::move(e),
+                    rank - 1);
+}
+
+}  // namespace
+
+std::vector<MapEntry> registry_entries() {
+    const auto entry = [](const char* name, const char* summary, IndexMap (*build)(const Problem&),
+                          const char* src, const char* dst) {
+        MapEntry e;
+        e.name = name;
+        e.family = "nchw";
+        e.summary = summary;
+        e.build = [build](const Problem& p, dim_t) { return build(p); };
+        e.src_role = src;
+        e.dst_role = dst;
+        return e;
+    };
+    std::vector<MapEntry> v;
+    v.push_back(
+        entry("im2col", "activations to column matrices (n, g, row, col)", im2col, "src", "col"));
+    v.back().kernel = [](const Problem& p, dim_t, const float* src, float* dst) {
+        const dim_t per_group = p.icg() * p.kernel_spatial() * p.out_spatial();
+        for (dim_t n = 0; n < p.mb; ++n)
+            for (dim_t g = 0; g < p.groups; ++g)
+                im2col_kernel(p, src, n, g, dst + (n * p.groups + g) * per_group);
+    };
+    v.push_back(entry("col2im", "column matrices added back into the activations (reduce)", col2im,
+                      "diff_col", "diff_src"));
+    v.back().kernel = [](const Problem& p, dim_t, const float* src, float* dst) {
+        std::fill(dst, dst + p.mb * p.ic * p.in_spatial(), 0.0f);
+        const dim_t per_group = p.icg() * p.kernel_spatial() * p.out_spatial();
+        for (dim_t n = 0; n < p.mb; ++n)
+            for (dim_t g = 0; g < p.groups; ++g)
+                col2im_kernel(p, src + (n * p.groups + g) * per_group, n, g, dst);
+    };
+    v.push_back(entry("strided", "zero insertion of dY for a stride", strided, "diff_dst",
+                      "diff_dst_strided"));
+    v.back().kernel = [](const Problem& p, dim_t, const float* src, float* dst) {
+        strided_kernel(p, src, dst);
+    };
+    v.push_back(entry("pad", "backward data's pad (or crop) of the zero-inserted dY",
+                      pad_for_backward_data, "diff_dst_strided", "diff_dst_padded"));
+    v.back().kernel = [](const Problem& p, dim_t, const float* src, float* dst) {
+        std::vector<dim_t> z{p.mb, p.oc};
+        std::vector<dim_t> pb, pe;
+        for (int i = 0; i < p.ndims; ++i) {
+            z.push_back((p.out(i) - 1) * p.stride[i] + 1);
+            const dim_t span = (p.kernel[i] - 1) * p.dilation[i];
+            pb.push_back(span - p.pad_begin[i]);
+            pe.push_back(span - p.pad_end[i] + p.leftover(i));
+        }
+        pad_kernel(z, pb, pe, src, dst);
+    };
+    v.push_back(entry("fliprot", "weights (K, C/G, k...) to (C, K/G, k...), kernels reversed",
+                      flip_rot, "wei", "wei_fliprot"));
+    v.back().kernel = [](const Problem& p, dim_t, const float* src, float* dst) {
+        flip_rot_kernel(p, src, dst);
+    };
+    v.push_back(entry("tnc", "activations (N, C, ...) to (C, N, ...)", tnc_src, "src", "src_tnc"));
+    v.back().kernel = [](const Problem& p, dim_t, const float* src, float* dst) {
+        tnc_kernel(p.src_dims(), src, dst);
+    };
+    v.push_back(
+        entry("winograd", "Winograd F(4x4, 3x3) input tiles of 6x6", winograd_tiles, "src", ""));
+    v.push_back(
+        entry("nhwc", "activations NCHW to NHWC (channels innermost)", nhwc, "src", "src_nhwc"));
+    return v;
+}
+
 std::vector<std::string> names() {
-    return {"im2col", "col2im", "strided", "pad", "fliprot", "tnc", "winograd"};
+    return map_registry_names("nchw");
 }
 
 IndexMap by_name(std::string_view name, const Problem& p) {
-    if (name == "im2col") return im2col(p);
-    if (name == "col2im") return col2im(p);
-    if (name == "strided") return strided(p);
-    if (name == "pad") return pad_for_backward_data(p);
-    if (name == "fliprot") return flip_rot(p);
-    if (name == "tnc") return tnc_src(p);
-    if (name == "winograd") return winograd_tiles(p);
+    const MapEntry* e = find_map(name);
+    if (e && e->family == "nchw") return e->build(p, 0);
     std::string known;
     for (auto& n : names()) known += (known.empty() ? "" : ", ") + n;
     throw Error("map '" + std::string(name) + "': unknown; known maps: " + known);
