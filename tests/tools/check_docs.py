@@ -22,7 +22,8 @@ MAX_README_LINES = 160
 # Built from pieces so that this file does not match itself.
 HISTORY = re.compile(
     "|".join([
-        "sess" + "ion",
+        # a word, not part of an identifier such as an API's createCDPSession
+        r"(?<![A-Za-z])sess" + "ion",
         r"issue ?#?[0-9]",
         r"\bspr" + r"int\b",
         "before any " + "of this",
