@@ -12,6 +12,7 @@
 #include "checked.hpp"
 #include "convlab/davinci.hpp"
 #include "convlab/maps.hpp"
+#include "fractal_kernel.hpp"
 #include "geom.hpp"
 #include "microkernel.hpp"
 
@@ -28,50 +29,6 @@ void transpose_b(dim_t fractals, dim_t c0, const float* wfz, float* bt) {
         for (dim_t j = 0; j < kN0; ++j)
             for (dim_t k = 0; k < c0; ++k) b[k * kN0 + j] = w[j * c0 + k];
     }
-}
-
-// acc (16 x 16, row = m, column = n) = sum over r of A(r) (16 x C0) * B(r) (C0 x 16): a chain of
-// rank-1 updates, each adding a column of A times a row of B to the 16 rows of the tile. The 16
-// rows are 16-float vectors (GCC vector extension: one AVX-512 register each, or two AVX ones),
-// held in registers across the whole reduction.
-typedef float Row16 __attribute__((vector_size(kN0 * sizeof(float))));
-
-template <int C0>
-void tile_product(const float* a, dim_t a_step, const float* b, dim_t b_step, dim_t rows,
-                  float* acc) {
-    Row16 c[kN0];
-    for (auto& v : c) v = Row16{};
-    for (dim_t r = 0; r < rows; ++r, a += a_step, b += b_step)
-        for (int k = 0; k < C0; ++k) {
-            Row16 bk;
-            std::memcpy(&bk, b + k * kN0, sizeof(bk));
-#pragma GCC unroll 16
-            for (int i = 0; i < kN0; ++i) c[i] += a[i * C0 + k] * bk;
-        }
-    std::memcpy(acc, c, sizeof(c));
-}
-
-void tile_product_any(dim_t c0, const float* a, dim_t a_step, const float* b, dim_t b_step,
-                      dim_t rows, float* acc) {
-    switch (c0) {
-        case 16:
-            return tile_product<16>(a, a_step, b, b_step, rows, acc);
-        case 8:
-            return tile_product<8>(a, a_step, b, b_step, rows, acc);
-        case 32:
-            return tile_product<32>(a, a_step, b, b_step, rows, acc);
-        case 4:
-            return tile_product<4>(a, a_step, b, b_step, rows, acc);
-        default:
-            break;
-    }
-    std::fill(acc, acc + kN0 * kN0, 0.0f);
-    for (dim_t r = 0; r < rows; ++r, a += a_step, b += b_step)
-        for (dim_t k = 0; k < c0; ++k)
-            for (dim_t i = 0; i < kN0; ++i) {
-                const float av = a[i * c0 + k];
-                for (dim_t j = 0; j < kN0; ++j) acc[i * kN0 + j] += av * b[k * kN0 + j];
-            }
 }
 
 // The problem of one group.
@@ -160,8 +117,8 @@ void conv_fractal(const Problem& p, dim_t c0, const float* x5d, const float* wfz
         const dim_t mb = t / tn, nb = t % tn;
         float acc[kN0 * kN0];
         if (nb < n1)
-            tile_product_any(c0, a + mb * frac, cm * frac, bt.get() + nb * frac, n1 * frac, rows,
-                             acc);
+            fractal_product(c0, kN0, rows, a + mb * frac, cm * frac, bt.get() + nb * frac,
+                            n1 * frac, kN0, acc, kN0, false);
         else
             std::fill(acc, acc + kN0 * kN0, 0.0f);
         for (dim_t i = 0; i < kN0; ++i) {
@@ -170,6 +127,16 @@ void conv_fractal(const Problem& p, dim_t c0, const float* x5d, const float* wfz
             const dim_t ow = mm % g.out[2];
             mm /= g.out[2];
             const dim_t oh = mm % g.out[1], od = mm / g.out[1];
+            if (c0 == kN0) {
+                // The tile's column block is the output's channel block nb: row i is C0
+                // contiguous lanes.
+                float* out = y5d + yg.offset(n, od, nb, oh, ow, 0);
+                const dim_t valid = std::clamp<dim_t>(p.oc - nb * kN0, 0, kN0);
+                for (dim_t j = 0; j < valid; ++j)
+                    out[j] = acc[i * kN0 + j] + (bias ? bias[nb * kN0 + j] : 0.0f);
+                std::fill(out + valid, out + kN0, 0.0f);
+                continue;
+            }
             for (dim_t j = 0; j < kN0; ++j) {
                 const dim_t k = nb * kN0 + j;
                 if (k >= k_lanes) break;
@@ -317,53 +284,6 @@ void backward_data_fractal_via_forward(const Problem& p, const ConvArgs& a, Prof
     }
 }
 
-void backward_weight_fractal_fz(const Problem& p, const float* src, const float* diff_dst,
-                                float* dw_fz, Profiler* prof, const Options& o) {
-    check_c0(o.c0);
-    const dim_t c0 = o.c0;
-    const Problem p1 = one_group(p);
-    const Problem q = maps::backward_weight_as_forward(p1);
-    check_gives_back(q, p.kernel, p.ndims, "backward_weight_fractal_via_forward");
-    const std::vector<dim_t> xd = p1.src_dims(), yd = p1.dst_dims(), rd = q.dst_dims();
-    const ActGeom xg = ActGeom::of(xd, c0), yg = ActGeom::of(yd, c0),
-                  tg = ActGeom::of(q.src_dims(), c0), rg = ActGeom::of(rd, c0);
-    const WeiGeom kg = WeiGeom::of(q.wei_dims(), c0), dg = WeiGeom::of(p.wei_dims(), c0);
-    auto x5 = buffer(xg.size()), xt = buffer(tg.size()), y5 = buffer(yg.size());
-    auto yf = buffer(kg.size()), r5 = buffer(rg.size());
-    if (p.groups > 1) {
-        // Groups write their output channels only; the padding rows of N1 stay zero.
-        Span s(prof, "zero");
-        std::fill(dw_fz, dw_fz + dg.size(), 0.0f);
-    }
-    for (dim_t g = 0; g < p.groups; ++g) {
-        {
-            Span s(prof, "pack_src");
-            pack_activation_kernel(xd, c0, src, x5.get(), p.ic, g * p1.ic);
-            round_storage(o.storage, x5.get(), xg.size());
-        }
-        {
-            Span s(prof, "pack_dst");
-            pack_activation_kernel(yd, c0, diff_dst, y5.get(), p.oc, g * p1.oc);
-            round_storage(o.storage, y5.get(), yg.size());
-        }
-        {
-            Span s(prof, "tnc");
-            tnc5d_kernel(xd, c0, x5.get(), xt.get());
-        }
-        {
-            Span s(prof, "tncf");
-            tncf_kernel(yd, c0, y5.get(), yf.get());
-        }
-        conv_fractal(q, c0, xt.get(), yf.get(), nullptr, r5.get(), prof);
-        // (C/G, K/G, k...) in NC1HWC0 -> FRACTAL_Z of (K, C/G, k...), this group's K/G rows.
-        Span s(prof, "tncf_dw");
-        if (p.groups == 1)
-            tncf_kernel(rd, c0, r5.get(), dw_fz);
-        else
-            tncf_kernel(rd, c0, r5.get(), dw_fz, p.oc, g * p1.oc);
-    }
-}
-
 void backward_weight_fractal_via_forward(const Problem& p, const ConvArgs& a, Profiler* prof) {
     backward_weight_fractal_via_forward(p, a, prof, Options{});
 }
@@ -429,12 +349,7 @@ dim_t fractal_work(const Problem& p, Pass pass, dim_t c0) {
         floats = sat_add(floats, sat_add(wei_size(p1.wei_dims(), c0), wei_size(q.wei_dims(), c0)));
         floats = sat_add(floats, conv_fractal_work(q, c0));
     } else {
-        const Problem q = maps::backward_weight_as_forward(p1);
-        if (!q.validate(true).empty()) return kHugeSize;
-        floats = sat_add(sat_add(act_size(p1.src_dims(), c0), act_size(q.src_dims(), c0)),
-                         sat_add(act_size(p1.dst_dims(), c0), wei_size(q.wei_dims(), c0)));
-        floats = sat_add(floats, sat_add(act_size(q.dst_dims(), c0), wei_size(p.wei_dims(), c0)));
-        floats = sat_add(floats, conv_fractal_work(q, c0));
+        floats = sat_add(davinci::fractal_weight_work(p, c0), wei_size(p.wei_dims(), c0));
     }
     return sat_mul(floats, dim_t{sizeof(float)});
 }

@@ -1,0 +1,25 @@
+// Internal: the fractal product, the CPU's analogue of the DaVinci cube unit, as a register-blocked
+// microkernel chosen at run time (AVX-512, AVX2+FMA or portable, following the GEMM core's
+// selection, so CONVLAB_ISA caps it too).
+#pragma once
+
+#include "convlab/problem.hpp"
+
+namespace convlab::davinci {
+
+// c (16 x w, leading dim ldc) = (acc ? c : 0) + sum over r < rows of A_r * B_r, with
+// A_r = a + r * a_step a row-major 16 x kr fractal (a_r[i*kr + k]) and B_r = b + r * b_step a
+// kr x w block whose rows are ldb floats apart (b_r[k*ldb + j]). Forward: kr = C0, w = 16 (A the
+// column fractals, B the weight fractals turned C0 x 16); weight gradient: kr = 16 positions,
+// w = C0 (A the dY fractals, B the input's). Every kr and w is computed; kr of 4, 8, 16 or 32 with
+// w a multiple of 16 by the vector kernels.
+void fractal_product(dim_t kr, dim_t w, dim_t rows, const float* a, dim_t a_step, const float* b,
+                     dim_t b_step, dim_t ldb, float* c, dim_t ldc, bool acc);
+
+// Floats of the buffers of backward_weight_fractal_fz for p (fractal_weight.cpp).
+dim_t fractal_weight_work(const Problem& p, dim_t c0);
+
+// The ISA of the kernels fractal_product runs ("avx512", "avx2" or "portable").
+const char* fractal_isa();
+
+}  // namespace convlab::davinci
