@@ -69,23 +69,6 @@ void check_gives_back(const Problem& q, const SpatialDims& want, int ndims, cons
                         std::to_string(want[i]) + " (leftover r not accounted for?)");
 }
 
-// Scratch storage, not zeroed (every kernel writing it writes every element), counted as work
-// memory while it lives (detail::count_work_memory).
-struct CountedFree {
-    std::size_t bytes = 0;
-    void operator()(float* p) const {
-        delete[] p;
-        detail::count_work_memory(-static_cast<std::ptrdiff_t>(bytes));
-    }
-};
-using Buffer = std::unique_ptr<float[], CountedFree>;
-Buffer buffer(dim_t n) {
-    const auto count = static_cast<std::size_t>(n);
-    Buffer b(new float[count], CountedFree{count * sizeof(float)});
-    detail::count_work_memory(static_cast<std::ptrdiff_t>(count * sizeof(float)));
-    return b;
-}
-
 }  // namespace
 
 void conv_fractal(const Problem& p, dim_t c0, const float* x5d, const float* wfz, const float* bias,
@@ -104,7 +87,7 @@ void conv_fractal(const Problem& p, dim_t c0, const float* x5d, const float* wfz
     // The column matrix is built a block column of M blocks at a time (about 4 MB; the cube
     // works from a bounded L1 buffer), so memory stays bounded for large images.
     const dim_t chunk = std::clamp<dim_t>((dim_t{1} << 20) / (rows * frac), 1, m1);
-    auto bt = buffer(rows * n1 * frac);
+    auto bt = kept(kFracBtSlot, rows * n1 * frac);
     {
         Span s(prof, "transpose_b");
         transpose_b(rows * n1, c0, wfz, bt.get());
@@ -161,11 +144,10 @@ void conv_fractal(const Problem& p, dim_t c0, const float* x5d, const float* wfz
         double t_im2col = 0, t_gemm = 0;
         // The threads' buffers allocated before the region: an allocation failing inside it
         // would end the program (an exception cannot leave a parallel region).
-        std::vector<Buffer> bufs(static_cast<std::size_t>(threads));
-        for (auto& b : bufs) b = buffer(rows * chunk * frac);
+        reserve_thread_scratch(kFracColSlot, rows * chunk * frac, threads);
 #pragma omp parallel num_threads(threads) reduction(+ : t_im2col, t_gemm)
         {
-            auto& a = bufs[static_cast<std::size_t>(omp_get_thread_num())];
+            const Kept a = kept(kFracColSlot, rows * chunk * frac);
 #pragma omp for schedule(dynamic, 1)
             for (dim_t u = 0; u < units; ++u) {
                 const dim_t n = u / nchunks, mb0 = (u % nchunks) * chunk;
@@ -187,7 +169,7 @@ void conv_fractal(const Problem& p, dim_t c0, const float* x5d, const float* wfz
         return;
     }
     // Few units (one large image): a unit at a time, its tiles in parallel.
-    auto a = buffer(rows * chunk * frac);
+    const Kept a = kept(kFracColSlot, rows * chunk * frac);
     for (dim_t n = 0; n < p.mb; ++n)
         for (dim_t mb0 = 0; mb0 < m1; mb0 += chunk) {
             const dim_t cm = std::min(chunk, m1 - mb0);
@@ -212,7 +194,8 @@ void forward_fractal(const Problem& p, const ConvArgs& a, Profiler* prof, const 
     const std::vector<dim_t> xd = q.src_dims(), wd = q.wei_dims(), yd = q.dst_dims();
     const ActGeom xg = ActGeom::of(xd, o.c0), yg = ActGeom::of(yd, o.c0);
     const WeiGeom wg = WeiGeom::of(wd, o.c0);
-    auto x5 = buffer(xg.size()), wz = buffer(wg.size()), y5 = buffer(yg.size());
+    const Kept x5 = kept(kFracSlot[0], xg.size()), wz = kept(kFracSlot[1], wg.size()),
+               y5 = kept(kFracSlot[2], yg.size());
     const dim_t wslice = q.oc * q.ic * q.kernel_spatial();
     for (dim_t g = 0; g < p.groups; ++g) {
         {
@@ -251,8 +234,10 @@ void backward_data_fractal_via_forward(const Problem& p, const ConvArgs& a, Prof
     const ActGeom yg = ActGeom::of(yd, c0), zg = ActGeom::of(zd, c0),
                   qg = ActGeom::of(q.src_dims(), c0), xg = ActGeom::of(xd, c0);
     const WeiGeom wg = WeiGeom::of(wd, c0), fg = WeiGeom::of(q.wei_dims(), c0);
-    auto y5 = buffer(yg.size()), z5 = buffer(zg.size()), q5 = buffer(qg.size());
-    auto wz = buffer(wg.size()), wf = buffer(fg.size()), x5 = buffer(xg.size());
+    const Kept y5 = kept(kFracSlot[0], yg.size()), z5 = kept(kFracSlot[1], zg.size()),
+               q5 = kept(kFracSlot[2], qg.size());
+    const Kept wz = kept(kFracSlot[3], wg.size()), wf = kept(kFracSlot[4], fg.size()),
+               x5 = kept(kFracSlot[5], xg.size());
     const dim_t wslice = p1.oc * p1.ic * p.kernel_spatial();
     for (dim_t g = 0; g < p.groups; ++g) {
         {
@@ -292,7 +277,7 @@ void backward_weight_fractal_via_forward(const Problem& p, const ConvArgs& a, Pr
                                          const Options& o) {
     check_c0(o.c0);
     const std::vector<dim_t> wd = p.wei_dims();
-    auto fz = buffer(WeiGeom::of(wd, o.c0).size());
+    const Kept fz = kept(kFracSlot[6], WeiGeom::of(wd, o.c0).size());
     backward_weight_fractal_fz(p, a.src, a.diff_dst, fz.get(), prof, o);
     Span s(prof, "unpack");
     unpack_weight_kernel(wd, o.c0, fz.get(), a.diff_wei);

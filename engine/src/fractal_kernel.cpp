@@ -4,7 +4,11 @@
 // and picked at run time by the GEMM core's selection (detail::selected_isa).
 #include "fractal_kernel.hpp"
 
+#include "omp_compat.hpp"
+
 #include <algorithm>
+#include <new>
+#include <string>
 
 #include "x86.hpp"
 
@@ -145,6 +149,22 @@ void fractal_product(dim_t kr, dim_t w, dim_t rows, const float* a, dim_t a_step
     const Fn16 f = w % 16 == 0 ? kernel16(kr) : nullptr;
     if (!f) return product_portable(kr, w, rows, a, a_step, b, b_step, ldb, c, ldc, acc);
     for (dim_t j = 0; j < w; j += 16) f(rows, a, a_step, b + j, b_step, ldb, c + j, ldc, acc);
+}
+
+void reserve_thread_scratch(int slot, dim_t floats, int threads) {
+    bool ok = true;
+#pragma omp parallel num_threads(threads)
+    {
+        try {
+            (void)detail::scratch(slot, static_cast<std::size_t>(floats));
+        } catch (const std::bad_alloc&) {
+#pragma omp atomic write
+            ok = false;
+        }
+    }
+    if (!ok)
+        throw Error("fractal: " + std::to_string((floats * dim_t{sizeof(float)}) >> 20) +
+                    " MiB of column blocks per thread do not fit in memory");
 }
 
 const char* fractal_isa() {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "convlab/problem.hpp"
+#include "microkernel.hpp"
 
 namespace convlab::davinci {
 
@@ -18,6 +19,25 @@ void fractal_product(dim_t kr, dim_t w, dim_t rows, const float* a, dim_t a_step
 
 // Floats of the buffers of backward_weight_fractal_fz for p (fractal_weight.cpp).
 dim_t fractal_weight_work(const Problem& p, dim_t c0);
+
+// The DaVinci algorithms' buffers live in the calling thread's scratch slots (detail::scratch),
+// kept between calls: a fresh buffer of megabytes costs a page fault per 4 KiB on every call,
+// which on a virtual machine took longer than the products themselves. These algorithms run no
+// GEMM core, so the slots are theirs during a call: conv_fractal uses kFracColSlot (each
+// thread's column block) and kFracBtSlot, the NCHW-level calls kFracSlot[i].
+inline constexpr int kFracColSlot = 3;
+inline constexpr int kFracBtSlot = 13;
+inline constexpr int kFracSlot[] = {4, 5, 6, 7, 9, 10, 11};
+struct Kept {
+    float* p;
+    float* get() const { return p; }
+};
+inline Kept kept(int slot, dim_t floats) {
+    return {detail::scratch(slot, static_cast<std::size_t>(floats))};
+}
+// Sizes slot `slot` of each of `threads` threads to `floats` before a parallel region uses it
+// (an allocation failing inside the region would end the program); Error when it does not fit.
+void reserve_thread_scratch(int slot, dim_t floats, int threads);
 
 // The ISA of the kernels fractal_product runs ("avx512", "avx2" or "portable").
 const char* fractal_isa();

@@ -33,22 +33,6 @@ namespace {
 
 constexpr dim_t kFrac = kN0 * kN0;  // floats of a dY fractal (16 channels x 16 positions)
 
-struct CountedFree {
-    std::size_t bytes = 0;
-    void operator()(float* p) const {
-        delete[] p;
-        detail::count_work_memory(-static_cast<std::ptrdiff_t>(bytes));
-    }
-};
-using Buffer = std::unique_ptr<float[], CountedFree>;
-// Scratch, not zeroed (every element is written before it is read), counted as work memory.
-Buffer buffer(dim_t n) {
-    const auto count = static_cast<std::size_t>(n);
-    Buffer b(new float[count], CountedFree{count * sizeof(float)});
-    detail::count_work_memory(static_cast<std::ptrdiff_t>(count * sizeof(float)));
-    return b;
-}
-
 void round_storage(DType t, float* v, dim_t n) {
     if (t == DType::f16)
         for (dim_t i = 0; i < n; ++i) v[i] = half_to_float(float_to_half(v[i]));
@@ -194,12 +178,12 @@ void backward_weight_fractal_fz(const Problem& p, const float* src, const float*
         d[1] = cg;
         return d;
     }();
-    auto x5 = buffer(s.xg.size()), yf = buffer(n1 * s.p1 * kFrac);
-    auto xf = buffer(rows * s.chunk * lanes);
+    const Kept x5 = kept(kFracSlot[0], s.xg.size()), yf = kept(kFracSlot[1], n1 * s.p1 * kFrac);
+    const Kept xf = kept(kFracSlot[2], rows * s.chunk * lanes);
     // One group's gradient: in place with one group, else in its own FRACTAL_Z, scattered after.
-    Buffer own;
+    Kept own{nullptr};
     if (p.groups > 1) {
-        own = buffer(s.wg.size());
+        own = kept(kFracSlot[3], s.wg.size());
         Span z(prof, "zero");
         std::fill(dw_fz, dw_fz + WeiGeom::of(p.wei_dims(), c0).size(), 0.0f);
     }
