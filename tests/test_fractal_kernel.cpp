@@ -122,14 +122,17 @@ TEST_CASE(
     std::mt19937 rng(62);
     // oc 520: 33 channel blocks, so a reduction block holds 8 fractals and these problems span
     // several blocks (N*out = 243, 9 x 9 outputs: fractals straddle images); batch 3, 5 and 17;
-    // C 5 / 20 / 35 off the multiples of C0; groups with K/G off 16; 3-D; stride and dilation.
+    // C 5 / 20 / 35 off the multiples of C0; groups with K/G off 16; 3-D; stride and dilation;
+    // C 300 (forward) and K 400 (backward data): reductions of more than one row block.
     const char* descs[] = {"mb3ic5ih9oc520oh9kh3ph1",
                            "mb17ic20ih7oc33oh4kh3sh2ph1",
                            "g2mb5ic40ih9oc36oh4kh3sh2ph1dh1",
                            "mb2ic19id5ih5iw5oc40od3oh3ow3kd3kh3kw3sd2sh2sw2pd1ph1pw1",
                            "g3mb2ic12id4ih5iw6oc300od4oh5ow6kd1kh3kw3ph1pw1",
                            "mb5ic35iw40oc70ow18kw5sw2dw1pw2",
-                           "mb1ic3ih23oc18oh12kh7sh2ph3"};
+                           "mb1ic3ih23oc18oh12kh7sh2ph3",
+                           "mb2ic300ih5oc40oh5kh3ph1",
+                           "mb1ic24ih6oc400oh6kh3ph1"};
     for (const std::string& isa : isas()) {
         REQUIRE(detail::select_microkernel(isa.c_str()));
         for (const char* desc : descs)

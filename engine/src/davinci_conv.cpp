@@ -69,6 +69,14 @@ void check_gives_back(const Problem& q, const SpatialDims& want, int ndims, cons
                         std::to_string(want[i]) + " (leftover r not accounted for?)");
 }
 
+// M blocks of conv_fractal's block column: its column matrix (rows x chunk fractals) and its
+// tiles (chunk x tn) within 2^20 floats each.
+dim_t conv_fractal_chunk(dim_t rows, dim_t tn, dim_t m1, dim_t c0) {
+    const dim_t by_cols = (dim_t{1} << 20) / detail::sat_mul(rows, kN0 * c0);
+    const dim_t by_tiles = (dim_t{1} << 20) / detail::sat_mul(tn, kN0 * kN0);
+    return std::clamp<dim_t>(std::min(by_cols, by_tiles), 1, std::max<dim_t>(m1, 1));
+}
+
 }  // namespace
 
 void conv_fractal(const Problem& p, dim_t c0, const float* x5d, const float* wfz, const float* bias,
@@ -85,25 +93,36 @@ void conv_fractal(const Problem& p, dim_t c0, const float* x5d, const float* wfz
     const dim_t k_lanes = yg.c1 * c0;  // output channels including padding lanes
     const dim_t tn = std::max(n1, blocks_of(k_lanes, kN0));  // tile columns
     // The column matrix is built a block column of M blocks at a time (about 4 MB; the cube
-    // works from a bounded L1 buffer), so memory stays bounded for large images.
-    const dim_t chunk = std::clamp<dim_t>((dim_t{1} << 20) / (rows * frac), 1, m1);
+    // works from a bounded L1 buffer), so memory stays bounded for large images; the block's
+    // tiles (at most 2^20 floats) are accumulated over row blocks of the reduction.
+    const dim_t chunk = conv_fractal_chunk(rows, tn, m1, c0);
+    // A row block of the block column's A fractals and of one column block's B fractals stays in
+    // L2 (about 512 KB) while the tiles use them: B, megabytes for wide layers, is read once per
+    // block column instead of once per M block.
+    const dim_t rb =
+        std::clamp<dim_t>((dim_t{1} << 17) / (frac * (chunk + 1)), std::min<dim_t>(8, rows), rows);
     auto bt = kept(kFracBtSlot, rows * n1 * frac);
     {
         Span s(prof, "transpose_b");
         transpose_b(rows * n1, c0, wfz, bt.get());
     }
-    // Tile t = (mb, nb) of the block column starting at M block mb0 (cm blocks, in `a`) of image
-    // n: the fractal products, then the write to NC1HWC0: row i is output position
-    // m = (mb0 + mb)*16 + i, column j output channel k = nb*16 + j (block k/C0, lane k%C0);
-    // lanes k >= K are zeros.
-    const auto tile = [&](dim_t n, dim_t mb0, dim_t cm, dim_t t, const float* a) {
-        const dim_t mb = t / tn, nb = t % tn;
-        float acc[kN0 * kN0];
+    // Tile t = (nb, mb) = (t / cm, t % cm) of the block column (cm M blocks in `a`), its sum over
+    // rows [r0, r0 + rb) added to accs[t*256..] (set by the first row block).
+    const auto product = [&](dim_t cm, const float* a, float* accs, dim_t r0, dim_t t) {
+        const dim_t nb = t / cm, mb = t % cm;
+        float* c = accs + t * kN0 * kN0;
         if (nb < n1)
-            fractal_product(c0, kN0, rows, a + mb * frac, cm * frac, bt.get() + nb * frac,
-                            n1 * frac, kN0, acc, kN0, false);
-        else
-            std::fill(acc, acc + kN0 * kN0, 0.0f);
+            fractal_product(c0, kN0, std::min(rb, rows - r0), a + (r0 * cm + mb) * frac, cm * frac,
+                            bt.get() + (r0 * n1 + nb) * frac, n1 * frac, kN0, c, kN0, r0 > 0);
+        else if (r0 == 0)
+            std::fill(c, c + kN0 * kN0, 0.0f);
+    };
+    // The write of tile t of the block column starting at M block mb0 of image n to NC1HWC0: row
+    // i is output position m = (mb0 + mb)*16 + i, column j output channel k = nb*16 + j (block
+    // k/C0, lane k%C0); lanes k >= K are zeros.
+    const auto write = [&](dim_t n, dim_t mb0, dim_t cm, dim_t t, const float* accs) {
+        const dim_t nb = t / cm, mb = t % cm;
+        const float* acc = accs + t * kN0 * kN0;
         for (dim_t i = 0; i < kN0; ++i) {
             dim_t mm = (mb0 + mb) * kN0 + i;
             if (mm >= m) break;
@@ -130,12 +149,13 @@ void conv_fractal(const Problem& p, dim_t c0, const float* x5d, const float* wfz
         }
     };
     const dim_t nchunks = blocks_of(m1, chunk), units = p.mb * nchunks;
+    const dim_t col_floats = rows * chunk * frac, acc_floats = chunk * tn * kN0 * kN0;
     const int threads = omp_get_max_threads();
     if (threads > 1 && units >= 2 * dim_t{threads}) {
-        // Many units (image, block column), e.g. the backward-weight problem, whose batch is C:
-        // hundreds of small images. One parallel region, each thread taking whole units with
-        // its own column buffer: no fork/join per image. The wall time is split between the
-        // im2col and fractal_gemm spans in proportion to the threads' time in each.
+        // Many units (image, block column), e.g. a batch of small images. One parallel region,
+        // each thread taking whole units with its own column and tile buffers: no fork/join per
+        // image. The wall time is split between the im2col and fractal_gemm spans in proportion
+        // to the threads' time in each.
         using Clock = std::chrono::steady_clock;
         const auto since = [](Clock::time_point t0) {
             return std::chrono::duration<double>(Clock::now() - t0).count();
@@ -144,10 +164,11 @@ void conv_fractal(const Problem& p, dim_t c0, const float* x5d, const float* wfz
         double t_im2col = 0, t_gemm = 0;
         // The threads' buffers allocated before the region: an allocation failing inside it
         // would end the program (an exception cannot leave a parallel region).
-        reserve_thread_scratch(kFracColSlot, rows * chunk * frac, threads);
+        reserve_thread_scratch(kFracColSlot, col_floats, threads);
+        reserve_thread_scratch(kFracAccSlot, acc_floats, threads);
 #pragma omp parallel num_threads(threads) reduction(+ : t_im2col, t_gemm)
         {
-            const Kept a = kept(kFracColSlot, rows * chunk * frac);
+            const Kept a = kept(kFracColSlot, col_floats), accs = kept(kFracAccSlot, acc_floats);
 #pragma omp for schedule(dynamic, 1)
             for (dim_t u = 0; u < units; ++u) {
                 const dim_t n = u / nchunks, mb0 = (u % nchunks) * chunk;
@@ -156,7 +177,9 @@ void conv_fractal(const Problem& p, dim_t c0, const float* x5d, const float* wfz
                 im2col_fractal_kernel(p, c0, x5d, n, a.get(), mb0, mb0 + cm);
                 t_im2col += since(t0);
                 t0 = Clock::now();
-                for (dim_t t = 0; t < cm * tn; ++t) tile(n, mb0, cm, t, a.get());
+                for (dim_t r0 = 0; r0 < rows; r0 += rb)
+                    for (dim_t t = 0; t < cm * tn; ++t) product(cm, a.get(), accs.get(), r0, t);
+                for (dim_t t = 0; t < cm * tn; ++t) write(n, mb0, cm, t, accs.get());
                 t_gemm += since(t0);
             }
         }
@@ -168,8 +191,9 @@ void conv_fractal(const Problem& p, dim_t c0, const float* x5d, const float* wfz
         }
         return;
     }
-    // Few units (one large image): a unit at a time, its tiles in parallel.
-    const Kept a = kept(kFracColSlot, rows * chunk * frac);
+    // Few units (one large image): a unit at a time, its tiles in parallel (column blocks split
+    // between the threads, so that each reads its own share of B).
+    const Kept a = kept(kFracColSlot, col_floats), accs = kept(kFracAccSlot, acc_floats);
     for (dim_t n = 0; n < p.mb; ++n)
         for (dim_t mb0 = 0; mb0 < m1; mb0 += chunk) {
             const dim_t cm = std::min(chunk, m1 - mb0);
@@ -179,8 +203,15 @@ void conv_fractal(const Problem& p, dim_t c0, const float* x5d, const float* wfz
             }
             Span s(prof, "fractal_gemm");
             const dim_t tiles = cm * tn;
-#pragma omp parallel for schedule(dynamic, 2) if (tiles > 1 && rows * tiles * frac > 32768)
-            for (dim_t t = 0; t < tiles; ++t) tile(n, mb0, cm, t, a.get());
+#pragma omp parallel if (tiles > 1 && rows * tiles * frac > 32768)
+            {
+                for (dim_t r0 = 0; r0 < rows; r0 += rb) {
+#pragma omp for schedule(static)
+                    for (dim_t t = 0; t < tiles; ++t) product(cm, a.get(), accs.get(), r0, t);
+                }
+#pragma omp for schedule(static)
+                for (dim_t t = 0; t < tiles; ++t) write(n, mb0, cm, t, accs.get());
+            }
         }
 }
 
@@ -301,8 +332,10 @@ dim_t conv_fractal_work(const Problem& q, dim_t c0) {
     const WeiGeom wg = WeiGeom::of(q.wei_dims(), c0);
     const dim_t frac = kN0 * c0, rows = wg.rows();
     const dim_t m1 = blocks_of(q.out_spatial(), kN0);
-    const dim_t chunk = std::clamp<dim_t>((dim_t{1} << 20) / detail::sat_mul(rows, frac), 1, m1);
-    const dim_t block = detail::sat_mul({rows, chunk, frac});
+    const dim_t tn = std::max(wg.n1, blocks_of(blocks_of(q.oc, c0) * c0, kN0));
+    const dim_t chunk = conv_fractal_chunk(rows, tn, m1, c0);
+    const dim_t block = detail::sat_add(detail::sat_mul({rows, chunk, frac}),
+                                        detail::sat_mul({chunk, tn, kN0 * kN0}));
     return detail::sat_add(detail::sat_mul({rows, wg.n1, frac}),
                            detail::sat_mul(block, omp_get_max_threads()));
 }

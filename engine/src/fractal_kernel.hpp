@@ -23,9 +23,10 @@ dim_t fractal_weight_work(const Problem& p, dim_t c0);
 // The DaVinci algorithms' buffers live in the calling thread's scratch slots (detail::scratch),
 // kept between calls: a fresh buffer of megabytes costs a page fault per 4 KiB on every call,
 // which on a virtual machine took longer than the products themselves. These algorithms run no
-// GEMM core, so the slots are theirs during a call: conv_fractal uses kFracColSlot (each
-// thread's column block) and kFracBtSlot, the NCHW-level calls kFracSlot[i].
+// GEMM core, so the slots are theirs during a call: conv_fractal uses kFracColSlot and kFracAccSlot
+// (each thread's column block and its tiles) and kFracBtSlot, the NCHW-level calls kFracSlot[i].
 inline constexpr int kFracColSlot = 3;
+inline constexpr int kFracAccSlot = 0;
 inline constexpr int kFracBtSlot = 13;
 inline constexpr int kFracSlot[] = {4, 5, 6, 7, 9, 10, 11};
 struct Kept {
