@@ -165,3 +165,27 @@ TEST_CASE("fractal kernel: the weight gradient's work memory holds no padded bat
     CHECK(bytes >= dim_t{4} * (input + dy + fz));
     CHECK(bytes <= dim_t{4} * (input + dy + (dim_t{1} << 20) + fz));
 }
+
+TEST_CASE("fractal kernel: pack_weight_transposed is pack_weight with every fractal transposed") {
+    std::mt19937 rng(64);
+    for (const char* desc : {"mb1ic20ih5oc33oh5kh3ph1", "mb1ic5id3ih4iw4oc17od2oh2ow2kd2kh3kw3",
+                             "mb1ic35iw9oc16ow5kw5", "mb1ic16ih3oc16oh3kh1"})
+        for (const dim_t c0 : {16, 8, 32, 5}) {
+            const Problem p = convlab::parse_descriptor(desc);
+            const std::vector<dim_t> wd = p.wei_dims();
+            const Tensor w = convlab::test::integer_tensor(wd, rng);
+            const dim_t size = dv::WeiGeom::of(wd, c0).size();
+            std::vector<float> fz(static_cast<std::size_t>(size)),
+                bt(static_cast<std::size_t>(size), -7.0f);
+            dv::pack_weight_kernel(wd, c0, w.f32(), fz.data());
+            dv::pack_weight_transposed(wd, c0, w.f32(), bt.data());
+            dim_t bad = 0;
+            for (dim_t f = 0; f < size / (16 * c0); ++f)
+                for (dim_t j = 0; j < 16; ++j)
+                    for (dim_t k = 0; k < c0; ++k)
+                        bad += bt[static_cast<std::size_t>((f * c0 + k) * 16 + j)] !=
+                               fz[static_cast<std::size_t>((f * 16 + j) * c0 + k)];
+            INFO(desc << " c0 " << c0);
+            CHECK(bad == 0);
+        }
+}

@@ -81,6 +81,11 @@ dim_t conv_fractal_chunk(dim_t rows, dim_t tn, dim_t m1, dim_t c0) {
 
 void conv_fractal(const Problem& p, dim_t c0, const float* x5d, const float* wfz, const float* bias,
                   float* y5d, Profiler* prof) {
+    conv_fractal_bt(p, c0, x5d, wfz, nullptr, bias, y5d, prof);
+}
+
+void conv_fractal_bt(const Problem& p, dim_t c0, const float* x5d, const float* wfz,
+                     const float* bt_in, const float* bias, float* y5d, Profiler* prof) {
     p.check(true);
     if (p.groups != 1)
         throw Error("conv_fractal: groups = " + std::to_string(p.groups) +
@@ -101,10 +106,12 @@ void conv_fractal(const Problem& p, dim_t c0, const float* x5d, const float* wfz
     // block column instead of once per M block.
     const dim_t rb =
         std::clamp<dim_t>((dim_t{1} << 17) / (frac * (chunk + 1)), std::min<dim_t>(8, rows), rows);
-    auto bt = kept(kFracBtSlot, rows * n1 * frac);
-    {
+    const float* bt = bt_in;
+    if (!bt) {
         Span s(prof, "transpose_b");
-        transpose_b(rows * n1, c0, wfz, bt.get());
+        float* t = kept(kFracBtSlot, rows * n1 * frac).get();
+        transpose_b(rows * n1, c0, wfz, t);
+        bt = t;
     }
     // Tile t = (nb, mb) = (t / cm, t % cm) of the block column (cm M blocks in `a`), its sum over
     // rows [r0, r0 + rb) added to accs[t*256..] (set by the first row block).
@@ -113,7 +120,7 @@ void conv_fractal(const Problem& p, dim_t c0, const float* x5d, const float* wfz
         float* c = accs + t * kN0 * kN0;
         if (nb < n1)
             fractal_product(c0, kN0, std::min(rb, rows - r0), a + (r0 * cm + mb) * frac, cm * frac,
-                            bt.get() + (r0 * n1 + nb) * frac, n1 * frac, kN0, c, kN0, r0 > 0);
+                            bt + (r0 * n1 + nb) * frac, n1 * frac, kN0, c, kN0, r0 > 0);
         else if (r0 == 0)
             std::fill(c, c + kN0 * kN0, 0.0f);
     };
@@ -225,7 +232,7 @@ void forward_fractal(const Problem& p, const ConvArgs& a, Profiler* prof, const 
     const std::vector<dim_t> xd = q.src_dims(), wd = q.wei_dims(), yd = q.dst_dims();
     const ActGeom xg = ActGeom::of(xd, o.c0), yg = ActGeom::of(yd, o.c0);
     const WeiGeom wg = WeiGeom::of(wd, o.c0);
-    const Kept x5 = kept(kFracSlot[0], xg.size()), wz = kept(kFracSlot[1], wg.size()),
+    const Kept x5 = kept(kFracSlot[0], xg.size()), bt = kept(kFracBtSlot, wg.size()),
                y5 = kept(kFracSlot[2], yg.size());
     const dim_t wslice = q.oc * q.ic * q.kernel_spatial();
     for (dim_t g = 0; g < p.groups; ++g) {
@@ -236,11 +243,11 @@ void forward_fractal(const Problem& p, const ConvArgs& a, Profiler* prof, const 
         }
         {
             Span s(prof, "pack_wei");
-            pack_weight_kernel(wd, o.c0, a.wei + g * wslice, wz.get());
-            round_storage(o.storage, wz.get(), wg.size());
+            pack_weight_transposed(wd, o.c0, a.wei + g * wslice, bt.get());
+            round_storage(o.storage, bt.get(), wg.size());
         }
-        conv_fractal(q, o.c0, x5.get(), wz.get(), a.bias ? a.bias + g * q.oc : nullptr, y5.get(),
-                     prof);
+        conv_fractal_bt(q, o.c0, x5.get(), nullptr, bt.get(), a.bias ? a.bias + g * q.oc : nullptr,
+                        y5.get(), prof);
         Span s(prof, "unpack");
         round_storage(o.storage, y5.get(), yg.size());
         unpack_activation_kernel(yd, o.c0, y5.get(), a.dst, p.oc, g * q.oc);

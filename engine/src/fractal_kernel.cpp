@@ -151,6 +151,34 @@ void fractal_product(dim_t kr, dim_t w, dim_t rows, const float* a, dim_t a_step
     for (dim_t j = 0; j < w; j += 16) f(rows, a, a_step, b + j, b_step, ldb, c + j, ldc, acc);
 }
 
+void pack_weight_transposed(std::span<const dim_t> dims, dim_t c0, const float* src, float* dst) {
+    const WeiGeom g = WeiGeom::of(dims, c0);
+    const dim_t taps = g.taps(), frac = kN0 * c0;
+    // One (nb, c1) block at a time: its 16 output channels' source runs (C0 channels x taps,
+    // contiguous) read in order, written into its taps' fractals (taps x frac floats, in L1).
+#pragma omp parallel for collapse(2) schedule(static) if (g.size() > 65536)
+    for (dim_t nb = 0; nb < g.n1; ++nb)
+        for (dim_t c1 = 0; c1 < g.i1; ++c1) {
+            const dim_t valid = std::min(c0, g.i - c1 * c0);
+            for (dim_t kd = 0; kd < g.d; ++kd)
+                for (dim_t kh = 0; kh < g.h; ++kh)
+                    for (dim_t kw = 0; kw < g.w; ++kw) {
+                        float* out = dst + g.offset(g.row(kd, c1, kh, kw), nb, 0, 0);
+                        std::fill(out, out + frac, 0.0f);
+                    }
+            for (dim_t j = 0; j < kN0 && nb * kN0 + j < g.o; ++j) {
+                const float* in = src + ((nb * kN0 + j) * g.i + c1 * c0) * taps;
+                for (dim_t kd = 0; kd < g.d; ++kd)
+                    for (dim_t kh = 0; kh < g.h; ++kh)
+                        for (dim_t kw = 0; kw < g.w; ++kw) {
+                            const dim_t tap = (kd * g.h + kh) * g.w + kw;
+                            float* out = dst + g.offset(g.row(kd, c1, kh, kw), nb, 0, 0) + j;
+                            for (dim_t k = 0; k < valid; ++k) out[k * kN0] = in[k * taps + tap];
+                        }
+            }
+        }
+}
+
 void reserve_thread_scratch(int slot, dim_t floats, int threads) {
     bool ok = true;
 #pragma omp parallel num_threads(threads)

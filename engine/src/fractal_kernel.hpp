@@ -3,6 +3,9 @@
 // selection, so CONVLAB_ISA caps it too).
 #pragma once
 
+#include <span>
+
+#include "convlab/davinci.hpp"
 #include "convlab/problem.hpp"
 #include "microkernel.hpp"
 
@@ -16,6 +19,17 @@ namespace convlab::davinci {
 // w a multiple of 16 by the vector kernels.
 void fractal_product(dim_t kr, dim_t w, dim_t rows, const float* a, dim_t a_step, const float* b,
                      dim_t b_step, dim_t ldb, float* c, dim_t ldc, bool acc);
+
+// pack_weight_kernel with every fractal turned C0 x 16 (the B operand of the forward's fractal
+// products), in one pass: dst[((r*N1 + nb)*C0 + k)*16 + j] = W(nb*16 + j, c1*C0 + k, tap) for
+// FRACTAL_Z row r = row(kd, c1, kh, kw), 0 for output channels past O and lanes past I.
+// dims (O, I, kernel...); dst weight_physical(dims, c0).size() floats.
+void pack_weight_transposed(std::span<const dim_t> dims, dim_t c0, const float* src, float* dst);
+
+// conv_fractal with B given as pack_weight_transposed's (bt, wfz unused) or, bt null, made from
+// wfz (span transpose_b).
+void conv_fractal_bt(const Problem& p, dim_t c0, const float* x5d, const float* wfz,
+                     const float* bt, const float* bias, float* y5d, Profiler* prof);
 
 // Floats of the buffers of backward_weight_fractal_fz for p (fractal_weight.cpp).
 dim_t fractal_weight_work(const Problem& p, dim_t c0);

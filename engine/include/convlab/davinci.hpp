@@ -258,8 +258,10 @@ void conv_fractal(const Problem& p, dim_t c0, const float* x5d, const float* wfz
                   float* y5d, Profiler* prof = nullptr);
 
 // NCHW level (the ConvArgs of conv.hpp, dense row-major fp32): forward_fractal reads a.src,
-// a.wei, a.bias (may be null) and writes a.dst; it packs (span pack), runs conv_fractal per group
-// and unpacks (span unpack). The three-argument form (C0 = 16, fp32) is an AlgoFn.
+// a.wei, a.bias (may be null) and writes a.dst; it packs (spans pack_src, pack_wei: the weights
+// straight into FRACTAL_Z with each fractal turned C0 x 16, so no transpose_b), runs
+// conv_fractal's products per group and unpacks (span unpack). The three-argument form (C0 = 16,
+// fp32) is an AlgoFn.
 void forward_fractal(const Problem& p, const ConvArgs& a, Profiler* prof);
 void forward_fractal(const Problem& p, const ConvArgs& a, Profiler* prof, const Options& o);
 
