@@ -13,7 +13,7 @@
 
 #include "cli/cli.hpp"
 #include "convlab/output_file.hpp"
-#include "ui/gui.hpp"
+#include "gui/gui.hpp"
 
 namespace {
 

@@ -24,7 +24,7 @@
 #include <omp.h>
 #endif
 
-#include "../engine/src/microkernel.hpp"
+#include "../engine/src/gemm/microkernel.hpp"
 #include "bench_util.hpp"
 #include "convlab/problem.hpp"
 

@@ -6,8 +6,13 @@ set(CONVLAB_ENGINE_TEST_SOURCES
     ${PROJECT_SOURCE_DIR}/tests/test_layers.cpp ${PROJECT_SOURCE_DIR}/tests/test_layout.cpp
     ${PROJECT_SOURCE_DIR}/tests/test_maps.cpp ${PROJECT_SOURCE_DIR}/tests/test_npy.cpp
     ${PROJECT_SOURCE_DIR}/tests/test_packing.cpp ${PROJECT_SOURCE_DIR}/tests/test_problem.cpp
-    ${PROJECT_SOURCE_DIR}/tests/test_speed.cpp ${PROJECT_SOURCE_DIR}/tests/test_winograd.cpp)
+    ${PROJECT_SOURCE_DIR}/tests/test_winograd.cpp)
+# The engine's suites in folders mirroring engine/src (gemm/, conv/, conv/implicit_gemm/).
+file(GLOB_RECURSE CONVLAB_ENGINE_FOLDER_TESTS CONFIGURE_DEPENDS
+     ${PROJECT_SOURCE_DIR}/tests/gemm/test_*.cpp ${PROJECT_SOURCE_DIR}/tests/conv/test_*.cpp)
+list(APPEND CONVLAB_ENGINE_TEST_SOURCES ${CONVLAB_ENGINE_FOLDER_TESTS})
 add_executable(convlab_engine_tests ${CONVLAB_ENGINE_TEST_SOURCES})
 target_link_libraries(convlab_engine_tests PRIVATE convlab_engine convlab_flags doctest::doctest)
+target_include_directories(convlab_engine_tests PRIVATE ${PROJECT_SOURCE_DIR}/tests)
 target_compile_definitions(convlab_engine_tests PRIVATE CONVLAB_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
 doctest_discover_tests(convlab_engine_tests)

@@ -1,4 +1,4 @@
-// The app's window-free state (app/ui/model.hpp): for every view and a set of problems (strides
+// The app's window-free state (app/model/model.hpp): for every view and a set of problems (strides
 // with leftover rows, dilation, groups, asymmetric padding, 1-D, 3-D), step k highlights exactly
 // the pairs the engine's IndexMap enumerates for step k, hovering a cell yields what the map's
 // own sources_of / destinations_of say, running sums equal the engine's step-wise executor, the
@@ -14,13 +14,14 @@
 #include <new>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "convlab/conv.hpp"
 #include "convlab/index_map.hpp"
 #include "convlab/maps.hpp"
 #include "convlab/problem.hpp"
-#include "ui/model.hpp"
+#include "model/model.hpp"
 
 using namespace convlab;
 
@@ -196,8 +197,7 @@ TEST_CASE("app model: shown values follow the engine's step-wise executor") {
                         for (auto c : ps.count) total += c;
                         dim_t feeding = 0;
                         for (dim_t s = 0; s < e; ++s)
-                            feeding += l.image[static_cast<std::size_t>(
-                                           l.order[static_cast<std::size_t>(s)])] >= 0;
+                            feeding += l.image[static_cast<std::size_t>(l.element_at(s))] >= 0;
                         CHECK(total == feeding);
                     }
                 }
@@ -1070,6 +1070,46 @@ TEST_CASE("app model: arrange_view keeps the view's own rows unless told to lift
     app::arrange_view(v, wide);
     CHECK(breaks() == 1);
     CHECK(v.panels[3].new_row);
+}
+
+// A link's tables hold the map's own walk: element step e visits domain element element_at(e),
+// step_at inverts it, image is the map, and sources_of / destinations_of agree with the map's. The
+// tnc view over one image (its batch padded to C0 lanes) stores no order tables, the walk being
+// row-major, and the views whose walks are not keep them; both read back as the walk.
+TEST_CASE("app model: link tables give the map's walk, image and inverse for every cell") {
+    bool stored = false;
+    for (const auto& [view, desc, c0] : {std::tuple{"tnc", "mb1ic20ih6oc18kh3", dim_t{16}},
+                                         {"tnc", "mb3ic5ih4oc6kh2", dim_t{4}},
+                                         {"im2col", "mb2ic3ih5oc2kh3sh2ph1", dim_t{4}},
+                                         {"col2im", "mb1ic2ih5oc3kh3ph1", dim_t{4}},
+                                         {"fractal", "mb1ic5ih4oc6kh3ph1", dim_t{4}},
+                                         {"weight_grad", "mb2ic3ih4oc2kh2", dim_t{4}}}) {
+        INFO(view << " " << desc);
+        const app::ViewModel v = build(view, desc, app::DataKind::Integer, c0);
+        for (const app::Link& l : v.links) {
+            INFO(l.name);
+            const IndexMap& m = *l.map;
+            REQUIRE(l.elements == m.domain().numel());
+            if (std::string(view) == "tnc") CHECK(l.order.empty());
+            stored = stored || !l.order.empty();
+            dim_t e = 0;
+            bool walk_ok = true, image_ok = true;
+            m.for_each_in_step(Granularity::Whole, 0, [&](dim_t s, dim_t d) {
+                const dim_t dom = l.is_gather() ? d : s, img = l.is_gather() ? s : d;
+                walk_ok = walk_ok && l.element_at(e) == dom && l.step_at(dom) == e;
+                image_ok = image_ok && l.image[static_cast<std::size_t>(dom)] == img;
+                ++e;
+            });
+            CHECK(e == l.elements);
+            CHECK(walk_ok);
+            CHECK(image_ok);
+            for (dim_t i = 0; i < m.dst().numel(); ++i)
+                REQUIRE(sorted(l.sources_of(i)) == sorted(m.sources_of(i)));
+            for (dim_t i = 0; i < m.src().numel(); ++i)
+                REQUIRE(sorted(l.destinations_of(i)) == sorted(m.destinations_of(i)));
+        }
+    }
+    CHECK(stored);  // some walk is not row-major, so the stored tables are read back too
 }
 
 TEST_CASE("app model: the winograd view animates winograd_tiles and shows winograd's Y") {

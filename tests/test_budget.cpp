@@ -15,8 +15,8 @@
 #include <string_view>
 #include <vector>
 
-#include "../engine/src/algorithms.hpp"
-#include "../engine/src/microkernel.hpp"
+#include "../engine/src/conv/algorithms.hpp"
+#include "../engine/src/gemm/microkernel.hpp"
 #include "convlab/conv.hpp"
 #include "convlab/davinci.hpp"
 #include "test_files.hpp"

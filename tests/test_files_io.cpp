@@ -26,7 +26,7 @@
 #include "convlab/output_file.hpp"
 #include "lesson/lesson.hpp"
 #include "test_files.hpp"
-#include "ui/timings_state.hpp"
+#include "model/timings_state.hpp"
 
 using namespace convlab;
 namespace fs = std::filesystem;

@@ -1,4 +1,4 @@
-// The animated GIF export (app/ui/gif_writer.hpp), read back with giflib's own decoder
+// The animated GIF export (app/export/gif_writer.hpp), read back with giflib's own decoder
 // (DGifSlurp): frame count, size, delay, the NETSCAPE2.0 loop block, and pixels equal to the
 // input colours exactly while a frame has at most 256 colours (nearest kept colour beyond, the
 // same bytes on every run); bad input throws Error naming the path and the rule and leaves no
@@ -17,7 +17,7 @@
 
 #include "convlab/problem.hpp"
 #include "test_files.hpp"
-#include "ui/gif_writer.hpp"
+#include "export/gif_writer.hpp"
 
 namespace fs = std::filesystem;
 using convlab::Error;

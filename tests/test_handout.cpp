@@ -19,7 +19,7 @@
 #include "lesson/lesson.hpp"
 #include "test_files.hpp"
 #include "test_lessons.hpp"
-#include "ui/lesson_player.hpp"
+#include "model/lesson_player.hpp"
 
 namespace fs = std::filesystem;
 using convlab::test::can_render;

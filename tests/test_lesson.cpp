@@ -16,7 +16,7 @@
 #include "convlab/layers.hpp"
 #include "lesson/lesson.hpp"
 #include "test_files.hpp"
-#include "ui/lesson_player.hpp"
+#include "model/lesson_player.hpp"
 
 using namespace convlab;
 using namespace convlab::lesson;

@@ -18,8 +18,8 @@
 #include "stb_image.h"
 #include "test_files.hpp"
 #include "test_lessons.hpp"
-#include "ui/lesson_player.hpp"
-#include "ui/model.hpp"
+#include "model/lesson_player.hpp"
+#include "model/model.hpp"
 
 using namespace convlab;
 namespace fs = std::filesystem;

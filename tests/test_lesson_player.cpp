@@ -24,8 +24,8 @@
 #include "stb_image.h"
 #include "test_files.hpp"
 #include "test_lessons.hpp"
-#include "ui/lesson_player.hpp"
-#include "ui/timings_state.hpp"
+#include "model/lesson_player.hpp"
+#include "model/timings_state.hpp"
 
 using namespace convlab;
 namespace fs = std::filesystem;
@@ -322,7 +322,7 @@ TEST_CASE("lesson player: a timings step measures its own layer live (lesson 18)
     CHECK(p.plan()->request.view == "timings");
     const lesson::Step& s = p.lesson()->steps[1];
     CHECK(s.chart == "relative_bwd_data");
-    // What the lesson UI starts in the Timings panel when the step opens (gui_lesson.cpp), on a
+    // What the lesson UI starts in the Timings panel when the step opens (gui/lesson.cpp), on a
     // smaller layer: the test measures, it does not teach.
     app::TimingsLessonRun run;
     run.problem = s.problem;
@@ -505,7 +505,7 @@ int count_near(const Image& im, const int c[3], int y0, int y1, int tol = 8, int
     return n;
 }
 
-// The default palette's highlight outline (gui_lesson.cpp) and the PASS text colour.
+// The default palette's highlight outline (gui/lesson.cpp) and the PASS text colour.
 constexpr int kHighlight[3] = {190, 40, 150};
 constexpr int kGood[3] = {0, 130, 60};
 

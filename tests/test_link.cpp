@@ -1,4 +1,4 @@
-// Links to a place in the app (ui/link.hpp): the URL fragments of the browser build and
+// Links to a place in the app (model/link.hpp): the URL fragments of the browser build and
 // `convlab gui --open`. Round trips, the canonical form, and each bad input refused with a
 // message naming its field.
 #include <doctest/doctest.h>
@@ -6,7 +6,7 @@
 #include <string>
 
 #include "test_files.hpp"
-#include "ui/link.hpp"
+#include "model/link.hpp"
 
 using namespace convlab;
 using convlab::ui::Link;

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "../engine/src/microkernel.hpp"
+#include "../engine/src/gemm/microkernel.hpp"
 
 using namespace convlab;
 

@@ -7,7 +7,7 @@
 #include <fstream>
 
 #include "test_files.hpp"
-#include "ui/settings.hpp"
+#include "model/settings.hpp"
 
 using convlab::test::TempDir;
 using namespace convlab::ui;

@@ -1,4 +1,4 @@
-// Theme files (app/ui/theme.hpp): the shipped themes parse clean, a malformed file gives one
+// Theme files (app/model/theme.hpp): the shipped themes parse clean, a malformed file gives one
 // error per bad line naming the file, the line and the field, and never a crash.
 #include <doctest/doctest.h>
 
@@ -7,7 +7,7 @@
 #include <sstream>
 #include <string>
 
-#include "ui/theme.hpp"
+#include "model/theme.hpp"
 
 using convlab::ui::format_theme;
 using convlab::ui::kThemeFields;

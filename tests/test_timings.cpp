@@ -22,7 +22,7 @@
 #include "convlab/conv.hpp"
 #include "stb_image.h"
 #include "test_files.hpp"
-#include "ui/timings_state.hpp"
+#include "model/timings_state.hpp"
 
 using namespace convlab;
 namespace fs = std::filesystem;

@@ -11,8 +11,8 @@
 #include <random>
 #include <string>
 
-#include "../engine/src/algorithms.hpp"
-#include "../engine/src/microkernel.hpp"
+#include "../engine/src/conv/algorithms.hpp"
+#include "../engine/src/gemm/microkernel.hpp"
 #include "convlab/bench.hpp"
 #include "convlab/conv.hpp"
 #include "test_util.hpp"

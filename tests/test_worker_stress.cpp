@@ -16,9 +16,9 @@
 
 #include "charts/chart.hpp"
 #include "convlab/bench.hpp"
-#include "ui/lesson_player.hpp"
-#include "ui/model.hpp"
-#include "ui/timings_state.hpp"
+#include "model/lesson_player.hpp"
+#include "model/model.hpp"
+#include "model/timings_state.hpp"
 
 using namespace convlab;
 namespace fs = std::filesystem;
@@ -34,7 +34,7 @@ std::string lesson_file(const std::string& prefix) {
     return "";
 }
 
-// The app's view job (gui.cpp): a build on its own thread, its progress read by the caller.
+// The app's view job (gui/app.hpp): a build on its own thread, its progress read by the caller.
 struct ViewJob {
     std::thread thread;
     std::atomic<float> progress{0};

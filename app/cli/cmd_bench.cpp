@@ -23,7 +23,7 @@
 #include "cli/cli_common.hpp"
 #include "data/data_dir.hpp"
 #include "onednn_peer.hpp"
-#include "ui/timings_state.hpp"
+#include "model/timings_state.hpp"
 
 namespace convlab::cli {
 

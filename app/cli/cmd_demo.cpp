@@ -8,7 +8,7 @@
 #include "cli/cmd_bench.hpp"
 #include "convlab/output_file.hpp"
 #include "lesson/lesson.hpp"
-#include "ui/gui.hpp"
+#include "gui/gui.hpp"
 
 namespace convlab::cli {
 

@@ -1,8 +1,8 @@
 // convlab gui: opens the desktop app (also what `convlab` with no arguments does).
 #include "cli/cli_common.hpp"
 #include "lesson/lesson.hpp"
-#include "ui/gui.hpp"
-#include "ui/link.hpp"
+#include "gui/gui.hpp"
+#include "model/link.hpp"
 
 namespace convlab::cli {
 

@@ -14,8 +14,8 @@
 
 #include "cli/cli_common.hpp"
 #include "lesson/lesson.hpp"
-#include "ui/gui.hpp"
-#include "ui/lesson_player.hpp"
+#include "gui/gui.hpp"
+#include "model/lesson_player.hpp"
 
 namespace convlab::cli {
 

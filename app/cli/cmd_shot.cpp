@@ -10,9 +10,9 @@
 #include "cli/cli_common.hpp"
 #include "convlab/output_file.hpp"
 #include "lesson/lesson.hpp"
-#include "ui/gif_writer.hpp"
-#include "ui/gui.hpp"
-#include "ui/timings_state.hpp"
+#include "export/gif_writer.hpp"
+#include "gui/gui.hpp"
+#include "model/timings_state.hpp"
 
 namespace convlab::cli {
 

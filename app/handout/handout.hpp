@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "lesson/lesson.hpp"
-#include "ui/lesson_player.hpp"
+#include "model/lesson_player.hpp"
 
 namespace convlab::handout {
 

@@ -8,8 +8,8 @@
 
 #include "convlab/problem.hpp"
 #include "lesson/lesson.hpp"
-#include "ui/gui.hpp"
-#include "ui/link.hpp"
+#include "gui/gui.hpp"
+#include "model/link.hpp"
 #include "web/web_glue.hpp"
 
 using namespace convlab;

@@ -1,13 +1,13 @@
 // What the browser build cannot do, said where it is asked for: the animated GIF export (giflib)
 // and the chart files (cairo) have no WebAssembly build here. The same interfaces as
-// ui/gif_writer.cpp and charts/chart_export.cpp; each export throws Error, which the app shows
+// export/gif_writer.cpp and charts/chart_export.cpp; each export throws Error, which the app shows
 // on its status line.
 #include <algorithm>
 #include <cmath>
 
 #include "charts/chart_export.hpp"
 #include "convlab/problem.hpp"
-#include "ui/gif_writer.hpp"
+#include "export/gif_writer.hpp"
 
 namespace convlab::ui {
 

@@ -27,7 +27,7 @@
 #include "convlab/npy.hpp"
 #include "convlab/problem.hpp"
 #include "lesson/lesson.hpp"
-#include "ui/theme.hpp"
+#include "model/theme.hpp"
 
 namespace convlab::fuzz {
 
