@@ -1,16 +1,16 @@
-// The fractal microkernel (engine/src/fractal_kernel.hpp) on every ISA the CPU has, against plain
-// loops on every element; the fractal forward and the weight gradient with the batch packed as
-// the reduction's tail (fractal_weight.cpp) against direct on every element, on every ISA, over
-// problems that span several reduction blocks, cross image boundaries inside a fractal, and have
-// batches, channels and C0 off the multiples of 16.
+// The fractal microkernel (engine/src/conv/fractal_kernel.hpp) on every ISA the CPU has,
+// against plain loops on every element; the fractal forward and the weight gradient with the
+// batch packed as the reduction's tail (fractal_weight.cpp) against direct on every element, on
+// every ISA, over problems that span several reduction blocks, cross image boundaries inside a
+// fractal, and have batches, channels and C0 off the multiples of 16.
 #include <doctest/doctest.h>
 
 #include <random>
 #include <string>
 #include <vector>
 
-#include "../engine/src/fractal_kernel.hpp"
-#include "../engine/src/microkernel.hpp"
+#include "../engine/src/conv/fractal_kernel.hpp"
+#include "../engine/src/gemm/microkernel.hpp"
 #include "convlab/conv.hpp"
 #include "convlab/davinci.hpp"
 #include "convlab/tensor.hpp"

@@ -7,7 +7,7 @@
 
 #include "convlab/davinci.hpp"
 #include "convlab/problem.hpp"
-#include "microkernel.hpp"
+#include "../gemm/microkernel.hpp"
 
 namespace convlab::davinci {
 
