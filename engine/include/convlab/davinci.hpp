@@ -258,8 +258,10 @@ void conv_fractal(const Problem& p, dim_t c0, const float* x5d, const float* wfz
                   float* y5d, Profiler* prof = nullptr);
 
 // NCHW level (the ConvArgs of conv.hpp, dense row-major fp32): forward_fractal reads a.src,
-// a.wei, a.bias (may be null) and writes a.dst; it packs (span pack), runs conv_fractal per group
-// and unpacks (span unpack). The three-argument form (C0 = 16, fp32) is an AlgoFn.
+// a.wei, a.bias (may be null) and writes a.dst; it packs (spans pack_src, pack_wei: the weights
+// straight into FRACTAL_Z with each fractal turned C0 x 16, so no transpose_b), runs
+// conv_fractal's products per group and unpacks (span unpack). The three-argument form (C0 = 16,
+// fp32) is an AlgoFn.
 void forward_fractal(const Problem& p, const ConvArgs& a, Profiler* prof);
 void forward_fractal(const Problem& p, const ConvArgs& a, Profiler* prof, const Options& o);
 
@@ -280,12 +282,15 @@ void backward_data_fractal_via_forward(const Problem& p, const ConvArgs& a, Prof
 void backward_data_fractal_via_forward(const Problem& p, const ConvArgs& a, Profiler* prof,
                                        const Options& o);
 
-// Backward weight, fractal_via_forward: X -> pack -> tnc5d (span tnc: (C/G, N1, H, W, C0), the
-// batch blocked as channels); dY -> pack -> tncf (span tncf: FRACTAL_Z of the kernel (K/G, N,
-// out...)); conv_fractal of maps::backward_weight_as_forward (stride d, dilation s, pad end
-// pe - r) gives (C/G, K/G, k...) in NC1HWC0; tncf again writes it as the weight gradient in
-// FRACTAL_Z / FRACTAL_Z_3D, fp32 (as Ascend's Conv3DBackpropFilter; with fp16/bf16 storage the
-// inputs are rounded, the accumulation and the result stay fp32).
+// Backward weight, fractal_via_forward: the products of conv(TNC(X), TNCf(dY)) with the batch
+// packed as the reduction's tail (no batch padded to C0): the reduction runs over N x out
+// positions, 16 of them per fractal; dY -> fractals of 16 output channels x 16 positions
+// (span tncf); X -> pack (span pack_src) -> per row (kd, c1, kh, kw) of FRACTAL_Z, fractals of
+// 16 positions x C0 input channels read at that tap (span tnc, a block of positions at a time);
+// each 16 x C0 fractal of the weight gradient in FRACTAL_Z / FRACTAL_Z_3D is the sum of their
+// products (span fractal_gemm), fp32 (as Ascend's Conv3DBackpropFilter; with fp16/bf16 storage
+// the inputs are rounded, the accumulation and the result stay fp32). Groups: per group, each
+// group's K/G rows written into the whole FRACTAL_Z (span tncf_dw).
 // backward_weight_fractal_fz: src (N, C, in...), diff_dst (N, K, out...) dense fp32;
 // dw_fz: weight_physical(p.wei_dims(), c0) (FRACTAL_Z of (K, C/G, k...)), overwritten entirely.
 void backward_weight_fractal_fz(const Problem& p, const float* src, const float* diff_dst,

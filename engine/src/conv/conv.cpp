@@ -86,9 +86,10 @@ const std::array kAlgorithms{
               "F(3x3, 4x4): tiles of dY and X transformed, summed as 36 GEMMs (2-D 3x3, stride 1)",
               detail::backward_weight_winograd, detail::winograd_applies, false,
               detail::kWinogradRule},
-    Algorithm{Pass::BackwardWeight, "fractal_via_forward",
-              "DaVinci: TNC(X), TNCf(dY), fractal forward; fp32 FRACTAL_Z(_3D) result unpacked",
-              static_cast<AlgoFn>(davinci::backward_weight_fractal_via_forward)},
+    Algorithm{
+        Pass::BackwardWeight, "fractal_via_forward",
+        "DaVinci: TNC(X), TNCf(dY), batch as the reduction's tail; fp32 FRACTAL_Z(_3D), unpacked",
+        static_cast<AlgoFn>(davinci::backward_weight_fractal_via_forward)},
     Algorithm{Pass::BackwardWeight, "auto",
               "the fastest here by heuristic: winograd (3x3 stride 1, 32+ tiles or 8+ with many "
               "channels, sums <= 64 MiB), "

@@ -12,6 +12,7 @@
 #include "checked.hpp"
 #include "convlab/davinci.hpp"
 #include "convlab/maps.hpp"
+#include "fractal_kernel.hpp"
 #include "geom.hpp"
 #include "microkernel.hpp"
 
@@ -28,50 +29,6 @@ void transpose_b(dim_t fractals, dim_t c0, const float* wfz, float* bt) {
         for (dim_t j = 0; j < kN0; ++j)
             for (dim_t k = 0; k < c0; ++k) b[k * kN0 + j] = w[j * c0 + k];
     }
-}
-
-// acc (16 x 16, row = m, column = n) = sum over r of A(r) (16 x C0) * B(r) (C0 x 16): a chain of
-// rank-1 updates, each adding a column of A times a row of B to the 16 rows of the tile. The 16
-// rows are 16-float vectors (GCC vector extension: one AVX-512 register each, or two AVX ones),
-// held in registers across the whole reduction.
-typedef float Row16 __attribute__((vector_size(kN0 * sizeof(float))));
-
-template <int C0>
-void tile_product(const float* a, dim_t a_step, const float* b, dim_t b_step, dim_t rows,
-                  float* acc) {
-    Row16 c[kN0];
-    for (auto& v : c) v = Row16{};
-    for (dim_t r = 0; r < rows; ++r, a += a_step, b += b_step)
-        for (int k = 0; k < C0; ++k) {
-            Row16 bk;
-            std::memcpy(&bk, b + k * kN0, sizeof(bk));
-#pragma GCC unroll 16
-            for (int i = 0; i < kN0; ++i) c[i] += a[i * C0 + k] * bk;
-        }
-    std::memcpy(acc, c, sizeof(c));
-}
-
-void tile_product_any(dim_t c0, const float* a, dim_t a_step, const float* b, dim_t b_step,
-                      dim_t rows, float* acc) {
-    switch (c0) {
-        case 16:
-            return tile_product<16>(a, a_step, b, b_step, rows, acc);
-        case 8:
-            return tile_product<8>(a, a_step, b, b_step, rows, acc);
-        case 32:
-            return tile_product<32>(a, a_step, b, b_step, rows, acc);
-        case 4:
-            return tile_product<4>(a, a_step, b, b_step, rows, acc);
-        default:
-            break;
-    }
-    std::fill(acc, acc + kN0 * kN0, 0.0f);
-    for (dim_t r = 0; r < rows; ++r, a += a_step, b += b_step)
-        for (dim_t k = 0; k < c0; ++k)
-            for (dim_t i = 0; i < kN0; ++i) {
-                const float av = a[i * c0 + k];
-                for (dim_t j = 0; j < kN0; ++j) acc[i * kN0 + j] += av * b[k * kN0 + j];
-            }
 }
 
 // The problem of one group.
@@ -112,27 +69,23 @@ void check_gives_back(const Problem& q, const SpatialDims& want, int ndims, cons
                         std::to_string(want[i]) + " (leftover r not accounted for?)");
 }
 
-// Scratch storage, not zeroed (every kernel writing it writes every element), counted as work
-// memory while it lives (detail::count_work_memory).
-struct CountedFree {
-    std::size_t bytes = 0;
-    void operator()(float* p) const {
-        delete[] p;
-        detail::count_work_memory(-static_cast<std::ptrdiff_t>(bytes));
-    }
-};
-using Buffer = std::unique_ptr<float[], CountedFree>;
-Buffer buffer(dim_t n) {
-    const auto count = static_cast<std::size_t>(n);
-    Buffer b(new float[count], CountedFree{count * sizeof(float)});
-    detail::count_work_memory(static_cast<std::ptrdiff_t>(count * sizeof(float)));
-    return b;
+// M blocks of conv_fractal's block column: its column matrix (rows x chunk fractals) and its
+// tiles (chunk x tn) within 2^20 floats each.
+dim_t conv_fractal_chunk(dim_t rows, dim_t tn, dim_t m1, dim_t c0) {
+    const dim_t by_cols = (dim_t{1} << 20) / detail::sat_mul(rows, kN0 * c0);
+    const dim_t by_tiles = (dim_t{1} << 20) / detail::sat_mul(tn, kN0 * kN0);
+    return std::clamp<dim_t>(std::min(by_cols, by_tiles), 1, std::max<dim_t>(m1, 1));
 }
 
 }  // namespace
 
 void conv_fractal(const Problem& p, dim_t c0, const float* x5d, const float* wfz, const float* bias,
                   float* y5d, Profiler* prof) {
+    conv_fractal_bt(p, c0, x5d, wfz, nullptr, bias, y5d, prof);
+}
+
+void conv_fractal_bt(const Problem& p, dim_t c0, const float* x5d, const float* wfz,
+                     const float* bt_in, const float* bias, float* y5d, Profiler* prof) {
     p.check(true);
     if (p.groups != 1)
         throw Error("conv_fractal: groups = " + std::to_string(p.groups) +
@@ -145,31 +98,54 @@ void conv_fractal(const Problem& p, dim_t c0, const float* x5d, const float* wfz
     const dim_t k_lanes = yg.c1 * c0;  // output channels including padding lanes
     const dim_t tn = std::max(n1, blocks_of(k_lanes, kN0));  // tile columns
     // The column matrix is built a block column of M blocks at a time (about 4 MB; the cube
-    // works from a bounded L1 buffer), so memory stays bounded for large images.
-    const dim_t chunk = std::clamp<dim_t>((dim_t{1} << 20) / (rows * frac), 1, m1);
-    auto bt = buffer(rows * n1 * frac);
-    {
+    // works from a bounded L1 buffer), so memory stays bounded for large images; the block's
+    // tiles (at most 2^20 floats) are accumulated over row blocks of the reduction.
+    const dim_t chunk = conv_fractal_chunk(rows, tn, m1, c0);
+    // A row block of the block column's A fractals and of one column block's B fractals stays in
+    // L2 (about 512 KB) while the tiles use them: B, megabytes for wide layers, is read once per
+    // block column instead of once per M block.
+    const dim_t rb =
+        std::clamp<dim_t>((dim_t{1} << 17) / (frac * (chunk + 1)), std::min<dim_t>(8, rows), rows);
+    const float* bt = bt_in;
+    if (!bt) {
         Span s(prof, "transpose_b");
-        transpose_b(rows * n1, c0, wfz, bt.get());
+        float* t = kept(kFracBtSlot, rows * n1 * frac).get();
+        transpose_b(rows * n1, c0, wfz, t);
+        bt = t;
     }
-    // Tile t = (mb, nb) of the block column starting at M block mb0 (cm blocks, in `a`) of image
-    // n: the fractal products, then the write to NC1HWC0: row i is output position
-    // m = (mb0 + mb)*16 + i, column j output channel k = nb*16 + j (block k/C0, lane k%C0);
-    // lanes k >= K are zeros.
-    const auto tile = [&](dim_t n, dim_t mb0, dim_t cm, dim_t t, const float* a) {
-        const dim_t mb = t / tn, nb = t % tn;
-        float acc[kN0 * kN0];
+    // Tile t = (nb, mb) = (t / cm, t % cm) of the block column (cm M blocks in `a`), its sum over
+    // rows [r0, r0 + rb) added to accs[t*256..] (set by the first row block).
+    const auto product = [&](dim_t cm, const float* a, float* accs, dim_t r0, dim_t t) {
+        const dim_t nb = t / cm, mb = t % cm;
+        float* c = accs + t * kN0 * kN0;
         if (nb < n1)
-            tile_product_any(c0, a + mb * frac, cm * frac, bt.get() + nb * frac, n1 * frac, rows,
-                             acc);
-        else
-            std::fill(acc, acc + kN0 * kN0, 0.0f);
+            fractal_product(c0, kN0, std::min(rb, rows - r0), a + (r0 * cm + mb) * frac, cm * frac,
+                            bt + (r0 * n1 + nb) * frac, n1 * frac, kN0, c, kN0, r0 > 0);
+        else if (r0 == 0)
+            std::fill(c, c + kN0 * kN0, 0.0f);
+    };
+    // The write of tile t of the block column starting at M block mb0 of image n to NC1HWC0: row
+    // i is output position m = (mb0 + mb)*16 + i, column j output channel k = nb*16 + j (block
+    // k/C0, lane k%C0); lanes k >= K are zeros.
+    const auto write = [&](dim_t n, dim_t mb0, dim_t cm, dim_t t, const float* accs) {
+        const dim_t nb = t / cm, mb = t % cm;
+        const float* acc = accs + t * kN0 * kN0;
         for (dim_t i = 0; i < kN0; ++i) {
             dim_t mm = (mb0 + mb) * kN0 + i;
             if (mm >= m) break;
             const dim_t ow = mm % g.out[2];
             mm /= g.out[2];
             const dim_t oh = mm % g.out[1], od = mm / g.out[1];
+            if (c0 == kN0) {
+                // The tile's column block is the output's channel block nb: row i is C0
+                // contiguous lanes.
+                float* out = y5d + yg.offset(n, od, nb, oh, ow, 0);
+                const dim_t valid = std::clamp<dim_t>(p.oc - nb * kN0, 0, kN0);
+                for (dim_t j = 0; j < valid; ++j)
+                    out[j] = acc[i * kN0 + j] + (bias ? bias[nb * kN0 + j] : 0.0f);
+                std::fill(out + valid, out + kN0, 0.0f);
+                continue;
+            }
             for (dim_t j = 0; j < kN0; ++j) {
                 const dim_t k = nb * kN0 + j;
                 if (k >= k_lanes) break;
@@ -180,12 +156,13 @@ void conv_fractal(const Problem& p, dim_t c0, const float* x5d, const float* wfz
         }
     };
     const dim_t nchunks = blocks_of(m1, chunk), units = p.mb * nchunks;
+    const dim_t col_floats = rows * chunk * frac, acc_floats = chunk * tn * kN0 * kN0;
     const int threads = omp_get_max_threads();
     if (threads > 1 && units >= 2 * dim_t{threads}) {
-        // Many units (image, block column), e.g. the backward-weight problem, whose batch is C:
-        // hundreds of small images. One parallel region, each thread taking whole units with
-        // its own column buffer: no fork/join per image. The wall time is split between the
-        // im2col and fractal_gemm spans in proportion to the threads' time in each.
+        // Many units (image, block column), e.g. a batch of small images. One parallel region,
+        // each thread taking whole units with its own column and tile buffers: no fork/join per
+        // image. The wall time is split between the im2col and fractal_gemm spans in proportion
+        // to the threads' time in each.
         using Clock = std::chrono::steady_clock;
         const auto since = [](Clock::time_point t0) {
             return std::chrono::duration<double>(Clock::now() - t0).count();
@@ -194,11 +171,11 @@ void conv_fractal(const Problem& p, dim_t c0, const float* x5d, const float* wfz
         double t_im2col = 0, t_gemm = 0;
         // The threads' buffers allocated before the region: an allocation failing inside it
         // would end the program (an exception cannot leave a parallel region).
-        std::vector<Buffer> bufs(static_cast<std::size_t>(threads));
-        for (auto& b : bufs) b = buffer(rows * chunk * frac);
+        reserve_thread_scratch(kFracColSlot, col_floats, threads);
+        reserve_thread_scratch(kFracAccSlot, acc_floats, threads);
 #pragma omp parallel num_threads(threads) reduction(+ : t_im2col, t_gemm)
         {
-            auto& a = bufs[static_cast<std::size_t>(omp_get_thread_num())];
+            const Kept a = kept(kFracColSlot, col_floats), accs = kept(kFracAccSlot, acc_floats);
 #pragma omp for schedule(dynamic, 1)
             for (dim_t u = 0; u < units; ++u) {
                 const dim_t n = u / nchunks, mb0 = (u % nchunks) * chunk;
@@ -207,7 +184,9 @@ void conv_fractal(const Problem& p, dim_t c0, const float* x5d, const float* wfz
                 im2col_fractal_kernel(p, c0, x5d, n, a.get(), mb0, mb0 + cm);
                 t_im2col += since(t0);
                 t0 = Clock::now();
-                for (dim_t t = 0; t < cm * tn; ++t) tile(n, mb0, cm, t, a.get());
+                for (dim_t r0 = 0; r0 < rows; r0 += rb)
+                    for (dim_t t = 0; t < cm * tn; ++t) product(cm, a.get(), accs.get(), r0, t);
+                for (dim_t t = 0; t < cm * tn; ++t) write(n, mb0, cm, t, accs.get());
                 t_gemm += since(t0);
             }
         }
@@ -219,8 +198,9 @@ void conv_fractal(const Problem& p, dim_t c0, const float* x5d, const float* wfz
         }
         return;
     }
-    // Few units (one large image): a unit at a time, its tiles in parallel.
-    auto a = buffer(rows * chunk * frac);
+    // Few units (one large image): a unit at a time, its tiles in parallel (column blocks split
+    // between the threads, so that each reads its own share of B).
+    const Kept a = kept(kFracColSlot, col_floats), accs = kept(kFracAccSlot, acc_floats);
     for (dim_t n = 0; n < p.mb; ++n)
         for (dim_t mb0 = 0; mb0 < m1; mb0 += chunk) {
             const dim_t cm = std::min(chunk, m1 - mb0);
@@ -230,8 +210,15 @@ void conv_fractal(const Problem& p, dim_t c0, const float* x5d, const float* wfz
             }
             Span s(prof, "fractal_gemm");
             const dim_t tiles = cm * tn;
-#pragma omp parallel for schedule(dynamic, 2) if (tiles > 1 && rows * tiles * frac > 32768)
-            for (dim_t t = 0; t < tiles; ++t) tile(n, mb0, cm, t, a.get());
+#pragma omp parallel if (tiles > 1 && rows * tiles * frac > 32768)
+            {
+                for (dim_t r0 = 0; r0 < rows; r0 += rb) {
+#pragma omp for schedule(static)
+                    for (dim_t t = 0; t < tiles; ++t) product(cm, a.get(), accs.get(), r0, t);
+                }
+#pragma omp for schedule(static)
+                for (dim_t t = 0; t < tiles; ++t) write(n, mb0, cm, t, accs.get());
+            }
         }
 }
 
@@ -245,7 +232,8 @@ void forward_fractal(const Problem& p, const ConvArgs& a, Profiler* prof, const 
     const std::vector<dim_t> xd = q.src_dims(), wd = q.wei_dims(), yd = q.dst_dims();
     const ActGeom xg = ActGeom::of(xd, o.c0), yg = ActGeom::of(yd, o.c0);
     const WeiGeom wg = WeiGeom::of(wd, o.c0);
-    auto x5 = buffer(xg.size()), wz = buffer(wg.size()), y5 = buffer(yg.size());
+    const Kept x5 = kept(kFracSlot[0], xg.size()), bt = kept(kFracBtSlot, wg.size()),
+               y5 = kept(kFracSlot[2], yg.size());
     const dim_t wslice = q.oc * q.ic * q.kernel_spatial();
     for (dim_t g = 0; g < p.groups; ++g) {
         {
@@ -255,11 +243,11 @@ void forward_fractal(const Problem& p, const ConvArgs& a, Profiler* prof, const 
         }
         {
             Span s(prof, "pack_wei");
-            pack_weight_kernel(wd, o.c0, a.wei + g * wslice, wz.get());
-            round_storage(o.storage, wz.get(), wg.size());
+            pack_weight_transposed(wd, o.c0, a.wei + g * wslice, bt.get());
+            round_storage(o.storage, bt.get(), wg.size());
         }
-        conv_fractal(q, o.c0, x5.get(), wz.get(), a.bias ? a.bias + g * q.oc : nullptr, y5.get(),
-                     prof);
+        conv_fractal_bt(q, o.c0, x5.get(), nullptr, bt.get(), a.bias ? a.bias + g * q.oc : nullptr,
+                        y5.get(), prof);
         Span s(prof, "unpack");
         round_storage(o.storage, y5.get(), yg.size());
         unpack_activation_kernel(yd, o.c0, y5.get(), a.dst, p.oc, g * q.oc);
@@ -284,8 +272,10 @@ void backward_data_fractal_via_forward(const Problem& p, const ConvArgs& a, Prof
     const ActGeom yg = ActGeom::of(yd, c0), zg = ActGeom::of(zd, c0),
                   qg = ActGeom::of(q.src_dims(), c0), xg = ActGeom::of(xd, c0);
     const WeiGeom wg = WeiGeom::of(wd, c0), fg = WeiGeom::of(q.wei_dims(), c0);
-    auto y5 = buffer(yg.size()), z5 = buffer(zg.size()), q5 = buffer(qg.size());
-    auto wz = buffer(wg.size()), wf = buffer(fg.size()), x5 = buffer(xg.size());
+    const Kept y5 = kept(kFracSlot[0], yg.size()), z5 = kept(kFracSlot[1], zg.size()),
+               q5 = kept(kFracSlot[2], qg.size());
+    const Kept wz = kept(kFracSlot[3], wg.size()), wf = kept(kFracSlot[4], fg.size()),
+               x5 = kept(kFracSlot[5], xg.size());
     const dim_t wslice = p1.oc * p1.ic * p.kernel_spatial();
     for (dim_t g = 0; g < p.groups; ++g) {
         {
@@ -317,53 +307,6 @@ void backward_data_fractal_via_forward(const Problem& p, const ConvArgs& a, Prof
     }
 }
 
-void backward_weight_fractal_fz(const Problem& p, const float* src, const float* diff_dst,
-                                float* dw_fz, Profiler* prof, const Options& o) {
-    check_c0(o.c0);
-    const dim_t c0 = o.c0;
-    const Problem p1 = one_group(p);
-    const Problem q = maps::backward_weight_as_forward(p1);
-    check_gives_back(q, p.kernel, p.ndims, "backward_weight_fractal_via_forward");
-    const std::vector<dim_t> xd = p1.src_dims(), yd = p1.dst_dims(), rd = q.dst_dims();
-    const ActGeom xg = ActGeom::of(xd, c0), yg = ActGeom::of(yd, c0),
-                  tg = ActGeom::of(q.src_dims(), c0), rg = ActGeom::of(rd, c0);
-    const WeiGeom kg = WeiGeom::of(q.wei_dims(), c0), dg = WeiGeom::of(p.wei_dims(), c0);
-    auto x5 = buffer(xg.size()), xt = buffer(tg.size()), y5 = buffer(yg.size());
-    auto yf = buffer(kg.size()), r5 = buffer(rg.size());
-    if (p.groups > 1) {
-        // Groups write their output channels only; the padding rows of N1 stay zero.
-        Span s(prof, "zero");
-        std::fill(dw_fz, dw_fz + dg.size(), 0.0f);
-    }
-    for (dim_t g = 0; g < p.groups; ++g) {
-        {
-            Span s(prof, "pack_src");
-            pack_activation_kernel(xd, c0, src, x5.get(), p.ic, g * p1.ic);
-            round_storage(o.storage, x5.get(), xg.size());
-        }
-        {
-            Span s(prof, "pack_dst");
-            pack_activation_kernel(yd, c0, diff_dst, y5.get(), p.oc, g * p1.oc);
-            round_storage(o.storage, y5.get(), yg.size());
-        }
-        {
-            Span s(prof, "tnc");
-            tnc5d_kernel(xd, c0, x5.get(), xt.get());
-        }
-        {
-            Span s(prof, "tncf");
-            tncf_kernel(yd, c0, y5.get(), yf.get());
-        }
-        conv_fractal(q, c0, xt.get(), yf.get(), nullptr, r5.get(), prof);
-        // (C/G, K/G, k...) in NC1HWC0 -> FRACTAL_Z of (K, C/G, k...), this group's K/G rows.
-        Span s(prof, "tncf_dw");
-        if (p.groups == 1)
-            tncf_kernel(rd, c0, r5.get(), dw_fz);
-        else
-            tncf_kernel(rd, c0, r5.get(), dw_fz, p.oc, g * p1.oc);
-    }
-}
-
 void backward_weight_fractal_via_forward(const Problem& p, const ConvArgs& a, Profiler* prof) {
     backward_weight_fractal_via_forward(p, a, prof, Options{});
 }
@@ -372,7 +315,7 @@ void backward_weight_fractal_via_forward(const Problem& p, const ConvArgs& a, Pr
                                          const Options& o) {
     check_c0(o.c0);
     const std::vector<dim_t> wd = p.wei_dims();
-    auto fz = buffer(WeiGeom::of(wd, o.c0).size());
+    const Kept fz = kept(kFracSlot[6], WeiGeom::of(wd, o.c0).size());
     backward_weight_fractal_fz(p, a.src, a.diff_dst, fz.get(), prof, o);
     Span s(prof, "unpack");
     unpack_weight_kernel(wd, o.c0, fz.get(), a.diff_wei);
@@ -396,8 +339,10 @@ dim_t conv_fractal_work(const Problem& q, dim_t c0) {
     const WeiGeom wg = WeiGeom::of(q.wei_dims(), c0);
     const dim_t frac = kN0 * c0, rows = wg.rows();
     const dim_t m1 = blocks_of(q.out_spatial(), kN0);
-    const dim_t chunk = std::clamp<dim_t>((dim_t{1} << 20) / detail::sat_mul(rows, frac), 1, m1);
-    const dim_t block = detail::sat_mul({rows, chunk, frac});
+    const dim_t tn = std::max(wg.n1, blocks_of(blocks_of(q.oc, c0) * c0, kN0));
+    const dim_t chunk = conv_fractal_chunk(rows, tn, m1, c0);
+    const dim_t block = detail::sat_add(detail::sat_mul({rows, chunk, frac}),
+                                        detail::sat_mul({chunk, tn, kN0 * kN0}));
     return detail::sat_add(detail::sat_mul({rows, wg.n1, frac}),
                            detail::sat_mul(block, omp_get_max_threads()));
 }
@@ -429,12 +374,7 @@ dim_t fractal_work(const Problem& p, Pass pass, dim_t c0) {
         floats = sat_add(floats, sat_add(wei_size(p1.wei_dims(), c0), wei_size(q.wei_dims(), c0)));
         floats = sat_add(floats, conv_fractal_work(q, c0));
     } else {
-        const Problem q = maps::backward_weight_as_forward(p1);
-        if (!q.validate(true).empty()) return kHugeSize;
-        floats = sat_add(sat_add(act_size(p1.src_dims(), c0), act_size(q.src_dims(), c0)),
-                         sat_add(act_size(p1.dst_dims(), c0), wei_size(q.wei_dims(), c0)));
-        floats = sat_add(floats, sat_add(act_size(q.dst_dims(), c0), wei_size(p.wei_dims(), c0)));
-        floats = sat_add(floats, conv_fractal_work(q, c0));
+        floats = sat_add(davinci::fractal_weight_work(p, c0), wei_size(p.wei_dims(), c0));
     }
     return sat_mul(floats, dim_t{sizeof(float)});
 }

@@ -1,0 +1,236 @@
+// The weight gradient in fractal form with the batch packed as the reduction's tail.
+//
+// The via-forward scheme (dW = TNC(conv(TNC(X), TNCf(dY)))) reduces over the batch in the C0
+// lanes of TNC(X): at batch 1, 15 of 16 lanes are padding zeros, and the kernel taps become the
+// output positions of 16-row fractals (9 of 16 rows used by a 3x3). Here the same products are
+// ordered so that nothing is padded but the ends: the reduction runs over P = N x out positions,
+// 16 consecutive (n, od, oh, ow) per fractal (only the last fractal holds padding), and each
+// result fractal is a FRACTAL_Z fractal of dW itself (16 output channels x C0 input channels of
+// one row (kd, c1, kh, kw)):
+//   dW(row, nb) = sum over f of Yf(nb, f) (16 channels k x 16 positions)
+//                             * Xf(row, f) (16 positions x C0 lanes of input block c1)
+// Yf is dY (TNCf's fractals, positions along the reduction), Xf the input gathered at each
+// position's tap (TNC(X) with the batch joined to the positions); both are built from dense runs
+// (a position's C0 lanes of NC1HWC0, a channel's run of positions of NCHW), a block of reduction
+// fractals at a time so that memory stays bounded.
+#include "omp_compat.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "checked.hpp"
+#include "convlab/davinci.hpp"
+#include "fractal_kernel.hpp"
+#include "geom.hpp"
+#include "microkernel.hpp"
+
+namespace convlab::davinci {
+
+namespace {
+
+constexpr dim_t kFrac = kN0 * kN0;  // floats of a dY fractal (16 channels x 16 positions)
+
+void round_storage(DType t, float* v, dim_t n) {
+    if (t == DType::f16)
+        for (dim_t i = 0; i < n; ++i) v[i] = half_to_float(float_to_half(v[i]));
+    else if (t == DType::bf16)
+        for (dim_t i = 0; i < n; ++i) v[i] = bf16_to_float(float_to_bf16(v[i]));
+}
+
+// The sizes of one group's product.
+struct Plan {
+    detail::Geom3 g;
+    ActGeom xg;       // the group's input in NC1HWC0 / NDC1HWC0
+    WeiGeom wg;       // the group's weight gradient in FRACTAL_Z (K/G, C/G, k...)
+    dim_t m = 0;      // output positions of an image
+    dim_t p = 0;      // reduction length N * m
+    dim_t p1 = 0;     // reduction fractals
+    dim_t chunk = 0;  // reduction fractals per block
+};
+
+Plan plan_of(const Problem& p, dim_t c0) {
+    Problem q = p;
+    q.ic = p.icg();
+    q.oc = p.ocg();
+    q.groups = 1;
+    Plan s;
+    s.g = detail::geom3(q);
+    s.xg = ActGeom::of(q.src_dims(), c0);
+    s.wg = WeiGeom::of(q.wei_dims(), c0);
+    s.m = s.g.out_size();
+    s.p = detail::sat_mul(p.mb, s.m);
+    s.p1 = blocks_of(s.p, kN0);
+    // A block's dY fractals (all channel blocks) within about 256 KB, its input fractals within
+    // about 4 MB, at least 4 fractals (the results are read and written once per block).
+    const dim_t rows = s.wg.rows();
+    dim_t chunk = std::max<dim_t>(4, (dim_t{1} << 16) / (s.wg.n1 * kFrac));
+    chunk = std::min(chunk, std::max<dim_t>(4, (dim_t{1} << 20) / detail::sat_mul(rows, kN0 * c0)));
+    s.chunk = std::clamp<dim_t>(chunk, 1, std::max<dim_t>(s.p1, 1));
+    return s;
+}
+
+// dY's channels [k_begin, k_begin + n1*16) of (N, k_total, out...) as fractals yf[(nb*P1 + f)*256
+// + i*16 + u] = dY(n, k_begin + nb*16 + i, pos) for reduction index f*16 + u = n*m + pos; zero
+// for channels past kg and indices past P.
+void pack_dy(const Plan& s, const float* dy, dim_t k_total, dim_t k_begin, dim_t kg, dim_t mb,
+             float* yf) {
+    const dim_t rows = s.wg.n1 * kN0;
+#pragma omp parallel for schedule(static) if (rows * s.p1 * kN0 > 65536)
+    for (dim_t k = 0; k < rows; ++k) {
+        const dim_t nb = k / kN0, i = k % kN0;
+        float* base = yf + nb * s.p1 * kFrac + i * kN0;
+        if (k >= kg) {
+            for (dim_t f = 0; f < s.p1; ++f)
+                std::fill(base + f * kFrac, base + f * kFrac + kN0, 0.0f);
+            continue;
+        }
+        dim_t idx = 0;  // reduction index
+        for (dim_t n = 0; n < mb; ++n) {
+            const float* src = dy + (n * k_total + k_begin + k) * s.m;
+            for (dim_t q = 0; q < s.m;) {
+                const dim_t u = idx % kN0, len = std::min(kN0 - u, s.m - q);
+                std::memcpy(base + (idx / kN0) * kFrac + u, src + q,
+                            static_cast<std::size_t>(len) * sizeof(float));
+                q += len;
+                idx += len;
+            }
+        }
+        if (idx % kN0) {
+            float* tail = base + (idx / kN0) * kFrac;
+            std::fill(tail + idx % kN0, tail + kN0, 0.0f);
+        }
+    }
+}
+
+// The input fractals of reduction fractals [f0, f0 + cf): xf[(row*chunk + f - f0)*16*C0 + u*C0 +
+// ci] = X(n, id, c1, ih, iw, ci) for reduction index f*16 + u = n*m + (od, oh, ow) and
+// i* = o* * s - pb + k* * dil, zero outside the input and past P. A line (n, od, oh) of positions
+// at a time: one copy of C0 lanes per position, one copy of the whole run at stride 1.
+void gather_x(const Plan& s, dim_t c0, const float* x5, dim_t f0, dim_t cf, float* xf) {
+    const detail::Geom3& g = s.g;
+    const dim_t rows = s.wg.rows(), lanes = kN0 * c0;
+    const dim_t m_begin = f0 * kN0, m_end = std::min((f0 + cf) * kN0, s.p);
+#pragma omp for schedule(static)
+    for (dim_t r = 0; r < rows; ++r) {
+        dim_t t = r;
+        const dim_t kw = t % g.k[2];
+        t /= g.k[2];
+        const dim_t kh = t % g.k[1];
+        t /= g.k[1];
+        const dim_t c1 = t % s.xg.c1, kd = t / s.xg.c1;
+        float* out = xf + r * s.chunk * lanes;
+        const dim_t off_d = kd * g.d[0] - g.pb[0], off_h = kh * g.d[1] - g.pb[1],
+                    off_w = kw * g.d[2] - g.pb[2];
+        dim_t w_lo, w_hi;
+        detail::valid_range(off_w, g.s[2], g.in[2], g.out[2], w_lo, w_hi);
+        for (dim_t mm = m_begin; mm < m_end;) {
+            const dim_t n = mm / s.m, pos = mm % s.m;
+            const dim_t ow0 = pos % g.out[2], rest = pos / g.out[2];
+            const dim_t oh = rest % g.out[1], od = rest / g.out[1];
+            const dim_t len = std::min(g.out[2] - ow0, m_end - mm);
+            float* seg = out + (mm - m_begin) * c0;  // position ow is seg[(ow - ow0) * c0]
+            const dim_t id = od * g.s[0] + off_d, ih = oh * g.s[1] + off_h;
+            const dim_t lo = std::clamp(w_lo, ow0, ow0 + len), hi = std::clamp(w_hi, lo, ow0 + len);
+            if (id < 0 || id >= g.in[0] || ih < 0 || ih >= g.in[1]) {
+                std::fill(seg, seg + len * c0, 0.0f);
+            } else {
+                const float* in = x5 + s.xg.offset(n, id, c1, ih, 0, 0) + off_w * c0;
+                std::fill(seg, seg + (lo - ow0) * c0, 0.0f);
+                if (g.s[2] == 1)
+                    std::memcpy(seg + (lo - ow0) * c0, in + lo * c0,
+                                static_cast<std::size_t>((hi - lo) * c0) * sizeof(float));
+                else
+                    for (dim_t ow = lo; ow < hi; ++ow)
+                        std::memcpy(seg + (ow - ow0) * c0, in + ow * g.s[2] * c0,
+                                    static_cast<std::size_t>(c0) * sizeof(float));
+                std::fill(seg + (hi - ow0) * c0, seg + len * c0, 0.0f);
+            }
+            mm += len;
+        }
+        std::fill(out + (m_end - m_begin) * c0, out + cf * lanes, 0.0f);
+    }
+}
+
+}  // namespace
+
+dim_t fractal_weight_work(const Problem& p, dim_t c0) {
+    const Plan s = plan_of(p, c0);
+    dim_t floats = detail::sat_mul(s.xg.n, detail::sat_mul(s.xg.c1 * c0, s.xg.spatial()));
+    floats = detail::sat_add(floats, detail::sat_mul({s.wg.n1, s.p1, kFrac}));
+    floats = detail::sat_add(floats, detail::sat_mul({s.wg.rows(), s.chunk, kN0, c0}));
+    if (p.groups > 1) floats = detail::sat_add(floats, s.wg.size());
+    return floats;
+}
+
+void backward_weight_fractal_fz(const Problem& p, const float* src, const float* diff_dst,
+                                float* dw_fz, Profiler* prof, const Options& o) {
+    p.check(true);
+    check_c0(o.c0);
+    const dim_t c0 = o.c0;
+    const Plan s = plan_of(p, c0);
+    const dim_t cg = p.icg(), kg = p.ocg(), rows = s.wg.rows(), n1 = s.wg.n1;
+    const dim_t lanes = kN0 * c0, tiles = rows * n1;
+    const std::vector<dim_t> xd = [&] {
+        std::vector<dim_t> d = p.src_dims();
+        d[1] = cg;
+        return d;
+    }();
+    const Kept x5 = kept(kFracSlot[0], s.xg.size()), yf = kept(kFracSlot[1], n1 * s.p1 * kFrac);
+    const Kept xf = kept(kFracSlot[2], rows * s.chunk * lanes);
+    // One group's gradient: in place with one group, else in its own FRACTAL_Z, scattered after.
+    Kept own{nullptr};
+    if (p.groups > 1) {
+        own = kept(kFracSlot[3], s.wg.size());
+        Span z(prof, "zero");
+        std::fill(dw_fz, dw_fz + WeiGeom::of(p.wei_dims(), c0).size(), 0.0f);
+    }
+    float* dw = p.groups > 1 ? own.get() : dw_fz;
+    const dim_t n1_all = blocks_of(p.oc, kN0);
+    for (dim_t grp = 0; grp < p.groups; ++grp) {
+        {
+            Span sp(prof, "pack_src");
+            pack_activation_kernel(xd, c0, src, x5.get(), p.ic, grp * cg);
+            round_storage(o.storage, x5.get(), s.xg.size());
+        }
+        {
+            Span sp(prof, "tncf");
+            pack_dy(s, diff_dst, p.oc, grp * kg, kg, p.mb, yf.get());
+            round_storage(o.storage, yf.get(), n1 * s.p1 * kFrac);
+        }
+        if (s.p1 == 0) std::fill(dw, dw + s.wg.size(), 0.0f);
+        for (dim_t f0 = 0; f0 < s.p1; f0 += s.chunk) {
+            const dim_t cf = std::min(s.chunk, s.p1 - f0);
+            {
+                Span sp(prof, "tnc");
+#pragma omp parallel if (rows * cf * lanes > 65536)
+                gather_x(s, c0, x5.get(), f0, cf, xf.get());
+            }
+            Span sp(prof, "fractal_gemm");
+            // Tiles row-major (row, nb): a thread's tiles share their rows' input fractals.
+#pragma omp parallel for schedule(static) if (tiles > 1 && tiles * cf * lanes * kN0 > 65536)
+            for (dim_t t = 0; t < tiles; ++t) {
+                const dim_t r = t / n1, nb = t % n1;
+                fractal_product(kN0, c0, cf, yf.get() + (nb * s.p1 + f0) * kFrac, kFrac,
+                                xf.get() + r * s.chunk * lanes, lanes, c0,
+                                dw + (r * n1 + nb) * lanes, c0, f0 > 0);
+            }
+        }
+        if (p.groups > 1) {
+            // This group's K/G output channels k into rows g*K/G + k of the whole FRACTAL_Z.
+            Span sp(prof, "tncf_dw");
+#pragma omp parallel for schedule(static) if (rows * kg * c0 > 65536)
+            for (dim_t r = 0; r < rows; ++r)
+                for (dim_t k = 0; k < kg; ++k) {
+                    const dim_t o_all = grp * kg + k;
+                    std::memcpy(dw_fz + ((r * n1_all + o_all / kN0) * kN0 + o_all % kN0) * c0,
+                                dw + ((r * n1 + k / kN0) * kN0 + k % kN0) * c0,
+                                static_cast<std::size_t>(c0) * sizeof(float));
+                }
+        }
+    }
+}
+
+}  // namespace convlab::davinci
