@@ -27,8 +27,8 @@
 #include "convlab/npy.hpp"
 #include "convlab/output_file.hpp"
 #include "lesson/lesson.hpp"
-#include "test_files.hpp"
 #include "model/timings_state.hpp"
+#include "test_files.hpp"
 
 using namespace convlab;
 namespace fs = std::filesystem;

@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "convlab/problem.hpp"
-#include "test_files.hpp"
 #include "export/gif_writer.hpp"
+#include "test_files.hpp"
 
 namespace fs = std::filesystem;
 using convlab::Error;

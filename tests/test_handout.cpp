@@ -17,9 +17,9 @@
 
 #include "handout/handout.hpp"
 #include "lesson/lesson.hpp"
+#include "model/lesson_player.hpp"
 #include "test_files.hpp"
 #include "test_lessons.hpp"
-#include "model/lesson_player.hpp"
 
 namespace fs = std::filesystem;
 using convlab::test::can_render;

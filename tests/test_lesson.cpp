@@ -15,8 +15,8 @@
 #include "cli/cli.hpp"
 #include "convlab/layers.hpp"
 #include "lesson/lesson.hpp"
-#include "test_files.hpp"
 #include "model/lesson_player.hpp"
+#include "test_files.hpp"
 
 using namespace convlab;
 using namespace convlab::lesson;

@@ -15,11 +15,11 @@
 
 #include "convlab/problem.hpp"
 #include "lesson/lesson.hpp"
+#include "model/lesson_player.hpp"
+#include "model/model.hpp"
 #include "stb_image.h"
 #include "test_files.hpp"
 #include "test_lessons.hpp"
-#include "model/lesson_player.hpp"
-#include "model/model.hpp"
 
 using namespace convlab;
 namespace fs = std::filesystem;

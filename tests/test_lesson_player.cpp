@@ -21,11 +21,11 @@
 #include "charts/chart.hpp"
 #include "cli/cli.hpp"
 #include "lesson/lesson.hpp"
+#include "model/lesson_player.hpp"
+#include "model/timings_state.hpp"
 #include "stb_image.h"
 #include "test_files.hpp"
 #include "test_lessons.hpp"
-#include "model/lesson_player.hpp"
-#include "model/timings_state.hpp"
 
 using namespace convlab;
 namespace fs = std::filesystem;

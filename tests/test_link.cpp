@@ -5,8 +5,8 @@
 
 #include <string>
 
-#include "test_files.hpp"
 #include "model/link.hpp"
+#include "test_files.hpp"
 
 using namespace convlab;
 using convlab::ui::Link;

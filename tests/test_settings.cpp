@@ -6,8 +6,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "test_files.hpp"
 #include "model/settings.hpp"
+#include "test_files.hpp"
 
 using convlab::test::TempDir;
 using namespace convlab::ui;

@@ -20,9 +20,9 @@
 #include "cli/cli.hpp"
 #include "convlab/bench.hpp"
 #include "convlab/conv.hpp"
+#include "model/timings_state.hpp"
 #include "stb_image.h"
 #include "test_files.hpp"
-#include "model/timings_state.hpp"
 
 using namespace convlab;
 namespace fs = std::filesystem;

@@ -22,8 +22,8 @@
 #include "charts/chart_export.hpp"
 #include "cli/cli_common.hpp"
 #include "data/data_dir.hpp"
-#include "onednn_peer.hpp"
 #include "model/timings_state.hpp"
+#include "onednn_peer.hpp"
 
 namespace convlab::cli {
 

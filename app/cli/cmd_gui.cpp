@@ -1,7 +1,7 @@
 // convlab gui: opens the desktop app (also what `convlab` with no arguments does).
 #include "cli/cli_common.hpp"
-#include "lesson/lesson.hpp"
 #include "gui/gui.hpp"
+#include "lesson/lesson.hpp"
 #include "model/link.hpp"
 
 namespace convlab::cli {

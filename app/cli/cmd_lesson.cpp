@@ -13,8 +13,8 @@
 #include <ostream>
 
 #include "cli/cli_common.hpp"
-#include "lesson/lesson.hpp"
 #include "gui/gui.hpp"
+#include "lesson/lesson.hpp"
 #include "model/lesson_player.hpp"
 
 namespace convlab::cli {

@@ -6,9 +6,9 @@
 #include <ostream>
 
 #include "cli/cli_common.hpp"
+#include "gui/gui.hpp"
 #include "handout/handout.hpp"
 #include "lesson/lesson.hpp"
-#include "gui/gui.hpp"
 #include "model/lesson_player.hpp"
 
 namespace convlab::cli {

@@ -9,9 +9,9 @@
 
 #include "cli/cli_common.hpp"
 #include "convlab/output_file.hpp"
-#include "lesson/lesson.hpp"
 #include "export/gif_writer.hpp"
 #include "gui/gui.hpp"
+#include "lesson/lesson.hpp"
 #include "model/timings_state.hpp"
 
 namespace convlab::cli {

@@ -5,9 +5,9 @@
 
 #include <span>
 
+#include "../gemm/microkernel.hpp"
 #include "convlab/davinci.hpp"
 #include "convlab/problem.hpp"
-#include "../gemm/microkernel.hpp"
 
 namespace convlab::davinci {
 
