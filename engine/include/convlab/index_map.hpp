@@ -157,6 +157,7 @@ class IndexMap {
     // Order in which domain axes are walked, outermost first (line_axis last).
     std::vector<int> walk_order() const;
     dim_t domain_linear_at(dim_t walk, std::vector<dim_t>& coord) const;
+    void line_images(const dim_t* coord, int axis, dim_t count, dim_t* out) const;
 };
 
 // second(first(x)) for two gathers: first maps A -> B, second maps B -> C; the result maps A -> C

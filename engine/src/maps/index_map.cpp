@@ -172,38 +172,54 @@ dim_t IndexMap::map(dim_t domain_linear) const {
     return fn_(c.data());
 }
 
+// Images of `count` domain elements from coordinate c along `axis` (c[axis] + j): an
+// expression's line_images (what does not vary along the axis evaluated once), else the function
+// element by element.
+void IndexMap::line_images(const dim_t* c, int axis, dim_t count, dim_t* out) const {
+    if (expr_) {
+        expr_->line_images(c, axis, count, codomain().dims, out);
+        return;
+    }
+    std::vector<dim_t> t(c, c + domain().rank());
+    for (dim_t j = 0; j < count; ++j, ++t[static_cast<std::size_t>(axis)]) out[j] = fn_(t.data());
+}
+
 void IndexMap::images(dim_t begin, dim_t end, dim_t* out) const {
     const Shape& dom = domain();
     begin = std::max(begin, dim_t{0});
     end = std::min(end, dom.numel());
     if (begin >= end) return;
-    // The first coordinate by division, then carried (no division per element).
+    // The first coordinate by division, then a line (the last axis) at a time, carried.
     std::vector<dim_t> c(static_cast<std::size_t>(dom.rank()));
     dom.coord_of(begin, c);
-    for (dim_t i = begin; i < end; ++i) {
-        out[i - begin] = fn_(c.data());
-        for (int a = dom.rank() - 1; a >= 0; --a) {
-            if (++c[a] < dom.dims[a]) break;
+    const int last = dom.rank() - 1;
+    for (dim_t i = begin; i < end;) {
+        const dim_t count = std::min(end - i, dom.dims[last] - c[last]);
+        line_images(c.data(), last, count, out + (i - begin));
+        i += count;
+        c[last] += count;
+        for (int a = last; a >= 0 && c[a] == dom.dims[a]; --a) {
             c[a] = 0;
+            if (a > 0) ++c[a - 1];
         }
     }
 }
 
 void IndexMap::execute(const float* src, float* dst) const {
-    const Shape& dom = domain();
-    std::vector<dim_t> c(static_cast<std::size_t>(dom.rank()), 0);
-    const dim_t n = dom.numel();
+    const dim_t n = domain().numel();
     if (kind_ == Kind::Reduce) std::fill(dst, dst + dst_.numel(), 0.0f);
-    // Walk the domain in row-major order, carrying the coordinate instead of dividing.
-    for (dim_t i = 0; i < n; ++i) {
-        const dim_t j = fn_(c.data());
-        if (kind_ == Kind::Gather)
-            dst[i] = j < 0 ? 0.0f : src[j];
-        else if (j >= 0)
-            dst[j] += src[i];
-        for (int a = dom.rank() - 1; a >= 0; --a) {
-            if (++c[a] < dom.dims[a]) break;
-            c[a] = 0;
+    // The domain in row-major order, a block of images at a time (images walks it by lines).
+    constexpr dim_t kBlock = 1024;
+    dim_t img[kBlock];
+    for (dim_t b = 0; b < n; b += kBlock) {
+        const dim_t count = std::min(kBlock, n - b);
+        images(b, b + count, img);
+        for (dim_t k = 0; k < count; ++k) {
+            const dim_t j = img[k], i = b + k;
+            if (kind_ == Kind::Gather)
+                dst[i] = j < 0 ? 0.0f : src[j];
+            else if (j >= 0)
+                dst[j] += src[i];
         }
     }
 }
@@ -279,7 +295,7 @@ void IndexMap::for_each_in_step(Granularity g, dim_t step,
     if (begin >= end) return;
     // The first element's coordinate by division, then the walk carried as an odometer over the
     // walk order with the linear index kept by strides: no division or allocation per element
-    // (a view of millions of cells enumerates every one).
+    // (a view of millions of cells enumerates every one), and the images a line at a time.
     std::vector<dim_t> c(static_cast<std::size_t>(dom.rank()));
     dim_t d = domain_linear_at(begin, c);
     const std::vector<int> order = walk_order();
@@ -287,13 +303,26 @@ void IndexMap::for_each_in_step(Granularity g, dim_t step,
     for (int a = dom.rank() - 2; a >= 0; --a)
         stride[static_cast<std::size_t>(a)] =
             stride[static_cast<std::size_t>(a) + 1] * dom.dims[static_cast<std::size_t>(a) + 1];
-    for (dim_t i = begin; i < end; ++i) {
-        const dim_t o = fn_(c.data());
-        if (kind_ == Kind::Gather)
-            f(o, d);
-        else
-            f(d, o);
-        for (int k = static_cast<int>(order.size()) - 1; k >= 0; --k) {
+    // A run along the line axis (at most kBlock elements) at a time: its images in one call.
+    constexpr dim_t kBlock = 256;
+    dim_t img[kBlock];
+    const auto la = static_cast<std::size_t>(line_axis_);
+    for (dim_t i = begin; i < end;) {
+        const dim_t count = std::min({kBlock, end - i, dom.dims[la] - c[la]});
+        line_images(c.data(), line_axis_, count, img);
+        for (dim_t k = 0; k < count; ++k, d += stride[la]) {
+            if (kind_ == Kind::Gather)
+                f(img[k], d);
+            else
+                f(d, img[k]);
+        }
+        i += count;
+        c[la] += count;
+        if (c[la] < dom.dims[la]) continue;
+        // The line is done: back to its start, then the odometer over the outer walk axes.
+        c[la] = 0;
+        d -= dom.dims[la] * stride[la];
+        for (int k = static_cast<int>(order.size()) - 2; k >= 0; --k) {
             const auto a = static_cast<std::size_t>(order[static_cast<std::size_t>(k)]);
             if (++c[a] < dom.dims[a]) {
                 d += stride[a];

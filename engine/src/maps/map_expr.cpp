@@ -35,9 +35,43 @@ int precedence(MapExpr::Op op) {
     }
 }
 
+// One node's value from the coordinate and the values of the nodes before it.
+inline dim_t apply(const MapExpr::Node& nd, const dim_t* coord, const dim_t* v) {
+    switch (nd.op) {
+        case MapExpr::Op::Var:
+            return coord[nd.a];
+        case MapExpr::Op::Const:
+            return nd.value;
+        case MapExpr::Op::Add:
+            return v[nd.a] + v[nd.b];
+        case MapExpr::Op::Sub:
+            return v[nd.a] - v[nd.b];
+        case MapExpr::Op::Mul:
+            return v[nd.a] * v[nd.b];
+        case MapExpr::Op::Div:
+            return floor_div(v[nd.a], v[nd.b]);
+        case MapExpr::Op::Mod:
+            return floor_mod(v[nd.a], v[nd.b]);
+    }
+    return 0;
+}
+
+inline bool holds(const MapExpr::Guard& g, const dim_t* v) {
+    const dim_t x = v[g.x];
+    if (g.div >= 0 && floor_mod(x, v[g.div]) != 0) return false;
+    if (g.lo >= 0 && x < v[g.lo]) return false;
+    if (g.hi >= 0 && x >= v[g.hi]) return false;
+    return true;
+}
+
 }  // namespace
 
-MapExpr::MapExpr(std::vector<std::string> axis_names) : axis_names_(std::move(axis_names)) {}
+MapExpr::MapExpr(std::vector<std::string> axis_names) : axis_names_(std::move(axis_names)) {
+    // (Node::axes holds one bit an axis.)
+    if (axis_names_.size() > 32)
+        throw Error("index map expression: a domain of rank " + std::to_string(axis_names_.size()) +
+                    ", more than 32 axes");
+}
 
 int MapExpr::add(Node n) {
     // Common sub-terms are shared: an identical node (same operation and operands; constants
@@ -50,6 +84,11 @@ int MapExpr::add(Node n) {
     }
     if (nodes_.size() >= kMaxNodes)
         throw Error("index map expression: more than " + std::to_string(kMaxNodes) + " terms");
+    if (n.op == Op::Var)
+        n.axes = std::uint32_t{1} << n.a;
+    else if (n.op != Op::Const)
+        n.axes =
+            nodes_[static_cast<std::size_t>(n.a)].axes | nodes_[static_cast<std::size_t>(n.b)].axes;
     nodes_.push_back(std::move(n));
     return static_cast<int>(nodes_.size()) - 1;
 }
@@ -182,38 +221,9 @@ void MapExpr::set_image(std::vector<Term> image) {
 
 bool MapExpr::eval(const dim_t* coord, dim_t* v) const {
     const std::size_t n = nodes_.size();
-    for (std::size_t i = 0; i < n; ++i) {
-        const Node& nd = nodes_[i];
-        switch (nd.op) {
-            case Op::Var:
-                v[i] = coord[nd.a];
-                break;
-            case Op::Const:
-                v[i] = nd.value;
-                break;
-            case Op::Add:
-                v[i] = v[nd.a] + v[nd.b];
-                break;
-            case Op::Sub:
-                v[i] = v[nd.a] - v[nd.b];
-                break;
-            case Op::Mul:
-                v[i] = v[nd.a] * v[nd.b];
-                break;
-            case Op::Div:
-                v[i] = floor_div(v[nd.a], v[nd.b]);
-                break;
-            case Op::Mod:
-                v[i] = floor_mod(v[nd.a], v[nd.b]);
-                break;
-        }
-    }
-    for (const Guard& g : guards_) {
-        const dim_t x = v[g.x];
-        if (g.div >= 0 && floor_mod(x, v[g.div]) != 0) return false;
-        if (g.lo >= 0 && x < v[g.lo]) return false;
-        if (g.hi >= 0 && x >= v[g.hi]) return false;
-    }
+    for (std::size_t i = 0; i < n; ++i) v[i] = apply(nodes_[i], coord, v);
+    for (const Guard& g : guards_)
+        if (!holds(g, v)) return false;
     return true;
 }
 
@@ -229,6 +239,84 @@ dim_t MapExpr::linear(const dim_t* coord, const std::vector<dim_t>& dims) const 
         lin = lin * dims[i] + x;
     }
     return lin;
+}
+
+void MapExpr::line_images(const dim_t* coord, int axis, dim_t count, const std::vector<dim_t>& dims,
+                          dim_t* out) const {
+    if (count <= 0) return;
+    if (axis < 0 || axis >= this->rank())
+        throw Error("index map expression: line axis " + std::to_string(axis) + " outside rank " +
+                    std::to_string(this->rank()));
+    // Bounds of the per-line tables below; a larger expression is evaluated element by element.
+    constexpr std::size_t kMaxGuards = 64, kMaxImage = 16;
+    const std::size_t rank = image_.size();
+    if (guards_.size() > kMaxGuards || rank > kMaxImage) {
+        std::vector<dim_t> c(coord, coord + this->rank());
+        for (dim_t j = 0; j < count; ++j, ++c[static_cast<std::size_t>(axis)])
+            out[j] = linear(c.data(), dims);
+        return;
+    }
+    const std::uint32_t bit = std::uint32_t{1} << axis;
+    const auto varies = [&](int id) {
+        return id >= 0 && (nodes_[static_cast<std::size_t>(id)].axes & bit) != 0;
+    };
+    // The nodes independent of the axis, once; the others listed for each element.
+    dim_t v[kMaxNodes];
+    int dep[kMaxNodes];
+    std::size_t ndep = 0;
+    for (std::size_t i = 0; i < nodes_.size(); ++i) {
+        if (nodes_[i].axes & bit)
+            dep[ndep++] = static_cast<int>(i);
+        else
+            v[i] = apply(nodes_[i], coord, v);
+    }
+    // The guards and image terms independent of the axis, once: one that fails (or falls outside
+    // the other shape) makes the whole line padding.
+    int dep_guard[kMaxGuards], dep_image[kMaxImage];
+    dim_t stride[kMaxImage];
+    std::size_t nguard = 0, nimage = 0;
+    bool line_ok = true;
+    for (std::size_t g = 0; g < guards_.size(); ++g) {
+        const Guard& gd = guards_[g];
+        if (varies(gd.x) || varies(gd.lo) || varies(gd.hi) || varies(gd.div))
+            dep_guard[nguard++] = static_cast<int>(g);
+        else
+            line_ok = line_ok && holds(gd, v);
+    }
+    dim_t base = 0, s = 1;
+    for (std::size_t i = rank; i-- > 0;) {
+        stride[i] = s;
+        if (varies(image_[i])) {
+            dep_image[nimage++] = static_cast<int>(i);
+        } else {
+            const dim_t x = v[image_[i]];
+            line_ok = line_ok && x >= 0 && x < dims[i];
+            base += x * s;
+        }
+        s *= dims[i];
+    }
+    if (!line_ok) {
+        std::fill(out, out + count, dim_t{-1});
+        return;
+    }
+    const dim_t x0 = coord[axis];
+    for (dim_t j = 0; j < count; ++j) {
+        // The varying nodes: the axis's own coordinate, then the terms built on it.
+        for (std::size_t k = 0; k < ndep; ++k) {
+            const auto i = static_cast<std::size_t>(dep[k]);
+            const Node& nd = nodes_[i];
+            v[i] = nd.op == Op::Var ? x0 + j : apply(nd, coord, v);
+        }
+        dim_t lin = base;
+        for (std::size_t k = 0; k < nguard && lin >= 0; ++k)
+            if (!holds(guards_[static_cast<std::size_t>(dep_guard[k])], v)) lin = -1;
+        for (std::size_t k = 0; k < nimage && lin >= 0; ++k) {
+            const auto i = static_cast<std::size_t>(dep_image[k]);
+            const dim_t x = v[image_[i]];
+            lin = x < 0 || x >= dims[i] ? -1 : lin + x * stride[i];
+        }
+        out[j] = lin;
+    }
 }
 
 // [SECTION] text
