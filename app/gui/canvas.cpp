@@ -22,7 +22,7 @@ void App::header() {
         if (compact)
             one_line(view->caption);
         else
-            ImGui::TextWrapped("%s", view->caption.c_str());
+            wrapped(view->caption);
         ImGui::SetWindowFontScale(1.0f);
     }
     const char* gran = s.playback.granularity == Granularity::Element ? "one element"
@@ -38,7 +38,7 @@ void App::header() {
     if (compact)
         one_line(line);
     else
-        ImGui::TextWrapped("%s", line.c_str());
+        wrapped(line);
     // The formula of the hovered (else pinned) cell, with the numbers filled in.
     const app::Selection sel = s.hover.valid() ? s.hover : s.pinned;
     std::string f =
@@ -52,8 +52,7 @@ void App::header() {
                 : view->formula(*view, sel.panel, sel.cell);
     if (formula || !short_window()) {
         ImGui::PushStyleColor(ImGuiCol_Text, P.hovered);
-        ImGui::TextWrapped("%s%s", s.pinned.valid() && !s.hover.valid() ? "[pinned] " : "",
-                           f.c_str());
+        wrapped((s.pinned.valid() && !s.hover.valid() ? "[pinned] " : "") + f);
         ImGui::PopStyleColor();
     }
     if (view && !view->check.empty()) {
@@ -62,7 +61,7 @@ void App::header() {
         if (compact)
             one_line("check: " + view->check);
         else
-            ImGui::TextWrapped("check: %s", view->check.c_str());
+            wrapped("check: " + view->check);
         ImGui::PopStyleColor();
     }
     // Legend, wrapped where the next entry would not fit (a 1280-pixel projector).
@@ -73,7 +72,7 @@ void App::header() {
         if (!first) {
             ImGui::SameLine(0, sz * 1.5f);
             const float w = sz + ImGui::GetStyle().ItemSpacing.x + ImGui::CalcTextSize(label).x;
-            if (ImGui::GetContentRegionAvail().x < w) ImGui::NewLine();
+            if (ImGui::GetContentRegionAvail().x - corner_room() < w) ImGui::NewLine();
         }
         first = false;
         const ImVec2 p0 = ImGui::GetCursorScreenPos();
@@ -97,10 +96,17 @@ void App::header() {
     ImGui::PopStyleColor();
 }
 
+void App::wrapped(const std::string& text) {
+    ImGui::PushTextWrapPos(ImGui::GetCursorPos().x +
+                           std::max(1.0f, ImGui::GetContentRegionAvail().x - corner_room()));
+    ImGui::TextUnformatted(text.c_str());
+    ImGui::PopTextWrapPos();
+}
+
 // text on one line, cut with "..." where the window is narrower; the whole text on hover.
 void App::one_line(const std::string& text) {
     const std::string cut = cut_to_width(ImGui::GetFont(), ImGui::GetFontSize(), text,
-                                         ImGui::GetContentRegionAvail().x);
+                                         ImGui::GetContentRegionAvail().x - corner_room());
     ImGui::TextUnformatted(cut.c_str());
     if (cut.size() != text.size() && ImGui::IsItemHovered()) {
         ImGui::BeginTooltip();
@@ -388,15 +394,15 @@ void App::canvas() {
             zf = std::max(need, zfit);
             relayout(zf);
         }
-        if (app::follow_box(*view, follow_st, avail_x / zf, avail_y / zf, box)) {
+        // A band at the canvas's top for the titles pinned there (pin_title), so that they
+        // never cover the step's cells: the box is kept in the height below it.
+        const float band = compact_titles ? fs * 1.3f : top;
+        const float follow_h = std::max(avail_y - band, avail_y * 0.5f);
+        if (app::follow_box(*view, follow_st, avail_x / zf, follow_h / zf, box)) {
             s.zoom = zf;
             laid_out = true;
-            // A band at the canvas's top for the titles pinned there (pin_title), so that they
-            // never cover the step's cells.
-            const float band = compact_titles ? fs * 1.3f : top;
             app::follow_pan(box, std::max<double>(view->width, titles_right(zf) / zf), view->height,
-                            zf, avail_x, std::max(avail_y - band, avail_y * 0.5f), s.pan_x,
-                            s.pan_y);
+                            zf, avail_x, follow_h, s.pan_x, s.pan_y);
             if (s.pan_y < 0) s.pan_y += std::min(band, avail_y * 0.5f);
         }
     }

@@ -105,6 +105,34 @@ bool follow_box(const ViewModel& v, const StepState& st, double max_w, double ma
     bool any = false;
     for (std::size_t i = 0; i < v.panels.size(); ++i) grow(i, box, any, false);
     if (!any) return false;
+    // Where they fit: the whole tiles (their padding included) that hold the step's cells, and
+    // the titles above their panels, so that a class sees the step's tiles whole and named, not
+    // cut at the canvas's edge around the few cells of the step (lesson 12's 16-row fractal).
+    CellBox tiles = box, titled = box;
+    for (std::size_t i = 0; i < v.panels.size() && i < st.current.size(); ++i) {
+        const Panel& pn = v.panels[i];
+        dim_t last_tx = -1, last_ty = -1;
+        for (const dim_t c : st.current[i]) {
+            dim_t tx = 0, ty = 0, row = 0, col = 0;
+            cell_tile(pn, c, tx, ty, row, col);
+            if (tx == last_tx && ty == last_ty) continue;
+            last_tx = tx;
+            last_ty = ty;
+            const CellPos tl = padded_pos(pn, tx, ty, 0, 0);
+            const CellBox t{tl.x, tl.y, tl.x + tile_w(pn), tl.y + tile_h(pn)};
+            tiles = {std::min(tiles.x0, t.x0), std::min(tiles.y0, t.y0), std::max(tiles.x1, t.x1),
+                     std::max(tiles.y1, t.y1)};
+            titled = {std::min(titled.x0, t.x0), std::min(titled.y0, pn.y - pn.title_room),
+                      std::max(titled.x1, t.x1), std::max(titled.y1, t.y1)};
+        }
+    }
+    titled = {std::min(titled.x0, tiles.x0), std::min(titled.y0, tiles.y0),
+              std::max(titled.x1, tiles.x1), std::max(titled.y1, tiles.y1)};
+    for (const CellBox& b : {titled, tiles})
+        if (b.width() <= max_w && b.height() <= max_h) {
+            box = b;
+            return true;
+        }
     if (box.width() <= max_w && box.height() <= max_h) return true;
     // Too large to keep in view whole: the destination panel's cells, or its first one.
     int dst = -1;
