@@ -104,21 +104,28 @@ std::size_t check_readable(const std::vector<std::string>& files, std::ostream& 
         } catch (const lesson::LessonError&) {
             continue;  // reported by the check above
         }
+        // A step that hides cells is checked hidden and revealed: the revealed values ("-0.5"
+        // where "?" stood) need wider cells than the question marks.
         for (std::size_t k = 0; k < l.steps.size(); ++k)
-            for (const Size& z : sizes)
-                for (const bool presenter : {true, false}) {
-                    ui::ShotOptions o;
-                    o.lesson = f;
-                    o.lesson_step = k;
-                    o.width = z.w;
-                    o.height = z.h;
-                    o.presenter = presenter;
-                    list.push_back(o);
-                    what.push_back(f + ": step " + std::to_string(k + 1) + " (" +
-                                   (l.steps[k].title.empty() ? l.steps[k].view : l.steps[k].title) +
-                                   ") at " + std::to_string(z.w) + "x" + std::to_string(z.h) +
-                                   (presenter ? " in presenter mode" : ""));
-                }
+            for (const bool reveal : {false, true}) {
+                if (reveal && l.steps[k].hide.empty()) continue;
+                for (const Size& z : sizes)
+                    for (const bool presenter : {true, false}) {
+                        ui::ShotOptions o;
+                        o.lesson = f;
+                        o.lesson_step = k;
+                        o.width = z.w;
+                        o.height = z.h;
+                        o.presenter = presenter;
+                        o.reveal = reveal;
+                        list.push_back(o);
+                        what.push_back(
+                            f + ": step " + std::to_string(k + 1) + " (" +
+                            (l.steps[k].title.empty() ? l.steps[k].view : l.steps[k].title) +
+                            ") at " + std::to_string(z.w) + "x" + std::to_string(z.h) +
+                            (presenter ? " in presenter mode" : "") + (reveal ? ", revealed" : ""));
+                    }
+            }
     }
     std::size_t failed = 0;
     const auto reports = ui::shots(list);
@@ -272,7 +279,8 @@ const Command& lesson_command() {
         "With --readable also renders every step (as `convlab shot` does, under xvfb-run when\n"
         "there is no display) at 1280x720 and 1024x768, with and without presenter mode, and\n"
         "names each render whose current step or highlighted cells do not show their value in\n"
-        "digits of at least 14 px (a step that fits only unreadably follows the step, zoomed).\n"
+        "digits of at least 14 px (a step that fits only unreadably follows the step, zoomed;\n"
+        "a step that hides cells is checked hidden and revealed).\n"
         "list: the lessons of DIR (default: the lessons/ directory of the data folder).\n"
         "show: the narration, checks and named tensors of step K (1-based).\n"
         "handout: a PDF for students (A4 landscape): a title page (title, audience, summary,\n"
