@@ -112,6 +112,12 @@ ui::ShotOptions shot_options(const Options& opts) {
     if (const auto* s = opts.get("--step"); s && o.lesson.empty())
         o.step = parse_integer("--step", *s, 0, std::int64_t{1} << 40);
     if (const auto* s = opts.get("--size")) parse_size(*s, o.width, o.height);
+    if (const auto* s = opts.get("--corner")) {
+        const auto x = s->find('x');
+        if (x == std::string::npos) throw Error("--corner '" + *s + "': expected WxH, e.g. 200x40");
+        o.corner_w = static_cast<int>(parse_integer("--corner width", s->substr(0, x), 0, 4096));
+        o.corner_h = static_cast<int>(parse_integer("--corner height", s->substr(x + 1), 0, 1024));
+    }
     if (const auto* s = opts.get("--granularity")) o.granularity = parse_granularity(*s);
     if (const auto* s = opts.get("--data")) {
         if (*s == "integer")
@@ -305,6 +311,9 @@ const Command& shot_command() {
          {"--reveal", nullptr,
           "with --lesson: the step's hidden (\"?\") cells revealed, as after the key R"},
          {"--size", "WxH", "window size in pixels (default 1600x1000)"},
+         {"--corner", "WxH",
+          "keep the window's top right WxH pixels free of the header's text (where the browser's "
+          "page draws its \"copy link\" bar)"},
          {"--granularity", "G", "element | line (default) | tile | whole"},
          {"--data", "KIND", "integer (default) | real"},
          {"--c0", "C0", "C0 of the DaVinci views (default 16)"},

@@ -196,7 +196,18 @@ class App {
         // of kReadableTextPx (at most 64 px a cell).
         float need_z = 0;
     } read;
-    bool measure_read = false;   // measure `read` every frame, not only in a lesson (shots)
+    bool measure_read = false;  // measure `read` every frame, not only in a lesson (shots)
+    // A box the page draws over the window's top right corner (the browser's "copy link" bar),
+    // in pixels: the header's lines beside it end before it, so that it never covers their
+    // text. 0 x 0: none (the desktop).
+    ImVec2 corner{0, 0};
+    // The width the header's current line leaves free at its right end: the corner's, while the
+    // line starts above the corner's bottom.
+    float corner_room() const {
+        return corner.x > 0 && ImGui::GetCursorScreenPos().y < corner.y ? corner.x : 0.0f;
+    }
+    // Text wrapped at the window's right edge, or before the corner beside it.
+    void wrapped(const std::string& text);
     bool auto_followed = false;  // following because a lesson step's fit was unreadable
     bool notes = false;          // presenter mode: the whole narration shown (T), not the strip
     // The presenter window (W): the narration, checks, next step, clock and keys on the

@@ -60,6 +60,9 @@ Settings App::current_settings() const {
 void App::frame(double dt) {
     ImGuiIO& io = ImGui::GetIO();
     io.FontGlobalScale = s.font_scale * (s.presenter ? 1.35f : 1.0f);
+#ifdef __EMSCRIPTEN__
+    corner = ImVec2(web::corner_width(), web::corner_height());  // the page's "copy link" bar
+#endif
     poll(false);
     open_dropped();
     keyboard();
@@ -109,10 +112,18 @@ void App::frame(double dt) {
                  ImGuiWindowFlags_NoTitleBar | ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoResize |
                      ImGuiWindowFlags_NoScrollbar | ImGuiWindowFlags_NoBringToFrontOnFocus);
     header();
-    if (s.presenter && !short_window())
-        ImGui::TextDisabled(
+    if (s.presenter && !short_window()) {
+        const char* keys =
             "presenter: space play  ←/→ step  G granularity  1-9,0 view  C palette  +/- font  "
-            "F fit  Z follow  T narration  W notes window  F11 full screen  Esc leave");
+            "F fit  Z follow  T narration  W notes window  F11 full screen  Esc leave";
+        if (corner_room() > 0) {  // beside the page's bar: cut before it
+            ImGui::PushStyleColor(ImGuiCol_Text, ImGui::GetStyleColorVec4(ImGuiCol_TextDisabled));
+            one_line(keys);
+            ImGui::PopStyleColor();
+        } else {
+            ImGui::TextDisabled("%s", keys);
+        }
+    }
     // The canvas fills the rest of the view window (canvas(), or the timings view's charts); it
     // records its rectangle (canvas_min, canvas_max).
     canvas();

@@ -40,6 +40,9 @@ struct ShotOptions {
     std::string problem = "mb1ic2ih3oc2kh2";
     dim_t step = 0;
     int width = 1600, height = 1000;
+    // A box over the window's top right corner that the header's text keeps clear of (the
+    // browser page's "copy link" bar); 0 x 0: none.
+    int corner_w = 0, corner_h = 0;
     Granularity granularity = Granularity::Line;
     app::DataKind data = app::DataKind::Integer;
     dim_t c0 = 16;

@@ -77,6 +77,7 @@ FrameReport shot_in(Window& w, const ShotOptions& o) {
     a.s.presenter = o.presenter;
     a.s.palette = o.palette;
     a.s.follow = o.follow;
+    a.corner = ImVec2(static_cast<float>(o.corner_w), static_cast<float>(o.corner_h));
     a.s.playback.granularity = o.granularity;
     const auto t0 = std::chrono::steady_clock::now();
     const double cpu0 = process_cpu_ms();

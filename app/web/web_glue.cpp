@@ -46,6 +46,14 @@ EM_JS(int, js_toggle_fullscreen, (), {
     if (p) p.catch(() => {});
     return 1;
 });
+EM_JS(double, js_corner_width, (), {
+    const b = document.getElementById("bar");
+    return b ? b.getBoundingClientRect().width * (window.devicePixelRatio || 1) : 0;
+});
+EM_JS(double, js_corner_height, (), {
+    const b = document.getElementById("bar");
+    return b ? b.getBoundingClientRect().height * (window.devicePixelRatio || 1) : 0;
+});
 EM_JS(void, js_download, (const char* path), {
     const p = UTF8ToString(path);
     try {
@@ -99,6 +107,14 @@ bool toggle_fullscreen() {
 
 void download(const std::string& path) {
     js_download(path.c_str());
+}
+
+float corner_width() {
+    return static_cast<float>(js_corner_width());
+}
+
+float corner_height() {
+    return static_cast<float>(js_corner_height());
 }
 
 }  // namespace convlab::ui::web

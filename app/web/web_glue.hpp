@@ -25,6 +25,11 @@ void fit_canvas();
 // page is full screen once the browser has done it (it may refuse without a user gesture).
 bool toggle_fullscreen();
 
+// The box the page draws over the canvas's top right corner (its "copy link" bar), in device
+// pixels; 0 x 0 when the page has none.
+float corner_width();
+float corner_height();
+
 // Hands the file at `path` (in the page's memory file system) to the user as a download named as
 // its last path component. A file that cannot be read is said on the console.
 void download(const std::string& path);
