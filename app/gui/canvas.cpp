@@ -386,19 +386,59 @@ void App::canvas() {
         app::StepState marked;
         if (lesson.active()) marked.current = must_read(any);
         const app::StepState& follow_st = any ? marked : st;
+        // The box of the step's cells alone (and the padding cells they read), laid out now.
+        const auto cells_box = [&] {
+            app::CellBox b{1e300, 1e300, -1e300, -1e300};
+            const auto add = [&b](double x, double y) {
+                b = {std::min(b.x0, x), std::min(b.y0, y), std::max(b.x1, x + 1),
+                     std::max(b.y1, y + 1)};
+            };
+            for (std::size_t i = 0; i < follow_st.current.size(); ++i) {
+                for (const dim_t c : follow_st.current[i]) {
+                    const app::CellPos cp = app::cell_pos(view->panels[i], c);
+                    add(cp.x, cp.y);
+                }
+                if (i < follow_st.panels.size())
+                    for (const app::CellPos& cp : follow_st.panels[i].current_pads)
+                        add(view->panels[i].x + cp.x, view->panels[i].y + cp.y);
+            }
+            return b;
+        };
+        const auto fit_of = [&](const app::CellBox& b) {
+            return 0.97f * std::min(avail_x / static_cast<float>(b.width() + 0.5),
+                                    avail_y / static_cast<float>(b.height() + 0.5));
+        };
         app::CellBox whole;
         for (int it = 0; it < 3 && app::follow_box(*view, follow_st, 1e12, 1e12, whole); ++it) {
-            const float zfit = 0.97f * std::min(avail_x / static_cast<float>(whole.width() + 0.5),
-                                                avail_y / static_cast<float>(whole.height() + 0.5));
+            // The step's whole tiles where they fit readably, else its cells alone.
+            float zfit = fit_of(whole);
+            if (zfit < need) zfit = fit_of(cells_box());
             if (zfit >= zf || zfit < need) break;
             zf = std::max(need, zfit);
             relayout(zf);
         }
         // A band at the canvas's top for the titles pinned there (pin_title), so that they
-        // never cover the step's cells: the box is kept in the height below it.
+        // never cover the step's cells (the step's whole tiles are kept below it).
         const float band = compact_titles ? fs * 1.3f : top;
         const float follow_h = std::max(avail_y - band, avail_y * 0.5f);
-        if (app::follow_box(*view, follow_st, avail_x / zf, follow_h / zf, box)) {
+        bool ok = app::follow_box(*view, follow_st, avail_x / zf, avail_y / zf, box);
+        // Below the band where the step's cells (or their whole tiles) fit there: the box for
+        // that height, when it holds every cell of the step.
+        app::CellBox below;
+        if (ok && app::follow_box(*view, follow_st, avail_x / zf, follow_h / zf, below)) {
+            bool all = true;
+            for (std::size_t i = 0; i < follow_st.current.size() && all; ++i)
+                for (const dim_t c : follow_st.current[i]) {
+                    const app::CellPos cp = app::cell_pos(view->panels[i], c);
+                    if (cp.x < below.x0 || cp.y < below.y0 || cp.x + 1 > below.x1 ||
+                        cp.y + 1 > below.y1) {
+                        all = false;
+                        break;
+                    }
+                }
+            if (all) box = below;
+        }
+        if (ok) {
             s.zoom = zf;
             laid_out = true;
             app::follow_pan(box, std::max<double>(view->width, titles_right(zf) / zf), view->height,
