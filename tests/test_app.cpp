@@ -22,6 +22,7 @@
 #include "convlab/maps.hpp"
 #include "convlab/problem.hpp"
 #include "model/model.hpp"
+#include "model/views/view_builder.hpp"
 
 using namespace convlab;
 
@@ -806,10 +807,18 @@ TEST_CASE("app model: following the step keeps the step's cells in the box") {
                     y1 = std::max(y1, v.panels[i].y + cp.y + 1);
                 }
             }
-            CHECK(box.x0 == x0);
-            CHECK(box.y0 == y0);
-            CHECK(box.x1 == x1);
-            CHECK(box.y1 == y1);
+            // (With room, the whole tiles of those cells and their panels' titles.)
+            CHECK(box.x0 <= x0);
+            CHECK(box.y0 <= y0);
+            CHECK(box.x1 >= x1);
+            CHECK(box.y1 >= y1);
+            // Room for the cells only: exactly their extent.
+            app::CellBox tight;
+            REQUIRE(app::follow_box(v, st, x1 - x0, y1 - y0, tight));
+            CHECK(tight.x0 == x0);
+            CHECK(tight.y0 == y0);
+            CHECK(tight.x1 == x1);
+            CHECK(tight.y1 == y1);
             // No room: within the destination panel, around cells of the step there.
             const app::Driver& d = v.drivers.front();
             const int dst = d.link >= 0 ? v.links[static_cast<std::size_t>(d.link)].dst
@@ -853,6 +862,34 @@ TEST_CASE("app model: following the step keeps the step's cells in the box") {
     app::follow_pan({5, 5, 6, 6}, 20, 10, 10.0f, 300.0f, 400.0f, px, py);
     CHECK(px == doctest::Approx(50));  // 200 px of view in 300: centred
     CHECK(py == doctest::Approx(150));
+}
+
+TEST_CASE("app model: following the step keeps the step's tiles whole where they fit") {
+    // Lesson 12's FRACTAL_Z step: the current cell of W and of Wz, whose fractal is 16 rows
+    // tall. The box holds the whole tiles of the step's cells and the titles of their panels
+    // (the box of the cells alone left the fractal cut at the canvas's edges).
+    app::ViewModel v = build("fractal", "mb1ic6ih2iw2oc5kh1kw1", app::DataKind::Integer, 4);
+    app::layout_view(v, 2.5, 7.0);
+    const app::StepState st = app::compute_step(v, Granularity::Element, 14);
+    app::CellBox box;
+    REQUIRE(app::follow_box(v, st, 60.0, 60.0, box));
+    int tiles = 0;
+    for (std::size_t i = 0; i < v.panels.size(); ++i) {
+        const app::Panel& pn = v.panels[i];
+        for (const dim_t c : st.current[i]) {
+            dim_t tx = 0, ty = 0, row = 0, col = 0;
+            app::cell_tile(pn, c, tx, ty, row, col);
+            const app::CellPos tl = app::padded_pos(pn, tx, ty, 0, 0);
+            INFO(pn.name << " cell " << c);
+            CHECK(box.x0 <= tl.x);
+            CHECK(box.y0 <= pn.y - pn.title_room);  // the panel's title too
+            CHECK(box.x1 >= tl.x + app::tile_w(pn));
+            CHECK(box.y1 >= tl.y + app::tile_h(pn));
+            ++tiles;
+        }
+    }
+    CHECK(tiles >= 2);
+    CHECK(box.height() <= 60.0);
 }
 
 TEST_CASE("app model: a title scrolled off above or left of the canvas is pinned to its edge") {

@@ -15,9 +15,11 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <set>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "charts/chart.hpp"
@@ -451,6 +453,53 @@ TEST_CASE("app render: following the step zooms a large view in to readable cell
     Image a = load_png(fitted), b = load_png(followed);
     CHECK(orange(b) > 16 * 20 * 20);
     CHECK(orange(b) > 4 * orange(a));
+}
+
+TEST_CASE("app render: the header leaves the browser's copy-link corner free" *
+          doctest::skip(!can_render())) {
+    // The browser's page draws its "copy link" bar over the window's top right corner and the
+    // app keeps the header's text out of that box (--corner gives it, as the page's size of the
+    // bar does). The tnc view's caption, cut to one line at 720 px high, runs to the right edge:
+    // under the bar without the box, ending before it with the box.
+    TempDir t;
+    const std::string base = "shot --view tnc --problem mb2ic8ih10oc8kh3sh2ph1 --size 1280x720 ";
+    const auto plain = (t.path / "plain.png").string(), kept = (t.path / "kept.png").string();
+    for (const auto& [args, out] :
+         {std::pair{std::string(), plain}, std::pair{std::string("--corner 200x40 "), kept}}) {
+        const Run r = run_binary(base + args + "--out " + out, t.path);
+        INFO(r.out << r.err);
+        REQUIRE(r.status == 0);
+    }
+    // Pixels of the 200 x 40 corner unlike its most common colour (the header's background),
+    // the window's border (its top row and right column) left out.
+    const auto ink = [](Image& im) {
+        std::map<int, int> freq;
+        const auto rgb = [&im](int x, int y) {
+            const unsigned char* p = im.at(x, y);
+            return (p[0] << 16) | (p[1] << 8) | p[2];
+        };
+        for (int y = 2; y < 40; ++y)
+            for (int x = im.w - 200; x < im.w - 2; ++x) ++freq[rgb(x, y)];
+        const int bg = std::max_element(freq.begin(), freq.end(), [](auto& l, auto& r) {
+                           return l.second < r.second;
+                       })->first;
+        int n = 0;
+        for (int y = 2; y < 40; ++y)
+            for (int x = im.w - 200; x < im.w - 2; ++x) {
+                const int c = rgb(x, y);
+                n += std::abs(((c >> 16) & 255) - ((bg >> 16) & 255)) +
+                         std::abs(((c >> 8) & 255) - ((bg >> 8) & 255)) +
+                         std::abs((c & 255) - (bg & 255)) >
+                     60;
+            }
+        return n;
+    };
+    Image a = load_png(plain), b = load_png(kept);
+    CHECK(ink(a) > 40);
+    CHECK(ink(b) == 0);
+    const Run bad = run_binary(base + "--corner 200 --out " + kept, t.path);
+    CHECK(bad.status == 2);
+    CHECK(bad.err.find("convlab: --corner '200': expected WxH") != std::string::npos);
 }
 
 TEST_CASE("app render: a theme file changes the palette" * doctest::skip(!can_render())) {
