@@ -120,10 +120,6 @@ constexpr dim_t kReductionBlock = 256;
 
 }  // namespace
 
-int g_block_tiles = 0;       // 0: chosen per problem
-bool g_split_steps = false;  // the weight gradient's blocks always by split steps (tests)
-bool g_unfused = false;      // the weight gradient's one block without fused_weight_gradient
-
 Geom geom_of(const Problem& p, Pass pass) {
     const bool bd = pass == Pass::BackwardData;
     Geom q;
@@ -353,9 +349,9 @@ dim_t most_tiles(const Geom& q) {
 // Shared evenly instead, 196 tiles went as 80, 80 and 36 (forward, to 16s) or 66, 66 and 64
 // (weight gradient) and measured slower than 96, 96 and 4: 0.70-0.72 against 0.60-0.65 ms,
 // 0.66-0.73 against 0.63. Fewer where a block's transformed inputs and products would pass
-// 32 MiB; set_winograd_block overrides (tests).
-dim_t block_tiles(const Geom& q) {
-    if (g_block_tiles > 0) return std::min<dim_t>(g_block_tiles, q.tiles());
+// 32 MiB; Tuning::winograd_block overrides (tests).
+dim_t block_tiles(const Geom& q, const Tuning& t) {
+    if (t.winograd_block > 0) return std::min<dim_t>(t.winograd_block, q.tiles());
     const dim_t most = most_tiles(q);
     // Enough blocks for each thread to run its own side by side (one parallel region a call)
     // rather than each step of a block split over the threads (three regions a block, nine for
@@ -381,9 +377,9 @@ dim_t work_floats(const Geom& q) {
 
 namespace {
 
-void run_tiles(const Geom& q, const float* src, const float* u, const float* bias, float* dst,
-               Profiler* prof) {
-    const dim_t tb = block_tiles(q);
+void run_tiles(const Geom& q, const Tuning& t, const float* src, const float* u, const float* bias,
+               float* dst, Profiler* prof) {
+    const dim_t tb = block_tiles(q, t);
     const dim_t nblocks = (q.tiles() + tb - 1) / tb;
     const int threads = omp_get_max_threads();
     const auto v_floats = static_cast<std::size_t>(kPoints * point_stride(q.cg, row_len(tb)));
@@ -490,33 +486,14 @@ float* weights_buffer(const Problem& p) {
 
 }  // namespace
 
-void set_winograd_block(int tiles) {
-    g_block_tiles = std::max(tiles, 0);
-}
-
-void set_winograd_split(bool always) {
-    g_split_steps = always;
-}
-
-void set_winograd_unfused(bool unfused) {
-    g_unfused = unfused;
-}
-
 bool winograd_applies(const Problem& p) {
     return p.ndims == 2 && p.kernel[0] == 3 && p.kernel[1] == 3 && p.stride[0] == 1 &&
            p.stride[1] == 1 && p.dilation[0] == 1 && p.dilation[1] == 1;
 }
 
-namespace {
-int g_winograd_mode = 0;
-}
-
-void set_winograd(int mode) {
-    g_winograd_mode = mode;
-}
-
-bool winograd_pays(const Problem& p, Pass pass) {
-    if (g_winograd_mode == 2) return false;
+bool winograd_pays(const Problem& p, Pass pass, const Tuning& t) {
+    if (t.winograd == Rule::Never) return false;
+    if (t.winograd == Rule::Always) return winograd_applies(p);
     if (!winograd_applies(p) || p.icg() < 16 || p.ocg() < 16) return false;
     const Geom q = geom_of(p, pass);
     // With AVX2's microkernel (no AVX-512) from 16 tiles: there the 14x14 layers' GEMMs run
@@ -562,25 +539,25 @@ const float* call_weights(const Problem& p, Pass pass, const ConvArgs& a, Profil
 void forward_winograd(const Problem& p, const ConvArgs& a, Profiler* prof) {
     check_applies(p, Pass::Forward);
     const float* u = call_weights(p, Pass::Forward, a, prof);
-    run_tiles(geom_of(p, Pass::Forward), a.src, u, a.bias, a.dst, prof);
+    run_tiles(geom_of(p, Pass::Forward), a.tuning, a.src, u, a.bias, a.dst, prof);
 }
 void backward_data_winograd(const Problem& p, const ConvArgs& a, Profiler* prof) {
     check_applies(p, Pass::BackwardData);
     const float* u = call_weights(p, Pass::BackwardData, a, prof);
-    run_tiles(geom_of(p, Pass::BackwardData), a.diff_dst, u, nullptr, a.diff_src, prof);
+    run_tiles(geom_of(p, Pass::BackwardData), a.tuning, a.diff_dst, u, nullptr, a.diff_src, prof);
 }
 
 // The buffers of the calls above, by the same choices (block_tiles, side by side or split steps,
 // fused), in floats: V, M or Y and the transforms' work per thread (or once, plus the work per
 // thread, for split steps), the transformed filters or the sums, and each thread's GEMM packing.
-dim_t winograd_work(const Problem& p, Pass pass) {
+dim_t winograd_work(const Problem& p, Pass pass, const Tuning& t) {
     if (!winograd_applies(p)) return 0;
     const dim_t threads = omp_get_max_threads();
     const Geom q = geom_of(p, pass == Pass::BackwardWeight ? Pass::Forward : pass);
     const dim_t w = work_floats(q);
     dim_t floats = 0;
     if (pass != Pass::BackwardWeight) {
-        const dim_t tb = block_tiles(q), ld = row_len(tb);
+        const dim_t tb = block_tiles(q, t), ld = row_len(tb);
         const dim_t v = sat_mul(kPoints, sat_add(sat_mul(q.cg, ld), 16));
         const dim_t m = sat_mul(kPoints, sat_add(sat_mul(q.kg, ld), 16));
         const dim_t u = sat_mul({kPoints, p.groups, p.ocg(), p.icg()});
@@ -593,7 +570,7 @@ dim_t winograd_work(const Problem& p, Pass pass) {
         const dim_t most = most_tiles(q);
         const dim_t per_tile = kPoints * (q.cg + q.kg) * dim_t{sizeof(float)};
         const dim_t tb =
-            std::max(block_tiles(q),
+            std::max(block_tiles(q, t),
                      std::min(q.tiles(), std::max(most, (dim_t{48} << 20) / per_tile / 16 * 16)));
         const dim_t ld = row_len(tb);
         const dim_t v = sat_mul(kPoints, sat_add(sat_mul(q.cg, ld), 16));

@@ -21,11 +21,6 @@ namespace convlab::detail {
 constexpr int kPoints = 36;  // 6 x 6 transformed points per tile
 constexpr int kVSlot = kWinogradVSlot, kMSlot = kWinogradMSlot;
 
-// set_winograd_block's tiles (0: chosen per problem), set_winograd_split's and
-// set_winograd_unfused's switches (winograd.cpp).
-extern int g_block_tiles;
-extern bool g_split_steps, g_unfused;
-
 // One forward-like problem on planes: out (n, k, oh, ow) from in (n, c, h, w), 3x3, stride 1.
 struct Geom {
     dim_t n = 1, groups = 1, cg = 1, kg = 1;  // images, groups, channels in and out per group
@@ -153,7 +148,7 @@ void transform_inputs(const Geom& q, dim_t g, Block b, const float* src, float* 
 // The most tiles of a block, the tiles per block, and the work floats of one run's transforms
 // (winograd.cpp says why).
 dim_t most_tiles(const Geom& q);
-dim_t block_tiles(const Geom& q);
+dim_t block_tiles(const Geom& q, const Tuning& t);
 dim_t work_floats(const Geom& q);
 // A block's packed V in fused_weight_gradient (winograd_wgrad.cpp), at most; winograd_work
 // states it.

@@ -301,10 +301,11 @@ void backward_weight_winograd(const Problem& p, const ConvArgs& a, Profiler* pro
     const int threads = omp_get_max_threads();
     const auto acc_bytes =
         std::size_t{kPoints} * static_cast<std::size_t>(p.oc * q.cg) * sizeof(float);
-    dim_t tb = block_tiles(q);
+    const Tuning& tuning = a.tuning;
+    dim_t tb = block_tiles(q, tuning);
     bool side = (q.tiles() + tb - 1) / tb * q.groups >= threads && acc_bytes <= (8u << 20);
-    if (g_split_steps) side = false;
-    if (g_block_tiles == 0) {
+    if (tuning.winograd_split) side = false;
+    if (tuning.winograd_block <= 0) {
         const dim_t most = most_tiles(q);
         if (q.tiles() <= most) side = false;
         if (!side) {
@@ -313,7 +314,7 @@ void backward_weight_winograd(const Problem& p, const ConvArgs& a, Profiler* pro
         }
     }
     const dim_t nblocks = (q.tiles() + tb - 1) / tb;
-    if (!side && nblocks == 1 && !g_unfused && fused_applies(tb))
+    if (!side && nblocks == 1 && !tuning.winograd_unfused && fused_applies(tb))
         return fused_weight_gradient(q, a, prof);
     const auto v_floats = static_cast<std::size_t>(kPoints * point_stride(q.cg, row_len(tb)));
     const auto y_floats = static_cast<std::size_t>(kPoints * point_stride(q.kg, row_len(tb)));

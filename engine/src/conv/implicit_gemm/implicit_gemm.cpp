@@ -29,13 +29,6 @@
 namespace convlab::detail {
 
 // [SECTION] forward
-namespace {
-int g_swap_fwd = 0;  // 0: when it pays, 1: whenever possible (tests), 2: never
-}  // namespace
-
-void set_swap_forward(int mode) {
-    g_swap_fwd = mode;
-}
 
 // A 1x1 forward with fewer output than input channels, an image per product (the bottlenecks'
 // first 1x1s; at batch 4 and more the 14x14 and 7x7 ones and the strided ones take the 1x1
@@ -46,9 +39,9 @@ void set_swap_forward(int mode) {
 // the image's rows in place (b_in_place_applies) nothing is packed either way. Only with the
 // AVX-512 microkernel: with AVX2's 6 x 16 it lost (timings: docs/algorithms.md,
 // "swapped_forward").
-bool swapped_forward(const Problem& p) {
-    if (g_swap_fwd == 2 || !reads_input_1x1(p) || use_pointwise(p)) return false;
-    if (g_swap_fwd == 1) return true;
+bool swapped_forward(const Problem& p, const Tuning& t) {
+    if (t.swap_forward == Rule::Never || !reads_input_1x1(p) || use_pointwise(p, t)) return false;
+    if (t.swap_forward == Rule::Always) return true;
     if (!avx512_selected()) return false;
     const dim_t kg = p.ocg(), rows = p.icg(), cols = p.out_spatial();
     if (b_in_place_applies(microkernel_for(kg, cols, true), GemmBlocking{},
@@ -60,9 +53,10 @@ bool swapped_forward(const Problem& p) {
 // dst_g (Kg x nb*cols) = W_g (Kg x rows) * im2col (rows x nb*cols); nb > 1 goes through a
 // buffer of nb images' outputs and is scattered to (N, K, out...).
 void forward_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler* prof) {
-    PanelLayout layout = forward_layout(p, true);
+    const Tuning& tuning = a.tuning;
+    PanelLayout layout = forward_layout(p, tuning, true);
     const float* prepared = prepared_layout(p, Pass::Forward, a, layout);
-    if (!prepared) layout = forward_layout(p);
+    if (!prepared) layout = forward_layout(p, tuning);
     if (layout == kPointwisePanels) {
         forward_pointwise(p, a, prof, prepared);
         add_bias(p, a, prof);
@@ -83,7 +77,7 @@ void forward_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler* prof) 
     // every panel element by element with the stride.
     const Geom3 geo = geom3(p);
     const bool subsample = can_subsample(p, nb);
-    const bool swap = (identity || subsample) && swapped_forward(p);
+    const bool swap = (identity || subsample) && swapped_forward(p, tuning);
     // Stride 2 along w: the input de-interleaved once per image block (can_deinterleave).
     const bool deint = !subsample && !identity && can_deinterleave(p, nb);
     const dim_t blocks = (p.mb + nb - 1) / nb;
@@ -93,7 +87,7 @@ void forward_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler* prof) 
     // 2 threads, 3 alternating rounds: 64 -> 256 at 56x56 16.9-17.8 -> 16.2-16.9 ms, 128 ->
     // 512 at 28x28 16.3-16.7 -> 15.6-16.4, 64 -> 64 at 56x56 5.0-5.3 -> 4.8-5.1; res3a_branch1
     // (from its sampled copy) tied.
-    const bool stream = streams_output(p);
+    const bool stream = streams_output(p, tuning);
     // A batch input of 8 MiB and more comes from memory, image by image: the GEMM prefetches
     // each image's next block of rows while it computes one (GemmBlocking::prefetch_b): its
     // packing, a quarter of 64 -> 64 at 56x56, read them before any tile. Batch 32, 3
@@ -252,11 +246,12 @@ struct PhaseGroup {
 }  // namespace
 
 void backward_data_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler* prof) {
-    const PanelLayout layout = backward_data_layout(p);
+    const Tuning& tuning = a.tuning;
+    const PanelLayout layout = backward_data_layout(p, tuning);
     const float* prepared = prepared_layout(p, Pass::BackwardData, a, layout);
-    if (Problem q; shifted_bwd_data_problem(p, q, prepared != nullptr))
+    if (Problem q; shifted_bwd_data_problem(p, q, tuning, prepared != nullptr))
         return backward_data_shifted(q, a, prof, prepared);
-    if (Problem q; pointwise_bwd_data_problem(p, q, prepared != nullptr))
+    if (Problem q; pointwise_bwd_data_problem(p, q, tuning, prepared != nullptr))
         return backward_data_pointwise(p, q, a, prof,
                                        layout == kPointwiseFlipPanels ? prepared : nullptr);
     const Geom3 g = geom3(p);
@@ -549,7 +544,8 @@ const float* PreparedWeights::transposed_rows(const Problem& p, Pass pass, dim_t
     return rows_size_ ? rows_.get() : nullptr;
 }
 
-PreparedWeights prepare_weights(const Problem& p, Pass pass, const float* wei, Profiler* prof) {
+PreparedWeights prepare_weights(const Problem& p, Pass pass, const float* wei, Profiler* prof,
+                                const Tuning& tuning) {
     using namespace detail;
     p.check();
     if (pass != Pass::Forward && pass != Pass::BackwardData)
@@ -560,8 +556,8 @@ PreparedWeights prepare_weights(const Problem& p, Pass pass, const float* wei, P
     w.problem_ = p;
     w.pass_ = pass;
     Problem q = p;  // the problem whose tiles read the panels: for backward data its forward
-    const PanelLayout layout =
-        pass == Pass::Forward ? forward_layout(p, true) : backward_data_layout(p, &q);
+    const PanelLayout layout = pass == Pass::Forward ? forward_layout(p, tuning, true)
+                                                     : backward_data_layout(p, tuning, &q);
     w.layout_ = layout;
     // n floats, 64-byte aligned, owned by the returned pointer.
     const auto aligned = [&](std::size_t n) {
@@ -580,7 +576,7 @@ PreparedWeights prepare_weights(const Problem& p, Pass pass, const float* wei, P
         w.wino_ = std::move(owner);
         w.wino_size_ = n;
     }
-    if (pass == Pass::BackwardData && col2im_reads_prepared_rows(p)) {
+    if (pass == Pass::BackwardData && col2im_reads_prepared_rows(p, tuning)) {
         // W_g^T row by row for col2im (col2im_reads_prepared_rows), the rows' ends zero.
         const dim_t rows = p.icg() * p.kernel_spatial(), kg = p.ocg(), ld = col2im_rows_ld(p);
         const auto n = static_cast<std::size_t>(p.groups * rows * ld);

@@ -376,10 +376,6 @@ void sum_over_threads(int threads, float* c, std::size_t csize, const Work& work
     err.rethrow();
 }
 
-// The modes of the set_* switches (algorithms.hpp), defined in implicit_gemm_shifted.cpp.
-extern int g_shifted_mode, g_row_lanes_mode, g_stream_mode, g_edge_mode, g_unpadded_mode,
-    g_strided_rows_mode, g_wgrad_taps_mode, g_sampled_wgrad_mode, g_pointwise_bwd_mode;
-
 // Whether the shifted and pointwise tiles are AVX2's (shifted_row_avx2 in
 // microkernel_avx2.cpp): a tile of 12 positions x 32 channels computed as passes of at most 6
 // positions x 16 channels, each rereading its inputs and storing its part of the tile transposed,
@@ -523,7 +519,7 @@ struct Shifted {
 
 bool shifted_possible(const Problem& p);
 // The weight gradient from the planes (implicit_gemm_shifted.cpp).
-bool use_shifted_wgrad(const Problem& p);
+bool use_shifted_wgrad(const Problem& p, const Tuning& t);
 
 // The layouts of prepare_weights: what implicit_gemm packs for a problem and pass.
 enum PanelLayout : int {
@@ -614,13 +610,13 @@ struct ShiftedPanels {
 // those tiles on p (implicit_gemm_shifted.cpp). With flip, a.wei is the weights of the problem
 // whose backward data p is (K and C swapped); prepared: the panels (ShiftedPanels) packed once by
 // prepare_weights, or null (packed here).
-bool use_shifted(const Problem& p, bool flip = false, bool prepared = false);
+bool use_shifted(const Problem& p, const Tuning& t, bool flip = false, bool prepared = false);
 void forward_shifted(const Problem& p, const ConvArgs& a, Profiler* prof, bool flip = false,
                      const float* prepared = nullptr);
 
 // The 1x1 (pointwise) tiles (implicit_gemm_pointwise.cpp): whether they pay on p, the size and
 // packing of their panels of W_g^T (and of a 1x1 backward data's W rows), and the tiles.
-bool use_pointwise(const Problem& p, bool prepared = false);
+bool use_pointwise(const Problem& p, const Tuning& t, bool prepared = false);
 std::size_t pointwise_panels_size(const Problem& p);
 void pack_pointwise_panels(const Problem& p, const float* wei, float* wt);
 void pack_pointwise_flip_panels(const Problem& q, const float* wei, float* wt);
@@ -629,18 +625,19 @@ void forward_pointwise(const Problem& p, const ConvArgs& a, Profiler* prof,
 
 // Backward data through the forward's tiles (implicit_gemm_pointwise.cpp): whether p's runs as
 // the forward problem q by the shifted or the pointwise tiles, and those runs.
-bool shifted_bwd_data_problem(const Problem& p, Problem& q, bool prepared = false);
-bool pointwise_bwd_data_problem(const Problem& p, Problem& q, bool prepared = false);
+bool shifted_bwd_data_problem(const Problem& p, Problem& q, const Tuning& t, bool prepared = false);
+bool pointwise_bwd_data_problem(const Problem& p, Problem& q, const Tuning& t,
+                                bool prepared = false);
 void backward_data_pointwise(const Problem& p, const Problem& q, const ConvArgs& a, Profiler* prof,
                              const float* prepared);
 void backward_data_shifted(const Problem& q, const ConvArgs& a, Profiler* prof,
                            const float* prepared);
 // What implicit_gemm packs for p's forward and backward data (prepared: the layout that
 // prepare_weights packs); q receives the forward problem whose tiles compute the backward data.
-PanelLayout forward_layout(const Problem& p, bool prepared = false);
-PanelLayout backward_data_layout(const Problem& p, Problem* q = nullptr);
+PanelLayout forward_layout(const Problem& p, const Tuning& t, bool prepared = false);
+PanelLayout backward_data_layout(const Problem& p, const Tuning& t, Problem* q = nullptr);
 // Whether an output of `bytes` is written by non-temporal stores where its rule streams from
-// `from` bytes on (set_stream_output's mode).
-bool stream_mode_allows(std::size_t bytes, std::size_t from);
+// `from` bytes on (t.stream_output).
+bool stream_mode_allows(std::size_t bytes, std::size_t from, const Tuning& t);
 
 }  // namespace convlab::detail

@@ -19,41 +19,42 @@ namespace {
 // 12 values of input channel ci are broadcast straight from the image's row ci (off[ci] =
 // ci * positions), against W_g^T packed once. Nothing is gathered per panel and no merged
 // images' products are copied back; strided 1x1s read the input sampled at the strides.
-// set_shifted's mode applies: 1 takes it wherever it can run, 2 never.
+// Tuning::shifted applies: Always takes it wherever it can run, Never not at all.
 //
 // It pays where the GEMM would merge images (outputs of at most 256 positions) or sample the
 // input, with 4 or more images to share the packing of W^T; on wide stride-1 outputs with 256
 // or more input channels (the next chunk's inputs prefetched); on 1x1s strided by 2 read in
 // place; and, with W^T prepared once, below 4 images on 14x14 and smaller outputs, strided
 // 28x28 outputs and reductions of 512 or more (timings: docs/algorithms.md, "pointwise tiles").
-// Whether the pointwise tiles can run p at all (set_shifted's mode 2: never), and whether they
-// are forced (mode 1).
-bool pointwise_possible(const Problem& p, bool& forced) {
+// Whether the pointwise tiles can run p at all (t.shifted Never: not), and whether they are
+// forced (Always).
+bool pointwise_possible(const Problem& p, const Tuning& t, bool& forced) {
     forced = false;
-    if (g_shifted_mode == 2 || !microkernel().shifted_row_fn[1] || !reads_input_1x1(p))
+    if (t.shifted == Rule::Never || !microkernel().shifted_row_fn[1] || !reads_input_1x1(p))
         return false;
     const dim_t npan = (p.ocg() + 31) / 32;
     if (static_cast<std::size_t>(p.groups * npan * 32 * p.icg()) * sizeof(float) > (16u << 20))
         return false;
-    forced = g_shifted_mode == 1;
+    forced = t.shifted == Rule::Always;
     return forced || (p.ocg() >= 32 && p.icg() >= 32);
 }
 }  // namespace
 
-bool use_pointwise(const Problem& p, bool prepared) {
+bool use_pointwise(const Problem& p, const Tuning& t, bool prepared) {
     bool forced = false;
-    if (!pointwise_possible(p, forced)) return false;
+    if (!pointwise_possible(p, t, forced)) return false;
     if (forced) return true;
     // AVX2 (narrow_tiles): only a 1x1 strided by 2 read in place with at most 128 output
     // channels. Zen 3, as in use_shifted, GEMM -> tiles (ms): res3a_branch2a (256 -> 128, to
     // 28x28) batch 1 0.78 -> 0.68, batch 32 40.8 -> 31.5; the other 14 of ResNet-50's 1x1 layers
     // tied or lost, 0.59-1.01x at batch 1 (res5a_branch1 2.48 -> 4.20), 0.32-1.03x at batch 32
     // (res5a_branch1 57.0 -> 180.6).
-    if (narrow_tiles()) return strided_rows_apply(p) && p.ocg() <= 128 && (prepared || p.mb >= 4);
+    if (narrow_tiles())
+        return strided_rows_apply(p, t) && p.ocg() <= 128 && (prepared || p.mb >= 4);
     if (p.mb < 4)
-        return prepared && (p.out_spatial() <= 256 || strided_rows_apply(p) ||
+        return prepared && (p.out_spatial() <= 256 || strided_rows_apply(p, t) ||
                             (im2col_is_identity(p) && p.icg() >= 512));
-    return p.out_spatial() <= 256 || strided_rows_apply(p) ||
+    return p.out_spatial() <= 256 || strided_rows_apply(p, t) ||
            (im2col_is_identity(p) ? p.icg() >= 256 : p.ocg() <= p.icg());
 }
 
@@ -116,7 +117,7 @@ void forward_pointwise(const Problem& p, const ConvArgs& a, Profiler* prof, cons
     const Geom3 geo = geom3(p);
     // Strided by 2 along w (2-D and 1-D): the tiles read the image in place, every other
     // float of its rows, a tile within an output row; other strides sample the input first.
-    const bool in_place = strided_rows_apply(p);
+    const bool in_place = strided_rows_apply(p, a.tuning);
     const bool subsample = !im2col_is_identity(p) && !in_place;
     // Tiles: the positions cut into segs runs of at most kShiftedRowMax (in place: each output
     // row into per_row), in chunks of tiles whose inputs (C/G x chunk positions, 256 KiB) stay
@@ -272,7 +273,7 @@ Problem channels_swapped(const Problem& p) {
 // (FlipRot, as in via_forward), padded by (k-1)d - pad on each side: the forward problem q
 // (C <-> K), for the shifted tiles when they pay on q (with prepared: FlipRot(W) packed once).
 // False where a pad exceeds (k-1)d (q would crop) or a stride is not 1.
-bool shifted_bwd_data_problem(const Problem& p, Problem& q, bool prepared) {
+bool shifted_bwd_data_problem(const Problem& p, Problem& q, const Tuning& t, bool prepared) {
     q = channels_swapped(p);
     for (int i = 0; i < p.ndims; ++i) {
         const dim_t span = (p.kernel[i] - 1) * p.dilation[i];
@@ -281,7 +282,7 @@ bool shifted_bwd_data_problem(const Problem& p, Problem& q, bool prepared) {
         q.pad_begin[i] = span - p.pad_begin[i];
         q.pad_end[i] = span - p.pad_end[i];
     }
-    return use_shifted(q, true, prepared);
+    return use_shifted(q, t, true, prepared);
 }
 
 // Backward data of an unpadded stride-1 1x1 problem p is the forward 1x1 problem q (C and K
@@ -294,14 +295,14 @@ bool shifted_bwd_data_problem(const Problem& p, Problem& q, bool prepared) {
 // its result written to dX at the strides (backward_data_pointwise); one with more than 4 MiB
 // of weights stays with col2im below 4 images (timings: docs/algorithms.md, "pointwise
 // backward data").
-bool pointwise_bwd_data_problem(const Problem& p, Problem& q, bool prepared) {
-    if (g_pointwise_bwd_mode == 2 || !reads_input_1x1(p)) return false;
+bool pointwise_bwd_data_problem(const Problem& p, Problem& q, const Tuning& t, bool prepared) {
+    if (t.pointwise_bwd_data == Rule::Never || !reads_input_1x1(p)) return false;
     const auto weight_bytes =
         static_cast<std::size_t>(p.groups * p.ocg() * p.icg()) * sizeof(float);
     if (!im2col_is_identity(p)) {  // strided (can_subsample)
         if (static_cast<std::size_t>(p.ic * p.out_spatial()) * sizeof(float) > (4u << 20))
             return false;  // one image's buffer, every group
-        if (p.mb < 4 && g_shifted_mode != 1 && weight_bytes > (4u << 20)) return false;
+        if (p.mb < 4 && t.shifted != Rule::Always && weight_bytes > (4u << 20)) return false;
     }
     q = channels_swapped(p);
     for (int i = 0; i < p.ndims; ++i) {
@@ -310,13 +311,13 @@ bool pointwise_bwd_data_problem(const Problem& p, Problem& q, bool prepared) {
         q.pad_end[i] = 0;  // an end padding no sampled position reaches (can_subsample)
     }
     bool forced = false;
-    if (!pointwise_possible(q, forced)) return false;
+    if (!pointwise_possible(q, t, forced)) return false;
     if (forced) return true;
     // AVX2 (narrow_tiles): from 4 images, weights under 4 MiB, where the Zen 3 gained on most
     // 1x1 layers and lost on those with 4 MiB of weights and more (timings: docs/algorithms.md,
     // "pointwise backward data with AVX2").
     if (narrow_tiles()) return p.mb >= 4 && weight_bytes < (4u << 20);
-    if (use_pointwise(q, prepared)) return true;
+    if (use_pointwise(q, t, prepared)) return true;
     if (q.mb < 4 && !prepared) return false;
     return q.icg() >= q.ocg() || (q.mb >= 4 && q.icg() >= 128);
 }
@@ -329,6 +330,7 @@ void backward_data_pointwise(const Problem& p, const Problem& q, const ConvArgs&
     f.src = a.diff_dst;
     f.wei = a.wei;
     f.dst = a.diff_src;
+    f.tuning = a.tuning;
     if (im2col_is_identity(p)) return forward_pointwise(q, f, prof, prepared, true);
     // Packed once for all the images below.
     if (!prepared) prepared = pack_pointwise_per_call(q, a.wei, true, prof);
@@ -401,6 +403,7 @@ void backward_data_shifted(const Problem& q, const ConvArgs& a, Profiler* prof,
     f.src = a.diff_dst;
     f.wei = a.wei;
     f.dst = a.diff_src;
+    f.tuning = a.tuning;
     forward_shifted(q, f, prof, true, prepared);
 }
 
@@ -413,28 +416,28 @@ namespace {
 // more output than input channels at 64 positions or fewer (7x7) go to the GEMM instead, which
 // reads W in place, because their 4-8 MiB of panels come from memory each call for 5 tiles
 // (timings: docs/algorithms.md, "pointwise_forward").
-bool pointwise_forward(const Problem& p, bool prepared) {
-    if (!use_pointwise(p, prepared)) return false;
-    if (g_shifted_mode == 1 || p.mb >= 4 || !prepared) return true;
+bool pointwise_forward(const Problem& p, const Tuning& t, bool prepared) {
+    if (!use_pointwise(p, t, prepared)) return false;
+    if (t.shifted == Rule::Always || p.mb >= 4 || !prepared) return true;
     return !(p.ocg() > p.icg() && p.out_spatial() <= 64);
 }
 }  // namespace
 
-PanelLayout forward_layout(const Problem& p, bool prepared) {
-    return pointwise_forward(p, prepared) ? kPointwisePanels
-           : use_shifted(p)               ? kShiftedPanels
-                                          : kNoPanels;
+PanelLayout forward_layout(const Problem& p, const Tuning& t, bool prepared) {
+    return pointwise_forward(p, t, prepared) ? kPointwisePanels
+           : use_shifted(p, t)               ? kShiftedPanels
+                                             : kNoPanels;
 }
 
 // (Where prepare_weights packs FlipRot(W), the shifted tiles pay on more problems.) q, when
 // given, receives the forward problem whose tiles compute it.
-PanelLayout backward_data_layout(const Problem& p, Problem* q) {
+PanelLayout backward_data_layout(const Problem& p, const Tuning& t, Problem* q) {
     Problem fq;
-    if (shifted_bwd_data_problem(p, fq, true)) {
+    if (shifted_bwd_data_problem(p, fq, t, true)) {
         if (q) *q = fq;
         return kFlipRotPanels;
     }
-    if (pointwise_bwd_data_problem(p, fq, true)) {
+    if (pointwise_bwd_data_problem(p, fq, t, true)) {
         if (q) *q = fq;
         return kPointwiseFlipPanels;
     }
@@ -442,17 +445,10 @@ PanelLayout backward_data_layout(const Problem& p, Problem* q) {
     return kNoPanels;
 }
 
-void set_shifted(int mode) {
-    g_shifted_mode = mode;
-}
-
-void set_stream_output(int mode) {
-    g_stream_mode = mode;
-}
 // Whether an output of `bytes` is written by non-temporal stores where its rule streams from
-// `from` bytes on: set_stream_output's mode 1 always, 2 never.
-bool stream_mode_allows(std::size_t bytes, std::size_t from) {
-    return g_stream_mode != 2 && (g_stream_mode == 1 || bytes >= from);
+// `from` bytes on: t.stream_output Always always, Never never.
+bool stream_mode_allows(std::size_t bytes, std::size_t from, const Tuning& t) {
+    return t.stream_output != Rule::Never && (t.stream_output == Rule::Always || bytes >= from);
 }
 // The shifted forward with whole images per thread writes its output rows by non-temporal
 // stores (stream_rows) once the output is 16 MiB or more, because a 12-position tile writes 48
@@ -460,49 +456,37 @@ bool stream_mode_allows(std::size_t bytes, std::size_t from) {
 // image at a time, an output of 512 KiB or more streams too, because another layer's run
 // between two calls leaves its lines out of cache (timings: docs/algorithms.md,
 // "streams_output").
-bool streams_output(const Problem& p) {
+bool streams_output(const Problem& p, const Tuning& t) {
     return stream_mode_allows(
         static_cast<std::size_t>(p.mb * p.oc * p.out_spatial()) * sizeof(float),
-        images_in_parallel(p.mb * p.groups) ? std::size_t{16} << 20 : std::size_t{512} << 10);
+        images_in_parallel(p.mb * p.groups) ? std::size_t{16} << 20 : std::size_t{512} << 10, t);
 }
 
-void set_edge_tiles(int mode) {
-    g_edge_mode = mode;
-}
-void set_strided_rows(int mode) {
-    g_strided_rows_mode = mode;
-}
 namespace {
 // What both passes' stride-2 in-place tiles need: a 1x1 read in place, strided by 2 along w,
-// 2-D or 1-D, with outputs at least min_width wide (any width in mode 1; never in mode 2).
-bool strided_by_two_in_place(const Problem& p, dim_t min_width) {
+// 2-D or 1-D, with outputs at least min_width wide (any width with t.strided_rows Always; never
+// with Never).
+bool strided_by_two_in_place(const Problem& p, dim_t min_width, const Tuning& t) {
     const Geom3 g = geom3(p);
-    return g_strided_rows_mode != 2 && reads_input_1x1(p) && g.s[2] == 2 && g.out[0] == 1 &&
-           g.in[0] == 1 && (g.out[2] >= min_width || g_strided_rows_mode == 1);
+    return t.strided_rows != Rule::Never && reads_input_1x1(p) && g.s[2] == 2 && g.out[0] == 1 &&
+           g.in[0] == 1 && (g.out[2] >= min_width || t.strided_rows == Rule::Always);
 }
 }  // namespace
 // forward_pointwise reads a 1x1 strided by 2 along w in place (see there), for outputs at least
 // 7 wide (2-D and 1-D), because with the next tile's inputs prefetched (shifted_row_s2_pf_fn)
-// it beat the sampled copy (timings: docs/algorithms.md, "strided_rows_apply"). The mode: 0
-// where it applies, 2 never (the input sampled first), 1 at any width.
-bool strided_rows_apply(const Problem& p) {
-    return microkernel().shifted_row_s2_fn[1] && strided_by_two_in_place(p, 7);
-}
-void set_pointwise_bwd_data(int mode) {
-    g_pointwise_bwd_mode = mode;
-}
-void set_sampled_wgrad(int mode) {
-    g_sampled_wgrad_mode = mode;
+// it beat the sampled copy (timings: docs/algorithms.md, "strided_rows_apply").
+bool strided_rows_apply(const Problem& p, const Tuning& t) {
+    return microkernel().shifted_row_s2_fn[1] && strided_by_two_in_place(p, 7, t);
 }
 // A strided 1x1 weight gradient dW = dY X^T computed on all threads (few images), not
 // transposed: the GEMM's B packer (SampledTB) reads X^T's panels straight from the input at the
 // strides, where the sampled copy was written first (each thread sampling its channels) and then
 // packed from. Its runs end at each output row, so it pays only for rows of 14 or more, and
 // with whole images per thread (batch 32) the copy stays (timings: docs/algorithms.md,
-// "sampled_wgrad_applies"). Mode 0: rows of 14 or more, 1: any (tests), 2: never.
-bool sampled_wgrad_applies(const Problem& p) {
-    return g_sampled_wgrad_mode != 2 && can_subsample(p, 1) &&
-           (g_sampled_wgrad_mode == 1 || geom3(p).out[2] >= 14);
+// "sampled_wgrad_applies"). Always: any rows (tests).
+bool sampled_wgrad_applies(const Problem& p, const Tuning& t) {
+    return t.sampled_wgrad != Rule::Never && can_subsample(p, 1) &&
+           (t.sampled_wgrad == Rule::Always || geom3(p).out[2] >= 14);
 }
 // The weight gradient's counterpart (backward_weight_implicit_gemm), where an image's dY^T (in
 // panels of 32 channels) is within 512 KiB, for outputs at least 24 wide. Alternating, batch 32, 2
@@ -510,60 +494,51 @@ bool sampled_wgrad_applies(const Problem& p) {
 // dY^T 392 KiB) 11.6/11.7/11.7 -> 10.5/10.5/10.4 ms; res3a_branch1 (256 -> 512, dY^T 1.5 MiB, its
 // panels taken in blocks of 512 KiB) lost, 34.0-34.4 -> 37.4-41.5; 14x14 outputs tied (512 -> 256)
 // or lost (512 -> 1024, 33.1-34.7 -> 37.6).
-bool strided_wgrad_applies(const Problem& p) {
+bool strided_wgrad_applies(const Problem& p, const Tuning& t) {
     const dim_t npan = (p.ocg() + 31) / 32;
-    return microkernel().row_runs_fn[1][1] && strided_by_two_in_place(p, 24) &&
+    return microkernel().row_runs_fn[1][1] && strided_by_two_in_place(p, 24, t) &&
            static_cast<std::size_t>(npan * 32 * p.out_spatial()) * sizeof(float) <= (512u << 10);
 }
-void set_wgrad_taps(int mode) {
-    g_wgrad_taps_mode = mode;
-}
 // Stride 1 with 8 or more input channels per group (a tile's 12 rows are channels of one tap).
-bool wgrad_taps_apply(const Problem& p) {
+bool wgrad_taps_apply(const Problem& p, const Tuning& t) {
     const Geom3 g = geom3(p);
-    return g_wgrad_taps_mode != 2 && g.s[1] == 1 && g.s[2] == 1 && p.icg() >= 8;
-}
-void set_unpadded_tiles(int mode) {
-    g_unpadded_mode = mode;
+    return t.wgrad_taps != Rule::Never && g.s[1] == 1 && g.s[2] == 1 && p.icg() >= 8;
 }
 // forward_shifted reads the input in place (see there): its edge tiles apply, the rows are
 // not strided, dilated or split into depth planes.
-bool unpadded_tiles_apply(const Problem& p) {
+bool unpadded_tiles_apply(const Problem& p, const Tuning& t) {
     const Geom3 g = geom3(p);
-    return g_unpadded_mode != 2 && edge_tiles_apply(p) && g.s[1] == 1 && g.d[1] == 1 &&
-           g.k[0] == 1 && g.in[0] == 1;
+    return t.unpadded_tiles != Rule::Never && edge_tiles_apply(p, t) && g.s[1] == 1 &&
+           g.d[1] == 1 && g.k[0] == 1 && g.in[0] == 1;
 }
 // forward_shifted's edge tiles skip the taps on the padding column (see there).
-bool edge_tiles_apply(const Problem& p) {
+bool edge_tiles_apply(const Problem& p, const Tuning& t) {
     const Geom3 g = geom3(p);
-    return g_edge_mode != 2 && microkernel().shifted_edge_fn[2][1] && g.k[2] == 3 && g.d[2] == 1 &&
-           g.s[2] == 1 && g.pb[2] == 1 && g.out[2] == g.in[2];
+    return t.edge_tiles != Rule::Never && microkernel().shifted_edge_fn[2][1] && g.k[2] == 3 &&
+           g.d[2] == 1 && g.s[2] == 1 && g.pb[2] == 1 && g.out[2] == g.in[2];
 }
 
-void set_row_lanes(int mode) {
-    g_row_lanes_mode = mode;
-}
 // Output rows of 16 V positions, V <= kRowLanesMax, from padded planes (not the input in place,
 // whose padding columns the row tiles do not skip); by default from 64 positions (16 or more
 // accumulators), because conv1 gained at batch 8 and 32 and longer reductions tied (timings:
 // docs/algorithms.md, "row_lanes_apply").
-bool row_lanes_apply(const Problem& p) {
+bool row_lanes_apply(const Problem& p, const Tuning& t) {
     const Geom3 g = geom3(p);
     const dim_t v = g.out[2] / 16;
-    if (g_row_lanes_mode == 2 || g.out[2] % 16 != 0 || v < 1 || v > kRowLanesMax ||
-        !microkernel().row_lanes_fn[v] || unpadded_tiles_apply(p))
+    if (t.row_lanes == Rule::Never || g.out[2] % 16 != 0 || v < 1 || v > kRowLanesMax ||
+        !microkernel().row_lanes_fn[v] || unpadded_tiles_apply(p, t))
         return false;
-    return g_row_lanes_mode == 1 || v >= 4;
+    return t.row_lanes == Rule::Always || v >= 4;
 }
 
-bool shifted_applies(const Problem& p, Pass pass, const ConvArgs* a) {
+bool shifted_applies(const Problem& p, Pass pass, const Tuning& t, const ConvArgs* a) {
     Problem q;
-    if (pass == Pass::BackwardData && a && prepared_layout(p, pass, *a, backward_data_layout(p)))
+    if (pass == Pass::BackwardData && a && prepared_layout(p, pass, *a, backward_data_layout(p, t)))
         return true;  // FlipRot(W) prepared: the layout exists only where the tiles run
-    return pass == Pass::Forward ? use_shifted(p)
+    return pass == Pass::Forward ? use_shifted(p, t)
            : pass == Pass::BackwardWeight
-               ? use_shifted_wgrad(p)
-               : shifted_bwd_data_problem(p, q) || pointwise_bwd_data_problem(p, q);
+               ? use_shifted_wgrad(p, t)
+               : shifted_bwd_data_problem(p, q, t) || pointwise_bwd_data_problem(p, q, t);
 }
 
 }  // namespace convlab::detail

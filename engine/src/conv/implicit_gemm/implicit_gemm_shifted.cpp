@@ -14,17 +14,6 @@
 
 namespace convlab::detail {
 
-int g_shifted_mode = 0;       // 0: when it pays, 1: whenever possible (tests), 2: never
-int g_row_lanes_mode = 0;     // 0: when it pays, 1: whenever possible (tests), 2: never
-int g_stream_mode = 0;        // set_stream_output
-int g_edge_mode = 0;          // set_edge_tiles: 0 skip the padding column's taps, 2 never
-int g_unpadded_mode = 0;      // set_unpadded_tiles: 0 read the input in place where it can, 2 never
-int g_strided_rows_mode = 0;  // set_strided_rows: 0 in place where it pays, 1 always, 2 never
-int g_wgrad_taps_mode = 0;    // set_wgrad_taps: 0 where it applies, 2 never
-int g_sampled_wgrad_mode = 0;  // set_sampled_wgrad: 0 where it pays, 1 always, 2 never, 3 not
-                               // with whole images per thread
-int g_pointwise_bwd_mode = 0;  // set_pointwise_bwd_data: 0 where it pays, 2 never
-
 // Width Wh of the phase planes' rows along an axis (stride s, dilation d, padding pb, input in,
 // output out, k taps): the narrowest at which each tap k d of each kept output o reads, at
 // xx = o + k d / s of phase (k d) mod s, either a column of its own row (xx < Wh) or, past the
@@ -80,8 +69,8 @@ bool shifted_possible(const Problem& p) {
 // 12 reduction rows (each contiguous along the positions from its offset) by 32 output
 // channels of dY^T packed with zeros at the dropped positions. Its packed dY^T (K/G x
 // positions) and dW (partials of whole images per thread) within 4 MiB.
-bool use_shifted_wgrad(const Problem& p) {
-    if (g_shifted_mode == 2 || !microkernel().row_runs_fn[0][12] || !shifted_possible(p))
+bool use_shifted_wgrad(const Problem& p, const Tuning& t) {
+    if (t.shifted == Rule::Never || !microkernel().row_runs_fn[0][12] || !shifted_possible(p))
         return false;
     const Shifted sg(p);
     const dim_t npan = (p.ocg() + 31) / 32;
@@ -91,10 +80,10 @@ bool use_shifted_wgrad(const Problem& p) {
     // (7x7, 512 channels), harness, 2 threads, against the merged GEMM: batch 32 37.4 -> 30.8
     // ms, batch 8 9.33 -> 7.80, batch 4 4.63 -> 4.38; 256 channels at batch 32 10.4 -> 8.0. At
     // batch 1 (one image a tile of 42 positions) it lost, 1.19 -> 1.69.
-    if (wgrad_taps_apply(p) && images_in_parallel(p.mb) && p.ocg() >= 32) return true;
+    if (wgrad_taps_apply(p, t) && images_in_parallel(p.mb) && p.ocg() >= 32) return true;
     if (static_cast<std::size_t>(p.oc * p.icg() * p.kernel_spatial()) * sizeof(float) > (4u << 20))
         return false;
-    return g_shifted_mode == 1 || shifted_pays(p);
+    return t.shifted == Rule::Always || shifted_pays(p);
 }
 
 namespace {
@@ -134,9 +123,9 @@ bool packs_by_panel(const Problem& p, const Shifted& sg) {
 // against col2im's 1.2; unless FlipRot(W) was prepared once (prepare_weights): then
 // res5a_branch2b's backward data at batch 1, harness, 2 threads, 3 rounds, took 0.854-0.857 ms
 // against col2im's 1.162-1.165 (14x14, 256 channels: 0.926-0.928 against 0.994-0.995).
-bool use_shifted(const Problem& p, bool flip, bool prepared) {
-    if (g_shifted_mode == 2 || !shifted_possible(p)) return false;
-    if (g_shifted_mode == 1) return true;
+bool use_shifted(const Problem& p, const Tuning& t, bool flip, bool prepared) {
+    if (t.shifted == Rule::Never || !shifted_possible(p)) return false;
+    if (t.shifted == Rule::Always) return true;
     // AVX2 (narrow_tiles): only rows of 28 or more outputs, tiles of 9 to 12 positions. AMD EPYC
     // (Zen 3), auto with the weights prepared, one process, best of 20 (batch 32: 4)
     // alternating, GEMM -> tiles (ms): conv1 batch 1 2.97 -> 2.42, batch 32 180.6 -> 169.0 (the
@@ -160,7 +149,8 @@ void forward_shifted(const Problem& p, const ConvArgs& a, Profiler* prof, bool f
     const dim_t wh = sg.wh, per_kh = rows / kh_n;
     const dim_t npan = (kg + 31) / 32, is = g.in[1] * g.in[2];
     // Whole output rows in the lanes (row_lanes_apply: conv1's 112), 4 channels at a time.
-    const bool lanes = row_lanes_apply(p);
+    const Tuning& tuning = a.tuning;
+    const bool lanes = row_lanes_apply(p, tuning);
     // Tiles: each output row cut into segs runs of at most kShiftedRowMax positions (in the
     // lanes: one tile, the whole row).
     const dim_t segs = lanes ? 1 : (ow_n + kShiftedRowMax - 1) / kShiftedRowMax;
@@ -174,7 +164,7 @@ void forward_shifted(const Problem& p, const ConvArgs& a, Profiler* prof, bool f
     // 3 wide, stride 1, padded by 1 along w (edges, below) and stride 1 along h: the tiles read
     // the input itself, rows W apart, the edge tiles skipping the padding columns' taps and each
     // output row only the kh whose rows lie inside (kh_lo, kh_hi): no planes are padded.
-    const bool in_place = unpadded_tiles_apply(p);
+    const bool in_place = unpadded_tiles_apply(p, tuning);
     if (in_place)
         sg.make_input_offsets();
     else
@@ -186,7 +176,7 @@ void forward_shifted(const Problem& p, const ConvArgs& a, Profiler* prof, bool f
     // 3 wide, stride 1, padded by 1 along w (the 3x3 layers, and their backward data): a row's
     // first and last tiles skip the taps that read the padding column (shifted_edge_fn), 2 of
     // every 21 multiply-adds of a 7-wide row, 1 of 21 of a tile at one edge.
-    const bool edges = edge_tiles_apply(p);
+    const bool edges = edge_tiles_apply(p, tuning);
     // The input channels of image n, group gi.
     const auto image = [&](dim_t n, dim_t gi) { return a.src + (n * p.ic + gi * cg) * is; };
     // Share id of nt of the planes of image n, group gi into the planes at xp.
@@ -196,7 +186,7 @@ void forward_shifted(const Problem& p, const ConvArgs& a, Profiler* prof, bool f
     // Tiles [t0, t1) of image n, group gi, panel jp (its W^T at w). With rowbuf (whole rows of
     // tiles, t0 and t1 multiples of segs), each output row of the panel's channels is computed
     // into rowbuf (32 x OW) and then streamed to dst (stream_rows).
-    const bool stream_lanes = lanes && streams_output(p);
+    const bool stream_lanes = lanes && streams_output(p, tuning);
     const bool whole_images = images_in_parallel(p.mb * p.groups);
     // Where the streamed rows are fenced (stream_fence): at the end of each call of tiles, or,
     // with whole images per thread, once an image's tiles are done. conv1 at batch 32, harness:
@@ -265,7 +255,8 @@ void forward_shifted(const Problem& p, const ConvArgs& a, Profiler* prof, bool f
     if (whole_images) {
         // Whole images per thread, panel by panel: a panel's W^T stays in cache while the
         // image's tiles pass.
-        const bool stream = streams_output(p) && !lanes;  // (the lanes' tiles stream their own)
+        const bool stream =
+            streams_output(p, tuning) && !lanes;  // (the lanes' tiles stream their own)
         ThreadProfilers tp(prof);
         ParallelError err;
 #pragma omp parallel for schedule(dynamic)

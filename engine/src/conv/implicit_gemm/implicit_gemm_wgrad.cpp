@@ -18,25 +18,14 @@ namespace convlab::detail {
 // at 28x28 and 56x56 each thread's images summed in its own dW pay instead (timings:
 // docs/algorithms.md, "merge_images_wgrad").
 namespace {
-int g_merge_wgrad = 0;  // 0: when it pays, 1: whenever possible (tests), 2: never
-int g_swap_wgrad = 0;   // the same for swapped_wgrad
-
-bool merge_images_wgrad(const Problem& p) {
-    if (p.mb < 2 || g_merge_wgrad == 2) return false;
-    return g_merge_wgrad == 1 || p.out_spatial() <= 64;
+bool merge_images_wgrad(const Problem& p, const Tuning& t) {
+    if (p.mb < 2 || t.merge_wgrad == Rule::Never) return false;
+    return t.merge_wgrad == Rule::Always || p.out_spatial() <= 64;
 }
 }  // namespace
 
-void set_merge_wgrad(int mode) {
-    g_merge_wgrad = mode;
-}
-
-void set_swap_wgrad(int mode) {
-    g_swap_wgrad = mode;
-}
-
-bool merged_wgrad_applies(const Problem& p) {
-    return !use_shifted_wgrad(p) && merge_images_wgrad(p);
+bool merged_wgrad_applies(const Problem& p, const Tuning& t) {
+    return !use_shifted_wgrad(p, t) && merge_images_wgrad(p, t);
 }
 
 // 1x1 layers with fewer output than input channels (the bottlenecks' first 1x1s) and enough
@@ -44,9 +33,9 @@ bool merged_wgrad_applies(const Problem& p) {
 // transposed into dW. Its packed B is then dY^T, each of its values used by C/G rows, where
 // X^T's were used by only K/G. With few positions (a 7x7 or 14x14 image at batch 1)
 // transposing dW would cost as much as it saves (timings: docs/algorithms.md, "swapped_wgrad").
-bool swapped_wgrad(const Problem& p) {
-    if (g_swap_wgrad == 2 || !reads_input_1x1(p)) return false;
-    return g_swap_wgrad == 1 || (p.ocg() < p.icg() && p.mb * p.out_spatial() >= 512);
+bool swapped_wgrad(const Problem& p, const Tuning& t) {
+    if (t.swap_wgrad == Rule::Never || !reads_input_1x1(p)) return false;
+    return t.swap_wgrad == Rule::Always || (p.ocg() < p.icg() && p.mb * p.out_spatial() >= 512);
 }
 
 // Positions per pass of the shifted weight-gradient tiles (a run of dY^T: 256 KiB per panel).
@@ -58,10 +47,10 @@ constexpr dim_t kShiftedWgradRun = 2048;
 // the input read in place) and dY^T within 2 MiB each. Positions are the planes' (with their
 // padding columns), or with taps the output's; more images a call means more multiply-adds per
 // store of a tile (timings: docs/algorithms.md, "shifted_wgrad_images").
-dim_t shifted_wgrad_images(const Problem& p) {
+dim_t shifted_wgrad_images(const Problem& p, const Tuning& t) {
     const Shifted sg(p);
     const dim_t npan = (p.ocg() + 31) / 32;
-    const bool taps = wgrad_taps_apply(p);
+    const bool taps = wgrad_taps_apply(p, t);
     const dim_t npos = taps ? p.out_spatial() : sg.npos;
     const dim_t per_image = std::max(taps ? p.icg() * p.in_spatial() : sg.size(), npan * npos * 32);
     return std::clamp<dim_t>(
@@ -74,14 +63,15 @@ void backward_weight_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler
     const dim_t cols = p.out_spatial(), is = p.in_spatial();
     const bool identity = im2col_is_identity(p);
     // Wide strided or 3x3 layers: from padded stride-phase planes (use_shifted_wgrad).
-    const bool shifted = use_shifted_wgrad(p);
+    const Tuning& tuning = a.tuning;
+    const bool shifted = use_shifted_wgrad(p, tuning);
     Shifted sg(p);
     const dim_t npan = (kg + 31) / 32, ow_n = sg.g.out[2];
-    const dim_t group = shifted ? shifted_wgrad_images(p) : 1;
+    const dim_t group = shifted ? shifted_wgrad_images(p, tuning) : 1;
     // Stride 1 (wgrad_taps_apply): the tiles read the input itself, 12 input channels of one tap
     // each (ctiles: [c0, c0 + mv), the last 13-19 as two), over only the positions whose inputs
     // lie inside it; no planes are padded and no padding is multiplied.
-    const bool taps = shifted && wgrad_taps_apply(p);
+    const bool taps = shifted && wgrad_taps_apply(p, tuning);
     if (shifted && !taps) sg.make_offsets();  // the planes' rows (the taps find theirs)
     const dim_t ks = p.kernel_spatial();
     std::vector<std::pair<dim_t, int>> ctiles;
@@ -241,10 +231,10 @@ void backward_weight_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler
     // with whole images per thread and a stride of 2 along w, read in place (in_place).
     const Geom3 geo = geom3(p);
     const bool by_images = images_in_parallel(p.mb);
-    const bool merged = !shifted && merge_images_wgrad(p);  // merged_wgrad_applies
+    const bool merged = !shifted && merge_images_wgrad(p, tuning);  // merged_wgrad_applies
     const std::size_t wsize = static_cast<std::size_t>(kg * rows);
-    const bool in_place =
-        by_images && wsize * sizeof(float) <= (4u << 20) && !merged && strided_wgrad_applies(p);
+    const bool in_place = by_images && wsize * sizeof(float) <= (4u << 20) && !merged &&
+                          strided_wgrad_applies(p, tuning);
     const bool subsample = !in_place && can_subsample(p, 1);
     const bool deint = !subsample && !identity && can_deinterleave(p, 1);
     // Not transposed: the GEMM's B packer samples the input itself (sampled_wgrad_applies), on
@@ -257,12 +247,13 @@ void backward_weight_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler
     // ahead, 31.96/31.71 against 32.70/32.53: sampling costs the same there, the GEMM twice as
     // long.) The sampled product also takes the place of the transposed one: res4a_branch2a (512 ->
     // 256, 14x14), swap on the copy 7.0-7.3 -> sampled 5.7-5.8.
-    const bool sampled_images =
-        by_images && subsample && !merged && g_sampled_wgrad_mode != 3 && sampled_wgrad_applies(p);
+    const bool sampled_images = by_images && subsample && !merged &&
+                                tuning.sampled_wgrad_whole_images &&
+                                sampled_wgrad_applies(p, tuning);
     // Transposed (swap): out^T (rows x Kg) = X dY_g^T, then dW_g = out^T transposed.
-    const bool swap = !in_place && !sampled_images && swapped_wgrad(p);
+    const bool swap = !in_place && !sampled_images && swapped_wgrad(p, tuning);
     const bool sampled =
-        subsample && !swap && (!by_images || sampled_images) && sampled_wgrad_applies(p);
+        subsample && !swap && (!by_images || sampled_images) && sampled_wgrad_applies(p, tuning);
     // out += dY_g(n) X_g(n)^T with X read every other float of its rows by the
     // row_runs_fn tiles (12 input channels x 32 output channels), whole image n on the
     // calling thread: dY^T packed by panels of 32 channels (at most 512 KiB, kept in L2); the
@@ -308,11 +299,11 @@ void backward_weight_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler
     // 0.300-0.364 -> 0.269-0.276 ms, and again 0.283-0.373 -> 0.284-0.293; res4b_branch2a (1024
     // -> 256 at 14x14) 0.471-0.519 -> 0.462-0.509, again 0.468-0.495 -> 0.458-0.476; the other
     // layers with a dW of 1-8 MiB tied. Smaller ones lost (res3a_branch1, 512 KiB, 0.99-1.08 ->
-    // 1.05-1.10). set_stream_output's mode applies. The gathered products too (Im2colTB):
+    // 1.05-1.10). Tuning::stream_output applies. The gathered products too (Im2colTB):
     // res5a_branch2b at batch 1 (a 9 MiB dW, a reduction of 49), harness alternating the modes
     // with 4 MiB touched between calls, 2 runs: 1.48/1.52 -> 1.35/1.38 ms; bench against
     // oneDNN, 4 rounds alternating builds: 0.857/1.056/0.852/0.956 -> 0.842/0.798/0.844/0.936.
-    const bool stream_dw = stream_mode_allows(wsize * sizeof(float), std::size_t{1} << 20);
+    const bool stream_dw = stream_mode_allows(wsize * sizeof(float), std::size_t{1} << 20, tuning);
     // Spans into prf (the calling thread's, or null).
     auto image = [&](dim_t g, dim_t n, float* out, bool acc, dim_t q0, dim_t q1, Profiler* prf,
                      bool final = false) {
