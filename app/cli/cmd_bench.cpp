@@ -21,6 +21,7 @@
 #include "charts/chart.hpp"
 #include "charts/chart_export.hpp"
 #include "cli/cli_common.hpp"
+#include "convlab/tuning_env.hpp"
 #include "data/data_dir.hpp"
 #include "model/timings_state.hpp"
 #include "onednn_peer.hpp"
@@ -79,6 +80,7 @@ struct BenchPlan {
 BenchPlan plan_from(const Options& opts) {
     BenchPlan plan;
     bench::Config& cfg = plan.cfg;
+    cfg.tuning = tuning_from_environment();
     const bool quick = opts.has("--quick");
     // The data folder is looked up only when --shapes does not name the file.
     if (const std::string* s = opts.get("--shapes"))
@@ -391,10 +393,7 @@ void replot_runs(const std::vector<std::string>& files, const std::string& dir, 
             return app::parse_results(read_input_file(f, app::kMaxResultsBytes, "a results file"),
                                       "'" + f + "'");
         }));
-        const std::filesystem::path p(f);
-        names.push_back(p.filename() == "results.json" && p.has_parent_path()
-                            ? p.parent_path().filename().string()
-                            : p.filename().string());
+        names.push_back(f);
     }
     const std::vector<std::string> labels = charts::run_labels(runs, names);
     std::vector<charts::Chart> list;
