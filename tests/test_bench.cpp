@@ -924,6 +924,87 @@ TEST_CASE("bench: interleave_passes times every pass of a layer in one window") 
     }
 }
 
+TEST_CASE("bench: a sliced run measures what run() measures, one layer's pass a step") {
+    Config cfg = tiny_config();
+    cfg.extra_algorithms = {{Pass::Forward, "off_by_one", "wrong on purpose", forward_off_by_one}};
+    const Results whole = run(cfg);
+    SlicedRun sliced(cfg);
+    CHECK(sliced.total() == whole.rows.size());
+    CHECK(sliced.measured() == 0);
+    std::size_t steps = 0;
+    while (!sliced.done()) {
+        const std::size_t before = sliced.measured();
+        sliced.step();
+        ++steps;
+        CHECK(sliced.measured() > before);  // every slice measures something
+        CHECK(sliced.results().rows.size() == sliced.measured());
+        CHECK_FALSE(sliced.what().empty());
+    }
+    CHECK(steps == 2 * 3);  // 2 layers x 3 passes
+    const Results& r = sliced.results();
+    CHECK_FALSE(r.cancelled);
+    REQUIRE(r.layers.size() == whole.layers.size());
+    for (std::size_t i = 0; i < r.layers.size(); ++i) {
+        CHECK(r.layers[i].name == whole.layers[i].name);
+        CHECK(r.layers[i].descriptor == whole.layers[i].descriptor);
+    }
+    // The same rows in the same order, checked as run() checks them: the wrong algorithm fails
+    // in both, everything else passes against the same references.
+    REQUIRE(r.rows.size() == whole.rows.size());
+    for (std::size_t i = 0; i < r.rows.size(); ++i) {
+        const Measurement& m = r.rows[i];
+        CAPTURE(m.algorithm);
+        CHECK(m.layer == whole.rows[i].layer);
+        CHECK(m.pass == whole.rows[i].pass);
+        CHECK(m.algorithm == whole.rows[i].algorithm);
+        CHECK(m.valid() == whole.rows[i].valid());
+        CHECK(m.check.reference == whole.rows[i].check.reference);
+        CHECK(m.total.runs == 3);
+    }
+    CHECK(r.failed() == whole.failed());
+    CHECK(r.failed() == 2);  // off_by_one on both layers
+    CHECK(r.machine.threads == 1);
+    for (const std::string& n : whole.notes) {
+        // run()'s notes, except those naming the passes an algorithm skipped, which a slice of
+        // one pass names pass by pass.
+        if (n.find("applies only to") == std::string::npos)
+            CHECK(std::find(r.notes.begin(), r.notes.end(), n) != r.notes.end());
+    }
+
+    // All passes of a layer in one window: a layer a step.
+    cfg.interleave_passes = true;
+    SlicedRun together(cfg);
+    steps = 0;
+    while (!together.done()) {
+        together.step();
+        ++steps;
+    }
+    CHECK(steps == 2);
+    CHECK(together.results().rows.size() == whole.rows.size());
+
+    // A cancel ends the run before the next slice; what was measured stays.
+    std::atomic<bool> stop{false};
+    cfg.interleave_passes = false;
+    cfg.cancel = &stop;
+    SlicedRun cancelled(cfg);
+    cancelled.step();
+    const std::size_t first = cancelled.measured();
+    stop = true;
+    cancelled.step();
+    CHECK(cancelled.done());
+    CHECK(cancelled.results().cancelled);
+    CHECK(cancelled.measured() == first);
+    CHECK(cancelled.results().rows.size() == first);
+
+    // Bad configurations are refused before anything is measured, as by run().
+    cfg = tiny_config();
+    cfg.algos = {"no_such_algo"};
+    CHECK_THROWS_WITH_AS(SlicedRun{cfg}, doctest::Contains("algos: 'no_such_algo'"), Error);
+    cfg = tiny_config();
+    cfg.layers.clear();
+    CHECK_THROWS_AS(SlicedRun{cfg}, Error);
+}
+
 TEST_CASE("bench: --trace keeps each timed call's span and its operations', as Trace Events") {
     Config cfg = tiny_config();
     cfg.layers.resize(1);

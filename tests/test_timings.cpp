@@ -277,6 +277,54 @@ TEST_CASE("timings panel: the run reports progress on its thread up to the total
     CHECK(run.snapshot().error.find("no_such_algorithm") != std::string::npos);
 }
 
+TEST_CASE("timings panel: a sliced run measures on the caller's thread, a slice a pump") {
+    // The browser build's run: nothing happens between pumps (no worker thread), each pump
+    // publishes one slice, the snapshot ends as a threaded run's does.
+    app::TimingsRun run;
+    run.set_sliced(true);
+    CHECK_FALSE(run.pump());                 // no run under way
+    REQUIRE(run.start(small_config(2, 0)));  // 2 layers x (fwd 1 + bwd_data 2) measurements
+    CHECK(run.running());
+    CHECK_FALSE(run.start(small_config(1, 0)));
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    CHECK(run.snapshot().done == 0);
+    CHECK(run.snapshot().total == 6);
+    std::vector<std::size_t> done;
+    int pumps = 0;
+    while (run.running()) {
+        REQUIRE(run.pump());
+        ++pumps;
+        const app::TimingsSnapshot s = run.snapshot();
+        done.push_back(s.done);
+        REQUIRE(s.results);
+        CHECK(s.results->rows.size() == s.done);
+    }
+    CHECK(pumps == 4);  // 2 layers x 2 passes
+    CHECK(done == std::vector<std::size_t>{1, 3, 4, 6});
+    const app::TimingsSnapshot s = run.snapshot();
+    CHECK(s.finished);
+    CHECK_FALSE(s.cancelled);
+    CHECK(s.error.empty());
+    REQUIRE(s.results);
+    CHECK(s.results->rows.size() == 6);
+    CHECK(s.results->passed() == 6);
+    CHECK_FALSE(run.pump());
+    // A bad configuration ends the run at once, saying why.
+    bench::Config bad = small_config(1, 0);
+    bad.algos = {"fwd:no_such_algorithm"};
+    REQUIRE(run.start(bad));
+    CHECK_FALSE(run.running());
+    CHECK(run.snapshot().finished);
+    CHECK(run.snapshot().error.find("no_such_algorithm") != std::string::npos);
+    // wait() measures the slices left; a cancel stops before the next one.
+    REQUIRE(run.start(small_config(2, 0)));
+    REQUIRE(run.pump());
+    run.cancel();
+    run.wait();
+    CHECK(run.snapshot().cancelled);
+    CHECK(run.snapshot().done == 1);
+}
+
 TEST_CASE("timings panel: cancel stops early and leaves a consistent snapshot") {
     app::TimingsRun run;
     REQUIRE(run.start(small_config(12, 0.02)));  // 36 measurements of >= 20 ms: >= 0.7 s

@@ -91,6 +91,7 @@ void App::after_render(bool clean) {
                 status =
                     "wrote " + ex.gif + " (" + std::to_string(ex.gif_out->frames()) + " frames)";
                 ex.gif_out.reset();
+                offer_download(ex.gif);
             }
         }
         if (ex.sequence && ex.gif.empty()) {

@@ -24,6 +24,10 @@
 #include "model/timings_state.hpp"
 #include "onednn_peer.hpp"
 #ifdef __EMSCRIPTEN__
+#include <emscripten.h>
+
+#include <nlohmann/json.hpp>
+
 #include "web/web_glue.hpp"
 #endif
 
@@ -73,10 +77,21 @@ struct TimingsPanel {
     // controls go on one row and the chart's subtitle on one line, so that the chart keeps
     // room for its bars ("window too small for the chart" before).
     bool compact = false;
+    // Where the Run button and "Export this chart" were drawn last frame (pixels: x0, y0, x1,
+    // y1), for the browser tests, which click them (convlab_timings_state).
+    ImVec4 run_rect{}, export_rect{};
 
     TimingsPanel() {
         sets = app::shape_sets(shapes_dir);
         choose_set(set_name);
+#ifdef __EMSCRIPTEN__
+        // The browser build has one thread: the run is measured a slice a frame (update()), so
+        // that the page repaints between slices, on that one thread; the charts have no PDF
+        // (cairo's), their SVG and PNG come from charts/chart_export.cpp over the page's canvas.
+        run.set_sliced(true);
+        settings.threads = 1;
+        exp.pdf = false;
+#endif
     }
 
     // Shows results measured earlier; the controls take their shape set, batch, threads and
@@ -121,8 +136,10 @@ struct TimingsPanel {
         return charts.empty() ? nullptr : &charts.front();
     }
 
-    // Takes the latest snapshot; rebuilds the charts when results changed.
+    // Takes the latest snapshot (a sliced run measures its next slice first); rebuilds the
+    // charts when results changed.
     void update() {
+        run.pump();
         snap = run.snapshot();
         if (snap.version != built) {
             built = snap.version;
@@ -346,8 +363,16 @@ void threads_and_peer(TimingsPanel& P) {
     ImGui::TextUnformatted("threads");
     ImGui::SameLine();
     ImGui::SetNextItemWidth(fs * 5);
+#ifdef __EMSCRIPTEN__
+    ImGui::BeginDisabled();
+    ImGui::InputInt("##threads", &s.threads);
+    ImGui::EndDisabled();
+    if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
+        ImGui::SetTooltip("one thread in the browser (threads need a cross-origin isolated page)");
+#else
     if (ImGui::InputInt("##threads", &s.threads)) s.threads = std::clamp(s.threads, 0, 1024);
     if (ImGui::IsItemHovered()) ImGui::SetTooltip("0 = all cores");
+#endif
     // The peer: none, or oneDNN on its layouts or on the engine's. Choosing one sets the weights
     // as `convlab bench` defaults them beside it.
     const app::PeerChoice& now = app::peer_choice(P.peer_available ? s.peer : "none");
@@ -499,6 +524,8 @@ void run_row(TimingsPanel& P, const TimingsStyle& st) {
     } else if (ImGui::Button("  Run  ")) {
         P.start();
     }
+    P.run_rect = ImVec4(ImGui::GetItemRectMin().x, ImGui::GetItemRectMin().y,
+                        ImGui::GetItemRectMax().x, ImGui::GetItemRectMax().y);
     ImGui::EndDisabled();
     ImGui::SameLine();
     ImGui::BeginDisabled(!busy);
@@ -831,7 +858,15 @@ void footer(TimingsPanel& P, const charts::Chart* c, const TimingsStyle& st) {
     same_line_or_wrap(checkbox_w("PNG"));
     ImGui::Checkbox("PNG", &P.exp.png);
     same_line_or_wrap(checkbox_w("PDF"));
+#ifdef __EMSCRIPTEN__
+    ImGui::BeginDisabled();
     ImGui::Checkbox("PDF", &P.exp.pdf);
+    ImGui::EndDisabled();
+    if (ImGui::IsItemHovered(ImGuiHoveredFlags_AllowWhenDisabled))
+        ImGui::SetTooltip("no PDF in the browser (cairo's): SVG and PNG are");
+#else
+    ImGui::Checkbox("PDF", &P.exp.pdf);
+#endif
     same_line_or_wrap(checkbox_w("results.csv/json"));
     ImGui::Checkbox("results.csv/json", &P.exp.results_files);
     const bool have = P.snap.results && !P.charts.empty();
@@ -840,6 +875,8 @@ void footer(TimingsPanel& P, const charts::Chart* c, const TimingsStyle& st) {
     int which = 0;
     same_line_or_wrap(button_w("Export this chart"));
     if (ImGui::Button("Export this chart")) which = 1;
+    P.export_rect = ImVec4(ImGui::GetItemRectMin().x, ImGui::GetItemRectMin().y,
+                           ImGui::GetItemRectMax().x, ImGui::GetItemRectMax().y);
     same_line_or_wrap(button_w("Export all charts"));
     if (ImGui::Button("Export all charts")) which = 2;
     ImGui::EndDisabled();
@@ -1058,3 +1095,36 @@ void show_results_file(TimingsPanel& P, const std::string& path) {
 }
 
 }  // namespace convlab::ui
+
+#ifdef __EMSCRIPTEN__
+// The timings view's state as JSON, for the browser tests (Module.ccall): the run's progress, how
+// many measurements passed their check against the reference, the machine record's line, the
+// panel's message, and where its Run and "Export this chart" buttons were drawn (CSS pixels).
+// "{}" before the view was first made.
+extern "C" EMSCRIPTEN_KEEPALIVE const char* convlab_timings_state() {
+    static std::string out;
+    const auto P = convlab::ui::current_timings_panel();
+    if (!P) return "{}";
+    const float r = convlab::ui::web::device_pixel_ratio();
+    auto rect = [r](const ImVec4& v) { return nlohmann::json{v.x / r, v.y / r, v.z / r, v.w / r}; };
+    const convlab::app::TimingsSnapshot& s = P->snap;
+    nlohmann::json j{{"running", s.running},
+                     {"finished", s.finished},
+                     {"done", s.done},
+                     {"total", s.total},
+                     {"error", s.error},
+                     {"message", P->message},
+                     {"chart", P->chart_id},
+                     {"charts", P->charts.size()},
+                     {"run_button", rect(P->run_rect)},
+                     {"export_button", rect(P->export_rect)}};
+    if (s.results) {
+        j["rows"] = s.results->rows.size();
+        j["verified"] = s.results->passed();
+        j["failed"] = s.results->failed();
+        j["machine"] = s.results->machine.summary();
+    }
+    out = j.dump();
+    return out.c_str();
+}
+#endif

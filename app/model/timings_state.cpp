@@ -359,6 +359,16 @@ bool TimingsRun::start(bench::Config cfg) {
     cfg.cancel = &cancel_;
     cfg.progress = [this](const bench::Config::Progress& p) { publish(p); };
     running_ = true;
+    if (sliced_) {
+        try {
+            slices_ = std::make_unique<bench::SlicedRun>(std::move(cfg));
+            std::lock_guard<std::mutex> lock(mu_);
+            snap_.total = slices_->total();
+        } catch (const std::exception& e) {
+            end(nullptr, e.what());
+        }
+        return true;
+    }
     thread_ = std::thread([this, cfg = std::move(cfg)] {
         std::shared_ptr<const bench::Results> final_results;
         std::string error;
@@ -367,21 +377,54 @@ bool TimingsRun::start(bench::Config cfg) {
         } catch (const std::exception& e) {
             error = e.what();
         }
+        end(std::move(final_results), error);
+    });
+    return true;
+}
+
+void TimingsRun::end(std::shared_ptr<const bench::Results> results, const std::string& error) {
+    {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (results) {
+            snap_.results = std::move(results);
+            snap_.cancelled = snap_.results->cancelled;
+        }
+        snap_.error = error;
+        snap_.running = false;
+        snap_.finished = true;
+        snap_.seconds =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+        ++snap_.version;
+    }
+    running_ = false;
+}
+
+bool TimingsRun::pump() {
+    if (!slices_) return false;
+    try {
+        slices_->step();
+    } catch (const std::exception& e) {
+        slices_.reset();
+        end(nullptr, e.what());
+        return true;
+    }
+    if (slices_->done()) {
+        auto results = std::make_shared<const bench::Results>(slices_->results());
         {
             std::lock_guard<std::mutex> lock(mu_);
-            if (final_results) {
-                snap_.results = final_results;
-                snap_.cancelled = final_results->cancelled;
-            }
-            snap_.error = error;
-            snap_.running = false;
-            snap_.finished = true;
-            snap_.seconds =
-                std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-            ++snap_.version;
+            snap_.done = slices_->measured();
+            snap_.what = slices_->what();
         }
-        running_ = false;
-    });
+        slices_.reset();
+        end(std::move(results), "");
+        return true;
+    }
+    bench::Config::Progress p;
+    p.done = slices_->measured();
+    p.total = slices_->total();
+    p.what = slices_->what();
+    p.results = &slices_->results();
+    publish(p);
     return true;
 }
 
@@ -405,6 +448,8 @@ void TimingsRun::cancel() {
 }
 
 void TimingsRun::wait() {
+    while (pump()) {
+    }
     if (thread_.joinable()) thread_.join();
 }
 

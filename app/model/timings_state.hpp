@@ -171,14 +171,24 @@ class TimingsRun {
     // measured, marked cancelled.
     void cancel();
     bool running() const { return running_.load(); }
-    // Blocks until the run under way (if any) has ended.
+    // Blocks until the run under way (if any) has ended (a sliced run: measures its slices).
     void wait();
+    // Runs on the caller's thread in slices (bench::SlicedRun) instead of on a worker thread:
+    // each pump() measures one slice and publishes it. For a build without threads (the
+    // browser's), whose frame loop pumps once a frame so that the page repaints between slices.
+    // Set before start().
+    void set_sliced(bool on) { sliced_ = on; }
+    // Measures the next slice of a sliced run under way; false when there is none.
+    bool pump();
     // Shows results that were not measured here (a results.json read back): a finished run.
     void adopt(bench::Results r);
     TimingsSnapshot snapshot() const;
 
   private:
     void publish(const bench::Config::Progress& p);
+    void end(std::shared_ptr<const bench::Results> results, const std::string& error);
+    bool sliced_ = false;
+    std::unique_ptr<bench::SlicedRun> slices_;
     mutable std::mutex mu_;
     TimingsSnapshot snap_;
     std::thread thread_;

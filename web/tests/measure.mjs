@@ -38,8 +38,20 @@ try {
     Object.defineProperty(window, "Module", {
       configurable: true,
       set(m) {
-        m.preMainLoop = () => { t0 = performance.now(); };
-        m.postMainLoop = () => { window.frameTimes.push(performance.now() - t0); };
+        // Where the time to the first frame goes (performance.now(): from the navigation): the
+        // runtime ready (wasm compiled, convlab.data unpacked), main() up to its frame loop,
+        // and the end of the first frame.
+        const ready = m.onRuntimeInitialized;
+        m.onRuntimeInitialized = () => { window.runtimeReadyMs = performance.now(); ready(); };
+        m.preMainLoop = () => {
+          t0 = performance.now();
+          window.firstFrameStartMs ??= t0;
+        };
+        m.postMainLoop = () => {
+          const t = performance.now();
+          window.firstFrameEndMs ??= t;
+          window.frameTimes.push(t - t0);
+        };
         Object.defineProperty(window, "Module", { value: m, writable: true, configurable: true });
       },
     });
@@ -50,6 +62,16 @@ try {
                              { timeout: 300000 });
   const first = Date.now() - t;
   await page.waitForFunction((n) => window.frameTimes.length >= n + 5, { timeout: 600000 }, count);
+  const parts = await page.evaluate(() => {
+    const res = (name) => performance.getEntriesByType("resource").find((e) => e.name.endsWith(name));
+    return { js: res("convlab.js")?.responseEnd, wasm: res("convlab.wasm")?.responseEnd,
+             data: res("convlab.data")?.responseEnd, ready: window.runtimeReadyMs,
+             start: window.firstFrameStartMs, end: window.firstFrameEndMs };
+  });
+  const ms = (v) => (v === undefined ? "?" : `${Math.round(v)} ms`);
+  console.log(`from the navigation: convlab.js loaded ${ms(parts.js)}, convlab.wasm ` +
+              `${ms(parts.wasm)}, convlab.data ${ms(parts.data)}; runtime ready ${ms(parts.ready)}; ` +
+              `first frame begun ${ms(parts.start)}, drawn ${ms(parts.end)}`);
   const times = (await page.evaluate(() => window.frameTimes)).slice(5).sort((a, b) => a - b);
   const median = times[Math.floor(times.length / 2)];
   console.log(`${fragment}: first frame after ${first} ms; frame function median ` +

@@ -800,6 +800,114 @@ Results run_sweep(const Config& cfg, const std::vector<std::optional<dim_t>>& ba
     return out;
 }
 
+// [SECTION] a run in slices
+
+SlicedRun::SlicedRun(Config cfg) : cfg_(std::move(cfg)) {
+    if (cfg_.layers.empty()) throw Error("shapes: no layer to run");
+    check_selection(cfg_);
+    std::vector<std::string> notes;
+    const std::vector<PassPlan> plan = make_plan(cfg_, notes);
+    const bool peer = cfg_.peer && cfg_.dtype == DType::f32;
+    // A pass without an algorithm cannot be named as a slice of its own (an empty algorithm
+    // list means all of them): such a layer is measured whole.
+    const bool whole =
+        cfg_.interleave_passes ||
+        std::any_of(plan.begin(), plan.end(), [](const PassPlan& pl) { return pl.algos.empty(); });
+    for (std::size_t li = 0; li < cfg_.layers.size(); ++li) {
+        Problem p = cfg_.layers[li].problem;
+        if (cfg_.batch) p.mb = *cfg_.batch;
+        const bool valid = p.validate().empty();
+        for (const PassPlan& pl : plan)
+            total_ += static_cast<std::size_t>(std::count_if(
+                          pl.algos.begin(), pl.algos.end(),
+                          [&](const Algorithm* a) { return !valid || algorithm_applies(*a, p); })) +
+                      (peer ? 1 : 0);
+        if (whole) {
+            slices_.push_back({li, cfg_.passes, {}});
+            continue;
+        }
+        for (const PassPlan& pl : plan) {
+            Slice s{li, {pl.pass}, {}};
+            for (const Algorithm* a : pl.algos)
+                s.algos.push_back(std::string(pass_name(pl.pass)) + ":" + a->name);
+            slices_.push_back(std::move(s));
+        }
+    }
+    results_.notes = notes;
+}
+
+void SlicedRun::step() {
+    if (done()) return;
+    if (cfg_.cancel && cfg_.cancel->load()) {
+        results_.cancelled = true;
+        next_ = slices_.size();
+        finish();
+        return;
+    }
+    const bool first = next_ == 0;
+    const int threads = cfg_.threads > 0
+                            ? cfg_.threads
+                            : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+    if (first && cfg_.measure_peak) measure_machine_peak(peak_, threads);
+    const Slice& s = slices_[next_];
+    Config c = cfg_;
+    c.layers = {cfg_.layers[s.layer]};
+    c.passes = s.passes;
+    if (!s.algos.empty()) c.algos = s.algos;
+    c.measure_peak = false;
+    c.progress = nullptr;
+    Results r = run(c);
+    if (first) {
+        std::vector<std::string> notes = std::move(results_.notes);
+        results_ = r;
+        results_.rows.clear();
+        results_.layers.clear();
+        results_.notes = std::move(notes);
+        results_.machine.peak_gflops = peak_.peak_gflops;
+        results_.machine.peak_gflops_1t = peak_.peak_gflops_1t;
+    } else if (r.machine.foreign_cpu >= 0) {
+        results_.machine.foreign_cpu =
+            std::max(results_.machine.foreign_cpu, r.machine.foreign_cpu);
+    }
+    // One LayerInfo a layer, at its first slice; the rows point at it.
+    const bool new_layer = first || slices_[next_ - 1].layer != s.layer;
+    if (new_layer && !r.layers.empty()) results_.layers.push_back(r.layers.front());
+    const std::size_t layer = results_.layers.empty() ? 0 : results_.layers.size() - 1;
+    for (Measurement& m : r.rows) {
+        m.layer = layer;
+        what_ = results_.layers.empty()
+                    ? m.algorithm
+                    : results_.layers.back().name + " " + pass_name(m.pass) + " " + m.algorithm;
+        results_.rows.push_back(std::move(m));
+        ++measured_;
+    }
+    for (const std::string& n : r.notes)
+        if (std::find(results_.notes.begin(), results_.notes.end(), n) == results_.notes.end())
+            results_.notes.push_back(n);
+    ++next_;
+    if (r.cancelled) {
+        results_.cancelled = true;
+        next_ = slices_.size();
+    }
+    if (done()) finish();
+}
+
+void SlicedRun::finish() {
+    const int threads = results_.machine.threads > 0 ? results_.machine.threads : 1;
+    if (cfg_.measure_peak && measured_ > 0) {
+        measure_machine_peak(peak_, threads);
+        results_.machine.peak_gflops = peak_.peak_gflops;
+        results_.machine.peak_gflops_1t = peak_.peak_gflops_1t;
+    }
+    std::vector<double> spreads;
+    for (const Measurement& m : results_.rows)
+        if (m.ran) spreads.push_back(m.total.spread());
+    if (!spreads.empty()) {
+        std::sort(spreads.begin(), spreads.end());
+        results_.machine.median_spread = spreads[spreads.size() / 2];
+    }
+}
+
 std::vector<Results> split_sweep(const Results& r) {
     if (r.sweep.empty()) return {r};
     std::vector<Results> parts;

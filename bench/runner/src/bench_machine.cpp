@@ -28,6 +28,9 @@ static int omp_get_thread_num() {
 #endif
 #include <sys/resource.h>
 #include <unistd.h>
+#ifdef __EMSCRIPTEN__
+#include <emscripten.h>
+#endif
 
 #include <algorithm>
 #include <chrono>
@@ -280,6 +283,13 @@ void fill_random(Floats& v, std::uint32_t seed) {
 // [SECTION] machine record
 
 std::string cpu_model() {
+#ifdef __EMSCRIPTEN__
+    // A page has no /proc/cpuinfo and a browser does not name the CPU: the record names what
+    // measured instead, the WebAssembly engine in this browser (its user agent).
+    const char* agent = emscripten_run_script_string("navigator.userAgent");
+    return std::string("browser, WebAssembly (") +
+           (agent && *agent ? agent : "unknown user agent") + ")";
+#else
     std::ifstream in("/proc/cpuinfo");
     std::string line;
     while (std::getline(in, line)) {
@@ -289,6 +299,7 @@ std::string cpu_model() {
         }
     }
     return "unknown";
+#endif
 }
 
 double load_average() {

@@ -505,6 +505,41 @@ Results run(const Config& cfg);
 Results run_sweep(const Config& cfg, const std::vector<std::optional<dim_t>>& batches,
                   const std::vector<int>& threads);
 
+// A run in slices, for a caller with one thread that must keep drawing between them (the
+// browser build, whose page repaints only when the app returns to it): each step() measures one
+// layer's pass (a whole layer with Config::interleave_passes, or where a pass has no algorithm
+// of its own) as run() measures it, checks against the same references included, and appends
+// it to results(). The fp32 peak is measured before the first slice and after the last, not
+// around each window, so the speed probes (Measurement::speed) stay unknown; everything else
+// (verification, timing rule, notes, layers and rows in run()'s order) is as run() gives it.
+class SlicedRun {
+  public:
+    // Throws Error for a bad configuration, as run() does, before measuring anything.
+    explicit SlicedRun(Config cfg);
+    bool done() const { return next_ >= slices_.size(); }
+    // Measures the next slice (nothing once done). A set cancel flag ends the run before the
+    // next slice (results().cancelled). Errors as run().
+    void step();
+    const Results& results() const { return results_; }
+    std::size_t measured() const { return measured_; }  // measurements so far
+    std::size_t total() const { return total_; }        // measurements of the whole run
+    const std::string& what() const { return what_; }   // the last one: "conv1 fwd im2col_gemm"
+
+  private:
+    struct Slice {
+        std::size_t layer = 0;
+        std::vector<Pass> passes;
+        std::vector<std::string> algos;  // "PASS:NAME" of those passes; empty: cfg's own
+    };
+    void finish();
+    Config cfg_;
+    std::vector<Slice> slices_;
+    std::size_t next_ = 0, measured_ = 0, total_ = 0;
+    std::string what_;
+    Results results_;
+    Machine peak_;  // the peak measured before the first slice
+};
+
 // The results of each combination on its own, as run() would have returned them (batch,
 // machine.threads, peak and foreign CPU share of the combination; layer descriptors with its
 // batch); a single run's results as they are.
