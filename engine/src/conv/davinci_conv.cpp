@@ -80,6 +80,12 @@ dim_t conv_fractal_chunk(dim_t rows, dim_t tn, dim_t m1, dim_t c0) {
     return std::clamp<dim_t>(std::min(by_cols, by_tiles), 1, std::max<dim_t>(m1, 1));
 }
 
+void check_one_group(const Problem& p) {
+    if (p.groups != 1)
+        throw Error("conv_fractal: groups = " + std::to_string(p.groups) +
+                    ": the packed-level call is for one group");
+}
+
 }  // namespace
 
 void conv_fractal(const Problem& p, dim_t c0, const float* x5d, const float* wfz, const float* bias,
@@ -90,6 +96,7 @@ void conv_fractal(const Problem& p, dim_t c0, const float* x5d, const float* wfz
 void conv_fractal_bt(const Problem& p, dim_t c0, const float* x5d, const float* wfz,
                      const float* bt_in, const float* bias, float* y5d, Profiler* prof) {
     p.check(true);
+    check_one_group(p);
     const float* bt = bt_in;
     if (!bt) {
         const WeiGeom wg = WeiGeom::of(p.wei_dims(), c0);
@@ -104,9 +111,7 @@ void conv_fractal_bt(const Problem& p, dim_t c0, const float* x5d, const float* 
 void conv_fractal_b(const Problem& p, dim_t c0, const float* x5d, FractalB b, const float* bias,
                     float* y5d, Profiler* prof) {
     p.check(true);
-    if (p.groups != 1)
-        throw Error("conv_fractal: groups = " + std::to_string(p.groups) +
-                    ": the packed-level call is for one group");
+    check_one_group(p);
     const ActGeom yg = ActGeom::of(p.dst_dims(), c0);
     const WeiGeom wg = WeiGeom::of(p.wei_dims(), c0);
     const detail::Geom3 g = detail::geom3(p);
@@ -366,7 +371,8 @@ void forward_fractal(const Problem& p, const ConvArgs& a, Profiler* prof, const 
 
 namespace {
 
-// A 1x1 kernel without padding, strided: backward data's forward over the zero-inserted dY
+// A 1x1 kernel without padding at the start (the end's only decides which positions exist),
+// strided: backward data's forward over the zero-inserted dY
 // multiplies the inserted zeros (three quarters of its products at stride 2), and its results
 // are those of the products over dY itself, each put at its input position s*o with zeros
 // between. The problem of those products (q: backward data's forward, p: the problem): dY
@@ -374,7 +380,7 @@ namespace {
 bool inserts_after(const Problem& p) {
     bool strided = false;
     for (int i = 0; i < p.ndims; ++i) {
-        if (p.kernel[i] != 1 || p.pad_begin[i] != 0 || p.pad_end[i] != 0) return false;
+        if (p.kernel[i] != 1 || p.pad_begin[i] != 0) return false;
         strided |= p.stride[i] > 1;
     }
     return strided;
