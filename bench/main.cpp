@@ -31,6 +31,7 @@
 #include "convlab/conv.hpp"
 #include "convlab/output_file.hpp"
 #include "convlab/problem.hpp"
+#include "convlab/tuning_env.hpp"
 #include "onednn_peer.hpp"
 
 #ifndef CONVLAB_SOURCE_DIR
@@ -329,6 +330,7 @@ int main(int argc, char** argv) {
 
     // [SECTION] the run's configuration: the runner of `convlab bench` does the measuring
     convlab::bench::Config cfg;
+    cfg.tuning = convlab::tuning_from_environment();
     try {
         for (bench::Layer& l : bench::read_shape_file(o.shapes))
             if (o.filter.empty() || l.problem.name.find(o.filter) != std::string::npos)

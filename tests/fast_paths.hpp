@@ -31,38 +31,21 @@ using convlab::test::integer_tensor;
 
 namespace {
 
-// auto without winograd while it lives (winograd's transforms round, and auto's choice of it
-// is tested on its own in test_winograd.cpp): for tests of auto's other choices.
-struct NoWinograd {
-    NoWinograd() { detail::set_winograd(2); }
-    ~NoWinograd() { detail::set_winograd(0); }
-    NoWinograd(const NoWinograd&) = delete;
-    NoWinograd& operator=(const NoWinograd&) = delete;
-};
+// A test's switch of a Tuning rule by number, as the tests loop over them: 0 Auto, 1 Always,
+// 2 Never.
+inline Rule rule(int mode) {
+    return mode == 1 ? Rule::Always : mode == 2 ? Rule::Never : Rule::Auto;
+}
 
-// Restores the best microkernel and the blocked core when a test case ends.
+// Restores the best microkernel and the blocked GEMM's own switches when a test case ends (the
+// algorithms' rules are each call's Tuning).
 struct RestoreCore {
     ~RestoreCore() {
         int n = 0;
         detail::select_microkernel(detail::microkernels(n)[0].isa);
         detail::set_read_a(detail::ReadA::rows);
-        detail::set_shifted(0);
-        detail::set_merge_wgrad(0);
-        detail::set_swap_wgrad(0);
-        detail::set_swap_forward(0);
-        detail::set_swap_bwd_data(0);
-        detail::set_col2im_blocks(0);
-        detail::set_stream_output(0);
-        detail::set_edge_tiles(0);
-        detail::set_strided_rows(0);
-        detail::set_unpadded_tiles(0);
-        detail::set_row_lanes(0);
-        detail::set_wgrad_taps(0);
-        detail::set_sampled_wgrad(0);
-        detail::set_pointwise_bwd_data(0);
         detail::set_transposed_products(detail::Transposed::automatic);
         detail::set_b_in_place(detail::BInPlace::automatic);
-        set_gemm_core(GemmCore::blocked);
     }
 };
 
@@ -148,10 +131,11 @@ inline bool is_fast_algo(std::string_view name) {
            name == "implicit_gemm" || name == "auto";
 }
 
-// Every fast algorithm of every pass equals direct on p, bit for bit (integer data); auto
-// without winograd (NoWinograd), which it takes from 16 tiles with AVX2's microkernel.
-inline int check_problem(const Problem& p, std::mt19937& rng, const std::string& tag) {
-    const NoWinograd no_winograd;
+// Every fast algorithm of every pass under tn equals direct on p, bit for bit (integer data);
+// auto without winograd (which it takes from 16 tiles with AVX2's microkernel, and whose
+// transforms round: its choice is tested in test_winograd.cpp).
+inline int check_problem(const Problem& p, std::mt19937& rng, const std::string& tag, Tuning tn) {
+    tn.winograd = Rule::Never;
     const Tensor src = integer_tensor(p.src_dims(), rng), wei = integer_tensor(p.wei_dims(), rng);
     const Tensor bias = integer_tensor({p.oc}, rng), dy = integer_tensor(p.dst_dims(), rng);
     const std::string what = to_descriptor(p) + " " + tag + " ";
@@ -161,20 +145,26 @@ inline int check_problem(const Problem& p, std::mt19937& rng, const std::string&
     const Tensor dw = backward_weight(p, src, dy, "direct");
     for (const Algorithm* a : algorithms(Pass::Forward))
         if (is_fast_algo(a->name)) {
-            check_equal(forward(p, src, wei, &bias, a->name), y, what + "fwd " + a->name);
+            check_equal(forward(p, src, wei, &bias, a->name, nullptr, nullptr, tn), y,
+                        what + "fwd " + a->name);
             ++compared;
         }
     for (const Algorithm* a : algorithms(Pass::BackwardData))
         if (is_fast_algo(a->name)) {
-            check_equal(backward_data(p, dy, wei, a->name), dx, what + "bwd_data " + a->name);
+            check_equal(backward_data(p, dy, wei, a->name, nullptr, nullptr, tn), dx,
+                        what + "bwd_data " + a->name);
             ++compared;
         }
     for (const Algorithm* a : algorithms(Pass::BackwardWeight))
         if (is_fast_algo(a->name)) {
-            check_equal(backward_weight(p, src, dy, a->name), dw, what + "bwd_weight " + a->name);
+            check_equal(backward_weight(p, src, dy, a->name, nullptr, tn), dw,
+                        what + "bwd_weight " + a->name);
             ++compared;
         }
     return compared;
+}
+inline int check_problem(const Problem& p, std::mt19937& rng, const std::string& tag) {
+    return check_problem(p, rng, tag, Tuning{});
 }
 
 // c (m x n) = A * B (+ c when acc) by naive loops in double, A (m x k) and B (k x n) stored
@@ -229,11 +219,13 @@ inline dim_t gemm_mismatches(dim_t m, dim_t n, dim_t k, bool acc, bool stream, b
     return bad;
 }
 
-inline bool forward_packed_wei(const char* d, std::mt19937& rng) {
+// Whether implicit_gemm's forward of d under tn packed W^T ("pack_wei"), its result equal to
+// direct's.
+inline bool forward_packed_wei(const char* d, std::mt19937& rng, const Tuning& tn) {
     const Problem p = parse_descriptor(d);
     const Tensor src = integer_tensor(p.src_dims(), rng), wei = integer_tensor(p.wei_dims(), rng);
     Profiler prof;
-    check_equal(forward(p, src, wei, nullptr, "implicit_gemm", &prof),
+    check_equal(forward(p, src, wei, nullptr, "implicit_gemm", &prof, nullptr, tn),
                 forward(p, src, wei, nullptr, "direct"), d);
     return prof.seconds("pack_wei") > 0.0;
 }

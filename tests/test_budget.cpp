@@ -37,9 +37,10 @@ struct BudgetScope {
     BudgetScope& operator=(const BudgetScope&) = delete;
 };
 
-// Runs algorithm a for its pass of p on integer data; returns the work memory it took at its
-// peak (scratch, counted buffers), from none held.
-std::int64_t measured_work(const Algorithm& a, const Problem& p, std::mt19937& rng) {
+// Runs algorithm a for its pass of p on integer data under tn; returns the work memory it took
+// at its peak (scratch, counted buffers), from none held.
+std::int64_t measured_work(const Algorithm& a, const Problem& p, std::mt19937& rng,
+                           const Tuning& tn) {
     const Tensor x = integer_tensor(p.src_dims(), rng), w = integer_tensor(p.wei_dims(), rng);
     const Tensor dy = integer_tensor(p.dst_dims(), rng);
     detail::release_scratch();
@@ -47,13 +48,13 @@ std::int64_t measured_work(const Algorithm& a, const Problem& p, std::mt19937& r
     const auto before = static_cast<std::int64_t>(detail::work_memory_peak());
     switch (a.pass) {
         case Pass::Forward:
-            (void)forward(p, x, w, nullptr, a.name);
+            (void)forward(p, x, w, nullptr, a.name, nullptr, nullptr, tn);
             break;
         case Pass::BackwardData:
-            (void)backward_data(p, dy, w, a.name);
+            (void)backward_data(p, dy, w, a.name, nullptr, nullptr, tn);
             break;
         default:
-            (void)backward_weight(p, x, dy, a.name);
+            (void)backward_weight(p, x, dy, a.name, nullptr, tn);
             break;
     }
     return static_cast<std::int64_t>(detail::work_memory_peak()) - before;
@@ -74,32 +75,31 @@ const char* const kProblems[] = {
 }  // namespace
 
 TEST_CASE("budget: every algorithm's stated work memory holds what it allocates") {
+    Tuning tn;
     std::mt19937 rng(63);
     int measured = 0, allocating = 0;
     // The default paths, then those taken wherever they can run, then none of the shifted ones.
-    for (const int mode : {0, 1, 2}) {
-        detail::set_shifted(mode);
-        detail::set_col2im_blocks(mode);
-        detail::set_merge_wgrad(mode);
+    for (const Rule rule : {Rule::Auto, Rule::Always, Rule::Never}) {
+        tn.shifted = rule;
+        tn.col2im_blocks = rule;
+        tn.merge_wgrad = rule;
         for (const char* desc : kProblems) {
             const Problem p = parse_descriptor(desc);
             for (const Pass pass : {Pass::Forward, Pass::BackwardData, Pass::BackwardWeight})
                 for (const Algorithm* a : algorithms(pass)) {
                     if (std::string_view(a->name) == "direct" || !algorithm_applies(*a, p))
                         continue;
-                    const std::int64_t need = work_bytes(*a, p);
-                    const std::int64_t took = measured_work(*a, p, rng);
-                    INFO(desc << " " << pass_name(pass) << " " << a->name << " mode " << mode
-                              << ": stated " << need << " bytes, took " << took);
+                    const std::int64_t need = work_bytes(*a, p, 16, tn);
+                    const std::int64_t took = measured_work(*a, p, rng, tn);
+                    INFO(desc << " " << pass_name(pass) << " " << a->name << " rule "
+                              << static_cast<int>(rule) << ": stated " << need << " bytes, took "
+                              << took);
                     CHECK(took <= need);
                     ++measured;
                     allocating += took > 0;
                 }
         }
     }
-    detail::set_shifted(0);
-    detail::set_col2im_blocks(0);
-    detail::set_merge_wgrad(0);
     detail::release_scratch();
     // The instrument sees allocations (a bound of 0 would fail above).
     CHECK(measured > 100);
@@ -113,7 +113,7 @@ TEST_CASE("budget: im2col_gemm's column matrix is stated and counted") {
     std::mt19937 rng(1);
     const std::int64_t col = 147 * 12544 * 4;
     CHECK(work_bytes(a, p) >= col);
-    CHECK(measured_work(a, p, rng) >= col);
+    CHECK(measured_work(a, p, rng, Tuning{}) >= col);
 }
 
 TEST_CASE("budget: work beyond the budget is refused before anything is allocated") {

@@ -50,23 +50,24 @@ Problem make(dim_t mb, dim_t g, dim_t ic, dim_t oc, dim_t h, dim_t w, dim_t pt, 
     return p;
 }
 
-// All three passes of p by winograd against direct.
-void check_problem(const Problem& p, std::mt19937& rng, double tol = 1e-5) {
+// All three passes of p by winograd under tn against direct.
+void check_problem(const Problem& p, std::mt19937& rng, double tol, const Tuning& tn) {
     const Tensor src = real_tensor(p.src_dims(), rng), wei = real_tensor(p.wei_dims(), rng),
                  bias = real_tensor({p.oc}, rng), dy = real_tensor(p.dst_dims(), rng);
     const std::string d = to_descriptor(p);
-    check_rms(forward(p, src, wei, &bias, "winograd"), forward(p, src, wei, &bias, "direct"), tol,
-              d + " fwd");
-    check_rms(backward_data(p, dy, wei, "winograd"), backward_data(p, dy, wei, "direct"), tol,
-              d + " bwd_data");
-    check_rms(backward_weight(p, src, dy, "winograd"), backward_weight(p, src, dy, "direct"), tol,
-              d + " bwd_weight");
+    check_rms(forward(p, src, wei, &bias, "winograd", nullptr, nullptr, tn),
+              forward(p, src, wei, &bias, "direct"), tol, d + " fwd");
+    check_rms(backward_data(p, dy, wei, "winograd", nullptr, nullptr, tn),
+              backward_data(p, dy, wei, "direct"), tol, d + " bwd_data");
+    check_rms(backward_weight(p, src, dy, "winograd", nullptr, tn),
+              backward_weight(p, src, dy, "direct"), tol, d + " bwd_weight");
 }
-
-struct BlockGuard {
-    explicit BlockGuard(int tiles) { detail::set_winograd_block(tiles); }
-    ~BlockGuard() { detail::set_winograd_block(0); }
-};
+void check_problem(const Problem& p, std::mt19937& rng, const Tuning& tn) {
+    check_problem(p, rng, 1e-5, tn);
+}
+void check_problem(const Problem& p, std::mt19937& rng, double tol = 1e-5) {
+    check_problem(p, rng, tol, Tuning{});
+}
 
 }  // namespace
 
@@ -97,6 +98,7 @@ TEST_CASE("winograd equals direct on every element: sizes, padding, groups, batc
 }
 
 TEST_CASE("winograd: blocks side by side and split steps, one thread and all, give direct") {
+    Tuning tn;
     std::mt19937 rng(99);
     const int threads = num_threads();
     // 4 x 5 tiles an image (60 in all; 16 at a time across rows), and 3 x 8 (48; along rows);
@@ -108,22 +110,23 @@ TEST_CASE("winograd: blocks side by side and split steps, one thread and all, gi
         CAPTURE(to_descriptor(p));
         for (int block : {0, 7, 16, 60, 200}) {  // a block ends mid-row, mid-image, or holds all
             CAPTURE(block);
-            BlockGuard guard(block);
+            tn.winograd_block = block;
             for (int t : {1, threads})
                 for (bool split : {false, true}) {  // weight gradient: split steps in any case
                     CAPTURE(t);
                     CAPTURE(split);
                     set_num_threads(t);
-                    detail::set_winograd_split(split);
-                    check_problem(p, rng);
+                    tn.winograd_split = split;
+                    check_problem(p, rng, tn);
                 }
         }
-        detail::set_winograd_split(false);
+        tn.winograd_split = false;
     }
     set_num_threads(threads);
 }
 
 TEST_CASE("winograd: the weight gradient's fused block (each thread its own data) equals direct") {
+    Tuning tn;
     // One block of all tiles (batch 1 sizes) runs fused_weight_gradient: each thread its input
     // channels' panels, blocks of them (64 tiles: one 32-column panel of 36 points a block),
     // output channels MR at a time, their gradients transformed per tile, with a last partial
@@ -134,11 +137,10 @@ TEST_CASE("winograd: the weight gradient's fused block (each thread its own data
     const int threads = num_threads();
     int count = 0;
     const detail::MicroKernel* uks = detail::microkernels(count);
-    struct Restore {  // the switches, also when a REQUIRE ends the case early
+    struct Restore {  // the microkernel and threads, also when a REQUIRE ends the case early
         const char* isa;
         int threads;
         ~Restore() {
-            detail::set_winograd_unfused(false);
             detail::select_microkernel(isa);
             set_num_threads(threads);
         }
@@ -157,9 +159,9 @@ TEST_CASE("winograd: the weight gradient's fused block (each thread its own data
                     CAPTURE(t);
                     CAPTURE(unfused);
                     set_num_threads(t);
-                    detail::set_winograd_unfused(unfused);
+                    tn.winograd_unfused = unfused;
                     Profiler prof;
-                    check_rms(backward_weight(p, src, dy, "winograd", &prof), ref, 1e-5,
+                    check_rms(backward_weight(p, src, dy, "winograd", &prof, tn), ref, 1e-5,
                               to_descriptor(p) + " bwd_weight");
                     CHECK((prof.seconds("pack_src") > 0) == !unfused);
                 }
@@ -227,9 +229,10 @@ TEST_CASE("winograd refuses what its tiles do not compute, naming the rule") {
 TEST_CASE(
     "auto takes winograd where winograd_pays: 32+ tiles (16+ with AVX2's microkernel, weight "
     "gradient: 8+ tiles and tiles x channels 2048+), 16+ channels, sums of 64 MiB") {
+    Tuning tn;
     // The rule (measured: algorithms.hpp, winograd_pays).
-    const auto pays = [](const char* d, Pass pass) {
-        return detail::winograd_pays(parse_descriptor(d), pass);
+    const auto pays = [&](const char* d, Pass pass) {
+        return detail::winograd_pays(parse_descriptor(d), pass, tn);
     };
     const bool avx512 = detail::avx512_selected();
     for (Pass pass : {Pass::Forward, Pass::BackwardData, Pass::BackwardWeight}) {
@@ -267,21 +270,21 @@ TEST_CASE(
                  dy = real_tensor(p.dst_dims(), rng);
     for (Pass pass : {Pass::Forward, Pass::BackwardData, Pass::BackwardWeight}) {
         CAPTURE(pass_name(pass));
-        REQUIRE(detail::winograd_pays(p, pass));
-        for (int mode : {0, 2}) {
-            detail::set_winograd(mode);
+        REQUIRE(detail::winograd_pays(p, pass, tn));
+        for (const Rule rule : {Rule::Auto, Rule::Never}) {
+            tn.winograd = rule;
             Profiler prof;
-            const Tensor got = pass == Pass::Forward ? forward(p, src, wei, nullptr, "auto", &prof)
-                               : pass == Pass::BackwardData
-                                   ? backward_data(p, dy, wei, "auto", &prof)
-                                   : backward_weight(p, src, dy, "auto", &prof);
+            const Tensor got =
+                pass == Pass::Forward ? forward(p, src, wei, nullptr, "auto", &prof, nullptr, tn)
+                : pass == Pass::BackwardData ? backward_data(p, dy, wei, "auto", &prof, nullptr, tn)
+                                             : backward_weight(p, src, dy, "auto", &prof, tn);
             const Tensor want = pass == Pass::Forward ? forward(p, src, wei, nullptr, "direct")
                                 : pass == Pass::BackwardData
                                     ? backward_data(p, dy, wei, "direct")
                                     : backward_weight(p, src, dy, "direct");
-            CHECK((prof.seconds("wino_src") > 0) == (mode == 0));
+            CHECK((prof.seconds("wino_src") > 0) == (rule == Rule::Auto));
             check_rms(got, want, 2e-5, to_descriptor(p));
         }
-        detail::set_winograd(0);
+        tn.winograd = Rule::Auto;
     }
 }

@@ -43,6 +43,7 @@
 #include "convlab/problem.hpp"
 #include "convlab/profiler.hpp"
 #include "convlab/tensor.hpp"
+#include "convlab/tuning_env.hpp"
 #include "convlab_commit.h"  // CONVLAB_GIT_COMMIT, generated at build time
 
 #ifndef CONVLAB_VERSION
@@ -310,9 +311,11 @@ void run_compute(const Options& opts, std::ostream& out) {
     if (opts.has("--threads"))
         set_num_threads(
             static_cast<int>(parse_integer("--threads", *opts.get("--threads"), 0, 4096)));
+    // The fast paths' rules (CONVLAB_GEMM), one value for every call.
+    const Tuning tuning = tuning_from_environment();
     // Work beyond the memory budget is refused before the inputs are made (the engine checks
     // again before it allocates).
-    check_memory_budget(find_algorithm(pass, algo), p, dv.c0);
+    check_memory_budget(find_algorithm(pass, algo), p, dv.c0, tuning);
     check_output_path(out_path);
 
     // Inputs in the order the pass lists them, so that the first bad one is the one reported.
@@ -331,22 +334,24 @@ void run_compute(const Options& opts, std::ostream& out) {
                 const auto bias = in.find(&kBias);
                 const Tensor* b = bias == in.end() ? nullptr : &bias->second;
                 result = fractal ? davinci::forward(p, in.at(&kSrc), in.at(&kWei), b, dv, prof_ptr)
-                                 : forward(p, in.at(&kSrc), in.at(&kWei), b, algo, prof_ptr);
+                                 : forward(p, in.at(&kSrc), in.at(&kWei), b, algo, prof_ptr,
+                                           nullptr, tuning);
                 break;
             }
             case Pass::BackwardData:
                 // fractal_via_forward: NCHW in, packed inside (NC1HWC0 / FRACTAL_Z), NCHW out.
                 result = fractal ? davinci::backward_data(p, in.at(&kDiffDst), in.at(&kWei), dv,
                                                           prof_ptr)
-                                 : backward_data(p, in.at(&kDiffDst), in.at(&kWei), algo, prof_ptr);
+                                 : backward_data(p, in.at(&kDiffDst), in.at(&kWei), algo, prof_ptr,
+                                                 nullptr, tuning);
                 break;
             case Pass::BackwardWeight:
                 // fractal_via_forward: the fp32 FRACTAL_Z(_3D) gradient, unpacked to (K, C/G,
                 // k...).
-                result =
-                    fractal
-                        ? davinci::backward_weight(p, in.at(&kSrc), in.at(&kDiffDst), dv, prof_ptr)
-                        : backward_weight(p, in.at(&kSrc), in.at(&kDiffDst), algo, prof_ptr);
+                result = fractal ? davinci::backward_weight(p, in.at(&kSrc), in.at(&kDiffDst), dv,
+                                                            prof_ptr)
+                                 : backward_weight(p, in.at(&kSrc), in.at(&kDiffDst), algo,
+                                                   prof_ptr, tuning);
                 break;
             case Pass::BackwardBias:
                 result = backward_bias(p, in.at(&kDiffDst), prof_ptr);
@@ -681,6 +686,7 @@ void run_describe(const Options& opts, std::ostream& out) {
     if (opts.has("--threads"))
         set_num_threads(
             static_cast<int>(parse_integer("--threads", *opts.get("--threads"), 0, 4096)));
+    const Tuning tuning = tuning_from_environment();
     out << "\nwork memory per algorithm (" << num_threads() << " threads; budget "
         << format_bytes(memory_budget())
         << (opts.has("--max-memory") ? ", --max-memory" : ", 80% of available memory") << "):\n";
@@ -692,10 +698,10 @@ void run_describe(const Options& opts, std::ostream& out) {
                 out << "does not apply (" << a->rule << ")\n";
                 continue;
             }
-            const std::int64_t need = work_bytes(*a, p);
+            const std::int64_t need = work_bytes(*a, p, 16, tuning);
             out << std::setw(12) << format_bytes(need);
             if (std::string_view(a->name) == "auto")
-                out << "  (takes " << auto_algorithm(p, pass).name << ")";
+                out << "  (takes " << auto_algorithm(p, pass, tuning).name << ")";
             if (need > memory_budget()) out << "  over the budget: refused";
             out << "\n";
         }

@@ -21,6 +21,7 @@
 #include "charts/chart.hpp"
 #include "charts/chart_export.hpp"
 #include "cli/cli_common.hpp"
+#include "convlab/tuning_env.hpp"
 #include "data/data_dir.hpp"
 #include "model/timings_state.hpp"
 #include "onednn_peer.hpp"
@@ -79,6 +80,7 @@ struct BenchPlan {
 BenchPlan plan_from(const Options& opts) {
     BenchPlan plan;
     bench::Config& cfg = plan.cfg;
+    cfg.tuning = tuning_from_environment();
     const bool quick = opts.has("--quick");
     // The data folder is looked up only when --shapes does not name the file.
     if (const std::string* s = opts.get("--shapes"))

@@ -17,6 +17,7 @@ TEST_CASE("fast algorithms equal direct on larger random problems, 1-D to 3-D") 
 }
 
 TEST_CASE("fast algorithms equal direct with every microkernel and with Eigen's GEMM") {
+    Tuning tn;
     RestoreCore restore;
     std::mt19937 rng(99);
     int count = 0;
@@ -26,19 +27,20 @@ TEST_CASE("fast algorithms equal direct with every microkernel and with Eigen's 
     for (int u = 0; u <= count; ++u) {
         if (u < count) {
             REQUIRE(detail::select_microkernel(uks[u].isa));
-            set_gemm_core(GemmCore::blocked);
+            tn.gemm_core = GemmCore::blocked;
         } else {
-            set_gemm_core(GemmCore::eigen);
+            tn.gemm_core = GemmCore::eigen;
         }
         const std::string tag = u < count ? uks[u].isa : "eigen";
-        for (const Problem& p : probs) CHECK(check_problem(p, rng, tag) == 11);
+        for (const Problem& p : probs) CHECK(check_problem(p, rng, tag, tn) == 11);
         // Row-major operands (forward weights, backward-weight dY) both packed and in place.
         for (const auto mode : {detail::ReadA::packed, detail::ReadA::rows}) {
             detail::set_read_a(mode);
             for (const Problem& p : probs)
-                CHECK(check_problem(p, rng,
-                                    tag + (mode == detail::ReadA::packed ? " A packed"
-                                                                         : " A in place")) == 11);
+                CHECK(check_problem(
+                          p, rng,
+                          tag + (mode == detail::ReadA::packed ? " A packed" : " A in place"),
+                          tn) == 11);
         }
         detail::set_read_a(detail::ReadA::rows);
     }

@@ -600,7 +600,9 @@ Results run(const Config& cfg) {
                 try {
                     const Algorithm& a = find_algorithm(pass, ref_algo);
                     poison(b.ref, n_out);
-                    a.run(p, args_for(pass, b, b.ref.data()), nullptr);
+                    ConvArgs args = args_for(pass, b, b.ref.data());
+                    args.tuning = cfg.tuning;
+                    a.run(p, args, nullptr);
                     have_ref = true;
                 } catch (const std::exception& e) {
                     ref_error = ref_algo + " failed: " + e.what();
@@ -651,7 +653,7 @@ Results run(const Config& cfg) {
             if (cfg.prepared_weights && fp32 &&
                 (pass == Pass::Forward || pass == Pass::BackwardData)) {
                 try {
-                    prepared = prepare_weights(p, pass, b.wei.data());
+                    prepared = prepare_weights(p, pass, b.wei.data(), nullptr, cfg.tuning);
                 } catch (const std::exception&) {
                     // The algorithms then pack per call (and report their own errors).
                 }
@@ -677,11 +679,12 @@ Results run(const Config& cfg) {
                 m.bytes = pass_bytes(p, pass);
                 try {
                     // Refused, as compute refuses it, where its work exceeds the budget.
-                    check_memory_budget(*a, p, davinci::kC0);
+                    check_memory_budget(*a, p, davinci::kC0, cfg.tuning);
                     const auto call = storage_call(*a, cfg.dtype);
                     poison(out, n_out);  // sizes out: args take its address after
                     ConvArgs args = args_for(pass, b, out.data());
                     args.prepared = prepared ? &*prepared : nullptr;
+                    args.tuning = cfg.tuning;
                     call(p, args, nullptr);
                     const bool is_ref =
                         fp32 && !ref_is_peer && ref_algo == a->name &&

@@ -16,6 +16,7 @@
 #include "convlab/problem.hpp"
 #include "convlab/profiler.hpp"
 #include "convlab/tensor.hpp"
+#include "convlab/tuning.hpp"
 
 namespace convlab {
 
@@ -42,6 +43,9 @@ struct ConvArgs {
     float* diff_bias = nullptr;       // (K)                written by bwd_bias
     // fwd, bwd_data: wei packed once by prepare_weights (see there), or null (packed per call).
     const PreparedWeights* prepared = nullptr;
+    // The fast paths' rules for this call (convlab/tuning.hpp). Weights prepared under other
+    // rules are used where their layout is the one this call reads; elsewhere it packs its own.
+    Tuning tuning{};
 };
 
 using AlgoFn = void (*)(const Problem&, const ConvArgs&, Profiler*);
@@ -109,7 +113,8 @@ class PreparedWeights {
     const float* fractal(const Problem& p, Pass pass) const;
 
   private:
-    friend PreparedWeights prepare_weights(const Problem&, Pass, const float*, Profiler*);
+    friend PreparedWeights prepare_weights(const Problem&, Pass, const float*, Profiler*,
+                                           const Tuning&);
     friend void davinci::prepare_fractal(PreparedWeights&, const float*, Profiler*);
     // Throws Error when p or pass is not the problem these were prepared for.
     void check(const Problem& p, Pass pass) const;
@@ -128,11 +133,11 @@ class PreparedWeights {
 };
 
 // Packs wei (K, C/G, kernel...) for pass fwd or bwd_data of p (recorded in prof as "pack_wei"
-// or "fliprot"), and where winograd applies also transforms it for winograd ("wino_wei"), and
-// for the DaVinci algorithms (fractal, fractal_via_forward at C0 = 16, fp32). Throws
-// Error for an invalid problem or another pass.
+// or "fliprot"), and where winograd applies also transforms it for winograd ("wino_wei"), in the
+// layouts that the calls with the same tuning read, and for the DaVinci algorithms (fractal,
+// fractal_via_forward at C0 = 16, fp32). Throws Error for an invalid problem or another pass.
 PreparedWeights prepare_weights(const Problem& p, Pass pass, const float* wei,
-                                Profiler* prof = nullptr);
+                                Profiler* prof = nullptr, const Tuning& tuning = {});
 
 // Threads used by the fast algorithms (Eigen's GEMM and the parallel kernels). 0 = all cores;
 // more than kMaxThreads are kMaxThreads.
@@ -151,8 +156,10 @@ void cap_env_threads();
 //
 // work_bytes: the bytes algorithm a takes for its pass of p on the current threads, an upper
 // bound computed from the sizes alone (nothing is allocated; products checked, saturating at
-// 2^63 - 1). auto: that of the algorithm it picks for p. c0: the DaVinci algorithms' C0.
-std::int64_t work_bytes(const Algorithm& a, const Problem& p, std::int64_t c0 = 16);
+// 2^63 - 1). auto: that of the algorithm it picks for p. c0: the DaVinci algorithms' C0. tuning:
+// the rules of the call (some paths take more memory than the ones they replace).
+std::int64_t work_bytes(const Algorithm& a, const Problem& p, std::int64_t c0 = 16,
+                        const Tuning& tuning = {});
 // The budget in bytes: set_memory_budget's, or (0, the start) the default: 80% of the memory
 // available now (MemAvailable in /proc/meminfo; without it, of the physical memory; 4 GiB where
 // neither is known).
@@ -160,13 +167,15 @@ std::int64_t memory_budget();
 void set_memory_budget(std::int64_t bytes);
 // The algorithm auto takes for pass of p (its heuristic's choice, or the first other one that
 // fits the budget: direct needs no work memory).
-const Algorithm& auto_algorithm(const Problem& p, Pass pass);
+const Algorithm& auto_algorithm(const Problem& p, Pass pass, const Tuning& tuning = {});
 // Whether a's work for p fits the budget.
-bool fits_memory_budget(const Algorithm& a, const Problem& p, std::int64_t c0 = 16);
+bool fits_memory_budget(const Algorithm& a, const Problem& p, std::int64_t c0 = 16,
+                        const Tuning& tuning = {});
 // Throws Error naming the algorithm, the pass, its need and the budget when it does not fit:
 // "im2col_gemm (fwd) needs 2.25 GiB of work memory: more than the memory budget of 1.00 GiB
 // (--max-memory)".
-void check_memory_budget(const Algorithm& a, const Problem& p, std::int64_t c0 = 16);
+void check_memory_budget(const Algorithm& a, const Problem& p, std::int64_t c0 = 16,
+                         const Tuning& tuning = {});
 // A size as the command line gives it: bytes, or a number (decimals allowed) with K, M, G or T
 // (powers of 1024, an optional "B" or "iB" after them), e.g. 512M, 4G, 1.5G. Throws Error naming
 // flag: a size must be at least 1 MiB and below 2^63 bytes.
@@ -176,15 +185,16 @@ std::string format_bytes(std::int64_t bytes);
 
 // Tensor-level entry points: check the problem and the tensor dims, check the algorithm's work
 // against the memory budget (check_memory_budget), allocate the result, run.
-// prepared: wei packed once by prepare_weights for this problem and pass, or null.
+// prepared: wei packed once by prepare_weights for this problem, pass and tuning, or null.
+// tuning: the fast paths' rules (the measured ones by default).
 Tensor forward(const Problem& p, const Tensor& src, const Tensor& wei, const Tensor* bias,
                std::string_view algo, Profiler* prof = nullptr,
-               const PreparedWeights* prepared = nullptr);
+               const PreparedWeights* prepared = nullptr, const Tuning& tuning = {});
 Tensor backward_data(const Problem& p, const Tensor& diff_dst, const Tensor& wei,
                      std::string_view algo, Profiler* prof = nullptr,
-                     const PreparedWeights* prepared = nullptr);
+                     const PreparedWeights* prepared = nullptr, const Tuning& tuning = {});
 Tensor backward_weight(const Problem& p, const Tensor& src, const Tensor& diff_dst,
-                       std::string_view algo, Profiler* prof = nullptr);
+                       std::string_view algo, Profiler* prof = nullptr, const Tuning& tuning = {});
 Tensor backward_bias(const Problem& p, const Tensor& diff_dst, Profiler* prof = nullptr);
 
 }  // namespace convlab

@@ -52,13 +52,8 @@ void tnc_diff_wei_kernel(const Problem& p, const float* src, float* dst);
 
 namespace convlab {
 
-// [SECTION] GEMM core of the GEMM-based algorithms (im2col_gemm, col2im, via_forward ...).
-// blocked: ConvLab's packed, cache-blocked GEMM with register-blocked microkernels (default);
-// eigen: Eigen's GEMM, the reference path. CONVLAB_GEMM=eigen in the environment selects eigen
-// at start-up.
-enum class GemmCore { blocked, eigen };
-void set_gemm_core(GemmCore core);
-GemmCore gemm_core();
+// [SECTION] GEMM core of the GEMM-based algorithms (im2col_gemm, col2im, via_forward ...): a
+// call's Tuning::gemm_core chooses ConvLab's blocked GEMM (default) or Eigen's.
 // ISA of the blocked core's microkernel on this CPU: avx512 | avx2 | portable (CONVLAB_ISA in the
 // environment caps it).
 const char* gemm_isa();

@@ -11,64 +11,51 @@ namespace convlab::detail {
 void forward_direct(const Problem& p, const ConvArgs& a, Profiler* prof);
 void forward_im2col_gemm(const Problem& p, const ConvArgs& a, Profiler* prof);
 void forward_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler* prof);
-// Whether the shifted forward, where it runs whole images per thread, streams its output rows
-// past the caches (non-temporal stores): 0 for outputs of 16 MiB or more (the default), 1
-// always (tests), 2 never; and whether it would for p. The mode also rules the forward's GEMM
-// writing dst in place and the 1x1 weight gradient's last product writing dW (from 1 MiB).
-void set_stream_output(int mode);
-bool streams_output(const Problem& p);
-// Whether the shifted forward's edge tiles of a 3-wide, stride-1 convolution padded by 1 along
-// w skip the taps on the padding column: 0 yes (the default), 2 never (tests, measurements);
-// and whether they would for p (a forward problem: the backward data's is its transpose).
-void set_edge_tiles(int mode);
-bool edge_tiles_apply(const Problem& p);
+// The rules of implicit_gemm's fast paths, each for a problem p under a call's tuning t
+// (convlab/tuning.hpp names the rule of each field and why).
+// Whether the shifted forward streams its output rows past the caches (non-temporal stores):
+// for outputs of 16 MiB or more where it runs whole images per thread, 512 KiB one image at a
+// time (t.stream_output). The rule also governs the forward's GEMM writing dst in place and the
+// 1x1 weight gradient's last product writing dW (from 1 MiB).
+bool streams_output(const Problem& p, const Tuning& t);
+// Whether the shifted forward's edge tiles of a 3-wide, stride-1 convolution padded by 1 along w
+// skip the taps on the padding column (p a forward problem: the backward data's is its
+// transpose; t.edge_tiles).
+bool edge_tiles_apply(const Problem& p, const Tuning& t);
 // Whether the shifted forward (and the stride-1 backward data through it) reads the input in
-// place instead of padded planes where its edge tiles skip the padding columns and the rows
-// are not strided or dilated: 0 yes (the default), 2 never; and whether it would for p.
-void set_unpadded_tiles(int mode);
-bool unpadded_tiles_apply(const Problem& p);
+// place instead of padded planes, where its edge tiles skip the padding columns and the rows are
+// not strided or dilated (t.unpadded_tiles).
+bool unpadded_tiles_apply(const Problem& p, const Tuning& t);
 // Whether the shifted forward computes whole output rows of 16 V positions (V <= 7: 64 to 112
-// wide by default, conv1's 112) with the positions in the lanes, 4 output channels at a time
-// (MicroKernel::row_lanes_fn), rather than transposed tiles of 12 positions: 0 where it pays
-// (the default), 1 wherever it can (tests: 16 to 112 wide), 2 never; and whether it would for p.
-void set_row_lanes(int mode);
-bool row_lanes_apply(const Problem& p);
-// Whether the 1x1 tiles read a 1x1 strided by 2 along w from the image in place: 0 for outputs
-// at least 7 wide (the default), 1 at any width (tests), 2 never (the input sampled first);
-// and whether they would for p.
-void set_strided_rows(int mode);
-bool strided_rows_apply(const Problem& p);
+// wide by Auto, conv1's 112; Always: 16 to 112) with the positions in the lanes, 4 output
+// channels at a time (MicroKernel::row_lanes_fn), rather than transposed tiles of 12 positions
+// (t.row_lanes).
+bool row_lanes_apply(const Problem& p, const Tuning& t);
+// Whether the 1x1 tiles read a 1x1 strided by 2 along w from the image in place: outputs at
+// least 7 wide by Auto, any width Always (t.strided_rows; Never: the input sampled first).
+bool strided_rows_apply(const Problem& p, const Tuning& t);
 // The same for the weight gradient's tiles (row_runs_fn), for outputs at least 24 wide (by
-// default) where an image's dY^T is within 512 KiB; they run where whole images run per thread.
-bool strided_wgrad_applies(const Problem& p);
+// Auto) where an image's dY^T is within 512 KiB; they run where whole images run per thread.
+bool strided_wgrad_applies(const Problem& p, const Tuning& t);
 // Whether a strided 1x1 weight gradient (not by those tiles) packs B straight from the input at
 // the strides (SampledTB) rather than from a sampled copy, as one product on all threads (not
 // transposed) or, with whole images per thread, as each thread's products (then in place of
-// the transposed product): 0 for output rows of 14 or more (the default), 1 wherever it can
-// (tests), 2 never, 3 as 0 but not with whole images per thread; and whether it would for p.
-void set_sampled_wgrad(int mode);
-// implicit_gemm's backward data of unpadded 1x1 layers (strided too: written at the strides)
-// by the forward's pointwise tiles on the swapped problem (W's rows as its panels): 0 where
-// pointwise_bwd_data_problem's rule holds, 2 never (the phases' GEMM).
-void set_pointwise_bwd_data(int mode);
-bool sampled_wgrad_applies(const Problem& p);
-// Whether implicit_gemm reads shifted tiles of padded stride-phase planes (forward, weight
-// gradient, and stride-1 backward data as the forward of FlipRot(W)), and runs 1x1 forwards
-// by the same tiles from the input's rows: 0 where it pays (the default), 1 wherever it can
-// (tests), 2 never.
-void set_shifted(int mode);
+// the transposed product; not where t.sampled_wgrad_whole_images is false): output rows of 14
+// or more by Auto (t.sampled_wgrad).
+bool sampled_wgrad_applies(const Problem& p, const Tuning& t);
 // Whether implicit_gemm runs that pass of p from the padded stride-phase planes, or for a 1x1's
 // backward data by the pointwise tiles (with a's prepared weights, where there are: the
-// layouts of prepare_weights exist only where the tiles run).
-bool shifted_applies(const Problem& p, Pass pass, const ConvArgs* a = nullptr);
+// layouts of prepare_weights exist only where the tiles run; a may be null). t.shifted rules
+// the shifted and pointwise tiles (forward, weight gradient, stride-1 backward data as the
+// forward of FlipRot(W), 1x1 forwards from the input's rows), t.pointwise_bwd_data the 1x1
+// backward data by the forward's pointwise tiles on the swapped problem (W's rows as panels).
+bool shifted_applies(const Problem& p, Pass pass, const Tuning& t, const ConvArgs* a);
 // Whether the shifted weight gradient of a stride-1 problem reads the input in place, 12 input
 // channels of one tap per tile over the positions whose inputs lie inside the image (no
-// planes padded, no padding multiplied): 0 yes (the default), 2 never (the planes); and
-// whether it would for p.
-void set_wgrad_taps(int mode);
-bool wgrad_taps_apply(const Problem& p);
+// planes padded, no padding multiplied; t.wgrad_taps).
+bool wgrad_taps_apply(const Problem& p, const Tuning& t);
 // Images per tile of its weight gradient from the planes, where whole images run per thread.
-dim_t shifted_wgrad_images(const Problem& p);
+dim_t shifted_wgrad_images(const Problem& p, const Tuning& t);
 
 // winograd (winograd.cpp): F(4x4, 3x3) for 2-D 3x3 convolutions of stride 1, undilated (any
 // padding, groups); winograd_applies says whether p is one. The others throw Error.
@@ -79,22 +66,13 @@ inline constexpr const char* kWinogradRule = "2-D, kernel 3x3, stride 1, no dila
 void forward_winograd(const Problem& p, const ConvArgs& a, Profiler* prof);
 void backward_data_winograd(const Problem& p, const ConvArgs& a, Profiler* prof);
 void backward_weight_winograd(const Problem& p, const ConvArgs& a, Profiler* prof);
-// Whether auto takes winograd for that pass of p: at least 32 tiles over the batch (16 with
-// AVX2), 16 channels in and out per group, weight-gradient sums of at most 64 MiB, and for the
-// weight gradient also from 8 tiles where tiles x channels reach 2048, because below those the
-// transforms cost more than the products save (timings: docs/algorithms.md, "winograd_pays").
-bool winograd_pays(const Problem& p, Pass pass);
-// Whether auto takes winograd: 0 where winograd_pays (the default), 2 never (tests of auto's
-// other choices).
-void set_winograd(int mode);
-// Tiles per block (0: chosen per problem), for tests and measurements.
-void set_winograd_block(int tiles);
-// Whether the weight gradient runs every block by split steps (one shared sum), not side by side
-// where it would: for tests.
-void set_winograd_split(bool always);
-// Whether the weight gradient's single block of split steps skips fused_weight_gradient (its
-// sums over all filters written out, then transformed): for tests and measurements.
-void set_winograd_unfused(bool unfused);
+// Whether auto takes winograd for that pass of p (t.winograd Auto): at least 32 tiles over the
+// batch (16 with AVX2), 16 channels in and out per group, weight-gradient sums of at most 64 MiB,
+// and for the weight gradient also from 8 tiles where tiles x channels reach 2048, because below
+// those the transforms cost more than the products save (timings: docs/algorithms.md,
+// "winograd_pays"). Always: wherever winograd applies; Never: not at all (tests of auto's other
+// choices).
+bool winograd_pays(const Problem& p, Pass pass, const Tuning& t);
 // prepare_weights' winograd layout: floats, and the transform of wei for pass (fwd: W, bwd_data:
 // FlipRot(W)) into u.
 std::size_t winograd_weights_size(const Problem& p);
@@ -106,7 +84,7 @@ void backward_data_col2im(const Problem& p, const ConvArgs& a, Profiler* prof);
 void backward_data_via_forward(const Problem& p, const ConvArgs& a, Profiler* prof);
 void backward_data_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler* prof);
 // Images per product of implicit_gemm's forward and backward data phases, nb at most, for mb
-// images on OpenMP's threads: blocks that the threads share evenly (implicit_gemm.cpp).
+// images on OpenMP's threads: blocks that the threads share evenly (implicit_gemm_gather.cpp).
 dim_t balanced_images(dim_t nb, dim_t mb);
 
 void backward_weight_direct(const Problem& p, const ConvArgs& a, Profiler* prof);
@@ -114,33 +92,25 @@ void backward_weight_im2col_gemm(const Problem& p, const ConvArgs& a, Profiler* 
 void backward_weight_via_forward(const Problem& p, const ConvArgs& a, Profiler* prof);
 void backward_weight_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler* prof);
 // Whether implicit_gemm's weight gradient runs over the images side by side along the
-// reduction: 0 where it pays (the default), 1 wherever it can (tests), 2 never; and whether it
-// does for p.
-void set_merge_wgrad(int mode);
-bool merged_wgrad_applies(const Problem& p);
-// Whether a 1x1 weight gradient is computed transposed (dW^T = X dY^T, then transposed): the
-// same modes, and whether it is for p.
-void set_swap_wgrad(int mode);
-bool swapped_wgrad(const Problem& p);
+// reduction (t.merge_wgrad).
+bool merged_wgrad_applies(const Problem& p, const Tuning& t);
+// Whether a 1x1 weight gradient is computed transposed (dW^T = X dY^T, then transposed;
+// t.swap_wgrad).
+bool swapped_wgrad(const Problem& p, const Tuning& t);
 // Whether a 1x1 forward (stride 1, or strided from its sampled copy) is computed transposed
-// (dst^T = X^T W^T, then transposed), image by image: the same modes, and whether it is for p.
-void set_swap_forward(int mode);
-bool swapped_forward(const Problem& p);
+// (dst^T = X^T W^T, then transposed), image by image (t.swap_forward).
+bool swapped_forward(const Problem& p, const Tuning& t);
 // Whether col2im's 1x1 stride-1 backward data of one image per GEMM is computed transposed (dX^T
 // = dY^T W, then transposed): fewer input than output channels, blocked core, at 784 positions
-// and more with the AVX-512 microkernel, below 196 (7x7) with the others.
-bool swapped_bwd_data(const Problem& p);
-// For tests and measurements: 0 where it pays, 1 wherever it can run, 2 never.
-void set_swap_bwd_data(int mode);
+// and more with the AVX-512 microkernel, below 196 (7x7) with the others (t.swap_bwd_data).
+bool swapped_bwd_data(const Problem& p, const Tuning& t);
 // Whether col2im computes one image's column matrix in blocks of whole output rows, each thread
 // owning a band of dX's input rows or whole images (the blocked core, im2col not the identity,
-// one image a GEMM): for a column matrix of 4 MiB or more (conv1), or with set_col2im_blocks's
-// modes (0 there, 1 wherever it can run, 2 never).
-bool col2im_in_blocks(const Problem& p);
-void set_col2im_blocks(int mode);
+// one image a GEMM): for a column matrix of 4 MiB or more (conv1; t.col2im_blocks).
+bool col2im_in_blocks(const Problem& p, const Tuning& t);
 // Whether col2im's GEMM reads W^T row by row from prepared weights (prepare_weights makes them
 // where this holds), and their rows' stride.
-bool col2im_reads_prepared_rows(const Problem& p);
+bool col2im_reads_prepared_rows(const Problem& p, const Tuning& t);
 dim_t col2im_rows_ld(const Problem& p);
 
 // auto (implicit_gemm_auto.cpp): the heuristic's choice per pass.
@@ -167,17 +137,17 @@ inline dim_t per_thread_bytes(const Problem& p, dim_t cap, dim_t extra_floats = 
     return std::min(cap, sat_add(sat_mul(sizes, 64 * dim_t{sizeof(float)}), dim_t{64} << 10));
 }
 dim_t im2col_gemm_work(const Problem& p, Pass pass);
-dim_t col2im_work(const Problem& p);
+dim_t col2im_work(const Problem& p, const Tuning& t);
 dim_t via_forward_work(const Problem& p, Pass pass);
 dim_t implicit_gemm_work(const Problem& p, Pass pass);
-dim_t winograd_work(const Problem& p, Pass pass);
+dim_t winograd_work(const Problem& p, Pass pass, const Tuning& t);
 // The DaVinci algorithms' packed tensors and column blocks for C0 = c0 (fractal: fwd;
 // fractal_via_forward: bwd_data, bwd_weight).
 dim_t fractal_work(const Problem& p, Pass pass, dim_t c0);
-// auto's choice for pass of p (a: the call's arguments, for its prepared weights, or null): the
-// heuristic's algorithm where its work fits the memory budget, else the first of the others
-// that fits (direct needs none).
-const Algorithm& auto_choice(const Problem& p, Pass pass, const ConvArgs* a);
+// auto's choice for pass of p under tuning t (a: the call's arguments, for its prepared weights,
+// or null): the heuristic's algorithm where its work fits the memory budget, else the first of
+// the others that fits (direct needs none).
+const Algorithm& auto_choice(const Problem& p, Pass pass, const Tuning& t, const ConvArgs* a);
 
 void backward_bias_direct(const Problem& p, const ConvArgs& a, Profiler* prof);
 

@@ -150,13 +150,14 @@ int num_threads() {
 }
 
 Tensor forward(const Problem& p, const Tensor& src, const Tensor& wei, const Tensor* bias,
-               std::string_view algo, Profiler* prof, const PreparedWeights* prepared) {
+               std::string_view algo, Profiler* prof, const PreparedWeights* prepared,
+               const Tuning& tuning) {
     p.check();
     const Algorithm& a = find_algorithm(Pass::Forward, algo);
     check_tensor("src", src, p.src_dims());
     check_tensor("wei", wei, p.wei_dims());
     if (bias) check_tensor("bias", *bias, {p.oc});
-    check_memory_budget(a, p);
+    check_memory_budget(a, p, 16, tuning);
     Tensor dst(p.dst_dims());
     ConvArgs args;
     args.src = src.f32();
@@ -164,39 +165,43 @@ Tensor forward(const Problem& p, const Tensor& src, const Tensor& wei, const Ten
     args.bias = bias ? bias->f32() : nullptr;
     args.dst = dst.f32();
     args.prepared = prepared;
+    args.tuning = tuning;
     a.run(p, args, prof);
     return dst;
 }
 
 Tensor backward_data(const Problem& p, const Tensor& diff_dst, const Tensor& wei,
-                     std::string_view algo, Profiler* prof, const PreparedWeights* prepared) {
+                     std::string_view algo, Profiler* prof, const PreparedWeights* prepared,
+                     const Tuning& tuning) {
     p.check();
     const Algorithm& a = find_algorithm(Pass::BackwardData, algo);
     check_tensor("diff_dst", diff_dst, p.dst_dims());
     check_tensor("wei", wei, p.wei_dims());
-    check_memory_budget(a, p);
+    check_memory_budget(a, p, 16, tuning);
     Tensor diff_src(p.src_dims());
     ConvArgs args;
     args.diff_dst = diff_dst.f32();
     args.wei = wei.f32();
     args.diff_src = diff_src.f32();
     args.prepared = prepared;
+    args.tuning = tuning;
     a.run(p, args, prof);
     return diff_src;
 }
 
 Tensor backward_weight(const Problem& p, const Tensor& src, const Tensor& diff_dst,
-                       std::string_view algo, Profiler* prof) {
+                       std::string_view algo, Profiler* prof, const Tuning& tuning) {
     p.check();
     const Algorithm& a = find_algorithm(Pass::BackwardWeight, algo);
     check_tensor("src", src, p.src_dims());
     check_tensor("diff_dst", diff_dst, p.dst_dims());
-    check_memory_budget(a, p);
+    check_memory_budget(a, p, 16, tuning);
     Tensor diff_wei(p.wei_dims());
     ConvArgs args;
     args.src = src.f32();
     args.diff_dst = diff_dst.f32();
     args.diff_wei = diff_wei.f32();
+    args.tuning = tuning;
     a.run(p, args, prof);
     return diff_wei;
 }

@@ -4,7 +4,7 @@
 // calls:  B (rows x cols), rows = C/G * prod(k), cols = prod(out); backward data on small images
 // also holds the product of a few images merged (rows x at most 1023 floats).
 //
-// [SECTION] GEMM core switch
+// [SECTION] GEMM ISA
 // [SECTION] forward
 // [SECTION] backward data
 // [SECTION] work memory
@@ -26,24 +26,8 @@
 
 namespace convlab {
 
-// [SECTION] GEMM core switch
+// [SECTION] GEMM ISA
 
-namespace {
-GemmCore& core_ref() {
-    static GemmCore core = [] {
-        const char* e = std::getenv("CONVLAB_GEMM");
-        return e && std::string_view(e) == "eigen" ? GemmCore::eigen : GemmCore::blocked;
-    }();
-    return core;
-}
-}  // namespace
-
-void set_gemm_core(GemmCore core) {
-    core_ref() = core;
-}
-GemmCore gemm_core() {
-    return core_ref();
-}
 const char* gemm_isa() {
     return detail::microkernel().isa;
 }
@@ -60,9 +44,9 @@ using Map = Eigen::Map<RowMat>;
 
 // C (m x n, row-major, dense) = op(A) (m x k) * op(B) (k x n) (+ C when acc).
 // A is stored (m x k) row-major, or (k x m) when ta; B (k x n), or (n x k) when tb.
-void matmul(dim_t m, dim_t n, dim_t k, const float* a, bool ta, const float* b, bool tb, float* c,
-            bool acc) {
-    if (gemm_core() == GemmCore::blocked) {
+void matmul(GemmCore core, dim_t m, dim_t n, dim_t k, const float* a, bool ta, const float* b,
+            bool tb, float* c, bool acc) {
+    if (core == GemmCore::blocked) {
         const StridedA sa{a, ta ? 1 : k, ta ? m : 1};
         const StridedB sb{b, tb ? 1 : n, tb ? k : 1};
         sgemm(m, n, k, sa, sb, c, n, acc);
@@ -136,8 +120,8 @@ void forward_im2col_gemm(const Problem& p, const ConvArgs& a, Profiler* prof) {
                 b = col;
             }
             Span s(prof, "gemm");
-            matmul(d.kg, d.cols, d.rows, a.wei + g * d.kg * d.rows, false, b, false,
-                   a.dst + (n * p.oc + g * d.kg) * d.cols, false);
+            matmul(a.tuning.gemm_core, d.kg, d.cols, d.rows, a.wei + g * d.kg * d.rows, false, b,
+                   false, a.dst + (n * p.oc + g * d.kg) * d.cols, false);
         }
     add_bias(p, a, prof);
 }
@@ -159,18 +143,11 @@ dim_t col2im_images_per_gemm(const Problem& p, const GemmDims& d) {
 // place (column-contiguous), then transposed into dX. Its packed B is then W_g, not dY, whose
 // values too few rows use for their packing to pay; at 14x14 and 7x7 it lost (timings:
 // docs/algorithms.md, "swapped_bwd_data").
-namespace {
-int g_swap_bwd_data = 0;  // 0: when it pays, 1: whenever possible (tests), 2: never
-}  // namespace
-
-void set_swap_bwd_data(int mode) {
-    g_swap_bwd_data = mode;
-}
-
-bool swapped_bwd_data(const Problem& p) {
-    if (g_swap_bwd_data == 2 || gemm_core() != GemmCore::blocked || !im2col_is_identity(p))
+bool swapped_bwd_data(const Problem& p, const Tuning& t) {
+    if (t.swap_bwd_data == Rule::Never || t.gemm_core != GemmCore::blocked ||
+        !im2col_is_identity(p))
         return false;
-    if (g_swap_bwd_data == 1) return true;
+    if (t.swap_bwd_data == Rule::Always) return true;
     if (p.icg() >= p.ocg()) return false;
     // With AVX2's 6 x 16 it pays only on the 7x7s, where W^T (4 MiB) read in place by columns
     // 8 KiB apart is the slow part, and only where W^T's rows are not prepared.
@@ -188,12 +165,12 @@ bool swapped_bwd_data(const Problem& p) {
 // 784 positions, and the strided 1x1s up to 784 positions below 4 images, where the rows beat
 // both the columns and the pointwise tiles (timings: docs/algorithms.md,
 // "col2im_reads_prepared_rows").
-bool col2im_reads_prepared_rows(const Problem& p) {
-    if (gemm_core() != GemmCore::blocked) return false;
+bool col2im_reads_prepared_rows(const Problem& p, const Tuning& t) {
+    if (t.gemm_core != GemmCore::blocked) return false;
     if (!detail::avx512_selected() && p.kernel_spatial() == 1 && p.out_spatial() <= 784 &&
         (im2col_is_identity(p) || p.mb < 4))
         return true;
-    return p.icg() * p.kernel_spatial() >= 1024 && !swapped_bwd_data(p);
+    return p.icg() * p.kernel_spatial() >= 1024 && !swapped_bwd_data(p, t);
 }
 
 // K/G rounded to 16 floats, and away from multiples of 4 KiB (whose 12 rows of a tile would
@@ -203,24 +180,16 @@ dim_t col2im_rows_ld(const Problem& p) {
     return ld % 1024 == 0 ? ld + 16 : ld;
 }
 
-namespace {
-int g_col2im_blocks = 0;  // 0: when it pays, 1: whenever possible (tests), 2: never
-}  // namespace
-
-void set_col2im_blocks(int mode) {
-    g_col2im_blocks = mode;
-}
-
 // A column matrix of 4 MiB or more (conv1's, 7.4 MB) is computed in blocks of whole output rows
 // of about 256 KiB, each added into dX while in cache (the stride-2 rows summed into the input
 // rows' halves first: col2im_rows_kernel), because written whole and read back both ran at
 // memory speed (timings: docs/algorithms.md, "col2im_in_blocks").
-bool col2im_in_blocks(const Problem& p) {
-    if (g_col2im_blocks == 2 || gemm_core() != GemmCore::blocked || im2col_is_identity(p))
+bool col2im_in_blocks(const Problem& p, const Tuning& t) {
+    if (t.col2im_blocks == Rule::Never || t.gemm_core != GemmCore::blocked || im2col_is_identity(p))
         return false;
     const GemmDims d(p);
     if (col2im_images_per_gemm(p, d) > 1) return false;
-    return g_col2im_blocks == 1 ||
+    return t.col2im_blocks == Rule::Always ||
            static_cast<std::size_t>(d.rows * d.cols) * sizeof(float) >= (4u << 20);
 }
 
@@ -228,7 +197,8 @@ void backward_data_col2im(const Problem& p, const ConvArgs& a, Profiler* prof) {
     const GemmDims d(p);
     // W_g^T: W's columns read in place, or its rows prepared once (col2im_reads_prepared_rows).
     dim_t wld = 0;
-    const float* wt = a.prepared && col2im_reads_prepared_rows(p)
+    const Tuning& tuning = a.tuning;
+    const float* wt = a.prepared && col2im_reads_prepared_rows(p, tuning)
                           ? a.prepared->transposed_rows(p, Pass::BackwardData, wld)
                           : nullptr;
     const auto w_t = [&](dim_t g) {
@@ -237,9 +207,9 @@ void backward_data_col2im(const Problem& p, const ConvArgs& a, Profiler* prof) {
     };
     const bool identity = im2col_is_identity(p);
     const dim_t nb = col2im_images_per_gemm(p, d);
-    const bool blocks = col2im_in_blocks(p);
+    const bool blocks = col2im_in_blocks(p, tuning);
     float* col = identity || nb > 1 || blocks ? nullptr : column_buffer(d);
-    if (nb <= 1 && !wt && swapped_bwd_data(p)) {
+    if (nb <= 1 && !wt && swapped_bwd_data(p, tuning)) {
         for (dim_t n = 0; n < p.mb; ++n)
             for (dim_t g = 0; g < p.groups; ++g) {
                 const float* t = nullptr;
@@ -331,8 +301,8 @@ void backward_data_col2im(const Problem& p, const ConvArgs& a, Profiler* prof) {
                         sgemm(d.rows, d.cols, d.kg, w_t(g), StridedB{dy, d.cols, 1}, out, d.cols,
                               false);
                     else
-                        matmul(d.rows, d.cols, d.kg, a.wei + g * d.kg * d.rows, true, dy, false,
-                               out, false);
+                        matmul(a.tuning.gemm_core, d.rows, d.cols, d.kg, a.wei + g * d.kg * d.rows,
+                               true, dy, false, out, false);
                 }
                 if (!identity) {
                     Span s(prof, "col2im");
@@ -344,7 +314,7 @@ void backward_data_col2im(const Problem& p, const ConvArgs& a, Profiler* prof) {
     }
     // The blocked core reads the images' dY side by side in place (ImagesB); Eigen's gets them
     // copied into one matrix.
-    const bool blocked = gemm_core() == GemmCore::blocked;
+    const bool blocked = tuning.gemm_core == GemmCore::blocked;
     float* dy = blocked ? nullptr : scratch(4, static_cast<std::size_t>(d.kg * nb * d.cols));
     float* prod = scratch(5, static_cast<std::size_t>(d.rows * nb * d.cols));
     const auto cols_bytes = static_cast<std::size_t>(d.cols) * sizeof(float);
@@ -365,7 +335,8 @@ void backward_data_col2im(const Problem& p, const ConvArgs& a, Profiler* prof) {
                                         cols_bytes);
                 }
                 Span s(prof, "gemm");
-                matmul(d.rows, wide, d.kg, a.wei + g * d.kg * d.rows, true, dy, false, prod, false);
+                matmul(a.tuning.gemm_core, d.rows, wide, d.kg, a.wei + g * d.kg * d.rows, true, dy,
+                       false, prod, false);
             }
             for (dim_t i = 0; i < nn; ++i) {
                 const dim_t n = n0 + i;
@@ -397,13 +368,13 @@ dim_t im2col_gemm_work(const Problem& p, Pass pass) {
 // backward_data_col2im's buffers on the path it takes for p: the column matrix or the product
 // computed transposed (one image, one group), the blocks of each thread (blocks), or the merged
 // images' product (and Eigen's copy of their dY); each with the GEMM's transposed product.
-dim_t col2im_work(const Problem& p) {
+dim_t col2im_work(const Problem& p, const Tuning& t) {
     const GemmDims d(p);
     const dim_t rows = sat_mul(p.icg(), p.kernel_spatial()), cols = p.out_spatial();
     const dim_t threads = omp_get_max_threads();
     const dim_t nb = col2im_images_per_gemm(p, d);
     dim_t floats = 0;
-    if (col2im_in_blocks(p)) {
+    if (col2im_in_blocks(p, t)) {
         const Geom3 geo = geom3(p);
         const dim_t ow = geo.out[2], rows_out = geo.out[0] * geo.out[1];
         const dim_t per =
@@ -434,8 +405,9 @@ void backward_weight_im2col_gemm(const Problem& p, const ConvArgs& a, Profiler* 
                 b = col;
             }
             Span s(prof, "gemm");
-            matmul(d.kg, d.rows, d.cols, a.diff_dst + (n * p.oc + g * d.kg) * d.cols, false, b,
-                   true, a.diff_wei + g * d.kg * d.rows, n > 0);
+            matmul(a.tuning.gemm_core, d.kg, d.rows, d.cols,
+                   a.diff_dst + (n * p.oc + g * d.kg) * d.cols, false, b, true,
+                   a.diff_wei + g * d.kg * d.rows, n > 0);
         }
     }
 }

@@ -42,6 +42,7 @@ void backward_data_via_forward(const Problem& p, const ConvArgs& a, Profiler* pr
     f.src = padded;
     f.wei = wt;
     f.dst = a.diff_src;
+    f.tuning = a.tuning;
     forward_implicit_gemm(q, f, prof);
 }
 
@@ -66,6 +67,7 @@ void backward_weight_via_forward(const Problem& p, const ConvArgs& a, Profiler* 
         f.src = xt + g * x_slice;
         f.wei = yt + g * y_slice;
         f.dst = r + g * r_slice;
+        f.tuning = a.tuning;
         forward_implicit_gemm(q, f, prof);
     }
     Span s(prof, "tnc");

@@ -38,21 +38,23 @@ std::int64_t available_share() {
 
 }  // namespace
 
-std::int64_t work_bytes(const Algorithm& a, const Problem& p, std::int64_t c0) {
+std::int64_t work_bytes(const Algorithm& a, const Problem& p, std::int64_t c0,
+                        const Tuning& tuning) {
     const std::string_view name = a.name;
-    if (name == "auto") return work_bytes(detail::auto_choice(p, a.pass, nullptr), p, c0);
+    if (name == "auto")
+        return work_bytes(detail::auto_choice(p, a.pass, tuning, nullptr), p, c0, tuning);
     if (name == "im2col_gemm") return detail::im2col_gemm_work(p, a.pass);
-    if (name == "col2im") return detail::col2im_work(p);
+    if (name == "col2im") return detail::col2im_work(p, tuning);
     if (name == "via_forward") return detail::via_forward_work(p, a.pass);
     if (name == "implicit_gemm") return detail::implicit_gemm_work(p, a.pass);
-    if (name == "winograd") return detail::winograd_work(p, a.pass);
+    if (name == "winograd") return detail::winograd_work(p, a.pass, tuning);
     if (name == "fractal" || name == "fractal_via_forward")
         return detail::fractal_work(p, a.pass, c0);
     return 0;  // direct: loops over the tensors themselves
 }
 
-const Algorithm& auto_algorithm(const Problem& p, Pass pass) {
-    return detail::auto_choice(p, pass, nullptr);
+const Algorithm& auto_algorithm(const Problem& p, Pass pass, const Tuning& tuning) {
+    return detail::auto_choice(p, pass, tuning, nullptr);
 }
 
 std::int64_t memory_budget() {
@@ -67,12 +69,14 @@ void set_memory_budget(std::int64_t bytes) {
     g_budget.store(bytes > 0 ? bytes : 0);
 }
 
-bool fits_memory_budget(const Algorithm& a, const Problem& p, std::int64_t c0) {
-    return work_bytes(a, p, c0) <= memory_budget();
+bool fits_memory_budget(const Algorithm& a, const Problem& p, std::int64_t c0,
+                        const Tuning& tuning) {
+    return work_bytes(a, p, c0, tuning) <= memory_budget();
 }
 
-void check_memory_budget(const Algorithm& a, const Problem& p, std::int64_t c0) {
-    const std::int64_t need = work_bytes(a, p, c0), budget = memory_budget();
+void check_memory_budget(const Algorithm& a, const Problem& p, std::int64_t c0,
+                         const Tuning& tuning) {
+    const std::int64_t need = work_bytes(a, p, c0, tuning), budget = memory_budget();
     if (need <= budget) return;
     throw Error(std::string(a.name) + " (" + pass_name(a.pass) + ") needs " + format_bytes(need) +
                 " of work memory: more than the memory budget of " + format_bytes(budget) +

@@ -134,7 +134,7 @@ struct MicroKernel {
     MicroKernelColFn col_fn[2] = {nullptr, nullptr};
     // R = 1 .. kShiftedRowMax output positions x 32 output channels of a convolution from its
     // padded stride-phase planes (or a 1x1's input rows), [R] (see ShiftedFn and
-    // implicit_gemm.cpp).
+    // implicit_gemm_shifted.cpp).
     ShiftedFn shifted_row_fn[kShiftedRowMax + 1] = {};
     // The same with the R positions' inputs every other float, x[off[k] + 2 i] (a 1x1 strided
     // by 2 along w, read in place).

@@ -6,6 +6,7 @@
 #include "fast_paths.hpp"
 
 TEST_CASE("implicit_gemm's forward and weight gradient from padded stride-phase planes") {
+    Tuning tn;
     RestoreCore restore;
     std::mt19937 rng(31);
     int shifted = 0, shifted_wgrad = 0, shifted_bdata = 0;
@@ -14,7 +15,7 @@ TEST_CASE("implicit_gemm's forward and weight gradient from padded stride-phase 
     const bool has_shifted = shifted_kernels(), has_wgrad = shifted_wgrad_kernels();
     // Random 1-D and 2-D problems with strides, padding, dilation, groups and batches, the
     // shifted tiles forced wherever they apply; they record "pack_wei" (W^T), im2col does not.
-    detail::set_shifted(1);
+    tn.shifted = Rule::Always;
     for (int t = 0; t < 60; ++t) {
         Problem p = larger_problem(rng, 1 + t % 2);
         if (t % 3 == 0)
@@ -23,22 +24,23 @@ TEST_CASE("implicit_gemm's forward and weight gradient from padded stride-phase 
         const Tensor src = integer_tensor(p.src_dims(), rng),
                      wei = integer_tensor(p.wei_dims(), rng);
         Profiler prof;
-        const Tensor y = forward(p, src, wei, nullptr, "implicit_gemm", &prof);
+        const Tensor y = forward(p, src, wei, nullptr, "implicit_gemm", &prof, nullptr, tn);
         check_equal(y, forward(p, src, wei, nullptr, "direct"), to_descriptor(p));
         shifted += prof.seconds("pack_wei") > 0.0;
         const Tensor dy = integer_tensor(p.dst_dims(), rng);
         Profiler wprof;  // the tiles' time is recorded, whichever way the threads split them
-        check_equal(backward_weight(p, src, dy, "implicit_gemm", &wprof),
+        check_equal(backward_weight(p, src, dy, "implicit_gemm", &wprof, tn),
                     backward_weight(p, src, dy, "direct"), to_descriptor(p) + " bwd_weight");
         CHECK(wprof.seconds("gemm") > 0.0);
-        shifted_wgrad += detail::shifted_applies(p, Pass::BackwardWeight);
+        shifted_wgrad += detail::shifted_applies(p, Pass::BackwardWeight, tn, nullptr);
         // Stride 1: backward data as the forward of FlipRot(W) over dY (it records "fliprot").
         const Tensor w2 = integer_tensor(p.wei_dims(), rng);
         Profiler bprof;
-        check_equal(backward_data(p, dy, w2, "implicit_gemm", &bprof),
+        check_equal(backward_data(p, dy, w2, "implicit_gemm", &bprof, nullptr, tn),
                     backward_data(p, dy, w2, "direct"), to_descriptor(p) + " bwd_data");
-        CHECK((bprof.seconds("fliprot") > 0.0) == detail::shifted_applies(p, Pass::BackwardData));
-        shifted_bdata += detail::shifted_applies(p, Pass::BackwardData);
+        CHECK((bprof.seconds("fliprot") > 0.0) ==
+              detail::shifted_applies(p, Pass::BackwardData, tn, nullptr));
+        shifted_bdata += detail::shifted_applies(p, Pass::BackwardData, tn, nullptr);
     }
     if (has_shifted) {
         CHECK(shifted >= 30);
@@ -58,21 +60,21 @@ TEST_CASE("implicit_gemm's forward and weight gradient from padded stride-phase 
         const Problem p = parse_descriptor(d);
         const Tensor src = integer_tensor(p.src_dims(), rng),
                      dy = integer_tensor(p.dst_dims(), rng);
-        CHECK(detail::shifted_applies(p, Pass::BackwardWeight) == has_wgrad);
-        check_equal(backward_weight(p, src, dy, "implicit_gemm"),
+        CHECK(detail::shifted_applies(p, Pass::BackwardWeight, tn, nullptr) == has_wgrad);
+        check_equal(backward_weight(p, src, dy, "implicit_gemm", nullptr, tn),
                     backward_weight(p, src, dy, "direct"), d);
     }
     // By default only products of 32 or more output channels per group and 196 or more output
     // positions per group take it, short reductions too.
-    detail::set_shifted(0);
+    tn.shifted = Rule::Auto;
     // The weight gradient by default from outputs 14 wide (not 7) with 32 or more channels.
-    const auto wgrad_shifted = [](const char* d) {
-        return detail::shifted_applies(parse_descriptor(d), Pass::BackwardWeight);
+    const auto wgrad_shifted = [&](const char* d) {
+        return detail::shifted_applies(parse_descriptor(d), Pass::BackwardWeight, tn, nullptr);
     };
     CHECK(wgrad_shifted("mb2ic32ih14oc32oh14kh3ph1") == has_wgrad);
     CHECK_FALSE(wgrad_shifted("mb2ic32ih7oc32oh7kh3ph1"));
     CHECK_FALSE(wgrad_shifted("mb2ic32ih14oc16oh14kh3ph1"));
-    const auto ran_shifted = [&](const char* d) { return forward_packed_wei(d, rng); };
+    const auto ran_shifted = [&](const char* d) { return forward_packed_wei(d, rng, tn); };
     // Ran them where the microkernel has them, not elsewhere.
     const auto takes_shifted = [&](const char* d) { return ran_shifted(d) == has_shifted; };
     // AVX2's narrower tiles only on rows of 28 or more outputs.
@@ -99,13 +101,14 @@ TEST_CASE("implicit_gemm's forward and weight gradient from padded stride-phase 
         const Tensor dy = integer_tensor(p.dst_dims(), rng),
                      wei = integer_tensor(p.wei_dims(), rng);
         Profiler prof;
-        check_equal(backward_data(p, dy, wei, algo, &prof), backward_data(p, dy, wei, "direct"), d);
+        check_equal(backward_data(p, dy, wei, algo, &prof, nullptr, tn),
+                    backward_data(p, dy, wei, "direct"), d);
         return prof.seconds("fliprot") > 0.0;
     };
     const auto takes_shifted_bdata = [&](const char* d, const char* algo) {
         return ran_shifted_bdata(d, algo) == has_shifted;
     };
-    const NoWinograd no_winograd;  // auto's choices besides winograd
+    tn.winograd = Rule::Never;  // auto's choices besides winograd
     for (const char* algo : {"implicit_gemm", "auto"}) {
         CAPTURE(algo);
         CHECK(takes_shifted_bdata("mb2ic40ih30oc32oh30kh3ph1", algo));
@@ -119,6 +122,7 @@ TEST_CASE("implicit_gemm's forward and weight gradient from padded stride-phase 
 }
 
 TEST_CASE("implicit_gemm's forward of one image packs W^T panel by panel and equals direct") {
+    Tuning tn;
     RestoreCore restore;
     std::mt19937 rng(67);
     // One image of one group whose W^T is larger than its planes: each thread packs a panel
@@ -129,7 +133,7 @@ TEST_CASE("implicit_gemm's forward of one image packs W^T panel by panel and equ
     // tiles' kernels (shifted_possible), every such problem through the GEMM, which packs no
     // W^T, checked the same.
     const bool has_shifted = shifted_kernels();
-    detail::set_shifted(1);
+    tn.shifted = Rule::Always;
     int ran = 0;
     for (int t = 0; t < 40; ++t) {
         Problem p = larger_problem(rng, 1 + t % 2);
@@ -138,7 +142,7 @@ TEST_CASE("implicit_gemm's forward of one image packs W^T panel by panel and equ
         p.ic = 8 + t * 5 % 40;
         p.oc = 33 + t * 13 % 70;
         if (!p.validate().empty() || p.kernel_spatial() < 2 ||
-            (has_shifted && !detail::shifted_applies(p, Pass::Forward)))
+            (has_shifted && !detail::shifted_applies(p, Pass::Forward, tn, nullptr)))
             continue;
         const std::size_t wt =
             static_cast<std::size_t>((p.oc + 31) / 32 * 32 * p.ic * p.kernel_spatial()) * 4;
@@ -149,7 +153,7 @@ TEST_CASE("implicit_gemm's forward of one image packs W^T panel by panel and equ
             set_num_threads(threads);
             detail::reset_scratch_high_water();
             Profiler prof;
-            check_equal(forward(p, src, wei, nullptr, "implicit_gemm", &prof), want,
+            check_equal(forward(p, src, wei, nullptr, "implicit_gemm", &prof, nullptr, tn), want,
                         to_descriptor(p) + " on " + std::to_string(threads));
             CHECK((prof.seconds("pack_wei") > 0.0) == has_shifted);
             // Planes at least W^T's size: W^T packed whole first, as with several images.
@@ -159,7 +163,7 @@ TEST_CASE("implicit_gemm's forward of one image packs W^T panel by panel and equ
     if (has_shifted) CHECK(ran >= 10);
     // By default it takes one 7x7 image too (res5a_branch2b's shape, 64 of its channels),
     // where W^T packed whole did not pay; two images or the backward data's FlipRot do not.
-    detail::set_shifted(0);
+    tn.shifted = Rule::Auto;
     set_num_threads(2);
     const auto packed_by_panel = [&](const char* d) {
         const Problem p = parse_descriptor(d);
@@ -167,19 +171,20 @@ TEST_CASE("implicit_gemm's forward of one image packs W^T panel by panel and equ
                      wei = integer_tensor(p.wei_dims(), rng);
         detail::reset_scratch_high_water();
         Profiler prof;
-        check_equal(forward(p, src, wei, nullptr, "implicit_gemm", &prof),
+        check_equal(forward(p, src, wei, nullptr, "implicit_gemm", &prof, nullptr, tn),
                     forward(p, src, wei, nullptr, "direct"), d);
         return prof.seconds("pack_wei") > 0.0 &&
                detail::scratch_high_water() < std::size_t{64} * p.ic * 9 * 4;
     };
     CHECK(packed_by_panel("mb1ic512ih7oc64oh7kh3ph1") == (has_shifted && !narrow_tiles()));
     CHECK_FALSE(packed_by_panel("mb2ic512ih7oc64oh7kh3ph1"));
-    CHECK_FALSE(
-        detail::shifted_applies(parse_descriptor("mb1ic64ih7oc512oh7kh3ph1"), Pass::BackwardData));
+    CHECK_FALSE(detail::shifted_applies(parse_descriptor("mb1ic64ih7oc512oh7kh3ph1"),
+                                        Pass::BackwardData, tn, nullptr));
     set_num_threads(0);
 }
 
 TEST_CASE("implicit_gemm with weights prepared once equals direct and packs nothing per call") {
+    Tuning tn;
     RestoreCore restore;
     std::mt19937 rng(71);
     // Random 1-D to 3-D problems with strides, padding, dilation, groups and channel counts off
@@ -194,7 +199,7 @@ TEST_CASE("implicit_gemm with weights prepared once equals direct and packs noth
                has_strided_rows = strided_rows_kernels();
     int prepared_fwd = 0, prepared_bwd = 0;
     for (int t = 0; t < 60; ++t) {
-        detail::set_shifted(t % 3 == 0 ? 1 : 0);
+        tn.shifted = rule(t % 3 == 0 ? 1 : 0);
         Problem p = larger_problem(rng, 1 + t % 3);
         if (t % 4 == 1) {  // a 1x1 with many channels: the pointwise tiles
             p.ndims = 2;
@@ -223,20 +228,20 @@ TEST_CASE("implicit_gemm with weights prepared once equals direct and packs noth
         const std::string what = to_descriptor(p) + " shifted mode " + std::to_string(t % 3 == 0);
         for (const Pass pass : {Pass::Forward, Pass::BackwardData}) {
             Profiler packing;
-            const PreparedWeights w = prepare_weights(p, pass, wei.f32(), &packing);
+            const PreparedWeights w = prepare_weights(p, pass, wei.f32(), &packing, tn);
             const char* op = pass == Pass::Forward ? "pack_wei" : "fliprot";
             CHECK_MESSAGE((packing.seconds(op) > 0.0) == !w.empty(), what);
             for (int threads : {2, 1}) {
                 set_num_threads(threads);
                 Profiler prof, plain;
                 if (pass == Pass::Forward) {
-                    check_equal(forward(p, src, wei, nullptr, "implicit_gemm", &prof, &w),
+                    check_equal(forward(p, src, wei, nullptr, "implicit_gemm", &prof, &w, tn),
                                 forward(p, src, wei, nullptr, "direct"), what + " fwd");
-                    forward(p, src, wei, nullptr, "implicit_gemm", &plain);
+                    forward(p, src, wei, nullptr, "implicit_gemm", &plain, nullptr, tn);
                 } else {
-                    check_equal(backward_data(p, dy, wei, "implicit_gemm", &prof, &w),
+                    check_equal(backward_data(p, dy, wei, "implicit_gemm", &prof, &w, tn),
                                 backward_data(p, dy, wei, "direct"), what + " bwd_data");
-                    backward_data(p, dy, wei, "implicit_gemm", &plain);
+                    backward_data(p, dy, wei, "implicit_gemm", &plain, nullptr, tn);
                 }
                 // Packed per call without them only where prepare_weights packed, which
                 // packs on more problems (the tiles then pay where packing per call did not).
@@ -262,7 +267,7 @@ TEST_CASE("implicit_gemm with weights prepared once equals direct and packs noth
           std::tuple{"mb1ic64ih28oc96oh28kh3ph1", Pass::BackwardData, has_shifted}}) {
         const Problem p = parse_descriptor(d);
         const Tensor wei = integer_tensor(p.wei_dims(), rng);
-        CHECK_MESSAGE(prepare_weights(p, pass, wei.f32()).empty() == !tiles, d);
+        CHECK_MESSAGE(prepare_weights(p, pass, wei.f32(), nullptr, tn).empty() == !tiles, d);
     }
     // One 7x7 image's backward data: col2im (auto) or the phases (implicit_gemm) per call, the
     // FlipRot tiles with FlipRot(W) prepared.
@@ -271,13 +276,13 @@ TEST_CASE("implicit_gemm with weights prepared once equals direct and packs noth
         const Tensor dy = integer_tensor(p.dst_dims(), rng),
                      wei = integer_tensor(p.wei_dims(), rng);
         const Tensor want = backward_data(p, dy, wei, "direct");
-        const PreparedWeights w = prepare_weights(p, Pass::BackwardData, wei.f32());
+        const PreparedWeights w = prepare_weights(p, Pass::BackwardData, wei.f32(), nullptr, tn);
         CHECK(w.empty() == !(has_shifted && wide));
-        CHECK_FALSE(detail::shifted_applies(p, Pass::BackwardData));
+        CHECK_FALSE(detail::shifted_applies(p, Pass::BackwardData, tn, nullptr));
         for (const char* algo : {"auto", "implicit_gemm"}) {
             Profiler plain, prepared;
-            check_equal(backward_data(p, dy, wei, algo, &plain), want, algo);
-            check_equal(backward_data(p, dy, wei, algo, &prepared, &w), want, algo);
+            check_equal(backward_data(p, dy, wei, algo, &plain, nullptr, tn), want, algo);
+            check_equal(backward_data(p, dy, wei, algo, &prepared, &w, tn), want, algo);
             if (has_shifted && wide)
                 CHECK_MESSAGE(prepared.entries().size() == 1, algo);  // the tiles' gemm alone
             CHECK_MESSAGE(prepared.seconds("gemm") > 0.0, algo);
@@ -312,20 +317,22 @@ TEST_CASE("implicit_gemm with weights prepared once equals direct and packs noth
         const Tensor src = integer_tensor(p.src_dims(), rng),
                      wei = integer_tensor(p.wei_dims(), rng);
         const Tensor want = forward(p, src, wei, nullptr, "direct");
-        const PreparedWeights w = prepare_weights(p, Pass::Forward, wei.f32());
+        const PreparedWeights w = prepare_weights(p, Pass::Forward, wei.f32(), nullptr, tn);
         const bool tiles = has_pointwise && has_strided_rows && (wide || narrow);
         CHECK_MESSAGE(w.empty() == !tiles, what);
         for (int threads : {2, 1}) {
             set_num_threads(threads);
             Profiler plain, prepared;
-            check_equal(forward(p, src, wei, nullptr, "implicit_gemm", &plain), want, what);
-            check_equal(forward(p, src, wei, nullptr, "implicit_gemm", &prepared, &w), want, what);
+            check_equal(forward(p, src, wei, nullptr, "implicit_gemm", &plain, nullptr, tn), want,
+                        what);
+            check_equal(forward(p, src, wei, nullptr, "implicit_gemm", &prepared, &w, tn), want,
+                        what);
             // The GEMM per call, with pack_src (strided) or unpack (computed transposed,
             // swapped_forward: with the AVX-512 microkernel only).
             const bool strided = p.stride[0] != 1 || p.stride[1] != 1;
             CHECK_MESSAGE(plain.seconds("pack_wei") == 0.0, what);
-            CHECK_MESSAGE((plain.entries().size() > 1) == (strided || detail::swapped_forward(p)),
-                          what);
+            CHECK_MESSAGE(
+                (plain.entries().size() > 1) == (strided || detail::swapped_forward(p, tn)), what);
             // The tiles' gemm, after the sampled copy where there is one.
             if (tiles) {
                 CHECK_MESSAGE(prepared.entries().size() == (sampled ? 2u : 1u), what);
@@ -341,9 +348,9 @@ TEST_CASE("implicit_gemm with weights prepared once equals direct and packs noth
         const Problem p = parse_descriptor(d);
         const Tensor src = integer_tensor(p.src_dims(), rng),
                      wei = integer_tensor(p.wei_dims(), rng);
-        const PreparedWeights w = prepare_weights(p, Pass::Forward, wei.f32());
+        const PreparedWeights w = prepare_weights(p, Pass::Forward, wei.f32(), nullptr, tn);
         CHECK_MESSAGE(w.empty(), d);
-        check_equal(forward(p, src, wei, nullptr, "implicit_gemm", nullptr, &w),
+        check_equal(forward(p, src, wei, nullptr, "implicit_gemm", nullptr, &w, tn),
                     forward(p, src, wei, nullptr, "direct"), d);
     }
 }
@@ -351,6 +358,7 @@ TEST_CASE("implicit_gemm with weights prepared once equals direct and packs noth
 TEST_CASE(
     "col2im reads W^T's rows from prepared weights where its columns lie 4 KiB apart, or "
     "(without AVX-512) in 1x1s up to 28x28") {
+    Tuning tn;
     // Strided 1x1 with rows (C/G) not a multiple of 12, two groups, a 3x3 (C times 9 taps),
     // images side by side in one product (7x7), and K a multiple of 1024 (rows padded by 16).
     std::mt19937 rng(2611);
@@ -363,7 +371,7 @@ TEST_CASE(
                      wei = integer_tensor(p.wei_dims(), rng),
                      other = integer_tensor(p.wei_dims(), rng);
         const Tensor want = backward_data(p, dy, wei, "direct");
-        REQUIRE_MESSAGE(detail::col2im_reads_prepared_rows(p), what);
+        REQUIRE_MESSAGE(detail::col2im_reads_prepared_rows(p, tn), what);
         const PreparedWeights w = prepare_weights(p, Pass::BackwardData, wei.f32());
         dim_t ld = 0;
         CHECK_MESSAGE(w.transposed_rows(p, Pass::BackwardData, ld) != nullptr, what);
@@ -396,7 +404,7 @@ TEST_CASE(
                      wei = integer_tensor(small.wei_dims(), rng);
         const bool rows = rows_avx2 && !avx512;
         dim_t ld = 0;
-        CHECK_MESSAGE(detail::col2im_reads_prepared_rows(small) == rows, d);
+        CHECK_MESSAGE(detail::col2im_reads_prepared_rows(small, tn) == rows, d);
         const PreparedWeights w = prepare_weights(small, Pass::BackwardData, wei.f32());
         CHECK_MESSAGE((w.transposed_rows(small, Pass::BackwardData, ld) != nullptr) == rows, d);
         const Tensor want = backward_data(small, dy, wei, "direct");
@@ -533,6 +541,7 @@ TEST_CASE("stream_rows copies every row whatever the alignment") {
 }
 
 TEST_CASE("implicit_gemm's shifted edge tiles skip the padding column and equal direct") {
+    Tuning tn;
     RestoreCore restore;
     std::mt19937 rng(83);
     // 3 wide, stride 1, padded by 1 along w: the first and the last tile of each output row
@@ -543,7 +552,7 @@ TEST_CASE("implicit_gemm's shifted edge tiles skip the padding column and equal 
     // (edge_tiles_apply), the shifted tiles theirs (shifted_possible; without them the GEMM
     // paths run, packing no W^T and no FlipRot).
     const bool has_shifted = shifted_kernels(), has_edge = edge_kernels();
-    detail::set_shifted(1);
+    tn.shifted = Rule::Always;
     int ran = 0;
     for (dim_t w = 1; w <= 30; w += w < 14 ? 1 : 5) {
         const dim_t kh = 1 + 2 * (w % 3), h = 1 + w % 4, g = w % 4 == 3 ? 2 : 1;
@@ -555,12 +564,12 @@ TEST_CASE("implicit_gemm's shifted edge tiles skip the padding column and equal 
         CAPTURE(d);
         const Problem p = parse_descriptor(d);
         REQUIRE(p.validate().empty());
-        CHECK(detail::edge_tiles_apply(p) == has_edge);
-        ran += forward_packed_wei(d.c_str(), rng);
+        CHECK(detail::edge_tiles_apply(p, tn) == has_edge);
+        ran += forward_packed_wei(d.c_str(), rng, tn);
         const Tensor dy = integer_tensor(p.dst_dims(), rng),
                      wei = integer_tensor(p.wei_dims(), rng);
         Profiler prof;
-        check_equal(backward_data(p, dy, wei, "implicit_gemm", &prof),
+        check_equal(backward_data(p, dy, wei, "implicit_gemm", &prof, nullptr, tn),
                     backward_data(p, dy, wei, "direct"), d + " bwd_data");
         CHECK((prof.seconds("fliprot") > 0.0) == has_shifted);
     }
@@ -568,18 +577,19 @@ TEST_CASE("implicit_gemm's shifted edge tiles skip the padding column and equal 
     // Not for other widths, strides, dilations or paddings along w, nor when switched off.
     for (const char* d : {"mb1ic4ih6oc32oh6kh3ph0", "mb1ic4ih6oc32oh3kh3sh2ph1",
                           "mb1ic4ih6oc32oh6kh3dh1ph2", "mb1ic4ih6oc32oh6kh5ph2"})
-        CHECK_FALSE(detail::edge_tiles_apply(parse_descriptor(d)));
+        CHECK_FALSE(detail::edge_tiles_apply(parse_descriptor(d), tn));
     Problem cropped = parse_descriptor("mb1ic4ih6oc32oh6kh3ph1");  // no padding on the right
     cropped.pad_end[1] = 0;
     REQUIRE(cropped.validate().empty());
-    CHECK_FALSE(detail::edge_tiles_apply(cropped));
-    detail::set_edge_tiles(2);
-    CHECK_FALSE(detail::edge_tiles_apply(parse_descriptor("mb1ic4ih6oc32oh6kh3ph1")));
-    CHECK(forward_packed_wei("mb2ic4ih6iw13oc32oh6ow13kh3kw3ph1pw1", rng) == has_shifted);
-    detail::set_edge_tiles(0);
+    CHECK_FALSE(detail::edge_tiles_apply(cropped, tn));
+    tn.edge_tiles = Rule::Never;
+    CHECK_FALSE(detail::edge_tiles_apply(parse_descriptor("mb1ic4ih6oc32oh6kh3ph1"), tn));
+    CHECK(forward_packed_wei("mb2ic4ih6iw13oc32oh6ow13kh3kw3ph1pw1", rng, tn) == has_shifted);
+    tn.edge_tiles = Rule::Auto;
 }
 
 TEST_CASE("implicit_gemm's shifted tiles read an unpadded input in place and equal direct") {
+    Tuning tn;
     RestoreCore restore;
     std::mt19937 rng(107);
     set_num_threads(2);
@@ -592,7 +602,7 @@ TEST_CASE("implicit_gemm's shifted tiles read an unpadded input in place and equ
     // tiles' kernels (edge_tiles_apply); the planes ("pad"), the shifted tiles' (shifted_possible:
     // without them the GEMM paths run, packing no W^T and no FlipRot, padding nothing).
     const bool has_shifted = shifted_kernels(), has_edge = edge_kernels();
-    detail::set_shifted(1);
+    tn.shifted = Rule::Always;
     for (dim_t w = 1; w <= 29; w += w < 14 ? 1 : 5) {
         const dim_t kh = 1 + 2 * (w % 3), h = 1 + w % 4, ph = (w / 3) % 3, g = w % 4 == 3 ? 2 : 1;
         const dim_t oh = h + 2 * ph - kh + 1, mb = w % 2 ? 5 : 1;
@@ -610,33 +620,35 @@ TEST_CASE("implicit_gemm's shifted tiles read an unpadded input in place and equ
         const Tensor y = forward(p, x, wei, nullptr, "direct");
         const Tensor dx = backward_data(p, dy, wei, "direct");
         for (int mode : {0, 2}) {
-            detail::set_unpadded_tiles(mode);
+            tn.unpadded_tiles = rule(mode);
             CAPTURE(mode);
             const bool in_place = mode == 0 && has_edge, planes = has_shifted && !in_place;
-            CHECK(detail::unpadded_tiles_apply(p) == in_place);
+            CHECK(detail::unpadded_tiles_apply(p, tn) == in_place);
             Profiler pf, pb;
-            check_equal(forward(p, x, wei, nullptr, "implicit_gemm", &pf), y, d);
+            check_equal(forward(p, x, wei, nullptr, "implicit_gemm", &pf, nullptr, tn), y, d);
             CHECK((pf.seconds("pack_wei") > 0.0) == has_shifted);
             CHECK((pf.seconds("pad") > 0.0) == planes);
-            check_equal(backward_data(p, dy, wei, "implicit_gemm", &pb), dx, d + " bwd_data");
+            check_equal(backward_data(p, dy, wei, "implicit_gemm", &pb, nullptr, tn), dx,
+                        d + " bwd_data");
             if (ph <= kh / 2) {  // the backward data's forward problem is padded by 1 along w too
                 CHECK((pb.seconds("fliprot") > 0.0) == has_shifted);
                 CHECK((pb.seconds("pad") > 0.0) == planes);
             }
         }
-        detail::set_unpadded_tiles(0);
+        tn.unpadded_tiles = Rule::Auto;
     }
     // Not where the rows are strided or dilated, nor without the edge tiles.
-    CHECK(detail::unpadded_tiles_apply(parse_descriptor("mb1ic4ih6oc32oh6kh3ph1")) == has_edge);
-    CHECK_FALSE(
-        detail::unpadded_tiles_apply(parse_descriptor("mb1ic4ih7iw6oc32oh4ow6kh3kw3sh2ph1pw1")));
-    CHECK_FALSE(
-        detail::unpadded_tiles_apply(parse_descriptor("mb1ic4ih8iw6oc32oh8ow6kh2kw3dh1ph1pw1")));
-    CHECK_FALSE(detail::unpadded_tiles_apply(parse_descriptor("mb1ic4ih6oc32oh6kh5ph2")));
+    CHECK(detail::unpadded_tiles_apply(parse_descriptor("mb1ic4ih6oc32oh6kh3ph1"), tn) == has_edge);
+    CHECK_FALSE(detail::unpadded_tiles_apply(
+        parse_descriptor("mb1ic4ih7iw6oc32oh4ow6kh3kw3sh2ph1pw1"), tn));
+    CHECK_FALSE(detail::unpadded_tiles_apply(
+        parse_descriptor("mb1ic4ih8iw6oc32oh8ow6kh2kw3dh1ph1pw1"), tn));
+    CHECK_FALSE(detail::unpadded_tiles_apply(parse_descriptor("mb1ic4ih6oc32oh6kh5ph2"), tn));
     set_num_threads(0);
 }
 
 TEST_CASE("implicit_gemm's shifted forward with its rows streamed equals direct") {
+    Tuning tn;
     RestoreCore restore;
     std::mt19937 rng(61);
     // Whole images per thread (4 or more images, 2 threads), the shifted tiles and streamed rows
@@ -645,19 +657,19 @@ TEST_CASE("implicit_gemm's shifted forward with its rows streamed equals direct"
     // shifted tiles' kernels (shifted_possible), every such problem through the GEMM (its
     // output streamed too), checked the same.
     const bool has_shifted = shifted_kernels();
-    detail::set_shifted(1);
-    detail::set_stream_output(1);
+    tn.shifted = Rule::Always;
+    tn.stream_output = Rule::Always;
     set_num_threads(2);
     int ran = 0;
     for (int t = 0; t < 24; ++t) {
         Problem p = larger_problem(rng, 2);
         p.mb = 4 + t % 3;
         if (!p.validate().empty() || p.kernel_spatial() < 2 ||
-            (has_shifted && !detail::shifted_applies(p, Pass::Forward)))
+            (has_shifted && !detail::shifted_applies(p, Pass::Forward, tn, nullptr)))
             continue;
         const Tensor src = integer_tensor(p.src_dims(), rng),
                      wei = integer_tensor(p.wei_dims(), rng);
-        check_equal(forward(p, src, wei, nullptr, "implicit_gemm"),
+        check_equal(forward(p, src, wei, nullptr, "implicit_gemm", nullptr, nullptr, tn),
                     forward(p, src, wei, nullptr, "direct"), to_descriptor(p));
         ++ran;
     }
@@ -666,31 +678,32 @@ TEST_CASE("implicit_gemm's shifted forward with its rows streamed equals direct"
     for (const char* d : {"mb4ic3ih64oc40oh32kh7sh2ph3", "mb5ic8ih30oc33oh30kh3ph1",
                           "g2mb4ic8ih29oc64oh29kh3ph1"}) {
         const Problem p = parse_descriptor(d);
-        CHECK(detail::shifted_applies(p, Pass::Forward) == has_shifted);
+        CHECK(detail::shifted_applies(p, Pass::Forward, tn, nullptr) == has_shifted);
         const Tensor src = integer_tensor(p.src_dims(), rng),
                      wei = integer_tensor(p.wei_dims(), rng);
-        check_equal(forward(p, src, wei, nullptr, "implicit_gemm"),
+        check_equal(forward(p, src, wei, nullptr, "implicit_gemm", nullptr, nullptr, tn),
                     forward(p, src, wei, nullptr, "direct"), d);
     }
     // By default, with whole images per thread, outputs of 16 MiB or more: conv1 at batch 32,
     // not at batch 4 (12.8 MB). One image at a time (batch 1, or one thread), from 512 KiB:
     // conv1 (3.2 MB) and 64 -> 64 at 56x56 (784 KiB), not 128 channels at 28x28 (392 KiB).
     set_num_threads(2);
-    detail::set_stream_output(0);
-    CHECK(detail::streams_output(parse_descriptor("mb32ic3ih224oc64oh112kh7sh2ph3")));
-    CHECK_FALSE(detail::streams_output(parse_descriptor("mb4ic3ih224oc64oh112kh7sh2ph3")) ==
+    tn.stream_output = Rule::Auto;
+    CHECK(detail::streams_output(parse_descriptor("mb32ic3ih224oc64oh112kh7sh2ph3"), tn));
+    CHECK_FALSE(detail::streams_output(parse_descriptor("mb4ic3ih224oc64oh112kh7sh2ph3"), tn) ==
                 test::kThreaded);
-    CHECK(detail::streams_output(parse_descriptor("mb1ic3ih224oc64oh112kh7sh2ph3")));
-    CHECK(detail::streams_output(parse_descriptor("mb1ic64ih56oc64oh56kh1ph0")));
-    CHECK_FALSE(detail::streams_output(parse_descriptor("mb1ic256ih56oc128oh28kh1sh2ph0")));
+    CHECK(detail::streams_output(parse_descriptor("mb1ic3ih224oc64oh112kh7sh2ph3"), tn));
+    CHECK(detail::streams_output(parse_descriptor("mb1ic64ih56oc64oh56kh1ph0"), tn));
+    CHECK_FALSE(detail::streams_output(parse_descriptor("mb1ic256ih56oc128oh28kh1sh2ph0"), tn));
     set_num_threads(1);
-    CHECK(detail::streams_output(parse_descriptor("mb4ic3ih224oc64oh112kh7sh2ph3")));
+    CHECK(detail::streams_output(parse_descriptor("mb4ic3ih224oc64oh112kh7sh2ph3"), tn));
     set_num_threads(0);
-    detail::set_stream_output(2);
-    CHECK_FALSE(detail::streams_output(parse_descriptor("mb32ic3ih224oc64oh112kh7sh2ph3")));
+    tn.stream_output = Rule::Never;
+    CHECK_FALSE(detail::streams_output(parse_descriptor("mb32ic3ih224oc64oh112kh7sh2ph3"), tn));
 }
 
 TEST_CASE("implicit_gemm's shifted forward with whole output rows in the lanes equals direct") {
+    Tuning tn;
     RestoreCore restore;
     std::mt19937 rng(63);
     // Output rows of 16 to 112 positions (1 to 7 vectors), 4 output channels a tile: channel
@@ -702,8 +715,8 @@ TEST_CASE("implicit_gemm's shifted forward with whole output rows in the lanes e
     // their kernel for the row's width (row_lanes_apply), the shifted tiles theirs
     // (shifted_possible: without them the GEMM paths run, packing no FlipRot).
     const bool has_shifted = shifted_kernels();
-    detail::set_shifted(1);
-    detail::set_row_lanes(1);
+    tn.shifted = Rule::Always;
+    tn.row_lanes = Rule::Always;
     const char* cases[] = {
         "mb1ic3ih20iw64oc5oh10ow32kh7kw7sh2sw2ph3pw3",
         "mb4ic3ih24iw224oc33oh12ow112kh7kw7sh2sw2ph3pw3",
@@ -715,19 +728,21 @@ TEST_CASE("implicit_gemm's shifted forward with whole output rows in the lanes e
         "mb1ic4ih9iw34oc36oh3ow16kh3kw3sh3sw2ph1pw0",
     };
     for (const int stream : {2, 1}) {
-        detail::set_stream_output(stream);
+        tn.stream_output = rule(stream);
         for (const char* d : cases) {
             const Problem p = parse_descriptor(d);
-            CHECK_MESSAGE(detail::row_lanes_apply(p) == row_lanes_kernel(p), d);
-            CHECK_MESSAGE(detail::shifted_applies(p, Pass::Forward) == has_shifted, d);
+            CHECK_MESSAGE(detail::row_lanes_apply(p, tn) == row_lanes_kernel(p), d);
+            CHECK_MESSAGE(detail::shifted_applies(p, Pass::Forward, tn, nullptr) == has_shifted, d);
             const Tensor src = integer_tensor(p.src_dims(), rng),
                          wei = integer_tensor(p.wei_dims(), rng);
             const Tensor want = forward(p, src, wei, nullptr, "direct");
             for (int threads : {2, 1}) {
                 set_num_threads(threads);
-                check_equal(forward(p, src, wei, nullptr, "implicit_gemm"), want, d);
-                const PreparedWeights w = prepare_weights(p, Pass::Forward, wei.f32());
-                check_equal(forward(p, src, wei, nullptr, "implicit_gemm", nullptr, &w), want, d);
+                check_equal(forward(p, src, wei, nullptr, "implicit_gemm", nullptr, nullptr, tn),
+                            want, d);
+                const PreparedWeights w = prepare_weights(p, Pass::Forward, wei.f32(), nullptr, tn);
+                check_equal(forward(p, src, wei, nullptr, "implicit_gemm", nullptr, &w, tn), want,
+                            d);
             }
         }
     }
@@ -735,55 +750,57 @@ TEST_CASE("implicit_gemm's shifted forward with whole output rows in the lanes e
     const Problem b = parse_descriptor("mb2ic6ih6iw32oc9oh6ow32kh5kw5ph2pw2");
     const Tensor dy = integer_tensor(b.dst_dims(), rng), wei = integer_tensor(b.wei_dims(), rng);
     Profiler prof;
-    check_equal(backward_data(b, dy, wei, "implicit_gemm", &prof),
+    check_equal(backward_data(b, dy, wei, "implicit_gemm", &prof, nullptr, tn),
                 backward_data(b, dy, wei, "direct"), "bwd_data through FlipRot");
     CHECK((prof.seconds("fliprot") > 0.0) == has_shifted);
     // Its forward problem (C and K swapped, padded by (k - 1) d - pad = 2).
     const Problem bq = parse_descriptor("mb2ic9ih6iw32oc6oh6ow32kh5kw5ph2pw2");
-    CHECK(detail::row_lanes_apply(bq) == row_lanes_kernel(bq));
+    CHECK(detail::row_lanes_apply(bq, tn) == row_lanes_kernel(bq));
     // By default from 64 positions (conv1's 112), not where the tiles read the input in place
-    // (a 3x3 padded by 1), nor at widths off whole vectors or past 112; mode 2 never.
-    detail::set_shifted(0);
-    detail::set_row_lanes(0);
-    detail::set_stream_output(0);
+    // (a 3x3 padded by 1), nor at widths off whole vectors or past 112; Never: never.
+    tn.shifted = Rule::Auto;
+    tn.row_lanes = Rule::Auto;
+    tn.stream_output = Rule::Auto;
     for (const char* d : {"mb32ic3ih224oc64oh112kh7sh2ph3", "mb1ic8ih64oc32oh64kh5ph2"}) {
         const Problem p = parse_descriptor(d);
-        CHECK_MESSAGE(detail::row_lanes_apply(p) == row_lanes_kernel(p), d);
+        CHECK_MESSAGE(detail::row_lanes_apply(p, tn) == row_lanes_kernel(p), d);
     }
-    CHECK_FALSE(detail::row_lanes_apply(parse_descriptor("mb1ic8ih48oc32oh48kh5ph2")));
+    CHECK_FALSE(detail::row_lanes_apply(parse_descriptor("mb1ic8ih48oc32oh48kh5ph2"), tn));
     {  // read in place only with the edge tiles (AVX-512); without them the lanes run
         const Problem p = parse_descriptor("mb1ic8ih112oc32oh112kh3ph1");
-        CHECK(detail::row_lanes_apply(p) == (row_lanes_kernel(p) && !edge_kernels()));
+        CHECK(detail::row_lanes_apply(p, tn) == (row_lanes_kernel(p) && !edge_kernels()));
     }
-    CHECK_FALSE(detail::row_lanes_apply(parse_descriptor("mb1ic8ih72oc32oh72kh5ph2")));
-    CHECK_FALSE(detail::row_lanes_apply(parse_descriptor("mb1ic8ih128oc32oh128kh5ph2")));
-    detail::set_row_lanes(2);
-    CHECK_FALSE(detail::row_lanes_apply(parse_descriptor("mb32ic3ih224oc64oh112kh7sh2ph3")));
+    CHECK_FALSE(detail::row_lanes_apply(parse_descriptor("mb1ic8ih72oc32oh72kh5ph2"), tn));
+    CHECK_FALSE(detail::row_lanes_apply(parse_descriptor("mb1ic8ih128oc32oh128kh5ph2"), tn));
+    tn.row_lanes = Rule::Never;
+    CHECK_FALSE(detail::row_lanes_apply(parse_descriptor("mb32ic3ih224oc64oh112kh7sh2ph3"), tn));
     set_num_threads(0);
 }
 
 TEST_CASE("implicit_gemm's GEMM forward writing dst by non-temporal stores equals direct") {
+    Tuning tn;
     RestoreCore restore;
     std::mt19937 rng(62);
     // Streaming forced on the GEMM paths that write dst in place (the shifted and 1x1 tiles
     // off): a 1x1 read in place (M = 64: 8 x 48 tiles; M = 80: 12 x 32), its reduction over
     // two KC blocks, a strided 1x1 from its sampled copy, a 3x3 from im2col, rows of 196
     // floats (not 64-byte multiples: stored plainly), groups (rows starting within a line).
-    detail::set_shifted(2);
-    detail::set_stream_output(1);
+    tn.shifted = Rule::Never;
+    tn.stream_output = Rule::Always;
     for (const char* d :
          {"mb2ic64ih16oc64oh16kh1ph0", "mb2ic300ih16oc80oh16kh1ph0", "mb2ic32ih32oc48oh16kh1sh2ph0",
           "mb1ic8ih32oc64oh32kh3ph1", "mb2ic40ih14oc80oh14kh1ph0", "g2mb2ic16ih16oc40oh16kh1ph0"}) {
         const Problem p = parse_descriptor(d);
-        CHECK(detail::streams_output(p));
+        CHECK(detail::streams_output(p, tn));
         const Tensor src = integer_tensor(p.src_dims(), rng),
                      wei = integer_tensor(p.wei_dims(), rng);
-        check_equal(forward(p, src, wei, nullptr, "implicit_gemm"),
+        check_equal(forward(p, src, wei, nullptr, "implicit_gemm", nullptr, nullptr, tn),
                     forward(p, src, wei, nullptr, "direct"), d);
     }
 }
 
 TEST_CASE("implicit_gemm's 1x1 forward from the input's rows equals direct") {
+    Tuning tn;
     RestoreCore restore;
     std::mt19937 rng(47);
     // Random 1x1 problems, unpadded, some strided (the input sampled first), with groups and
@@ -793,14 +810,14 @@ TEST_CASE("implicit_gemm's 1x1 forward from the input's rows equals direct") {
     // (pointwise_possible; without them the GEMM runs every one), and by default, a stride-2
     // 1x1 with more output than input channels those that read it in place (strided_rows_apply).
     const bool has_pointwise = pointwise_kernels(), has_strided_rows = strided_rows_kernels();
-    detail::set_shifted(1);
+    tn.shifted = Rule::Always;
     int ran = 0;
     for (int t = 0; t < 24; ++t) {
         const Problem p = random_1x1(rng, t, t % 2 ? 5 : 1, 60, 13);
         const Tensor src = integer_tensor(p.src_dims(), rng),
                      wei = integer_tensor(p.wei_dims(), rng);
         Profiler prof;
-        check_equal(forward(p, src, wei, nullptr, "implicit_gemm", &prof),
+        check_equal(forward(p, src, wei, nullptr, "implicit_gemm", &prof, nullptr, tn),
                     forward(p, src, wei, nullptr, "direct"), to_descriptor(p));
         ran += prof.seconds("pack_wei") > 0.0;
     }
@@ -810,13 +827,13 @@ TEST_CASE("implicit_gemm's 1x1 forward from the input's rows equals direct") {
     // the threads splitting an image's tiles (1), groups too.
     for (const char* d : {"mb4ic256ih28oc36oh28kh1ph0", "mb1ic256ih28oc40oh28kh1ph0",
                           "mb4ic256ih27oc36oh14kh1sh2ph0", "mb2g2ic512ih28oc72oh28kh1ph0"})
-        CHECK(forward_packed_wei(d, rng) == has_pointwise);
+        CHECK(forward_packed_wei(d, rng, tn) == has_pointwise);
     // By default: 32 or more channels each way, 4 or more images, and outputs of at most 256
     // positions, 256 or more input channels (stride 1), or at most as many output as input
     // channels (strided). AVX2's tiles (narrow_tiles) only strided by 2 and read in place, with
     // at most 128 output channels.
-    detail::set_shifted(0);
-    const auto ran_pointwise = [&](const char* d) { return forward_packed_wei(d, rng); };
+    tn.shifted = Rule::Auto;
+    const auto ran_pointwise = [&](const char* d) { return forward_packed_wei(d, rng, tn); };
     const bool wide_pointwise = has_pointwise && !narrow_tiles();
     CHECK(ran_pointwise("mb4ic40ih14oc36oh14kh1ph0") == wide_pointwise);
     CHECK(ran_pointwise("mb4ic40ih28oc36oh14kh1sh2ph0") == has_pointwise);

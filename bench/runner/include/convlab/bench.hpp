@@ -332,6 +332,9 @@ struct Config {
     // layout before its calls; false: each timed call packs its own (its pack_wei, fliprot).
     // `convlab bench` sets it from PeerSpec::reorders_weights unless --weights is given.
     bool prepared_weights = true;
+    // The fast paths' rules of every call, the reference's and prepare_weights' too (`convlab
+    // bench` and convlab_bench take tuning_from_environment()).
+    Tuning tuning{};
     // A pass's window of alternating rounds whose speed probe (before or after it) came out
     // below kSlowMachine is timed again, up to this many times; of the attempts, the one with
     // the highest speed is kept (Measurement::retimed counts the extra ones). The peer and the

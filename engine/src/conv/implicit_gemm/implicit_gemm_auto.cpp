@@ -20,12 +20,12 @@ namespace convlab::detail {
 
 namespace {
 
-const char* heuristic_choice(const Problem& p, Pass pass, const ConvArgs* a) {
-    if (pass != Pass::BackwardData) return winograd_pays(p, pass) ? "winograd" : "implicit_gemm";
-    if (winograd_pays(p, Pass::BackwardData)) return "winograd";
+const char* heuristic_choice(const Problem& p, Pass pass, const Tuning& t, const ConvArgs* a) {
+    if (pass != Pass::BackwardData) return winograd_pays(p, pass, t) ? "winograd" : "implicit_gemm";
+    if (winograd_pays(p, Pass::BackwardData, t)) return "winograd";
     bool unit_stride = true;
     for (int x = 0; x < p.ndims; ++x) unit_stride = unit_stride && p.stride[x] == 1;
-    if (shifted_applies(p, Pass::BackwardData, a) ||
+    if (shifted_applies(p, Pass::BackwardData, t, a) ||
         (p.mb >= 8 && unit_stride && p.kernel_spatial() > 1 && p.out_spatial() <= 196))
         return "implicit_gemm";
     return "col2im";
@@ -33,27 +33,27 @@ const char* heuristic_choice(const Problem& p, Pass pass, const ConvArgs* a) {
 
 }  // namespace
 
-const Algorithm& auto_choice(const Problem& p, Pass pass, const ConvArgs* a) {
-    const Algorithm& first = find_algorithm(pass, heuristic_choice(p, pass, a));
-    if (fits_memory_budget(first, p)) return first;
+const Algorithm& auto_choice(const Problem& p, Pass pass, const Tuning& t, const ConvArgs* a) {
+    const Algorithm& first = find_algorithm(pass, heuristic_choice(p, pass, t, a));
+    if (fits_memory_budget(first, p, 16, t)) return first;
     const char* column = pass == Pass::BackwardData ? "col2im" : "im2col_gemm";
     for (const char* name : {"implicit_gemm", column}) {
         const Algorithm& other = find_algorithm(pass, name);
-        if (algorithm_applies(other, p) && fits_memory_budget(other, p)) return other;
+        if (algorithm_applies(other, p) && fits_memory_budget(other, p, 16, t)) return other;
     }
     return find_algorithm(pass, "direct");
 }
 
 void forward_auto(const Problem& p, const ConvArgs& a, Profiler* prof) {
-    auto_choice(p, Pass::Forward, &a).run(p, a, prof);
+    auto_choice(p, Pass::Forward, a.tuning, &a).run(p, a, prof);
 }
 
 void backward_data_auto(const Problem& p, const ConvArgs& a, Profiler* prof) {
-    auto_choice(p, Pass::BackwardData, &a).run(p, a, prof);
+    auto_choice(p, Pass::BackwardData, a.tuning, &a).run(p, a, prof);
 }
 
 void backward_weight_auto(const Problem& p, const ConvArgs& a, Profiler* prof) {
-    auto_choice(p, Pass::BackwardWeight, &a).run(p, a, prof);
+    auto_choice(p, Pass::BackwardWeight, a.tuning, &a).run(p, a, prof);
 }
 
 }  // namespace convlab::detail
