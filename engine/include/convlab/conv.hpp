@@ -25,6 +25,11 @@ const char* pass_name(Pass p);        // fwd | bwd_data | bwd_weight | bwd_bias
 Pass parse_pass(std::string_view s);  // throws Error listing the valid names
 
 class PreparedWeights;
+namespace davinci {
+// Internal (engine/src/conv/fractal_pack.cpp): adds the DaVinci algorithms' layout to weights
+// being prepared (prepare_weights).
+void prepare_fractal(PreparedWeights& w, const float* wei, Profiler* prof);
+}  // namespace davinci
 
 // Raw buffers of one call; which ones are read and written depends on the pass.
 struct ConvArgs {
@@ -90,7 +95,9 @@ class PreparedWeights {
     bool empty() const { return size_ == 0; }
     // Every layout held: implicit_gemm's panels, winograd's transformed filters where winograd
     // applies, and col2im's rows of W^T where it reads them.
-    std::size_t bytes() const { return (size_ + wino_size_ + rows_size_) * sizeof(float); }
+    std::size_t bytes() const {
+        return (size_ + wino_size_ + rows_size_ + fractal_size_) * sizeof(float);
+    }
     // Internal: the packed floats when they are in the given layout (an implicit_gemm code),
     // else null; throws Error when p or pass is not the problem they were prepared for.
     const float* packed(const Problem& p, Pass pass, int layout) const;
@@ -100,10 +107,15 @@ class PreparedWeights {
     // Internal: W_g^T row by row for col2im's GEMM (C/G times the kernel's taps rows of K/G
     // floats, ld apart, the groups one after another), or null; throws as packed does.
     const float* transposed_rows(const Problem& p, Pass pass, dim_t& ld) const;
+    // Internal: the fractal products' B operand (C0 = 16, fp32) of each group, groups one after
+    // another: fwd FRACTAL_Z with each fractal turned C0 x 16, bwd_data FlipRot(W)'s (the B of
+    // fractal_via_forward's forward), or null; throws as packed does.
+    const float* fractal(const Problem& p, Pass pass) const;
 
   private:
     friend PreparedWeights prepare_weights(const Problem&, Pass, const float*, Profiler*,
                                            const Tuning&);
+    friend void davinci::prepare_fractal(PreparedWeights&, const float*, Profiler*);
     // Throws Error when p or pass is not the problem these were prepared for.
     void check(const Problem& p, Pass pass) const;
     Problem problem_{};
@@ -116,12 +128,14 @@ class PreparedWeights {
     std::shared_ptr<const float[]> rows_;
     std::size_t rows_size_ = 0;
     dim_t rows_ld_ = 0;
+    std::shared_ptr<const float[]> fractal_;
+    std::size_t fractal_size_ = 0;
 };
 
 // Packs wei (K, C/G, kernel...) for pass fwd or bwd_data of p (recorded in prof as "pack_wei"
 // or "fliprot"), and where winograd applies also transforms it for winograd ("wino_wei"), in the
-// layouts that the calls with the same tuning read. Throws Error for an invalid problem or
-// another pass.
+// layouts that the calls with the same tuning read, and for the DaVinci algorithms (fractal,
+// fractal_via_forward at C0 = 16, fp32). Throws Error for an invalid problem or another pass.
 PreparedWeights prepare_weights(const Problem& p, Pass pass, const float* wei,
                                 Profiler* prof = nullptr, const Tuning& tuning = {});
 

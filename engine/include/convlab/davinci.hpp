@@ -259,9 +259,9 @@ void conv_fractal(const Problem& p, dim_t c0, const float* x5d, const float* wfz
 
 // NCHW level (the ConvArgs of conv.hpp, dense row-major fp32): forward_fractal reads a.src,
 // a.wei, a.bias (may be null) and writes a.dst; it packs (spans pack_src, pack_wei: the weights
-// straight into FRACTAL_Z with each fractal turned C0 x 16, so no transpose_b), runs
-// conv_fractal's products per group and unpacks (span unpack). The three-argument form (C0 = 16,
-// fp32) is an AlgoFn.
+// straight into FRACTAL_Z with each fractal turned C0 x 16, so no transpose_b; no pack_wei when
+// a.prepared holds them, at C0 16 and fp32), runs conv_fractal's products per group and unpacks
+// (span unpack). The three-argument form (C0 = 16, fp32) is an AlgoFn.
 void forward_fractal(const Problem& p, const ConvArgs& a, Profiler* prof);
 void forward_fractal(const Problem& p, const ConvArgs& a, Profiler* prof, const Options& o);
 
@@ -274,10 +274,14 @@ Tensor forward(const Problem& p, const Tensor& src, const Tensor& wei, const Ten
 // (docs/design.md, "Problems and formulas"). Per group, as the forward.
 //
 // Backward data, fractal_via_forward: dY -> pack (NC1HWC0) -> strided5d (zero insertion,
-// span zero-insert) -> pad5d (begin (k-1)d - pb, end (k-1)d - pe + r; span pad); W -> pack
-// (FRACTAL_Z) -> fliprot_fz (span fliprot); conv_fractal of maps::backward_data_as_forward
-// (stride 1, dilation d), giving dX in NC1HWC0 -> unpack. Reads a.diff_dst, a.wei; writes
-// a.diff_src (N, C, in...). fp16/bf16 storage: packed operands and dX rounded to that type.
+// span zero-insert) -> pad5d (begin (k-1)d - pb, end (k-1)d - pe + r; span pad); W -> FRACTAL_Z
+// of FlipRot(W) with each fractal turned C0 x 16 (pack_weight, fliprot_fz and the transpose in
+// one pass, span fliprot; none with prepared weights); conv_fractal of
+// maps::backward_data_as_forward (stride 1, dilation d), giving dX in NC1HWC0 -> unpack. Reads
+// a.diff_dst, a.wei (or a.prepared, at C0 16 and fp32); writes a.diff_src (N, C, in...).
+// fp16/bf16 storage: packed operands and dX rounded to that type; bf16 products by vdpbf16ps
+// where the CPU has AVX512_BF16 (fractal_kernel.hpp), fp32 products of the rounded operands
+// elsewhere.
 void backward_data_fractal_via_forward(const Problem& p, const ConvArgs& a, Profiler* prof);
 void backward_data_fractal_via_forward(const Problem& p, const ConvArgs& a, Profiler* prof,
                                        const Options& o);

@@ -4,11 +4,14 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstring>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "algorithms.hpp"
+#include "bit_cast.hpp"
 #include "checked.hpp"
 #include "convlab/davinci.hpp"
 #include "convlab/maps.hpp"
@@ -77,6 +80,12 @@ dim_t conv_fractal_chunk(dim_t rows, dim_t tn, dim_t m1, dim_t c0) {
     return std::clamp<dim_t>(std::min(by_cols, by_tiles), 1, std::max<dim_t>(m1, 1));
 }
 
+void check_one_group(const Problem& p) {
+    if (p.groups != 1)
+        throw Error("conv_fractal: groups = " + std::to_string(p.groups) +
+                    ": the packed-level call is for one group");
+}
+
 }  // namespace
 
 void conv_fractal(const Problem& p, dim_t c0, const float* x5d, const float* wfz, const float* bias,
@@ -87,9 +96,22 @@ void conv_fractal(const Problem& p, dim_t c0, const float* x5d, const float* wfz
 void conv_fractal_bt(const Problem& p, dim_t c0, const float* x5d, const float* wfz,
                      const float* bt_in, const float* bias, float* y5d, Profiler* prof) {
     p.check(true);
-    if (p.groups != 1)
-        throw Error("conv_fractal: groups = " + std::to_string(p.groups) +
-                    ": the packed-level call is for one group");
+    check_one_group(p);
+    const float* bt = bt_in;
+    if (!bt) {
+        const WeiGeom wg = WeiGeom::of(p.wei_dims(), c0);
+        Span s(prof, "transpose_b");
+        float* t = kept(kFracBtSlot, wg.rows() * wg.n1 * kN0 * c0).get();
+        transpose_b(wg.rows() * wg.n1, c0, wfz, t);
+        bt = t;
+    }
+    conv_fractal_b(p, c0, x5d, FractalB{bt, nullptr}, bias, y5d, prof);
+}
+
+void conv_fractal_b(const Problem& p, dim_t c0, const float* x5d, FractalB b, const float* bias,
+                    float* y5d, Profiler* prof) {
+    p.check(true);
+    check_one_group(p);
     const ActGeom yg = ActGeom::of(p.dst_dims(), c0);
     const WeiGeom wg = WeiGeom::of(p.wei_dims(), c0);
     const detail::Geom3 g = detail::geom3(p);
@@ -101,34 +123,111 @@ void conv_fractal_bt(const Problem& p, dim_t c0, const float* x5d, const float* 
     // works from a bounded L1 buffer), so memory stays bounded for large images; the block's
     // tiles (at most 2^20 floats) are accumulated over row blocks of the reduction.
     const dim_t chunk = conv_fractal_chunk(rows, tn, m1, c0);
-    // A row block of the block column's A fractals and of one column block's B fractals stays in
-    // L2 (about 512 KB) while the tiles use them: B, megabytes for wide layers, is read once per
-    // block column instead of once per M block.
-    const dim_t rb =
-        std::clamp<dim_t>((dim_t{1} << 17) / (frac * (chunk + 1)), std::min<dim_t>(8, rows), rows);
-    const float* bt = bt_in;
-    if (!bt) {
-        Span s(prof, "transpose_b");
-        float* t = kept(kFracBtSlot, rows * n1 * frac).get();
-        transpose_b(rows * n1, c0, wfz, t);
-        bt = t;
-    }
-    // Tile t = (nb, mb) = (t / cm, t % cm) of the block column (cm M blocks in `a`), its sum over
-    // rows [r0, r0 + rb) added to accs[t*256..] (set by the first row block).
-    const auto product = [&](dim_t cm, const float* a, float* accs, dim_t r0, dim_t t) {
-        const dim_t nb = t / cm, mb = t % cm;
-        float* c = accs + t * kN0 * kN0;
-        if (nb < n1)
-            fractal_product(c0, kN0, std::min(rb, rows - r0), a + (r0 * cm + mb) * frac, cm * frac,
-                            bt + (r0 * n1 + nb) * frac, n1 * frac, kN0, c, kN0, r0 > 0);
-        else if (r0 == 0)
-            std::fill(c, c + kN0 * kN0, 0.0f);
+    // The tiles in the order that reads the larger operand once: with more M blocks than column
+    // blocks (by_m: large images, few channels) M block outer, each run of A fractals used for
+    // every column block while in L1, and a row block of all column blocks' B fractals kept in
+    // L2 (about 512 KB); else column block outer, a row block of the block column's A fractals
+    // and one column block's B fractals in L2: B, megabytes for wide layers, read once per block
+    // column instead of once per M block.
+    const bool by_m = chunk > n1;
+    const dim_t rb = std::clamp<dim_t>((dim_t{1} << 17) / (frac * ((by_m ? n1 : chunk) + 1)),
+                                       std::min<dim_t>(8, rows), rows);
+    // bf16 B: the column block is turned to bf16 after it is built (its values are bf16 already:
+    // the caller rounded the packed input), into the half block after its fp32 floats.
+    const bool pairs = b.bf16 != nullptr;
+    if (pairs && !fractal_bf16_native(c0))
+        throw Error("conv_fractal: bf16 operands without bf16 products for c0 = " +
+                    std::to_string(c0));
+    const float* bt = b.f32;
+    // A column block's buffer: its rows * chunk fp32 fractals, then (bf16 products) their bf16
+    // copy, then a byte per fractal saying whether it holds a non-zero value.
+    const dim_t col_f32 = rows * chunk * frac, col_b16 = pairs ? (col_f32 + 1) / 2 : 0;
+    const dim_t col_floats = col_f32 + col_b16 + (rows * chunk + 3) / 4;
+    const auto a16_of = [&](const float* a) {
+        return reinterpret_cast<const std::uint16_t*>(a + col_f32);
+    };
+    const auto nz_of = [&](const float* a) {
+        return reinterpret_cast<const unsigned char*>(a + col_f32 + col_b16);
+    };
+    // After im2col of cm M blocks: the bf16 copy (the values are bf16 already: the caller
+    // rounded the packed input) and the marks of the fractals that are not all zeros. Fractals
+    // of zeros (the inserted zeros and the padding of backward data's input, the taps of
+    // padding rows) are skipped by the products: their products add nothing.
+    const auto prepare_block = [&](float* a, dim_t cm) {
+        auto* a16 = reinterpret_cast<std::uint16_t*>(a + col_f32);
+        auto* nz = reinterpret_cast<unsigned char*>(a + col_f32 + col_b16);
+        // A fractal of dense data shows a non-zero value in its first row: only fractals of
+        // zeros are read whole.
+#pragma omp parallel for schedule(static) if (rows * cm * frac > 65536 && !omp_in_parallel())
+        for (dim_t f = 0; f < rows * cm; ++f) {
+            const float* v = a + f * frac;
+            if (pairs) bf16_bits(v, a16 + f * frac, frac);
+            nz[f] = 0;
+            for (dim_t k0 = 0; k0 < frac && !nz[f]; k0 += c0) {
+                std::uint32_t bits = 0;  // the values' bits but the sign: -0 counts as zero
+                for (dim_t k = k0; k < k0 + c0; ++k)
+                    bits |= detail::bit_cast<std::uint32_t>(v[k]) << 1;
+                nz[f] = bits != 0;
+            }
+        }
+    };
+    // The products run on units of two tiles (column blocks nb0 and nb0 + 1 of one M block,
+    // fractal_product2: one pass over their A); unit u of a block column of cm M blocks is
+    // (nb0, mb), in the tiles' order.
+    const dim_t tp = (tn + 1) / 2;  // units per M block
+    const auto unit_of = [&](dim_t u, dim_t cm) {
+        return by_m ? std::pair<dim_t, dim_t>{2 * (u % tp), u / tp}
+                    : std::pair<dim_t, dim_t>{2 * (u / cm), u % cm};
+    };
+    const auto tile_index = [&](dim_t nb, dim_t mb, dim_t cm) {
+        return by_m ? mb * tn + nb : nb * cm + mb;
+    };
+    // Unit u's tiles, their sums over rows [r0, r0 + rb) added to accs (set by the first row
+    // block): the products of each run of consecutive non-zero A fractals in one call. Tiles of
+    // column blocks past N1 (padding lanes only) are zeros.
+    const auto product = [&](dim_t cm, const float* a, float* accs, dim_t r0, dim_t u) {
+        const auto [nb0, mb] = unit_of(u, cm);
+        const dim_t nt = std::min<dim_t>(2, tn - nb0);        // tiles of the unit
+        const dim_t nc = std::clamp<dim_t>(n1 - nb0, 0, nt);  // of them with B fractals
+        float* c[2] = {accs + tile_index(nb0, mb, cm) * kN0 * kN0,
+                       nt > 1 ? accs + tile_index(nb0 + 1, mb, cm) * kN0 * kN0 : nullptr};
+        const dim_t c_next = nt > 1 ? c[1] - c[0] : 0;
+        bool acc = r0 > 0;
+        if (nc > 0) {
+            const unsigned char* nz = nz_of(a);
+            const dim_t r1 = std::min(r0 + rb, rows);
+            for (dim_t r = r0; r < r1;) {
+                if (!nz[r * cm + mb]) {
+                    ++r;
+                    continue;
+                }
+                dim_t e = r + 1;
+                while (e < r1 && nz[e * cm + mb]) ++e;
+                const dim_t ao = (r * cm + mb) * frac, bo = (r * n1 + nb0) * frac;
+                if (pairs && nc == 2)
+                    fractal_product2_bf16(c0, e - r, a16_of(a) + ao, cm * frac, b.bf16 + bo,
+                                          n1 * frac, frac, c[0], c_next, acc);
+                else if (pairs)
+                    fractal_product_bf16(c0, e - r, a16_of(a) + ao, cm * frac, b.bf16 + bo,
+                                         n1 * frac, c[0], kN0, acc);
+                else if (nc == 2)
+                    fractal_product2(c0, e - r, a + ao, cm * frac, bt + bo, n1 * frac, frac, c[0],
+                                     c_next, acc);
+                else
+                    fractal_product(c0, kN0, e - r, a + ao, cm * frac, bt + bo, n1 * frac, kN0,
+                                    c[0], kN0, acc);
+                acc = true;
+                r = e;
+            }
+        }
+        for (dim_t i = 0; i < nt; ++i)
+            if (i < nc ? !acc : r0 == 0) std::fill(c[i], c[i] + kN0 * kN0, 0.0f);
     };
     // The write of tile t of the block column starting at M block mb0 of image n to NC1HWC0: row
     // i is output position m = (mb0 + mb)*16 + i, column j output channel k = nb*16 + j (block
     // k/C0, lane k%C0); lanes k >= K are zeros.
     const auto write = [&](dim_t n, dim_t mb0, dim_t cm, dim_t t, const float* accs) {
-        const dim_t nb = t / cm, mb = t % cm;
+        const dim_t nb = by_m ? t % tn : t / cm, mb = by_m ? t / tn : t % cm;
         const float* acc = accs + t * kN0 * kN0;
         for (dim_t i = 0; i < kN0; ++i) {
             dim_t mm = (mb0 + mb) * kN0 + i;
@@ -156,7 +255,7 @@ void conv_fractal_bt(const Problem& p, dim_t c0, const float* x5d, const float* 
         }
     };
     const dim_t nchunks = blocks_of(m1, chunk), units = p.mb * nchunks;
-    const dim_t col_floats = rows * chunk * frac, acc_floats = chunk * tn * kN0 * kN0;
+    const dim_t acc_floats = chunk * tn * kN0 * kN0;
     const int threads = omp_get_max_threads();
     if (threads > 1 && units >= 2 * dim_t{threads}) {
         // Many units (image, block column), e.g. a batch of small images. One parallel region,
@@ -182,10 +281,11 @@ void conv_fractal_bt(const Problem& p, dim_t c0, const float* x5d, const float* 
                 const dim_t cm = std::min(chunk, m1 - mb0);
                 auto t0 = Clock::now();
                 im2col_fractal_kernel(p, c0, x5d, n, a.get(), mb0, mb0 + cm);
+                prepare_block(a.get(), cm);
                 t_im2col += since(t0);
                 t0 = Clock::now();
                 for (dim_t r0 = 0; r0 < rows; r0 += rb)
-                    for (dim_t t = 0; t < cm * tn; ++t) product(cm, a.get(), accs.get(), r0, t);
+                    for (dim_t v = 0; v < cm * tp; ++v) product(cm, a.get(), accs.get(), r0, v);
                 for (dim_t t = 0; t < cm * tn; ++t) write(n, mb0, cm, t, accs.get());
                 t_gemm += since(t0);
             }
@@ -207,6 +307,7 @@ void conv_fractal_bt(const Problem& p, dim_t c0, const float* x5d, const float* 
             {
                 Span s(prof, "im2col");
                 im2col_fractal_kernel(p, c0, x5d, n, a.get(), mb0, mb0 + cm);
+                prepare_block(a.get(), cm);
             }
             Span s(prof, "fractal_gemm");
             const dim_t tiles = cm * tn;
@@ -214,7 +315,7 @@ void conv_fractal_bt(const Problem& p, dim_t c0, const float* x5d, const float* 
             {
                 for (dim_t r0 = 0; r0 < rows; r0 += rb) {
 #pragma omp for schedule(static)
-                    for (dim_t t = 0; t < tiles; ++t) product(cm, a.get(), accs.get(), r0, t);
+                    for (dim_t v = 0; v < cm * tp; ++v) product(cm, a.get(), accs.get(), r0, v);
                 }
 #pragma omp for schedule(static)
                 for (dim_t t = 0; t < tiles; ++t) write(n, mb0, cm, t, accs.get());
@@ -232,8 +333,14 @@ void forward_fractal(const Problem& p, const ConvArgs& a, Profiler* prof, const 
     const std::vector<dim_t> xd = q.src_dims(), wd = q.wei_dims(), yd = q.dst_dims();
     const ActGeom xg = ActGeom::of(xd, o.c0), yg = ActGeom::of(yd, o.c0);
     const WeiGeom wg = WeiGeom::of(wd, o.c0);
-    const Kept x5 = kept(kFracSlot[0], xg.size()), bt = kept(kFracBtSlot, wg.size()),
-               y5 = kept(kFracSlot[2], yg.size());
+    // B packed once (prepare_weights: C0 16, fp32), else per call: bf16 pairs where the CPU
+    // multiplies them, else fp32 (rounded to the storage type).
+    const float* prepared = o.c0 == kC0 && o.storage == DType::f32 && a.prepared
+                                ? a.prepared->fractal(p, Pass::Forward)
+                                : nullptr;
+    const bool pairs = o.storage == DType::bf16 && fractal_bf16_native(o.c0);
+    const Kept x5 = kept(kFracSlot[0], xg.size()), y5 = kept(kFracSlot[2], yg.size());
+    const Kept bt = prepared ? Kept{nullptr} : kept(kFracBtSlot, wg.size());
     const dim_t wslice = q.oc * q.ic * q.kernel_spatial();
     for (dim_t g = 0; g < p.groups; ++g) {
         {
@@ -241,18 +348,81 @@ void forward_fractal(const Problem& p, const ConvArgs& a, Profiler* prof, const 
             pack_activation_kernel(xd, o.c0, a.src, x5.get(), p.ic, g * q.ic);
             round_storage(o.storage, x5.get(), xg.size());
         }
-        {
+        FractalB b;
+        if (prepared) {
+            b.f32 = prepared + g * wg.size();
+        } else if (pairs) {
+            Span s(prof, "pack_wei");
+            auto* b16 = reinterpret_cast<std::uint16_t*>(bt.get());
+            pack_weight_pairs(wd, o.c0, a.wei + g * wslice, b16);
+            b.bf16 = b16;
+        } else {
             Span s(prof, "pack_wei");
             pack_weight_transposed(wd, o.c0, a.wei + g * wslice, bt.get());
             round_storage(o.storage, bt.get(), wg.size());
+            b.f32 = bt.get();
         }
-        conv_fractal_bt(q, o.c0, x5.get(), nullptr, bt.get(), a.bias ? a.bias + g * q.oc : nullptr,
-                        y5.get(), prof);
+        conv_fractal_b(q, o.c0, x5.get(), b, a.bias ? a.bias + g * q.oc : nullptr, y5.get(), prof);
         Span s(prof, "unpack");
         round_storage(o.storage, y5.get(), yg.size());
         unpack_activation_kernel(yd, o.c0, y5.get(), a.dst, p.oc, g * q.oc);
     }
 }
+
+namespace {
+
+// A 1x1 kernel without padding at the start (the end's only decides which positions exist),
+// strided: backward data's forward over the zero-inserted dY
+// multiplies the inserted zeros (three quarters of its products at stride 2), and its results
+// are those of the products over dY itself, each put at its input position s*o with zeros
+// between. The problem of those products (q: backward data's forward, p: the problem): dY
+// (N, K/G, out...) -> (N, C/G, out...), 1x1, stride 1.
+bool inserts_after(const Problem& p) {
+    bool strided = false;
+    for (int i = 0; i < p.ndims; ++i) {
+        if (p.kernel[i] != 1 || p.pad_begin[i] != 0) return false;
+        strided |= p.stride[i] > 1;
+    }
+    return strided;
+}
+Problem products_on_dy(const Problem& q, const Problem& p) {
+    Problem q1 = q;
+    for (int i = 0; i < q.ndims; ++i) {
+        q1.in[i] = p.out(i);
+        q1.stride[i] = q1.dilation[i] = 1;
+        q1.pad_begin[i] = q1.pad_end[i] = 0;
+    }
+    return q1;
+}
+
+// dX's channels [c_begin, c_begin + C/G) of (N, C, in...) from the products' NC1HWC0 result
+// x5 (N, C/G, out...): dX(n, c, s*o) = x5(n, c, o) where s*o is inside, 0 elsewhere.
+void unpack_inserted(const Problem& p, dim_t c0, const float* x5, float* dst, dim_t c_begin) {
+    std::vector<dim_t> od{p.mb, p.icg()};
+    for (int i = 0; i < p.ndims; ++i) od.push_back(p.out(i));
+    const ActGeom xg = ActGeom::of(od, c0);
+    dim_t in[3] = {1, 1, 1}, st[3] = {1, 1, 1};
+    for (int i = 0; i < p.ndims; ++i) {
+        in[3 - p.ndims + i] = p.in[i];
+        st[3 - p.ndims + i] = p.stride[i];
+    }
+    const dim_t plane = in[0] * in[1] * in[2];
+#pragma omp parallel for collapse(2) schedule(static) if (p.mb * xg.c * plane > 65536)
+    for (dim_t n = 0; n < p.mb; ++n)
+        for (dim_t c = 0; c < xg.c; ++c) {
+            float* out = dst + (n * p.ic + c_begin + c) * plane;
+            std::fill(out, out + plane, 0.0f);
+            for (dim_t d = 0; d < xg.d && d * st[0] < in[0]; ++d)
+                for (dim_t h = 0; h < xg.h && h * st[1] < in[1]; ++h) {
+                    const float* row = x5 + xg.offset(n, d, c / c0, h, 0, c % c0);
+                    float* o = out + (d * st[0] * in[1] + h * st[1]) * in[2];
+                    for (dim_t w = 0; w < xg.w && w * st[2] < in[2]; ++w)
+                        o[w * st[2]] = row[w * c0];
+                }
+        }
+}
+
+}  // namespace
 
 void backward_data_fractal_via_forward(const Problem& p, const ConvArgs& a, Profiler* prof) {
     backward_data_fractal_via_forward(p, a, prof, Options{});
@@ -266,16 +436,25 @@ void backward_data_fractal_via_forward(const Problem& p, const ConvArgs& a, Prof
     const Problem q = maps::backward_data_as_forward(p1);
     check_gives_back(q, p.in, p.ndims, "backward_data_fractal_via_forward");
     // dY of one group (N, K/G, out...), its zero insertion, and the pads with r.
-    const std::vector<dim_t> yd = p1.dst_dims(), wd = p1.wei_dims(), xd = p1.src_dims();
+    const std::vector<dim_t> yd = p1.dst_dims(), xd = p1.src_dims();
     const BackwardDataPads pads = backward_data_pads(p1);  // the same as by_name("pad5d")
     const std::vector<dim_t>& zd = pads.zdims;
     const ActGeom yg = ActGeom::of(yd, c0), zg = ActGeom::of(zd, c0),
                   qg = ActGeom::of(q.src_dims(), c0), xg = ActGeom::of(xd, c0);
-    const WeiGeom wg = WeiGeom::of(wd, c0), fg = WeiGeom::of(q.wei_dims(), c0);
-    const Kept y5 = kept(kFracSlot[0], yg.size()), z5 = kept(kFracSlot[1], zg.size()),
-               q5 = kept(kFracSlot[2], qg.size());
-    const Kept wz = kept(kFracSlot[3], wg.size()), wf = kept(kFracSlot[4], fg.size()),
-               x5 = kept(kFracSlot[5], xg.size());
+    const WeiGeom fg = WeiGeom::of(q.wei_dims(), c0);
+    const bool after = inserts_after(p);
+    const Kept y5 = kept(kFracSlot[0], yg.size()), z5 = kept(kFracSlot[1], after ? 1 : zg.size()),
+               q5 = kept(kFracSlot[2], after ? 1 : qg.size());
+    // B: FlipRot(W) with each fractal turned C0 x 16, prepared once (C0 16, fp32) or packed here
+    // from OIHW in one pass (bf16 pairs where the CPU multiplies them).
+    const float* prepared = c0 == kC0 && o.storage == DType::f32 && a.prepared
+                                ? a.prepared->fractal(p, Pass::BackwardData)
+                                : nullptr;
+    const bool pairs = o.storage == DType::bf16 && fractal_bf16_native(c0);
+    const Problem q1 = products_on_dy(q, p);
+    const dim_t x5_floats = after ? ActGeom::of(q1.dst_dims(), c0).size() : xg.size();
+    const Kept wf = prepared ? Kept{nullptr} : kept(kFracSlot[4], fg.size()),
+               x5 = kept(kFracSlot[5], x5_floats);
     const dim_t wslice = p1.oc * p1.ic * p.kernel_spatial();
     for (dim_t g = 0; g < p.groups; ++g) {
         {
@@ -283,10 +462,27 @@ void backward_data_fractal_via_forward(const Problem& p, const ConvArgs& a, Prof
             pack_activation_kernel(yd, c0, a.diff_dst, y5.get(), p.oc, g * p1.oc);
             round_storage(o.storage, y5.get(), yg.size());
         }
-        {
-            Span s(prof, "pack_wei");
-            pack_weight_kernel(wd, c0, a.wei + g * wslice, wz.get());
-            round_storage(o.storage, wz.get(), wg.size());
+        FractalB b;
+        if (prepared) {
+            b.f32 = prepared + g * fg.size();
+        } else {
+            Span s(prof, "fliprot");
+            if (pairs) {
+                auto* b16 = reinterpret_cast<std::uint16_t*>(wf.get());
+                pack_weight_fliprot_pairs(p1, c0, a.wei + g * wslice, b16);
+                b.bf16 = b16;
+            } else {
+                pack_weight_fliprot_transposed(p1, c0, a.wei + g * wslice, wf.get());
+                round_storage(o.storage, wf.get(), fg.size());
+                b.f32 = wf.get();
+            }
+        }
+        if (after) {
+            conv_fractal_b(q1, c0, y5.get(), b, nullptr, x5.get(), prof);
+            Span s(prof, "zero-insert");
+            round_storage(o.storage, x5.get(), x5_floats);
+            unpack_inserted(p, c0, x5.get(), a.diff_src, g * p1.ic);
+            continue;
         }
         {
             Span s(prof, "zero-insert");
@@ -296,11 +492,7 @@ void backward_data_fractal_via_forward(const Problem& p, const ConvArgs& a, Prof
             Span s(prof, "pad");
             pad5d_kernel(zd, pads.begin, pads.end, c0, z5.get(), q5.get());
         }
-        {
-            Span s(prof, "fliprot");
-            fliprot_fz_kernel(p1, c0, wz.get(), wf.get());
-        }
-        conv_fractal(q, c0, q5.get(), wf.get(), nullptr, x5.get(), prof);
+        conv_fractal_b(q, c0, q5.get(), b, nullptr, x5.get(), prof);
         Span s(prof, "unpack");
         round_storage(o.storage, x5.get(), xg.size());
         unpack_activation_kernel(xd, c0, x5.get(), a.diff_src, p.ic, g * p1.ic);
@@ -341,7 +533,9 @@ dim_t conv_fractal_work(const Problem& q, dim_t c0) {
     const dim_t m1 = blocks_of(q.out_spatial(), kN0);
     const dim_t tn = std::max(wg.n1, blocks_of(blocks_of(q.oc, c0) * c0, kN0));
     const dim_t chunk = conv_fractal_chunk(rows, tn, m1, c0);
-    const dim_t block = detail::sat_add(detail::sat_mul({rows, chunk, frac}),
+    // The column block, its bf16 copy (bf16 products) and the tiles.
+    const dim_t col = detail::sat_mul({rows, chunk, frac});
+    const dim_t block = detail::sat_add(detail::sat_add(col, col / 2 + 1 + rows * chunk / 4 + 1),
                                         detail::sat_mul({chunk, tn, kN0 * kN0}));
     return detail::sat_add(detail::sat_mul({rows, wg.n1, frac}),
                            detail::sat_mul(block, omp_get_max_threads()));

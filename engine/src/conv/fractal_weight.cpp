@@ -16,11 +16,13 @@
 #include "omp_compat.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "bit_cast.hpp"
 #include "checked.hpp"
 #include "convlab/davinci.hpp"
 #include "fractal_kernel.hpp"
@@ -154,6 +156,27 @@ void gather_x(const Plan& s, dim_t c0, const float* x5, dim_t f0, dim_t cf, floa
     }
 }
 
+// The input fractals' block (rows x chunk fractals of 16 positions x 16 lanes, the first cf of
+// each row built) in bf16 pairs along the positions, the B of fractal_product_bf16:
+// dst[f*256 + (u/2)*32 + 2*ci + u%2] = bf16 bits of src[f*256 + u*16 + ci] (values already
+// rounded to bf16, so the bits are their upper halves).
+void input_pairs(const float* src, std::uint16_t* dst, dim_t rows, dim_t chunk, dim_t cf) {
+    const auto bits = [](float v) {
+        return static_cast<std::uint16_t>(detail::bit_cast<std::uint32_t>(v) >> 16);
+    };
+#pragma omp parallel for collapse(2) schedule(static) if (rows * cf * kFrac > 65536)
+    for (dim_t r = 0; r < rows; ++r)
+        for (dim_t f = 0; f < cf; ++f) {
+            const float* in = src + (r * chunk + f) * kFrac;
+            std::uint16_t* out = dst + (r * chunk + f) * kFrac;
+            for (dim_t u = 0; u < kN0; u += 2)
+                for (dim_t ci = 0; ci < kN0; ++ci) {
+                    out[u * kN0 + 2 * ci] = bits(in[u * kN0 + ci]);
+                    out[u * kN0 + 2 * ci + 1] = bits(in[(u + 1) * kN0 + ci]);
+                }
+        }
+}
+
 }  // namespace
 
 dim_t fractal_weight_work(const Problem& p, dim_t c0) {
@@ -161,6 +184,9 @@ dim_t fractal_weight_work(const Problem& p, dim_t c0) {
     dim_t floats = detail::sat_mul(s.xg.n, detail::sat_mul(s.xg.c1 * c0, s.xg.spatial()));
     floats = detail::sat_add(floats, detail::sat_mul({s.wg.n1, s.p1, kFrac}));
     floats = detail::sat_add(floats, detail::sat_mul({s.wg.rows(), s.chunk, kN0, c0}));
+    // bf16 products (C0 16): the dY fractals and a block of input fractals in bf16 too.
+    floats = detail::sat_add(floats, detail::sat_mul({s.wg.n1, s.p1, kFrac}) / 2 + 1);
+    floats = detail::sat_add(floats, detail::sat_mul({s.wg.rows(), s.chunk, kN0, c0}) / 2 + 1);
     if (p.groups > 1) floats = detail::sat_add(floats, s.wg.size());
     return floats;
 }
@@ -180,6 +206,16 @@ void backward_weight_fractal_fz(const Problem& p, const float* src, const float*
     }();
     const Kept x5 = kept(kFracSlot[0], s.xg.size()), yf = kept(kFracSlot[1], n1 * s.p1 * kFrac);
     const Kept xf = kept(kFracSlot[2], rows * s.chunk * lanes);
+    // bf16 products where the CPU has them: C0 = 16, so that an input fractal is 16 x 16 and
+    // its pairs along the positions make the kernel's B.
+    const bool pairs = o.storage == DType::bf16 && c0 == kN0 && fractal_bf16_native(kN0);
+    std::uint16_t* yf16 =
+        pairs
+            ? reinterpret_cast<std::uint16_t*>(kept(kFracSlot[4], n1 * s.p1 * kFrac / 2 + 1).get())
+            : nullptr;
+    std::uint16_t* xf16 = pairs ? reinterpret_cast<std::uint16_t*>(
+                                      kept(kFracSlot[5], rows * s.chunk * lanes / 2 + 1).get())
+                                : nullptr;
     // One group's gradient: in place with one group, else in its own FRACTAL_Z, scattered after.
     Kept own{nullptr};
     if (p.groups > 1) {
@@ -199,6 +235,7 @@ void backward_weight_fractal_fz(const Problem& p, const float* src, const float*
             Span sp(prof, "tncf");
             pack_dy(s, diff_dst, p.oc, grp * kg, kg, p.mb, yf.get());
             round_storage(o.storage, yf.get(), n1 * s.p1 * kFrac);
+            if (pairs) bf16_bits(yf.get(), yf16, n1 * s.p1 * kFrac);
         }
         if (s.p1 == 0) std::fill(dw, dw + s.wg.size(), 0.0f);
         for (dim_t f0 = 0; f0 < s.p1; f0 += s.chunk) {
@@ -207,15 +244,32 @@ void backward_weight_fractal_fz(const Problem& p, const float* src, const float*
                 Span sp(prof, "tnc");
 #pragma omp parallel if (rows * cf * lanes > 65536)
                 gather_x(s, c0, x5.get(), f0, cf, xf.get());
+                if (pairs) input_pairs(xf.get(), xf16, rows, s.chunk, cf);
             }
             Span sp(prof, "fractal_gemm");
-            // Tiles row-major (row, nb): a thread's tiles share their rows' input fractals.
-#pragma omp parallel for schedule(static) if (tiles > 1 && tiles * cf * lanes * kN0 > 65536)
-            for (dim_t t = 0; t < tiles; ++t) {
-                const dim_t r = t / n1, nb = t % n1;
-                fractal_product(kN0, c0, cf, yf.get() + (nb * s.p1 + f0) * kFrac, kFrac,
-                                xf.get() + r * s.chunk * lanes, lanes, c0,
-                                dw + (r * n1 + nb) * lanes, c0, f0 > 0);
+            // Tiles row-major (row, nb): a thread's tiles share their rows' input fractals. With
+            // C0 = 16 the tiles of rows r and r + 1 (one dY fractal A, two input fractals B)
+            // run as a pair (fractal_product2: one pass over A).
+            const dim_t rstep = c0 == kN0 ? 2 : 1, units = blocks_of(rows, rstep) * n1;
+            const dim_t b_next = s.chunk * lanes, c_next = n1 * lanes;
+#pragma omp parallel for schedule(static) if (units > 1 && tiles * cf * lanes * kN0 > 65536)
+            for (dim_t u = 0; u < units; ++u) {
+                const dim_t r = u / n1 * rstep, nb = u % n1;
+                const bool two = rstep == 2 && r + 1 < rows;
+                const dim_t ao = (nb * s.p1 + f0) * kFrac, bo = r * b_next,
+                            co = (r * n1 + nb) * lanes;
+                if (pairs && two)
+                    fractal_product2_bf16(kN0, cf, yf16 + ao, kFrac, xf16 + bo, lanes, b_next,
+                                          dw + co, c_next, f0 > 0);
+                else if (pairs)
+                    fractal_product_bf16(kN0, cf, yf16 + ao, kFrac, xf16 + bo, lanes, dw + co, c0,
+                                         f0 > 0);
+                else if (two)
+                    fractal_product2(kN0, cf, yf.get() + ao, kFrac, xf.get() + bo, lanes, b_next,
+                                     dw + co, c_next, f0 > 0);
+                else
+                    fractal_product(kN0, c0, cf, yf.get() + ao, kFrac, xf.get() + bo, lanes, c0,
+                                    dw + co, c0, f0 > 0);
             }
         }
         if (p.groups > 1) {

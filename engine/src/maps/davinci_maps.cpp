@@ -728,41 +728,55 @@ IndexMap by_name(std::string_view name, const Problem& p, dim_t c0) {
 
 // [SECTION] fast kernels
 
+// pack / unpack of activations: a plane (n, d, c1) moves C0 channel rows of H*W positions to
+// H*W position rows of C0 lanes, a block of kPosBlock positions at a time through a tile in L1,
+// so that the NCHW side is read (written) in runs of kPosBlock floats and the NC1HWC0 side in
+// whole rows of C0 lanes.
+constexpr dim_t kPosBlock = 64;
+
 void pack_activation_kernel(std::span<const dim_t> dims, dim_t c0, const float* src, float* dst,
                             dim_t src_channels, dim_t c_begin) {
     const ActGeom g = ActGeom::of(dims, c0);
     const dim_t ct = src_channels < 0 ? g.c : src_channels, hw = g.h * g.w;
-    const dim_t planes = g.n * g.d * g.c1;
-#pragma omp parallel for schedule(static) if (planes * hw * c0 > 65536)
-    for (dim_t t = 0; t < planes; ++t) {
-        const dim_t n = t / (g.d * g.c1), d = t / g.c1 % g.d, c1 = t % g.c1;
-        float* out = dst + t * hw * c0;
-        for (dim_t ci = 0; ci < c0; ++ci) {
-            const dim_t c = c1 * c0 + ci;
-            if (c >= g.c) {
-                for (dim_t i = 0; i < hw; ++i) out[i * c0 + ci] = 0.0f;
-                continue;
+    const dim_t planes = g.n * g.d * g.c1, blocks = blocks_of(hw, kPosBlock);
+#pragma omp parallel for collapse(2) schedule(static) if (planes * hw * c0 > 65536)
+    for (dim_t t = 0; t < planes; ++t)
+        for (dim_t blk = 0; blk < blocks; ++blk) {
+            const dim_t n = t / (g.d * g.c1), d = t / g.c1 % g.d, c1 = t % g.c1;
+            const dim_t i0 = blk * kPosBlock, len = std::min(kPosBlock, hw - i0);
+            const dim_t valid = std::min(c0, g.c - c1 * c0);
+            float tile[64 * kPosBlock];  // tile[ci*kPosBlock + i]
+            for (dim_t ci = 0; ci < valid; ++ci)
+                std::memcpy(tile + ci * kPosBlock,
+                            src + ((n * ct + c_begin + c1 * c0 + ci) * g.d + d) * hw + i0,
+                            static_cast<std::size_t>(len) * sizeof(float));
+            float* out = dst + (t * hw + i0) * c0;
+            for (dim_t i = 0; i < len; ++i) {
+                for (dim_t ci = 0; ci < valid; ++ci) out[i * c0 + ci] = tile[ci * kPosBlock + i];
+                std::fill(out + i * c0 + valid, out + (i + 1) * c0, 0.0f);
             }
-            const float* in = src + ((n * ct + c_begin + c) * g.d + d) * hw;
-            for (dim_t i = 0; i < hw; ++i) out[i * c0 + ci] = in[i];
         }
-    }
 }
 
 void unpack_activation_kernel(std::span<const dim_t> dims, dim_t c0, const float* src, float* dst,
                               dim_t dst_channels, dim_t c_begin) {
     const ActGeom g = ActGeom::of(dims, c0);
     const dim_t ct = dst_channels < 0 ? g.c : dst_channels, hw = g.h * g.w;
-    const dim_t planes = g.n * g.d * g.c1;
-#pragma omp parallel for schedule(static) if (planes * hw * c0 > 65536)
-    for (dim_t t = 0; t < planes; ++t) {
-        const dim_t n = t / (g.d * g.c1), d = t / g.c1 % g.d, c1 = t % g.c1;
-        const float* in = src + t * hw * c0;
-        for (dim_t ci = 0; ci < c0 && c1 * c0 + ci < g.c; ++ci) {
-            float* out = dst + ((n * ct + c_begin + c1 * c0 + ci) * g.d + d) * hw;
-            for (dim_t i = 0; i < hw; ++i) out[i] = in[i * c0 + ci];
+    const dim_t planes = g.n * g.d * g.c1, blocks = blocks_of(hw, kPosBlock);
+#pragma omp parallel for collapse(2) schedule(static) if (planes * hw * c0 > 65536)
+    for (dim_t t = 0; t < planes; ++t)
+        for (dim_t blk = 0; blk < blocks; ++blk) {
+            const dim_t n = t / (g.d * g.c1), d = t / g.c1 % g.d, c1 = t % g.c1;
+            const dim_t i0 = blk * kPosBlock, len = std::min(kPosBlock, hw - i0);
+            const dim_t valid = std::min(c0, g.c - c1 * c0);
+            float tile[64 * kPosBlock];  // tile[ci*kPosBlock + i]
+            const float* in = src + (t * hw + i0) * c0;
+            for (dim_t i = 0; i < len; ++i)
+                for (dim_t ci = 0; ci < valid; ++ci) tile[ci * kPosBlock + i] = in[i * c0 + ci];
+            for (dim_t ci = 0; ci < valid; ++ci)
+                std::memcpy(dst + ((n * ct + c_begin + c1 * c0 + ci) * g.d + d) * hw + i0,
+                            tile + ci * kPosBlock, static_cast<std::size_t>(len) * sizeof(float));
         }
-    }
 }
 
 void pack_weight_kernel(std::span<const dim_t> dims, dim_t c0, const float* src, float* dst) {
@@ -805,26 +819,37 @@ void unpack_weight_kernel(std::span<const dim_t> dims, dim_t c0, const float* sr
         }
 }
 
+// tnc5d, tncf and fliprot_fz each move C0 x C0 blocks whose rows are contiguous on one side and
+// columns on the other: a block is read a contiguous row at a time into a small tile (L1), then
+// written a contiguous row at a time, so that neither side is walked one element per cache line.
+
 void tnc5d_kernel(std::span<const dim_t> dims, dim_t c0, const float* src, float* dst) {
     const ActGeom sg = ActGeom::of(dims, c0);
     const std::vector<dim_t> tdims = swap01(dims);
     const ActGeom dg = ActGeom::of(tdims, c0);
     const dim_t hw = sg.h * sg.w;
-    const dim_t planes = dg.n * dg.d * dg.c1;  // (c, d, n1)
-#pragma omp parallel for schedule(static) if (dg.size() > 65536)
-    for (dim_t t = 0; t < planes; ++t) {
-        const dim_t c = t / (dg.d * dg.c1), d = t / dg.c1 % dg.d, n1 = t % dg.c1;
-        float* out = dst + t * hw * c0;
-        for (dim_t ni = 0; ni < c0; ++ni) {
-            const dim_t n = n1 * c0 + ni;
-            if (n >= sg.n) {
-                for (dim_t i = 0; i < hw; ++i) out[i * c0 + ni] = 0.0f;
-                continue;
+    const dim_t n_stride = sg.d * sg.c1 * hw * c0;  // source: the next image
+    const dim_t c_stride = dg.d * dg.c1 * hw * c0;  // destination: the next channel
+    // A unit: batch block n1 and channel block cb at depth d, a C0 x C0 block per position.
+#pragma omp parallel for collapse(3) schedule(static) if (dg.size() > 65536)
+    for (dim_t d = 0; d < sg.d; ++d)
+        for (dim_t n1 = 0; n1 < dg.c1; ++n1)
+            for (dim_t cb = 0; cb < sg.c1; ++cb) {
+                const dim_t nv = std::min(c0, sg.n - n1 * c0), cv = std::min(c0, sg.c - cb * c0);
+                const float* in = src + sg.offset(n1 * c0, d, cb, 0, 0, 0);
+                float* out = dst + dg.offset(cb * c0, d, n1, 0, 0, 0);
+                float tile[64 * 64];  // tile[ci*C0 + ni]; lanes ni >= nv stay zero
+                std::fill(tile, tile + c0 * c0, 0.0f);
+                for (dim_t i = 0; i < hw; ++i) {
+                    for (dim_t ni = 0; ni < nv; ++ni) {
+                        const float* row = in + ni * n_stride + i * c0;
+                        for (dim_t ci = 0; ci < cv; ++ci) tile[ci * c0 + ni] = row[ci];
+                    }
+                    for (dim_t ci = 0; ci < cv; ++ci)
+                        std::memcpy(out + ci * c_stride + i * c0, tile + ci * c0,
+                                    static_cast<std::size_t>(c0) * sizeof(float));
+                }
             }
-            const float* in = src + sg.offset(n, d, c / c0, 0, 0, c % c0);
-            for (dim_t i = 0; i < hw; ++i) out[i * c0 + ni] = in[i * c0];
-        }
-    }
 }
 
 void tncf_kernel(std::span<const dim_t> dims, dim_t c0, const float* src, float* dst, dim_t dst_b,
@@ -842,17 +867,19 @@ void tncf_kernel(std::span<const dim_t> dims, dim_t c0, const float* src, float*
         const Row4 q = unrow(wg, r);
         float* out = dst + wg.offset(r, 0, 0, 0);
         const dim_t valid = std::min(c0, sg.n - q.c1 * c0);  // lanes a < A
-        for (dim_t ob = b_lo; ob < b_hi; ++ob) {
-            const dim_t b = ob - b_lo;  // output channel of the source
-            float* lane = out + ob * c0;
-            if (b >= sg.c) {
-                std::fill(lane, lane + c0, 0.0f);
-                continue;
-            }
-            const float* in = src + sg.offset(q.c1 * c0, q.kd, b / c0, q.kh, q.kw, b % c0);
-            for (dim_t ai = 0; ai < valid; ++ai) lane[ai] = in[ai * a_stride];
-            std::fill(lane + valid, lane + c0, 0.0f);
+        float tile[64 * 64];  // tile[bi*C0 + ai]; lanes ai >= valid stay zero
+        std::fill(tile, tile + c0 * c0, 0.0f);
+        // Source channel block bc: rows a (valid of them, a_stride apart) of bv contiguous
+        // channels b, into the destination rows b_lo + b (C0 lanes a each).
+        for (dim_t bc = 0; bc < sg.c1; ++bc) {
+            const dim_t bv = std::min(c0, sg.c - bc * c0);
+            const float* in = src + sg.offset(q.c1 * c0, q.kd, bc, q.kh, q.kw, 0);
+            for (dim_t ai = 0; ai < valid; ++ai)
+                for (dim_t bi = 0; bi < bv; ++bi) tile[bi * c0 + ai] = in[ai * a_stride + bi];
+            std::memcpy(out + (b_lo + bc * c0) * c0, tile,
+                        static_cast<std::size_t>(bv * c0) * sizeof(float));
         }
+        std::fill(out + (b_lo + sg.c) * c0, out + b_hi * c0, 0.0f);  // channels b >= B
     }
 }
 
@@ -865,19 +892,26 @@ void fliprot_fz_kernel(const Problem& p, dim_t c0, const float* src, float* dst)
         const Row4 q = unrow(dg, r);
         float* out = dst + dg.offset(r, 0, 0, 0);
         const dim_t valid = std::min(c0, kg - q.c1 * c0);  // lanes kc < K/G
-        for (dim_t c = 0; c < dg.n1 * kN0; ++c) {
-            float* lane = out + c * c0;
-            if (c >= dg.o || valid <= 0) {
-                std::fill(lane, lane + c0, 0.0f);
-                continue;
-            }
-            const dim_t g = c / cg, cc = c % cg;
-            const dim_t row = sg.row(sg.d - 1 - q.kd, cc / c0, sg.h - 1 - q.kh, sg.w - 1 - q.kw);
-            const float* in = src + sg.offset(row, 0, 0, cc % c0);
-            const dim_t o0 = g * kg + q.c1 * c0;  // source output channel of lane 0
-            for (dim_t ci = 0; ci < valid; ++ci) lane[ci] = in[(o0 + ci) * c0];
-            std::fill(lane + std::max<dim_t>(valid, 0), lane + c0, 0.0f);
+        if (valid <= 0) {
+            std::fill(out, out + dg.n1 * kN0 * c0, 0.0f);
+            continue;
         }
+        float tile[64 * 64];  // tile[t*C0 + ci]; lanes ci >= valid stay zero
+        std::fill(tile, tile + c0 * c0, 0.0f);
+        // A run of destination rows c = c_0 + t of one group g and one source lane block
+        // cc/C0: the source rows o = g*K/G + kc1*C0 + ci (C0 apart, contiguous in the lanes
+        // x = cc%C0 + t) of the flipped tap's fractal row.
+        for (dim_t c = 0; c < dg.o;) {
+            const dim_t g = c / cg, cc = c % cg, x0 = cc % c0;
+            const dim_t len = std::min({c0 - x0, cg - cc, dg.o - c});
+            const dim_t row = sg.row(sg.d - 1 - q.kd, cc / c0, sg.h - 1 - q.kh, sg.w - 1 - q.kw);
+            const float* in = src + sg.offset(row, 0, 0, 0) + (g * kg + q.c1 * c0) * c0 + x0;
+            for (dim_t ci = 0; ci < valid; ++ci)
+                for (dim_t t = 0; t < len; ++t) tile[t * c0 + ci] = in[ci * c0 + t];
+            std::memcpy(out + c * c0, tile, static_cast<std::size_t>(len * c0) * sizeof(float));
+            c += len;
+        }
+        std::fill(out + dg.o * c0, out + dg.n1 * kN0 * c0, 0.0f);  // rows c >= C
     }
 }
 

@@ -555,6 +555,7 @@ PreparedWeights prepare_weights(const Problem& p, Pass pass, const float* wei, P
     PreparedWeights w;
     w.problem_ = p;
     w.pass_ = pass;
+    davinci::prepare_fractal(w, wei, prof);
     Problem q = p;  // the problem whose tiles read the panels: for backward data its forward
     const PanelLayout layout = pass == Pass::Forward ? forward_layout(p, tuning, true)
                                                      : backward_data_layout(p, tuning, &q);

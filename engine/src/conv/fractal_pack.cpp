@@ -1,0 +1,147 @@
+// The B operands of the fractal products packed from OIHW weights in one pass: the forward's
+// FRACTAL_Z with each fractal turned C0 x 16, backward data's FlipRot(W) in the same form
+// (which pack_weight, fliprot_fz and transpose_b made in three passes), either in fp32 or in bf16
+// pairs for vdpbf16ps; and their layout prepared once per weight (prepare_weights), as the NCHW
+// algorithms' panels are.
+#include "omp_compat.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "convlab/maps.hpp"
+#include "fractal_kernel.hpp"
+
+namespace convlab::davinci {
+
+namespace {
+
+// B of geometry g (O' = 16-row blocks, I' = C0-lane blocks, taps) from the source value of
+// (o, i, tap) at src[o*so + i*si + (flip ? S-1-tap : tap)]: one (nb, c1) block at a time, its
+// fractals (taps x 16 x C0, in L1 or L2) zeroed, then each (o, i) run of taps read in order.
+// Put(fractal, k, j, v) stores W(nb*16 + j, c1*C0 + k) of the fractal.
+template <class T, class Put>
+void pack_b(const WeiGeom& g, const float* src, dim_t so, dim_t si, bool flip, T* dst, Put put) {
+    const dim_t taps = g.taps(), frac = kN0 * g.c0;
+#pragma omp parallel for collapse(2) schedule(static) if (g.size() > 65536)
+    for (dim_t nb = 0; nb < g.n1; ++nb)
+        for (dim_t c1 = 0; c1 < g.i1; ++c1) {
+            const dim_t valid = std::min(g.c0, g.i - c1 * g.c0);
+            for (dim_t kd = 0; kd < g.d; ++kd)
+                for (dim_t kh = 0; kh < g.h; ++kh)
+                    for (dim_t kw = 0; kw < g.w; ++kw) {
+                        T* f = dst + g.offset(g.row(kd, c1, kh, kw), nb, 0, 0);
+                        std::fill(f, f + frac, T{});
+                    }
+            for (dim_t j = 0; j < kN0 && nb * kN0 + j < g.o; ++j)
+                for (dim_t k = 0; k < valid; ++k) {
+                    const float* in = src + (nb * kN0 + j) * so + (c1 * g.c0 + k) * si;
+                    dim_t tap = 0;
+                    for (dim_t kd = 0; kd < g.d; ++kd)
+                        for (dim_t kh = 0; kh < g.h; ++kh)
+                            for (dim_t kw = 0; kw < g.w; ++kw, ++tap) {
+                                T* f = dst + g.offset(g.row(kd, c1, kh, kw), nb, 0, 0);
+                                put(f, k, j, in[flip ? taps - 1 - tap : tap]);
+                            }
+                }
+        }
+}
+
+const auto put_f32 = [](float* f, dim_t k, dim_t j, float v) { f[k * kN0 + j] = v; };
+const auto put_pairs = [](std::uint16_t* f, dim_t k, dim_t j, float v) {
+    f[(k / 2) * 2 * kN0 + 2 * j + k % 2] = float_to_bf16(v);
+};
+
+void check_even(const char* what, dim_t c0) {
+    if (c0 % 2)
+        throw Error(std::string(what) + ": c0 = " + std::to_string(c0) +
+                    ": bf16 pairs need an even C0");
+}
+
+// FlipRot(W)'s geometry for one group: (C/G, K/G, k...).
+WeiGeom fliprot_geom(const Problem& p1, dim_t c0) {
+    return WeiGeom::of(maps::backward_data_as_forward(p1).wei_dims(), c0);
+}
+
+}  // namespace
+
+void pack_weight_pairs(std::span<const dim_t> dims, dim_t c0, const float* src,
+                       std::uint16_t* dst) {
+    check_even("pack_weight_pairs", c0);
+    const WeiGeom g = WeiGeom::of(dims, c0);
+    pack_b(g, src, g.i * g.taps(), g.taps(), false, dst, put_pairs);
+}
+
+void pack_weight_fliprot_transposed(const Problem& p1, dim_t c0, const float* wei, float* dst) {
+    const WeiGeom g = fliprot_geom(p1, c0);
+    // W (K, C, taps): FlipRot(W)(c, kc, tap) = W[(kc*C + c)*S + S-1-tap].
+    pack_b(g, wei, g.taps(), g.o * g.taps(), true, dst, put_f32);
+}
+
+void pack_weight_fliprot_pairs(const Problem& p1, dim_t c0, const float* wei, std::uint16_t* dst) {
+    check_even("pack_weight_fliprot_pairs", c0);
+    const WeiGeom g = fliprot_geom(p1, c0);
+    pack_b(g, wei, g.taps(), g.o * g.taps(), true, dst, put_pairs);
+}
+
+namespace {
+
+Problem one_group_of(const Problem& p) {
+    Problem q = p;
+    q.ic = p.icg();
+    q.oc = p.ocg();
+    q.groups = 1;
+    return q;
+}
+
+// Floats of one group's prepared B.
+dim_t group_size(const Problem& p, Pass pass) {
+    const Problem p1 = one_group_of(p);
+    return pass == Pass::Forward ? WeiGeom::of(p1.wei_dims(), kC0).size()
+                                 : fliprot_geom(p1, kC0).size();
+}
+
+}  // namespace
+
+dim_t prepared_fractal_size(const Problem& p, Pass pass) {
+    return p.groups * group_size(p, pass);
+}
+
+void prepare_fractal(PreparedWeights& w, const float* wei, Profiler* prof) {
+    const Problem& p = w.problem_;
+    const Pass pass = w.pass_;
+    if (pass == Pass::BackwardData &&
+        !maps::backward_data_as_forward(one_group_of(p)).validate(true).empty())
+        return;  // fractal_via_forward refuses this problem; nothing to prepare
+    const dim_t per_group = group_size(p, pass);
+    const auto n = static_cast<std::size_t>(p.groups * per_group);
+    auto* data = static_cast<float*>(std::aligned_alloc(64, (n * sizeof(float) + 63) / 64 * 64));
+    if (!data)
+        throw Error("prepared: " + std::to_string(n * sizeof(float)) +
+                    " bytes of fractal weights do not fit in memory");
+    w.fractal_ = std::shared_ptr<const float[]>(
+        data, [](const float* f) { std::free(const_cast<float*>(f)); });
+    w.fractal_size_ = n;
+    const Problem p1 = one_group_of(p);
+    const dim_t wslice = p1.oc * p1.ic * p.kernel_spatial();
+    Span s(prof, pass == Pass::Forward ? "pack_wei" : "fliprot");
+    for (dim_t g = 0; g < p.groups; ++g) {
+        if (pass == Pass::Forward)
+            pack_weight_transposed(p1.wei_dims(), kC0, wei + g * wslice, data + g * per_group);
+        else
+            pack_weight_fliprot_transposed(p1, kC0, wei + g * wslice, data + g * per_group);
+    }
+}
+
+}  // namespace convlab::davinci
+
+namespace convlab {
+
+const float* PreparedWeights::fractal(const Problem& p, Pass pass) const {
+    check(p, pass);
+    return fractal_size_ ? fractal_.get() : nullptr;
+}
+
+}  // namespace convlab

@@ -1,0 +1,384 @@
+// The fractal algorithms' bf16 products (vdpbf16ps where the CPU has AVX512_BF16), the B
+// operands packed from OIHW in one pass, and the fractal layout of prepare_weights: each against
+// the reference on every element (fp32 and small integers exactly; real bf16 data within the
+// tolerances of the emulated bf16 storage), on every ISA the CPU has.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "../engine/src/conv/fractal_kernel.hpp"
+#include "../engine/src/gemm/microkernel.hpp"
+#include "convlab/conv.hpp"
+#include "convlab/davinci.hpp"
+#include "convlab/maps.hpp"
+#include "convlab/tensor.hpp"
+#include "test_util.hpp"
+
+using convlab::dim_t;
+using convlab::DType;
+using convlab::Problem;
+using convlab::Tensor;
+namespace dv = convlab::davinci;
+namespace detail = convlab::detail;
+
+namespace {
+
+struct KernelGuard {
+    std::string before = detail::microkernel().isa;
+    ~KernelGuard() { detail::select_microkernel(before.c_str()); }
+};
+
+std::vector<std::string> isas() {
+    int nk = 0;
+    const detail::MicroKernel* uks = detail::microkernels(nk);
+    std::vector<std::string> v;
+    for (int u = 0; u < nk; ++u) v.emplace_back(uks[u].isa);
+    return v;
+}
+
+bool cpu_has_bf16() {
+    KernelGuard guard;
+    return detail::select_microkernel("avx512") && dv::fractal_bf16_native(16);
+}
+
+float bf16_round(float v) {
+    return convlab::bf16_to_float(convlab::float_to_bf16(v));
+}
+
+// The kernel's flags as /proc/cpuinfo lists them (Linux), independently of the engine's cpuid:
+// 1 with avx512_bf16, 0 without, -1 where there is no such file.
+int cpuinfo_has_bf16() {
+    std::ifstream in("/proc/cpuinfo");
+    if (!in) return -1;
+    std::string line;
+    while (std::getline(in, line))
+        if (line.rfind("flags", 0) == 0) return line.find(" avx512_bf16") != std::string::npos;
+    return -1;
+}
+
+Tensor rounded(const Tensor& t) {
+    Tensor r = t;
+    for (dim_t i = 0; i < r.numel(); ++i) r.f32()[i] = bf16_round(r.f32()[i]);
+    return r;
+}
+
+}  // namespace
+
+TEST_CASE("fractal bf16: the dispatch follows the CPU and CONVLAB_ISA's cap") {
+    KernelGuard guard;
+    for (const std::string& isa : isas()) {
+        REQUIRE(detail::select_microkernel(isa.c_str()));
+        const bool native = dv::fractal_bf16_native(16);
+        INFO(isa);
+        // Only under AVX-512 and only with AVX512_BF16; never for an odd or unsupported kr.
+        if (isa != "avx512") CHECK_FALSE(native);
+        if (isa == "avx512" && cpuinfo_has_bf16() >= 0) CHECK(native == (cpuinfo_has_bf16() == 1));
+        CHECK_FALSE(dv::fractal_bf16_native(5));
+        CHECK_FALSE(dv::fractal_bf16_native(6));
+        CHECK(std::string(dv::fractal_bf16_isa(16)) == (native ? "avx512_bf16" : isa));
+        if (!native) {
+            std::uint16_t a[16 * 16] = {}, b[16 * 16] = {};
+            float c[16 * 16] = {};
+            CHECK_THROWS_AS(dv::fractal_product_bf16(16, 1, a, 0, b, 0, c, 16, false),
+                            convlab::Error);
+        }
+    }
+}
+
+TEST_CASE("fractal bf16: fractal_product_bf16 equals plain fp32 loops on every element") {
+    if (!cpu_has_bf16()) {
+        MESSAGE("no AVX512_BF16 on this CPU: the bf16 products are not run");
+        return;
+    }
+    KernelGuard guard;
+    REQUIRE(detail::select_microkernel("avx512"));
+    std::mt19937 rng(611);
+    int cases = 0;
+    for (const dim_t kr : {4, 8, 16, 32})
+        for (const dim_t rows : {0, 1, 3, 17})
+            for (const bool acc : {false, true})
+                for (const bool integers : {true, false}) {
+                    const dim_t a_step = 16 * kr + 6, b_step = 16 * kr + 10, ldc = 19;
+                    std::uniform_int_distribution<int> di(-4, 4);
+                    std::uniform_real_distribution<float> dr(-1.0f, 1.0f);
+                    const auto value = [&] {
+                        return integers ? static_cast<float>(di(rng)) : bf16_round(dr(rng));
+                    };
+                    // A and B as fp32 (row-major 16 x kr; kr x 16) and their bf16 forms.
+                    std::vector<float> af(static_cast<std::size_t>((rows + 1) * a_step)),
+                        bf(static_cast<std::size_t>((rows + 1) * kr * 16));
+                    std::vector<std::uint16_t> a16(af.size()),
+                        b16(static_cast<std::size_t>((rows + 1) * b_step));
+                    for (std::size_t i = 0; i < af.size(); ++i) af[i] = value();
+                    for (std::size_t i = 0; i < bf.size(); ++i) bf[i] = value();
+                    dv::bf16_bits(af.data(), a16.data(), static_cast<dim_t>(af.size()));
+                    for (dim_t r = 0; r <= rows; ++r)
+                        for (dim_t k = 0; k < kr; ++k)
+                            for (dim_t j = 0; j < 16; ++j)
+                                b16[static_cast<std::size_t>(r * b_step + (k / 2) * 32 + 2 * j +
+                                                             k % 2)] =
+                                    convlab::float_to_bf16(
+                                        bf[static_cast<std::size_t>((r * kr + k) * 16 + j)]);
+                    std::vector<float> c_in(16 * ldc);
+                    for (float& v : c_in) v = value();
+                    std::vector<float> c = c_in;
+                    dv::fractal_product_bf16(kr, rows, a16.data(), a_step, b16.data(), b_step,
+                                             c.data(), ldc, acc);
+                    dim_t bad = 0, touched = 0;
+                    double worst = 0;
+                    for (dim_t i = 0; i < 16; ++i)
+                        for (dim_t j = 0; j < ldc; ++j) {
+                            const auto at = static_cast<std::size_t>(i * ldc + j);
+                            if (j >= 16) {
+                                touched += c[at] != c_in[at];
+                                continue;
+                            }
+                            double want = acc ? c_in[at] : 0.0, mag = std::abs(want);
+                            for (dim_t r = 0; r < rows; ++r)
+                                for (dim_t k = 0; k < kr; ++k) {
+                                    const double t =
+                                        double(
+                                            af[static_cast<std::size_t>(r * a_step + i * kr + k)]) *
+                                        double(bf[static_cast<std::size_t>((r * kr + k) * 16 + j)]);
+                                    want += t;
+                                    mag += std::abs(t);
+                                }
+                            if (integers)
+                                bad += double(c[at]) != want;
+                            else
+                                worst =
+                                    std::max(worst, std::abs(double(c[at]) - want) / (mag + 1e-30));
+                        }
+                    INFO("kr " << kr << " rows " << rows << " acc " << acc << " integers "
+                               << integers);
+                    CHECK(bad == 0);
+                    CHECK(touched == 0);
+                    // fp32 accumulation of exact products: far below 1e-4 of the terms' magnitude.
+                    CHECK(worst < 1e-4);
+                    ++cases;
+                }
+    CHECK(cases == 64);
+}
+
+TEST_CASE("fractal bf16: B packed from OIHW in one pass equals pack, FlipRot and transpose") {
+    std::mt19937 rng(612);
+    for (const char* desc :
+         {"mb1ic20ih5oc33oh5kh3ph1", "mb1ic5id3ih4iw4oc17od2oh2ow2kd2kh3kw3",
+          "mb1ic35iw9oc16ow5kw5", "g2mb3ic40ih9oc36oh4kh3sh2ph1dh1", "mb1ic16ih3oc40oh3kh1"})
+        for (const dim_t c0 : {16, 8, 32, 4}) {
+            const Problem p = convlab::parse_descriptor(desc);
+            Problem p1 = p;
+            p1.ic = p.icg();
+            p1.oc = p.ocg();
+            p1.groups = 1;
+            const std::vector<dim_t> wd = p1.wei_dims();
+            const Tensor w = convlab::test::real_tensor(wd, rng);
+            const dim_t frac = 16 * c0;
+            INFO(desc << " c0 " << c0);
+            // Forward: pack_weight_pairs = pack_weight_transposed in bf16 pairs.
+            const dim_t size = dv::WeiGeom::of(wd, c0).size();
+            std::vector<float> bt(static_cast<std::size_t>(size));
+            std::vector<std::uint16_t> pairs(static_cast<std::size_t>(size), 0x7fff);
+            dv::pack_weight_transposed(wd, c0, w.f32(), bt.data());
+            dv::pack_weight_pairs(wd, c0, w.f32(), pairs.data());
+            dim_t bad = 0;
+            for (dim_t f = 0; f < size / frac; ++f)
+                for (dim_t k = 0; k < c0; ++k)
+                    for (dim_t j = 0; j < 16; ++j)
+                        bad += pairs[static_cast<std::size_t>(f * frac + (k / 2) * 32 + 2 * j +
+                                                              k % 2)] !=
+                               convlab::float_to_bf16(
+                                   bt[static_cast<std::size_t>(f * frac + k * 16 + j)]);
+            CHECK(bad == 0);
+            // Backward data: pack_weight_fliprot_transposed = fliprot_fz_kernel of the group's
+            // FRACTAL_Z with every fractal transposed, and its pairs.
+            const std::vector<dim_t> fd = convlab::maps::backward_data_as_forward(p1).wei_dims();
+            const dim_t fsize = dv::WeiGeom::of(fd, c0).size();
+            std::vector<float> fz(static_cast<std::size_t>(size)),
+                flipped(static_cast<std::size_t>(fsize)), got(static_cast<std::size_t>(fsize));
+            std::vector<std::uint16_t> fpairs(static_cast<std::size_t>(fsize), 0x7fff);
+            dv::pack_weight_kernel(wd, c0, w.f32(), fz.data());
+            dv::fliprot_fz_kernel(p1, c0, fz.data(), flipped.data());
+            dv::pack_weight_fliprot_transposed(p1, c0, w.f32(), got.data());
+            dv::pack_weight_fliprot_pairs(p1, c0, w.f32(), fpairs.data());
+            dim_t bad_t = 0, bad_p = 0;
+            for (dim_t f = 0; f < fsize / frac; ++f)
+                for (dim_t j = 0; j < 16; ++j)
+                    for (dim_t k = 0; k < c0; ++k) {
+                        const float want = flipped[static_cast<std::size_t>(f * frac + j * c0 + k)];
+                        bad_t += got[static_cast<std::size_t>(f * frac + k * 16 + j)] != want;
+                        bad_p +=
+                            fpairs[static_cast<std::size_t>(f * frac + (k / 2) * 32 + 2 * j +
+                                                            k % 2)] != convlab::float_to_bf16(want);
+                    }
+            CHECK(bad_t == 0);
+            CHECK(bad_p == 0);
+        }
+    std::vector<std::uint16_t> none(16 * 5 * 9);
+    const std::vector<dim_t> odd{3, 5, 3, 3};
+    CHECK_THROWS_AS(dv::pack_weight_pairs(odd, 5, nullptr, none.data()), convlab::Error);
+}
+
+namespace {
+
+// The three fractal passes with bf16 storage against direct: exact on small integers (their
+// products and sums are exact in bf16 x bf16 -> fp32), within the emulated storage's tolerance on
+// real data; returns the forward's result on real data (to compare ISAs).
+Tensor check_bf16(const Problem& p, dim_t c0, std::mt19937& rng, const std::string& isa) {
+    using convlab::test::integer_tensor;
+    using convlab::test::real_tensor;
+    const dv::Options o{c0, DType::bf16};
+    const std::string d = convlab::to_descriptor(p) + " c0 " + std::to_string(c0) + " " + isa;
+    {
+        const Tensor x = integer_tensor(p.src_dims(), rng);
+        const Tensor w = integer_tensor(p.wei_dims(), rng);
+        const Tensor dy = integer_tensor(p.dst_dims(), rng);
+        convlab::test::check_equal(dv::forward(p, x, w, nullptr, o),
+                                   rounded(convlab::forward(p, x, w, nullptr, "direct")),
+                                   d + " fwd");
+        convlab::test::check_equal(dv::backward_data(p, dy, w, o),
+                                   rounded(convlab::backward_data(p, dy, w, "direct")),
+                                   d + " bwd_data");
+        convlab::test::check_equal(dv::backward_weight(p, x, dy, o),
+                                   convlab::backward_weight(p, x, dy, "direct"), d + " bwd_weight");
+    }
+    const Tensor x = real_tensor(p.src_dims(), rng);
+    const Tensor w = real_tensor(p.wei_dims(), rng);
+    const Tensor dy = real_tensor(p.dst_dims(), rng);
+    const double len_f = double(p.icg() * p.kernel_spatial()),
+                 len_d = double(p.ocg() * p.kernel_spatial()),
+                 len_w = double(p.mb * p.out_spatial());
+    Tensor y = dv::forward(p, x, w, nullptr, o);
+    convlab::test::check_close(y, convlab::forward(p, x, w, nullptr, "direct"), 1e-2, 1e-2 * len_f,
+                               d + " fwd real");
+    convlab::test::check_close(dv::backward_data(p, dy, w, o),
+                               convlab::backward_data(p, dy, w, "direct"), 1e-2, 1e-2 * len_d,
+                               d + " bwd_data real");
+    convlab::test::check_close(dv::backward_weight(p, x, dy, o),
+                               convlab::backward_weight(p, x, dy, "direct"), 1e-2, 1e-2 * len_w,
+                               d + " bwd_weight real");
+    return y;
+}
+
+}  // namespace
+
+TEST_CASE("fractal bf16: native and emulated bf16 equal direct on random 1-D, 2-D, 3-D problems") {
+    KernelGuard guard;
+    const bool native = cpu_has_bf16();
+    // 3-D, groups, C off the multiples of 16, batches of 17 and 3 (not multiples of 16), a
+    // reduction of several row blocks (C 300), K 520 (33 channel blocks).
+    const char* descs[] = {"mb17ic20ih7oc33oh4kh3sh2ph1",
+                           "g2mb3ic40ih9oc36oh4kh3sh2ph1dh1",
+                           "mb2ic19id5ih5iw5oc40od3oh3ow3kd3kh3kw3sd2sh2sw2pd1ph1pw1",
+                           "mb5ic35iw40oc70ow18kw5sw2dw1pw2",
+                           "mb2ic300ih5oc40oh5kh3ph1",
+                           "mb3ic5ih9oc520oh9kh3ph1"};
+    std::vector<Tensor> first;
+    dim_t differ = 0;
+    for (const std::string& isa : isas()) {
+        REQUIRE(detail::select_microkernel(isa.c_str()));
+        std::mt19937 rng(613);  // the same data on every ISA
+        std::vector<Tensor> ys;
+        for (const char* desc : descs)
+            for (const dim_t c0 : {16, 8, 32, 5})
+                ys.push_back(check_bf16(convlab::parse_descriptor(desc), c0, rng, isa));
+        for (int t = 0; t < 30; ++t) {
+            Problem p = convlab::test::random_problem(rng);
+            p.mb = 1 + t % 19;
+            ys.push_back(check_bf16(p, t % 3 == 0 ? 8 : 16, rng, isa));
+        }
+        if (first.empty()) {
+            first = std::move(ys);
+        } else {
+            for (std::size_t i = 0; i < ys.size(); ++i)
+                for (dim_t e = 0; e < ys[i].numel(); ++e)
+                    differ += ys[i].f32()[e] != first[i].f32()[e];
+        }
+    }
+    // The native products add pairs in another order (and flush denormals): on real data some
+    // results differ from the emulation's in their last bits, which shows the native path ran.
+    if (native && isas().size() > 1) CHECK(differ > 0);
+}
+
+TEST_CASE("fractal prepare_weights: the fractal layout is packed once and read instead") {
+    std::mt19937 rng(614);
+    for (const char* desc : {"mb2ic20ih7oc33oh7kh3ph1", "g2mb3ic40ih9oc36oh4kh3sh2ph1dh1",
+                             "mb1ic19id4ih5iw5oc18od4oh5ow5kd3kh3kw3pd1ph1pw1",
+                             "mb3ic64ih8oc40oh4kh1sh2", "mb1ic300ih5oc40oh5kh3ph1"}) {
+        const Problem p = convlab::parse_descriptor(desc);
+        INFO(desc);
+        const Tensor x = convlab::test::integer_tensor(p.src_dims(), rng);
+        const Tensor w = convlab::test::integer_tensor(p.wei_dims(), rng);
+        const Tensor dy = convlab::test::integer_tensor(p.dst_dims(), rng);
+        convlab::Profiler pf, pb;
+        const convlab::PreparedWeights fw =
+            convlab::prepare_weights(p, convlab::Pass::Forward, w.f32(), &pf);
+        const convlab::PreparedWeights bw =
+            convlab::prepare_weights(p, convlab::Pass::BackwardData, w.f32(), &pb);
+        REQUIRE(fw.fractal(p, convlab::Pass::Forward) != nullptr);
+        REQUIRE(bw.fractal(p, convlab::Pass::BackwardData) != nullptr);
+        CHECK(fw.bytes() >= std::size_t(dv::prepared_fractal_size(p, convlab::Pass::Forward)) * 4);
+        // The calls read them: no weight packing inside (no pack_wei / fliprot span), the same
+        // results as direct.
+        convlab::Profiler cf, cb;
+        convlab::test::check_equal(convlab::forward(p, x, w, nullptr, "fractal", &cf, &fw),
+                                   convlab::forward(p, x, w, nullptr, "direct"), "fwd prepared");
+        convlab::test::check_equal(
+            convlab::backward_data(p, dy, w, "fractal_via_forward", &cb, &bw),
+            convlab::backward_data(p, dy, w, "direct"), "bwd_data prepared");
+        CHECK(cf.seconds("pack_wei") == 0);
+        CHECK(cb.seconds("fliprot") == 0);
+        CHECK(cf.seconds("fractal_gemm") > 0);
+        // Without them the calls pack their own (one pass from OIHW).
+        convlab::Profiler nf, nb;
+        (void)convlab::forward(p, x, w, nullptr, "fractal", &nf);
+        (void)convlab::backward_data(p, dy, w, "fractal_via_forward", &nb);
+        CHECK(nf.seconds("pack_wei") > 0);
+        CHECK(nb.seconds("fliprot") > 0);
+        // Prepared for another problem or pass: refused.
+        Problem other = p;
+        other.mb += 1;
+        const Tensor x2 = convlab::test::integer_tensor(other.src_dims(), rng);
+        CHECK_THROWS_AS(convlab::forward(other, x2, w, nullptr, "fractal", nullptr, &fw),
+                        convlab::Error);
+        CHECK_THROWS_AS(convlab::backward_data(p, dy, w, "fractal_via_forward", nullptr, &fw),
+                        convlab::Error);
+    }
+}
+
+TEST_CASE("fractal_via_forward: strided 1x1 backward data inserts the zeros after the products") {
+    std::mt19937 rng(615);
+    // Strides 2 and 3, leftover rows (10 = 3*3 + 1), pad_end > 0, 1-D, 3-D, groups.
+    for (const char* desc :
+         {"mb2ic20ih9oc33oh5kh1sh2", "mb2ic3ih10oc4oh4kh1sh3", "mb1ic6ih7oc5oh4kh1sh2phe1",
+          "mb3ic17iw11oc9ow6kw1sw2", "mb1ic5id5ih5iw5oc7od3oh3ow3kd1kh1kw1sd2sh2sw2",
+          "g2mb2ic8ih8oc6oh4kh1sh2"}) {
+        const Problem p = convlab::parse_descriptor(desc);
+        INFO(desc);
+        const Tensor dy = convlab::test::integer_tensor(p.dst_dims(), rng);
+        const Tensor w = convlab::test::integer_tensor(p.wei_dims(), rng);
+        for (const dim_t c0 : {16, 8, 5}) {
+            convlab::Profiler prof;
+            convlab::test::check_equal(dv::backward_data(p, dy, w, {c0, DType::f32}, &prof),
+                                       convlab::backward_data(p, dy, w, "direct"),
+                                       std::string(desc) + " c0 " + std::to_string(c0));
+            // No pad of the zero-inserted dY: the products ran on dY's positions only.
+            CHECK(prof.seconds("pad") == 0);
+            CHECK(prof.seconds("zero-insert") > 0);
+            CHECK(prof.seconds("fractal_gemm") > 0);
+        }
+    }
+    // With padding the zero-inserted path stays (its pad runs).
+    const Problem padded = convlab::parse_descriptor("mb1ic4ih9oc4oh5kh1sh2ph1");
+    const Tensor dy = convlab::test::integer_tensor(padded.dst_dims(), rng);
+    const Tensor w = convlab::test::integer_tensor(padded.wei_dims(), rng);
+    convlab::Profiler prof;
+    convlab::test::check_equal(dv::backward_data(padded, dy, w, {}, &prof),
+                               convlab::backward_data(padded, dy, w, "direct"), "padded 1x1");
+    CHECK(prof.seconds("pad") > 0);
+}
