@@ -439,6 +439,61 @@ TEST_CASE("app model: hover formulas list their terms with the numbers filled in
     }
 }
 
+// The hovers of the views over im2col, col2im, strided, the padding and winograd_tiles are their
+// maps' expressions: a cell's hover holds the map's explain lines at that cell (bindings and
+// guards with the numbers filled in, "; " apart), then its partner. A hand-written formula that
+// drifts from the map fails here.
+TEST_CASE("app model: hovers of the map views are their maps' explain lines") {
+    struct Case {
+        const char* view;
+        const char* desc;
+        const char* panel;  // the panel whose cells the map's domain is
+        IndexMap map;
+    };
+    const Problem ps = parse_descriptor("mb1ic2ih5oc2kh3sh2ph1");
+    const Problem pw = parse_descriptor("mb1ic2ih6oc2kh3ph1");
+    const Case cases[] = {
+        {"im2col", "mb1ic2ih5oc2kh3sh2ph1", "B", maps::im2col(ps)},
+        {"col2im", "mb1ic2ih5oc2kh3sh2ph1", "B*", maps::col2im(ps)},
+        {"stride", "mb1ic2ih5oc2kh3sh2ph1", "Z", maps::strided(ps)},
+        {"stride", "mb1ic2ih5oc2kh3sh2ph1", "P", maps::pad_for_backward_data(ps)},
+        {"stride", "mb1ic2ih5oc2kh3sh2ph1", "W'", maps::flip_rot(ps)},
+        {"winograd", "mb1ic2ih6oc2kh3ph1", "D", maps::winograd_tiles(pw)},
+        {"weight_grad", "mb1ic2ih5oc2kh3sh2ph1", "B", maps::im2col(ps)},
+    };
+    for (const Case& cs : cases) {
+        const app::ViewModel v = build(cs.view, cs.desc);
+        int panel = -1;
+        for (std::size_t i = 0; i < v.panels.size(); ++i)
+            if (v.panels[i].name == cs.panel) panel = static_cast<int>(i);
+        REQUIRE(panel >= 0);
+        REQUIRE(cs.map.expr() != nullptr);
+        const dim_t n = v.panels[static_cast<std::size_t>(panel)].numel();
+        REQUIRE(n ==
+                (cs.map.kind() == IndexMap::Kind::Gather ? cs.map.dst() : cs.map.src()).numel());
+        int padded = 0;
+        for (dim_t c = 0; c < n; c += 5) {
+            std::vector<std::string> lines = cs.map.explain_lines(c);
+            REQUIRE(lines.size() >= 2);
+            lines.pop_back();  // the pair, named by the hover with the panels' names
+            std::string arith;
+            for (const auto& l : lines) arith += (arith.empty() ? "" : "; ") + l;
+            padded += arith.find("fails") != std::string::npos;
+            const std::string f = v.formula(v, panel, c);
+            INFO(cs.view << " " << cs.panel << " cell " << c << ": " << f);
+            CHECK(f.find(": " + arith +
+                         (cs.map.kind() == IndexMap::Kind::Gather ? " <- " : " -> ")) !=
+                  std::string::npos);
+        }
+        // The padding cases are among the cells checked (a guard that fails), except for maps
+        // without guards.
+        if (cs.map.expr()->guards().empty())
+            CHECK(padded == 0);
+        else
+            CHECK(padded > 0);
+    }
+}
+
 // A view too large to show is refused from the problem's sizes before anything is allocated
 // (mb1ic64ih400oc64kh3ph1 would otherwise allocate and fill ~486 MB), with one message that
 // names the sizes and the limit; the shot adds "view im2col: " once.
