@@ -532,6 +532,24 @@ TEST_CASE("charts: convlab bench writes verified CSV, JSON and charts, bad input
         REQUIRE(labels.size() == 2);
         CHECK(labels[0] != labels[1]);
         CHECK(labels[1].find("Other CPU") == 0);
+        // Three runs of one machine on one day, saved as x/run1, y/run1 and y/run1b: the
+        // portable and native builds' runs named by their builds, two of one build by their
+        // folders (the last component alone, "run1", would name two of them alike).
+        {
+            Results p1 = j, n1 = j, n2 = j;
+            p1.machine.engine_isa = "baseline, kernels avx512";
+            n1.machine.engine_isa = n2.machine.engine_isa = "avx512f avx2 fma, kernels avx512";
+            const std::vector<std::string> three = run_labels(
+                {p1, n1, n2}, {"m/x/run1/results.json", "m/y/run1/results.json", "m/z/run1"});
+            REQUIRE(three.size() == 3);
+            CHECK(three[0] != three[1]);
+            CHECK(three[1] != three[2]);
+            CHECK(three[0] != three[2]);
+            CHECK(three[0].find("[baseline, kernels avx512]") != std::string::npos);
+            CHECK(three[0].find("(") == std::string::npos);
+            CHECK(three[1].find("(y/run1)") != std::string::npos);
+            CHECK(three[2].find("(z/run1)") != std::string::npos);
+        }
         const Chart c = machines_chart(runs, labels, Pass::Forward);
         REQUIRE(c.series.size() == 2);
         REQUIRE(c.x.categories == std::vector<std::string>{"im2col_gemm"});

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <map>
 
 namespace convlab::charts {
@@ -714,17 +715,48 @@ Chart gflops_chart(const Results& r, Pass pass) {
 
 std::vector<std::string> run_labels(const std::vector<Results>& runs,
                                     const std::vector<std::string>& files) {
-    std::vector<std::string> labels;
+    std::vector<std::string> out;
     for (const Results& r : runs)
-        labels.push_back(r.machine.cpu + ", " + std::to_string(r.machine.threads) +
-                         (r.machine.threads == 1 ? " thread, " : " threads, ") +
-                         r.machine.date.substr(0, 10));
-    // Two runs of one machine on one day: told apart by their files.
-    std::vector<std::string> out = labels;
-    for (std::size_t i = 0; i < labels.size(); ++i)
-        if (std::count(labels.begin(), labels.end(), labels[i]) > 1)
-            out[i] += " (" + (i < files.size() ? files[i] : "run " + std::to_string(i + 1)) + ")";
-    return out;
+        out.push_back(r.machine.cpu + ", " + std::to_string(r.machine.threads) +
+                      (r.machine.threads == 1 ? " thread, " : " threads, ") +
+                      r.machine.date.substr(0, 10));
+    const auto clashes = [&](std::size_t i) {
+        return std::count(out.begin(), out.end(), out[i]) > 1;
+    };
+    // Runs of one machine on one day: told apart first by their builds (portable or native
+    // flags, the kernels' ISA), then by the shortest tail of their paths that differs.
+    std::vector<std::string> next = out;
+    for (std::size_t i = 0; i < out.size(); ++i)
+        if (clashes(i))
+            for (std::size_t k = 0; k < out.size(); ++k)
+                if (k != i && out[k] == out[i] &&
+                    runs[k].machine.engine_isa != runs[i].machine.engine_isa)
+                    next[i] = out[i] + " [" + runs[i].machine.engine_isa + "]";
+    out = next;
+    const auto tail = [&](std::size_t i, std::size_t parts) {
+        if (i >= files.size()) return "run " + std::to_string(i + 1);
+        std::filesystem::path p(files[i]);
+        if (p.filename() == "results.json" && p.has_parent_path()) p = p.parent_path();
+        std::vector<std::string> comps;
+        for (const auto& c : p)
+            if (!c.empty() && c != "/" && c != ".") comps.push_back(c.string());
+        std::string t;
+        for (std::size_t n = comps.size() > parts ? comps.size() - parts : 0; n < comps.size(); ++n)
+            t += (t.empty() ? "" : "/") + comps[n];
+        return t.empty() ? "run " + std::to_string(i + 1) : t;
+    };
+    next = out;
+    for (std::size_t i = 0; i < out.size(); ++i) {
+        if (!clashes(i)) continue;
+        for (std::size_t parts = 1; parts <= 16; ++parts) {
+            bool unique = true;
+            for (std::size_t k = 0; k < out.size(); ++k)
+                if (k != i && out[k] == out[i] && tail(k, parts) == tail(i, parts)) unique = false;
+            next[i] = out[i] + " (" + tail(i, parts) + ")";
+            if (unique) break;
+        }
+    }
+    return next;
 }
 
 Chart machines_chart(const std::vector<Results>& runs, const std::vector<std::string>& labels,

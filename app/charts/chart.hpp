@@ -157,7 +157,9 @@ std::vector<std::string> skipped_charts(const bench::Results& r);
 // (same size as `runs`).
 Chart machines_chart(const std::vector<bench::Results>& runs,
                      const std::vector<std::string>& labels, Pass pass);
-// A run's label for machines_chart: "CPU, N threads, date"; `file` added where two would match.
+// A run's label for machines_chart: "CPU, N threads, date"; where two would match, the build
+// ("[baseline, kernels avx2]") where the builds differ, then the shortest tail of the run's path
+// (`files`: results.json or its folder) that tells them apart.
 std::vector<std::string> run_labels(const std::vector<bench::Results>& runs,
                                     const std::vector<std::string>& files);
 

@@ -391,10 +391,7 @@ void replot_runs(const std::vector<std::string>& files, const std::string& dir, 
             return app::parse_results(read_input_file(f, app::kMaxResultsBytes, "a results file"),
                                       "'" + f + "'");
         }));
-        const std::filesystem::path p(f);
-        names.push_back(p.filename() == "results.json" && p.has_parent_path()
-                            ? p.parent_path().filename().string()
-                            : p.filename().string());
+        names.push_back(f);
     }
     const std::vector<std::string> labels = charts::run_labels(runs, names);
     std::vector<charts::Chart> list;
