@@ -387,7 +387,7 @@ TEST_CASE("app render: the canvas and the SVG replay the same panel primitives" 
     TempDir t;
     const auto svg = (t.path / "s.svg").string();
     for (const std::string args : {"--view im2col --problem mb1ic2ih3oc2kh2 --step 2",
-                                   "--view col2im --problem mb1ic2ih3oc2kh2 --step 5",
+                                   "--view col2im --problem mb1ic2ih3oc2kh2 --step 3",
                                    "--view im2col --problem mb1ic1ih4oc1kh3ph1 --step 0"}) {
         const Run r = run_binary("shot " + args + " --svg " + svg, t.path);
         INFO(args << "\n" << r.out << r.err);
