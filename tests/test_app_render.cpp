@@ -346,8 +346,11 @@ TEST_CASE("app render: SVG export and a numbered PNG sequence of a step range" *
             ++n;
         return n;
     };
-    // One rect per cell (W 16, dY 8, B* 32, dX 18), the background and the colour key's 6.
-    CHECK(count(text, "<rect") == 1 + 6 + 16 + 8 + 32 + 18);
+    // One filled rect per cell (W 16, dY 8, B* 32, dX 18), as the canvas fills them; outlines
+    // (the current step's cells) are rects without a fill.
+    CHECK(count(text, "stroke=\"none\"/>") == 16 + 8 + 32 + 18);
+    // The panels' primitives are the canvas's: the same list replayed (export/view_drawing.hpp).
+    CHECK(r.out.find("panels drawn: canvas ") != std::string::npos);
     CHECK(text.find("B* B* = W^T dY") != std::string::npos);
     CHECK(text.find("not written yet") != std::string::npos);
     // dX's 18 cells carry their contribution counts, as in the window.
@@ -359,8 +362,10 @@ TEST_CASE("app render: SVG export and a numbered PNG sequence of a step range" *
                 .status == 0);
     std::ifstream pf(padded);
     const std::string ptext((std::istreambuf_iterator<char>(pf)), {});
-    // + the 5 padding zeros column 0 reads (output (0, 0): 3 above, 2 to the left).
-    CHECK(count(ptext, "<rect") == 1 + 6 + 20 + 16 + 9 * 16 + 5);
+    // Filled: X's 20 padding cells and 16 cells, B's 9 x 16 (the 5 padding zeros column 0
+    // reads, output (0, 0): 3 above, 2 to the left, are filled and outlined).
+    CHECK(count(ptext, "stroke=\"none\"/>") == 20 + 16 + 9 * 16);
+    CHECK(count(ptext, "<line x1=") >= 20);  // each padding cell crossed out
     // Steps 1..3 as col2im_0001.png ... col2im_0003.png, each a different picture.
     std::vector<std::vector<unsigned char>> pics;
     for (int k = 1; k <= 3; ++k) {
@@ -373,6 +378,36 @@ TEST_CASE("app render: SVG export and a numbered PNG sequence of a step range" *
     CHECK_FALSE(fs::exists(seq / "col2im_0004.png"));
     CHECK(pics[0] != pics[1]);
     CHECK(pics[1] != pics[2]);
+}
+
+// The window and the SVG draw a view's panels from one list of primitives (export/
+// view_drawing.hpp): where the canvas shows every cell whole (cells of 34 px and more, as the
+// SVG's 36), both replay the same count of rectangles, lines and texts. A panel drawn by one
+// renderer outside the list (a cell, a label, a count) makes them differ.
+TEST_CASE("app render: the canvas and the SVG replay the same panel primitives" *
+          doctest::skip(!can_render())) {
+    TempDir t;
+    const auto svg = (t.path / "s.svg").string();
+    for (const std::string args : {"--view im2col --problem mb1ic2ih3oc2kh2 --step 2",
+                                   "--view col2im --problem mb1ic2ih3oc2kh2 --step 3",
+                                   "--view im2col --problem mb1ic1ih4oc1kh3ph1 --step 0"}) {
+        const Run r = run_binary("shot " + args + " --svg " + svg, t.path);
+        INFO(args << "\n" << r.out << r.err);
+        REQUIRE(r.status == 0);
+        const auto at = r.out.find("panels drawn: canvas ");
+        REQUIRE(at != std::string::npos);
+        const std::string line = r.out.substr(at, r.out.find('\n', at) - at);
+        const auto semi = line.find("; svg ");
+        REQUIRE(semi != std::string::npos);
+        const std::string canvas = line.substr(21, semi - 21), file = line.substr(semi + 6);
+        MESSAGE(args << ": canvas " << canvas << "; svg " << file);
+        CHECK(canvas == file);
+        CHECK(canvas.rfind("0 rects", 0) != 0);  // the panels were drawn
+        // The cell size the canvas chose: whole cells there too (else the comparison is moot).
+        const auto cells = r.out.find(", cells ");
+        REQUIRE(cells != std::string::npos);
+        CHECK(std::stod(r.out.substr(cells + 8)) >= 34.0);
+    }
 }
 
 TEST_CASE("app render: the fitted view is never cut off, in presenter mode and in a lesson" *

@@ -234,7 +234,9 @@ void run_shot(const Options& opts, std::ostream& out) {
     OutputTransaction transaction;
     const ui::FrameReport r = ui::shot(o);
     transaction.commit();
-    if (!o.svg.empty()) out << "wrote " << o.svg << "\n";
+    if (!o.svg.empty())
+        out << "wrote " << o.svg << "\npanels drawn: canvas " << app::counts_text(r.canvas_prims)
+            << "; svg " << app::counts_text(r.svg_prims) << "\n";
     if (!o.sequence_dir.empty()) out << "wrote the steps to " << o.sequence_dir << "\n";
     if (!o.gif.empty())
         out << "wrote " << o.gif << " (steps " << o.seq_from << " to "

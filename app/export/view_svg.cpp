@@ -1,4 +1,4 @@
-// The view as SVG (App::svg): the panels, cells, values and the legend as vector shapes.
+// The view as SVG (App::svg): the panels' primitives (export/view_drawing.hpp) under a header.
 #include "gui/app.hpp"
 
 namespace convlab::ui {
@@ -26,8 +26,9 @@ std::string xml_escape(const std::string& t) {
 
 }  // namespace
 
-// The view as SVG: the same cells, colours, values, padding, contribution counts, titles and
-// colour key as the window (32 px cells; text wrapped to the panels' slots).
+// The view as SVG: the panels as the window draws them at 36 px cells (the same primitives,
+// export/view_drawing.hpp), under the caption, the step line, the colour key and the panels'
+// titles (text wrapped to the panels' slots).
 std::string App::svg() const {
     if (!view) throw Error("nothing to export yet");
     dim_t total = 0;
@@ -41,7 +42,8 @@ std::string App::svg() const {
         std::snprintf(b, sizeof b, "#%02x%02x%02x", c & 0xff, (c >> 8) & 0xff, (c >> 16) & 0xff);
         return std::string(b);
     };
-    const double u = 32, left = 20, title_px = 15, line_h = 18, char_w = 0.58;
+    // 36 px cells: the size from which the window writes a cell's contribution count (x3).
+    const double u = 36, left = 20, title_px = 15, line_h = 18, char_w = 0.58;
     // Layout twice: the slots' widths decide how many lines the titles wrap into.
     ViewModel v = *view;
     app::layout_view(v, 1.6, 9.0);
@@ -94,94 +96,30 @@ std::string App::svg() const {
           << hex(P.panel_text) << "\">" << xml_escape(e.label) << "</text>\n";
         kx += 19 + 13 * char_w * static_cast<double>(std::strlen(e.label)) + 22;
     }
-    const auto cell = [&](double x, double y, ImU32 fill, ImU32 stroke, double width) {
-        o << "<rect x=\"" << x << "\" y=\"" << y << "\" width=\"" << u << "\" height=\"" << u
-          << "\" fill=\"" << hex(fill) << "\" stroke=\"" << hex(stroke) << "\" stroke-width=\""
-          << width << "\"/>";
-    };
-    const auto text = [&](double x, double y, double size, const std::string& colour,
-                          const std::string& t, const char* anchor = "middle") {
-        o << "<text x=\"" << x << "\" y=\"" << y << "\" font-size=\"" << size << "\" text-anchor=\""
-          << anchor << "\" fill=\"" << colour << "\">" << xml_escape(t) << "</text>";
-    };
+    // Each panel's cells, padding, tile labels, values and outlines: the primitives the canvas
+    // draws (export/view_drawing.hpp), at u px a cell.
+    std::vector<app::DrawPrim> list;
+    svg_prims = {};
     for (std::size_t i = 0; i < v.panels.size(); ++i) {
         const Panel& pn = v.panels[i];
         if (pn.hidden) continue;  // a stage of the lesson not revealed yet, as in the window
-        const app::PanelState& ps = st.panels[i];
         const double tx = left + pn.x * u, ty = top + (pn.y - title_cells) * u;
         for (std::size_t k = 0; k < titles[i].size(); ++k)
             o << "<text x=\"" << tx << "\" y=\"" << ty + 15 + line_h * static_cast<double>(k)
               << "\" font-size=\"" << (k == 0 ? title_px : 13) << "\" fill=\""
               << hex(k == 0 ? P.panel_text : P.dim_text) << "\">" << xml_escape(titles[i][k])
               << "</text>\n";
-        // Padding borders of every tile (zeros), as the window draws them.
-        const dim_t tw = pn.pad_left + pn.cols + pn.pad_right;
-        const dim_t th = pn.pad_top + pn.rows + pn.pad_bottom;
-        if (tw * th > pn.rows * pn.cols) {
-            const dim_t per_row =
-                pn.tiles_per_row > 0 ? std::min(pn.tiles_per_row, pn.tiles_x) : pn.tiles_x;
-            const dim_t wraps = (pn.tiles_x + per_row - 1) / per_row;
-            for (dim_t sr = 0; sr < wraps * pn.tiles_y; ++sr)
-                for (dim_t sc = 0; sc < per_row; ++sc) {
-                    if ((sr % wraps) * per_row + sc >= pn.tiles_x) continue;
-                    const double ox = pn.x + static_cast<double>(sc * (tw + 1));
-                    const double oy = pn.y + static_cast<double>(sr * (th + 1));
-                    for (dim_t r = 0; r < th; ++r)
-                        for (dim_t q = 0; q < tw; ++q) {
-                            if (r >= pn.pad_top && r < pn.pad_top + pn.rows && q >= pn.pad_left &&
-                                q < pn.pad_left + pn.cols)
-                                continue;
-                            const double x = left + (ox + static_cast<double>(q)) * u;
-                            const double y = top + (oy + static_cast<double>(r)) * u;
-                            cell(x, y, P.padding, P.grid, 1);
-                            o << "<line x1=\"" << x << "\" y1=\"" << y << "\" x2=\"" << x + u
-                              << "\" y2=\"" << y + u << "\" stroke=\"" << hex(P.grid) << "\"/>";
-                            text(x + u / 2, y + u * 0.65, 12, hex(P.dim_text), "0");
-                            o << "\n";
-                        }
-                }
-        }
-        for (const CellPos& cp : ps.current_pads) {
-            const double x = left + (pn.x + cp.x) * u, y = top + (pn.y + cp.y) * u;
-            cell(x, y, c_current_pad, P.current, 3);
-            text(x + u / 2, y + u * 0.65, 12, hex(P.value_text), "0");
-            o << "\n";
-        }
-        for (dim_t c = 0; c < pn.numel(); ++c) {
-            const CellPos cp = app::cell_pos(pn, c);
-            const double x = left + cp.x * u, y = top + cp.y * u;
-            const ImU32 col = cell_colour(i, c);
-            const auto cu = static_cast<std::size_t>(c);
-            const bool current = (ps.flags[cu] & app::kCurrent) != 0;
-            cell(x, y, col, current ? P.current : P.grid, current ? 3 : 1);
-            if (!pn.group.empty())
-                o << "<rect x=\"" << x + u * 0.1 << "\" y=\"" << y + u * 0.1 << "\" width=\""
-                  << u * 0.8 << "\" height=\"" << u * 0.8 << "\" fill=\"none\" stroke=\""
-                  << hex(group_colour(pn.group[cu])) << "\" stroke-width=\"" << u * 0.07 << "\"/>";
-            const bool lane = !pn.padding_lane.empty() && pn.padding_lane[cu];
-            if (lane)
-                o << "<line x1=\"" << x << "\" y1=\"" << y << "\" x2=\"" << x + u << "\" y2=\""
-                  << y + u << "\" stroke=\"" << hex(P.grid) << "\"/>";
-            const std::string ink = luminance(col) > 0.5f ? "#000000" : "#ffffff";
-            // Fitted to the cell as the window does, by DejaVu Sans's advance widths (digits
-            // 0.64 em, '.' 0.32, '-' 0.36): a value is written shorter, never cut.
-            const std::string val =
-                lane ? "0"
-                : (ps.flags[cu] & app::kHidden)
-                    ? app::hidden_text(ps.flags[cu])
-                    : app::format_value_fit(
-                          ps.shown[cu], s.request.data, static_cast<float>(u * 0.9),
-                          [](const std::string& t) {
-                              float w = 0;
-                              for (char ch : t) w += ch == '.' ? 0.32f : ch == '-' ? 0.36f : 0.64f;
-                              return w * 12.0f;
-                          });
-            if (!val.empty())
-                text(x + u / 2, y + u * (ps.count.empty() ? 0.65 : 0.55), 12, ink, val);
-            if (!ps.count.empty() && !lane)
-                text(x + 2, y + u - 3, 9, ink, "x" + std::to_string(ps.count[cu]), "start");
-            o << "\n";
-        }
+        app::PanelPaint pp = panel_paint(i, static_cast<float>(u));
+        pp.ox = static_cast<float>(left);
+        pp.oy = static_cast<float>(top);
+        list.clear();
+        app::paint_panel(pn, st.panels[i], pp, list);
+        const app::PrimCounts c = app::count_prims(list);
+        svg_prims.rects += c.rects;
+        svg_prims.lines += c.lines;
+        svg_prims.texts += c.texts;
+        svg_prims.images += c.images;
+        app::write_svg(o, list);
     }
     o << "</svg>\n";
     return o.str();

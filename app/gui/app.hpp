@@ -39,6 +39,7 @@
 #include "convlab/problem.hpp"
 #include "data/data_dir.hpp"
 #include "export/gif_writer.hpp"
+#include "export/view_drawing.hpp"
 #include "gui/input.hpp"
 #include "gui/lesson.hpp"
 #include "gui/presenter.hpp"
@@ -632,6 +633,13 @@ class App {
     void one_line(const std::string& text);
     void canvas();
     void draw_panel(ImDrawList* dl, std::size_t i, ImVec2 origin, float z, const ImVec4& clip);
+    // Panel i's painting at z px a cell (its colours, digits, font): the canvas's and the SVG's.
+    app::PanelPaint panel_paint(std::size_t i, float z) const;
+    void replay(ImDrawList* dl, std::size_t i, const std::vector<app::DrawPrim>& prims);
+    std::vector<app::DrawPrim> painted;  // the panel being drawn (kept: no allocation per frame)
+    // The panels' primitives the canvas drew in the last frame, and those of the last SVG.
+    app::PrimCounts canvas_prims;
+    mutable app::PrimCounts svg_prims;
     void texture(std::size_t i);
     void after_render(bool clean);
     std::string svg() const;

@@ -487,6 +487,7 @@ void App::canvas() {
     if (!s.hover_forced) s.hover = h;
     update_linked();
     dl->AddRectFilled(ImVec2(clip.x, clip.y), ImVec2(clip.z, clip.w), P.background);
+    canvas_prims = {};
     // Titles whose place scrolled off while their panel still shows (following the step, or
     // zoomed by hand) are pinned to the canvas's edge over a backdrop, after every panel's cells.
     struct Pinned {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "convlab/index_map.hpp"
+#include "export/view_drawing.hpp"
 #include "model/model.hpp"
 
 namespace convlab::ui {
@@ -123,6 +124,10 @@ struct FrameReport {
     // After a key script: "view V, problem DESC, step K" (", lesson step N of M", ", presenter
     // window open") as the app is left.
     std::string state;
+    // The panels' drawing primitives (export/view_drawing.hpp) the canvas replayed in the last
+    // frame, and those the SVG (ShotOptions::svg) replayed: one list, so they agree where both
+    // show every cell whole.
+    app::PrimCounts canvas_prims, svg_prims;
     bool fits() const { return drawn_w <= canvas_w + 0.5f && drawn_h <= canvas_h + 0.5f; }
 };
 

@@ -175,10 +175,13 @@ FrameReport shot_in(Window& w, const ShotOptions& o) {
         rep.image_h = a.ex.grab_h;
         rep.image = std::move(a.ex.grab);
     }
+    rep.canvas_prims = a.canvas_prims;
     if (!o.svg.empty()) {
         a.ex.svg = o.svg;
         render_frame(a, 0.0);
         if (!a.status.starts_with("wrote")) throw Error(a.status);
+        rep.svg_prims = a.svg_prims;  // and the canvas's of the same frame
+        rep.canvas_prims = a.canvas_prims;
     }
     if (!o.sequence_dir.empty() || !o.gif.empty()) {
         if (!o.sequence_dir.empty()) a.ex.dir = o.sequence_dir;

@@ -68,16 +68,11 @@ void build_col2im(Builder& b) {
         "col2im (backward data): B* = W^T dY, then every column of B* is added back into dX; "
         "cells show running sums and, small, how many contributions they received";
     const DataKind d = b.r.data;
-    b.v.formula = [p, d](const ViewModel& vm, int panel, dim_t linear) -> std::string {
-        if (panel == 2) {
-            const auto c = coords(vm.panels[2].shape, linear);
-            const dim_t dst = vm.links[0].image[static_cast<std::size_t>(linear)];
-            return cell_name(vm.panels[2], linear) + " = sum_k W(k,c,k..) dY(n,k,o..) = " +
-                   format_value(vm.panels[2].values[static_cast<std::size_t>(linear)], d) + ";  " +
-                   im2col_arith(p, c, nullptr, nullptr) + "  -> " +
-                   (dst < 0 ? std::string("padding (dropped)")
-                            : "added into " + cell_name(vm.panels[3], dst));
-        }
+    b.v.formula = [d](const ViewModel& vm, int panel, dim_t linear) -> std::string {
+        // B* = W^T dY (a product, not an index map), then col2im, a reduce written as an
+        // expression: its terms with the numbers filled in.
+        if (panel == 2)
+            return map_formula(vm, panel, linear, d) + "   (B* = sum_k W(k,c,k..) dY(n,k,o..))";
         if (panel == 3) {
             // dX(n, c, h, w) = the B* cells (one per kernel tap whose window covers it).
             const Panel& bs = vm.panels[2];
@@ -93,7 +88,7 @@ void build_col2im(Builder& b) {
                    " kernel taps whose window covers it = " + join_terms(names) + " = " +
                    join_values(vals) + " = " + value_of(vm.panels[3], linear, d);
         }
-        return generic_formula(vm, panel, linear, d);
+        return map_formula(vm, panel, linear, d);
     };
 }
 

@@ -20,6 +20,7 @@
 #include "convlab/maps.hpp"
 #include "convlab/tensor.hpp"
 #include "lesson/lesson.hpp"
+#include "model/view_generic.hpp"
 #include "model/views/view_builder.hpp"
 
 namespace convlab::app {
@@ -125,8 +126,7 @@ std::string factor(const std::string& v) {
 // im2col's arithmetic for one column-matrix cell (n, g, row, col): the kernel tap, the output
 // position and the input position per axis, as text with the numbers filled in; pos receives the
 // padded position (input position + pad_begin) per axis.
-std::string im2col_arith(const Problem& p, const std::vector<dim_t>& c, dim_t* ci_out,
-                         dim_t* padded) {
+void im2col_position(const Problem& p, const std::vector<dim_t>& c, dim_t* ci_out, dim_t* padded) {
     dim_t row = c[2], col = c[3];
     dim_t kk[kMaxSpatial], oo[kMaxSpatial];
     for (int i = p.ndims - 1; i >= 0; --i) {
@@ -136,23 +136,13 @@ std::string im2col_arith(const Problem& p, const std::vector<dim_t>& c, dim_t* c
         col /= p.out(i);
     }
     if (ci_out) *ci_out = row;
-    std::string s = "row " + std::to_string(c[2]) + " = (c=" + std::to_string(row);
     for (int i = 0; i < p.ndims; ++i)
-        s += ", k" + std::string(p.axis_name(i)) + "=" + std::to_string(kk[i]);
-    s += "), col " + std::to_string(c[3]) + " = (";
-    for (int i = 0; i < p.ndims; ++i)
-        s += std::string(i ? ", " : "") + "o" + p.axis_name(i) + "=" + std::to_string(oo[i]);
-    s += ");";
-    for (int i = 0; i < p.ndims; ++i) {
-        const dim_t pos = oo[i] * p.stride[i] - p.pad_begin[i] + kk[i] * p.dilation[i];
-        if (padded) padded[i] = pos + p.pad_begin[i];
-        const std::string a = p.axis_name(i);
-        s += "  " + a + " = o" + a + "*s - p + k" + a + "*d = " + std::to_string(oo[i]) + "*" +
-             std::to_string(p.stride[i]) + " - " + std::to_string(p.pad_begin[i]) + " + " +
-             std::to_string(kk[i]) + "*" + std::to_string(p.dilation[i]) + " = " +
-             std::to_string(pos);
-    }
-    return s;
+        if (padded) padded[i] = oo[i] * p.stride[i] + kk[i] * p.dilation[i];
+}
+
+std::string map_formula(const ViewModel& v, int panel, dim_t linear, DataKind d) {
+    const std::string s = expression_formula(v, panel, linear, d);
+    return s.empty() ? generic_formula(v, panel, linear, d) : s;
 }
 
 // B* = W^T dY per image and group: B*(n, g, (c, k...), col) = sum_kk W(g*Kg+kk, c, k...) *

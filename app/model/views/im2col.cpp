@@ -57,23 +57,16 @@ void build_im2col(Builder& b) {
     b.v.check = check_line("B equals the engine's fast im2col kernel",
                            max_abs_diff(fast, b.v.panels[1].values), 0);
     const DataKind d = b.r.data;
-    b.v.formula = [p, d](const ViewModel& vm, int panel, dim_t linear) -> std::string {
-        if (panel != 1) return generic_formula(vm, panel, linear, d);
-        const Panel& cp = vm.panels[1];
-        const auto c = coords(cp.shape, linear);
-        std::string s = cell_name(cp, linear) + ": " + im2col_arith(p, c, nullptr, nullptr);
-        const dim_t src = vm.links[0].image[static_cast<std::size_t>(linear)];
-        return s + (src < 0
-                        ? "  -> padding zero"
-                        : "  -> " + cell_name(vm.panels[0], src) + " = " +
-                              format_value(vm.panels[0].values[static_cast<std::size_t>(src)], d));
+    // im2col is an expression: the hover shows its terms with the numbers filled in.
+    b.v.formula = [d](const ViewModel& vm, int panel, dim_t linear) {
+        return map_formula(vm, panel, linear, d);
     };
     b.v.zero_source = [p](const ViewModel& vm, int link, dim_t dst_linear, CellPos& pos) {
         if (link != 0) return false;
         const Panel& xp = vm.panels[0];
         const auto c = coords(vm.panels[1].shape, dst_linear);
         dim_t chan = 0, padded[kMaxSpatial] = {0, 0, 0};
-        im2col_arith(p, c, &chan, padded);
+        im2col_position(p, c, &chan, padded);
         // Tile of (n, channel g*Cg + chan [, depth]); depth padding has no tile to draw in.
         const dim_t ch = c[1] * p.icg() + chan;
         dim_t tx = ch, prow = 0, pcol = padded[p.ndims - 1];

@@ -114,7 +114,7 @@ void build_stride(Builder& b) {
                   "), slide the FlipRot kernel W' with stride 1; lit dY cells are the taps that "
                   "feed the current dX element";
     const DataKind d = b.r.data;
-    b.v.formula = [p, d](const ViewModel& vm, int panel, dim_t linear) -> std::string {
+    b.v.formula = [d](const ViewModel& vm, int panel, dim_t linear) -> std::string {
         if (panel == 5) {
             // dX = sum over the window of P x W'; P is a dY tap, an inserted zero or padding.
             std::vector<std::vector<dim_t>> ops(2);
@@ -144,18 +144,8 @@ void build_stride(Builder& b) {
             return s + join_terms(terms) + " = " + join_terms(nums) + " = " +
                    value_of(vm.panels[5], linear, d) + phase;
         }
-        if (panel == 1) {
-            const auto c = coords(vm.panels[1].shape, linear);
-            std::string s = cell_name(vm.panels[1], linear) + ": ";
-            for (int i = 0; i < p.ndims; ++i) {
-                const dim_t zc = c[static_cast<std::size_t>(2 + i)];
-                s += std::string(p.axis_name(i)) + " = " + std::to_string(zc) +
-                     (zc % p.stride[i] ? " not" : "") +
-                     " divisible by s=" + std::to_string(p.stride[i]) + "; ";
-            }
-            return s + generic_formula(vm, panel, linear, d);
-        }
-        return generic_formula(vm, panel, linear, d);
+        // Strided, the padding and FlipRot are expressions: their terms with the numbers in.
+        return map_formula(vm, panel, linear, d);
     };
 }
 

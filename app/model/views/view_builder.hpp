@@ -100,11 +100,13 @@ std::string join_values(const std::vector<std::string>& v);
 // A factor of a product: "-0.25" in parentheses.
 std::string factor(const std::string& v);
 
-// im2col's arithmetic for one column-matrix cell (n, g, row, col): the kernel tap, the output
-// position and the input position per axis, as text with the numbers filled in; pos receives the
-// padded position (input position + pad_begin) per axis.
-std::string im2col_arith(const Problem& p, const std::vector<dim_t>& c, dim_t* ci_out,
-                         dim_t* padded);
+// Where im2col's column-matrix cell (n, g, row, col) reads: *ci_out receives its channel within
+// the group, padded[i] its padded position (input position + pad_begin) per axis.
+void im2col_position(const Problem& p, const std::vector<dim_t>& c, dim_t* ci_out, dim_t* padded);
+
+// A cell's hover from its links' map expressions (expression_formula), or the generic formula
+// for a cell no link touches.
+std::string map_formula(const ViewModel& v, int panel, dim_t linear, DataKind d);
 
 // B* = W^T dY per image and group: B*(n, g, (c, k...), col) = sum_kk W(g*Kg+kk, c, k...) *
 // dY(n, g*Kg+kk, col).

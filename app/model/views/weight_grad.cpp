@@ -75,6 +75,7 @@ void build_weight_grad(Builder& b) {
         "element, summed over images and output positions";
     const DataKind d = b.r.data;
     b.v.formula = [p, d](const ViewModel& vm, int panel, dim_t linear) -> std::string {
+        // dW is a reduction over products (dY B^T), not an index map: its sum is written out.
         if (panel == 3) {
             const dim_t R = p.icg() * p.kernel_spatial();
             return cell_name(vm.panels[3], linear) +
@@ -83,7 +84,8 @@ void build_weight_grad(Builder& b) {
                    format_value(vm.panels[3].values[static_cast<std::size_t>(linear)], d) + "  (" +
                    std::to_string(p.mb * p.out_spatial()) + " products)";
         }
-        return generic_formula(vm, panel, linear, d);
+        // B = im2col(X), an expression: its terms with the numbers filled in.
+        return map_formula(vm, panel, linear, d);
     };
 }
 

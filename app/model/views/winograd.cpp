@@ -65,20 +65,10 @@ void build_winograd(Builder& b) {
         "all tiles), Y tile = A^T M A: 36 multiplications per tile and channel pair instead of "
         "144";
     const DataKind d = b.r.data;
-    b.v.formula = [p, d](const ViewModel& vm, int panel, dim_t linear) -> std::string {
-        if (panel != 1) return generic_formula(vm, panel, linear, d);
-        const auto c = coords(vm.panels[1].shape, linear);
-        const dim_t yy = 4 * c[2] + c[4] - p.pad_begin[0], xx = 4 * c[3] + c[5] - p.pad_begin[1];
-        std::string s = cell_name(vm.panels[1], linear) + ": h = 4*" + std::to_string(c[2]) + "+" +
-                        std::to_string(c[4]) + "-" + std::to_string(p.pad_begin[0]) + " = " +
-                        std::to_string(yy) + ", w = 4*" + std::to_string(c[3]) + "+" +
-                        std::to_string(c[5]) + "-" + std::to_string(p.pad_begin[1]) + " = " +
-                        std::to_string(xx);
-        const dim_t src = vm.links[0].image[static_cast<std::size_t>(linear)];
-        return s + (src < 0
-                        ? "  -> zero (outside X)"
-                        : "  -> " + cell_name(vm.panels[0], src) + " = " +
-                              format_value(vm.panels[0].values[static_cast<std::size_t>(src)], d));
+    // The tiles are an expression (winograd_tiles): the hover shows its terms with the numbers
+    // filled in. Y's transforms are arithmetic, not an index map: its cells show their values.
+    b.v.formula = [d](const ViewModel& vm, int panel, dim_t linear) {
+        return map_formula(vm, panel, linear, d);
     };
 }
 
