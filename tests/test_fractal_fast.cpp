@@ -323,6 +323,8 @@ TEST_CASE("fractal prepare_weights: the fractal layout is packed once and read i
         REQUIRE(fw.fractal(p, convlab::Pass::Forward) != nullptr);
         REQUIRE(bw.fractal(p, convlab::Pass::BackwardData) != nullptr);
         CHECK(fw.bytes() >= std::size_t(dv::prepared_fractal_size(p, convlab::Pass::Forward)) * 4);
+        CHECK(pf.seconds("pack_wei_fractal") > 0);
+        CHECK(pb.seconds("fliprot_fractal") > 0);
         // The calls read them: no weight packing inside (no pack_wei / fliprot span), the same
         // results as direct.
         convlab::Profiler cf, cb;

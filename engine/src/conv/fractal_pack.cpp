@@ -126,7 +126,9 @@ void prepare_fractal(PreparedWeights& w, const float* wei, Profiler* prof) {
     w.fractal_size_ = n;
     const Problem p1 = one_group_of(p);
     const dim_t wslice = p1.oc * p1.ic * p.kernel_spatial();
-    Span s(prof, pass == Pass::Forward ? "pack_wei" : "fliprot");
+    // Its own span: "pack_wei" and "fliprot" in a preparation's profile are implicit_gemm's
+    // panels, which tell whether implicit_gemm reads the weights in place (empty()).
+    Span s(prof, pass == Pass::Forward ? "pack_wei_fractal" : "fliprot_fractal");
     for (dim_t g = 0; g < p.groups; ++g) {
         if (pass == Pass::Forward)
             pack_weight_transposed(p1.wei_dims(), kC0, wei + g * wslice, data + g * per_group);
