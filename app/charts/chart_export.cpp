@@ -4,6 +4,7 @@
 //   [SECTION] drawing
 //   [SECTION] export
 #include "charts/chart_export.hpp"
+#include "export/xml_escape.hpp"
 
 #include "convlab/output_file.hpp"
 
@@ -28,6 +29,8 @@ extern "C" const char* __lsan_default_suppressions() {
 #endif
 
 namespace convlab::charts {
+
+using app::xml_escape;
 
 namespace {
 
@@ -485,27 +488,6 @@ struct ContextDeleter {
 void check(cairo_status_t st, const std::string& path) {
     if (st != CAIRO_STATUS_SUCCESS)
         throw Error("cannot write chart '" + path + "': " + cairo_status_to_string(st));
-}
-
-std::string xml_escape(const std::string& s) {
-    std::string out;
-    for (const char c : s) {
-        switch (c) {
-            case '&':
-                out += "&amp;";
-                break;
-            case '<':
-                out += "&lt;";
-                break;
-            case '>':
-                out += "&gt;";
-                break;
-            default:
-                // Control characters other than tab and newline are not allowed in XML 1.0.
-                if (static_cast<unsigned char>(c) >= 0x20 || c == '\n' || c == '\t') out += c;
-        }
-    }
-    return out;
 }
 
 // Cairo draws the text of an SVG as glyph outlines, so nothing in it can be searched or read by

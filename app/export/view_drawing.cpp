@@ -1,5 +1,6 @@
 // A panel as drawing primitives (export/view_drawing.hpp), and their SVG.
 #include "export/view_drawing.hpp"
+#include "export/xml_escape.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -299,23 +300,6 @@ std::string counts_text(const PrimCounts& c) {
 }
 
 namespace {
-
-std::string xml_escape(const std::string& t) {
-    std::string r;
-    for (char c : t) {
-        if (c == '<')
-            r += "&lt;";
-        else if (c == '>')
-            r += "&gt;";
-        else if (c == '&')
-            r += "&amp;";
-        else if (c == '"')
-            r += "&quot;";
-        else
-            r += c;
-    }
-    return r;
-}
 
 // "#rrggbb", and the opacity where the colour is not opaque.
 std::string paint(const char* what, Rgba c) {

@@ -1,30 +1,12 @@
 // The view as SVG (App::svg): the panels' primitives (export/view_drawing.hpp) under a header.
+#include "export/xml_escape.hpp"
 #include "gui/app.hpp"
 
 namespace convlab::ui {
 
 // [SECTION] exports
 
-namespace {
-
-std::string xml_escape(const std::string& t) {
-    std::string r;
-    for (char c : t) {
-        if (c == '<')
-            r += "&lt;";
-        else if (c == '>')
-            r += "&gt;";
-        else if (c == '&')
-            r += "&amp;";
-        else if (c == '"')
-            r += "&quot;";
-        else
-            r += c;
-    }
-    return r;
-}
-
-}  // namespace
+using app::xml_escape;
 
 // The view as SVG: the panels as the window draws them at 36 px cells (the same primitives,
 // export/view_drawing.hpp), under the caption, the step line, the colour key and the panels'

@@ -6,6 +6,7 @@
 // the path (fill_preserve keeps it), save/restore cover the whole state, the clip included, and
 // show_text draws at the current point and advances it.
 #include <emscripten.h>
+#include "export/xml_escape.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -17,6 +18,8 @@
 #include "cairo-pdf.h"
 #include "cairo-svg.h"
 #include "cairo.h"
+
+using convlab::app::xml_escape;
 
 namespace {
 
@@ -96,26 +99,6 @@ std::string num(double v, int digits = 2) {
     while (s.back() == '0') s.pop_back();  // "12.50" -> "12.5", "3.00" -> "3"
     if (s.back() == '.') s.pop_back();
     return s == "-0" ? "0" : s;
-}
-
-std::string xml_escape(const char* s) {
-    std::string out;
-    for (; *s; ++s) {
-        switch (*s) {
-            case '&':
-                out += "&amp;";
-                break;
-            case '<':
-                out += "&lt;";
-                break;
-            case '>':
-                out += "&gt;";
-                break;
-            default:
-                if (static_cast<unsigned char>(*s) >= 0x20) out += *s;
-        }
-    }
-    return out;
 }
 
 // User space to device space: device = (a x + c y + e, b x + d y + f).
