@@ -244,7 +244,7 @@ void pack_weight_transposed(std::span<const dim_t> dims, dim_t c0, const float* 
         }
 }
 
-void reserve_thread_scratch(int slot, dim_t floats, int threads) {
+void reserve_thread_scratch(int slot, dim_t floats, [[maybe_unused]] int threads) {
     bool ok = true;
 #pragma omp parallel num_threads(threads)
     {

@@ -198,7 +198,8 @@ void backward_weight_fractal_fz(const Problem& p, const float* src, const float*
     const dim_t c0 = o.c0;
     const Plan s = plan_of(p, c0);
     const dim_t cg = p.icg(), kg = p.ocg(), rows = s.wg.rows(), n1 = s.wg.n1;
-    const dim_t lanes = kN0 * c0, tiles = rows * n1;
+    const dim_t lanes = kN0 * c0;
+    [[maybe_unused]] const dim_t tiles = rows * n1;  // read by the OpenMP clause only
     const std::vector<dim_t> xd = [&] {
         std::vector<dim_t> d = p.src_dims();
         d[1] = cg;
