@@ -2,10 +2,15 @@
 # -DCONVLAB_APP=OFF: one executable, every TEST_CASE registered with ctest.
 set(CONVLAB_ENGINE_TEST_SOURCES
     ${PROJECT_SOURCE_DIR}/tests/main.cpp ${PROJECT_SOURCE_DIR}/tests/test_algorithms.cpp
-    ${PROJECT_SOURCE_DIR}/tests/test_bench.cpp ${PROJECT_SOURCE_DIR}/tests/test_davinci.cpp
+    ${PROJECT_SOURCE_DIR}/tests/bench/test_bench_runner.cpp
+    ${PROJECT_SOURCE_DIR}/tests/bench/test_results_io.cpp
+    ${PROJECT_SOURCE_DIR}/tests/maps/test_davinci_maps.cpp
+    ${PROJECT_SOURCE_DIR}/tests/maps/test_maps.cpp ${PROJECT_SOURCE_DIR}/tests/maps/test_map_kernels.cpp
+    ${PROJECT_SOURCE_DIR}/tests/maps/test_map_dumps.cpp ${PROJECT_SOURCE_DIR}/tests/maps/test_map_expr.cpp
+    ${PROJECT_SOURCE_DIR}/tests/test_fractal_kernel.cpp ${PROJECT_SOURCE_DIR}/tests/test_fractal_fast.cpp
     ${PROJECT_SOURCE_DIR}/tests/test_layers.cpp ${PROJECT_SOURCE_DIR}/tests/test_layout.cpp
-    ${PROJECT_SOURCE_DIR}/tests/test_maps.cpp ${PROJECT_SOURCE_DIR}/tests/test_npy.cpp
-    ${PROJECT_SOURCE_DIR}/tests/test_packing.cpp ${PROJECT_SOURCE_DIR}/tests/test_problem.cpp
+    ${PROJECT_SOURCE_DIR}/tests/test_npy.cpp ${PROJECT_SOURCE_DIR}/tests/test_packing.cpp
+    ${PROJECT_SOURCE_DIR}/tests/test_problem.cpp ${PROJECT_SOURCE_DIR}/tests/test_tuning.cpp
     ${PROJECT_SOURCE_DIR}/tests/test_winograd.cpp)
 # The engine's suites in folders mirroring engine/src (gemm/, conv/, conv/implicit_gemm/).
 file(GLOB_RECURSE CONVLAB_ENGINE_FOLDER_TESTS CONFIGURE_DEPENDS
