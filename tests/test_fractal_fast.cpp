@@ -17,6 +17,7 @@
 #include "convlab/davinci.hpp"
 #include "convlab/maps.hpp"
 #include "convlab/tensor.hpp"
+#include "microkernel_test_util.hpp"
 #include "test_util.hpp"
 
 using convlab::dim_t;
@@ -28,18 +29,8 @@ namespace detail = convlab::detail;
 
 namespace {
 
-struct KernelGuard {
-    std::string before = detail::microkernel().isa;
-    ~KernelGuard() { detail::select_microkernel(before.c_str()); }
-};
-
-std::vector<std::string> isas() {
-    int nk = 0;
-    const detail::MicroKernel* uks = detail::microkernels(nk);
-    std::vector<std::string> v;
-    for (int u = 0; u < nk; ++u) v.emplace_back(uks[u].isa);
-    return v;
-}
+using convlab::test::isas;
+using convlab::test::KernelGuard;
 
 bool cpu_has_bf16() {
     KernelGuard guard;

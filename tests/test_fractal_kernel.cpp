@@ -14,6 +14,7 @@
 #include "convlab/conv.hpp"
 #include "convlab/davinci.hpp"
 #include "convlab/tensor.hpp"
+#include "microkernel_test_util.hpp"
 #include "test_util.hpp"
 
 using convlab::dim_t;
@@ -25,18 +26,8 @@ namespace detail = convlab::detail;
 
 namespace {
 
-struct KernelGuard {
-    std::string before = detail::microkernel().isa;
-    ~KernelGuard() { detail::select_microkernel(before.c_str()); }
-};
-
-std::vector<std::string> isas() {
-    int nk = 0;
-    const detail::MicroKernel* uks = detail::microkernels(nk);
-    std::vector<std::string> v;
-    for (int u = 0; u < nk; ++u) v.emplace_back(uks[u].isa);
-    return v;
-}
+using convlab::test::isas;
+using convlab::test::KernelGuard;
 
 // Small integers: every sum of products is exact in fp32, whatever the order or fusing.
 std::vector<float> ints(std::size_t n, std::mt19937& rng) {
