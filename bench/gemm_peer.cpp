@@ -27,6 +27,7 @@
 #include "../engine/src/gemm/microkernel.hpp"
 #include "bench_util.hpp"
 #include "convlab/problem.hpp"
+#include "convlab/tuning_env.hpp"
 
 #ifndef CONVLAB_SOURCE_DIR
 #define CONVLAB_SOURCE_DIR "."
@@ -149,6 +150,8 @@ int main(int argc, char** argv) try {
     };
     double total_e = 0, total_o = 0, flops_all = 0;
     bool all_agree = true;
+    // The blocked GEMM's rules as `convlab bench` takes them (CONVLAB_READ_A, CONVLAB_TRANSPOSED).
+    const convlab::Tuning tuning = convlab::tuning_from_environment();
     for (const Product& q : products) {
         const double mib =
             static_cast<double>(q.m * q.k + q.k * q.n + 2 * q.m * q.n) * sizeof(float) / (1 << 20);
@@ -167,9 +170,9 @@ int main(int argc, char** argv) try {
         convlab::bench::fill_random(a, 1);
         convlab::bench::fill_random(b, 2);
         const auto engine = [&] {
-            convlab::detail::sgemm(q.m, q.n, q.k, convlab::detail::StridedA{a.data(), q.k, 1},
-                                   convlab::detail::StridedB{b.data(), q.n, 1}, ce.data(), q.n,
-                                   false);
+            convlab::detail::sgemm(
+                tuning, q.m, q.n, q.k, convlab::detail::StridedA{a.data(), q.k, 1},
+                convlab::detail::StridedB{b.data(), q.n, 1}, ce.data(), q.n, false);
         };
         const auto onednn = [&] {
             if (dnnl_sgemm('N', 'N', q.m, q.n, q.k, 1.0f, a.data(), q.k, b.data(), q.n, 0.0f,

@@ -37,15 +37,12 @@ inline Rule rule(int mode) {
     return mode == 1 ? Rule::Always : mode == 2 ? Rule::Never : Rule::Auto;
 }
 
-// Restores the best microkernel and the blocked GEMM's own switches when a test case ends (the
-// algorithms' rules are each call's Tuning).
+// Restores the best microkernel when a test case ends (the rules of the algorithms and of the
+// blocked GEMM are each call's Tuning).
 struct RestoreCore {
     ~RestoreCore() {
         int n = 0;
         detail::select_microkernel(detail::microkernels(n)[0].isa);
-        detail::set_read_a(detail::ReadA::rows);
-        detail::set_transposed_products(detail::Transposed::automatic);
-        detail::set_b_in_place(detail::BInPlace::automatic);
     }
 };
 
@@ -183,27 +180,28 @@ inline std::vector<float> naive_product(dim_t m, dim_t n, dim_t k, const std::ve
     return c;
 }
 
-// C = A * B (+ C when acc) from the blocked GEMM equals a naive product on every element, A
-// (m x k) and B (k x n) stored transposed when ta, tb.
-inline void check_gemm(dim_t m, dim_t n, dim_t k, bool ta, bool tb, bool acc, std::mt19937& rng) {
+// C = A * B (+ C when acc) from the blocked GEMM under tn equals a naive product on every
+// element, A (m x k) and B (k x n) stored transposed when ta, tb.
+inline void check_gemm(dim_t m, dim_t n, dim_t k, bool ta, bool tb, bool acc, std::mt19937& rng,
+                       const Tuning& tn = {}) {
     const auto a = integers(static_cast<std::size_t>(m * k), rng);
     const auto b = integers(static_cast<std::size_t>(k * n), rng);
     auto c = integers(static_cast<std::size_t>(m * n), rng);
     const std::vector<float> want = naive_product(m, n, k, a, b, ta, tb, acc, c);
     const detail::StridedA sa{a.data(), ta ? 1 : k, ta ? m : 1};
     const detail::StridedB sb{b.data(), tb ? 1 : n, tb ? k : 1};
-    detail::sgemm(m, n, k, sa, sb, c.data(), n, acc);
+    detail::sgemm(tn, m, n, k, sa, sb, c.data(), n, acc);
     dim_t bad = 0;
     for (std::size_t i = 0; i < c.size(); ++i) bad += c[i] != want[i];
     INFO("m " << m << " n " << n << " k " << k << " ta " << ta << " tb " << tb << " acc " << acc);
     CHECK(bad == 0);
 }
 
-// Elements of C = A * B (+ C when acc) by detail::gemm, A and B row-major random integers, that
-// differ from the naive product; C 64-byte aligned (one float off with misalign), written by
-// non-temporal stores where the tiles allow when stream.
+// Elements of C = A * B (+ C when acc) by detail::gemm under tn, A and B row-major random
+// integers, that differ from the naive product; C 64-byte aligned (one float off with misalign),
+// written by non-temporal stores where the tiles allow when stream.
 inline dim_t gemm_mismatches(dim_t m, dim_t n, dim_t k, bool acc, bool stream, bool misalign,
-                             std::mt19937& rng) {
+                             std::mt19937& rng, const Tuning& tn = {}) {
     const auto a = integers(static_cast<std::size_t>(m * k), rng);
     const auto b = integers(static_cast<std::size_t>(k * n), rng);
     std::vector<float> buf(static_cast<std::size_t>(m * n + 32));
@@ -211,8 +209,8 @@ inline dim_t gemm_mismatches(dim_t m, dim_t n, dim_t k, bool acc, bool stream, b
     float* c = buf.data() + (64 - at % 64) % 64 / 4 + (misalign ? 1 : 0);
     const auto init = integers(static_cast<std::size_t>(m * n), rng);
     std::copy(init.begin(), init.end(), c);
-    detail::gemm(m, n, k, detail::StridedA{a.data(), k, 1}, detail::StridedB{b.data(), n, 1}, c, n,
-                 acc, 0, stream);
+    detail::gemm(tn, m, n, k, detail::StridedA{a.data(), k, 1}, detail::StridedB{b.data(), n, 1}, c,
+                 n, acc, 0, stream);
     const auto want = naive_product(m, n, k, a, b, false, false, acc, init);
     dim_t bad = 0;
     for (dim_t e = 0; e < m * n; ++e) bad += c[e] != want[static_cast<std::size_t>(e)];

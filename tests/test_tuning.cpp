@@ -52,6 +52,84 @@ TEST_CASE("Tuning: each call takes its own rules, whatever the call before took"
     CHECK(std::string(detail::auto_choice(tiny, Pass::Forward, wino, nullptr).name) == "winograd");
 }
 
+TEST_CASE("Tuning: the blocked GEMM's rules are each call's, alternating calls keep their own") {
+    std::mt19937 rng(6);
+    const auto mismatches = [](const std::vector<float>& c, const std::vector<float>& want) {
+        dim_t bad = 0;
+        for (std::size_t e = 0; e < c.size(); ++e) bad += c[e] != want[e];
+        return bad;
+    };
+    // W^T of a backward data: A column-contiguous, 1100 x 500 (2.1 MiB), against 49 columns.
+    // Computed transposed (transposed_products Always, on any machine), its C^T (1100 x 49
+    // floats) is the largest scratch request; the plain blocked GEMM's (Never) are its packed
+    // blocks, under half of that. Alternating calls each take their own path and both equal the
+    // naive product.
+    {
+        const dim_t m = 1100, n = 49, k = 500;
+        const auto a = integers(static_cast<std::size_t>(m * k), rng);
+        const auto b = integers(static_cast<std::size_t>(k * n), rng);
+        const auto c0 = integers(static_cast<std::size_t>(m * n), rng);
+        const auto want = naive_product(m, n, k, a, b, true, false, true, c0);
+        Tuning transposed, plain;
+        transposed.transposed_products = Rule::Always;
+        plain.transposed_products = Rule::Never;
+        const std::size_t ct_bytes = static_cast<std::size_t>(m * n) * sizeof(float);
+        for (int round = 0; round < 2; ++round)
+            for (const Tuning* tn : {&transposed, &plain}) {
+                const bool t = tn == &transposed;
+                INFO("round " << round << (t ? " transposed" : " plain"));
+                CHECK(detail::sgemm_transposes(m, n, k, detail::StridedA{a.data(), 1, m}, *tn) ==
+                      t);
+                auto c = c0;
+                detail::reset_scratch_high_water();
+                detail::sgemm(*tn, m, n, k, detail::StridedA{a.data(), 1, m},
+                              detail::StridedB{b.data(), n, 1}, c.data(), n, true);
+                CHECK((detail::scratch_high_water() >= ct_bytes) == t);
+                CHECK(mismatches(c, want) == 0);
+            }
+    }
+    // A and B row-major, 64 x 3072 x 64 (whole 48- and 32-column panels): with B's rows read in
+    // place (b_in_place Always, where the microkernel has the kernels) nothing of B is packed, so
+    // its largest scratch request is smaller than with B packed (Never); A read from its rows
+    // (read_a Auto, where the microkernel can) or packed (Never) alternately as well.
+    {
+        const dim_t m = 64, n = 3072, k = 64;
+        const auto a = integers(static_cast<std::size_t>(m * k), rng);
+        const auto b = integers(static_cast<std::size_t>(k * n), rng);
+        const auto c0 = integers(static_cast<std::size_t>(m * n), rng);
+        const auto want = naive_product(m, n, k, a, b, false, false, false, c0);
+        const detail::StridedA sa{a.data(), k, 1};
+        const detail::MicroKernel& uk = detail::microkernel_for(m, n, true);
+        const bool in_place_kernels = uk.in_place_fn[0] != nullptr;
+        Tuning in_place, packed;
+        in_place.b_in_place = Rule::Always;
+        packed.b_in_place = Rule::Never;
+        packed.read_a = Rule::Never;
+        CHECK(detail::read_a_in_place(uk, sa, in_place) == (uk.rowa_fn != nullptr));
+        CHECK_FALSE(detail::read_a_in_place(uk, sa, packed));
+        CHECK(detail::b_in_place_applies(uk, detail::GemmBlocking{}, sa,
+                                         detail::StridedB{b.data(), n, 1}, m, k,
+                                         in_place) == in_place_kernels);
+        CHECK_FALSE(detail::b_in_place_applies(uk, detail::GemmBlocking{}, sa,
+                                               detail::StridedB{b.data(), n, 1}, m, k, packed));
+        for (int round = 0; round < 2; ++round) {
+            std::size_t high[2] = {};
+            for (const Tuning* tn : {&in_place, &packed}) {
+                const int i = tn == &packed ? 1 : 0;
+                INFO("round " << round << (i ? " packed" : " in place"));
+                auto c = c0;
+                detail::reset_scratch_high_water();
+                detail::gemm(*tn, m, n, k, sa, detail::StridedB{b.data(), n, 1}, c.data(), n,
+                             false);
+                high[i] = detail::scratch_high_water();
+                CHECK(mismatches(c, want) == 0);
+            }
+            INFO("largest scratch request in place " << high[0] << ", packed " << high[1]);
+            CHECK((high[0] < high[1]) == in_place_kernels);
+        }
+    }
+}
+
 namespace {
 // Sets (or with nullopt unsets) an environment variable for a scope, restoring it after.
 struct EnvScope {
@@ -76,6 +154,8 @@ struct EnvScope {
 }  // namespace
 
 TEST_CASE("tuning_from_environment: CONVLAB_GEMM=eigen selects Eigen's GEMM core") {
+    const EnvScope no_read_a("CONVLAB_READ_A", std::nullopt);
+    const EnvScope no_transposed("CONVLAB_TRANSPOSED", std::nullopt);
     {
         const EnvScope env("CONVLAB_GEMM", std::nullopt);
         CHECK(tuning_from_environment() == Tuning{});
@@ -91,5 +171,34 @@ TEST_CASE("tuning_from_environment: CONVLAB_GEMM=eigen selects Eigen's GEMM core
     {
         const EnvScope env("CONVLAB_GEMM", "blocked");
         CHECK(tuning_from_environment().gemm_core == GemmCore::blocked);
+    }
+}
+
+TEST_CASE(
+    "tuning_from_environment: CONVLAB_READ_A and CONVLAB_TRANSPOSED set the blocked GEMM's "
+    "rules") {
+    const EnvScope no_gemm("CONVLAB_GEMM", std::nullopt);
+    {
+        const EnvScope read_a("CONVLAB_READ_A", "packed");
+        const EnvScope transposed("CONVLAB_TRANSPOSED", "on");
+        const Tuning t = tuning_from_environment();
+        CHECK(t.read_a == Rule::Never);
+        CHECK(t.transposed_products == Rule::Always);
+        Tuning rest = t;
+        rest.read_a = Rule::Auto;
+        rest.transposed_products = Rule::Auto;
+        CHECK(rest == Tuning{});  // nothing else changes
+    }
+    {
+        const EnvScope read_a("CONVLAB_READ_A", "rows");  // not a choice: the default
+        const EnvScope transposed("CONVLAB_TRANSPOSED", "off");
+        const Tuning t = tuning_from_environment();
+        CHECK(t.read_a == Rule::Auto);
+        CHECK(t.transposed_products == Rule::Never);
+    }
+    {
+        const EnvScope read_a("CONVLAB_READ_A", std::nullopt);
+        const EnvScope transposed("CONVLAB_TRANSPOSED", "auto");
+        CHECK(tuning_from_environment() == Tuning{});
     }
 }

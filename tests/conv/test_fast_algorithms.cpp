@@ -34,15 +34,14 @@ TEST_CASE("fast algorithms equal direct with every microkernel and with Eigen's 
         const std::string tag = u < count ? uks[u].isa : "eigen";
         for (const Problem& p : probs) CHECK(check_problem(p, rng, tag, tn) == 11);
         // Row-major operands (forward weights, backward-weight dY) both packed and in place.
-        for (const auto mode : {detail::ReadA::packed, detail::ReadA::rows}) {
-            detail::set_read_a(mode);
+        for (const Rule mode : {Rule::Never, Rule::Auto}) {
+            Tuning rows = tn;
+            rows.read_a = mode;
             for (const Problem& p : probs)
-                CHECK(check_problem(
-                          p, rng,
-                          tag + (mode == detail::ReadA::packed ? " A packed" : " A in place"),
-                          tn) == 11);
+                CHECK(check_problem(p, rng,
+                                    tag + (mode == Rule::Never ? " A packed" : " A in place"),
+                                    rows) == 11);
         }
-        detail::set_read_a(detail::ReadA::rows);
     }
 }
 

@@ -65,7 +65,8 @@ TEST_CASE("blocked GEMM equals a naive product on every microkernel, transpose a
         // Each microkernel with row-major A read from its rows (where the ISA has a kernel for
         // it; copied when the stride is a multiple of 4 KiB, k = 1024 below) and packed.
         REQUIRE(detail::select_microkernel(uks[u / 2].isa));
-        detail::set_read_a(u % 2 ? detail::ReadA::packed : detail::ReadA::rows);
+        Tuning tn;
+        tn.read_a = u % 2 ? Rule::Never : Rule::Auto;
         INFO("A " << (u % 2 ? "packed" : "read from its rows"));
         INFO("narrow 4x64 kernel in use for m <= 4: "
              << (std::string_view(detail::microkernel_for(3, 64).isa) == "avx512" &&
@@ -86,26 +87,25 @@ TEST_CASE("blocked GEMM equals a naive product on every microkernel, transpose a
         }
         const auto col_major = [](dim_t m) { return detail::StridedA{nullptr, 1, m}; };
         // The transposed products run where the machine's L2 makes them pay; here on every
-        // machine, so that they are checked wherever the tests run.
-        detail::set_transposed_products(detail::Transposed::off);
-        CHECK_FALSE(detail::sgemm_transposes(1100, 49, 500, col_major(1100)));
-        detail::set_transposed_products(detail::Transposed::automatic);
-        CHECK(detail::sgemm_transposes(1100, 49, 500, col_major(1100)) ==
+        // machine (Always), so that they are checked wherever the tests run.
+        tn.transposed_products = Rule::Never;
+        CHECK_FALSE(detail::sgemm_transposes(1100, 49, 500, col_major(1100), tn));
+        tn.transposed_products = Rule::Auto;
+        CHECK(detail::sgemm_transposes(1100, 49, 500, col_major(1100), tn) ==
               detail::transposed_products_pay());
-        detail::set_transposed_products(detail::Transposed::on);
-        CHECK(detail::sgemm_transposes(1100, 49, 500, col_major(1100)));
-        CHECK(detail::sgemm_transposes(530, 70, 1000, col_major(530)));
-        CHECK_FALSE(detail::sgemm_transposes(1100, 257, 500, col_major(1100)));
-        CHECK_FALSE(detail::sgemm_transposes(1100, 49, 500, detail::StridedA{nullptr, 500, 1}));
-        CHECK(detail::sgemm_transposes(512, 49, 1024, col_major(512)));  // 2 MiB
-        CHECK_FALSE(detail::sgemm_transposes(512, 49, 512, col_major(512)));
+        tn.transposed_products = Rule::Always;
+        CHECK(detail::sgemm_transposes(1100, 49, 500, col_major(1100), tn));
+        CHECK(detail::sgemm_transposes(530, 70, 1000, col_major(530), tn));
+        CHECK_FALSE(detail::sgemm_transposes(1100, 257, 500, col_major(1100), tn));
+        CHECK_FALSE(detail::sgemm_transposes(1100, 49, 500, detail::StridedA{nullptr, 500, 1}, tn));
+        CHECK(detail::sgemm_transposes(512, 49, 1024, col_major(512), tn));  // 2 MiB
+        CHECK_FALSE(detail::sgemm_transposes(512, 49, 512, col_major(512), tn));
         for (const auto& s : shapes)
             for (int tr = 0; tr < 4; ++tr)
                 for (bool acc : {false, true}) {
                     INFO(uks[u / 2].isa);
-                    check_gemm(s[0], s[1], s[2], tr & 1, tr & 2, acc, rng);
+                    check_gemm(s[0], s[1], s[2], tr & 1, tr & 2, acc, rng, tn);
                 }
-        detail::set_transposed_products(detail::Transposed::automatic);
     }
 }
 
@@ -200,7 +200,8 @@ TEST_CASE("blocked GEMM equals a naive product whatever its column block NC") {
                     const auto want = naive_product(m, n, k, a, b, false, false, acc, c);
                     detail::GemmBlocking bl;
                     bl.nc = nc / uk.nr * uk.nr;
-                    detail::gemm_block(uk, bl, 0, m, 0, n, k, detail::StridedA{a.data(), k, 1},
+                    detail::gemm_block(uk, bl, Tuning{}, 0, m, 0, n, k,
+                                       detail::StridedA{a.data(), k, 1},
                                        detail::StridedB{b.data(), n, 1}, c.data(), n, acc);
                     dim_t bad = 0;
                     for (std::size_t e = 0; e < c.size(); ++e) bad += c[e] != want[e];
@@ -249,14 +250,15 @@ TEST_CASE("blocked GEMM's edge tiles: every width of a last column panel") {
     // rows, or copied at k = 1024) and column-contiguous or packed; a partial row panel (m 25).
     for (int u = 0; u < count * 2; ++u) {
         REQUIRE(detail::select_microkernel(uks[u / 2].isa));
-        detail::set_read_a(u % 2 ? detail::ReadA::packed : detail::ReadA::rows);
+        Tuning tn;
+        tn.read_a = u % 2 ? Rule::Never : Rule::Auto;
         for (dim_t r = 1; r < 32; ++r)
             for (const auto& [m, n, k] :
                  {std::array<dim_t, 3>{25, 32 + r, 37}, std::array<dim_t, 3>{12, r, 300},
                   std::array<dim_t, 3>{24, 64 + r, 1024}})
                 for (bool ta : {false, true}) {
                     INFO(uks[u / 2].isa << (u % 2 ? " A packed" : " A read from its rows"));
-                    check_gemm(m, n, k, ta, false, r % 2 == 1, rng);
+                    check_gemm(m, n, k, ta, false, r % 2 == 1, rng, tn);
                 }
     }
 }
@@ -326,11 +328,12 @@ TEST_CASE("blocked GEMM writing C by non-temporal stores equals a naive product"
     }
     for (int u = 0; u < count * 2; ++u) {
         REQUIRE(detail::select_microkernel(uks[u / 2].isa));
-        detail::set_read_a(u % 2 ? detail::ReadA::packed : detail::ReadA::rows);
+        Tuning tn;
+        tn.read_a = u % 2 ? Rule::Never : Rule::Auto;
         for (const auto& [m, n, k] : shapes)
             for (int misalign = 0; misalign < 2; ++misalign)
                 for (bool acc : {false, true}) {
-                    const dim_t bad = gemm_mismatches(m, n, k, acc, true, misalign, rng);
+                    const dim_t bad = gemm_mismatches(m, n, k, acc, true, misalign, rng, tn);
                     INFO(uks[u / 2].isa << (u % 2 ? " A packed" : " A read from its rows") << " m "
                                         << m << " n " << n << " k " << k << " misaligned "
                                         << misalign << " acc " << acc);
@@ -346,13 +349,14 @@ TEST_CASE("blocked GEMM reading B's rows in place equals a naive product") {
     const detail::MicroKernel* uks = detail::microkernels(count);
     // Where it runs by itself: few row panels over a short reduction, more of them where B
     // comes from memory (prefetch_b); never with A packed or B's columns strided.
-    const auto applies = [](dim_t m, dim_t k, bool from_memory, dim_t bcs = 1) {
+    const auto applies = [](dim_t m, dim_t k, bool from_memory, dim_t bcs = 1,
+                            const Tuning& tn = {}) {
         const detail::MicroKernel& uk = detail::microkernel_for(m, 3136, true);
         detail::GemmBlocking bl;
         bl.prefetch_b = from_memory;
         return detail::b_in_place_applies(uk, bl, detail::StridedA{nullptr, k, 1},
-                                          detail::StridedB{nullptr, bcs == 1 ? 3136 : 1, bcs}, m,
-                                          k);
+                                          detail::StridedB{nullptr, bcs == 1 ? 3136 : 1, bcs}, m, k,
+                                          tn);
     };
     if (std::string_view(uks[0].isa) == "avx512") {
         CHECK(applies(64, 64, false));
@@ -362,14 +366,14 @@ TEST_CASE("blocked GEMM reading B's rows in place equals a naive product") {
         CHECK(applies(256, 64, true));
         CHECK_FALSE(applies(512, 128, true));
         CHECK_FALSE(applies(64, 64, false, 64));
-        detail::set_read_a(detail::ReadA::packed);
-        CHECK_FALSE(applies(64, 64, false));
-        detail::set_read_a(detail::ReadA::rows);
-        detail::set_b_in_place(detail::BInPlace::off);
-        CHECK_FALSE(applies(64, 64, false));
-        detail::set_b_in_place(detail::BInPlace::on);
-        CHECK(applies(512, 128, false));
-        CHECK_FALSE(applies(514, 64, false));  // a last row panel of 10 (12 x 32)
+        Tuning packed, never, always;
+        packed.read_a = Rule::Never;
+        never.b_in_place = Rule::Never;
+        always.b_in_place = Rule::Always;
+        CHECK_FALSE(applies(64, 64, false, 1, packed));
+        CHECK_FALSE(applies(64, 64, false, 1, never));
+        CHECK(applies(512, 128, false, 1, always));
+        CHECK_FALSE(applies(514, 64, false, 1, always));  // a last row panel of 10 (12 x 32)
     }
     // 12 x 32 and 8 x 48 tiles (m = 64 and 16 x 96 take 8 x 48), whole row panels and a last
     // one of 4 or 8 rows (or of 2, packed), a last partial column panel (packed), reductions
@@ -379,15 +383,16 @@ TEST_CASE("blocked GEMM reading B's rows in place equals a naive product") {
                                {20, 64, 513},  {38, 100, 5},  {256, 400, 64}};
     for (int u = 0; u < count; ++u) {
         REQUIRE(detail::select_microkernel(uks[u].isa));
-        for (const auto mode : {detail::BInPlace::on, detail::BInPlace::automatic})
+        for (const Rule mode : {Rule::Always, Rule::Auto})
             for (const auto& [m, n, k] : shapes)
                 for (int variant = 0; variant < 4; ++variant) {
                     const bool acc = variant & 1, stream = variant & 2;
-                    detail::set_b_in_place(mode);
-                    const dim_t bad = gemm_mismatches(m, n, k, acc, stream, variant == 3, rng);
+                    Tuning tn;
+                    tn.b_in_place = mode;
+                    const dim_t bad = gemm_mismatches(m, n, k, acc, stream, variant == 3, rng, tn);
                     INFO(uks[u].isa << " m " << m << " n " << n << " k " << k << " acc " << acc
                                     << " stream " << stream << " forced "
-                                    << (mode == detail::BInPlace::on));
+                                    << (mode == Rule::Always));
                     CHECK(bad == 0);
                 }
     }

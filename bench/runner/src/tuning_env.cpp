@@ -7,8 +7,14 @@ namespace convlab {
 
 Tuning tuning_from_environment() {
     Tuning t;
-    const char* gemm = std::getenv("CONVLAB_GEMM");
-    if (gemm && std::string_view(gemm) == "eigen") t.gemm_core = GemmCore::eigen;
+    const auto is = [](const char* name, std::string_view value) {
+        const char* v = std::getenv(name);
+        return v && std::string_view(v) == value;
+    };
+    if (is("CONVLAB_GEMM", "eigen")) t.gemm_core = GemmCore::eigen;
+    if (is("CONVLAB_READ_A", "packed")) t.read_a = Rule::Never;
+    if (is("CONVLAB_TRANSPOSED", "on")) t.transposed_products = Rule::Always;
+    if (is("CONVLAB_TRANSPOSED", "off")) t.transposed_products = Rule::Never;
     return t;
 }
 

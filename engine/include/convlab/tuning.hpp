@@ -80,6 +80,24 @@ struct Tuning {
     // (col2im_in_blocks).
     Rule col2im_blocks = Rule::Auto;
 
+    // [SECTION] the blocked GEMM (the core under all of the above)
+    // A row-major A read from its rows (in place, or copied row by row where its row stride
+    // would make the rows collide in L1) rather than packed into panels, because packing is a
+    // transpose of about a cycle per element that the two to eight column tiles of the 7x7 and
+    // 14x14 layers at batch 1 do not amortise (M=512 N=49 K=4608, 2 threads: 83 GFLOP/s packed,
+    // 157 read in place); Always is Auto (Never: packed; read_a_in_place).
+    Rule read_a = Rule::Auto;
+    // B's rows read in place rather than packed, A read from its rows: at most 8 row panels
+    // over a reduction of at most 256, or 24 over at most 64 where B comes from memory, because
+    // a packed panel that so few row panels share does not pay for its copy (64 x 3136 x 64:
+    // 0.136 -> 0.125 ms; b_in_place_applies).
+    Rule b_in_place = Rule::Auto;
+    // sgemm's product computed transposed, C^T = B^T A^T, for a column-contiguous A of 2 MiB or
+    // more and at most 256 columns: where L2 per core is 2 MiB or more, because there A's far
+    // columns came as demand misses (Xeon, 4608x49x512: 1.91 -> 1.45 ms) and with 1 MiB it lost
+    // (EPYC Zen 4, res5's backward data at batch 1: 3.78 -> 4.41 ms; sgemm_transposes).
+    Rule transposed_products = Rule::Auto;
+
     // [SECTION] winograd
     // auto takes winograd where winograd_pays (enough tiles and channels that the transforms
     // cost less than the products save); Always: wherever winograd applies.

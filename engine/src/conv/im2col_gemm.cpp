@@ -42,14 +42,15 @@ using RowMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMa
 using MapC = Eigen::Map<const RowMat>;
 using Map = Eigen::Map<RowMat>;
 
-// C (m x n, row-major, dense) = op(A) (m x k) * op(B) (k x n) (+ C when acc).
+// C (m x n, row-major, dense) = op(A) (m x k) * op(B) (k x n) (+ C when acc), by t's GEMM
+// core (the blocked one under t's rules).
 // A is stored (m x k) row-major, or (k x m) when ta; B (k x n), or (n x k) when tb.
-void matmul(GemmCore core, dim_t m, dim_t n, dim_t k, const float* a, bool ta, const float* b,
+void matmul(const Tuning& t, dim_t m, dim_t n, dim_t k, const float* a, bool ta, const float* b,
             bool tb, float* c, bool acc) {
-    if (core == GemmCore::blocked) {
+    if (t.gemm_core == GemmCore::blocked) {
         const StridedA sa{a, ta ? 1 : k, ta ? m : 1};
         const StridedB sb{b, tb ? 1 : n, tb ? k : 1};
-        sgemm(m, n, k, sa, sb, c, n, acc);
+        sgemm(t, m, n, k, sa, sb, c, n, acc);
         return;
     }
     Map cm(c, m, n);
@@ -120,8 +121,8 @@ void forward_im2col_gemm(const Problem& p, const ConvArgs& a, Profiler* prof) {
                 b = col;
             }
             Span s(prof, "gemm");
-            matmul(a.tuning.gemm_core, d.kg, d.cols, d.rows, a.wei + g * d.kg * d.rows, false, b,
-                   false, a.dst + (n * p.oc + g * d.kg) * d.cols, false);
+            matmul(a.tuning, d.kg, d.cols, d.rows, a.wei + g * d.kg * d.rows, false, b, false,
+                   a.dst + (n * p.oc + g * d.kg) * d.cols, false);
         }
     add_bias(p, a, prof);
 }
@@ -216,7 +217,8 @@ void backward_data_col2im(const Problem& p, const ConvArgs& a, Profiler* prof) {
                 {
                     Span s(prof, "gemm");  // dX_g = W_g^T dY_g, computed transposed
                     t = product_transposed(
-                        d.rows, d.cols, d.kg, StridedA{a.wei + g * d.kg * d.rows, 1, d.rows},
+                        tuning, d.rows, d.cols, d.kg,
+                        StridedA{a.wei + g * d.kg * d.rows, 1, d.rows},
                         StridedB{a.diff_dst + (n * p.oc + g * d.kg) * d.cols, d.cols, 1});
                 }
                 Span s(prof, "unpack");
@@ -255,8 +257,8 @@ void backward_data_col2im(const Problem& p, const ConvArgs& a, Profiler* prof) {
                 const dim_t cols = (q1 - q) * ow;
                 {
                     Span s(mine, "gemm");
-                    sgemm(d.rows, cols, d.kg, w_t(g), StridedB{dy + q * ow, d.cols, 1}, blk, cols,
-                          false);
+                    sgemm(tuning, d.rows, cols, d.kg, w_t(g), StridedB{dy + q * ow, d.cols, 1}, blk,
+                          cols, false);
                 }
                 Span s(mine, "col2im");
                 col2im_rows_kernel(p, blk, cols, q, q1, r0, r1, n, g, a.diff_src);
@@ -298,11 +300,11 @@ void backward_data_col2im(const Problem& p, const ConvArgs& a, Profiler* prof) {
                     Span s(prof, "gemm");
                     const float* dy = a.diff_dst + (n * p.oc + g * d.kg) * d.cols;
                     if (wt)
-                        sgemm(d.rows, d.cols, d.kg, w_t(g), StridedB{dy, d.cols, 1}, out, d.cols,
-                              false);
+                        sgemm(tuning, d.rows, d.cols, d.kg, w_t(g), StridedB{dy, d.cols, 1}, out,
+                              d.cols, false);
                     else
-                        matmul(a.tuning.gemm_core, d.rows, d.cols, d.kg, a.wei + g * d.kg * d.rows,
-                               true, dy, false, out, false);
+                        matmul(a.tuning, d.rows, d.cols, d.kg, a.wei + g * d.kg * d.rows, true, dy,
+                               false, out, false);
                 }
                 if (!identity) {
                     Span s(prof, "col2im");
@@ -324,8 +326,8 @@ void backward_data_col2im(const Problem& p, const ConvArgs& a, Profiler* prof) {
             const float* dy0 = a.diff_dst + (n0 * p.oc + g * d.kg) * d.cols;
             if (blocked) {
                 Span s(prof, "gemm");
-                gemm(d.rows, wide, d.kg, w_t(g), ImagesB{dy0, p.oc * d.cols, d.cols}, prod, wide,
-                     false);
+                gemm(tuning, d.rows, wide, d.kg, w_t(g), ImagesB{dy0, p.oc * d.cols, d.cols}, prod,
+                     wide, false);
             } else {
                 {
                     Span s(prof, "pack");
@@ -335,8 +337,8 @@ void backward_data_col2im(const Problem& p, const ConvArgs& a, Profiler* prof) {
                                         cols_bytes);
                 }
                 Span s(prof, "gemm");
-                matmul(a.tuning.gemm_core, d.rows, wide, d.kg, a.wei + g * d.kg * d.rows, true, dy,
-                       false, prod, false);
+                matmul(a.tuning, d.rows, wide, d.kg, a.wei + g * d.kg * d.rows, true, dy, false,
+                       prod, false);
             }
             for (dim_t i = 0; i < nn; ++i) {
                 const dim_t n = n0 + i;
@@ -405,9 +407,8 @@ void backward_weight_im2col_gemm(const Problem& p, const ConvArgs& a, Profiler* 
                 b = col;
             }
             Span s(prof, "gemm");
-            matmul(a.tuning.gemm_core, d.kg, d.rows, d.cols,
-                   a.diff_dst + (n * p.oc + g * d.kg) * d.cols, false, b, true,
-                   a.diff_wei + g * d.kg * d.rows, n > 0);
+            matmul(a.tuning, d.kg, d.rows, d.cols, a.diff_dst + (n * p.oc + g * d.kg) * d.cols,
+                   false, b, true, a.diff_wei + g * d.kg * d.rows, n > 0);
         }
     }
 }

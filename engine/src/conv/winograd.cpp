@@ -298,17 +298,19 @@ void reserve_scratch(std::initializer_list<std::pair<int, std::size_t>> slots) {
 
 namespace {
 
-// The tiles of one block through the three steps, for group g. Each step's loop runs over
-// [0, count) split as loop() decides (all on this thread, or an omp for of the caller's team).
+// The tiles of one block through the three steps, for group g, the products under tuning. Each
+// step's loop runs over [0, count) split as loop() decides (all on this thread, or an omp for of
+// the caller's team).
 template <class Loop>
-void run_block(const Geom& q, dim_t g, Block b, const float* src, const float* u, const float* bias,
-               float* dst, float* v, float* mm, Profiler* tp, const Loop& loop) {
+void run_block(const Geom& q, const Tuning& tuning, dim_t g, Block b, const float* src,
+               const float* u, const float* bias, float* dst, float* v, float* mm, Profiler* tp,
+               const Loop& loop) {
     const dim_t nb = b.t1 - b.t0, ld = row_len(nb), cg = q.cg, kg = q.kg;
     transform_inputs(q, g, b, src, v, tp, loop);
     {
         Span s(tp, "gemm");
         loop(kPoints, [&](dim_t xi, float*) {
-            gemm(kg, nb, cg, StridedA{u + (g * kPoints + xi) * kg * cg, cg, 1},
+            gemm(tuning, kg, nb, cg, StridedA{u + (g * kPoints + xi) * kg * cg, cg, 1},
                  StridedB{v + xi * point_stride(cg, ld), ld, 1}, mm + xi * point_stride(kg, ld), ld,
                  false, kReductionBlock);
         });
@@ -404,8 +406,8 @@ void run_tiles(const Geom& q, const Tuning& t, const float* src, const float* u,
             for (dim_t g = 0; g < q.groups; ++g)
                 for (dim_t bi = 0; bi < nblocks; ++bi)
                     err.run([&] {
-                        run_block(q, g, Block{bi * tb, std::min(q.tiles(), (bi + 1) * tb)}, src, u,
-                                  bias, dst, v, mm, tp, serial);
+                        run_block(q, t, g, Block{bi * tb, std::min(q.tiles(), (bi + 1) * tb)}, src,
+                                  u, bias, dst, v, mm, tp, serial);
                     });
         }
         err.rethrow();
@@ -428,7 +430,7 @@ void run_tiles(const Geom& q, const Tuning& t, const float* src, const float* u,
                 }
                 err.rethrow();
             };
-            run_block(q, g, b, src, u, bias, dst, v, mm, prof, split);
+            run_block(q, t, g, b, src, u, bias, dst, v, mm, prof, split);
         }
 }
 

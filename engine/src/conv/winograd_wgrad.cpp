@@ -332,7 +332,8 @@ void backward_weight_winograd(const Problem& p, const ConvArgs& a, Profiler* pro
         Span s(tp, "gemm");
         const auto rows = [&](dim_t k0, dim_t k1) {  // acc's rows [k0, k1) of every point
             for (int xi = 0; xi < kPoints && k0 < k1; ++xi)
-                sgemm(k1 - k0, cg, nb, StridedA{yy + xi * point_stride(kg, ld) + k0 * ld, ld, 1},
+                sgemm(tuning, k1 - k0, cg, nb,
+                      StridedA{yy + xi * point_stride(kg, ld) + k0 * ld, ld, 1},
                       StridedB{v + xi * point_stride(cg, ld), 1, ld},
                       acc + (g * kPoints + xi) * acc_stride + k0 * cg, cg, !first);
         };

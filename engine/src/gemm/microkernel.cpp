@@ -525,8 +525,6 @@ namespace {
 bool rows_copied(const MicroKernel& uk, const StridedA& a, bool row_a) {
     return row_a && ((a.rs % 1024 == 0 && uk.mr >= 8) || a.ks != 0);
 }
-
-std::atomic<int> g_b_in_place{0};  // BInPlace: automatic, on, off
 }  // namespace
 
 void stream_fence() {
@@ -535,18 +533,14 @@ void stream_fence() {
 #endif
 }
 
-void set_b_in_place(BInPlace mode) {
-    g_b_in_place.store(static_cast<int>(mode));
-}
-
 bool b_in_place_applies(const MicroKernel& uk, const GemmBlocking& bl, const StridedA& a,
-                        const StridedB& b, dim_t m, dim_t k) {
-    const auto mode = static_cast<BInPlace>(g_b_in_place.load(std::memory_order_relaxed));
+                        const StridedB& b, dim_t m, dim_t k, const Tuning& tuning) {
+    const Rule mode = tuning.b_in_place;
     const dim_t rem = m % uk.mr, panels = (m + uk.mr - 1) / uk.mr;
-    const bool can = mode != BInPlace::off && uk.in_place_fn[0] && b.cs == 1 && row_major(a) &&
-                     read_a_in_place(uk, a) && !rows_copied(uk, a, true) &&
+    const bool can = mode != Rule::Never && uk.in_place_fn[0] && b.cs == 1 && row_major(a) &&
+                     read_a_in_place(uk, a, tuning) && !rows_copied(uk, a, true) &&
                      (rem == 0 || ((rem == 4 || rem == 8) && uk.in_place_tail_fn[rem / 8]));
-    if (!can || mode == BInPlace::on) return can;
+    if (!can || mode == Rule::Always) return can;
     return (panels <= 8 && k <= 256) || (bl.prefetch_b && panels <= 24 && k <= 64);
 }
 
@@ -574,8 +568,8 @@ dim_t gemm_b_in_place(const MicroKernel& uk, const GemmBlocking& bl, dim_t i0, d
     return jf;
 }
 
-bool tail_rows_apply(const MicroKernel& uk, const StridedA& a) {
-    const bool row_a = row_major(a) && read_a_in_place(uk, a);
+bool tail_rows_apply(const MicroKernel& uk, const StridedA& a, const Tuning& tuning) {
+    const bool row_a = row_major(a) && read_a_in_place(uk, a, tuning);
     const bool in_place = (a.rs == 1 && a.ks == 0) || row_a;
     if (!in_place || rows_copied(uk, a, row_a)) return false;
     // The remainders that row blocks of multiples of 4 leave.
@@ -584,12 +578,13 @@ bool tail_rows_apply(const MicroKernel& uk, const StridedA& a) {
     return true;
 }
 
-void gemm_packed_block(const MicroKernel& uk, const GemmBlocking& bl, dim_t i0, dim_t i1, dim_t jc,
-                       dim_t nc, dim_t pc, dim_t kc, const StridedA& a, const float* bbuf, float* c,
-                       dim_t ldc, bool acc, dim_t pc_next, dim_t kc_next) {
+void gemm_packed_block(const MicroKernel& uk, const GemmBlocking& bl, const Tuning& tuning,
+                       dim_t i0, dim_t i1, dim_t jc, dim_t nc, dim_t pc, dim_t kc,
+                       const StridedA& a, const float* bbuf, float* c, dim_t ldc, bool acc,
+                       dim_t pc_next, dim_t kc_next) {
     const int mr = uk.mr, nr = uk.nr;
     const dim_t mcb = std::min(bl.mc, ((i1 - i0 + mr - 1) / mr) * mr);
-    const bool row_a = row_major(a) && read_a_in_place(uk, a);
+    const bool row_a = row_major(a) && read_a_in_place(uk, a, tuning);
     // Row strides that are multiples of 4 KiB put the MR rows in one L1 set, which thrashes
     // where MR fills its 8 ways: such rows are copied (a memcpy, not a transpose) to rows kcs
     // apart, MR-padded with zeros. Six rows (the 6 x 49 tile) read in place measured faster than
@@ -829,24 +824,12 @@ void choose_split(dim_t m, dim_t n, dim_t k, const MicroKernel& uk, int threads,
     }
 }
 
-namespace {
-// CONVLAB_READ_A=packed in the environment sets the start value (for measurements).
-std::atomic<bool> g_pack_a{[] {
-    const char* e = std::getenv("CONVLAB_READ_A");
-    return e && std::string_view(e) == "packed";
-}()};
-}  // namespace
-
-void set_read_a(ReadA mode) {
-    g_pack_a.store(mode == ReadA::packed);
-}
-
-bool read_a_in_place(const MicroKernel& uk, const StridedA& a) {
+bool read_a_in_place(const MicroKernel& uk, const StridedA& a, const Tuning& tuning) {
     // Packing A is a transpose costing about a cycle per element, amortised over the block's
     // column tiles: with the two to eight tiles of the 7x7 and 14x14 layers at batch 1 it cost as
     // much as the tiles themselves (M=512 N=49 K=4608, 2 threads: 83 GFLOP/s packed, 157 read in
     // place). With many tiles, reading in place measured the same as packing or better.
-    return uk.rowa_fn && a.cs == 1 && !g_pack_a.load(std::memory_order_relaxed);
+    return uk.rowa_fn && a.cs == 1 && tuning.read_a != Rule::Never;
 }
 
 int gemm_threads(dim_t m, dim_t n, dim_t k) {
@@ -954,41 +937,28 @@ bool transposed_products_pay() {
     return pays;
 }
 
-namespace {
-std::atomic<Transposed> g_transposed{[] {
-    const char* e = std::getenv("CONVLAB_TRANSPOSED");
-    if (e && std::string_view(e) == "on") return Transposed::on;
-    if (e && std::string_view(e) == "off") return Transposed::off;
-    return Transposed::automatic;
-}()};
-}  // namespace
-
-void set_transposed_products(Transposed mode) {
-    g_transposed.store(mode);
-}
-
-bool sgemm_transposes(dim_t m, dim_t n, dim_t k, const StridedA& a) {
-    const Transposed mode = g_transposed.load(std::memory_order_relaxed);
-    if (mode == Transposed::off || (mode == Transposed::automatic && !transposed_products_pay()))
-        return false;
+bool sgemm_transposes(dim_t m, dim_t n, dim_t k, const StridedA& a, const Tuning& tuning) {
+    const Rule mode = tuning.transposed_products;
+    if (mode == Rule::Never || (mode == Rule::Auto && !transposed_products_pay())) return false;
     const double a_bytes = static_cast<double>(m) * static_cast<double>(k) * sizeof(float);
     return a.rs == 1 && a.ks == 0 && n <= 256 && a_bytes >= 2.0 * (1 << 20);
 }
 
-void sgemm(dim_t m, dim_t n, dim_t k, const StridedA& a, const StridedB& b, float* c, dim_t ldc,
-           bool accumulate) {
-    if (!sgemm_transposes(m, n, k, a)) return gemm(m, n, k, a, b, c, ldc, accumulate);
+void sgemm(const Tuning& tuning, dim_t m, dim_t n, dim_t k, const StridedA& a, const StridedB& b,
+           float* c, dim_t ldc, bool accumulate) {
+    if (!sgemm_transposes(m, n, k, a, tuning))
+        return gemm(tuning, m, n, k, a, b, c, ldc, accumulate);
     // C^T (n x m) = B^T A^T into scratch, then transposed into C. A^T is row-major: packed as B
     // by long runs of its rows (one read of W per call, which the prefetcher follows), each
     // panel of it used by all n rows while in L1 (kc 128: at most 24 KiB, 48 columns).
-    const float* t = product_transposed(m, n, k, a, b, 128);
+    const float* t = product_transposed(tuning, m, n, k, a, b, 128);
     transpose_into(t, m, m, n, c, ldc, accumulate, gemm_threads(m, n, k));
 }
 
-const float* product_transposed(dim_t m, dim_t n, dim_t k, const StridedA& a, const StridedB& b,
-                                dim_t kc) {
+const float* product_transposed(const Tuning& tuning, dim_t m, dim_t n, dim_t k, const StridedA& a,
+                                const StridedB& b, dim_t kc) {
     float* t = scratch(kTransposedSlot, static_cast<std::size_t>(n * m));
-    gemm(n, m, k, StridedA{b.p, b.cs, b.rs}, StridedB{a.p, a.cs, a.rs}, t, m, false, kc);
+    gemm(tuning, n, m, k, StridedA{b.p, b.cs, b.rs}, StridedB{a.p, a.cs, a.rs}, t, m, false, kc);
     return t;
 }
 

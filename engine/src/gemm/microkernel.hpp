@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "convlab/problem.hpp"
+#include "convlab/tuning.hpp"
 
 namespace convlab::detail {
 
@@ -354,11 +355,10 @@ void run_threads(int threads, F& body) {
 }
 
 // Whether gemm_block reads a row-major A (cs == 1) from its rows (in place, or copied row by row
-// when the row stride would make the rows collide in L1) instead of packing it into panels;
-// set_read_a switches for tests and measurements (CONVLAB_READ_A=packed sets the start value).
-bool read_a_in_place(const MicroKernel& uk, const StridedA& a);
-enum class ReadA { rows, packed };
-void set_read_a(ReadA mode);
+// when the row stride would make the rows collide in L1) instead of packing it into panels:
+// where the microkernel has a kernel for it, unless tuning.read_a is Never (Tuning::read_a says
+// why).
+bool read_a_in_place(const MicroKernel& uk, const StridedA& a, const Tuning& tuning);
 
 // A B packer that can also hand out B's rows in place: run_end(j, nr) is the end of the run of
 // columns from j that may be contiguous in memory (panels are cut there); block_rows(k0, kc)
@@ -480,12 +480,13 @@ class PrefetchA {
 
 // Rows [i0, i1) x columns [jc, jc + nc) of C (+= when acc) from A's columns [pc, pc + kc) and a
 // packed block of B (kc x nc in panels of nr columns, bbuf[jr*kc + k*nr + j]). A is packed here
-// per MC block, or read in place (read_a_in_place). The loop every GEMM driver below ends in.
-// A's next MC block is prefetched while this one is used; after the last, A's columns
+// per MC block, or read in place (read_a_in_place under tuning). The loop every GEMM driver below
+// ends in. A's next MC block is prefetched while this one is used; after the last, A's columns
 // [pc_next, pc_next + kc_next) of the first (kc_next = 0: none).
-void gemm_packed_block(const MicroKernel& uk, const GemmBlocking& bl, dim_t i0, dim_t i1, dim_t jc,
-                       dim_t nc, dim_t pc, dim_t kc, const StridedA& a, const float* bbuf, float* c,
-                       dim_t ldc, bool acc, dim_t pc_next = 0, dim_t kc_next = 0);
+void gemm_packed_block(const MicroKernel& uk, const GemmBlocking& bl, const Tuning& tuning,
+                       dim_t i0, dim_t i1, dim_t jc, dim_t nc, dim_t pc, dim_t kc,
+                       const StridedA& a, const float* bbuf, float* c, dim_t ldc, bool acc,
+                       dim_t pc_next = 0, dim_t kc_next = 0);
 
 // Columns of one packed B block: NC rounded down to whole panels, at most n rounded up.
 inline dim_t block_columns(const GemmBlocking& bl, int nr, dim_t n) {
@@ -500,7 +501,8 @@ inline void gemm_empty_k(dim_t i0, dim_t i1, dim_t j0, dim_t j1, float* c, dim_t
 }
 
 // Whether gemm_block reads B's rows in place (MicroKernel::in_place_fn) rather than packing
-// them: A row-major read in place, B's rows contiguous, the rows of C in whole panels or a last
+// them (tuning.b_in_place: Auto by this rule, Always wherever it can run, Never): A row-major read
+// in place, B's rows contiguous, the rows of C in whole panels or a last
 // one of 4 or 8, and a packed panel that too few row panels would share to pay for its copy: at
 // most 8 of them over a reduction of at most 256, or, where B comes from memory
 // (GemmBlocking::prefetch_b), 24 over at most 64.
@@ -512,10 +514,7 @@ inline void gemm_empty_k(dim_t i0, dim_t i1, dim_t j0, dim_t j1, float* c, dim_t
 //   0.492, and so did 512 x 784 x 128 at batch 32 (res3a_branch2c, 15.3/15.4 -> 15.6/15.6);
 //   128 x 784 x 512, B in cache, 0.50 against 0.47 computed transposed (res3b_branch2a).
 bool b_in_place_applies(const MicroKernel& uk, const GemmBlocking& bl, const StridedA& a,
-                        const StridedB& b, dim_t m, dim_t k);
-// For tests and measurements: where it pays (automatic), wherever it can run (on), never.
-enum class BInPlace { automatic, on, off };
-void set_b_in_place(BInPlace mode);
+                        const StridedB& b, dim_t m, dim_t k, const Tuning& tuning);
 // Columns [j0, jf) of C[i0:i1] (jf: j0 plus whole panels of NR columns) from A and B read in
 // place, a panel of B at a time (its next panel prefetched into L2 while its tiles run); returns
 // jf, the columns left to the packed path.
@@ -523,11 +522,11 @@ dim_t gemm_b_in_place(const MicroKernel& uk, const GemmBlocking& bl, dim_t i0, d
                       dim_t j1, dim_t k, const StridedA& a, const StridedB& b, float* c, dim_t ldc,
                       bool acc);
 
-// One thread's share: C[i0:i1, j0:j1].
+// One thread's share: C[i0:i1, j0:j1], under the blocked GEMM's rules of tuning.
 template <class PackB>
-void gemm_block(const MicroKernel& uk, const GemmBlocking& bl, dim_t i0, dim_t i1, dim_t j0,
-                dim_t j1, dim_t k, const StridedA& a, const PackB& packb, float* c, dim_t ldc,
-                bool accumulate) {
+void gemm_block(const MicroKernel& uk, const GemmBlocking& bl, const Tuning& tuning, dim_t i0,
+                dim_t i1, dim_t j0, dim_t j1, dim_t k, const StridedA& a, const PackB& packb,
+                float* c, dim_t ldc, bool accumulate) {
     const int mr = uk.mr, nr = uk.nr;
     if (i0 >= i1 || j0 >= j1) return;
     if (k == 0) return gemm_empty_k(i0, i1, j0, j1, c, ldc, accumulate);
@@ -537,7 +536,7 @@ void gemm_block(const MicroKernel& uk, const GemmBlocking& bl, dim_t i0, dim_t i
             return;
         }
     if constexpr (std::is_same_v<PackB, StridedB>)
-        if (b_in_place_applies(uk, bl, a, packb, i1 - i0, k)) {
+        if (b_in_place_applies(uk, bl, a, packb, i1 - i0, k, tuning)) {
             j0 = gemm_b_in_place(uk, bl, i0, i1, j0, j1, k, a, packb, c, ldc, accumulate);
             if (j0 >= j1) return;
         }
@@ -563,7 +562,7 @@ void gemm_block(const MicroKernel& uk, const GemmBlocking& bl, dim_t i0, dim_t i
                 else if (bl.prefetch_b && packb.cs == 1 && jc + nc < j1)
                     blk.ahead = {packb.p + jc + nc, packb.rs, kn, std::min(ncb, j1 - jc - nc)};
             }
-            gemm_packed_block(uk, blk, i0, i1, jc, nc, pc, kc, a, bbuf, c, ldc,
+            gemm_packed_block(uk, blk, tuning, i0, i1, jc, nc, pc, kc, a, bbuf, c, ldc,
                               accumulate || pc > 0, pn, kn);
         }
     }
@@ -572,7 +571,7 @@ void gemm_block(const MicroKernel& uk, const GemmBlocking& bl, dim_t i0, dim_t i
 // Whether gemm_packed_block runs the last rows of a block of a multiple of 4 rows (4 or 8 of
 // 12 x 32's, 2 or 4 of 6 x 16's) by a kernel of that height (A read in place, not copied:
 // MicroKernel::tail_fn), not as a full tile.
-bool tail_rows_apply(const MicroKernel& uk, const StridedA& a);
+bool tail_rows_apply(const MicroKernel& uk, const StridedA& a, const Tuning& tuning);
 
 // KC of a product with n columns: longer (1024, then 512) where the packed B block (KC x n,
 // panels rounded, at most NC) stays within 512 KiB, so that each tile loads and stores C (and
@@ -612,12 +611,13 @@ long l2_cache_bytes();
 // within their spread: 1.126 -> 1.073 ms, minima 0.739 -> 0.732.
 dim_t l2_block_columns(dim_t kc, int nr, dim_t panels, dim_t rows, long l2);
 
-// C (m x n, ldc) = A * B (+ C when accumulate), on all of OpenMP's threads when it pays.
-// kc > 0 replaces GemmBlocking's; stream_c, prefetch_a and prefetch_b as GemmBlocking's.
+// C (m x n, ldc) = A * B (+ C when accumulate), on all of OpenMP's threads when it pays, under
+// the blocked GEMM's rules of tuning (read_a, b_in_place). kc > 0 replaces GemmBlocking's;
+// stream_c, prefetch_a and prefetch_b as GemmBlocking's.
 template <class PackB>
-void gemm(dim_t m, dim_t n, dim_t k, const StridedA& a, const PackB& packb, float* c, dim_t ldc,
-          bool accumulate, dim_t kc = 0, bool stream_c = false, bool prefetch_a = false,
-          bool prefetch_b = false) {
+void gemm(const Tuning& tuning, dim_t m, dim_t n, dim_t k, const StridedA& a, const PackB& packb,
+          float* c, dim_t ldc, bool accumulate, dim_t kc = 0, bool stream_c = false,
+          bool prefetch_a = false, bool prefetch_b = false) {
     const MicroKernel& uk = microkernel_for(m, n, row_major(a));
     GemmBlocking bl;
     bl.kc = reduction_block(uk, a, n, k);
@@ -627,13 +627,13 @@ void gemm(dim_t m, dim_t n, dim_t k, const StridedA& a, const PackB& packb, floa
     bl.prefetch_b = prefetch_b;
     int tm = 1, tn = 1;
     choose_split(m, n, k, uk, gemm_threads(m, n, k), tm, tn,
-                 GathersB<PackB> && read_a_in_place(uk, a) ? 0.25 : 1.0);
+                 GathersB<PackB> && read_a_in_place(uk, a, tuning) ? 0.25 : 1.0);
     const dim_t mpan = (m + uk.mr - 1) / uk.mr, npan = (n + uk.nr - 1) / uk.nr;
     if (bl.kc <= GemmBlocking{}.kc)  // not where reduction_block took a longer one for few columns
         bl.nc = l2_block_columns(std::min(bl.kc, k), uk.nr, (npan + tn - 1) / tn, (m + tm - 1) / tm,
                                  l2_cache_bytes());
     if (tm * tn == 1) {
-        gemm_block(uk, bl, 0, m, 0, n, k, a, packb, c, ldc, accumulate);
+        gemm_block(uk, bl, tuning, 0, m, 0, n, k, a, packb, c, ldc, accumulate);
         return;
     }
     // Row blocks aligned to MR, column blocks to NR, so only the last block has edge tiles. Where
@@ -641,7 +641,7 @@ void gemm(dim_t m, dim_t n, dim_t k, const StridedA& a, const PackB& packb, floa
     // cut at multiples of 4 as near equal as they come: 256 rows on two threads go 128 + 128
     // (10 tiles of 12 and a tail of 8 each), not 132 + 124 (11 tiles against 10 and a tail of
     // 4: the first thread took 14 us longer of res4a_branch2a's 250 at batch 1).
-    const bool quarters = tm > 1 && m % 4 == 0 && tail_rows_apply(uk, a);
+    const bool quarters = tm > 1 && m % 4 == 0 && tail_rows_apply(uk, a, tuning);
     const auto row_bound = [&](dim_t ti) {
         return quarters ? std::min(m, (m / 4 * ti / tm) * 4)
                         : std::min(m, (mpan * ti / tm) * uk.mr);
@@ -651,7 +651,7 @@ void gemm(dim_t m, dim_t n, dim_t k, const StridedA& a, const PackB& packb, floa
         const dim_t i0 = row_bound(ti), i1 = row_bound(ti + 1);
         const dim_t j0 = std::min(n, (npan * tj / tn) * uk.nr);
         const dim_t j1 = std::min(n, (npan * (tj + 1) / tn) * uk.nr);
-        gemm_block(uk, bl, i0, i1, j0, j1, k, a, packb, c, ldc, accumulate);
+        gemm_block(uk, bl, tuning, i0, i1, j0, j1, k, a, packb, c, ldc, accumulate);
     };
     run_threads(tm * tn, body);
 }
@@ -659,25 +659,22 @@ void gemm(dim_t m, dim_t n, dim_t k, const StridedA& a, const PackB& packb, floa
 // Whether sgemm computes C^T = B^T A^T and transposes it into C: A column-contiguous (W^T in
 // backward data) of at least 2 MiB, and at most 256 columns (a 7x7 or 14x14 layer at batch 1).
 // Read in place, such an A's 12-float pieces of columns far apart come as demand misses. With
-// A at 1 MiB or 0.5 MiB it measured even or slower (512x49x512, 512x196x256). Only on machines
-// where it pays (transposed_products_pay), unless set_transposed_products says otherwise.
-bool sgemm_transposes(dim_t m, dim_t n, dim_t k, const StridedA& a);
+// A at 1 MiB or 0.5 MiB it measured even or slower (512x49x512, 512x196x256). tuning's
+// transposed_products: Auto only on machines where it pays (transposed_products_pay), Always on
+// any, Never not at all.
+bool sgemm_transposes(dim_t m, dim_t n, dim_t k, const StridedA& a, const Tuning& tuning);
 
 // The transposed products were measured faster on an Intel Xeon with 2 MiB of L2 per core
 // (4608x49x512: 1.91 -> 1.45 ms) and slower on an AMD EPYC (Zen 4) with 1 MiB, where the old
 // path prefetches A's next block into L2 (bench, res5 backward data at batch 1, 3 alternating
 // rounds: 3.78 -> 4.41 ms). They are used where L2 per core is at least 2 MiB.
 bool transposed_products_pay();
-// For tests and measurements: automatic (the machine decides), always or never
-// (CONVLAB_TRANSPOSED=on|off sets the start value).
-enum class Transposed { automatic, on, off };
-void set_transposed_products(Transposed mode);
 
 // C^T (n x m, leading dimension m) of C = A * B, computed as B^T A^T into scratch slot
 // kTransposedSlot (A^T packed as B, B^T read as A), for transpose_into to put in place; kc > 0
-// replaces GemmBlocking's.
-const float* product_transposed(dim_t m, dim_t n, dim_t k, const StridedA& a, const StridedB& b,
-                                dim_t kc = 0);
+// replaces GemmBlocking's; under tuning's rules, as gemm.
+const float* product_transposed(const Tuning& tuning, dim_t m, dim_t n, dim_t k, const StridedA& a,
+                                const StridedB& b, dim_t kc = 0);
 
 // c[i*ldc + j] (+)= t[j*ldt + i] for i < m, j < n (t holds C^T), 16 x 16 blocks through
 // registers with AVX-512, the rows of C split over `threads`.
@@ -690,8 +687,9 @@ void transpose_into(const float* t, dim_t ldt, dim_t m, dim_t n, float* c, dim_t
 // caches, whose lines a tile would otherwise only partly write.
 void stream_rows(const float* src, dim_t lds, dim_t rows, dim_t len, float* dst, dim_t ldd);
 
-// Plain strided GEMM: C = A * B (+ C).
-void sgemm(dim_t m, dim_t n, dim_t k, const StridedA& a, const StridedB& b, float* c, dim_t ldc,
-           bool accumulate);
+// Plain strided GEMM: C = A * B (+ C), under tuning's rules (read_a, b_in_place,
+// transposed_products).
+void sgemm(const Tuning& tuning, dim_t m, dim_t n, dim_t k, const StridedA& a, const StridedB& b,
+           float* c, dim_t ldc, bool accumulate);
 
 }  // namespace convlab::detail

@@ -6,18 +6,19 @@
 #include "fast_paths.hpp"
 
 namespace {
-// implicit_gemm's weight gradient under tn equals direct's on every problem, with every
-// microkernel and after each of `modes` (a switch of the path under test, by index, which may
-// change tn), where `applies` says the path is taken.
+// implicit_gemm's weight gradient under tuning equals direct's on every problem, with every
+// microkernel and under each of `modes` (a switch of the path under test, by index, made by
+// set_mode on a copy of tuning), where `applies` says the path is taken.
 void wgrad_equals_direct(const std::vector<Problem>& probs, std::mt19937& rng, int modes,
-                         const std::function<void(int)>& set_mode,
-                         bool (*applies)(const Problem&, const Tuning&), const Tuning& tn) {
+                         const std::function<void(int, Tuning&)>& set_mode,
+                         bool (*applies)(const Problem&, const Tuning&), const Tuning& tuning) {
     int count = 0;
     const detail::MicroKernel* uks = detail::microkernels(count);
     for (int u = 0; u < count; ++u) {
         REQUIRE(detail::select_microkernel(uks[u].isa));
         for (int m = 0; m < modes; ++m) {
-            set_mode(m);
+            Tuning tn = tuning;
+            set_mode(m, tn);
             for (const Problem& p : probs) {
                 const std::string d = to_descriptor(p);
                 CAPTURE(d);
@@ -58,11 +59,9 @@ TEST_CASE("implicit_gemm's weight gradient over images merged along the reductio
     probs.push_back(parse_descriptor("mb6ic37ih7oc45oh7kh3ph1"));
     probs.push_back(parse_descriptor("mb3ic3ih20oc33oh10kh7sh2ph3"));
     wgrad_equals_direct(
-        probs, rng, 2,
-        [](int m) { detail::set_read_a(m ? detail::ReadA::packed : detail::ReadA::rows); },
+        probs, rng, 2, [](int m, Tuning& t) { t.read_a = m ? Rule::Never : Rule::Auto; },
         detail::merged_wgrad_applies, tn);
     // By default: from two images of at most 64 positions.
-    detail::set_read_a(detail::ReadA::rows);
     tn.merge_wgrad = Rule::Auto;
     CHECK(detail::merged_wgrad_applies(parse_descriptor("mb2ic40ih7oc36oh7kh1ph0"), tn));
     CHECK(detail::merged_wgrad_applies(parse_descriptor("mb4ic40ih14oc36oh7kh1sh2ph0"), tn));
@@ -256,7 +255,7 @@ TEST_CASE("implicit_gemm's 1x1 weight gradient writing dW by non-temporal stores
         for (const int threads : {2, 1}) {
             set_num_threads(threads);
             wgrad_equals_direct(
-                ps, rng, 1, [&](int) { tn.merge_wgrad = Rule::Never; }, applies, tn);
+                ps, rng, 1, [](int, Tuning& t) { t.merge_wgrad = Rule::Never; }, applies, tn);
         }
     };
     on_threads(probs, [](const Problem& q, const Tuning& t) {
@@ -290,7 +289,8 @@ TEST_CASE("implicit_gemm's 1x1 weight gradient computed transposed") {
     probs.push_back(parse_descriptor("mb3ic2ih9oc2oh9kh1ph0"));
     // Image by image (merging never), then merged (merging whenever possible).
     wgrad_equals_direct(
-        probs, rng, 2, [&](int m) { tn.merge_wgrad = rule(m ? 1 : 2); }, detail::swapped_wgrad, tn);
+        probs, rng, 2, [](int m, Tuning& t) { t.merge_wgrad = rule(m ? 1 : 2); },
+        detail::swapped_wgrad, tn);
     // By default: 1x1 with fewer output than input channels, from 512 positions in all.
     tn.swap_wgrad = Rule::Auto;
     tn.merge_wgrad = Rule::Auto;

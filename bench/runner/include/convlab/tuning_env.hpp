@@ -8,7 +8,9 @@
 namespace convlab {
 
 // A default Tuning with the environment's choices: CONVLAB_GEMM=eigen takes Eigen's GEMM core
-// for the column-matrix algorithms (any other value: the blocked core).
+// for the column-matrix algorithms (any other value: the blocked core); CONVLAB_READ_A=packed
+// packs the blocked GEMM's row-major A (read_a Never); CONVLAB_TRANSPOSED=on|off forces its
+// transposed products (transposed_products Always or Never). Other values leave the default.
 Tuning tuning_from_environment();
 
 }  // namespace convlab

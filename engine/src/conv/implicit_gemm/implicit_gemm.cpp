@@ -45,7 +45,7 @@ bool swapped_forward(const Problem& p, const Tuning& t) {
     if (!avx512_selected()) return false;
     const dim_t kg = p.ocg(), rows = p.icg(), cols = p.out_spatial();
     if (b_in_place_applies(microkernel_for(kg, cols, true), GemmBlocking{},
-                           StridedA{nullptr, rows, 1}, StridedB{nullptr, cols, 1}, kg, rows))
+                           StridedA{nullptr, rows, 1}, StridedB{nullptr, cols, 1}, kg, rows, t))
         return false;
     return p.ocg() < p.icg() && p.out_spatial() >= (im2col_is_identity(p) ? 196 : 784);
 }
@@ -113,7 +113,7 @@ void forward_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler* prof) 
         sum_over_threads(nthreads, c, static_cast<std::size_t>(kg * cols),
                          [&](int id, int nt, float* out) {
                              const dim_t k0 = rows * id / nt, k1 = rows * (id + 1) / nt;
-                             gemm(kg, cols, k1 - k0, StridedA{w.p + k0, w.rs, 1},
+                             gemm(tuning, kg, cols, k1 - k0, StridedA{w.p + k0, w.rs, 1},
                                   Im2colB{&im, nullptr, k0}, out, cols, false);
                          });
     };
@@ -134,7 +134,7 @@ void forward_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler* prof) 
             const float* t = nullptr;
             {
                 Span s(prf, "gemm");
-                t = product_transposed(kg, cols, rows, w, StridedB{x, xs, 1});
+                t = product_transposed(tuning, kg, cols, rows, w, StridedB{x, xs, 1});
             }
             Span s(prf, "unpack");
             transpose_into(t, kg, kg, cols, dst0, cols, false, gemm_threads(kg, cols, 16));
@@ -148,24 +148,27 @@ void forward_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler* prof) 
             if (nn == 1 && swap) return swapped(sub, cols);
             Span s(prf, "gemm");
             if (nn == 1)
-                gemm(kg, cols, rows, w, StridedB{sub, cols, 1}, dst0, cols, false, 0, stream);
+                gemm(tuning, kg, cols, rows, w, StridedB{sub, cols, 1}, dst0, cols, false, 0,
+                     stream);
             else
-                gemm(kg, nn * cols, rows, w, ImagesB{sub, cg * cols, cols}, buf, nn * cols, false);
+                gemm(tuning, kg, nn * cols, rows, w, ImagesB{sub, cg * cols, cols}, buf, nn * cols,
+                     false);
         } else if (nn == 1 && swap) {
             swapped(m.src, is);
         } else {
             Span s(prf, "gemm");
             if (nn == 1 && identity)  // 1x1, stride 1, no padding: B is the image itself
-                gemm(kg, cols, rows, w, StridedB{m.src, is, 1}, dst0, cols, false, 0, stream, false,
-                     batch_from_memory);
+                gemm(tuning, kg, cols, rows, w, StridedB{m.src, is, 1}, dst0, cols, false, 0,
+                     stream, false, batch_from_memory);
             else if (nn == 1 && split_k)
                 gemm_split_k(w, m, dst0);
             else if (nn == 1)
-                gemm(kg, cols, rows, w, Im2colB{&m}, dst0, cols, false, 0, stream);
+                gemm(tuning, kg, cols, rows, w, Im2colB{&m}, dst0, cols, false, 0, stream);
             else if (identity)
-                gemm(kg, nn * cols, rows, w, ImagesB{m.src, m.n_stride, is}, buf, nn * cols, false);
+                gemm(tuning, kg, nn * cols, rows, w, ImagesB{m.src, m.n_stride, is}, buf, nn * cols,
+                     false);
             else
-                gemm(kg, nn * cols, rows, w, Im2colB{&m}, buf, nn * cols, false);
+                gemm(tuning, kg, nn * cols, rows, w, Im2colB{&m}, buf, nn * cols, false);
         }
         if (nn > 1) {
             Span s(prf, "unpack");
@@ -261,7 +264,7 @@ void backward_data_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler* 
         Span sp(prof, "gemm");
         for (dim_t n = 0; n < p.mb; ++n)
             for (dim_t grp = 0; grp < p.groups; ++grp)
-                gemm(cg, is, kg, StridedA{a.wei + grp * kg * cg, 1, cg},
+                gemm(tuning, cg, is, kg, StridedA{a.wei + grp * kg * cg, 1, cg},
                      StridedB{a.diff_dst + (n * p.oc + grp * kg) * os, os, 1},
                      a.diff_src + (n * p.ic + grp * cg) * is, is, false);
         return;
@@ -458,9 +461,10 @@ void backward_data_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler* 
                 {
                     Span sp(prf, "gemm");
                     if (b_is_dy && nn == 1)
-                        gemm(m, qs, kp, wt, StridedB{mi.src, os, 1}, out, qs, false);
+                        gemm(tuning, m, qs, kp, wt, StridedB{mi.src, os, 1}, out, qs, false);
                     else
-                        gemm(m, nn * qs, kp, wt, Im2colB{&mi, rows.data()}, out, nn * qs, false);
+                        gemm(tuning, m, nn * qs, kp, wt, Im2colB{&mi, rows.data()}, out, nn * qs,
+                             false);
                 }
                 if (!c_is_dx)
                     for (dim_t pi = 0; pi < np; ++pi)

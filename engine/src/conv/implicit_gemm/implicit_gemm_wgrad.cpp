@@ -323,7 +323,7 @@ void backward_weight_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler
             Span s(prf, "gemm");
             const dim_t row = geo.s[1] * geo.in[2], plane = geo.s[0] * geo.in[1] * geo.in[2];
             const SampledTB b{x, is, geo.out[2], geo.out[1], geo.s[2], row, plane, q0};
-            gemm(kg, rows, q1 - q0, dy, b, out, rows, acc, 0, final && stream_dw);
+            gemm(tuning, kg, rows, q1 - q0, dy, b, out, rows, acc, 0, final && stream_dw);
             return;
         }
         if (subsample) {
@@ -343,13 +343,14 @@ void backward_weight_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler
         const bool prefetch = by_images && cols <= 256;
         Span s(prf, "gemm");
         if (swap)  // A: X's rows in place; B: dY^T
-            gemm(rows, kg, q1 - q0, StridedA{x + q0, xs, 1}, StridedB{dyp, 1, cols}, out, kg, acc,
-                 0, false, prefetch);
+            gemm(tuning, rows, kg, q1 - q0, StridedA{x + q0, xs, 1}, StridedB{dyp, 1, cols}, out,
+                 kg, acc, 0, false, prefetch);
         else if (identity || subsample)  // B^T is the image (or its sampled copy) transposed
-            gemm(kg, rows, q1 - q0, dy, StridedB{x + q0, 1, xs}, out, rows, acc, 0,
+            gemm(tuning, kg, rows, q1 - q0, dy, StridedB{x + q0, 1, xs}, out, rows, acc, 0,
                  final && stream_dw, prefetch);
         else
-            gemm(kg, rows, q1 - q0, dy, Im2colTB{&m, q0}, out, rows, acc, 0, final && stream_dw);
+            gemm(tuning, kg, rows, q1 - q0, dy, Im2colTB{&m, q0}, out, rows, acc, 0,
+                 final && stream_dw);
     };
     // Where the products are summed: dW_g, or out^T (scratch) when swapped.
     float* dwt =
@@ -378,7 +379,8 @@ void backward_weight_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler
                                   p.oc * cols};
                 const auto product = [&](const auto& b) {
                     Span s(prof, "gemm");
-                    gemm(kg, rows, nn * cols, dy, b, a.diff_wei + g * kg * rows, rows, n0 > 0);
+                    gemm(tuning, kg, rows, nn * cols, dy, b, a.diff_wei + g * kg * rows, rows,
+                         n0 > 0);
                 };
                 const float* x = a.src + (n0 * p.ic + g * cg) * is;
                 dim_t xs = is, xn = p.ic * is;  // channel and image strides of X or its copy
@@ -394,7 +396,7 @@ void backward_weight_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler
                 }
                 if (swap) {  // A: the images' channels side by side along k; B: dY^T
                     Span s(prof, "gemm");
-                    gemm(rows, kg, nn * cols, StridedA{x, xs, 1, cols, xn},
+                    gemm(tuning, rows, kg, nn * cols, StridedA{x, xs, 1, cols, xn},
                          ImagesTB{dy.p, cols, cols, p.oc * cols}, target(g), kg, n0 > 0);
                 } else if (!identity && !subsample) {  // B^T: im2col^T of the images, gathered
                     const Im2col m(p, x);
