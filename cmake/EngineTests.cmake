@@ -1,5 +1,8 @@
 # The doctest suites that need the engine only (no app library), for builds with
-# -DCONVLAB_APP=OFF: one executable, every TEST_CASE registered with ctest.
+# -DCONVLAB_APP=OFF: one executable, every TEST_CASE registered with ctest. Listed by name,
+# because tests/maps/ and the top folder also hold suites that include the app's headers (the
+# map registry, FRACTAL_NZ and NHWC suites read lessons; the map-expression suite's helper
+# test_files.hpp runs the app's command line).
 set(CONVLAB_ENGINE_TEST_SOURCES
     ${PROJECT_SOURCE_DIR}/tests/main.cpp ${PROJECT_SOURCE_DIR}/tests/test_algorithms.cpp
     ${PROJECT_SOURCE_DIR}/tests/bench/test_bench_runner.cpp
