@@ -311,7 +311,8 @@ void run_compute(const Options& opts, std::ostream& out) {
     if (opts.has("--threads"))
         set_num_threads(
             static_cast<int>(parse_integer("--threads", *opts.get("--threads"), 0, 4096)));
-    // The fast paths' rules (CONVLAB_GEMM), one value for every call.
+    // The fast paths' rules (CONVLAB_GEMM, CONVLAB_READ_A, CONVLAB_TRANSPOSED), one value for
+    // every call.
     const Tuning tuning = tuning_from_environment();
     // Work beyond the memory budget is refused before the inputs are made (the engine checks
     // again before it allocates).
