@@ -186,6 +186,7 @@ Fields machine_fields(const Results& r) {
             nf("load_before", m.load_before),
             nf("foreign_cpu", m.foreign_cpu),
             nf("median_spread", m.median_spread),
+            nf("clock_tick_s", m.clock_tick),
             sf("shapes", r.shapes_file),
             nf("batch", static_cast<double>(r.batch)),
             sf("dtype", dtype_name(r.dtype)),
@@ -201,18 +202,18 @@ Fields machine_fields(const Results& r) {
 }
 
 const char* const kColumns[] = {
-    "layer_index", "layer",          "descriptor", "pass",      "algorithm",       "peer",
-    "batch",       "threads",        "dtype",      "operation", "median_ms",       "min_ms",
-    "max_ms",      "q1_ms",          "q3_ms",      "runs",      "share",           "foreign_cpu",
-    "speed",       "noisy",          "retimed",    "gflops",    "gflops_benchdnn", "gbps",
-    "flops",       "flops_benchdnn", "bytes",      "verified",  "max_abs_err",     "max_rel_err",
-    "reference",   "note",           "impl",       "error"};
+    "layer_index", "layer",     "descriptor",     "pass",      "algorithm",     "peer",
+    "batch",       "threads",   "dtype",          "operation", "median_ms",     "min_ms",
+    "max_ms",      "q1_ms",     "q3_ms",          "runs",      "calls_per_run", "share",
+    "foreign_cpu", "speed",     "noisy",          "retimed",   "gflops",        "gflops_benchdnn",
+    "gbps",        "flops",     "flops_benchdnn", "bytes",     "verified",      "max_abs_err",
+    "max_rel_err", "reference", "note",           "impl",      "error"};
 
 // Columns added after the first format: a file written before them reads without them.
 bool optional_column(const std::string& name) {
     return name == "noisy" || name == "dtype" || name == "batch" || name == "threads" ||
            name == "gflops_benchdnn" || name == "flops_benchdnn" || name == "speed" ||
-           name == "retimed";
+           name == "retimed" || name == "calls_per_run";
 }
 
 std::vector<Fields> row_fields(const Results& r) {
@@ -245,6 +246,7 @@ std::vector<Fields> row_fields(const Results& r) {
                      nf("q1_ms", t.q1_ms),
                      nf("q3_ms", t.q3_ms),
                      nf("runs", t.runs),
+                     nf("calls_per_run", t.calls),
                      nf("share", m.total.median_ms > 0 ? t.median_ms / m.total.median_ms : 0),
                      nf("foreign_cpu", m.foreign_cpu),
                      nf("speed", m.speed),
@@ -431,6 +433,7 @@ void machine_from(const Map& f, Results& r, const std::string& where) {
     m.load_before = real_or_unknown(f, "load_before", where);
     m.foreign_cpu = real_or_unknown(f, "foreign_cpu", where, 0, 1);
     m.median_spread = real_in(f, "median_spread", where);
+    if (f.count("clock_tick_s")) m.clock_tick = real_in(f, "clock_tick_s", where);
     r.shapes_file = to_str(f, "shapes", where);
     r.batch = static_cast<dim_t>(int_in(f, "batch", where));
     r.dtype = f.count("dtype")
@@ -455,6 +458,8 @@ Stats stats_from(const Map& f, const std::string& where) {
     t.q1_ms = real_in(f, "q1_ms", where);
     t.q3_ms = real_in(f, "q3_ms", where);
     t.runs = static_cast<int>(int_in(f, "runs", where));
+    if (f.count("calls_per_run"))
+        t.calls = static_cast<int>(int_in(f, "calls_per_run", where, kMaxCount, 1));
     // Derived columns (recomputed, not read back) must still be numbers of their kind.
     for (const char* k : {"share", "gflops", "gflops_benchdnn", "gbps"})
         if (f.count(k)) real_in(f, k, where);
