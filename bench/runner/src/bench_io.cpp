@@ -202,12 +202,12 @@ Fields machine_fields(const Results& r) {
 }
 
 const char* const kColumns[] = {
-    "layer_index", "layer",     "descriptor",     "pass",      "algorithm",     "peer",
-    "batch",       "threads",   "dtype",          "operation", "median_ms",     "min_ms",
-    "max_ms",      "q1_ms",     "q3_ms",          "runs",      "calls_per_run", "share",
-    "foreign_cpu", "speed",     "noisy",          "retimed",   "gflops",        "gflops_benchdnn",
-    "gbps",        "flops",     "flops_benchdnn", "bytes",     "verified",      "max_abs_err",
-    "max_rel_err", "reference", "note",           "impl",      "error"};
+    "layer_index", "layer",          "descriptor", "pass",      "algorithm",       "peer",
+    "batch",       "threads",        "dtype",      "operation", "median_ms",       "min_ms",
+    "max_ms",      "q1_ms",          "q3_ms",      "runs",      "share",           "foreign_cpu",
+    "speed",       "noisy",          "retimed",    "gflops",    "gflops_benchdnn", "gbps",
+    "flops",       "flops_benchdnn", "bytes",      "verified",  "max_abs_err",     "max_rel_err",
+    "reference",   "note",           "impl",       "error",     "calls_per_run"};
 
 // Columns added after the first format: a file written before them reads without them.
 bool optional_column(const std::string& name) {
@@ -246,7 +246,6 @@ std::vector<Fields> row_fields(const Results& r) {
                      nf("q1_ms", t.q1_ms),
                      nf("q3_ms", t.q3_ms),
                      nf("runs", t.runs),
-                     nf("calls_per_run", t.calls),
                      nf("share", m.total.median_ms > 0 ? t.median_ms / m.total.median_ms : 0),
                      nf("foreign_cpu", m.foreign_cpu),
                      nf("speed", m.speed),
@@ -264,7 +263,8 @@ std::vector<Fields> row_fields(const Results& r) {
                      sf("reference", m.check.reference),
                      sf("note", m.check.note),
                      sf("impl", m.impl),
-                     sf("error", m.error)};
+                     sf("error", m.error),
+                     nf("calls_per_run", t.calls)};
             out.push_back(std::move(f));
         };
         row("total", m.total, true);
