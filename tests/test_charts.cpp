@@ -264,6 +264,26 @@ TEST_CASE("charts: GFLOP/s bars with the measured peak as a reference line") {
     CHECK(standard_charts(r).size() == 1 + 2 + 2);
 }
 
+TEST_CASE("charts: runs timed as batches of calls (a coarse clock) are said in the footer") {
+    Results r = sample();
+    const auto clock_line = [](const Chart& c) {
+        for (const std::string& l : c.footer)
+            if (l.rfind("Clock: ", 0) == 0) return l;
+        return std::string();
+    };
+    CHECK(clock_line(gflops_chart(r, Pass::Forward)).empty());  // one call a run: nothing said
+    r.machine.clock_tick = 1e-4;
+    r.rows[0].total.calls = 256;
+    r.rows[3].total.calls = 2048;
+    const Chart g = gflops_chart(r, Pass::Forward);
+    CHECK(clock_line(g) ==
+          "Clock: the timing clock ticks every 100 us, so each timed run was a batch of 256 to "
+          "2048 calls in a row, its time divided by the count (calls_per_run in the results).");
+    // The footer says it on every chart of the run; a bar's hover gives its own batch.
+    CHECK_FALSE(clock_line(relative_time_chart(r)).empty());
+    CHECK(g.series[0].marks[0].hover.find("3 runs of 256 calls each") != std::string::npos);
+}
+
 TEST_CASE("charts: values measured under load are marked noisy, counted and footnoted") {
     Results r = sample();
     CHECK(gflops_chart(r, Pass::Forward).noisy == 0);

@@ -16,5 +16,7 @@ if command -v ccache >/dev/null; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=cc
 emcmake cmake -S web -B build-web -G Ninja -DCMAKE_BUILD_TYPE=Release \
     -DCONVLAB_IMGUI_SOURCE="$imgui" -DCONVLAB_GIFLIB_SOURCE="$giflib" \
     -DEigen3_DIR=/usr/share/eigen3/cmake "${launcher[@]}" >/dev/null
-cmake --build build-web
+# Two jobs (WEB_JOBS=N for another count): ninja's default, cores + 2, runs four compilers on
+# a 2-core machine.
+cmake --build build-web -j "${WEB_JOBS:-2}"
 echo "web: build-web/site/ ($(du -sh build-web/site | cut -f1))"

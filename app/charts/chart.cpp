@@ -81,7 +81,8 @@ std::string check_line(const Measurement& m) {
 std::string timing_line(const Measurement& m) {
     return "median " + ms(m.total.median_ms) + " (min " + ms(m.total.min_ms) + ", max " +
            ms(m.total.max_ms) + ", quartiles " + ms(m.total.q1_ms) + " .. " + ms(m.total.q3_ms) +
-           ", " + std::to_string(m.total.runs) + " runs)" +
+           ", " + std::to_string(m.total.runs) + " runs" +
+           (m.total.calls > 1 ? " of " + std::to_string(m.total.calls) + " calls each" : "") + ")" +
            (m.foreign_cpu > 0.05
                 ? fmt("\nother processes used %.0f%% of the CPUs meanwhile", 100 * m.foreign_cpu)
                 : "") +
@@ -91,6 +92,24 @@ std::string timing_line(const Measurement& m) {
            (m.retimed > 0
                 ? ", timed " + std::to_string(m.retimed + 1) + " times, the fastest machine's kept"
                 : "");
+}
+
+// Where the clock was coarse and runs were batches of calls (Stats::calls): the clock's tick and
+// the batch sizes, so that a reader knows how a time shorter than a tick was measured; "" else.
+std::string batch_summary(const Results& r) {
+    int lo = 0, hi = 0;
+    for (const Measurement& m : r.rows)
+        if (m.total.calls > 1) {
+            lo = lo == 0 ? m.total.calls : std::min(lo, m.total.calls);
+            hi = std::max(hi, m.total.calls);
+        }
+    if (hi == 0) return "";
+    const std::string tick = r.machine.clock_tick > 0
+                                 ? fmt("ticks every %.3g us", r.machine.clock_tick * 1e6)
+                                 : std::string("is coarse");
+    return "the timing clock " + tick + ", so each timed run was a batch of " +
+           (lo == hi ? std::to_string(lo) : std::to_string(lo) + " to " + std::to_string(hi)) +
+           " calls in a row, its time divided by the count (calls_per_run in the results).";
 }
 
 // Slot s of n in category i: a bar of 80% of the category width, split evenly.
@@ -158,6 +177,7 @@ void finish(Chart& c, const Results& r) {
                        " after " + std::to_string(r.timing.warmup) + " warm-up runs.");
     if (const std::string s = r.speed_summary(); !s.empty())
         c.footer.push_back("Speed: " + s + ".");
+    if (const std::string s = batch_summary(r); !s.empty()) c.footer.push_back("Clock: " + s);
     if (c.noisy > 0)
         c.footer.push_back("~ (hatched) measured while other processes used > " +
                            fmt("%.0f", 100 * bench::kNoisyForeignCpu) +

@@ -76,8 +76,16 @@ struct TimingsPanel {
     // room for its bars ("window too small for the chart" before).
     bool compact = false;
     // Where the Run button and "Export this chart" were drawn last frame (pixels: x0, y0, x1,
-    // y1), for the browser tests, which click them (convlab_timings_state).
+    // y1), whether that button took clicks, and the frames the view has drawn, for the browser
+    // tests, which click the buttons once they stay put from one frame to the next
+    // (convlab_timings_state): the chart's height comes from the footer's of the frame before,
+    // so a change of the footer moves the buttons on the next frame.
     ImVec4 run_rect{}, export_rect{};
+    // The footer's "copy" button, its Reproduce line and the area the view was clipped to there:
+    // the tests check that the button is in view and covers no text.
+    ImVec4 copy_rect{}, reproduce_rect{}, footer_clip{};
+    bool export_enabled = false;
+    std::uint64_t frames = 0;
 
     TimingsPanel() {
         sets = app::shape_sets(shapes_dir);
@@ -271,6 +279,22 @@ float checkbox_w(const char* label) {
 }
 float button_w(const char* label) {
     return ImGui::CalcTextSize(label, nullptr, true).x + 2 * ImGui::GetStyle().FramePadding.x;
+}
+
+// The last item's rectangle (pixels: x0, y0, x1, y1).
+ImVec4 item_rect() {
+    return ImVec4(ImGui::GetItemRectMin().x, ImGui::GetItemRectMin().y, ImGui::GetItemRectMax().x,
+                  ImGui::GetItemRectMax().y);
+}
+
+// Puts text on the clipboard: the system's through the page in the browser (whose GLFW keeps a
+// clipboard of its own that no other program sees).
+void copy_text(const std::string& text) {
+#ifdef __EMSCRIPTEN__
+    web::copy_text(text);
+#else
+    ImGui::SetClipboardText(text.c_str());
+#endif
 }
 
 // SameLine when the next `w` pixels still fit in the window, else the next item starts a line.
@@ -498,6 +522,15 @@ void footer(TimingsPanel& P, const charts::Chart* c, const TimingsStyle& st) {
             const std::string& line = c->footer[i];
             const bool status = i == 0;
             const bool reproduce = line.rfind("Reproduce:", 0) == 0;
+            if (reproduce) {
+                // The button before the command, which wraps in the width right of it: after it,
+                // a command as wide as the view put the button past the view's edge, under the
+                // scrollbar.
+                if (ImGui::SmallButton("copy")) copy_text(line.substr(11));
+                if (ImGui::IsItemHovered()) ImGui::SetTooltip("copy the command");
+                P.copy_rect = item_rect();
+                ImGui::SameLine();
+            }
             if (status)
                 ImGui::PushStyleColor(ImGuiCol_Text, c->verified ? st.good : st.bad);
             else
@@ -505,8 +538,10 @@ void footer(TimingsPanel& P, const charts::Chart* c, const TimingsStyle& st) {
             ImGui::TextUnformatted(line.c_str());
             ImGui::PopStyleColor();
             if (reproduce) {
-                ImGui::SameLine();
-                if (ImGui::SmallButton("copy")) ImGui::SetClipboardText(line.substr(11).c_str());
+                P.reproduce_rect = item_rect();
+                const ImDrawList* dl = ImGui::GetWindowDrawList();
+                P.footer_clip = ImVec4(dl->GetClipRectMin().x, dl->GetClipRectMin().y,
+                                       dl->GetClipRectMax().x, dl->GetClipRectMax().y);
             }
         }
     }
@@ -542,6 +577,7 @@ void footer(TimingsPanel& P, const charts::Chart* c, const TimingsStyle& st) {
     if (ImGui::Button("Export this chart")) which = 1;
     P.export_rect = ImVec4(ImGui::GetItemRectMin().x, ImGui::GetItemRectMin().y,
                            ImGui::GetItemRectMax().x, ImGui::GetItemRectMax().y);
+    P.export_enabled = have && !exporting && ImGui::IsItemVisible();
     same_line_or_wrap(button_w("Export all charts"));
     if (ImGui::Button("Export all charts")) which = 2;
     ImGui::EndDisabled();
@@ -598,6 +634,7 @@ std::string tab_label(const std::string& id) {
 // [SECTION] the view, and headless shots
 
 void draw_timings(TimingsPanel& P, const TimingsStyle& st) {
+    ++P.frames;
     P.update();
     ImFont* f = st.font ? st.font : ImGui::GetFont();
     const float fs = ImGui::GetFontSize();
@@ -643,9 +680,14 @@ void draw_timings(TimingsPanel& P, const TimingsStyle& st) {
     const ImVec2 avail = ImGui::GetContentRegionAvail();
     float footer_h = fs * 0.5f;  // the footer's lines as they wrap, and the copy button's slack
     if (c) {
+        // The Reproduce line wraps right of its copy button.
+        const float copy_w = button_w("copy") + ImGui::GetStyle().ItemSpacing.x;
         for (const std::string& l : c->footer)
-            footer_h += ImGui::CalcTextSize(l.c_str(), nullptr, false, avail.x).y +
-                        ImGui::GetStyle().ItemSpacing.y;
+            footer_h +=
+                ImGui::CalcTextSize(l.c_str(), nullptr, false,
+                                    l.rfind("Reproduce:", 0) == 0 ? avail.x - copy_w : avail.x)
+                    .y +
+                ImGui::GetStyle().ItemSpacing.y;
         footer_h += ImGui::GetFrameHeight();
         if (P.snap.running) footer_h += ImGui::GetTextLineHeightWithSpacing() * 2;
     }
@@ -764,7 +806,10 @@ void show_results_file(TimingsPanel& P, const std::string& path) {
 #ifdef __EMSCRIPTEN__
 // The timings view's state as JSON, for the browser tests (Module.ccall): the run's progress, how
 // many measurements passed their check against the reference, the machine record's line, the
-// panel's message, and where its Run and "Export this chart" buttons were drawn (CSS pixels).
+// panel's message, where its Run and "Export this chart" buttons were drawn (CSS pixels) and
+// whether the latter is enabled and in view, the footer's copy button, its Reproduce line and the
+// area they were clipped to, the frames the view has drawn, the measurements
+// timed 0 or in batches, and the shown chart's marks (plotted, FAIL) and footer.
 // "{}" before the view was first made.
 extern "C" EMSCRIPTEN_KEEPALIVE const char* convlab_timings_state() {
     static std::string out;
@@ -782,12 +827,41 @@ extern "C" EMSCRIPTEN_KEEPALIVE const char* convlab_timings_state() {
                      {"chart", P->chart_id},
                      {"charts", P->charts.size()},
                      {"run_button", rect(P->run_rect)},
-                     {"export_button", rect(P->export_rect)}};
+                     {"export_button", rect(P->export_rect)},
+                     {"export_enabled", P->export_enabled},
+                     {"copy_button", rect(P->copy_rect)},
+                     {"reproduce_text", rect(P->reproduce_rect)},
+                     {"footer_clip", rect(P->footer_clip)},
+                     {"exporting", P->export_job.running()},
+                     {"frame", P->frames}};
     if (s.results) {
         j["rows"] = s.results->rows.size();
         j["verified"] = s.results->passed();
         j["failed"] = s.results->failed();
         j["machine"] = s.results->machine.summary();
+        j["clock_tick"] = s.results->machine.clock_tick;
+        // Verified measurements whose median is 0 (no bar can show them), and those timed as
+        // batches of calls (Stats::calls) with the largest batch.
+        std::size_t batched = 0;
+        int most = 1;
+        nlohmann::json zero = nlohmann::json::array();
+        for (const convlab::bench::Measurement& m : s.results->rows) {
+            if (m.valid() && !(m.total.median_ms > 0))
+                zero.push_back(s.results->layers.at(m.layer).name + " " +
+                               convlab::pass_name(m.pass) + " " + m.algorithm + ": " +
+                               std::to_string(m.total.runs) + " runs of " +
+                               std::to_string(m.total.calls) + " calls");
+            batched += m.total.calls > 1 ? 1 : 0;
+            most = std::max(most, m.total.calls);
+        }
+        j["zero_times"] = zero;
+        j["batched"] = batched;
+        j["most_calls"] = most;
+    }
+    if (const convlab::charts::Chart* c = P->current()) {
+        j["plotted_marks"] = c->plotted;
+        j["failed_marks"] = c->failed;
+        j["footer"] = c->footer;
     }
     out = j.dump();
     return out.c_str();

@@ -54,6 +54,14 @@ EM_JS(double, js_corner_height, (), {
     const b = document.getElementById("bar");
     return b ? b.getBoundingClientRect().height * (window.devicePixelRatio || 1) : 0;
 });
+EM_JS(void, js_copy_text, (const char* text), {
+    const t = UTF8ToString(text);
+    const ask = () => window.prompt("copy this", t);
+    if (navigator.clipboard && navigator.clipboard.writeText)
+        navigator.clipboard.writeText(t).catch(ask);
+    else
+        ask();
+});
 EM_JS(void, js_download, (const char* path), {
     const p = UTF8ToString(path);
     try {
@@ -103,6 +111,10 @@ void fit_canvas() {
 
 bool toggle_fullscreen() {
     return js_toggle_fullscreen() != 0;
+}
+
+void copy_text(const std::string& text) {
+    js_copy_text(text.c_str());
 }
 
 void download(const std::string& path) {

@@ -30,6 +30,10 @@ bool toggle_fullscreen();
 float corner_width();
 float corner_height();
 
+// Copies text to the system's clipboard (navigator.clipboard); where the page may not, offers
+// it in a prompt to copy by hand, as the page's "copy link" does.
+void copy_text(const std::string& text);
+
 // Hands the file at `path` (in the page's memory file system) to the user as a download named as
 // its last path component. A file that cannot be read is said on the console.
 void download(const std::string& path);

@@ -90,6 +90,122 @@ TEST_CASE("bench: measure_interleaved alternates the functions, rotating who goe
     CHECK(calls.size() == 10);
 }
 
+namespace {
+
+// A clock as coarse as Chromium's (it rounds the page's clock to 100 us), over a simulated true
+// time that each read advances by 50 ns and each call by its cost.
+struct CoarseClock {
+    double now = 0;  // true time, seconds
+    double read() {
+        now += 50e-9;
+        return std::floor(now / 1e-4) * 1e-4;
+    }
+};
+
+// The steady clock rounded down to 100 us: real calls timed as the browser times them.
+double coarse_steady_seconds() {
+    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                        std::chrono::steady_clock::now().time_since_epoch())
+                        .count();
+    return static_cast<double>(ns / 100000) * 1e-4;
+}
+
+}  // namespace
+
+TEST_CASE("bench: on a coarse clock each timed run is a batch of calls, timed per call") {
+    CoarseClock c;
+    CHECK(clock_tick([&] { return c.read(); }) == doctest::Approx(1e-4));
+    CHECK(clock_tick(coarse_steady_seconds) == doctest::Approx(1e-4));
+    CHECK(clock_tick() < kCoarseTick);  // this machine's steady clock: runs of one call
+    // Calls of 7 us and 130 us: alone, the first reads 0 in 93% of its runs (a median of 0,
+    // which no chart can plot), the second one tick or two. In batches doubled until two in a
+    // row span 100 ticks (10 ms): 2048 calls (14.3 ms) and 128 calls (16.6 ms). The first
+    // call after the warm-up is stretched by 20 ms (the page busy elsewhere): one call is not
+    // taken for a batch of 100 ticks for that.
+    const double cost[2] = {7e-6, 130e-6};
+    std::vector<int> timed_calls(2, 0), untimed_calls(2, 0);
+    Interleaved fns;
+    fns.count = 2;
+    fns.clock = [&] { return c.read(); };
+    fns.run = [&](std::size_t f, bool timed) {
+        c.now += cost[f];
+        if (timed) ++timed_calls[f];
+        if (!timed && ++untimed_calls[f] == 2) c.now += 20e-3;
+    };
+    std::vector<std::pair<std::size_t, double>> after;
+    fns.after = [&](std::size_t f, double sec) { after.emplace_back(f, sec); };
+    TimingRule rule;
+    rule.warmup = 1;
+    rule.reps = 9;
+    const std::vector<Stats> s = measure_interleaved(rule, fns);
+    REQUIRE(s.size() == 2);
+    CHECK(s[0].calls == 2048);
+    CHECK(s[1].calls == 128);
+    for (std::size_t f = 0; f < 2; ++f) {
+        CAPTURE(f);
+        CHECK(s[f].runs == 9);
+        CHECK(timed_calls[f] == 9 * s[f].calls);
+        CHECK(s[f].median_ms > 0);
+        // One tick in a batch of >= 100 ticks: within 1%.
+        CHECK(s[f].median_ms == doctest::Approx(cost[f] * 1e3).epsilon(0.01));
+        CHECK(s[f].min_ms == doctest::Approx(cost[f] * 1e3).epsilon(0.01));
+        CHECK(s[f].max_ms == doctest::Approx(cost[f] * 1e3).epsilon(0.01));
+    }
+    // after() follows every timed run with its time per call.
+    REQUIRE(after.size() == 18);
+    for (const auto& [f, sec] : after) CHECK(sec == doctest::Approx(cost[f]).epsilon(0.01));
+    // A call that never fills the batch (no cost at all) stops at kMaxBatchCalls.
+    fns.count = 1;
+    fns.run = [&](std::size_t, bool) {};
+    fns.after = nullptr;
+    rule.reps = 2;
+    CHECK(measure_interleaved(rule, fns).front().calls == kMaxBatchCalls);
+}
+
+TEST_CASE("bench: a run on a coarse clock times batches; each operation is its time per call") {
+    Config cfg = tiny_config();
+    cfg.layers.resize(1);
+    cfg.passes = {Pass::Forward, Pass::BackwardData};
+    cfg.clock = coarse_steady_seconds;
+    const Results r = run(cfg);
+    CHECK(r.machine.clock_tick == doctest::Approx(1e-4));
+    REQUIRE_FALSE(r.rows.empty());
+    for (const Measurement& m : r.rows) {
+        CAPTURE(m.algorithm);
+        CAPTURE(pass_name(m.pass));
+        CHECK(m.valid());
+        CHECK(m.total.runs == 3);
+        // A call of this tiny layer takes well under a tick: batches of many calls, so that the
+        // median is a time and not 0.
+        CHECK(m.total.calls > 1);
+        CHECK(m.total.median_ms > 0);
+        // The spans of a batch's calls, averaged per call: inside the call, as with one call a
+        // run (summed over the batch they would exceed the call's time many times over).
+        REQUIRE_FALSE(m.ops.empty());
+        double ops = 0;
+        for (const auto& op : m.ops) {
+            CHECK(op.time.calls == m.total.calls);
+            ops += op.time.min_ms;
+        }
+        CHECK(ops > 0);
+        CHECK(ops <= m.total.max_ms * 1.05);  // within the clock's tick over the batch
+    }
+    // The results files keep the batch sizes and the tick.
+    std::stringstream json;
+    write_json(r, json);
+    const Results back = read_json(json);
+    CHECK(back.machine.clock_tick == doctest::Approx(1e-4));
+    REQUIRE(back.rows.size() == r.rows.size());
+    for (std::size_t i = 0; i < r.rows.size(); ++i) {
+        CHECK(back.rows[i].total.calls == r.rows[i].total.calls);
+        REQUIRE(back.rows[i].ops.size() == r.rows[i].ops.size());
+        CHECK(back.rows[i].ops.front().time.calls == r.rows[i].total.calls);
+    }
+    // On the steady clock: one call a run.
+    cfg.clock = nullptr;
+    for (const Measurement& m : run(cfg).rows) CHECK(m.total.calls == 1);
+}
+
 TEST_CASE("bench: FLOPs with padding taps (CK) and without (benchdnn), against brute force") {
     // Every (output, tap) pair of every axis, kept when its input index is inside the input.
     const auto brute = [](const Problem& p) {

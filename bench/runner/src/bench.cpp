@@ -169,8 +169,10 @@ Verification verify(const Floats& got, const Floats& ref, const std::string& ref
 
 // [SECTION] one measurement: check once, then time with per-operation spans
 
-// Collects the profiler spans of each timed call of one measurement, so each operation's time
-// per call is known for every repeat. An operation absent from some call counts 0 there.
+// Collects the profiler spans of each timed run of one measurement, so each operation's time
+// per call is known for every repeat. An operation absent from some call counts 0 there. A run
+// that is a batch of calls (Stats::calls, on a coarse clock) holds its calls' spans summed, and
+// finish() divides them by the count: each operation's time per call averaged over the batch.
 struct OpRecorder {
     std::vector<std::string> names;
     std::vector<std::vector<double>> per_op;  // [op][repeat]
@@ -190,10 +192,13 @@ struct OpRecorder {
         ++reps;
         for (auto& v : per_op) v.resize(reps, 0.0);
     }
-    std::vector<Measurement::Op> finish() {
+    std::vector<Measurement::Op> finish(int calls) {
         std::vector<Measurement::Op> ops;
-        for (std::size_t k = 0; k < names.size(); ++k)
+        for (std::size_t k = 0; k < names.size(); ++k) {
+            for (double& x : per_op[k]) x /= calls;
             ops.push_back({names[k], summarize(std::move(per_op[k]))});
+            ops.back().time.calls = calls;
+        }
         return ops;
     }
 };
@@ -323,6 +328,7 @@ Results run(const Config& cfg) {
 
     Results r;
     r.machine = describe_machine();
+    if (cfg.clock) r.machine.clock_tick = clock_tick(cfg.clock);
     r.machine.threads = threads;
     r.machine.peer = peer_spec ? peer_spec->description : "none";
     r.shapes_file = cfg.shapes_file;
@@ -450,6 +456,7 @@ Results run(const Config& cfg) {
             prof.keep_events(cfg.trace);
             Interleaved fns;
             fns.count = timed.size();
+            fns.clock = cfg.clock;
             fns.run = [&](std::size_t f, bool is_timed) {
                 Entry& e = entries[timed[f]];
                 if (!e.error.empty()) return;  // it threw before: no more calls
@@ -464,8 +471,14 @@ Results run(const Config& cfg) {
             fns.after = [&](std::size_t f, double) {
                 Entry& e = entries[timed[f]];
                 e.ops.add(prof);
-                if (cfg.trace && e.error.empty() && e.calls.size() < Config::kMaxTracedCalls)
-                    e.calls.push_back({e.call_start, e.call_end, prof.events()});
+                if (cfg.trace && e.error.empty() && e.calls.size() < Config::kMaxTracedCalls) {
+                    // The run's last call and its spans (a batched run's earlier calls are left
+                    // out: a trace shows calls as they happened).
+                    std::vector<Profiler::Event> ops;
+                    for (const Profiler::Event& ev : prof.events())
+                        if (ev.start >= e.call_start) ops.push_back(ev);
+                    e.calls.push_back({e.call_start, e.call_end, std::move(ops)});
+                }
                 prof.clear();
             };
             // The machine's own speed just before and after (kSlowMachine), where a peak
@@ -486,6 +499,7 @@ Results run(const Config& cfg) {
                         for (std::size_t f = 0; f < fns.count; ++f) {
                             Interleaved one;
                             one.count = 1;
+                            one.clock = fns.clock;
                             one.run = [&fns, f](std::size_t, bool t) { fns.run(f, t); };
                             one.after = [&fns, f](std::size_t, double s) { fns.after(f, s); };
                             stats.push_back(measure_interleaved(cfg.timing, one).front());
@@ -502,7 +516,7 @@ Results run(const Config& cfg) {
                         e.m.speed = speed;
                         if (!e.error.empty()) continue;
                         e.m.total = stats[f];
-                        e.m.ops = e.ops.finish();
+                        e.m.ops = e.ops.finish(stats[f].calls);
                         e.m.trace = std::move(e.calls);
                     }
                 },

@@ -186,6 +186,7 @@ Fields machine_fields(const Results& r) {
             nf("load_before", m.load_before),
             nf("foreign_cpu", m.foreign_cpu),
             nf("median_spread", m.median_spread),
+            nf("clock_tick_s", m.clock_tick),
             sf("shapes", r.shapes_file),
             nf("batch", static_cast<double>(r.batch)),
             sf("dtype", dtype_name(r.dtype)),
@@ -206,13 +207,13 @@ const char* const kColumns[] = {
     "max_ms",      "q1_ms",          "q3_ms",      "runs",      "share",           "foreign_cpu",
     "speed",       "noisy",          "retimed",    "gflops",    "gflops_benchdnn", "gbps",
     "flops",       "flops_benchdnn", "bytes",      "verified",  "max_abs_err",     "max_rel_err",
-    "reference",   "note",           "impl",       "error"};
+    "reference",   "note",           "impl",       "error",     "calls_per_run"};
 
 // Columns added after the first format: a file written before them reads without them.
 bool optional_column(const std::string& name) {
     return name == "noisy" || name == "dtype" || name == "batch" || name == "threads" ||
            name == "gflops_benchdnn" || name == "flops_benchdnn" || name == "speed" ||
-           name == "retimed";
+           name == "retimed" || name == "calls_per_run";
 }
 
 std::vector<Fields> row_fields(const Results& r) {
@@ -262,7 +263,8 @@ std::vector<Fields> row_fields(const Results& r) {
                      sf("reference", m.check.reference),
                      sf("note", m.check.note),
                      sf("impl", m.impl),
-                     sf("error", m.error)};
+                     sf("error", m.error),
+                     nf("calls_per_run", t.calls)};
             out.push_back(std::move(f));
         };
         row("total", m.total, true);
@@ -431,6 +433,7 @@ void machine_from(const Map& f, Results& r, const std::string& where) {
     m.load_before = real_or_unknown(f, "load_before", where);
     m.foreign_cpu = real_or_unknown(f, "foreign_cpu", where, 0, 1);
     m.median_spread = real_in(f, "median_spread", where);
+    if (f.count("clock_tick_s")) m.clock_tick = real_in(f, "clock_tick_s", where);
     r.shapes_file = to_str(f, "shapes", where);
     r.batch = static_cast<dim_t>(int_in(f, "batch", where));
     r.dtype = f.count("dtype")
@@ -455,6 +458,8 @@ Stats stats_from(const Map& f, const std::string& where) {
     t.q1_ms = real_in(f, "q1_ms", where);
     t.q3_ms = real_in(f, "q3_ms", where);
     t.runs = static_cast<int>(int_in(f, "runs", where));
+    if (f.count("calls_per_run"))
+        t.calls = static_cast<int>(int_in(f, "calls_per_run", where, kMaxCount, 1));
     // Derived columns (recomputed, not read back) must still be numbers of their kind.
     for (const char* k : {"share", "gflops", "gflops_benchdnn", "gbps"})
         if (f.count(k)) real_in(f, k, where);

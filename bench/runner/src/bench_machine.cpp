@@ -146,14 +146,56 @@ Stats summarize(std::vector<double> seconds) {
     return t;
 }
 
+namespace {
+
+double steady_seconds() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
+
+}  // namespace
+
+double clock_tick(const std::function<double()>& clock) {
+    const std::function<double()> read = clock ? clock : steady_seconds;
+    // Five ticks: one difference may be stretched by a preemption, the smallest of five is not.
+    constexpr int kTicks = 5;
+    constexpr int kMaxReads = 100000;
+    double tick = 0;
+    int seen = 0;
+    double last = read();
+    for (int i = 0; i < kMaxReads && seen < kTicks; ++i) {
+        const double now = read();
+        if (now > last) {
+            tick = seen == 0 ? now - last : std::min(tick, now - last);
+            ++seen;
+        }
+        last = now;
+    }
+    return tick;
+}
+
 std::vector<Stats> measure_interleaved(const TimingRule& rule, const Interleaved& fns) {
-    using Clock = std::chrono::steady_clock;
-    const std::function<double()> clock = fns.clock ? fns.clock : [] {
-        return std::chrono::duration<double>(Clock::now().time_since_epoch()).count();
-    };
+    const std::function<double()> clock = fns.clock ? fns.clock : steady_seconds;
     const std::size_t count = fns.count;
     for (std::size_t f = 0; f < count; ++f)
         for (int i = 0; i < rule.warmup; ++i) fns.run(f, false);
+    // Calls per timed run: one, or on a coarse clock each function's batch spanning kBatchTicks
+    // ticks, so that a call shorter than a tick is not timed as 0 (a median of 0 is no time). A
+    // batch size counts when two batches in a row span them: one alone may have been stretched
+    // by something else (the page busy, a memory growth), and too small a batch times as 0.
+    std::vector<int> calls(count, 1);
+    if (const double tick = clock_tick(clock); tick > kCoarseTick) {
+        const auto spans = [&](std::size_t f, int k) {
+            const double t0 = clock();
+            for (int i = 0; i < k; ++i) fns.run(f, false);
+            return clock() - t0 >= kBatchTicks * tick;
+        };
+        for (std::size_t f = 0; f < count; ++f) {
+            int k = 1;
+            while (k < kMaxBatchCalls && !(spans(f, k) && spans(f, k))) k *= 2;
+            calls[f] = k;
+        }
+    }
     std::vector<std::vector<double>> seconds(count);
     std::vector<double> total(count, 0.0);
     const auto met = [&](std::size_t f) {
@@ -168,17 +210,20 @@ std::vector<Stats> measure_interleaved(const TimingRule& rule, const Interleaved
             if (met(f)) continue;
             any = true;
             const double t0 = clock();
-            fns.run(f, true);
+            for (int c = 0; c < calls[f]; ++c) fns.run(f, true);
             const double s = clock() - t0;
-            seconds[f].push_back(s);
+            seconds[f].push_back(s / calls[f]);
             total[f] += s;
-            if (fns.after) fns.after(f, s);
+            if (fns.after) fns.after(f, s / calls[f]);
         }
         if (!any) break;
     }
     std::vector<Stats> out;
     out.reserve(count);
-    for (auto& v : seconds) out.push_back(summarize(std::move(v)));
+    for (std::size_t f = 0; f < count; ++f) {
+        out.push_back(summarize(std::move(seconds[f])));
+        out.back().calls = calls[f];
+    }
     return out;
 }
 
@@ -396,6 +441,7 @@ Machine describe_machine() {
     m.commit = CONVLAB_GIT_COMMIT;
     m.date = utc_date();
     m.load_before = load_average();
+    m.clock_tick = clock_tick();
     return m;
 }
 

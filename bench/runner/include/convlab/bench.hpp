@@ -65,6 +65,9 @@ struct Stats {
     double q1_ms = 0;  // first quartile (25%)
     double q3_ms = 0;  // third quartile (75%)
     int runs = 0;
+    // Calls per timed run: 1, or where the clock ticks coarsely (the browser's) a batch of calls
+    // timed as one run, whose time divided by the count is the run's time (measure_interleaved).
+    int calls = 1;
     // Spread of the repeats, (q3 - q1) / median: the noise indicator (0 = perfectly steady).
     // Interquartile, because on a shared machine max is one preempted run (a 4 ms time slice).
     double spread() const { return median_ms > 0 ? (q3_ms - q1_ms) / median_ms : 0; }
@@ -97,6 +100,17 @@ Stats measure(const TimingRule& rule, F&& run) {
     return summarize(std::move(seconds));
 }
 
+// The tick of `clock` (seconds; the steady clock when empty): the smallest nonzero difference of
+// successive reads, over a few ticks; 0 when it did not move in 100000 reads. A few tens of
+// nanoseconds on Linux (the read's own cost); 100 us in Chromium, which coarsens the page's clock.
+double clock_tick(const std::function<double()>& clock = {});
+// A tick above kCoarseTick is coarse: a call shorter than a tick would time as 0 or as one tick.
+// measure_interleaved then times each run as a batch of calls spanning at least kBatchTicks
+// ticks (kMaxBatchCalls at most), so that the tick is at most 1% of a run's time.
+inline constexpr double kCoarseTick = 1e-6;
+inline constexpr double kBatchTicks = 100;
+inline constexpr int kMaxBatchCalls = 1 << 14;
+
 // Several measurements side by side: a warm-up of each, then rounds in which each function that
 // has not yet met the rule runs once (the first of the round rotating), so that contention that
 // comes and goes on a shared machine falls on all of them alike and their ratios hold. A function
@@ -105,10 +119,13 @@ std::vector<Stats> measure_interleaved(const TimingRule& rule,
                                        const std::vector<std::function<void()>>& runs);
 
 // The general form the runner uses. run(f, timed) runs function f once: first rule.warmup
-// untimed calls of each (timed = false), then the rounds as above. after(f, seconds), when set,
-// is called right after each timed call of f, outside the timed region (to collect what the call
-// recorded, e.g. its profiler spans). clock, when set, replaces the steady clock (seconds; tests
-// give a fake one so that no result depends on the machine's speed).
+// untimed calls of each (timed = false), then the rounds as above. On a coarse clock (kCoarseTick)
+// each function's batch size is found after its warm-up, by untimed batches doubled from one call
+// until a batch spans kBatchTicks ticks, and each of its timed runs is that many calls in a row
+// (Stats::calls). after(f, seconds), when set, is called right after each timed run of f, outside
+// the timed region, with the run's time per call (to collect what the run's calls recorded, e.g.
+// their profiler spans, summed over the batch). clock, when set, replaces the steady clock
+// (seconds; tests give a fake one so that no result depends on the machine's speed).
 struct Interleaved {
     std::size_t count = 0;
     std::function<void(std::size_t f, bool timed)> run;
@@ -234,6 +251,7 @@ struct Machine {
     double load_before = -1;    // 1-minute load average before the run
     double foreign_cpu = -1;    // share of the CPUs other processes used during the run (0..1)
     double median_spread = 0;   // median over measurements of (q3 - q1) / median of the repeats
+    double clock_tick = 0;      // seconds of the timing clock's tick (clock_tick); 0 unknown
     // One line: "AMD EPYC (2 logical CPUs), 2 threads | GCC 12.2 -O3 -march=native | ..."
     std::string summary() const;
     std::string noise() const;  // "other processes used 12% of the CPUs; repeats spread 4%"
@@ -356,6 +374,9 @@ struct Config {
     // The speed probe (probe_fp32_rate by default; tests give their own): FMA GFLOP/s on that
     // many threads.
     std::function<double(int threads)> speed_probe;
+    // The clock of the timed runs, seconds (Interleaved::clock; tests give a coarse one, as the
+    // browser's); empty: the steady clock.
+    std::function<double()> clock;
     std::string shapes_file;  // for the record
     std::string command;      // the command line that reproduces the run
     struct Progress {
