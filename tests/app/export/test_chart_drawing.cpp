@@ -93,7 +93,7 @@ std::vector<DrawPrim> of(const std::vector<DrawPrim>& v, DrawPrim::Kind k, app::
 
 }  // namespace
 
-TEST_CASE("chart drawing: bars at their data's pixels, crosses, hatching, points, dashed refs") {
+TEST_CASE("chart drawing: bars at their pixels with crosses hatching points and dashed refs") {
     const Chart c = sample();
     std::vector<DrawPrim> v;
     const PaintedChart r = paint_chart(c, file_paint(1280, 720), v);
@@ -195,7 +195,7 @@ TEST_CASE("chart drawing: bars at their data's pixels, crosses, hatching, points
     CHECK(o[0].y0 < bars[1].y0);
 }
 
-TEST_CASE("chart drawing: the window leaves the footer out, and too small a box draws no data") {
+TEST_CASE("chart drawing: the window leaves the footer out and too small a box draws no data") {
     const Chart c = sample();
     std::vector<DrawPrim> v;
     const PaintedChart r = paint_chart(c, screen_paint(0, 0, 1200, 600, 16, false), v);
