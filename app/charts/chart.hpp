@@ -1,13 +1,13 @@
 // The benchmark's charts as data: one model, no drawing code, no screen coordinates. Everything
-// is in data units (x: categories i occupy [i, i+1); y: the axis' unit), so the same Chart is
-// drawn to SVG/PNG/PDF by chart_export.cpp (cairo) and to the screen by the app's Timings panel
-// (ImGui draw lists: map data to pixels with Axis::min/max, draw each Mark, look up hovers with
-// Chart::hit).
+// is in data units (x: categories i occupy [i, i+1); y: the axis' unit). One painter,
+// charts/chart_paint.hpp, turns a Chart into drawing primitives in pixels for a box; the SVG,
+// PNG and PDF files (chart_export.cpp, cairo) and the app's Timings panel (ImGui draw lists)
+// replay that one list, so the two cannot lay a chart out differently.
 //
-// Drawing it with ImGui (the Timings panel), in the order chart_export.cpp draws:
+// The painter, in drawing order:
 //   plot rect P (pixels); X(v) = P.left + x.frac(v) * P.width; Y(v) = P.bottom - y.frac(v) *
-//   P.height y.ticks: grid lines + labels; series in order: Bars/StackedBars ->
-//   AddRectFilled(X(x0), Y(y1), X(x1), Y(y0)) and a whisker lo..hi when finite; Failed -> a red
+//   P.height; y.ticks: grid lines + labels; series in order: Bars/StackedBars -> a rectangle
+//   (X(x0), Y(y1)) - (X(x1), Y(y0)) and a whisker lo..hi when finite; Failed -> a red
 //   cross on the axis in [x0, x1]; LinePoints -> a dot at (X((x0 + x1) / 2), Y(y0)), a level
 //   segment when x1 > x0, lines between consecutive marks when `connect`; ref_lines dashed;
 //   x.categories under the axis; legend, ref_lines and annotations beside the plot; footer under

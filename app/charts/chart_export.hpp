@@ -1,11 +1,15 @@
-// Chart export to files with cairo: SVG, PNG and PDF, headless (no display). The drawing reads
-// only the chart model (chart.hpp); the app's on-screen drawing reads the same model.
+// Chart export to files with cairo: SVG, PNG and PDF, headless (no display). The picture is
+// charts/chart_paint.hpp's primitive list (the one the app's Timings panel replays), its texts
+// measured with cairo's font so that the layout fits the file, replayed with cairo.
 #pragma once
 
 #include <string>
 #include <vector>
 
 #include "charts/chart.hpp"
+#include "export/draw_prim.hpp"
+
+typedef struct _cairo cairo_t;  // cairo.h's
 
 namespace convlab::charts {
 
@@ -20,9 +24,15 @@ struct ExportSize {
 };
 
 // Writes `chart` to `path` (through a temporary file renamed into place, so a failure leaves no
-// partial file). Throws Error naming the path and cairo's reason.
-void export_chart(const Chart& chart, const std::string& path, Format format,
-                  const ExportSize& size = {});
+// partial file). Throws Error naming the path and cairo's reason. Returns how many primitives of
+// each kind it drew.
+app::PrimCounts export_chart(const Chart& chart, const std::string& path, Format format,
+                             const ExportSize& size = {});
+// Draws a primitive list with cairo (a text's baseline 0.8 of its size below the line's top, as
+// app::write_svg puts it); returns how many of each kind it drew.
+app::PrimCounts replay(cairo_t* cr, const std::vector<app::DrawPrim>& prims);
+// The primitives a file of this size draws (texts measured with cairo's font).
+std::vector<app::DrawPrim> file_prims(const Chart& chart, const ExportSize& size = {});
 // Writes dir/<chart.id>.svg, .png and .pdf; returns the paths written.
 std::vector<std::string> export_chart_all(const Chart& chart, const std::string& dir,
                                           const ExportSize& size = {});

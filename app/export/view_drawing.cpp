@@ -290,13 +290,17 @@ PrimCounts count_prims(const std::vector<DrawPrim>& prims) {
             case DrawPrim::Kind::Image:
                 ++c.images;
                 break;
+            case DrawPrim::Kind::Circle:
+                ++c.circles;
+                break;
         }
     return c;
 }
 
 std::string counts_text(const PrimCounts& c) {
     return std::to_string(c.rects) + " rects, " + std::to_string(c.lines) + " lines, " +
-           std::to_string(c.texts) + " texts, " + std::to_string(c.images) + " images";
+           std::to_string(c.texts) + " texts, " + std::to_string(c.images) + " images" +
+           (c.circles ? ", " + std::to_string(c.circles) + " circles" : std::string());
 }
 
 namespace {
@@ -331,13 +335,25 @@ void write_svg(std::ostream& o, const std::vector<DrawPrim>& prims) {
             case DrawPrim::Kind::Line:
                 o << "<line x1=\"" << p.x0 << "\" y1=\"" << p.y0 << "\" x2=\"" << p.x1 << "\" y2=\""
                   << p.y1 << "\"" << paint("stroke", p.stroke) << " stroke-width=\"" << p.width
-                  << "\"/>";
+                  << "\"";
+                if (p.dash > 0) o << " stroke-dasharray=\"" << p.dash << " " << p.gap << "\"";
+                o << "/>";
+                break;
+            case DrawPrim::Kind::Circle:
+                o << "<circle cx=\"" << p.x0 << "\" cy=\"" << p.y0 << "\" r=\"" << p.size << "\""
+                  << paint("fill", p.fill) << paint("stroke", p.stroke);
+                if (p.stroke) o << " stroke-width=\"" << p.width << "\"";
+                o << "/>";
                 break;
             case DrawPrim::Kind::Text:
                 o << "<text x=\"" << (p.centred ? 0.5f * (p.x0 + p.x1) : p.x0) << "\" y=\""
                   << p.y0 + 0.8f * p.size << "\" font-size=\"" << p.size << "\""
-                  << (p.centred ? " text-anchor=\"middle\"" : "") << paint("fill", p.stroke) << ">"
-                  << xml_escape(p.text) << "</text>";
+                  << (p.centred ? " text-anchor=\"middle\"" : "")
+                  << (p.bold ? " font-weight=\"bold\"" : "") << paint("fill", p.stroke);
+                if (p.angle != 0)
+                    o << " transform=\"rotate(" << p.angle * 57.29578f << " " << p.x0 << " " << p.y0
+                      << ")\"";
+                o << ">" << xml_escape(p.text) << "</text>";
                 break;
             case DrawPrim::Kind::Image:
                 o << "<rect x=\"" << p.x0 << "\" y=\"" << p.y0 << "\" width=\"" << p.x1 - p.x0

@@ -11,29 +11,10 @@
 #include <string>
 #include <vector>
 
+#include "export/draw_prim.hpp"
 #include "model/model.hpp"
 
 namespace convlab::app {
-
-// A colour as 0xAABBGGRR (the byte order of ImGui's IM_COL32).
-using Rgba = std::uint32_t;
-
-struct DrawPrim {
-    enum class Kind : std::uint8_t {
-        Rect,   // [x0, x1] x [y0, y1]: filled with `fill` (0: not), outlined with `stroke` (0: not)
-        Line,   // from (x0, y0) to (x1, y1) in `stroke`
-        Text,   // `text` at `size` px in `stroke`, its line's top at y0; from x0, or centred
-                // between x0 and x1
-        Image,  // the panel's cells as one picture over [x0, x1] x [y0, y1] (cells under 3 px)
-    };
-    Kind kind = Kind::Rect;
-    float x0 = 0, y0 = 0, x1 = 0, y1 = 0;
-    Rgba fill = 0, stroke = 0;
-    float width = 1.0f;  // outline and line thickness
-    float size = 0.0f;   // text size
-    bool centred = false;
-    std::string text;
-};
 
 // How a panel is painted: where, at what cell size, in which colours, with which text.
 struct PanelPaint {
@@ -59,17 +40,13 @@ struct PanelPaint {
 void paint_panel(const Panel& pn, const PanelState& ps, const PanelPaint& pp,
                  std::vector<DrawPrim>& out);
 
-// How many primitives of each kind a list holds (the rendering tests compare the window's with
-// the SVG's).
-struct PrimCounts {
-    long long rects = 0, lines = 0, texts = 0, images = 0;
-    bool operator==(const PrimCounts&) const = default;
-};
+// How many primitives of each kind a list holds.
 PrimCounts count_prims(const std::vector<DrawPrim>& prims);
 std::string counts_text(const PrimCounts& c);
 
-// The SVG elements of a list, one per primitive (<rect>, <line>, <text>; an image as an empty
-// <rect>), text positioned for DejaVu Sans (its baseline 0.8 of the size below the line's top).
+// The SVG elements of a list, one per primitive (<rect>, <line>, <text>, <circle>; an image as an
+// empty <rect>), text positioned for DejaVu Sans (its baseline 0.8 of the size below the line's
+// top).
 void write_svg(std::ostream& o, const std::vector<DrawPrim>& prims);
 
 }  // namespace convlab::app

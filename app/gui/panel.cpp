@@ -1,6 +1,7 @@
 // A panel on the canvas: its painting (export/view_drawing.hpp) replayed with ImGui draw lists;
 // the text of its title (role_text, shape_text).
 #include "gui/app.hpp"
+#include "gui/timings_chart.hpp"
 
 namespace convlab::ui {
 
@@ -60,34 +61,29 @@ app::PanelPaint App::panel_paint(std::size_t i, float z) const {
 // Draws a primitive list with ImGui (Image: panel i's texture); counts what it drew.
 void App::replay(ImDrawList* dl, std::size_t i, const std::vector<app::DrawPrim>& prims) {
     for (const app::DrawPrim& p : prims) {
-        const ImVec2 a(p.x0, p.y0), b(p.x1, p.y1);
         switch (p.kind) {
             case app::DrawPrim::Kind::Rect:
-                if (p.fill) dl->AddRectFilled(a, b, p.fill);
-                if (p.stroke) dl->AddRect(a, b, p.stroke, 0, 0, p.width);
                 ++canvas_prims.rects;
                 break;
             case app::DrawPrim::Kind::Line:
-                dl->AddLine(a, b, p.stroke, p.width);
                 ++canvas_prims.lines;
                 break;
-            case app::DrawPrim::Kind::Text: {
-                float x = p.x0;
-                if (p.centred)
-                    x += (p.x1 - p.x0 - font->CalcTextSizeA(p.size, FLT_MAX, 0, p.text.c_str()).x) *
-                         0.5f;
-                dl->AddText(font, p.size, ImVec2(x, p.y0), p.stroke, p.text.c_str());
+            case app::DrawPrim::Kind::Text:
                 ++canvas_prims.texts;
                 break;
-            }
+            case app::DrawPrim::Kind::Circle:
+                ++canvas_prims.circles;
+                break;
             case app::DrawPrim::Kind::Image:
                 texture(i);
                 if (tex[i].id)
                     dl->AddImage(
-                        reinterpret_cast<ImTextureID>(static_cast<std::intptr_t>(tex[i].id)), a, b);
+                        reinterpret_cast<ImTextureID>(static_cast<std::intptr_t>(tex[i].id)),
+                        ImVec2(p.x0, p.y0), ImVec2(p.x1, p.y1));
                 ++canvas_prims.images;
-                break;
+                continue;
         }
+        chart_draw::draw_prim(dl, font, p);
     }
 }
 

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "charts/chart.hpp"
+#include "charts/chart_paint.hpp"
 #include "convlab/conv.hpp"
 #include "data/data_dir.hpp"
 #include "gui/timings_chart.hpp"
@@ -717,7 +718,14 @@ void draw_timings(TimingsPanel& P, const TimingsStyle& st) {
         dl->AddText(f, fs, ImVec2(a.x + fs, a.y + fs), kInk, t.c_str(), nullptr, avail.x - 2 * fs);
     } else {
         // Hover: the shot's forced mark, or the mark under the mouse.
-        const ChartLayout L = layout_chart(*c, f, a, b, fs, P.compact);
+        // The chart's primitives (charts/chart_paint.hpp), measured with the window's font.
+        charts::ChartPaint cp = charts::screen_paint(a.x, a.y, b.x, b.y, fs, P.compact);
+        cp.text_width = [f](const std::string& s, float size, bool) {
+            return f->CalcTextSizeA(size, FLT_MAX, 0, s.c_str()).x;
+        };
+        std::vector<app::DrawPrim> prims;
+        const charts::PaintedChart pc = charts::paint_chart(*c, cp, prims);
+        const app::PlotRect plot{pc.plot.left, pc.plot.top, pc.plot.right, pc.plot.bottom};
         std::optional<std::pair<std::size_t, std::size_t>> hov;
         const ImVec2 mouse = ImGui::GetIO().MousePos;
         const bool forced = P.forced_series >= 0 &&
@@ -728,11 +736,18 @@ void draw_timings(TimingsPanel& P, const TimingsStyle& st) {
         if (forced)
             hov = std::make_pair(static_cast<std::size_t>(P.forced_series),
                                  static_cast<std::size_t>(P.forced_mark));
-        else if (over && drawable(L, fs))
-            hov = app::hit_at(*c, L.plot, mouse.x, mouse.y, 5);
-        draw_chart(*c, L, dl, f, a, b, fs, hov);
+        else if (over && pc.drawable)
+            hov = app::hit_at(*c, plot, mouse.x, mouse.y, 5);
+        if (hov && pc.drawable) {  // painted again with the hovered mark outlined
+            cp.hovered = hov;
+            prims.clear();
+            charts::paint_chart(*c, cp, prims);
+        }
+        dl->PushClipRect(a, b, true);
+        replay(dl, f, prims);
+        dl->PopClipRect();
         if (hov) {
-            const ImVec2 at = forced ? mark_centre(*c, L.plot, hov->first, hov->second) : mouse;
+            const ImVec2 at = forced ? mark_centre(*c, plot, hov->first, hov->second) : mouse;
             mark_tooltip(ImGui::GetForegroundDrawList(), f, fs, *c, hov->first, hov->second, at, a,
                          b);
         }

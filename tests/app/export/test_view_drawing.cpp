@@ -60,7 +60,7 @@ Painted view(const char* name, const char* desc, dim_t step) {
 
 }  // namespace
 
-TEST_CASE("view drawing: every cell is filled once, padding cells filled and crossed out") {
+TEST_CASE("view drawing: every cell is filled once and padding cells filled and crossed out") {
     const Painted p = view("im2col", "mb1ic1ih4oc1kh3ph1", 0);
     for (std::size_t i = 0; i < p.v.panels.size(); ++i) {
         const app::Panel& pn = p.v.panels[i];
@@ -84,7 +84,7 @@ TEST_CASE("view drawing: every cell is filled once, padding cells filled and cro
     }
 }
 
-TEST_CASE("view drawing: cells under 3 px are one picture; only what meets the clip is drawn") {
+TEST_CASE("view drawing: cells under 3 px are one picture and only what meets the clip is drawn") {
     const Painted p = view("im2col", "mb1ic2ih5oc2kh3", 1);
     const app::Panel& b = p.v.panels[1];
     std::vector<app::DrawPrim> small;
@@ -115,7 +115,7 @@ TEST_CASE("view drawing: cells under 3 px are one picture; only what meets the c
     CHECK(none.empty());
 }
 
-TEST_CASE("view drawing: hovered cells are outlined; the step's cells too") {
+TEST_CASE("view drawing: hovered cells are outlined and the step's cells too") {
     const Painted p = view("col2im", "mb1ic2ih3oc2kh2", 2);
     const std::size_t dx = 3;
     app::PanelPaint pp = paint(36);
@@ -143,7 +143,7 @@ TEST_CASE("view drawing: hovered cells are outlined; the step's cells too") {
     CHECK(counts == 0);
 }
 
-TEST_CASE("view drawing: the SVG holds one element per primitive, its text escaped") {
+TEST_CASE("view drawing: the SVG holds one element per primitive with its text escaped") {
     const Painted p = view("im2col", "mb1ic1ih4oc1kh3ph1", 0);
     std::vector<app::DrawPrim> list;
     for (std::size_t i = 0; i < p.v.panels.size(); ++i)
