@@ -2,6 +2,8 @@
 // wrong algorithm caught (and a throwing one recorded), the reference fallback, the peer
 // interface (a fake peer), progress and cancel, the machine record and the noise probes, traces.
 // The results files are test_results_io.cpp's.
+#include <chrono>
+
 #include <doctest/doctest.h>
 
 #include "bench_test_util.hpp"
@@ -660,6 +662,23 @@ TEST_CASE("bench: the measured fp32 peak is positive and the machine record is f
     CHECK_FALSE(m.compiler.empty());
     CHECK(m.date.size() == 20);  // 2025-01-31T13:05:09Z
     CHECK(m.summary().find(m.cpu) != std::string::npos);
+}
+
+// A browser's clock ticks every 100 us: rounds of seconds / 12 = 50 us would time as 0 (an
+// infinite peak) or as one tick. Each round spans kBatchTicks ticks instead, so the peak is finite
+// and about what the fine clock measures.
+TEST_CASE("bench: the fp32 peak on a coarse clock is finite and near the fine clock's") {
+    const auto coarse = [] {
+        const double t =
+            std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+                .count();
+        return std::floor(t / 1e-4) * 1e-4;
+    };
+    const double on_coarse = measure_fp32_peak(1, 0.0006, coarse);
+    const double on_fine = measure_fp32_peak(1, 0.02);
+    CHECK(std::isfinite(on_coarse));
+    CHECK(on_coarse > 0.1);
+    CHECK(on_coarse < 3 * on_fine);
 }
 
 TEST_CASE("bench: the machine's own speed is probed around every timed window") {

@@ -564,15 +564,14 @@ double chain_flops(long iters) {
 }
 
 // Iterations of fma_chains lasting about `seconds` on this thread (at least 4096), calibrated
-// from a run of at least a quarter of that.
-long chain_iterations(double seconds) {
-    using Clock = std::chrono::steady_clock;
+// from a run of at least a quarter of that, timed by `read`.
+long chain_iterations(double seconds, const std::function<double()>& read) {
     long iters = 1 << 12;
     for (;;) {
-        const auto t0 = Clock::now();
+        const double t0 = read();
         volatile float sink = fma_chains(iters);
         (void)sink;
-        const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+        const double s = read() - t0;
         if (s > seconds / 4 || iters > std::numeric_limits<long>::max() / 4)  // no overflow
             return std::max(
                 static_cast<long>(static_cast<double>(iters) * seconds / std::max(s, 1e-9)),
@@ -581,26 +580,34 @@ long chain_iterations(double seconds) {
     }
 }
 
+long chain_iterations(double seconds) {
+    return chain_iterations(seconds, steady_seconds);
+}
+
 }  // namespace
 
-double measure_fp32_peak(int threads, double seconds) {
+double measure_fp32_peak(int threads, double seconds, const std::function<double()>& clock) {
     threads = threads_or_all(threads);
-    using Clock = std::chrono::steady_clock;
+    const std::function<double()> read = clock ? clock : steady_seconds;
     // Many short rounds, best one kept: on a shared machine some round finds the cores free.
     constexpr int kRounds = 12;
-    // Calibrated on one thread: iterations for about seconds / kRounds.
-    const long iters = chain_iterations(seconds / kRounds);
+    // A round spans kBatchTicks ticks at least; one timed shorter than a tick (the calibration
+    // run was slower than the rounds) is not counted rather than read as an infinite rate.
+    const double tick = clock_tick(read);
+    const double round_s = std::max(seconds / kRounds, kBatchTicks * tick);
+    // Calibrated on one thread: iterations for about round_s.
+    const long iters = chain_iterations(round_s, read);
     // All threads run the same count; a round lasts from the start to the last one done.
     double best = 0;
     for (int round = 0; round < kRounds; ++round) {
         std::vector<std::thread> pool;
         std::vector<float> sinks(static_cast<std::size_t>(threads));
-        const auto t0 = Clock::now();
+        const double t0 = read();
         for (int t = 0; t < threads; ++t)
             pool.emplace_back([&, t] { sinks[static_cast<std::size_t>(t)] = fma_chains(iters); });
         for (auto& th : pool) th.join();
-        const double s = std::chrono::duration<double>(Clock::now() - t0).count();
-        best = std::max(best, chain_flops(iters) * threads / s * 1e-9);
+        const double s = read() - t0;
+        if (s >= tick && s > 0) best = std::max(best, chain_flops(iters) * threads / s * 1e-9);
         volatile float sink = sinks[0];
         (void)sink;
     }

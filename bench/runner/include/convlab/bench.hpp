@@ -222,7 +222,11 @@ double foreign_cpu_share(const CpuSample& a, const CpuSample& b, int cpus);
 // FMAs on registers only (no memory traffic), in 12 rounds filling about `seconds`; the best
 // round counts. GFLOP/s, counting an FMA as 2. The runner measures it before and after the run
 // and keeps the higher (other processes may hold cores at either time). See Machine::peak_gflops.
-double measure_fp32_peak(int threads, double seconds = 0.2);
+// `clock` (seconds; default the steady clock) times the rounds: each lasts at least kBatchTicks
+// of its ticks, so that a coarse clock (a browser's 100 us) never times a round as 0, which
+// would read as an infinite peak. 0 when no round could be timed.
+double measure_fp32_peak(int threads, double seconds = 0.2,
+                         const std::function<double()>& clock = {});
 
 // The machine's fp32 FMA rate now, GFLOP/s: `threads` OpenMP threads (warm, as the engine's) each
 // time their own register-only FMA chains, in 4 rounds filling about `seconds`; the rounds' median
