@@ -344,6 +344,112 @@ TEST_CASE("fractal prepare_weights: the fractal layout is packed once and read i
     }
 }
 
+namespace {
+
+// One fwd or bwd_data call of the fractal algorithms with storage o.storage, on ConvArgs, with the
+// weights prepared (prepared) or packed inside the call (null); the result and its profile.
+Tensor fractal_call(const Problem& p, convlab::Pass pass, const Tensor& in, const Tensor& w,
+                    const dv::Options& o, const convlab::PreparedWeights* prepared,
+                    convlab::Profiler& prof) {
+    const bool fwd = pass == convlab::Pass::Forward;
+    Tensor out(fwd ? p.dst_dims() : p.src_dims());
+    convlab::ConvArgs a;
+    a.wei = w.f32();
+    a.prepared = prepared;
+    if (fwd) {
+        a.src = in.f32();
+        a.dst = out.f32();
+        dv::forward_fractal(p, a, &prof, o);
+    } else {
+        a.diff_dst = in.f32();
+        a.diff_src = out.f32();
+        dv::backward_data_fractal_via_forward(p, a, &prof, o);
+    }
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("fractal prepare_weights: fp16 / bf16 weights prepared once give the per-call bits") {
+    KernelGuard guard;
+    using convlab::Pass;
+    std::mt19937 rng(616);
+    // 3-D, groups, C off the multiples of 16, batch 17, conv1's 3 channels with a leftover row,
+    // a strided 1x1, and random problems (1-D to 3-D, depthwise, dilation).
+    std::vector<Problem> problems;
+    for (const char* desc : {"mb17ic20ih7oc33oh4kh3sh2ph1", "g2mb3ic40ih9oc36oh4kh3sh2ph1dh1",
+                             "mb2ic19id5ih5iw5oc40od3oh3ow3kd3kh3kw3sd2sh2sw2pd1ph1pw1",
+                             "mb17ic3ih12oc18kh7sh2ph3", "mb3ic64ih8oc40oh4kh1sh2"})
+        problems.push_back(convlab::parse_descriptor(desc));
+    for (int t = 0; t < 12; ++t) {
+        Problem p = convlab::test::random_problem(rng);
+        p.mb = 1 + t % 19;
+        problems.push_back(p);
+    }
+    int pairs_seen = 0;
+    for (const std::string& isa : isas()) {
+        REQUIRE(detail::select_microkernel(isa.c_str()));
+        for (const Problem& p : problems) {
+            const Tensor x = convlab::test::real_tensor(p.src_dims(), rng);
+            const Tensor w = convlab::test::real_tensor(p.wei_dims(), rng);
+            const Tensor dy = convlab::test::real_tensor(p.dst_dims(), rng);
+            for (const DType dt : {DType::f16, DType::bf16})
+                for (const Pass pass : {Pass::Forward, Pass::BackwardData}) {
+                    const bool fwd = pass == Pass::Forward;
+                    const std::string what = convlab::to_descriptor(p) + " " + isa + " " +
+                                             convlab::dtype_name(dt) + " " +
+                                             convlab::pass_name(pass);
+                    INFO(what);
+                    const dv::Options o{16, dt};
+                    convlab::Profiler pp, with, without;
+                    const convlab::PreparedWeights pw =
+                        dv::prepare_weights(p, pass, w.f32(), dt, &pp);
+                    CHECK(pp.seconds(fwd ? "pack_wei_fractal" : "fliprot_fractal") > 0);
+                    const bool pairs = dt == DType::bf16 && dv::fractal_bf16_native(16);
+                    CHECK((pw.fractal_pairs(p, pass) != nullptr) == pairs);
+                    CHECK((pw.fractal(p, pass, dt) != nullptr) == !pairs);
+                    CHECK(pw.fractal(p, pass) == nullptr);  // not an fp32 B
+                    pairs_seen += pairs;
+                    const Tensor& in = fwd ? x : dy;
+                    const Tensor got = fractal_call(p, pass, in, w, o, &pw, with);
+                    const Tensor want = fractal_call(p, pass, in, w, o, nullptr, without);
+                    convlab::test::check_equal(got, want, what + " prepared");
+                    // The prepared call packs no weights; the other packs its own.
+                    const char* pack = fwd ? "pack_wei" : "fliprot";
+                    CHECK(with.seconds(pack) == 0);
+                    CHECK(without.seconds(pack) > 0);
+                    // Both are the convolution, within the storage's tolerance.
+                    const double len = double((fwd ? p.icg() : p.ocg()) * p.kernel_spatial());
+                    convlab::test::check_close(got,
+                                               fwd ? convlab::forward(p, x, w, nullptr, "direct")
+                                                   : convlab::backward_data(p, dy, w, "direct"),
+                                               1e-2, 1e-2 * len, what + " against direct");
+                    // fp32 weights given to a half-precision call are not read: it packs.
+                    const convlab::PreparedWeights f32 = convlab::prepare_weights(p, pass, w.f32());
+                    convlab::Profiler other;
+                    convlab::test::check_equal(fractal_call(p, pass, in, w, o, &f32, other), want,
+                                               what + " fp32-prepared");
+                    CHECK(other.seconds(pack) > 0);
+                }
+        }
+    }
+    if (cpu_has_bf16()) CHECK(pairs_seen > 0);
+    // fp32 storage: the layout is convlab::prepare_weights' fractal one.
+    const Problem p = problems.front();
+    const Tensor w = convlab::test::real_tensor(p.wei_dims(), rng);
+    const convlab::PreparedWeights a = dv::prepare_weights(p, Pass::Forward, w.f32(), DType::f32);
+    const convlab::PreparedWeights b = convlab::prepare_weights(p, Pass::Forward, w.f32());
+    const dim_t n = dv::prepared_fractal_size(p, Pass::Forward);
+    REQUIRE(a.fractal(p, Pass::Forward) != nullptr);
+    REQUIRE(b.fractal(p, Pass::Forward) != nullptr);
+    dim_t differ = 0;
+    for (dim_t i = 0; i < n; ++i)
+        differ += a.fractal(p, Pass::Forward)[i] != b.fractal(p, Pass::Forward)[i];
+    CHECK(differ == 0);
+    CHECK_THROWS_AS(dv::prepare_weights(p, Pass::BackwardWeight, w.f32(), DType::bf16),
+                    convlab::Error);
+}
+
 TEST_CASE("fractal_via_forward: strided 1x1 backward data inserts the zeros after the products") {
     std::mt19937 rng(615);
     // Strides 2 and 3, leftover rows (10 = 3*3 + 1), pad_end > 0, 1-D, 3-D, groups.

@@ -378,11 +378,13 @@ TEST_CASE("bench: fp16 / bf16 storage times the fractal algorithms alone, within
             CHECK(m.check.max_rel > 1e-5);  // rounded storage: far from fp32's ~1e-7
             CHECK(m.total.runs == 3);
         }
-        REQUIRE(r.notes.size() == 2);
+        REQUIRE(r.notes.size() == 3);
         CHECK(r.notes[0].find("im2col_gemm") != std::string::npos);
         CHECK(r.notes[0].find("fp32 only: skipped") != std::string::npos);
         CHECK(r.notes[1] ==
               std::string("dtype ") + dtype_name(dt) + ": peer fake is fp32 only: skipped");
+        // The fractal algorithms' weights are prepared once for the dtype, as for fp32.
+        CHECK(r.notes[2].rfind("weights: packed once per layer and pass", 0) == 0);
         CHECK(r.machine.peer == "none");
         CHECK(r.verification_summary().find(std::string(dtype_name(dt)) + " storage") !=
               std::string::npos);

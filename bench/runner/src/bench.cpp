@@ -331,7 +331,7 @@ Results run(const Config& cfg) {
     r.timing = cfg.timing;
     r.rtol = rtol;
     r.dtype = cfg.dtype;
-    if (cfg.prepared_weights && fp32)
+    if (cfg.prepared_weights)
         notes.push_back(std::string("weights: packed once per layer and pass (prepare_weights) "
                                     "outside the timed region") +
                         (!peer_spec                    ? ""
@@ -649,11 +649,13 @@ Results run(const Config& cfg) {
             // The weights packed once for the layer and pass (prepare_weights), outside the timed
             // region, as the peer's are reordered into its layout before its calls. They live
             // with the layer's entries, until the last timed call.
+            // With fp16 / bf16 storage only the fractal algorithms run: their layout alone, for
+            // that storage.
             std::optional<PreparedWeights>& prepared = prepared_store.emplace_back();
-            if (cfg.prepared_weights && fp32 &&
-                (pass == Pass::Forward || pass == Pass::BackwardData)) {
+            if (cfg.prepared_weights && (pass == Pass::Forward || pass == Pass::BackwardData)) {
                 try {
-                    prepared = prepare_weights(p, pass, b.wei.data(), nullptr, cfg.tuning);
+                    prepared = fp32 ? prepare_weights(p, pass, b.wei.data(), nullptr, cfg.tuning)
+                                    : davinci::prepare_weights(p, pass, b.wei.data(), cfg.dtype);
                 } catch (const std::exception&) {
                     // The algorithms then pack per call (and report their own errors).
                 }

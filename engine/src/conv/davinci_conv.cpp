@@ -80,6 +80,26 @@ dim_t conv_fractal_chunk(dim_t rows, dim_t tn, dim_t m1, dim_t c0) {
     return std::clamp<dim_t>(std::min(by_cols, by_tiles), 1, std::max<dim_t>(m1, 1));
 }
 
+// B of the fractal products as a.prepared holds it for this call (C0 16, the call's storage, bf16
+// pairs exactly where the call multiplies pairs), or nothing: the call packs its own.
+struct PreparedB {
+    FractalB b;
+    explicit operator bool() const { return b.f32 || b.bf16; }
+    // Group g's B, the groups `size` elements apart.
+    FractalB group(dim_t g, dim_t size) const {
+        return {b.f32 ? b.f32 + g * size : nullptr, b.bf16 ? b.bf16 + g * size : nullptr};
+    }
+};
+PreparedB prepared_b(const ConvArgs& a, const Problem& p, Pass pass, const Options& o, bool pairs) {
+    PreparedB r;
+    if (o.c0 != kC0 || !a.prepared) return r;
+    if (pairs)
+        r.b.bf16 = a.prepared->fractal_pairs(p, pass);
+    else
+        r.b.f32 = a.prepared->fractal(p, pass, o.storage);
+    return r;
+}
+
 void check_one_group(const Problem& p) {
     if (p.groups != 1)
         throw Error("conv_fractal: groups = " + std::to_string(p.groups) +
@@ -333,12 +353,10 @@ void forward_fractal(const Problem& p, const ConvArgs& a, Profiler* prof, const 
     const std::vector<dim_t> xd = q.src_dims(), wd = q.wei_dims(), yd = q.dst_dims();
     const ActGeom xg = ActGeom::of(xd, o.c0), yg = ActGeom::of(yd, o.c0);
     const WeiGeom wg = WeiGeom::of(wd, o.c0);
-    // B packed once (prepare_weights: C0 16, fp32), else per call: bf16 pairs where the CPU
-    // multiplies them, else fp32 (rounded to the storage type).
-    const float* prepared = o.c0 == kC0 && o.storage == DType::f32 && a.prepared
-                                ? a.prepared->fractal(p, Pass::Forward)
-                                : nullptr;
+    // B packed once (prepare_weights: C0 16, this storage), else per call: bf16 pairs where the
+    // CPU multiplies them, else fp32 (rounded to the storage type).
     const bool pairs = o.storage == DType::bf16 && fractal_bf16_native(o.c0);
+    const PreparedB prepared = prepared_b(a, p, Pass::Forward, o, pairs);
     const Kept x5 = kept(kFracSlot[0], xg.size()), y5 = kept(kFracSlot[2], yg.size());
     const Kept bt = prepared ? Kept{nullptr} : kept(kFracBtSlot, wg.size());
     const dim_t wslice = q.oc * q.ic * q.kernel_spatial();
@@ -350,7 +368,7 @@ void forward_fractal(const Problem& p, const ConvArgs& a, Profiler* prof, const 
         }
         FractalB b;
         if (prepared) {
-            b.f32 = prepared + g * wg.size();
+            b = prepared.group(g, wg.size());
         } else if (pairs) {
             Span s(prof, "pack_wei");
             auto* b16 = reinterpret_cast<std::uint16_t*>(bt.get());
@@ -445,12 +463,10 @@ void backward_data_fractal_via_forward(const Problem& p, const ConvArgs& a, Prof
     const bool after = inserts_after(p);
     const Kept y5 = kept(kFracSlot[0], yg.size()), z5 = kept(kFracSlot[1], after ? 1 : zg.size()),
                q5 = kept(kFracSlot[2], after ? 1 : qg.size());
-    // B: FlipRot(W) with each fractal turned C0 x 16, prepared once (C0 16, fp32) or packed here
-    // from OIHW in one pass (bf16 pairs where the CPU multiplies them).
-    const float* prepared = c0 == kC0 && o.storage == DType::f32 && a.prepared
-                                ? a.prepared->fractal(p, Pass::BackwardData)
-                                : nullptr;
+    // B: FlipRot(W) with each fractal turned C0 x 16, prepared once (C0 16, this storage) or
+    // packed here from OIHW in one pass (bf16 pairs where the CPU multiplies them).
     const bool pairs = o.storage == DType::bf16 && fractal_bf16_native(c0);
+    const PreparedB prepared = prepared_b(a, p, Pass::BackwardData, o, pairs);
     const Problem q1 = products_on_dy(q, p);
     const dim_t x5_floats = after ? ActGeom::of(q1.dst_dims(), c0).size() : xg.size();
     const Kept wf = prepared ? Kept{nullptr} : kept(kFracSlot[4], fg.size()),
@@ -464,7 +480,7 @@ void backward_data_fractal_via_forward(const Problem& p, const ConvArgs& a, Prof
         }
         FractalB b;
         if (prepared) {
-            b.f32 = prepared + g * fg.size();
+            b = prepared.group(g, fg.size());
         } else {
             Span s(prof, "fliprot");
             if (pairs) {
