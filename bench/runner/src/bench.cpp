@@ -198,6 +198,18 @@ struct OpRecorder {
     }
 };
 
+// Why reference "peer" cannot be: no peer, or a dtype other than fp32 (the reference of a
+// half-precision run is fp32; a peer computing in that dtype is checked, not the reference).
+std::string reference_peer_error(const Config& cfg) {
+    if (!cfg.peer) return "reference: 'peer' needs a peer library (none given)";
+    const std::string dt = dtype_name(cfg.dtype);
+    if (cfg.peer->computes(cfg.dtype))
+        return "reference: 'peer' with dtype " + dt + ": the peer's " + dt +
+               " result is checked, not the fp32 reference (use auto or direct)";
+    return "reference: 'peer' with dtype " + dt +
+           ": the peer is fp32 only and not run (use auto or direct)";
+}
+
 }  // namespace
 
 bool supports_storage_dtype(Pass pass, std::string_view algo) {
@@ -269,10 +281,7 @@ void check_selection(const Config& cfg) {
         throw Error("algos: " + what);
     }
     if (cfg.reference == "peer" && !(cfg.peer && cfg.dtype == DType::f32))
-        throw Error(cfg.peer
-                        ? std::string("reference: 'peer' with dtype ") + dtype_name(cfg.dtype) +
-                              ": the peer is fp32 only and not run (use auto or direct)"
-                        : std::string("reference: 'peer' needs a peer library (none given)"));
+        throw Error(reference_peer_error(cfg));
     if (cfg.reference != "auto" && cfg.reference != "direct" && cfg.reference != "peer") {
         try {
             for (const PassPlan& pl : plan) find_algorithm(pl.pass, cfg.reference);
@@ -301,17 +310,15 @@ Results run(const Config& cfg) {
     const std::vector<PassPlan> plan = make_plan(cfg, notes);
     const bool fp32 = cfg.dtype == DType::f32;
     const std::string dtype = dtype_name(cfg.dtype);
-    // The peer is timed in fp32 only: with fp16 / bf16 storage it is not run (noted).
-    const PeerSpec* peer_spec = cfg.peer && fp32 ? &*cfg.peer : nullptr;
-    if (cfg.peer && !fp32)
+    // The peer is timed in fp32, and in fp16 / bf16 where it computes in them (its result then
+    // checked like the algorithms', never the reference); else it is not run (noted).
+    const PeerSpec* peer_spec = cfg.peer && cfg.peer->computes(cfg.dtype) ? &*cfg.peer : nullptr;
+    if (cfg.peer && !peer_spec)
         notes.push_back("dtype " + dtype + ": peer " + cfg.peer->name + " is fp32 only: skipped");
     const double rtol = fp32 ? cfg.rtol : cfg.dtype == DType::f16 ? cfg.rtol_fp16 : cfg.rtol_bf16;
     const bool ref_named =
         cfg.reference != "auto" && cfg.reference != "direct" && cfg.reference != "peer";
-    if (cfg.reference == "peer" && !peer_spec)
-        throw Error(cfg.peer ? "reference: 'peer' with dtype " + dtype +
-                                   ": the peer is fp32 only and not run (use auto or direct)"
-                             : std::string("reference: 'peer' needs a peer library (none given)"));
+    if (cfg.reference == "peer" && !(peer_spec && fp32)) throw Error(reference_peer_error(cfg));
     if (ref_named) {
         for (const PassPlan& pl : plan) find_algorithm(pl.pass, cfg.reference);  // throws
     }
@@ -324,7 +331,9 @@ Results run(const Config& cfg) {
     Results r;
     r.machine = describe_machine();
     r.machine.threads = threads;
-    r.machine.peer = peer_spec ? peer_spec->description : "none";
+    r.machine.peer = !peer_spec ? "none"
+                     : fp32     ? peer_spec->description
+                                : peer_spec->description + ", " + dtype + " operands";
     r.shapes_file = cfg.shapes_file;
     r.command = cfg.command;
     r.batch = cfg.batch ? *cfg.batch : 0;
@@ -417,7 +426,8 @@ Results run(const Config& cfg) {
         std::string peer_error;
         if (peer_spec) {
             try {
-                peer = peer_spec->create(p, cfg.passes);
+                peer = fp32 ? peer_spec->create(p, cfg.passes)
+                            : peer_spec->create_dtype(p, cfg.passes, cfg.dtype);
                 peer->set_inputs(b.src.data(), b.wei.data(), b.diff_dst.data());
             } catch (const std::exception& e) {
                 peer_error = e.what();
@@ -557,7 +567,8 @@ Results run(const Config& cfg) {
             if (cfg.reference == "direct" ||
                 (cfg.reference == "auto" && flops <= cfg.direct_max_flops)) {
                 ref_algo = "direct";
-            } else if (cfg.reference == "peer" || (cfg.reference == "auto" && !peer_out.empty())) {
+            } else if (cfg.reference == "peer" ||
+                       (cfg.reference == "auto" && fp32 && !peer_out.empty())) {
                 ref_is_peer = true;
             } else if (ref_named) {
                 ref_algo = cfg.reference;
@@ -631,6 +642,7 @@ Results run(const Config& cfg) {
                 m.pass = pass;
                 m.algorithm = peer_spec->name;
                 m.peer = true;
+                m.dtype = cfg.dtype;
                 m.batch = p.mb;
                 m.threads = threads;
                 m.flops = flops;
@@ -809,7 +821,7 @@ SlicedRun::SlicedRun(Config cfg) : cfg_(std::move(cfg)) {
     check_selection(cfg_);
     std::vector<std::string> notes;
     const std::vector<PassPlan> plan = make_plan(cfg_, notes);
-    const bool peer = cfg_.peer && cfg_.dtype == DType::f32;
+    const bool peer = cfg_.peer && cfg_.peer->computes(cfg_.dtype);
     // A pass without an algorithm cannot be named as a slice of its own (an empty algorithm
     // list means all of them): such a layer is measured whole.
     const bool whole =
