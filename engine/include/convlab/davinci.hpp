@@ -283,8 +283,11 @@ Tensor forward(const Problem& p, const Tensor& src, const Tensor& wei, const Ten
 // [SECTION] Both backward passes in fractal form (step 4), with the leftover rows r
 // (docs/design.md, "Problems and formulas"). Per group, as the forward.
 //
-// Backward data, fractal_via_forward: dY -> pack (NC1HWC0) -> strided5d (zero insertion,
-// span zero-insert) -> pad5d (begin (k-1)d - pb, end (k-1)d - pe + r; span pad); W -> FRACTAL_Z
+// Backward data, fractal_via_forward: dY -> pack (NC1HWC0, span pack_dst), read by the forward's
+// im2col through strided5d's zero insertion and pad5d's pad (begin (k-1)d - pb, end
+// (k-1)d - pe + r), which are folded into its index tables rather than copied, and whose
+// fractals of zeros are neither written nor multiplied (the maps' values, not their copies: the
+// fractals it writes equal im2col_fractal of pad5d(strided5d(dY))); W -> FRACTAL_Z
 // of FlipRot(W) with each fractal turned C0 x 16 (pack_weight, fliprot_fz and the transpose in
 // one pass, span fliprot; none with prepared weights); conv_fractal of
 // maps::backward_data_as_forward (stride 1, dilation d), giving dX in NC1HWC0 -> unpack. Reads
