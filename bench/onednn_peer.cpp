@@ -1,6 +1,7 @@
 #include "onednn_peer.hpp"
 
 #include <array>
+#include <vector>
 
 #ifdef CONVLAB_HAVE_DNNL
 #include <dnnl.hpp>
@@ -88,6 +89,20 @@ std::string setup_error(const dnnl::error& e, const std::string& alg_name, const
            isa_name(dnnl::get_effective_cpu_isa()) + ") (" + e.what() + ")";
 }
 
+// Calls make(t) for each output data type t in turn until oneDNN implements one; the last
+// attempt's error, and any error other than dnnl_unimplemented, is thrown.
+template <class F>
+void first_implemented(const std::vector<dt>& outs, F make) {
+    for (std::size_t i = 0; i < outs.size(); ++i) {
+        try {
+            make(outs[i]);
+            return;
+        } catch (const dnnl::error& e) {
+            if (e.status != dnnl_unimplemented || i + 1 == outs.size()) throw;
+        }
+    }
+}
+
 dnnl::engine& cpu_engine() {
     static dnnl::engine eng(dnnl::engine::kind::cpu, 0);
     return eng;
@@ -148,6 +163,12 @@ std::optional<convlab::bench::PeerSpec> PeerConv::spec(const std::string& algo, 
         -> std::unique_ptr<convlab::bench::PeerConv> {
         return std::make_unique<PeerConv>(p, passes, algo, plain);
     };
+    s.dtypes = {convlab::DType::bf16};
+    s.create_dtype = [algo, plain](const convlab::Problem& p,
+                                   const std::vector<convlab::Pass>& passes,
+                                   convlab::DType t) -> std::unique_ptr<convlab::bench::PeerConv> {
+        return std::make_unique<PeerConv>(p, passes, algo, plain, t);
+    };
     return s;
 }
 
@@ -177,8 +198,10 @@ std::string PeerConv::describe() {
 }
 
 PeerConv::PeerConv(const convlab::Problem& p, const std::vector<convlab::Pass>& passes,
-                   const std::string& algo, bool plain)
+                   const std::string& algo, bool plain, convlab::DType dtype)
     : impl_(std::make_unique<Impl>()) {
+    if (dtype == convlab::DType::f16)
+        throw convlab::Error("oneDNN peer: fp16 convolution is not offered (fp32 and bf16 are)");
     const dnnl::algorithm alg = algo == "auto"       ? dnnl::algorithm::convolution_auto
                                 : algo == "winograd" ? dnnl::algorithm::convolution_winograd
                                                      : dnnl::algorithm::convolution_direct;
@@ -207,10 +230,14 @@ PeerConv::PeerConv(const convlab::Problem& p, const std::vector<convlab::Pass>& 
     m.wei_plain = memory::desc(wei_dims, dt::f32, row_major(wei_dims));
     m.dst_plain = memory::desc(dst_dims, dt::f32, row_major(dst_dims));
     // oneDNN's own layouts (tag::any), or with plain the engine's, the primitives reading and
-    // writing them as they are.
-    const memory::desc src_md = plain ? m.src_plain : memory::desc(src_dims, dt::f32, tag::any);
-    const memory::desc wei_md = plain ? m.wei_plain : memory::desc(wei_dims, dt::f32, tag::any);
-    const memory::desc dst_md = plain ? m.dst_plain : memory::desc(dst_dims, dt::f32, tag::any);
+    // writing them as they are; inputs in dtype, outputs fp32 (or, where oneDNN has no such
+    // implementation, in dtype).
+    const auto md = [plain](const memory::dims& dims, dt t) {
+        return plain ? memory::desc(dims, t, row_major(dims)) : memory::desc(dims, t, tag::any);
+    };
+    const dt in = dtype == convlab::DType::bf16 ? dt::bf16 : dt::f32;
+    const std::vector<dt> outs =
+        in == dt::f32 ? std::vector<dt>{dt::f32} : std::vector<dt>{dt::f32, in};
 
     auto want = [&](convlab::Pass q) {
         for (convlab::Pass x : passes)
@@ -221,9 +248,12 @@ PeerConv::PeerConv(const convlab::Problem& p, const std::vector<convlab::Pass>& 
     // The forward primitive descriptor is also the hint of both backward ones.
     bool fwd_ok = false;
     try {
-        dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_training, alg, src_md, wei_md,
-                                          dst_md, strides, dilates, pad_l, pad_r);
-        m.fwd_pd = dnnl::convolution_forward::primitive_desc(d, m.eng);
+        first_implemented(outs, [&](dt out) {
+            dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_training, alg,
+                                              md(src_dims, in), md(wei_dims, in), md(dst_dims, out),
+                                              strides, dilates, pad_l, pad_r);
+            m.fwd_pd = dnnl::convolution_forward::primitive_desc(d, m.eng);
+        });
         fwd_ok = true;
     } catch (const dnnl::error& e) {
         // No forward, no backward either (its primitive descriptor is their hint).
@@ -244,9 +274,12 @@ PeerConv::PeerConv(const convlab::Problem& p, const std::vector<convlab::Pass>& 
     }
     if (fwd_ok && want(convlab::Pass::BackwardData)) {
         try {
-            dnnl::convolution_backward_data::desc d(alg, src_md, wei_md, dst_md, strides, dilates,
-                                                    pad_l, pad_r);
-            m.bwd_d_pd = dnnl::convolution_backward_data::primitive_desc(d, m.eng, m.fwd_pd);
+            first_implemented(outs, [&](dt out) {
+                dnnl::convolution_backward_data::desc d(alg, md(src_dims, out), md(wei_dims, in),
+                                                        md(dst_dims, in), strides, dilates, pad_l,
+                                                        pad_r);
+                m.bwd_d_pd = dnnl::convolution_backward_data::primitive_desc(d, m.eng, m.fwd_pd);
+            });
             m.prim[1] = dnnl::convolution_backward_data(m.bwd_d_pd);
             m.d_diff_dst = memory(m.bwd_d_pd.diff_dst_desc(), m.eng);
             m.d_wei = memory(m.bwd_d_pd.weights_desc(), m.eng);
@@ -258,9 +291,12 @@ PeerConv::PeerConv(const convlab::Problem& p, const std::vector<convlab::Pass>& 
     }
     if (fwd_ok && want(convlab::Pass::BackwardWeight)) {
         try {
-            dnnl::convolution_backward_weights::desc d(alg, src_md, wei_md, dst_md, strides,
-                                                       dilates, pad_l, pad_r);
-            m.bwd_w_pd = dnnl::convolution_backward_weights::primitive_desc(d, m.eng, m.fwd_pd);
+            first_implemented(outs, [&](dt out) {
+                dnnl::convolution_backward_weights::desc d(alg, md(src_dims, in), md(wei_dims, out),
+                                                           md(dst_dims, in), strides, dilates,
+                                                           pad_l, pad_r);
+                m.bwd_w_pd = dnnl::convolution_backward_weights::primitive_desc(d, m.eng, m.fwd_pd);
+            });
             m.prim[2] = dnnl::convolution_backward_weights(m.bwd_w_pd);
             m.w_src = memory(m.bwd_w_pd.src_desc(), m.eng);
             m.w_diff_dst = memory(m.bwd_w_pd.diff_dst_desc(), m.eng);
@@ -366,7 +402,7 @@ std::string PeerConv::describe() {
     return "not built with oneDNN (no peer column)";
 }
 PeerConv::PeerConv(const convlab::Problem&, const std::vector<convlab::Pass>&, const std::string&,
-                   bool) {
+                   bool, convlab::DType) {
     throw convlab::Error("convlab_bench was built without oneDNN");
 }
 PeerConv::~PeerConv() = default;

@@ -35,8 +35,12 @@ class PeerConv final : public convlab::bench::PeerConv {
     // the problems it takes). A pass oneDNN cannot do is reported by error(pass), not thrown.
     // With plain, the primitives take the engine's plain layouts (NCHW, OIHW) instead of
     // choosing their own (format_tag::any): what oneDNN does on the engine's data as it is.
+    // dtype bf16: the inputs (src, wei, diff_dst) are bf16, rounded to nearest even by the
+    // reorders of set_inputs; the primitives accumulate in fp32 and give fp32 results (dst,
+    // diff_src, diff_wei) where oneDNN has such an implementation, else bf16 ones.
     PeerConv(const convlab::Problem& p, const std::vector<convlab::Pass>& passes,
-             const std::string& algo = "direct", bool plain = false);
+             const std::string& algo = "direct", bool plain = false,
+             convlab::DType dtype = convlab::DType::f32);
     ~PeerConv();
     PeerConv(const PeerConv&) = delete;
     PeerConv& operator=(const PeerConv&) = delete;
@@ -55,7 +59,8 @@ class PeerConv final : public convlab::bench::PeerConv {
     void output(convlab::Pass pass, float* plain) override;
 
     // The peer as the runner takes it: name ("oneDNN", "oneDNN-nchw" on plain layouts),
-    // description, whether it reorders its weights, thread setting (OpenMP), and a factory.
+    // description, whether it reorders its weights, thread setting (OpenMP), and factories: fp32,
+    // and bf16 (PeerSpec::dtypes) for runs with --dtype bf16.
     // nullopt when built without oneDNN.
     // The peer with the convolution algorithm `algo` and layouts (as the constructor's; in its
     // description).

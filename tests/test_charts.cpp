@@ -659,10 +659,49 @@ TEST_CASE("charts: convlab bench writes verified CSV, JSON and charts, bad input
     }
     CHECK(slurp(fs::path(half) / "results.csv").find(",fp16,") != std::string::npos);
     std::ostringstream oh2, eh2;
-    CHECK(run_cli({"bench", "--shapes", shapes.string(), "--dtype", "bf16", "--peer", "onednn",
+    CHECK(run_cli({"bench", "--shapes", shapes.string(), "--dtype", "fp16", "--peer", "onednn",
                    "--out", half},
                   oh2, eh2) == 2);
-    CHECK(eh2.str().find("--peer onednn: oneDNN is timed in fp32 only") != std::string::npos);
+    CHECK(eh2.str().find("--peer onednn: oneDNN is timed in fp32 and bf16 only") !=
+          std::string::npos);
+    {
+        // bf16 with --peer onednn: oneDNN's bf16 convolution (bf16 operands, fp32 accumulation)
+        // timed beside the fractal algorithms, every row checked against the fp32 direct loops
+        // within bf16's tolerance (where convlab was built with oneDNN). Its result is not fp32's
+        // (its operands were rounded) and is never the reference.
+        const fs::path bshapes = dir.path / "bf16.txt";
+        std::ofstream(bshapes) << "mb2ic20ih9oc24kh3sh2ph1n\"t:strided\"\n"
+                                  "g2mb1ic8ih7oc8kh3ph1n\"t:groups\"\n";
+        const std::string bdir = (dir.path / "bf16").string();
+        std::ostringstream ob, eb;
+        const int bstatus =
+            run_cli({"bench", "--shapes", bshapes.string(), "--dtype", "bf16", "--peer", "onednn",
+                     "--threads", "1", "--warmup", "0", "--reps", "1", "--out", bdir},
+                    ob, eb);
+        CAPTURE(eb.str());
+        CAPTURE(ob.str());
+        if (eb.str().find("built without oneDNN") == std::string::npos) {
+            REQUIRE(bstatus == 0);
+            std::ifstream in(fs::path(bdir) / "results.json");
+            const Results rb = bench::read_json(in);
+            CHECK(rb.machine.peer.find("oneDNN") != std::string::npos);
+            CHECK(rb.machine.peer.find("bf16 operands") != std::string::npos);
+            int peer_rows = 0;
+            for (const Measurement& m : rb.rows) {
+                CAPTURE(m.algorithm);
+                CAPTURE(m.impl);
+                CHECK(m.valid());
+                CHECK(m.dtype == DType::bf16);
+                CHECK(m.check.reference == "direct");
+                CHECK(m.check.max_rel <= rb.rtol);
+                if (m.peer) {
+                    ++peer_rows;
+                    CHECK(m.check.max_rel > 1e-5);  // bf16 operands, not fp32's
+                }
+            }
+            CHECK(peer_rows == 2 * 3);
+        }
+    }
     std::ostringstream ohp, ehp;  // an unknown peer: the known ones listed
     CHECK(run_cli({"bench", "--shapes", shapes.string(), "--peer", "onednn-fft", "--out", half},
                   ohp, ehp) == 2);

@@ -4,6 +4,7 @@
 // tolerances of the emulated bf16 storage), on every ISA the CPU has.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <fstream>
@@ -344,6 +345,112 @@ TEST_CASE("fractal prepare_weights: the fractal layout is packed once and read i
     }
 }
 
+namespace {
+
+// One fwd or bwd_data call of the fractal algorithms with storage o.storage, on ConvArgs, with the
+// weights prepared (prepared) or packed inside the call (null); the result and its profile.
+Tensor fractal_call(const Problem& p, convlab::Pass pass, const Tensor& in, const Tensor& w,
+                    const dv::Options& o, const convlab::PreparedWeights* prepared,
+                    convlab::Profiler& prof) {
+    const bool fwd = pass == convlab::Pass::Forward;
+    Tensor out(fwd ? p.dst_dims() : p.src_dims());
+    convlab::ConvArgs a;
+    a.wei = w.f32();
+    a.prepared = prepared;
+    if (fwd) {
+        a.src = in.f32();
+        a.dst = out.f32();
+        dv::forward_fractal(p, a, &prof, o);
+    } else {
+        a.diff_dst = in.f32();
+        a.diff_src = out.f32();
+        dv::backward_data_fractal_via_forward(p, a, &prof, o);
+    }
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("fractal prepare_weights: fp16 / bf16 weights prepared once give the per-call bits") {
+    KernelGuard guard;
+    using convlab::Pass;
+    std::mt19937 rng(616);
+    // 3-D, groups, C off the multiples of 16, batch 17, conv1's 3 channels with a leftover row,
+    // a strided 1x1, and random problems (1-D to 3-D, depthwise, dilation).
+    std::vector<Problem> problems;
+    for (const char* desc : {"mb17ic20ih7oc33oh4kh3sh2ph1", "g2mb3ic40ih9oc36oh4kh3sh2ph1dh1",
+                             "mb2ic19id5ih5iw5oc40od3oh3ow3kd3kh3kw3sd2sh2sw2pd1ph1pw1",
+                             "mb17ic3ih12oc18kh7sh2ph3", "mb3ic64ih8oc40oh4kh1sh2"})
+        problems.push_back(convlab::parse_descriptor(desc));
+    for (int t = 0; t < 12; ++t) {
+        Problem p = convlab::test::random_problem(rng);
+        p.mb = 1 + t % 19;
+        problems.push_back(p);
+    }
+    int pairs_seen = 0;
+    for (const std::string& isa : isas()) {
+        REQUIRE(detail::select_microkernel(isa.c_str()));
+        for (const Problem& p : problems) {
+            const Tensor x = convlab::test::real_tensor(p.src_dims(), rng);
+            const Tensor w = convlab::test::real_tensor(p.wei_dims(), rng);
+            const Tensor dy = convlab::test::real_tensor(p.dst_dims(), rng);
+            for (const DType dt : {DType::f16, DType::bf16})
+                for (const Pass pass : {Pass::Forward, Pass::BackwardData}) {
+                    const bool fwd = pass == Pass::Forward;
+                    const std::string what = convlab::to_descriptor(p) + " " + isa + " " +
+                                             convlab::dtype_name(dt) + " " +
+                                             convlab::pass_name(pass);
+                    INFO(what);
+                    const dv::Options o{16, dt};
+                    convlab::Profiler pp, with, without;
+                    const convlab::PreparedWeights pw =
+                        dv::prepare_weights(p, pass, w.f32(), dt, &pp);
+                    CHECK(pp.seconds(fwd ? "pack_wei_fractal" : "fliprot_fractal") > 0);
+                    const bool pairs = dt == DType::bf16 && dv::fractal_bf16_native(16);
+                    CHECK((pw.fractal_pairs(p, pass) != nullptr) == pairs);
+                    CHECK((pw.fractal(p, pass, dt) != nullptr) == !pairs);
+                    CHECK(pw.fractal(p, pass) == nullptr);  // not an fp32 B
+                    pairs_seen += pairs;
+                    const Tensor& in = fwd ? x : dy;
+                    const Tensor got = fractal_call(p, pass, in, w, o, &pw, with);
+                    const Tensor want = fractal_call(p, pass, in, w, o, nullptr, without);
+                    convlab::test::check_equal(got, want, what + " prepared");
+                    // The prepared call packs no weights; the other packs its own.
+                    const char* pack = fwd ? "pack_wei" : "fliprot";
+                    CHECK(with.seconds(pack) == 0);
+                    CHECK(without.seconds(pack) > 0);
+                    // Both are the convolution, within the storage's tolerance.
+                    const double len = double((fwd ? p.icg() : p.ocg()) * p.kernel_spatial());
+                    convlab::test::check_close(got,
+                                               fwd ? convlab::forward(p, x, w, nullptr, "direct")
+                                                   : convlab::backward_data(p, dy, w, "direct"),
+                                               1e-2, 1e-2 * len, what + " against direct");
+                    // fp32 weights given to a half-precision call are not read: it packs.
+                    const convlab::PreparedWeights f32 = convlab::prepare_weights(p, pass, w.f32());
+                    convlab::Profiler other;
+                    convlab::test::check_equal(fractal_call(p, pass, in, w, o, &f32, other), want,
+                                               what + " fp32-prepared");
+                    CHECK(other.seconds(pack) > 0);
+                }
+        }
+    }
+    if (cpu_has_bf16()) CHECK(pairs_seen > 0);
+    // fp32 storage: the layout is convlab::prepare_weights' fractal one.
+    const Problem p = problems.front();
+    const Tensor w = convlab::test::real_tensor(p.wei_dims(), rng);
+    const convlab::PreparedWeights a = dv::prepare_weights(p, Pass::Forward, w.f32(), DType::f32);
+    const convlab::PreparedWeights b = convlab::prepare_weights(p, Pass::Forward, w.f32());
+    const dim_t n = dv::prepared_fractal_size(p, Pass::Forward);
+    REQUIRE(a.fractal(p, Pass::Forward) != nullptr);
+    REQUIRE(b.fractal(p, Pass::Forward) != nullptr);
+    dim_t differ = 0;
+    for (dim_t i = 0; i < n; ++i)
+        differ += a.fractal(p, Pass::Forward)[i] != b.fractal(p, Pass::Forward)[i];
+    CHECK(differ == 0);
+    CHECK_THROWS_AS(dv::prepare_weights(p, Pass::BackwardWeight, w.f32(), DType::bf16),
+                    convlab::Error);
+}
+
 TEST_CASE("fractal_via_forward: strided 1x1 backward data inserts the zeros after the products") {
     std::mt19937 rng(615);
     // Strides 2 and 3, leftover rows (10 = 3*3 + 1), pad_end > 0, 1-D, 3-D, groups.
@@ -366,12 +473,147 @@ TEST_CASE("fractal_via_forward: strided 1x1 backward data inserts the zeros afte
             CHECK(prof.seconds("fractal_gemm") > 0);
         }
     }
-    // With padding the zero-inserted path stays (its pad runs).
+    // With padding at the start the products run on the zero-inserted dY, read through the
+    // insertion and the pad (no copy of either).
     const Problem padded = convlab::parse_descriptor("mb1ic4ih9oc4oh5kh1sh2ph1");
     const Tensor dy = convlab::test::integer_tensor(padded.dst_dims(), rng);
     const Tensor w = convlab::test::integer_tensor(padded.wei_dims(), rng);
     convlab::Profiler prof;
     convlab::test::check_equal(dv::backward_data(padded, dy, w, {}, &prof),
                                convlab::backward_data(padded, dy, w, "direct"), "padded 1x1");
-    CHECK(prof.seconds("pad") > 0);
+    CHECK(prof.seconds("pad") == 0);
+    CHECK(prof.seconds("zero-insert") == 0);
+    CHECK(prof.seconds("im2col") > 0);
+}
+
+namespace {
+
+// Problem p's group 0 as a problem of one group.
+Problem one_group_of(const Problem& p) {
+    Problem q = p;
+    q.ic = p.icg();
+    q.oc = p.ocg();
+    q.groups = 1;
+    return q;
+}
+
+// im2col_fractal_block in blocks of cm M blocks against im2col_fractal_kernel of the whole
+// source: each row of a fractal marked as read equals the kernel's row of the same output
+// position (plan.position; zeros past the last), and every row of one marked as not read is
+// zeros there. Returns the fractals not read.
+dim_t check_block(const Problem& q, dim_t c0, const dv::ColSource& src, const float* full_src,
+                  dim_t cm, const std::string& what) {
+    const dv::ColPlan plan(q, src);
+    const dim_t rows = dv::WeiGeom::of(q.wei_dims(), c0).rows(), frac = 16 * c0;
+    const dim_t m1 = convlab::davinci::blocks_of(q.out_spatial(), 16);
+    std::vector<float> want(static_cast<std::size_t>(rows * m1 * frac));
+    std::vector<float> got(static_cast<std::size_t>(rows * cm * frac));
+    std::vector<unsigned char> nz(static_cast<std::size_t>(rows * cm));
+    dim_t skipped = 0, bad = 0;
+    for (dim_t n = 0; n < q.mb; ++n) {
+        dv::im2col_fractal_kernel(q, c0, full_src, n, want.data());
+        for (dim_t mb0 = 0; mb0 < m1; mb0 += cm) {
+            const dim_t c = std::min(cm, m1 - mb0);
+            std::fill(got.begin(), got.end(), std::nanf(""));
+            dv::im2col_fractal_block(plan, c0, n, mb0, c, got.data(), nz.data());
+            for (dim_t r = 0; r < rows; ++r)
+                for (dim_t mb = 0; mb < c; ++mb) {
+                    const float* g = got.data() + (r * c + mb) * frac;
+                    const bool read = nz[static_cast<std::size_t>(r * c + mb)];
+                    skipped += !read;
+                    for (dim_t i = 0; i < 16; ++i) {
+                        const dim_t mm = (mb0 + mb) * 16 + i;
+                        if (mm >= q.out_spatial()) {
+                            for (dim_t l = 0; l < c0; ++l) bad += read && g[i * c0 + l] != 0.0f;
+                            continue;
+                        }
+                        dim_t od, oh, ow;
+                        plan.position(mm, od, oh, ow);
+                        const dim_t at = (od * plan.g.out[1] + oh) * plan.g.out[2] + ow;
+                        const float* w = want.data() + (r * m1 + at / 16) * frac + (at % 16) * c0;
+                        for (dim_t l = 0; l < c0; ++l)
+                            bad += read ? !(g[i * c0 + l] == w[l]) : w[l] != 0.0f;
+                    }
+                }
+        }
+    }
+    INFO(what);
+    CHECK(bad == 0);
+    return skipped;
+}
+
+}  // namespace
+
+TEST_CASE("fractal im2col: the block from dY through insertion and pad equals the copies' im2col") {
+    std::mt19937 rng(617);
+    std::vector<Problem> problems;
+    for (const char* desc : {"mb1ic3ih24oc5oh12kh7sh2ph3", "mb2ic20ih9oc33oh5kh3sh2ph1",
+                             "mb17ic19id5ih5iw5oc20od3oh3ow3kd3kh3kw3sd2sh2sw2pd1ph1pw1",
+                             "mb2ic5iw40oc7ow18kw5sw2dw1pw2", "g2mb3ic40ih9oc36oh4kh3sh2ph1dh1",
+                             "mb1ic6ih7oc5oh4kh1sh2phe1", "mb1ic4ih9oc4oh5kh1sh2ph1"})
+        problems.push_back(convlab::parse_descriptor(desc));
+    for (int t = 0; t < 40; ++t) problems.push_back(convlab::test::random_problem(rng));
+    dim_t skipped_bwd = 0;
+    for (const Problem& p : problems)
+        for (const dim_t c0 : {16, 8, 5}) {
+            const std::string what = convlab::to_descriptor(p) + " c0 " + std::to_string(c0);
+            const Problem p1 = one_group_of(p);
+            // Backward data: dY packed, then (the reference) zero-inserted and padded.
+            const Problem q = convlab::maps::backward_data_as_forward(p1);
+            const dv::BackwardDataPads pads = dv::backward_data_pads(p1);
+            const std::vector<dim_t> yd = p1.dst_dims();
+            const Tensor dy = convlab::test::integer_tensor(yd, rng);
+            const dv::ActGeom yg = dv::ActGeom::of(yd, c0);
+            std::vector<float> y5(static_cast<std::size_t>(yg.size())),
+                z5(static_cast<std::size_t>(dv::ActGeom::of(pads.zdims, c0).size())),
+                q5(static_cast<std::size_t>(dv::ActGeom::of(q.src_dims(), c0).size()));
+            dv::pack_activation_kernel(yd, c0, dy.f32(), y5.data());
+            dv::strided5d_kernel(p1, c0, y5.data(), z5.data());
+            dv::pad5d_kernel(pads.zdims, pads.begin, pads.end, c0, z5.data(), q5.data());
+            dv::ColSource s;
+            s.x5 = y5.data();
+            s.g = yg;
+            for (int i = 0; i < p.ndims; ++i) {
+                s.ins[3 - p.ndims + i] = p.stride[i];
+                s.off[3 - p.ndims + i] = pads.begin[static_cast<std::size_t>(i)];
+            }
+            for (const dim_t cm : {1, 3, 64})
+                skipped_bwd += check_block(q, c0, s, q5.data(), cm, what + " bwd_data");
+            // Forward: the packed input as it is.
+            const Tensor x = convlab::test::integer_tensor(p1.src_dims(), rng);
+            std::vector<float> x5(
+                static_cast<std::size_t>(dv::ActGeom::of(p1.src_dims(), c0).size()));
+            dv::pack_activation_kernel(p1.src_dims(), c0, x.f32(), x5.data());
+            (void)check_block(p1, c0, dv::plain_source(p1, c0, x5.data()), x5.data(), 5,
+                              what + " fwd");
+        }
+    // The fractals of inserted zeros and padding are left out.
+    CHECK(skipped_bwd > 0);
+    // Along an axis read through a zero insertion the outputs go phase by phase: on conv1's
+    // backward data (stride 2) the rows of one fractal at one tap are all data or all zeros.
+    const Problem conv1 = one_group_of(convlab::parse_descriptor("mb1ic3ih224oc64oh112kh7sh2ph3"));
+    const Problem q1 = convlab::maps::backward_data_as_forward(conv1);
+    dv::ColSource s;
+    s.g = dv::ActGeom::of(conv1.dst_dims(), 16);
+    s.ins[1] = s.ins[2] = 2;
+    s.off[1] = s.off[2] = dv::backward_data_pads(conv1).begin[0];
+    const dv::ColPlan plan(q1, s);
+    CHECK(plan.permuted);
+    dim_t od, oh, ow;
+    plan.position(1, od, oh, ow);
+    CHECK((od == 0 && oh == 0 && ow == 2));
+    plan.position(112, od, oh, ow);
+    CHECK((od == 0 && oh == 0 && ow == 1));
+    plan.position(224, od, oh, ow);
+    CHECK((od == 0 && oh == 2 && ow == 0));
+    const dim_t* tw = plan.tab.data() + plan.at[2];  // tap kw = 0
+    dim_t mixed = 0, zeros = 0;  // fractals of data and zeros; fractals of zeros only
+    for (dim_t f = 0; f < 224 / 16; ++f) {
+        dim_t z = 0;
+        for (dim_t i = 0; i < 16; ++i) z += tw[f * 16 + i] < 0;
+        mixed += z > 0 && z < 16;
+        zeros += z == 16;
+    }
+    CHECK(mixed == 1);  // where the pad meets the data
+    CHECK(zeros == 7);  // the even outputs at kw = 0 read inserted zeros only
 }

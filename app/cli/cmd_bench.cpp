@@ -157,16 +157,16 @@ BenchPlan plan_from(const Options& opts) {
         (fp32 ? cfg.rtol : cfg.dtype == DType::f16 ? cfg.rtol_fp16 : cfg.rtol_bf16) = x;
     }
     cfg.reference = opts.value_or("--reference", "auto");
-    // The peer is fp32 only: with fp16 / bf16 it is left out unless asked for (then an error).
+    // oneDNN computes fp32 and bf16 (bf16 operands, fp32 accumulation): with fp16 / bf16 it is
+    // left out unless asked for, and for fp16 asking is an error.
     const std::string peer =
         opts.value_or("--peer", ::bench::PeerConv::available() && fp32 ? "onednn" : "none");
     const bool onednn = peer == "onednn" || peer == "onednn-auto" || peer == "onednn-winograd" ||
                         peer == "onednn-nchw";
-    if (onednn && !fp32)
-        throw Error("--peer " + peer + ": oneDNN is timed in fp32 only; --dtype " +
-                    dtype_name(cfg.dtype) +
-                    " times the DaVinci fractal algorithms alone (use "
-                    "--peer none, or --dtype fp32)");
+    if (onednn && cfg.dtype == DType::f16)
+        throw Error("--peer " + peer +
+                    ": oneDNN is timed in fp32 and bf16 only; --dtype fp16 times the DaVinci "
+                    "fractal algorithms alone (use --peer none, or --dtype bf16 or fp32)");
     if (onednn) {
         const bool plain = peer == "onednn-nchw";
         cfg.peer =
@@ -528,7 +528,8 @@ const Command& command() {
           "each (batch, threads) a set of rows, charts named ..._b32_t2"},
          {"--dtype", "TYPE",
           "fp32 (default) | fp16 | bf16: storage of the DaVinci fractal algorithms (fp32 "
-          "accumulation); the others and oneDNN are fp32 only and skipped"},
+          "accumulation); the others are fp32 only and skipped; with bf16, --peer onednn times "
+          "oneDNN's bf16 convolution beside them"},
          {"--weights", "WHEN",
           "once (default): fwd and bwd_data weights packed once per layer (prepare_weights), "
           "outside the timed region, as oneDNN's are reordered | per-call: each call packs "

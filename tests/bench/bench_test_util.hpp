@@ -114,11 +114,25 @@ class FakePeer final : public PeerConv {
     std::vector<float> out_;
 };
 
+// The fake peer, also offered in bf16 (PeerSpec::dtypes): the same direct loops on the fp32
+// inputs, so its bf16 rows are right (or wrong on purpose) like its fp32 ones.
+inline PeerSpec fake_bf16_peer(bool wrong);
+
 inline PeerSpec fake_peer(bool wrong) {
     PeerSpec s;
     s.name = "fake";
     s.description = "fake peer (engine direct loops)";
     s.create = [wrong](const Problem& p, const std::vector<Pass>&) -> std::unique_ptr<PeerConv> {
+        return std::make_unique<FakePeer>(p, wrong);
+    };
+    return s;
+}
+
+inline PeerSpec fake_bf16_peer(bool wrong) {
+    PeerSpec s = fake_peer(wrong);
+    s.dtypes = {DType::bf16};
+    s.create_dtype = [wrong](const Problem& p, const std::vector<Pass>&,
+                             DType) -> std::unique_ptr<PeerConv> {
         return std::make_unique<FakePeer>(p, wrong);
     };
     return s;

@@ -496,11 +496,13 @@ TEST_CASE("bench: fp16 / bf16 storage times the fractal algorithms alone, within
             CHECK(m.check.max_rel > 1e-5);  // rounded storage: far from fp32's ~1e-7
             CHECK(m.total.runs == 3);
         }
-        REQUIRE(r.notes.size() == 2);
+        REQUIRE(r.notes.size() == 3);
         CHECK(r.notes[0].find("im2col_gemm") != std::string::npos);
         CHECK(r.notes[0].find("fp32 only: skipped") != std::string::npos);
         CHECK(r.notes[1] ==
               std::string("dtype ") + dtype_name(dt) + ": peer fake is fp32 only: skipped");
+        // The fractal algorithms' weights are prepared once for the dtype, as for fp32.
+        CHECK(r.notes[2].rfind("weights: packed once per layer and pass", 0) == 0);
         CHECK(r.machine.peer == "none");
         CHECK(r.verification_summary().find(std::string(dtype_name(dt)) + " storage") !=
               std::string::npos);
@@ -530,6 +532,45 @@ TEST_CASE("bench: fp16 / bf16 storage times the fractal algorithms alone, within
     cfg.algos.clear();
     cfg.reference = "peer";
     CHECK_THROWS_WITH_AS(run(cfg), doctest::Contains("fp32 only"), Error);
+}
+
+TEST_CASE("bench: a peer with bf16 is timed in it, checked against fp32 within bf16's tolerance") {
+    Config cfg = tiny_config();
+    cfg.passes = {Pass::Forward, Pass::BackwardData};
+    cfg.dtype = DType::bf16;
+    cfg.peer = fake_bf16_peer(false);
+    const Results r = run(cfg);
+    CHECK(r.machine.peer == "fake peer (engine direct loops), bf16 operands");
+    int peer_rows = 0;
+    for (const Measurement& m : r.rows) {
+        CAPTURE(m.algorithm);
+        CHECK(m.dtype == DType::bf16);
+        CHECK(m.valid());
+        // The reference stays the fp32 direct loops: the peer's bf16 result is checked, not used.
+        CHECK(m.check.reference == "direct");
+        if (m.peer) {
+            ++peer_rows;
+            CHECK(m.total.runs == 3);
+        }
+    }
+    CHECK(peer_rows == 2 * 2);
+    for (const std::string& n : r.notes) CHECK(n.find("peer fake") == std::string::npos);
+    // A peer whose result is off fails its check (and only it).
+    cfg.peer = fake_bf16_peer(true);
+    const Results w = run(cfg);
+    for (const Measurement& m : w.rows) {
+        CAPTURE(m.algorithm);
+        CHECK(m.valid() == !m.peer);
+    }
+    // fp16: the peer has none, skipped with a note; the peer's bf16 cannot be the reference.
+    cfg.peer = fake_bf16_peer(false);
+    cfg.dtype = DType::f16;
+    const Results h = run(cfg);
+    for (const Measurement& m : h.rows) CHECK_FALSE(m.peer);
+    cfg.dtype = DType::bf16;
+    cfg.reference = "peer";
+    CHECK_THROWS_WITH_AS(run(cfg), doctest::Contains("result is checked, not the fp32 reference"),
+                         Error);
 }
 
 TEST_CASE("bench: a sweep over batch and threads: each combination a set of rows") {

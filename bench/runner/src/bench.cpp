@@ -203,6 +203,18 @@ struct OpRecorder {
     }
 };
 
+// Why reference "peer" cannot be: no peer, or a dtype other than fp32 (the reference of a
+// half-precision run is fp32; a peer computing in that dtype is checked, not the reference).
+std::string reference_peer_error(const Config& cfg) {
+    if (!cfg.peer) return "reference: 'peer' needs a peer library (none given)";
+    const std::string dt = dtype_name(cfg.dtype);
+    if (cfg.peer->computes(cfg.dtype))
+        return "reference: 'peer' with dtype " + dt + ": the peer's " + dt +
+               " result is checked, not the fp32 reference (use auto or direct)";
+    return "reference: 'peer' with dtype " + dt +
+           ": the peer is fp32 only and not run (use auto or direct)";
+}
+
 }  // namespace
 
 bool supports_storage_dtype(Pass pass, std::string_view algo) {
@@ -274,10 +286,7 @@ void check_selection(const Config& cfg) {
         throw Error("algos: " + what);
     }
     if (cfg.reference == "peer" && !(cfg.peer && cfg.dtype == DType::f32))
-        throw Error(cfg.peer
-                        ? std::string("reference: 'peer' with dtype ") + dtype_name(cfg.dtype) +
-                              ": the peer is fp32 only and not run (use auto or direct)"
-                        : std::string("reference: 'peer' needs a peer library (none given)"));
+        throw Error(reference_peer_error(cfg));
     if (cfg.reference != "auto" && cfg.reference != "direct" && cfg.reference != "peer") {
         try {
             for (const PassPlan& pl : plan) find_algorithm(pl.pass, cfg.reference);
@@ -306,17 +315,15 @@ Results run(const Config& cfg) {
     const std::vector<PassPlan> plan = make_plan(cfg, notes);
     const bool fp32 = cfg.dtype == DType::f32;
     const std::string dtype = dtype_name(cfg.dtype);
-    // The peer is timed in fp32 only: with fp16 / bf16 storage it is not run (noted).
-    const PeerSpec* peer_spec = cfg.peer && fp32 ? &*cfg.peer : nullptr;
-    if (cfg.peer && !fp32)
+    // The peer is timed in fp32, and in fp16 / bf16 where it computes in them (its result then
+    // checked like the algorithms', never the reference); else it is not run (noted).
+    const PeerSpec* peer_spec = cfg.peer && cfg.peer->computes(cfg.dtype) ? &*cfg.peer : nullptr;
+    if (cfg.peer && !peer_spec)
         notes.push_back("dtype " + dtype + ": peer " + cfg.peer->name + " is fp32 only: skipped");
     const double rtol = fp32 ? cfg.rtol : cfg.dtype == DType::f16 ? cfg.rtol_fp16 : cfg.rtol_bf16;
     const bool ref_named =
         cfg.reference != "auto" && cfg.reference != "direct" && cfg.reference != "peer";
-    if (cfg.reference == "peer" && !peer_spec)
-        throw Error(cfg.peer ? "reference: 'peer' with dtype " + dtype +
-                                   ": the peer is fp32 only and not run (use auto or direct)"
-                             : std::string("reference: 'peer' needs a peer library (none given)"));
+    if (cfg.reference == "peer" && !(peer_spec && fp32)) throw Error(reference_peer_error(cfg));
     if (ref_named) {
         for (const PassPlan& pl : plan) find_algorithm(pl.pass, cfg.reference);  // throws
     }
@@ -330,14 +337,16 @@ Results run(const Config& cfg) {
     r.machine = describe_machine();
     if (cfg.clock) r.machine.clock_tick = clock_tick(cfg.clock);
     r.machine.threads = threads;
-    r.machine.peer = peer_spec ? peer_spec->description : "none";
+    r.machine.peer = !peer_spec ? "none"
+                     : fp32     ? peer_spec->description
+                                : peer_spec->description + ", " + dtype + " operands";
     r.shapes_file = cfg.shapes_file;
     r.command = cfg.command;
     r.batch = cfg.batch ? *cfg.batch : 0;
     r.timing = cfg.timing;
     r.rtol = rtol;
     r.dtype = cfg.dtype;
-    if (cfg.prepared_weights && fp32)
+    if (cfg.prepared_weights)
         notes.push_back(std::string("weights: packed once per layer and pass (prepare_weights) "
                                     "outside the timed region") +
                         (!peer_spec                    ? ""
@@ -423,7 +432,8 @@ Results run(const Config& cfg) {
         std::string peer_error;
         if (peer_spec) {
             try {
-                peer = peer_spec->create(p, cfg.passes);
+                peer = fp32 ? peer_spec->create(p, cfg.passes)
+                            : peer_spec->create_dtype(p, cfg.passes, cfg.dtype);
                 peer->set_inputs(b.src.data(), b.wei.data(), b.diff_dst.data());
             } catch (const std::exception& e) {
                 peer_error = e.what();
@@ -571,7 +581,8 @@ Results run(const Config& cfg) {
             if (cfg.reference == "direct" ||
                 (cfg.reference == "auto" && flops <= cfg.direct_max_flops)) {
                 ref_algo = "direct";
-            } else if (cfg.reference == "peer" || (cfg.reference == "auto" && !peer_out.empty())) {
+            } else if (cfg.reference == "peer" ||
+                       (cfg.reference == "auto" && fp32 && !peer_out.empty())) {
                 ref_is_peer = true;
             } else if (ref_named) {
                 ref_algo = cfg.reference;
@@ -645,6 +656,7 @@ Results run(const Config& cfg) {
                 m.pass = pass;
                 m.algorithm = peer_spec->name;
                 m.peer = true;
+                m.dtype = cfg.dtype;
                 m.batch = p.mb;
                 m.threads = threads;
                 m.flops = flops;
@@ -663,11 +675,13 @@ Results run(const Config& cfg) {
             // The weights packed once for the layer and pass (prepare_weights), outside the timed
             // region, as the peer's are reordered into its layout before its calls. They live
             // with the layer's entries, until the last timed call.
+            // With fp16 / bf16 storage only the fractal algorithms run: their layout alone, for
+            // that storage.
             std::optional<PreparedWeights>& prepared = prepared_store.emplace_back();
-            if (cfg.prepared_weights && fp32 &&
-                (pass == Pass::Forward || pass == Pass::BackwardData)) {
+            if (cfg.prepared_weights && (pass == Pass::Forward || pass == Pass::BackwardData)) {
                 try {
-                    prepared = prepare_weights(p, pass, b.wei.data(), nullptr, cfg.tuning);
+                    prepared = fp32 ? prepare_weights(p, pass, b.wei.data(), nullptr, cfg.tuning)
+                                    : davinci::prepare_weights(p, pass, b.wei.data(), cfg.dtype);
                 } catch (const std::exception&) {
                     // The algorithms then pack per call (and report their own errors).
                 }
@@ -821,7 +835,7 @@ SlicedRun::SlicedRun(Config cfg) : cfg_(std::move(cfg)) {
     check_selection(cfg_);
     std::vector<std::string> notes;
     const std::vector<PassPlan> plan = make_plan(cfg_, notes);
-    const bool peer = cfg_.peer && cfg_.dtype == DType::f32;
+    const bool peer = cfg_.peer && cfg_.peer->computes(cfg_.dtype);
     // A pass without an algorithm cannot be named as a slice of its own (an empty algorithm
     // list means all of them): such a layer is measured whole.
     const bool whole =

@@ -29,6 +29,10 @@ namespace davinci {
 // Internal (engine/src/conv/fractal_pack.cpp): adds the DaVinci algorithms' layout to weights
 // being prepared (prepare_weights).
 void prepare_fractal(PreparedWeights& w, const float* wei, Profiler* prof);
+// Declared with its description in convlab/davinci.hpp: the DaVinci layout alone, for a storage
+// dtype.
+PreparedWeights prepare_weights(const Problem& p, Pass pass, const float* wei, DType storage,
+                                Profiler* prof);
 }  // namespace davinci
 
 // Raw buffers of one call; which ones are read and written depends on the pass.
@@ -107,15 +111,21 @@ class PreparedWeights {
     // Internal: W_g^T row by row for col2im's GEMM (C/G times the kernel's taps rows of K/G
     // floats, ld apart, the groups one after another), or null; throws as packed does.
     const float* transposed_rows(const Problem& p, Pass pass, dim_t& ld) const;
-    // Internal: the fractal products' B operand (C0 = 16, fp32) of each group, groups one after
+    // Internal: the fractal products' B operand (C0 = 16) of each group, groups one after
     // another: fwd FRACTAL_Z with each fractal turned C0 x 16, bwd_data FlipRot(W)'s (the B of
-    // fractal_via_forward's forward), or null; throws as packed does.
-    const float* fractal(const Problem& p, Pass pass) const;
+    // fractal_via_forward's forward), as fp32 floats holding values of the storage dtype, or null
+    // where they were prepared for another storage or in bf16 pairs; throws as packed does.
+    const float* fractal(const Problem& p, Pass pass, DType storage = DType::f32) const;
+    // Internal: the same B in bf16 pairs (davinci::pack_weight_pairs's layout, the operand of
+    // vdpbf16ps), or null where they were not prepared so; throws as packed does.
+    const std::uint16_t* fractal_pairs(const Problem& p, Pass pass) const;
 
   private:
     friend PreparedWeights prepare_weights(const Problem&, Pass, const float*, Profiler*,
                                            const Tuning&);
     friend void davinci::prepare_fractal(PreparedWeights&, const float*, Profiler*);
+    friend PreparedWeights davinci::prepare_weights(const Problem&, Pass, const float*, DType,
+                                                    Profiler*);
     // Throws Error when p or pass is not the problem these were prepared for.
     void check(const Problem& p, Pass pass) const;
     Problem problem_{};
@@ -129,13 +139,16 @@ class PreparedWeights {
     std::size_t rows_size_ = 0;
     dim_t rows_ld_ = 0;
     std::shared_ptr<const float[]> fractal_;
-    std::size_t fractal_size_ = 0;
+    std::size_t fractal_size_ = 0;  // floats (the bytes of bf16 pairs / 4)
+    DType fractal_storage_ = DType::f32;
+    bool fractal_pairs_ = false;
 };
 
 // Packs wei (K, C/G, kernel...) for pass fwd or bwd_data of p (recorded in prof as "pack_wei"
 // or "fliprot"), and where winograd applies also transforms it for winograd ("wino_wei"), in the
 // layouts that the calls with the same tuning read, and for the DaVinci algorithms (fractal,
-// fractal_via_forward at C0 = 16, fp32). Throws Error for an invalid problem or another pass.
+// fractal_via_forward at C0 = 16, fp32; davinci::prepare_weights prepares them for fp16 / bf16
+// storage). Throws Error for an invalid problem or another pass.
 PreparedWeights prepare_weights(const Problem& p, Pass pass, const float* wei,
                                 Profiler* prof = nullptr, const Tuning& tuning = {});
 

@@ -260,10 +260,20 @@ void conv_fractal(const Problem& p, dim_t c0, const float* x5d, const float* wfz
 // NCHW level (the ConvArgs of conv.hpp, dense row-major fp32): forward_fractal reads a.src,
 // a.wei, a.bias (may be null) and writes a.dst; it packs (spans pack_src, pack_wei: the weights
 // straight into FRACTAL_Z with each fractal turned C0 x 16, so no transpose_b; no pack_wei when
-// a.prepared holds them, at C0 16 and fp32), runs conv_fractal's products per group and unpacks
-// (span unpack). The three-argument form (C0 = 16, fp32) is an AlgoFn.
+// a.prepared holds them for C0 16 and the call's storage), runs conv_fractal's products per group
+// and unpacks (span unpack). The three-argument form (C0 = 16, fp32) is an AlgoFn.
 void forward_fractal(const Problem& p, const ConvArgs& a, Profiler* prof);
 void forward_fractal(const Problem& p, const ConvArgs& a, Profiler* prof, const Options& o);
+
+// Weights prepared once for the fractal algorithms with storage dtype `storage` at C0 16: the B
+// operand of fwd's fractal or of bwd_data's fractal_via_forward, every group, in bf16 pairs where
+// the products are vdpbf16ps (fractal_bf16_native), else fp32 holding values rounded to storage;
+// the NCHW algorithms' layouts are not packed (convlab::prepare_weights packs those, with the
+// fractal B for fp32). Set as ConvArgs::prepared of calls with Options{16, storage}, they then
+// pack no weights (no span pack_wei or fliprot) and give the same bits as without it. Throws
+// Error as convlab::prepare_weights does.
+PreparedWeights prepare_weights(const Problem& p, Pass pass, const float* wei, DType storage,
+                                Profiler* prof = nullptr);
 
 // Tensor level for the command line: NCW / NCHW / NCDHW tensors of any dtype and layout in (read
 // as fp32), dense fp32 out; the problem and the dims are checked like convlab::forward (Error).
@@ -273,15 +283,18 @@ Tensor forward(const Problem& p, const Tensor& src, const Tensor& wei, const Ten
 // [SECTION] Both backward passes in fractal form (step 4), with the leftover rows r
 // (docs/design.md, "Problems and formulas"). Per group, as the forward.
 //
-// Backward data, fractal_via_forward: dY -> pack (NC1HWC0) -> strided5d (zero insertion,
-// span zero-insert) -> pad5d (begin (k-1)d - pb, end (k-1)d - pe + r; span pad); W -> FRACTAL_Z
+// Backward data, fractal_via_forward: dY -> pack (NC1HWC0, span pack_dst), read by the forward's
+// im2col through strided5d's zero insertion and pad5d's pad (begin (k-1)d - pb, end
+// (k-1)d - pe + r), which are folded into its index tables rather than copied, and whose
+// fractals of zeros are neither written nor multiplied (the maps' values, not their copies: the
+// fractals it writes equal im2col_fractal of pad5d(strided5d(dY))); W -> FRACTAL_Z
 // of FlipRot(W) with each fractal turned C0 x 16 (pack_weight, fliprot_fz and the transpose in
 // one pass, span fliprot; none with prepared weights); conv_fractal of
 // maps::backward_data_as_forward (stride 1, dilation d), giving dX in NC1HWC0 -> unpack. Reads
-// a.diff_dst, a.wei (or a.prepared, at C0 16 and fp32); writes a.diff_src (N, C, in...).
-// fp16/bf16 storage: packed operands and dX rounded to that type; bf16 products by vdpbf16ps
-// where the CPU has AVX512_BF16 (fractal_kernel.hpp), fp32 products of the rounded operands
-// elsewhere.
+// a.diff_dst, a.wei (or a.prepared, at C0 16 and the call's storage); writes a.diff_src (N, C,
+// in...). fp16/bf16 storage: packed operands and dX rounded to that type; bf16 products by
+// vdpbf16ps where the CPU has AVX512_BF16 (fractal_kernel.hpp), fp32 products of the rounded
+// operands elsewhere.
 void backward_data_fractal_via_forward(const Problem& p, const ConvArgs& a, Profiler* prof);
 void backward_data_fractal_via_forward(const Problem& p, const ConvArgs& a, Profiler* prof,
                                        const Options& o);

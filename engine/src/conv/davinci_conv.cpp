@@ -80,6 +80,26 @@ dim_t conv_fractal_chunk(dim_t rows, dim_t tn, dim_t m1, dim_t c0) {
     return std::clamp<dim_t>(std::min(by_cols, by_tiles), 1, std::max<dim_t>(m1, 1));
 }
 
+// B of the fractal products as a.prepared holds it for this call (C0 16, the call's storage, bf16
+// pairs exactly where the call multiplies pairs), or nothing: the call packs its own.
+struct PreparedB {
+    FractalB b;
+    explicit operator bool() const { return b.f32 || b.bf16; }
+    // Group g's B, the groups `size` elements apart.
+    FractalB group(dim_t g, dim_t size) const {
+        return {b.f32 ? b.f32 + g * size : nullptr, b.bf16 ? b.bf16 + g * size : nullptr};
+    }
+};
+PreparedB prepared_b(const ConvArgs& a, const Problem& p, Pass pass, const Options& o, bool pairs) {
+    PreparedB r;
+    if (o.c0 != kC0 || !a.prepared) return r;
+    if (pairs)
+        r.b.bf16 = a.prepared->fractal_pairs(p, pass);
+    else
+        r.b.f32 = a.prepared->fractal(p, pass, o.storage);
+    return r;
+}
+
 void check_one_group(const Problem& p) {
     if (p.groups != 1)
         throw Error("conv_fractal: groups = " + std::to_string(p.groups) +
@@ -110,8 +130,14 @@ void conv_fractal_bt(const Problem& p, dim_t c0, const float* x5d, const float* 
 
 void conv_fractal_b(const Problem& p, dim_t c0, const float* x5d, FractalB b, const float* bias,
                     float* y5d, Profiler* prof) {
+    conv_fractal_b(p, c0, plain_source(p, c0, x5d), b, bias, y5d, prof);
+}
+
+void conv_fractal_b(const Problem& p, dim_t c0, const ColSource& src, FractalB b, const float* bias,
+                    float* y5d, Profiler* prof) {
     p.check(true);
     check_one_group(p);
+    const ColPlan plan(p, src);
     const ActGeom yg = ActGeom::of(p.dst_dims(), c0);
     const WeiGeom wg = WeiGeom::of(p.wei_dims(), c0);
     const detail::Geom3 g = detail::geom3(p);
@@ -149,17 +175,20 @@ void conv_fractal_b(const Problem& p, dim_t c0, const float* x5d, FractalB b, co
     const auto nz_of = [&](const float* a) {
         return reinterpret_cast<const unsigned char*>(a + col_f32 + col_b16);
     };
-    // After im2col of cm M blocks: the bf16 copy (the values are bf16 already: the caller
-    // rounded the packed input) and the marks of the fractals that are not all zeros. Fractals
-    // of zeros (the inserted zeros and the padding of backward data's input, the taps of
-    // padding rows) are skipped by the products: their products add nothing.
-    const auto prepare_block = [&](float* a, dim_t cm) {
+    // im2col of cm M blocks, which marks the fractals that read no element of the source (the
+    // inserted zeros and the padding of backward data's input, the taps of padding rows) and
+    // leaves them unwritten; then for the others the bf16 copy (the values are bf16 already: the
+    // caller rounded the packed input) and whether they hold a value that is not zero. Fractals
+    // of zeros are skipped by the products: their products add nothing.
+    const auto build_block = [&](dim_t n, dim_t mb0, float* a, dim_t cm) {
         auto* a16 = reinterpret_cast<std::uint16_t*>(a + col_f32);
         auto* nz = reinterpret_cast<unsigned char*>(a + col_f32 + col_b16);
+        im2col_fractal_block(plan, c0, n, mb0, cm, a, nz);
         // A fractal of dense data shows a non-zero value in its first row: only fractals of
         // zeros are read whole.
 #pragma omp parallel for schedule(static) if (rows * cm * frac > 65536 && !omp_in_parallel())
         for (dim_t f = 0; f < rows * cm; ++f) {
+            if (!nz[f]) continue;
             const float* v = a + f * frac;
             if (pairs) bf16_bits(v, a16 + f * frac, frac);
             nz[f] = 0;
@@ -224,17 +253,16 @@ void conv_fractal_b(const Problem& p, dim_t c0, const float* x5d, FractalB b, co
             if (i < nc ? !acc : r0 == 0) std::fill(c[i], c[i] + kN0 * kN0, 0.0f);
     };
     // The write of tile t of the block column starting at M block mb0 of image n to NC1HWC0: row
-    // i is output position m = (mb0 + mb)*16 + i, column j output channel k = nb*16 + j (block
-    // k/C0, lane k%C0); lanes k >= K are zeros.
+    // i is the output position of row (mb0 + mb)*16 + i of the column matrix (plan.position),
+    // column j output channel k = nb*16 + j (block k/C0, lane k%C0); lanes k >= K are zeros.
     const auto write = [&](dim_t n, dim_t mb0, dim_t cm, dim_t t, const float* accs) {
         const dim_t nb = by_m ? t % tn : t / cm, mb = by_m ? t / tn : t % cm;
         const float* acc = accs + t * kN0 * kN0;
         for (dim_t i = 0; i < kN0; ++i) {
-            dim_t mm = (mb0 + mb) * kN0 + i;
+            const dim_t mm = (mb0 + mb) * kN0 + i;
             if (mm >= m) break;
-            const dim_t ow = mm % g.out[2];
-            mm /= g.out[2];
-            const dim_t oh = mm % g.out[1], od = mm / g.out[1];
+            dim_t od, oh, ow;  // row mm's output position (plan's order of the rows)
+            plan.position(mm, od, oh, ow);
             if (c0 == kN0) {
                 // The tile's column block is the output's channel block nb: row i is C0
                 // contiguous lanes.
@@ -280,8 +308,7 @@ void conv_fractal_b(const Problem& p, dim_t c0, const float* x5d, FractalB b, co
                 const dim_t n = u / nchunks, mb0 = (u % nchunks) * chunk;
                 const dim_t cm = std::min(chunk, m1 - mb0);
                 auto t0 = Clock::now();
-                im2col_fractal_kernel(p, c0, x5d, n, a.get(), mb0, mb0 + cm);
-                prepare_block(a.get(), cm);
+                build_block(n, mb0, a.get(), cm);
                 t_im2col += since(t0);
                 t0 = Clock::now();
                 for (dim_t r0 = 0; r0 < rows; r0 += rb)
@@ -306,8 +333,7 @@ void conv_fractal_b(const Problem& p, dim_t c0, const float* x5d, FractalB b, co
             const dim_t cm = std::min(chunk, m1 - mb0);
             {
                 Span s(prof, "im2col");
-                im2col_fractal_kernel(p, c0, x5d, n, a.get(), mb0, mb0 + cm);
-                prepare_block(a.get(), cm);
+                build_block(n, mb0, a.get(), cm);
             }
             Span s(prof, "fractal_gemm");
             const dim_t tiles = cm * tn;
@@ -333,12 +359,10 @@ void forward_fractal(const Problem& p, const ConvArgs& a, Profiler* prof, const 
     const std::vector<dim_t> xd = q.src_dims(), wd = q.wei_dims(), yd = q.dst_dims();
     const ActGeom xg = ActGeom::of(xd, o.c0), yg = ActGeom::of(yd, o.c0);
     const WeiGeom wg = WeiGeom::of(wd, o.c0);
-    // B packed once (prepare_weights: C0 16, fp32), else per call: bf16 pairs where the CPU
-    // multiplies them, else fp32 (rounded to the storage type).
-    const float* prepared = o.c0 == kC0 && o.storage == DType::f32 && a.prepared
-                                ? a.prepared->fractal(p, Pass::Forward)
-                                : nullptr;
+    // B packed once (prepare_weights: C0 16, this storage), else per call: bf16 pairs where the
+    // CPU multiplies them, else fp32 (rounded to the storage type).
     const bool pairs = o.storage == DType::bf16 && fractal_bf16_native(o.c0);
+    const PreparedB prepared = prepared_b(a, p, Pass::Forward, o, pairs);
     const Kept x5 = kept(kFracSlot[0], xg.size()), y5 = kept(kFracSlot[2], yg.size());
     const Kept bt = prepared ? Kept{nullptr} : kept(kFracBtSlot, wg.size());
     const dim_t wslice = q.oc * q.ic * q.kernel_spatial();
@@ -350,7 +374,7 @@ void forward_fractal(const Problem& p, const ConvArgs& a, Profiler* prof, const 
         }
         FractalB b;
         if (prepared) {
-            b.f32 = prepared + g * wg.size();
+            b = prepared.group(g, wg.size());
         } else if (pairs) {
             Span s(prof, "pack_wei");
             auto* b16 = reinterpret_cast<std::uint16_t*>(bt.get());
@@ -435,22 +459,26 @@ void backward_data_fractal_via_forward(const Problem& p, const ConvArgs& a, Prof
     const Problem p1 = one_group(p);
     const Problem q = maps::backward_data_as_forward(p1);
     check_gives_back(q, p.in, p.ndims, "backward_data_fractal_via_forward");
-    // dY of one group (N, K/G, out...), its zero insertion, and the pads with r.
+    // dY of one group (N, K/G, out...), read by the forward through its zero insertion and the
+    // pads with r.
     const std::vector<dim_t> yd = p1.dst_dims(), xd = p1.src_dims();
     const BackwardDataPads pads = backward_data_pads(p1);  // the same as by_name("pad5d")
-    const std::vector<dim_t>& zd = pads.zdims;
-    const ActGeom yg = ActGeom::of(yd, c0), zg = ActGeom::of(zd, c0),
-                  qg = ActGeom::of(q.src_dims(), c0), xg = ActGeom::of(xd, c0);
+    const ActGeom yg = ActGeom::of(yd, c0), xg = ActGeom::of(xd, c0);
     const WeiGeom fg = WeiGeom::of(q.wei_dims(), c0);
     const bool after = inserts_after(p);
-    const Kept y5 = kept(kFracSlot[0], yg.size()), z5 = kept(kFracSlot[1], after ? 1 : zg.size()),
-               q5 = kept(kFracSlot[2], after ? 1 : qg.size());
-    // B: FlipRot(W) with each fractal turned C0 x 16, prepared once (C0 16, fp32) or packed here
-    // from OIHW in one pass (bf16 pairs where the CPU multiplies them).
-    const float* prepared = c0 == kC0 && o.storage == DType::f32 && a.prepared
-                                ? a.prepared->fractal(p, Pass::BackwardData)
-                                : nullptr;
+    const Kept y5 = kept(kFracSlot[0], yg.size());
+    ColSource dy_source;
+    dy_source.x5 = y5.get();
+    dy_source.g = yg;
+    for (int i = 0; i < p.ndims; ++i) {
+        const int axis = 3 - p.ndims + i;
+        dy_source.ins[axis] = p.stride[i];
+        dy_source.off[axis] = pads.begin[static_cast<std::size_t>(i)];
+    }
+    // B: FlipRot(W) with each fractal turned C0 x 16, prepared once (C0 16, this storage) or
+    // packed here from OIHW in one pass (bf16 pairs where the CPU multiplies them).
     const bool pairs = o.storage == DType::bf16 && fractal_bf16_native(c0);
+    const PreparedB prepared = prepared_b(a, p, Pass::BackwardData, o, pairs);
     const Problem q1 = products_on_dy(q, p);
     const dim_t x5_floats = after ? ActGeom::of(q1.dst_dims(), c0).size() : xg.size();
     const Kept wf = prepared ? Kept{nullptr} : kept(kFracSlot[4], fg.size()),
@@ -464,7 +492,7 @@ void backward_data_fractal_via_forward(const Problem& p, const ConvArgs& a, Prof
         }
         FractalB b;
         if (prepared) {
-            b.f32 = prepared + g * fg.size();
+            b = prepared.group(g, fg.size());
         } else {
             Span s(prof, "fliprot");
             if (pairs) {
@@ -484,15 +512,9 @@ void backward_data_fractal_via_forward(const Problem& p, const ConvArgs& a, Prof
             unpack_inserted(p, c0, x5.get(), a.diff_src, g * p1.ic);
             continue;
         }
-        {
-            Span s(prof, "zero-insert");
-            strided5d_kernel(p1, c0, y5.get(), z5.get());
-        }
-        {
-            Span s(prof, "pad");
-            pad5d_kernel(zd, pads.begin, pads.end, c0, z5.get(), q5.get());
-        }
-        conv_fractal_b(q, c0, q5.get(), b, nullptr, x5.get(), prof);
+        // The products read dY through the zero insertion and the pad (ColSource): no
+        // zero-inserted, padded copy of it is made.
+        conv_fractal_b(q, c0, dy_source, b, nullptr, x5.get(), prof);
         Span s(prof, "unpack");
         round_storage(o.storage, x5.get(), xg.size());
         unpack_activation_kernel(xd, c0, x5.get(), a.diff_src, p.ic, g * p1.ic);
@@ -535,9 +557,14 @@ dim_t conv_fractal_work(const Problem& q, dim_t c0) {
     const dim_t chunk = conv_fractal_chunk(rows, tn, m1, c0);
     // The column block, its bf16 copy (bf16 products) and the tiles.
     const dim_t col = detail::sat_mul({rows, chunk, frac});
+    // ColPlan's tables: a dim_t (two floats) per tap and output position of each axis, and one
+    // per output position of each axis (the order).
+    dim_t tables = 0;
+    for (int i = 0; i < q.ndims; ++i)
+        tables = detail::sat_add(tables, detail::sat_mul({2, q.kernel[i] + 1, q.out(i)}));
     const dim_t block = detail::sat_add(detail::sat_add(col, col / 2 + 1 + rows * chunk / 4 + 1),
                                         detail::sat_mul({chunk, tn, kN0 * kN0}));
-    return detail::sat_add(detail::sat_mul({rows, wg.n1, frac}),
+    return detail::sat_add(detail::sat_add(detail::sat_mul({rows, wg.n1, frac}), tables),
                            detail::sat_mul(block, omp_get_max_threads()));
 }
 
@@ -558,13 +585,10 @@ dim_t fractal_work(const Problem& p, Pass pass, dim_t c0) {
         floats = sat_add(sat_add(act_size(p1.src_dims(), c0), wei_size(p1.wei_dims(), c0)),
                          sat_add(act_size(p1.dst_dims(), c0), conv_fractal_work(p1, c0)));
     } else if (pass == Pass::BackwardData) {
+        // dY packed (read through its zero insertion and pad, never copied), dX packed, B.
         const Problem q = maps::backward_data_as_forward(p1);
         if (!q.validate(true).empty()) return kHugeSize;
-        std::vector<dim_t> zd = p1.dst_dims();
-        for (int i = 0; i < p.ndims; ++i)
-            zd[static_cast<std::size_t>(2 + i)] = sat_add(sat_mul(p.out(i) - 1, p.stride[i]), 1);
-        floats = sat_add(sat_add(act_size(p1.dst_dims(), c0), act_size(zd, c0)),
-                         sat_add(act_size(q.src_dims(), c0), act_size(p1.src_dims(), c0)));
+        floats = sat_add(act_size(p1.dst_dims(), c0), act_size(p1.src_dims(), c0));
         floats = sat_add(floats, sat_add(wei_size(p1.wei_dims(), c0), wei_size(q.wei_dims(), c0)));
         floats = sat_add(floats, conv_fractal_work(q, c0));
     } else {

@@ -5,7 +5,9 @@
 
 #include <cstdint>
 #include <span>
+#include <vector>
 
+#include "../core/geom.hpp"
 #include "../gemm/microkernel.hpp"
 #include "convlab/davinci.hpp"
 #include "convlab/problem.hpp"
@@ -67,6 +69,50 @@ struct FractalB {
     const std::uint16_t* bf16 = nullptr;
 };
 void conv_fractal_b(const Problem& p, dim_t c0, const float* x5d, FractalB b, const float* bias,
+                    float* y5d, Profiler* prof);
+
+// [SECTION] The column matrix from its source (fractal_im2col.cpp)
+
+// The input of conv_fractal_b's problem q as its im2col reads it: an activation in NC1HWC0 /
+// NDC1HWC0 (x5, geometry g over (N, C/G, len...)), seen on each axis (d, h, w as Geom3's) through
+// a zero insertion and a pad: q's input coordinate i is x(u / ins) with u = i - off when
+// 0 <= u <= (len - 1) * ins and ins divides u, else 0. A plain input has ins 1 and off 0; backward
+// data via forward reads dY itself with ins = the stride and off = the pad's begin, instead of a
+// zero-inserted, padded copy of it.
+struct ColSource {
+    const float* x5 = nullptr;
+    ActGeom g;
+    dim_t ins[3] = {1, 1, 1}, off[3] = {0, 0, 0};
+};
+// x5d as the plain input of q (activation_physical of q.src_dims() for one group).
+ColSource plain_source(const Problem& q, dim_t c0, const float* x5d);
+// The order of the column matrix's M rows and, per axis, the source index that each output
+// reads at each tap (or -1: a zero), built once per call so that im2col does no index arithmetic
+// per element. Along an axis read through a zero insertion (ins > 1, q's stride 1) the outputs
+// are taken phase by phase (o = ph + j*ins): row m of the column matrix is the output position
+// whose per-axis indices, in that order, are m's row-major digits (position()); elsewhere m is
+// the position itself. tab[at[a] + k * out[a] + o'] is the source index of the o'-th output of
+// axis a in that order at tap k.
+struct ColPlan {
+    ColPlan(const Problem& q, const ColSource& s);
+    // The output position (od, oh, ow) of row m of the column matrix.
+    void position(dim_t m, dim_t& od, dim_t& oh, dim_t& ow) const;
+    ColSource src;
+    detail::Geom3 g;
+    std::vector<dim_t> tab, perm;  // perm[pat[a] + o'] = the output index of the o'-th
+    dim_t at[3] = {0, 0, 0}, pat[3] = {0, 0, 0};
+    bool permuted = false;
+};
+// M blocks [mb0, mb0 + cm) of image n's column matrix in plan's order (groups 1): fractal
+// (r, mb) at dst + (r*cm + mb)*16*C0, as im2col_fractal_kernel's block column; nz[r*cm + mb] says
+// whether it reads any element of the source. Fractals that read none are not written (their
+// products add nothing); in the others row i is, for output position plan.position((mb0 + mb)*16
+// + i), that of im2col_fractal_kernel on the zero-inserted, padded source (zeros past the last
+// position).
+void im2col_fractal_block(const ColPlan& plan, dim_t c0, dim_t n, dim_t mb0, dim_t cm, float* dst,
+                          unsigned char* nz);
+// conv_fractal_b reading its input through src.
+void conv_fractal_b(const Problem& p, dim_t c0, const ColSource& src, FractalB b, const float* bias,
                     float* y5d, Profiler* prof);
 
 // [SECTION] B operands packed from OIHW in one pass (fractal_pack.cpp)

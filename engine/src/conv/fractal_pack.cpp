@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -109,41 +110,92 @@ dim_t prepared_fractal_size(const Problem& p, Pass pass) {
     return p.groups * group_size(p, pass);
 }
 
-void prepare_fractal(PreparedWeights& w, const float* wei, Profiler* prof) {
-    const Problem& p = w.problem_;
-    const Pass pass = w.pass_;
+namespace {
+
+// The fractal layout of w (its problem and pass set) for storage: bf16 pairs where the products
+// are vdpbf16ps (fractal_bf16_native), else fp32 floats rounded to the storage dtype, which is
+// what the calls without prepared weights pack on every call.
+void fill_fractal(const Problem& p, Pass pass, const float* wei, Profiler* prof, DType storage,
+                  std::shared_ptr<const float[]>& out, std::size_t& out_size, bool& pairs) {
     if (pass == Pass::BackwardData &&
         !maps::backward_data_as_forward(one_group_of(p)).validate(true).empty())
         return;  // fractal_via_forward refuses this problem; nothing to prepare
+    pairs = storage == DType::bf16 && fractal_bf16_native(kC0);
     const dim_t per_group = group_size(p, pass);
     const auto n = static_cast<std::size_t>(p.groups * per_group);
-    auto* data = static_cast<float*>(std::aligned_alloc(64, (n * sizeof(float) + 63) / 64 * 64));
+    // Pairs take two bytes an element: (n + 1) / 2 floats.
+    const std::size_t floats = pairs ? (n + 1) / 2 : n;
+    auto* data =
+        static_cast<float*>(std::aligned_alloc(64, (floats * sizeof(float) + 63) / 64 * 64));
     if (!data)
-        throw Error("prepared: " + std::to_string(n * sizeof(float)) +
+        throw Error("prepared: " + std::to_string(floats * sizeof(float)) +
                     " bytes of fractal weights do not fit in memory");
-    w.fractal_ = std::shared_ptr<const float[]>(
-        data, [](const float* f) { std::free(const_cast<float*>(f)); });
-    w.fractal_size_ = n;
+    out = std::shared_ptr<const float[]>(data,
+                                         [](const float* f) { std::free(const_cast<float*>(f)); });
+    out_size = floats;
     const Problem p1 = one_group_of(p);
     const dim_t wslice = p1.oc * p1.ic * p.kernel_spatial();
     // Its own span: "pack_wei" and "fliprot" in a preparation's profile are implicit_gemm's
     // panels, which tell whether implicit_gemm reads the weights in place (empty()).
     Span s(prof, pass == Pass::Forward ? "pack_wei_fractal" : "fliprot_fractal");
+    auto* b16 = reinterpret_cast<std::uint16_t*>(data);
     for (dim_t g = 0; g < p.groups; ++g) {
-        if (pass == Pass::Forward)
-            pack_weight_transposed(p1.wei_dims(), kC0, wei + g * wslice, data + g * per_group);
+        const float* src = wei + g * wslice;
+        if (pairs && pass == Pass::Forward)
+            pack_weight_pairs(p1.wei_dims(), kC0, src, b16 + g * per_group);
+        else if (pairs)
+            pack_weight_fliprot_pairs(p1, kC0, src, b16 + g * per_group);
+        else if (pass == Pass::Forward)
+            pack_weight_transposed(p1.wei_dims(), kC0, src, data + g * per_group);
         else
-            pack_weight_fliprot_transposed(p1, kC0, wei + g * wslice, data + g * per_group);
+            pack_weight_fliprot_transposed(p1, kC0, src, data + g * per_group);
     }
+    if (!pairs && storage != DType::f32) {
+        const auto m = static_cast<dim_t>(n);
+#pragma omp parallel for schedule(static) if (m > 65536)
+        for (dim_t i = 0; i < m; ++i)
+            data[i] = storage == DType::f16 ? half_to_float(float_to_half(data[i]))
+                                            : bf16_to_float(float_to_bf16(data[i]));
+    }
+}
+
+}  // namespace
+
+void prepare_fractal(PreparedWeights& w, const float* wei, Profiler* prof) {
+    fill_fractal(w.problem_, w.pass_, wei, prof, DType::f32, w.fractal_, w.fractal_size_,
+                 w.fractal_pairs_);
+    w.fractal_storage_ = DType::f32;
+}
+
+PreparedWeights prepare_weights(const Problem& p, Pass pass, const float* wei, DType storage,
+                                Profiler* prof) {
+    p.check();
+    if (pass != Pass::Forward && pass != Pass::BackwardData)
+        throw Error(std::string("pass: weights are prepared for fwd and bwd_data, not ") +
+                    pass_name(pass));
+    if (!wei) throw Error("wei: null weights");
+    PreparedWeights w;
+    w.problem_ = p;
+    w.pass_ = pass;
+    fill_fractal(p, pass, wei, prof, storage, w.fractal_, w.fractal_size_, w.fractal_pairs_);
+    w.fractal_storage_ = storage;
+    return w;
 }
 
 }  // namespace convlab::davinci
 
 namespace convlab {
 
-const float* PreparedWeights::fractal(const Problem& p, Pass pass) const {
+const float* PreparedWeights::fractal(const Problem& p, Pass pass, DType storage) const {
     check(p, pass);
-    return fractal_size_ ? fractal_.get() : nullptr;
+    return fractal_size_ && !fractal_pairs_ && fractal_storage_ == storage ? fractal_.get()
+                                                                           : nullptr;
+}
+
+const std::uint16_t* PreparedWeights::fractal_pairs(const Problem& p, Pass pass) const {
+    check(p, pass);
+    return fractal_size_ && fractal_pairs_ ? reinterpret_cast<const std::uint16_t*>(fractal_.get())
+                                           : nullptr;
 }
 
 }  // namespace convlab

@@ -15,6 +15,7 @@
 //   [SECTION] results files (CSV, JSON) and reading them back
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstddef>
@@ -307,6 +308,17 @@ struct PeerSpec {
     bool reorders_weights = true;
     std::function<void(int threads)> set_threads;
     std::function<std::unique_ptr<PeerConv>(const Problem&, const std::vector<Pass>&)> create;
+    // Storage dtypes besides fp32 that the peer computes in (oneDNN: bf16 operands with fp32
+    // accumulation), each made by create_dtype; a run with such a Config::dtype times the peer in
+    // it beside the fractal algorithms and checks it against the fp32 reference with that dtype's
+    // tolerance (never the reference itself). Empty: fp32 only, skipped with a note otherwise.
+    std::vector<DType> dtypes;
+    std::function<std::unique_ptr<PeerConv>(const Problem&, const std::vector<Pass>&, DType)>
+        create_dtype;
+    bool computes(DType t) const {
+        return t == DType::f32 ||
+               (create_dtype && std::find(dtypes.begin(), dtypes.end(), t) != dtypes.end());
+    }
 };
 
 // [SECTION] configuration and results
@@ -328,10 +340,11 @@ struct Config {
     int threads = 2;  // 0 = all cores
     // Storage dtype of the timed algorithms. fp16 / bf16 only for the algorithms that take a
     // storage dtype (supports_storage_dtype: the DaVinci fractal ones, C0 16, fp32
-    // accumulation); every other algorithm and the peer are fp32 only. With fp16 / bf16, an
-    // algorithm list left empty (or "all") keeps the capable ones and the rest is skipped with a
-    // note in Results::notes; a named fp32-only algorithm is an Error; a peer is skipped (noted).
-    // The reference of the check stays fp32 (direct loops, or an fp32 algorithm).
+    // accumulation); every other algorithm is fp32 only, and the peer unless it computes the
+    // dtype (PeerSpec::computes: oneDNN's bf16). With fp16 / bf16, an algorithm list left empty
+    // (or "all") keeps the capable ones and the rest is skipped with a note in Results::notes; a
+    // named fp32-only algorithm is an Error; a peer without the dtype is skipped (noted). The
+    // reference of the check stays fp32 (direct loops, or an fp32 algorithm).
     DType dtype = DType::f32;
     TimingRule timing;
     // Tolerance of the check, per dtype (the one of `dtype` applies; see Check). fp16 / bf16

@@ -1,0 +1,180 @@
+// The fractal forward's column matrix, a block column at a time, straight from an activation in
+// NC1HWC0: index tables per axis instead of per-element arithmetic, backward data's zero insertion
+// and pad folded into the tables (no zero-inserted, padded copy of dY), and the fractals that read
+// no element of the source (padding, inserted zeros) left unwritten and marked zero.
+#include "omp_compat.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "fractal_kernel.hpp"
+#include "geom.hpp"
+
+namespace convlab::davinci {
+
+namespace {
+
+// Advances the output position (d, h, w) by len positions along a line (len <= out[2] - w).
+inline void advance(const detail::Geom3& g, dim_t len, dim_t& d, dim_t& h, dim_t& w) {
+    w += len;
+    if (w == g.out[2]) {
+        w = 0;
+        if (++h == g.out[1]) {
+            h = 0;
+            ++d;
+        }
+    }
+}
+
+}  // namespace
+
+ColSource plain_source(const Problem& q, dim_t c0, const float* x5d) {
+    ColSource s;
+    s.x5 = x5d;
+    std::vector<dim_t> dims{q.mb, q.icg()};
+    for (int i = 0; i < q.ndims; ++i) dims.push_back(q.in[i]);
+    s.g = ActGeom::of(dims, c0);
+    return s;
+}
+
+ColPlan::ColPlan(const Problem& q, const ColSource& s) : src(s) {
+    g = detail::geom3(q);
+    const dim_t len[3] = {s.g.d, s.g.h, s.g.w};
+    for (int a = 0; a < 3; ++a) {
+        // The outputs in phase order where the source is read through a zero insertion with
+        // stride 1: o = ph + j*ins, phase by phase. Whether o reads an inserted zero at tap k
+        // depends on its phase only, so at each tap a fractal of one phase reads either data
+        // or zeros: the zeros are whole fractals, skipped, rather than every other position.
+        const dim_t phases = s.ins[a] > 1 && g.s[a] == 1 ? std::min(s.ins[a], g.out[a]) : 1;
+        std::vector<dim_t> order;
+        for (dim_t ph = 0; ph < phases; ++ph)
+            for (dim_t o = ph; o < g.out[a]; o += phases) order.push_back(o);
+        pat[a] = static_cast<dim_t>(perm.size());
+        perm.insert(perm.end(), order.begin(), order.end());
+        permuted |= phases > 1;
+        at[a] = static_cast<dim_t>(tab.size());
+        // Output o at tap k reads q's input i = o*s + k*d - pb, which is the source's element
+        // u / ins with u = i - off where 0 <= u <= (len - 1) * ins and ins divides u.
+        const dim_t ins = s.ins[a], ulen = (len[a] - 1) * ins + 1;
+        for (dim_t k = 0; k < g.k[a]; ++k)
+            for (const dim_t o : order) {
+                const dim_t u = o * g.s[a] + k * g.d[a] - g.pb[a] - s.off[a];
+                tab.push_back(u >= 0 && u < ulen && u % ins == 0 ? u / ins : -1);
+            }
+    }
+}
+
+void ColPlan::position(dim_t m, dim_t& od, dim_t& oh, dim_t& ow) const {
+    ow = m % g.out[2];
+    m /= g.out[2];
+    oh = m % g.out[1];
+    od = m / g.out[1];
+    if (permuted) {
+        od = perm[static_cast<std::size_t>(pat[0] + od)];
+        oh = perm[static_cast<std::size_t>(pat[1] + oh)];
+        ow = perm[static_cast<std::size_t>(pat[2] + ow)];
+    }
+}
+
+void im2col_fractal_block(const ColPlan& plan, dim_t c0, dim_t n, dim_t mb0, dim_t cm, float* dst,
+                          unsigned char* nz) {
+    const detail::Geom3& g = plan.g;
+    const ActGeom& sg = plan.src.g;
+    const dim_t rows = g.k[0] * sg.c1 * g.k[1] * g.k[2], m = g.out_size(), frac = kN0 * c0;
+    const dim_t m_begin = mb0 * kN0, m_end = std::min((mb0 + cm) * kN0, m);
+    // The output position of m_begin, (od, oh, ow): each row walks on from it by carries.
+    const dim_t ow_b = m_begin % g.out[2], oh_b = m_begin / g.out[2] % g.out[1],
+                od_b = m_begin / g.out[2] / g.out[1];
+    const dim_t* tab = plan.tab.data();
+#pragma omp parallel for schedule(static) if (rows * cm * frac > 65536 && !omp_in_parallel())
+    for (dim_t r = 0; r < rows; ++r) {
+        dim_t t = r;
+        const dim_t kw = t % g.k[2];
+        t /= g.k[2];
+        const dim_t kh = t % g.k[1];
+        t /= g.k[1];
+        const dim_t c1 = t % sg.c1, kd = t / sg.c1;
+        const dim_t valid = std::min(c0, sg.c - c1 * c0);
+        const dim_t* td = tab + plan.at[0] + kd * g.out[0];
+        const dim_t* th = tab + plan.at[1] + kh * g.out[1];
+        const dim_t* tw = tab + plan.at[2] + kw * g.out[2];
+        const float* plane = plan.src.x5 + sg.offset(n, 0, c1, 0, 0, 0);
+        // Source rows are sg.w * C0 floats apart, depths sg.c1 * sg.h * sg.w * C0.
+        const dim_t row_floats = sg.w * c0, depth_floats = sg.c1 * sg.h * row_floats;
+        dim_t od = od_b, oh = oh_b, ow = ow_b;
+        for (dim_t mb = 0; mb < cm; ++mb) {
+            float* f = dst + (r * cm + mb) * frac;
+            const dim_t p0 = m_begin + mb * kN0, p1 = std::min(p0 + kN0, m_end);
+            // The fractal's lines: at most a few segments of one output line each. Pass 1 finds
+            // whether any position reads the source; pass 2 writes.
+            bool any = false;
+            {
+                dim_t d = od, h = oh, w = ow;
+                for (dim_t p = p0; p < p1 && !any;) {
+                    const dim_t len = std::min(g.out[2] - w, p1 - p);
+                    if (td[d] >= 0 && th[h] >= 0)
+                        for (dim_t i = 0; i < len; ++i) any |= tw[w + i] >= 0;
+                    p += len;
+                    advance(g, len, d, h, w);
+                }
+            }
+            nz[r * cm + mb] = any;
+            if (any) {
+                // Every element written once: runs of source positions copied, the rest zeros.
+                const auto zero = [&](dim_t from, dim_t to) {
+                    std::memset(f + from * c0, 0,
+                                static_cast<std::size_t>((to - from) * c0) * sizeof(float));
+                };
+                dim_t d = od, h = oh, w = ow;
+                for (dim_t p = p0; p < p1;) {
+                    const dim_t len = std::min(g.out[2] - w, p1 - p), at = p - p0;
+                    if (td[d] < 0 || th[h] < 0) {
+                        zero(at, at + len);
+                    } else {
+                        const float* in = plane + td[d] * depth_floats + th[h] * row_floats;
+                        float* out = f + at * c0;
+                        for (dim_t i = 0; i < len;) {
+                            const dim_t sw = tw[w + i];
+                            if (sw < 0) {
+                                dim_t e = i + 1;
+                                while (e < len && tw[w + e] < 0) ++e;
+                                zero(at + i, at + e);
+                                i = e;
+                                continue;
+                            }
+                            // A run of consecutive source positions: one copy when every lane
+                            // is a channel, else each position's channels and zero lanes.
+                            dim_t e = i + 1;
+                            while (e < len && tw[w + e] == sw + (e - i)) ++e;
+                            if (valid == c0) {
+                                std::memcpy(out + i * c0, in + sw * c0,
+                                            static_cast<std::size_t>((e - i) * c0) * sizeof(float));
+                            } else {
+                                for (dim_t j = i; j < e; ++j) {
+                                    std::memcpy(out + j * c0, in + (sw + j - i) * c0,
+                                                static_cast<std::size_t>(valid) * sizeof(float));
+                                    std::memset(
+                                        out + j * c0 + valid, 0,
+                                        static_cast<std::size_t>(c0 - valid) * sizeof(float));
+                                }
+                            }
+                            i = e;
+                        }
+                    }
+                    p += len;
+                    advance(g, len, d, h, w);
+                }
+                zero(p1 - p0, kN0);  // positions past the last output
+            }
+            // The next fractal starts 16 positions on.
+            for (dim_t step = p1 - p0; step > 0;) {
+                const dim_t len = std::min(g.out[2] - ow, step);
+                step -= len;
+                advance(g, len, od, oh, ow);
+            }
+        }
+    }
+}
+
+}  // namespace convlab::davinci
