@@ -125,6 +125,46 @@ TEST_CASE("app render: the picture follows the step and the hover" * doctest::sk
     }
 }
 
+TEST_CASE("app render: a step reached by stepping draws what the step drawn afresh draws" *
+          doctest::skip(!can_render())) {
+    // Cells under 3 px are drawn from the panels' textures, which a step redraws only where
+    // its cells changed (texels listed once by a mark kept between steps, then their parents
+    // level by level). Keys take the view to step 8, then a numbered sequence draws steps 3 to
+    // 6, a frame each (back, then forward a step at a time): its picture of step 6 must be the
+    // one a fresh shot of step 6 draws, pixel for pixel.
+    TempDir t;
+    for (const char* view : {"stride", "col2im"}) {
+        CAPTURE(view);
+        const std::string base = std::string("shot --view ") + view +
+                                 " --problem mb1ic32ih28oc64oh14kh1sh2ph0 --size 1280x720 ";
+        const fs::path dir = t.path / view;
+        fs::create_directories(dir);
+        const Run a = run_binary(base +
+                                     "--keys \"Right Right Right Right Right Right Right Right\" "
+                                     "--sequence " +
+                                     dir.string() + " --steps 3:6",
+                                 t.path);
+        INFO(a.err);
+        REQUIRE(a.status == 0);
+        CHECK(a.out.find("step 8,") != std::string::npos);
+        const auto fresh = (t.path / "fresh.png").string();
+        const Run b = run_binary(base + "--step 6 --out " + fresh, t.path);
+        REQUIRE(b.status == 0);
+        // (textures: cells under 3 px)
+        double cells = 0;
+        const std::size_t at = b.out.find("cells ");
+        REQUIRE(at != std::string::npos);
+        REQUIRE(std::sscanf(b.out.c_str() + at, "cells %lf", &cells) == 1);
+        CHECK(cells < 3.0);
+        const Image ia = load_png((dir / (std::string(view) + "_0006.png")).string()),
+                    ib = load_png(fresh);
+        REQUIRE(ia.rgb.size() == ib.rgb.size());
+        std::size_t differ = 0;
+        for (std::size_t k = 0; k < ia.rgb.size(); ++k) differ += ia.rgb[k] != ib.rgb[k] ? 1 : 0;
+        CHECK(differ == 0);
+    }
+}
+
 TEST_CASE("app render: the timings chart keeps its room in a 1280x720 window" *
           doctest::skip(!can_render())) {
     // The footer (verification, machine, noise, reproduce, exports) takes about 10 lines; at

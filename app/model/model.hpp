@@ -174,6 +174,29 @@ struct Link {
     // destinations of a source element: the same answer as IndexMap::sources_of/destinations_of.
     std::vector<dim_t> sources_of(dim_t dst_linear) const;
     std::vector<dim_t> destinations_of(dim_t src_linear) const;
+    // The same cells handed to f one at a time: a step of a large view follows tens of thousands
+    // of cells, and a vector for each was an allocation each.
+    template <class F>
+    void for_sources(dim_t dst_linear, F&& f) const {
+        for_cells(!is_gather(), dst_linear, f);
+    }
+    template <class F>
+    void for_destinations(dim_t src_linear, F&& f) const {
+        for_cells(is_gather(), src_linear, f);
+    }
+
+  private:
+    // many: the cells of `at`'s list in the inverse tables; else its one image (if any).
+    template <class F>
+    void for_cells(bool many, dim_t at, F& f) const {
+        const auto a = static_cast<std::size_t>(at);
+        if (!many) {
+            if (image[a] >= 0) f(static_cast<dim_t>(image[a]));
+            return;
+        }
+        for (LinkIndex i = inv_start[a]; i < inv_start[a + 1]; ++i)
+            f(static_cast<dim_t>(inv_items[static_cast<std::size_t>(i)]));
+    }
 };
 
 // Enumerates `map` (progress in [0,1] written to *progress when given). Throws Error.
@@ -351,6 +374,10 @@ enum CellFlag : std::uint8_t {
     kLinked = 8,   // linked to the hovered or pinned cell
     kHovered = 16,
     kHidden = 32,  // a lesson hides its value until revealed: drawn "?", shown is NaN
+    // Marks advance_step uses while it runs and clears before it returns (a cell listed once
+    // without sorting the lists): never set in a state it hands back.
+    kListed = 64,   // already in the panel's list of changed cells
+    kSummed = 128,  // a reduce destination already summed again
 };
 
 struct PanelState {
@@ -390,8 +417,9 @@ bool formula_hidden(const ViewModel& v, const StepState& st, int panel, dim_t li
 // view's drivers write distinct panels), only the cells whose state differs are updated, in
 // time proportional to the steps between the two and the current cells rather than to the
 // view's millions of cells: it then returns true with those cells per panel in `changed`
-// (sorted). Otherwise it computes the state afresh (compute_step) and returns false, every cell
-// changed. Either way st equals compute_step(v, g, step).
+// (each once, in no particular order; the lists' memory is reused from the last call).
+// Otherwise it computes the state afresh (compute_step) and returns false, every cell changed.
+// Either way st equals compute_step(v, g, step).
 bool advance_step(const ViewModel& v, StepState& st, Granularity g, dim_t step,
                   std::vector<std::vector<dim_t>>& changed);
 
