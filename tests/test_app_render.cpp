@@ -264,6 +264,31 @@ TEST_CASE("app render: a lesson in presenter mode on a 1280x720 projector leaves
     CHECK(f.cells >= 32.0);
 }
 
+TEST_CASE("app render: the network view's cells grow with the projector's canvas" *
+          doctest::skip(!can_render())) {
+    // Lesson 17's kernel gradients, revealed, in presenter mode: 4 cells of gap between its small
+    // tensors took a third of the row, so the width held the cells to 34.5 px (digits 18.3 px)
+    // at 1280x720 with the canvas's lower quarter empty, and to digits of 14.9 px at 1024x768.
+    // With 2 cells the digits are 23.4 and 17.2 px (the height allows about 25 at 1280x720).
+    TempDir t;
+    for (const auto& [size, least] :
+         {std::pair<const char*, double>{"1280x720", 21.0}, {"1024x768", 16.0}}) {
+        CAPTURE(size);
+        const Run r =
+            run_binary(std::string("shot --lesson 17 --step 5 --presenter --reveal --size ") +
+                           size + " --out " + (t.path / "n.png").string(),
+                       t.path);
+        INFO(r.out);
+        REQUIRE(r.status == 0);
+        const std::string key = ", digits ";
+        const std::size_t at = r.out.find(key);
+        REQUIRE(at != std::string::npos);
+        const double digits = std::atof(r.out.c_str() + at + key.size());
+        CHECK(digits >= least);
+        CHECK(r.out.find("readable: 5 of 5 cells") != std::string::npos);
+    }
+}
+
 TEST_CASE("app render: cells too small to read on a projector put the panels in one row" *
           doctest::skip(!can_render())) {
     // Lesson 13's TNCf step at 1280x720 in presenter mode: the tnc view's two rows (X, X5, T

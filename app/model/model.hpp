@@ -243,6 +243,10 @@ struct ViewModel {
     // of them into bands of the same columns, one band below the other; arranged: own_row
     // recorded.
     bool fixed_rows = false, arranged = false;
+    // Cells between two panels of a row (their slot's least room beyond the cells). The tensors
+    // view of a network's few small tensors takes less: at the default, lesson 17's gaps took a
+    // third of a 1280x720 canvas's width and its cells stayed a quarter below the height's.
+    double panel_gap = kPanelGap;
     // The panels' placement order (empty: as stored): a band's rows, then the next band's.
     std::vector<std::size_t> order;
 };
@@ -473,10 +477,17 @@ void follow_pan(const CellBox& box, double view_w, double view_h, float zoom, fl
 // `panel` still shows there by more than the title's height (a quarter of its width), pinned to
 // the canvas's top or left edge, so that a view that follows the step keeps naming the panels
 // it scrolls through. `text` is the title's size. `pinned` says whether
-// it moved (the GUI then draws it over a backdrop).
+// it moved (the GUI then draws it over a backdrop). A title pinned to the top is never drawn over
+// its panel's cells: those are drawn from under it (cells_y0) where the panel still shows below it
+// by half its height or a quarter of the canvas's, and else the panel, a sliver cut by the top
+// edge (the row above the one a lesson follows), is not drawn at all (shown false), neither its
+// cells nor its title, so that a class sees whole panels and no text over cells.
 struct TitlePlace {
     float x = 0, y = 0;
     bool pinned = false;
+    bool shown = true;
+    float cells_y0 = 0;  // the panel's cells are drawn from this y down (the canvas's top, or
+                         // under the title pinned there)
 };
 TitlePlace pin_title(float at_x, float at_y, float text_w, float text_h, const CellBox& panel,
                      const CellBox& visible);

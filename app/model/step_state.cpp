@@ -233,14 +233,26 @@ void follow_pan(const CellBox& box, double view_w, double view_h, float zoom, fl
 
 TitlePlace pin_title(float at_x, float at_y, float text_w, float text_h, const CellBox& panel,
                      const CellBox& visible) {
-    TitlePlace t{at_x, at_y, false};
+    TitlePlace t{at_x, at_y, false, true, static_cast<float>(visible.y0)};
     const auto vx0 = static_cast<float>(visible.x0), vy0 = static_cast<float>(visible.y0);
-    // Only while the panel shows below the top edge by more than the title's height (right of the
-    // left edge by more than a quarter of its width), and overlaps the canvas along the other axis.
-    if (at_y < vy0 && panel.y1 > vy0 + text_h && panel.x1 > visible.x0 && panel.x0 < visible.x1) {
+    const bool across = panel.x1 > visible.x0 && panel.x0 < visible.x1;
+    if (at_y < vy0 && across) {
+        // The title's band at the top (its backdrop 2 px taller than the text).
+        const double band = vy0 + text_h + 2.0;
+        if (panel.y0 < band) {
+            // The top edge cuts into the panel: what shows under the band is read under the
+            // title, or is a sliver that is not drawn.
+            const double below = panel.y1 - band;
+            if (below < std::min(0.5 * panel.height(), 0.25 * (visible.y1 - band))) {
+                t.shown = false;
+                return t;
+            }
+            t.cells_y0 = static_cast<float>(band);
+        }
         t.y = vy0;
         t.pinned = true;
     }
+    // Right of the left edge by more than a quarter of its width, overlapping the canvas's height.
     if (at_x < vx0 && panel.x1 > vx0 + text_w * 0.25 && panel.y1 > visible.y0 &&
         panel.y0 < visible.y1) {
         t.x = vx0;
