@@ -125,6 +125,46 @@ TEST_CASE("app render: the picture follows the step and the hover" * doctest::sk
     }
 }
 
+TEST_CASE("app render: a step reached by stepping draws what the step drawn afresh draws" *
+          doctest::skip(!can_render())) {
+    // Cells under 3 px are drawn from the panels' textures, which a step redraws only where
+    // its cells changed (texels listed once by a mark kept between steps, then their parents
+    // level by level). Keys take the view to step 8, then a numbered sequence draws steps 3 to
+    // 6, a frame each (back, then forward a step at a time): its picture of step 6 must be the
+    // one a fresh shot of step 6 draws, pixel for pixel.
+    TempDir t;
+    for (const char* view : {"stride", "col2im"}) {
+        CAPTURE(view);
+        const std::string base = std::string("shot --view ") + view +
+                                 " --problem mb1ic32ih28oc64oh14kh1sh2ph0 --size 1280x720 ";
+        const fs::path dir = t.path / view;
+        fs::create_directories(dir);
+        const Run a = run_binary(base +
+                                     "--keys \"Right Right Right Right Right Right Right Right\" "
+                                     "--sequence " +
+                                     dir.string() + " --steps 3:6",
+                                 t.path);
+        INFO(a.err);
+        REQUIRE(a.status == 0);
+        CHECK(a.out.find("step 8,") != std::string::npos);
+        const auto fresh = (t.path / "fresh.png").string();
+        const Run b = run_binary(base + "--step 6 --out " + fresh, t.path);
+        REQUIRE(b.status == 0);
+        // (textures: cells under 3 px)
+        double cells = 0;
+        const std::size_t at = b.out.find("cells ");
+        REQUIRE(at != std::string::npos);
+        REQUIRE(std::sscanf(b.out.c_str() + at, "cells %lf", &cells) == 1);
+        CHECK(cells < 3.0);
+        const Image ia = load_png((dir / (std::string(view) + "_0006.png")).string()),
+                    ib = load_png(fresh);
+        REQUIRE(ia.rgb.size() == ib.rgb.size());
+        std::size_t differ = 0;
+        for (std::size_t k = 0; k < ia.rgb.size(); ++k) differ += ia.rgb[k] != ib.rgb[k] ? 1 : 0;
+        CHECK(differ == 0);
+    }
+}
+
 TEST_CASE("app render: the timings chart keeps its room in a 1280x720 window" *
           doctest::skip(!can_render())) {
     // The footer (verification, machine, noise, reproduce, exports) takes about 10 lines; at
@@ -222,6 +262,31 @@ TEST_CASE("app render: a lesson in presenter mode on a 1280x720 projector leaves
     const Fit f = fitted_shot("--lesson 17 --step 4 --presenter --size 1280x720", t, r);
     CHECK(f.canvas_h >= 300);
     CHECK(f.cells >= 32.0);
+}
+
+TEST_CASE("app render: the network view's cells grow with the projector's canvas" *
+          doctest::skip(!can_render())) {
+    // Lesson 17's kernel gradients, revealed, in presenter mode: 4 cells of gap between its small
+    // tensors took a third of the row, so the width held the cells to 34.5 px (digits 18.3 px)
+    // at 1280x720 with the canvas's lower quarter empty, and to digits of 14.9 px at 1024x768.
+    // With 2 cells the digits are 23.4 and 17.2 px (the height allows about 25 at 1280x720).
+    TempDir t;
+    for (const auto& [size, least] :
+         {std::pair<const char*, double>{"1280x720", 21.0}, {"1024x768", 16.0}}) {
+        CAPTURE(size);
+        const Run r =
+            run_binary(std::string("shot --lesson 17 --step 5 --presenter --reveal --size ") +
+                           size + " --out " + (t.path / "n.png").string(),
+                       t.path);
+        INFO(r.out);
+        REQUIRE(r.status == 0);
+        const std::string key = ", digits ";
+        const std::size_t at = r.out.find(key);
+        REQUIRE(at != std::string::npos);
+        const double digits = std::atof(r.out.c_str() + at + key.size());
+        CHECK(digits >= least);
+        CHECK(r.out.find("readable: 5 of 5 cells") != std::string::npos);
+    }
 }
 
 TEST_CASE("app render: cells too small to read on a projector put the panels in one row" *

@@ -159,7 +159,7 @@ void paint_panel(const Panel& pn, const PanelState& ps, const PanelPaint& pp,
                         if (pn.roles[d] == Role::TileY && pn.shape.dims[d] > 1)
                             rl += (rl.empty() ? "" : " ") + pn.shape.names[d] + "=" +
                                   std::to_string(c[d]);
-                    const float room = static_cast<float>(kPanelGap) * z * 0.9f;
+                    const float room = pp.gap * z * 0.9f;
                     float rs = label_size;
                     float w = pp.text_width(rl, rs);
                     if (w * 1.15f > room && rs > pp.min_label) {

@@ -27,6 +27,7 @@ struct PanelPaint {
     float lift = 3;         // tile labels' gap above their tile (a lesson outline's thickness + 1)
     float value_size = 0;   // the digits' size (0: no values written)
     float group_width = 1;  // a cell group's outline thickness
+    float gap = 4;          // cells between panels (ViewModel::panel_gap): a row's label room
     Rgba grid = 0, padding = 0, dim_text = 0, current = 0, value_text = 0, current_pad = 0;
     Rgba hovered = 0;
     std::function<Rgba(dim_t)> cell_colour;       // the fill of cell c

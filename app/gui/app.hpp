@@ -113,6 +113,12 @@ struct PanelTexture {
     bool uploaded = false;       // every level has its storage (glTexImage2D done)
     bool dirty = true;           // every cell to be redrawn
     std::vector<dim_t> changed;  // else only these cells (a step's change)
+    // A step's redraw, kept from one step to the next (no allocation per step): a mark per
+    // texel of level 0 (a texel listed once without sorting the list; all 0 between redraws),
+    // the texels changed at a level and at the next, and each row's first and last changed
+    // texel (lo ~0u: the row is untouched) with the list of rows touched.
+    std::vector<std::uint8_t> mark;
+    std::vector<std::uint32_t> at, next, row_lo, row_hi, rows;
 };
 
 struct Export {
@@ -574,6 +580,26 @@ class App {
     void measure_readability(ImVec2 origin, float z, const ImVec4& clip) {
         read = {};
         read.text_px = 0;
+        // Past this many cells to read the view is unreadable whatever the zoom (and measuring
+        // each would cost a frame).
+        constexpr long long kMaxMust = 20000;
+        if (!lesson.highlights(*view)) {
+            // Without highlights the cells to read are the step's current cells, counted where
+            // they are (a large view's step lights tens of thousands: copying and sorting them
+            // again at every frame cost more than the frame's drawing).
+            const std::vector<bool> in = step_panels();
+            long long count = 0;
+            for (std::size_t i = 0; i < view->panels.size() && i < st.current.size(); ++i)
+                if (!view->panels[i].hidden && in[i])
+                    count += static_cast<long long>(st.current[i].size());
+            if (count == 0)
+                for (const Panel& pn : view->panels) count += pn.numel();
+            if (count > kMaxMust) {
+                read.must = count;
+                read.need_z = 64.0f;
+                return;
+            }
+        }
         bool any = false;
         const std::vector<std::vector<dim_t>> must = must_read(any);
         const auto visit = [&](std::size_t i, dim_t c) {
@@ -592,9 +618,6 @@ class App {
                                 x + z <= clip.z + 0.5f && y + z <= clip.w + 0.5f;
             if (inside && f >= app::kReadableTextPx && !value_text(i, c, z).empty()) ++read.ok;
         };
-        // Past this many cells to read the view is unreadable whatever the zoom (and measuring
-        // each would cost a frame).
-        constexpr long long kMaxMust = 20000;
         long long count = 0;
         for (std::size_t i = 0; i < view->panels.size(); ++i)
             count += any ? static_cast<long long>(must[i].size()) : view->panels[i].numel();

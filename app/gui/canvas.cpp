@@ -472,10 +472,29 @@ void App::canvas() {
         fit_auto = false;
         s.follow = false;
     }
+    // Each panel's title: where it is drawn, pinned to an edge where it scrolled off, and
+    // whether the panel shows at all (a sliver cut by the top edge does not) and from where down
+    // its cells are drawn (under a title pinned over them).
+    const app::CellBox visible{clip.x, clip.y, clip.z, clip.w};
+    std::vector<std::string> title_text(view->panels.size());
+    std::vector<ImVec2> title_size(view->panels.size());
+    std::vector<app::TitlePlace> places(view->panels.size());
+    for (std::size_t i = 0; i < view->panels.size(); ++i) {
+        const Panel& pn = view->panels[i];
+        const ImVec2 tp(origin.x + static_cast<float>(pn.x) * z,
+                        origin.y + static_cast<float>(pn.y - pn.title_room) * z);
+        title_text[i] = shown(i, z);
+        title_size[i] = font->CalcTextSizeA(fs, FLT_MAX, wrap_of(i, z), title_text[i].c_str());
+        const app::CellBox box{tp.x, origin.y + static_cast<float>(pn.y) * z,
+                               tp.x + static_cast<float>(pn.width) * z,
+                               origin.y + static_cast<float>(pn.y + pn.height) * z};
+        places[i] = app::pin_title(tp.x, tp.y, title_size[i].x, title_size[i].y, box, visible);
+    }
     app::Selection h;
     if (over) {
         const double cx = (io.MousePos.x - origin.x) / z, cy = (io.MousePos.y - origin.y) / z;
         for (std::size_t i = 0; i < view->panels.size(); ++i) {
+            if (!places[i].shown || io.MousePos.y < places[i].cells_y0) continue;
             const dim_t c = app::hit_test(view->panels[i], cx, cy);
             if (c >= 0) h = {static_cast<int>(i), c};
         }
@@ -497,18 +516,15 @@ void App::canvas() {
         ImVec2 size;
     };
     std::vector<Pinned> pinned;
-    const app::CellBox visible{clip.x, clip.y, clip.z, clip.w};
     for (std::size_t i = 0; i < view->panels.size(); ++i) {
         const Panel& pn = view->panels[i];
         const ImVec2 tp(origin.x + static_cast<float>(pn.x) * z,
                         origin.y + static_cast<float>(pn.y - pn.title_room) * z);
         if (pn.hidden) continue;  // a stage of the lesson not revealed yet
-        const std::string t = shown(i, z);
-        const ImVec2 ts = font->CalcTextSizeA(fs, FLT_MAX, wrap_of(i, z), t.c_str());
-        const app::CellBox box{tp.x, origin.y + static_cast<float>(pn.y) * z,
-                               tp.x + static_cast<float>(pn.width) * z,
-                               origin.y + static_cast<float>(pn.y + pn.height) * z};
-        const app::TitlePlace at = app::pin_title(tp.x, tp.y, ts.x, ts.y, box, visible);
+        const app::TitlePlace& at = places[i];
+        if (!at.shown) continue;  // a sliver cut by the canvas's top edge
+        const std::string& t = title_text[i];
+        const ImVec2 ts = title_size[i];
         if (at.pinned)
             pinned.push_back({i, at, t, ts});
         else
@@ -519,7 +535,12 @@ void App::canvas() {
             m.y >= at.y && m.y < at.y + ts.y)
             ImGui::SetTooltip("%s  %s\n%s\n%s", pn.name.c_str(), pn.title.c_str(),
                               shape_text(pn.shape).c_str(), role_text(pn).c_str());
-        draw_panel(dl, i, origin, z, clip);
+        // Its cells from under a title pinned over them (the canvas's top otherwise).
+        const ImVec4 cells_clip(clip.x, std::max(clip.y, at.cells_y0), clip.z, clip.w);
+        dl->PushClipRect(ImVec2(cells_clip.x, cells_clip.y), ImVec2(cells_clip.z, cells_clip.w),
+                         true);
+        draw_panel(dl, i, origin, z, cells_clip);
+        dl->PopClipRect();
     }
     const ImU32 backdrop = (P.background & IM_COL32(255, 255, 255, 0)) | IM_COL32(0, 0, 0, 220);
     for (const Pinned& p : pinned) {

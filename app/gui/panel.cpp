@@ -41,6 +41,7 @@ app::PanelPaint App::panel_paint(std::size_t i, float z) const {
     pp.lift = highlight_thickness(z) + 1.0f;
     pp.value_size = value_font(i, z);
     pp.group_width = group_outline_px(z);
+    pp.gap = static_cast<float>(view->panel_gap);
     pp.grid = P.grid;
     pp.padding = P.padding;
     pp.dim_text = P.dim_text;

@@ -103,44 +103,64 @@ void App::texture(std::size_t i) {
         return;
     }
     // A step's change: the changed cells' texels, then their parents level by level, each
-    // row's changed span uploaded on its own (a step's cells lie in a few rows).
-    std::vector<std::uint32_t> at;  // texel indices changed at the current level
-    at.reserve(t.changed.size());
+    // row's changed span uploaded on its own (a step's cells lie in a few rows). Each texel is
+    // listed once by its mark, not by sorting the lists (a step of the stride view on a
+    // ResNet-50 layer changes tens of thousands of cells, and sorting their texels at every
+    // level took a tenth of a frame).
+    const std::size_t texels = t.levels[0].size();
+    if (t.mark.size() != texels) t.mark.assign(texels, 0);
+    if (t.row_lo.size() != static_cast<std::size_t>(t.h)) {
+        t.row_lo.assign(static_cast<std::size_t>(t.h), ~0u);
+        t.row_hi.assign(static_cast<std::size_t>(t.h), 0);
+    }
+    t.at.clear();
     for (const dim_t c : t.changed) {
         const std::uint32_t k = t.texel[static_cast<std::size_t>(c)];
         t.levels[0][k] = cell_colour(i, c);
-        at.push_back(k);
+        if (t.mark[k]) continue;
+        t.mark[k] = 1;
+        t.at.push_back(k);
     }
     t.changed.clear();
     for (std::size_t lv = 0;; ++lv) {
-        const int w = t.level_size[lv].first;
-        std::sort(at.begin(), at.end());
-        at.erase(std::unique(at.begin(), at.end()), at.end());
-        for (std::size_t a = 0; a < at.size();) {
-            const std::uint32_t row = at[a] / static_cast<std::uint32_t>(w);
-            std::size_t b = a;
-            while (b + 1 < at.size() && at[b + 1] / static_cast<std::uint32_t>(w) == row) ++b;
-            const std::uint32_t x0 = at[a] % static_cast<std::uint32_t>(w),
-                                x1 = at[b] % static_cast<std::uint32_t>(w);
+        const auto w = static_cast<std::uint32_t>(t.level_size[lv].first);
+        t.rows.clear();
+        for (const std::uint32_t k : t.at) {
+            t.mark[k] = 0;
+            const std::uint32_t row = k / w, x = k % w;
+            if (t.row_lo[row] == ~0u) {
+                t.rows.push_back(row);
+                t.row_lo[row] = t.row_hi[row] = x;
+            } else {
+                t.row_lo[row] = std::min(t.row_lo[row], x);
+                t.row_hi[row] = std::max(t.row_hi[row], x);
+            }
+        }
+        for (const std::uint32_t row : t.rows) {
+            const std::uint32_t x0 = t.row_lo[row], x1 = t.row_hi[row];
             glTexSubImage2D(GL_TEXTURE_2D, static_cast<GLint>(lv), static_cast<GLint>(x0),
                             static_cast<GLint>(row), static_cast<GLsizei>(x1 - x0 + 1), 1, GL_RGBA,
-                            GL_UNSIGNED_BYTE, t.levels[lv].data() + at[a]);
-            a = b + 1;
+                            GL_UNSIGNED_BYTE,
+                            t.levels[lv].data() + static_cast<std::size_t>(row) * w + x0);
+            t.row_lo[row] = ~0u;
         }
         if (lv + 1 >= t.levels.size()) break;
         const auto [nw, nh] = t.level_size[lv + 1];
         const int h = t.level_size[lv].second;
-        for (std::uint32_t& k : at) {
-            const int x = std::min(nw - 1, static_cast<int>(k % static_cast<std::uint32_t>(w)) / 2),
-                      y = std::min(nh - 1, static_cast<int>(k / static_cast<std::uint32_t>(w)) / 2);
-            k = static_cast<std::uint32_t>(y * nw + x);
+        t.next.clear();
+        for (const std::uint32_t k : t.at) {
+            const int x = std::min(nw - 1, static_cast<int>(k % w) / 2),
+                      y = std::min(nh - 1, static_cast<int>(k / w) / 2);
+            const auto p = static_cast<std::uint32_t>(y * nw + x);
+            if (t.mark[p]) continue;
+            t.mark[p] = 1;
+            t.next.push_back(p);
         }
-        std::sort(at.begin(), at.end());
-        at.erase(std::unique(at.begin(), at.end()), at.end());
-        for (const std::uint32_t k : at)
-            t.levels[lv + 1][k] =
-                halve_at(t.levels[lv], w, h, static_cast<int>(k % static_cast<std::uint32_t>(nw)),
-                         static_cast<int>(k / static_cast<std::uint32_t>(nw)));
+        for (const std::uint32_t k : t.next)
+            t.levels[lv + 1][k] = halve_at(t.levels[lv], static_cast<int>(w), h,
+                                           static_cast<int>(k % static_cast<std::uint32_t>(nw)),
+                                           static_cast<int>(k / static_cast<std::uint32_t>(nw)));
+        std::swap(t.at, t.next);
     }
 }
 

@@ -28,9 +28,10 @@ namespace {
 // Pixels a row of panels takes at zoom z: every panel's slot, its cells and the gap or the least
 // slot of its title (the app's fit makes the last panel's slot fit too: col2im mb1ic2ih5oc3kh3
 // in one row, 54 cells of slots, fits 1180 px at 21.9 px a cell; the shot measured 21.1).
-double row_pixels(const std::vector<const Panel*>& row, double z, const CanvasGuess& c) {
+double row_pixels(const std::vector<const Panel*>& row, double z, const CanvasGuess& c,
+                  double gap) {
     double w = 0;
-    for (const Panel* p : row) w += std::max((p->width + kPanelGap) * z, c.slot);
+    for (const Panel* p : row) w += std::max((p->width + gap) * z, c.slot);
     return w;
 }
 
@@ -97,7 +98,7 @@ double fit_zoom(ViewModel& v, const CanvasGuess& c) {
     // The widest row at z: row_pixels grows with z, so bisect down to the largest z that fits.
     const auto fits = [&](double zz) {
         for (const auto& r : rows)
-            if (row_pixels(r, zz, c) > c.width) return false;
+            if (row_pixels(r, zz, c, v.panel_gap) > c.width) return false;
         return true;
     };
     if (fits(z)) return z;
@@ -129,7 +130,7 @@ double choose_rows(ViewModel& v, const std::vector<bool>& forced, const CanvasGu
         double row = 0;  // cells, slots included
         for (const Panel& p : v.panels) {
             row = p.new_row ? 0 : row;
-            row += p.width + kPanelGap;
+            row += p.width + v.panel_gap;
             widest[m] = std::max(widest[m], row);
         }
     }

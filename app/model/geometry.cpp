@@ -213,7 +213,7 @@ void layout_view(ViewModel& v, double title_cells, double min_slot, double row_g
         p.title_room = room;
         p.x = x;
         p.y = y;
-        p.slot_width = std::max(p.width + kPanelGap, min_slot);
+        p.slot_width = std::max(p.width + v.panel_gap, min_slot);
         x += p.slot_width;
         row_h = std::max(row_h, p.height);
         v.width = std::max(v.width, p.x + p.width);

@@ -174,6 +174,29 @@ struct Link {
     // destinations of a source element: the same answer as IndexMap::sources_of/destinations_of.
     std::vector<dim_t> sources_of(dim_t dst_linear) const;
     std::vector<dim_t> destinations_of(dim_t src_linear) const;
+    // The same cells handed to f one at a time: a step of a large view follows tens of thousands
+    // of cells, and a vector for each was an allocation each.
+    template <class F>
+    void for_sources(dim_t dst_linear, F&& f) const {
+        for_cells(!is_gather(), dst_linear, f);
+    }
+    template <class F>
+    void for_destinations(dim_t src_linear, F&& f) const {
+        for_cells(is_gather(), src_linear, f);
+    }
+
+  private:
+    // many: the cells of `at`'s list in the inverse tables; else its one image (if any).
+    template <class F>
+    void for_cells(bool many, dim_t at, F& f) const {
+        const auto a = static_cast<std::size_t>(at);
+        if (!many) {
+            if (image[a] >= 0) f(static_cast<dim_t>(image[a]));
+            return;
+        }
+        for (LinkIndex i = inv_start[a]; i < inv_start[a + 1]; ++i)
+            f(static_cast<dim_t>(inv_items[static_cast<std::size_t>(i)]));
+    }
 };
 
 // Enumerates `map` (progress in [0,1] written to *progress when given). Throws Error.
@@ -220,6 +243,10 @@ struct ViewModel {
     // of them into bands of the same columns, one band below the other; arranged: own_row
     // recorded.
     bool fixed_rows = false, arranged = false;
+    // Cells between two panels of a row (their slot's least room beyond the cells). The tensors
+    // view of a network's few small tensors takes less: at the default, lesson 17's gaps took a
+    // third of a 1280x720 canvas's width and its cells stayed a quarter below the height's.
+    double panel_gap = kPanelGap;
     // The panels' placement order (empty: as stored): a band's rows, then the next band's.
     std::vector<std::size_t> order;
 };
@@ -351,6 +378,10 @@ enum CellFlag : std::uint8_t {
     kLinked = 8,   // linked to the hovered or pinned cell
     kHovered = 16,
     kHidden = 32,  // a lesson hides its value until revealed: drawn "?", shown is NaN
+    // Marks advance_step uses while it runs and clears before it returns (a cell listed once
+    // without sorting the lists): never set in a state it hands back.
+    kListed = 64,   // already in the panel's list of changed cells
+    kSummed = 128,  // a reduce destination already summed again
 };
 
 struct PanelState {
@@ -390,8 +421,9 @@ bool formula_hidden(const ViewModel& v, const StepState& st, int panel, dim_t li
 // view's drivers write distinct panels), only the cells whose state differs are updated, in
 // time proportional to the steps between the two and the current cells rather than to the
 // view's millions of cells: it then returns true with those cells per panel in `changed`
-// (sorted). Otherwise it computes the state afresh (compute_step) and returns false, every cell
-// changed. Either way st equals compute_step(v, g, step).
+// (each once, in no particular order; the lists' memory is reused from the last call).
+// Otherwise it computes the state afresh (compute_step) and returns false, every cell changed.
+// Either way st equals compute_step(v, g, step).
 bool advance_step(const ViewModel& v, StepState& st, Granularity g, dim_t step,
                   std::vector<std::vector<dim_t>>& changed);
 
@@ -445,10 +477,17 @@ void follow_pan(const CellBox& box, double view_w, double view_h, float zoom, fl
 // `panel` still shows there by more than the title's height (a quarter of its width), pinned to
 // the canvas's top or left edge, so that a view that follows the step keeps naming the panels
 // it scrolls through. `text` is the title's size. `pinned` says whether
-// it moved (the GUI then draws it over a backdrop).
+// it moved (the GUI then draws it over a backdrop). A title pinned to the top is never drawn over
+// its panel's cells: those are drawn from under it (cells_y0) where the panel still shows below it
+// by half its height or a quarter of the canvas's, and else the panel, a sliver cut by the top
+// edge (the row above the one a lesson follows), is not drawn at all (shown false), neither its
+// cells nor its title, so that a class sees whole panels and no text over cells.
 struct TitlePlace {
     float x = 0, y = 0;
     bool pinned = false;
+    bool shown = true;
+    float cells_y0 = 0;  // the panel's cells are drawn from this y down (the canvas's top, or
+                         // under the title pinned there)
 };
 TitlePlace pin_title(float at_x, float at_y, float text_w, float text_h, const CellBox& panel,
                      const CellBox& visible);

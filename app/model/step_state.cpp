@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <new>
 #include <numeric>
@@ -26,10 +27,63 @@ namespace convlab::app {
 
 namespace {
 
-// Cells reached from `seeds` (per panel) through links and relations, each panel reached once.
-// Seeded panels keep their seeds. At most `cap` cells are followed out of one panel.
-void propagate(const ViewModel& v, std::vector<std::vector<dim_t>>& cells,
-               std::vector<bool>& reached, std::size_t cap) {
+// Puts a panel's current cells (each once, each flagged kCurrent, and no other cell of the panel
+// flagged) in ascending order: sorted where the list is short, else read back from the flags in
+// one pass over them, a fraction of sorting tens of thousands of cells (a step of the stride
+// view on a ResNet-50 layer: a line of dX reads 28672 cells of P).
+void order_cells(std::vector<dim_t>& cells, const std::vector<std::uint8_t>& flags) {
+    if (std::is_sorted(cells.begin(), cells.end())) return;
+    const std::size_t want = cells.size(), n = flags.size();
+    if (want * static_cast<std::size_t>(std::bit_width(want)) * 64 < n) {
+        std::sort(cells.begin(), cells.end());
+        return;
+    }
+    cells.clear();
+    const std::uint8_t* f = flags.data();
+    constexpr std::uint64_t kAny = 0x0101010101010101ull * kCurrent;
+    std::size_t i = 0;
+    for (; i + 8 <= n && cells.size() < want; i += 8) {
+        std::uint64_t w = 0;
+        std::memcpy(&w, f + i, 8);
+        if ((w & kAny) == 0) continue;
+        for (std::size_t k = i; k < i + 8; ++k)
+            if (f[k] & kCurrent) cells.push_back(static_cast<dim_t>(k));
+    }
+    for (; i < n && cells.size() < want; ++i)
+        if (f[i] & kCurrent) cells.push_back(static_cast<dim_t>(i));
+}
+
+// The cell lists propagate fills, each panel's cells once and ascending. With a step state
+// (its current cells): a cell is added once by its kCurrent flag, set as it is added, and the
+// list put in order by order_cells; without (a hover's linked cells): sorted and made unique.
+struct CellSets {
+    std::vector<std::vector<dim_t>>& cells;
+    StepState* marked = nullptr;
+    void add(std::size_t p, dim_t c) {
+        if (marked) {
+            std::uint8_t& f = marked->panels[p].flags[static_cast<std::size_t>(c)];
+            if (f & kCurrent) return;
+            f = static_cast<std::uint8_t>(f | kCurrent);
+        }
+        cells[p].push_back(c);
+    }
+    void finish(std::size_t p) {
+        auto& c = cells[p];
+        if (marked) {
+            order_cells(c, marked->panels[p].flags);
+        } else {
+            std::sort(c.begin(), c.end());
+            c.erase(std::unique(c.begin(), c.end()), c.end());
+        }
+    }
+};
+
+// Cells reached from the seeds (per panel, ascending) through links and relations, each panel
+// reached once. Seeded panels keep their seeds; a panel not reached starts with no cells. At
+// most `cap` cells are followed out of one panel, the first ones in ascending order.
+void propagate(const ViewModel& v, CellSets& sets, std::vector<bool>& reached, std::size_t cap) {
+    auto& cells = sets.cells;
+    std::vector<std::vector<dim_t>> tmp;
     bool grew = true;
     while (grew) {
         grew = false;
@@ -37,43 +91,54 @@ void propagate(const ViewModel& v, std::vector<std::vector<dim_t>>& cells,
             const auto s = static_cast<std::size_t>(l.src), d = static_cast<std::size_t>(l.dst);
             if (reached[s] == reached[d]) continue;
             const bool forward = reached[s];
+            const std::size_t to = forward ? d : s;
             const auto& from = cells[forward ? s : d];
-            std::vector<dim_t> out;
+            cells[to].clear();
+            const auto add = [&sets, to](dim_t t) { sets.add(to, t); };
             std::size_t n = 0;
             for (dim_t c : from) {
                 if (++n > cap) break;
-                for (dim_t t : forward ? l.destinations_of(c) : l.sources_of(c)) out.push_back(t);
+                if (forward)
+                    l.for_destinations(c, add);
+                else
+                    l.for_sources(c, add);
             }
-            std::sort(out.begin(), out.end());
-            out.erase(std::unique(out.begin(), out.end()), out.end());
-            cells[forward ? d : s] = std::move(out);
-            reached[forward ? d : s] = true;
+            sets.finish(to);
+            reached[to] = true;
             grew = true;
         }
         for (const auto& rel : v.relations) {
             const auto res = static_cast<std::size_t>(rel.result);
             if (!reached[res]) continue;
+            // The operands this relation reaches: not reached yet, each panel once.
+            std::vector<bool> fills(rel.operands.size(), false);
             bool any = false;
-            for (int o : rel.operands) any |= !reached[static_cast<std::size_t>(o)];
+            for (std::size_t i = 0; i < rel.operands.size(); ++i) {
+                const auto o = static_cast<std::size_t>(rel.operands[i]);
+                bool first = true;
+                for (std::size_t j = 0; j < i; ++j) first &= rel.operands[j] != rel.operands[i];
+                fills[i] = !reached[o] && first;
+                if (fills[i]) cells[o].clear();
+                any |= fills[i];
+            }
             if (!any) continue;
-            std::vector<std::vector<dim_t>> out(rel.operands.size());
-            std::vector<std::vector<dim_t>> tmp(rel.operands.size());
+            tmp.resize(rel.operands.size());
             std::size_t n = 0, looked = 0;
             for (dim_t c : cells[res]) {
                 if (++n > cap || looked > cap) break;
                 for (auto& t : tmp) t.clear();
                 rel.fn(c, tmp);
                 for (std::size_t i = 0; i < tmp.size(); ++i) {
-                    out[i].insert(out[i].end(), tmp[i].begin(), tmp[i].end());
                     looked += tmp[i].size();
+                    if (!fills[i]) continue;
+                    const auto o = static_cast<std::size_t>(rel.operands[i]);
+                    for (const dim_t t : tmp[i]) sets.add(o, t);
                 }
             }
             for (std::size_t i = 0; i < rel.operands.size(); ++i) {
+                if (!fills[i]) continue;
                 const auto o = static_cast<std::size_t>(rel.operands[i]);
-                if (reached[o]) continue;
-                std::sort(out[i].begin(), out[i].end());
-                out[i].erase(std::unique(out[i].begin(), out[i].end()), out[i].end());
-                cells[o] = std::move(out[i]);
+                sets.finish(o);
                 reached[o] = true;
                 grew = true;
             }
@@ -168,14 +233,26 @@ void follow_pan(const CellBox& box, double view_w, double view_h, float zoom, fl
 
 TitlePlace pin_title(float at_x, float at_y, float text_w, float text_h, const CellBox& panel,
                      const CellBox& visible) {
-    TitlePlace t{at_x, at_y, false};
+    TitlePlace t{at_x, at_y, false, true, static_cast<float>(visible.y0)};
     const auto vx0 = static_cast<float>(visible.x0), vy0 = static_cast<float>(visible.y0);
-    // Only while the panel shows below the top edge by more than the title's height (right of the
-    // left edge by more than a quarter of its width), and overlaps the canvas along the other axis.
-    if (at_y < vy0 && panel.y1 > vy0 + text_h && panel.x1 > visible.x0 && panel.x0 < visible.x1) {
+    const bool across = panel.x1 > visible.x0 && panel.x0 < visible.x1;
+    if (at_y < vy0 && across) {
+        // The title's band at the top (its backdrop 2 px taller than the text).
+        const double band = vy0 + text_h + 2.0;
+        if (panel.y0 < band) {
+            // The top edge cuts into the panel: what shows under the band is read under the
+            // title, or is a sliver that is not drawn.
+            const double below = panel.y1 - band;
+            if (below < std::min(0.5 * panel.height(), 0.25 * (visible.y1 - band))) {
+                t.shown = false;
+                return t;
+            }
+            t.cells_y0 = static_cast<float>(band);
+        }
         t.y = vy0;
         t.pinned = true;
     }
+    // Right of the left edge by more than a quarter of its width, overlapping the canvas's height.
     if (at_x < vx0 && panel.x1 > vx0 + text_w * 0.25 && panel.y1 > visible.y0 &&
         panel.y0 < visible.y1) {
         t.x = vx0;
@@ -205,11 +282,14 @@ void driver_range(const ViewModel& v, const Driver& drv, Granularity g, dim_t st
 }
 
 // The current cells of st.step (and the padding cells they read), flagged kCurrent: the cells
-// the drivers run at the step, and what they read or feed in the panels no driver touches.
+// the drivers run at the step, and what they read or feed in the panels no driver touches. No
+// cell of st may be flagged kCurrent on entry. The lists keep their memory from the last step,
+// and a cell is listed once by its flag, set as it is listed (no sorting of duplicates).
 void set_current(const ViewModel& v, StepState& st) {
-    st.current.assign(v.panels.size(), {});
+    st.current.resize(v.panels.size());
+    for (auto& c : st.current) c.clear();
     for (PanelState& ps : st.panels) ps.current_pads.clear();
-    std::vector<bool> reached(v.panels.size(), false);
+    CellSets sets{st.current, &st};
     for (const auto& drv : v.drivers) {
         dim_t begin = 0, end = 0, n = 0;
         driver_range(v, drv, st.granularity, st.step, begin, end, n);
@@ -217,26 +297,23 @@ void set_current(const ViewModel& v, StepState& st) {
             const Link& l = v.links[static_cast<std::size_t>(drv.link)];
             const auto si = static_cast<std::size_t>(l.src), di = static_cast<std::size_t>(l.dst);
             PanelState& ps = st.panels[si];
-            auto& cs = st.current[l.is_gather() ? di : si];
-            auto& co = st.current[l.is_gather() ? si : di];
+            const std::size_t cs = l.is_gather() ? di : si, co = l.is_gather() ? si : di;
             for (dim_t e = begin; e < end; ++e) {
                 const dim_t d = l.element_at(e);
-                cs.push_back(d);
+                sets.add(cs, d);
                 const dim_t img = l.image[static_cast<std::size_t>(d)];
                 if (img >= 0) {
-                    co.push_back(img);
+                    sets.add(co, img);
                 } else if (l.is_gather() && v.zero_source) {
                     CellPos pos;
                     if (v.zero_source(v, drv.link, d, pos))
                         ps.current_pads.push_back({pos.x - v.panels[si].x, pos.y - v.panels[si].y});
                 }
             }
-            reached[si] = reached[di] = true;
         } else {
             const Relation& rel = v.relations[static_cast<std::size_t>(drv.relation)];
             const auto ri = static_cast<std::size_t>(rel.result);
-            for (dim_t d = begin; d < end; ++d) st.current[ri].push_back(d);
-            reached[ri] = true;
+            for (dim_t d = begin; d < end; ++d) sets.add(ri, d);
             // Operands: what the current result cells read, bounded (the Whole of a big view; a
             // Line of a ResNet-50 stem's dX reads 224 x 3136 cells of each operand, a second
             // of set inserts a step): at most 4096 result cells and 64 Ki operand cells.
@@ -248,23 +325,17 @@ void set_current(const ViewModel& v, StepState& st) {
                 rel.fn(d, tmp);
                 for (std::size_t i = 0; i < tmp.size(); ++i) {
                     const auto o = static_cast<std::size_t>(rel.operands[i]);
-                    st.current[o].insert(st.current[o].end(), tmp[i].begin(), tmp[i].end());
+                    for (const dim_t c : tmp[i]) sets.add(o, c);
                     budget -= std::min(budget, tmp[i].size());
                 }
             }
-            for (const int o : rel.operands) reached[static_cast<std::size_t>(o)] = true;
         }
     }
-    for (auto& c : st.current) {
-        std::sort(c.begin(), c.end());
-        c.erase(std::unique(c.begin(), c.end()), c.end());
-    }
+    for (std::size_t i = 0; i < v.panels.size(); ++i) sets.finish(i);
     // Panels no driver touches light what the current cells read or feed.
     std::vector<bool> reach(v.panels.size());
     for (std::size_t i = 0; i < v.panels.size(); ++i) reach[i] = !st.current[i].empty();
-    propagate(v, st.current, reach, 1 << 16);
-    for (std::size_t i = 0; i < v.panels.size(); ++i)
-        for (dim_t c : st.current[i]) st.panels[i].flags[static_cast<std::size_t>(c)] |= kCurrent;
+    propagate(v, sets, reach, 1 << 16);
 }
 
 // A reduce link's destination cell `img` after element steps [0, end): the sum of its sources
@@ -368,18 +439,28 @@ StepState compute_step(const ViewModel& v, Granularity g, dim_t step) {
 
 bool advance_step(const ViewModel& v, StepState& st, Granularity g, dim_t step,
                   std::vector<std::vector<dim_t>>& changed) {
-    changed.assign(v.panels.size(), {});
+    // The lists keep their memory from one step to the next (a step of a large view lists tens
+    // of thousands of cells; fresh lists were fresh pages to fault in at every step).
+    changed.resize(v.panels.size());
+    for (auto& c : changed) c.clear();
     if (st.model != &v || st.granularity != g || st.panels.size() != v.panels.size() ||
         !drivers_disjoint(v)) {
         st = compute_step(v, g, step);
         return false;
     }
     if (step == st.step) return true;
+    // Each changed cell listed once, by its kListed mark (cleared before returning).
+    const auto list = [&](std::size_t i, dim_t c) {
+        std::uint8_t& f = st.panels[i].flags[static_cast<std::size_t>(c)];
+        if (f & kListed) return;
+        f = static_cast<std::uint8_t>(f | kListed);
+        changed[i].push_back(c);
+    };
     // The current cells of the old step lose their flag (and are redrawn).
     for (std::size_t i = 0; i < v.panels.size(); ++i)
         for (const dim_t c : st.current[i]) {
             st.panels[i].flags[static_cast<std::size_t>(c)] &= static_cast<std::uint8_t>(~kCurrent);
-            changed[i].push_back(c);
+            list(i, c);
         }
     for (const auto& drv : v.drivers) {
         dim_t b0 = 0, e0 = 0, b1 = 0, e1 = 0, n = 0;
@@ -403,30 +484,32 @@ bool advance_step(const ViewModel& v, StepState& st, Granularity g, dim_t step,
                         pd.flags[d] |= kPending;
                         pd.shown[d] = NAN;
                     }
-                    changed[di].push_back(static_cast<dim_t>(d));
+                    list(di, static_cast<dim_t>(d));
                 }
             } else {
                 // Sources consumed before the step's begin; each destination whose sources
-                // changed is summed again from its own sources.
+                // changed is summed again from its own sources, once (its kSummed mark).
                 for (dim_t e = std::min(b0, b1); e < std::max(b0, b1); ++e) {
                     const auto d = static_cast<std::size_t>(l.element_at(e));
                     if (b1 > b0)
                         ps.flags[d] |= kDone;
                     else
                         ps.flags[d] &= static_cast<std::uint8_t>(~kDone);
-                    changed[si].push_back(static_cast<dim_t>(d));
+                    list(si, static_cast<dim_t>(d));
                 }
-                std::vector<dim_t> imgs;
+                std::vector<dim_t> summed;
                 for (dim_t e = lo; e < hi; ++e) {
                     const dim_t img = l.image[static_cast<std::size_t>(l.element_at(e))];
-                    if (img >= 0) imgs.push_back(img);
-                }
-                std::sort(imgs.begin(), imgs.end());
-                imgs.erase(std::unique(imgs.begin(), imgs.end()), imgs.end());
-                for (const dim_t img : imgs) {
+                    if (img < 0) continue;
+                    std::uint8_t& f = pd.flags[static_cast<std::size_t>(img)];
+                    if (f & kSummed) continue;
+                    f = static_cast<std::uint8_t>(f | kSummed);
+                    summed.push_back(img);
                     reduce_cell(v, l, img, e1, pd);
-                    changed[di].push_back(img);
+                    list(di, img);
                 }
+                for (const dim_t img : summed)
+                    pd.flags[static_cast<std::size_t>(img)] &= static_cast<std::uint8_t>(~kSummed);
             }
         } else {
             const auto ri = static_cast<std::size_t>(
@@ -442,16 +525,16 @@ bool advance_step(const ViewModel& v, StepState& st, Granularity g, dim_t step,
                     pr.flags[du] |= kPending;
                     pr.shown[du] = NAN;
                 }
-                changed[ri].push_back(d);
+                list(ri, d);
             }
         }
     }
     st.step = step;
     set_current(v, st);
     for (std::size_t i = 0; i < v.panels.size(); ++i) {
-        changed[i].insert(changed[i].end(), st.current[i].begin(), st.current[i].end());
-        std::sort(changed[i].begin(), changed[i].end());
-        changed[i].erase(std::unique(changed[i].begin(), changed[i].end()), changed[i].end());
+        for (const dim_t c : st.current[i]) list(i, c);
+        for (const dim_t c : changed[i])
+            st.panels[i].flags[static_cast<std::size_t>(c)] &= static_cast<std::uint8_t>(~kListed);
     }
     return true;
 }
@@ -480,11 +563,8 @@ std::vector<std::vector<dim_t>> linked_cells(const ViewModel& v, int panel, dim_
             reached[res] = true;
         }
     }
-    propagate(v, cells, reached, 1 << 16);
-    for (auto& c : cells) {
-        std::sort(c.begin(), c.end());
-        c.erase(std::unique(c.begin(), c.end()), c.end());
-    }
+    CellSets sets{cells};
+    propagate(v, sets, reached, 1 << 16);
     return cells;
 }
 

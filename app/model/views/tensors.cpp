@@ -477,6 +477,10 @@ ViewModel build_tensors_view(const ViewRequest& r) {
     // One row of tensors (a forward step of the network: nine panels) may wrap where the canvas
     // is narrow; with a gradient row, both rows are cut into bands of the same columns.
     v.fixed_rows = groups > 1;
+    // Half the other views' gap between panels: a network's tensors are a few cells wide, and
+    // 4 cells of gap each took a third of the row (lesson 17 at 1280x720: digits of 18 px with
+    // the canvas's lower quarter empty).
+    v.panel_gap = kPanelGap * 0.5;
     arrange_view(v);
     return v;
 }

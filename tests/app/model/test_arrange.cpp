@@ -397,6 +397,45 @@ TEST_CASE("app model: a title scrolled off above or left of the canvas is pinned
     CHECK_FALSE(t.pinned);
 }
 
+TEST_CASE("app model: a title pinned to the top is never drawn over its panel's cells") {
+    // The canvas [100, 900) x [50, 650), a title 200 x 30 px. Lesson 12's FRACTAL_Z step at
+    // 1280x720 followed W and Wz: the row above (X) was cut to its last 1.5 rows of cells, and
+    // its title was pinned over them.
+    const app::CellBox canvas{100, 50, 900, 650};
+    app::TitlePlace t = app::pin_title(300, -180, 200, 30, {300, -150, 700, 110}, canvas);
+    CHECK_FALSE(t.shown);  // a sliver: neither cells nor title
+    CHECK_FALSE(t.pinned);
+    // Wholly above the canvas: not drawn either.
+    t = app::pin_title(300, -400, 200, 30, {300, -370, 700, 40}, canvas);
+    CHECK_FALSE(t.shown);
+    // Cut, but more than half of it shows: the title pinned, the cells drawn from under it.
+    t = app::pin_title(300, -100, 200, 30, {300, -70, 700, 400}, canvas);
+    CHECK(t.shown);
+    CHECK(t.pinned);
+    CHECK(t.y == 50.0f);
+    CHECK(t.cells_y0 >= t.y + 30.0f);
+    // A tall panel scrolled through (following a large view's step): the same.
+    t = app::pin_title(300, -4000, 200, 30, {300, -3970, 700, 3000}, canvas);
+    CHECK(t.shown);
+    CHECK(t.pinned);
+    CHECK(t.cells_y0 >= t.y + 30.0f);
+    // Its title scrolled off while its cells are all below the title's band: pinned above them,
+    // every cell drawn.
+    t = app::pin_title(300, 20, 200, 30, {300, 90, 700, 400}, canvas);
+    CHECK(t.pinned);
+    CHECK(t.cells_y0 == 50.0f);
+    // Any cut: where the title is pinned at the top, no cell is drawn under it.
+    for (double top = -600; top <= 200; top += 7)
+        for (double h = 10; h <= 900; h += 23) {
+            CAPTURE(top);
+            CAPTURE(h);
+            const app::TitlePlace p = app::pin_title(300, static_cast<float>(top - 30), 200, 30,
+                                                     {300, top, 700, top + h}, canvas);
+            if (!p.shown || !p.pinned || p.y != 50.0f) continue;
+            CHECK(std::max(static_cast<double>(p.cells_y0), top) >= p.y + 30.0);
+        }
+}
+
 // The tensors view wraps each tensor's tiles for the canvas (arrange_view), as the other views
 // do: a 3x3 filter of 20 input and 18 output channels was stacked 8 tiles a row into a panel 31
 // cells wide and 215 tall, which shrank the whole view to cells of 1.3 pixels at the default
