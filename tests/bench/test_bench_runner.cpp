@@ -719,18 +719,20 @@ TEST_CASE("bench: the fp32 peak on a coarse clock is finite and near the fine cl
     const double on_fine = measure_fp32_peak(1, 0.02);
     CHECK(std::isfinite(on_coarse));
     CHECK(on_coarse > 0.1);
-    CHECK(on_coarse < 3 * on_fine);
+    // Loose: load lowers either figure; a round read as 0 or one tick is off by orders.
+    CHECK(on_coarse < 20 * on_fine);
 }
 
 TEST_CASE("bench: the machine's own speed is probed around every timed window") {
     // The probe measures FMAs really run: a rate far above the measured peak would be chains
-    // computed outside its clock reads. (No lower bound: ctest runs another test beside this one,
-    // and load only lowers the probe.) Without a peak there is nothing to compare with: -1, and
+    // computed outside its clock reads (millions of GFLOP/s). (No lower bound, and a loose upper
+    // one: ctest runs another test beside this one, and load may lower the peak's short rounds
+    // more than the probe's.) Without a peak there is nothing to compare with: -1, and
     // no probe.
     const double peak = measure_fp32_peak(2, 0.05);
     const double now = probe_fp32_rate(2);
     CHECK(now > 0);
-    CHECK(now < 4 * peak);
+    CHECK(now < 20 * peak);
     Config cfg = tiny_config();
     cfg.measure_peak = true;
     const Results r = run(cfg);
