@@ -259,7 +259,8 @@ std::optional<std::size_t> fp32_bytes(const std::vector<dim_t>& shape) {
     return n * sizeof(float);
 }
 
-float byteswap(float v) {
+// Used only on big-endian machines (the calls sit under `if constexpr`).
+[[maybe_unused]] float byteswap(float v) {
     const auto u = detail::bit_cast<std::uint32_t>(v);
     return detail::bit_cast<float>((u >> 24) | ((u >> 8) & 0xff00u) | ((u << 8) & 0xff0000u) |
                                    (u << 24));
