@@ -164,7 +164,7 @@ TEST_CASE("bench: on a coarse clock each timed run is a batch of calls, timed pe
     CHECK(measure_interleaved(rule, fns).front().calls == kMaxBatchCalls);
 }
 
-TEST_CASE("bench: a run on a coarse clock times batches; each operation is its time per call") {
+TEST_CASE("bench: a run on a coarse clock times batches, and each operation its time per call") {
     Config cfg = tiny_config();
     cfg.layers.resize(1);
     cfg.passes = {Pass::Forward, Pass::BackwardData};
