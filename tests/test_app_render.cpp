@@ -94,6 +94,10 @@ TEST_CASE("app render: every view, headless, at a few steps" * doctest::skip(!ca
     }
     CHECK(views.size() == 9);
     CHECK(shots >= 14);
+    // The Timings view names the results file by its final path, not by the temporary it was
+    // read from before the demo's files were renamed into place.
+    CHECK(r.out.find("timings view: showing " + (t.path / "timings" / "results.json").string() +
+                     " (measured earlier") != std::string::npos);
     CHECK(lesson_shots ==
           static_cast<int>(
               convlab::lesson::lesson_files(convlab::lesson::default_lesson_dir()).size()));

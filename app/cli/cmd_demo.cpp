@@ -118,8 +118,11 @@ void run_demo(const Options& opts, std::ostream& out) {
         ui::ShotOptions t;
         t.view = "timings";
         t.results = OutputTransaction::current_file(dir + "/timings/results.json");
+        t.results_name = dir + "/timings/results.json";
         t.out = dir + "/" + std::to_string(k) + "_timings_view.png";
-        ui::shots({t});
+        const auto shown = ui::shots({t});
+        if (!shown.empty() && !shown[0].timings_status.empty())
+            out << "timings view: " << shown[0].timings_status << "\n";
         files.push_back(t.out);
     }
     transaction.commit();

@@ -65,6 +65,7 @@ struct ShotOptions {
     // The timings view: a results.json to show, or run the quick benchmark first (synchronously);
     // the chart id shown. There --hover is SERIES:MARK of that chart (its tooltip).
     std::string results;
+    std::string results_name;  // what the panel calls `results` ("" its path)
     bool bench_quick = false;
     std::string chart;
     std::string peer;  // the quick run's peer (--peer; "" the panel's default)

@@ -112,7 +112,7 @@ FrameReport shot_in(Window& w, const ShotOptions& o) {
     a.step_dirty = true;
     if (o.view == "timings")
         prepare_timings_shot(*a.timings, {o.results, o.bench_quick, o.frames == 0, o.chart,
-                                          o.hover_panel, o.hover_cell, o.peer});
+                                          o.hover_panel, o.hover_cell, o.peer, o.results_name});
     if (o.hover_panel >= 0 && o.view != "timings") {
         if (o.hover_panel >= static_cast<int>(a.view->panels.size()) || o.hover_cell < 0 ||
             o.hover_cell >= a.view->panels[static_cast<std::size_t>(o.hover_panel)].numel())

@@ -761,7 +761,8 @@ void draw_timings(TimingsPanel& P, const TimingsStyle& st) {
 
 void prepare_timings_shot(TimingsPanel& P, const TimingsShot& o) {
     if (!o.results.empty()) {
-        P.show_results(app::load_results(o.results), o.results);
+        P.show_results(app::load_results(o.results),
+                       o.results_name.empty() ? o.results : o.results_name);
     } else if (o.bench_quick) {
         if (!o.peer.empty())
             app::choose_peer(P.settings, app::peer_choice(o.peer));  // throws naming the names

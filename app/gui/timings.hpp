@@ -52,6 +52,9 @@ struct TimingsShot {
     int hover_series = -1;     // show the tooltip of this mark of the chart (-1 none)
     long long hover_mark = -1;
     std::string peer;  // the peer of the quick run, by its --peer name ("" the panel's)
+    // The name the panel gives `results` ("" the path itself): the file's final path where it is
+    // read from a temporary that is renamed into place afterwards.
+    std::string results_name;
 };
 // Loads / measures, selects the chart and the hover. Throws Error naming the option at fault.
 void prepare_timings_shot(TimingsPanel& p, const TimingsShot& o);
