@@ -39,41 +39,14 @@ struct Out {
                             : 0.55f * size * static_cast<float>(s.size());
     }
     void rect(float x0, float y0, float x1, float y1, Rgba fill, Rgba stroke, float w = 1) {
-        DrawPrim d;
-        d.kind = DrawPrim::Kind::Rect;
-        d.x0 = x0;
-        d.y0 = y0;
-        d.x1 = x1;
-        d.y1 = y1;
-        d.fill = fill;
-        d.stroke = stroke;
-        d.width = w;
-        v.push_back(std::move(d));
+        v.push_back(app::rect_prim(x0, y0, x1, y1, fill, stroke, w));
     }
     void line(float x0, float y0, float x1, float y1, Rgba c, float w, float dash = 0,
               float gap = 0) {
-        DrawPrim d;
-        d.kind = DrawPrim::Kind::Line;
-        d.x0 = x0;
-        d.y0 = y0;
-        d.x1 = x1;
-        d.y1 = y1;
-        d.stroke = c;
-        d.width = w;
-        d.dash = dash;
-        d.gap = gap;
-        v.push_back(std::move(d));
+        v.push_back(app::line_prim(x0, y0, x1, y1, c, w, dash, gap));
     }
     void circle(float x, float y, float r, Rgba fill, Rgba stroke, float w = 1) {
-        DrawPrim d;
-        d.kind = DrawPrim::Kind::Circle;
-        d.x0 = x;
-        d.y0 = y;
-        d.size = r;
-        d.fill = fill;
-        d.stroke = stroke;
-        d.width = w;
-        v.push_back(std::move(d));
+        v.push_back(app::circle_prim(x, y, r, fill, stroke, w));
     }
     // `s` with its line's top at y: from x (align 0), centred on x (0.5) or ending at x (1).
     void text(float x, float y, const std::string& s, float size, Rgba c, float align = 0,

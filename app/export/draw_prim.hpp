@@ -34,6 +34,35 @@ struct DrawPrim {
     std::string text;
 };
 
+// The shapes as the painters (paint_panel, paint_chart) append them.
+inline DrawPrim rect_prim(float x0, float y0, float x1, float y1, Rgba fill, Rgba stroke,
+                          float width = 1) {
+    DrawPrim d;
+    d.kind = DrawPrim::Kind::Rect;
+    d.x0 = x0;
+    d.y0 = y0;
+    d.x1 = x1;
+    d.y1 = y1;
+    d.fill = fill;
+    d.stroke = stroke;
+    d.width = width;
+    return d;
+}
+inline DrawPrim line_prim(float x0, float y0, float x1, float y1, Rgba c, float width = 1,
+                          float dash = 0, float gap = 0) {
+    DrawPrim d = rect_prim(x0, y0, x1, y1, 0, c, width);
+    d.kind = DrawPrim::Kind::Line;
+    d.dash = dash;
+    d.gap = gap;
+    return d;
+}
+inline DrawPrim circle_prim(float x, float y, float r, Rgba fill, Rgba stroke, float width = 1) {
+    DrawPrim d = rect_prim(x, y, 0, 0, fill, stroke, width);
+    d.kind = DrawPrim::Kind::Circle;
+    d.size = r;
+    return d;
+}
+
 // How many primitives of each kind a list holds (the rendering tests compare the window's with
 // the files').
 struct PrimCounts {

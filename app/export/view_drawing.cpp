@@ -14,26 +14,10 @@ namespace {
 struct Out {
     std::vector<DrawPrim>& v;
     void rect(float x0, float y0, float x1, float y1, Rgba fill, Rgba stroke, float width = 1) {
-        DrawPrim p;
-        p.kind = DrawPrim::Kind::Rect;
-        p.x0 = x0;
-        p.y0 = y0;
-        p.x1 = x1;
-        p.y1 = y1;
-        p.fill = fill;
-        p.stroke = stroke;
-        p.width = width;
-        v.push_back(std::move(p));
+        v.push_back(rect_prim(x0, y0, x1, y1, fill, stroke, width));
     }
     void line(float x0, float y0, float x1, float y1, Rgba c) {
-        DrawPrim p;
-        p.kind = DrawPrim::Kind::Line;
-        p.x0 = x0;
-        p.y0 = y0;
-        p.x1 = x1;
-        p.y1 = y1;
-        p.stroke = c;
-        v.push_back(std::move(p));
+        v.push_back(line_prim(x0, y0, x1, y1, c));
     }
     // At (x, y), or centred between x and x1 when x1 > x.
     void text(float x, float y, float size, Rgba c, std::string t, float x1 = 0) {
