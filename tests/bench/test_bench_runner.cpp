@@ -3,6 +3,7 @@
 // interface (a fake peer), progress and cancel, the machine record and the noise probes, traces.
 // The results files are test_results_io.cpp's.
 #include <chrono>
+#include <random>
 
 #include <doctest/doctest.h>
 
@@ -251,6 +252,40 @@ TEST_CASE("bench: FLOPs with padding taps (CK) and without (benchdnn), against b
               2.0 * double(p.mb * p.oc * p.icg() * p.out_spatial() * p.kernel_spatial()));
         CHECK(p.flops_no_pad() <= p.flops());
     }
+    // Random 1-D problems, negative padding and output sizes given explicitly among them.
+    std::mt19937 rng(20261207);
+    const auto pick = [&](int lo, int hi) {
+        return std::uniform_int_distribution<int>(lo, hi)(rng);
+    };
+    int tried = 0;
+    for (int t = 0; t < 3000; ++t) {
+        Problem p = parse_descriptor("mb1ic1iw1oc1kw1");
+        p.in[0] = pick(1, 12);
+        p.kernel[0] = pick(1, 6);
+        p.stride[0] = pick(1, 4);
+        p.dilation[0] = pick(1, 4);
+        p.pad_begin[0] = pick(-3, 8);
+        p.pad_end[0] = pick(-3, 8);
+        if (!p.validate().empty()) continue;
+        ++tried;
+        CAPTURE(to_descriptor(p));
+        CHECK(p.flops_no_pad() == brute(p));
+    }
+    CHECK(tried > 500);
+    // A kernel of a billion taps (a descriptor the fuzzer found took seconds when flops_no_pad
+    // counted tap by tap). Counted here output by output: the taps of output o inside the input.
+    const Problem huge = parse_descriptor("ic1iw7oc1kw1111111113ow11");
+    REQUIRE(huge.validate().empty());
+    double inside = 0;
+    for (dim_t o = 0; o < huge.out(0); ++o) {
+        const dim_t base = o * huge.stride[0] - huge.pad_begin[0];  // input of tap 0
+        for (dim_t x = 0; x < huge.in[0]; ++x) {
+            const dim_t k = x - base;  // dilation 1: tap k reads base + k
+            inside += k >= 0 && k < huge.kernel[0] ? 1 : 0;
+        }
+    }
+    CHECK(inside > 0);
+    CHECK(huge.flops_no_pad() == 2.0 * double(huge.mb * huge.oc * huge.icg()) * inside);
     // By hand: 1-D, in 3, kernel 3, pad 1 each side: out 3; taps inside: 2 + 3 + 2 = 7 of 9.
     const Problem q = parse_descriptor("mb1ic1iw3oc1kw3pw1");
     CHECK(q.flops() == 18);

@@ -14,9 +14,11 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <initializer_list>
 #include <optional>
 #include <string>
+#include <utility>
 
 namespace convlab {
 
@@ -393,21 +395,66 @@ double Problem::flops() const {
            static_cast<double>(out_spatial()) * static_cast<double>(kernel_spatial());
 }
 
+namespace {
+
+// sum over i in [0, n) of floor((a*i + b) / m), for m > 0 (the classic Euclid-like reduction,
+// O(log) steps). Unsigned arithmetic wraps, but every step is a ring operation on the sum, so the
+// result is exact whenever it fits in 64 bits.
+std::uint64_t floor_sum(std::uint64_t n, std::uint64_t m, std::uint64_t a, std::uint64_t b) {
+    std::uint64_t sum = 0;
+    while (n > 0) {
+        if (a >= m) {
+            sum += (n % 2 == 0 ? n / 2 * (n - 1) : (n - 1) / 2 * n) * (a / m);
+            a %= m;
+        }
+        if (b >= m) {
+            sum += n * (b / m);
+            b %= m;
+        }
+        const std::uint64_t y_max = a * n + b;
+        if (y_max < m) break;
+        n = y_max / m;
+        b = y_max % m;
+        std::swap(m, a);
+    }
+    return sum;
+}
+
+dim_t floor_div(dim_t x, dim_t y) {
+    return x >= 0 ? x / y : -((-x + y - 1) / y);
+}
+
+// #{(o, k) : 0 <= o < n_out, 0 <= k < n_k, o*s + k*d <= t}, in closed form: a kernel or an output
+// of 2^31 along one axis is valid, and counting it tap by tap would take seconds.
+std::uint64_t pairs_at_most(dim_t t, dim_t n_out, dim_t n_k, dim_t s, dim_t d) {
+    if (t < 0 || n_out <= 0 || n_k <= 0) return 0;
+    const dim_t k_max = std::min(n_k - 1, t / d);  // taps with at least o = 0
+    // Taps k <= k_full reach every output: t - k*d >= (n_out - 1)*s.
+    const dim_t k_full = std::min(k_max, floor_div(t - (n_out - 1) * s, d));
+    std::uint64_t count = 0;
+    if (k_full >= 0)
+        count += static_cast<std::uint64_t>(n_out) * static_cast<std::uint64_t>(k_full + 1);
+    const dim_t first = std::max<dim_t>(k_full + 1, 0);
+    if (first <= k_max) {
+        // sum over k in [first, k_max] of floor((t - k*d) / s) + 1; with i = k_max - k the
+        // numerator is (t - k_max*d) + i*d >= 0.
+        const auto n = static_cast<std::uint64_t>(k_max - first + 1);
+        count += n + floor_sum(n, static_cast<std::uint64_t>(s), static_cast<std::uint64_t>(d),
+                               static_cast<std::uint64_t>(t - k_max * d));
+    }
+    return count;
+}
+
+}  // namespace
+
 double Problem::flops_no_pad() const {
     double taps = 1;  // product over the axes of the in-bounds (out, tap) pairs
     for (int i = 0; i < axes_of(ndims); ++i) {
-        dim_t pairs = 0;
-        const dim_t n_out = out(i);
-        for (dim_t k = 0; k < kernel[i]; ++k) {
-            // Input index o*s - shift must lie in [0, in): o from ceil(shift / s) (0 when
-            // shift <= 0) to floor((in - 1 + shift) / s), at most out - 1.
-            const dim_t shift = pad_begin[i] - k * dilation[i];
-            const dim_t lo = shift <= 0 ? 0 : (shift + stride[i] - 1) / stride[i];
-            const dim_t top = in[i] - 1 + shift;
-            if (top < 0) continue;
-            const dim_t hi = std::min(n_out - 1, top / stride[i]);
-            if (hi >= lo) pairs += hi - lo + 1;
-        }
+        // Pair (o, k) reads input o*s - pad + k*d, inside when pad <= o*s + k*d <= in - 1 + pad.
+        const dim_t n_out = out(i), n_k = kernel[i], s = stride[i], d = dilation[i];
+        const dim_t p = pad_begin[i];
+        const std::uint64_t pairs =
+            pairs_at_most(in[i] - 1 + p, n_out, n_k, s, d) - pairs_at_most(p - 1, n_out, n_k, s, d);
         taps *= static_cast<double>(pairs);
     }
     return 2.0 * static_cast<double>(mb) * static_cast<double>(oc) * static_cast<double>(icg()) *
