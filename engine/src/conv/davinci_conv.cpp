@@ -258,11 +258,14 @@ void conv_fractal_b(const Problem& p, dim_t c0, const ColSource& src, FractalB b
     const auto write = [&](dim_t n, dim_t mb0, dim_t cm, dim_t t, const float* accs) {
         const dim_t nb = by_m ? t % tn : t / cm, mb = by_m ? t / tn : t % cm;
         const float* acc = accs + t * kN0 * kN0;
-        for (dim_t i = 0; i < kN0; ++i) {
-            const dim_t mm = (mb0 + mb) * kN0 + i;
-            if (mm >= m) break;
-            dim_t od, oh, ow;  // row mm's output position (plan's order of the rows)
-            plan.position(mm, od, oh, ow);
+        // The rows' digits carried on from the tile's first row: its divisions once a tile, not
+        // once a row of each of the tn tiles that share the rows.
+        const dim_t m0 = (mb0 + mb) * kN0;
+        dim_t d, h, w;
+        plan.digits(m0, d, h, w);
+        for (dim_t i = 0; i < kN0 && m0 + i < m; ++i, plan.step(d, h, w)) {
+            dim_t od, oh, ow;  // row m0 + i's output position (plan's order of the rows)
+            plan.output(d, h, w, od, oh, ow);
             if (c0 == kN0) {
                 // The tile's column block is the output's channel block nb: row i is C0
                 // contiguous lanes.

@@ -65,18 +65,6 @@ ColPlan::ColPlan(const Problem& q, const ColSource& s) : src(s) {
     }
 }
 
-void ColPlan::position(dim_t m, dim_t& od, dim_t& oh, dim_t& ow) const {
-    ow = m % g.out[2];
-    m /= g.out[2];
-    oh = m % g.out[1];
-    od = m / g.out[1];
-    if (permuted) {
-        od = perm[static_cast<std::size_t>(pat[0] + od)];
-        oh = perm[static_cast<std::size_t>(pat[1] + oh)];
-        ow = perm[static_cast<std::size_t>(pat[2] + ow)];
-    }
-}
-
 void im2col_fractal_block(const ColPlan& plan, dim_t c0, dim_t n, dim_t mb0, dim_t cm, float* dst,
                           unsigned char* nz) {
     const detail::Geom3& g = plan.g;
@@ -121,7 +109,7 @@ void im2col_fractal_block(const ColPlan& plan, dim_t c0, dim_t n, dim_t mb0, dim
             }
             nz[r * cm + mb] = any;
             if (any) {
-                // Every element written once: runs of source positions copied, the rest zeros.
+                // Every element written: runs of source positions copied, the rest zeros.
                 const auto zero = [&](dim_t from, dim_t to) {
                     std::memset(f + from * c0, 0,
                                 static_cast<std::size_t>((to - from) * c0) * sizeof(float));
@@ -134,32 +122,35 @@ void im2col_fractal_block(const ColPlan& plan, dim_t c0, dim_t n, dim_t mb0, dim
                     } else {
                         const float* in = plane + td[d] * depth_floats + th[h] * row_floats;
                         float* out = f + at * c0;
-                        for (dim_t i = 0; i < len;) {
-                            const dim_t sw = tw[w + i];
-                            if (sw < 0) {
-                                dim_t e = i + 1;
-                                while (e < len && tw[w + e] < 0) ++e;
-                                zero(at + i, at + e);
-                                i = e;
-                                continue;
-                            }
-                            // A run of consecutive source positions: one copy when every lane
-                            // is a channel, else each position's channels and zero lanes.
-                            dim_t e = i + 1;
-                            while (e < len && tw[w + e] == sw + (e - i)) ++e;
-                            if (valid == c0) {
-                                std::memcpy(out + i * c0, in + sw * c0,
-                                            static_cast<std::size_t>((e - i) * c0) * sizeof(float));
-                            } else {
-                                for (dim_t j = i; j < e; ++j) {
-                                    std::memcpy(out + j * c0, in + (sw + j - i) * c0,
+                        if (valid < c0) {
+                            // Fewer channels than lanes (conv1's 3): the segment zeroed at once,
+                            // then each position's channels copied, rather than a copy and a fill
+                            // of its zero lanes per position.
+                            zero(at, at + len);
+                            for (dim_t i = 0; i < len; ++i)
+                                if (const dim_t sw = tw[w + i]; sw >= 0)
+                                    std::memcpy(out + i * c0, in + sw * c0,
                                                 static_cast<std::size_t>(valid) * sizeof(float));
-                                    std::memset(
-                                        out + j * c0 + valid, 0,
-                                        static_cast<std::size_t>(c0 - valid) * sizeof(float));
+                        } else {
+                            for (dim_t i = 0; i < len;) {
+                                const dim_t sw = tw[w + i];
+                                dim_t e = i + 1;
+                                if (sw < 0) {
+                                    while (e < len && tw[w + e] < 0) ++e;
+                                    zero(at + i, at + e);
+                                } else if (c0 == kN0 && (e == len || tw[w + e] != sw + 1)) {
+                                    // A lone position (every one along a strided axis): a copy
+                                    // of constant size, which the compiler inlines, not a call.
+                                    std::memcpy(out + i * kN0, in + sw * kN0, kN0 * sizeof(float));
+                                } else {
+                                    // A run of consecutive source positions: one copy.
+                                    while (e < len && tw[w + e] == sw + (e - i)) ++e;
+                                    std::memcpy(
+                                        out + i * c0, in + sw * c0,
+                                        static_cast<std::size_t>((e - i) * c0) * sizeof(float));
                                 }
+                                i = e;
                             }
-                            i = e;
                         }
                     }
                     p += len;

@@ -95,8 +95,35 @@ ColSource plain_source(const Problem& q, dim_t c0, const float* x5d);
 // axis a in that order at tap k.
 struct ColPlan {
     ColPlan(const Problem& q, const ColSource& s);
+    // Row m's digits (d, h, w), row-major over the outputs' extents, which the next row carries
+    // on by one (step).
+    void digits(dim_t m, dim_t& d, dim_t& h, dim_t& w) const {
+        w = m % g.out[2];
+        m /= g.out[2];
+        h = m % g.out[1];
+        d = m / g.out[1];
+    }
+    void step(dim_t& d, dim_t& h, dim_t& w) const {
+        if (++w == g.out[2]) {
+            w = 0;
+            if (++h == g.out[1]) {
+                h = 0;
+                ++d;
+            }
+        }
+    }
+    // The output position (od, oh, ow) of the row of digits (d, h, w): themselves unless permuted.
+    void output(dim_t d, dim_t h, dim_t w, dim_t& od, dim_t& oh, dim_t& ow) const {
+        od = permuted ? perm[static_cast<std::size_t>(pat[0] + d)] : d;
+        oh = permuted ? perm[static_cast<std::size_t>(pat[1] + h)] : h;
+        ow = permuted ? perm[static_cast<std::size_t>(pat[2] + w)] : w;
+    }
     // The output position (od, oh, ow) of row m of the column matrix.
-    void position(dim_t m, dim_t& od, dim_t& oh, dim_t& ow) const;
+    void position(dim_t m, dim_t& od, dim_t& oh, dim_t& ow) const {
+        dim_t d, h, w;
+        digits(m, d, h, w);
+        output(d, h, w, od, oh, ow);
+    }
     ColSource src;
     detail::Geom3 g;
     std::vector<dim_t> tab, perm;  // perm[pat[a] + o'] = the output index of the o'-th
