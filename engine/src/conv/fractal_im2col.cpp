@@ -77,12 +77,7 @@ void im2col_fractal_block(const ColPlan& plan, dim_t c0, dim_t n, dim_t mb0, dim
     const dim_t* tab = plan.tab.data();
 #pragma omp parallel for schedule(static) if (rows * cm * frac > 65536 && !omp_in_parallel())
     for (dim_t r = 0; r < rows; ++r) {
-        dim_t t = r;
-        const dim_t kw = t % g.k[2];
-        t /= g.k[2];
-        const dim_t kh = t % g.k[1];
-        t /= g.k[1];
-        const dim_t c1 = t % sg.c1, kd = t / sg.c1;
+        const auto [kd, c1, kh, kw] = fractal_row(r, g, sg.c1);
         const dim_t valid = std::min(c0, sg.c - c1 * c0);
         const dim_t* td = tab + plan.at[0] + kd * g.out[0];
         const dim_t* th = tab + plan.at[1] + kh * g.out[1];

@@ -73,6 +73,23 @@ void conv_fractal_b(const Problem& p, dim_t c0, const float* x5d, FractalB b, co
 
 // [SECTION] The column matrix from its source (fractal_im2col.cpp)
 
+// The tap and input-channel block of FRACTAL_Z row r (WeiGeom::row's order: kd outermost, then
+// the C1 blocks, kh, kw innermost), for a kernel of g.k and c1 blocks: the one decomposition that
+// the forward's im2col and the weight gradient's input gather both walk their rows by.
+struct FractalRow {
+    dim_t kd, c1, kh, kw;
+};
+inline FractalRow fractal_row(dim_t r, const detail::Geom3& g, dim_t c1) {
+    FractalRow f{};
+    f.kw = r % g.k[2];
+    r /= g.k[2];
+    f.kh = r % g.k[1];
+    r /= g.k[1];
+    f.c1 = r % c1;
+    f.kd = r / c1;
+    return f;
+}
+
 // The input of conv_fractal_b's problem q as its im2col reads it: an activation in NC1HWC0 /
 // NDC1HWC0 (x5, geometry g over (N, C/G, len...)), seen on each axis (d, h, w as Geom3's) through
 // a zero insertion and a pad: q's input coordinate i is x(u / ins) with u = i - off when

@@ -117,12 +117,7 @@ void gather_x(const Plan& s, dim_t c0, const float* x5, dim_t f0, dim_t cf, floa
     const dim_t m_begin = f0 * kN0, m_end = std::min((f0 + cf) * kN0, s.p);
 #pragma omp for schedule(static)
     for (dim_t r = 0; r < rows; ++r) {
-        dim_t t = r;
-        const dim_t kw = t % g.k[2];
-        t /= g.k[2];
-        const dim_t kh = t % g.k[1];
-        t /= g.k[1];
-        const dim_t c1 = t % s.xg.c1, kd = t / s.xg.c1;
+        const auto [kd, c1, kh, kw] = fractal_row(r, g, s.xg.c1);
         float* out = xf + r * s.chunk * lanes;
         const dim_t off_d = kd * g.d[0] - g.pb[0], off_h = kh * g.d[1] - g.pb[1],
                     off_w = kw * g.d[2] - g.pb[2];
