@@ -303,7 +303,7 @@ class PeerConv {
 
 struct PeerSpec {
     std::string name;         // "oneDNN" (the column name)
-    std::string description;  // "oneDNN 2.7.3 (CPU runtime OpenMP, ISA avx512_core)"
+    std::string description;  // "oneDNN 2.6.3 (CPU runtime OpenMP, ISA avx512_core_bf16)"
     // The peer reorders its weights into a layout of its own before its timed calls (oneDNN's
     // blocked layouts); false where it reads them as given (oneDNN on NCHW/OIHW): then the
     // engine's weights are packed per call by default too (Config::prepared_weights).
