@@ -1,7 +1,7 @@
 // The fractal algorithms' bf16 products (vdpbf16ps where the CPU has AVX512_BF16), the B
-// operands packed from OIHW in one pass, and the fractal layout of prepare_weights: each against
-// the reference on every element (fp32 and small integers exactly; real bf16 data within the
-// tolerances of the emulated bf16 storage), on every ISA the CPU has.
+// operands packed from OIHW in one pass, and the fractal layout of prepare_weights (and its
+// argument checks): each against the reference on every element (fp32 and small integers exactly;
+// real bf16 data within the tolerances of the emulated bf16 storage), on every ISA the CPU has.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -370,6 +370,30 @@ Tensor fractal_call(const Problem& p, convlab::Pass pass, const Tensor& in, cons
 }
 
 }  // namespace
+
+TEST_CASE(
+    "fractal prepare_weights: refuses the pass and null weights as convlab::prepare_weights") {
+    using convlab::Pass;
+    std::mt19937 rng(618);
+    const Problem p = convlab::parse_descriptor("mb1ic20ih7oc33oh7kh3ph1");
+    const Tensor w = convlab::test::integer_tensor(p.wei_dims(), rng);
+    for (const DType dt : {DType::f32, DType::bf16}) {
+        CHECK_THROWS_WITH_AS(dv::prepare_weights(p, Pass::BackwardWeight, w.f32(), dt),
+                             "pass: weights are prepared for fwd and bwd_data, not bwd_weight",
+                             convlab::Error);
+        CHECK_THROWS_WITH_AS(dv::prepare_weights(p, Pass::Forward, nullptr, dt),
+                             "wei: null weights", convlab::Error);
+    }
+    CHECK_THROWS_WITH_AS(convlab::prepare_weights(p, Pass::BackwardWeight, w.f32()),
+                         "pass: weights are prepared for fwd and bwd_data, not bwd_weight",
+                         convlab::Error);
+    CHECK_THROWS_WITH_AS(convlab::prepare_weights(p, Pass::BackwardData, nullptr),
+                         "wei: null weights", convlab::Error);
+    Problem bad = p;
+    bad.stride[1] = 0;
+    CHECK_THROWS_WITH_AS(dv::prepare_weights(bad, Pass::Forward, w.f32(), DType::bf16),
+                         doctest::Contains("stride"), convlab::Error);
+}
 
 TEST_CASE("fractal prepare_weights: fp16 / bf16 weights prepared once give the per-call bits") {
     KernelGuard guard;

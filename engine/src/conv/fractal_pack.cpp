@@ -14,6 +14,7 @@
 
 #include "convlab/maps.hpp"
 #include "fractal_kernel.hpp"
+#include "prepare_args.hpp"
 
 namespace convlab::davinci {
 
@@ -169,11 +170,7 @@ void prepare_fractal(PreparedWeights& w, const float* wei, Profiler* prof) {
 
 PreparedWeights prepare_weights(const Problem& p, Pass pass, const float* wei, DType storage,
                                 Profiler* prof) {
-    p.check();
-    if (pass != Pass::Forward && pass != Pass::BackwardData)
-        throw Error(std::string("pass: weights are prepared for fwd and bwd_data, not ") +
-                    pass_name(pass));
-    if (!wei) throw Error("wei: null weights");
+    detail::check_prepare_args(p, pass, wei);
     PreparedWeights w;
     w.problem_ = p;
     w.pass_ = pass;
