@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "bf16.hpp"
 #include "convlab/maps.hpp"
 #include "fractal_kernel.hpp"
 #include "prepare_args.hpp"
@@ -151,12 +152,12 @@ void fill_fractal(const Problem& p, Pass pass, const float* wei, Profiler* prof,
         else
             pack_weight_fliprot_transposed(p1, kC0, src, data + g * per_group);
     }
-    if (!pairs && storage != DType::f32) {
-        const auto m = static_cast<dim_t>(n);
+    const auto m = static_cast<dim_t>(n);
+    if (!pairs && storage == DType::bf16) {
+        detail::round_bf16(data, data, m);
+    } else if (!pairs && storage == DType::f16) {
 #pragma omp parallel for schedule(static) if (m > 65536)
-        for (dim_t i = 0; i < m; ++i)
-            data[i] = storage == DType::f16 ? half_to_float(float_to_half(data[i]))
-                                            : bf16_to_float(float_to_bf16(data[i]));
+        for (dim_t i = 0; i < m; ++i) data[i] = half_to_float(float_to_half(data[i]));
     }
 }
 
