@@ -1,10 +1,12 @@
-// The fractal algorithms' bf16 products (vdpbf16ps where the CPU has AVX512_BF16), the B
-// operands packed from OIHW in one pass, and the fractal layout of prepare_weights: each against
+// The fractal algorithms' bf16 products (vdpbf16ps where the CPU has AVX512_BF16), the fp32 ->
+// bf16 conversions of their packs on every path, the B operands packed from OIHW in one pass, and
+// the fractal layout of prepare_weights (and its argument checks): each against
 // the reference on every element (fp32 and small integers exactly; real bf16 data within the
 // tolerances of the emulated bf16 storage), on every ISA the CPU has.
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <fstream>
@@ -13,6 +15,7 @@
 #include <vector>
 
 #include "../engine/src/conv/fractal_kernel.hpp"
+#include "../engine/src/core/bf16.hpp"
 #include "../engine/src/gemm/microkernel.hpp"
 #include "convlab/conv.hpp"
 #include "convlab/davinci.hpp"
@@ -79,6 +82,109 @@ TEST_CASE("fractal bf16: the dispatch follows the CPU and CONVLAB_ISA's cap") {
             CHECK_THROWS_AS(dv::fractal_product_bf16(16, 1, a, 0, b, 0, c, 16, false),
                             convlab::Error);
         }
+    }
+}
+
+namespace {
+
+const detail::Bf16Path kPaths[] = {detail::Bf16Path::portable, detail::Bf16Path::avx2,
+                                   detail::Bf16Path::avx512, detail::Bf16Path::avx512_bf16};
+
+// fp32 bit patterns that reach every branch of the rounding: each upper half (every sign and
+// exponent: zeros, denormals, normals, infinities, NaNs of every upper payload) with lower halves
+// below, at and above the tie and at both ends; then random patterns, whose runs of 32 mix
+// denormals (1 in 256) with other values.
+std::vector<float> bf16_cases() {
+    std::vector<float> v;
+    const std::uint32_t lows[] = {0x0000, 0x0001, 0x4000, 0x7fff, 0x8000, 0x8001, 0xc000, 0xffff};
+    for (std::uint32_t hi = 0; hi < 0x10000; ++hi)
+        for (const std::uint32_t lo : lows) v.push_back(std::bit_cast<float>(hi << 16 | lo));
+    std::mt19937 rng(617);
+    for (int i = 0; i < 200000; ++i)
+        v.push_back(std::bit_cast<float>(static_cast<std::uint32_t>(rng())));
+    return v;
+}
+
+}  // namespace
+
+TEST_CASE("fractal bf16: the conversions' path follows the CPU and CONVLAB_ISA's cap") {
+    KernelGuard guard;
+    for (const std::string& isa : isas()) {
+        REQUIRE(detail::select_microkernel(isa.c_str()));
+        INFO(isa);
+        detail::Bf16Path want = detail::Bf16Path::portable;
+        if (isa == "avx2") want = detail::Bf16Path::avx2;
+        if (isa == "avx512")
+            want =
+                cpuinfo_has_bf16() == 1 ? detail::Bf16Path::avx512_bf16 : detail::Bf16Path::avx512;
+        if (isa != "avx512" || cpuinfo_has_bf16() >= 0) CHECK(detail::bf16_path() == want);
+        CHECK(detail::bf16_path_runs(detail::bf16_path()));
+    }
+    // The native path is tested where the CPU has it.
+    if (cpuinfo_has_bf16() >= 0)
+        CHECK(detail::bf16_path_runs(detail::Bf16Path::avx512_bf16) == (cpuinfo_has_bf16() == 1));
+}
+
+TEST_CASE("fractal bf16: the vector conversions equal float_to_bf16 on every element, every path") {
+    const std::vector<float> in = bf16_cases();
+    const auto n = static_cast<dim_t>(in.size());
+    std::vector<std::uint16_t> want16(in.size());
+    std::vector<std::uint32_t> want32(in.size());
+    for (std::size_t i = 0; i < in.size(); ++i) {
+        want16[i] = convlab::float_to_bf16(in[i]);
+        want32[i] = std::bit_cast<std::uint32_t>(convlab::bf16_to_float(want16[i]));
+    }
+    int paths = 0;
+    for (const detail::Bf16Path path : kPaths) {
+        INFO(detail::bf16_path_name(path));
+        if (!detail::bf16_path_runs(path)) {
+            std::vector<float> f(1);
+            CHECK_THROWS_AS(detail::round_bf16(in.data(), f.data(), 1, path), convlab::Error);
+            continue;
+        }
+        ++paths;
+        // Whole (round_bf16 split between threads), then in pieces of 1 to 70 elements: every
+        // tail length and start alignment of the vector loops.
+        std::vector<std::uint16_t> b16(in.size(), 0x5555);
+        std::vector<float> r(in.size()), inplace = in;
+        detail::to_bf16(in.data(), b16.data(), n, path);
+        detail::round_bf16(in.data(), r.data(), n, path);
+        dim_t bad16 = 0, bad32 = 0;
+        for (std::size_t i = 0; i < in.size(); ++i) {
+            bad16 += b16[i] != want16[i];
+            bad32 += std::bit_cast<std::uint32_t>(r[i]) != want32[i];
+        }
+        std::fill(b16.begin(), b16.end(), 0x5555);
+        for (dim_t i = 0, len = 1; i < n; i += len, len = len % 70 + 1) {
+            const dim_t m = std::min(len, n - i);
+            detail::to_bf16(in.data() + i, b16.data() + i, m, path);
+            detail::round_bf16(inplace.data() + i, inplace.data() + i, m, path);
+        }
+        for (std::size_t i = 0; i < in.size(); ++i) {
+            bad16 += b16[i] != want16[i];
+            bad32 += std::bit_cast<std::uint32_t>(inplace[i]) != want32[i];
+        }
+        CHECK(bad16 == 0);
+        CHECK(bad32 == 0);
+    }
+    CHECK(paths >= 1);
+    if (cpuinfo_has_bf16() == 1) CHECK(paths == 4);
+}
+
+TEST_CASE("fractal bf16: bf16_bits gives the upper half of every value rounded to bf16") {
+    KernelGuard guard;
+    std::vector<float> v;
+    std::vector<std::uint16_t> want;
+    for (std::uint32_t b = 0; b < 0x10000; ++b) {
+        v.push_back(bf16_round(std::bit_cast<float>(b << 16)));
+        want.push_back(static_cast<std::uint16_t>(std::bit_cast<std::uint32_t>(v.back()) >> 16));
+    }
+    for (const std::string& isa : isas()) {
+        REQUIRE(detail::select_microkernel(isa.c_str()));
+        INFO(isa);
+        std::vector<std::uint16_t> got(v.size());
+        dv::bf16_bits(v.data(), got.data(), static_cast<dim_t>(v.size()));
+        CHECK(got == want);
     }
 }
 
@@ -370,6 +476,30 @@ Tensor fractal_call(const Problem& p, convlab::Pass pass, const Tensor& in, cons
 }
 
 }  // namespace
+
+TEST_CASE(
+    "fractal prepare_weights: refuses the pass and null weights as convlab::prepare_weights") {
+    using convlab::Pass;
+    std::mt19937 rng(618);
+    const Problem p = convlab::parse_descriptor("mb1ic20ih7oc33oh7kh3ph1");
+    const Tensor w = convlab::test::integer_tensor(p.wei_dims(), rng);
+    for (const DType dt : {DType::f32, DType::bf16}) {
+        CHECK_THROWS_WITH_AS(dv::prepare_weights(p, Pass::BackwardWeight, w.f32(), dt),
+                             "pass: weights are prepared for fwd and bwd_data, not bwd_weight",
+                             convlab::Error);
+        CHECK_THROWS_WITH_AS(dv::prepare_weights(p, Pass::Forward, nullptr, dt),
+                             "wei: null weights", convlab::Error);
+    }
+    CHECK_THROWS_WITH_AS(convlab::prepare_weights(p, Pass::BackwardWeight, w.f32()),
+                         "pass: weights are prepared for fwd and bwd_data, not bwd_weight",
+                         convlab::Error);
+    CHECK_THROWS_WITH_AS(convlab::prepare_weights(p, Pass::BackwardData, nullptr),
+                         "wei: null weights", convlab::Error);
+    Problem bad = p;
+    bad.stride[1] = 0;
+    CHECK_THROWS_WITH_AS(dv::prepare_weights(bad, Pass::Forward, w.f32(), DType::bf16),
+                         doctest::Contains("stride"), convlab::Error);
+}
 
 TEST_CASE("fractal prepare_weights: fp16 / bf16 weights prepared once give the per-call bits") {
     KernelGuard guard;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "algorithms.hpp"
+#include "bf16.hpp"
 #include "bit_cast.hpp"
 #include "checked.hpp"
 #include "convlab/davinci.hpp"
@@ -43,21 +44,13 @@ Problem one_group(const Problem& p) {
     return q;
 }
 
-float round_to(DType t, float v) {
-    switch (t) {
-        case DType::f16:
-            return half_to_float(float_to_half(v));
-        case DType::bf16:
-            return bf16_to_float(float_to_bf16(v));
-        case DType::f32:
-            break;
-    }
-    return v;
-}
-
+// v rounded in place to storage type t: bf16 by the vector conversion (the packs and unpacks
+// of every bf16 call run it on whole activations), fp16 element by element.
 void round_storage(DType t, float* v, dim_t n) {
-    if (t == DType::f32) return;
-    for (dim_t i = 0; i < n; ++i) v[i] = round_to(t, v[i]);
+    if (t == DType::bf16)
+        detail::round_bf16(v, v, n);
+    else if (t == DType::f16)
+        for (dim_t i = 0; i < n; ++i) v[i] = half_to_float(float_to_half(v[i]));
 }
 
 // The via-forward problem q must give back `want` (the input size for backward data, the kernel

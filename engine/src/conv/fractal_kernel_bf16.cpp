@@ -7,7 +7,7 @@
 #include <cstring>
 #include <string>
 
-#include "bit_cast.hpp"
+#include "bf16.hpp"
 #include "fractal_kernel.hpp"
 #include "x86.hpp"
 
@@ -20,12 +20,6 @@ namespace convlab::davinci {
 namespace {
 
 #if CONVLAB_X86
-
-bool cpu_has_avx512_bf16() {
-    static const bool has = (__builtin_cpu_init(), __builtin_cpu_supports("avx512f") &&
-                                                       __builtin_cpu_supports("avx512bf16"));
-    return has;
-}
 
 // Sixteen fp32 accumulators (the tile's rows); per pair of reduction elements one load of B's
 // 16 column pairs and sixteen broadcasts of A's pairs.
@@ -127,7 +121,7 @@ void fractal_product2_bf16(dim_t kr, dim_t rows, const std::uint16_t* a, dim_t a
 
 bool fractal_bf16_native(dim_t kr) {
 #if CONVLAB_X86
-    return (kr == 4 || kr == 8 || kr == 16 || kr == 32) && cpu_has_avx512_bf16() &&
+    return (kr == 4 || kr == 8 || kr == 16 || kr == 32) && detail::cpu_has_avx512_bf16() &&
            detail::selected_isa() == detail::Isa::avx512;
 #else
     (void)kr;
@@ -161,9 +155,11 @@ void fractal_product_bf16(dim_t kr, dim_t rows, const std::uint16_t* a, dim_t a_
                 " on this CPU (" + fractal_isa() + ")");
 }
 
+// src holds values rounded to bf16, which rounding keeps (their lower half is zero, so the
+// rounding add carries nothing, and the rounding's NaNs are quiet already): the vector conversion
+// gives their upper half.
 void bf16_bits(const float* src, std::uint16_t* dst, dim_t n) {
-    for (dim_t i = 0; i < n; ++i)
-        dst[i] = static_cast<std::uint16_t>(detail::bit_cast<std::uint32_t>(src[i]) >> 16);
+    detail::to_bf16(src, dst, n);
 }
 
 }  // namespace convlab::davinci

@@ -12,8 +12,10 @@
 #include <string>
 #include <vector>
 
+#include "bf16.hpp"
 #include "convlab/maps.hpp"
 #include "fractal_kernel.hpp"
+#include "prepare_args.hpp"
 
 namespace convlab::davinci {
 
@@ -150,12 +152,12 @@ void fill_fractal(const Problem& p, Pass pass, const float* wei, Profiler* prof,
         else
             pack_weight_fliprot_transposed(p1, kC0, src, data + g * per_group);
     }
-    if (!pairs && storage != DType::f32) {
-        const auto m = static_cast<dim_t>(n);
+    const auto m = static_cast<dim_t>(n);
+    if (!pairs && storage == DType::bf16) {
+        detail::round_bf16(data, data, m);
+    } else if (!pairs && storage == DType::f16) {
 #pragma omp parallel for schedule(static) if (m > 65536)
-        for (dim_t i = 0; i < m; ++i)
-            data[i] = storage == DType::f16 ? half_to_float(float_to_half(data[i]))
-                                            : bf16_to_float(float_to_bf16(data[i]));
+        for (dim_t i = 0; i < m; ++i) data[i] = half_to_float(float_to_half(data[i]));
     }
 }
 
@@ -169,11 +171,7 @@ void prepare_fractal(PreparedWeights& w, const float* wei, Profiler* prof) {
 
 PreparedWeights prepare_weights(const Problem& p, Pass pass, const float* wei, DType storage,
                                 Profiler* prof) {
-    p.check();
-    if (pass != Pass::Forward && pass != Pass::BackwardData)
-        throw Error(std::string("pass: weights are prepared for fwd and bwd_data, not ") +
-                    pass_name(pass));
-    if (!wei) throw Error("wei: null weights");
+    detail::check_prepare_args(p, pass, wei);
     PreparedWeights w;
     w.problem_ = p;
     w.pass_ = pass;

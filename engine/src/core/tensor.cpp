@@ -1,4 +1,5 @@
 #include "convlab/tensor.hpp"
+#include "bf16.hpp"
 #include "bit_cast.hpp"
 
 #include <bit>
@@ -81,10 +82,7 @@ float half_to_float(std::uint16_t h) {
 }
 
 std::uint16_t float_to_bf16(float f) {
-    std::uint32_t x = detail::bit_cast<std::uint32_t>(f);
-    if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<std::uint16_t>((x >> 16) | 0x40u);
-    x += 0x7fffu + ((x >> 16) & 1u);
-    return static_cast<std::uint16_t>(x >> 16);
+    return detail::bf16_of_bits(detail::bit_cast<std::uint32_t>(f));
 }
 
 float bf16_to_float(std::uint16_t b) {

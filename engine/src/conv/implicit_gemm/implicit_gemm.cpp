@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "implicit_gemm_internal.hpp"
+#include "prepare_args.hpp"
 
 namespace convlab::detail {
 
@@ -551,11 +552,7 @@ const float* PreparedWeights::transposed_rows(const Problem& p, Pass pass, dim_t
 PreparedWeights prepare_weights(const Problem& p, Pass pass, const float* wei, Profiler* prof,
                                 const Tuning& tuning) {
     using namespace detail;
-    p.check();
-    if (pass != Pass::Forward && pass != Pass::BackwardData)
-        throw Error(std::string("pass: weights are prepared for fwd and bwd_data, not ") +
-                    pass_name(pass));
-    if (!wei) throw Error("wei: null weights");
+    detail::check_prepare_args(p, pass, wei);
     PreparedWeights w;
     w.problem_ = p;
     w.pass_ = pass;

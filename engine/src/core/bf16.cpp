@@ -1,0 +1,255 @@
+// fp32 -> bf16 conversions of whole buffers (bf16.hpp). The vector code is compiled per function
+// for its ISA (target attributes) and chosen at run time, as the GEMM core's is; each path does
+// its whole vectors and leaves the tail (fewer than a vector's elements) to the portable loop.
+#include "bf16.hpp"
+
+#include "omp_compat.hpp"
+
+#include <algorithm>
+#include <string>
+
+#if CONVLAB_X86
+#include <immintrin.h>
+#endif
+
+namespace convlab::detail {
+
+namespace {
+
+void to_bf16_portable(const float* src, std::uint16_t* dst, dim_t n) {
+    for (dim_t i = 0; i < n; ++i) dst[i] = bf16_of_bits(bit_cast<std::uint32_t>(src[i]));
+}
+
+void round_portable(const float* src, float* dst, dim_t n) {
+    for (dim_t i = 0; i < n; ++i) {
+        const std::uint32_t b = bf16_of_bits(bit_cast<std::uint32_t>(src[i]));
+        dst[i] = bit_cast<float>(b << 16);
+    }
+}
+
+#if CONVLAB_X86
+
+// bf16_of_bits on 8 lanes, the bf16 bits in the upper half of each lane (the lower half is left
+// over from the rounding add: the callers shift or mask it away).
+__attribute__((target("avx2"), always_inline)) inline __m256i rounded_avx2(__m256i x) {
+    const __m256i abs = _mm256_and_si256(x, _mm256_set1_epi32(0x7fffffff));
+    const __m256i nan = _mm256_cmpgt_epi32(abs, _mm256_set1_epi32(0x7f800000));
+    const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(x, 16), _mm256_set1_epi32(1));
+    const __m256i r = _mm256_add_epi32(x, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7fff)));
+    return _mm256_blendv_epi8(r, _mm256_or_si256(x, _mm256_set1_epi32(0x400000)), nan);
+}
+
+__attribute__((target("avx2"))) dim_t to_bf16_avx2(const float* src, std::uint16_t* dst, dim_t n) {
+    dim_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        const __m256i lo = _mm256_srli_epi32(
+            rounded_avx2(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i))), 16);
+        const __m256i hi = _mm256_srli_epi32(
+            rounded_avx2(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i + 8))), 16);
+        // packus works within 128-bit halves (lo0 hi0 lo1 hi1): put the quarters in order.
+        const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(lo, hi), 0xd8);
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i), packed);
+    }
+    return i;
+}
+
+__attribute__((target("avx2"))) dim_t round_avx2(const float* src, float* dst, dim_t n) {
+    const __m256i upper = _mm256_set1_epi32(static_cast<int>(0xffff0000u));
+    dim_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i));
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i),
+                            _mm256_and_si256(rounded_avx2(x), upper));
+    }
+    return i;
+}
+
+// bf16_of_bits on 16 lanes, as rounded_avx2.
+__attribute__((target("avx512f"), always_inline)) inline __m512i rounded_avx512(__m512i x) {
+    const __m512i abs = _mm512_and_si512(x, _mm512_set1_epi32(0x7fffffff));
+    const __mmask16 nan = _mm512_cmpgt_epu32_mask(abs, _mm512_set1_epi32(0x7f800000));
+    const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(x, 16), _mm512_set1_epi32(1));
+    const __m512i r = _mm512_add_epi32(x, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff)));
+    return _mm512_mask_or_epi32(r, nan, x, _mm512_set1_epi32(0x400000));
+}
+
+// The 16 bf16 of rounded_avx512(x).
+__attribute__((target("avx512f"), always_inline)) inline __m256i narrowed_avx512(__m512i x) {
+    return _mm512_cvtepi32_epi16(_mm512_srli_epi32(rounded_avx512(x), 16));
+}
+
+__attribute__((target("avx512f"))) dim_t to_bf16_avx512(const float* src, std::uint16_t* dst,
+                                                        dim_t n) {
+    dim_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i),
+                            narrowed_avx512(_mm512_loadu_si512(src + i)));
+    return i;
+}
+
+__attribute__((target("avx512f"))) dim_t round_avx512(const float* src, float* dst, dim_t n) {
+    const __m512i upper = _mm512_set1_epi32(static_cast<int>(0xffff0000u));
+    dim_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        _mm512_storeu_si512(dst + i,
+                            _mm512_and_si512(rounded_avx512(_mm512_loadu_si512(src + i)), upper));
+    return i;
+}
+
+// The lanes of x that hold a denormal (exponent 0, mantissa not 0; zeros excluded, which are
+// most of a ReLU's output): vcvtneps2bf16 flushes those to zero, the rule rounds them.
+__attribute__((target("avx512f"), always_inline)) inline __mmask16 denormals(__m512i x) {
+    const __m512i abs = _mm512_and_si512(x, _mm512_set1_epi32(0x7fffffff));
+    return _mm512_cmplt_epu32_mask(_mm512_sub_epi32(abs, _mm512_set1_epi32(1)),
+                                   _mm512_set1_epi32(0x7fffff));
+}
+
+// vcvtne2ps2bf16 on 32 elements at a time; the integer rule for any 32 with a denormal.
+__attribute__((target("avx512f,avx512bf16"))) dim_t to_bf16_native(const float* src,
+                                                                   std::uint16_t* dst, dim_t n) {
+    dim_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        const __m512 lo = _mm512_loadu_ps(src + i), hi = _mm512_loadu_ps(src + i + 16);
+        const __m512i xl = _mm512_castps_si512(lo), xh = _mm512_castps_si512(hi);
+        // The instruction puts its second operand's 16 in the lower half.
+        __m512i r = (__m512i)_mm512_cvtne2ps_pbh(hi, lo);
+        if (denormals(xl) | denormals(xh))
+            r = _mm512_inserti64x4(_mm512_castsi256_si512(narrowed_avx512(xl)), narrowed_avx512(xh),
+                                   1);
+        _mm512_storeu_si512(dst + i, r);
+    }
+    return i;
+}
+
+// vcvtneps2bf16, then the 16 bf16 widened by a shift to the upper half of their lanes.
+__attribute__((target("avx512f,avx512bf16"))) dim_t round_native(const float* src, float* dst,
+                                                                 dim_t n) {
+    const __m512i upper = _mm512_set1_epi32(static_cast<int>(0xffff0000u));
+    dim_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        const __m512 x = _mm512_loadu_ps(src + i);
+        const __m512i xi = _mm512_castps_si512(x);
+        const __m256i b = (__m256i)_mm512_cvtneps_pbh(x);
+        __m512i r = _mm512_slli_epi32(_mm512_cvtepu16_epi32(b), 16);
+        if (const __mmask16 d = denormals(xi))
+            r = _mm512_mask_and_epi32(r, d, rounded_avx512(xi), upper);
+        _mm512_storeu_si512(dst + i, r);
+    }
+    return i;
+}
+
+#endif
+
+void check_runs(const char* what, Bf16Path path) {
+    if (!bf16_path_runs(path))
+        throw Error(std::string(what) + ": the " + bf16_path_name(path) +
+                    " path does not run on this CPU");
+}
+
+// Elements of a block of round_bf16's parallel loop: 64 KB, a thousand AVX-512 vectors.
+constexpr dim_t kBlock = 16384;
+
+}  // namespace
+
+Bf16Path bf16_path() {
+#if CONVLAB_X86
+    switch (selected_isa()) {
+        case Isa::avx512:
+            return cpu_has_avx512_bf16() ? Bf16Path::avx512_bf16 : Bf16Path::avx512;
+        case Isa::avx2:
+            return Bf16Path::avx2;
+        case Isa::portable:
+            break;
+    }
+#endif
+    return Bf16Path::portable;
+}
+
+bool bf16_path_runs(Bf16Path path) {
+#if CONVLAB_X86
+    switch (path) {
+        case Bf16Path::portable:
+            return true;
+        case Bf16Path::avx2:
+            return cpu_has_avx2_fma();
+        case Bf16Path::avx512:
+            return cpu_has_avx512f();
+        case Bf16Path::avx512_bf16:
+            return cpu_has_avx512_bf16();
+    }
+    return false;
+#else
+    return path == Bf16Path::portable;
+#endif
+}
+
+const char* bf16_path_name(Bf16Path path) {
+    switch (path) {
+        case Bf16Path::portable:
+            return "portable";
+        case Bf16Path::avx2:
+            return "avx2";
+        case Bf16Path::avx512:
+            return "avx512";
+        case Bf16Path::avx512_bf16:
+            return "avx512_bf16";
+    }
+    return "?";
+}
+
+void to_bf16(const float* src, std::uint16_t* dst, dim_t n) {
+    to_bf16(src, dst, n, bf16_path());
+}
+
+void to_bf16(const float* src, std::uint16_t* dst, dim_t n, Bf16Path path) {
+    check_runs("to_bf16", path);
+    dim_t i = 0;
+#if CONVLAB_X86
+    switch (path) {
+        case Bf16Path::avx512_bf16:
+            i = to_bf16_native(src, dst, n);
+            break;
+        case Bf16Path::avx512:
+            i = to_bf16_avx512(src, dst, n);
+            break;
+        case Bf16Path::avx2:
+            i = to_bf16_avx2(src, dst, n);
+            break;
+        case Bf16Path::portable:
+            break;
+    }
+#endif
+    to_bf16_portable(src + i, dst + i, n - i);
+}
+
+void round_bf16(const float* src, float* dst, dim_t n) {
+    round_bf16(src, dst, n, bf16_path());
+}
+
+void round_bf16(const float* src, float* dst, dim_t n, Bf16Path path) {
+    check_runs("round_bf16", path);
+    const dim_t blocks = (n + kBlock - 1) / kBlock;
+#pragma omp parallel for schedule(static) if (blocks > 4 && !omp_in_parallel())
+    for (dim_t b = 0; b < blocks; ++b) {
+        const dim_t i0 = b * kBlock, m = std::min(kBlock, n - i0);
+        dim_t i = 0;
+#if CONVLAB_X86
+        switch (path) {
+            case Bf16Path::avx512_bf16:
+                i = round_native(src + i0, dst + i0, m);
+                break;
+            case Bf16Path::avx512:
+                i = round_avx512(src + i0, dst + i0, m);
+                break;
+            case Bf16Path::avx2:
+                i = round_avx2(src + i0, dst + i0, m);
+                break;
+            case Bf16Path::portable:
+                break;
+        }
+#endif
+        round_portable(src + i0 + i, dst + i0 + i, m - i);
+    }
+}
+
+}  // namespace convlab::detail
