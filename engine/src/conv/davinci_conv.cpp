@@ -44,15 +44,6 @@ Problem one_group(const Problem& p) {
     return q;
 }
 
-// v rounded in place to storage type t: bf16 by the vector conversion (the packs and unpacks
-// of every bf16 call run it on whole activations), fp16 element by element.
-void round_storage(DType t, float* v, dim_t n) {
-    if (t == DType::bf16)
-        detail::round_bf16(v, v, n);
-    else if (t == DType::f16)
-        for (dim_t i = 0; i < n; ++i) v[i] = half_to_float(float_to_half(v[i]));
-}
-
 // The via-forward problem q must give back `want` (the input size for backward data, the kernel
 // for backward weight) on every axis; else the unpack / tncf after it would run out of bounds.
 // Holds by construction (docs/design.md, "Problems and formulas", with r); checked so that a broken
@@ -366,7 +357,7 @@ void forward_fractal(const Problem& p, const ConvArgs& a, Profiler* prof, const 
         {
             Span s(prof, "pack_src");
             pack_activation_kernel(xd, o.c0, a.src, x5.get(), p.ic, g * q.ic);
-            round_storage(o.storage, x5.get(), xg.size());
+            detail::round_storage(o.storage, x5.get(), xg.size());
         }
         FractalB b;
         if (prepared) {
@@ -379,12 +370,12 @@ void forward_fractal(const Problem& p, const ConvArgs& a, Profiler* prof, const 
         } else {
             Span s(prof, "pack_wei");
             pack_weight_transposed(wd, o.c0, a.wei + g * wslice, bt.get());
-            round_storage(o.storage, bt.get(), wg.size());
+            detail::round_storage(o.storage, bt.get(), wg.size());
             b.f32 = bt.get();
         }
         conv_fractal_b(q, o.c0, x5.get(), b, a.bias ? a.bias + g * q.oc : nullptr, y5.get(), prof);
         Span s(prof, "unpack");
-        round_storage(o.storage, y5.get(), yg.size());
+        detail::round_storage(o.storage, y5.get(), yg.size());
         unpack_activation_kernel(yd, o.c0, y5.get(), a.dst, p.oc, g * q.oc);
     }
 }
@@ -484,7 +475,7 @@ void backward_data_fractal_via_forward(const Problem& p, const ConvArgs& a, Prof
         {
             Span s(prof, "pack_dst");
             pack_activation_kernel(yd, c0, a.diff_dst, y5.get(), p.oc, g * p1.oc);
-            round_storage(o.storage, y5.get(), yg.size());
+            detail::round_storage(o.storage, y5.get(), yg.size());
         }
         FractalB b;
         if (prepared) {
@@ -497,14 +488,14 @@ void backward_data_fractal_via_forward(const Problem& p, const ConvArgs& a, Prof
                 b.bf16 = b16;
             } else {
                 pack_weight_fliprot_transposed(p1, c0, a.wei + g * wslice, wf.get());
-                round_storage(o.storage, wf.get(), fg.size());
+                detail::round_storage(o.storage, wf.get(), fg.size());
                 b.f32 = wf.get();
             }
         }
         if (after) {
             conv_fractal_b(q1, c0, y5.get(), b, nullptr, x5.get(), prof);
             Span s(prof, "zero-insert");
-            round_storage(o.storage, x5.get(), x5_floats);
+            detail::round_storage(o.storage, x5.get(), x5_floats);
             unpack_inserted(p, c0, x5.get(), a.diff_src, g * p1.ic);
             continue;
         }
@@ -512,7 +503,7 @@ void backward_data_fractal_via_forward(const Problem& p, const ConvArgs& a, Prof
         // zero-inserted, padded copy of it is made.
         conv_fractal_b(q, c0, dy_source, b, nullptr, x5.get(), prof);
         Span s(prof, "unpack");
-        round_storage(o.storage, x5.get(), xg.size());
+        detail::round_storage(o.storage, x5.get(), xg.size());
         unpack_activation_kernel(xd, c0, x5.get(), a.diff_src, p.ic, g * p1.ic);
     }
 }

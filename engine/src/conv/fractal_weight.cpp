@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "bf16.hpp"
 #include "bit_cast.hpp"
 #include "checked.hpp"
 #include "convlab/davinci.hpp"
@@ -34,13 +35,6 @@ namespace convlab::davinci {
 namespace {
 
 constexpr dim_t kFrac = kN0 * kN0;  // floats of a dY fractal (16 channels x 16 positions)
-
-void round_storage(DType t, float* v, dim_t n) {
-    if (t == DType::f16)
-        for (dim_t i = 0; i < n; ++i) v[i] = half_to_float(float_to_half(v[i]));
-    else if (t == DType::bf16)
-        for (dim_t i = 0; i < n; ++i) v[i] = bf16_to_float(float_to_bf16(v[i]));
-}
 
 // The sizes of one group's product.
 struct Plan {
@@ -225,12 +219,12 @@ void backward_weight_fractal_fz(const Problem& p, const float* src, const float*
         {
             Span sp(prof, "pack_src");
             pack_activation_kernel(xd, c0, src, x5.get(), p.ic, grp * cg);
-            round_storage(o.storage, x5.get(), s.xg.size());
+            detail::round_storage(o.storage, x5.get(), s.xg.size());
         }
         {
             Span sp(prof, "tncf");
             pack_dy(s, diff_dst, p.oc, grp * kg, kg, p.mb, yf.get());
-            round_storage(o.storage, yf.get(), n1 * s.p1 * kFrac);
+            detail::round_storage(o.storage, yf.get(), n1 * s.p1 * kFrac);
             if (pairs) bf16_bits(yf.get(), yf16, n1 * s.p1 * kFrac);
         }
         if (s.p1 == 0) std::fill(dw, dw + s.wg.size(), 0.0f);

@@ -252,4 +252,11 @@ void round_bf16(const float* src, float* dst, dim_t n, Bf16Path path) {
     }
 }
 
+void round_storage(DType t, float* v, dim_t n) {
+    if (t == DType::bf16)
+        round_bf16(v, v, n);
+    else if (t == DType::f16)
+        for (dim_t i = 0; i < n; ++i) v[i] = half_to_float(float_to_half(v[i]));
+}
+
 }  // namespace convlab::detail

@@ -8,6 +8,7 @@
 #include "../gemm/x86.hpp"
 #include "bit_cast.hpp"
 #include "convlab/problem.hpp"
+#include "convlab/tensor.hpp"
 
 namespace convlab::detail {
 
@@ -51,5 +52,8 @@ void to_bf16(const float* src, std::uint16_t* dst, dim_t n, Bf16Path path);
 // for large n outside a parallel region.
 void round_bf16(const float* src, float* dst, dim_t n);
 void round_bf16(const float* src, float* dst, dim_t n, Bf16Path path);
+// v[i] rounded to the storage type t and widened back to fp32 in place, for i < n (f32: as is):
+// what the DaVinci algorithms hold in fp16 or bf16 storage, computed on fp32 buffers.
+void round_storage(DType t, float* v, dim_t n);
 
 }  // namespace convlab::detail
