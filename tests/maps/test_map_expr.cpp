@@ -13,6 +13,7 @@
 #include "convlab/davinci.hpp"
 #include "convlab/index_map.hpp"
 #include "convlab/map_expr.hpp"
+#include "convlab/map_rename.hpp"
 #include "convlab/maps.hpp"
 #include "test_files.hpp"
 #include "test_util.hpp"
@@ -359,6 +360,60 @@ TEST_CASE("map expressions: composition is one expression equal to the two maps 
         const std::vector<float> wz = iota(ff.src().numel());
         CHECK(run(composed, wz) == run(ff, wz));
     }
+}
+
+// A renamed expression (map_rename.hpp) is the same program: with no pairs its formula is the
+// original's word for word and every element maps where the original maps it, over range and
+// divisibility guards, flips, a composition and the DaVinci converters.
+TEST_CASE("map expressions: renaming keeps the program and changes only the names") {
+    std::mt19937 rng(6211);
+    for (int t = 0; t < 20; ++t) {
+        const Problem p = random_problem(rng);
+        const dim_t c0 = std::vector<dim_t>{2, 4, 8, 16}[rng() % 4];
+        INFO(to_descriptor(p) << " c0 " << c0);
+        const IndexMap all[] = {maps::im2col(p),
+                                maps::strided(p),
+                                maps::flip_rot(p),
+                                compose(maps::pad_for_backward_data(p), maps::strided(p), "ps"),
+                                davinci::tnc5d(p.src_dims(), c0),
+                                davinci::tncf(p.dst_dims(), c0),
+                                davinci::fliprot_fz(p, c0)};
+        for (const IndexMap& m : all) {
+            INFO(m.name());
+            REQUIRE(m.expr() != nullptr);
+            const MapExpr same = renamed(*m.expr(), {});
+            CHECK(same.formula("dst", "src", false) == m.expr()->formula("dst", "src", false));
+            const IndexMap r(m.name(), m.kind(), m.src(), m.dst(), same, m.line_axis());
+            const std::vector<float> x = iota(m.src().numel());
+            CHECK(run(r, x) == run(m, x));
+        }
+    }
+    // TNCf in the vocabulary of dY read as a kernel: the names swap roles at once (n1 -> k1 while
+    // a1 -> n1), the image's c/C0 and c % C0 are named after dY5's dims, and it still maps every
+    // element where tncf does.
+    const IndexMap m = davinci::tncf({3, 6, 3, 3}, 4);
+    const IndexMap r = renamed(m, {{"c1hw", "n1hw"},
+                                   {"n1", "k1"},
+                                   {"n0", "k0"},
+                                   {"c0", "n0"},
+                                   {"a1", "n1"},
+                                   {"b", "k"},
+                                   {"a", "n"},
+                                   {"B", "K"},
+                                   {"A", "N"},
+                                   {"N0", "K0"}});
+    CHECK(r.dst().names == std::vector<std::string>{"n1hw", "k1", "k0", "n0"});
+    CHECK(r.src() == m.src());
+    CHECK(r.formula() ==
+          "tncf: dst(n1hw, k1, k0, n0) <- src(n, c1, h, w, c0)   zero unless k < K, n < N   "
+          "where w = n1hw % W, h = n1hw/W % H, n1 = n1hw/W/H, k = k1*K0 + k0, n = n1*C0 + n0, "
+          "c1 = k/C0, c0 = k % C0");
+    const std::vector<float> x = iota(m.src().numel());
+    CHECK(run(r, x) == run(m, x));
+    // A pair that names nothing, a name given to two things, an empty name: refused.
+    CHECK_THROWS_AS(renamed(*m.expr(), {{"zz", "y"}}), Error);
+    CHECK_THROWS_AS(renamed(*m.expr(), {{"a1", "n1"}}), Error);  // the axis n1 too
+    CHECK_THROWS_AS(renamed(*m.expr(), {{"a1", ""}}), Error);
 }
 
 TEST_CASE("map expressions: the formula and its numbers at a coordinate") {

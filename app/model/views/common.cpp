@@ -83,30 +83,6 @@ std::string value_of(const Panel& p, dim_t linear, DataKind d) {
     return format_value(p.values[static_cast<std::size_t>(linear)], d);
 }
 
-// A FRACTAL_Z(_3D) row split into its kernel position and block: row = ((kd*B + b)*KH + kh)*KW
-// + kw for `ks` = the spatial sizes (1 to 3 axes, d outermost). k receives the position per
-// axis, *block the block index; returns "row 5 = (c1=0, kh=1, kw=2)".
-std::string split_fractal_row(dim_t row, dim_t blocks, const std::vector<dim_t>& ks,
-                              const std::vector<std::string>& names, const char* block_name,
-                              std::vector<dim_t>& k, dim_t* block) {
-    const auto nd = static_cast<int>(ks.size());
-    k.assign(ks.size(), 0);
-    dim_t r = row;
-    for (int i = nd - 1; i >= (nd == 3 ? 1 : 0); --i) {
-        k[static_cast<std::size_t>(i)] = r % ks[static_cast<std::size_t>(i)];
-        r /= ks[static_cast<std::size_t>(i)];
-    }
-    *block = r % blocks;
-    if (nd == 3) k[0] = r / blocks;
-    std::vector<std::string> parts;
-    for (int i = 0; i < nd; ++i) {
-        if (i == (nd == 3 ? 1 : 0)) parts.push_back(block_name + ("=" + std::to_string(*block)));
-        parts.push_back(names[static_cast<std::size_t>(i)] + "=" +
-                        std::to_string(k[static_cast<std::size_t>(i)]));
-    }
-    return "row " + std::to_string(row) + " = (" + join_terms(parts, ", ") + ")";
-}
-
 // Values of a sum's terms: "3 + 5 - 0.25" (a negative term subtracted), capped as join_terms.
 std::string join_values(const std::vector<std::string>& v) {
     std::string s;

@@ -16,6 +16,7 @@
 #include "convlab/conv.hpp"
 #include "convlab/davinci.hpp"
 #include "convlab/kernels.hpp"
+#include "convlab/map_rename.hpp"
 #include "convlab/maps.hpp"
 #include "convlab/tensor.hpp"
 #include "lesson/lesson.hpp"
@@ -38,6 +39,35 @@ double kernel_vs_link(const Link& l, const std::vector<float>& src, std::vector<
     return diff;
 }
 
+namespace {
+
+// TNCf's destination is the FRACTAL_Z of dY read as the kernel of the dW convolution (Cout = K,
+// Cin = N, output positions as taps). Its expression names the dims as FRACTAL_Z does (rows c1hw
+// of input-channel blocks and taps, n1 x n0 output channels, c0 input lanes) and its terms as TNCf
+// does (A the batch, B the channels); the panel names them by what they hold, so that the hover
+// reads in dY's terms: rows n1hw of batch blocks and positions, k1 x k0 channels of dY, n0 batch
+// lanes, k = k1*K0 + k0 < K and n = n1*C0 + n0 < N.
+Renaming tncf_names(const IndexMap& m) {
+    std::string row = m.dst().names.front();
+    const std::size_t c1 = row.find("c1");
+    if (c1 != std::string::npos) row.replace(c1, 2, "n1");
+    Renaming r{{m.dst().names.front(), row},
+               {"n1", "k1"},
+               {"n0", "k0"},
+               {"c0", "n0"},
+               {"a1", "n1"},
+               {"b", "k"},
+               {"a", "n"},
+               {"B", "K"},
+               {"A", "N"},
+               {"N0", "K0"}};
+    // The number of batch blocks is a symbol only where the depth sits outside it (3-D).
+    if (m.dst().names.front().front() == 'd') r.push_back({"A1", "N1"});
+    return r;
+}
+
+}  // namespace
+
 void build_tnc(Builder& b) {
     const Problem& p = b.p;
     const dim_t c0 = b.r.c0;
@@ -46,8 +76,12 @@ void build_tnc(Builder& b) {
     const Shape xs = act_shape(p, false, "c"), ys = act_shape(p, true, "k");
     const IndexMap pa = davinci::pack_activation(xs.dims, c0);
     const IndexMap py = davinci::pack_activation(ys.dims, c0);
-    const IndexMap mt = davinci::tnc5d(xs.dims, c0);
-    const IndexMap mf = davinci::tncf(ys.dims, c0);
+    // Both converters in the panels' vocabulary (T's dims come named so from tnc5d), their image
+    // terms named as X5's and dY5's dims (c1 = c/C0, c0 = c % C0): the hover is their
+    // expressions' arithmetic, padding zeros included (the guard n < N or k < K that fails).
+    const IndexMap mt = renamed(davinci::tnc5d(xs.dims, c0), {});
+    const IndexMap fz = davinci::tncf(ys.dims, c0);
+    const IndexMap mf = renamed(fz, tncf_names(fz));
     b.plan({{"X", xs},
             {"X5", pa.dst()},
             {"T", mt.dst()},
@@ -82,14 +116,6 @@ void build_tnc(Builder& b) {
     davinci::tncf_kernel(ys.dims, c0, y5.data(), ff.data());
     const int fi = b.add(make_panel("dYf", "TNCf(dY): FRACTAL_Z of the kernel (K, N, Ho, Wo)",
                                     mf.dst(), fractal_roles(), std::move(ff)));
-    // Name the dims by what they hold (T's come named so from tnc5d): the fractal rows of dYf
-    // run over (batch block, position), a fractal is 16 k by C0 n.
-    {
-        b.v.panels[static_cast<std::size_t>(fi)].shape.names = {p.ndims == 3   ? "d,n1,h,w"
-                                                                : p.ndims == 2 ? "n1,h,w"
-                                                                               : "n1,w",
-                                                                "k1", "k0", "n0"};
-    }
     const int l0 = b.link(pa, xi, x5i, false);
     const int l1 = b.link(mt, x5i, ti, true);
     const int l2 = b.link(py, yi, y5i, false);
@@ -113,55 +139,8 @@ void build_tnc(Builder& b) {
                   "): swap N and C so the batch is reduced over; TNCf writes dY straight into "
                   "FRACTAL_Z as the kernel of the dW convolution";
     const DataKind d = b.r.data;
-    const dim_t N = p.mb, K = p.oc, n1s = (p.mb + c0 - 1) / c0;
-    std::vector<dim_t> outs;
-    for (int i = 0; i < p.ndims; ++i) outs.push_back(p.out(i));
-    b.v.formula = [p, c0, d, N, K, n1s, outs](const ViewModel& vm, int panel,
-                                              dim_t linear) -> std::string {
-        const auto num = [](dim_t v) { return std::to_string(v); };
-        if (panel == 1 || panel == 4) return expression_formula(vm, panel, linear, d);
-        if (panel == 2) {
-            // T (C, [D,] N1, H, W, N0): the channel outermost, the batch blocked in N0 lanes.
-            const Panel& t = vm.panels[2];
-            const auto c = coords(t.shape, linear);
-            const std::size_t n1_axis = t.shape.rank() == 6 ? 2 : 1;
-            const dim_t n = c[n1_axis] * c0 + c.back(), ch = c[0];
-            std::string s = cell_name(t, linear) + ": TNC swaps N and C: channel c = " + num(ch) +
-                            " outermost, batch n = n1*C0 + n0 = " + num(c[n1_axis]) + "*" +
-                            num(c0) + " + " + num(c.back()) + " = " + num(n);
-            if (n >= N)
-                return s + " >= N = " + num(N) +
-                       ": batch padding (N padded to N1*C0 = " + num(n1s * c0) + "), zero";
-            const dim_t src = vm.links[1].image[static_cast<std::size_t>(linear)];
-            return s + "; c1 = c/C0 = " + num(ch) + "/" + num(c0) + " = " + num(ch / c0) +
-                   ", c0 = c%C0 = " + num(ch % c0) + " <- " + cell_name(vm.panels[1], src) + " = " +
-                   value_of(vm.panels[1], src, d);
-        }
-        if (panel == 5) {
-            // TNCf: dY as the kernel (Cout = K, Cin = N, Ho, Wo) in FRACTAL_Z (N1*Ho*Wo, K1,
-            // 16, C0).
-            const Panel& f = vm.panels[5];
-            const auto c = coords(f.shape, linear);
-            std::vector<dim_t> pos;
-            dim_t n1 = 0;
-            const std::string row =
-                split_fractal_row(c[0], n1s, outs, spatial(p.ndims), "n1", pos, &n1);
-            const dim_t k0s = f.shape.dims[2], k = c[1] * k0s + c[2], n = n1 * c0 + c[3];
-            std::string s = cell_name(f, linear) +
-                            ": TNCf writes dY as the kernel of the dW convolution (Cout = K, Cin = "
-                            "N): " +
-                            row + "; k = k1*16 + k0 = " + num(c[1]) + "*" + num(k0s) + " + " +
-                            num(c[2]) + " = " + num(k) + ", n = n1*C0 + n0 = " + num(n1) + "*" +
-                            num(c0) + " + " + num(c[3]) + " = " + num(n);
-            if (k >= K) return s + " (k >= K = " + num(K) + "): padding (K padded to K1*16), zero";
-            if (n >= N)
-                return s + " >= N = " + num(N) +
-                       ": batch padding (N padded to N1*C0 = " + num(n1s * c0) + "), zero";
-            const dim_t src = vm.links[3].image[static_cast<std::size_t>(linear)];
-            return s + "; c1 = k/C0 = " + num(k / c0) + ", c0 = k%C0 = " + num(k % c0) + " <- " +
-                   cell_name(vm.panels[4], src) + " = " + value_of(vm.panels[4], src, d);
-        }
-        return generic_formula(vm, panel, linear, d);
+    b.v.formula = [d](const ViewModel& vm, int panel, dim_t linear) {
+        return expression_formula(vm, panel, linear, d);
     };
 }
 

@@ -87,13 +87,6 @@ std::string short_name(const Panel& p, dim_t linear, std::size_t first = 0);
 
 std::string value_of(const Panel& p, dim_t linear, DataKind d);
 
-// A FRACTAL_Z(_3D) row split into its kernel position and block: row = ((kd*B + b)*KH + kh)*KW
-// + kw for `ks` = the spatial sizes (1 to 3 axes, d outermost). k receives the position per
-// axis, *block the block index; returns "row 5 = (c1=0, kh=1, kw=2)".
-std::string split_fractal_row(dim_t row, dim_t blocks, const std::vector<dim_t>& ks,
-                              const std::vector<std::string>& names, const char* block_name,
-                              std::vector<dim_t>& k, dim_t* block);
-
 // Values of a sum's terms: "3 + 5 - 0.25" (a negative term subtracted), capped as join_terms.
 std::string join_values(const std::vector<std::string>& v);
 

@@ -386,7 +386,9 @@ IndexMap tnc5d(std::vector<dim_t> dims, dim_t c0) {
     const T C0 = e.sym("C0", c0);
     const T n = e.let("n", t.c1 * C0 + t.c0);
     e.require_below(n, e.sym("N", sg.n));
-    e.set_image(act_image(n, t.n / C0, t.sp, t.n % C0));
+    // Block, then lane, in that order (not argument order): so are the explanation's lines.
+    const T c1 = t.n / C0, ci = t.n % C0;
+    e.set_image(act_image(n, c1, t.sp, ci));
     return IndexMap("tnc5d", IndexMap::Kind::Gather, activation_physical(dims, c0), dst,
                     std::move(e), rank - 1);
 }
@@ -408,7 +410,8 @@ IndexMap tncf(std::vector<dim_t> dims, dim_t c0) {
     const T a = e.let("a", a1 * C0 + e.var(3));
     e.require_below(b, e.sym("B", sg.c));
     e.require_below(a, e.sym("A", sg.n));
-    e.set_image(act_image(a, b / C0, pos, b % C0));
+    const T b1 = b / C0, bi = b % C0;  // (in this order, as tnc5d's)
+    e.set_image(act_image(a, b1, pos, bi));
     return IndexMap("tncf", IndexMap::Kind::Gather, activation_physical(dims, c0), dst,
                     std::move(e), 3);
 }

@@ -368,37 +368,6 @@ TEST_CASE("app model: hover formulas list their terms with the numbers filled in
         MESSAGE(g);
         CHECK(g.find("*W'(0,0,") != std::string::npos);
     }
-    SUBCASE("tnc: T and TNCf give the N/C swap and the padded batch") {
-        const app::ViewModel v = build("tnc", "mb1ic20ih6oc18kh3", app::DataKind::Integer, 16);
-        // T(c=19, n1=0, h=0, w=0, n0=0) <- X5(n=0, c1=1, h=0, w=0, c0=3) = X(0,19,0,0) = 91.
-        const std::string t = formula_at(v, "T", {19, 0, 0, 0, 0});
-        MESSAGE(t);
-        CHECK(t.find("channel c = 19 outermost, batch n = n1*C0 + n0 = 0*16 + 0 = 0; c1 = c/C0 = "
-                     "19/16 = 1, c0 = c%C0 = 3 <- X5(n=0,c1=1,h=0,w=0,c0=3) = 91") !=
-              std::string::npos);
-        // T's channels go across, its batch blocks (n1) down, as X's tiles.
-        for (const auto& pn : v.panels)
-            if (pn.name == "T") {
-                REQUIRE(pn.shape.names.size() == 5);
-                CHECK(pn.shape.names[1] == "n1");
-                CHECK(pn.roles[0] == app::Role::TileX);
-                CHECK(pn.roles[1] == app::Role::TileY);
-            }
-        const std::string tp = formula_at(v, "T", {19, 0, 0, 0, 5});
-        CHECK(tp.find("n = n1*C0 + n0 = 0*16 + 5 = 5 >= N = 1: batch padding (N padded to N1*C0 "
-                      "= 16), zero") != std::string::npos);
-        // dYf row 5 = (n1=0, h=1, w=1), k = 1*16 + 1 = 17: dY5(n=0, c1=1, h=1, w=1, c0=1) =
-        // dY(0,17,1,1) = (17*16 + 5) % 99 + 1 = 80.
-        const std::string f = formula_at(v, "dYf", {5, 1, 1, 0});
-        MESSAGE(f);
-        CHECK(f.find("row 5 = (n1=0, h=1, w=1); k = k1*16 + k0 = 1*16 + 1 = 17, n = n1*C0 + n0 = "
-                     "0*16 + 0 = 0; c1 = k/C0 = 1, c0 = k%C0 = 1 <- "
-                     "dY5(n=0,c1=1,h=1,w=1,c0=1) = 80") != std::string::npos);
-        CHECK(formula_at(v, "dYf", {5, 1, 3, 0}).find("(k >= K = 18): padding") !=
-              std::string::npos);
-        CHECK(formula_at(v, "dYf", {5, 1, 1, 2}).find("n = n1*C0 + n0 = 0*16 + 2 = 2 >= N = 1") !=
-              std::string::npos);
-    }
     SUBCASE("fractal: Wz derives c and k from the fractal coordinates, by the map's terms") {
         const app::ViewModel v =
             build("fractal", "mb1ic20ih4oc18kh3ph1", app::DataKind::Integer, 16);
