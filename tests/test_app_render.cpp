@@ -420,7 +420,8 @@ TEST_CASE("app render: SVG export and a numbered PNG sequence of a step range" *
     CHECK(count(text, "stroke=\"none\"/>") == 16 + 8 + 32 + 18);
     // The panels' primitives are the canvas's: the same list replayed (export/view_drawing.hpp).
     CHECK(r.out.find("panels drawn: canvas ") != std::string::npos);
-    CHECK(text.find("B*  B* = W^T dY") != std::string::npos);  // the canvas's title
+    CHECK(text.find("B*  B* = W^T dY") != std::string::npos);         // the canvas's title
+    CHECK(text.find("xml:space=\"preserve\"") != std::string::npos);  // its double space shown
     CHECK(text.find("not written yet") != std::string::npos);
     // dX's 18 cells carry their contribution counts, as in the window.
     CHECK(count(text, "\">x") == 18);

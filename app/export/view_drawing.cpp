@@ -455,6 +455,12 @@ std::string counts_text(const PrimCounts& c) {
 
 namespace {
 
+// A primitive's text size is ImGui's, the font's line (ascent to descent, stb_truetype's
+// ScaleForPixelHeight); an SVG font-size is the em, 2048 / 2384 of DejaVu Sans's line. Written
+// as the size itself, the file's text came out 16% wider than the window's and ran into the
+// next panel's title.
+constexpr float kEmOfLine = 2048.0f / 2384.0f;
+
 // "#rrggbb", and the opacity where the colour is not opaque.
 std::string paint(const char* what, Rgba c) {
     if (c == 0) return std::string(" ") + what + "=\"none\"";
@@ -497,7 +503,7 @@ void write_svg(std::ostream& o, const std::vector<DrawPrim>& prims) {
                 break;
             case DrawPrim::Kind::Text:
                 o << "<text x=\"" << (p.centred ? 0.5f * (p.x0 + p.x1) : p.x0) << "\" y=\""
-                  << p.y0 + 0.8f * p.size << "\" font-size=\"" << p.size << "\""
+                  << p.y0 + 0.8f * p.size << "\" font-size=\"" << p.size * kEmOfLine << "\""
                   << (p.centred ? " text-anchor=\"middle\"" : "")
                   << (p.bold ? " font-weight=\"bold\"" : "") << paint("fill", p.stroke);
                 if (p.angle != 0)

@@ -97,8 +97,8 @@ PrimCounts count_prims(const std::vector<DrawPrim>& prims);
 std::string counts_text(const PrimCounts& c);
 
 // The SVG elements of a list, one per primitive (<rect>, <line>, <text>, <circle>; an image as an
-// empty <rect>), text positioned for DejaVu Sans (its baseline 0.8 of the size below the line's
-// top).
+// empty <rect>), text sized and positioned for DejaVu Sans as ImGui draws it (its baseline 0.8
+// of the size below the line's top, its em 0.86 of the size).
 void write_svg(std::ostream& o, const std::vector<DrawPrim>& prims);
 
 }  // namespace convlab::app

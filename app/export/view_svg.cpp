@@ -46,7 +46,7 @@ std::string App::svg() const {
     const double top = key_y + 30;
     std::ostringstream o;
     o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << page_w << "\" height=\""
-      << v.height * u + top + 20 << "\" font-family=\"DejaVu Sans\">\n";
+      << v.height * u + top + 20 << "\" font-family=\"DejaVu Sans\" xml:space=\"preserve\">\n";
     o << "<rect width=\"100%\" height=\"100%\" fill=\"" << hex(P.background) << "\"/>\n";
     for (std::size_t k = 0; k < caption.size(); ++k)
         o << "<text x=\"" << left << "\" y=\"" << 24 + 20 * static_cast<double>(k)

@@ -154,6 +154,10 @@ TEST_CASE("view drawing: the SVG holds one element per primitive with its text e
     odd.size = 12;
     odd.stroke = 0x80000000u;  // half transparent
     list.push_back(odd);
+    // ImGui's size is DejaVu Sans's line, 2384 / 2048 of the SVG's em: a 23.84 px line is 20.48.
+    odd.text = "line";
+    odd.size = 23.84f;
+    list.push_back(odd);
     std::ostringstream o;
     app::write_svg(o, list);
     const std::string svg = o.str();
@@ -164,6 +168,7 @@ TEST_CASE("view drawing: the SVG holds one element per primitive with its text e
     CHECK(count_of(svg, "\n") == static_cast<long long>(list.size()));
     CHECK(svg.find(">a&lt;b &amp; &quot;c&quot;</text>") != std::string::npos);
     CHECK(svg.find("fill-opacity=\"0.502\"") != std::string::npos);
+    CHECK(svg.find("font-size=\"20.48\"") != std::string::npos);
 }
 
 namespace {
