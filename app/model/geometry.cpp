@@ -199,6 +199,10 @@ void layout_view(ViewModel& v, double title_cells, double min_slot, double row_g
     double room = order.empty() ? title_cells : row_title(0);
     double x = 0, y = room, row_h = 0;
     v.width = v.height = 0;
+    // The gap between panels: at least a character of the least title slot (13 characters), so
+    // that panels of thousands of cells, drawn at a fraction of a pixel a cell, do not touch (4
+    // cells of gap were under a pixel in the stride view of res3a_branch1).
+    const double gap = std::max(v.panel_gap, min_slot / 13.0);
     Panel* prev = nullptr;
     for (std::size_t k = 0; k < order.size(); ++k) {
         Panel& p = v.panels[order[k]];
@@ -213,7 +217,7 @@ void layout_view(ViewModel& v, double title_cells, double min_slot, double row_g
         p.title_room = room;
         p.x = x;
         p.y = y;
-        p.slot_width = std::max(p.width + v.panel_gap, min_slot);
+        p.slot_width = std::max(p.width + gap, min_slot);
         x += p.slot_width;
         row_h = std::max(row_h, p.height);
         v.width = std::max(v.width, p.x + p.width);

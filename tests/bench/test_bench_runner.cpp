@@ -758,6 +758,24 @@ TEST_CASE("bench: the fp32 peak on a coarse clock is finite and near the fine cl
     CHECK(on_coarse < 20 * on_fine);
 }
 
+// The speed probe on a clock of 1 ms ticks: rounds of seconds / 4 = 100 us would mostly time as
+// 0 (a rate of millions of GFLOP/s) or one tick; each spans kBatchTicks ticks instead.
+TEST_CASE("bench: the speed probe on a coarse clock is near the fine clock's") {
+    const auto coarse = [] {
+        const double t =
+            std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+                .count();
+        return std::floor(t / 1e-3) * 1e-3;
+    };
+    const double on_coarse = probe_fp32_rate(1, 0.0004, coarse);
+    const double on_fine = probe_fp32_rate(1, 0.02);
+    CHECK(std::isfinite(on_coarse));
+    CHECK(on_fine > 0.1);
+    // Loose: load lowers either figure; a round read as 0 or one tick is off by orders.
+    CHECK(on_coarse < 20 * on_fine);
+    CHECK(on_coarse > on_fine / 20);
+}
+
 TEST_CASE("bench: the machine's own speed is probed around every timed window") {
     // The probe measures FMAs really run: a rate far above the measured peak would be chains
     // computed outside its clock reads (millions of GFLOP/s). (No lower bound, and a loose upper

@@ -580,10 +580,6 @@ long chain_iterations(double seconds, const std::function<double()>& read) {
     }
 }
 
-long chain_iterations(double seconds) {
-    return chain_iterations(seconds, steady_seconds);
-}
-
 }  // namespace
 
 double measure_fp32_peak(int threads, double seconds, const std::function<double()>& clock) {
@@ -614,11 +610,16 @@ double measure_fp32_peak(int threads, double seconds, const std::function<double
     return best;
 }
 
-double probe_fp32_rate(int threads, double seconds) {
+double probe_fp32_rate(int threads, double seconds, const std::function<double()>& clock) {
     threads = threads_or_all(threads);
-    using Clock = std::chrono::steady_clock;
     constexpr int kRounds = 4;
-    const long iters = chain_iterations(seconds / kRounds);
+    // A round spans kBatchTicks ticks at least: the browser's clock ticks every 100 us, and
+    // rounds of 1 ms timed on it were off by a tenth (the steady clock's tick, tens of
+    // nanoseconds, is measured once).
+    static const double steady_tick = clock_tick();
+    const double tick = clock ? clock_tick(clock) : steady_tick;
+    const std::function<double()> read = clock ? clock : steady_seconds;
+    const long iters = chain_iterations(std::max(seconds / kRounds, kBatchTicks * tick), read);
     std::vector<double> rounds;
     std::vector<double> rate(static_cast<std::size_t>(threads));
     for (int round = 0; round < kRounds; ++round) {
@@ -627,7 +628,7 @@ double probe_fp32_rate(int threads, double seconds) {
         {
             // The chains are pure: without the empty asm statements GCC computes them outside
             // the two clock reads (a rate of millions of GFLOP/s).
-            const auto t0 = Clock::now();
+            const double t0 = read();
             long n = iters;
             asm volatile("" : "+r"(n));
             float sink = fma_chains(n);
@@ -636,7 +637,7 @@ double probe_fp32_rate(int threads, double seconds) {
 #else
             asm volatile("" : "+m"(sink));
 #endif
-            const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+            const double s = read() - t0;
             rate[static_cast<std::size_t>(omp_get_thread_num())] =
                 chain_flops(iters) / std::max(s, 1e-9) * 1e-9;
         }

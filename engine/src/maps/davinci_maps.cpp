@@ -802,20 +802,28 @@ void pack_weight_kernel(std::span<const dim_t> dims, dim_t c0, const float* src,
 
 void unpack_weight_kernel(std::span<const dim_t> dims, dim_t c0, const float* src, float* dst) {
     const WeiGeom g = WeiGeom::of(dims, c0);
-    const dim_t taps = g.taps(), row_stride = g.n1 * kN0 * c0;
-    // Mirror of pack_weight_kernel: one output channel and one input-channel block at a time.
-#pragma omp parallel for schedule(static) if (g.o * g.i * taps > 65536)
-    for (dim_t o = 0; o < g.o; ++o)
-        for (dim_t c1 = 0; c1 < g.i1; ++c1) {
-            const dim_t valid = std::min(c0, g.i - c1 * c0);
-            float* out = dst + (o * g.i + c1 * c0) * taps;
+    const dim_t taps = g.taps(), o1s = blocks_of(g.o, kN0);
+    // One fractal column (input-channel block c1, output block o1) at a time: each tap's fractal
+    // is 16 x C0 contiguous floats and the column's destination is 16 runs of C0 * taps floats,
+    // so both sides move in cache-sized pieces. (Walking output channel by output channel read
+    // one cache line per fractal row, rows 128 KB apart on ResNet-50's last stage: 2.7 ms for
+    // res5a_branch1's weight gradient.)
+#pragma omp parallel for collapse(2) schedule(static) if (g.o * g.i * taps > 65536)
+    for (dim_t c1 = 0; c1 < g.i1; ++c1)
+        for (dim_t o1 = 0; o1 < o1s; ++o1) {
+            const dim_t valid = std::min(c0, g.i - c1 * c0), ov = std::min(kN0, g.o - o1 * kN0);
+            float* out = dst + (o1 * kN0 * g.i + c1 * c0) * taps;
             for (dim_t kd = 0; kd < g.d; ++kd)
-                for (dim_t kh = 0; kh < g.h; ++kh) {
-                    const dim_t tap0 = (kd * g.h + kh) * g.w;
-                    const float* in = src + g.offset(g.row(kd, c1, kh, 0), o / kN0, o % kN0, 0);
-                    for (dim_t kw = 0; kw < g.w; ++kw, in += row_stride)
-                        for (dim_t ci = 0; ci < valid; ++ci) out[ci * taps + tap0 + kw] = in[ci];
-                }
+                for (dim_t kh = 0; kh < g.h; ++kh)
+                    for (dim_t kw = 0; kw < g.w; ++kw) {
+                        const dim_t tap = (kd * g.h + kh) * g.w + kw;
+                        const float* in = src + g.offset(g.row(kd, c1, kh, kw), o1, 0, 0);
+                        for (dim_t oi = 0; oi < ov; ++oi) {
+                            float* o_row = out + oi * g.i * taps + tap;
+                            const float* i_row = in + oi * c0;
+                            for (dim_t ci = 0; ci < valid; ++ci) o_row[ci * taps] = i_row[ci];
+                        }
+                    }
         }
 }
 

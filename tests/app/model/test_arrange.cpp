@@ -479,3 +479,26 @@ TEST_CASE("app model: arrange_view keeps the view's own rows unless told to lift
     CHECK(breaks() == 1);
     CHECK(v.panels[3].new_row);
 }
+
+TEST_CASE("app model: panels far wider than their titles keep a gap of a character at any zoom") {
+    // The stride view of res3a_branch1 is drawn at 0.2 px a cell at 1280 x 720: a gap of 4 cells
+    // was under a pixel and Z touched P. The least title slot stands for 13 characters of the
+    // zoom it was computed at; the gap is at least one of them.
+    app::ViewModel v = build("stride", "mb1ic2ih60oc2kh1sh2ph0");
+    double widest = 0;
+    for (const app::Panel& p : v.panels) widest = std::max(widest, p.width);
+    REQUIRE(widest > 26 * app::kPanelGap);  // a gap of a character is more than 4 cells below
+    for (const double min_slot : {7.0, widest / 4, widest / 2}) {
+        CAPTURE(min_slot);
+        app::layout_view(v, 2.5, min_slot);
+        int pairs = 0;
+        for (std::size_t i = 1; i < v.panels.size(); ++i) {
+            const app::Panel& a = v.panels[i - 1];
+            const app::Panel& b = v.panels[i];
+            if (b.new_row || b.y != a.y) continue;
+            ++pairs;
+            CHECK(b.x - (a.x + a.width) >= std::max(app::kPanelGap, min_slot / 13.0) - 1e-9);
+        }
+        CHECK(pairs > 0);
+    }
+}

@@ -233,8 +233,10 @@ double measure_fp32_peak(int threads, double seconds = 0.2,
 // time their own register-only FMA chains, in 4 rounds filling about `seconds`; the rounds' median
 // of the threads' summed rates. A probe of a few milliseconds around each measured window: these
 // virtual machines slow down for seconds to minutes at a time (a 3x3 layer and oneDNN's run of it
-// both at half speed) without any process of theirs, or steal time, showing it.
-double probe_fp32_rate(int threads, double seconds = 0.004);
+// both at half speed) without any process of theirs, or steal time, showing it. Rounds span
+// kBatchTicks ticks of `clock` (the steady clock when empty) at least.
+double probe_fp32_rate(int threads, double seconds = 0.004,
+                       const std::function<double()>& clock = {});
 
 struct Machine {
     std::string cpu = "unknown";
@@ -301,7 +303,7 @@ class PeerConv {
 
 struct PeerSpec {
     std::string name;         // "oneDNN" (the column name)
-    std::string description;  // "oneDNN 2.7.3 (CPU runtime OpenMP, ISA avx512_core)"
+    std::string description;  // "oneDNN 2.6.3 (CPU runtime OpenMP, ISA avx512_core_bf16)"
     // The peer reorders its weights into a layout of its own before its timed calls (oneDNN's
     // blocked layouts); false where it reads them as given (oneDNN on NCHW/OIHW): then the
     // engine's weights are packed per call by default too (Config::prepared_weights).
