@@ -420,7 +420,8 @@ TEST_CASE("app render: SVG export and a numbered PNG sequence of a step range" *
     CHECK(count(text, "stroke=\"none\"/>") == 16 + 8 + 32 + 18);
     // The panels' primitives are the canvas's: the same list replayed (export/view_drawing.hpp).
     CHECK(r.out.find("panels drawn: canvas ") != std::string::npos);
-    CHECK(text.find("B* B* = W^T dY") != std::string::npos);
+    CHECK(text.find("B*  B* = W^T dY") != std::string::npos);         // the canvas's title
+    CHECK(text.find("xml:space=\"preserve\"") != std::string::npos);  // its double space shown
     CHECK(text.find("not written yet") != std::string::npos);
     // dX's 18 cells carry their contribution counts, as in the window.
     CHECK(count(text, "\">x") == 18);
@@ -476,6 +477,42 @@ TEST_CASE("app render: the canvas and the SVG replay the same panel primitives" 
         const auto cells = r.out.find(", cells ");
         REQUIRE(cells != std::string::npos);
         CHECK(std::stod(r.out.substr(cells + 8)) >= 34.0);
+    }
+}
+
+// The window and the SVG write the panels' titles with one painter (export/view_drawing.hpp's
+// title_text, layout_titled and paint_title): with the canvas's cells at the SVG's 36 px
+// (--zoom 36) and the view as wide as the canvas (C0 = 4: a canvas's edge wraps a title there),
+// every title line is the same text at the same place from its panel's top-left cell, in the
+// same size. A title laid out or worded by one output alone makes them differ.
+TEST_CASE("app render: the canvas and the SVG write the same panel titles at the same places" *
+          doctest::skip(!can_render())) {
+    TempDir t;
+    const auto svg = (t.path / "s.svg").string();
+    for (const std::string args : {"--view im2col --problem mb1ic2ih3oc2kh2 --step 2",
+                                   "--view stride --problem mb1ic1ih5oc1kh3sh2 --step 1",
+                                   "--view tnc --problem mb1ic2ih3oc2kh2 --c0 4 --step 0",
+                                   "--view fractal --problem mb1ic2ih3oc2kh2 --c0 4 --step 0"}) {
+        const Run r = run_binary("shot " + args + " --zoom 36 --titles --svg " + svg, t.path);
+        INFO(args << "\n" << r.out << r.err);
+        REQUIRE(r.status == 0);
+        std::vector<std::string> canvas, file;
+        std::istringstream lines(r.out);
+        for (std::string l; std::getline(lines, l);) {
+            if (l.rfind("title canvas ", 0) == 0) canvas.push_back(l.substr(13));
+            if (l.rfind("title svg ", 0) == 0) file.push_back(l.substr(10));
+        }
+        REQUIRE(!canvas.empty());
+        CHECK(canvas == file);
+        // Above their panel's cells, the panels' names first ("0 0.0 -84.0 15.0 X  input").
+        for (const std::string& l : canvas) {
+            std::istringstream in(l);
+            std::size_t panel = 0;
+            double x = 0, y = 0, size = 0;
+            in >> panel >> x >> y >> size;
+            CHECK(y + size <= 0);
+            CHECK(x == 0);
+        }
     }
 }
 

@@ -140,6 +140,10 @@ ui::ShotOptions shot_options(const Options& opts) {
     }
     o.presenter = opts.has("--presenter");
     o.follow = opts.has("--follow");
+    if (const auto* s = opts.get("--zoom")) {
+        if (o.follow) throw Error("--zoom and --follow: give one (the cell size is the follow's)");
+        o.zoom = static_cast<float>(parse_integer("--zoom", *s, 2, 96));
+    }
     o.reveal = opts.has("--reveal");
     if (o.reveal && o.lesson.empty())
         throw Error("--reveal goes with --lesson (a step's hidden cells revealed)");
@@ -223,7 +227,7 @@ void run_shot(const Options& opts, std::ostream& out) {
         ui::check_writable(o.notes_out);
     }
     if (o.out.empty() && o.frames == 0 && o.svg.empty() && o.sequence_dir.empty() &&
-        o.gif.empty() && o.notes_out.empty() && o.keys.empty() && !report)
+        o.gif.empty() && o.notes_out.empty() && o.keys.empty() && !report && !opts.has("--titles"))
         throw Error(
             "shot needs --out FILE.png (or --svg, --sequence, --gif, --notes-out, --keys, "
             "--frames N --report)");
@@ -237,6 +241,20 @@ void run_shot(const Options& opts, std::ostream& out) {
     if (!o.svg.empty())
         out << "wrote " << o.svg << "\npanels drawn: canvas " << app::counts_text(r.canvas_prims)
             << "; svg " << app::counts_text(r.svg_prims) << "\n";
+    if (opts.has("--titles")) {
+        // One line per title line drawn: where, from its panel's top-left cell, and what.
+        const auto list = [&out](const char* by, const std::vector<ui::TitleLine>& lines) {
+            for (const ui::TitleLine& l : lines) {
+                char at[96];
+                std::snprintf(at, sizeof at, "title %s %zu %.1f %.1f %.1f ", by, l.panel,
+                              static_cast<double>(l.prim.x0), static_cast<double>(l.prim.y0),
+                              static_cast<double>(l.prim.size));
+                out << at << l.prim.text << "\n";
+            }
+        };
+        list("canvas", r.canvas_titles);
+        list("svg", r.svg_titles);
+    }
     if (!o.sequence_dir.empty()) out << "wrote the steps to " << o.sequence_dir << "\n";
     if (!o.gif.empty())
         out << "wrote " << o.gif << " (steps " << o.seq_from << " to "
@@ -342,6 +360,10 @@ const Command& shot_command() {
           "keys pressed first, at once: \"focus:kernel 3 Enter Right PgDn notes:R\" (see "
           "docs/cli.md)"},
          {"--svg", "FILE", "also the view as SVG (cells, values, titles)"},
+         {"--zoom", "PX", "cells of PX pixels (2 to 96) from the canvas's top left, not the fit"},
+         {"--titles", nullptr,
+          "print each panel title line the canvas drew (and the SVG wrote, with --svg): "
+          "\"title canvas|svg PANEL X Y SIZE TEXT\", X and Y from the panel's top-left cell"},
          {"--sequence", "DIR", "also steps as numbered PNGs DIR/VIEW_NNNN.png"},
          {"--steps", "A:B", "the steps of --sequence (default all)"},
          {"--gif", "FILE", "also steps as one looping animated GIF (each frame <= 256 colours)"},

@@ -259,6 +259,172 @@ void paint_panel(const Panel& pn, const PanelState& ps, const PanelPaint& pp,
     }
 }
 
+namespace {
+
+// Where the UTF-8 characters of t start, and its end.
+std::vector<std::size_t> char_starts(const std::string& t) {
+    std::vector<std::size_t> at;
+    for (std::size_t i = 0; i < t.size(); ++i)
+        if ((static_cast<unsigned char>(t[i]) & 0xc0u) != 0x80u) at.push_back(i);
+    at.push_back(t.size());
+    return at;
+}
+
+// The longest start of t (whole characters) no wider than `width`; at least one character where
+// `one` (a line holds at least one, as ImGui's).
+std::size_t fitting_prefix(const std::string& t, float width, float size, const TextWidth& measure,
+                           bool one) {
+    const std::vector<std::size_t> at = char_starts(t);
+    std::size_t lo = 0, hi = at.size() - 1;  // characters: lo fit, more than hi do not
+    while (lo < hi) {
+        const std::size_t mid = (lo + hi + 1) / 2;
+        if (measure(t.substr(0, at[mid]), size) <= width)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return at[one ? std::max<std::size_t>(lo, std::min<std::size_t>(1, at.size() - 1)) : lo];
+}
+
+}  // namespace
+
+std::string cut_to_width(const std::string& t, float width, float size, const TextWidth& measure) {
+    if (measure(t, size) <= width) return t;
+    return t.substr(0, fitting_prefix(t, width - measure("...", size), size, measure, false)) +
+           "...";
+}
+
+std::vector<std::string> wrap_to_width(const std::string& t, float width, float size,
+                                       const TextWidth& measure) {
+    std::vector<std::string> lines;
+    const float space = measure(" ", size);
+    std::string line;
+    float lw = 0;  // the line's width: its words' and spaces' (the fonts have no kerning)
+    const auto push = [&] {
+        while (!line.empty() && line.back() == ' ') line.pop_back();
+        lines.push_back(std::move(line));
+        line.clear();
+        lw = 0;
+    };
+    // A word starting a line: as much of it as fits, the rest on the next lines.
+    const auto start = [&](std::string word, float ww) {
+        while (ww > width) {
+            const std::size_t n = fitting_prefix(word, width, size, measure, true);
+            if (n >= word.size()) break;
+            line = word.substr(0, n);
+            push();
+            word.erase(0, n);
+            ww = measure(word, size);
+        }
+        line = std::move(word);
+        lw = ww;
+    };
+    for (std::size_t i = 0; i <= t.size();) {
+        const std::size_t j = std::min(t.find(' ', i), t.size());
+        std::string word = t.substr(i, j - i);
+        i = j + 1;
+        const float ww = measure(word, size);
+        if (line.empty()) {
+            if (!word.empty()) start(std::move(word), ww);
+            continue;  // (a line's leading spaces dropped)
+        }
+        if (!word.empty() && lw + space + ww > width) {
+            push();
+            start(std::move(word), ww);
+        } else {
+            line += ' ' + word;
+            lw += space + ww;
+        }
+    }
+    if (!line.empty() || lines.empty()) push();
+    return lines;
+}
+
+std::string role_text(const Panel& p) {
+    std::string rows, cols, tx, ty;
+    for (std::size_t i = 0; i < p.roles.size(); ++i) {
+        std::string* t = p.roles[i] == Role::Row     ? &rows
+                         : p.roles[i] == Role::Col   ? &cols
+                         : p.roles[i] == Role::TileX ? &tx
+                                                     : &ty;
+        *t += (t->empty() ? "" : ",") + p.shape.names[i];
+    }
+    std::string s;
+    if (!rows.empty()) s += "rows " + rows + " · ";
+    if (!cols.empty()) s += "cols " + cols;
+    if (!tx.empty() && p.tiles_x > 1) s += " · tiles " + tx + " →";
+    if (!ty.empty() && p.tiles_y > 1) s += " · " + ty + " ↓";
+    return s;
+}
+
+std::string shape_text(const Shape& s) {
+    std::string r = "(";
+    for (std::size_t i = 0; i < s.dims.size(); ++i)
+        r += (i ? ", " : "") + s.names[i] + "=" + std::to_string(s.dims[i]);
+    return r + ")";
+}
+
+float title_wrap(const Panel& pn, float z, const TitlePaint& tp) {
+    const float x = static_cast<float>(pn.x) * z;
+    return std::max(std::min(static_cast<float>(pn.slot_width) * z - tp.size * 0.6f, tp.right - x),
+                    tp.size * 8);
+}
+
+TitleText title_text(const Panel& pn, float z, const TitlePaint& tp) {
+    TitleText t;
+    const float wrap = title_wrap(pn, z, tp);
+    if (tp.compact) {
+        t.lines.push_back(
+            cut_to_width(pn.name + "  " + short_title(pn.title), wrap, tp.size, tp.text_width));
+    } else {
+        for (const std::string& para :
+             {pn.name + "  " + pn.title, shape_text(pn.shape), role_text(pn)})
+            for (std::string& l : wrap_to_width(para, wrap, tp.size, tp.text_width))
+                t.lines.push_back(std::move(l));
+    }
+    for (const std::string& l : t.lines) t.w = std::max(t.w, tp.text_width(l, tp.size));
+    t.h = static_cast<float>(t.lines.size()) * tp.size;
+    return t;
+}
+
+float title_slot(const ViewModel& v, float size, float canvas_w) {
+    int per_row = 0, in_row = 0;
+    for (std::size_t i : placement(v)) {
+        in_row = v.panels[i].new_row ? 1 : in_row + 1;
+        per_row = std::max(per_row, in_row);
+    }
+    return std::min(size * 13.0f, canvas_w / static_cast<float>(std::max(1, per_row)));
+}
+
+float layout_titled(ViewModel& v, float z, const TitlePaint& tp, float min_slot) {
+    // The slots first (a title wraps at its slot), then the rows apart by their titles.
+    const double slot = min_slot / z;
+    layout_view(v, 0, slot);
+    std::vector<double> room(v.panels.size());
+    float top = 0;
+    for (std::size_t i = 0; i < v.panels.size(); ++i) {
+        const Panel& pn = v.panels[i];
+        // The tile labels ("c=1", PanelPaint::label_size over a gap) under a tiled panel's title.
+        const float h =
+            title_text(pn, z, tp).h + (pn.tiles_x * pn.tiles_y > 1 ? 1.3f : 0.3f) * tp.size;
+        room[i] = h / z;
+        top = std::max(top, h);
+    }
+    // One-line titles (a short window): rows half a line apart, not 2 cells (54 px of lesson
+    // 17's 332 at 1280x720 in presenter mode).
+    const double gap = tp.compact ? std::min(kPanelGap * 0.5, 0.5 * tp.size / z) : kPanelGap * 0.5;
+    layout_view(v, top / z, slot, gap, &room);
+    return top;
+}
+
+void paint_title(const TitleText& t, float x, float y, const TitlePaint& tp, bool pinned,
+                 std::vector<DrawPrim>& list) {
+    Out out{list};
+    if (pinned && tp.backdrop) out.rect(x - 2, y, x + t.w + 4, y + t.h + 2, tp.backdrop, 0);
+    for (std::size_t k = 0; k < t.lines.size(); ++k)
+        out.text(x, y + static_cast<float>(k) * tp.size, tp.size, tp.text, t.lines[k]);
+}
+
 PrimCounts count_prims(const std::vector<DrawPrim>& prims) {
     PrimCounts c;
     for (const DrawPrim& p : prims) switch (p.kind) {
@@ -288,6 +454,12 @@ std::string counts_text(const PrimCounts& c) {
 }
 
 namespace {
+
+// A primitive's text size is ImGui's, the font's line (ascent to descent, stb_truetype's
+// ScaleForPixelHeight); an SVG font-size is the em, 2048 / 2384 of DejaVu Sans's line. Written
+// as the size itself, the file's text came out 16% wider than the window's and ran into the
+// next panel's title.
+constexpr float kEmOfLine = 2048.0f / 2384.0f;
 
 // "#rrggbb", and the opacity where the colour is not opaque.
 std::string paint(const char* what, Rgba c) {
@@ -331,7 +503,7 @@ void write_svg(std::ostream& o, const std::vector<DrawPrim>& prims) {
                 break;
             case DrawPrim::Kind::Text:
                 o << "<text x=\"" << (p.centred ? 0.5f * (p.x0 + p.x1) : p.x0) << "\" y=\""
-                  << p.y0 + 0.8f * p.size << "\" font-size=\"" << p.size << "\""
+                  << p.y0 + 0.8f * p.size << "\" font-size=\"" << p.size * kEmOfLine << "\""
                   << (p.centred ? " text-anchor=\"middle\"" : "")
                   << (p.bold ? " font-weight=\"bold\"" : "") << paint("fill", p.stroke);
                 if (p.angle != 0)

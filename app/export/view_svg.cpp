@@ -1,4 +1,5 @@
-// The view as SVG (App::svg): the panels' primitives (export/view_drawing.hpp) under a header.
+// The view as SVG (App::svg): the panels' and their titles' primitives (export/view_drawing.hpp)
+// under a header.
 #include "export/xml_escape.hpp"
 #include "gui/app.hpp"
 
@@ -8,9 +9,8 @@ namespace convlab::ui {
 
 using app::xml_escape;
 
-// The view as SVG: the panels as the window draws them at 36 px cells (the same primitives,
-// export/view_drawing.hpp), under the caption, the step line, the colour key and the panels'
-// titles (text wrapped to the panels' slots).
+// The view as SVG: the panels and their titles as the window draws them at 36 px cells (the same
+// primitives, export/view_drawing.hpp), under the caption, the step line and the colour key.
 std::string App::svg() const {
     if (!view) throw Error("nothing to export yet");
     dim_t total = 0;
@@ -25,32 +25,28 @@ std::string App::svg() const {
         return std::string(b);
     };
     // 36 px cells: the size from which the window writes a cell's contribution count (x3).
-    const double u = 36, left = 20, title_px = 15, line_h = 18, char_w = 0.58;
-    // Layout twice: the slots' widths decide how many lines the titles wrap into.
+    const double u = 36, left = 20, char_w = 0.58;
+    // The panels under their titles as the canvas lays them out at u px a cell (its full titles,
+    // a canvas without a right edge): export/view_drawing.hpp.
     ViewModel v = *view;
-    app::layout_view(v, 1.6, 9.0);
-    std::vector<std::vector<std::string>> titles(v.panels.size());
-    std::size_t lines = 1;
+    const app::TitlePaint tp = title_paint(false, 1e30f);
+    const auto uf = static_cast<float>(u);
+    app::layout_titled(v, uf, tp, app::title_slot(v, tp.size, 1e30f));
+    std::vector<app::TitleText> titles(v.panels.size());
+    double titles_right = 0;
     for (std::size_t i = 0; i < v.panels.size(); ++i) {
-        const Panel& pn = v.panels[i];
-        const auto chars = static_cast<std::size_t>(
-            std::max(12.0, (pn.slot_width - 0.3) * u / (title_px * char_w)));
-        titles[i] = lesson::wrap_words(pn.name + "  " + pn.title, chars);
-        for (const auto& l : lesson::wrap_words(shape_text(pn.shape) + "  " + role_text(pn), chars))
-            titles[i].push_back(l);
-        lines = std::max(lines, titles[i].size());
+        titles[i] = app::title_text(v.panels[i], uf, tp);
+        titles_right = std::max(titles_right, v.panels[i].x * u + titles[i].w);
     }
-    const double title_cells = (static_cast<double>(lines) * line_h + 22) / u;
-    app::layout_view(v, title_cells, 9.0);
     // Header: caption (wrapped), the step line, the colour key.
-    const double page_w = std::max(900.0, v.width * u + 2 * left);
+    const double page_w = std::max(900.0, std::max(v.width * u, titles_right) + 2 * left);
     const auto caption = lesson::wrap_words(
         view->caption, static_cast<std::size_t>((page_w - 2 * left) / (16 * char_w)));
     const double key_y = 24 + static_cast<double>(caption.size()) * 20 + 18;
     const double top = key_y + 30;
     std::ostringstream o;
     o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << page_w << "\" height=\""
-      << v.height * u + top + 20 << "\" font-family=\"DejaVu Sans\">\n";
+      << v.height * u + top + 20 << "\" font-family=\"DejaVu Sans\" xml:space=\"preserve\">\n";
     o << "<rect width=\"100%\" height=\"100%\" fill=\"" << hex(P.background) << "\"/>\n";
     for (std::size_t k = 0; k < caption.size(); ++k)
         o << "<text x=\"" << left << "\" y=\"" << 24 + 20 * static_cast<double>(k)
@@ -82,16 +78,20 @@ std::string App::svg() const {
     // draws (export/view_drawing.hpp), at u px a cell.
     std::vector<app::DrawPrim> list;
     svg_prims = {};
+    svg_titles.clear();
     for (std::size_t i = 0; i < v.panels.size(); ++i) {
         const Panel& pn = v.panels[i];
         if (pn.hidden) continue;  // a stage of the lesson not revealed yet, as in the window
-        const double tx = left + pn.x * u, ty = top + (pn.y - title_cells) * u;
-        for (std::size_t k = 0; k < titles[i].size(); ++k)
-            o << "<text x=\"" << tx << "\" y=\"" << ty + 15 + line_h * static_cast<double>(k)
-              << "\" font-size=\"" << (k == 0 ? title_px : 13) << "\" fill=\""
-              << hex(k == 0 ? P.panel_text : P.dim_text) << "\">" << xml_escape(titles[i][k])
-              << "</text>\n";
-        app::PanelPaint pp = panel_paint(i, static_cast<float>(u));
+        // Its title, then its cells, padding, tile labels, values and outlines: the primitives
+        // the canvas draws (export/view_drawing.hpp), at u px a cell.
+        const auto px = static_cast<float>(left + pn.x * u);
+        const auto py = static_cast<float>(top + pn.y * u);
+        list.clear();
+        app::paint_title(titles[i], px, static_cast<float>(top + (pn.y - pn.title_room) * u), tp,
+                         false, list);
+        record_titles(svg_titles, i, list, px, py);
+        app::write_svg(o, list);
+        app::PanelPaint pp = panel_paint(i, uf);
         pp.ox = static_cast<float>(left);
         pp.oy = static_cast<float>(top);
         list.clear();

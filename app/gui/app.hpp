@@ -658,11 +658,18 @@ class App {
     void draw_panel(ImDrawList* dl, std::size_t i, ImVec2 origin, float z, const ImVec4& clip);
     // Panel i's painting at z px a cell (its colours, digits, font): the canvas's and the SVG's.
     app::PanelPaint panel_paint(std::size_t i, float z) const;
+    app::TitlePaint title_paint(bool compact, float right) const;
+    // The text primitives of prims (panel i's title), placed from (px, py), appended to `to`.
+    static void record_titles(std::vector<TitleLine>& to, std::size_t i,
+                              const std::vector<app::DrawPrim>& prims, float px, float py);
     void replay(ImDrawList* dl, std::size_t i, const std::vector<app::DrawPrim>& prims);
     std::vector<app::DrawPrim> painted;  // the panel being drawn (kept: no allocation per frame)
     // The panels' primitives the canvas drew in the last frame, and those of the last SVG.
     app::PrimCounts canvas_prims;
     mutable app::PrimCounts svg_prims;
+    // The panels' title lines the canvas drew in the last frame, and those of the last SVG.
+    std::vector<TitleLine> canvas_titles;
+    mutable std::vector<TitleLine> svg_titles;
     void texture(std::size_t i);
     void after_render(bool clean);
     std::string svg() const;
@@ -675,9 +682,8 @@ class App {
     }
 };
 
-// A panel's dims with their roles and its shape, as text (panel.cpp).
-std::string role_text(const Panel& p);
-std::string shape_text(const Shape& s);
+using app::role_text;
+using app::shape_text;
 
 // [SECTION] window (window.cpp)
 

@@ -1,5 +1,6 @@
 // The canvas: its header line, the fit, zoom and pan, hover and following the step.
 #include "gui/app.hpp"
+#include "gui/timings_chart.hpp"
 
 namespace convlab::ui {
 
@@ -169,78 +170,32 @@ void App::canvas() {
         ImGui::EndChild();
         return;
     }
-    // Titles above the panels: "X  input", then the shape and what rows, columns and tiles are.
-    // The room they take is in pixels, so the panels are laid out again for the zoom.
+    // Titles above the panels (export/view_drawing.hpp, as the SVG writes them): "X  input",
+    // then the shape and what rows, columns and tiles are. The room they take is in pixels, so
+    // the panels are laid out again for the zoom.
     const float fs = ImGui::GetFontSize();
     const float margin = fs;
-    std::vector<std::string> titles(view->panels.size());
-    const auto make_titles = [&] {
-        for (std::size_t i = 0; i < view->panels.size(); ++i) {
-            const Panel& pn = view->panels[i];
-            if (compact_titles)
-                titles[i] = pn.name + "  " + app::short_title(pn.title);
-            else
-                titles[i] =
-                    pn.name + "  " + pn.title + "\n" + shape_text(pn.shape) + "\n" + role_text(pn);
-        }
-    };
-    make_titles();
-    // A title wraps at its panel's slot and at the canvas's right edge.
     const float avail_x = size.x - 2 * margin, avail_y = size.y - 2 * margin;
-    const auto wrap_of = [&](std::size_t i, float z) {
-        const Panel& pn = view->panels[i];
-        return std::max(std::min(static_cast<float>(pn.slot_width) * z - fs * 0.6f,
-                                 avail_x - static_cast<float>(pn.x) * z),
-                        fs * 8);
-    };
-    // The title as drawn at zoom z: compact titles are one line, cut with "..." at the slot.
-    const auto shown = [&](std::size_t i, float z) {
-        return compact_titles ? cut_to_width(font, fs, titles[i], wrap_of(i, z)) : titles[i];
-    };
+    // A title wraps at its panel's slot and at the canvas's right edge.
+    app::TitlePaint titling = title_paint(compact_titles, avail_x);
+    const auto make_titles = [&] { titling.compact = compact_titles; };
     // Right edge of the widest title line, from the view's left edge, at zoom z.
     const auto titles_right = [&](float z) {
         float r = 0;
-        for (std::size_t i = 0; i < titles.size(); ++i)
-            r = std::max(
-                r, static_cast<float>(view->panels[i].x) * z +
-                       font->CalcTextSizeA(fs, FLT_MAX, wrap_of(i, z), shown(i, z).c_str()).x);
+        for (const Panel& pn : view->panels)
+            r = std::max(r, static_cast<float>(pn.x) * z + app::title_text(pn, z, titling).w);
         return r;
     };
     float top = 0;
     // Least room per panel for its title: 13 characters, less when a row has many panels.
     float slot_px = 0;
-    const auto update_slot = [&] {
-        int per_row = 0, in_row = 0;
-        for (std::size_t i : app::placement(*view)) {
-            in_row = view->panels[i].new_row ? 1 : in_row + 1;
-            per_row = std::max(per_row, in_row);
-        }
-        slot_px = std::min(fs * 13.0f, (size.x - 2 * margin) / static_cast<float>(per_row));
-    };
+    const auto update_slot = [&] { slot_px = app::title_slot(*view, fs, size.x - 2 * margin); };
     update_slot();
     // Each row's titles get the room of its tallest (and the tile labels, "c=1", where any of
     // its panels has tiles): one room for every row, the tallest of all, left a band as tall as
     // a 5-line title above a row of 1-line titles (the fractal view of 20 channels at C0 = 8).
     // top: the tallest row's.
-    std::vector<double> room(titles.size());
-    const auto relayout = [&](float z) {
-        const double min_slot = slot_px / z;
-        app::layout_view(*view, 0, min_slot);
-        top = 0;
-        for (std::size_t i = 0; i < titles.size(); ++i) {
-            const app::Panel& pn = view->panels[i];
-            const float h = font->CalcTextSizeA(fs, FLT_MAX, wrap_of(i, z), shown(i, z).c_str()).y +
-                            (pn.tiles_x * pn.tiles_y > 1 ? fs * 1.3f : fs * 0.3f);
-            room[i] = h / z;
-            top = std::max(top, h);
-        }
-        // Short of height (compact titles), rows apart by half a line of text, not 2 cells
-        // (54 px of lesson 17's 332 at 1280x720 in presenter mode).
-        app::layout_view(
-            *view, top / z, min_slot,
-            compact_titles ? std::min(app::kPanelGap * 0.5, 0.5 * fs / z) : app::kPanelGap * 0.5,
-            &room);
-    };
+    const auto relayout = [&](float z) { top = app::layout_titled(*view, z, titling, slot_px); };
     if (s.zoom > 0 && fit_auto &&
         (std::abs(size.x - fit_size.x) > 0.5f || std::abs(size.y - fit_size.y) > 0.5f ||
          fs != fit_fs))
@@ -476,19 +431,17 @@ void App::canvas() {
     // whether the panel shows at all (a sliver cut by the top edge does not) and from where down
     // its cells are drawn (under a title pinned over them).
     const app::CellBox visible{clip.x, clip.y, clip.z, clip.w};
-    std::vector<std::string> title_text(view->panels.size());
-    std::vector<ImVec2> title_size(view->panels.size());
+    std::vector<app::TitleText> titles(view->panels.size());
     std::vector<app::TitlePlace> places(view->panels.size());
     for (std::size_t i = 0; i < view->panels.size(); ++i) {
         const Panel& pn = view->panels[i];
         const ImVec2 tp(origin.x + static_cast<float>(pn.x) * z,
                         origin.y + static_cast<float>(pn.y - pn.title_room) * z);
-        title_text[i] = shown(i, z);
-        title_size[i] = font->CalcTextSizeA(fs, FLT_MAX, wrap_of(i, z), title_text[i].c_str());
+        titles[i] = app::title_text(pn, z, titling);
         const app::CellBox box{tp.x, origin.y + static_cast<float>(pn.y) * z,
                                tp.x + static_cast<float>(pn.width) * z,
                                origin.y + static_cast<float>(pn.y + pn.height) * z};
-        places[i] = app::pin_title(tp.x, tp.y, title_size[i].x, title_size[i].y, box, visible);
+        places[i] = app::pin_title(tp.x, tp.y, titles[i].w, titles[i].h, box, visible);
     }
     app::Selection h;
     if (over) {
@@ -507,34 +460,30 @@ void App::canvas() {
     update_linked();
     dl->AddRectFilled(ImVec2(clip.x, clip.y), ImVec2(clip.z, clip.w), P.background);
     canvas_prims = {};
+    canvas_titles.clear();
     // Titles whose place scrolled off while their panel still shows (following the step, or
     // zoomed by hand) are pinned to the canvas's edge over a backdrop, after every panel's cells.
-    struct Pinned {
-        std::size_t panel;
-        app::TitlePlace at;
-        std::string text;
-        ImVec2 size;
-    };
-    std::vector<Pinned> pinned;
+    std::vector<app::DrawPrim> pinned;
     for (std::size_t i = 0; i < view->panels.size(); ++i) {
         const Panel& pn = view->panels[i];
-        const ImVec2 tp(origin.x + static_cast<float>(pn.x) * z,
-                        origin.y + static_cast<float>(pn.y - pn.title_room) * z);
         if (pn.hidden) continue;  // a stage of the lesson not revealed yet
         const app::TitlePlace& at = places[i];
         if (!at.shown) continue;  // a sliver cut by the canvas's top edge
-        const std::string& t = title_text[i];
-        const ImVec2 ts = title_size[i];
+        const app::TitleText& t = titles[i];
+        painted.clear();
+        app::paint_title(t, at.x, at.y, titling, at.pinned, painted);
+        record_titles(canvas_titles, i, painted, origin.x + static_cast<float>(pn.x) * z,
+                      origin.y + static_cast<float>(pn.y) * z);
         if (at.pinned)
-            pinned.push_back({i, at, t, ts});
+            pinned.insert(pinned.end(), painted.begin(), painted.end());
         else
-            dl->AddText(font, fs, tp, P.panel_text, t.c_str(), nullptr, wrap_of(i, z));
+            for (const app::DrawPrim& p : painted) chart_draw::draw_prim(dl, font, p);
         // A one-line title is the short form: the hover gives the whole of it, with the shape.
         const ImVec2 m = ImGui::GetIO().MousePos;
-        if (compact_titles && ImGui::IsWindowHovered() && m.x >= at.x && m.x < at.x + ts.x &&
-            m.y >= at.y && m.y < at.y + ts.y)
+        if (compact_titles && ImGui::IsWindowHovered() && m.x >= at.x && m.x < at.x + t.w &&
+            m.y >= at.y && m.y < at.y + t.h)
             ImGui::SetTooltip("%s  %s\n%s\n%s", pn.name.c_str(), pn.title.c_str(),
-                              shape_text(pn.shape).c_str(), role_text(pn).c_str());
+                              app::shape_text(pn.shape).c_str(), app::role_text(pn).c_str());
         // Its cells from under a title pinned over them (the canvas's top otherwise).
         const ImVec4 cells_clip(clip.x, std::max(clip.y, at.cells_y0), clip.z, clip.w);
         dl->PushClipRect(ImVec2(cells_clip.x, cells_clip.y), ImVec2(cells_clip.z, cells_clip.w),
@@ -542,13 +491,7 @@ void App::canvas() {
         draw_panel(dl, i, origin, z, cells_clip);
         dl->PopClipRect();
     }
-    const ImU32 backdrop = (P.background & IM_COL32(255, 255, 255, 0)) | IM_COL32(0, 0, 0, 220);
-    for (const Pinned& p : pinned) {
-        dl->AddRectFilled(ImVec2(p.at.x - 2, p.at.y),
-                          ImVec2(p.at.x + p.size.x + 4, p.at.y + p.size.y + 2), backdrop);
-        dl->AddText(font, fs, ImVec2(p.at.x, p.at.y), P.panel_text, p.text.c_str(), nullptr,
-                    wrap_of(p.panel, z));
-    }
+    for (const app::DrawPrim& p : pinned) chart_draw::draw_prim(dl, font, p);
     lesson.draw_highlights(dl, *view, origin, z, lesson_highlight_colour(s.palette));
     if (lesson.active() || measure_read) measure_readability(origin, z, clip);
     // A lesson step whose fitted view leaves the cells it is about unreadable follows the step

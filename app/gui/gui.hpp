@@ -13,6 +13,13 @@
 
 namespace convlab::ui {
 
+// A line of a panel's title as drawn (export/view_drawing.hpp's paint_title): the panel's index
+// and the line's text primitive, placed from the panel's top-left cell corner.
+struct TitleLine {
+    std::size_t panel = 0;
+    app::DrawPrim prim;
+};
+
 struct GuiOptions {
     std::string view = "im2col";
     std::string problem = "mb1ic2ih3oc2kh2";  // 2x3x3 input, 2 filters of 2x2x2
@@ -50,8 +57,9 @@ struct ShotOptions {
     int palette = 0;
     bool presenter = false;
     bool follow = false;  // the canvas follows the step (AppState::follow)
-    std::string out;      // PNG path ("" with frames > 0: no picture)
-    std::string svg;      // also the view as SVG ("" : none)
+    float zoom = 0;   // cells of this many pixels, the view's left edge at the canvas's (0: fit)
+    std::string out;  // PNG path ("" with frames > 0: no picture)
+    std::string svg;  // also the view as SVG ("" : none)
     // Also steps [seq_from, seq_to] as DIR/VIEW_NNNN.png ("" : none).
     std::string sequence_dir;
     dim_t seq_from = 0, seq_to = -1;
@@ -129,6 +137,10 @@ struct FrameReport {
     // frame, and those the SVG (ShotOptions::svg) replayed: one list, so they agree where both
     // show every cell whole.
     app::PrimCounts canvas_prims, svg_prims;
+    // The panels' title lines the canvas drew in the last frame, and those of the SVG: one
+    // painter (export/view_drawing.hpp), so they agree where the canvas's cells are the SVG's
+    // 36 px (ShotOptions::zoom) and its canvas wide enough for the view.
+    std::vector<TitleLine> canvas_titles, svg_titles;
     bool fits() const { return drawn_w <= canvas_w + 0.5f && drawn_h <= canvas_h + 0.5f; }
 };
 

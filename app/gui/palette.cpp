@@ -95,13 +95,12 @@ float luminance(ImU32 c) {
     return 0.2126f * v.x + 0.7152f * v.y + 0.0722f * v.z;
 }
 
-// t as drawn in `width` pixels at font size `size`: whole, or cut with "..." where it is wider.
+// t as drawn in `width` pixels at font size `size`: whole, or cut with "..." where it is wider
+// (the rule of the panels' titles, export/view_drawing.hpp).
 std::string cut_to_width(const ImFont* font, float size, const std::string& t, float width) {
-    const auto w = [&](const char* x) { return font->CalcTextSizeA(size, FLT_MAX, 0.0f, x).x; };
-    if (w(t.c_str()) <= width) return t;
-    const char* end = t.c_str();  // where the characters that fit before "..." end
-    font->CalcTextSizeA(size, std::max(0.0f, width - w("...")), 0.0f, t.c_str(), nullptr, &end);
-    return std::string(t.c_str(), end) + "...";
+    return app::cut_to_width(t, width, size, [font](const std::string& x, float sz) {
+        return font->CalcTextSizeA(sz, FLT_MAX, 0.0f, x.c_str()).x;
+    });
 }
 
 // Outline colours of a panel's cell groups (the stride phases of dX), in every palette: hues

@@ -1,34 +1,9 @@
-// A panel on the canvas: its painting (export/view_drawing.hpp) replayed with ImGui draw lists;
-// the text of its title (role_text, shape_text).
+// A panel on the canvas: its painting and its title's (export/view_drawing.hpp) replayed with
+// ImGui draw lists.
 #include "gui/app.hpp"
 #include "gui/timings_chart.hpp"
 
 namespace convlab::ui {
-
-// "tiles: c ->, n v; rows h; cols w" for a panel.
-std::string role_text(const Panel& p) {
-    std::string rows, cols, tx, ty;
-    for (std::size_t i = 0; i < p.roles.size(); ++i) {
-        std::string* t = p.roles[i] == app::Role::Row     ? &rows
-                         : p.roles[i] == app::Role::Col   ? &cols
-                         : p.roles[i] == app::Role::TileX ? &tx
-                                                          : &ty;
-        *t += (t->empty() ? "" : ",") + p.shape.names[i];
-    }
-    std::string s;
-    if (!rows.empty()) s += "rows " + rows + " · ";
-    if (!cols.empty()) s += "cols " + cols;
-    if (!tx.empty() && p.tiles_x > 1) s += " · tiles " + tx + " →";
-    if (!ty.empty() && p.tiles_y > 1) s += " · " + ty + " ↓";
-    return s;
-}
-
-std::string shape_text(const Shape& s) {
-    std::string r = "(";
-    for (std::size_t i = 0; i < s.dims.size(); ++i)
-        r += (i ? ", " : "") + s.names[i] + "=" + std::to_string(s.dims[i]);
-    return r + ")";
-}
 
 // How panel i is painted at z px a cell in this palette, with the window's font and digits: the
 // same for the canvas and the SVG export.
@@ -57,6 +32,35 @@ app::PanelPaint App::panel_paint(std::size_t i, float z) const {
     };
     pp.group_colour = [](std::uint8_t g) { return group_colour(g); };
     return pp;
+}
+
+// How the panels' titles are written in the window's font and colours: the same for the canvas
+// and the SVG export. compact: one line each; right: the canvas's right edge from the view's left.
+app::TitlePaint App::title_paint(bool compact, float right) const {
+    const Palette& P = pal();
+    app::TitlePaint tp;
+    tp.size = ImGui::GetFontSize();
+    tp.compact = compact;
+    tp.right = right;
+    tp.text = P.panel_text;
+    tp.backdrop = (P.background & IM_COL32(255, 255, 255, 0)) | IM_COL32(0, 0, 0, 220);
+    ImFont* f = font;
+    tp.text_width = [f](const std::string& t, float size) {
+        return f->CalcTextSizeA(size, FLT_MAX, 0, t.c_str()).x;
+    };
+    return tp;
+}
+
+void App::record_titles(std::vector<TitleLine>& to, std::size_t i,
+                        const std::vector<app::DrawPrim>& prims, float px, float py) {
+    for (app::DrawPrim p : prims) {
+        if (p.kind != app::DrawPrim::Kind::Text) continue;
+        p.x0 -= px;
+        p.x1 -= px;
+        p.y0 -= py;
+        p.y1 -= py;
+        to.push_back({i, std::move(p)});
+    }
 }
 
 // Draws a primitive list with ImGui (Image: panel i's texture); counts what it drew.

@@ -110,6 +110,10 @@ FrameReport shot_in(Window& w, const ShotOptions& o) {
                     " (0 to " + std::to_string(n - 1) + ")");
     if (o.lesson.empty()) a.s.playback.step = o.step;
     a.step_dirty = true;
+    if (o.zoom > 0) {  // no fit: cells of o.zoom px from the canvas's top-left corner
+        a.s.zoom = o.zoom;
+        a.fit_auto = false;
+    }
     if (o.view == "timings")
         prepare_timings_shot(*a.timings, {o.results, o.bench_quick, o.frames == 0, o.chart,
                                           o.hover_panel, o.hover_cell, o.peer, o.results_name});
@@ -176,12 +180,15 @@ FrameReport shot_in(Window& w, const ShotOptions& o) {
         rep.image = std::move(a.ex.grab);
     }
     rep.canvas_prims = a.canvas_prims;
+    rep.canvas_titles = a.canvas_titles;
     if (!o.svg.empty()) {
         a.ex.svg = o.svg;
         render_frame(a, 0.0);
         if (!a.status.starts_with("wrote")) throw Error(a.status);
         rep.svg_prims = a.svg_prims;  // and the canvas's of the same frame
         rep.canvas_prims = a.canvas_prims;
+        rep.svg_titles = a.svg_titles;
+        rep.canvas_titles = a.canvas_titles;
     }
     if (!o.sequence_dir.empty() || !o.gif.empty()) {
         if (!o.sequence_dir.empty()) a.ex.dir = o.sequence_dir;

@@ -154,6 +154,10 @@ TEST_CASE("view drawing: the SVG holds one element per primitive with its text e
     odd.size = 12;
     odd.stroke = 0x80000000u;  // half transparent
     list.push_back(odd);
+    // ImGui's size is DejaVu Sans's line, 2384 / 2048 of the SVG's em: a 23.84 px line is 20.48.
+    odd.text = "line";
+    odd.size = 23.84f;
+    list.push_back(odd);
     std::ostringstream o;
     app::write_svg(o, list);
     const std::string svg = o.str();
@@ -164,4 +168,121 @@ TEST_CASE("view drawing: the SVG holds one element per primitive with its text e
     CHECK(count_of(svg, "\n") == static_cast<long long>(list.size()));
     CHECK(svg.find(">a&lt;b &amp; &quot;c&quot;</text>") != std::string::npos);
     CHECK(svg.find("fill-opacity=\"0.502\"") != std::string::npos);
+    CHECK(svg.find("font-size=\"20.48\"") != std::string::npos);
+}
+
+namespace {
+
+// 0.6 em a character (UTF-8 characters, not bytes), the measure of the title tests.
+float width_of(const std::string& t, float size) {
+    float n = 0;
+    for (const char c : t) n += (static_cast<unsigned char>(c) & 0xc0u) != 0x80u;
+    return 0.6f * size * n;
+}
+
+// The words of t, without the spaces between them.
+std::vector<std::string> words_of(const std::string& t) {
+    std::vector<std::string> w;
+    std::istringstream in(t);
+    for (std::string x; in >> x;) w.push_back(x);
+    return w;
+}
+
+app::TitlePaint titling(bool compact) {
+    app::TitlePaint tp;
+    tp.size = 15;
+    tp.compact = compact;
+    tp.text = 0xff202020u;
+    tp.backdrop = 0xdc000000u;
+    tp.text_width = width_of;
+    return tp;
+}
+
+}  // namespace
+
+TEST_CASE("view drawing: a text cut to a width ends in ... and never splits a character") {
+    CHECK(app::cut_to_width("abc", 27, 15, width_of) == "abc");  // 3 x 9 px: fits exactly
+    const std::string cut = app::cut_to_width("abcdefgh", 50, 15, width_of);
+    CHECK(cut == "ab...");  // 5 characters of 9 px: 45 <= 50, one more is 54
+    CHECK(width_of(cut, 15) <= 50);
+    // "·" is two bytes: cut before it or after it, never inside.
+    const std::string dot = app::cut_to_width("a·bcdefgh", 45, 15, width_of);
+    CHECK(dot == "a·...");
+    CHECK(app::cut_to_width("abcdef", 10, 15, width_of) == "...");  // no room for a character
+}
+
+TEST_CASE("view drawing: wrapped lines stay inside the width and keep every word") {
+    const std::string t = "column matrix B = im2col(X)  of the padded input";
+    for (const float w : {60.0f, 100.0f, 200.0f, 1000.0f}) {
+        INFO("width " << w);
+        const auto lines = app::wrap_to_width(t, w, 10, width_of);
+        std::string joined;
+        for (const std::string& l : lines) {
+            CHECK(width_of(l, 10) <= w);
+            CHECK(!l.empty());
+            CHECK(l.front() != ' ');
+            CHECK(l.back() != ' ');
+            joined += (joined.empty() ? "" : " ") + l;
+        }
+        CHECK(words_of(joined) == words_of(t));
+        if (w >= 1000) CHECK(lines == std::vector<std::string>{t});  // its double space kept
+    }
+    // A word wider than a line is cut where the line ends, as ImGui wraps it.
+    const auto cut = app::wrap_to_width("abcdefghij k", 30, 10, width_of);
+    REQUIRE(cut.size() == 3);
+    CHECK(cut[0] == "abcde");
+    CHECK(cut[1] == "fghij");
+    CHECK(cut[2] == "k");
+}
+
+TEST_CASE("view drawing: panel titles sit above their cells, one line each when compact") {
+    for (const bool compact : {false, true}) {
+        Painted p = view("stride", "mb1ic2ih5oc2kh3sh2", 0);
+        const app::TitlePaint tp = titling(compact);
+        const float z = 20;
+        const float top = app::layout_titled(p.v, z, tp, app::title_slot(p.v, tp.size, 1e30f));
+        CHECK(top > 0);
+        for (std::size_t i = 0; i < p.v.panels.size(); ++i) {
+            const app::Panel& pn = p.v.panels[i];
+            INFO((compact ? "compact " : "full ") << pn.name);
+            const app::TitleText t = app::title_text(pn, z, tp);
+            REQUIRE(!t.lines.empty());
+            CHECK(t.lines[0].rfind(pn.name + "  ", 0) == 0);
+            if (compact) {
+                CHECK(t.lines.size() == 1);
+                CHECK(t.w <= app::title_wrap(pn, z, tp));
+            } else {
+                std::string all;
+                for (const std::string& l : t.lines) all += l + " ";
+                CHECK(all.find("(" + pn.shape.names[0] + "=") != std::string::npos);
+                CHECK(all.find("cols ") != std::string::npos);
+            }
+            for (const std::string& l : t.lines)
+                CHECK(width_of(l, tp.size) <= app::title_wrap(pn, z, tp));
+            // The title and the tile labels' band under it fit above the panel's cells.
+            CHECK(t.h + (pn.tiles_x * pn.tiles_y > 1 ? 1.3f : 0.3f) * tp.size <=
+                  static_cast<float>(pn.title_room) * z + 0.01f);
+            std::vector<app::DrawPrim> list;
+            const float x = static_cast<float>(pn.x) * z,
+                        y = static_cast<float>(pn.y - pn.title_room) * z;
+            app::paint_title(t, x, y, tp, false, list);
+            REQUIRE(list.size() == t.lines.size());
+            for (std::size_t k = 0; k < list.size(); ++k) {
+                CHECK(list[k].kind == app::DrawPrim::Kind::Text);
+                CHECK(list[k].text == t.lines[k]);
+                CHECK(list[k].stroke == tp.text);
+                CHECK(list[k].size == tp.size);
+                CHECK(list[k].x0 == x);
+                CHECK(list[k].y0 + list[k].size <= static_cast<float>(pn.y) * z);
+            }
+            // Pinned over other cells: a backdrop first, under the whole title.
+            list.clear();
+            app::paint_title(t, x, y, tp, true, list);
+            REQUIRE(list.size() == t.lines.size() + 1);
+            CHECK(list[0].kind == app::DrawPrim::Kind::Rect);
+            CHECK(list[0].fill == tp.backdrop);
+            CHECK(list[0].x1 - list[0].x0 >= t.w);
+            CHECK(list[0].y1 - list[0].y0 >= t.h);
+        }
+    }
 }
