@@ -393,7 +393,8 @@ float title_slot(const ViewModel& v, float size, float canvas_w) {
         in_row = v.panels[i].new_row ? 1 : in_row + 1;
         per_row = std::max(per_row, in_row);
     }
-    return std::min(size * 13.0f, canvas_w / static_cast<float>(std::max(1, per_row)));
+    return std::min(size * static_cast<float>(kTitleSlotChars),
+                    canvas_w / static_cast<float>(std::max(1, per_row)));
 }
 
 float layout_titled(ViewModel& v, float z, const TitlePaint& tp, float min_slot) {

@@ -199,10 +199,10 @@ void layout_view(ViewModel& v, double title_cells, double min_slot, double row_g
     double room = order.empty() ? title_cells : row_title(0);
     double x = 0, y = room, row_h = 0;
     v.width = v.height = 0;
-    // The gap between panels: at least a character of the least title slot (13 characters), so
+    // The gap between panels: at least a character of the least title slot (kTitleSlotChars), so
     // that panels of thousands of cells, drawn at a fraction of a pixel a cell, do not touch (4
     // cells of gap were under a pixel in the stride view of res3a_branch1).
-    const double gap = std::max(v.panel_gap, min_slot / 13.0);
+    const double gap = std::max(v.panel_gap, min_slot / kTitleSlotChars);
     Panel* prev = nullptr;
     for (std::size_t k = 0; k < order.size(); ++k) {
         Panel& p = v.panels[order[k]];

@@ -79,6 +79,9 @@ struct CellPos {
 };
 constexpr double kTileGap = 1.0;   // between tiles of one panel
 constexpr double kPanelGap = 4.0;  // between panels
+// The least room of a panel's title, in characters of the canvas's font (fewer where a row has
+// many panels); the gap between panels is at least one of them.
+constexpr double kTitleSlotChars = 13.0;
 
 // Fills rows/cols/tiles/width/height of a panel from its shape and roles.
 void layout_panel(Panel& p);
