@@ -6,10 +6,14 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <fstream>
+#include <functional>
+#include <numeric>
 #include <random>
 #include <string>
 #include <vector>
@@ -17,6 +21,7 @@
 #include "../engine/src/conv/fractal_kernel.hpp"
 #include "../engine/src/core/bf16.hpp"
 #include "../engine/src/gemm/microkernel.hpp"
+#include "../engine/src/maps/davinci_internal.hpp"
 #include "convlab/conv.hpp"
 #include "convlab/davinci.hpp"
 #include "convlab/maps.hpp"
@@ -183,6 +188,166 @@ TEST_CASE("fractal bf16: the vector conversions equal float_to_bf16 on every ele
     CHECK(paths >= 1);
     if (built_with_x86() && cpuinfo_has_bf16() == 1) CHECK(paths == 4);
     if (!built_with_x86()) CHECK(paths == 1);  // portable: the element-by-element path alone
+}
+
+namespace {
+
+// The fp32 bits of v rounded to storage type t and widened back, element by element (the scalar
+// rules float_to_bf16 / float_to_half).
+std::uint32_t storage_bits(DType t, float v) {
+    if (t == DType::bf16) return std::uint32_t{convlab::float_to_bf16(v)} << 16;
+    if (t == DType::f16) v = convlab::half_to_float(convlab::float_to_half(v));
+    return std::bit_cast<std::uint32_t>(v);
+}
+
+const DType kStorages[] = {DType::f32, DType::f16, DType::bf16};
+
+}  // namespace
+
+TEST_CASE(
+    "fractal storage: the rounding copy equals the scalar rules on every element, every ISA") {
+    KernelGuard guard;
+    const std::vector<float> in = bf16_cases();
+    const auto n = static_cast<dim_t>(in.size());
+    for (const std::string& isa : isas()) {
+        REQUIRE(detail::select_microkernel(isa.c_str()));
+        for (const DType t : kStorages) {
+            INFO(isa << " " << convlab::dtype_name(t));
+            const detail::StorageCopy copy = detail::storage_copy(t);
+            // Whole, then in pieces of 1 to 70 elements (every tail and start alignment).
+            std::vector<float> whole(in.size(), 7.0f), pieces(in.size(), 7.0f);
+            copy(in.data(), whole.data(), n);
+            for (dim_t i = 0, len = 1; i < n; i += len, len = len % 70 + 1)
+                copy(in.data() + i, pieces.data() + i, std::min(len, n - i));
+            dim_t bad = 0;
+            for (std::size_t i = 0; i < in.size(); ++i) {
+                const std::uint32_t want = storage_bits(t, in[i]);
+                bad += std::bit_cast<std::uint32_t>(whole[i]) != want;
+                bad += std::bit_cast<std::uint32_t>(pieces[i]) != want;
+            }
+            CHECK(bad == 0);
+        }
+    }
+}
+
+TEST_CASE("fractal storage: the rounding pack equals pack then round_storage on every element") {
+    KernelGuard guard;
+    std::mt19937 rng(619);
+    const auto pick = [&](dim_t lo, dim_t hi) {
+        return std::uniform_int_distribution<dim_t>(lo, hi)(rng);
+    };
+    // Bit patterns of every kind: the rounding's special cases (NaN, infinities, denormals,
+    // ties, the largest finite values), zeros of both signs and random patterns.
+    const std::vector<float> cases = bf16_cases();
+    const auto value = [&] {
+        return cases[static_cast<std::size_t>(pick(0, static_cast<dim_t>(cases.size()) - 1))];
+    };
+    dim_t checked = 0;
+    for (int t = 0; t < 40; ++t) {
+        // 4-D and 5-D activations, C off the multiples of C0, odd sizes, a channel slice of a
+        // wider tensor (a group's), and sizes above the pack's threshold of parallel work.
+        const bool big = t % 8 == 7;
+        std::vector<dim_t> dims{pick(1, 3), pick(1, big ? 70 : 37)};
+        if (t % 3 == 2) dims.push_back(pick(1, 5));
+        dims.push_back(pick(1, big ? 40 : 13));
+        dims.push_back(pick(1, big ? 40 : 13));
+        const dim_t c0 = std::array<dim_t, 5>{16, 8, 4, 5, 32}[static_cast<std::size_t>(t % 5)];
+        const dim_t extra = pick(0, 2), c_begin = pick(0, extra), ct = dims[1] + extra;
+        std::vector<dim_t> wide = dims;
+        wide[1] = ct;
+        std::vector<float> x(static_cast<std::size_t>(
+            std::accumulate(wide.begin(), wide.end(), dim_t{1}, std::multiplies<>())));
+        for (float& v : x) v = value();
+        const auto size = static_cast<std::size_t>(dv::ActGeom::of(dims, c0).size());
+        for (const std::string& isa : isas()) {
+            REQUIRE(detail::select_microkernel(isa.c_str()));
+            for (const DType st : kStorages) {
+                INFO("dims " << dims.size() << "-D C " << dims[1] << " c0 " << c0 << " " << isa
+                             << " " << convlab::dtype_name(st));
+                std::vector<float> want(size, 7.0f), got(size, 7.0f);
+                dv::pack_activation_kernel(dims, c0, x.data(), want.data(), ct, c_begin);
+                detail::round_storage(st, want.data(), static_cast<dim_t>(size));
+                dv::internal::pack_activation_rounded(st, dims, c0, x.data(), got.data(), ct,
+                                                      c_begin);
+                CHECK(std::memcmp(got.data(), want.data(), size * sizeof(float)) == 0);
+                ++checked;
+            }
+        }
+    }
+    CHECK(checked >= 40 * 3);
+}
+
+namespace {
+
+// Data whose rounding matters: reals in [-1, 1), with one element in 8 a tie of bf16 (lower half
+// 0x8000) and one in 16 a denormal.
+Tensor rounding_tensor(std::vector<dim_t> dims, std::mt19937& rng) {
+    Tensor t = convlab::test::real_tensor(std::move(dims), rng);
+    float* p = t.f32();
+    for (dim_t i = 0; i < t.numel(); ++i) {
+        const std::uint32_t r = static_cast<std::uint32_t>(rng());
+        if (r % 8 == 0)
+            p[i] = std::bit_cast<float>((std::bit_cast<std::uint32_t>(p[i]) & ~0xffffu) | 0x8000u);
+        if (r % 16 == 1) p[i] = std::bit_cast<float>((r >> 9) | (r & 0x80000000u));
+    }
+    return t;
+}
+
+Tensor rounded_to(DType st, const Tensor& t) {
+    Tensor r = t;
+    for (dim_t i = 0; i < r.numel(); ++i)
+        r.f32()[i] = std::bit_cast<float>(storage_bits(st, r.f32()[i]));
+    return r;
+}
+
+}  // namespace
+
+// The packs round as they write (the activations of the forward and the weight gradient, dY of
+// both backward passes and the weight gradient's dY fractals): with the products in fp32 (fp16
+// storage, or bf16 without vdpbf16ps), a pass in 16-bit storage gives the bits of the fp32 pass
+// on the inputs rounded beforehand (its output rounded too, but the weight gradient's).
+TEST_CASE("fractal storage: fp16 / bf16 passes equal fp32 passes on inputs rounded beforehand") {
+    KernelGuard guard;
+    std::mt19937 rng(621);
+    std::vector<Problem> problems;
+    for (const char* desc : {"mb2ic20ih9oc33oh5kh3sh2ph1", "g2mb3ic40ih9oc36oh4kh3sh2ph1dh1",
+                             "mb3ic19id5ih5iw5oc20od3oh3ow3kd3kh3kw3sd2sh2sw2pd1ph1pw1",
+                             "mb2ic5iw40oc7ow18kw5sw2dw1pw2", "mb2ic6ih7oc5oh4kh1sh2"})
+        problems.push_back(convlab::parse_descriptor(desc));
+    for (int t = 0; t < 12; ++t) problems.push_back(convlab::test::random_problem(rng));
+    dim_t runs = 0;
+    for (const std::string& isa : isas()) {
+        REQUIRE(detail::select_microkernel(isa.c_str()));
+        for (const DType st : {DType::f16, DType::bf16}) {
+            // vdpbf16ps sums pairs in its own order: only the fp32 products are comparable.
+            if (st == DType::bf16 && dv::fractal_bf16_native(16)) continue;
+            for (const Problem& p : problems)
+                for (const dim_t c0 : {16, 8, 5}) {
+                    INFO(convlab::to_descriptor(p)
+                         << " c0 " << c0 << " " << isa << " " << convlab::dtype_name(st));
+                    const Tensor x = rounding_tensor(p.src_dims(), rng);
+                    const Tensor w = rounding_tensor(p.wei_dims(), rng);
+                    const Tensor dy = rounding_tensor(p.dst_dims(), rng);
+                    const Tensor xr = rounded_to(st, x), wr = rounded_to(st, w),
+                                 dyr = rounded_to(st, dy);
+                    const dv::Options o{c0, st}, f32{c0, DType::f32};
+                    const auto same = [](const Tensor& a, const Tensor& b) {
+                        return a.dims() == b.dims() &&
+                               std::memcmp(a.f32(), b.f32(),
+                                           static_cast<std::size_t>(a.numel()) * sizeof(float)) ==
+                                   0;
+                    };
+                    CHECK(same(dv::forward(p, x, w, nullptr, o),
+                               rounded_to(st, dv::forward(p, xr, wr, nullptr, f32))));
+                    CHECK(same(dv::backward_data(p, dy, w, o),
+                               rounded_to(st, dv::backward_data(p, dyr, wr, f32))));
+                    CHECK(same(dv::backward_weight(p, x, dy, o),
+                               dv::backward_weight(p, xr, dyr, f32)));
+                    ++runs;
+                }
+        }
+    }
+    CHECK(runs >= static_cast<dim_t>(problems.size()) * 3);
 }
 
 TEST_CASE("fractal bf16: bf16_bits gives the upper half of every value rounded to bf16") {

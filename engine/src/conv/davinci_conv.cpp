@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "../maps/davinci_internal.hpp"
 #include "algorithms.hpp"
 #include "bf16.hpp"
 #include "bit_cast.hpp"
@@ -356,8 +357,7 @@ void forward_fractal(const Problem& p, const ConvArgs& a, Profiler* prof, const 
     for (dim_t g = 0; g < p.groups; ++g) {
         {
             Span s(prof, "pack_src");
-            pack_activation_kernel(xd, o.c0, a.src, x5.get(), p.ic, g * q.ic);
-            detail::round_storage(o.storage, x5.get(), xg.size());
+            internal::pack_activation_rounded(o.storage, xd, o.c0, a.src, x5.get(), p.ic, g * q.ic);
         }
         FractalB b;
         if (prepared) {
@@ -474,8 +474,8 @@ void backward_data_fractal_via_forward(const Problem& p, const ConvArgs& a, Prof
     for (dim_t g = 0; g < p.groups; ++g) {
         {
             Span s(prof, "pack_dst");
-            pack_activation_kernel(yd, c0, a.diff_dst, y5.get(), p.oc, g * p1.oc);
-            detail::round_storage(o.storage, y5.get(), yg.size());
+            internal::pack_activation_rounded(o.storage, yd, c0, a.diff_dst, y5.get(), p.oc,
+                                              g * p1.oc);
         }
         FractalB b;
         if (prepared) {

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "../maps/davinci_internal.hpp"
 #include "bf16.hpp"
 #include "bit_cast.hpp"
 #include "checked.hpp"
@@ -70,9 +71,10 @@ Plan plan_of(const Problem& p, dim_t c0) {
 
 // dY's channels [k_begin, k_begin + n1*16) of (N, k_total, out...) as fractals yf[(nb*P1 + f)*256
 // + i*16 + u] = dY(n, k_begin + nb*16 + i, pos) for reduction index f*16 + u = n*m + pos; zero
-// for channels past kg and indices past P.
+// for channels past kg and indices past P. Each run is moved by copy, which rounds it to the
+// storage type (detail::storage_copy): the fractals are rounded as they are written.
 void pack_dy(const Plan& s, const float* dy, dim_t k_total, dim_t k_begin, dim_t kg, dim_t mb,
-             float* yf) {
+             float* yf, detail::StorageCopy copy) {
     const dim_t rows = s.wg.n1 * kN0;
 #pragma omp parallel for schedule(static) if (rows * s.p1 * kN0 > 65536)
     for (dim_t k = 0; k < rows; ++k) {
@@ -88,8 +90,7 @@ void pack_dy(const Plan& s, const float* dy, dim_t k_total, dim_t k_begin, dim_t
             const float* src = dy + (n * k_total + k_begin + k) * s.m;
             for (dim_t q = 0; q < s.m;) {
                 const dim_t u = idx % kN0, len = std::min(kN0 - u, s.m - q);
-                std::memcpy(base + (idx / kN0) * kFrac + u, src + q,
-                            static_cast<std::size_t>(len) * sizeof(float));
+                copy(src + q, base + (idx / kN0) * kFrac + u, len);
                 q += len;
                 idx += len;
             }
@@ -218,13 +219,12 @@ void backward_weight_fractal_fz(const Problem& p, const float* src, const float*
     for (dim_t grp = 0; grp < p.groups; ++grp) {
         {
             Span sp(prof, "pack_src");
-            pack_activation_kernel(xd, c0, src, x5.get(), p.ic, grp * cg);
-            detail::round_storage(o.storage, x5.get(), s.xg.size());
+            internal::pack_activation_rounded(o.storage, xd, c0, src, x5.get(), p.ic, grp * cg);
         }
         {
             Span sp(prof, "tncf");
-            pack_dy(s, diff_dst, p.oc, grp * kg, kg, p.mb, yf.get());
-            detail::round_storage(o.storage, yf.get(), n1 * s.p1 * kFrac);
+            pack_dy(s, diff_dst, p.oc, grp * kg, kg, p.mb, yf.get(),
+                    detail::storage_copy(o.storage));
             if (pairs) bf16_bits(yf.get(), yf16, n1 * s.p1 * kFrac);
         }
         if (s.p1 == 0) std::fill(dw, dw + s.wg.size(), 0.0f);

@@ -140,6 +140,36 @@ __attribute__((target("avx512f,avx512bf16"))) dim_t round_native(const float* sr
 
 #endif
 
+// storage_copy's copies: for bf16, each path's whole vectors, then the portable loop on the tail.
+void copy_f32(const float* src, float* dst, dim_t n) {
+    std::copy(src, src + n, dst);
+}
+
+void copy_f16(const float* src, float* dst, dim_t n) {
+    for (dim_t i = 0; i < n; ++i) dst[i] = half_to_float(float_to_half(src[i]));
+}
+
+void copy_bf16_portable(const float* src, float* dst, dim_t n) {
+    round_portable(src, dst, n);
+}
+
+#if CONVLAB_X86
+void copy_bf16_avx2(const float* src, float* dst, dim_t n) {
+    const dim_t i = round_avx2(src, dst, n);
+    round_portable(src + i, dst + i, n - i);
+}
+
+void copy_bf16_avx512(const float* src, float* dst, dim_t n) {
+    const dim_t i = round_avx512(src, dst, n);
+    round_portable(src + i, dst + i, n - i);
+}
+
+void copy_bf16_native(const float* src, float* dst, dim_t n) {
+    const dim_t i = round_native(src, dst, n);
+    round_portable(src + i, dst + i, n - i);
+}
+#endif
+
 void check_runs(const char* what, Bf16Path path) {
     if (!bf16_path_runs(path))
         throw Error(std::string(what) + ": the " + bf16_path_name(path) +
@@ -257,6 +287,24 @@ void round_storage(DType t, float* v, dim_t n) {
         round_bf16(v, v, n);
     else if (t == DType::f16)
         for (dim_t i = 0; i < n; ++i) v[i] = half_to_float(float_to_half(v[i]));
+}
+
+StorageCopy storage_copy(DType t) {
+    if (t == DType::f16) return copy_f16;
+    if (t != DType::bf16) return copy_f32;
+#if CONVLAB_X86
+    switch (bf16_path()) {
+        case Bf16Path::avx512_bf16:
+            return copy_bf16_native;
+        case Bf16Path::avx512:
+            return copy_bf16_avx512;
+        case Bf16Path::avx2:
+            return copy_bf16_avx2;
+        case Bf16Path::portable:
+            break;
+    }
+#endif
+    return copy_bf16_portable;
 }
 
 }  // namespace convlab::detail

@@ -56,4 +56,12 @@ void round_bf16(const float* src, float* dst, dim_t n, Bf16Path path);
 // what the DaVinci algorithms hold in fp16 or bf16 storage, computed on fp32 buffers.
 void round_storage(DType t, float* v, dim_t n);
 
+// A copy that rounds: dst[i] = src[i] rounded to a storage type and widened back, for i < n,
+// the bits round_storage gives (f32: a plain copy); src and dst do not overlap. The packs call
+// it on each run of elements that they move, so that a packed buffer is rounded as it is
+// written instead of in a second pass over it.
+using StorageCopy = void (*)(const float* src, float* dst, dim_t n);
+// The copy for storage type t, on bf16_path() as it is at this call (a pack takes it once).
+StorageCopy storage_copy(DType t);
+
 }  // namespace convlab::detail

@@ -1,4 +1,5 @@
-// Internal to the DaVinci maps and their fast kernels: the geometry helpers both use.
+// Internal to the DaVinci maps, their fast kernels and the algorithms: the geometry helpers the
+// maps and kernels use, and the packs that round to the storage type.
 #pragma once
 
 #include <array>
@@ -8,6 +9,7 @@
 
 #include "convlab/davinci.hpp"
 #include "convlab/problem.hpp"
+#include "convlab/tensor.hpp"
 
 namespace convlab::davinci::internal {
 
@@ -62,5 +64,11 @@ inline std::vector<dim_t> group_src_dims(const Problem& p) {
 // when the rank is not 3 to 5, a pad is missing, or an axis is cropped to nothing.
 std::vector<dim_t> padded_dims(std::span<const dim_t> dims, std::span<const dim_t> pb,
                                std::span<const dim_t> pe);
+
+// pack_activation_kernel with every value rounded to the storage type t as it is written: the
+// bits of pack_activation_kernel then detail::round_storage(t) over dst, in one pass (f32: as
+// pack_activation_kernel). The DaVinci algorithms' packs of activations in fp16 / bf16 storage.
+void pack_activation_rounded(DType t, std::span<const dim_t> dims, dim_t c0, const float* src,
+                             float* dst, dim_t src_channels = -1, dim_t c_begin = 0);
 
 }  // namespace convlab::davinci::internal

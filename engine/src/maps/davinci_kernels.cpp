@@ -4,6 +4,7 @@
 #include <array>
 #include <cstring>
 
+#include "bf16.hpp"
 #include "convlab/davinci.hpp"
 #include "davinci_internal.hpp"
 #include "geom.hpp"
@@ -21,8 +22,12 @@ using namespace internal;
 // whole rows of C0 lanes.
 constexpr dim_t kPosBlock = 64;
 
-void pack_activation_kernel(std::span<const dim_t> dims, dim_t c0, const float* src, float* dst,
-                            dim_t src_channels, dim_t c_begin) {
+namespace {
+
+// pack_activation_kernel, each channel's run of positions moved into the tile by copy (null: a
+// plain copy); the padding lanes are zeros, which every storage type holds as they are.
+void pack_activation_with(std::span<const dim_t> dims, dim_t c0, const float* src, float* dst,
+                          dim_t src_channels, dim_t c_begin, detail::StorageCopy copy) {
     const ActGeom g = ActGeom::of(dims, c0);
     const dim_t ct = src_channels < 0 ? g.c : src_channels, hw = g.h * g.w;
     const dim_t planes = g.n * g.d * g.c1, blocks = blocks_of(hw, kPosBlock);
@@ -33,10 +38,14 @@ void pack_activation_kernel(std::span<const dim_t> dims, dim_t c0, const float* 
             const dim_t i0 = blk * kPosBlock, len = std::min(kPosBlock, hw - i0);
             const dim_t valid = std::min(c0, g.c - c1 * c0);
             float tile[64 * kPosBlock];  // tile[ci*kPosBlock + i]
-            for (dim_t ci = 0; ci < valid; ++ci)
-                std::memcpy(tile + ci * kPosBlock,
-                            src + ((n * ct + c_begin + c1 * c0 + ci) * g.d + d) * hw + i0,
-                            static_cast<std::size_t>(len) * sizeof(float));
+            for (dim_t ci = 0; ci < valid; ++ci) {
+                const float* run = src + ((n * ct + c_begin + c1 * c0 + ci) * g.d + d) * hw + i0;
+                if (copy)
+                    copy(run, tile + ci * kPosBlock, len);
+                else
+                    std::memcpy(tile + ci * kPosBlock, run,
+                                static_cast<std::size_t>(len) * sizeof(float));
+            }
             float* out = dst + (t * hw + i0) * c0;
             for (dim_t i = 0; i < len; ++i) {
                 for (dim_t ci = 0; ci < valid; ++ci) out[i * c0 + ci] = tile[ci * kPosBlock + i];
@@ -44,6 +53,23 @@ void pack_activation_kernel(std::span<const dim_t> dims, dim_t c0, const float* 
             }
         }
 }
+
+}  // namespace
+
+void pack_activation_kernel(std::span<const dim_t> dims, dim_t c0, const float* src, float* dst,
+                            dim_t src_channels, dim_t c_begin) {
+    pack_activation_with(dims, c0, src, dst, src_channels, c_begin, nullptr);
+}
+
+namespace internal {
+
+void pack_activation_rounded(DType t, std::span<const dim_t> dims, dim_t c0, const float* src,
+                             float* dst, dim_t src_channels, dim_t c_begin) {
+    pack_activation_with(dims, c0, src, dst, src_channels, c_begin,
+                         t == DType::f32 ? nullptr : detail::storage_copy(t));
+}
+
+}  // namespace internal
 
 void unpack_activation_kernel(std::span<const dim_t> dims, dim_t c0, const float* src, float* dst,
                               dim_t dst_channels, dim_t c_begin) {
