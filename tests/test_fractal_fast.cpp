@@ -809,7 +809,8 @@ Problem one_group_of(const Problem& p) {
 // im2col_fractal_block in blocks of cm M blocks against im2col_fractal_kernel of the whole
 // source: each row of a fractal marked as read equals the kernel's row of the same output
 // position (plan.position; zeros past the last), and every row of one marked as not read is
-// zeros there. Returns the fractals not read.
+// zeros there; im2col_fractal_block_bf16 marks the same fractals and writes the upper halves of
+// their elements. Returns the fractals not read.
 dim_t check_block(const Problem& q, dim_t c0, const dv::ColSource& src, const float* full_src,
                   dim_t cm, const std::string& what) {
     const dv::ColPlan plan(q, src);
@@ -817,14 +818,28 @@ dim_t check_block(const Problem& q, dim_t c0, const dv::ColSource& src, const fl
     const dim_t m1 = convlab::davinci::blocks_of(q.out_spatial(), 16);
     std::vector<float> want(static_cast<std::size_t>(rows * m1 * frac));
     std::vector<float> got(static_cast<std::size_t>(rows * cm * frac));
-    std::vector<unsigned char> nz(static_cast<std::size_t>(rows * cm));
-    dim_t skipped = 0, bad = 0;
+    std::vector<unsigned char> nz(static_cast<std::size_t>(rows * cm)), nz16(nz.size());
+    std::vector<std::uint16_t> got16(got.size());
+    dim_t skipped = 0, bad = 0, bad16 = 0;
     for (dim_t n = 0; n < q.mb; ++n) {
         dv::im2col_fractal_kernel(q, c0, full_src, n, want.data());
         for (dim_t mb0 = 0; mb0 < m1; mb0 += cm) {
             const dim_t c = std::min(cm, m1 - mb0);
             std::fill(got.begin(), got.end(), std::nanf(""));
             dv::im2col_fractal_block(plan, c0, n, mb0, c, got.data(), nz.data());
+            // The bf16 block: the same fractals marked, each element the upper half of the fp32
+            // block's (its bf16 value when the source holds bf16 values).
+            std::fill(got16.begin(), got16.end(), std::uint16_t{0x5555});
+            dv::im2col_fractal_block_bf16(plan, c0, n, mb0, c, got16.data(), nz16.data());
+            for (dim_t f = 0; f < rows * c; ++f) {
+                const auto fi = static_cast<std::size_t>(f);
+                bad16 += nz16[fi] != nz[fi];
+                if (nz[fi])
+                    for (dim_t e = f * frac; e < (f + 1) * frac; ++e)
+                        bad16 +=
+                            got16[static_cast<std::size_t>(e)] !=
+                            std::bit_cast<std::uint32_t>(got[static_cast<std::size_t>(e)]) >> 16;
+            }
             for (dim_t r = 0; r < rows; ++r)
                 for (dim_t mb = 0; mb < c; ++mb) {
                     const float* g = got.data() + (r * c + mb) * frac;
@@ -848,6 +863,7 @@ dim_t check_block(const Problem& q, dim_t c0, const dv::ColSource& src, const fl
     }
     INFO(what);
     CHECK(bad == 0);
+    CHECK(bad16 == 0);
     return skipped;
 }
 

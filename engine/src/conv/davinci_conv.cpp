@@ -143,16 +143,17 @@ void conv_fractal_b(const Problem& p, dim_t c0, const ColSource& src, FractalB b
     const bool by_m = chunk > n1;
     const dim_t rb = std::clamp<dim_t>((dim_t{1} << 17) / (frac * ((by_m ? n1 : chunk) + 1)),
                                        std::min<dim_t>(8, rows), rows);
-    // bf16 B: the column block is turned to bf16 after it is built (its values are bf16 already:
-    // the caller rounded the packed input), into the half block after its fp32 floats.
+    // bf16 B: the column block is built in bf16 (its values are bf16 already: the caller rounded
+    // the packed input), with no fp32 block.
     const bool pairs = b.bf16 != nullptr;
     if (pairs && !fractal_bf16_native(c0))
         throw Error("conv_fractal: bf16 operands without bf16 products for c0 = " +
                     std::to_string(c0));
     const float* bt = b.f32;
-    // A column block's buffer: its rows * chunk fp32 fractals, then (bf16 products) their bf16
-    // copy, then a byte per fractal saying whether it holds a non-zero value.
-    const dim_t col_f32 = rows * chunk * frac, col_b16 = pairs ? (col_f32 + 1) / 2 : 0;
+    // A column block's buffer: its rows * chunk fractals in fp32, or (bf16 products) in bf16,
+    // then a byte per fractal saying whether it holds a non-zero value.
+    const dim_t col_elems = rows * chunk * frac;
+    const dim_t col_f32 = pairs ? 0 : col_elems, col_b16 = pairs ? (col_elems + 1) / 2 : 0;
     const dim_t col_floats = col_f32 + col_b16 + (rows * chunk + 3) / 4;
     const auto a16_of = [&](const float* a) {
         return reinterpret_cast<const std::uint16_t*>(a + col_f32);
@@ -162,21 +163,32 @@ void conv_fractal_b(const Problem& p, dim_t c0, const ColSource& src, FractalB b
     };
     // im2col of cm M blocks, which marks the fractals that read no element of the source (the
     // inserted zeros and the padding of backward data's input, the taps of padding rows) and
-    // leaves them unwritten; then for the others the bf16 copy (the values are bf16 already: the
-    // caller rounded the packed input) and whether they hold a value that is not zero. Fractals
-    // of zeros are skipped by the products: their products add nothing.
+    // leaves them unwritten; then for the others whether they hold a value that is not zero
+    // (sign aside: -0 counts as zero). Fractals of zeros are skipped by the products: their
+    // products add nothing.
     const auto build_block = [&](dim_t n, dim_t mb0, float* a, dim_t cm) {
         auto* a16 = reinterpret_cast<std::uint16_t*>(a + col_f32);
         auto* nz = reinterpret_cast<unsigned char*>(a + col_f32 + col_b16);
-        im2col_fractal_block(plan, c0, n, mb0, cm, a, nz);
-        // A fractal of dense data shows a non-zero value in its first row: only fractals of
-        // zeros are read whole.
+        if (pairs)
+            im2col_fractal_block_bf16(plan, c0, n, mb0, cm, a16, nz);
+        else
+            im2col_fractal_block(plan, c0, n, mb0, cm, a, nz);
+            // A fractal of dense data shows a non-zero value in its first row: only fractals of
+            // zeros are read whole.
 #pragma omp parallel for schedule(static) if (rows * cm * frac > 65536 && !omp_in_parallel())
         for (dim_t f = 0; f < rows * cm; ++f) {
             if (!nz[f]) continue;
-            const float* v = a + f * frac;
-            if (pairs) bf16_bits(v, a16 + f * frac, frac);
             nz[f] = 0;
+            if (pairs) {
+                const std::uint16_t* v = a16 + f * frac;
+                for (dim_t k0 = 0; k0 < frac && !nz[f]; k0 += c0) {
+                    unsigned bits = 0;
+                    for (dim_t k = k0; k < k0 + c0; ++k) bits |= v[k] & 0x7fffu;
+                    nz[f] = bits != 0;
+                }
+                continue;
+            }
+            const float* v = a + f * frac;
             for (dim_t k0 = 0; k0 < frac && !nz[f]; k0 += c0) {
                 std::uint32_t bits = 0;  // the values' bits but the sign: -0 counts as zero
                 for (dim_t k = k0; k < k0 + c0; ++k)

@@ -5,9 +5,11 @@
 #include "omp_compat.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <vector>
 
+#include "bit_cast.hpp"
 #include "fractal_kernel.hpp"
 #include "geom.hpp"
 
@@ -65,8 +67,12 @@ ColPlan::ColPlan(const Problem& q, const ColSource& s) : src(s) {
     }
 }
 
-void im2col_fractal_block(const ColPlan& plan, dim_t c0, dim_t n, dim_t mb0, dim_t cm, float* dst,
-                          unsigned char* nz) {
+namespace {
+
+// im2col_fractal_block writing T (float or bf16 bits), each run of source floats moved by put.
+template <class T, class Put>
+void im2col_block(const ColPlan& plan, dim_t c0, dim_t n, dim_t mb0, dim_t cm, T* dst,
+                  unsigned char* nz, Put put) {
     const detail::Geom3& g = plan.g;
     const ActGeom& sg = plan.src.g;
     const dim_t rows = g.k[0] * sg.c1 * g.k[1] * g.k[2], m = g.out_size(), frac = kN0 * c0;
@@ -87,7 +93,7 @@ void im2col_fractal_block(const ColPlan& plan, dim_t c0, dim_t n, dim_t mb0, dim
         const dim_t row_floats = sg.w * c0, depth_floats = sg.c1 * sg.h * row_floats;
         dim_t od = od_b, oh = oh_b, ow = ow_b;
         for (dim_t mb = 0; mb < cm; ++mb) {
-            float* f = dst + (r * cm + mb) * frac;
+            T* f = dst + (r * cm + mb) * frac;
             const dim_t p0 = m_begin + mb * kN0, p1 = std::min(p0 + kN0, m_end);
             // The fractal's lines: at most a few segments of one output line each. Pass 1 finds
             // whether any position reads the source; pass 2 writes.
@@ -107,7 +113,7 @@ void im2col_fractal_block(const ColPlan& plan, dim_t c0, dim_t n, dim_t mb0, dim
                 // Every element written: runs of source positions copied, the rest zeros.
                 const auto zero = [&](dim_t from, dim_t to) {
                     std::memset(f + from * c0, 0,
-                                static_cast<std::size_t>((to - from) * c0) * sizeof(float));
+                                static_cast<std::size_t>((to - from) * c0) * sizeof(T));
                 };
                 dim_t d = od, h = oh, w = ow;
                 for (dim_t p = p0; p < p1;) {
@@ -116,7 +122,7 @@ void im2col_fractal_block(const ColPlan& plan, dim_t c0, dim_t n, dim_t mb0, dim
                         zero(at, at + len);
                     } else {
                         const float* in = plane + td[d] * depth_floats + th[h] * row_floats;
-                        float* out = f + at * c0;
+                        T* out = f + at * c0;
                         if (valid < c0) {
                             // Fewer channels than lanes (conv1's 3): the segment zeroed at once,
                             // then each position's channels copied, rather than a copy and a fill
@@ -124,8 +130,7 @@ void im2col_fractal_block(const ColPlan& plan, dim_t c0, dim_t n, dim_t mb0, dim
                             zero(at, at + len);
                             for (dim_t i = 0; i < len; ++i)
                                 if (const dim_t sw = tw[w + i]; sw >= 0)
-                                    std::memcpy(out + i * c0, in + sw * c0,
-                                                static_cast<std::size_t>(valid) * sizeof(float));
+                                    put(out + i * c0, in + sw * c0, valid);
                         } else {
                             for (dim_t i = 0; i < len;) {
                                 const dim_t sw = tw[w + i];
@@ -136,13 +141,11 @@ void im2col_fractal_block(const ColPlan& plan, dim_t c0, dim_t n, dim_t mb0, dim
                                 } else if (c0 == kN0 && (e == len || tw[w + e] != sw + 1)) {
                                     // A lone position (every one along a strided axis): a copy
                                     // of constant size, which the compiler inlines, not a call.
-                                    std::memcpy(out + i * kN0, in + sw * kN0, kN0 * sizeof(float));
+                                    put(out + i * kN0, in + sw * kN0, kN0);
                                 } else {
                                     // A run of consecutive source positions: one copy.
                                     while (e < len && tw[w + e] == sw + (e - i)) ++e;
-                                    std::memcpy(
-                                        out + i * c0, in + sw * c0,
-                                        static_cast<std::size_t>((e - i) * c0) * sizeof(float));
+                                    put(out + i * c0, in + sw * c0, (e - i) * c0);
                                 }
                                 i = e;
                             }
@@ -161,6 +164,31 @@ void im2col_fractal_block(const ColPlan& plan, dim_t c0, dim_t n, dim_t mb0, dim
             }
         }
     }
+}
+
+// The moves of a run of n source floats into the column block: as they are, or as bf16 bits (the
+// source holds bf16 values, whose lower halves are zero: the bits are the upper halves, which is
+// what rounding them to bf16 gives, NaNs included).
+void put_f32(float* out, const float* in, dim_t n) {
+    std::memcpy(out, in, static_cast<std::size_t>(n) * sizeof(float));
+}
+void put_bf16(std::uint16_t* out, const float* in, dim_t n) {
+    for (dim_t i = 0; i < n; ++i)
+        out[i] = static_cast<std::uint16_t>(detail::bit_cast<std::uint32_t>(in[i]) >> 16);
+}
+
+}  // namespace
+
+void im2col_fractal_block(const ColPlan& plan, dim_t c0, dim_t n, dim_t mb0, dim_t cm, float* dst,
+                          unsigned char* nz) {
+    im2col_block(plan, c0, n, mb0, cm, dst, nz,
+                 [](float* out, const float* in, dim_t k) { put_f32(out, in, k); });
+}
+
+void im2col_fractal_block_bf16(const ColPlan& plan, dim_t c0, dim_t n, dim_t mb0, dim_t cm,
+                               std::uint16_t* dst, unsigned char* nz) {
+    im2col_block(plan, c0, n, mb0, cm, dst, nz,
+                 [](std::uint16_t* out, const float* in, dim_t k) { put_bf16(out, in, k); });
 }
 
 }  // namespace convlab::davinci

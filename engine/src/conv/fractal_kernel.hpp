@@ -155,6 +155,11 @@ struct ColPlan {
 // position).
 void im2col_fractal_block(const ColPlan& plan, dim_t c0, dim_t n, dim_t mb0, dim_t cm, float* dst,
                           unsigned char* nz);
+// The same block as bf16 bits, for the bf16 products: dst[i] = the upper half of the fp32 block's
+// element i, which is its bf16 value when the source holds bf16 values (rounded: the DaVinci
+// algorithms' packs in bf16 storage); nz as im2col_fractal_block's.
+void im2col_fractal_block_bf16(const ColPlan& plan, dim_t c0, dim_t n, dim_t mb0, dim_t cm,
+                               std::uint16_t* dst, unsigned char* nz);
 // conv_fractal_b reading its input through src.
 void conv_fractal_b(const Problem& p, dim_t c0, const ColSource& src, FractalB b, const float* bias,
                     float* y5d, Profiler* prof);
