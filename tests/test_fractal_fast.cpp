@@ -417,6 +417,38 @@ TEST_CASE("fractal bf16: native and emulated bf16 equal direct on random 1-D, 2-
     if (native && isas().size() > 1) CHECK(differ > 0);
 }
 
+TEST_CASE("fractal forward: groups of at most 4 channels run in 4-lane fractals, exact") {
+    using convlab::parse_descriptor;
+    // The C0 the forward computes with: 4 for at most 4 channels a group when asked for 16.
+    CHECK(dv::forward_c0(parse_descriptor("mb1ic3ih8oc4kh3"), 16) == 4);
+    CHECK(dv::forward_c0(parse_descriptor("mb1ic4ih8oc4kh3"), 16) == 4);
+    CHECK(dv::forward_c0(parse_descriptor("mb1ic5ih8oc4kh3"), 16) == 16);
+    CHECK(dv::forward_c0(parse_descriptor("g2mb1ic8ih8oc4kh3"), 16) == 4);
+    CHECK(dv::forward_c0(parse_descriptor("g2mb1ic10ih8oc4kh3"), 16) == 16);
+    CHECK(dv::forward_c0(parse_descriptor("mb1ic3ih8oc4kh3"), 8) == 8);
+    CHECK_THROWS_AS(dv::forward_c0(parse_descriptor("mb1ic3ih8oc4kh3"), 0), convlab::Error);
+    // Integer data: every product and sum is exact in fp32, so the 4-lane fractals must give
+    // direct's values on every element. conv1's shape (3 channels, 7x7, stride 2), K off the
+    // multiples of 4 and 16, groups of 2 channels, 3-D, 1-D, batches of 17 and 3, a bias.
+    KernelGuard guard;
+    for (const std::string& isa : isas()) {
+        REQUIRE(detail::select_microkernel(isa.c_str()));
+        std::mt19937 rng(29);
+        for (const char* desc : {"mb2ic3ih23oc70oh12kh7sh2ph3", "g3mb17ic6ih5oc9oh5kh3ph1",
+                                 "mb2ic4id5ih5iw5oc20od3oh3ow3kd3kh3kw3sd2sh2sw2pd1ph1pw1",
+                                 "mb3ic1iw30oc17ow14kw3sw2", "mb1ic2ih40oc33oh20kh5sh2ph2"}) {
+            const Problem p = parse_descriptor(desc);
+            REQUIRE(dv::forward_c0(p, 16) == 4);
+            const Tensor x = convlab::test::integer_tensor(p.src_dims(), rng);
+            const Tensor w = convlab::test::integer_tensor(p.wei_dims(), rng);
+            const Tensor b = convlab::test::integer_tensor({p.oc}, rng);
+            convlab::test::check_equal(dv::forward(p, x, w, &b, dv::Options{}),
+                                       convlab::forward(p, x, w, &b, "direct"),
+                                       std::string(desc) + " " + isa);
+        }
+    }
+}
+
 TEST_CASE("fractal prepare_weights: the fractal layout is packed once and read instead") {
     std::mt19937 rng(614);
     for (const char* desc : {"mb2ic20ih7oc33oh7kh3ph1", "g2mb3ic40ih9oc36oh4kh3sh2ph1dh1",

@@ -74,6 +74,7 @@ struct PreparedB {
         return {b.f32 ? b.f32 + g * size : nullptr, b.bf16 ? b.bf16 + g * size : nullptr};
     }
 };
+// prepare_weights packs B for C0 16, at the C0 that the pass computes with then (forward_c0).
 PreparedB prepared_b(const ConvArgs& a, const Problem& p, Pass pass, const Options& o, bool pairs) {
     PreparedB r;
     if (o.c0 != kC0 || !a.prepared) return r;
@@ -260,6 +261,18 @@ void conv_fractal_b(const Problem& p, dim_t c0, const ColSource& src, FractalB b
                 std::fill(out + valid, out + kN0, 0.0f);
                 continue;
             }
+            if (kN0 % c0 == 0) {
+                // The column block is 16 / C0 whole channel blocks: runs of C0 contiguous lanes.
+                const float* row = acc + i * kN0;
+                for (dim_t cb = 0; cb < kN0 / c0 && (nb * kN0 + cb * c0) < k_lanes; ++cb) {
+                    const dim_t k0 = nb * kN0 + cb * c0;
+                    float* out = y5d + yg.offset(n, od, k0 / c0, oh, ow, 0);
+                    for (dim_t j = 0; j < c0; ++j)
+                        out[j] = k0 + j < p.oc ? row[cb * c0 + j] + (bias ? bias[k0 + j] : 0.0f)
+                                               : 0.0f;
+                }
+                continue;
+            }
             for (dim_t j = 0; j < kN0; ++j) {
                 const dim_t k = nb * kN0 + j;
                 if (k >= k_lanes) break;
@@ -340,15 +353,20 @@ void forward_fractal(const Problem& p, const ConvArgs& a, Profiler* prof) {
     forward_fractal(p, a, prof, Options{});
 }
 
+dim_t forward_c0(const Problem& p, dim_t c0) {
+    check_c0(c0);
+    return c0 == kC0 && p.icg() <= kC0Small ? kC0Small : c0;
+}
+
 void forward_fractal(const Problem& p, const ConvArgs& a, Profiler* prof, const Options& o) {
-    check_c0(o.c0);
+    const dim_t c0 = forward_c0(p, o.c0);
     const Problem q = one_group(p);
     const std::vector<dim_t> xd = q.src_dims(), wd = q.wei_dims(), yd = q.dst_dims();
-    const ActGeom xg = ActGeom::of(xd, o.c0), yg = ActGeom::of(yd, o.c0);
-    const WeiGeom wg = WeiGeom::of(wd, o.c0);
-    // B packed once (prepare_weights: C0 16, this storage), else per call: bf16 pairs where the
+    const ActGeom xg = ActGeom::of(xd, c0), yg = ActGeom::of(yd, c0);
+    const WeiGeom wg = WeiGeom::of(wd, c0);
+    // B packed once (prepare_weights: asked for C0 16, this storage), else per call: bf16 pairs where the
     // CPU multiplies them, else fp32 (rounded to the storage type).
-    const bool pairs = o.storage == DType::bf16 && fractal_bf16_native(o.c0);
+    const bool pairs = o.storage == DType::bf16 && fractal_bf16_native(c0);
     const PreparedB prepared = prepared_b(a, p, Pass::Forward, o, pairs);
     const Kept x5 = kept(kFracSlot[0], xg.size()), y5 = kept(kFracSlot[2], yg.size());
     const Kept bt = prepared ? Kept{nullptr} : kept(kFracBtSlot, wg.size());
@@ -356,7 +374,7 @@ void forward_fractal(const Problem& p, const ConvArgs& a, Profiler* prof, const 
     for (dim_t g = 0; g < p.groups; ++g) {
         {
             Span s(prof, "pack_src");
-            pack_activation_kernel(xd, o.c0, a.src, x5.get(), p.ic, g * q.ic);
+            pack_activation_kernel(xd, c0, a.src, x5.get(), p.ic, g * q.ic);
             detail::round_storage(o.storage, x5.get(), xg.size());
         }
         FractalB b;
@@ -365,18 +383,18 @@ void forward_fractal(const Problem& p, const ConvArgs& a, Profiler* prof, const 
         } else if (pairs) {
             Span s(prof, "pack_wei");
             auto* b16 = reinterpret_cast<std::uint16_t*>(bt.get());
-            pack_weight_pairs(wd, o.c0, a.wei + g * wslice, b16);
+            pack_weight_pairs(wd, c0, a.wei + g * wslice, b16);
             b.bf16 = b16;
         } else {
             Span s(prof, "pack_wei");
-            pack_weight_transposed(wd, o.c0, a.wei + g * wslice, bt.get());
+            pack_weight_transposed(wd, c0, a.wei + g * wslice, bt.get());
             detail::round_storage(o.storage, bt.get(), wg.size());
             b.f32 = bt.get();
         }
-        conv_fractal_b(q, o.c0, x5.get(), b, a.bias ? a.bias + g * q.oc : nullptr, y5.get(), prof);
+        conv_fractal_b(q, c0, x5.get(), b, a.bias ? a.bias + g * q.oc : nullptr, y5.get(), prof);
         Span s(prof, "unpack");
         detail::round_storage(o.storage, y5.get(), yg.size());
-        unpack_activation_kernel(yd, o.c0, y5.get(), a.dst, p.oc, g * q.oc);
+        unpack_activation_kernel(yd, c0, y5.get(), a.dst, p.oc, g * q.oc);
     }
 }
 
@@ -569,8 +587,9 @@ dim_t fractal_work(const Problem& p, Pass pass, dim_t c0) {
     const Problem p1 = davinci::one_group(p);
     dim_t floats = 0;
     if (pass == Pass::Forward) {
-        floats = sat_add(sat_add(act_size(p1.src_dims(), c0), wei_size(p1.wei_dims(), c0)),
-                         sat_add(act_size(p1.dst_dims(), c0), conv_fractal_work(p1, c0)));
+        const dim_t fc = davinci::forward_c0(p, c0);
+        floats = sat_add(sat_add(act_size(p1.src_dims(), fc), wei_size(p1.wei_dims(), fc)),
+                         sat_add(act_size(p1.dst_dims(), fc), conv_fractal_work(p1, fc)));
     } else if (pass == Pass::BackwardData) {
         // dY packed (read through its zero insertion and pad, never copied), dX packed, B.
         const Problem q = maps::backward_data_as_forward(p1);

@@ -39,6 +39,14 @@ void pack_weight_transposed(std::span<const dim_t> dims, dim_t c0, const float* 
 void conv_fractal_bt(const Problem& p, dim_t c0, const float* x5d, const float* wfz,
                      const float* bt, const float* bias, float* y5d, Profiler* prof);
 
+// The C0 the fractal forward computes with when asked for c0 (checked): with the default 16, a
+// group of at most 4 input channels runs in 16 x 4 fractals, the idea of the Ascend toolkits' C04
+// format for such layers. On conv1 (3 channels) 13 of 16 lanes would be padding in the products
+// and the column matrix; with 4 lanes, 1 of 4. The Cube unit needs 16-lane fractals, so C04
+// packs four taps' 4 channels into one; the CPU's product takes 4-lane fractals as they are.
+inline constexpr dim_t kC0Small = 4;
+dim_t forward_c0(const Problem& p, dim_t c0);
+
 // [SECTION] bf16 operands (vdpbf16ps)
 
 // Whether fractal_product_bf16 runs for a reduction of kr per fractal row: the CPU has
