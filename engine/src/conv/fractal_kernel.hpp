@@ -80,7 +80,7 @@ void fractal_product2_bf16(dim_t kr, dim_t rows, const std::uint16_t* a, dim_t a
 void bf16_bits(const float* src, std::uint16_t* dst, dim_t n);
 
 // B of conv_fractal_b: C0 x 16 fp32 fractals (pack_weight_transposed's layout), or bf16 pairs
-// (pack_weight_pairs's; then A is turned to bf16 a block at a time and fractal_product_bf16 runs).
+// (pack_weight_pairs's; then A is built in bf16 a block at a time and fractal_product_bf16 runs).
 struct FractalB {
     const float* f32 = nullptr;
     const std::uint16_t* bf16 = nullptr;
