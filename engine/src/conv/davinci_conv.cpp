@@ -430,7 +430,9 @@ void forward_fractal(const Problem& p, const ConvArgs& a, Profiler* prof, const 
             detail::round_storage(o.storage, bt.get(), wg.size());
             b.f32 = bt.get();
         }
-        conv_fractal_b(q, c0, x5.get(), b, a.bias ? a.bias + g * q.oc : nullptr, y5.get(), prof);
+        ColSource src = plain_source(q, c0, x5.get());
+        src.zero_padding = true;  // packed above
+        conv_fractal_b(q, c0, src, b, a.bias ? a.bias + g * q.oc : nullptr, y5.get(), prof);
         Span s(prof, "unpack");
         detail::round_storage(o.storage, y5.get(), yg.size());
         unpack_activation_kernel(yd, c0, y5.get(), a.dst, p.oc, g * q.oc);
@@ -514,6 +516,7 @@ void backward_data_fractal_via_forward(const Problem& p, const ConvArgs& a, Prof
     ColSource dy_source;
     dy_source.x5 = y5.get();
     dy_source.g = yg;
+    dy_source.zero_padding = true;  // packed below
     for (int i = 0; i < p.ndims; ++i) {
         const int axis = 3 - p.ndims + i;
         dy_source.ins[axis] = p.stride[i];
@@ -550,7 +553,9 @@ void backward_data_fractal_via_forward(const Problem& p, const ConvArgs& a, Prof
             }
         }
         if (after) {
-            conv_fractal_b(q1, c0, y5.get(), b, nullptr, x5.get(), prof);
+            ColSource src = plain_source(q1, c0, y5.get());
+            src.zero_padding = true;  // packed above
+            conv_fractal_b(q1, c0, src, b, nullptr, x5.get(), prof);
             Span s(prof, "zero-insert");
             detail::round_storage(o.storage, x5.get(), x5_floats);
             unpack_inserted(p, c0, x5.get(), a.diff_src, g * p1.ic);

@@ -117,6 +117,9 @@ struct ColSource {
     const float* x5 = nullptr;
     ActGeom g;
     dim_t ins[3] = {1, 1, 1}, off[3] = {0, 0, 0};
+    // Whether x5's padding lanes hold zeros (the engine's own packs): then whole C0 blocks are
+    // copied, or read in place. A caller's packed tensor is not trusted there.
+    bool zero_padding = false;
 };
 // x5d as the plain input of q (activation_physical of q.src_dims() for one group).
 ColSource plain_source(const Problem& q, dim_t c0, const float* x5d);
@@ -170,9 +173,9 @@ struct ColPlan {
 // products add nothing); in the others row i is, for output position plan.position((mb0 + mb)*16
 // + i), that of im2col_fractal_kernel on the zero-inserted, padded source (zeros past the last
 // position).
-// With in_place (not null), a fractal whose 16 rows are 16 consecutive positions of the source, all
-// of a whole C0 block (no padding lanes), is not copied either: in_place[r*cm + mb] points to it in
-// the source; every other fractal's in_place[] is its place in dst.
+// With in_place (not null), a fractal whose 16 rows are 16 consecutive positions of the source,
+// of a whole C0 block or of a source with zero_padding, is not copied either: in_place[r*cm + mb]
+// points to it in the source; every other fractal's in_place[] is its place in dst.
 void im2col_fractal_block(const ColPlan& plan, dim_t c0, dim_t n, dim_t mb0, dim_t cm, float* dst,
                           unsigned char* nz, const float** in_place = nullptr);
 // conv_fractal_b reading its input through src.
