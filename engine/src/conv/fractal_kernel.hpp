@@ -178,9 +178,18 @@ struct ColPlan {
 // points to it in the source; every other fractal's in_place[] is its place in dst.
 void im2col_fractal_block(const ColPlan& plan, dim_t c0, dim_t n, dim_t mb0, dim_t cm, float* dst,
                           unsigned char* nz, const float** in_place = nullptr);
-// conv_fractal_b reading its input through src.
+// A plain result for conv_fractal_b: channels [c_begin, c_begin + K) of dst (N, channels,
+// out...), its values rounded to storage.
+struct PlainOut {
+    float* dst = nullptr;
+    dim_t channels = 0, c_begin = 0;
+    DType storage = DType::f32;
+};
+// conv_fractal_b reading its input through src, writing y5d or, with plain, the plain result
+// (the products' tiles written out in the plain layout, as the Ascend parts whose output stage
+// converts fractals to ND do, rather than NC1HWC0 and an unpack pass over it).
 void conv_fractal_b(const Problem& p, dim_t c0, const ColSource& src, FractalB b, const float* bias,
-                    float* y5d, Profiler* prof);
+                    float* y5d, Profiler* prof, const PlainOut* plain = nullptr);
 
 // [SECTION] B operands packed from OIHW in one pass (fractal_pack.cpp)
 
