@@ -297,7 +297,17 @@ void conv_fractal_b(const Problem& p, dim_t c0, const ColSource& src, FractalB b
                 plan.output(d, h, w, od, oh, ow);
                 at[n_rows] = (od * g.out[1] + oh) * g.out[2] + ow;
             }
-            for (dim_t j = 0; j < kN0 && nb * kN0 + j < p.oc; ++j) {
+            const dim_t cols = std::clamp<dim_t>(p.oc - nb * kN0, 0, kN0);
+            float* plane0 = plain->dst + (n * plain->channels + plain->c_begin + nb * kN0) * m;
+            bool consecutive = n_rows == kN0;
+            for (dim_t i = 1; i < n_rows && consecutive; ++i) consecutive = at[i] == at[0] + i;
+            if (plain->storage == DType::f32 && consecutive) {
+                // 16 consecutive positions (most tiles): the tile transposed in registers.
+                fractal_write_columns(acc, cols, bias ? bias + nb * kN0 : nullptr, plane0 + at[0],
+                                      m);
+                return;
+            }
+            for (dim_t j = 0; j < cols; ++j) {
                 const dim_t k = nb * kN0 + j;
                 float v[kN0];
                 const float bk = bias ? bias[k] : 0.0f;

@@ -37,6 +37,11 @@ void fractal_product2_list(dim_t kr, dim_t rows, const float* const* a, const di
                            const float* b, dim_t b_step, dim_t b_next, float* c, dim_t c_next,
                            bool acc);
 
+// out[j * stride + i] = acc[i * 16 + j] + (bias ? bias[j] : 0) for i < 16, j < cols (<= 16):
+// a 16 x 16 tile's columns stored as rows, transposed in registers under AVX-512.
+void fractal_write_columns(const float* acc, dim_t cols, const float* bias, float* out,
+                           dim_t stride);
+
 // pack_weight_kernel with every fractal turned C0 x 16 (the B operand of the forward's fractal
 // products), in one pass: dst[((r*N1 + nb)*C0 + k)*16 + j] = W(nb*16 + j, c1*C0 + k, tap) for
 // FRACTAL_Z row r = row(kd, c1, kh, kw), 0 for output channels past O and lanes past I.
