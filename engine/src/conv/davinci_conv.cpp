@@ -635,11 +635,11 @@ dim_t conv_fractal_work(const Problem& q, dim_t c0) {
     const dim_t chunk = conv_fractal_chunk(rows, tn, m1, c0);
     // The column block, its bf16 copy (bf16 products) or its fractals' addresses, and the tiles.
     const dim_t col = detail::sat_mul({rows, chunk, frac});
-    // ColPlan's tables: a dim_t (two floats) per tap and output position of each axis, and one
-    // per output position of each axis (the order).
+    // ColPlan's tables: three dim_t (two floats each) per tap and output position of each axis,
+    // and one per output position of each axis (the order).
     dim_t tables = 0;
     for (int i = 0; i < q.ndims; ++i)
-        tables = detail::sat_add(tables, detail::sat_mul({2, q.kernel[i] + 1, q.out(i)}));
+        tables = detail::sat_add(tables, detail::sat_mul({2, 3 * q.kernel[i] + 1, q.out(i)}));
     const dim_t block = detail::sat_add(
         detail::sat_add(col, std::max(col / 2 + 1, fractal_at_floats(rows, chunk, false)) + 2 +
                                  rows * chunk / 4 + 1),

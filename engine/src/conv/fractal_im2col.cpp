@@ -80,6 +80,20 @@ ColPlan::ColPlan(const Problem& q, const ColSource& s) : src(s) {
                 tab.push_back(u >= 0 && u < ulen && u % ins == 0 ? u / ins : -1);
             }
     }
+    run.assign(tab.size(), 0);
+    gap.assign(tab.size(), 0);
+    for (int a = 0; a < 3; ++a)
+        for (dim_t k = 0; k < g.k[a]; ++k) {
+            const dim_t b = at[a] + k * g.out[a];
+            for (dim_t o = g.out[a] - 1; o >= 0; --o) {
+                const dim_t i = b + o;
+                const bool last = o + 1 == g.out[a];
+                if (tab[i] >= 0)
+                    run[i] = !last && tab[i + 1] == tab[i] + 1 ? run[i + 1] + 1 : 1;
+                else
+                    gap[i] = last ? 1 : gap[i + 1] + 1;
+            }
+        }
 }
 
 void im2col_fractal_block(const ColPlan& plan, dim_t c0, dim_t n, dim_t mb0, dim_t cm, float* dst,
@@ -101,6 +115,8 @@ void im2col_fractal_block(const ColPlan& plan, dim_t c0, dim_t n, dim_t mb0, dim
         const dim_t* td = tab + plan.at[0] + kd * g.out[0];
         const dim_t* th = tab + plan.at[1] + kh * g.out[1];
         const dim_t* tw = tab + plan.at[2] + kw * g.out[2];
+        const dim_t* rw = plan.run.data() + plan.at[2] + kw * g.out[2];
+        const dim_t* gw = plan.gap.data() + plan.at[2] + kw * g.out[2];
         const float* plane = plan.src.x5 + sg.offset(n, 0, c1, 0, 0, 0);
         // Source rows are sg.w * C0 floats apart, depths sg.c1 * sg.h * sg.w * C0.
         const dim_t row_floats = sg.w * c0, depth_floats = sg.c1 * sg.h * row_floats;
@@ -120,14 +136,12 @@ void im2col_fractal_block(const ColPlan& plan, dim_t c0, dim_t n, dim_t mb0, dim
                 for (dim_t p = p0; p < p1 && (!any || first >= 0);) {
                     const dim_t len = std::min(g.out[2] - w, p1 - p);
                     if (td[d] >= 0 && th[h] >= 0) {
-                        for (dim_t i = 0; i < len; ++i) any |= tw[w + i] >= 0;
+                        any |= gw[w] < len;
                         if (first >= 0) {
-                            const dim_t base = td[d] * depth_floats + th[h] * row_floats;
-                            if (p == p0) first = base + tw[w] * c0;
-                            for (dim_t i = 0; i < len && first >= 0; ++i)
-                                if (tw[w + i] < 0 ||
-                                    base + tw[w + i] * c0 != first + (p - p0 + i) * c0)
-                                    first = -1;
+                            const dim_t start =
+                                td[d] * depth_floats + th[h] * row_floats + tw[w] * c0;
+                            if (p == p0) first = start;
+                            if (rw[w] < len || start != first + (p - p0) * c0) first = -1;
                         }
                     } else {
                         first = -1;

@@ -168,6 +168,10 @@ struct ColPlan {
     }
     ColSource src;
     detail::Geom3 g;
+    // run[i] (i as tab's index): how many outputs from the o'-th on, along its line at its tap,
+    // read consecutive source elements (0 where tab[i] is -1); gap[i]: how many outputs from the
+    // o'-th on read nothing before one that reads. A fractal's segment is then checked in O(1).
+    std::vector<dim_t> run, gap;
     std::vector<dim_t> tab, perm;  // perm[pat[a] + o'] = the output index of the o'-th
     dim_t at[3] = {0, 0, 0}, pat[3] = {0, 0, 0};
     bool permuted = false;
