@@ -63,7 +63,7 @@ __attribute__((target("avx512f,fma"))) void product_avx512(dim_t rows, const flo
     for (int i = 0; i < 16; ++i) _mm512_storeu_ps(c + i * ldc, t[i]);
 }
 
-// Two 16 x 16 tiles of one A (B at b and b + b_next, C at c and c + c_next, ld 16), as two bands
+// Two 16 x 16 tiles of one A (B at b and b + b_next, C at c and c + c_next, ld ldc), as two bands
 // of 8 rows x 32 columns: per step two loads of B and eight broadcasts of A for sixteen
 // multiply-adds, where the single tile loads B once and broadcasts sixteen times (its
 // broadcasts, loads from L1, were as many as its multiply-adds). The sums' order is the single
@@ -72,14 +72,14 @@ template <int KR>
 __attribute__((target("avx512f,fma"))) void product2_avx512(dim_t rows, const float* a,
                                                             dim_t a_step, const float* b,
                                                             dim_t b_step, dim_t b_next, float* c,
-                                                            dim_t c_next, bool acc) {
+                                                            dim_t c_next, dim_t ldc, bool acc) {
     for (int half = 0; half < 2; ++half) {
         __m512 t[8][2];
-        float* ch = c + half * 8 * 16;
+        float* ch = c + half * 8 * ldc;
 #pragma GCC unroll 8
         for (int i = 0; i < 8; ++i) {
-            t[i][0] = acc ? _mm512_loadu_ps(ch + i * 16) : _mm512_setzero_ps();
-            t[i][1] = acc ? _mm512_loadu_ps(ch + c_next + i * 16) : _mm512_setzero_ps();
+            t[i][0] = acc ? _mm512_loadu_ps(ch + i * ldc) : _mm512_setzero_ps();
+            t[i][1] = acc ? _mm512_loadu_ps(ch + c_next + i * ldc) : _mm512_setzero_ps();
         }
         const float* ar = a + half * 8 * KR;
         const float* br = b;
@@ -102,8 +102,8 @@ __attribute__((target("avx512f,fma"))) void product2_avx512(dim_t rows, const fl
         }
 #pragma GCC unroll 8
         for (int i = 0; i < 8; ++i) {
-            _mm512_storeu_ps(ch + i * 16, t[i][0]);
-            _mm512_storeu_ps(ch + c_next + i * 16, t[i][1]);
+            _mm512_storeu_ps(ch + i * ldc, t[i][0]);
+            _mm512_storeu_ps(ch + c_next + i * ldc, t[i][1]);
         }
     }
 }
@@ -197,23 +197,23 @@ void fractal_product(dim_t kr, dim_t w, dim_t rows, const float* a, dim_t a_step
 }
 
 void fractal_product2(dim_t kr, dim_t rows, const float* a, dim_t a_step, const float* b,
-                      dim_t b_step, dim_t b_next, float* c, dim_t c_next, bool acc) {
+                      dim_t b_step, dim_t b_next, float* c, dim_t c_next, bool acc, dim_t ldc) {
 #if CONVLAB_X86
     if (detail::selected_isa() == detail::Isa::avx512) switch (kr) {
             case 4:
-                return product2_avx512<4>(rows, a, a_step, b, b_step, b_next, c, c_next, acc);
+                return product2_avx512<4>(rows, a, a_step, b, b_step, b_next, c, c_next, ldc, acc);
             case 8:
-                return product2_avx512<8>(rows, a, a_step, b, b_step, b_next, c, c_next, acc);
+                return product2_avx512<8>(rows, a, a_step, b, b_step, b_next, c, c_next, ldc, acc);
             case 16:
-                return product2_avx512<16>(rows, a, a_step, b, b_step, b_next, c, c_next, acc);
+                return product2_avx512<16>(rows, a, a_step, b, b_step, b_next, c, c_next, ldc, acc);
             case 32:
-                return product2_avx512<32>(rows, a, a_step, b, b_step, b_next, c, c_next, acc);
+                return product2_avx512<32>(rows, a, a_step, b, b_step, b_next, c, c_next, ldc, acc);
             default:
                 break;
         }
 #endif
-    fractal_product(kr, kN0, rows, a, a_step, b, b_step, kN0, c, kN0, acc);
-    fractal_product(kr, kN0, rows, a, a_step, b + b_next, b_step, kN0, c + c_next, kN0, acc);
+    fractal_product(kr, kN0, rows, a, a_step, b, b_step, kN0, c, ldc, acc);
+    fractal_product(kr, kN0, rows, a, a_step, b + b_next, b_step, kN0, c + c_next, ldc, acc);
 }
 
 void pack_weight_transposed(std::span<const dim_t> dims, dim_t c0, const float* src, float* dst) {
