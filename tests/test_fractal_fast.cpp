@@ -202,6 +202,47 @@ TEST_CASE("fractal bf16: bf16_bits gives the upper half of every value rounded t
     }
 }
 
+TEST_CASE("fractal product: listed rows give the bits of the strided call over those rows") {
+    KernelGuard guard;
+    std::mt19937 rng(41);
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    for (const std::string& isa : isas()) {
+        REQUIRE(detail::select_microkernel(isa.c_str()));
+        for (const dim_t kr : {4, 8, 16, 32, 5}) {
+            const dim_t frac = 16 * kr, rows = 37, b_step = 3 * frac;  // B: 3 column blocks a row
+            std::vector<float> a_all(static_cast<std::size_t>(rows * frac)),
+                b(static_cast<std::size_t>(rows * b_step));
+            for (float& v : a_all) v = u(rng);
+            for (float& v : b) v = u(rng);
+            // Every third row listed, A fractals in reverse order in memory.
+            std::vector<const float*> al;
+            std::vector<dim_t> idx;
+            std::vector<float> a_cat, b_cat;  // the listed rows' A and B, contiguous
+            for (dim_t r = 0; r < rows; r += 3) {
+                al.push_back(a_all.data() + (rows - 1 - r) * frac);
+                idx.push_back(r);
+                a_cat.insert(a_cat.end(), al.back(), al.back() + frac);
+                b_cat.insert(b_cat.end(), b.begin() + r * b_step, b.begin() + (r + 1) * b_step);
+            }
+            const auto n = static_cast<dim_t>(idx.size());
+            for (const bool acc : {false, true}) {
+                std::vector<float> want(512, 0.5f), got(512, 0.5f);
+                dv::fractal_product2(kr, n, a_cat.data(), frac, b_cat.data() + frac, b_step, frac,
+                                     want.data(), 256, acc);
+                dv::fractal_product2_list(kr, n, al.data(), idx.data(), b.data() + frac, b_step,
+                                          frac, got.data(), 256, acc);
+                CHECK_MESSAGE(want == got, isa << " kr " << kr << " pair");
+                std::vector<float> want1(256, 0.25f), got1(256, 0.25f);
+                dv::fractal_product(kr, 16, n, a_cat.data(), frac, b_cat.data(), b_step, 16,
+                                    want1.data(), 16, acc);
+                dv::fractal_product_list(kr, n, al.data(), idx.data(), b.data(), b_step,
+                                         got1.data(), acc);
+                CHECK_MESSAGE(want1 == got1, isa << " kr " << kr);
+            }
+        }
+    }
+}
+
 TEST_CASE("fractal bf16: fractal_product_bf16 equals plain fp32 loops on every element") {
     if (!cpu_has_bf16()) {
         MESSAGE("no AVX512_BF16 on this CPU: the bf16 products are not run");
@@ -415,6 +456,38 @@ TEST_CASE("fractal bf16: native and emulated bf16 equal direct on random 1-D, 2-
     // The native products add pairs in another order (and flush denormals): on real data some
     // results differ from the emulation's in their last bits, which shows the native path ran.
     if (native && isas().size() > 1) CHECK(differ > 0);
+}
+
+TEST_CASE("fractal forward: groups of at most 4 channels run in 4-lane fractals, exact") {
+    using convlab::parse_descriptor;
+    // The C0 the forward computes with: 4 for at most 4 channels a group when asked for 16.
+    CHECK(dv::forward_c0(parse_descriptor("mb1ic3ih8oc4kh3"), 16) == 4);
+    CHECK(dv::forward_c0(parse_descriptor("mb1ic4ih8oc4kh3"), 16) == 4);
+    CHECK(dv::forward_c0(parse_descriptor("mb1ic5ih8oc4kh3"), 16) == 16);
+    CHECK(dv::forward_c0(parse_descriptor("g2mb1ic8ih8oc4kh3"), 16) == 4);
+    CHECK(dv::forward_c0(parse_descriptor("g2mb1ic10ih8oc4kh3"), 16) == 16);
+    CHECK(dv::forward_c0(parse_descriptor("mb1ic3ih8oc4kh3"), 8) == 8);
+    CHECK_THROWS_AS(dv::forward_c0(parse_descriptor("mb1ic3ih8oc4kh3"), 0), convlab::Error);
+    // Integer data: every product and sum is exact in fp32, so the 4-lane fractals must give
+    // direct's values on every element. conv1's shape (3 channels, 7x7, stride 2), K off the
+    // multiples of 4 and 16, groups of 2 channels, 3-D, 1-D, batches of 17 and 3, a bias.
+    KernelGuard guard;
+    for (const std::string& isa : isas()) {
+        REQUIRE(detail::select_microkernel(isa.c_str()));
+        std::mt19937 rng(29);
+        for (const char* desc : {"mb2ic3ih23oc70oh12kh7sh2ph3", "g3mb17ic6ih5oc9oh5kh3ph1",
+                                 "mb2ic4id5ih5iw5oc20od3oh3ow3kd3kh3kw3sd2sh2sw2pd1ph1pw1",
+                                 "mb3ic1iw30oc17ow14kw3sw2", "mb1ic2ih40oc33oh20kh5sh2ph2"}) {
+            const Problem p = parse_descriptor(desc);
+            REQUIRE(dv::forward_c0(p, 16) == 4);
+            const Tensor x = convlab::test::integer_tensor(p.src_dims(), rng);
+            const Tensor w = convlab::test::integer_tensor(p.wei_dims(), rng);
+            const Tensor b = convlab::test::integer_tensor({p.oc}, rng);
+            convlab::test::check_equal(dv::forward(p, x, w, &b, dv::Options{}),
+                                       convlab::forward(p, x, w, &b, "direct"),
+                                       std::string(desc) + " " + isa);
+        }
+    }
 }
 
 TEST_CASE("fractal prepare_weights: the fractal layout is packed once and read instead") {
@@ -645,25 +718,40 @@ Problem one_group_of(const Problem& p) {
 // source: each row of a fractal marked as read equals the kernel's row of the same output
 // position (plan.position; zeros past the last), and every row of one marked as not read is
 // zeros there. Returns the fractals not read.
+// With in_place (not null) the block is built leaving fractals in the source, each read where
+// the block says it is; *in_place counts those, every one checked to lie in the source.
 dim_t check_block(const Problem& q, dim_t c0, const dv::ColSource& src, const float* full_src,
-                  dim_t cm, const std::string& what) {
+                  dim_t cm, const std::string& what, dim_t* in_place = nullptr) {
     const dv::ColPlan plan(q, src);
     const dim_t rows = dv::WeiGeom::of(q.wei_dims(), c0).rows(), frac = 16 * c0;
     const dim_t m1 = convlab::davinci::blocks_of(q.out_spatial(), 16);
     std::vector<float> want(static_cast<std::size_t>(rows * m1 * frac));
     std::vector<float> got(static_cast<std::size_t>(rows * cm * frac));
     std::vector<unsigned char> nz(static_cast<std::size_t>(rows * cm));
+    std::vector<const float*> where(static_cast<std::size_t>(rows * cm));
+    const dv::ActGeom& sg = src.g;
+    const float* src_end = src.x5 + sg.size();
     dim_t skipped = 0, bad = 0;
     for (dim_t n = 0; n < q.mb; ++n) {
         dv::im2col_fractal_kernel(q, c0, full_src, n, want.data());
         for (dim_t mb0 = 0; mb0 < m1; mb0 += cm) {
             const dim_t c = std::min(cm, m1 - mb0);
             std::fill(got.begin(), got.end(), std::nanf(""));
-            dv::im2col_fractal_block(plan, c0, n, mb0, c, got.data(), nz.data());
+            dv::im2col_fractal_block(plan, c0, n, mb0, c, got.data(), nz.data(),
+                                     in_place ? where.data() : nullptr);
             for (dim_t r = 0; r < rows; ++r)
                 for (dim_t mb = 0; mb < c; ++mb) {
                     const float* g = got.data() + (r * c + mb) * frac;
                     const bool read = nz[static_cast<std::size_t>(r * c + mb)];
+                    if (in_place) {
+                        const float* a = where[static_cast<std::size_t>(r * c + mb)];
+                        if (a != g) {
+                            ++*in_place;
+                            bad += !read || a < src.x5 || a + frac > src_end;
+                            if (a < src.x5 || a + frac > src_end) continue;
+                            g = a;
+                        }
+                    }
                     skipped += !read;
                     for (dim_t i = 0; i < 16; ++i) {
                         const dim_t mm = (mb0 + mb) * 16 + i;
@@ -697,7 +785,7 @@ TEST_CASE("fractal im2col: the block from dY through insertion and pad equals th
                              "mb1ic6ih7oc5oh4kh1sh2phe1", "mb1ic4ih9oc4oh5kh1sh2ph1"})
         problems.push_back(convlab::parse_descriptor(desc));
     for (int t = 0; t < 40; ++t) problems.push_back(convlab::test::random_problem(rng));
-    dim_t skipped_bwd = 0;
+    dim_t skipped_bwd = 0, in_place = 0;
     for (const Problem& p : problems)
         for (const dim_t c0 : {16, 8, 5}) {
             const std::string what = convlab::to_descriptor(p) + " c0 " + std::to_string(c0);
@@ -730,9 +818,25 @@ TEST_CASE("fractal im2col: the block from dY through insertion and pad equals th
             dv::pack_activation_kernel(p1.src_dims(), c0, x.f32(), x5.data());
             (void)check_block(p1, c0, dv::plain_source(p1, c0, x5.data()), x5.data(), 5,
                               what + " fwd");
+            (void)check_block(p1, c0, dv::plain_source(p1, c0, x5.data()), x5.data(), 3,
+                              what + " fwd in place", &in_place);
+            (void)check_block(q, c0, s, q5.data(), 3, what + " bwd_data in place", &in_place);
         }
     // The fractals of inserted zeros and padding are left out.
     CHECK(skipped_bwd > 0);
+    CHECK(in_place > 0);
+    // A 1x1 kernel of stride 1 without padding reads its fractals as they are in the source:
+    // every whole fractal of a whole C0 block is left in place (here 2 channel blocks of 16 x 3
+    // M blocks of 16 positions, of 49), the last M block (1 position) copied.
+    {
+        const Problem p = convlab::parse_descriptor("mb2ic32ih7oc5kh1");
+        const Tensor x = convlab::test::integer_tensor(p.src_dims(), rng);
+        std::vector<float> x5(static_cast<std::size_t>(dv::ActGeom::of(p.src_dims(), 16).size()));
+        dv::pack_activation_kernel(p.src_dims(), 16, x.f32(), x5.data());
+        dim_t whole = 0;
+        (void)check_block(p, 16, dv::plain_source(p, 16, x5.data()), x5.data(), 4, "1x1", &whole);
+        CHECK(whole == 2 * 2 * 3);
+    }
     // Along an axis read through a zero insertion the outputs go phase by phase: on conv1's
     // backward data (stride 2) the rows of one fractal at one tap are all data or all zeros.
     const Problem conv1 = one_group_of(convlab::parse_descriptor("mb1ic3ih224oc64oh112kh7sh2ph3"));

@@ -64,6 +64,12 @@ dim_t conv_fractal_chunk(dim_t rows, dim_t tn, dim_t m1, dim_t c0) {
     return std::clamp<dim_t>(std::min(by_cols, by_tiles), 1, std::max<dim_t>(m1, 1));
 }
 
+// Floats that hold the column block's fractal addresses (fp32 products only): two a fractal.
+static_assert(sizeof(const float*) <= 2 * sizeof(float));
+dim_t fractal_at_floats(dim_t rows, dim_t chunk, bool pairs) {
+    return pairs ? 0 : detail::sat_mul({2, rows, chunk});
+}
+
 // B of the fractal products as a.prepared holds it for this call (C0 16, the call's storage, bf16
 // pairs exactly where the call multiplies pairs), or nothing: the call packs its own.
 struct PreparedB {
@@ -74,6 +80,7 @@ struct PreparedB {
         return {b.f32 ? b.f32 + g * size : nullptr, b.bf16 ? b.bf16 + g * size : nullptr};
     }
 };
+// prepare_weights packs B for C0 16, at the C0 that the pass computes with then (forward_c0).
 PreparedB prepared_b(const ConvArgs& a, const Problem& p, Pass pass, const Options& o, bool pairs) {
     PreparedB r;
     if (o.c0 != kC0 || !a.prepared) return r;
@@ -150,30 +157,39 @@ void conv_fractal_b(const Problem& p, dim_t c0, const ColSource& src, FractalB b
                     std::to_string(c0));
     const float* bt = b.f32;
     // A column block's buffer: its rows * chunk fp32 fractals, then (bf16 products) their bf16
-    // copy, then a byte per fractal saying whether it holds a non-zero value.
+    // copy or (fp32 products) where each fractal is, then a byte per fractal saying whether it
+    // holds a non-zero value.
     const dim_t col_f32 = rows * chunk * frac, col_b16 = pairs ? (col_f32 + 1) / 2 : 0;
-    const dim_t col_floats = col_f32 + col_b16 + (rows * chunk + 3) / 4;
+    const dim_t at_begin = (col_f32 + col_b16 + 1) / 2 * 2,
+                at_floats = fractal_at_floats(rows, chunk, pairs);
+    const dim_t col_floats = at_begin + at_floats + (rows * chunk + 3) / 4;
     const auto a16_of = [&](const float* a) {
         return reinterpret_cast<const std::uint16_t*>(a + col_f32);
     };
+    const auto at_of = [&](float* a) {
+        return pairs ? nullptr : reinterpret_cast<const float**>(a + at_begin);
+    };
     const auto nz_of = [&](const float* a) {
-        return reinterpret_cast<const unsigned char*>(a + col_f32 + col_b16);
+        return reinterpret_cast<const unsigned char*>(a + at_begin + at_floats);
     };
     // im2col of cm M blocks, which marks the fractals that read no element of the source (the
     // inserted zeros and the padding of backward data's input, the taps of padding rows) and
-    // leaves them unwritten; then for the others the bf16 copy (the values are bf16 already: the
-    // caller rounded the packed input) and whether they hold a value that is not zero. Fractals
-    // of zeros are skipped by the products: their products add nothing.
+    // leaves them unwritten, and with fp32 products leaves those that are in the source as they
+    // are (16 consecutive positions of a whole C0 block: most of a stride-1 layer's) where they
+    // are; then for the others the bf16 copy (the values are bf16 already: the caller rounded the
+    // packed input) and whether they hold a value that is not zero. Fractals of zeros are skipped
+    // by the products: their products add nothing.
     const auto build_block = [&](dim_t n, dim_t mb0, float* a, dim_t cm) {
         auto* a16 = reinterpret_cast<std::uint16_t*>(a + col_f32);
-        auto* nz = reinterpret_cast<unsigned char*>(a + col_f32 + col_b16);
-        im2col_fractal_block(plan, c0, n, mb0, cm, a, nz);
+        auto* nz = reinterpret_cast<unsigned char*>(a + at_begin + at_floats);
+        const float** at = at_of(a);
+        im2col_fractal_block(plan, c0, n, mb0, cm, a, nz, at);
         // A fractal of dense data shows a non-zero value in its first row: only fractals of
         // zeros are read whole.
 #pragma omp parallel for schedule(static) if (rows * cm * frac > 65536 && !omp_in_parallel())
         for (dim_t f = 0; f < rows * cm; ++f) {
             if (!nz[f]) continue;
-            const float* v = a + f * frac;
+            const float* v = at ? at[f] : a + f * frac;
             if (pairs) bf16_bits(v, a16 + f * frac, frac);
             nz[f] = 0;
             for (dim_t k0 = 0; k0 < frac && !nz[f]; k0 += c0) {
@@ -198,7 +214,7 @@ void conv_fractal_b(const Problem& p, dim_t c0, const ColSource& src, FractalB b
     // Unit u's tiles, their sums over rows [r0, r0 + rb) added to accs (set by the first row
     // block): the products of each run of consecutive non-zero A fractals in one call. Tiles of
     // column blocks past N1 (padding lanes only) are zeros.
-    const auto product = [&](dim_t cm, const float* a, float* accs, dim_t r0, dim_t u) {
+    const auto product = [&](dim_t cm, float* a, float* accs, dim_t r0, dim_t u) {
         const auto [nb0, mb] = unit_of(u, cm);
         const dim_t nt = std::min<dim_t>(2, tn - nb0);        // tiles of the unit
         const dim_t nc = std::clamp<dim_t>(n1 - nb0, 0, nt);  // of them with B fractals
@@ -206,7 +222,31 @@ void conv_fractal_b(const Problem& p, dim_t c0, const ColSource& src, FractalB b
                        nt > 1 ? accs + tile_index(nb0 + 1, mb, cm) * kN0 * kN0 : nullptr};
         const dim_t c_next = nt > 1 ? c[1] - c[0] : 0;
         bool acc = r0 > 0;
-        if (nc > 0) {
+        const float* const* at = at_of(a);
+        if (nc > 0 && at) {
+            // fp32: the non-zero rows listed, their A fractals wherever they are, a list of up
+            // to 64 rows a call.
+            const unsigned char* nz = nz_of(a);
+            const dim_t r1 = std::min(r0 + rb, rows);
+            constexpr dim_t kList = 64;
+            const float* al[kList];
+            dim_t idx[kList];
+            for (dim_t r = r0; r < r1;) {
+                dim_t len = 0;
+                for (; r < r1 && len < kList; ++r)
+                    if (nz[r * cm + mb]) {
+                        al[len] = at[r * cm + mb];
+                        idx[len++] = r;
+                    }
+                if (len == 0) continue;
+                const float* bb = bt + nb0 * frac;
+                if (nc == 2)
+                    fractal_product2_list(c0, len, al, idx, bb, n1 * frac, frac, c[0], c_next, acc);
+                else
+                    fractal_product_list(c0, len, al, idx, bb, n1 * frac, c[0], acc);
+                acc = true;
+            }
+        } else if (nc > 0) {
             const unsigned char* nz = nz_of(a);
             const dim_t r1 = std::min(r0 + rb, rows);
             for (dim_t r = r0; r < r1;) {
@@ -258,6 +298,18 @@ void conv_fractal_b(const Problem& p, dim_t c0, const ColSource& src, FractalB b
                 for (dim_t j = 0; j < valid; ++j)
                     out[j] = acc[i * kN0 + j] + (bias ? bias[nb * kN0 + j] : 0.0f);
                 std::fill(out + valid, out + kN0, 0.0f);
+                continue;
+            }
+            if (kN0 % c0 == 0) {
+                // The column block is 16 / C0 whole channel blocks: runs of C0 contiguous lanes.
+                const float* row = acc + i * kN0;
+                for (dim_t cb = 0; cb < kN0 / c0 && (nb * kN0 + cb * c0) < k_lanes; ++cb) {
+                    const dim_t k0 = nb * kN0 + cb * c0;
+                    float* out = y5d + yg.offset(n, od, k0 / c0, oh, ow, 0);
+                    for (dim_t j = 0; j < c0; ++j)
+                        out[j] =
+                            k0 + j < p.oc ? row[cb * c0 + j] + (bias ? bias[k0 + j] : 0.0f) : 0.0f;
+                }
                 continue;
             }
             for (dim_t j = 0; j < kN0; ++j) {
@@ -340,15 +392,20 @@ void forward_fractal(const Problem& p, const ConvArgs& a, Profiler* prof) {
     forward_fractal(p, a, prof, Options{});
 }
 
+dim_t forward_c0(const Problem& p, dim_t c0) {
+    check_c0(c0);
+    return c0 == kC0 && p.icg() <= kC0Small ? kC0Small : c0;
+}
+
 void forward_fractal(const Problem& p, const ConvArgs& a, Profiler* prof, const Options& o) {
-    check_c0(o.c0);
+    const dim_t c0 = forward_c0(p, o.c0);
     const Problem q = one_group(p);
     const std::vector<dim_t> xd = q.src_dims(), wd = q.wei_dims(), yd = q.dst_dims();
-    const ActGeom xg = ActGeom::of(xd, o.c0), yg = ActGeom::of(yd, o.c0);
-    const WeiGeom wg = WeiGeom::of(wd, o.c0);
-    // B packed once (prepare_weights: C0 16, this storage), else per call: bf16 pairs where the
-    // CPU multiplies them, else fp32 (rounded to the storage type).
-    const bool pairs = o.storage == DType::bf16 && fractal_bf16_native(o.c0);
+    const ActGeom xg = ActGeom::of(xd, c0), yg = ActGeom::of(yd, c0);
+    const WeiGeom wg = WeiGeom::of(wd, c0);
+    // B packed once (prepare_weights: asked for C0 16, this storage), else per call: bf16 pairs
+    // where the CPU multiplies them, else fp32 (rounded to the storage type).
+    const bool pairs = o.storage == DType::bf16 && fractal_bf16_native(c0);
     const PreparedB prepared = prepared_b(a, p, Pass::Forward, o, pairs);
     const Kept x5 = kept(kFracSlot[0], xg.size()), y5 = kept(kFracSlot[2], yg.size());
     const Kept bt = prepared ? Kept{nullptr} : kept(kFracBtSlot, wg.size());
@@ -356,7 +413,7 @@ void forward_fractal(const Problem& p, const ConvArgs& a, Profiler* prof, const 
     for (dim_t g = 0; g < p.groups; ++g) {
         {
             Span s(prof, "pack_src");
-            pack_activation_kernel(xd, o.c0, a.src, x5.get(), p.ic, g * q.ic);
+            pack_activation_kernel(xd, c0, a.src, x5.get(), p.ic, g * q.ic);
             detail::round_storage(o.storage, x5.get(), xg.size());
         }
         FractalB b;
@@ -365,18 +422,18 @@ void forward_fractal(const Problem& p, const ConvArgs& a, Profiler* prof, const 
         } else if (pairs) {
             Span s(prof, "pack_wei");
             auto* b16 = reinterpret_cast<std::uint16_t*>(bt.get());
-            pack_weight_pairs(wd, o.c0, a.wei + g * wslice, b16);
+            pack_weight_pairs(wd, c0, a.wei + g * wslice, b16);
             b.bf16 = b16;
         } else {
             Span s(prof, "pack_wei");
-            pack_weight_transposed(wd, o.c0, a.wei + g * wslice, bt.get());
+            pack_weight_transposed(wd, c0, a.wei + g * wslice, bt.get());
             detail::round_storage(o.storage, bt.get(), wg.size());
             b.f32 = bt.get();
         }
-        conv_fractal_b(q, o.c0, x5.get(), b, a.bias ? a.bias + g * q.oc : nullptr, y5.get(), prof);
+        conv_fractal_b(q, c0, x5.get(), b, a.bias ? a.bias + g * q.oc : nullptr, y5.get(), prof);
         Span s(prof, "unpack");
         detail::round_storage(o.storage, y5.get(), yg.size());
-        unpack_activation_kernel(yd, o.c0, y5.get(), a.dst, p.oc, g * q.oc);
+        unpack_activation_kernel(yd, c0, y5.get(), a.dst, p.oc, g * q.oc);
     }
 }
 
@@ -537,15 +594,17 @@ dim_t conv_fractal_work(const Problem& q, dim_t c0) {
     const dim_t m1 = blocks_of(q.out_spatial(), kN0);
     const dim_t tn = std::max(wg.n1, blocks_of(blocks_of(q.oc, c0) * c0, kN0));
     const dim_t chunk = conv_fractal_chunk(rows, tn, m1, c0);
-    // The column block, its bf16 copy (bf16 products) and the tiles.
+    // The column block, its bf16 copy (bf16 products) or its fractals' addresses, and the tiles.
     const dim_t col = detail::sat_mul({rows, chunk, frac});
     // ColPlan's tables: a dim_t (two floats) per tap and output position of each axis, and one
     // per output position of each axis (the order).
     dim_t tables = 0;
     for (int i = 0; i < q.ndims; ++i)
         tables = detail::sat_add(tables, detail::sat_mul({2, q.kernel[i] + 1, q.out(i)}));
-    const dim_t block = detail::sat_add(detail::sat_add(col, col / 2 + 1 + rows * chunk / 4 + 1),
-                                        detail::sat_mul({chunk, tn, kN0 * kN0}));
+    const dim_t block = detail::sat_add(
+        detail::sat_add(col, std::max(col / 2 + 1, fractal_at_floats(rows, chunk, false)) + 2 +
+                                 rows * chunk / 4 + 1),
+        detail::sat_mul({chunk, tn, kN0 * kN0}));
     return detail::sat_add(detail::sat_add(detail::sat_mul({rows, wg.n1, frac}), tables),
                            detail::sat_mul(block, omp_get_max_threads()));
 }
@@ -564,8 +623,9 @@ dim_t fractal_work(const Problem& p, Pass pass, dim_t c0) {
     const Problem p1 = davinci::one_group(p);
     dim_t floats = 0;
     if (pass == Pass::Forward) {
-        floats = sat_add(sat_add(act_size(p1.src_dims(), c0), wei_size(p1.wei_dims(), c0)),
-                         sat_add(act_size(p1.dst_dims(), c0), conv_fractal_work(p1, c0)));
+        const dim_t fc = davinci::forward_c0(p, c0);
+        floats = sat_add(sat_add(act_size(p1.src_dims(), fc), wei_size(p1.wei_dims(), fc)),
+                         sat_add(act_size(p1.dst_dims(), fc), conv_fractal_work(p1, fc)));
     } else if (pass == Pass::BackwardData) {
         // dY packed (read through its zero insertion and pad, never copied), dX packed, B.
         const Problem q = maps::backward_data_as_forward(p1);

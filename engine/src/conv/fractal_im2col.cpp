@@ -66,7 +66,7 @@ ColPlan::ColPlan(const Problem& q, const ColSource& s) : src(s) {
 }
 
 void im2col_fractal_block(const ColPlan& plan, dim_t c0, dim_t n, dim_t mb0, dim_t cm, float* dst,
-                          unsigned char* nz) {
+                          unsigned char* nz, const float** in_place) {
     const detail::Geom3& g = plan.g;
     const ActGeom& sg = plan.src.g;
     const dim_t rows = g.k[0] * sg.c1 * g.k[1] * g.k[2], m = g.out_size(), frac = kN0 * c0;
@@ -90,20 +90,36 @@ void im2col_fractal_block(const ColPlan& plan, dim_t c0, dim_t n, dim_t mb0, dim
             float* f = dst + (r * cm + mb) * frac;
             const dim_t p0 = m_begin + mb * kN0, p1 = std::min(p0 + kN0, m_end);
             // The fractal's lines: at most a few segments of one output line each. Pass 1 finds
-            // whether any position reads the source; pass 2 writes.
+            // whether any position reads the source and (with in_place) whether all 16 read 16
+            // consecutive source positions, the fractal then being in the source as it is;
+            // pass 2 writes the others.
             bool any = false;
+            // With in_place: the source offset of the fractal's first row (-1: not in place).
+            dim_t first = in_place && valid == c0 && p1 - p0 == kN0 ? 0 : -1;
             {
                 dim_t d = od, h = oh, w = ow;
-                for (dim_t p = p0; p < p1 && !any;) {
+                for (dim_t p = p0; p < p1 && (!any || first >= 0);) {
                     const dim_t len = std::min(g.out[2] - w, p1 - p);
-                    if (td[d] >= 0 && th[h] >= 0)
+                    if (td[d] >= 0 && th[h] >= 0) {
                         for (dim_t i = 0; i < len; ++i) any |= tw[w + i] >= 0;
+                        if (first >= 0) {
+                            const dim_t base = td[d] * depth_floats + th[h] * row_floats;
+                            if (p == p0) first = base + tw[w] * c0;
+                            for (dim_t i = 0; i < len && first >= 0; ++i)
+                                if (tw[w + i] < 0 ||
+                                    base + tw[w + i] * c0 != first + (p - p0 + i) * c0)
+                                    first = -1;
+                        }
+                    } else {
+                        first = -1;
+                    }
                     p += len;
                     advance(g, len, d, h, w);
                 }
             }
             nz[r * cm + mb] = any;
-            if (any) {
+            if (in_place) in_place[r * cm + mb] = first >= 0 ? plane + first : f;
+            if (any && first < 0) {
                 // Every element written: runs of source positions copied, the rest zeros.
                 const auto zero = [&](dim_t from, dim_t to) {
                     std::memset(f + from * c0, 0,

@@ -20,13 +20,35 @@ namespace convlab::davinci {
 
 namespace {
 
+// Where the kernels find the fractals of reduction row r: A at a + r * a_step and B at
+// b + r * b_step (Strided), or A at a[r] and B at b + idx[r] * b_step (Listed: the rows that
+// hold data, A fractals anywhere, e.g. in the source itself).
+struct Strided {
+    const float* a;
+    dim_t a_step;
+    const float* b;
+    dim_t b_step;
+    const float* a_row(dim_t r) const { return a + r * a_step; }
+    const float* b_row(dim_t r) const { return b + r * b_step; }
+};
+struct Listed {
+    const float* const* a;
+    const dim_t* idx;
+    const float* b;
+    dim_t b_step;
+    const float* a_row(dim_t r) const { return a[r]; }
+    const float* b_row(dim_t r) const { return b + idx[r] * b_step; }
+};
+
 // Any kr and w: plain loops (the reference the vector kernels must equal: each c(i, j) is the
 // same chain of fp32 multiply-adds, r then k ascending, in every kernel).
-void product_portable(dim_t kr, dim_t w, dim_t rows, const float* a, dim_t a_step, const float* b,
-                      dim_t b_step, dim_t ldb, float* c, dim_t ldc, bool acc) {
+template <class Rows>
+void product_portable(dim_t kr, dim_t w, dim_t rows, Rows src, dim_t ldb, float* c, dim_t ldc,
+                      bool acc) {
     if (!acc)
         for (dim_t i = 0; i < 16; ++i) std::fill(c + i * ldc, c + i * ldc + w, 0.0f);
-    for (dim_t r = 0; r < rows; ++r, a += a_step, b += b_step)
+    for (dim_t r = 0; r < rows; ++r) {
+        const float *a = src.a_row(r), *b = src.b_row(r);
         for (dim_t k = 0; k < kr; ++k)
             for (dim_t i = 0; i < 16; ++i) {
                 const float av = a[i * kr + k];
@@ -34,22 +56,23 @@ void product_portable(dim_t kr, dim_t w, dim_t rows, const float* a, dim_t a_ste
                 const float* bk = b + k * ldb;
                 for (dim_t j = 0; j < w; ++j) ci[j] += av * bk[j];
             }
+    }
 }
 
 #if CONVLAB_X86
 
 // 16 x 16: sixteen accumulators, one load of B and sixteen broadcast multiply-adds per step.
-template <int KR>
-__attribute__((target("avx512f,fma"))) void product_avx512(dim_t rows, const float* a, dim_t a_step,
-                                                           const float* b, dim_t b_step, dim_t ldb,
+template <int KR, class Rows>
+__attribute__((target("avx512f,fma"))) void product_avx512(dim_t rows, Rows src, dim_t ldb,
                                                            float* c, dim_t ldc, bool acc) {
     __m512 t[16];
 #pragma GCC unroll 16
     for (int i = 0; i < 16; ++i) t[i] = acc ? _mm512_loadu_ps(c + i * ldc) : _mm512_setzero_ps();
-    for (dim_t r = 0; r < rows; ++r, a += a_step, b += b_step) {
+    for (dim_t r = 0; r < rows; ++r) {
+        const float *a = src.a_row(r), *b = src.b_row(r);
         if (r + 1 < rows) {
-            _mm_prefetch(reinterpret_cast<const char*>(a + a_step), _MM_HINT_T0);
-            _mm_prefetch(reinterpret_cast<const char*>(b + b_step), _MM_HINT_T0);
+            _mm_prefetch(reinterpret_cast<const char*>(src.a_row(r + 1)), _MM_HINT_T0);
+            _mm_prefetch(reinterpret_cast<const char*>(src.b_row(r + 1)), _MM_HINT_T0);
         }
 #pragma GCC unroll 4
         for (int k = 0; k < KR; ++k) {
@@ -68,11 +91,10 @@ __attribute__((target("avx512f,fma"))) void product_avx512(dim_t rows, const flo
 // multiply-adds, where the single tile loads B once and broadcasts sixteen times (its
 // broadcasts, loads from L1, were as many as its multiply-adds). The sums' order is the single
 // tile's (r, then k ascending), so the results are the same bits.
-template <int KR>
-__attribute__((target("avx512f,fma"))) void product2_avx512(dim_t rows, const float* a,
-                                                            dim_t a_step, const float* b,
-                                                            dim_t b_step, dim_t b_next, float* c,
-                                                            dim_t c_next, dim_t ldc, bool acc) {
+template <int KR, class Rows>
+__attribute__((target("avx512f,fma"))) void product2_avx512(dim_t rows, Rows src, dim_t b_next,
+                                                            float* c, dim_t c_next, dim_t ldc,
+                                                            bool acc) {
     for (int half = 0; half < 2; ++half) {
         __m512 t[8][2];
         float* ch = c + half * 8 * ldc;
@@ -81,12 +103,12 @@ __attribute__((target("avx512f,fma"))) void product2_avx512(dim_t rows, const fl
             t[i][0] = acc ? _mm512_loadu_ps(ch + i * ldc) : _mm512_setzero_ps();
             t[i][1] = acc ? _mm512_loadu_ps(ch + c_next + i * ldc) : _mm512_setzero_ps();
         }
-        const float* ar = a + half * 8 * KR;
-        const float* br = b;
-        for (dim_t r = 0; r < rows; ++r, ar += a_step, br += b_step) {
+        for (dim_t r = 0; r < rows; ++r) {
+            const float *ar = src.a_row(r) + half * 8 * KR, *br = src.b_row(r);
             if (r + 1 < rows) {
-                _mm_prefetch(reinterpret_cast<const char*>(br + b_step), _MM_HINT_T0);
-                _mm_prefetch(reinterpret_cast<const char*>(br + b_step + b_next), _MM_HINT_T0);
+                const float* bn = src.b_row(r + 1);
+                _mm_prefetch(reinterpret_cast<const char*>(bn), _MM_HINT_T0);
+                _mm_prefetch(reinterpret_cast<const char*>(bn + b_next), _MM_HINT_T0);
             }
 #pragma GCC unroll 4
             for (int k = 0; k < KR; ++k) {
@@ -110,16 +132,16 @@ __attribute__((target("avx512f,fma"))) void product2_avx512(dim_t rows, const fl
 
 // AVX2 has 16 registers: the 16 x 16 tile as row bands of MR rows (2 MR accumulators), B's row
 // loaded once per band.
-template <int KR, int MR>
-__attribute__((target("avx2,fma"))) void band_avx2(dim_t rows, const float* a, dim_t a_step,
-                                                   const float* b, dim_t b_step, dim_t ldb,
+template <int KR, int MR, class Rows>
+__attribute__((target("avx2,fma"))) void band_avx2(dim_t rows, Rows src, dim_t i0, dim_t ldb,
                                                    float* c, dim_t ldc, bool acc) {
     __m256 t[MR][2];
 #pragma GCC unroll 8
     for (int i = 0; i < MR; ++i)
         for (int h = 0; h < 2; ++h)
             t[i][h] = acc ? _mm256_loadu_ps(c + i * ldc + 8 * h) : _mm256_setzero_ps();
-    for (dim_t r = 0; r < rows; ++r, a += a_step, b += b_step)
+    for (dim_t r = 0; r < rows; ++r) {
+        const float *a = src.a_row(r) + i0 * KR, *b = src.b_row(r);
 #pragma GCC unroll 4
         for (int k = 0; k < KR; ++k) {
             const __m256 b0 = _mm256_loadu_ps(b + k * ldb), b1 = _mm256_loadu_ps(b + k * ldb + 8);
@@ -130,51 +152,52 @@ __attribute__((target("avx2,fma"))) void band_avx2(dim_t rows, const float* a, d
                 t[i][1] = _mm256_fmadd_ps(av, b1, t[i][1]);
             }
         }
+    }
 #pragma GCC unroll 8
     for (int i = 0; i < MR; ++i)
         for (int h = 0; h < 2; ++h) _mm256_storeu_ps(c + i * ldc + 8 * h, t[i][h]);
 }
 
-template <int KR>
-void product_avx2(dim_t rows, const float* a, dim_t a_step, const float* b, dim_t b_step, dim_t ldb,
-                  float* c, dim_t ldc, bool acc) {
-    band_avx2<KR, 6>(rows, a, a_step, b, b_step, ldb, c, ldc, acc);
-    band_avx2<KR, 6>(rows, a + 6 * KR, a_step, b, b_step, ldb, c + 6 * ldc, ldc, acc);
-    band_avx2<KR, 4>(rows, a + 12 * KR, a_step, b, b_step, ldb, c + 12 * ldc, ldc, acc);
+template <int KR, class Rows>
+void product_avx2(dim_t rows, Rows src, dim_t ldb, float* c, dim_t ldc, bool acc) {
+    band_avx2<KR, 6>(rows, src, 0, ldb, c, ldc, acc);
+    band_avx2<KR, 6>(rows, src, 6, ldb, c + 6 * ldc, ldc, acc);
+    band_avx2<KR, 4>(rows, src, 12, ldb, c + 12 * ldc, ldc, acc);
 }
 
 #endif
 
-using Fn16 = void (*)(dim_t rows, const float* a, dim_t a_step, const float* b, dim_t b_step,
-                      dim_t ldb, float* c, dim_t ldc, bool acc);
+template <class Rows>
+using Fn16 = void (*)(dim_t rows, Rows src, dim_t ldb, float* c, dim_t ldc, bool acc);
 
 // The vector kernel of 16 columns for kr under the selected ISA, or null.
-Fn16 kernel16(dim_t kr) {
+template <class Rows>
+Fn16<Rows> kernel16(dim_t kr) {
 #if CONVLAB_X86
     switch (detail::selected_isa()) {
         case detail::Isa::avx512:
             switch (kr) {
                 case 4:
-                    return product_avx512<4>;
+                    return product_avx512<4, Rows>;
                 case 8:
-                    return product_avx512<8>;
+                    return product_avx512<8, Rows>;
                 case 16:
-                    return product_avx512<16>;
+                    return product_avx512<16, Rows>;
                 case 32:
-                    return product_avx512<32>;
+                    return product_avx512<32, Rows>;
                 default:
                     return nullptr;
             }
         case detail::Isa::avx2:
             switch (kr) {
                 case 4:
-                    return product_avx2<4>;
+                    return product_avx2<4, Rows>;
                 case 8:
-                    return product_avx2<8>;
+                    return product_avx2<8, Rows>;
                 case 16:
-                    return product_avx2<16>;
+                    return product_avx2<16, Rows>;
                 case 32:
-                    return product_avx2<32>;
+                    return product_avx2<32, Rows>;
                 default:
                     return nullptr;
             }
@@ -187,33 +210,65 @@ Fn16 kernel16(dim_t kr) {
     return nullptr;
 }
 
-}  // namespace
-
-void fractal_product(dim_t kr, dim_t w, dim_t rows, const float* a, dim_t a_step, const float* b,
-                     dim_t b_step, dim_t ldb, float* c, dim_t ldc, bool acc) {
-    const Fn16 f = w % 16 == 0 ? kernel16(kr) : nullptr;
-    if (!f) return product_portable(kr, w, rows, a, a_step, b, b_step, ldb, c, ldc, acc);
-    for (dim_t j = 0; j < w; j += 16) f(rows, a, a_step, b + j, b_step, ldb, c + j, ldc, acc);
+// Rows src shifted by j columns of B.
+Strided shifted(Strided s, dim_t j) {
+    s.b += j;
+    return s;
+}
+Listed shifted(Listed s, dim_t j) {
+    s.b += j;
+    return s;
 }
 
-void fractal_product2(dim_t kr, dim_t rows, const float* a, dim_t a_step, const float* b,
-                      dim_t b_step, dim_t b_next, float* c, dim_t c_next, bool acc, dim_t ldc) {
+template <class Rows>
+void product(dim_t kr, dim_t w, dim_t rows, Rows src, dim_t ldb, float* c, dim_t ldc, bool acc) {
+    const Fn16<Rows> f = w % 16 == 0 ? kernel16<Rows>(kr) : nullptr;
+    if (!f) return product_portable(kr, w, rows, src, ldb, c, ldc, acc);
+    for (dim_t j = 0; j < w; j += 16) f(rows, shifted(src, j), ldb, c + j, ldc, acc);
+}
+
+template <class Rows>
+void product2(dim_t kr, dim_t rows, Rows src, dim_t b_next, float* c, dim_t c_next, bool acc,
+              dim_t ldc) {
 #if CONVLAB_X86
     if (detail::selected_isa() == detail::Isa::avx512) switch (kr) {
             case 4:
-                return product2_avx512<4>(rows, a, a_step, b, b_step, b_next, c, c_next, ldc, acc);
+                return product2_avx512<4>(rows, src, b_next, c, c_next, ldc, acc);
             case 8:
-                return product2_avx512<8>(rows, a, a_step, b, b_step, b_next, c, c_next, ldc, acc);
+                return product2_avx512<8>(rows, src, b_next, c, c_next, ldc, acc);
             case 16:
-                return product2_avx512<16>(rows, a, a_step, b, b_step, b_next, c, c_next, ldc, acc);
+                return product2_avx512<16>(rows, src, b_next, c, c_next, ldc, acc);
             case 32:
-                return product2_avx512<32>(rows, a, a_step, b, b_step, b_next, c, c_next, ldc, acc);
+                return product2_avx512<32>(rows, src, b_next, c, c_next, ldc, acc);
             default:
                 break;
         }
 #endif
-    fractal_product(kr, kN0, rows, a, a_step, b, b_step, kN0, c, ldc, acc);
-    fractal_product(kr, kN0, rows, a, a_step, b + b_next, b_step, kN0, c + c_next, ldc, acc);
+    product(kr, kN0, rows, src, kN0, c, ldc, acc);
+    product(kr, kN0, rows, shifted(src, b_next), kN0, c + c_next, ldc, acc);
+}
+
+}  // namespace
+
+void fractal_product(dim_t kr, dim_t w, dim_t rows, const float* a, dim_t a_step, const float* b,
+                     dim_t b_step, dim_t ldb, float* c, dim_t ldc, bool acc) {
+    product(kr, w, rows, Strided{a, a_step, b, b_step}, ldb, c, ldc, acc);
+}
+
+void fractal_product2(dim_t kr, dim_t rows, const float* a, dim_t a_step, const float* b,
+                      dim_t b_step, dim_t b_next, float* c, dim_t c_next, bool acc, dim_t ldc) {
+    product2(kr, rows, Strided{a, a_step, b, b_step}, b_next, c, c_next, acc, ldc);
+}
+
+void fractal_product_list(dim_t kr, dim_t rows, const float* const* a, const dim_t* idx,
+                          const float* b, dim_t b_step, float* c, bool acc) {
+    product(kr, kN0, rows, Listed{a, idx, b, b_step}, kN0, c, kN0, acc);
+}
+
+void fractal_product2_list(dim_t kr, dim_t rows, const float* const* a, const dim_t* idx,
+                           const float* b, dim_t b_step, dim_t b_next, float* c, dim_t c_next,
+                           bool acc) {
+    product2(kr, rows, Listed{a, idx, b, b_step}, b_next, c, c_next, acc, kN0);
 }
 
 void pack_weight_transposed(std::span<const dim_t> dims, dim_t c0, const float* src, float* dst) {

@@ -29,6 +29,15 @@ void fractal_product2(dim_t kr, dim_t rows, const float* a, dim_t a_step, const 
                       dim_t b_step, dim_t b_next, float* c, dim_t c_next, bool acc,
                       dim_t ldc = kN0);
 
+// fractal_product(kr, 16, rows, ...) and fractal_product2 over listed rows: row i's A fractal at
+// a[i] (anywhere, e.g. in place in the source), its B at b + idx[i] * b_step (ld 16), C ld 16.
+// The same chains of multiply-adds as the strided calls over those rows: the same bits.
+void fractal_product_list(dim_t kr, dim_t rows, const float* const* a, const dim_t* idx,
+                          const float* b, dim_t b_step, float* c, bool acc);
+void fractal_product2_list(dim_t kr, dim_t rows, const float* const* a, const dim_t* idx,
+                           const float* b, dim_t b_step, dim_t b_next, float* c, dim_t c_next,
+                           bool acc);
+
 // pack_weight_kernel with every fractal turned C0 x 16 (the B operand of the forward's fractal
 // products), in one pass: dst[((r*N1 + nb)*C0 + k)*16 + j] = W(nb*16 + j, c1*C0 + k, tap) for
 // FRACTAL_Z row r = row(kd, c1, kh, kw), 0 for output channels past O and lanes past I.
@@ -39,6 +48,14 @@ void pack_weight_transposed(std::span<const dim_t> dims, dim_t c0, const float* 
 // wfz (span transpose_b).
 void conv_fractal_bt(const Problem& p, dim_t c0, const float* x5d, const float* wfz,
                      const float* bt, const float* bias, float* y5d, Profiler* prof);
+
+// The C0 the fractal forward computes with when asked for c0 (checked): with the default 16, a
+// group of at most 4 input channels runs in 16 x 4 fractals, the idea of the Ascend toolkits' C04
+// format for such layers. On conv1 (3 channels) 13 of 16 lanes would be padding in the products
+// and the column matrix; with 4 lanes, 1 of 4. The Cube unit needs 16-lane fractals, so C04
+// packs four taps' 4 channels into one; the CPU's product takes 4-lane fractals as they are.
+inline constexpr dim_t kC0Small = 4;
+dim_t forward_c0(const Problem& p, dim_t c0);
 
 // [SECTION] bf16 operands (vdpbf16ps)
 
@@ -154,8 +171,11 @@ struct ColPlan {
 // products add nothing); in the others row i is, for output position plan.position((mb0 + mb)*16
 // + i), that of im2col_fractal_kernel on the zero-inserted, padded source (zeros past the last
 // position).
+// With in_place (not null), a fractal whose 16 rows are 16 consecutive positions of the source, all
+// of a whole C0 block (no padding lanes), is not copied either: in_place[r*cm + mb] points to it in
+// the source; every other fractal's in_place[] is its place in dst.
 void im2col_fractal_block(const ColPlan& plan, dim_t c0, dim_t n, dim_t mb0, dim_t cm, float* dst,
-                          unsigned char* nz);
+                          unsigned char* nz, const float** in_place = nullptr);
 // conv_fractal_b reading its input through src.
 void conv_fractal_b(const Problem& p, dim_t c0, const ColSource& src, FractalB b, const float* bias,
                     float* y5d, Profiler* prof);

@@ -99,11 +99,17 @@ Problem one_group_of(const Problem& p) {
     return q;
 }
 
+// The C0 of the prepared B: the one the pass computes with when asked for C0 16.
+dim_t prepared_c0(const Problem& p, Pass pass) {
+    return pass == Pass::Forward ? forward_c0(p, kC0) : kC0;
+}
+
 // Floats of one group's prepared B.
 dim_t group_size(const Problem& p, Pass pass) {
     const Problem p1 = one_group_of(p);
-    return pass == Pass::Forward ? WeiGeom::of(p1.wei_dims(), kC0).size()
-                                 : fliprot_geom(p1, kC0).size();
+    const dim_t c0 = prepared_c0(p, pass);
+    return pass == Pass::Forward ? WeiGeom::of(p1.wei_dims(), c0).size()
+                                 : fliprot_geom(p1, c0).size();
 }
 
 }  // namespace
@@ -122,7 +128,8 @@ void fill_fractal(const Problem& p, Pass pass, const float* wei, Profiler* prof,
     if (pass == Pass::BackwardData &&
         !maps::backward_data_as_forward(one_group_of(p)).validate(true).empty())
         return;  // fractal_via_forward refuses this problem; nothing to prepare
-    pairs = storage == DType::bf16 && fractal_bf16_native(kC0);
+    const dim_t c0 = prepared_c0(p, pass);
+    pairs = storage == DType::bf16 && fractal_bf16_native(c0);
     const dim_t per_group = group_size(p, pass);
     const auto n = static_cast<std::size_t>(p.groups * per_group);
     // Pairs take two bytes an element: (n + 1) / 2 floats.
@@ -144,13 +151,13 @@ void fill_fractal(const Problem& p, Pass pass, const float* wei, Profiler* prof,
     for (dim_t g = 0; g < p.groups; ++g) {
         const float* src = wei + g * wslice;
         if (pairs && pass == Pass::Forward)
-            pack_weight_pairs(p1.wei_dims(), kC0, src, b16 + g * per_group);
+            pack_weight_pairs(p1.wei_dims(), c0, src, b16 + g * per_group);
         else if (pairs)
-            pack_weight_fliprot_pairs(p1, kC0, src, b16 + g * per_group);
+            pack_weight_fliprot_pairs(p1, c0, src, b16 + g * per_group);
         else if (pass == Pass::Forward)
-            pack_weight_transposed(p1.wei_dims(), kC0, src, data + g * per_group);
+            pack_weight_transposed(p1.wei_dims(), c0, src, data + g * per_group);
         else
-            pack_weight_fliprot_transposed(p1, kC0, src, data + g * per_group);
+            pack_weight_fliprot_transposed(p1, c0, src, data + g * per_group);
     }
     const auto m = static_cast<dim_t>(n);
     if (!pairs && storage == DType::bf16) {
