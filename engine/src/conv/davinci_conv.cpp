@@ -125,7 +125,7 @@ void conv_fractal_b(const Problem& p, dim_t c0, const float* x5d, FractalB b, co
 }
 
 void conv_fractal_b(const Problem& p, dim_t c0, const ColSource& src, FractalB b, const float* bias,
-                    float* y5d, Profiler* prof) {
+                    float* y5d, Profiler* prof, const PlainOut* plain) {
     p.check(true);
     check_one_group(p);
     const ColPlan plan(p, src);
@@ -279,6 +279,8 @@ void conv_fractal_b(const Problem& p, dim_t c0, const ColSource& src, FractalB b
     // The write of tile t of the block column starting at M block mb0 of image n to NC1HWC0: row
     // i is the output position of row (mb0 + mb)*16 + i of the column matrix (plan.position),
     // column j output channel k = nb*16 + j (block k/C0, lane k%C0); lanes k >= K are zeros.
+    // With plain, the tile goes to the plain (NCHW / NCDHW) result instead: column j, channel k,
+    // is 16 positions of channel k's plane, mostly consecutive, each rounded to the storage type.
     const auto write = [&](dim_t n, dim_t mb0, dim_t cm, dim_t t, const float* accs) {
         const dim_t nb = by_m ? t % tn : t / cm, mb = by_m ? t / tn : t % cm;
         const float* acc = accs + t * kN0 * kN0;
@@ -287,6 +289,35 @@ void conv_fractal_b(const Problem& p, dim_t c0, const ColSource& src, FractalB b
         const dim_t m0 = (mb0 + mb) * kN0;
         dim_t d, h, w;
         plan.digits(m0, d, h, w);
+        if (plain) {
+            dim_t at[kN0];  // row i's position in a channel's plane
+            dim_t n_rows = 0;
+            for (; n_rows < kN0 && m0 + n_rows < m; ++n_rows, plan.step(d, h, w)) {
+                dim_t od, oh, ow;
+                plan.output(d, h, w, od, oh, ow);
+                at[n_rows] = (od * g.out[1] + oh) * g.out[2] + ow;
+            }
+            const dim_t cols = std::clamp<dim_t>(p.oc - nb * kN0, 0, kN0);
+            float* plane0 = plain->dst + (n * plain->channels + plain->c_begin + nb * kN0) * m;
+            bool consecutive = n_rows == kN0;
+            for (dim_t i = 1; i < n_rows && consecutive; ++i) consecutive = at[i] == at[0] + i;
+            if (plain->storage == DType::f32 && consecutive) {
+                // 16 consecutive positions (most tiles): the tile transposed in registers.
+                fractal_write_columns(acc, cols, bias ? bias + nb * kN0 : nullptr, plane0 + at[0],
+                                      m);
+                return;
+            }
+            for (dim_t j = 0; j < cols; ++j) {
+                const dim_t k = nb * kN0 + j;
+                float v[kN0];
+                const float bk = bias ? bias[k] : 0.0f;
+                for (dim_t i = 0; i < n_rows; ++i) v[i] = acc[i * kN0 + j] + bk;
+                if (plain->storage != DType::f32) detail::round_storage(plain->storage, v, n_rows);
+                float* out = plain->dst + (n * plain->channels + plain->c_begin + k) * m;
+                for (dim_t i = 0; i < n_rows; ++i) out[at[i]] = v[i];
+            }
+            return;
+        }
         for (dim_t i = 0; i < kN0 && m0 + i < m; ++i, plan.step(d, h, w)) {
             dim_t od, oh, ow;  // row m0 + i's output position (plan's order of the rows)
             plan.output(d, h, w, od, oh, ow);
@@ -401,13 +432,13 @@ void forward_fractal(const Problem& p, const ConvArgs& a, Profiler* prof, const 
     const dim_t c0 = forward_c0(p, o.c0);
     const Problem q = one_group(p);
     const std::vector<dim_t> xd = q.src_dims(), wd = q.wei_dims(), yd = q.dst_dims();
-    const ActGeom xg = ActGeom::of(xd, c0), yg = ActGeom::of(yd, c0);
+    const ActGeom xg = ActGeom::of(xd, c0);
     const WeiGeom wg = WeiGeom::of(wd, c0);
     // B packed once (prepare_weights: asked for C0 16, this storage), else per call: bf16 pairs
     // where the CPU multiplies them, else fp32 (rounded to the storage type).
     const bool pairs = o.storage == DType::bf16 && fractal_bf16_native(c0);
     const PreparedB prepared = prepared_b(a, p, Pass::Forward, o, pairs);
-    const Kept x5 = kept(kFracSlot[0], xg.size()), y5 = kept(kFracSlot[2], yg.size());
+    const Kept x5 = kept(kFracSlot[0], xg.size());
     const Kept bt = prepared ? Kept{nullptr} : kept(kFracBtSlot, wg.size());
     const dim_t wslice = q.oc * q.ic * q.kernel_spatial();
     for (dim_t g = 0; g < p.groups; ++g) {
@@ -430,10 +461,11 @@ void forward_fractal(const Problem& p, const ConvArgs& a, Profiler* prof, const 
             detail::round_storage(o.storage, bt.get(), wg.size());
             b.f32 = bt.get();
         }
-        conv_fractal_b(q, c0, x5.get(), b, a.bias ? a.bias + g * q.oc : nullptr, y5.get(), prof);
-        Span s(prof, "unpack");
-        detail::round_storage(o.storage, y5.get(), yg.size());
-        unpack_activation_kernel(yd, c0, y5.get(), a.dst, p.oc, g * q.oc);
+        ColSource src = plain_source(q, c0, x5.get());
+        src.zero_padding = true;  // packed above
+        // The products write dst itself (no NC1HWC0 result and unpack).
+        const PlainOut out{a.dst, p.oc, g * q.oc, o.storage};
+        conv_fractal_b(q, c0, src, b, a.bias ? a.bias + g * q.oc : nullptr, nullptr, prof, &out);
     }
 }
 
@@ -507,13 +539,14 @@ void backward_data_fractal_via_forward(const Problem& p, const ConvArgs& a, Prof
     // pads with r.
     const std::vector<dim_t> yd = p1.dst_dims(), xd = p1.src_dims();
     const BackwardDataPads pads = backward_data_pads(p1);  // the same as by_name("pad5d")
-    const ActGeom yg = ActGeom::of(yd, c0), xg = ActGeom::of(xd, c0);
+    const ActGeom yg = ActGeom::of(yd, c0);
     const WeiGeom fg = WeiGeom::of(q.wei_dims(), c0);
     const bool after = inserts_after(p);
     const Kept y5 = kept(kFracSlot[0], yg.size());
     ColSource dy_source;
     dy_source.x5 = y5.get();
     dy_source.g = yg;
+    dy_source.zero_padding = true;  // packed below
     for (int i = 0; i < p.ndims; ++i) {
         const int axis = 3 - p.ndims + i;
         dy_source.ins[axis] = p.stride[i];
@@ -524,7 +557,7 @@ void backward_data_fractal_via_forward(const Problem& p, const ConvArgs& a, Prof
     const bool pairs = o.storage == DType::bf16 && fractal_bf16_native(c0);
     const PreparedB prepared = prepared_b(a, p, Pass::BackwardData, o, pairs);
     const Problem q1 = products_on_dy(q, p);
-    const dim_t x5_floats = after ? ActGeom::of(q1.dst_dims(), c0).size() : xg.size();
+    const dim_t x5_floats = after ? ActGeom::of(q1.dst_dims(), c0).size() : 0;
     const Kept wf = prepared ? Kept{nullptr} : kept(kFracSlot[4], fg.size()),
                x5 = kept(kFracSlot[5], x5_floats);
     const dim_t wslice = p1.oc * p1.ic * p.kernel_spatial();
@@ -550,7 +583,9 @@ void backward_data_fractal_via_forward(const Problem& p, const ConvArgs& a, Prof
             }
         }
         if (after) {
-            conv_fractal_b(q1, c0, y5.get(), b, nullptr, x5.get(), prof);
+            ColSource src = plain_source(q1, c0, y5.get());
+            src.zero_padding = true;  // packed above
+            conv_fractal_b(q1, c0, src, b, nullptr, x5.get(), prof);
             Span s(prof, "zero-insert");
             detail::round_storage(o.storage, x5.get(), x5_floats);
             unpack_inserted(p, c0, x5.get(), a.diff_src, g * p1.ic);
@@ -558,10 +593,9 @@ void backward_data_fractal_via_forward(const Problem& p, const ConvArgs& a, Prof
         }
         // The products read dY through the zero insertion and the pad (ColSource): no
         // zero-inserted, padded copy of it is made.
-        conv_fractal_b(q, c0, dy_source, b, nullptr, x5.get(), prof);
-        Span s(prof, "unpack");
-        detail::round_storage(o.storage, x5.get(), xg.size());
-        unpack_activation_kernel(xd, c0, x5.get(), a.diff_src, p.ic, g * p1.ic);
+        // and write dX itself (no NC1HWC0 result and unpack).
+        const PlainOut out{a.diff_src, p.ic, g * p1.ic, o.storage};
+        conv_fractal_b(q, c0, dy_source, b, nullptr, nullptr, prof, &out);
     }
 }
 
@@ -596,11 +630,11 @@ dim_t conv_fractal_work(const Problem& q, dim_t c0) {
     const dim_t chunk = conv_fractal_chunk(rows, tn, m1, c0);
     // The column block, its bf16 copy (bf16 products) or its fractals' addresses, and the tiles.
     const dim_t col = detail::sat_mul({rows, chunk, frac});
-    // ColPlan's tables: a dim_t (two floats) per tap and output position of each axis, and one
-    // per output position of each axis (the order).
+    // ColPlan's tables: three dim_t (two floats each) per tap and output position of each axis,
+    // and one per output position of each axis (the order).
     dim_t tables = 0;
     for (int i = 0; i < q.ndims; ++i)
-        tables = detail::sat_add(tables, detail::sat_mul({2, q.kernel[i] + 1, q.out(i)}));
+        tables = detail::sat_add(tables, detail::sat_mul({2, 3 * q.kernel[i] + 1, q.out(i)}));
     const dim_t block = detail::sat_add(
         detail::sat_add(col, std::max(col / 2 + 1, fractal_at_floats(rows, chunk, false)) + 2 +
                                  rows * chunk / 4 + 1),

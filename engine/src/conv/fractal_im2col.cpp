@@ -15,6 +15,23 @@ namespace convlab::davinci {
 
 namespace {
 
+// dst[0, c0) = src[0, c0): the usual C0s as copies of constant size.
+inline void copy_lanes(float* dst, const float* src, dim_t c0) {
+    switch (c0) {
+        case 4:
+            std::memcpy(dst, src, 4 * sizeof(float));
+            break;
+        case 8:
+            std::memcpy(dst, src, 8 * sizeof(float));
+            break;
+        case 16:
+            std::memcpy(dst, src, 16 * sizeof(float));
+            break;
+        default:
+            std::memcpy(dst, src, static_cast<std::size_t>(c0) * sizeof(float));
+    }
+}
+
 // Advances the output position (d, h, w) by len positions along a line (len <= out[2] - w).
 inline void advance(const detail::Geom3& g, dim_t len, dim_t& d, dim_t& h, dim_t& w) {
     w += len;
@@ -63,6 +80,20 @@ ColPlan::ColPlan(const Problem& q, const ColSource& s) : src(s) {
                 tab.push_back(u >= 0 && u < ulen && u % ins == 0 ? u / ins : -1);
             }
     }
+    run.assign(tab.size(), 0);
+    gap.assign(tab.size(), 0);
+    for (int a = 0; a < 3; ++a)
+        for (dim_t k = 0; k < g.k[a]; ++k) {
+            const dim_t b = at[a] + k * g.out[a];
+            for (dim_t o = g.out[a] - 1; o >= 0; --o) {
+                const dim_t i = b + o;
+                const bool last = o + 1 == g.out[a];
+                if (tab[i] >= 0)
+                    run[i] = !last && tab[i + 1] == tab[i] + 1 ? run[i + 1] + 1 : 1;
+                else
+                    gap[i] = last ? 1 : gap[i + 1] + 1;
+            }
+        }
 }
 
 void im2col_fractal_block(const ColPlan& plan, dim_t c0, dim_t n, dim_t mb0, dim_t cm, float* dst,
@@ -78,10 +109,14 @@ void im2col_fractal_block(const ColPlan& plan, dim_t c0, dim_t n, dim_t mb0, dim
 #pragma omp parallel for schedule(static) if (rows * cm * frac > 65536 && !omp_in_parallel())
     for (dim_t r = 0; r < rows; ++r) {
         const auto [kd, c1, kh, kw] = fractal_row(r, g, sg.c1);
-        const dim_t valid = std::min(c0, sg.c - c1 * c0);
+        // The lanes to copy: all C0 where the source's padding lanes are known to hold zeros,
+        // else the block's channels (a caller's packed tensor may hold anything there).
+        const dim_t valid = plan.src.zero_padding ? c0 : std::min(c0, sg.c - c1 * c0);
         const dim_t* td = tab + plan.at[0] + kd * g.out[0];
         const dim_t* th = tab + plan.at[1] + kh * g.out[1];
         const dim_t* tw = tab + plan.at[2] + kw * g.out[2];
+        const dim_t* rw = plan.run.data() + plan.at[2] + kw * g.out[2];
+        const dim_t* gw = plan.gap.data() + plan.at[2] + kw * g.out[2];
         const float* plane = plan.src.x5 + sg.offset(n, 0, c1, 0, 0, 0);
         // Source rows are sg.w * C0 floats apart, depths sg.c1 * sg.h * sg.w * C0.
         const dim_t row_floats = sg.w * c0, depth_floats = sg.c1 * sg.h * row_floats;
@@ -101,14 +136,12 @@ void im2col_fractal_block(const ColPlan& plan, dim_t c0, dim_t n, dim_t mb0, dim
                 for (dim_t p = p0; p < p1 && (!any || first >= 0);) {
                     const dim_t len = std::min(g.out[2] - w, p1 - p);
                     if (td[d] >= 0 && th[h] >= 0) {
-                        for (dim_t i = 0; i < len; ++i) any |= tw[w + i] >= 0;
+                        any |= gw[w] < len;
                         if (first >= 0) {
-                            const dim_t base = td[d] * depth_floats + th[h] * row_floats;
-                            if (p == p0) first = base + tw[w] * c0;
-                            for (dim_t i = 0; i < len && first >= 0; ++i)
-                                if (tw[w + i] < 0 ||
-                                    base + tw[w + i] * c0 != first + (p - p0 + i) * c0)
-                                    first = -1;
+                            const dim_t start =
+                                td[d] * depth_floats + th[h] * row_floats + tw[w] * c0;
+                            if (p == p0) first = start;
+                            if (rw[w] < len || start != first + (p - p0) * c0) first = -1;
                         }
                     } else {
                         first = -1;
@@ -134,25 +167,25 @@ void im2col_fractal_block(const ColPlan& plan, dim_t c0, dim_t n, dim_t mb0, dim
                         const float* in = plane + td[d] * depth_floats + th[h] * row_floats;
                         float* out = f + at * c0;
                         if (valid < c0) {
-                            // Fewer channels than lanes (conv1's 3): the segment zeroed at once,
-                            // then each position's channels copied, rather than a copy and a fill
-                            // of its zero lanes per position.
+                            // Fewer channels than lanes: the segment zeroed at once, then each
+                            // position's channels copied.
                             zero(at, at + len);
                             for (dim_t i = 0; i < len; ++i)
                                 if (const dim_t sw = tw[w + i]; sw >= 0)
                                     std::memcpy(out + i * c0, in + sw * c0,
                                                 static_cast<std::size_t>(valid) * sizeof(float));
-                        } else {
+                        } else
                             for (dim_t i = 0; i < len;) {
                                 const dim_t sw = tw[w + i];
                                 dim_t e = i + 1;
                                 if (sw < 0) {
                                     while (e < len && tw[w + e] < 0) ++e;
                                     zero(at + i, at + e);
-                                } else if (c0 == kN0 && (e == len || tw[w + e] != sw + 1)) {
-                                    // A lone position (every one along a strided axis): a copy
-                                    // of constant size, which the compiler inlines, not a call.
-                                    std::memcpy(out + i * kN0, in + sw * kN0, kN0 * sizeof(float));
+                                } else if (e == len || tw[w + e] != sw + 1) {
+                                    // A lone position (every one along a strided axis): for the
+                                    // usual C0s a copy of constant size, which the compiler
+                                    // inlines, not a library call.
+                                    copy_lanes(out + i * c0, in + sw * c0, c0);
                                 } else {
                                     // A run of consecutive source positions: one copy.
                                     while (e < len && tw[w + e] == sw + (e - i)) ++e;
@@ -162,7 +195,6 @@ void im2col_fractal_block(const ColPlan& plan, dim_t c0, dim_t n, dim_t mb0, dim
                                 }
                                 i = e;
                             }
-                        }
                     }
                     p += len;
                     advance(g, len, d, h, w);

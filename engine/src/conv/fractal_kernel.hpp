@@ -38,6 +38,11 @@ void fractal_product2_list(dim_t kr, dim_t rows, const float* const* a, const di
                            const float* b, dim_t b_step, dim_t b_next, float* c, dim_t c_next,
                            bool acc);
 
+// out[j * stride + i] = acc[i * 16 + j] + (bias ? bias[j] : 0) for i < 16, j < cols (<= 16):
+// a 16 x 16 tile's columns stored as rows, transposed in registers under AVX-512.
+void fractal_write_columns(const float* acc, dim_t cols, const float* bias, float* out,
+                           dim_t stride);
+
 // pack_weight_kernel with every fractal turned C0 x 16 (the B operand of the forward's fractal
 // products), in one pass: dst[((r*N1 + nb)*C0 + k)*16 + j] = W(nb*16 + j, c1*C0 + k, tap) for
 // FRACTAL_Z row r = row(kd, c1, kh, kw), 0 for output channels past O and lanes past I.
@@ -118,6 +123,9 @@ struct ColSource {
     const float* x5 = nullptr;
     ActGeom g;
     dim_t ins[3] = {1, 1, 1}, off[3] = {0, 0, 0};
+    // Whether x5's padding lanes hold zeros (the engine's own packs): then whole C0 blocks are
+    // copied, or read in place. A caller's packed tensor is not trusted there.
+    bool zero_padding = false;
 };
 // x5d as the plain input of q (activation_physical of q.src_dims() for one group).
 ColSource plain_source(const Problem& q, dim_t c0, const float* x5d);
@@ -161,6 +169,10 @@ struct ColPlan {
     }
     ColSource src;
     detail::Geom3 g;
+    // run[i] (i as tab's index): how many outputs from the o'-th on, along its line at its tap,
+    // read consecutive source elements (0 where tab[i] is -1); gap[i]: how many outputs from the
+    // o'-th on read nothing before one that reads. A fractal's segment is then checked in O(1).
+    std::vector<dim_t> run, gap;
     std::vector<dim_t> tab, perm;  // perm[pat[a] + o'] = the output index of the o'-th
     dim_t at[3] = {0, 0, 0}, pat[3] = {0, 0, 0};
     bool permuted = false;
@@ -171,14 +183,23 @@ struct ColPlan {
 // products add nothing); in the others row i is, for output position plan.position((mb0 + mb)*16
 // + i), that of im2col_fractal_kernel on the zero-inserted, padded source (zeros past the last
 // position).
-// With in_place (not null), a fractal whose 16 rows are 16 consecutive positions of the source, all
-// of a whole C0 block (no padding lanes), is not copied either: in_place[r*cm + mb] points to it in
-// the source; every other fractal's in_place[] is its place in dst.
+// With in_place (not null), a fractal whose 16 rows are 16 consecutive positions of the source,
+// of a whole C0 block or of a source with zero_padding, is not copied either: in_place[r*cm + mb]
+// points to it in the source; every other fractal's in_place[] is its place in dst.
 void im2col_fractal_block(const ColPlan& plan, dim_t c0, dim_t n, dim_t mb0, dim_t cm, float* dst,
                           unsigned char* nz, const float** in_place = nullptr);
-// conv_fractal_b reading its input through src.
+// A plain result for conv_fractal_b: channels [c_begin, c_begin + K) of dst (N, channels,
+// out...), its values rounded to storage.
+struct PlainOut {
+    float* dst = nullptr;
+    dim_t channels = 0, c_begin = 0;
+    DType storage = DType::f32;
+};
+// conv_fractal_b reading its input through src, writing y5d or, with plain, the plain result
+// (the products' tiles written out in the plain layout, as the Ascend parts whose output stage
+// converts fractals to ND do, rather than NC1HWC0 and an unpack pass over it).
 void conv_fractal_b(const Problem& p, dim_t c0, const ColSource& src, FractalB b, const float* bias,
-                    float* y5d, Profiler* prof);
+                    float* y5d, Profiler* prof, const PlainOut* plain = nullptr);
 
 // [SECTION] B operands packed from OIHW in one pass (fractal_pack.cpp)
 
