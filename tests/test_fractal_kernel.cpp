@@ -5,6 +5,8 @@
 // fractal, and have batches, channels and C0 off the multiples of 16.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <random>
 #include <string>
 #include <vector>
@@ -179,4 +181,114 @@ TEST_CASE("fractal kernel: pack_weight_transposed is pack_weight with every frac
             INFO(desc << " c0 " << c0);
             CHECK(bad == 0);
         }
+}
+
+namespace {
+
+// backward_weight_fractal_via_forward, whose products write the tiles to OIHW themselves, on one
+// problem: against direct on every element (integers exactly, in fp32 and bf16 storage; real
+// data within fp32's or the bf16 storage's tolerance) and bit for bit against FRACTAL_Z then
+// unpack on real data. The result starts as NaN, so an element no tile reaches fails both.
+// Returns the reduction blocks of p.
+dim_t check_oihw(const Problem& p, dim_t c0, DType storage, std::mt19937& rng,
+                 const std::string& isa) {
+    using convlab::test::integer_tensor;
+    using convlab::test::real_tensor;
+    const dv::Options o{c0, storage};
+    const std::vector<dim_t> wd = p.wei_dims();
+    const std::string d = convlab::to_descriptor(p) + " c0 " + std::to_string(c0) +
+                          (storage == DType::bf16 ? " bf16 " : " fp32 ") + isa;
+    const auto oihw = [&](const Tensor& x, const Tensor& dy, convlab::Profiler* prof) {
+        Tensor dw(wd);
+        std::fill(dw.f32(), dw.f32() + dw.numel(), std::nanf(""));
+        convlab::ConvArgs a;
+        a.src = x.f32();
+        a.diff_dst = dy.f32();
+        a.diff_wei = dw.f32();
+        dv::backward_weight_fractal_via_forward(p, a, prof, o);
+        return dw;
+    };
+    {
+        const Tensor x = integer_tensor(p.src_dims(), rng);
+        const Tensor dy = integer_tensor(p.dst_dims(), rng);
+        convlab::Profiler prof;
+        convlab::test::check_equal(oihw(x, dy, &prof), convlab::backward_weight(p, x, dy, "direct"),
+                                   d + " integers");
+        CHECK_MESSAGE(prof.seconds("unpack") == 0, d);
+        CHECK_MESSAGE(prof.seconds("fractal_gemm") > 0, d);
+    }
+    const Tensor x = real_tensor(p.src_dims(), rng);
+    const Tensor dy = real_tensor(p.dst_dims(), rng);
+    const Tensor got = oihw(x, dy, nullptr);
+    const double len = double(p.mb * p.out_spatial()), tol = storage == DType::bf16 ? 1e-2 : 1e-5;
+    convlab::test::check_close(got, convlab::backward_weight(p, x, dy, "direct"), tol, tol * len,
+                               d + " real");
+    std::vector<float> fz(static_cast<std::size_t>(dv::WeiGeom::of(wd, c0).size()));
+    dv::backward_weight_fractal_fz(p, x.f32(), dy.f32(), fz.data(), nullptr, o);
+    Tensor want(wd);
+    dv::unpack_weight_kernel(wd, c0, fz.data(), want.f32());
+    convlab::test::check_equal(got, want, d + " against FRACTAL_Z then unpack");
+    return dv::fractal_weight_blocks(p, c0);
+}
+
+}  // namespace
+
+TEST_CASE(
+    "fractal kernel: the weight gradient's tiles written to OIHW by the products equal direct and "
+    "FRACTAL_Z then unpack, every ISA") {
+    KernelGuard guard;
+    std::mt19937 rng(65);
+    // blocks: 1 = one reduction block (every tile final when its product returns), 2 = several
+    // (tiles accumulated across blocks), 0 = either, at C0 16.
+    const struct {
+        const char* desc;
+        dim_t blocks;
+    } cases[] = {
+        // 1x1: whole tiles (pairs written in place), C and K off the multiples of 16 (edge
+        // tiles through a buffer), several blocks (accumulated in OIHW; batch 17, not a multiple
+        // of 16; 33 channel blocks), groups (each group's rows of OIHW; 16 channels, and 8 / 20).
+        {"mb1ic64ih7oc48oh7kh1", 1},
+        {"mb1ic100ih14oc200oh7kh1sh2", 1},
+        {"mb17ic32ih12oc64oh12kh1", 2},
+        {"mb3ic40ih9oc520oh9kh1", 2},
+        {"g4mb2ic64ih7oc64oh7kh1", 1},
+        {"g3mb40ic24ih9oc60oh9kh1", 2},
+        // Taps: one block and several (batch 40, 33 channel blocks), 3-D with kd > 1 (FRACTAL_Z_3D
+        // rows of a tap run not consecutive), 1-D, groups, dilation and stride.
+        {"mb1ic20ih7oc33oh7kh3ph1", 1},
+        {"mb40ic8ih10oc24oh10kh3ph1", 2},
+        {"mb3ic5ih9oc520oh9kh3ph1", 2},
+        {"mb2ic19id5ih5iw5oc40od3oh3ow3kd3kh3kw3sd2sh2sw2pd1ph1pw1", 1},
+        {"mb3ic5id4ih5iw6oc520od4oh5ow6kd2kh3kw3ph1pw1", 2},
+        {"mb5ic35iw40oc70ow18kw5sw2dw1pw2", 0},
+        {"g2mb5ic40ih9oc36oh4kh3sh2ph1dh1", 0},
+        {"g3mb2ic12id4ih5iw6oc300od4oh5ow6kd1kh3kw3ph1pw1", 0},
+        {"mb1ic3ih23oc18oh12kh7sh2ph3", 1},
+    };
+    dim_t single = 0, several = 0;
+    for (const std::string& isa : isas()) {
+        REQUIRE(detail::select_microkernel(isa.c_str()));
+        for (const auto& c : cases) {
+            const Problem p = convlab::parse_descriptor(c.desc);
+            // Every C0 on the first ISA; on the others the pairs of tiles (16) and one odd C0.
+            for (const dim_t c0 : {16, 5, 8, 32, 1})
+                for (const DType st : {DType::f32, DType::bf16}) {
+                    if (isa != isas().front() && c0 != 16 && c0 != 5) continue;
+                    const dim_t blocks = check_oihw(p, c0, st, rng, isa);
+                    if (c0 != 16) continue;
+                    INFO(std::string(c.desc));
+                    if (c.blocks == 1) CHECK(blocks == 1);
+                    if (c.blocks == 2) CHECK(blocks > 1);
+                    single += blocks == 1;
+                    several += blocks > 1;
+                }
+        }
+        for (int t = 0; t < 30; ++t) {
+            Problem p = convlab::test::random_problem(rng);
+            p.mb = 1 + t % 19;
+            (void)check_oihw(p, t % 3 == 0 ? 8 : 16, t % 2 ? DType::bf16 : DType::f32, rng, isa);
+        }
+    }
+    CHECK(single > 0);
+    CHECK(several > 0);
 }

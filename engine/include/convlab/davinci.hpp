@@ -312,7 +312,9 @@ void backward_data_fractal_via_forward(const Problem& p, const ConvArgs& a, Prof
 // dw_fz: weight_physical(p.wei_dims(), c0) (FRACTAL_Z of (K, C/G, k...)), overwritten entirely.
 void backward_weight_fractal_fz(const Problem& p, const float* src, const float* diff_dst,
                                 float* dw_fz, Profiler* prof, const Options& o = {});
-// The same, then unpacked (span unpack) into a.diff_wei (K, C/G, k...). Reads a.src, a.diff_dst.
+// The same products with each tile written to a.diff_wei (K, C/G, k...) in their loop (span
+// fractal_gemm; no FRACTAL_Z result, no unpack pass, no tncf_dw), the bits of FRACTAL_Z then
+// unpack. Reads a.src, a.diff_dst.
 void backward_weight_fractal_via_forward(const Problem& p, const ConvArgs& a, Profiler* prof);
 void backward_weight_fractal_via_forward(const Problem& p, const ConvArgs& a, Profiler* prof,
                                          const Options& o);

@@ -628,12 +628,7 @@ void backward_weight_fractal_via_forward(const Problem& p, const ConvArgs& a, Pr
 
 void backward_weight_fractal_via_forward(const Problem& p, const ConvArgs& a, Profiler* prof,
                                          const Options& o) {
-    check_c0(o.c0);
-    const std::vector<dim_t> wd = p.wei_dims();
-    const Kept fz = kept(kFracSlot[6], WeiGeom::of(wd, o.c0).size());
-    backward_weight_fractal_fz(p, a.src, a.diff_dst, fz.get(), prof, o);
-    Span s(prof, "unpack");
-    unpack_weight_kernel(wd, o.c0, fz.get(), a.diff_wei);
+    backward_weight_fractal_oihw(p, a.src, a.diff_dst, a.diff_wei, prof, o);
 }
 
 namespace {

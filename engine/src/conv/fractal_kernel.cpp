@@ -86,21 +86,22 @@ __attribute__((target("avx512f,fma"))) void product_avx512(dim_t rows, Rows src,
     for (int i = 0; i < 16; ++i) _mm512_storeu_ps(c + i * ldc, t[i]);
 }
 
-// Two 16 x 16 tiles of one A (B at b and b + b_next, C at c and c + c_next, ld 16), as two bands
+// Two 16 x 16 tiles of one A (B at b and b + b_next, C at c and c + c_next, ld ldc), as two bands
 // of 8 rows x 32 columns: per step two loads of B and eight broadcasts of A for sixteen
 // multiply-adds, where the single tile loads B once and broadcasts sixteen times (its
 // broadcasts, loads from L1, were as many as its multiply-adds). The sums' order is the single
 // tile's (r, then k ascending), so the results are the same bits.
 template <int KR, class Rows>
 __attribute__((target("avx512f,fma"))) void product2_avx512(dim_t rows, Rows src, dim_t b_next,
-                                                            float* c, dim_t c_next, bool acc) {
+                                                            float* c, dim_t c_next, dim_t ldc,
+                                                            bool acc) {
     for (int half = 0; half < 2; ++half) {
         __m512 t[8][2];
-        float* ch = c + half * 8 * 16;
+        float* ch = c + half * 8 * ldc;
 #pragma GCC unroll 8
         for (int i = 0; i < 8; ++i) {
-            t[i][0] = acc ? _mm512_loadu_ps(ch + i * 16) : _mm512_setzero_ps();
-            t[i][1] = acc ? _mm512_loadu_ps(ch + c_next + i * 16) : _mm512_setzero_ps();
+            t[i][0] = acc ? _mm512_loadu_ps(ch + i * ldc) : _mm512_setzero_ps();
+            t[i][1] = acc ? _mm512_loadu_ps(ch + c_next + i * ldc) : _mm512_setzero_ps();
         }
         for (dim_t r = 0; r < rows; ++r) {
             const float *ar = src.a_row(r) + half * 8 * KR, *br = src.b_row(r);
@@ -123,8 +124,8 @@ __attribute__((target("avx512f,fma"))) void product2_avx512(dim_t rows, Rows src
         }
 #pragma GCC unroll 8
         for (int i = 0; i < 8; ++i) {
-            _mm512_storeu_ps(ch + i * 16, t[i][0]);
-            _mm512_storeu_ps(ch + c_next + i * 16, t[i][1]);
+            _mm512_storeu_ps(ch + i * ldc, t[i][0]);
+            _mm512_storeu_ps(ch + c_next + i * ldc, t[i][1]);
         }
     }
 }
@@ -227,23 +228,24 @@ void product(dim_t kr, dim_t w, dim_t rows, Rows src, dim_t ldb, float* c, dim_t
 }
 
 template <class Rows>
-void product2(dim_t kr, dim_t rows, Rows src, dim_t b_next, float* c, dim_t c_next, bool acc) {
+void product2(dim_t kr, dim_t rows, Rows src, dim_t b_next, float* c, dim_t c_next, bool acc,
+              dim_t ldc) {
 #if CONVLAB_X86
     if (detail::selected_isa() == detail::Isa::avx512) switch (kr) {
             case 4:
-                return product2_avx512<4>(rows, src, b_next, c, c_next, acc);
+                return product2_avx512<4>(rows, src, b_next, c, c_next, ldc, acc);
             case 8:
-                return product2_avx512<8>(rows, src, b_next, c, c_next, acc);
+                return product2_avx512<8>(rows, src, b_next, c, c_next, ldc, acc);
             case 16:
-                return product2_avx512<16>(rows, src, b_next, c, c_next, acc);
+                return product2_avx512<16>(rows, src, b_next, c, c_next, ldc, acc);
             case 32:
-                return product2_avx512<32>(rows, src, b_next, c, c_next, acc);
+                return product2_avx512<32>(rows, src, b_next, c, c_next, ldc, acc);
             default:
                 break;
         }
 #endif
-    product(kr, kN0, rows, src, kN0, c, kN0, acc);
-    product(kr, kN0, rows, shifted(src, b_next), kN0, c + c_next, kN0, acc);
+    product(kr, kN0, rows, src, kN0, c, ldc, acc);
+    product(kr, kN0, rows, shifted(src, b_next), kN0, c + c_next, ldc, acc);
 }
 
 #if CONVLAB_X86
@@ -308,8 +310,8 @@ void fractal_product(dim_t kr, dim_t w, dim_t rows, const float* a, dim_t a_step
 }
 
 void fractal_product2(dim_t kr, dim_t rows, const float* a, dim_t a_step, const float* b,
-                      dim_t b_step, dim_t b_next, float* c, dim_t c_next, bool acc) {
-    product2(kr, rows, Strided{a, a_step, b, b_step}, b_next, c, c_next, acc);
+                      dim_t b_step, dim_t b_next, float* c, dim_t c_next, bool acc, dim_t ldc) {
+    product2(kr, rows, Strided{a, a_step, b, b_step}, b_next, c, c_next, acc, ldc);
 }
 
 void fractal_product_list(dim_t kr, dim_t rows, const float* const* a, const dim_t* idx,
@@ -320,7 +322,7 @@ void fractal_product_list(dim_t kr, dim_t rows, const float* const* a, const dim
 void fractal_product2_list(dim_t kr, dim_t rows, const float* const* a, const dim_t* idx,
                            const float* b, dim_t b_step, dim_t b_next, float* c, dim_t c_next,
                            bool acc) {
-    product2(kr, rows, Listed{a, idx, b, b_step}, b_next, c, c_next, acc);
+    product2(kr, rows, Listed{a, idx, b, b_step}, b_next, c, c_next, acc, kN0);
 }
 
 void pack_weight_transposed(std::span<const dim_t> dims, dim_t c0, const float* src, float* dst) {

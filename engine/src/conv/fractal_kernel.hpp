@@ -23,10 +23,11 @@ namespace convlab::davinci {
 void fractal_product(dim_t kr, dim_t w, dim_t rows, const float* a, dim_t a_step, const float* b,
                      dim_t b_step, dim_t ldb, float* c, dim_t ldc, bool acc);
 
-// Two 16 x 16 tiles of one A: fractal_product(kr, 16, rows, a, a_step, b, b_step, 16, c, 16,
+// Two 16 x 16 tiles of one A: fractal_product(kr, 16, rows, a, a_step, b, b_step, 16, c, ldc,
 // acc) and the same with b + b_next and c + c_next, in one pass over A (the same bits).
 void fractal_product2(dim_t kr, dim_t rows, const float* a, dim_t a_step, const float* b,
-                      dim_t b_step, dim_t b_next, float* c, dim_t c_next, bool acc);
+                      dim_t b_step, dim_t b_next, float* c, dim_t c_next, bool acc,
+                      dim_t ldc = kN0);
 
 // fractal_product(kr, 16, rows, ...) and fractal_product2 over listed rows: row i's A fractal at
 // a[i] (anywhere, e.g. in place in the source), its B at b + idx[i] * b_step (ld 16), C ld 16.
@@ -77,10 +78,10 @@ const char* fractal_bf16_isa(dim_t kr);
 // and results flushed to zero by the instruction).
 void fractal_product_bf16(dim_t kr, dim_t rows, const std::uint16_t* a, dim_t a_step,
                           const std::uint16_t* b, dim_t b_step, float* c, dim_t ldc, bool acc);
-// Two tiles of one A, as fractal_product2 (ld 16); fractal_bf16_native(kr) only.
+// Two tiles of one A, as fractal_product2 (ld ldc); fractal_bf16_native(kr) only.
 void fractal_product2_bf16(dim_t kr, dim_t rows, const std::uint16_t* a, dim_t a_step,
                            const std::uint16_t* b, dim_t b_step, dim_t b_next, float* c,
-                           dim_t c_next, bool acc);
+                           dim_t c_next, bool acc, dim_t ldc = kN0);
 // dst[i] = the bf16 bits of src[i], which must be bf16 values already (rounded): their upper half.
 void bf16_bits(const float* src, std::uint16_t* dst, dim_t n);
 
@@ -224,6 +225,20 @@ dim_t prepared_fractal_size(const Problem& p, Pass pass);
 
 // Floats of the buffers of backward_weight_fractal_fz for p (fractal_weight.cpp).
 dim_t fractal_weight_work(const Problem& p, dim_t c0);
+// The blocks of reduction fractals that the weight gradient's products for p run in (1: each
+// tile is final when its first product returns; 0 for an empty reduction).
+dim_t fractal_weight_blocks(const Problem& p, dim_t c0);
+// backward_weight_fractal_fz's products with the gradient written in OIHW / OIDHW instead:
+// dw (K, C/G, k...) dense fp32, overwritten entirely; the same bits as FRACTAL_Z then
+// unpack_weight_kernel. Each 16 x C0 tile reaches dw in the loop of the products (span
+// fractal_gemm), not in a pass of its own: a 1x1 kernel's tile is a block of dw's rows (16
+// output channels x C0 consecutive input channels), which the products write and accumulate in
+// place; a tile of a kernel with taps is made in a per-thread buffer (one reduction block) or in
+// FRACTAL_Z (several: the earlier blocks accumulate there) and scattered by the thread that made
+// it, the taps of one (input block, output block) together. Groups need no scatter of their own
+// (a group's K/G output channels are consecutive rows of dw).
+void backward_weight_fractal_oihw(const Problem& p, const float* src, const float* diff_dst,
+                                  float* dw, Profiler* prof, const Options& o);
 
 // The DaVinci algorithms' buffers live in the calling thread's scratch slots (detail::scratch),
 // kept between calls: a fresh buffer of megabytes costs a page fault per 4 KiB on every call,

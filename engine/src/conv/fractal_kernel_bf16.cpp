@@ -53,21 +53,19 @@ __attribute__((target("avx512f,avx512bf16"))) void product_bf16(dim_t rows, cons
     for (int i = 0; i < 16; ++i) _mm512_storeu_ps(c + i * ldc, t[i]);
 }
 
-// Two tiles of one A (B at b and b + b_next, C at c and c + c_next, ld 16) as two bands of 8
+// Two tiles of one A (B at b and b + b_next, C at c and c + c_next, ld ldc) as two bands of 8
 // rows x 32 columns: two loads of B and eight broadcasts per sixteen instructions.
 template <int KP>
-__attribute__((target("avx512f,avx512bf16"))) void product2_bf16(dim_t rows, const std::uint16_t* a,
-                                                                 dim_t a_step,
-                                                                 const std::uint16_t* b,
-                                                                 dim_t b_step, dim_t b_next,
-                                                                 float* c, dim_t c_next, bool acc) {
+__attribute__((target("avx512f,avx512bf16"))) void product2_bf16(
+    dim_t rows, const std::uint16_t* a, dim_t a_step, const std::uint16_t* b, dim_t b_step,
+    dim_t b_next, float* c, dim_t c_next, dim_t ldc, bool acc) {
     for (int half = 0; half < 2; ++half) {
         __m512 t[8][2];
-        float* ch = c + half * 8 * 16;
+        float* ch = c + half * 8 * ldc;
 #pragma GCC unroll 8
         for (int i = 0; i < 8; ++i) {
-            t[i][0] = acc ? _mm512_loadu_ps(ch + i * 16) : _mm512_setzero_ps();
-            t[i][1] = acc ? _mm512_loadu_ps(ch + c_next + i * 16) : _mm512_setzero_ps();
+            t[i][0] = acc ? _mm512_loadu_ps(ch + i * ldc) : _mm512_setzero_ps();
+            t[i][1] = acc ? _mm512_loadu_ps(ch + c_next + i * ldc) : _mm512_setzero_ps();
         }
         const std::uint16_t* ar = a + half * 8 * 2 * KP;
         const std::uint16_t* br = b;
@@ -88,8 +86,8 @@ __attribute__((target("avx512f,avx512bf16"))) void product2_bf16(dim_t rows, con
         }
 #pragma GCC unroll 8
         for (int i = 0; i < 8; ++i) {
-            _mm512_storeu_ps(ch + i * 16, t[i][0]);
-            _mm512_storeu_ps(ch + c_next + i * 16, t[i][1]);
+            _mm512_storeu_ps(ch + i * ldc, t[i][0]);
+            _mm512_storeu_ps(ch + c_next + i * ldc, t[i][1]);
         }
     }
 }
@@ -100,23 +98,23 @@ __attribute__((target("avx512f,avx512bf16"))) void product2_bf16(dim_t rows, con
 
 void fractal_product2_bf16(dim_t kr, dim_t rows, const std::uint16_t* a, dim_t a_step,
                            const std::uint16_t* b, dim_t b_step, dim_t b_next, float* c,
-                           dim_t c_next, bool acc) {
+                           dim_t c_next, bool acc, dim_t ldc) {
 #if CONVLAB_X86
     if (fractal_bf16_native(kr)) switch (kr) {
             case 4:
-                return product2_bf16<2>(rows, a, a_step, b, b_step, b_next, c, c_next, acc);
+                return product2_bf16<2>(rows, a, a_step, b, b_step, b_next, c, c_next, ldc, acc);
             case 8:
-                return product2_bf16<4>(rows, a, a_step, b, b_step, b_next, c, c_next, acc);
+                return product2_bf16<4>(rows, a, a_step, b, b_step, b_next, c, c_next, ldc, acc);
             case 16:
-                return product2_bf16<8>(rows, a, a_step, b, b_step, b_next, c, c_next, acc);
+                return product2_bf16<8>(rows, a, a_step, b, b_step, b_next, c, c_next, ldc, acc);
             case 32:
-                return product2_bf16<16>(rows, a, a_step, b, b_step, b_next, c, c_next, acc);
+                return product2_bf16<16>(rows, a, a_step, b, b_step, b_next, c, c_next, ldc, acc);
             default:
                 break;
         }
 #endif
-    fractal_product_bf16(kr, rows, a, a_step, b, b_step, c, kN0, acc);
-    fractal_product_bf16(kr, rows, a, a_step, b + b_next, b_step, c + c_next, kN0, acc);
+    fractal_product_bf16(kr, rows, a, a_step, b, b_step, c, ldc, acc);
+    fractal_product_bf16(kr, rows, a, a_step, b + b_next, b_step, c + c_next, ldc, acc);
 }
 
 bool fractal_bf16_native(dim_t kr) {

@@ -181,15 +181,38 @@ dim_t fractal_weight_work(const Problem& p, dim_t c0) {
     return floats;
 }
 
-void backward_weight_fractal_fz(const Problem& p, const float* src, const float* diff_dst,
-                                float* dw_fz, Profiler* prof, const Options& o) {
+namespace {
+
+// Taps of a tile group in backward_weight_fractal_oihw (pointers on the stack, and the per-thread
+// buffer of one reduction block within 64 KB).
+constexpr dim_t kMaxTaps = 64;
+
+// The taps per unit (input block, output block, run of taps) of the OIHW write for a kernel of
+// `taps` taps: all of them, unless the buffer or the pointer list would be too long or the
+// units too few to share between the threads (then fewer, an even number: pairs of taps share
+// their dY fractals, fractal_product2).
+dim_t taps_per_unit(dim_t taps, dim_t lanes, dim_t blocks) {
+    dim_t tb = std::clamp<dim_t>((dim_t{1} << 14) / lanes, 2, kMaxTaps);
+    tb = std::min(tb, taps);
+    const dim_t want = 4 * static_cast<dim_t>(omp_get_max_threads());
+    while (tb > 2 && blocks * blocks_of(taps, tb) < want) tb = (tb - tb / 2 + 1) / 2 * 2;
+    return tb;
+}
+
+// The weight gradient's products, with the result in FRACTAL_Z (dw_fz) or OIHW (dw_oihw): one of
+// them is null.
+void weight_gradient(const Problem& p, const float* src, const float* diff_dst, float* dw_fz,
+                     float* dw_oihw, Profiler* prof, const Options& o) {
     p.check(true);
     check_c0(o.c0);
     const dim_t c0 = o.c0;
     const Plan s = plan_of(p, c0);
-    const dim_t cg = p.icg(), kg = p.ocg(), rows = s.wg.rows(), n1 = s.wg.n1;
-    const dim_t lanes = kN0 * c0;
-    [[maybe_unused]] const dim_t tiles = rows * n1;  // read by the OpenMP clause only
+    const dim_t cg = p.icg(), kg = p.ocg(), rows = s.wg.rows(), n1 = s.wg.n1, c1s = s.wg.i1;
+    const dim_t lanes = kN0 * c0, taps = s.wg.taps();
+    [[maybe_unused]] const dim_t tiles = rows * n1;  // read by the OpenMP clauses only
+    const bool to_oihw = dw_oihw != nullptr;
+    // One block of reduction fractals: every tile is final when its product returns.
+    const bool single = s.p1 <= s.chunk;
     const std::vector<dim_t> xd = [&] {
         std::vector<dim_t> d = p.src_dims();
         d[1] = cg;
@@ -207,15 +230,21 @@ void backward_weight_fractal_fz(const Problem& p, const float* src, const float*
     std::uint16_t* xf16 = pairs ? reinterpret_cast<std::uint16_t*>(
                                       kept(kFracSlot[5], rows * s.chunk * lanes / 2 + 1).get())
                                 : nullptr;
-    // One group's gradient: in place with one group, else in its own FRACTAL_Z, scattered after.
+    // A group's gradient in FRACTAL_Z: FRACTAL_Z output, in place with one group, else in its own
+    // FRACTAL_Z, scattered after; OIHW output, the tiles that wait for later reduction blocks
+    // (none with one block, which makes the others in per-thread buffers).
     Kept own{nullptr};
-    if (p.groups > 1) {
-        own = kept(kFracSlot[3], s.wg.size());
+    if (to_oihw ? !single : p.groups > 1) own = kept(kFracSlot[3], s.wg.size());
+    if (!to_oihw && p.groups > 1) {
         Span z(prof, "zero");
         std::fill(dw_fz, dw_fz + WeiGeom::of(p.wei_dims(), c0).size(), 0.0f);
     }
-    float* dw = p.groups > 1 ? own.get() : dw_fz;
+    float* dw = own.get() ? own.get() : dw_fz;
+    const dim_t tb = taps > 1 ? taps_per_unit(taps, lanes, c1s * n1) : 1;
+    if (to_oihw && single)
+        reserve_thread_scratch(kFracAccSlot, std::max<dim_t>(2, tb) * lanes, omp_get_max_threads());
     const dim_t n1_all = blocks_of(p.oc, kN0);
+    const dim_t b_row = s.chunk * lanes;  // B: a row's block of input fractals
     for (dim_t grp = 0; grp < p.groups; ++grp) {
         {
             Span sp(prof, "pack_src");
@@ -227,42 +256,131 @@ void backward_weight_fractal_fz(const Problem& p, const float* src, const float*
                     detail::storage_copy(o.storage));
             if (pairs) bf16_bits(yf.get(), yf16, n1 * s.p1 * kFrac);
         }
-        if (s.p1 == 0) std::fill(dw, dw + s.wg.size(), 0.0f);
+        // The group's K/G output channels: rows grp*K/G + k of OIHW.
+        float* wo = to_oihw ? dw_oihw + grp * kg * cg * taps : nullptr;
+        if (s.p1 == 0) {
+            if (to_oihw)
+                std::fill(wo, wo + kg * cg * taps, 0.0f);
+            else
+                std::fill(dw, dw + s.wg.size(), 0.0f);
+        }
         for (dim_t f0 = 0; f0 < s.p1; f0 += s.chunk) {
             const dim_t cf = std::min(s.chunk, s.p1 - f0);
+            const bool acc = f0 > 0, last = f0 + cf == s.p1;
             {
                 Span sp(prof, "tnc");
 #pragma omp parallel if (rows * cf * lanes > 65536)
                 gather_x(s, c0, x5.get(), f0, cf, xf.get());
                 if (pairs) input_pairs(xf.get(), xf16, rows, s.chunk, cf);
             }
-            Span sp(prof, "fractal_gemm");
-            // Tiles row-major (row, nb): a thread's tiles share their rows' input fractals. With
-            // C0 = 16 the tiles of rows r and r + 1 (one dY fractal A, two input fractals B)
-            // run as a pair (fractal_product2: one pass over A).
-            const dim_t rstep = c0 == kN0 ? 2 : 1, units = blocks_of(rows, rstep) * n1;
-            const dim_t b_next = s.chunk * lanes, c_next = n1 * lanes;
-#pragma omp parallel for schedule(static) if (units > 1 && tiles * cf * lanes * kN0 > 65536)
-            for (dim_t u = 0; u < units; ++u) {
-                const dim_t r = u / n1 * rstep, nb = u % n1;
-                const bool two = rstep == 2 && r + 1 < rows;
-                const dim_t ao = (nb * s.p1 + f0) * kFrac, bo = r * b_next,
-                            co = (r * n1 + nb) * lanes;
-                if (pairs && two)
-                    fractal_product2_bf16(kN0, cf, yf16 + ao, kFrac, xf16 + bo, lanes, b_next,
-                                          dw + co, c_next, f0 > 0);
+            // Tiles (r, nb) and, r2 >= 0 (C0 = 16), (r2, nb) of this block, at c and c + c_next
+            // (rows ldc apart): with a second tile, one pass over their dY fractals A.
+            const auto product = [&](dim_t r, dim_t r2, dim_t nb, float* c, dim_t c_next,
+                                     dim_t ldc) {
+                const dim_t ao = (nb * s.p1 + f0) * kFrac, bo = r * b_row;
+                if (r2 >= 0 && pairs)
+                    fractal_product2_bf16(kN0, cf, yf16 + ao, kFrac, xf16 + bo, lanes,
+                                          (r2 - r) * b_row, c, c_next, acc, ldc);
+                else if (r2 >= 0)
+                    fractal_product2(kN0, cf, yf.get() + ao, kFrac, xf.get() + bo, lanes,
+                                     (r2 - r) * b_row, c, c_next, acc, ldc);
                 else if (pairs)
-                    fractal_product_bf16(kN0, cf, yf16 + ao, kFrac, xf16 + bo, lanes, dw + co, c0,
-                                         f0 > 0);
-                else if (two)
-                    fractal_product2(kN0, cf, yf.get() + ao, kFrac, xf.get() + bo, lanes, b_next,
-                                     dw + co, c_next, f0 > 0);
+                    fractal_product_bf16(kN0, cf, yf16 + ao, kFrac, xf16 + bo, lanes, c, ldc, acc);
                 else
-                    fractal_product(kN0, c0, cf, yf.get() + ao, kFrac, xf.get() + bo, lanes, c0,
-                                    dw + co, c0, f0 > 0);
+                    fractal_product(kN0, c0, cf, yf.get() + ao, kFrac, xf.get() + bo, lanes, c0, c,
+                                    ldc, acc);
+            };
+            Span sp(prof, "fractal_gemm");
+            [[maybe_unused]] const bool par = tiles * cf * lanes * kN0 > 65536;
+            // Tiles row-major (row, nb): a thread's tiles share their rows' input fractals. With
+            // C0 = 16 the tiles of rows r and r + 1 run as a pair.
+            const dim_t rstep = c0 == kN0 ? 2 : 1, units = blocks_of(rows, rstep) * n1;
+            if (!to_oihw || (taps > 1 && !last)) {
+                // FRACTAL_Z: tile (r, nb) at dw + (r*N1 + nb)*16*C0.
+#pragma omp parallel for schedule(static) if (units > 1 && par)
+                for (dim_t u = 0; u < units; ++u) {
+                    const dim_t r = u / n1 * rstep, nb = u % n1;
+                    const bool two = rstep == 2 && r + 1 < rows;
+                    product(r, two ? r + 1 : -1, nb, dw + (r * n1 + nb) * lanes, n1 * lanes, c0);
+                }
+            } else if (taps == 1) {
+                // 1x1: row r is input block c1, so tile (r, nb) is OIHW's block of rows nb*16 +
+                // [0, 16) and columns r*C0 + [0, C0), and the pair's second tile the next C0
+                // columns. Whole tiles are written (and accumulated) there; those past K/G or C/G
+                // are made in a per-thread buffer (one block) or FRACTAL_Z (several) and copied
+                // clipped after the last block.
+#pragma omp parallel if (units > 1 && par)
+                {
+                    float* tile =
+                        single ? detail::scratch(kFracAccSlot, std::size_t(2 * lanes)) : nullptr;
+#pragma omp for schedule(static)
+                    for (dim_t u = 0; u < units; ++u) {
+                        const dim_t r = u / n1 * rstep, nb = u % n1;
+                        const dim_t nr = rstep == 2 && r + 1 < rows ? 2 : 1;
+                        const dim_t r2 = nr == 2 ? r + 1 : -1;
+                        if ((nb + 1) * kN0 <= kg && (r + nr) * c0 <= cg) {
+                            product(r, r2, nb, wo + nb * kN0 * cg + r * c0, c0, cg);
+                            continue;
+                        }
+                        float* t = single ? tile : dw + (r * n1 + nb) * lanes;
+                        const dim_t t_next = single ? lanes : n1 * lanes;
+                        product(r, r2, nb, t, t_next, c0);
+                        if (!last) continue;
+                        const dim_t ov = std::min(kN0, kg - nb * kN0);
+                        for (dim_t j = 0; j < nr; ++j) {
+                            const dim_t valid = std::min(c0, cg - (r + j) * c0);
+                            for (dim_t oi = 0; oi < ov; ++oi)
+                                std::memcpy(wo + (nb * kN0 + oi) * cg + (r + j) * c0,
+                                            t + j * t_next + oi * c0,
+                                            static_cast<std::size_t>(valid) * sizeof(float));
+                        }
+                    }
+                }
+            } else {
+                // Taps: unit (c1, nb, a run of tb taps), its tiles made (one block: in a
+                // per-thread buffer; several: accumulated in FRACTAL_Z) and then scattered to
+                // OIHW, where output channel o's input channel c holds the taps consecutively:
+                // each (o, c) gets its run of taps in one go.
+                const dim_t nt = blocks_of(taps, tb), tunits = c1s * n1 * nt;
+                const dim_t hw = s.wg.h * s.wg.w;
+#pragma omp parallel if (tunits > 1 && par)
+                {
+                    float* tile =
+                        single ? detail::scratch(kFracAccSlot, std::size_t(tb * lanes)) : nullptr;
+#pragma omp for schedule(static)
+                    for (dim_t u = 0; u < tunits; ++u) {
+                        const dim_t c1 = u / (n1 * nt), nb = u / nt % n1, t0 = u % nt * tb;
+                        const dim_t tn = std::min(tb, taps - t0);
+                        const auto row = [&](dim_t t) {
+                            return (t / hw * c1s + c1) * hw + t % hw;  // WeiGeom::row's order
+                        };
+                        float* tp[kMaxTaps];
+                        for (dim_t t = 0; t < tn; ++t)
+                            tp[t] =
+                                single ? tile + t * lanes : dw + (row(t0 + t) * n1 + nb) * lanes;
+                        for (dim_t t = 0; t < tn;) {
+                            if (c0 == kN0 && t + 1 < tn) {
+                                product(row(t0 + t), row(t0 + t + 1), nb, tp[t], tp[t + 1] - tp[t],
+                                        c0);
+                                t += 2;
+                            } else {
+                                product(row(t0 + t), -1, nb, tp[t], 0, c0);
+                                ++t;
+                            }
+                        }
+                        const dim_t ov = std::min(kN0, kg - nb * kN0);
+                        const dim_t valid = std::min(c0, cg - c1 * c0);
+                        for (dim_t oi = 0; oi < ov; ++oi)
+                            for (dim_t ci = 0; ci < valid; ++ci) {
+                                float* run = wo + ((nb * kN0 + oi) * cg + c1 * c0 + ci) * taps + t0;
+                                const dim_t e = oi * c0 + ci;
+                                for (dim_t t = 0; t < tn; ++t) run[t] = tp[t][e];
+                            }
+                    }
+                }
             }
         }
-        if (p.groups > 1) {
+        if (!to_oihw && p.groups > 1) {
             // This group's K/G output channels k into rows g*K/G + k of the whole FRACTAL_Z.
             Span sp(prof, "tncf_dw");
 #pragma omp parallel for schedule(static) if (rows * kg * c0 > 65536)
@@ -275,6 +393,23 @@ void backward_weight_fractal_fz(const Problem& p, const float* src, const float*
                 }
         }
     }
+}
+
+}  // namespace
+
+dim_t fractal_weight_blocks(const Problem& p, dim_t c0) {
+    const Plan s = plan_of(p, c0);
+    return blocks_of(s.p1, s.chunk);
+}
+
+void backward_weight_fractal_fz(const Problem& p, const float* src, const float* diff_dst,
+                                float* dw_fz, Profiler* prof, const Options& o) {
+    weight_gradient(p, src, diff_dst, dw_fz, nullptr, prof, o);
+}
+
+void backward_weight_fractal_oihw(const Problem& p, const float* src, const float* diff_dst,
+                                  float* dw, Profiler* prof, const Options& o) {
+    weight_gradient(p, src, diff_dst, nullptr, dw, prof, o);
 }
 
 }  // namespace convlab::davinci
