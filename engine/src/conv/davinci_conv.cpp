@@ -291,14 +291,14 @@ void conv_fractal_b(const Problem& p, dim_t c0, const ColSource& src, FractalB b
         for (dim_t i = 0; i < nt; ++i)
             if (i < nc ? !acc : r0 == 0) std::fill(c[i], c[i] + kN0 * kN0, 0.0f);
     };
-    // The write of tile t of the block column starting at M block mb0 of image n to NC1HWC0: row
-    // i is the output position of row (mb0 + mb)*16 + i of the column matrix (plan.position),
-    // column j output channel k = nb*16 + j (block k/C0, lane k%C0); lanes k >= K are zeros.
     // The rounding to the storage type, resolved once: the tiles' writes call it 16 values at a
     // time (round_storage, which picks its path and may open a parallel region, cost about 5 us
     // a call).
     const detail::StorageCopy round_copy =
         plain ? detail::storage_copy(plain->storage) : detail::storage_copy(DType::f32);
+    // The write of tile t of the block column starting at M block mb0 of image n to NC1HWC0: row
+    // i is the output position of row (mb0 + mb)*16 + i of the column matrix (plan.position),
+    // column j output channel k = nb*16 + j (block k/C0, lane k%C0); lanes k >= K are zeros.
     // With plain, the tile goes to the plain (NCHW / NCDHW) result instead: column j, channel k,
     // is 16 positions of channel k's plane, mostly consecutive, each rounded to the storage type.
     const auto write = [&](dim_t n, dim_t mb0, dim_t cm, dim_t t, const float* accs) {
