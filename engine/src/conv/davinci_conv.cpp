@@ -227,8 +227,9 @@ void conv_fractal_b(const Problem& p, dim_t c0, const ColSource& src, FractalB b
         return by_m ? mb * tn + nb : nb * cm + mb;
     };
     // Unit u's tiles, their sums over rows [r0, r0 + rb) added to accs (set by the first row
-    // block): the products of each run of consecutive non-zero A fractals in one call. Tiles of
-    // column blocks past N1 (padding lanes only) are zeros.
+    // block): the non-zero A fractals' products listed (fp32: A read wherever it is) or, bf16,
+    // each run of consecutive non-zero A fractals in one call. Tiles of column blocks past N1
+    // (padding lanes only) are zeros.
     const auto product = [&](dim_t cm, float* a, float* accs, dim_t r0, dim_t u) {
         const auto [nb0, mb] = unit_of(u, cm);
         const dim_t nt = std::min<dim_t>(2, tn - nb0);        // tiles of the unit
