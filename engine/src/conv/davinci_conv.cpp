@@ -263,6 +263,7 @@ void conv_fractal_b(const Problem& p, dim_t c0, const ColSource& src, FractalB b
                 acc = true;
             }
         } else if (nc > 0) {
+            // bf16 pairs (no fractal addresses: the block holds them all).
             const unsigned char* nz = nz_of(a);
             const dim_t r1 = std::min(r0 + rb, rows);
             for (dim_t r = r0; r < r1;) {
@@ -273,18 +274,12 @@ void conv_fractal_b(const Problem& p, dim_t c0, const ColSource& src, FractalB b
                 dim_t e = r + 1;
                 while (e < r1 && nz[e * cm + mb]) ++e;
                 const dim_t ao = (r * cm + mb) * frac, bo = (r * n1 + nb0) * frac;
-                if (pairs && nc == 2)
+                if (nc == 2)
                     fractal_product2_bf16(c0, e - r, a16_of(a) + ao, cm * frac, b.bf16 + bo,
                                           n1 * frac, frac, c[0], c_next, acc);
-                else if (pairs)
+                else
                     fractal_product_bf16(c0, e - r, a16_of(a) + ao, cm * frac, b.bf16 + bo,
                                          n1 * frac, c[0], kN0, acc);
-                else if (nc == 2)
-                    fractal_product2(c0, e - r, a + ao, cm * frac, bt + bo, n1 * frac, frac, c[0],
-                                     c_next, acc);
-                else
-                    fractal_product(c0, kN0, e - r, a + ao, cm * frac, bt + bo, n1 * frac, kN0,
-                                    c[0], kN0, acc);
                 acc = true;
                 r = e;
             }
@@ -295,8 +290,7 @@ void conv_fractal_b(const Problem& p, dim_t c0, const ColSource& src, FractalB b
     // The rounding to the storage type, resolved once: the tiles' writes call it 16 values at a
     // time (round_storage, which picks its path and may open a parallel region, cost about 5 us
     // a call).
-    const detail::StorageCopy round_copy =
-        plain ? detail::storage_copy(plain->storage) : detail::storage_copy(DType::f32);
+    const detail::StorageCopy round_copy = plain ? detail::storage_copy(plain->storage) : nullptr;
     // The write of tile t of the block column starting at M block mb0 of image n to NC1HWC0: row
     // i is the output position of row (mb0 + mb)*16 + i of the column matrix (plan.position),
     // column j output channel k = nb*16 + j (block k/C0, lane k%C0); lanes k >= K are zeros.
@@ -338,7 +332,7 @@ void conv_fractal_b(const Problem& p, dim_t c0, const ColSource& src, FractalB b
                     round_copy(v, r, n_rows);
                     vr = r;
                 }
-                float* out = plain->dst + (n * plain->channels + plain->c_begin + k) * m;
+                float* out = plane0 + j * m;
                 for (dim_t i = 0; i < n_rows; ++i) out[at[i]] = vr[i];
             }
             return;
@@ -346,18 +340,9 @@ void conv_fractal_b(const Problem& p, dim_t c0, const ColSource& src, FractalB b
         for (dim_t i = 0; i < kN0 && m0 + i < m; ++i, plan.step(d, h, w)) {
             dim_t od, oh, ow;  // row m0 + i's output position (plan's order of the rows)
             plan.output(d, h, w, od, oh, ow);
-            if (c0 == kN0) {
-                // The tile's column block is the output's channel block nb: row i is C0
-                // contiguous lanes.
-                float* out = y5d + yg.offset(n, od, nb, oh, ow, 0);
-                const dim_t valid = std::clamp<dim_t>(p.oc - nb * kN0, 0, kN0);
-                for (dim_t j = 0; j < valid; ++j)
-                    out[j] = acc[i * kN0 + j] + (bias ? bias[nb * kN0 + j] : 0.0f);
-                std::fill(out + valid, out + kN0, 0.0f);
-                continue;
-            }
             if (kN0 % c0 == 0) {
-                // The column block is 16 / C0 whole channel blocks: runs of C0 contiguous lanes.
+                // The column block is 16 / C0 whole channel blocks (C0 16: the output's block
+                // nb): runs of C0 contiguous lanes.
                 const float* row = acc + i * kN0;
                 for (dim_t cb = 0; cb < kN0 / c0 && (nb * kN0 + cb * c0) < k_lanes; ++cb) {
                     const dim_t k0 = nb * kN0 + cb * c0;
