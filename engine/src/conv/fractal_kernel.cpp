@@ -211,11 +211,8 @@ Fn16<Rows> kernel16(dim_t kr) {
 }
 
 // Rows src shifted by j columns of B.
-Strided shifted(Strided s, dim_t j) {
-    s.b += j;
-    return s;
-}
-Listed shifted(Listed s, dim_t j) {
+template <class Rows>
+Rows shifted(Rows s, dim_t j) {
     s.b += j;
     return s;
 }
