@@ -47,6 +47,19 @@ constexpr Rgba kBlack = 0xff000000u, kWhite = 0xffffffffu;
 
 }  // namespace
 
+double room_left_of(const ViewModel& v, std::size_t i) {
+    const Panel& p = v.panels[i];
+    double room = 1e30;
+    for (std::size_t j = 0; j < v.panels.size(); ++j) {
+        const Panel& o = v.panels[j];
+        if (j == i || o.hidden || o.x >= p.x) continue;
+        // Its cells or its title beside this panel's rows.
+        if (o.y - o.title_room < p.y + p.height && o.y + o.height > p.y)
+            room = std::min(room, p.x - (o.x + o.width));
+    }
+    return std::max(room, 0.0);
+}
+
 void paint_panel(const Panel& pn, const PanelState& ps, const PanelPaint& pp,
                  std::vector<DrawPrim>& list) {
     Out out{list};
@@ -143,7 +156,7 @@ void paint_panel(const Panel& pn, const PanelState& ps, const PanelPaint& pp,
                         if (pn.roles[d] == Role::TileY && pn.shape.dims[d] > 1)
                             rl += (rl.empty() ? "" : " ") + pn.shape.names[d] + "=" +
                                   std::to_string(c[d]);
-                    const float room = pp.gap * z * 0.9f;
+                    const float room = std::min(pp.left_room, px - pp.min_x) * 0.9f;
                     float rs = label_size;
                     float w = pp.text_width(rl, rs);
                     if (w * 1.15f > room && rs > pp.min_label) {

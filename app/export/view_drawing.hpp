@@ -28,7 +28,10 @@ struct PanelPaint {
     float lift = 3;         // tile labels' gap above their tile (a lesson outline's thickness + 1)
     float value_size = 0;   // the digits' size (0: no values written)
     float group_width = 1;  // a cell group's outline thickness
-    float gap = 4;          // cells between panels (ViewModel::panel_gap): a row's label room
+    // Pixels free left of the panel (to the nearest panel beside it, or to min_x): where the
+    // labels of its rows of tiles go when they have no room above them.
+    float left_room = 0;
+    float min_x = -1e30f;  // nothing is drawn left of this x (the canvas's or the file's edge)
     Rgba grid = 0, padding = 0, dim_text = 0, current = 0, value_text = 0, current_pad = 0;
     Rgba hovered = 0;
     std::function<Rgba(dim_t)> cell_colour;       // the fill of cell c
@@ -37,6 +40,10 @@ struct PanelPaint {
     std::function<Rgba(std::uint8_t)> group_colour;              // the outline of cell group g
     std::vector<CellPos> outlined;  // hovered / pinned cells (view cells)
 };
+
+// Cells free left of panel i of v, up to the nearest visible panel whose rows overlap its own
+// (1e30 where there is none): the room for its tile rows' labels beyond the panel gap.
+double room_left_of(const ViewModel& v, std::size_t i);
 
 // Appends panel pn's primitives (state ps) to `out`, in drawing order.
 void paint_panel(const Panel& pn, const PanelState& ps, const PanelPaint& pp,

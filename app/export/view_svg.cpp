@@ -94,6 +94,7 @@ std::string App::svg() const {
         app::PanelPaint pp = panel_paint(i, uf);
         pp.ox = static_cast<float>(left);
         pp.oy = static_cast<float>(top);
+        pp.min_x = 0;
         list.clear();
         app::paint_panel(pn, st.panels[i], pp, list);
         const app::PrimCounts c = app::count_prims(list);

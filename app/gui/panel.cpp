@@ -16,7 +16,7 @@ app::PanelPaint App::panel_paint(std::size_t i, float z) const {
     pp.lift = highlight_thickness(z) + 1.0f;
     pp.value_size = value_font(i, z);
     pp.group_width = group_outline_px(z);
-    pp.gap = static_cast<float>(view->panel_gap);
+    pp.left_room = static_cast<float>(std::min(app::room_left_of(*view, i) * z, 1e30));
     pp.grid = P.grid;
     pp.padding = P.padding;
     pp.dim_text = P.dim_text;
@@ -99,6 +99,7 @@ void App::draw_panel(ImDrawList* dl, std::size_t i, ImVec2 origin, float z, cons
     pp.ox = origin.x;
     pp.oy = origin.y;
     pp.clip_x0 = clip.x;
+    pp.min_x = clip.x;
     pp.clip_y0 = clip.y;
     pp.clip_x1 = clip.z;
     pp.clip_y1 = clip.w;

@@ -115,6 +115,63 @@ TEST_CASE("view drawing: cells under 3 px are one picture and only what meets th
     CHECK(none.empty());
 }
 
+TEST_CASE("view drawing: a row of tiles without room above is labelled in the free room left") {
+    // TNC's input stacks the images as rows of tiles (n=0, n=1, n=2); at 5 px a cell there is no
+    // room above a row for its label, so it goes left of the row, where the canvas is free (the
+    // first panel: up to the canvas's edge; the next: up to the panel beside it), not only in the
+    // 4-cell panel gap, which is too narrow for "n=1" at 11 px.
+    app::ViewRequest r;
+    r.view = "tnc";
+    r.problem = parse_descriptor("mb3ic5ih4oc6kh2");
+    r.c0 = 4;
+    app::ViewModel v = app::build_view(r);
+    app::layout_view(v, 2.5, 7.0);
+    app::StepState st = app::compute_step(v, Granularity::Line, 0);
+    const float z = 5;
+    const auto labels = [&](std::size_t i, float ox, float min_x) {
+        app::PanelPaint pp = paint(z);
+        pp.label_size = pp.min_label = 11;
+        pp.ox = ox;
+        pp.min_x = min_x;
+        pp.left_room = static_cast<float>(std::min(app::room_left_of(v, i) * z, 1e30));
+        std::vector<app::DrawPrim> out;
+        app::paint_panel(v.panels[i], st.panels[i], pp, out);
+        std::vector<app::DrawPrim> rows;  // the row labels left of the panel
+        const float px = ox + static_cast<float>(v.panels[i].x) * z;
+        for (const auto& d : out)
+            if (d.kind == app::DrawPrim::Kind::Text && d.x0 < px &&
+                (d.text == "n=1" || d.text == "n=2"))
+                rows.push_back(d);
+        return rows;
+    };
+    REQUIRE(v.panels.size() >= 2);
+    REQUIRE(v.panels[0].tiles_y == 3);
+    // The first panel with 60 px of canvas left of it: both rows labelled, inside the canvas.
+    const float ox0 = 60 - static_cast<float>(v.panels[0].x) * z;
+    const auto first = labels(0, ox0, 0);
+    CHECK(first.size() == 2);
+    for (const auto& d : first) CHECK(d.x0 >= 0);
+    // Flush with the canvas's edge: no room, no label drawn outside it.
+    CHECK(labels(0, -static_cast<float>(v.panels[0].x) * z, 0).empty());
+    // A panel beside the first (a copy of it, its state too): the room up to the first's right
+    // edge. The 4-cell panel gap is 18 px at 5 px a cell, too narrow for "n=1"; a wide title of
+    // the first panel moves the next one further right, and that room is used.
+    const app::Panel& a = v.panels[0];
+    v.panels[1] = a;
+    st.panels[1] = st.panels[0];
+    v.panels[1].x = a.x + a.width + v.panel_gap;
+    CHECK(app::room_left_of(v, 1) == doctest::Approx(v.panel_gap));
+    CHECK(labels(1, ox0, 0).empty());
+    for (app::Panel& o : v.panels)  // the first's title taking 20 more cells
+        if (o.x > a.x) o.x += 20;
+    CHECK(app::room_left_of(v, 1) == doctest::Approx(v.panel_gap + 20));
+    const auto second = labels(1, ox0, 0);
+    CHECK(second.size() == 2);
+    for (const auto& d : second) CHECK(d.x0 >= ox0 + static_cast<float>(a.x + a.width) * z);
+    // Nothing left of the first panel.
+    CHECK(app::room_left_of(v, 0) >= 1e29);
+}
+
 TEST_CASE("view drawing: hovered cells are outlined and the step's cells too") {
     const Painted p = view("col2im", "mb1ic2ih3oc2kh2", 2);
     const std::size_t dx = 3;
