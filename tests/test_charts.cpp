@@ -565,8 +565,9 @@ TEST_CASE("charts: convlab bench writes verified CSV, JSON and charts, bad input
             CHECK(three[0] != three[1]);
             CHECK(three[1] != three[2]);
             CHECK(three[0] != three[2]);
-            CHECK(three[0].find("[baseline, kernels avx512]") != std::string::npos);
-            CHECK(three[0].find("(") == std::string::npos);
+            // Its build alone tells it apart: no folder after it (the CPU's name may hold
+            // parentheses of its own: "Intel(R) Xeon(R) Processor").
+            CHECK(three[0].ends_with(" [baseline, kernels avx512]"));
             CHECK(three[1].find("(y/run1)") != std::string::npos);
             CHECK(three[2].find("(z/run1)") != std::string::npos);
         }
