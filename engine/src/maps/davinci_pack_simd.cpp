@@ -77,14 +77,15 @@ __attribute__((target("avx2"), always_inline)) inline void transpose4x2(__m256* 
     r[3] = _mm256_shuffle_ps(t1, t3, 0xee);
 }
 
-// Rows ci < valid of 8 positions at src + ci * stride (zeros past valid), rounded to bf16 when
-// kBf16, into r[0..kRows).
+// Rows first + c (c < kRows) of 8 positions at src + (first + c) * stride, zeros for the rows
+// >= valid, rounded to bf16 when kBf16, into r[0..kRows).
 template <int kRows, bool kBf16>
 __attribute__((target("avx2"), always_inline)) inline void load_rows8(const float* src,
-                                                                      dim_t stride, dim_t valid,
-                                                                      __m256* r) {
+                                                                      dim_t stride, dim_t first,
+                                                                      dim_t valid, __m256* r) {
     for (int c = 0; c < kRows; ++c) {
-        r[c] = c < valid ? _mm256_loadu_ps(src + c * stride) : _mm256_setzero_ps();
+        r[c] =
+            first + c < valid ? _mm256_loadu_ps(src + (first + c) * stride) : _mm256_setzero_ps();
         if constexpr (kBf16) r[c] = bf16_avx2(r[c]);
     }
 }
@@ -97,7 +98,7 @@ __attribute__((target("avx2"), always_inline)) inline void pack16_step(const flo
                                                                        float* out) {
     for (int h = 0; h < 2; ++h) {
         __m256 r[8];
-        load_rows8<8, kBf16>(src + h * 8 * stride, stride, valid - h * 8, r);
+        load_rows8<8, kBf16>(src, stride, h * 8, valid, r);
         transpose8(r);
         for (int j = 0; j < 8; ++j) _mm256_storeu_ps(out + j * 16 + h * 8, r[j]);
     }
@@ -108,7 +109,7 @@ __attribute__((target("avx2"), always_inline)) inline void pack8_step(const floa
                                                                       dim_t stride, dim_t valid,
                                                                       float* out) {
     __m256 r[8];
-    load_rows8<8, kBf16>(src, stride, valid, r);
+    load_rows8<8, kBf16>(src, stride, 0, valid, r);
     transpose8(r);
     for (int j = 0; j < 8; ++j) _mm256_storeu_ps(out + j * 8, r[j]);
 }
@@ -120,7 +121,7 @@ __attribute__((target("avx2"), always_inline)) inline void pack4_step(const floa
                                                                       dim_t stride, dim_t valid,
                                                                       float* out) {
     __m256 r[4];
-    load_rows8<4, kBf16>(src, stride, valid, r);
+    load_rows8<4, kBf16>(src, stride, 0, valid, r);
     transpose4x2(r);
     _mm256_storeu_ps(out, _mm256_permute2f128_ps(r[0], r[1], 0x20));
     _mm256_storeu_ps(out + 8, _mm256_permute2f128_ps(r[2], r[3], 0x20));
