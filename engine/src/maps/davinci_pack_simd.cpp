@@ -1,9 +1,9 @@
 // The activation pack's and unpack's vector runs (davinci_pack_simd.hpp): C0 channel rows of a
 // step of positions are loaded straight from NCHW, transposed in registers and stored as whole
 // position rows of C0 lanes (and back), so that both sides move in full vectors and no tile is
-// written in between. AVX-512 transposes 16 x 16 (C0 16); AVX2 transposes 8 x 8 (C0 16 as two
-// halves, C0 8) and 4 x 8 (C0 4). A partial last step goes through zero-padded copies (AVX2) or
-// masked loads and stores (AVX-512).
+// written in between. The AVX-512 pack transposes 16 x 16 (C0 16); the AVX2 runs transpose
+// 8 x 8 (C0 16 as two halves, C0 8) and 4 x 8 (C0 4). A partial last step goes through masked
+// loads and stores (AVX-512) or zero-padded copies (AVX2).
 #include "davinci_pack_simd.hpp"
 
 // GCC 12 reports -Wmaybe-uninitialized inside its own AVX-512 headers where the transpose's
@@ -270,8 +270,9 @@ __attribute__((target("avx512f"), always_inline)) inline __mmask16 first_lanes(d
     return static_cast<__mmask16>((1u << m) - 1u);
 }
 
-// C0 = 16, 16 positions a step; a partial last step by masked loads and stores. The channels
-// past valid load nothing (an empty mask, their address clamped to a valid row): zero lanes.
+// C0 = 16, 16 positions a step; a partial last step by masked loads, its rows stored alone. The
+// channels past valid load nothing (an empty mask, their address clamped to a valid row): zero
+// lanes.
 template <bool kBf16>
 __attribute__((target("avx512f"))) void pack16_avx512(const float* src, dim_t stride, dim_t valid,
                                                       dim_t len, float* out) {
@@ -290,23 +291,6 @@ __attribute__((target("avx512f"))) void pack16_avx512(const float* src, dim_t st
             for (int j = 0; j < 16; ++j) _mm512_storeu_ps(o + j * 16, r[j]);
         else
             for (int j = 0; j < m; ++j) _mm512_storeu_ps(o + j * 16, r[j]);
-    }
-}
-
-__attribute__((target("avx512f"))) void unpack16_avx512(const float* in, dim_t valid, dim_t len,
-                                                        float* dst, dim_t stride) {
-    for (dim_t i = 0; i < len; i += 16) {
-        const dim_t m = std::min<dim_t>(16, len - i);
-        const __mmask16 k = first_lanes(m);
-        const float* p = in + i * 16;
-        __m512 r[16];
-        for (int j = 0; j < 16; ++j) {
-            const bool live = j < m;
-            r[j] = _mm512_maskz_loadu_ps(live ? 0xffff : 0, p + (live ? j : 0) * 16);
-        }
-        transpose16(r);
-        for (int c = 0; c < 16 && c < valid; ++c)
-            _mm512_mask_storeu_ps(dst + c * stride + i, k, r[c]);
     }
 }
 
@@ -338,8 +322,9 @@ PackRun pack_run(dim_t c0, bool bf16) {
 
 UnpackRun unpack_run(dim_t c0) {
 #if CONVLAB_X86
+    // The AVX2 runs under AVX-512 too: its 16-lane transpose unpacked no faster on aligned rows
+    // and 10-20% slower on rows off 64 bytes (every store split across two cache lines).
     const convlab::detail::Isa isa = convlab::detail::selected_isa();
-    if (isa == convlab::detail::Isa::avx512 && c0 == 16) return unpack16_avx512;
     if (isa != convlab::detail::Isa::portable && convlab::detail::cpu_has_avx2_fma()) switch (c0) {
             case 16:
                 return unpack_avx2<16>;

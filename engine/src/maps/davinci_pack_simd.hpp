@@ -21,7 +21,8 @@ PackRun pack_run(dim_t c0, bool bf16);
 // Unpacks len rows of C0 lanes at in into channel ci < valid at dst + ci * stride; the lanes
 // >= valid are not written anywhere.
 using UnpackRun = void (*)(const float* in, dim_t valid, dim_t len, float* dst, dim_t stride);
-// The run for c0 under the selected ISA, as pack_run.
+// The run for c0 under the selected ISA: the AVX2 runs of C0 16, 8 and 4 under AVX2 and AVX-512;
+// null for any other C0 and on the portable level.
 UnpackRun unpack_run(dim_t c0);
 
 }  // namespace convlab::davinci::internal
