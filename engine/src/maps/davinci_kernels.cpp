@@ -27,18 +27,18 @@ constexpr dim_t kPosBlock = 64;
 
 namespace {
 
-// pack_activation_kernel rounding to the storage type t as it writes. The vector runs round to
-// bf16 in registers; fp16 values are rounded by detail::storage_copy into the tile, which the
-// vector run (or the scalar interleave) then reads. The padding lanes are zeros, which every
-// storage type holds as they are.
+// pack_activation_kernel rounding to the storage type t as it writes: in registers where the
+// vector run rounds to t, else by detail::storage_copy into the tile, which the fp32 vector run
+// (or the scalar interleave) then reads. The padding lanes are zeros, which every storage type
+// holds as they are.
 void pack_activation_with(std::span<const dim_t> dims, dim_t c0, const float* src, float* dst,
                           dim_t src_channels, dim_t c_begin, DType t) {
     const ActGeom g = ActGeom::of(dims, c0);
     const dim_t ct = src_channels < 0 ? g.c : src_channels, hw = g.h * g.w;
     const dim_t planes = g.n * g.d * g.c1, blocks = blocks_of(hw, kPosBlock);
+    const PackRun direct = pack_run(c0, t);
+    const PackRun run = direct ? nullptr : pack_run(c0, DType::f32);
     const detail::StorageCopy copy = t == DType::f32 ? nullptr : detail::storage_copy(t);
-    const PackRun run = pack_run(c0, t == DType::bf16);
-    const bool direct = run && (t == DType::f32 || t == DType::bf16);
 #pragma omp parallel for collapse(2) schedule(static) if (planes * hw * c0 > 65536)
     for (dim_t p = 0; p < planes; ++p)
         for (dim_t blk = 0; blk < blocks; ++blk) {
@@ -48,7 +48,7 @@ void pack_activation_with(std::span<const dim_t> dims, dim_t c0, const float* sr
             const float* rows = src + ((n * ct + c_begin + c1 * c0) * g.d + d) * hw + i0;
             float* out = dst + (p * hw + i0) * c0;
             if (direct) {
-                run(rows, g.d * hw, valid, len, out);
+                direct(rows, g.d * hw, valid, len, out);
                 continue;
             }
             float tile[64 * kPosBlock];  // tile[ci*kPosBlock + i]

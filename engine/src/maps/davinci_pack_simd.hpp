@@ -6,17 +6,18 @@
 #pragma once
 
 #include "convlab/problem.hpp"
+#include "convlab/tensor.hpp"
 
 namespace convlab::davinci::internal {
 
 // Packs positions [0, len) of one plane: channel ci < valid holds its positions at
-// src + ci * stride; out receives len rows of C0 lanes, the lanes >= valid zero. The bf16 runs
-// round each value to bf16 (float_to_bf16's rule, that of detail::round_storage) and widen it
-// back, in registers.
+// src + ci * stride; out receives len rows of C0 lanes, the lanes >= valid zero. The bf16 and
+// fp16 runs round each value to the storage type and widen it back in registers, the bits of
+// detail::round_storage.
 using PackRun = void (*)(const float* src, dim_t stride, dim_t valid, dim_t len, float* out);
-// The run for c0 under the selected ISA: C0 16 (AVX-512, AVX2), 8 and 4 (AVX2 and above); null
-// for any other C0 and on the portable level.
-PackRun pack_run(dim_t c0, bool bf16);
+// The run for c0 and the storage type under the selected ISA: C0 16 (AVX-512, AVX2), 8 and 4
+// (AVX2 and above; fp16 where the CPU has F16C); null for any other C0 and on the portable level.
+PackRun pack_run(dim_t c0, DType storage);
 
 // Unpacks len rows of C0 lanes at in into channel ci < valid at dst + ci * stride; the lanes
 // >= valid are not written anywhere.
