@@ -3,7 +3,7 @@
 // position rows of C0 lanes (and back), so that both sides move in full vectors and no tile is
 // written in between. The AVX-512 pack transposes 16 x 16 (C0 16); the AVX2 runs transpose
 // 8 x 8 (C0 16 as two halves, C0 8) and 4 x 8 (C0 4). A partial last step goes through masked
-// loads and stores (AVX-512) or zero-padded copies (AVX2).
+// loads (AVX-512) or zero-padded copies (AVX2).
 #include "davinci_pack_simd.hpp"
 
 // GCC 12 reports -Wmaybe-uninitialized inside its own AVX-512 headers where the transpose's
@@ -32,6 +32,9 @@ namespace {
 #if CONVLAB_X86
 
 // [SECTION] AVX2
+
+// Compiled for AVX2 with F16C, whose conversions only the fp16 runs use: pack_run hands those out
+// where the CPU has F16C, the others wherever it has AVX2.
 
 // float_to_bf16's rule on 8 lanes, widened back (detail::bf16_of_bits: nearest even by an
 // integer add; a NaN made quiet instead), so that the bits are those of detail::round_storage on
