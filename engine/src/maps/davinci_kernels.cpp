@@ -7,6 +7,7 @@
 #include "bf16.hpp"
 #include "convlab/davinci.hpp"
 #include "davinci_internal.hpp"
+#include "davinci_pack_simd.hpp"
 #include "geom.hpp"
 #include "omp_compat.hpp"
 
@@ -17,36 +18,52 @@ using namespace internal;
 // [SECTION] fast kernels
 
 // pack / unpack of activations: a plane (n, d, c1) moves C0 channel rows of H*W positions to
-// H*W position rows of C0 lanes, a block of kPosBlock positions at a time through a tile in L1,
-// so that the NCHW side is read (written) in runs of kPosBlock floats and the NC1HWC0 side in
-// whole rows of C0 lanes.
+// H*W position rows of C0 lanes, a block of kPosBlock positions at a time (the unit of the
+// threads' split). Where the selected ISA has a vector run for C0 (davinci_pack_simd.hpp), the
+// block is transposed in registers straight between the two sides; elsewhere it goes through a
+// tile in L1, so that the NCHW side is read (written) in runs of kPosBlock floats and the
+// NC1HWC0 side in whole rows of C0 lanes.
 constexpr dim_t kPosBlock = 64;
 
 namespace {
 
-// pack_activation_kernel, each channel's run of positions moved into the tile by copy (null: a
-// plain copy); the padding lanes are zeros, which every storage type holds as they are.
+// pack_activation_kernel rounding to the storage type t as it writes: in registers where the
+// vector run rounds to t, else by detail::storage_copy into the tile, which the fp32 vector run
+// (or the scalar interleave) then reads. The padding lanes are zeros, which every storage type
+// holds as they are.
 void pack_activation_with(std::span<const dim_t> dims, dim_t c0, const float* src, float* dst,
-                          dim_t src_channels, dim_t c_begin, detail::StorageCopy copy) {
+                          dim_t src_channels, dim_t c_begin, DType t) {
     const ActGeom g = ActGeom::of(dims, c0);
     const dim_t ct = src_channels < 0 ? g.c : src_channels, hw = g.h * g.w;
     const dim_t planes = g.n * g.d * g.c1, blocks = blocks_of(hw, kPosBlock);
+    const PackRun direct = pack_run(c0, t);
+    const PackRun run = direct ? nullptr : pack_run(c0, DType::f32);
+    const detail::StorageCopy copy = t == DType::f32 ? nullptr : detail::storage_copy(t);
 #pragma omp parallel for collapse(2) schedule(static) if (planes * hw * c0 > 65536)
-    for (dim_t t = 0; t < planes; ++t)
+    for (dim_t p = 0; p < planes; ++p)
         for (dim_t blk = 0; blk < blocks; ++blk) {
-            const dim_t n = t / (g.d * g.c1), d = t / g.c1 % g.d, c1 = t % g.c1;
+            const dim_t n = p / (g.d * g.c1), d = p / g.c1 % g.d, c1 = p % g.c1;
             const dim_t i0 = blk * kPosBlock, len = std::min(kPosBlock, hw - i0);
             const dim_t valid = std::min(c0, g.c - c1 * c0);
+            const float* rows = src + ((n * ct + c_begin + c1 * c0) * g.d + d) * hw + i0;
+            float* out = dst + (p * hw + i0) * c0;
+            if (direct) {
+                direct(rows, g.d * hw, valid, len, out);
+                continue;
+            }
             float tile[64 * kPosBlock];  // tile[ci*kPosBlock + i]
             for (dim_t ci = 0; ci < valid; ++ci) {
-                const float* run = src + ((n * ct + c_begin + c1 * c0 + ci) * g.d + d) * hw + i0;
+                const float* row = rows + ci * g.d * hw;
                 if (copy)
-                    copy(run, tile + ci * kPosBlock, len);
+                    copy(row, tile + ci * kPosBlock, len);
                 else
-                    std::memcpy(tile + ci * kPosBlock, run,
+                    std::memcpy(tile + ci * kPosBlock, row,
                                 static_cast<std::size_t>(len) * sizeof(float));
             }
-            float* out = dst + (t * hw + i0) * c0;
+            if (run) {
+                run(tile, kPosBlock, valid, len, out);
+                continue;
+            }
             for (dim_t i = 0; i < len; ++i) {
                 for (dim_t ci = 0; ci < valid; ++ci) out[i * c0 + ci] = tile[ci * kPosBlock + i];
                 std::fill(out + i * c0 + valid, out + (i + 1) * c0, 0.0f);
@@ -58,15 +75,14 @@ void pack_activation_with(std::span<const dim_t> dims, dim_t c0, const float* sr
 
 void pack_activation_kernel(std::span<const dim_t> dims, dim_t c0, const float* src, float* dst,
                             dim_t src_channels, dim_t c_begin) {
-    pack_activation_with(dims, c0, src, dst, src_channels, c_begin, nullptr);
+    pack_activation_with(dims, c0, src, dst, src_channels, c_begin, DType::f32);
 }
 
 namespace internal {
 
 void pack_activation_rounded(DType t, std::span<const dim_t> dims, dim_t c0, const float* src,
                              float* dst, dim_t src_channels, dim_t c_begin) {
-    pack_activation_with(dims, c0, src, dst, src_channels, c_begin,
-                         t == DType::f32 ? nullptr : detail::storage_copy(t));
+    pack_activation_with(dims, c0, src, dst, src_channels, c_begin, t);
 }
 
 }  // namespace internal
@@ -76,19 +92,25 @@ void unpack_activation_kernel(std::span<const dim_t> dims, dim_t c0, const float
     const ActGeom g = ActGeom::of(dims, c0);
     const dim_t ct = dst_channels < 0 ? g.c : dst_channels, hw = g.h * g.w;
     const dim_t planes = g.n * g.d * g.c1, blocks = blocks_of(hw, kPosBlock);
+    const UnpackRun run = unpack_run(c0);
 #pragma omp parallel for collapse(2) schedule(static) if (planes * hw * c0 > 65536)
     for (dim_t t = 0; t < planes; ++t)
         for (dim_t blk = 0; blk < blocks; ++blk) {
             const dim_t n = t / (g.d * g.c1), d = t / g.c1 % g.d, c1 = t % g.c1;
             const dim_t i0 = blk * kPosBlock, len = std::min(kPosBlock, hw - i0);
             const dim_t valid = std::min(c0, g.c - c1 * c0);
-            float tile[64 * kPosBlock];  // tile[ci*kPosBlock + i]
             const float* in = src + (t * hw + i0) * c0;
+            float* rows = dst + ((n * ct + c_begin + c1 * c0) * g.d + d) * hw + i0;
+            if (run) {
+                run(in, valid, len, rows, g.d * hw);
+                continue;
+            }
+            float tile[64 * kPosBlock];  // tile[ci*kPosBlock + i]
             for (dim_t i = 0; i < len; ++i)
                 for (dim_t ci = 0; ci < valid; ++ci) tile[ci * kPosBlock + i] = in[i * c0 + ci];
             for (dim_t ci = 0; ci < valid; ++ci)
-                std::memcpy(dst + ((n * ct + c_begin + c1 * c0 + ci) * g.d + d) * hw + i0,
-                            tile + ci * kPosBlock, static_cast<std::size_t>(len) * sizeof(float));
+                std::memcpy(rows + ci * g.d * hw, tile + ci * kPosBlock,
+                            static_cast<std::size_t>(len) * sizeof(float));
         }
 }
 
