@@ -40,12 +40,15 @@ constexpr dim_t kC0 = dv::kC0;
 
 // Channels per group 1 to 4: kernels 1x1, 3x3, 7x7 (conv1 and its stride 2, pad 3), 2x5, 3-D
 // 3x3x3, 1-D; stride, dilation, padding, groups (depthwise too); tap counts that are and are not
-// multiples of 4 (1, 9, 10, 27, 49, 5); batches 1, 17 and 33; K off the multiples of 16.
+// multiples of 4 (1, 9, 10, 27, 49, 5); batches 1, 17, 20 and 33; K off the multiples of 16.
+// mb20 ... ow11: a reduction block of 1024 positions (K 64) ends 1 position into a line, before
+// the first that the kernel's left taps read inside the input.
 const char* const kProblems[] = {
     "mb1ic3ih23oc70oh12kh7sh2ph3",
     "mb17ic3ih15oc20oh8kh7sh2ph3",
     "mb33ic3ih20oc64oh10kh7sh2ph3",
     "mb33ic2ih9oc16oh9kh3ph1",
+    "mb20ic3ih9iw21oc64oh5ow11kh7kw7sh2sw2ph3pw3",
     "mb2ic1ih8oc5oh8kh1",
     "mb17ic4ih6oc33oh3kh1sh2",
     "mb3ic4ih10iw12oc24oh9ow4kh2kw5sw2",

@@ -164,51 +164,107 @@ void gather_x(const Plan& s, dim_t c0, const float* x5, dim_t f0, dim_t cf, floa
     }
 }
 
+// Copies F floats to each of n positions, dst + i * 16 from src + i * step (a fixed size, so
+// that each is a few vector moves rather than a call).
+template <int F>
+void copy_runs(float* dst, const float* src, dim_t step, dim_t n) {
+    for (dim_t i = 0; i < n; ++i)
+        std::memcpy(dst + i * kN0, src + i * step, static_cast<std::size_t>(F) * sizeof(float));
+}
+
 // gather_x's block as FRACTAL_Z_C04 from the input packed at C0 4 (x5): xf[(row*chunk + f -
 // f0)*256 + u*16 + t*4 + ci] = X(n, id, ih, iw, ci) at tap row*4 + t (kd, kh, kw row-major) for
-// reduction index f*16 + u, zero outside the input, past P and for taps past the last. Each tap
-// of a row is a pass over the row's positions, one copy of 4 lanes per position.
+// reduction index f*16 + u, zero outside the input, past P and for taps past the last. A line
+// (n, od, oh) of positions at a time, all four taps of the row on it while it is in cache; taps
+// of one kernel line (consecutive kw, dilation 1) read consecutive 4-lane groups of x5, so such a
+// run of taps is one copy of up to 16 floats per position.
 void gather_x4(const Plan& s, const float* x5, dim_t f0, dim_t cf, float* xf) {
     const detail::Geom3& g = s.g;
-    const dim_t taps = s.wg.taps();
+    const dim_t taps = s.wg.taps(), sw = g.s[2] * kC0Small;
     const dim_t m_begin = f0 * kN0, m_end = std::min((f0 + cf) * kN0, s.p);
-    const auto zero4 = [](float* d) { std::fill(d, d + kC0Small, 0.0f); };
+    const auto zero = [](float* d, dim_t n) { std::fill(d, d + n, 0.0f); };
 #pragma omp for schedule(static)
-    for (dim_t r = 0; r < s.rows; ++r)
-        for (dim_t t = 0; t < kC04Taps; ++t) {
-            float* out = xf + r * s.chunk * kFrac + t * kC0Small;  // position u at out[u * 16]
+    for (dim_t r = 0; r < s.rows; ++r) {
+        float* out = xf + r * s.chunk * kFrac;  // position u's lanes at out[u * 16]
+        // The row's taps: offsets, the outputs [lo, hi) of a line that read inside the input
+        // along w, and runs [run[j], run[j + 1]) of taps on one kernel line.
+        const dim_t nt = std::min(kC04Taps, taps - r * kC04Taps);
+        dim_t off_d[kC04Taps], off_h[kC04Taps], off_w[kC04Taps], lo_t[kC04Taps], hi_t[kC04Taps];
+        dim_t run[kC04Taps + 1], nr = 0;
+        for (dim_t t = 0; t < nt; ++t) {
             const dim_t tap = r * kC04Taps + t;
-            if (tap >= taps) {
-                for (dim_t u = 0; u < cf * kN0; ++u) zero4(out + u * kN0);
-                continue;
-            }
             const dim_t kw = tap % g.k[2], kh = tap / g.k[2] % g.k[1], kd = tap / g.k[2] / g.k[1];
-            const dim_t off_d = kd * g.d[0] - g.pb[0], off_h = kh * g.d[1] - g.pb[1],
-                        off_w = kw * g.d[2] - g.pb[2];
-            dim_t w_lo, w_hi;
-            detail::valid_range(off_w, g.s[2], g.in[2], g.out[2], w_lo, w_hi);
-            const dim_t sw = g.s[2] * kC0Small;
-            for (dim_t mm = m_begin; mm < m_end;) {
-                const dim_t n = mm / s.m, pos = mm % s.m;
-                const dim_t ow0 = pos % g.out[2], rest = pos / g.out[2];
-                const dim_t oh = rest % g.out[1], od = rest / g.out[1];
-                const dim_t len = std::min(g.out[2] - ow0, m_end - mm);
-                float* seg = out + (mm - m_begin) * kN0;  // position ow at seg[(ow - ow0) * 16]
-                const dim_t id = od * g.s[0] + off_d, ih = oh * g.s[1] + off_h;
-                dim_t lo = std::clamp(w_lo, ow0, ow0 + len), hi = std::clamp(w_hi, lo, ow0 + len);
-                if (id < 0 || id >= g.in[0] || ih < 0 || ih >= g.in[1]) lo = hi = ow0 + len;
-                for (dim_t ow = ow0; ow < lo; ++ow) zero4(seg + (ow - ow0) * kN0);
-                if (lo < hi) {
-                    const float* in = x5 + s.xg.offset(n, id, 0, ih, 0, 0) + off_w * kC0Small;
-                    for (dim_t ow = lo; ow < hi; ++ow)
-                        std::memcpy(seg + (ow - ow0) * kN0, in + ow * sw,
-                                    static_cast<std::size_t>(kC0Small) * sizeof(float));
-                }
-                for (dim_t ow = hi; ow < ow0 + len; ++ow) zero4(seg + (ow - ow0) * kN0);
-                mm += len;
-            }
-            for (dim_t u = m_end - m_begin; u < cf * kN0; ++u) zero4(out + u * kN0);
+            off_d[t] = kd * g.d[0] - g.pb[0];
+            off_h[t] = kh * g.d[1] - g.pb[1];
+            off_w[t] = kw * g.d[2] - g.pb[2];
+            detail::valid_range(off_w[t], g.s[2], g.in[2], g.out[2], lo_t[t], hi_t[t]);
+            if (t == 0 || g.d[2] != 1 || off_d[t] != off_d[t - 1] || off_h[t] != off_h[t - 1])
+                run[nr++] = t;
         }
+        run[nr] = nt;
+        for (dim_t mm = m_begin; mm < m_end;) {
+            const dim_t n = mm / s.m, pos = mm % s.m;
+            const dim_t ow0 = pos % g.out[2], rest = pos / g.out[2];
+            const dim_t oh = rest % g.out[1], od = rest / g.out[1];
+            const dim_t len = std::min(g.out[2] - ow0, m_end - mm), ow1 = ow0 + len;
+            float* seg = out + (mm - m_begin) * kN0;  // position ow at seg[(ow - ow0) * 16]
+            for (dim_t j = 0; j < nr; ++j) {
+                const dim_t ta = run[j], tb = run[j + 1];
+                float* dst = seg + ta * kC0Small;
+                const dim_t id = od * g.s[0] + off_d[ta], ih = oh * g.s[1] + off_h[ta];
+                if (id < 0 || id >= g.in[0] || ih < 0 || ih >= g.in[1]) {
+                    for (dim_t ow = ow0; ow < ow1; ++ow)
+                        zero(dst + (ow - ow0) * kN0, (tb - ta) * kC0Small);
+                    continue;
+                }
+                const float* line = x5 + s.xg.offset(n, id, 0, ih, 0, 0);
+                // Where every tap of the run reads inside: one copy per position; elsewhere
+                // (the line's ends) tap by tap.
+                dim_t lo = ow0, hi = ow1;
+                for (dim_t t = ta; t < tb; ++t) {
+                    lo = std::max(lo, lo_t[t]);
+                    hi = std::min(hi, hi_t[t]);
+                }
+                lo = std::min(lo, ow1);
+                hi = std::max(lo, hi);
+                const auto edge = [&](dim_t from, dim_t to) {
+                    for (dim_t ow = from; ow < to; ++ow)
+                        for (dim_t t = ta; t < tb; ++t) {
+                            float* d = seg + (ow - ow0) * kN0 + t * kC0Small;
+                            if (ow >= lo_t[t] && ow < hi_t[t])
+                                std::memcpy(d, line + (ow * g.s[2] + off_w[t]) * kC0Small,
+                                            static_cast<std::size_t>(kC0Small) * sizeof(float));
+                            else
+                                zero(d, kC0Small);
+                        }
+                };
+                edge(ow0, lo);
+                // Position ow's run starts at tap ta's element, ow * s + off_w[ta].
+                float* d = dst + (lo - ow0) * kN0;
+                const float* src = line + (lo * g.s[2] + off_w[ta]) * kC0Small;
+                switch (tb - ta) {
+                    case 1:
+                        copy_runs<4>(d, src, sw, hi - lo);
+                        break;
+                    case 2:
+                        copy_runs<8>(d, src, sw, hi - lo);
+                        break;
+                    case 3:
+                        copy_runs<12>(d, src, sw, hi - lo);
+                        break;
+                    default:
+                        copy_runs<16>(d, src, sw, hi - lo);
+                        break;
+                }
+                edge(hi, ow1);
+            }
+            if (nt < kC04Taps)
+                for (dim_t ow = ow0; ow < ow1; ++ow)
+                    zero(seg + (ow - ow0) * kN0 + nt * kC0Small, (kC04Taps - nt) * kC0Small);
+            mm += len;
+        }
+        zero(out + (m_end - m_begin) * kN0, (cf * kN0 - (m_end - m_begin)) * kN0);
+    }
 }
 
 // The input fractals' block (rows x chunk fractals of 16 positions x 16 lanes, the first cf of
