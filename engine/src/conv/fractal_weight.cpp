@@ -89,33 +89,46 @@ Plan plan_of(const Problem& p, dim_t c0) {
 
 // dY's channels [k_begin, k_begin + n1*16) of (N, k_total, out...) as fractals yf[(nb*P1 + f)*256
 // + i*16 + u] = dY(n, k_begin + nb*16 + i, pos) for reduction index f*16 + u = n*m + pos; zero
-// for channels past kg and indices past P. Each run is moved by copy, which rounds it to the
-// storage type (detail::storage_copy): the fractals are rounded as they are written.
-void pack_dy(const Plan& s, const float* dy, dim_t k_total, dim_t k_begin, dim_t kg, dim_t mb,
-             float* yf, detail::StorageCopy copy) {
-    const dim_t rows = s.wg.n1 * kN0;
-#pragma omp parallel for schedule(static) if (rows * s.p1 * kN0 > 65536)
-    for (dim_t k = 0; k < rows; ++k) {
-        const dim_t nb = k / kN0, i = k % kN0;
-        float* base = yf + nb * s.p1 * kFrac + i * kN0;
-        if (k >= kg) {
-            for (dim_t f = 0; f < s.p1; ++f)
-                std::fill(base + f * kFrac, base + f * kFrac + kN0, 0.0f);
-            continue;
-        }
-        dim_t idx = 0;  // reduction index
-        for (dim_t n = 0; n < mb; ++n) {
-            const float* src = dy + (n * k_total + k_begin + k) * s.m;
-            for (dim_t q = 0; q < s.m;) {
-                const dim_t u = idx % kN0, len = std::min(kN0 - u, s.m - q);
-                copy(src + q, base + (idx / kN0) * kFrac + u, len);
-                q += len;
+// for channels past kg and indices past P. A fractal at a time, so that each is written whole in
+// one go (its 16 channels' runs read side by side); the runs are moved by copy, which rounds them
+// to the storage type (detail::storage_copy; fp32: fixed-size copies, not calls, where a
+// fractal's 16 positions lie in one image).
+void pack_dy(const Plan& s, const float* dy, dim_t k_total, dim_t k_begin, dim_t kg, float* yf,
+             DType storage) {
+    const detail::StorageCopy copy =
+        storage == DType::f32 ? nullptr : detail::storage_copy(storage);
+    const dim_t units = s.wg.n1 * s.p1;
+#pragma omp parallel for schedule(static) if (units * kFrac > 65536)
+    for (dim_t u = 0; u < units; ++u) {
+        const dim_t nb = u / s.p1, f = u % s.p1;
+        float* frac = yf + u * kFrac;
+        const dim_t idx0 = f * kN0, end = std::min(idx0 + kN0, s.p);
+        const dim_t n0 = idx0 / s.m, pos0 = idx0 % s.m;
+        const bool whole = copy == nullptr && end - idx0 == kN0 && pos0 + kN0 <= s.m;
+        for (dim_t i = 0; i < kN0; ++i) {
+            const dim_t k = nb * kN0 + i;
+            float* row = frac + i * kN0;
+            if (k >= kg) {
+                std::fill(row, row + kN0, 0.0f);
+                continue;
+            }
+            const float* src = dy + (n0 * k_total + k_begin + k) * s.m + pos0;
+            if (whole) {
+                std::memcpy(row, src, static_cast<std::size_t>(kN0) * sizeof(float));
+                continue;
+            }
+            // The fractal's runs: from pos0 to its image's end, then from each next image's start.
+            for (dim_t idx = idx0, n = n0, pos = pos0; idx < end; ++n, pos = 0) {
+                const dim_t len = std::min(s.m - pos, end - idx);
+                const float* run = dy + (n * k_total + k_begin + k) * s.m + pos;
+                if (copy)
+                    copy(run, row + (idx - idx0), len);
+                else
+                    std::memcpy(row + (idx - idx0), run,
+                                static_cast<std::size_t>(len) * sizeof(float));
                 idx += len;
             }
-        }
-        if (idx % kN0) {
-            float* tail = base + (idx / kN0) * kFrac;
-            std::fill(tail + idx % kN0, tail + kN0, 0.0f);
+            std::fill(row + (end - idx0), row + kN0, 0.0f);
         }
     }
 }
@@ -382,8 +395,7 @@ void weight_gradient(const Problem& p, const float* src, const float* diff_dst, 
         }
         {
             Span sp(prof, "tncf");
-            pack_dy(s, diff_dst, p.oc, grp * kg, kg, p.mb, yf.get(),
-                    detail::storage_copy(o.storage));
+            pack_dy(s, diff_dst, p.oc, grp * kg, kg, yf.get(), o.storage);
             if (pairs) bf16_bits(yf.get(), yf16, n1 * s.p1 * kFrac);
         }
         // The group's K/G output channels: rows grp*K/G + k of OIHW.
