@@ -87,21 +87,22 @@ Plan plan_of(const Problem& p, dim_t c0) {
     return s;
 }
 
-// dY's channels [k_begin, k_begin + n1*16) of (N, k_total, out...) as fractals yf[(nb*P1 + f)*256
-// + i*16 + u] = dY(n, k_begin + nb*16 + i, pos) for reduction index f*16 + u = n*m + pos; zero
-// for channels past kg and indices past P. A fractal at a time, so that each is written whole in
-// one go (its 16 channels' runs read side by side); the runs are moved by copy, which rounds them
-// to the storage type (detail::storage_copy; fp32: fixed-size copies, not calls, where a
-// fractal's 16 positions lie in one image).
-void pack_dy(const Plan& s, const float* dy, dim_t k_total, dim_t k_begin, dim_t kg, float* yf,
-             DType storage) {
+// The dY fractals of reduction fractals [f0, f0 + cf) for dY's channels [k_begin, k_begin +
+// n1*16) of (N, k_total, out...): yf[(nb*chunk + f - f0)*256 + i*16 + u] = dY(n, k_begin + nb*16
+// + i, pos) for reduction index f*16 + u = n*m + pos; zero for channels past kg and indices past
+// P. A block at a time, as the input's, so that the products read them from cache; a fractal at
+// a time, so that each is written whole in one go (its 16 channels' runs read side by side). The
+// runs are moved by copy, which rounds them to the storage type (detail::storage_copy; fp32:
+// fixed-size copies, not calls, where a fractal's 16 positions lie in one image).
+void pack_dy(const Plan& s, const float* dy, dim_t k_total, dim_t k_begin, dim_t kg, dim_t f0,
+             dim_t cf, float* yf, DType storage) {
     const detail::StorageCopy copy =
         storage == DType::f32 ? nullptr : detail::storage_copy(storage);
-    const dim_t units = s.wg.n1 * s.p1;
-#pragma omp parallel for schedule(static) if (units * kFrac > 65536)
+    const dim_t units = s.wg.n1 * cf;
+#pragma omp parallel for schedule(static) if (units * kFrac > 16384)
     for (dim_t u = 0; u < units; ++u) {
-        const dim_t nb = u / s.p1, f = u % s.p1;
-        float* frac = yf + u * kFrac;
+        const dim_t nb = u / cf, f = f0 + u % cf;
+        float* frac = yf + (nb * s.chunk + u % cf) * kFrac;
         const dim_t idx0 = f * kN0, end = std::min(idx0 + kN0, s.p);
         const dim_t n0 = idx0 / s.m, pos0 = idx0 % s.m;
         const bool whole = copy == nullptr && end - idx0 == kN0 && pos0 + kN0 <= s.m;
@@ -306,10 +307,10 @@ void input_pairs(const float* src, std::uint16_t* dst, dim_t rows, dim_t chunk, 
 dim_t fractal_weight_work(const Problem& p, dim_t c0) {
     const Plan s = plan_of(p, c0);
     dim_t floats = detail::sat_mul(s.xg.n, detail::sat_mul(s.xg.c1 * s.xg.c0, s.xg.spatial()));
-    floats = detail::sat_add(floats, detail::sat_mul({s.wg.n1, s.p1, kFrac}));
+    floats = detail::sat_add(floats, detail::sat_mul({s.wg.n1, s.chunk, kFrac}));
     floats = detail::sat_add(floats, detail::sat_mul({s.rows, s.chunk, kN0, c0}));
     // bf16 products (C0 16): the dY fractals and a block of input fractals in bf16 too.
-    floats = detail::sat_add(floats, detail::sat_mul({s.wg.n1, s.p1, kFrac}) / 2 + 1);
+    floats = detail::sat_add(floats, detail::sat_mul({s.wg.n1, s.chunk, kFrac}) / 2 + 1);
     floats = detail::sat_add(floats, detail::sat_mul({s.rows, s.chunk, kN0, c0}) / 2 + 1);
     // The group's tiles: FRACTAL_Z_C04's own, or a group's FRACTAL_Z with groups.
     if (s.c04)
@@ -356,15 +357,14 @@ void weight_gradient(const Problem& p, const float* src, const float* diff_dst, 
         d[1] = cg;
         return d;
     }();
-    const Kept x5 = kept(kFracSlot[0], s.xg.size()), yf = kept(kFracSlot[1], n1 * s.p1 * kFrac);
+    const Kept x5 = kept(kFracSlot[0], s.xg.size()), yf = kept(kFracSlot[1], n1 * s.chunk * kFrac);
     const Kept xf = kept(kFracSlot[2], rows * s.chunk * lanes);
     // bf16 products where the CPU has them: C0 = 16, so that an input fractal is 16 x 16 and
     // its pairs along the positions make the kernel's B.
     const bool pairs = o.storage == DType::bf16 && c0 == kN0 && fractal_bf16_native(kN0);
-    std::uint16_t* yf16 =
-        pairs
-            ? reinterpret_cast<std::uint16_t*>(kept(kFracSlot[4], n1 * s.p1 * kFrac / 2 + 1).get())
-            : nullptr;
+    std::uint16_t* yf16 = pairs ? reinterpret_cast<std::uint16_t*>(
+                                      kept(kFracSlot[4], n1 * s.chunk * kFrac / 2 + 1).get())
+                                : nullptr;
     std::uint16_t* xf16 = pairs ? reinterpret_cast<std::uint16_t*>(
                                       kept(kFracSlot[5], rows * s.chunk * lanes / 2 + 1).get())
                                 : nullptr;
@@ -393,11 +393,6 @@ void weight_gradient(const Problem& p, const float* src, const float* diff_dst, 
             internal::pack_activation_rounded(o.storage, xd, s.xg.c0, src, x5.get(), p.ic,
                                               grp * cg);
         }
-        {
-            Span sp(prof, "tncf");
-            pack_dy(s, diff_dst, p.oc, grp * kg, kg, yf.get(), o.storage);
-            if (pairs) bf16_bits(yf.get(), yf16, n1 * s.p1 * kFrac);
-        }
         // The group's K/G output channels: rows grp*K/G + k of OIHW.
         float* wo = to_oihw ? dw_oihw + grp * kg * cg * taps : nullptr;
         if (s.p1 == 0) {
@@ -409,6 +404,14 @@ void weight_gradient(const Problem& p, const float* src, const float* diff_dst, 
         for (dim_t f0 = 0; f0 < s.p1; f0 += s.chunk) {
             const dim_t cf = std::min(s.chunk, s.p1 - f0);
             const bool acc = f0 > 0, last = f0 + cf == s.p1;
+            {
+                Span sp(prof, "tncf");
+                pack_dy(s, diff_dst, p.oc, grp * kg, kg, f0, cf, yf.get(), o.storage);
+                if (pairs)
+                    for (dim_t nb = 0; nb < n1; ++nb)
+                        bf16_bits(yf.get() + nb * s.chunk * kFrac, yf16 + nb * s.chunk * kFrac,
+                                  cf * kFrac);
+            }
             {
                 Span sp(prof, "tnc");
 #pragma omp parallel if (rows * cf * lanes > 65536)
@@ -424,7 +427,7 @@ void weight_gradient(const Problem& p, const float* src, const float* diff_dst, 
             // (rows ldc apart): with a second tile, one pass over their dY fractals A.
             const auto product = [&](dim_t r, dim_t r2, dim_t nb, float* c, dim_t c_next,
                                      dim_t ldc) {
-                const dim_t ao = (nb * s.p1 + f0) * kFrac, bo = r * b_row;
+                const dim_t ao = nb * s.chunk * kFrac, bo = r * b_row;
                 if (r2 >= 0 && pairs)
                     fractal_product2_bf16(kN0, cf, yf16 + ao, kFrac, xf16 + bo, lanes,
                                           (r2 - r) * b_row, c, c_next, acc, ldc);
