@@ -186,6 +186,29 @@ void copy_runs(float* dst, const float* src, dim_t step, dim_t n) {
         std::memcpy(dst + i * kN0, src + i * step, static_cast<std::size_t>(F) * sizeof(float));
 }
 
+// Zeroes F floats at each of n positions dst + i * 16 (fixed sizes, as copy_runs).
+template <int F>
+void zero_runs(float* dst, dim_t n) {
+    for (dim_t i = 0; i < n; ++i) std::fill_n(dst + i * kN0, F, 0.0f);
+}
+// The lanes of `taps` taps (1 to 4) at each of n positions.
+void zero_taps(float* dst, dim_t taps, dim_t n) {
+    switch (taps) {
+        case 1:
+            zero_runs<4>(dst, n);
+            break;
+        case 2:
+            zero_runs<8>(dst, n);
+            break;
+        case 3:
+            zero_runs<12>(dst, n);
+            break;
+        default:
+            zero_runs<16>(dst, n);
+            break;
+    }
+}
+
 // gather_x's block as FRACTAL_Z_C04 from the input packed at C0 4 (x5): xf[(row*chunk + f -
 // f0)*256 + u*16 + t*4 + ci] = X(n, id, ih, iw, ci) at tap row*4 + t (kd, kh, kw row-major) for
 // reduction index f*16 + u, zero outside the input, past P and for taps past the last. A line
@@ -227,8 +250,7 @@ void gather_x4(const Plan& s, const float* x5, dim_t f0, dim_t cf, float* xf) {
                 float* dst = seg + ta * kC0Small;
                 const dim_t id = od * g.s[0] + off_d[ta], ih = oh * g.s[1] + off_h[ta];
                 if (id < 0 || id >= g.in[0] || ih < 0 || ih >= g.in[1]) {
-                    for (dim_t ow = ow0; ow < ow1; ++ow)
-                        zero(dst + (ow - ow0) * kN0, (tb - ta) * kC0Small);
+                    zero_taps(dst, tb - ta, len);
                     continue;
                 }
                 const float* line = x5 + s.xg.offset(n, id, 0, ih, 0, 0);
@@ -272,9 +294,7 @@ void gather_x4(const Plan& s, const float* x5, dim_t f0, dim_t cf, float* xf) {
                 }
                 edge(hi, ow1);
             }
-            if (nt < kC04Taps)
-                for (dim_t ow = ow0; ow < ow1; ++ow)
-                    zero(seg + (ow - ow0) * kN0 + nt * kC0Small, (kC04Taps - nt) * kC0Small);
+            if (nt < kC04Taps) zero_taps(seg + nt * kC0Small, kC04Taps - nt, len);
             mm += len;
         }
         zero(out + (m_end - m_begin) * kN0, (cf * kN0 - (m_end - m_begin)) * kN0);
