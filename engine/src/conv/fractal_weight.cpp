@@ -70,7 +70,7 @@ Plan plan_of(const Problem& p, dim_t c0) {
     Plan s;
     s.g = detail::geom3(q);
     // The forward's condition for 4-lane fractals: C0 16 (four taps of 4 lanes fill a fractal)
-    // and at most 4 channels a group.
+    // and at most 4 channels a group (forward_c0 also gives 4 for a C0 of 4 asked for).
     s.c04 = c0 == kC0 && forward_c0(p, c0) == kC0Small;
     s.xg = ActGeom::of(q.src_dims(), s.c04 ? kC0Small : c0);
     s.wg = WeiGeom::of(q.wei_dims(), c0);
@@ -552,7 +552,7 @@ void weight_gradient(const Problem& p, const float* src, const float* diff_dst, 
         }
         if (s.c04) {
             // Tile (r, nb)'s lane t*4 + c is dW(nb*16 + i, c, tap r*4 + t) (C0 16: 16 lanes).
-            Span sp(prof, "scatter_c04");
+            Span sp(prof, "scatter");
             const auto at = [&](dim_t k, dim_t tap) {
                 return dw + (tap / kC04Taps * n1 + k / kN0) * lanes + k % kN0 * c0 +
                        tap % kC04Taps * kC0Small;
