@@ -6,16 +6,12 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
-#include <cstdint>
-#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "../engine/src/conv/fractal_kernel.hpp"
-#include "../engine/src/core/bf16.hpp"
 #include "../engine/src/gemm/microkernel.hpp"
 #include "convlab/conv.hpp"
 #include "convlab/davinci.hpp"
