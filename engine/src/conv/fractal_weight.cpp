@@ -13,6 +13,15 @@
 // position's tap (TNC(X) with the batch joined to the positions); both are built from dense runs
 // (a position's C0 lanes of NC1HWC0, a channel's run of positions of NCHW), a block of reduction
 // fractals at a time so that memory stays bounded.
+//
+// A group of at most 4 input channels (C0 16, the forward's forward_c0 condition) runs as
+// FRACTAL_Z_C04, as the Ascend toolkits do for such layers: one 16-lane input fractal holds four
+// consecutive taps of the kernel x 4 channels (lane t*4 + c for the t-th tap of the row's four,
+// zero for c >= C/G and taps past the last), from the input packed at C0 4. Each result tile is
+// then 16 output channels x (4 taps x 4 channels): conv1 (3 channels, 7x7) makes 13 rows of tiles
+// instead of 49 whose 16 lanes hold 3 channels, the same 16 x 16 products on 4x fewer of them.
+// The tiles accumulate in a buffer of their own and are scattered to OIHW or FRACTAL_Z after the
+// last reduction block.
 #include "omp_compat.hpp"
 
 #include <algorithm>
@@ -37,15 +46,20 @@ namespace {
 
 constexpr dim_t kFrac = kN0 * kN0;  // floats of a dY fractal (16 channels x 16 positions)
 
+// Taps of a FRACTAL_Z_C04 row: a 16-lane fractal holds four taps of 4 channels.
+constexpr dim_t kC04Taps = kN0 / kC0Small;
+
 // The sizes of one group's product.
 struct Plan {
     detail::Geom3 g;
-    ActGeom xg;       // the group's input in NC1HWC0 / NDC1HWC0
-    WeiGeom wg;       // the group's weight gradient in FRACTAL_Z (K/G, C/G, k...)
-    dim_t m = 0;      // output positions of an image
-    dim_t p = 0;      // reduction length N * m
-    dim_t p1 = 0;     // reduction fractals
-    dim_t chunk = 0;  // reduction fractals per block
+    ActGeom xg;        // the group's input in NC1HWC0 / NDC1HWC0 (C0 4 with c04)
+    WeiGeom wg;        // the group's weight gradient in FRACTAL_Z (K/G, C/G, k...)
+    bool c04 = false;  // FRACTAL_Z_C04: input fractals of four taps x 4 channels
+    dim_t rows = 0;    // rows of input fractals (wg.rows(), or ceil(taps / 4) with c04)
+    dim_t m = 0;       // output positions of an image
+    dim_t p = 0;       // reduction length N * m
+    dim_t p1 = 0;      // reduction fractals
+    dim_t chunk = 0;   // reduction fractals per block
 };
 
 Plan plan_of(const Problem& p, dim_t c0) {
@@ -55,49 +69,67 @@ Plan plan_of(const Problem& p, dim_t c0) {
     q.groups = 1;
     Plan s;
     s.g = detail::geom3(q);
-    s.xg = ActGeom::of(q.src_dims(), c0);
+    // The forward's condition for 4-lane fractals: C0 16 (four taps of 4 lanes fill a fractal)
+    // and at most 4 channels a group (forward_c0 also gives 4 for a C0 of 4 asked for).
+    s.c04 = c0 == kC0 && forward_c0(p, c0) == kC0Small;
+    s.xg = ActGeom::of(q.src_dims(), s.c04 ? kC0Small : c0);
     s.wg = WeiGeom::of(q.wei_dims(), c0);
+    s.rows = s.c04 ? blocks_of(s.wg.taps(), kC04Taps) : s.wg.rows();
     s.m = s.g.out_size();
     s.p = detail::sat_mul(p.mb, s.m);
     s.p1 = blocks_of(s.p, kN0);
     // A block's dY fractals (all channel blocks) within about 256 KB, its input fractals within
     // about 4 MB, at least 4 fractals (the results are read and written once per block).
-    const dim_t rows = s.wg.rows();
+    const dim_t rows = s.rows;
     dim_t chunk = std::max<dim_t>(4, (dim_t{1} << 16) / (s.wg.n1 * kFrac));
     chunk = std::min(chunk, std::max<dim_t>(4, (dim_t{1} << 20) / detail::sat_mul(rows, kN0 * c0)));
     s.chunk = std::clamp<dim_t>(chunk, 1, std::max<dim_t>(s.p1, 1));
     return s;
 }
 
-// dY's channels [k_begin, k_begin + n1*16) of (N, k_total, out...) as fractals yf[(nb*P1 + f)*256
-// + i*16 + u] = dY(n, k_begin + nb*16 + i, pos) for reduction index f*16 + u = n*m + pos; zero
-// for channels past kg and indices past P. Each run is moved by copy, which rounds it to the
-// storage type (detail::storage_copy): the fractals are rounded as they are written.
-void pack_dy(const Plan& s, const float* dy, dim_t k_total, dim_t k_begin, dim_t kg, dim_t mb,
-             float* yf, detail::StorageCopy copy) {
-    const dim_t rows = s.wg.n1 * kN0;
-#pragma omp parallel for schedule(static) if (rows * s.p1 * kN0 > 65536)
-    for (dim_t k = 0; k < rows; ++k) {
-        const dim_t nb = k / kN0, i = k % kN0;
-        float* base = yf + nb * s.p1 * kFrac + i * kN0;
-        if (k >= kg) {
-            for (dim_t f = 0; f < s.p1; ++f)
-                std::fill(base + f * kFrac, base + f * kFrac + kN0, 0.0f);
-            continue;
-        }
-        dim_t idx = 0;  // reduction index
-        for (dim_t n = 0; n < mb; ++n) {
-            const float* src = dy + (n * k_total + k_begin + k) * s.m;
-            for (dim_t q = 0; q < s.m;) {
-                const dim_t u = idx % kN0, len = std::min(kN0 - u, s.m - q);
-                copy(src + q, base + (idx / kN0) * kFrac + u, len);
-                q += len;
+// The dY fractals of reduction fractals [f0, f0 + cf) for dY's channels [k_begin, k_begin +
+// n1*16) of (N, k_total, out...): yf[(nb*chunk + f - f0)*256 + i*16 + u] = dY(n, k_begin + nb*16
+// + i, pos) for reduction index f*16 + u = n*m + pos; zero for channels past kg and indices past
+// P. A block at a time, as the input's, so that the products read them from cache; a fractal at
+// a time, so that each is written whole in one go (its 16 channels' runs read side by side). The
+// runs are moved by copy, which rounds them to the storage type (detail::storage_copy; fp32:
+// fixed-size copies, not calls, where a fractal's 16 positions lie in one image).
+void pack_dy(const Plan& s, const float* dy, dim_t k_total, dim_t k_begin, dim_t kg, dim_t f0,
+             dim_t cf, float* yf, DType storage) {
+    const detail::StorageCopy copy =
+        storage == DType::f32 ? nullptr : detail::storage_copy(storage);
+    const dim_t units = s.wg.n1 * cf;
+#pragma omp parallel for schedule(static) if (units * kFrac > 16384)
+    for (dim_t u = 0; u < units; ++u) {
+        const dim_t nb = u / cf, f = f0 + u % cf;
+        float* frac = yf + (nb * s.chunk + u % cf) * kFrac;
+        const dim_t idx0 = f * kN0, end = std::min(idx0 + kN0, s.p);
+        const dim_t n0 = idx0 / s.m, pos0 = idx0 % s.m;
+        const bool whole = copy == nullptr && end - idx0 == kN0 && pos0 + kN0 <= s.m;
+        for (dim_t i = 0; i < kN0; ++i) {
+            const dim_t k = nb * kN0 + i;
+            float* row = frac + i * kN0;
+            if (k >= kg) {
+                std::fill(row, row + kN0, 0.0f);
+                continue;
+            }
+            const float* src = dy + (n0 * k_total + k_begin + k) * s.m + pos0;
+            if (whole) {
+                std::memcpy(row, src, static_cast<std::size_t>(kN0) * sizeof(float));
+                continue;
+            }
+            // The fractal's runs: from pos0 to its image's end, then from each next image's start.
+            for (dim_t idx = idx0, n = n0, pos = pos0; idx < end; ++n, pos = 0) {
+                const dim_t len = std::min(s.m - pos, end - idx);
+                const float* run = dy + (n * k_total + k_begin + k) * s.m + pos;
+                if (copy)
+                    copy(run, row + (idx - idx0), len);
+                else
+                    std::memcpy(row + (idx - idx0), run,
+                                static_cast<std::size_t>(len) * sizeof(float));
                 idx += len;
             }
-        }
-        if (idx % kN0) {
-            float* tail = base + (idx / kN0) * kFrac;
-            std::fill(tail + idx % kN0, tail + kN0, 0.0f);
+            std::fill(row + (end - idx0), row + kN0, 0.0f);
         }
     }
 }
@@ -146,6 +178,129 @@ void gather_x(const Plan& s, dim_t c0, const float* x5, dim_t f0, dim_t cf, floa
     }
 }
 
+// Copies F floats to each of n positions, dst + i * 16 from src + i * step (a fixed size, so
+// that each is a few vector moves rather than a call).
+template <int F>
+void copy_runs(float* dst, const float* src, dim_t step, dim_t n) {
+    for (dim_t i = 0; i < n; ++i)
+        std::memcpy(dst + i * kN0, src + i * step, static_cast<std::size_t>(F) * sizeof(float));
+}
+
+// Zeroes F floats at each of n positions dst + i * 16 (fixed sizes, as copy_runs).
+template <int F>
+void zero_runs(float* dst, dim_t n) {
+    for (dim_t i = 0; i < n; ++i) std::fill_n(dst + i * kN0, F, 0.0f);
+}
+// The lanes of `taps` taps (1 to 4) at each of n positions.
+void zero_taps(float* dst, dim_t taps, dim_t n) {
+    switch (taps) {
+        case 1:
+            zero_runs<4>(dst, n);
+            break;
+        case 2:
+            zero_runs<8>(dst, n);
+            break;
+        case 3:
+            zero_runs<12>(dst, n);
+            break;
+        default:
+            zero_runs<16>(dst, n);
+            break;
+    }
+}
+
+// gather_x's block as FRACTAL_Z_C04 from the input packed at C0 4 (x5): xf[(row*chunk + f -
+// f0)*256 + u*16 + t*4 + ci] = X(n, id, ih, iw, ci) at tap row*4 + t (kd, kh, kw row-major) for
+// reduction index f*16 + u, zero outside the input, past P and for taps past the last. A line
+// (n, od, oh) of positions at a time, all four taps of the row on it while it is in cache; taps
+// of one kernel line (consecutive kw, dilation 1) read consecutive 4-lane groups of x5, so such a
+// run of taps is one copy of up to 16 floats per position.
+void gather_x4(const Plan& s, const float* x5, dim_t f0, dim_t cf, float* xf) {
+    const detail::Geom3& g = s.g;
+    const dim_t taps = s.wg.taps(), sw = g.s[2] * kC0Small;
+    const dim_t m_begin = f0 * kN0, m_end = std::min((f0 + cf) * kN0, s.p);
+    const auto zero = [](float* d, dim_t n) { std::fill(d, d + n, 0.0f); };
+#pragma omp for schedule(static)
+    for (dim_t r = 0; r < s.rows; ++r) {
+        float* out = xf + r * s.chunk * kFrac;  // position u's lanes at out[u * 16]
+        // The row's taps: offsets, the outputs [lo, hi) of a line that read inside the input
+        // along w, and runs [run[j], run[j + 1]) of taps on one kernel line.
+        const dim_t nt = std::min(kC04Taps, taps - r * kC04Taps);
+        dim_t off_d[kC04Taps], off_h[kC04Taps], off_w[kC04Taps], lo_t[kC04Taps], hi_t[kC04Taps];
+        dim_t run[kC04Taps + 1], nr = 0;
+        for (dim_t t = 0; t < nt; ++t) {
+            const dim_t tap = r * kC04Taps + t;
+            const dim_t kw = tap % g.k[2], kh = tap / g.k[2] % g.k[1], kd = tap / g.k[2] / g.k[1];
+            off_d[t] = kd * g.d[0] - g.pb[0];
+            off_h[t] = kh * g.d[1] - g.pb[1];
+            off_w[t] = kw * g.d[2] - g.pb[2];
+            detail::valid_range(off_w[t], g.s[2], g.in[2], g.out[2], lo_t[t], hi_t[t]);
+            if (t == 0 || g.d[2] != 1 || off_d[t] != off_d[t - 1] || off_h[t] != off_h[t - 1])
+                run[nr++] = t;
+        }
+        run[nr] = nt;
+        for (dim_t mm = m_begin; mm < m_end;) {
+            const dim_t n = mm / s.m, pos = mm % s.m;
+            const dim_t ow0 = pos % g.out[2], rest = pos / g.out[2];
+            const dim_t oh = rest % g.out[1], od = rest / g.out[1];
+            const dim_t len = std::min(g.out[2] - ow0, m_end - mm), ow1 = ow0 + len;
+            float* seg = out + (mm - m_begin) * kN0;  // position ow at seg[(ow - ow0) * 16]
+            for (dim_t j = 0; j < nr; ++j) {
+                const dim_t ta = run[j], tb = run[j + 1];
+                float* dst = seg + ta * kC0Small;
+                const dim_t id = od * g.s[0] + off_d[ta], ih = oh * g.s[1] + off_h[ta];
+                if (id < 0 || id >= g.in[0] || ih < 0 || ih >= g.in[1]) {
+                    zero_taps(dst, tb - ta, len);
+                    continue;
+                }
+                const float* line = x5 + s.xg.offset(n, id, 0, ih, 0, 0);
+                // Where every tap of the run reads inside: one copy per position; elsewhere
+                // (the line's ends) tap by tap.
+                dim_t lo = ow0, hi = ow1;
+                for (dim_t t = ta; t < tb; ++t) {
+                    lo = std::max(lo, lo_t[t]);
+                    hi = std::min(hi, hi_t[t]);
+                }
+                lo = std::min(lo, ow1);
+                hi = std::max(lo, hi);
+                const auto edge = [&](dim_t from, dim_t to) {
+                    for (dim_t ow = from; ow < to; ++ow)
+                        for (dim_t t = ta; t < tb; ++t) {
+                            float* d = seg + (ow - ow0) * kN0 + t * kC0Small;
+                            if (ow >= lo_t[t] && ow < hi_t[t])
+                                std::memcpy(d, line + (ow * g.s[2] + off_w[t]) * kC0Small,
+                                            static_cast<std::size_t>(kC0Small) * sizeof(float));
+                            else
+                                zero(d, kC0Small);
+                        }
+                };
+                edge(ow0, lo);
+                // Position ow's run starts at tap ta's element, ow * s + off_w[ta].
+                float* d = dst + (lo - ow0) * kN0;
+                const float* src = line + (lo * g.s[2] + off_w[ta]) * kC0Small;
+                switch (tb - ta) {
+                    case 1:
+                        copy_runs<4>(d, src, sw, hi - lo);
+                        break;
+                    case 2:
+                        copy_runs<8>(d, src, sw, hi - lo);
+                        break;
+                    case 3:
+                        copy_runs<12>(d, src, sw, hi - lo);
+                        break;
+                    default:
+                        copy_runs<16>(d, src, sw, hi - lo);
+                        break;
+                }
+                edge(hi, ow1);
+            }
+            if (nt < kC04Taps) zero_taps(seg + nt * kC0Small, kC04Taps - nt, len);
+            mm += len;
+        }
+        zero(out + (m_end - m_begin) * kN0, (cf * kN0 - (m_end - m_begin)) * kN0);
+    }
+}
+
 // The input fractals' block (rows x chunk fractals of 16 positions x 16 lanes, the first cf of
 // each row built) in bf16 pairs along the positions, the B of fractal_product_bf16:
 // dst[f*256 + (u/2)*32 + 2*ci + u%2] = bf16 bits of src[f*256 + u*16 + ci] (values already
@@ -171,13 +326,17 @@ void input_pairs(const float* src, std::uint16_t* dst, dim_t rows, dim_t chunk, 
 
 dim_t fractal_weight_work(const Problem& p, dim_t c0) {
     const Plan s = plan_of(p, c0);
-    dim_t floats = detail::sat_mul(s.xg.n, detail::sat_mul(s.xg.c1 * c0, s.xg.spatial()));
-    floats = detail::sat_add(floats, detail::sat_mul({s.wg.n1, s.p1, kFrac}));
-    floats = detail::sat_add(floats, detail::sat_mul({s.wg.rows(), s.chunk, kN0, c0}));
+    dim_t floats = detail::sat_mul(s.xg.n, detail::sat_mul(s.xg.c1 * s.xg.c0, s.xg.spatial()));
+    floats = detail::sat_add(floats, detail::sat_mul({s.wg.n1, s.chunk, kFrac}));
+    floats = detail::sat_add(floats, detail::sat_mul({s.rows, s.chunk, kN0, c0}));
     // bf16 products (C0 16): the dY fractals and a block of input fractals in bf16 too.
-    floats = detail::sat_add(floats, detail::sat_mul({s.wg.n1, s.p1, kFrac}) / 2 + 1);
-    floats = detail::sat_add(floats, detail::sat_mul({s.wg.rows(), s.chunk, kN0, c0}) / 2 + 1);
-    if (p.groups > 1) floats = detail::sat_add(floats, s.wg.size());
+    floats = detail::sat_add(floats, detail::sat_mul({s.wg.n1, s.chunk, kFrac}) / 2 + 1);
+    floats = detail::sat_add(floats, detail::sat_mul({s.rows, s.chunk, kN0, c0}) / 2 + 1);
+    // The group's tiles: FRACTAL_Z_C04's own, or a group's FRACTAL_Z with groups.
+    if (s.c04)
+        floats = detail::sat_add(floats, detail::sat_mul({s.rows, s.wg.n1, kN0, c0}));
+    else if (p.groups > 1)
+        floats = detail::sat_add(floats, s.wg.size());
     return floats;
 }
 
@@ -207,7 +366,7 @@ void weight_gradient(const Problem& p, const float* src, const float* diff_dst, 
     check_c0(o.c0);
     const dim_t c0 = o.c0;
     const Plan s = plan_of(p, c0);
-    const dim_t cg = p.icg(), kg = p.ocg(), rows = s.wg.rows(), n1 = s.wg.n1, c1s = s.wg.i1;
+    const dim_t cg = p.icg(), kg = p.ocg(), rows = s.rows, n1 = s.wg.n1, c1s = s.wg.i1;
     const dim_t lanes = kN0 * c0, taps = s.wg.taps();
     [[maybe_unused]] const dim_t tiles = rows * n1;  // read by the OpenMP clauses only
     const bool to_oihw = dw_oihw != nullptr;
@@ -218,66 +377,77 @@ void weight_gradient(const Problem& p, const float* src, const float* diff_dst, 
         d[1] = cg;
         return d;
     }();
-    const Kept x5 = kept(kFracSlot[0], s.xg.size()), yf = kept(kFracSlot[1], n1 * s.p1 * kFrac);
+    const Kept x5 = kept(kFracSlot[0], s.xg.size()), yf = kept(kFracSlot[1], n1 * s.chunk * kFrac);
     const Kept xf = kept(kFracSlot[2], rows * s.chunk * lanes);
     // bf16 products where the CPU has them: C0 = 16, so that an input fractal is 16 x 16 and
     // its pairs along the positions make the kernel's B.
     const bool pairs = o.storage == DType::bf16 && c0 == kN0 && fractal_bf16_native(kN0);
-    std::uint16_t* yf16 =
-        pairs
-            ? reinterpret_cast<std::uint16_t*>(kept(kFracSlot[4], n1 * s.p1 * kFrac / 2 + 1).get())
-            : nullptr;
+    std::uint16_t* yf16 = pairs ? reinterpret_cast<std::uint16_t*>(
+                                      kept(kFracSlot[4], n1 * s.chunk * kFrac / 2 + 1).get())
+                                : nullptr;
     std::uint16_t* xf16 = pairs ? reinterpret_cast<std::uint16_t*>(
                                       kept(kFracSlot[5], rows * s.chunk * lanes / 2 + 1).get())
                                 : nullptr;
     // A group's gradient in FRACTAL_Z: FRACTAL_Z output, in place with one group, else in its own
     // FRACTAL_Z, scattered after; OIHW output, the tiles that wait for later reduction blocks
-    // (none with one block, which makes the others in per-thread buffers).
+    // (none with one block, which makes the others in per-thread buffers). FRACTAL_Z_C04: the
+    // group's tiles in their own buffer, scattered after the last block to either output.
     Kept own{nullptr};
-    if (to_oihw ? !single : p.groups > 1) own = kept(kFracSlot[3], s.wg.size());
+    if (s.c04)
+        own = kept(kFracSlot[3], rows * n1 * lanes);
+    else if (to_oihw ? !single : p.groups > 1)
+        own = kept(kFracSlot[3], s.wg.size());
     if (!to_oihw && p.groups > 1) {
         Span z(prof, "zero");
         std::fill(dw_fz, dw_fz + WeiGeom::of(p.wei_dims(), c0).size(), 0.0f);
     }
     float* dw = own.get() ? own.get() : dw_fz;
     const dim_t tb = taps > 1 ? taps_per_unit(taps, lanes, c1s * n1) : 1;
-    if (to_oihw && single)
+    if (to_oihw && single && !s.c04)
         reserve_thread_scratch(kFracAccSlot, std::max<dim_t>(2, tb) * lanes, omp_get_max_threads());
     const dim_t n1_all = blocks_of(p.oc, kN0);
     const dim_t b_row = s.chunk * lanes;  // B: a row's block of input fractals
     for (dim_t grp = 0; grp < p.groups; ++grp) {
         {
             Span sp(prof, "pack_src");
-            internal::pack_activation_rounded(o.storage, xd, c0, src, x5.get(), p.ic, grp * cg);
-        }
-        {
-            Span sp(prof, "tncf");
-            pack_dy(s, diff_dst, p.oc, grp * kg, kg, p.mb, yf.get(),
-                    detail::storage_copy(o.storage));
-            if (pairs) bf16_bits(yf.get(), yf16, n1 * s.p1 * kFrac);
+            internal::pack_activation_rounded(o.storage, xd, s.xg.c0, src, x5.get(), p.ic,
+                                              grp * cg);
         }
         // The group's K/G output channels: rows grp*K/G + k of OIHW.
         float* wo = to_oihw ? dw_oihw + grp * kg * cg * taps : nullptr;
         if (s.p1 == 0) {
-            if (to_oihw)
+            if (to_oihw && !s.c04)
                 std::fill(wo, wo + kg * cg * taps, 0.0f);
             else
-                std::fill(dw, dw + s.wg.size(), 0.0f);
+                std::fill(dw, dw + rows * n1 * lanes, 0.0f);
         }
         for (dim_t f0 = 0; f0 < s.p1; f0 += s.chunk) {
             const dim_t cf = std::min(s.chunk, s.p1 - f0);
             const bool acc = f0 > 0, last = f0 + cf == s.p1;
             {
+                Span sp(prof, "tncf");
+                pack_dy(s, diff_dst, p.oc, grp * kg, kg, f0, cf, yf.get(), o.storage);
+                if (pairs)
+                    for (dim_t nb = 0; nb < n1; ++nb)
+                        bf16_bits(yf.get() + nb * s.chunk * kFrac, yf16 + nb * s.chunk * kFrac,
+                                  cf * kFrac);
+            }
+            {
                 Span sp(prof, "tnc");
 #pragma omp parallel if (rows * cf * lanes > 65536)
-                gather_x(s, c0, x5.get(), f0, cf, xf.get());
+                {
+                    if (s.c04)
+                        gather_x4(s, x5.get(), f0, cf, xf.get());
+                    else
+                        gather_x(s, c0, x5.get(), f0, cf, xf.get());
+                }
                 if (pairs) input_pairs(xf.get(), xf16, rows, s.chunk, cf);
             }
             // Tiles (r, nb) and, r2 >= 0 (C0 = 16), (r2, nb) of this block, at c and c + c_next
             // (rows ldc apart): with a second tile, one pass over their dY fractals A.
             const auto product = [&](dim_t r, dim_t r2, dim_t nb, float* c, dim_t c_next,
                                      dim_t ldc) {
-                const dim_t ao = (nb * s.p1 + f0) * kFrac, bo = r * b_row;
+                const dim_t ao = nb * s.chunk * kFrac, bo = r * b_row;
                 if (r2 >= 0 && pairs)
                     fractal_product2_bf16(kN0, cf, yf16 + ao, kFrac, xf16 + bo, lanes,
                                           (r2 - r) * b_row, c, c_next, acc, ldc);
@@ -295,8 +465,8 @@ void weight_gradient(const Problem& p, const float* src, const float* diff_dst, 
             // Tiles row-major (row, nb): a thread's tiles share their rows' input fractals. With
             // C0 = 16 the tiles of rows r and r + 1 run as a pair.
             const dim_t rstep = c0 == kN0 ? 2 : 1, units = blocks_of(rows, rstep) * n1;
-            if (!to_oihw || (taps > 1 && !last)) {
-                // FRACTAL_Z: tile (r, nb) at dw + (r*N1 + nb)*16*C0.
+            if (s.c04 || !to_oihw || (taps > 1 && !last)) {
+                // FRACTAL_Z (or FRACTAL_Z_C04): tile (r, nb) at dw + (r*N1 + nb)*16*C0.
 #pragma omp parallel for schedule(static) if (units > 1 && par)
                 for (dim_t u = 0; u < units; ++u) {
                     const dim_t r = u / n1 * rstep, nb = u % n1;
@@ -380,7 +550,36 @@ void weight_gradient(const Problem& p, const float* src, const float* diff_dst, 
                 }
             }
         }
-        if (!to_oihw && p.groups > 1) {
+        if (s.c04) {
+            // Tile (r, nb)'s lane t*4 + c is dW(nb*16 + i, c, tap r*4 + t) (C0 16: 16 lanes).
+            Span sp(prof, "scatter");
+            const auto at = [&](dim_t k, dim_t tap) {
+                return dw + (tap / kC04Taps * n1 + k / kN0) * lanes + k % kN0 * c0 +
+                       tap % kC04Taps * kC0Small;
+            };
+            if (to_oihw) {
+                // Output channel k's input channel c holds its taps consecutively.
+#pragma omp parallel for schedule(static) if (kg * cg * taps > 65536)
+                for (dim_t k = 0; k < kg; ++k)
+                    for (dim_t c = 0; c < cg; ++c) {
+                        float* run = wo + (k * cg + c) * taps;
+                        for (dim_t tap = 0; tap < taps; ++tap) run[tap] = at(k, tap)[c];
+                    }
+            } else {
+                // FRACTAL_Z row tap (one input block), lanes past C/G zero; with one group the
+                // padding output channels too (their tiles' rows are zero), with several only
+                // this group's K/G channels (the rest was zeroed).
+                const dim_t ks = p.groups > 1 ? kg : n1 * kN0;
+#pragma omp parallel for schedule(static) if (taps * ks * c0 > 65536)
+                for (dim_t tap = 0; tap < taps; ++tap)
+                    for (dim_t k = 0; k < ks; ++k) {
+                        const dim_t o_all = grp * kg + k;
+                        float* d = dw_fz + ((tap * n1_all + o_all / kN0) * kN0 + o_all % kN0) * c0;
+                        const float* v = at(k, tap);
+                        for (dim_t c = 0; c < c0; ++c) d[c] = c < cg ? v[c] : 0.0f;
+                    }
+            }
+        } else if (!to_oihw && p.groups > 1) {
             // This group's K/G output channels k into rows g*K/G + k of the whole FRACTAL_Z.
             Span sp(prof, "tncf_dw");
 #pragma omp parallel for schedule(static) if (rows * kg * c0 > 65536)
