@@ -6,15 +6,6 @@
 // loads (AVX-512) or zero-padded copies (AVX2).
 #include "davinci_pack_simd.hpp"
 
-// GCC 12 reports -Wmaybe-uninitialized inside its own AVX-512 headers where the transpose's
-// shuffles are inlined (the `__m512 __Y = __Y;` idiom of avx512fintrin.h), a false positive that
-// engine/CMakeLists.txt silences per file for bf16.cpp and fractal_kernel.cpp; this file
-// silences it itself.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#endif
-
 #include <algorithm>
 #include <cstring>
 
