@@ -157,6 +157,15 @@ void conv_fractal_b(const Problem& p, dim_t c0, const ColSource& src, FractalB b
         throw Error("conv_fractal: bf16 operands without bf16 products for c0 = " +
                     std::to_string(c0));
     const float* bt = b.f32;
+    // An output of at most kNarrowMax channels (fp32 products): narrow products, the columns
+    // that exist only, with B's columns made contiguous once a call.
+    const bool narrow = !pairs && p.oc <= kNarrowMax;
+    const float* bn = nullptr;
+    if (narrow) {
+        float* t = kept(kFracNarrowSlot, rows * p.oc * c0).get();
+        narrow_b(rows, c0, p.oc, bt, n1 * frac, t);
+        bn = t;
+    }
     // A column block's buffer: its rows * chunk fractals in fp32, or (bf16 products) in bf16,
     // then (fp32 products) where each fractal is, then a byte per fractal saying whether it holds
     // a non-zero value.
@@ -256,7 +265,9 @@ void conv_fractal_b(const Problem& p, dim_t c0, const ColSource& src, FractalB b
                     }
                 if (len == 0) continue;
                 const float* bb = bt + nb0 * frac;
-                if (nc == 2)
+                if (narrow && nb0 == 0)
+                    fractal_product_narrow(c0, p.oc, len, al, idx, bn, c[0], kN0, acc);
+                else if (nc == 2)
                     fractal_product2_list(c0, len, al, idx, bb, n1 * frac, frac, c[0], c_next, acc);
                 else
                     fractal_product_list(c0, len, al, idx, bb, n1 * frac, c[0], acc);
@@ -648,6 +659,9 @@ dim_t conv_fractal_work(const Problem& q, dim_t c0) {
         detail::sat_add(col, std::max(col / 2 + 1, fractal_at_floats(rows, chunk, false)) + 2 +
                                  rows * chunk / 4 + 1),
         detail::sat_mul({chunk, tn, kN0 * kN0}));
+    // The narrow products' B (outputs of at most kNarrowMax channels).
+    const dim_t narrow = q.oc <= kNarrowMax ? detail::sat_mul({rows, q.oc, c0}) : 0;
+    tables = detail::sat_add(tables, narrow);
     return detail::sat_add(detail::sat_add(detail::sat_mul({rows, wg.n1, frac}), tables),
                            detail::sat_mul(block, omp_get_max_threads()));
 }

@@ -263,4 +263,29 @@ void reserve_thread_scratch(int slot, dim_t floats, int threads);
 // The ISA of the kernels fractal_product runs ("avx512", "avx2" or "portable").
 const char* fractal_isa();
 
+// [SECTION] Narrow products: at most 4 output channels (fractal_narrow.cpp)
+
+// The products of a forward whose output has at most this many channels (a group's), e.g.
+// backward data's forward into ResNet-50's conv1 input (3 channels), run as narrow products: a
+// 16-wide tile would compute at least 12 columns of padding.
+inline constexpr dim_t kNarrowMax = 4;
+// c (16 x kn, leading dim ldc) = (acc ? c : 0) + sum over listed rows r < rows of A_r * B_r,
+// 1 <= kn <= kNarrowMax: A_r = a[r] a row-major 16 x c0 fractal (anywhere, e.g. in place in the
+// source) and B_r = b + idx[r] * kn * c0 the narrow B of narrow_b, column j's c0 lanes contiguous
+// (B_r(k, j) = b_r[j * c0 + k]). Each c(i, j) is the dot product of A's row i and B's column j
+// accumulated lane by lane over the rows and summed across the lanes at the end of the call, so
+// its rounding differs from fractal_product's order (exact on small integers). Vector kernels for
+// c0 16 and 32 (AVX-512) and 8, 16 and 32 (AVX2), plain loops otherwise.
+void fractal_product_narrow(dim_t c0, dim_t kn, dim_t rows, const float* const* a, const dim_t* idx,
+                            const float* b, float* c, dim_t ldc, bool acc);
+// Whether a vector kernel computes fractal_product_narrow(c0, kn, ...) under the selected ISA.
+bool fractal_narrow_vector(dim_t c0, dim_t kn);
+// The narrow B from column block 0 of pack_weight_transposed's layout (C0 x 16 fractals, row r's
+// at bt + r * b_step): dst[(r * kn + j) * c0 + k] = bt[r * b_step + k * 16 + j], rows * kn * c0
+// floats.
+void narrow_b(dim_t rows, dim_t c0, dim_t kn, const float* bt, dim_t b_step, float* dst);
+// The calling thread's scratch slot of the narrow B during conv_fractal_b (a GEMM slot, free
+// while the DaVinci algorithms run).
+inline constexpr int kFracNarrowSlot = 1;
+
 }  // namespace convlab::davinci
