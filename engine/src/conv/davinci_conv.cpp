@@ -92,6 +92,17 @@ PreparedB prepared_b(const ConvArgs& a, const Problem& p, Pass pass, const Optio
     return r;
 }
 
+// Whether fractal v (16 x c0) holds a value that is not zero (sign aside: -0 counts as zero),
+// read a row at a time: a fractal of dense data shows one in its first row.
+bool holds_value(const float* v, dim_t c0) {
+    for (dim_t k0 = 0; k0 < kN0 * c0; k0 += c0) {
+        std::uint32_t bits = 0;  // the values' bits but the sign
+        for (dim_t k = k0; k < k0 + c0; ++k) bits |= detail::bit_cast<std::uint32_t>(v[k]) << 1;
+        if (bits != 0) return true;
+    }
+    return false;
+}
+
 void check_one_group(const Problem& p) {
     if (p.groups != 1)
         throw Error("conv_fractal: groups = " + std::to_string(p.groups) +
@@ -200,8 +211,11 @@ void conv_fractal_b(const Problem& p, dim_t c0, const ColSource& src, FractalB b
         } else {
             im2col_fractal_block(plan, c0, n, mb0, cm, a, nz, at);
         }
-        // A fractal of dense data shows a non-zero value in its first row: only fractals of
-        // zeros are read whole.
+        // The narrow products look at each fractal once, as they list it: they test its values
+        // there, on their way into the cache for the product, rather than in a pass of its own.
+        if (narrow) return;
+            // A fractal of dense data shows a non-zero value in its first row: only fractals of
+            // zeros are read whole.
 #pragma omp parallel for schedule(static) if (rows * cm * frac > 65536 && !omp_in_parallel())
         for (dim_t f = 0; f < rows * cm; ++f) {
             if (!nz[f]) continue;
@@ -215,13 +229,7 @@ void conv_fractal_b(const Problem& p, dim_t c0, const ColSource& src, FractalB b
                 }
                 continue;
             }
-            const float* v = at ? at[f] : a + f * frac;
-            for (dim_t k0 = 0; k0 < frac && !nz[f]; k0 += c0) {
-                std::uint32_t bits = 0;  // the values' bits but the sign: -0 counts as zero
-                for (dim_t k = k0; k < k0 + c0; ++k)
-                    bits |= detail::bit_cast<std::uint32_t>(v[k]) << 1;
-                nz[f] = bits != 0;
-            }
+            nz[f] = holds_value(at ? at[f] : a + f * frac, c0);
         }
     };
     // The products run on units of two tiles (column blocks nb0 and nb0 + 1 of one M block,
@@ -259,7 +267,7 @@ void conv_fractal_b(const Problem& p, dim_t c0, const ColSource& src, FractalB b
             for (dim_t r = r0; r < r1;) {
                 dim_t len = 0;
                 for (; r < r1 && len < kList; ++r)
-                    if (nz[r * cm + mb]) {
+                    if (nz[r * cm + mb] && (!narrow || holds_value(at[r * cm + mb], c0))) {
                         al[len] = at[r * cm + mb];
                         idx[len++] = r;
                     }

@@ -133,6 +133,37 @@ void im2col_block(const ColPlan& plan, dim_t c0, dim_t n, dim_t mb0, dim_t cm, t
         for (dim_t mb = 0; mb < cm; ++mb) {
             T* f = dst + (r * cm + mb) * frac;
             const dim_t p0 = m_begin + mb * kN0, p1 = std::min(p0 + kN0, m_end);
+            // Whole fractals inside one output line decided a run at a time from the tables:
+            // those that read nothing (a depth or row that reads none, or a gap along the line:
+            // along a zero-inserted axis in phase order, the phases that read inserted zeros) and,
+            // with in_place, those whose positions read consecutive source positions. Most of
+            // backward data's fractals at a stride are one or the other.
+            if (const dim_t whole = std::min((m_end - p0) / kN0, cm - mb); whole > 0) {
+                const bool line = td[od] >= 0 && th[oh] >= 0;
+                const dim_t zeros = line ? gw[ow] : g.out[2] - ow;
+                dim_t run = 0;
+                if (zeros >= kN0) {
+                    run = std::min(zeros / kN0, whole);
+                    std::memset(nz + r * cm + mb, 0, static_cast<std::size_t>(run));
+                    if constexpr (std::is_same_v<T, float>)
+                        if (in_place)
+                            for (dim_t i = 0; i < run; ++i)
+                                in_place[r * cm + mb + i] = f + i * frac;
+                } else if (line && in_place && valid == c0 && rw[ow] >= kN0) {
+                    run = std::min(rw[ow] / kN0, whole);
+                    std::memset(nz + r * cm + mb, 1, static_cast<std::size_t>(run));
+                    if constexpr (std::is_same_v<T, float>) {
+                        const float* s0 =
+                            plane + td[od] * depth_floats + th[oh] * row_floats + tw[ow] * c0;
+                        for (dim_t i = 0; i < run; ++i) in_place[r * cm + mb + i] = s0 + i * frac;
+                    }
+                }
+                if (run > 0) {
+                    advance(g, run * kN0, od, oh, ow);
+                    mb += run - 1;
+                    continue;
+                }
+            }
             // The fractal's lines: at most a few segments of one output line each. Pass 1 finds
             // whether any position reads the source and (with in_place) whether all 16 read 16
             // consecutive source positions, the fractal then being in the source as it is;
