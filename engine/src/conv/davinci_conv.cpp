@@ -65,6 +65,12 @@ dim_t conv_fractal_chunk(dim_t rows, dim_t tn, dim_t m1, dim_t c0) {
     return std::clamp<dim_t>(std::min(by_cols, by_tiles), 1, std::max<dim_t>(m1, 1));
 }
 
+// Floats that hold the narrow products' lists of rows of a column block: a row index per fractal
+// and a count per M block (dim_t, two floats each).
+dim_t narrow_list_floats(dim_t rows, dim_t chunk) {
+    return detail::sat_mul({2, rows + 1, chunk});
+}
+
 // Floats that hold the column block's fractal addresses (fp32 products only): two a fractal.
 static_assert(sizeof(const float*) <= 2 * sizeof(float));
 dim_t fractal_at_floats(dim_t rows, dim_t chunk, bool pairs) {
@@ -170,7 +176,7 @@ void conv_fractal_b(const Problem& p, dim_t c0, const ColSource& src, FractalB b
     const float* bt = b.f32;
     // An output of at most kNarrowMax channels (fp32 products): narrow products, the columns
     // that exist only, with B's columns made contiguous once a call.
-    const bool narrow = !pairs && p.oc <= kNarrowMax;
+    const bool narrow = !pairs && fractal_narrow_runs(c0, p.oc);
     const float* bn = nullptr;
     if (narrow) {
         float* t = kept(kFracNarrowSlot, rows * p.oc * c0).get();
@@ -179,12 +185,15 @@ void conv_fractal_b(const Problem& p, dim_t c0, const ColSource& src, FractalB b
     }
     // A column block's buffer: its rows * chunk fractals in fp32, or (bf16 products) in bf16,
     // then (fp32 products) where each fractal is, then a byte per fractal saying whether it holds
-    // a non-zero value.
+    // a non-zero value; the narrow products' lists of rows then follow (their fractals' places
+    // in the addresses' room, M block mb's from mb * rows on): the rows, and their counts.
     const dim_t col_elems = rows * chunk * frac;
     const dim_t col_f32 = pairs ? 0 : col_elems, col_b16 = pairs ? (col_elems + 1) / 2 : 0;
     const dim_t at_begin = (col_f32 + col_b16 + 1) / 2 * 2,
                 at_floats = fractal_at_floats(rows, chunk, pairs);
-    const dim_t col_floats = at_begin + at_floats + (rows * chunk + 3) / 4;
+    const dim_t list_begin = (at_begin + at_floats + (rows * chunk + 3) / 4 + 1) / 2 * 2;
+    const dim_t col_floats = list_begin + (narrow ? narrow_list_floats(rows, chunk) : 0);
+    const auto lists_of = [&](float* a) { return reinterpret_cast<dim_t*>(a + list_begin); };
     const auto a16_of = [&](const float* a) {
         return reinterpret_cast<const std::uint16_t*>(a + col_f32);
     };
@@ -202,20 +211,29 @@ void conv_fractal_b(const Problem& p, dim_t c0, const ColSource& src, FractalB b
     // rounded the packed input); then for the others whether they hold a value that is not zero
     // (sign aside: -0 counts as zero). Fractals of zeros are skipped by the products: their
     // products add nothing.
+    // The narrow products instead take each M block's list of the rows that read the source
+    // (im2col_fractal_list: no pass over every fractal, most of them in place), and test the
+    // values of each fractal as they read it (on its way into the cache for the product).
     const auto build_block = [&](dim_t n, dim_t mb0, float* a, dim_t cm) {
         auto* a16 = reinterpret_cast<std::uint16_t*>(a + col_f32);
         auto* nz = reinterpret_cast<unsigned char*>(a + at_begin + at_floats);
         const float** at = at_of(a);
+        if (narrow) {
+            dim_t* idx = lists_of(a);
+            dim_t* lens = idx + rows * cm;
+#pragma omp parallel for schedule(static) if (cm > 1 && !omp_in_parallel())
+            for (dim_t mb = 0; mb < cm; ++mb)
+                lens[mb] = im2col_fractal_list(plan, c0, n, mb0 + mb, a + mb * rows * frac,
+                                               at + mb * rows, idx + mb * rows, nz + mb * rows);
+            return;
+        }
         if (pairs) {
             im2col_fractal_block_bf16(plan, c0, n, mb0, cm, a16, nz);
         } else {
             im2col_fractal_block(plan, c0, n, mb0, cm, a, nz, at);
         }
-        // The narrow products look at each fractal once, as they list it: they test its values
-        // there, on their way into the cache for the product, rather than in a pass of its own.
-        if (narrow) return;
-            // A fractal of dense data shows a non-zero value in its first row: only fractals of
-            // zeros are read whole.
+        // A fractal of dense data shows a non-zero value in its first row: only fractals of
+        // zeros are read whole.
 #pragma omp parallel for schedule(static) if (rows * cm * frac > 65536 && !omp_in_parallel())
         for (dim_t f = 0; f < rows * cm; ++f) {
             if (!nz[f]) continue;
@@ -254,6 +272,25 @@ void conv_fractal_b(const Problem& p, dim_t c0, const ColSource& src, FractalB b
         float* c[2] = {accs + tile_index(nb0, mb, cm) * kN0 * kN0,
                        nt > 1 ? accs + tile_index(nb0 + 1, mb, cm) * kN0 * kN0 : nullptr};
         const dim_t c_next = nt > 1 ? c[1] - c[0] : 0;
+        if (narrow) {
+            // The M block's whole list at the first row block, its fractals of zeros left out.
+            if (r0 > 0) return;
+            const float** al = at_of(a) + mb * rows;
+            dim_t* idx = lists_of(a) + mb * rows;
+            const dim_t listed = lists_of(a)[rows * cm + mb];
+            dim_t len = 0;
+            for (dim_t i = 0; i < listed; ++i)
+                if (holds_value(al[i], c0)) {
+                    al[len] = al[i];
+                    idx[len++] = idx[i];
+                }
+            if (len > 0)
+                fractal_product_narrow(c0, p.oc, len, al, idx, bn, c[0], kN0, false);
+            else
+                std::fill(c[0], c[0] + kN0 * kN0, 0.0f);
+            if (nt > 1) std::fill(c[1], c[1] + kN0 * kN0, 0.0f);
+            return;
+        }
         bool acc = r0 > 0;
         const float* const* at = at_of(a);
         if (nc > 0 && at) {
@@ -273,20 +310,9 @@ void conv_fractal_b(const Problem& p, dim_t c0, const ColSource& src, FractalB b
                     idx[len] = r;
                     len += nz[r * cm + mb] != 0;
                 }
-                if (narrow) {
-                    dim_t kept_rows = 0;
-                    for (dim_t i = 0; i < len; ++i)
-                        if (holds_value(al[i], c0)) {
-                            al[kept_rows] = al[i];
-                            idx[kept_rows++] = idx[i];
-                        }
-                    len = kept_rows;
-                }
                 if (len == 0) continue;
                 const float* bb = bt + nb0 * frac;
-                if (narrow && nb0 == 0)
-                    fractal_product_narrow(c0, p.oc, len, al, idx, bn, c[0], kN0, acc);
-                else if (nc == 2)
+                if (nc == 2)
                     fractal_product2_list(c0, len, al, idx, bb, n1 * frac, frac, c[0], c_next, acc);
                 else
                     fractal_product_list(c0, len, al, idx, bb, n1 * frac, c[0], acc);
@@ -674,9 +700,11 @@ dim_t conv_fractal_work(const Problem& q, dim_t c0) {
     dim_t tables = 0;
     for (int i = 0; i < q.ndims; ++i)
         tables = detail::sat_add(tables, detail::sat_mul({2, 3 * q.kernel[i] + 1, q.out(i)}));
+    // The narrow products' lists of rows in each column block.
+    const dim_t lists = q.oc <= kNarrowMax ? narrow_list_floats(rows, chunk) + 2 : 0;
     const dim_t block = detail::sat_add(
         detail::sat_add(col, std::max(col / 2 + 1, fractal_at_floats(rows, chunk, false)) + 2 +
-                                 rows * chunk / 4 + 1),
+                                 rows * chunk / 4 + 1 + lists),
         detail::sat_mul({chunk, tn, kN0 * kN0}));
     // The narrow products' B (outputs of at most kNarrowMax channels).
     const dim_t narrow = q.oc <= kNarrowMax ? detail::sat_mul({rows, q.oc, c0}) : 0;

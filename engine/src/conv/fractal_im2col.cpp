@@ -281,3 +281,77 @@ void im2col_fractal_block_bf16(const ColPlan& plan, dim_t c0, dim_t n, dim_t mb0
 }
 
 }  // namespace convlab::davinci
+
+namespace convlab::davinci {
+
+dim_t im2col_fractal_list(const ColPlan& plan, dim_t c0, dim_t n, dim_t mb, float* buf,
+                          const float** al, dim_t* idx, unsigned char* nz) {
+    const detail::Geom3& g = plan.g;
+    const ActGeom& sg = plan.src.g;
+    const dim_t rows = g.k[0] * sg.c1 * g.k[1] * g.k[2], p0 = mb * kN0, frac = kN0 * c0;
+    dim_t d, h, w;
+    plan.digits(p0, d, h, w);
+    // Whole C0 blocks can be read in place where the padding lanes are zeros or there are none.
+    const bool whole_lanes = plan.src.zero_padding || sg.c % c0 == 0;
+    if (p0 + kN0 > g.out_size() || w + kN0 > g.out[2] || !whole_lanes) {
+        // Across a line's end, the last M block or a source with lanes to leave out: the block
+        // of one M block, its rows that read the source listed.
+        im2col_fractal_block(plan, c0, n, mb, 1, buf, nz, al);
+        dim_t len = 0;
+        for (dim_t r = 0; r < rows; ++r) {
+            al[len] = al[r];
+            idx[len] = r;
+            len += nz[r] != 0;
+        }
+        return len;
+    }
+    // One line: depth d and row h fixed for the 16 positions, w to w + 15 along it. A tap
+    // (kd, kh) whose depth or row reads nothing is passed over whole; along the line each kw
+    // reads nothing, 16 consecutive source positions (the fractal is in the source: every C0
+    // block's at once) or some (copied into buf, zeros elsewhere).
+    const dim_t* tab = plan.tab.data();
+    const dim_t row_floats = sg.w * c0, block_floats = sg.h * row_floats,
+                depth_floats = sg.c1 * block_floats;
+    const dim_t c1_rows = g.k[1] * g.k[2];  // FRACTAL_Z rows from one C0 block to the next
+    const float* image = plan.src.x5 + sg.offset(n, 0, 0, 0, 0, 0);
+    dim_t len = 0;
+    float* next = buf;
+    for (dim_t kd = 0; kd < g.k[0]; ++kd) {
+        const dim_t sd = tab[plan.at[0] + kd * g.out[0] + d];
+        if (sd < 0) continue;
+        for (dim_t kh = 0; kh < g.k[1]; ++kh) {
+            const dim_t sh = tab[plan.at[1] + kh * g.out[1] + h];
+            if (sh < 0) continue;
+            const float* line = image + sd * depth_floats + sh * row_floats;
+            for (dim_t kw = 0; kw < g.k[2]; ++kw) {
+                const dim_t at = plan.at[2] + kw * g.out[2] + w;
+                if (plan.gap[static_cast<std::size_t>(at)] >= kN0) continue;
+                const dim_t r0 = ((kd * sg.c1) * g.k[1] + kh) * g.k[2] + kw;
+                const dim_t* tw = tab + at;
+                if (plan.run[static_cast<std::size_t>(at)] >= kN0) {
+                    for (dim_t c1 = 0; c1 < sg.c1; ++c1) {
+                        al[len] = line + c1 * block_floats + tw[0] * c0;
+                        idx[len++] = r0 + c1 * c1_rows;
+                    }
+                    continue;
+                }
+                for (dim_t c1 = 0; c1 < sg.c1; ++c1) {
+                    const float* in = line + c1 * block_floats;
+                    for (dim_t i = 0; i < kN0; ++i) {
+                        if (tw[i] >= 0)
+                            copy_lanes(next + i * c0, in + tw[i] * c0, c0);
+                        else
+                            std::memset(next + i * c0, 0,
+                                        static_cast<std::size_t>(c0) * sizeof(float));
+                    }
+                    al[len] = next;
+                    idx[len++] = r0 + c1 * c1_rows;
+                    next += frac;
+                }
+            }
+        }
+    }
+    return len;
+}
+
+}  // namespace convlab::davinci

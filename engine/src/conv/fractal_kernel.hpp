@@ -280,10 +280,23 @@ void fractal_product_narrow(dim_t c0, dim_t kn, dim_t rows, const float* const* 
                             const float* b, float* c, dim_t ldc, bool acc);
 // Whether a vector kernel computes fractal_product_narrow(c0, kn, ...) under the selected ISA.
 bool fractal_narrow_vector(dim_t c0, dim_t kn);
+// Whether conv_fractal_b's fp32 products for an output of kn channels are narrow ones: kn <=
+// kNarrowMax and a vector kernel for c0, or plain loops either way (the portable ISA); else the
+// 16-wide vector kernels compute them (e.g. C0 4 under AVX-512).
+bool fractal_narrow_runs(dim_t c0, dim_t kn);
 // The narrow B from column block 0 of pack_weight_transposed's layout (C0 x 16 fractals, row r's
 // at bt + r * b_step): dst[(r * kn + j) * c0 + k] = bt[r * b_step + k * 16 + j], rows * kn * c0
 // floats.
 void narrow_b(dim_t rows, dim_t c0, dim_t kn, const float* bt, dim_t b_step, float* dst);
+// The fractals of M block mb of image n's column matrix (plan's order, groups 1) that read an
+// element of the source, listed for the products: al[i] the fractal of FRACTAL_Z row idx[i],
+// in place in the source where its 16 positions read 16 consecutive source positions of whole C0
+// blocks, else built in buf as im2col_fractal_block builds it. Returns how many; rows that read
+// nothing are left out. buf: rows * 16 * c0 floats; al, idx and nz (scratch): rows each. Within
+// one output line the taps are decided from plan's tables a (kd, kh) and a kw at a time, for all
+// C0 blocks at once (no pass over every fractal); elsewhere it is im2col_fractal_block's.
+dim_t im2col_fractal_list(const ColPlan& plan, dim_t c0, dim_t n, dim_t mb, float* buf,
+                          const float** al, dim_t* idx, unsigned char* nz);
 // The calling thread's scratch slot of the narrow B during conv_fractal_b (a GEMM slot, free
 // while the DaVinci algorithms run).
 inline constexpr int kFracNarrowSlot = 1;

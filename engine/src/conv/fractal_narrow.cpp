@@ -245,6 +245,11 @@ bool fractal_narrow_vector(dim_t c0, dim_t kn) {
     return narrow_kernel(c0, kn) != nullptr;
 }
 
+bool fractal_narrow_runs(dim_t c0, dim_t kn) {
+    return kn >= 1 && kn <= kNarrowMax &&
+           (fractal_narrow_vector(c0, kn) || detail::selected_isa() == detail::Isa::portable);
+}
+
 void narrow_b(dim_t rows, dim_t c0, dim_t kn, const float* bt, dim_t b_step, float* dst) {
     for (dim_t r = 0; r < rows; ++r)
         for (dim_t j = 0; j < kn; ++j)
