@@ -335,14 +335,26 @@ dim_t im2col_fractal_list(const ColPlan& plan, dim_t c0, dim_t n, dim_t mb, floa
                     }
                     continue;
                 }
+                const dim_t* rw = plan.run.data() + at;
+                const dim_t* gw = plan.gap.data() + at;
                 for (dim_t c1 = 0; c1 < sg.c1; ++c1) {
                     const float* in = line + c1 * block_floats;
-                    for (dim_t i = 0; i < kN0; ++i) {
-                        if (tw[i] >= 0)
-                            copy_lanes(next + i * c0, in + tw[i] * c0, c0);
-                        else
+                    // Runs of consecutive source positions copied at once, the gaps zeroed.
+                    for (dim_t i = 0; i < kN0;) {
+                        if (tw[i] < 0) {
+                            const dim_t e = std::min(kN0, i + gw[i]);
                             std::memset(next + i * c0, 0,
-                                        static_cast<std::size_t>(c0) * sizeof(float));
+                                        static_cast<std::size_t>((e - i) * c0) * sizeof(float));
+                            i = e;
+                        } else if (rw[i] == 1) {
+                            copy_lanes(next + i * c0, in + tw[i] * c0, c0);
+                            ++i;
+                        } else {
+                            const dim_t e = std::min(kN0, i + rw[i]);
+                            std::memcpy(next + i * c0, in + tw[i] * c0,
+                                        static_cast<std::size_t>((e - i) * c0) * sizeof(float));
+                            i = e;
+                        }
                     }
                     al[len] = next;
                     idx[len++] = r0 + c1 * c1_rows;
