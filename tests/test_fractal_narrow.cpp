@@ -106,6 +106,70 @@ TEST_CASE("fractal narrow: the product equals plain loops on every element, ever
         convlab::Error);
 }
 
+TEST_CASE("fractal narrow: rows cut to a range of positions equal plain loops, every ISA") {
+    KernelGuard guard;
+    std::mt19937 rng(76);
+    dim_t cases = 0, vector_cases = 0;
+    for (const std::string& isa : isas()) {
+        REQUIRE(detail::select_microkernel(isa.c_str()));
+        for (const dim_t c0 : {16, 32, 8})
+            for (const dim_t kn : {1, 3, 4})
+                for (const dim_t rows : {1, 5, 40})
+                    for (const bool acc : {false, true}) {
+                        // Row r holds positions [lo, hi) of the 16, read from a source of exactly
+                        // hi - lo positions (a read outside would leave the buffer).
+                        const dim_t brows = 50;
+                        const auto b = ints(brows * kn * c0, rng);
+                        std::vector<std::vector<float>> src;
+                        std::vector<const float*> al;
+                        std::vector<dim_t> idx, lo, hi;
+                        for (dim_t r = 0; r < rows; ++r) {
+                            const dim_t l = (r * 5) % 16, h = std::min<dim_t>(16, l + 1 + r % 11);
+                            src.push_back(ints((h - l) * c0, rng));
+                            al.push_back(src.back().data());
+                            lo.push_back(l);
+                            hi.push_back(h);
+                            idx.push_back((r * 7 + 3) % brows);
+                        }
+                        const auto c_in = ints(16 * 16, rng);
+                        std::vector<float> c = c_in;
+                        dv::fractal_product_narrow_cut(c0, kn, rows, al.data(), lo.data(),
+                                                       hi.data(), idx.data(), b.data(), c.data(),
+                                                       16, acc);
+                        dim_t bad = 0;
+                        for (dim_t i = 0; i < 16; ++i)
+                            for (dim_t j = 0; j < 16; ++j) {
+                                const auto at = static_cast<std::size_t>(i * 16 + j);
+                                if (j >= kn) {
+                                    bad += c[at] != c_in[at];
+                                    continue;
+                                }
+                                float want = acc ? c_in[at] : 0.0f;
+                                for (dim_t r = 0; r < rows; ++r) {
+                                    const auto ru = static_cast<std::size_t>(r);
+                                    if (i < lo[ru] || i >= hi[ru]) continue;
+                                    for (dim_t k = 0; k < c0; ++k)
+                                        want += al[ru][(i - lo[ru]) * c0 + k] *
+                                                b[static_cast<std::size_t>((idx[ru] * kn + j) * c0 +
+                                                                           k)];
+                                }
+                                bad += c[at] != want;
+                            }
+                        INFO(isa << " c0 " << c0 << " kn " << kn << " rows " << rows << " acc "
+                                 << acc);
+                        CHECK(bad == 0);
+                        ++cases;
+                        vector_cases += dv::fractal_narrow_cuts(c0, kn);
+                    }
+        // Masked loads: AVX-512 only, C0 16 and 32.
+        INFO(isa);
+        CHECK(dv::fractal_narrow_cuts(16, 3) == (isa == "avx512"));
+        CHECK_FALSE(dv::fractal_narrow_cuts(8, 3));
+    }
+    CHECK(cases >= 54);
+    if (isas().front() == "avx512") CHECK(vector_cases >= 24);
+}
+
 TEST_CASE("fractal narrow: narrow_b makes B's columns contiguous") {
     std::mt19937 rng(72);
     for (const dim_t c0 : {16, 8, 5})

@@ -65,10 +65,10 @@ dim_t conv_fractal_chunk(dim_t rows, dim_t tn, dim_t m1, dim_t c0) {
     return std::clamp<dim_t>(std::min(by_cols, by_tiles), 1, std::max<dim_t>(m1, 1));
 }
 
-// Floats that hold the narrow products' lists of rows of a column block: a row index per fractal
-// and a count per M block (dim_t, two floats each).
+// Floats that hold the narrow products' lists of rows of a column block: a row index and a
+// range of positions (two) per fractal, two counts per M block (dim_t, two floats each).
 dim_t narrow_list_floats(dim_t rows, dim_t chunk) {
-    return detail::sat_mul({2, rows + 1, chunk});
+    return detail::sat_mul({2, 3 * rows + 2, chunk});
 }
 
 // Floats that hold the column block's fractal addresses (fp32 products only): two a fractal.
@@ -178,6 +178,8 @@ void conv_fractal_b(const Problem& p, dim_t c0, const ColSource& src, FractalB b
     // that exist only, with B's columns made contiguous once a call.
     const bool narrow = !pairs && fractal_narrow_runs(c0, p.oc);
     const float* bn = nullptr;
+    // Rows cut at a line's edge read in place where a kernel masks their loads.
+    const bool cut = narrow && fractal_narrow_cuts(c0, p.oc);
     if (narrow) {
         float* t = kept(kFracNarrowSlot, rows * p.oc * c0).get();
         narrow_b(rows, c0, p.oc, bt, n1 * frac, t);
@@ -219,11 +221,14 @@ void conv_fractal_b(const Problem& p, dim_t c0, const ColSource& src, FractalB b
         const float** at = at_of(a);
         if (narrow) {
             dim_t* idx = lists_of(a);
-            dim_t* lens = idx + rows * cm;
+            dim_t *lo = idx + rows * cm, *hi = lo + rows * cm, *lens = hi + rows * cm;
+            dim_t* cuts = lens + cm;
 #pragma omp parallel for schedule(static) if (cm > 1 && !omp_in_parallel())
-            for (dim_t mb = 0; mb < cm; ++mb)
-                lens[mb] = im2col_fractal_list(plan, c0, n, mb0 + mb, a + mb * rows * frac,
-                                               at + mb * rows, idx + mb * rows, nz + mb * rows);
+            for (dim_t mb = 0; mb < cm; ++mb) {
+                const dim_t o = mb * rows;
+                lens[mb] = im2col_fractal_list(plan, c0, n, mb0 + mb, a + o * frac, at + o, idx + o,
+                                               nz + o, cut ? lo + o : nullptr, hi + o, cuts + mb);
+            }
             return;
         }
         if (pairs) {
@@ -276,14 +281,23 @@ void conv_fractal_b(const Problem& p, dim_t c0, const ColSource& src, FractalB b
             // tested: a narrow product costs a fractal's K multiply-adds a row, about what the
             // test cost (conv1's backward data spent 0.75 of 3.1 ms of products in it), and dense
             // data has no fractal of zeros to gain from it.
+            // The rows cut at a line's edge are listed from the back.
             if (r0 > 0) return;
-            const float* const* al = at_of(a) + mb * rows;
-            const dim_t* idx = lists_of(a) + mb * rows;
-            const dim_t len = lists_of(a)[rows * cm + mb];
-            if (len > 0)
-                fractal_product_narrow(c0, p.oc, len, al, idx, bn, c[0], kN0, false);
-            else
-                std::fill(c[0], c[0] + kN0 * kN0, 0.0f);
+            const dim_t o = mb * rows;
+            const float* const* al = at_of(a) + o;
+            const dim_t* idx = lists_of(a);
+            const dim_t *lo = idx + rows * cm, *hi = lo + rows * cm;
+            const dim_t len = hi[rows * cm + mb], cuts = hi[rows * cm + cm + mb];
+            idx += o;
+            lo += o;
+            hi += o;
+            if (len > 0) fractal_product_narrow(c0, p.oc, len, al, idx, bn, c[0], kN0, false);
+            if (cuts > 0) {
+                const dim_t f = rows - cuts;
+                fractal_product_narrow_cut(c0, p.oc, cuts, al + f, lo + f, hi + f, idx + f, bn,
+                                           c[0], kN0, len > 0);
+            }
+            if (len == 0 && cuts == 0) std::fill(c[0], c[0] + kN0 * kN0, 0.0f);
             if (nt > 1) std::fill(c[1], c[1] + kN0 * kN0, 0.0f);
             return;
         }

@@ -285,7 +285,9 @@ void im2col_fractal_block_bf16(const ColPlan& plan, dim_t c0, dim_t n, dim_t mb0
 namespace convlab::davinci {
 
 dim_t im2col_fractal_list(const ColPlan& plan, dim_t c0, dim_t n, dim_t mb, float* buf,
-                          const float** al, dim_t* idx, unsigned char* nz) {
+                          const float** al, dim_t* idx, unsigned char* nz, dim_t* lo, dim_t* hi,
+                          dim_t* cuts) {
+    if (cuts) *cuts = 0;
     const detail::Geom3& g = plan.g;
     const ActGeom& sg = plan.src.g;
     const dim_t rows = g.k[0] * sg.c1 * g.k[1] * g.k[2], p0 = mb * kN0, frac = kN0 * c0;
@@ -337,6 +339,20 @@ dim_t im2col_fractal_list(const ColPlan& plan, dim_t c0, dim_t n, dim_t mb, floa
                 }
                 const dim_t* rw = plan.run.data() + at;
                 const dim_t* gw = plan.gap.data() + at;
+                // One run of consecutive source positions [cut_lo, cut_hi) and nothing read around
+                // it (a line's edge): cut rows, read in place, where the caller takes them.
+                const dim_t cut_lo = tw[0] < 0 ? gw[0] : 0,
+                            cut_hi = std::min(kN0, cut_lo + rw[cut_lo]);
+                if (lo && (cut_hi == kN0 || gw[cut_hi] >= kN0 - cut_hi)) {
+                    for (dim_t c1 = 0; c1 < sg.c1; ++c1) {
+                        const dim_t back = rows - 1 - (*cuts)++;
+                        al[back] = line + c1 * block_floats + tw[cut_lo] * c0;
+                        idx[back] = r0 + c1 * c1_rows;
+                        lo[back] = cut_lo;
+                        hi[back] = cut_hi;
+                    }
+                    continue;
+                }
                 for (dim_t c1 = 0; c1 < sg.c1; ++c1) {
                     const float* in = line + c1 * block_floats;
                     // Runs of consecutive source positions copied at once, the gaps zeroed.

@@ -278,6 +278,14 @@ inline constexpr dim_t kNarrowMax = 4;
 // c0 16 and 32 (AVX-512) and 8, 16 and 32 (AVX2), plain loops otherwise.
 void fractal_product_narrow(dim_t c0, dim_t kn, dim_t rows, const float* const* a, const dim_t* idx,
                             const float* b, float* c, dim_t ldc, bool acc);
+// fractal_product_narrow over rows cut to a range of positions: row r's A holds positions
+// [lo[r], hi[r]) of the 16 (0 <= lo < hi <= 16), position i's c0 lanes at a[r] + (i - lo[r]) * c0,
+// zeros elsewhere, which are not read (a line's edge in the source, read in place: no copy with
+// zeros around it). A vector kernel where fractal_narrow_cuts(c0, kn), plain loops otherwise.
+void fractal_product_narrow_cut(dim_t c0, dim_t kn, dim_t rows, const float* const* a,
+                                const dim_t* lo, const dim_t* hi, const dim_t* idx, const float* b,
+                                float* c, dim_t ldc, bool acc);
+bool fractal_narrow_cuts(dim_t c0, dim_t kn);
 // Whether a vector kernel computes fractal_product_narrow(c0, kn, ...) under the selected ISA.
 bool fractal_narrow_vector(dim_t c0, dim_t kn);
 // Whether conv_fractal_b's fp32 products for an output of kn channels are narrow ones: kn <=
@@ -295,8 +303,13 @@ void narrow_b(dim_t rows, dim_t c0, dim_t kn, const float* bt, dim_t b_step, flo
 // nothing are left out. buf: rows * 16 * c0 floats; al, idx and nz (scratch): rows each. Within
 // one output line the taps are decided from plan's tables a (kd, kh) and a kw at a time, for all
 // C0 blocks at once (no pass over every fractal); elsewhere it is im2col_fractal_block's.
+// With lo (hi, cuts: rows each, and one), a fractal of one line whose positions [l, e) read
+// consecutive source positions and the others nothing is listed cut instead of built: from the
+// back, at rows - 1 - j for j < *cuts, al its position l in the source, lo l and hi e (the
+// rows of fractal_product_narrow_cut).
 dim_t im2col_fractal_list(const ColPlan& plan, dim_t c0, dim_t n, dim_t mb, float* buf,
-                          const float** al, dim_t* idx, unsigned char* nz);
+                          const float** al, dim_t* idx, unsigned char* nz, dim_t* lo = nullptr,
+                          dim_t* hi = nullptr, dim_t* cuts = nullptr);
 // The calling thread's scratch slot of the narrow B during conv_fractal_b (a GEMM slot, free
 // while the DaVinci algorithms run).
 inline constexpr int kFracNarrowSlot = 1;

@@ -20,15 +20,18 @@ namespace convlab::davinci {
 namespace {
 
 // sums[i * kNarrowMax + j] = the sum over listed rows r and lanes k of A_r(i, k) * B_r(k, j),
-// any c0 and kn, in plain loops.
+// any c0 and kn, in plain loops; with lo (and hi), row r's positions [lo[r], hi[r]) only, position
+// i at a[r] + (i - lo[r]) * c0.
 void narrow_portable(dim_t c0, dim_t kn, dim_t rows, const float* const* a, const dim_t* idx,
-                     const float* b, float* sums) {
+                     const float* b, float* sums, const dim_t* lo, const dim_t* hi) {
     for (dim_t r = 0; r < rows; ++r) {
-        const float *ar = a[r], *br = b + idx[r] * kn * c0;
-        for (dim_t i = 0; i < kN0; ++i)
+        const float* br = b + idx[r] * kn * c0;
+        const dim_t l = lo ? lo[r] : 0, h = lo ? hi[r] : kN0;
+        for (dim_t i = l; i < h; ++i)
             for (dim_t j = 0; j < kn; ++j) {
+                const float* ai = a[r] + (i - l) * c0;
                 float s = 0.0f;
-                for (dim_t k = 0; k < c0; ++k) s += ar[i * c0 + k] * br[j * c0 + k];
+                for (dim_t k = 0; k < c0; ++k) s += ai[k] * br[j * c0 + k];
                 sums[i * kNarrowMax + j] += s;
             }
     }
@@ -66,11 +69,14 @@ __attribute__((target("avx512f"))) inline __m512 sum4_avx512(__m512 t0, __m512 t
 }
 
 // Positions [i0, i0 + MR) of the tile, K channels, C0 = 16 * NV: MR * K accumulators, each row's
-// K columns of B loaded once per band and each A row once.
-template <int K, int MR, int NV>
+// K columns of B loaded once per band and each A row once. kCut: row r holds positions
+// [lo[r], hi[r]) only (masked loads: nothing is read outside), position i at a[r] + (i - lo[r]) *
+// C0.
+template <int K, int MR, int NV, bool kCut>
 __attribute__((target("avx512f,fma"))) void narrow_band_avx512(dim_t rows, const float* const* a,
                                                                const dim_t* idx, const float* b,
-                                                               int i0, float* sums) {
+                                                               int i0, float* sums, const dim_t* lo,
+                                                               const dim_t* hi) {
     constexpr int kC0v = 16 * NV;
     static_assert(MR % 4 == 0);
     __m512 t[MR][K];
@@ -79,7 +85,12 @@ __attribute__((target("avx512f,fma"))) void narrow_band_avx512(dim_t rows, const
 #pragma GCC unroll 4
         for (int j = 0; j < K; ++j) t[i][j] = _mm512_setzero_ps();
     for (dim_t r = 0; r < rows; ++r) {
-        const float *ar = a[r] + i0 * kC0v, *br = b + idx[r] * (K * kC0v);
+        const float *a0 = a[r], *br = b + idx[r] * (K * kC0v);
+        dim_t l = 0, h = kN0;
+        if constexpr (kCut) {
+            l = lo[r];
+            h = hi[r];
+        }
 #pragma GCC unroll 2
         for (int v = 0; v < NV; ++v) {
             __m512 bj[K];
@@ -87,7 +98,15 @@ __attribute__((target("avx512f,fma"))) void narrow_band_avx512(dim_t rows, const
             for (int j = 0; j < K; ++j) bj[j] = _mm512_loadu_ps(br + j * kC0v + 16 * v);
 #pragma GCC unroll 16
             for (int i = 0; i < MR; ++i) {
-                __m512 av = _mm512_loadu_ps(ar + i * kC0v + 16 * v);
+                const dim_t pos = i0 + i;
+                __m512 av;
+                if constexpr (kCut) {
+                    const bool in = pos >= l && pos < h;
+                    av = _mm512_maskz_loadu_ps(in ? 0xffff : 0,
+                                               in ? a0 + (pos - l) * kC0v + 16 * v : a0);
+                } else {
+                    av = _mm512_loadu_ps(a0 + pos * kC0v + 16 * v);
+                }
                 keep_in_register(av);
 #pragma GCC unroll 4
                 for (int j = 0; j < K; ++j) t[i][j] = _mm512_fmadd_ps(av, bj[j], t[i][j]);
@@ -107,11 +126,12 @@ __attribute__((target("avx512f,fma"))) void narrow_band_avx512(dim_t rows, const
 
 // Bands of as many positions as keep the accumulators in 32 registers with B's columns and a row
 // of A: 16 for one channel, 8 for two or three, 4 for four.
-template <int K, int NV>
-void narrow_avx512(dim_t rows, const float* const* a, const dim_t* idx, const float* b,
-                   float* sums) {
+template <int K, int NV, bool kCut>
+void narrow_avx512(dim_t rows, const float* const* a, const dim_t* idx, const float* b, float* sums,
+                   const dim_t* lo, const dim_t* hi) {
     constexpr int kMr = K == 1 ? 16 : K <= 3 ? 8 : 4;
-    for (int i0 = 0; i0 < kN0; i0 += kMr) narrow_band_avx512<K, kMr, NV>(rows, a, idx, b, i0, sums);
+    for (int i0 = 0; i0 < kN0; i0 += kMr)
+        narrow_band_avx512<K, kMr, NV, kCut>(rows, a, idx, b, i0, sums, lo, hi);
 }
 
 // Lane q of the result: the sum of t[q]'s 8 lanes (q < 4).
@@ -160,7 +180,8 @@ __attribute__((target("avx2,fma"))) void narrow_band_avx2(dim_t rows, const floa
 
 // Bands of 8 positions for one channel, 4 for two or three, 2 for four (at most 12 accumulators).
 template <int K, int NV>
-void narrow_avx2(dim_t rows, const float* const* a, const dim_t* idx, const float* b, float* sums) {
+void narrow_avx2(dim_t rows, const float* const* a, const dim_t* idx, const float* b, float* sums,
+                 const dim_t*, const dim_t*) {
     constexpr int kMr = K == 1 ? 8 : K <= 3 ? 4 : 2;
     for (int i0 = 0; i0 < kN0; i0 += kMr) narrow_band_avx2<K, kMr, NV>(rows, a, idx, b, i0, sums);
 }
@@ -168,20 +189,20 @@ void narrow_avx2(dim_t rows, const float* const* a, const dim_t* idx, const floa
 #endif
 
 using NarrowFn = void (*)(dim_t rows, const float* const* a, const dim_t* idx, const float* b,
-                          float* sums);
+                          float* sums, const dim_t* lo, const dim_t* hi);
 
 #if CONVLAB_X86
-template <int NV>
+template <int NV, bool kCut = false>
 NarrowFn narrow_avx512_of(dim_t kn) {
     switch (kn) {
         case 1:
-            return narrow_avx512<1, NV>;
+            return narrow_avx512<1, NV, kCut>;
         case 2:
-            return narrow_avx512<2, NV>;
+            return narrow_avx512<2, NV, kCut>;
         case 3:
-            return narrow_avx512<3, NV>;
+            return narrow_avx512<3, NV, kCut>;
         case 4:
-            return narrow_avx512<4, NV>;
+            return narrow_avx512<4, NV, kCut>;
         default:
             return nullptr;
     }
@@ -224,21 +245,60 @@ NarrowFn narrow_kernel(dim_t c0, dim_t kn) {
     return nullptr;
 }
 
+// The kernel of rows cut to a range of positions (masked loads, AVX-512 only), or null.
+NarrowFn narrow_cut_kernel(dim_t c0, dim_t kn) {
+#if CONVLAB_X86
+    if (detail::selected_isa() == detail::Isa::avx512) {
+        if (c0 == 16) return narrow_avx512_of<1, true>(kn);
+        if (c0 == 32) return narrow_avx512_of<2, true>(kn);
+    }
+#else
+    (void)c0;
+    (void)kn;
+#endif
+    return nullptr;
+}
+
+void check_kn(dim_t kn) {
+    if (kn < 1 || kn > kNarrowMax)
+        throw Error("fractal_product_narrow: " + std::to_string(kn) + " columns, not 1 to " +
+                    std::to_string(kNarrowMax));
+}
+
+// c = (acc ? c : 0) + sums, the tile's kn columns.
+void add_sums(const float* sums, dim_t kn, float* c, dim_t ldc, bool acc) {
+    for (dim_t i = 0; i < kN0; ++i)
+        for (dim_t j = 0; j < kn; ++j)
+            c[i * ldc + j] = (acc ? c[i * ldc + j] : 0.0f) + sums[i * kNarrowMax + j];
+}
+
 }  // namespace
 
 void fractal_product_narrow(dim_t c0, dim_t kn, dim_t rows, const float* const* a, const dim_t* idx,
                             const float* b, float* c, dim_t ldc, bool acc) {
-    if (kn < 1 || kn > kNarrowMax)
-        throw Error("fractal_product_narrow: " + std::to_string(kn) + " columns, not 1 to " +
-                    std::to_string(kNarrowMax));
+    check_kn(kn);
     float sums[kN0 * kNarrowMax] = {};
     if (const NarrowFn f = narrow_kernel(c0, kn))
-        f(rows, a, idx, b, sums);
+        f(rows, a, idx, b, sums, nullptr, nullptr);
     else
-        narrow_portable(c0, kn, rows, a, idx, b, sums);
-    for (dim_t i = 0; i < kN0; ++i)
-        for (dim_t j = 0; j < kn; ++j)
-            c[i * ldc + j] = (acc ? c[i * ldc + j] : 0.0f) + sums[i * kNarrowMax + j];
+        narrow_portable(c0, kn, rows, a, idx, b, sums, nullptr, nullptr);
+    add_sums(sums, kn, c, ldc, acc);
+}
+
+void fractal_product_narrow_cut(dim_t c0, dim_t kn, dim_t rows, const float* const* a,
+                                const dim_t* lo, const dim_t* hi, const dim_t* idx, const float* b,
+                                float* c, dim_t ldc, bool acc) {
+    check_kn(kn);
+    float sums[kN0 * kNarrowMax] = {};
+    if (const NarrowFn f = narrow_cut_kernel(c0, kn))
+        f(rows, a, idx, b, sums, lo, hi);
+    else
+        narrow_portable(c0, kn, rows, a, idx, b, sums, lo, hi);
+    add_sums(sums, kn, c, ldc, acc);
+}
+
+bool fractal_narrow_cuts(dim_t c0, dim_t kn) {
+    return narrow_cut_kernel(c0, kn) != nullptr;
 }
 
 bool fractal_narrow_vector(dim_t c0, dim_t kn) {
