@@ -281,8 +281,13 @@ void conv_fractal_b(const Problem& p, dim_t c0, const ColSource& src, FractalB b
             // tested: a narrow product costs a fractal's K multiply-adds a row, about what the
             // test cost (conv1's backward data spent 0.75 of 3.1 ms of products in it), and dense
             // data has no fractal of zeros to gain from it.
-            // The rows cut at a line's edge are listed from the back.
+            // The rows cut at a line's edge are listed from the back. Tiles past the first
+            // column block hold padding lanes only.
             if (r0 > 0) return;
+            if (nb0 > 0) {
+                for (dim_t i = 0; i < nt; ++i) std::fill(c[i], c[i] + kN0 * kN0, 0.0f);
+                return;
+            }
             const dim_t o = mb * rows;
             const float* const* al = at_of(a) + o;
             const dim_t* idx = lists_of(a);

@@ -280,10 +280,6 @@ void im2col_fractal_block_bf16(const ColPlan& plan, dim_t c0, dim_t n, dim_t mb0
     im2col_block<PutBf16>(plan, c0, n, mb0, cm, dst, nz, nullptr);
 }
 
-}  // namespace convlab::davinci
-
-namespace convlab::davinci {
-
 dim_t im2col_fractal_list(const ColPlan& plan, dim_t c0, dim_t n, dim_t mb, float* buf,
                           const float** al, dim_t* idx, unsigned char* nz, dim_t* lo, dim_t* hi,
                           dim_t* cuts) {
