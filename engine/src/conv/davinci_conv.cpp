@@ -65,6 +65,12 @@ dim_t conv_fractal_chunk(dim_t rows, dim_t tn, dim_t m1, dim_t c0) {
     return std::clamp<dim_t>(std::min(by_cols, by_tiles), 1, std::max<dim_t>(m1, 1));
 }
 
+// Floats that hold the narrow products' lists of rows of a column block: a row index and a
+// range of positions (two) per fractal, two counts per M block (dim_t, two floats each).
+dim_t narrow_list_floats(dim_t rows, dim_t chunk) {
+    return detail::sat_mul({2, 3 * rows + 2, chunk});
+}
+
 // Floats that hold the column block's fractal addresses (fp32 products only): two a fractal.
 static_assert(sizeof(const float*) <= 2 * sizeof(float));
 dim_t fractal_at_floats(dim_t rows, dim_t chunk, bool pairs) {
@@ -90,6 +96,17 @@ PreparedB prepared_b(const ConvArgs& a, const Problem& p, Pass pass, const Optio
     else
         r.b.f32 = a.prepared->fractal(p, pass, o.storage);
     return r;
+}
+
+// Whether fractal v (16 x c0) holds a value that is not zero (sign aside: -0 counts as zero),
+// read a row at a time: a fractal of dense data shows one in its first row.
+bool holds_value(const float* v, dim_t c0) {
+    for (dim_t k0 = 0; k0 < kN0 * c0; k0 += c0) {
+        std::uint32_t bits = 0;  // the values' bits but the sign
+        for (dim_t k = k0; k < k0 + c0; ++k) bits |= detail::bit_cast<std::uint32_t>(v[k]) << 1;
+        if (bits != 0) return true;
+    }
+    return false;
 }
 
 void check_one_group(const Problem& p) {
@@ -157,14 +174,28 @@ void conv_fractal_b(const Problem& p, dim_t c0, const ColSource& src, FractalB b
         throw Error("conv_fractal: bf16 operands without bf16 products for c0 = " +
                     std::to_string(c0));
     const float* bt = b.f32;
+    // An output of at most kNarrowMax channels (fp32 products): narrow products, the columns
+    // that exist only, with B's columns made contiguous once a call.
+    const bool narrow = !pairs && fractal_narrow_runs(c0, p.oc);
+    const float* bn = nullptr;
+    // Rows cut at a line's edge read in place where a kernel masks their loads.
+    const bool cut = narrow && fractal_narrow_cuts(c0, p.oc);
+    if (narrow) {
+        float* t = kept(kFracNarrowSlot, rows * p.oc * c0).get();
+        narrow_b(rows, c0, p.oc, bt, n1 * frac, t);
+        bn = t;
+    }
     // A column block's buffer: its rows * chunk fractals in fp32, or (bf16 products) in bf16,
     // then (fp32 products) where each fractal is, then a byte per fractal saying whether it holds
-    // a non-zero value.
+    // a non-zero value; the narrow products' lists of rows then follow (their fractals' places
+    // in the addresses' room, M block mb's from mb * rows on): the rows, and their counts.
     const dim_t col_elems = rows * chunk * frac;
     const dim_t col_f32 = pairs ? 0 : col_elems, col_b16 = pairs ? (col_elems + 1) / 2 : 0;
     const dim_t at_begin = (col_f32 + col_b16 + 1) / 2 * 2,
                 at_floats = fractal_at_floats(rows, chunk, pairs);
-    const dim_t col_floats = at_begin + at_floats + (rows * chunk + 3) / 4;
+    const dim_t list_begin = (at_begin + at_floats + (rows * chunk + 3) / 4 + 1) / 2 * 2;
+    const dim_t col_floats = list_begin + (narrow ? narrow_list_floats(rows, chunk) : 0);
+    const auto lists_of = [&](float* a) { return reinterpret_cast<dim_t*>(a + list_begin); };
     const auto a16_of = [&](const float* a) {
         return reinterpret_cast<const std::uint16_t*>(a + col_f32);
     };
@@ -182,10 +213,24 @@ void conv_fractal_b(const Problem& p, dim_t c0, const ColSource& src, FractalB b
     // rounded the packed input); then for the others whether they hold a value that is not zero
     // (sign aside: -0 counts as zero). Fractals of zeros are skipped by the products: their
     // products add nothing.
+    // The narrow products instead take each M block's list of the rows that read the source
+    // (im2col_fractal_list: no pass over every fractal, most of them in place).
     const auto build_block = [&](dim_t n, dim_t mb0, float* a, dim_t cm) {
         auto* a16 = reinterpret_cast<std::uint16_t*>(a + col_f32);
         auto* nz = reinterpret_cast<unsigned char*>(a + at_begin + at_floats);
         const float** at = at_of(a);
+        if (narrow) {
+            dim_t* idx = lists_of(a);
+            dim_t *lo = idx + rows * cm, *hi = lo + rows * cm, *lens = hi + rows * cm;
+            dim_t* cuts = lens + cm;
+#pragma omp parallel for schedule(static) if (cm > 1 && !omp_in_parallel())
+            for (dim_t mb = 0; mb < cm; ++mb) {
+                const dim_t o = mb * rows;
+                lens[mb] = im2col_fractal_list(plan, c0, n, mb0 + mb, a + o * frac, at + o, idx + o,
+                                               nz + o, cut ? lo + o : nullptr, hi + o, cuts + mb);
+            }
+            return;
+        }
         if (pairs) {
             im2col_fractal_block_bf16(plan, c0, n, mb0, cm, a16, nz);
         } else {
@@ -206,13 +251,7 @@ void conv_fractal_b(const Problem& p, dim_t c0, const ColSource& src, FractalB b
                 }
                 continue;
             }
-            const float* v = at ? at[f] : a + f * frac;
-            for (dim_t k0 = 0; k0 < frac && !nz[f]; k0 += c0) {
-                std::uint32_t bits = 0;  // the values' bits but the sign: -0 counts as zero
-                for (dim_t k = k0; k < k0 + c0; ++k)
-                    bits |= detail::bit_cast<std::uint32_t>(v[k]) << 1;
-                nz[f] = bits != 0;
-            }
+            nz[f] = holds_value(at ? at[f] : a + f * frac, c0);
         }
     };
     // The products run on units of two tiles (column blocks nb0 and nb0 + 1 of one M block,
@@ -237,6 +276,36 @@ void conv_fractal_b(const Problem& p, dim_t c0, const ColSource& src, FractalB b
         float* c[2] = {accs + tile_index(nb0, mb, cm) * kN0 * kN0,
                        nt > 1 ? accs + tile_index(nb0 + 1, mb, cm) * kN0 * kN0 : nullptr};
         const dim_t c_next = nt > 1 ? c[1] - c[0] : 0;
+        if (narrow) {
+            // The M block's whole list at the first row block. Its fractals' values are not
+            // tested: a narrow product costs a fractal's K multiply-adds a row, about what the
+            // test cost (conv1's backward data spent 0.75 of 3.1 ms of products in it), and dense
+            // data has no fractal of zeros to gain from it.
+            // The rows cut at a line's edge are listed from the back. Tiles past the first
+            // column block hold padding lanes only.
+            if (r0 > 0) return;
+            if (nb0 > 0) {
+                for (dim_t i = 0; i < nt; ++i) std::fill(c[i], c[i] + kN0 * kN0, 0.0f);
+                return;
+            }
+            const dim_t o = mb * rows;
+            const float* const* al = at_of(a) + o;
+            const dim_t* idx = lists_of(a);
+            const dim_t *lo = idx + rows * cm, *hi = lo + rows * cm;
+            const dim_t len = hi[rows * cm + mb], cuts = hi[rows * cm + cm + mb];
+            idx += o;
+            lo += o;
+            hi += o;
+            if (len > 0) fractal_product_narrow(c0, p.oc, len, al, idx, bn, c[0], kN0, false);
+            if (cuts > 0) {
+                const dim_t f = rows - cuts;
+                fractal_product_narrow_cut(c0, p.oc, cuts, al + f, lo + f, hi + f, idx + f, bn,
+                                           c[0], kN0, len > 0);
+            }
+            if (len == 0 && cuts == 0) std::fill(c[0], c[0] + kN0 * kN0, 0.0f);
+            if (nt > 1) std::fill(c[1], c[1] + kN0 * kN0, 0.0f);
+            return;
+        }
         bool acc = r0 > 0;
         const float* const* at = at_of(a);
         if (nc > 0 && at) {
@@ -248,12 +317,14 @@ void conv_fractal_b(const Problem& p, dim_t c0, const ColSource& src, FractalB b
             const float* al[kList];
             dim_t idx[kList];
             for (dim_t r = r0; r < r1;) {
+                // Every row written, the count moved on by the row's mark: no branch on a
+                // pattern of marks (at a stride, three of four rows of a tile read zeros only).
                 dim_t len = 0;
-                for (; r < r1 && len < kList; ++r)
-                    if (nz[r * cm + mb]) {
-                        al[len] = at[r * cm + mb];
-                        idx[len++] = r;
-                    }
+                for (; r < r1 && len < kList; ++r) {
+                    al[len] = at[r * cm + mb];
+                    idx[len] = r;
+                    len += nz[r * cm + mb] != 0;
+                }
                 if (len == 0) continue;
                 const float* bb = bt + nb0 * frac;
                 if (nc == 2)
@@ -644,10 +715,15 @@ dim_t conv_fractal_work(const Problem& q, dim_t c0) {
     dim_t tables = 0;
     for (int i = 0; i < q.ndims; ++i)
         tables = detail::sat_add(tables, detail::sat_mul({2, 3 * q.kernel[i] + 1, q.out(i)}));
+    // The narrow products' lists of rows in each column block.
+    const dim_t lists = q.oc <= kNarrowMax ? narrow_list_floats(rows, chunk) + 2 : 0;
     const dim_t block = detail::sat_add(
         detail::sat_add(col, std::max(col / 2 + 1, fractal_at_floats(rows, chunk, false)) + 2 +
-                                 rows * chunk / 4 + 1),
+                                 rows * chunk / 4 + 1 + lists),
         detail::sat_mul({chunk, tn, kN0 * kN0}));
+    // The narrow products' B (outputs of at most kNarrowMax channels).
+    const dim_t narrow = q.oc <= kNarrowMax ? detail::sat_mul({rows, q.oc, c0}) : 0;
+    tables = detail::sat_add(tables, narrow);
     return detail::sat_add(detail::sat_add(detail::sat_mul({rows, wg.n1, frac}), tables),
                            detail::sat_mul(block, omp_get_max_threads()));
 }

@@ -133,6 +133,37 @@ void im2col_block(const ColPlan& plan, dim_t c0, dim_t n, dim_t mb0, dim_t cm, t
         for (dim_t mb = 0; mb < cm; ++mb) {
             T* f = dst + (r * cm + mb) * frac;
             const dim_t p0 = m_begin + mb * kN0, p1 = std::min(p0 + kN0, m_end);
+            // Whole fractals inside one output line decided a run at a time from the tables:
+            // those that read nothing (a depth or row that reads none, or a gap along the line:
+            // along a zero-inserted axis in phase order, the phases that read inserted zeros) and,
+            // with in_place, those whose positions read consecutive source positions. Most of
+            // backward data's fractals at a stride are one or the other.
+            if (const dim_t whole = std::min((m_end - p0) / kN0, cm - mb); whole > 0) {
+                const bool line = td[od] >= 0 && th[oh] >= 0;
+                const dim_t zeros = line ? gw[ow] : g.out[2] - ow;
+                dim_t run = 0;
+                if (zeros >= kN0) {
+                    run = std::min(zeros / kN0, whole);
+                    std::memset(nz + r * cm + mb, 0, static_cast<std::size_t>(run));
+                    if constexpr (std::is_same_v<T, float>)
+                        if (in_place)
+                            for (dim_t i = 0; i < run; ++i)
+                                in_place[r * cm + mb + i] = f + i * frac;
+                } else if (line && in_place && valid == c0 && rw[ow] >= kN0) {
+                    run = std::min(rw[ow] / kN0, whole);
+                    std::memset(nz + r * cm + mb, 1, static_cast<std::size_t>(run));
+                    if constexpr (std::is_same_v<T, float>) {
+                        const float* s0 =
+                            plane + td[od] * depth_floats + th[oh] * row_floats + tw[ow] * c0;
+                        for (dim_t i = 0; i < run; ++i) in_place[r * cm + mb + i] = s0 + i * frac;
+                    }
+                }
+                if (run > 0) {
+                    advance(g, run * kN0, od, oh, ow);
+                    mb += run - 1;
+                    continue;
+                }
+            }
             // The fractal's lines: at most a few segments of one output line each. Pass 1 finds
             // whether any position reads the source and (with in_place) whether all 16 read 16
             // consecutive source positions, the fractal then being in the source as it is;
@@ -247,6 +278,104 @@ void im2col_fractal_block(const ColPlan& plan, dim_t c0, dim_t n, dim_t mb0, dim
 void im2col_fractal_block_bf16(const ColPlan& plan, dim_t c0, dim_t n, dim_t mb0, dim_t cm,
                                std::uint16_t* dst, unsigned char* nz) {
     im2col_block<PutBf16>(plan, c0, n, mb0, cm, dst, nz, nullptr);
+}
+
+dim_t im2col_fractal_list(const ColPlan& plan, dim_t c0, dim_t n, dim_t mb, float* buf,
+                          const float** al, dim_t* idx, unsigned char* nz, dim_t* lo, dim_t* hi,
+                          dim_t* cuts) {
+    if (cuts) *cuts = 0;
+    const detail::Geom3& g = plan.g;
+    const ActGeom& sg = plan.src.g;
+    const dim_t rows = g.k[0] * sg.c1 * g.k[1] * g.k[2], p0 = mb * kN0, frac = kN0 * c0;
+    dim_t d, h, w;
+    plan.digits(p0, d, h, w);
+    // Whole C0 blocks can be read in place where the padding lanes are zeros or there are none.
+    const bool whole_lanes = plan.src.zero_padding || sg.c % c0 == 0;
+    if (p0 + kN0 > g.out_size() || w + kN0 > g.out[2] || !whole_lanes) {
+        // Across a line's end, the last M block or a source with lanes to leave out: the block
+        // of one M block, its rows that read the source listed.
+        im2col_fractal_block(plan, c0, n, mb, 1, buf, nz, al);
+        dim_t len = 0;
+        for (dim_t r = 0; r < rows; ++r) {
+            al[len] = al[r];
+            idx[len] = r;
+            len += nz[r] != 0;
+        }
+        return len;
+    }
+    // One line: depth d and row h fixed for the 16 positions, w to w + 15 along it. A tap
+    // (kd, kh) whose depth or row reads nothing is passed over whole; along the line each kw
+    // reads nothing, 16 consecutive source positions (the fractal is in the source: every C0
+    // block's at once) or some (copied into buf, zeros elsewhere).
+    const dim_t* tab = plan.tab.data();
+    const dim_t row_floats = sg.w * c0, block_floats = sg.h * row_floats,
+                depth_floats = sg.c1 * block_floats;
+    const dim_t c1_rows = g.k[1] * g.k[2];  // FRACTAL_Z rows from one C0 block to the next
+    const float* image = plan.src.x5 + sg.offset(n, 0, 0, 0, 0, 0);
+    dim_t len = 0;
+    float* next = buf;
+    for (dim_t kd = 0; kd < g.k[0]; ++kd) {
+        const dim_t sd = tab[plan.at[0] + kd * g.out[0] + d];
+        if (sd < 0) continue;
+        for (dim_t kh = 0; kh < g.k[1]; ++kh) {
+            const dim_t sh = tab[plan.at[1] + kh * g.out[1] + h];
+            if (sh < 0) continue;
+            const float* line = image + sd * depth_floats + sh * row_floats;
+            for (dim_t kw = 0; kw < g.k[2]; ++kw) {
+                const dim_t at = plan.at[2] + kw * g.out[2] + w;
+                if (plan.gap[static_cast<std::size_t>(at)] >= kN0) continue;
+                const dim_t r0 = ((kd * sg.c1) * g.k[1] + kh) * g.k[2] + kw;
+                const dim_t* tw = tab + at;
+                if (plan.run[static_cast<std::size_t>(at)] >= kN0) {
+                    for (dim_t c1 = 0; c1 < sg.c1; ++c1) {
+                        al[len] = line + c1 * block_floats + tw[0] * c0;
+                        idx[len++] = r0 + c1 * c1_rows;
+                    }
+                    continue;
+                }
+                const dim_t* rw = plan.run.data() + at;
+                const dim_t* gw = plan.gap.data() + at;
+                // One run of consecutive source positions [cut_lo, cut_hi) and nothing read around
+                // it (a line's edge): cut rows, read in place, where the caller takes them.
+                const dim_t cut_lo = tw[0] < 0 ? gw[0] : 0,
+                            cut_hi = std::min(kN0, cut_lo + rw[cut_lo]);
+                if (lo && (cut_hi == kN0 || gw[cut_hi] >= kN0 - cut_hi)) {
+                    for (dim_t c1 = 0; c1 < sg.c1; ++c1) {
+                        const dim_t back = rows - 1 - (*cuts)++;
+                        al[back] = line + c1 * block_floats + tw[cut_lo] * c0;
+                        idx[back] = r0 + c1 * c1_rows;
+                        lo[back] = cut_lo;
+                        hi[back] = cut_hi;
+                    }
+                    continue;
+                }
+                for (dim_t c1 = 0; c1 < sg.c1; ++c1) {
+                    const float* in = line + c1 * block_floats;
+                    // Runs of consecutive source positions copied at once, the gaps zeroed.
+                    for (dim_t i = 0; i < kN0;) {
+                        if (tw[i] < 0) {
+                            const dim_t e = std::min(kN0, i + gw[i]);
+                            std::memset(next + i * c0, 0,
+                                        static_cast<std::size_t>((e - i) * c0) * sizeof(float));
+                            i = e;
+                        } else if (rw[i] == 1) {
+                            copy_lanes(next + i * c0, in + tw[i] * c0, c0);
+                            ++i;
+                        } else {
+                            const dim_t e = std::min(kN0, i + rw[i]);
+                            std::memcpy(next + i * c0, in + tw[i] * c0,
+                                        static_cast<std::size_t>((e - i) * c0) * sizeof(float));
+                            i = e;
+                        }
+                    }
+                    al[len] = next;
+                    idx[len++] = r0 + c1 * c1_rows;
+                    next += frac;
+                }
+            }
+        }
+    }
+    return len;
 }
 
 }  // namespace convlab::davinci

@@ -263,4 +263,55 @@ void reserve_thread_scratch(int slot, dim_t floats, int threads);
 // The ISA of the kernels fractal_product runs ("avx512", "avx2" or "portable").
 const char* fractal_isa();
 
+// [SECTION] Narrow products: at most 4 output channels (fractal_narrow.cpp)
+
+// The products of a forward whose output has at most this many channels (a group's), e.g.
+// backward data's forward into ResNet-50's conv1 input (3 channels), run as narrow products: a
+// 16-wide tile would compute at least 12 columns of padding.
+inline constexpr dim_t kNarrowMax = 4;
+// c (16 x kn, leading dim ldc) = (acc ? c : 0) + sum over listed rows r < rows of A_r * B_r,
+// 1 <= kn <= kNarrowMax: A_r = a[r] a row-major 16 x c0 fractal (anywhere, e.g. in place in the
+// source) and B_r = b + idx[r] * kn * c0 the narrow B of narrow_b, column j's c0 lanes contiguous
+// (B_r(k, j) = b_r[j * c0 + k]). Each c(i, j) is the dot product of A's row i and B's column j
+// accumulated lane by lane over the rows and summed across the lanes at the end of the call, so
+// its rounding differs from fractal_product's order (exact on small integers). Vector kernels for
+// c0 16 and 32 (AVX-512) and 8, 16 and 32 (AVX2), plain loops otherwise.
+void fractal_product_narrow(dim_t c0, dim_t kn, dim_t rows, const float* const* a, const dim_t* idx,
+                            const float* b, float* c, dim_t ldc, bool acc);
+// fractal_product_narrow over rows cut to a range of positions: row r's A holds positions
+// [lo[r], hi[r]) of the 16 (0 <= lo < hi <= 16), position i's c0 lanes at a[r] + (i - lo[r]) * c0,
+// zeros elsewhere, which are not read (a line's edge in the source, read in place: no copy with
+// zeros around it). A vector kernel where fractal_narrow_cuts(c0, kn), plain loops otherwise.
+void fractal_product_narrow_cut(dim_t c0, dim_t kn, dim_t rows, const float* const* a,
+                                const dim_t* lo, const dim_t* hi, const dim_t* idx, const float* b,
+                                float* c, dim_t ldc, bool acc);
+bool fractal_narrow_cuts(dim_t c0, dim_t kn);
+// Whether a vector kernel computes fractal_product_narrow(c0, kn, ...) under the selected ISA.
+bool fractal_narrow_vector(dim_t c0, dim_t kn);
+// Whether conv_fractal_b's fp32 products for an output of kn channels are narrow ones: kn <=
+// kNarrowMax and a vector kernel for c0, or plain loops either way (the portable ISA); else the
+// 16-wide vector kernels compute them (e.g. C0 4 under AVX-512).
+bool fractal_narrow_runs(dim_t c0, dim_t kn);
+// The narrow B from column block 0 of pack_weight_transposed's layout (C0 x 16 fractals, row r's
+// at bt + r * b_step): dst[(r * kn + j) * c0 + k] = bt[r * b_step + k * 16 + j], rows * kn * c0
+// floats.
+void narrow_b(dim_t rows, dim_t c0, dim_t kn, const float* bt, dim_t b_step, float* dst);
+// The fractals of M block mb of image n's column matrix (plan's order, groups 1) that read an
+// element of the source, listed for the products: al[i] the fractal of FRACTAL_Z row idx[i],
+// in place in the source where its 16 positions read 16 consecutive source positions of whole C0
+// blocks, else built in buf as im2col_fractal_block builds it. Returns how many; rows that read
+// nothing are left out. buf: rows * 16 * c0 floats; al, idx and nz (scratch): rows each. Within
+// one output line the taps are decided from plan's tables a (kd, kh) and a kw at a time, for all
+// C0 blocks at once (no pass over every fractal); elsewhere it is im2col_fractal_block's.
+// With lo (hi, cuts: rows each, and one), a fractal of one line whose positions [l, e) read
+// consecutive source positions and the others nothing is listed cut instead of built: from the
+// back, at rows - 1 - j for j < *cuts, al its position l in the source, lo l and hi e (the
+// rows of fractal_product_narrow_cut).
+dim_t im2col_fractal_list(const ColPlan& plan, dim_t c0, dim_t n, dim_t mb, float* buf,
+                          const float** al, dim_t* idx, unsigned char* nz, dim_t* lo = nullptr,
+                          dim_t* hi = nullptr, dim_t* cuts = nullptr);
+// The calling thread's scratch slot of the narrow B during conv_fractal_b (a GEMM slot, free
+// while the DaVinci algorithms run).
+inline constexpr int kFracNarrowSlot = 1;
+
 }  // namespace convlab::davinci
