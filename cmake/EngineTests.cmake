@@ -12,6 +12,7 @@ set(CONVLAB_ENGINE_TEST_SOURCES
     ${PROJECT_SOURCE_DIR}/tests/maps/test_map_dumps.cpp
     ${PROJECT_SOURCE_DIR}/tests/test_fractal_kernel.cpp ${PROJECT_SOURCE_DIR}/tests/test_fractal_fast.cpp
     ${PROJECT_SOURCE_DIR}/tests/test_fractal_c04.cpp ${PROJECT_SOURCE_DIR}/tests/test_pack_simd.cpp
+    ${PROJECT_SOURCE_DIR}/tests/test_fractal_tap_lanes.cpp
     ${PROJECT_SOURCE_DIR}/tests/test_layers.cpp ${PROJECT_SOURCE_DIR}/tests/test_layout.cpp
     ${PROJECT_SOURCE_DIR}/tests/test_npy.cpp ${PROJECT_SOURCE_DIR}/tests/test_packing.cpp
     ${PROJECT_SOURCE_DIR}/tests/test_problem.cpp ${PROJECT_SOURCE_DIR}/tests/test_tuning.cpp

@@ -509,7 +509,144 @@ dim_t forward_c0(const Problem& p, dim_t c0) {
     return c0 == kC0 && p.icg() <= kC0Small ? kC0Small : c0;
 }
 
+bool tap_lanes(const Problem& p, dim_t c0, TapLanes* out) {
+    const int wa = p.ndims - 1;  // the w axis
+    const dim_t kw = p.kernel[wa];
+    if (c0 != kC0 || p.icg() > kC0Small || kw < kTapLanesMinWidth) return false;
+    for (dim_t t = kN0 / kC0Small; t >= 2; --t) {
+        const dim_t groups = (kw + t - 1) / t;  // >= 2: kw > t
+        if ((kw - t) % (groups - 1) != 0) continue;
+        TapLanes tl;
+        tl.t_lanes = t;
+        tl.step = (kw - t) / (groups - 1);
+        Problem v = one_group(p);
+        v.ic = kC0Small * t;
+        v.kernel[wa] = groups;
+        v.dilation[wa] = tl.step * p.dilation[wa];
+        v.pad_begin[wa] = v.pad_end[wa] = 0;
+        v.in[wa] = (p.out(wa) - 1) * p.stride[wa] + (groups - 1) * v.dilation[wa] + 1;
+        if (v.out(wa) != p.out(wa))
+            throw Error("tap_lanes: the virtual problem gives " + std::to_string(v.out(wa)) +
+                        " outputs along w, not " + std::to_string(p.out(wa)));
+        tl.v = v;
+        if (out) *out = tl;
+        return true;
+    }
+    return false;
+}
+
+void tap_lanes_weights(const Problem& p1, const TapLanes& tl, const float* w, float* dst) {
+    const Problem& v = tl.v;
+    const int wa = p1.ndims - 1;
+    const dim_t kw = p1.kernel[wa], kv = v.kernel[wa], outer = p1.kernel_spatial() / kw;
+    const dim_t t_lanes = tl.t_lanes, step = tl.step;
+    std::fill(dst, dst + v.oc * v.ic * outer * kv, 0.0f);
+    for (dim_t k = 0; k < p1.oc; ++k)
+        for (dim_t c = 0; c < p1.ic; ++c)
+            for (dim_t r = 0; r < outer; ++r)
+                for (dim_t j = 0; j < kv; ++j)
+                    // Lane t of group j is tap j*step + t; with t < t_lanes - step group j - 1
+                    // has it too, and weighs it.
+                    for (dim_t t = j > 0 ? t_lanes - step : 0; t < t_lanes; ++t)
+                        dst[((k * v.ic + t * kC0Small + c) * outer + r) * kv + j] =
+                            w[((k * p1.ic + c) * outer + r) * kw + j * step + t];
+}
+
+void tap_lanes_input(const Problem& p1, const TapLanes& tl, const float* src, dim_t src_channels,
+                     dim_t c_begin, DType storage, float* dst) {
+    const Problem& v = tl.v;
+    const int wa = p1.ndims - 1;
+    const ActGeom xg = ActGeom::of(v.src_dims(), kC0);  // one block of 16 lanes
+    const dim_t iw = p1.in[wa], wv = v.in[wa], pl = p1.pad_begin[wa], dw = p1.dilation[wa];
+    const dim_t rows = xg.d * xg.h, lines = p1.mb * rows;  // lines (n, d, h)
+    // A line of X in 4 lanes a position with its padding (zeros), long enough for every lane of
+    // X'': X''(u, t*4 + c) = padded(u + t*dw, c), so that each position of X'' is t_lanes copies
+    // of 4 consecutive floats.
+    // Each thread's line in its column slot (free until the products), sized before the region.
+    const dim_t span = wv + (tl.t_lanes - 1) * dw;
+    const int threads = omp_get_max_threads();
+    reserve_thread_scratch(kFracColSlot, span * kC0Small, threads);
+#pragma omp parallel num_threads(threads) if (lines * wv * kC0 > 65536)
+    {
+        float* line = kept(kFracColSlot, span * kC0Small).get();
+#pragma omp for schedule(static)
+        for (dim_t l = 0; l < lines; ++l) {
+            const dim_t n = l / rows, dh = l % rows;
+            std::fill(line, line + span * kC0Small, 0.0f);
+            for (dim_t c = 0; c < p1.ic; ++c) {
+                const float* row = src + ((n * src_channels + c_begin + c) * rows + dh) * iw;
+                // padded(u) = X(u - pl), inside for u in [pl, pl + iw).
+                const dim_t u0 = std::clamp<dim_t>(pl, 0, span),
+                            u1 = std::clamp<dim_t>(pl + iw, 0, span);
+                for (dim_t u = u0; u < u1; ++u) line[u * kC0Small + c] = row[u - pl];
+            }
+            float* out = dst + l * wv * kC0;
+            for (dim_t u = 0; u < wv; ++u)
+                for (dim_t t = 0; t < kN0 / kC0Small; ++t) {
+                    float* o = out + u * kC0 + t * kC0Small;
+                    if (t < tl.t_lanes)
+                        std::memcpy(o, line + (u + t * dw) * kC0Small, kC0Small * sizeof(float));
+                    else
+                        std::fill(o, o + kC0Small, 0.0f);
+                }
+        }
+    }
+    detail::round_storage(storage, dst, xg.size());
+}
+
+namespace {
+
+// forward_fractal with taps in the lanes (tap_lanes): X'' and W' of each group, then the
+// virtual problem's products writing dst.
+void forward_tap_lanes(const Problem& p, const ConvArgs& a, Profiler* prof, const Options& o,
+                       const TapLanes& tl) {
+    const Problem q = one_group(p);
+    const Problem& v = tl.v;
+    const std::vector<dim_t> wd = v.wei_dims();
+    const ActGeom xg = ActGeom::of(v.src_dims(), kC0);
+    const WeiGeom wg = WeiGeom::of(wd, kC0);
+    const bool pairs = o.storage == DType::bf16 && fractal_bf16_native(kC0);
+    const PreparedB prepared = prepared_b(a, p, Pass::Forward, o, pairs);
+    const Kept x5 = kept(kFracSlot[0], xg.size());
+    const Kept bt = prepared ? Kept{nullptr} : kept(kFracBtSlot, wg.size());
+    const Kept wv = prepared ? Kept{nullptr} : kept(kFracSlot[1], v.oc * v.ic * v.kernel_spatial());
+    const dim_t wslice = q.oc * q.ic * q.kernel_spatial();
+    for (dim_t g = 0; g < p.groups; ++g) {
+        {
+            Span s(prof, "pack_src");
+            tap_lanes_input(q, tl, a.src, p.ic, g * q.ic, o.storage, x5.get());
+        }
+        FractalB b;
+        if (prepared) {
+            b = prepared.group(g, wg.size());
+        } else {
+            Span s(prof, "pack_wei");
+            tap_lanes_weights(q, tl, a.wei + g * wslice, wv.get());
+            if (pairs) {
+                auto* b16 = reinterpret_cast<std::uint16_t*>(bt.get());
+                pack_weight_pairs(wd, kC0, wv.get(), b16);
+                b.bf16 = b16;
+            } else {
+                pack_weight_transposed(wd, kC0, wv.get(), bt.get());
+                detail::round_storage(o.storage, bt.get(), wg.size());
+                b.f32 = bt.get();
+            }
+        }
+        ColSource src = plain_source(v, kC0, x5.get());
+        src.zero_padding = true;  // packed above
+        const PlainOut out{a.dst, p.oc, g * q.oc, o.storage};
+        conv_fractal_b(v, kC0, src, b, a.bias ? a.bias + g * q.oc : nullptr, nullptr, prof, &out);
+    }
+}
+
+}  // namespace
+
 void forward_fractal(const Problem& p, const ConvArgs& a, Profiler* prof, const Options& o) {
+    TapLanes tl;
+    if (tap_lanes(p, o.c0, &tl)) {
+        forward_tap_lanes(p, a, prof, o, tl);
+        return;
+    }
     const dim_t c0 = forward_c0(p, o.c0);
     const Problem q = one_group(p);
     const std::vector<dim_t> xd = q.src_dims(), wd = q.wei_dims(), yd = q.dst_dims();
@@ -741,7 +878,14 @@ dim_t fractal_work(const Problem& p, Pass pass, dim_t c0) {
     using davinci::wei_size;
     const Problem p1 = davinci::one_group(p);
     dim_t floats = 0;
-    if (pass == Pass::Forward) {
+    davinci::TapLanes tl;
+    if (pass == Pass::Forward && davinci::tap_lanes(p, c0, &tl)) {
+        // X'', W' and B of the virtual problem, and its products' buffers.
+        const Problem& v = tl.v;
+        floats = sat_add(
+            sat_add(act_size(v.src_dims(), c0), sat_mul(dim_t{2}, wei_size(v.wei_dims(), c0))),
+            conv_fractal_work(v, c0));
+    } else if (pass == Pass::Forward) {
         const dim_t fc = davinci::forward_c0(p, c0);
         floats = sat_add(sat_add(act_size(p1.src_dims(), fc), wei_size(p1.wei_dims(), fc)),
                          sat_add(act_size(p1.dst_dims(), fc), conv_fractal_work(p1, fc)));

@@ -62,6 +62,33 @@ void conv_fractal_bt(const Problem& p, dim_t c0, const float* x5d, const float* 
 inline constexpr dim_t kC0Small = 4;
 dim_t forward_c0(const Problem& p, dim_t c0);
 
+// Where the kernel is wide (at least kTapLanesMinWidth taps along w), such a forward puts taps in
+// the lanes as the Cube unit's C04 does: t_lanes consecutive taps along w of 4 lanes each fill
+// one 16-lane fractal, so the products run 16 deep over kw' = ceil(kw / t_lanes) tap groups a
+// kernel row instead of 4 deep over kw taps (conv1: 2 rows of 16 instead of 7 rows of 4 a
+// kernel row, where the 4-deep rows spent more on their addresses than on their multiply-adds).
+// The forward of p is then that of a virtual problem v over X'' (lane t*4 + c of position u
+// holding X(c, u - pad + t*dw)): ic 4 * t_lanes, kernel kw' along w with its taps step * dw
+// apart (groups of t_lanes taps starting step apart: the last one ends on the kernel's last tap,
+// so no lane reads past the kernel; a tap in two groups is weighted in the first only), no
+// padding along w (X'' holds it).
+inline constexpr dim_t kTapLanesMinWidth = 5;
+struct TapLanes {
+    Problem v;  // one group's virtual problem
+    dim_t t_lanes = 0, step = 0;
+};
+// Whether p's forward, asked for C0 c0, runs with taps in the lanes (C0 16, at most 4 channels a
+// group, kernel width at least kTapLanesMinWidth and a t_lanes of 4, 3 or 2 that tiles it), and
+// its plan in *out.
+bool tap_lanes(const Problem& p, dim_t c0, TapLanes* out);
+// W'(k, t*4 + c, kd, kh, j) = W(k, c, kd, kh, j*step + t) of one group's weights w (K/G, C/G,
+// kernel...), 0 where c >= C/G or that tap belongs to group j - 1: dst v.wei_dims() floats.
+void tap_lanes_weights(const Problem& p1, const TapLanes& tl, const float* w, float* dst);
+// X'' of channels [c_begin, c_begin + C/G) of src (N, src_channels, spatial...) as NC1HWC0 of
+// v.src_dims() (C0 16), each value rounded to storage.
+void tap_lanes_input(const Problem& p1, const TapLanes& tl, const float* src, dim_t src_channels,
+                     dim_t c_begin, DType storage, float* dst);
+
 // [SECTION] bf16 operands (vdpbf16ps)
 
 // Whether fractal_product_bf16 runs for a reduction of kr per fractal row: the CPU has

@@ -101,13 +101,16 @@ Problem one_group_of(const Problem& p) {
 
 // The C0 of the prepared B: the one the pass computes with when asked for C0 16.
 dim_t prepared_c0(const Problem& p, Pass pass) {
-    return pass == Pass::Forward ? forward_c0(p, kC0) : kC0;
+    return pass == Pass::Forward && !tap_lanes(p, kC0, nullptr) ? forward_c0(p, kC0) : kC0;
 }
 
-// Floats of one group's prepared B.
+// Floats of one group's prepared B (a forward with taps in the lanes: its virtual problem's).
 dim_t group_size(const Problem& p, Pass pass) {
     const Problem p1 = one_group_of(p);
     const dim_t c0 = prepared_c0(p, pass);
+    TapLanes tl;
+    if (pass == Pass::Forward && tap_lanes(p, kC0, &tl))
+        return WeiGeom::of(tl.v.wei_dims(), c0).size();
     return pass == Pass::Forward ? WeiGeom::of(p1.wei_dims(), c0).size()
                                  : fliprot_geom(p1, c0).size();
 }
@@ -148,14 +151,24 @@ void fill_fractal(const Problem& p, Pass pass, const float* wei, Profiler* prof,
     // panels, which tell whether implicit_gemm reads the weights in place (empty()).
     Span s(prof, pass == Pass::Forward ? "pack_wei_fractal" : "fliprot_fractal");
     auto* b16 = reinterpret_cast<std::uint16_t*>(data);
+    // A forward with taps in the lanes packs its virtual problem's weights W'.
+    TapLanes tl;
+    const bool lanes = pass == Pass::Forward && tap_lanes(p, kC0, &tl);
+    std::vector<float> wv(
+        lanes ? static_cast<std::size_t>(tl.v.oc * tl.v.ic * tl.v.kernel_spatial()) : 0);
+    const std::vector<dim_t> wd = lanes ? tl.v.wei_dims() : p1.wei_dims();
     for (dim_t g = 0; g < p.groups; ++g) {
         const float* src = wei + g * wslice;
+        if (lanes) {
+            tap_lanes_weights(p1, tl, src, wv.data());
+            src = wv.data();
+        }
         if (pairs && pass == Pass::Forward)
-            pack_weight_pairs(p1.wei_dims(), c0, src, b16 + g * per_group);
+            pack_weight_pairs(wd, c0, src, b16 + g * per_group);
         else if (pairs)
             pack_weight_fliprot_pairs(p1, c0, src, b16 + g * per_group);
         else if (pass == Pass::Forward)
-            pack_weight_transposed(p1.wei_dims(), c0, src, data + g * per_group);
+            pack_weight_transposed(wd, c0, src, data + g * per_group);
         else
             pack_weight_fliprot_transposed(p1, c0, src, data + g * per_group);
     }
