@@ -10,6 +10,7 @@
 #include <new>
 #include <string>
 
+#include "transpose16.hpp"
 #include "x86.hpp"
 
 #if CONVLAB_X86
@@ -246,40 +247,13 @@ void product2(dim_t kr, dim_t rows, Rows src, dim_t b_next, float* c, dim_t c_ne
 }
 
 #if CONVLAB_X86
-// The 16 x 16 tile transposed in registers (unpacks within 128-bit lanes, then lane shuffles),
-// column j plus bias[j] stored to out + j * stride.
+// The 16 x 16 tile transposed in registers, column j plus bias[j] stored to out + j * stride.
 __attribute__((target("avx512f"))) void write_columns_avx512(const float* acc, dim_t cols,
                                                              const float* bias, float* out,
                                                              dim_t stride) {
-    __m512 r[16], t[16];
+    __m512 r[16];
     for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_ps(acc + i * 16);
-    for (int i = 0; i < 8; ++i) {
-        t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
-    }
-    for (int i = 0; i < 4; ++i) {
-        r[4 * i] = _mm512_castpd_ps(
-            _mm512_unpacklo_pd(_mm512_castps_pd(t[4 * i]), _mm512_castps_pd(t[4 * i + 2])));
-        r[4 * i + 1] = _mm512_castpd_ps(
-            _mm512_unpackhi_pd(_mm512_castps_pd(t[4 * i]), _mm512_castps_pd(t[4 * i + 2])));
-        r[4 * i + 2] = _mm512_castpd_ps(
-            _mm512_unpacklo_pd(_mm512_castps_pd(t[4 * i + 1]), _mm512_castps_pd(t[4 * i + 3])));
-        r[4 * i + 3] = _mm512_castpd_ps(
-            _mm512_unpackhi_pd(_mm512_castps_pd(t[4 * i + 1]), _mm512_castps_pd(t[4 * i + 3])));
-    }
-    // r[4q + c] holds, in 128-bit lane l, column 4l + c of rows 4q..4q+3.
-    for (int c = 0; c < 4; ++c) {
-        t[c] = _mm512_shuffle_f32x4(r[c], r[4 + c], 0x88);      // lanes 0, 2 of rows 0-7
-        t[4 + c] = _mm512_shuffle_f32x4(r[c], r[4 + c], 0xdd);  // lanes 1, 3 of rows 0-7
-        t[8 + c] = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0x88);
-        t[12 + c] = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0xdd);
-    }
-    for (int c = 0; c < 4; ++c) {
-        r[c] = _mm512_shuffle_f32x4(t[c], t[8 + c], 0x88);            // column c
-        r[8 + c] = _mm512_shuffle_f32x4(t[c], t[8 + c], 0xdd);        // column 8 + c
-        r[4 + c] = _mm512_shuffle_f32x4(t[4 + c], t[12 + c], 0x88);   // column 4 + c
-        r[12 + c] = _mm512_shuffle_f32x4(t[4 + c], t[12 + c], 0xdd);  // column 12 + c
-    }
+    detail::transpose16(r);  // r[j]: column j
     for (dim_t j = 0; j < cols; ++j) {
         const __m512 v = bias ? _mm512_add_ps(r[j], _mm512_set1_ps(bias[j])) : r[j];
         _mm512_storeu_ps(out + j * stride, v);
