@@ -42,9 +42,13 @@ void narrow_portable(dim_t c0, dim_t kn, dim_t rows, const float* const* a, cons
 // An A row loaded once into a register for its K multiply-adds: left to itself, GCC folds the
 // load into each of them, K loads of the row with an indexed address each, which ran the band
 // at half the rate.
-template <class V>
-inline void keep_in_register(V& v) {
+// One per vector width, compiled for its ISA: Clang allocates the asm's vector register only in
+// a function whose target has that width.
+__attribute__((target("avx512f"), always_inline)) inline void keep_in_register(__m512& v) {
     __asm__("" : "+v"(v));
+}
+__attribute__((target("avx2"), always_inline)) inline void keep_in_register(__m256& v) {
+    __asm__("" : "+x"(v));
 }
 
 // Four accumulators' lanes summed: lane q < 4 of the result is the sum of t[q]'s 16 lanes.
