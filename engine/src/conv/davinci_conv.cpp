@@ -223,7 +223,8 @@ void conv_fractal_b(const Problem& p, dim_t c0, const ColSource& src, FractalB b
             dim_t* idx = lists_of(a);
             dim_t *lo = idx + rows * cm, *hi = lo + rows * cm, *lens = hi + rows * cm;
             dim_t* cuts = lens + cm;
-#pragma omp parallel for schedule(static) if (cm > 1 && !omp_in_parallel())
+#pragma omp parallel for schedule(static) if (cm > 1 && rows * cm * frac > 65536 && \
+                                              !omp_in_parallel())
             for (dim_t mb = 0; mb < cm; ++mb) {
                 const dim_t o = mb * rows;
                 lens[mb] = im2col_fractal_list(plan, c0, n, mb0 + mb, a + o * frac, at + o, idx + o,
@@ -564,9 +565,12 @@ void tap_lanes_input(const Problem& p1, const TapLanes& tl, const float* src, di
     // of 4 consecutive floats.
     // Each thread's line in its column slot (free until the products), sized before the region.
     const dim_t span = wv + (tl.t_lanes - 1) * dw;
-    const int threads = omp_get_max_threads();
-    reserve_thread_scratch(kFracColSlot, span * kC0Small, threads);
-#pragma omp parallel num_threads(threads) if (lines * wv * kC0 > 65536)
+    // A parallel region only for work that pays for it: on small problems opening one (here or
+    // to size the threads' lines) cost a scheduler time slice whenever the other core was busy.
+    const bool par = lines * wv * kC0 > 65536;
+    const int threads = par ? omp_get_max_threads() : 1;
+    if (par) reserve_thread_scratch(kFracColSlot, span * kC0Small, threads);
+#pragma omp parallel num_threads(threads) if (par)
     {
         float* line = kept(kFracColSlot, span * kC0Small).get();
 #pragma omp for schedule(static)
