@@ -5,6 +5,8 @@
 
 #include "omp_compat.hpp"
 
+#include "bf16_simd.hpp"
+
 #include <algorithm>
 #include <string>
 
@@ -29,16 +31,6 @@ void round_portable(const float* src, float* dst, dim_t n) {
 
 #if CONVLAB_X86
 
-// bf16_of_bits on 8 lanes, the bf16 bits in the upper half of each lane (the lower half is left
-// over from the rounding add: the callers shift or mask it away).
-__attribute__((target("avx2"), always_inline)) inline __m256i rounded_avx2(__m256i x) {
-    const __m256i abs = _mm256_and_si256(x, _mm256_set1_epi32(0x7fffffff));
-    const __m256i nan = _mm256_cmpgt_epi32(abs, _mm256_set1_epi32(0x7f800000));
-    const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(x, 16), _mm256_set1_epi32(1));
-    const __m256i r = _mm256_add_epi32(x, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7fff)));
-    return _mm256_blendv_epi8(r, _mm256_or_si256(x, _mm256_set1_epi32(0x400000)), nan);
-}
-
 __attribute__((target("avx2"))) dim_t to_bf16_avx2(const float* src, std::uint16_t* dst, dim_t n) {
     dim_t i = 0;
     for (; i + 16 <= n; i += 16) {
@@ -62,15 +54,6 @@ __attribute__((target("avx2"))) dim_t round_avx2(const float* src, float* dst, d
                             _mm256_and_si256(rounded_avx2(x), upper));
     }
     return i;
-}
-
-// bf16_of_bits on 16 lanes, as rounded_avx2.
-__attribute__((target("avx512f"), always_inline)) inline __m512i rounded_avx512(__m512i x) {
-    const __m512i abs = _mm512_and_si512(x, _mm512_set1_epi32(0x7fffffff));
-    const __mmask16 nan = _mm512_cmpgt_epu32_mask(abs, _mm512_set1_epi32(0x7f800000));
-    const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(x, 16), _mm512_set1_epi32(1));
-    const __m512i r = _mm512_add_epi32(x, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff)));
-    return _mm512_mask_or_epi32(r, nan, x, _mm512_set1_epi32(0x400000));
 }
 
 // The 16 bf16 of rounded_avx512(x).

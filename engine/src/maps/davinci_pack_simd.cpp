@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "../core/bf16_simd.hpp"
 #include "../gemm/transpose16.hpp"
 #include "../gemm/x86.hpp"
 
@@ -32,14 +33,8 @@ namespace {
 // integer add; a NaN made quiet instead), so that the bits are those of detail::round_storage on
 // every path of the conversions.
 __attribute__((target("avx2,f16c"), always_inline)) inline __m256 bf16_avx2(__m256 v) {
-    const __m256i x = _mm256_castps_si256(v);
-    const __m256i abs = _mm256_and_si256(x, _mm256_set1_epi32(0x7fffffff));
-    const __m256i nan = _mm256_cmpgt_epi32(abs, _mm256_set1_epi32(0x7f800000));
-    const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(x, 16), _mm256_set1_epi32(1));
-    const __m256i r = _mm256_add_epi32(x, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7fff)));
-    const __m256i q = _mm256_blendv_epi8(r, _mm256_or_si256(x, _mm256_set1_epi32(0x400000)), nan);
-    return _mm256_castsi256_ps(
-        _mm256_and_si256(q, _mm256_set1_epi32(static_cast<int>(0xffff0000u))));
+    return _mm256_castsi256_ps(_mm256_and_si256(detail::rounded_avx2(_mm256_castps_si256(v)),
+                                                _mm256_set1_epi32(static_cast<int>(0xffff0000u))));
 }
 
 // float_to_half's rule on 8 lanes, widened back (half_to_float after it): vcvtps2ph rounds to
@@ -249,14 +244,8 @@ __attribute__((target("avx2,f16c"))) void unpack_avx2(const float* in, dim_t val
 
 // bf16_avx2 on 16 lanes.
 __attribute__((target("avx512f"), always_inline)) inline __m512 bf16_avx512(__m512 v) {
-    const __m512i x = _mm512_castps_si512(v);
-    const __m512i abs = _mm512_and_si512(x, _mm512_set1_epi32(0x7fffffff));
-    const __mmask16 nan = _mm512_cmpgt_epu32_mask(abs, _mm512_set1_epi32(0x7f800000));
-    const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(x, 16), _mm512_set1_epi32(1));
-    __m512i r = _mm512_add_epi32(x, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff)));
-    r = _mm512_mask_or_epi32(r, nan, x, _mm512_set1_epi32(0x400000));
-    return _mm512_castsi512_ps(
-        _mm512_and_si512(r, _mm512_set1_epi32(static_cast<int>(0xffff0000u))));
+    return _mm512_castsi512_ps(_mm512_and_si512(detail::rounded_avx512(_mm512_castps_si512(v)),
+                                                _mm512_set1_epi32(static_cast<int>(0xffff0000u))));
 }
 
 // f16_avx2 on 16 lanes.
