@@ -598,63 +598,16 @@ void tap_lanes_input(const Problem& p1, const TapLanes& tl, const float* src, di
     detail::round_storage(storage, dst, xg.size());
 }
 
-namespace {
-
-// forward_fractal with taps in the lanes (tap_lanes): X'' and W' of each group, then the
-// virtual problem's products writing dst.
-void forward_tap_lanes(const Problem& p, const ConvArgs& a, Profiler* prof, const Options& o,
-                       const TapLanes& tl) {
-    const Problem q = one_group(p);
-    const Problem& v = tl.v;
-    const std::vector<dim_t> wd = v.wei_dims();
-    const ActGeom xg = ActGeom::of(v.src_dims(), kC0);
-    const WeiGeom wg = WeiGeom::of(wd, kC0);
-    const bool pairs = o.storage == DType::bf16 && fractal_bf16_native(kC0);
-    const PreparedB prepared = prepared_b(a, p, Pass::Forward, o, pairs);
-    const Kept x5 = kept(kFracSlot[0], xg.size());
-    const Kept bt = prepared ? Kept{nullptr} : kept(kFracBtSlot, wg.size());
-    const Kept wv = prepared ? Kept{nullptr} : kept(kFracSlot[1], v.oc * v.ic * v.kernel_spatial());
-    const dim_t wslice = q.oc * q.ic * q.kernel_spatial();
-    for (dim_t g = 0; g < p.groups; ++g) {
-        {
-            Span s(prof, "pack_src");
-            tap_lanes_input(q, tl, a.src, p.ic, g * q.ic, o.storage, x5.get());
-        }
-        FractalB b;
-        if (prepared) {
-            b = prepared.group(g, wg.size());
-        } else {
-            Span s(prof, "pack_wei");
-            tap_lanes_weights(q, tl, a.wei + g * wslice, wv.get());
-            if (pairs) {
-                auto* b16 = reinterpret_cast<std::uint16_t*>(bt.get());
-                pack_weight_pairs(wd, kC0, wv.get(), b16);
-                b.bf16 = b16;
-            } else {
-                pack_weight_transposed(wd, kC0, wv.get(), bt.get());
-                detail::round_storage(o.storage, bt.get(), wg.size());
-                b.f32 = bt.get();
-            }
-        }
-        ColSource src = plain_source(v, kC0, x5.get());
-        src.zero_padding = true;  // packed above
-        const PlainOut out{a.dst, p.oc, g * q.oc, o.storage};
-        conv_fractal_b(v, kC0, src, b, a.bias ? a.bias + g * q.oc : nullptr, nullptr, prof, &out);
-    }
-}
-
-}  // namespace
-
 void forward_fractal(const Problem& p, const ConvArgs& a, Profiler* prof, const Options& o) {
-    TapLanes tl;
-    if (tap_lanes(p, o.c0, &tl)) {
-        forward_tap_lanes(p, a, prof, o, tl);
-        return;
-    }
-    const dim_t c0 = forward_c0(p, o.c0);
     const Problem q = one_group(p);
-    const std::vector<dim_t> xd = q.src_dims(), wd = q.wei_dims(), yd = q.dst_dims();
-    const ActGeom xg = ActGeom::of(xd, c0);
+    // The products' problem: the group's, or with taps in the lanes the virtual one over X''
+    // with W' (tap_lanes), at C0 16.
+    TapLanes tl;
+    const bool lanes = tap_lanes(p, o.c0, &tl);
+    const Problem& v = lanes ? tl.v : q;
+    const dim_t c0 = lanes ? kC0 : forward_c0(p, o.c0);
+    const std::vector<dim_t> xd = q.src_dims(), wd = v.wei_dims();
+    const ActGeom xg = ActGeom::of(v.src_dims(), c0);
     const WeiGeom wg = WeiGeom::of(wd, c0);
     // B packed once (prepare_weights: asked for C0 16, this storage), else per call: bf16 pairs
     // where the CPU multiplies them, else fp32 (rounded to the storage type).
@@ -662,31 +615,43 @@ void forward_fractal(const Problem& p, const ConvArgs& a, Profiler* prof, const 
     const PreparedB prepared = prepared_b(a, p, Pass::Forward, o, pairs);
     const Kept x5 = kept(kFracSlot[0], xg.size());
     const Kept bt = prepared ? Kept{nullptr} : kept(kFracBtSlot, wg.size());
+    const Kept wv =
+        prepared || !lanes ? Kept{nullptr} : kept(kFracSlot[1], v.oc * v.ic * v.kernel_spatial());
     const dim_t wslice = q.oc * q.ic * q.kernel_spatial();
     for (dim_t g = 0; g < p.groups; ++g) {
         {
             Span s(prof, "pack_src");
-            internal::pack_activation_rounded(o.storage, xd, c0, a.src, x5.get(), p.ic, g * q.ic);
+            if (lanes)
+                tap_lanes_input(q, tl, a.src, p.ic, g * q.ic, o.storage, x5.get());
+            else
+                internal::pack_activation_rounded(o.storage, xd, c0, a.src, x5.get(), p.ic,
+                                                  g * q.ic);
         }
         FractalB b;
         if (prepared) {
             b = prepared.group(g, wg.size());
-        } else if (pairs) {
-            Span s(prof, "pack_wei");
-            auto* b16 = reinterpret_cast<std::uint16_t*>(bt.get());
-            pack_weight_pairs(wd, c0, a.wei + g * wslice, b16);
-            b.bf16 = b16;
         } else {
             Span s(prof, "pack_wei");
-            pack_weight_transposed(wd, c0, a.wei + g * wslice, bt.get());
-            detail::round_storage(o.storage, bt.get(), wg.size());
-            b.f32 = bt.get();
+            const float* w = a.wei + g * wslice;
+            if (lanes) {
+                tap_lanes_weights(q, tl, w, wv.get());
+                w = wv.get();
+            }
+            if (pairs) {
+                auto* b16 = reinterpret_cast<std::uint16_t*>(bt.get());
+                pack_weight_pairs(wd, c0, w, b16);
+                b.bf16 = b16;
+            } else {
+                pack_weight_transposed(wd, c0, w, bt.get());
+                detail::round_storage(o.storage, bt.get(), wg.size());
+                b.f32 = bt.get();
+            }
         }
-        ColSource src = plain_source(q, c0, x5.get());
+        ColSource src = plain_source(v, c0, x5.get());
         src.zero_padding = true;  // packed above
         // The products write dst itself (no NC1HWC0 result and unpack).
         const PlainOut out{a.dst, p.oc, g * q.oc, o.storage};
-        conv_fractal_b(q, c0, src, b, a.bias ? a.bias + g * q.oc : nullptr, nullptr, prof, &out);
+        conv_fractal_b(v, c0, src, b, a.bias ? a.bias + g * q.oc : nullptr, nullptr, prof, &out);
     }
 }
 
