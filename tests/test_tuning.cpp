@@ -202,3 +202,29 @@ TEST_CASE(
         CHECK(tuning_from_environment() == Tuning{});
     }
 }
+
+TEST_CASE("tuning_from_environment: the implicit GEMM's switches set one rule each") {
+    const EnvScope no_gemm("CONVLAB_GEMM", std::nullopt);
+    const EnvScope no_read_a("CONVLAB_READ_A", std::nullopt);
+    const EnvScope no_transposed("CONVLAB_TRANSPOSED", std::nullopt);
+    struct Switch {
+        const char* name;
+        Rule Tuning::*rule;
+    };
+    const Switch switches[] = {{"CONVLAB_SHIFTED", &Tuning::shifted},
+                               {"CONVLAB_SWAP_FORWARD", &Tuning::swap_forward},
+                               {"CONVLAB_STRIDED_ROWS", &Tuning::strided_rows},
+                               {"CONVLAB_B_IN_PLACE", &Tuning::b_in_place}};
+    for (const Switch& s : switches) {
+        CAPTURE(s.name);
+        for (const auto& [value, want] :
+             {std::pair{"on", Rule::Always}, std::pair{"off", Rule::Never},
+              std::pair{"auto", Rule::Auto}}) {
+            const EnvScope env(s.name, value);
+            Tuning t = tuning_from_environment();
+            CHECK(t.*s.rule == want);
+            t.*s.rule = Rule::Auto;
+            CHECK(t == Tuning{});  // nothing else changes
+        }
+    }
+}

@@ -15,6 +15,14 @@ Tuning tuning_from_environment() {
     if (is("CONVLAB_READ_A", "packed")) t.read_a = Rule::Never;
     if (is("CONVLAB_TRANSPOSED", "on")) t.transposed_products = Rule::Always;
     if (is("CONVLAB_TRANSPOSED", "off")) t.transposed_products = Rule::Never;
+    const auto rule = [&](const char* name, Rule& r) {
+        if (is(name, "on")) r = Rule::Always;
+        if (is(name, "off")) r = Rule::Never;
+    };
+    rule("CONVLAB_SHIFTED", t.shifted);
+    rule("CONVLAB_SWAP_FORWARD", t.swap_forward);
+    rule("CONVLAB_STRIDED_ROWS", t.strided_rows);
+    rule("CONVLAB_B_IN_PLACE", t.b_in_place);
     return t;
 }
 

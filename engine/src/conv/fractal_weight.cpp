@@ -478,14 +478,17 @@ void weight_gradient(const Problem& p, const float* src, const float* diff_dst, 
                 // [0, 16) and columns r*C0 + [0, C0), and the pair's second tile the next C0
                 // columns. Whole tiles are written (and accumulated) there; those past K/G or C/G
                 // are made in a per-thread buffer (one block) or FRACTAL_Z (several) and copied
-                // clipped after the last block.
+                // clipped after the last block. Units run nb-major, so that a thread's tiles in
+                // turn fill its 16 rows side by side; row-major, each tile wrote 16 lines a whole
+                // OIHW row apart (4 KiB for 1024 channels), all in the same few cache sets.
 #pragma omp parallel if (units > 1 && par)
                 {
                     float* tile =
                         single ? detail::scratch(kFracAccSlot, std::size_t(2 * lanes)) : nullptr;
 #pragma omp for schedule(static)
                     for (dim_t u = 0; u < units; ++u) {
-                        const dim_t r = u / n1 * rstep, nb = u % n1;
+                        const dim_t nrs = units / n1;
+                        const dim_t r = u % nrs * rstep, nb = u / nrs;
                         const dim_t nr = rstep == 2 && r + 1 < rows ? 2 : 1;
                         const dim_t r2 = nr == 2 ? r + 1 : -1;
                         if ((nb + 1) * kN0 <= kg && (r + nr) * c0 <= cg) {
@@ -510,7 +513,7 @@ void weight_gradient(const Problem& p, const float* src, const float* diff_dst, 
                 // Taps: unit (c1, nb, a run of tb taps), its tiles made (one block: in a
                 // per-thread buffer; several: accumulated in FRACTAL_Z) and then scattered to
                 // OIHW, where output channel o's input channel c holds the taps consecutively:
-                // each (o, c) gets its run of taps in one go.
+                // each (o, c) gets its run of taps in one go. Units run nb-major, as the 1x1's.
                 const dim_t nt = blocks_of(taps, tb), tunits = c1s * n1 * nt;
                 const dim_t hw = s.wg.h * s.wg.w;
 #pragma omp parallel if (tunits > 1 && par)
@@ -519,7 +522,7 @@ void weight_gradient(const Problem& p, const float* src, const float* diff_dst, 
                         single ? detail::scratch(kFracAccSlot, std::size_t(tb * lanes)) : nullptr;
 #pragma omp for schedule(static)
                     for (dim_t u = 0; u < tunits; ++u) {
-                        const dim_t c1 = u / (n1 * nt), nb = u / nt % n1, t0 = u % nt * tb;
+                        const dim_t nb = u / (c1s * nt), c1 = u / nt % c1s, t0 = u % nt * tb;
                         const dim_t tn = std::min(tb, taps - t0);
                         const auto row = [&](dim_t t) {
                             return (t / hw * c1s + c1) * hw + t % hw;  // WeiGeom::row's order
