@@ -78,21 +78,35 @@ TEST_CASE("fractal forward, taps in the lanes: the plan of the virtual problem")
         REQUIRE(dv::tap_lanes(p, 16, &tl));
         INFO(desc);
         for (int i = 0; i < p.ndims; ++i) CHECK(tl.v.out(i) == p.out(i));
-        CHECK(tl.v.ic == 4 * tl.t_lanes);
-        CHECK(tl.v.pad_begin[p.ndims - 1] == 0);
-        CHECK(tl.v.kernel[p.ndims - 1] * tl.t_lanes >= p.kernel[p.ndims - 1]);
+        const int wa = p.ndims - 1;
+        CHECK(tl.v.pad_begin[wa] == 0);
+        CHECK(tl.groups * tl.t_lanes >= p.kernel[wa]);
+        // Strided along w: the groups folded into channel blocks, 1 wide and unstrided, so
+        // every fractal of consecutive outputs is read in place.
+        CHECK(tl.folded == (p.stride[wa] > 1));
+        if (tl.folded) {
+            CHECK(tl.v.ic == 16 * tl.groups);
+            CHECK(tl.v.kernel[wa] == 1);
+            CHECK(tl.v.stride[wa] == 1);
+            CHECK(tl.v.in[wa] == p.out(wa));
+        } else {
+            CHECK(tl.v.ic == 4 * tl.t_lanes);
+            CHECK(tl.v.kernel[wa] == tl.groups);
+        }
     }
 }
 
 TEST_CASE("fractal forward, taps in the lanes: W' holds every tap of W once, at its lane") {
     for (const char* desc : {"mb1ic3ih20oc5oh14kh7", "mb1ic2ih20oc3oh16kh5", "mb1ic4ih20oc2oh12kh9",
-                             "mb1ic1id6ih6iw20oc2od4oh4ow15kd3kh3kw6"}) {
+                             "mb1ic1id6ih6iw20oc2od4oh4ow15kd3kh3kw6", "mb1ic3ih20oc5oh10kh7sh2ph3",
+                             "mb1ic2ih9iw31oc3oh9ow8kh1kw9sw3pw1"}) {
         const Problem p = convlab::parse_descriptor(desc);
         dv::TapLanes tl;
         REQUIRE(dv::tap_lanes(p, 16, &tl));
         INFO(desc);
         // W with distinct values 1, 2, ...: each must land once in W', at lane t*4 + c of group
-        // j with j*step + t its tap, and nothing else is non-zero.
+        // j with j*step + t its tap (group j: kernel column j, or folded channel block j), and
+        // nothing else is non-zero.
         std::vector<float> w(static_cast<std::size_t>(p.oc * p.ic * p.kernel_spatial()));
         for (std::size_t i = 0; i < w.size(); ++i) w[i] = float(i + 1);
         const Problem& v = tl.v;
@@ -108,7 +122,8 @@ TEST_CASE("fractal forward, taps in the lanes: W' holds every tap of W once, at 
                     for (dim_t j = 0; j < kv; ++j) {
                         const float x = wv[std::size_t(((k * v.ic + l) * outer + r) * kv + j)];
                         if (x == 0.0f) continue;
-                        const dim_t t = l / 4, c = l % 4, tap = j * tl.step + t;
+                        const dim_t grp = tl.folded ? l / 16 : j;
+                        const dim_t t = l % 16 / 4, c = l % 4, tap = grp * tl.step + t;
                         const auto at = std::size_t(((k * p.ic + c) * outer + r) * kw + tap);
                         if (c >= p.ic || tap >= kw || x != w[at]) {
                             ++bad;

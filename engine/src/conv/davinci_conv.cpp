@@ -270,12 +270,16 @@ void conv_fractal_b(const Problem& p, dim_t c0, const ColSource& src, FractalB b
     // block): the non-zero A fractals' products listed (fp32: A read wherever it is) or, bf16,
     // each run of consecutive non-zero A fractals in one call. Tiles of column blocks past N1
     // (padding lanes only) are zeros.
-    const auto product = [&](dim_t cm, float* a, float* accs, dim_t r0, dim_t u) {
+    // With own, the unit's tiles go to own and own + 256 instead.
+    const auto product = [&](dim_t cm, float* a, float* accs, dim_t r0, dim_t u,
+                             float* own = nullptr) {
         const auto [nb0, mb] = unit_of(u, cm);
         const dim_t nt = std::min<dim_t>(2, tn - nb0);        // tiles of the unit
         const dim_t nc = std::clamp<dim_t>(n1 - nb0, 0, nt);  // of them with B fractals
-        float* c[2] = {accs + tile_index(nb0, mb, cm) * kN0 * kN0,
-                       nt > 1 ? accs + tile_index(nb0 + 1, mb, cm) * kN0 * kN0 : nullptr};
+        float* c[2] = {
+            own ? own : accs + tile_index(nb0, mb, cm) * kN0 * kN0,
+            nt > 1 ? (own ? own + kN0 * kN0 : accs + tile_index(nb0 + 1, mb, cm) * kN0 * kN0)
+                   : nullptr};
         const dim_t c_next = nt > 1 ? c[1] - c[0] : 0;
         if (narrow) {
             // The M block's whole list at the first row block. Its fractals' values are not
@@ -368,9 +372,8 @@ void conv_fractal_b(const Problem& p, dim_t c0, const ColSource& src, FractalB b
     // column j output channel k = nb*16 + j (block k/C0, lane k%C0); lanes k >= K are zeros.
     // With plain, the tile goes to the plain (NCHW / NCDHW) result instead: column j, channel k,
     // is 16 positions of channel k's plane, mostly consecutive, each rounded to the storage type.
-    const auto write = [&](dim_t n, dim_t mb0, dim_t cm, dim_t t, const float* accs) {
+    const auto write = [&](dim_t n, dim_t mb0, dim_t cm, dim_t t, const float* acc) {
         const dim_t nb = by_m ? t % tn : t / cm, mb = by_m ? t / tn : t % cm;
-        const float* acc = accs + t * kN0 * kN0;
         // The rows' digits carried on from the tile's first row: its divisions once a tile, not
         // once a row of each of the tn tiles that share the rows.
         const dim_t m0 = (mb0 + mb) * kN0;
@@ -434,6 +437,14 @@ void conv_fractal_b(const Problem& p, dim_t c0, const ColSource& src, FractalB b
             }
         }
     };
+    // One row block: each unit's two tiles written out as soon as they are made, from a pair of
+    // tiles in L1, rather than all of a block column's tiles (up to 4 MiB) stored and read back.
+    const bool fused = rows <= rb;
+    const auto write_unit = [&](dim_t n, dim_t mb0, dim_t cm, dim_t v, const float* own) {
+        const auto [nb0, mb] = unit_of(v, cm);
+        for (dim_t i = 0; i < std::min<dim_t>(2, tn - nb0); ++i)
+            write(n, mb0, cm, tile_index(nb0 + i, mb, cm), own + i * kN0 * kN0);
+    };
     const dim_t nchunks = blocks_of(m1, chunk), units = p.mb * nchunks;
     const dim_t acc_floats = chunk * tn * kN0 * kN0;
     const int threads = omp_get_max_threads();
@@ -463,9 +474,18 @@ void conv_fractal_b(const Problem& p, dim_t c0, const ColSource& src, FractalB b
                 build_block(n, mb0, a.get(), cm);
                 t_im2col += since(t0);
                 t0 = Clock::now();
-                for (dim_t r0 = 0; r0 < rows; r0 += rb)
-                    for (dim_t v = 0; v < cm * tp; ++v) product(cm, a.get(), accs.get(), r0, v);
-                for (dim_t t = 0; t < cm * tn; ++t) write(n, mb0, cm, t, accs.get());
+                if (fused) {
+                    alignas(64) float own[2 * kN0 * kN0];
+                    for (dim_t v = 0; v < cm * tp; ++v) {
+                        product(cm, a.get(), nullptr, 0, v, own);
+                        write_unit(n, mb0, cm, v, own);
+                    }
+                } else {
+                    for (dim_t r0 = 0; r0 < rows; r0 += rb)
+                        for (dim_t v = 0; v < cm * tp; ++v) product(cm, a.get(), accs.get(), r0, v);
+                    for (dim_t t = 0; t < cm * tn; ++t)
+                        write(n, mb0, cm, t, accs.get() + t * kN0 * kN0);
+                }
                 t_gemm += since(t0);
             }
         }
@@ -491,12 +511,23 @@ void conv_fractal_b(const Problem& p, dim_t c0, const ColSource& src, FractalB b
             const dim_t tiles = cm * tn;
 #pragma omp parallel if (tiles > 1 && rows * tiles * frac > 32768)
             {
-                for (dim_t r0 = 0; r0 < rows; r0 += rb) {
+                if (fused) {
+                    alignas(64) float own[2 * kN0 * kN0];
+#pragma omp for schedule(static)
+                    for (dim_t v = 0; v < cm * tp; ++v) {
+                        product(cm, a.get(), nullptr, 0, v, own);
+                        write_unit(n, mb0, cm, v, own);
+                    }
+                }
+                for (dim_t r0 = 0; !fused && r0 < rows; r0 += rb) {
 #pragma omp for schedule(static)
                     for (dim_t v = 0; v < cm * tp; ++v) product(cm, a.get(), accs.get(), r0, v);
                 }
+                if (!fused) {
 #pragma omp for schedule(static)
-                for (dim_t t = 0; t < tiles; ++t) write(n, mb0, cm, t, accs.get());
+                    for (dim_t t = 0; t < tiles; ++t)
+                        write(n, mb0, cm, t, accs.get() + t * kN0 * kN0);
+                }
             }
         }
 }
@@ -520,12 +551,20 @@ bool tap_lanes(const Problem& p, dim_t c0, TapLanes* out) {
         TapLanes tl;
         tl.t_lanes = t;
         tl.step = (kw - t) / (groups - 1);
+        tl.groups = groups;
+        tl.folded = p.stride[wa] > 1;
         Problem v = one_group(p);
-        v.ic = kC0Small * t;
-        v.kernel[wa] = groups;
-        v.dilation[wa] = tl.step * p.dilation[wa];
         v.pad_begin[wa] = v.pad_end[wa] = 0;
-        v.in[wa] = (p.out(wa) - 1) * p.stride[wa] + (groups - 1) * v.dilation[wa] + 1;
+        if (tl.folded) {
+            v.ic = kC0 * groups;
+            v.kernel[wa] = v.dilation[wa] = v.stride[wa] = 1;
+            v.in[wa] = p.out(wa);
+        } else {
+            v.ic = kC0Small * t;
+            v.kernel[wa] = groups;
+            v.dilation[wa] = tl.step * p.dilation[wa];
+            v.in[wa] = (p.out(wa) - 1) * p.stride[wa] + (groups - 1) * v.dilation[wa] + 1;
+        }
         if (v.out(wa) != p.out(wa))
             throw Error("tap_lanes: the virtual problem gives " + std::to_string(v.out(wa)) +
                         " outputs along w, not " + std::to_string(p.out(wa)));
@@ -541,30 +580,34 @@ void tap_lanes_weights(const Problem& p1, const TapLanes& tl, const float* w, fl
     const int wa = p1.ndims - 1;
     const dim_t kw = p1.kernel[wa], kv = v.kernel[wa], outer = p1.kernel_spatial() / kw;
     const dim_t t_lanes = tl.t_lanes, step = tl.step;
+    // Group j's lanes: channel block j (folded), or kernel column j.
+    const dim_t j_lanes = tl.folded ? kC0 : 0, j_col = tl.folded ? 0 : 1;
     std::fill(dst, dst + v.oc * v.ic * outer * kv, 0.0f);
     for (dim_t k = 0; k < p1.oc; ++k)
         for (dim_t c = 0; c < p1.ic; ++c)
             for (dim_t r = 0; r < outer; ++r)
-                for (dim_t j = 0; j < kv; ++j)
+                for (dim_t j = 0; j < tl.groups; ++j)
                     // Lane t of group j is tap j*step + t; with t < t_lanes - step group j - 1
                     // has it too, and weighs it.
                     for (dim_t t = j > 0 ? t_lanes - step : 0; t < t_lanes; ++t)
-                        dst[((k * v.ic + t * kC0Small + c) * outer + r) * kv + j] =
-                            w[((k * p1.ic + c) * outer + r) * kw + j * step + t];
+                        dst[((k * v.ic + j * j_lanes + t * kC0Small + c) * outer + r) * kv +
+                            j * j_col] = w[((k * p1.ic + c) * outer + r) * kw + j * step + t];
 }
 
 void tap_lanes_input(const Problem& p1, const TapLanes& tl, const float* src, dim_t src_channels,
                      dim_t c_begin, DType storage, float* dst) {
     const Problem& v = tl.v;
     const int wa = p1.ndims - 1;
-    const ActGeom xg = ActGeom::of(v.src_dims(), kC0);  // one block of 16 lanes
+    const ActGeom xg = ActGeom::of(v.src_dims(), kC0);  // 16 lanes a block
     const dim_t iw = p1.in[wa], wv = v.in[wa], pl = p1.pad_begin[wa], dw = p1.dilation[wa];
     const dim_t rows = xg.d * xg.h, lines = p1.mb * rows;  // lines (n, d, h)
     // A line of X in 4 lanes a position with its padding (zeros), long enough for every lane of
-    // X'': X''(u, t*4 + c) = padded(u + t*dw, c), so that each position of X'' is t_lanes copies
-    // of 4 consecutive floats.
+    // X'': X''(u, j*16 + t*4 + c) = padded(u*su + j*sj + t*dw, c) (one block j = 0 unless
+    // folded), so that each position of a block of X'' is t_lanes copies of 4 consecutive floats.
     // Each thread's line in its column slot (free until the products), sized before the region.
-    const dim_t span = wv + (tl.t_lanes - 1) * dw;
+    const dim_t blocks = xg.c1, su = tl.folded ? p1.stride[wa] : 1,
+                sj = tl.folded ? tl.step * dw : 0;
+    const dim_t span = (wv - 1) * su + (blocks - 1) * sj + (tl.t_lanes - 1) * dw + 1;
     // A parallel region only for work that pays for it: on small problems opening one (here or
     // to size the threads' lines) cost a scheduler time slice whenever the other core was busy.
     const bool par = lines * wv * kC0 > 65536;
@@ -584,15 +627,18 @@ void tap_lanes_input(const Problem& p1, const TapLanes& tl, const float* src, di
                             u1 = std::clamp<dim_t>(pl + iw, 0, span);
                 for (dim_t u = u0; u < u1; ++u) line[u * kC0Small + c] = row[u - pl];
             }
-            float* out = dst + l * wv * kC0;
-            for (dim_t u = 0; u < wv; ++u)
-                for (dim_t t = 0; t < kN0 / kC0Small; ++t) {
-                    float* o = out + u * kC0 + t * kC0Small;
-                    if (t < tl.t_lanes)
-                        std::memcpy(o, line + (u + t * dw) * kC0Small, kC0Small * sizeof(float));
-                    else
-                        std::fill(o, o + kC0Small, 0.0f);
-                }
+            for (dim_t j = 0; j < blocks; ++j) {
+                float* out = dst + ((n * blocks + j) * rows + dh) * wv * kC0;
+                for (dim_t u = 0; u < wv; ++u)
+                    for (dim_t t = 0; t < kN0 / kC0Small; ++t) {
+                        float* o = out + u * kC0 + t * kC0Small;
+                        if (t < tl.t_lanes)
+                            std::memcpy(o, line + (u * su + j * sj + t * dw) * kC0Small,
+                                        kC0Small * sizeof(float));
+                        else
+                            std::fill(o, o + kC0Small, 0.0f);
+                    }
+            }
         }
     }
     detail::round_storage(storage, dst, xg.size());

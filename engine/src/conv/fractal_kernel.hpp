@@ -72,10 +72,17 @@ dim_t forward_c0(const Problem& p, dim_t c0);
 // apart (groups of t_lanes taps starting step apart: the last one ends on the kernel's last tap,
 // so no lane reads past the kernel; a tap in two groups is weighted in the first only), no
 // padding along w (X'' holds it).
+// With a stride along w, the tap groups are folded into the channels instead (folded): group j
+// is channel block j of X''(u, j*16 + t*4 + c) = X(c, u*stride - pad + (j*step + t)*dw), one
+// position per output, and v is 1 wide along w with stride 1, so that each fractal of 16
+// consecutive outputs lies in X'' as it is and is read in place (strided, none does); X'' is
+// about as large (conv1: 112 positions of 32 lanes a row instead of 230 of 16).
 inline constexpr dim_t kTapLanesMinWidth = 5;
 struct TapLanes {
     Problem v;  // one group's virtual problem
     dim_t t_lanes = 0, step = 0;
+    bool folded = false;
+    dim_t groups = 0;  // tap groups along w: v's kernel width, or (folded) its channel blocks
 };
 // Whether p's forward, asked for C0 c0, runs with taps in the lanes (C0 16, at most 4 channels a
 // group, kernel width at least kTapLanesMinWidth and a t_lanes of 4, 3 or 2 that tiles it), and
@@ -83,6 +90,7 @@ struct TapLanes {
 bool tap_lanes(const Problem& p, dim_t c0, TapLanes* out);
 // W'(k, t*4 + c, kd, kh, j) = W(k, c, kd, kh, j*step + t) of one group's weights w (K/G, C/G,
 // kernel...), 0 where c >= C/G or that tap belongs to group j - 1: dst v.wei_dims() floats.
+// Folded: W'(k, j*16 + t*4 + c, kd, kh, 0).
 void tap_lanes_weights(const Problem& p1, const TapLanes& tl, const float* w, float* dst);
 // X'' of channels [c_begin, c_begin + C/G) of src (N, src_channels, spatial...) as NC1HWC0 of
 // v.src_dims() (C0 16), each value rounded to storage.
