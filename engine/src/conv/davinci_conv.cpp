@@ -163,8 +163,12 @@ void conv_fractal_b(const Problem& p, dim_t c0, const ColSource& src, FractalB b
     // every column block while in L1, and a row block of all column blocks' B fractals kept in
     // L2 (about 512 KB); else column block outer, a row block of the block column's A fractals
     // and one column block's B fractals in L2: B, megabytes for wide layers, read once per block
-    // column instead of once per M block.
-    const bool by_m = chunk > n1;
+    // column instead of once per M block. by_m only up to 8 column blocks: with 16 (a 1x1 from
+    // 64 to 256 channels) the row block of all B fractals (64 KiB) left L1 at every M block,
+    // and column block outer was faster (1 thread: res2a_branch1's forward 1.14 -> 0.92 ms,
+    // res2b_branch2a's backward data 1.12 -> 0.92), while conv1 and res2a_branch2b (4 column
+    // blocks) kept by_m's times or better.
+    const bool by_m = chunk > n1 && n1 <= 8;
     const dim_t rb = std::clamp<dim_t>((dim_t{1} << 17) / (frac * ((by_m ? n1 : chunk) + 1)),
                                        std::min<dim_t>(8, rows), rows);
     // bf16 B: the column block is built in bf16 (its values are bf16 already: the caller rounded
