@@ -367,31 +367,54 @@ TEST_CASE("fractal bf16: bf16_bits gives the upper half of every value rounded t
     }
 }
 
-TEST_CASE("fractal write: a tile's columns stored as rows, on every ISA") {
+TEST_CASE("fractal write: a tile's columns stored as rows and rounded, on every ISA") {
     KernelGuard guard;
     std::mt19937 rng(43);
     std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    // Values at the roundings' edges among the random ones: NaN with a payload, infinities, fp16
+    // overflow and subnormals, bf16 ties (odd and even), a float subnormal, signed zero.
+    const float edge[] = {std::bit_cast<float>(0x7fa00001u),
+                          -INFINITY,
+                          INFINITY,
+                          70000.0f,
+                          -65520.0f,
+                          3.0e-6f,
+                          6.0e-8f,
+                          std::bit_cast<float>(0x3f808000u),
+                          std::bit_cast<float>(0x3f818000u),
+                          1.0e-40f,
+                          -0.0f};
     for (const std::string& isa : isas()) {
         REQUIRE(detail::select_microkernel(isa.c_str()));
-        for (const dim_t cols : {16, 1, 3, 15})
-            for (const bool with_bias : {false, true}) {
-                std::vector<float> acc(256), bias(16), out(static_cast<std::size_t>(16 * 21), 7.0f);
-                for (float& v : acc) v = u(rng);
-                for (float& v : bias) v = u(rng);
-                dv::fractal_write_columns(acc.data(), cols, with_bias ? bias.data() : nullptr,
-                                          out.data(), 21);
-                dim_t bad = 0;
-                for (dim_t j = 0; j < 16; ++j)
-                    for (dim_t i = 0; i < 21; ++i) {
-                        const float want =
-                            j < cols && i < 16
-                                ? acc[static_cast<std::size_t>(i * 16 + j)] +
-                                      (with_bias ? bias[static_cast<std::size_t>(j)] : 0.0f)
-                                : 7.0f;
-                        bad += out[static_cast<std::size_t>(j * 21 + i)] != want;
-                    }
-                CHECK_MESSAGE(bad == 0, isa << " cols " << cols << " bias " << with_bias);
-            }
+        for (const DType storage : {DType::f32, DType::bf16, DType::f16})
+            for (const dim_t cols : {16, 1, 3, 15})
+                for (const bool with_bias : {false, true}) {
+                    std::vector<float> acc(256), bias(16),
+                        out(static_cast<std::size_t>(16 * 21), 7.0f);
+                    for (float& v : acc) v = u(rng);
+                    for (std::size_t e = 0; e < std::size(edge); ++e) acc[e * 23 % 256] = edge[e];
+                    for (float& v : bias) v = u(rng);
+                    dv::fractal_write_columns(acc.data(), cols, with_bias ? bias.data() : nullptr,
+                                              storage, out.data(), 21);
+                    dim_t bad = 0;
+                    for (dim_t j = 0; j < 16; ++j)
+                        for (dim_t i = 0; i < 21; ++i) {
+                            float want = 7.0f;
+                            if (j < cols && i < 16) {
+                                // No bias: the value as it is (-0 stays -0, a signalling
+                                // NaN is not quieted by an add).
+                                want = acc[static_cast<std::size_t>(i * 16 + j)];
+                                if (with_bias) want += bias[static_cast<std::size_t>(j)];
+                                detail::round_storage(storage, &want, 1);
+                            }
+                            // Bits: NaNs included.
+                            bad += std::bit_cast<std::uint32_t>(
+                                       out[static_cast<std::size_t>(j * 21 + i)]) !=
+                                   std::bit_cast<std::uint32_t>(want);
+                        }
+                    CHECK_MESSAGE(bad == 0, isa << " storage " << int(storage) << " cols " << cols
+                                                << " bias " << with_bias);
+                }
     }
 }
 

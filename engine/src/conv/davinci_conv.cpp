@@ -395,10 +395,11 @@ void conv_fractal_b(const Problem& p, dim_t c0, const ColSource& src, FractalB b
             float* plane0 = plain->dst + (n * plain->channels + plain->c_begin + nb * kN0) * m;
             bool consecutive = n_rows == kN0;
             for (dim_t i = 1; i < n_rows && consecutive; ++i) consecutive = at[i] == at[0] + i;
-            if (plain->storage == DType::f32 && consecutive) {
-                // 16 consecutive positions (most tiles): the tile transposed in registers.
-                fractal_write_columns(acc, cols, bias ? bias + nb * kN0 : nullptr, plane0 + at[0],
-                                      m);
+            if (consecutive) {
+                // 16 consecutive positions (most tiles): the tile transposed (and rounded to the
+                // storage type) in registers.
+                fractal_write_columns(acc, cols, bias ? bias + nb * kN0 : nullptr, plain->storage,
+                                      plane0 + at[0], m);
                 return;
             }
             for (dim_t j = 0; j < cols; ++j) {

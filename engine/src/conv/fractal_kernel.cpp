@@ -7,9 +7,12 @@
 #include "omp_compat.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <new>
 #include <string>
 
+#include "../core/bf16.hpp"
+#include "../core/bf16_simd.hpp"
 #include "transpose16.hpp"
 #include "x86.hpp"
 
@@ -248,6 +251,7 @@ void product2(dim_t kr, dim_t rows, Rows src, dim_t b_next, float* c, dim_t c_ne
 
 #if CONVLAB_X86
 // The 16 x 16 tile transposed in registers, column j plus bias[j] stored to out + j * stride.
+template <DType kT>
 __attribute__((target("avx512f"))) void write_columns_avx512(const float* acc, dim_t cols,
                                                              const float* bias, float* out,
                                                              dim_t stride) {
@@ -256,22 +260,33 @@ __attribute__((target("avx512f"))) void write_columns_avx512(const float* acc, d
     detail::transpose16(r);  // r[j]: column j
     for (dim_t j = 0; j < cols; ++j) {
         const __m512 v = bias ? _mm512_add_ps(r[j], _mm512_set1_ps(bias[j])) : r[j];
-        _mm512_storeu_ps(out + j * stride, v);
+        _mm512_storeu_ps(out + j * stride, detail::stored_avx512<kT>(v));
     }
 }
 #endif
 
 }  // namespace
 
-void fractal_write_columns(const float* acc, dim_t cols, const float* bias, float* out,
-                           dim_t stride) {
+void fractal_write_columns(const float* acc, dim_t cols, const float* bias, DType storage,
+                           float* out, dim_t stride) {
 #if CONVLAB_X86
-    if (detail::selected_isa() == detail::Isa::avx512)
-        return write_columns_avx512(acc, cols, bias, out, stride);
+    if (detail::selected_isa() == detail::Isa::avx512) {
+        if (storage == DType::bf16)
+            return write_columns_avx512<DType::bf16>(acc, cols, bias, out, stride);
+        if (storage == DType::f16)
+            return write_columns_avx512<DType::f16>(acc, cols, bias, out, stride);
+        return write_columns_avx512<DType::f32>(acc, cols, bias, out, stride);
+    }
 #endif
+    const detail::StorageCopy round =
+        storage == DType::f32 ? nullptr : detail::storage_copy(storage);
     for (dim_t j = 0; j < cols; ++j) {
-        const float bj = bias ? bias[j] : 0.0f;
-        for (dim_t i = 0; i < 16; ++i) out[j * stride + i] = acc[i * 16 + j] + bj;
+        float v[16];
+        for (dim_t i = 0; i < 16; ++i) v[i] = bias ? acc[i * 16 + j] + bias[j] : acc[i * 16 + j];
+        if (round)
+            round(v, out + j * stride, 16);
+        else
+            std::memcpy(out + j * stride, v, sizeof v);
     }
 }
 

@@ -38,10 +38,11 @@ void fractal_product2_list(dim_t kr, dim_t rows, const float* const* a, const di
                            const float* b, dim_t b_step, dim_t b_next, float* c, dim_t c_next,
                            bool acc);
 
-// out[j * stride + i] = acc[i * 16 + j] + (bias ? bias[j] : 0) for i < 16, j < cols (<= 16):
-// a 16 x 16 tile's columns stored as rows, transposed in registers under AVX-512.
-void fractal_write_columns(const float* acc, dim_t cols, const float* bias, float* out,
-                           dim_t stride);
+// out[j * stride + i] = acc[i * 16 + j] + (bias ? bias[j] : 0), rounded to storage, for i < 16,
+// j < cols (<= 16): a 16 x 16 tile's columns stored as rows, transposed and rounded in registers
+// under AVX-512 (round_storage's bits).
+void fractal_write_columns(const float* acc, dim_t cols, const float* bias, DType storage,
+                           float* out, dim_t stride);
 
 // pack_weight_kernel with every fractal turned C0 x 16 (the B operand of the forward's fractal
 // products), in one pass: dst[((r*N1 + nb)*C0 + k)*16 + j] = W(nb*16 + j, c1*C0 + k, tap) for

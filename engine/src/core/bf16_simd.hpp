@@ -1,8 +1,10 @@
-// Internal: bf16_of_bits (round to nearest even, NaN made quiet) on 8 and 16 lanes, shared by the
-// conversions of core/bf16.cpp and the activation pack's rounding in registers
-// (maps/davinci_pack_simd.cpp), so that both give round_storage's bits.
+// Internal: bf16_of_bits (round to nearest even, NaN made quiet) on 8 and 16 lanes, and the
+// rounding to a storage type on 16 lanes, shared by the conversions of core/bf16.cpp, the
+// activation pack's rounding in registers (maps/davinci_pack_simd.cpp) and the fractal
+// forward's tile writes (conv/fractal_kernel.cpp), so that all give round_storage's bits.
 #pragma once
 
+#include "convlab/tensor.hpp"
 #include "x86.hpp"
 
 #if CONVLAB_X86
@@ -27,6 +29,35 @@ __attribute__((target("avx512f"), always_inline)) inline __m512i rounded_avx512(
     const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(x, 16), _mm512_set1_epi32(1));
     const __m512i r = _mm512_add_epi32(x, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff)));
     return _mm512_mask_or_epi32(r, nan, x, _mm512_set1_epi32(0x400000));
+}
+
+// v rounded to bf16 and widened back (the lower half cleared): detail::round_storage's bits.
+__attribute__((target("avx512f"), always_inline)) inline __m512 bf16_avx512(__m512 v) {
+    return _mm512_castsi512_ps(_mm512_and_si512(rounded_avx512(_mm512_castps_si512(v)),
+                                                _mm512_set1_epi32(static_cast<int>(0xffff0000u))));
+}
+
+// v rounded to fp16 and widened back: vcvtps2ph rounds to nearest even with subnormals,
+// infinities and overflow as float_to_half does; a NaN, whose payload the instruction keeps and
+// the rule drops, becomes the rule's quiet NaN of the same sign.
+__attribute__((target("avx512f"), always_inline)) inline __m512 f16_avx512(__m512 v) {
+    const __m512 h = _mm512_cvtph_ps(_mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+    const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+    const __m512i quiet = _mm512_or_si512(
+        _mm512_and_si512(_mm512_castps_si512(v), _mm512_set1_epi32(static_cast<int>(0x80000000u))),
+        _mm512_set1_epi32(0x7fc00000));
+    return _mm512_mask_mov_ps(h, nan, _mm512_castsi512_ps(quiet));
+}
+
+// v rounded to the storage type kT and widened back (f32: as is).
+template <DType kT>
+__attribute__((target("avx512f"), always_inline)) inline __m512 stored_avx512(__m512 v) {
+    if constexpr (kT == DType::bf16)
+        return bf16_avx512(v);
+    else if constexpr (kT == DType::f16)
+        return f16_avx512(v);
+    else
+        return v;
 }
 
 }  // namespace convlab::detail

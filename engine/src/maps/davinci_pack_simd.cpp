@@ -242,32 +242,6 @@ __attribute__((target("avx2,f16c"))) void unpack_avx2(const float* in, dim_t val
 
 // [SECTION] AVX-512
 
-// bf16_avx2 on 16 lanes.
-__attribute__((target("avx512f"), always_inline)) inline __m512 bf16_avx512(__m512 v) {
-    return _mm512_castsi512_ps(_mm512_and_si512(detail::rounded_avx512(_mm512_castps_si512(v)),
-                                                _mm512_set1_epi32(static_cast<int>(0xffff0000u))));
-}
-
-// f16_avx2 on 16 lanes.
-__attribute__((target("avx512f"), always_inline)) inline __m512 f16_avx512(__m512 v) {
-    const __m512 h = _mm512_cvtph_ps(_mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
-    const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
-    const __m512i quiet = _mm512_or_si512(
-        _mm512_and_si512(_mm512_castps_si512(v), _mm512_set1_epi32(static_cast<int>(0x80000000u))),
-        _mm512_set1_epi32(0x7fc00000));
-    return _mm512_mask_mov_ps(h, nan, _mm512_castsi512_ps(quiet));
-}
-
-template <DType kT>
-__attribute__((target("avx512f"), always_inline)) inline __m512 stored_avx512(__m512 v) {
-    if constexpr (kT == DType::bf16)
-        return bf16_avx512(v);
-    else if constexpr (kT == DType::f16)
-        return f16_avx512(v);
-    else
-        return v;
-}
-
 // The lanes below m (m <= 16).
 __attribute__((target("avx512f"), always_inline)) inline __mmask16 first_lanes(dim_t m) {
     return static_cast<__mmask16>((1u << m) - 1u);
@@ -286,7 +260,7 @@ __attribute__((target("avx512f"))) void pack16_avx512(const float* src, dim_t st
         for (int c = 0; c < 16; ++c) {
             const bool in = c < valid;
             r[c] = _mm512_maskz_loadu_ps(in ? k : 0, src + (in ? c : 0) * stride + i);
-            r[c] = stored_avx512<kT>(r[c]);
+            r[c] = detail::stored_avx512<kT>(r[c]);
         }
         detail::transpose16(r);
         float* o = out + i * 16;
