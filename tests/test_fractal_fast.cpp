@@ -839,7 +839,14 @@ TEST_CASE("fractal prepare_weights: fp16 / bf16 weights prepared once give the p
                     const convlab::PreparedWeights pw =
                         dv::prepare_weights(p, pass, w.f32(), dt, &pp);
                     CHECK(pp.seconds(fwd ? "pack_wei_fractal" : "fliprot_fractal") > 0);
-                    const bool pairs = dt == DType::bf16 && dv::fractal_bf16_native(16);
+                    // bf16 pairs where the CPU multiplies them, except for products into at
+                    // most 4 channels (the forward's K/G, backward data's C/G), which take
+                    // the fp32 narrow products.
+                    const dim_t c0 =
+                        fwd && !dv::tap_lanes(p, 16, nullptr) ? dv::forward_c0(p, 16) : 16;
+                    const dim_t out = fwd ? p.ocg() : p.icg();
+                    const bool pairs = dt == DType::bf16 && dv::fractal_bf16_native(c0) &&
+                                       !(out <= 4 && dv::fractal_narrow_runs(c0, out));
                     CHECK((pw.fractal_pairs(p, pass) != nullptr) == pairs);
                     CHECK((pw.fractal(p, pass, dt) != nullptr) == !pairs);
                     CHECK(pw.fractal(p, pass) == nullptr);  // not an fp32 B

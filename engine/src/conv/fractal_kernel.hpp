@@ -330,6 +330,12 @@ bool fractal_narrow_vector(dim_t c0, dim_t kn);
 // kNarrowMax and a vector kernel for c0, or plain loops either way (the portable ISA); else the
 // 16-wide vector kernels compute them (e.g. C0 4 under AVX-512).
 bool fractal_narrow_runs(dim_t c0, dim_t kn);
+// Whether a pass of p in storage multiplies bf16 pairs (vdpbf16ps) at c0: bf16 storage where
+// fractal_bf16_native(c0), except where the products' output (the forward's K/G, backward
+// data's C/G) has narrow products: they take the fp32 narrow products of the bf16-rounded
+// operands, the same exact products summed in fp32, because the pairs have no narrow form and
+// their 16-wide tiles computed 13 padding columns of conv1's backward data.
+bool fractal_multiplies_pairs(const Problem& p, Pass pass, DType storage, dim_t c0);
 // The narrow B from column block 0 of pack_weight_transposed's layout (C0 x 16 fractals, row r's
 // at bt + r * b_step): dst[(r * kn + j) * c0 + k] = bt[r * b_step + k * 16 + j], rows * kn * c0
 // floats.

@@ -124,7 +124,7 @@ dim_t prepared_fractal_size(const Problem& p, Pass pass) {
 namespace {
 
 // The fractal layout of w (its problem and pass set) for storage: bf16 pairs where the products
-// are vdpbf16ps (fractal_bf16_native), else fp32 floats rounded to the storage dtype, which is
+// are vdpbf16ps (fractal_multiplies_pairs), else fp32 floats rounded to the storage dtype, which is
 // what the calls without prepared weights pack on every call.
 void fill_fractal(const Problem& p, Pass pass, const float* wei, Profiler* prof, DType storage,
                   std::shared_ptr<const float[]>& out, std::size_t& out_size, bool& pairs) {
@@ -132,7 +132,7 @@ void fill_fractal(const Problem& p, Pass pass, const float* wei, Profiler* prof,
         !maps::backward_data_as_forward(one_group_of(p)).validate(true).empty())
         return;  // fractal_via_forward refuses this problem; nothing to prepare
     const dim_t c0 = prepared_c0(p, pass);
-    pairs = storage == DType::bf16 && fractal_bf16_native(c0);
+    pairs = fractal_multiplies_pairs(p, pass, storage, c0);
     const dim_t per_group = group_size(p, pass);
     const auto n = static_cast<std::size_t>(p.groups * per_group);
     // Pairs take two bytes an element: (n + 1) / 2 floats.
