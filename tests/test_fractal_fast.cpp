@@ -81,6 +81,18 @@ TEST_CASE("fractal bf16: the dispatch follows the CPU and CONVLAB_ISA's cap") {
         CHECK_FALSE(dv::fractal_bf16_native(5));
         CHECK_FALSE(dv::fractal_bf16_native(6));
         CHECK(std::string(dv::fractal_bf16_isa(16)) == (native ? "avx512_bf16" : isa));
+        // The pairs' rule: never with Never or without the instruction, always with Always, and
+        // with Auto where the instruction's measured rate makes 1.25x the fp32 multiply-adds.
+        const double rate = dv::fractal_bf16_rate();
+        CHECK((rate > 0) == native);
+        CHECK_FALSE(dv::fractal_bf16_pairs(16, convlab::Rule::Never));
+        CHECK(dv::fractal_bf16_pairs(16, convlab::Rule::Always) == native);
+        CHECK(dv::fractal_bf16_pairs(16, convlab::Rule::Auto) == (native && rate >= 0.625));
+        CHECK_FALSE(dv::fractal_bf16_pairs(5, convlab::Rule::Always));
+        double public_rate = -1;
+        CHECK(dv::bf16_pairs(convlab::Rule::Auto, &public_rate) ==
+              dv::fractal_bf16_pairs(16, convlab::Rule::Auto));
+        CHECK(public_rate == rate);
         if (!native) {
             std::uint16_t a[16 * 16] = {}, b[16 * 16] = {};
             float c[16 * 16] = {};
@@ -319,8 +331,8 @@ TEST_CASE("fractal storage: fp16 / bf16 passes equal fp32 passes on inputs round
     for (const std::string& isa : isas()) {
         REQUIRE(detail::select_microkernel(isa.c_str()));
         for (const DType st : {DType::f16, DType::bf16}) {
-            // vdpbf16ps sums pairs in its own order: only the fp32 products are comparable.
-            if (st == DType::bf16 && dv::fractal_bf16_native(16)) continue;
+            // vdpbf16ps sums pairs in its own order: only the fp32 products are comparable, which
+            // bf16_pairs Never keeps.
             for (const Problem& p : problems)
                 for (const dim_t c0 : {16, 8, 5}) {
                     INFO(convlab::to_descriptor(p)
@@ -330,7 +342,7 @@ TEST_CASE("fractal storage: fp16 / bf16 passes equal fp32 passes on inputs round
                     const Tensor dy = rounding_tensor(p.dst_dims(), rng);
                     const Tensor xr = rounded_to(st, x), wr = rounded_to(st, w),
                                  dyr = rounded_to(st, dy);
-                    const dv::Options o{c0, st}, f32{c0, DType::f32};
+                    const dv::Options o{c0, st, convlab::Rule::Never}, f32{c0, DType::f32};
                     const auto same = [](const Tensor& a, const Tensor& b) {
                         return a.dims() == b.dims() &&
                                std::memcmp(a.f32(), b.f32(),
@@ -601,7 +613,8 @@ namespace {
 Tensor check_bf16(const Problem& p, dim_t c0, std::mt19937& rng, const std::string& isa) {
     using convlab::test::integer_tensor;
     using convlab::test::real_tensor;
-    const dv::Options o{c0, DType::bf16};
+    // The pairs wherever the CPU has them (the caller compares them with the emulation).
+    const dv::Options o{c0, DType::bf16, convlab::Rule::Always};
     const std::string d = convlab::to_descriptor(p) + " c0 " + std::to_string(c0) + " " + isa;
     {
         const Tensor x = integer_tensor(p.src_dims(), rng);
@@ -834,10 +847,12 @@ TEST_CASE("fractal prepare_weights: fp16 / bf16 weights prepared once give the p
                                              convlab::dtype_name(dt) + " " +
                                              convlab::pass_name(pass);
                     INFO(what);
-                    const dv::Options o{16, dt};
+                    // The pairs wherever the CPU has them, so that their preparation runs.
+                    const auto rule = convlab::Rule::Always;
+                    const dv::Options o{16, dt, rule};
                     convlab::Profiler pp, with, without;
                     const convlab::PreparedWeights pw =
-                        dv::prepare_weights(p, pass, w.f32(), dt, &pp);
+                        dv::prepare_weights(p, pass, w.f32(), dt, &pp, rule);
                     CHECK(pp.seconds(fwd ? "pack_wei_fractal" : "fliprot_fractal") > 0);
                     // bf16 pairs where the CPU multiplies them, except for products into at
                     // most 4 channels (the forward's K/G, backward data's C/G), which take
@@ -845,7 +860,7 @@ TEST_CASE("fractal prepare_weights: fp16 / bf16 weights prepared once give the p
                     const dim_t c0 =
                         fwd && !dv::tap_lanes(p, 16, nullptr) ? dv::forward_c0(p, 16) : 16;
                     const dim_t out = fwd ? p.ocg() : p.icg();
-                    const bool pairs = dt == DType::bf16 && dv::fractal_bf16_native(c0) &&
+                    const bool pairs = dt == DType::bf16 && dv::fractal_bf16_pairs(c0, rule) &&
                                        !(out <= 4 && dv::fractal_narrow_runs(c0, out));
                     CHECK((pw.fractal_pairs(p, pass) != nullptr) == pairs);
                     CHECK((pw.fractal(p, pass, dt) != nullptr) == !pairs);

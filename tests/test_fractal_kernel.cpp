@@ -194,7 +194,7 @@ dim_t check_oihw(const Problem& p, dim_t c0, DType storage, std::mt19937& rng,
                  const std::string& isa) {
     using convlab::test::integer_tensor;
     using convlab::test::real_tensor;
-    const dv::Options o{c0, storage};
+    const dv::Options o{c0, storage, convlab::Rule::Always};
     const std::vector<dim_t> wd = p.wei_dims();
     const std::string d = convlab::to_descriptor(p) + " c0 " + std::to_string(c0) +
                           (storage == DType::bf16 ? " bf16 " : " fp32 ") + isa;

@@ -8,6 +8,7 @@
 #include <doctest/doctest.h>
 
 #include "bench_test_util.hpp"
+#include "convlab/davinci.hpp"
 
 using namespace bench_test;
 
@@ -531,13 +532,20 @@ TEST_CASE("bench: fp16 / bf16 storage times the fractal algorithms alone, within
             CHECK(m.check.max_rel > 1e-5);  // rounded storage: far from fp32's ~1e-7
             CHECK(m.total.runs == 3);
         }
-        REQUIRE(r.notes.size() == 3);
+        const bool bf16 = dt == DType::bf16;
+        REQUIRE(r.notes.size() == (bf16 ? 4u : 3u));
         CHECK(r.notes[0].find("im2col_gemm") != std::string::npos);
         CHECK(r.notes[0].find("fp32 only: skipped") != std::string::npos);
         CHECK(r.notes[1] ==
               std::string("dtype ") + dtype_name(dt) + ": peer fake is fp32 only: skipped");
+        // bf16: which products ran, as the rule chose them on this CPU.
+        if (bf16)
+            CHECK(r.notes[2].rfind(convlab::davinci::bf16_pairs(convlab::Rule::Auto)
+                                       ? "bf16 products: bf16 pairs (vdpbf16ps)"
+                                       : "bf16 products: fp32 multiply-adds",
+                                   0) == 0);
         // The fractal algorithms' weights are prepared once for the dtype, as for fp32.
-        CHECK(r.notes[2].rfind("weights: packed once per layer and pass", 0) == 0);
+        CHECK(r.notes[bf16 ? 3 : 2].rfind("weights: packed once per layer and pass", 0) == 0);
         CHECK(r.machine.peer == "none");
         CHECK(r.verification_summary().find(std::string(dtype_name(dt)) + " storage") !=
               std::string::npos);

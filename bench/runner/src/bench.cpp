@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <deque>
+#include <iomanip>
 #include <limits>
 #include <map>
 #include <sstream>
@@ -35,9 +36,10 @@ const char* const kStorageAlgos =
 // The runner's call of an algorithm with a storage dtype: the registry's own for fp32, else the
 // DaVinci entry point with C0 16 and that storage.
 std::function<void(const Problem&, const ConvArgs&, Profiler*)> storage_call(const Algorithm& a,
-                                                                             DType dtype) {
+                                                                             DType dtype,
+                                                                             Rule bf16_pairs) {
     if (dtype == DType::f32) return a.run;
-    const davinci::Options o{davinci::kC0, dtype};
+    const davinci::Options o{davinci::kC0, dtype, bf16_pairs};
     const std::string_view name = a.name;
     if (a.pass == Pass::Forward && name == "fractal")
         return [o](const Problem& p, const ConvArgs& x, Profiler* prof) {
@@ -346,6 +348,19 @@ Results run(const Config& cfg) {
     r.timing = cfg.timing;
     r.rtol = rtol;
     r.dtype = cfg.dtype;
+    if (cfg.dtype == DType::bf16) {
+        double rate = 0;
+        const bool pairs = davinci::bf16_pairs(cfg.tuning.bf16_pairs, &rate);
+        std::ostringstream os;
+        os << "bf16 products: "
+           << (pairs ? "bf16 pairs (vdpbf16ps)"
+                     : "fp32 multiply-adds of the bf16-rounded operands");
+        if (rate > 0)
+            os << "; vdpbf16ps ran at " << std::fixed << std::setprecision(2) << rate
+               << " of the fp32 FMAs' instruction rate (pairs from 0.63; CONVLAB_BF16_PAIRS=on|off "
+                  "forces)";
+        notes.push_back(os.str());
+    }
     if (cfg.prepared_weights)
         notes.push_back(std::string("weights: packed once per layer and pass (prepare_weights) "
                                     "outside the timed region") +
@@ -681,7 +696,8 @@ Results run(const Config& cfg) {
             if (cfg.prepared_weights && (pass == Pass::Forward || pass == Pass::BackwardData)) {
                 try {
                     prepared = fp32 ? prepare_weights(p, pass, b.wei.data(), nullptr, cfg.tuning)
-                                    : davinci::prepare_weights(p, pass, b.wei.data(), cfg.dtype);
+                                    : davinci::prepare_weights(p, pass, b.wei.data(), cfg.dtype,
+                                                               nullptr, cfg.tuning.bf16_pairs);
                 } catch (const std::exception&) {
                     // The algorithms then pack per call (and report their own errors).
                 }
@@ -708,7 +724,7 @@ Results run(const Config& cfg) {
                 try {
                     // Refused, as compute refuses it, where its work exceeds the budget.
                     check_memory_budget(*a, p, davinci::kC0, cfg.tuning);
-                    const auto call = storage_call(*a, cfg.dtype);
+                    const auto call = storage_call(*a, cfg.dtype, cfg.tuning.bf16_pairs);
                     poison(out, n_out);  // sizes out: args take its address after
                     ConvArgs args = args_for(pass, b, out.data());
                     args.prepared = prepared ? &*prepared : nullptr;

@@ -23,6 +23,7 @@ Tuning tuning_from_environment() {
     rule("CONVLAB_SWAP_FORWARD", t.swap_forward);
     rule("CONVLAB_STRIDED_ROWS", t.strided_rows);
     rule("CONVLAB_B_IN_PLACE", t.b_in_place);
+    rule("CONVLAB_BF16_PAIRS", t.bf16_pairs);
     return t;
 }
 

@@ -32,7 +32,7 @@ void prepare_fractal(PreparedWeights& w, const float* wei, Profiler* prof);
 // Declared with its description in convlab/davinci.hpp: the DaVinci layout alone, for a storage
 // dtype.
 PreparedWeights prepare_weights(const Problem& p, Pass pass, const float* wei, DType storage,
-                                Profiler* prof);
+                                Profiler* prof, Rule bf16_pairs);
 }  // namespace davinci
 
 // Raw buffers of one call; which ones are read and written depends on the pass.
@@ -125,7 +125,7 @@ class PreparedWeights {
                                            const Tuning&);
     friend void davinci::prepare_fractal(PreparedWeights&, const float*, Profiler*);
     friend PreparedWeights davinci::prepare_weights(const Problem&, Pass, const float*, DType,
-                                                    Profiler*);
+                                                    Profiler*, Rule);
     // Throws Error when p or pass is not the problem these were prepared for.
     void check(const Problem& p, Pass pass) const;
     Problem problem_{};

@@ -22,6 +22,7 @@
 #include "convlab/problem.hpp"
 #include "convlab/profiler.hpp"
 #include "convlab/tensor.hpp"
+#include "convlab/tuning.hpp"
 
 namespace convlab::davinci {
 
@@ -246,7 +247,14 @@ struct Options {
     // fp32 but hold values rounded to that type (round to nearest even), so products and sums
     // are those of 16-bit storage with fp32 accumulation.
     DType storage = DType::f32;
+    // bf16 storage: whether the products multiply bf16 pairs (Tuning::bf16_pairs' rule).
+    Rule bf16_pairs = Rule::Auto;
 };
+
+// Whether bf16 storage's products multiply bf16 pairs (vdpbf16ps) on this CPU under rule, rather
+// than fp32 products of the rounded operands (a product into at most 4 channels excepted); with
+// rate, the pairs' instruction rate over the fp32 FMAs' as measured (0: the CPU has none).
+bool bf16_pairs(Rule rule, double* rate = nullptr);
 
 // Packed level, one group (p.groups must be 1; p may crop: pad_end < 0).
 // x5d: activation_physical(p.src_dims(), c0); wfz: weight_physical(p.wei_dims(), c0);
@@ -267,13 +275,13 @@ void forward_fractal(const Problem& p, const ConvArgs& a, Profiler* prof, const 
 
 // Weights prepared once for the fractal algorithms with storage dtype `storage` at C0 16: the B
 // operand of fwd's fractal or of bwd_data's fractal_via_forward, every group, in bf16 pairs where
-// the products are vdpbf16ps (fractal_bf16_native), else fp32 holding values rounded to storage;
-// the NCHW algorithms' layouts are not packed (convlab::prepare_weights packs those, with the
-// fractal B for fp32). Set as ConvArgs::prepared of calls with Options{16, storage}, they then
-// pack no weights (no span pack_wei or fliprot) and give the same bits as without it. Throws
-// Error as convlab::prepare_weights does.
+// the products multiply them (bf16_pairs' rule, as Options::bf16_pairs), else fp32 holding values
+// rounded to storage; the NCHW algorithms' layouts are not packed (convlab::prepare_weights packs
+// those, with the fractal B for fp32). Set as ConvArgs::prepared of calls with Options{16,
+// storage, bf16_pairs}, they then pack no weights (no span pack_wei or fliprot) and give the same
+// bits as without it. Throws Error as convlab::prepare_weights does.
 PreparedWeights prepare_weights(const Problem& p, Pass pass, const float* wei, DType storage,
-                                Profiler* prof = nullptr);
+                                Profiler* prof = nullptr, Rule bf16_pairs = Rule::Auto);
 
 // Tensor level for the command line: NCW / NCHW / NCDHW tensors of any dtype and layout in (read
 // as fp32), dense fp32 out; the problem and the dims are checked like convlab::forward (Error).

@@ -111,6 +111,14 @@ struct Tuning {
     // filters written out, then transformed), for tests and measurements.
     bool winograd_unfused = false;
 
+    // [SECTION] DaVinci
+    // bf16 storage multiplies bf16 pairs (vdpbf16ps) where the CPU has them and they outpace its
+    // fp32 multiply-adds (fractal_bf16_rate measured once per process: at least 1.25x the
+    // multiply-adds a second), because where a pair instruction ran at a quarter of the FMAs'
+    // rate (a Xeon with AVX512_BF16) the fp32 products of the rounded operands were twice as
+    // fast; Always: wherever the CPU has them; Never: the fp32 products (davinci::Options).
+    Rule bf16_pairs = Rule::Auto;
+
     bool operator==(const Tuning&) const = default;
 };
 

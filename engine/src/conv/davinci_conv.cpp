@@ -662,7 +662,7 @@ void forward_fractal(const Problem& p, const ConvArgs& a, Profiler* prof, const 
     const WeiGeom wg = WeiGeom::of(wd, c0);
     // B packed once (prepare_weights: asked for C0 16, this storage), else per call: bf16 pairs
     // where the CPU multiplies them, else fp32 (rounded to the storage type).
-    const bool pairs = fractal_multiplies_pairs(p, Pass::Forward, o.storage, c0);
+    const bool pairs = fractal_multiplies_pairs(p, Pass::Forward, o.storage, c0, o.bf16_pairs);
     const PreparedB prepared = prepared_b(a, p, Pass::Forward, o, pairs);
     const Kept x5 = kept(kFracSlot[0], xg.size());
     const Kept bt = prepared ? Kept{nullptr} : kept(kFracBtSlot, wg.size());
@@ -791,7 +791,7 @@ void backward_data_fractal_via_forward(const Problem& p, const ConvArgs& a, Prof
     }
     // B: FlipRot(W) with each fractal turned C0 x 16, prepared once (C0 16, this storage) or
     // packed here from OIHW in one pass (bf16 pairs where the CPU multiplies them).
-    const bool pairs = fractal_multiplies_pairs(p, Pass::BackwardData, o.storage, c0);
+    const bool pairs = fractal_multiplies_pairs(p, Pass::BackwardData, o.storage, c0, o.bf16_pairs);
     const PreparedB prepared = prepared_b(a, p, Pass::BackwardData, o, pairs);
     const Problem q1 = products_on_dy(q, p);
     const dim_t x5_floats = after ? ActGeom::of(q1.dst_dims(), c0).size() : 0;

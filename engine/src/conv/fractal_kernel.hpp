@@ -104,6 +104,13 @@ void tap_lanes_input(const Problem& p1, const TapLanes& tl, const float* src, di
 // AVX512_BF16, AVX-512 is the selected ISA (CONVLAB_ISA=avx2 or portable turn it off, leaving the
 // fp32 products of rounded operands) and kr is 4, 8, 16 or 32 (pairs of bf16 per 32-bit lane).
 bool fractal_bf16_native(dim_t kr);
+// The CPU's rate of vdpbf16ps (each two multiply-adds a lane) over its rate of fp32 FMAs, in
+// instructions, measured once per process (independent chains, best of several windows); 0
+// where fractal_bf16_native(16) does not hold.
+double fractal_bf16_rate();
+// Whether products for kr multiply bf16 pairs under rule: fractal_bf16_native(kr) and, with
+// Auto, a fractal_bf16_rate() of at least 0.625 (1.25x the fp32 multiply-adds a second).
+bool fractal_bf16_pairs(dim_t kr, Rule rule);
 // The ISA of the bf16 products for kr: "avx512_bf16" where fractal_bf16_native(kr), else
 // fractal_isa()'s (fp32 products of bf16-rounded operands).
 const char* fractal_bf16_isa(dim_t kr);
@@ -331,11 +338,11 @@ bool fractal_narrow_vector(dim_t c0, dim_t kn);
 // 16-wide vector kernels compute them (e.g. C0 4 under AVX-512).
 bool fractal_narrow_runs(dim_t c0, dim_t kn);
 // Whether a pass of p in storage multiplies bf16 pairs (vdpbf16ps) at c0: bf16 storage where
-// fractal_bf16_native(c0), except where the products' output (the forward's K/G, backward
+// fractal_bf16_pairs(c0, rule), except where the products' output (the forward's K/G, backward
 // data's C/G) has narrow products: they take the fp32 narrow products of the bf16-rounded
 // operands, the same exact products summed in fp32, because the pairs have no narrow form and
 // their 16-wide tiles computed 13 padding columns of conv1's backward data.
-bool fractal_multiplies_pairs(const Problem& p, Pass pass, DType storage, dim_t c0);
+bool fractal_multiplies_pairs(const Problem& p, Pass pass, DType storage, dim_t c0, Rule rule);
 // The narrow B from column block 0 of pack_weight_transposed's layout (C0 x 16 fractals, row r's
 // at bt + r * b_step): dst[(r * kn + j) * c0 + k] = bt[r * b_step + k * 16 + j], rows * kn * c0
 // floats.

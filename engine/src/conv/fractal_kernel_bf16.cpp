@@ -4,6 +4,8 @@
 // Cube unit does. Compiled for AVX512_BF16 by function attributes and used only where the CPU
 // has it and AVX-512 is the selected ISA; elsewhere the caller keeps the fp32 products of
 // bf16-rounded operands.
+#include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <string>
 
@@ -125,6 +127,84 @@ bool fractal_bf16_native(dim_t kr) {
     (void)kr;
     return false;
 #endif
+}
+
+namespace {
+
+#if CONVLAB_X86
+// Seconds of n steps of 24 independent chains of vdpbf16ps, and of vfmadd231ps: more chains than
+// either instruction's latency times its issue rate, so that both run at their throughput.
+constexpr int kChains = 24;
+
+// The chains' results used, so that no chain is left out.
+__attribute__((target("avx512f"))) void keep(const __m512* t) {
+    __m512 s = t[0];
+    for (int i = 1; i < kChains; ++i) s = _mm512_add_ps(s, t[i]);
+    alignas(64) float v[16];
+    _mm512_store_ps(v, s);
+    volatile float sink = v[0];
+    (void)sink;
+}
+
+__attribute__((target("avx512f,avx512bf16"), noinline)) double pair_chains(long n) {
+    __m512 t[kChains];
+    for (int i = 0; i < kChains; ++i) t[i] = _mm512_setzero_ps();
+    const __m512bh x = (__m512bh)_mm512_set1_epi32(0x3f803f80);  // bf16 pairs of 1.0
+    const auto start = std::chrono::steady_clock::now();
+    for (long k = 0; k < n; ++k)
+#pragma GCC unroll 24
+        for (int i = 0; i < kChains; ++i) t[i] = _mm512_dpbf16_ps(t[i], x, x);
+    const double s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    keep(t);
+    return s;
+}
+
+__attribute__((target("avx512f,fma"), noinline)) double fma_chains(long n) {
+    __m512 t[kChains];
+    for (int i = 0; i < kChains; ++i) t[i] = _mm512_setzero_ps();
+    const __m512 x = _mm512_set1_ps(1.0f);
+    const auto start = std::chrono::steady_clock::now();
+    for (long k = 0; k < n; ++k)
+#pragma GCC unroll 24
+        for (int i = 0; i < kChains; ++i) t[i] = _mm512_fmadd_ps(x, x, t[i]);
+    const double s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    keep(t);
+    return s;
+}
+
+// Best of 7 interleaved windows of 4096 steps each (about 0.1 ms of pairs where they are slow):
+// a window that another process interrupted is not the minimum.
+double measure_rate() {
+    double pair = 1e30, fma = 1e30;
+    for (int r = 0; r < 7; ++r) {
+        pair = std::min(pair, pair_chains(4096));
+        fma = std::min(fma, fma_chains(4096));
+    }
+    return pair > 0 ? fma / pair : 0.0;
+}
+#endif
+
+}  // namespace
+
+double fractal_bf16_rate() {
+#if CONVLAB_X86
+    static const double rate = detail::cpu_has_avx512_bf16() ? measure_rate() : 0.0;
+    return fractal_bf16_native(16) ? rate : 0.0;
+#else
+    return 0.0;
+#endif
+}
+
+bool fractal_bf16_pairs(dim_t kr, Rule rule) {
+    if (rule == Rule::Never || !fractal_bf16_native(kr)) return false;
+    return rule == Rule::Always || fractal_bf16_rate() >= 0.625;
+}
+
+bool bf16_pairs(Rule rule, double* rate) {
+    if (rate) *rate = fractal_bf16_rate();
+    return fractal_bf16_pairs(kN0, rule);
 }
 
 const char* fractal_bf16_isa(dim_t kr) {

@@ -314,9 +314,9 @@ bool fractal_narrow_runs(dim_t c0, dim_t kn) {
            (fractal_narrow_vector(c0, kn) || detail::selected_isa() == detail::Isa::portable);
 }
 
-bool fractal_multiplies_pairs(const Problem& p, Pass pass, DType storage, dim_t c0) {
+bool fractal_multiplies_pairs(const Problem& p, Pass pass, DType storage, dim_t c0, Rule rule) {
     const dim_t out = pass == Pass::BackwardData ? p.icg() : p.ocg();
-    return storage == DType::bf16 && fractal_bf16_native(c0) && !fractal_narrow_runs(c0, out);
+    return storage == DType::bf16 && fractal_bf16_pairs(c0, rule) && !fractal_narrow_runs(c0, out);
 }
 
 void narrow_b(dim_t rows, dim_t c0, dim_t kn, const float* bt, dim_t b_step, float* dst) {

@@ -127,12 +127,13 @@ namespace {
 // are vdpbf16ps (fractal_multiplies_pairs), else fp32 floats rounded to the storage dtype, which is
 // what the calls without prepared weights pack on every call.
 void fill_fractal(const Problem& p, Pass pass, const float* wei, Profiler* prof, DType storage,
-                  std::shared_ptr<const float[]>& out, std::size_t& out_size, bool& pairs) {
+                  Rule bf16_pairs, std::shared_ptr<const float[]>& out, std::size_t& out_size,
+                  bool& pairs) {
     if (pass == Pass::BackwardData &&
         !maps::backward_data_as_forward(one_group_of(p)).validate(true).empty())
         return;  // fractal_via_forward refuses this problem; nothing to prepare
     const dim_t c0 = prepared_c0(p, pass);
-    pairs = fractal_multiplies_pairs(p, pass, storage, c0);
+    pairs = fractal_multiplies_pairs(p, pass, storage, c0, bf16_pairs);
     const dim_t per_group = group_size(p, pass);
     const auto n = static_cast<std::size_t>(p.groups * per_group);
     // Pairs take two bytes an element: (n + 1) / 2 floats.
@@ -184,18 +185,19 @@ void fill_fractal(const Problem& p, Pass pass, const float* wei, Profiler* prof,
 }  // namespace
 
 void prepare_fractal(PreparedWeights& w, const float* wei, Profiler* prof) {
-    fill_fractal(w.problem_, w.pass_, wei, prof, DType::f32, w.fractal_, w.fractal_size_,
-                 w.fractal_pairs_);
+    fill_fractal(w.problem_, w.pass_, wei, prof, DType::f32, Rule::Auto, w.fractal_,
+                 w.fractal_size_, w.fractal_pairs_);
     w.fractal_storage_ = DType::f32;
 }
 
 PreparedWeights prepare_weights(const Problem& p, Pass pass, const float* wei, DType storage,
-                                Profiler* prof) {
+                                Profiler* prof, Rule bf16_pairs) {
     detail::check_prepare_args(p, pass, wei);
     PreparedWeights w;
     w.problem_ = p;
     w.pass_ = pass;
-    fill_fractal(p, pass, wei, prof, storage, w.fractal_, w.fractal_size_, w.fractal_pairs_);
+    fill_fractal(p, pass, wei, prof, storage, bf16_pairs, w.fractal_, w.fractal_size_,
+                 w.fractal_pairs_);
     w.fractal_storage_ = storage;
     return w;
 }

@@ -381,7 +381,8 @@ void weight_gradient(const Problem& p, const float* src, const float* diff_dst, 
     const Kept xf = kept(kFracSlot[2], rows * s.chunk * lanes);
     // bf16 products where the CPU has them: C0 = 16, so that an input fractal is 16 x 16 and
     // its pairs along the positions make the kernel's B.
-    const bool pairs = o.storage == DType::bf16 && c0 == kN0 && fractal_bf16_native(kN0);
+    const bool pairs =
+        o.storage == DType::bf16 && c0 == kN0 && fractal_bf16_pairs(kN0, o.bf16_pairs);
     std::uint16_t* yf16 = pairs ? reinterpret_cast<std::uint16_t*>(
                                       kept(kFracSlot[4], n1 * s.chunk * kFrac / 2 + 1).get())
                                 : nullptr;
