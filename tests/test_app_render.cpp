@@ -560,8 +560,9 @@ TEST_CASE("app render: the fitted view is never cut off, in presenter mode and i
 
 TEST_CASE("app render: following the step zooms a large view in to readable cells" *
           doctest::skip(!can_render())) {
-    // The tnc view of 8 channels at batch 2 on a 1024 x 768 projector: fitted, its cells are
-    // under 2 px; following the step, 28 px with the step's cells in the picture.
+    // The tnc view of 8 channels at batch 2 on a 1024 x 768 projector: fitted (F), its cells
+    // are under 2 px; following the step, 28 px with the step's cells in the picture. Presenter
+    // mode follows by itself where the fit leaves the step unreadable.
     TempDir t;
     const std::string base =
         "shot --view tnc --problem mb2ic8ih10oc8kh3sh2ph1 --presenter --size 1024x768 ";
@@ -571,15 +572,34 @@ TEST_CASE("app render: following the step zooms a large view in to readable cell
         REQUIRE(at != std::string::npos);
         return std::stod(r.out.substr(at + 6));
     };
-    const Run rf = run_binary(base + "--step 300 --out " + fitted, t.path);
+    const Run rf = run_binary(base + "--step 300 --keys F --out " + fitted, t.path);
     INFO(rf.out << rf.err);
     REQUIRE(rf.status == 0);
+    CHECK(rf.out.find("view fits the canvas") != std::string::npos);
     CHECK(cells(rf) < 5.0);
-    const Run rz = run_binary(base + "--step 300 --follow --out " + followed, t.path);
-    INFO(rz.out << rz.err);
-    REQUIRE(rz.status == 0);
-    CHECK(rz.out.find("view follows the step") != std::string::npos);
-    CHECK(cells(rz) == doctest::Approx(28.0));
+    for (const char* how : {"--follow", ""}) {
+        const Run rz = run_binary(base + "--step 300 " + how + " --out " + followed, t.path);
+        INFO(how << "\n" << rz.out << rz.err);
+        REQUIRE(rz.status == 0);
+        CHECK(rz.out.find("view follows the step") != std::string::npos);
+        // Digits where the fit had none (the step's 36 cells lie too far apart for all of them
+        // to be in one picture at 28 px: 16 are).
+        const auto shown = rz.out.find(" of 36 cells of the step show their value");
+        REQUIRE(shown != std::string::npos);
+        CHECK(std::stoi(rz.out.substr(rz.out.rfind(' ', shown - 1) + 1)) >= 16);
+        CHECK(cells(rz) == doctest::Approx(28.0));
+    }
+    // Without presenter mode the fit stays, as the teacher's own screen shows it.
+    const Run rw = run_binary(
+        "shot --view tnc --problem mb2ic8ih10oc8kh3sh2ph1 --size 1024x768 "
+        "--step 300 --out " +
+            fitted,
+        t.path);
+    INFO(rw.out << rw.err);
+    REQUIRE(rw.status == 0);
+    CHECK(rw.out.find("view fits the canvas") != std::string::npos);
+    // The last shot of the loop (presenter mode, no --follow) is the followed picture below.
+    REQUIRE(run_binary(base + "--step 300 --follow --out " + followed, t.path).status == 0);
     // The step's line of 16 cells (data and zero lanes, both tinted with the current step's
     // orange) at 28 px, below the header and its legend.
     const auto orange = [](Image& im) {

@@ -216,7 +216,10 @@ class App {
     // Text wrapped at the window's right edge, or before the corner beside it.
     void wrapped(const std::string& text);
     bool auto_followed = false;  // following because a lesson step's fit was unreadable
-    bool notes = false;          // presenter mode: the whole narration shown (T), not the strip
+    // F (or the sidebar's fit) pressed outside a lesson: presenter mode shows the fit even where
+    // its digits are unreadable, until Z or presenter mode is turned on again.
+    bool fit_chosen = false;
+    bool notes = false;  // presenter mode: the whole narration shown (T), not the strip
     // The presenter window (W): the narration, checks, next step, clock and keys on the
     // teacher's screen, and none of it under the canvas (gui_presenter.hpp).
     bool notes_window = false;
@@ -674,10 +677,11 @@ class App {
     void after_render(bool clean);
     std::string svg() const;
     void toggle_fullscreen();
-    // Following the step on or off; off is the fit (F).
+    // Following the step on or off; off is the fit (F), which presenter mode then keeps.
     void set_follow(bool on) {
         s.follow = on;
         fit_auto = true;
+        fit_chosen = !on;
         if (!on) s.zoom = 0;
     }
 };

@@ -495,9 +495,10 @@ void App::canvas() {
     lesson.draw_highlights(dl, *view, origin, z, lesson_highlight_colour(s.palette));
     if (lesson.active() || measure_read) measure_readability(origin, z, clip);
     // A lesson step whose fitted view leaves the cells it is about unreadable follows the step
-    // (zoomed in to kFollowCellPx) from the next frame on: a class reads the step's digits.
-    if (lesson.active() && fit_auto && !s.follow && read.ok < read.must &&
-        fit_zoom < std::max(app::kFollowCellPx, read.need_z)) {
+    // (zoomed in to kFollowCellPx) from the next frame on: a class reads the step's digits. So
+    // does any view in presenter mode, unless the fit was asked for (F).
+    if ((lesson.active() || (s.presenter && !fit_chosen)) && fit_auto && !s.follow &&
+        read.ok < read.must && fit_zoom < std::max(app::kFollowCellPx, read.need_z)) {
         s.follow = true;
         auto_followed = true;
     }

@@ -48,7 +48,10 @@ void App::key_press(int key, bool is_repeat) {
     if (pressed(GLFW_KEY_C)) s.palette = (s.palette + 1) % kNumPalettes;
     if (pressed(GLFW_KEY_F)) set_follow(false);  // the fit
     if (pressed(GLFW_KEY_Z)) set_follow(!s.follow);
-    if (pressed(GLFW_KEY_P)) s.presenter = !s.presenter;
+    if (pressed(GLFW_KEY_P)) {
+        s.presenter = !s.presenter;
+        fit_chosen = false;
+    }
     if (pressed(GLFW_KEY_T)) notes = !notes;
     if (pressed(GLFW_KEY_W)) notes_window = !notes_window;
     if (pressed(GLFW_KEY_TAB)) show_sidebar = !show_sidebar;
