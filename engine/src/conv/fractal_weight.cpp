@@ -37,6 +37,7 @@
 #include "checked.hpp"
 #include "convlab/davinci.hpp"
 #include "fractal_kernel.hpp"
+#include "fractal_weight_kernel.hpp"
 #include "geom.hpp"
 #include "microkernel.hpp"
 
@@ -443,6 +444,8 @@ void weight_gradient(const Problem& p, const float* src, const float* diff_dst, 
                 }
                 if (pairs) input_pairs(xf.get(), xf16, rows, s.chunk, cf);
             }
+            // The block's valid positions: the reduction's last fractal may end early.
+            const dim_t len = std::min(cf * kN0, s.p - f0 * kN0);
             // Tiles (r, nb) and, r2 >= 0 (C0 = 16), (r2, nb) of this block, at c and c + c_next
             // (rows ldc apart): with a second tile, one pass over their dY fractals A.
             const auto product = [&](dim_t r, dim_t r2, dim_t nb, float* c, dim_t c_next,
@@ -451,11 +454,11 @@ void weight_gradient(const Problem& p, const float* src, const float* diff_dst, 
                 if (r2 >= 0 && pairs)
                     fractal_product2_bf16(kN0, cf, yf16 + ao, kFrac, xf16 + bo, lanes,
                                           (r2 - r) * b_row, c, c_next, acc, ldc);
-                else if (r2 >= 0)
-                    fractal_product2(kN0, cf, yf.get() + ao, kFrac, xf.get() + bo, lanes,
-                                     (r2 - r) * b_row, c, c_next, acc, ldc);
                 else if (pairs)
                     fractal_product_bf16(kN0, cf, yf16 + ao, kFrac, xf16 + bo, lanes, c, ldc, acc);
+                else if (c0 == kN0)
+                    weight_product(len, yf.get() + ao, kFrac, xf.get() + bo, lanes,
+                                   r2 >= 0 ? (r2 - r) * b_row : -1, c, c_next, ldc, acc);
                 else
                     fractal_product(kN0, c0, cf, yf.get() + ao, kFrac, xf.get() + bo, lanes, c0, c,
                                     ldc, acc);
@@ -543,12 +546,9 @@ void weight_gradient(const Problem& p, const float* src, const float* diff_dst, 
                         }
                         const dim_t ov = std::min(kN0, kg - nb * kN0);
                         const dim_t valid = std::min(c0, cg - c1 * c0);
-                        for (dim_t oi = 0; oi < ov; ++oi)
-                            for (dim_t ci = 0; ci < valid; ++ci) {
-                                float* run = wo + ((nb * kN0 + oi) * cg + c1 * c0 + ci) * taps + t0;
-                                const dim_t e = oi * c0 + ci;
-                                for (dim_t t = 0; t < tn; ++t) run[t] = tp[t][e];
-                            }
+                        weight_taps_to_oihw(tp, tn, c0, ov, valid,
+                                            wo + (nb * kN0 * cg + c1 * c0) * taps + t0, cg * taps,
+                                            taps);
                     }
                 }
             }
