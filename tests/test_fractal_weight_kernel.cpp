@@ -14,6 +14,7 @@
 #include "../engine/src/gemm/microkernel.hpp"
 #include "convlab/conv.hpp"
 #include "convlab/davinci.hpp"
+#include "convlab/profiler.hpp"
 #include "convlab/tensor.hpp"
 #include "microkernel_test_util.hpp"
 #include "test_util.hpp"
@@ -40,14 +41,15 @@ std::vector<float> integers(std::size_t n, std::mt19937& rng) {
 }
 
 // The gradient in OIHW by fractal_via_forward (NaN first: an element no tile reaches fails).
-Tensor oihw(const Problem& p, const Tensor& x, const Tensor& dy, const dv::Options& o) {
+Tensor oihw(const Problem& p, const Tensor& x, const Tensor& dy, const dv::Options& o,
+            convlab::Profiler* prof = nullptr) {
     Tensor dw(p.wei_dims());
     std::fill(dw.f32(), dw.f32() + dw.numel(), std::nanf(""));
     convlab::ConvArgs a;
     a.src = x.f32();
     a.diff_dst = dy.f32();
     a.diff_wei = dw.f32();
-    dv::backward_weight_fractal_via_forward(p, a, nullptr, o);
+    dv::backward_weight_fractal_via_forward(p, a, prof, o);
     return dw;
 }
 
@@ -168,6 +170,13 @@ TEST_CASE("fractal weight kernel: the weight gradient equals direct on every ele
         "mb2ic48ih7oc40oh7kh1",
         "mb3ic20iw30oc17ow28kw3",
         "mb1ic17ih9oc16oh5kh3dh1",
+        // 1x1 at stride 1 with whole fractals per image: the input fractals read in place, a
+        // block spanning images (batch 5, 16 fractals an image; 12 an image in blocks of 8).
+        "mb3ic40ih8oc20oh8kh1",
+        "mb5ic64ih16oc16oh16kh1",
+        "mb3ic20ih12iw16oc520oh12ow16kh1kw1",
+        "mb2ic24iw32oc20ow32kw1",
+        "g2mb2ic40ih8oc36oh8kh1",
     };
     dim_t single = 0, several = 0;
     for (const std::string& isa : isas()) {
@@ -203,4 +212,37 @@ TEST_CASE("fractal weight kernel: the weight gradient equals direct on every ele
     }
     CHECK(single > 0);
     CHECK(several > 0);
+}
+
+TEST_CASE("fractal weight kernel: 1x1 at stride 1 with whole fractals per image skips the gather") {
+    std::mt19937 rng(904);
+    const struct {
+        const char* desc;
+        bool in_place;
+    } cases[] = {
+        {"mb3ic40ih8oc20oh8kh1", true},
+        {"mb3ic20ih12iw16oc520oh12ow16kh1kw1", true},
+        {"mb2ic24iw32oc20ow32kw1", true},
+        {"mb1ic40ih7oc20oh7kh1", false},                    // 49 positions: not whole fractals
+        {"mb1ic40ih16oc20oh8kh1sh2", false},                // stride 2
+        {"mb1ic40ih14oc20oh16kh1ph1", false},               // padding
+        {"mb1ic20id2ih4iw4oc20od2oh4ow4kd1kh1kw1", false},  // depth 2
+        {"mb1ic40ih8oc20oh8kh3ph1", false},                 // 3x3
+    };
+    for (const auto& c : cases) {
+        const Problem p = convlab::parse_descriptor(c.desc);
+        const Tensor x = convlab::test::integer_tensor(p.src_dims(), rng);
+        const Tensor dy = convlab::test::integer_tensor(p.dst_dims(), rng);
+        for (DType st : {DType::f32, DType::bf16}) {
+            convlab::Profiler prof;
+            const Tensor got = oihw(p, x, dy, dv::Options{16, st}, &prof);
+            convlab::test::check_equal(got, convlab::backward_weight(p, x, dy, "direct"), c.desc);
+            bool tnc = false;
+            for (const auto& e : prof.entries()) tnc = tnc || (e.name == "tnc" && e.count > 0);
+            INFO(c.desc << " " << convlab::dtype_name(st));
+            // bf16 storage with native bf16 products reads a gathered copy.
+            const bool native = st == DType::bf16 && dv::fractal_bf16_native(16);
+            CHECK(tnc == (!c.in_place || native));
+        }
+    }
 }

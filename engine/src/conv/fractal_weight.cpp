@@ -408,6 +408,14 @@ void weight_gradient(const Problem& p, const float* src, const float* diff_dst, 
         reserve_thread_scratch(kFracAccSlot, std::max<dim_t>(2, tb) * lanes, omp_get_max_threads());
     const dim_t n1_all = blocks_of(p.oc, kN0);
     const dim_t b_row = s.chunk * lanes;  // B: a row's block of input fractals
+    // A 1x1 kernel at stride 1 without padding, depth 1 and whole fractals per image: the input
+    // fractal (c1, f) is 16 consecutive positions of block c1 of x5 itself, so the products read
+    // it in place and the gather (a copy of the whole input) is skipped. Not for the bf16
+    // products, whose B is made from the gathered block.
+    const detail::Geom3& g3 = s.g;
+    const bool in_place = !s.c04 && !pairs && taps == 1 && s.xg.d == 1 && s.m % kN0 == 0 &&
+                          g3.out[1] == g3.in[1] && g3.out[2] == g3.in[2] && g3.s[1] == 1 &&
+                          g3.s[2] == 1 && g3.pb[1] == 0 && g3.pb[2] == 0;
     for (dim_t grp = 0; grp < p.groups; ++grp) {
         {
             Span sp(prof, "pack_src");
@@ -433,7 +441,7 @@ void weight_gradient(const Problem& p, const float* src, const float* diff_dst, 
                         bf16_bits(yf.get() + nb * s.chunk * kFrac, yf16 + nb * s.chunk * kFrac,
                                   cf * kFrac);
             }
-            {
+            if (!in_place) {
                 Span sp(prof, "tnc");
 #pragma omp parallel if (rows * cf * lanes > 65536)
                 {
@@ -451,6 +459,25 @@ void weight_gradient(const Problem& p, const float* src, const float* diff_dst, 
             const auto product = [&](dim_t r, dim_t r2, dim_t nb, float* c, dim_t c_next,
                                      dim_t ldc) {
                 const dim_t ao = nb * s.chunk * kFrac, bo = r * b_row;
+                if (in_place) {
+                    // The block's fractals image by image (a block may span two or more).
+                    const dim_t per_image = s.m / kN0;
+                    for (dim_t f = f0; f < f0 + cf;) {
+                        const dim_t n = f / per_image, fe = std::min(f0 + cf, (n + 1) * per_image);
+                        const float* a = yf.get() + ao + (f - f0) * kFrac;
+                        const float* b =
+                            x5.get() + s.xg.offset(n, 0, r, 0, 0, 0) + (f - n * per_image) * lanes;
+                        const bool acc_f = acc || f > f0;
+                        if (c0 == kN0)
+                            weight_product((fe - f) * kN0, a, kFrac, b, lanes,
+                                           r2 >= 0 ? (r2 - r) * s.m * c0 : -1, c, c_next, ldc,
+                                           acc_f);
+                        else
+                            fractal_product(kN0, c0, fe - f, a, kFrac, b, lanes, c0, c, ldc, acc_f);
+                        f = fe;
+                    }
+                    return;
+                }
                 if (r2 >= 0 && pairs)
                     fractal_product2_bf16(kN0, cf, yf16 + ao, kFrac, xf16 + bo, lanes,
                                           (r2 - r) * b_row, c, c_next, acc, ldc);
