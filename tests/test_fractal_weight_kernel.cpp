@@ -5,12 +5,14 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "../engine/src/conv/fractal_kernel.hpp"
 #include "../engine/src/conv/fractal_weight_kernel.hpp"
+#include "../engine/src/core/bf16.hpp"
 #include "../engine/src/gemm/microkernel.hpp"
 #include "convlab/conv.hpp"
 #include "convlab/davinci.hpp"
@@ -199,7 +201,7 @@ TEST_CASE("fractal weight kernel: the weight gradient equals direct on every ele
             const Tensor x = convlab::test::integer_tensor(p.src_dims(), rng);
             const Tensor dy = convlab::test::integer_tensor(p.dst_dims(), rng);
             const Tensor want = convlab::backward_weight(p, x, dy, "direct");
-            for (dim_t c0 : {16, 8}) {
+            for (dim_t c0 : {16, 8, 32}) {
                 const std::string dc = d + " c0 " + std::to_string(c0);
                 convlab::test::check_equal(oihw(p, x, dy, dv::Options{c0, DType::f32}), want,
                                            dc + " oihw");
@@ -214,35 +216,67 @@ TEST_CASE("fractal weight kernel: the weight gradient equals direct on every ele
     CHECK(several > 0);
 }
 
-TEST_CASE("fractal weight kernel: 1x1 at stride 1 with whole fractals per image skips the gather") {
-    std::mt19937 rng(904);
+TEST_CASE(
+    "fractal weight kernel: 1x1 at stride 1 without padding packs its input from the source") {
+    KernelGuard guard;
     const struct {
         const char* desc;
-        bool in_place;
+        bool from_src;
     } cases[] = {
         {"mb3ic40ih8oc20oh8kh1", true},
-        {"mb3ic20ih12iw16oc520oh12ow16kh1kw1", true},
+        {"mb3ic20ih12iw16oc520oh12ow16kh1kw1", true},  // blocks of 8 fractals across images
         {"mb2ic24iw32oc20ow32kw1", true},
-        {"mb1ic40ih7oc20oh7kh1", false},                    // 49 positions: not whole fractals
-        {"mb1ic40ih16oc20oh8kh1sh2", false},                // stride 2
-        {"mb1ic40ih14oc20oh16kh1ph1", false},               // padding
-        {"mb1ic20id2ih4iw4oc20od2oh4ow4kd1kh1kw1", false},  // depth 2
-        {"mb1ic40ih8oc20oh8kh3ph1", false},                 // 3x3
+        {"mb1ic40ih7oc20oh7kh1", true},  // 49 positions
+        {"mb3ic20id2ih3iw5oc20od2oh3ow5kd1kh1kw1", true},
+        {"g2mb2ic40ih7oc36oh7kh1", true},
+        {"mb1ic40ih16oc20oh8kh1sh2", false},   // stride 2
+        {"mb1ic40ih14oc20oh16kh1ph1", false},  // padding
+        {"mb1ic40ih8oc20oh8kh3ph1", false},    // 3x3
     };
-    for (const auto& c : cases) {
-        const Problem p = convlab::parse_descriptor(c.desc);
-        const Tensor x = convlab::test::integer_tensor(p.src_dims(), rng);
-        const Tensor dy = convlab::test::integer_tensor(p.dst_dims(), rng);
-        for (DType st : {DType::f32, DType::bf16}) {
-            convlab::Profiler prof;
-            const Tensor got = oihw(p, x, dy, dv::Options{16, st}, &prof);
-            convlab::test::check_equal(got, convlab::backward_weight(p, x, dy, "direct"), c.desc);
-            bool tnc = false;
-            for (const auto& e : prof.entries()) tnc = tnc || (e.name == "tnc" && e.count > 0);
-            INFO(c.desc << " " << convlab::dtype_name(st));
-            // bf16 storage with native bf16 products reads a gathered copy.
-            const bool native = st == DType::bf16 && dv::fractal_bf16_native(16);
-            CHECK(tnc == (!c.in_place || native));
+    const auto rounded_to = [](DType st, const Tensor& t) {
+        Tensor r = t;
+        for (dim_t i = 0; i < r.numel(); ++i) {
+            float& v = r.f32()[i];
+            v = st == DType::bf16 ? convlab::bf16_to_float(convlab::float_to_bf16(v))
+                                  : convlab::half_to_float(convlab::float_to_half(v));
+        }
+        return r;
+    };
+    for (const std::string& isa : isas()) {
+        REQUIRE(detail::select_microkernel(isa.c_str()));
+        std::mt19937 rng(904);
+        for (const auto& c : cases) {
+            const Problem p = convlab::parse_descriptor(c.desc);
+            const Tensor x = convlab::test::integer_tensor(p.src_dims(), rng);
+            const Tensor dy = convlab::test::integer_tensor(p.dst_dims(), rng);
+            const Tensor want = convlab::backward_weight(p, x, dy, "direct");
+            for (dim_t c0 : {16, 8, 32, 5}) {
+                for (DType st : {DType::f32, DType::bf16}) {
+                    convlab::Profiler prof;
+                    INFO(std::string(c.desc) << " " << isa << " c0 " << c0 << " "
+                                             << std::string(convlab::dtype_name(st)));
+                    convlab::test::check_equal(oihw(p, x, dy, dv::Options{c0, st}, &prof), want,
+                                               c.desc);
+                    bool pack_src = false;
+                    for (const auto& e : prof.entries())
+                        pack_src = pack_src || (e.name == "pack_src" && e.count > 0);
+                    CHECK(pack_src == !c.from_src);
+                }
+                // Real data in 16-bit storage: the pack rounds as it writes, the bits of the fp32
+                // pass on inputs rounded beforehand where the products are fp32 ones.
+                const Tensor xr = convlab::test::real_tensor(p.src_dims(), rng);
+                const Tensor dyr = convlab::test::real_tensor(p.dst_dims(), rng);
+                for (DType st : {DType::f16, DType::bf16}) {
+                    if (st == DType::bf16 && dv::fractal_bf16_native(16)) continue;
+                    const Tensor got = oihw(p, xr, dyr, dv::Options{c0, st});
+                    const Tensor ref = oihw(p, rounded_to(st, xr), rounded_to(st, dyr),
+                                            dv::Options{c0, DType::f32});
+                    INFO(std::string(c.desc) << " " << isa << " c0 " << c0 << " real "
+                                             << std::string(convlab::dtype_name(st)));
+                    CHECK(std::memcmp(got.f32(), ref.f32(),
+                                      static_cast<std::size_t>(got.numel()) * sizeof(float)) == 0);
+                }
+            }
         }
     }
 }

@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "../maps/davinci_internal.hpp"
+#include "../maps/davinci_pack_simd.hpp"
 #include "bf16.hpp"
 #include "bit_cast.hpp"
 #include "checked.hpp"
@@ -302,6 +303,64 @@ void gather_x4(const Plan& s, const float* x5, dim_t f0, dim_t cf, float* xf) {
     }
 }
 
+// Positions [0, len) of one plane of C0 channel rows (row ci < valid at rows + ci * stride) as
+// len rows of C0 lanes at out, the lanes >= valid zero, each value rounded to the storage type t:
+// the activation pack's vector run where there is one for t, else its fp32 run (or, portable,
+// a scalar interleave) over rows copied with rounding, 16 positions at a time.
+void pack_positions(const float* rows, dim_t stride, dim_t valid, dim_t c0, dim_t len, float* out,
+                    DType t) {
+    if (const internal::PackRun direct = internal::pack_run(c0, t)) {
+        direct(rows, stride, valid, len, out);
+        return;
+    }
+    const internal::PackRun run = internal::pack_run(c0, DType::f32);
+    const detail::StorageCopy copy = t == DType::f32 ? nullptr : detail::storage_copy(t);
+    constexpr dim_t step = 16;
+    float tile[64 * step];  // tile[ci*step + i]; C0 is at most 64
+    for (dim_t i0 = 0; i0 < len; i0 += step) {
+        const dim_t n = std::min(step, len - i0);
+        for (dim_t ci = 0; ci < valid; ++ci) {
+            const float* row = rows + ci * stride + i0;
+            if (copy)
+                copy(row, tile + ci * step, n);
+            else
+                std::memcpy(tile + ci * step, row, static_cast<std::size_t>(n) * sizeof(float));
+        }
+        float* o = out + i0 * c0;
+        if (run) {
+            run(tile, step, valid, n, o);
+            continue;
+        }
+        for (dim_t i = 0; i < n; ++i) {
+            for (dim_t ci = 0; ci < valid; ++ci) o[i * c0 + ci] = tile[ci * step + i];
+            std::fill(o + i * c0 + valid, o + (i + 1) * c0, 0.0f);
+        }
+    }
+}
+
+// gather_x's block for a 1x1 kernel at stride 1 without padding, packed from the source src
+// (N, src_channels, spatial...), channels [c_begin, c_begin + C/G): xf[(r*chunk + f - f0)*16*C0
+// + u*C0 + ci] = X(n, c_begin + r*C0 + ci, pos) for reduction index f*16 + u = n*m + pos, rounded
+// to the storage type t, zero for lanes past C/G and indices past P. Each image's run of
+// positions is one pack of consecutive positions.
+void pack_x(const Plan& s, dim_t c0, const float* src, dim_t src_channels, dim_t c_begin, dim_t f0,
+            dim_t cf, float* xf, DType t) {
+    const dim_t rows = s.wg.rows(), lanes = kN0 * c0, cg = s.xg.c;
+    const dim_t m_begin = f0 * kN0, m_end = std::min((f0 + cf) * kN0, s.p);
+#pragma omp for schedule(static)
+    for (dim_t r = 0; r < rows; ++r) {
+        float* out = xf + r * s.chunk * lanes;
+        const dim_t valid = std::min(c0, cg - r * c0);
+        for (dim_t mm = m_begin; mm < m_end;) {
+            const dim_t n = mm / s.m, pos = mm % s.m, len = std::min(s.m - pos, m_end - mm);
+            pack_positions(src + (n * src_channels + c_begin + r * c0) * s.m + pos, s.m, valid, c0,
+                           len, out + (mm - m_begin) * c0, t);
+            mm += len;
+        }
+        std::fill(out + (m_end - m_begin) * c0, out + cf * lanes, 0.0f);
+    }
+}
+
 // The input fractals' block (rows x chunk fractals of 16 positions x 16 lanes, the first cf of
 // each row built) in bf16 pairs along the positions, the B of fractal_product_bf16:
 // dst[f*256 + (u/2)*32 + 2*ci + u%2] = bf16 bits of src[f*256 + u*16 + ci] (values already
@@ -408,16 +467,16 @@ void weight_gradient(const Problem& p, const float* src, const float* diff_dst, 
         reserve_thread_scratch(kFracAccSlot, std::max<dim_t>(2, tb) * lanes, omp_get_max_threads());
     const dim_t n1_all = blocks_of(p.oc, kN0);
     const dim_t b_row = s.chunk * lanes;  // B: a row's block of input fractals
-    // A 1x1 kernel at stride 1 without padding, depth 1 and whole fractals per image: the input
-    // fractal (c1, f) is 16 consecutive positions of block c1 of x5 itself, so the products read
-    // it in place and the gather (a copy of the whole input) is skipped. Not for the bf16
-    // products, whose B is made from the gathered block.
+    // A 1x1 kernel at stride 1 without padding: input fractal (c1, f) is 16 consecutive
+    // positions of block c1, each position's C0 channels. They are packed from the source a block
+    // at a time, straight into the block of input fractals, instead of the whole input to NC1HWC0
+    // first and then copied again (at batch 32 two passes over 100 MB through memory).
     const detail::Geom3& g3 = s.g;
-    const bool in_place = !s.c04 && !pairs && taps == 1 && s.xg.d == 1 && s.m % kN0 == 0 &&
-                          g3.out[1] == g3.in[1] && g3.out[2] == g3.in[2] && g3.s[1] == 1 &&
-                          g3.s[2] == 1 && g3.pb[1] == 0 && g3.pb[2] == 0;
+    bool from_src = !s.c04 && taps == 1;
+    for (int a = 0; a < 3; ++a)
+        from_src = from_src && g3.s[a] == 1 && g3.pb[a] == 0 && g3.out[a] == g3.in[a];
     for (dim_t grp = 0; grp < p.groups; ++grp) {
-        {
+        if (!from_src) {
             Span sp(prof, "pack_src");
             internal::pack_activation_rounded(o.storage, xd, s.xg.c0, src, x5.get(), p.ic,
                                               grp * cg);
@@ -441,11 +500,13 @@ void weight_gradient(const Problem& p, const float* src, const float* diff_dst, 
                         bf16_bits(yf.get() + nb * s.chunk * kFrac, yf16 + nb * s.chunk * kFrac,
                                   cf * kFrac);
             }
-            if (!in_place) {
+            {
                 Span sp(prof, "tnc");
 #pragma omp parallel if (rows * cf * lanes > 65536)
                 {
-                    if (s.c04)
+                    if (from_src)
+                        pack_x(s, c0, src, p.ic, grp * cg, f0, cf, xf.get(), o.storage);
+                    else if (s.c04)
                         gather_x4(s, x5.get(), f0, cf, xf.get());
                     else
                         gather_x(s, c0, x5.get(), f0, cf, xf.get());
@@ -459,25 +520,6 @@ void weight_gradient(const Problem& p, const float* src, const float* diff_dst, 
             const auto product = [&](dim_t r, dim_t r2, dim_t nb, float* c, dim_t c_next,
                                      dim_t ldc) {
                 const dim_t ao = nb * s.chunk * kFrac, bo = r * b_row;
-                if (in_place) {
-                    // The block's fractals image by image (a block may span two or more).
-                    const dim_t per_image = s.m / kN0;
-                    for (dim_t f = f0; f < f0 + cf;) {
-                        const dim_t n = f / per_image, fe = std::min(f0 + cf, (n + 1) * per_image);
-                        const float* a = yf.get() + ao + (f - f0) * kFrac;
-                        const float* b =
-                            x5.get() + s.xg.offset(n, 0, r, 0, 0, 0) + (f - n * per_image) * lanes;
-                        const bool acc_f = acc || f > f0;
-                        if (c0 == kN0)
-                            weight_product((fe - f) * kN0, a, kFrac, b, lanes,
-                                           r2 >= 0 ? (r2 - r) * s.m * c0 : -1, c, c_next, ldc,
-                                           acc_f);
-                        else
-                            fractal_product(kN0, c0, fe - f, a, kFrac, b, lanes, c0, c, ldc, acc_f);
-                        f = fe;
-                    }
-                    return;
-                }
                 if (r2 >= 0 && pairs)
                     fractal_product2_bf16(kN0, cf, yf16 + ao, kFrac, xf16 + bo, lanes,
                                           (r2 - r) * b_row, c, c_next, acc, ldc);
