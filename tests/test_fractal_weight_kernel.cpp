@@ -79,7 +79,7 @@ TEST_CASE("fractal weight kernel: weight_product equals plain loops over the val
         // AVX-512 reads no position past len: NaN there would reach the result. The other ISAs
         // run whole fractals, whose padding holds zeros (as the weight gradient's packs do).
         const float pad = isa == "avx512" ? std::nanf("") : 0.0f;
-        for (dim_t len : {1, 2, 15, 16, 17, 31, 32, 33, 48, 49, 64, 100, 196}) {
+        for (dim_t len : {1, 2, 15, 16, 17, 31, 32, 33, 48, 49, 64, 100, 128, 129, 196, 272}) {
             for (bool two : {false, true})
                 for (bool acc : {false, true}) {
                     const dim_t frac = (len + 15) / 16, a_step = kFrac + 16, b_step = kFrac + 32;
