@@ -179,6 +179,14 @@ TEST_CASE("fractal weight kernel: the weight gradient equals direct on every ele
         "mb3ic20ih12iw16oc520oh12ow16kh1kw1",
         "mb2ic24iw32oc20ow32kw1",
         "g2mb2ic40ih8oc36oh8kh1",
+        // At most 4 channels a group (FRACTAL_Z_C04 at C0 16): rows of 16 / (C/G) taps, the
+        // last partly filled (49 taps: 10 rows of 5 with 3 channels, 7 of 8 with 2, 4 of 16
+        // with 1), lane 15 unused with 3 channels.
+        "mb2ic3ih15oc20oh8kh7sh2ph3",
+        "mb3ic2ih12oc17oh12kh5ph2",
+        "mb2ic1ih20oc16oh7kh7sh2ph3dh1",
+        "g2mb1ic6ih11oc40oh6kh7sh2ph3",
+        "mb17ic3ih9oc24oh9kh3ph1",
     };
     dim_t single = 0, several = 0;
     for (const std::string& isa : isas()) {
