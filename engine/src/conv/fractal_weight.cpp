@@ -349,23 +349,29 @@ void pack_x(const Plan& s, dim_t c0, const float* src, dim_t src_channels, dim_t
     const dim_t m_begin = f0 * kN0, m_end = std::min((f0 + cf) * kN0, s.p);
     const bool dense = s.m == in_sp;  // stride 1: output positions are the input's
     std::vector<float> line(dense ? 0 : static_cast<std::size_t>(g.in[2] * c0));
+    // Units of a row's 4 fractals, so that the threads share a block of few rows (64 channels
+    // make 4).
+    constexpr dim_t piece = 4 * kN0;
+    const dim_t pieces = blocks_of(m_end - m_begin, piece);
 #pragma omp for schedule(static)
-    for (dim_t r = 0; r < rows; ++r) {
+    for (dim_t u = 0; u < rows * pieces; ++u) {
+        const dim_t r = u / pieces, pc = u % pieces;
         float* out = xf + r * s.chunk * lanes;
         const dim_t valid = std::min(c0, cg - r * c0);
-        for (dim_t mm = m_begin; mm < m_end;) {
+        const dim_t u_begin = m_begin + pc * piece, u_end = std::min(m_end, u_begin + piece);
+        for (dim_t mm = u_begin; mm < u_end;) {
             const dim_t n = mm / s.m, pos = mm % s.m;
             const float* plane = src + (n * src_channels + c_begin + r * c0) * in_sp;
             float* seg = out + (mm - m_begin) * c0;
             if (dense) {
-                const dim_t len = std::min(s.m - pos, m_end - mm);
+                const dim_t len = std::min(s.m - pos, u_end - mm);
                 pack_positions(plane + pos, in_sp, valid, c0, len, seg, t);
                 mm += len;
                 continue;
             }
             const dim_t ow0 = pos % g.out[2], rest = pos / g.out[2];
             const dim_t oh = rest % g.out[1], od = rest / g.out[1];
-            const dim_t len = std::min(g.out[2] - ow0, m_end - mm);
+            const dim_t len = std::min(g.out[2] - ow0, u_end - mm);
             const float* row =
                 plane + ((od * g.s[0]) * g.in[1] + oh * g.s[1]) * g.in[2] + ow0 * g.s[2];
             if (g.s[2] == 1) {
@@ -378,7 +384,7 @@ void pack_x(const Plan& s, dim_t c0, const float* src, dim_t src_channels, dim_t
             }
             mm += len;
         }
-        std::fill(out + (m_end - m_begin) * c0, out + cf * lanes, 0.0f);
+        if (pc == pieces - 1) std::fill(out + (m_end - m_begin) * c0, out + cf * lanes, 0.0f);
     }
 }
 
@@ -524,7 +530,7 @@ void weight_gradient(const Problem& p, const float* src, const float* diff_dst, 
             }
             {
                 Span sp(prof, "tnc");
-#pragma omp parallel if (rows * cf * lanes > 65536)
+#pragma omp parallel if (rows * cf * lanes > (from_src ? 8192 : 65536))
                 {
                     if (from_src)
                         pack_x(s, c0, src, p.ic, grp * cg, f0, cf, xf.get(), o.storage);
