@@ -15,28 +15,33 @@
 // fractals at a time so that memory stays bounded.
 //
 // A group of at most 4 input channels (C0 16, the forward's forward_c0 condition) runs as
-// FRACTAL_Z_C04, as the Ascend toolkits do for such layers: one 16-lane input fractal holds four
-// consecutive taps of the kernel x 4 channels (lane t*4 + c for the t-th tap of the row's four,
-// zero for c >= C/G and taps past the last), from the input packed at C0 4. Each result tile is
-// then 16 output channels x (4 taps x 4 channels): conv1 (3 channels, 7x7) makes 13 rows of tiles
-// instead of 49 whose 16 lanes hold 3 channels, the same 16 x 16 products on 4x fewer of them.
-// The tiles accumulate in a buffer of their own and are scattered to OIHW or FRACTAL_Z after the
-// last reduction block.
+// FRACTAL_Z_C04, as the Ascend toolkits do for such layers, with the taps packed tighter: one
+// 16-lane input fractal holds tr = 16 / cw consecutive taps of the kernel x the group's cw = C/G
+// channels (lane t*cw + c for the t-th tap of the row's tr, zero past the last tap and in the
+// lanes past tr*cw), from the input packed at C0 cw. Each result tile is then 16 output channels
+// x (tr taps x cw channels): conv1 (3 channels, 7x7) makes 10 rows of tiles of 5 taps instead of
+// 49 whose 16 lanes hold 3 channels (or 13 of 4 taps x 4 lanes, one of them padding), the same
+// 16 x 16 products on 5x fewer of them. The tiles accumulate in a buffer of their own and are
+// scattered to OIHW or FRACTAL_Z after the last reduction block.
 #include "omp_compat.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <cstring>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "../maps/davinci_internal.hpp"
+#include "../maps/davinci_pack_simd.hpp"
 #include "bf16.hpp"
 #include "bit_cast.hpp"
 #include "checked.hpp"
 #include "convlab/davinci.hpp"
 #include "fractal_kernel.hpp"
+#include "fractal_weight_kernel.hpp"
 #include "geom.hpp"
 #include "microkernel.hpp"
 
@@ -46,16 +51,15 @@ namespace {
 
 constexpr dim_t kFrac = kN0 * kN0;  // floats of a dY fractal (16 channels x 16 positions)
 
-// Taps of a FRACTAL_Z_C04 row: a 16-lane fractal holds four taps of 4 channels.
-constexpr dim_t kC04Taps = kN0 / kC0Small;
-
 // The sizes of one group's product.
 struct Plan {
     detail::Geom3 g;
     ActGeom xg;        // the group's input in NC1HWC0 / NDC1HWC0 (C0 4 with c04)
     WeiGeom wg;        // the group's weight gradient in FRACTAL_Z (K/G, C/G, k...)
-    bool c04 = false;  // FRACTAL_Z_C04: input fractals of four taps x 4 channels
-    dim_t rows = 0;    // rows of input fractals (wg.rows(), or ceil(taps / 4) with c04)
+    bool c04 = false;  // FRACTAL_Z_C04: input fractals of taps x at most 4 channels
+    dim_t cw = 0;      // c04: lanes of a tap (the group's channels, 1 to 4)
+    dim_t tr = 0;      // c04: taps of a row (16 / cw: 5 of 3 channels, 4 of 4)
+    dim_t rows = 0;    // rows of input fractals (wg.rows(), or ceil(taps / tr) with c04)
     dim_t m = 0;       // output positions of an image
     dim_t p = 0;       // reduction length N * m
     dim_t p1 = 0;      // reduction fractals
@@ -72,9 +76,13 @@ Plan plan_of(const Problem& p, dim_t c0) {
     // The forward's condition for 4-lane fractals: C0 16 (four taps of 4 lanes fill a fractal)
     // and at most 4 channels a group (forward_c0 also gives 4 for a C0 of 4 asked for).
     s.c04 = c0 == kC0 && forward_c0(p, c0) == kC0Small;
-    s.xg = ActGeom::of(q.src_dims(), s.c04 ? kC0Small : c0);
+    // A tap's lanes are the group's channels, no padding lane between taps: conv1's 3 channels
+    // make rows of 5 taps (15 lanes), 10 rows for its 49 taps rather than 13 of 4 taps x 4 lanes.
+    s.cw = s.c04 ? q.ic : 0;
+    s.tr = s.c04 ? kN0 / s.cw : 0;
+    s.xg = ActGeom::of(q.src_dims(), s.c04 ? s.cw : c0);
     s.wg = WeiGeom::of(q.wei_dims(), c0);
-    s.rows = s.c04 ? blocks_of(s.wg.taps(), kC04Taps) : s.wg.rows();
+    s.rows = s.c04 ? blocks_of(s.wg.taps(), s.tr) : s.wg.rows();
     s.m = s.g.out_size();
     s.p = detail::sat_mul(p.mb, s.m);
     s.p1 = blocks_of(s.p, kN0);
@@ -185,39 +193,40 @@ void copy_runs(float* dst, const float* src, dim_t step, dim_t n) {
     for (dim_t i = 0; i < n; ++i)
         std::memcpy(dst + i * kN0, src + i * step, static_cast<std::size_t>(F) * sizeof(float));
 }
-
 // Zeroes F floats at each of n positions dst + i * 16 (fixed sizes, as copy_runs).
 template <int F>
 void zero_runs(float* dst, dim_t n) {
     for (dim_t i = 0; i < n; ++i) std::fill_n(dst + i * kN0, F, 0.0f);
 }
-// The lanes of `taps` taps (1 to 4) at each of n positions.
-void zero_taps(float* dst, dim_t taps, dim_t n) {
-    switch (taps) {
-        case 1:
-            zero_runs<4>(dst, n);
-            break;
-        case 2:
-            zero_runs<8>(dst, n);
-            break;
-        case 3:
-            zero_runs<12>(dst, n);
-            break;
-        default:
-            zero_runs<16>(dst, n);
-            break;
-    }
+
+template <int... F>
+constexpr auto copy_table(std::integer_sequence<int, F...>) {
+    return std::array<void (*)(float*, const float*, dim_t, dim_t), sizeof...(F)>{
+        copy_runs<F + 1>...};
+}
+template <int... F>
+constexpr auto zero_table(std::integer_sequence<int, F...>) {
+    return std::array<void (*)(float*, dim_t), sizeof...(F)>{zero_runs<F + 1>...};
+}
+// copy_runs and zero_runs of f floats, 1 to 16.
+void copy_floats(dim_t f, float* dst, const float* src, dim_t step, dim_t n) {
+    static constexpr auto table = copy_table(std::make_integer_sequence<int, kN0>{});
+    table[static_cast<std::size_t>(f - 1)](dst, src, step, n);
+}
+void zero_floats(dim_t f, float* dst, dim_t n) {
+    static constexpr auto table = zero_table(std::make_integer_sequence<int, kN0>{});
+    table[static_cast<std::size_t>(f - 1)](dst, n);
 }
 
-// gather_x's block as FRACTAL_Z_C04 from the input packed at C0 4 (x5): xf[(row*chunk + f -
-// f0)*256 + u*16 + t*4 + ci] = X(n, id, ih, iw, ci) at tap row*4 + t (kd, kh, kw row-major) for
-// reduction index f*16 + u, zero outside the input, past P and for taps past the last. A line
-// (n, od, oh) of positions at a time, all four taps of the row on it while it is in cache; taps
-// of one kernel line (consecutive kw, dilation 1) read consecutive 4-lane groups of x5, so such a
-// run of taps is one copy of up to 16 floats per position.
+// gather_x's block as FRACTAL_Z_C04 from the input packed at C0 cw (x5, cw = C/G): xf[(row*chunk
+// + f - f0)*256 + u*16 + t*cw + ci] = X(n, id, ih, iw, ci) at tap row*tr + t (kd, kh, kw
+// row-major) for reduction index f*16 + u, zero outside the input, past P, for taps past the last
+// and for lanes past tr*cw. A line (n, od, oh) of positions at a time, all tr taps of the row on
+// it while it is in cache; taps of one kernel line (consecutive kw, dilation 1) read consecutive
+// cw-lane groups of x5, so such a run of taps is one copy of up to 16 floats per position.
 void gather_x4(const Plan& s, const float* x5, dim_t f0, dim_t cf, float* xf) {
     const detail::Geom3& g = s.g;
-    const dim_t taps = s.wg.taps(), sw = g.s[2] * kC0Small;
+    const dim_t taps = s.wg.taps(), cw = s.cw, tr = s.tr, sw = g.s[2] * cw;
     const dim_t m_begin = f0 * kN0, m_end = std::min((f0 + cf) * kN0, s.p);
     const auto zero = [](float* d, dim_t n) { std::fill(d, d + n, 0.0f); };
 #pragma omp for schedule(static)
@@ -225,11 +234,11 @@ void gather_x4(const Plan& s, const float* x5, dim_t f0, dim_t cf, float* xf) {
         float* out = xf + r * s.chunk * kFrac;  // position u's lanes at out[u * 16]
         // The row's taps: offsets, the outputs [lo, hi) of a line that read inside the input
         // along w, and runs [run[j], run[j + 1]) of taps on one kernel line.
-        const dim_t nt = std::min(kC04Taps, taps - r * kC04Taps);
-        dim_t off_d[kC04Taps], off_h[kC04Taps], off_w[kC04Taps], lo_t[kC04Taps], hi_t[kC04Taps];
-        dim_t run[kC04Taps + 1], nr = 0;
+        const dim_t nt = std::min(tr, taps - r * tr);
+        dim_t off_d[kN0], off_h[kN0], off_w[kN0], lo_t[kN0], hi_t[kN0];
+        dim_t run[kN0 + 1], nr = 0;
         for (dim_t t = 0; t < nt; ++t) {
-            const dim_t tap = r * kC04Taps + t;
+            const dim_t tap = r * tr + t;
             const dim_t kw = tap % g.k[2], kh = tap / g.k[2] % g.k[1], kd = tap / g.k[2] / g.k[1];
             off_d[t] = kd * g.d[0] - g.pb[0];
             off_h[t] = kh * g.d[1] - g.pb[1];
@@ -247,10 +256,10 @@ void gather_x4(const Plan& s, const float* x5, dim_t f0, dim_t cf, float* xf) {
             float* seg = out + (mm - m_begin) * kN0;  // position ow at seg[(ow - ow0) * 16]
             for (dim_t j = 0; j < nr; ++j) {
                 const dim_t ta = run[j], tb = run[j + 1];
-                float* dst = seg + ta * kC0Small;
+                float* dst = seg + ta * cw;
                 const dim_t id = od * g.s[0] + off_d[ta], ih = oh * g.s[1] + off_h[ta];
                 if (id < 0 || id >= g.in[0] || ih < 0 || ih >= g.in[1]) {
-                    zero_taps(dst, tb - ta, len);
+                    zero_floats((tb - ta) * cw, dst, len);
                     continue;
                 }
                 const float* line = x5 + s.xg.offset(n, id, 0, ih, 0, 0);
@@ -266,38 +275,91 @@ void gather_x4(const Plan& s, const float* x5, dim_t f0, dim_t cf, float* xf) {
                 const auto edge = [&](dim_t from, dim_t to) {
                     for (dim_t ow = from; ow < to; ++ow)
                         for (dim_t t = ta; t < tb; ++t) {
-                            float* d = seg + (ow - ow0) * kN0 + t * kC0Small;
+                            float* d = seg + (ow - ow0) * kN0 + t * cw;
                             if (ow >= lo_t[t] && ow < hi_t[t])
-                                std::memcpy(d, line + (ow * g.s[2] + off_w[t]) * kC0Small,
-                                            static_cast<std::size_t>(kC0Small) * sizeof(float));
+                                std::memcpy(d, line + (ow * g.s[2] + off_w[t]) * cw,
+                                            static_cast<std::size_t>(cw) * sizeof(float));
                             else
-                                zero(d, kC0Small);
+                                zero(d, cw);
                         }
                 };
                 edge(ow0, lo);
                 // Position ow's run starts at tap ta's element, ow * s + off_w[ta].
                 float* d = dst + (lo - ow0) * kN0;
-                const float* src = line + (lo * g.s[2] + off_w[ta]) * kC0Small;
-                switch (tb - ta) {
-                    case 1:
-                        copy_runs<4>(d, src, sw, hi - lo);
-                        break;
-                    case 2:
-                        copy_runs<8>(d, src, sw, hi - lo);
-                        break;
-                    case 3:
-                        copy_runs<12>(d, src, sw, hi - lo);
-                        break;
-                    default:
-                        copy_runs<16>(d, src, sw, hi - lo);
-                        break;
-                }
+                const float* src = line + (lo * g.s[2] + off_w[ta]) * cw;
+                if (hi > lo) copy_floats((tb - ta) * cw, d, src, sw, hi - lo);
                 edge(hi, ow1);
             }
-            if (nt < kC04Taps) zero_taps(seg + nt * kC0Small, kC04Taps - nt, len);
+            // The lanes past the row's taps (and past 16 / cw taps' lanes: lane 15 with 3
+            // channels).
+            if (nt * cw < kN0) zero_floats(kN0 - nt * cw, seg + nt * cw, len);
             mm += len;
         }
         zero(out + (m_end - m_begin) * kN0, (cf * kN0 - (m_end - m_begin)) * kN0);
+    }
+}
+
+// Positions [0, len) of one plane of C0 channel rows (row ci < valid at rows + ci * stride) as
+// len rows of C0 lanes at out, the lanes >= valid zero, each value rounded to the storage type t:
+// the activation pack's vector run where there is one for t, else its fp32 run (or, portable,
+// a scalar interleave) over rows copied with rounding, 16 positions at a time.
+void pack_positions(const float* rows, dim_t stride, dim_t valid, dim_t c0, dim_t len, float* out,
+                    DType t) {
+    if (const internal::PackRun direct = internal::pack_run(c0, t)) {
+        direct(rows, stride, valid, len, out);
+        return;
+    }
+    const internal::PackRun run = internal::pack_run(c0, DType::f32);
+    const detail::StorageCopy copy = t == DType::f32 ? nullptr : detail::storage_copy(t);
+    constexpr dim_t step = 16;
+    float tile[64 * step];  // tile[ci*step + i]; C0 is at most 64
+    for (dim_t i0 = 0; i0 < len; i0 += step) {
+        const dim_t n = std::min(step, len - i0);
+        for (dim_t ci = 0; ci < valid; ++ci) {
+            const float* row = rows + ci * stride + i0;
+            if (copy)
+                copy(row, tile + ci * step, n);
+            else
+                std::memcpy(tile + ci * step, row, static_cast<std::size_t>(n) * sizeof(float));
+        }
+        float* o = out + i0 * c0;
+        if (run) {
+            run(tile, step, valid, n, o);
+            continue;
+        }
+        for (dim_t i = 0; i < n; ++i) {
+            for (dim_t ci = 0; ci < valid; ++ci) o[i * c0 + ci] = tile[ci * step + i];
+            std::fill(o + i * c0 + valid, o + (i + 1) * c0, 0.0f);
+        }
+    }
+}
+
+// gather_x's block for a 1x1 kernel at stride 1 without padding, packed from the source src (N,
+// src_channels, spatial...), channels [c_begin, c_begin + C/G): xf[(r*chunk + f - f0)*16*C0 +
+// u*C0 + ci] = X(n, c_begin + r*C0 + ci, pos) for reduction index f*16 + u = n*m + pos, rounded
+// to the storage type t, zero for lanes past C/G and indices past P. Each image's run of
+// positions is one pack of consecutive positions.
+void pack_x(const Plan& s, dim_t c0, const float* src, dim_t src_channels, dim_t c_begin, dim_t f0,
+            dim_t cf, float* xf, DType t) {
+    const dim_t rows = s.wg.rows(), lanes = kN0 * c0, cg = s.xg.c;
+    const dim_t m_begin = f0 * kN0, m_end = std::min((f0 + cf) * kN0, s.p);
+    // Units of a row's 4 fractals, so that the threads share a block of few rows (64 channels
+    // make 4).
+    constexpr dim_t piece = 4 * kN0;
+    const dim_t pieces = blocks_of(m_end - m_begin, piece);
+#pragma omp for schedule(static)
+    for (dim_t u = 0; u < rows * pieces; ++u) {
+        const dim_t r = u / pieces, pc = u % pieces;
+        float* out = xf + r * s.chunk * lanes;
+        const dim_t valid = std::min(c0, cg - r * c0);
+        const dim_t u_begin = m_begin + pc * piece, u_end = std::min(m_end, u_begin + piece);
+        for (dim_t mm = u_begin; mm < u_end;) {
+            const dim_t n = mm / s.m, pos = mm % s.m, len = std::min(s.m - pos, u_end - mm);
+            pack_positions(src + (n * src_channels + c_begin + r * c0) * s.m + pos, s.m, valid, c0,
+                           len, out + (mm - m_begin) * c0, t);
+            mm += len;
+        }
+        if (pc == pieces - 1) std::fill(out + (m_end - m_begin) * c0, out + cf * lanes, 0.0f);
     }
 }
 
@@ -408,8 +470,16 @@ void weight_gradient(const Problem& p, const float* src, const float* diff_dst, 
         reserve_thread_scratch(kFracAccSlot, std::max<dim_t>(2, tb) * lanes, omp_get_max_threads());
     const dim_t n1_all = blocks_of(p.oc, kN0);
     const dim_t b_row = s.chunk * lanes;  // B: a row's block of input fractals
+    // A 1x1 kernel at stride 1 without padding: input fractal (c1, f) is 16 consecutive
+    // positions of block c1, each position's C0 channels. They are packed from the source a block
+    // at a time, straight into the block of input fractals, instead of the whole input to NC1HWC0
+    // first and then copied again (at batch 32 two passes over 100 MB through memory).
+    const detail::Geom3& g3 = s.g;
+    bool from_src = !s.c04 && taps == 1;
+    for (int a = 0; a < 3; ++a)
+        from_src = from_src && g3.s[a] == 1 && g3.pb[a] == 0 && g3.out[a] == g3.in[a];
     for (dim_t grp = 0; grp < p.groups; ++grp) {
-        {
+        if (!from_src) {
             Span sp(prof, "pack_src");
             internal::pack_activation_rounded(o.storage, xd, s.xg.c0, src, x5.get(), p.ic,
                                               grp * cg);
@@ -435,15 +505,19 @@ void weight_gradient(const Problem& p, const float* src, const float* diff_dst, 
             }
             {
                 Span sp(prof, "tnc");
-#pragma omp parallel if (rows * cf * lanes > 65536)
+#pragma omp parallel if (rows * cf * lanes > (from_src ? 8192 : 65536))
                 {
-                    if (s.c04)
+                    if (from_src)
+                        pack_x(s, c0, src, p.ic, grp * cg, f0, cf, xf.get(), o.storage);
+                    else if (s.c04)
                         gather_x4(s, x5.get(), f0, cf, xf.get());
                     else
                         gather_x(s, c0, x5.get(), f0, cf, xf.get());
                 }
                 if (pairs) input_pairs(xf.get(), xf16, rows, s.chunk, cf);
             }
+            // The block's valid positions: the reduction's last fractal may end early.
+            const dim_t len = std::min(cf * kN0, s.p - f0 * kN0);
             // Tiles (r, nb) and, r2 >= 0 (C0 = 16), (r2, nb) of this block, at c and c + c_next
             // (rows ldc apart): with a second tile, one pass over their dY fractals A.
             const auto product = [&](dim_t r, dim_t r2, dim_t nb, float* c, dim_t c_next,
@@ -452,11 +526,11 @@ void weight_gradient(const Problem& p, const float* src, const float* diff_dst, 
                 if (r2 >= 0 && pairs)
                     fractal_product2_bf16(kN0, cf, yf16 + ao, kFrac, xf16 + bo, lanes,
                                           (r2 - r) * b_row, c, c_next, acc, ldc);
-                else if (r2 >= 0)
-                    fractal_product2(kN0, cf, yf.get() + ao, kFrac, xf.get() + bo, lanes,
-                                     (r2 - r) * b_row, c, c_next, acc, ldc);
                 else if (pairs)
                     fractal_product_bf16(kN0, cf, yf16 + ao, kFrac, xf16 + bo, lanes, c, ldc, acc);
+                else if (c0 == kN0)
+                    weight_product(len, yf.get() + ao, kFrac, xf.get() + bo, lanes,
+                                   r2 >= 0 ? (r2 - r) * b_row : -1, c, c_next, ldc, acc);
                 else
                     fractal_product(kN0, c0, cf, yf.get() + ao, kFrac, xf.get() + bo, lanes, c0, c,
                                     ldc, acc);
@@ -544,22 +618,18 @@ void weight_gradient(const Problem& p, const float* src, const float* diff_dst, 
                         }
                         const dim_t ov = std::min(kN0, kg - nb * kN0);
                         const dim_t valid = std::min(c0, cg - c1 * c0);
-                        for (dim_t oi = 0; oi < ov; ++oi)
-                            for (dim_t ci = 0; ci < valid; ++ci) {
-                                float* run = wo + ((nb * kN0 + oi) * cg + c1 * c0 + ci) * taps + t0;
-                                const dim_t e = oi * c0 + ci;
-                                for (dim_t t = 0; t < tn; ++t) run[t] = tp[t][e];
-                            }
+                        weight_taps_to_oihw(tp, tn, c0, ov, valid,
+                                            wo + (nb * kN0 * cg + c1 * c0) * taps + t0, cg * taps,
+                                            taps);
                     }
                 }
             }
         }
         if (s.c04) {
-            // Tile (r, nb)'s lane t*4 + c is dW(nb*16 + i, c, tap r*4 + t) (C0 16: 16 lanes).
+            // Tile (r, nb)'s lane t*cw + c is dW(nb*16 + i, c, tap r*tr + t) (C0 16: 16 lanes).
             Span sp(prof, "scatter");
             const auto at = [&](dim_t k, dim_t tap) {
-                return dw + (tap / kC04Taps * n1 + k / kN0) * lanes + k % kN0 * c0 +
-                       tap % kC04Taps * kC0Small;
+                return dw + (tap / s.tr * n1 + k / kN0) * lanes + k % kN0 * c0 + tap % s.tr * s.cw;
             };
             if (to_oihw) {
                 // Output channel k's input channel c holds its taps consecutively.
