@@ -233,16 +233,17 @@ TEST_CASE(
     } cases[] = {
         {"mb3ic40ih8oc20oh8kh1", true},
         {"mb3ic20ih12iw16oc520oh12ow16kh1kw1", true},  // blocks of 8 fractals across images
-        {"mb33ic20ih4iw7oc520oh4ow7kh1kw1", true},
         {"mb2ic24iw32oc20ow32kw1", true},
         {"mb1ic40ih7oc20oh7kh1", true},  // 49 positions
         {"mb3ic20id2ih3iw5oc20od2oh3ow5kd1kh1kw1", true},
         {"g2mb2ic40ih7oc36oh7kh1", true},
-        // Strides: the whole input packed and gathered (mb33: several blocks).
-        {"mb1ic40ih16oc20oh8kh1sh2", false},
-        {"mb3ic24iw15oc20ow8kw1sw2", false},
-        {"mb3ic20id5ih4iw6oc20od3oh2ow3kd1kh1kw1sd2sh2sw2", false},
-        {"mb33ic20ih7oc520oh4kh1sh2", false},
+        {"mb1ic40ih16oc20oh8kh1sh2", true},  // strides: every sw-th position of a line
+        {"mb2ic20ih10iw11oc24oh4ow4kh1kw1sh3sw3", true},
+        {"mb3ic24iw15oc20ow8kw1sw2", true},
+        {"mb2ic40ih9iw9oc20oh9ow5kh1kw1sw2", true},
+        {"mb2ic40ih9iw9oc20oh5ow9kh1kw1sh2", true},
+        {"mb3ic20id5ih4iw6oc20od3oh2ow3kd1kh1kw1sd2sh2sw2", true},
+        {"mb33ic20ih7oc520oh4kh1sh2", true},   // several blocks across lines and images
         {"mb1ic40ih14oc20oh16kh1ph1", false},  // padding
         {"mb1ic40ih8oc20oh8kh3ph1", false},    // 3x3
     };

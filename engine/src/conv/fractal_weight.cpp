@@ -334,15 +334,21 @@ void pack_positions(const float* rows, dim_t stride, dim_t valid, dim_t c0, dim_
     }
 }
 
-// gather_x's block for a 1x1 kernel at stride 1 without padding, packed from the source src (N,
+// gather_x's block for a 1x1 kernel without padding, packed from the source src (N,
 // src_channels, spatial...), channels [c_begin, c_begin + C/G): xf[(r*chunk + f - f0)*16*C0 +
-// u*C0 + ci] = X(n, c_begin + r*C0 + ci, pos) for reduction index f*16 + u = n*m + pos, rounded
-// to the storage type t, zero for lanes past C/G and indices past P. Each image's run of
-// positions is one pack of consecutive positions.
+// u*C0 + ci] = X(n, c_begin + r*C0 + ci, od*sd, oh*sh, ow*sw) for reduction index f*16 + u = n*m
+// + (od, oh, ow), rounded to the storage type t, zero for lanes past C/G and indices past P. At
+// stride 1 an image's run of positions is one pack of consecutive positions; otherwise a line's
+// input positions ow*sw, from the first to the last, are packed into a buffer of the thread and
+// every sw-th copied (the rows the kernel skips are not read at all).
 void pack_x(const Plan& s, dim_t c0, const float* src, dim_t src_channels, dim_t c_begin, dim_t f0,
             dim_t cf, float* xf, DType t) {
+    const detail::Geom3& g = s.g;
     const dim_t rows = s.wg.rows(), lanes = kN0 * c0, cg = s.xg.c;
+    const dim_t in_sp = g.in[0] * g.in[1] * g.in[2];
     const dim_t m_begin = f0 * kN0, m_end = std::min((f0 + cf) * kN0, s.p);
+    const bool dense = s.m == in_sp;  // stride 1: output positions are the input's
+    std::vector<float> line(dense ? 0 : static_cast<std::size_t>(g.in[2] * c0));
     // Units of a row's 4 fractals, so that the threads share a block of few rows (64 channels
     // make 4).
     constexpr dim_t piece = 4 * kN0;
@@ -354,9 +360,28 @@ void pack_x(const Plan& s, dim_t c0, const float* src, dim_t src_channels, dim_t
         const dim_t valid = std::min(c0, cg - r * c0);
         const dim_t u_begin = m_begin + pc * piece, u_end = std::min(m_end, u_begin + piece);
         for (dim_t mm = u_begin; mm < u_end;) {
-            const dim_t n = mm / s.m, pos = mm % s.m, len = std::min(s.m - pos, u_end - mm);
-            pack_positions(src + (n * src_channels + c_begin + r * c0) * s.m + pos, s.m, valid, c0,
-                           len, out + (mm - m_begin) * c0, t);
+            const dim_t n = mm / s.m, pos = mm % s.m;
+            const float* plane = src + (n * src_channels + c_begin + r * c0) * in_sp;
+            float* seg = out + (mm - m_begin) * c0;
+            if (dense) {
+                const dim_t len = std::min(s.m - pos, u_end - mm);
+                pack_positions(plane + pos, in_sp, valid, c0, len, seg, t);
+                mm += len;
+                continue;
+            }
+            const dim_t ow0 = pos % g.out[2], rest = pos / g.out[2];
+            const dim_t oh = rest % g.out[1], od = rest / g.out[1];
+            const dim_t len = std::min(g.out[2] - ow0, u_end - mm);
+            const float* row =
+                plane + ((od * g.s[0]) * g.in[1] + oh * g.s[1]) * g.in[2] + ow0 * g.s[2];
+            if (g.s[2] == 1) {
+                pack_positions(row, in_sp, valid, c0, len, seg, t);
+            } else {
+                pack_positions(row, in_sp, valid, c0, (len - 1) * g.s[2] + 1, line.data(), t);
+                for (dim_t i = 0; i < len; ++i)
+                    std::memcpy(seg + i * c0, line.data() + i * g.s[2] * c0,
+                                static_cast<std::size_t>(c0) * sizeof(float));
+            }
             mm += len;
         }
         if (pc == pieces - 1) std::fill(out + (m_end - m_begin) * c0, out + cf * lanes, 0.0f);
@@ -470,14 +495,15 @@ void weight_gradient(const Problem& p, const float* src, const float* diff_dst, 
         reserve_thread_scratch(kFracAccSlot, std::max<dim_t>(2, tb) * lanes, omp_get_max_threads());
     const dim_t n1_all = blocks_of(p.oc, kN0);
     const dim_t b_row = s.chunk * lanes;  // B: a row's block of input fractals
-    // A 1x1 kernel at stride 1 without padding: input fractal (c1, f) is 16 consecutive
-    // positions of block c1, each position's C0 channels. They are packed from the source a block
-    // at a time, straight into the block of input fractals, instead of the whole input to NC1HWC0
-    // first and then copied again (at batch 32 two passes over 100 MB through memory).
+    // A 1x1 kernel without padding: input fractal (c1, f) is 16 positions of block c1 (at
+    // stride 1 consecutive ones), each position's C0 channels. They are packed from the source a
+    // block at a time, straight into the block of input fractals, instead of the whole input to
+    // NC1HWC0 first and then copied again (at batch 32 two passes over 100 MB through memory; at
+    // stride 2, 4 times the positions read).
     const detail::Geom3& g3 = s.g;
     bool from_src = !s.c04 && taps == 1;
     for (int a = 0; a < 3; ++a)
-        from_src = from_src && g3.s[a] == 1 && g3.pb[a] == 0 && g3.out[a] == g3.in[a];
+        from_src = from_src && g3.pb[a] == 0 && (g3.out[a] - 1) * g3.s[a] < g3.in[a];
     for (dim_t grp = 0; grp < p.groups; ++grp) {
         if (!from_src) {
             Span sp(prof, "pack_src");
