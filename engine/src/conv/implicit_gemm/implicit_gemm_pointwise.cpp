@@ -416,12 +416,31 @@ namespace {
 // more output than input channels at 64 positions or fewer (7x7) go to the GEMM instead, which
 // reads W in place, because their 4-8 MiB of panels come from memory each call for 5 tiles
 // (timings: docs/algorithms.md, "pointwise_forward").
+//
+// With 2 MiB of L2 per core or more (large_l2_forward), below 4 images the tiles only on
+// unstrided outputs of 65 to 256 positions (14x14), because elsewhere the GEMM reading W in
+// place beat them there (Xeon, 1 thread, batch 1, tiles -> GEMM, ms: res3a_branch1 1.74 -> 1.41,
+// res4a_branch1 2.08 -> 1.32, res4a_branch2a 0.48 -> 0.39, res5a_branch2a 0.55 -> 0.40,
+// res5b_branch2a 0.84 -> 0.67, res3b_branch2a 0.79 -> 0.69; res4b_branch2a 0.667 -> 0.728 and
+// res3a_branch2a tied).
 bool pointwise_forward(const Problem& p, const Tuning& t, bool prepared) {
     if (!use_pointwise(p, t, prepared)) return false;
     if (t.shifted == Rule::Always || p.mb >= 4 || !prepared) return true;
+    if (large_l2_forward(t))
+        return im2col_is_identity(p) && p.out_spatial() > 64 && p.out_spatial() <= 256;
     return !(p.ocg() > p.icg() && p.out_spatial() <= 64);
 }
 }  // namespace
+
+bool pointwise_forward_applies(const Problem& p, const Tuning& t, bool prepared) {
+    return forward_layout(p, t, prepared) == kPointwisePanels;
+}
+
+bool large_l2_forward(const Tuning& t) {
+    static const bool large = l2_cache_bytes() >= (2L << 20);
+    return t.large_l2_forward != Rule::Never && avx512_selected() &&
+           (t.large_l2_forward == Rule::Always || large);
+}
 
 PanelLayout forward_layout(const Problem& p, const Tuning& t, bool prepared) {
     return pointwise_forward(p, t, prepared) ? kPointwisePanels
