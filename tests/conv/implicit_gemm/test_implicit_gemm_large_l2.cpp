@@ -1,12 +1,13 @@
 // implicit_gemm's 1x1 forward under the rules of cores with 2 MiB of L2 per core or more
 // (Tuning::large_l2_forward): below 4 images the pointwise tiles only on unstrided outputs of 65
-// to 256 positions and no swapped forward; every re-routed layer against `direct`, exact on
+// to 256 positions and strided ones of 784 or more with fewer output than input channels, and
+// no swapped forward; every re-routed layer against `direct`, exact on
 // integer data, with every microkernel.
 #include <doctest/doctest.h>
 
 #include "fast_paths.hpp"
 
-TEST_CASE("implicit_gemm's 1x1 forward with 2 MiB of L2: the GEMM below 4 images but at 14x14") {
+TEST_CASE("implicit_gemm's 1x1 forward with 2 MiB of L2: the GEMM below 4 images on most layers") {
     RestoreCore restore;
     std::mt19937 rng(2207);
     Tuning large, small;
@@ -26,6 +27,8 @@ TEST_CASE("implicit_gemm's 1x1 forward with 2 MiB of L2: the GEMM below 4 images
         {"mb1g2ic80ih14oc100oh14kh1ph0", true, true},               // groups of 40 -> 50
         {"mb3ic40id4ih7iw7oc40od4oh7ow7kd1kh1kw1ph0", true, true},  // 3-D, 196
         {"mb1ic40ih48oc600oh24kh1sh2ph0", false, true},             // strided by 2, in place
+        {"mb1ic100ih56oc40oh28kh1sh2ph0", true, true},              // strided to 784, fewer out
+        {"mb1ic40ih56oc70oh28kh1sh2ph0", false, true},              // strided to 784, more out
         {"mb1ic80ih13oc70oh7kh1sh2ph0", false, true},               // strided to 7x7
         {"mb3ic36ih27oc230oh14kh1sh2ph0", false, true},             // strided to 14x14
         {"mb1ic100ih7oc40oh7kh1ph0", false, true},                  // 49 positions
