@@ -67,6 +67,13 @@ struct Tuning {
     // channels, 196 positions or more (strided: 784), where packing W^T beat packing the image
     // (swapped_forward).
     Rule swap_forward = Rule::Auto;
+    // The 1x1 forward's rules for cores with 2 MiB of L2 or more, below 4 images with W
+    // prepared: the pointwise tiles only on unstrided outputs of 65 to 256 positions and strided
+    // ones of 784 or more with fewer output than input channels, and no swapped forward, because
+    // there the GEMM reading W in place beat both (Xeon; the AMD cores the other rules were
+    // measured on have 0.5-1 MiB). Auto: where L2 per core is 2 MiB or more (with AVX-512);
+    // Always: with AVX-512 on any machine; Never: not at all (large_l2_forward).
+    Rule large_l2_forward = Rule::Auto;
 
     // [SECTION] col2im and im2col_gemm
     // The GEMM core of the column-matrix algorithms.

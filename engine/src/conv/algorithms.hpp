@@ -100,6 +100,13 @@ bool swapped_wgrad(const Problem& p, const Tuning& t);
 // Whether a 1x1 forward (stride 1, or strided from its sampled copy) is computed transposed
 // (dst^T = X^T W^T, then transposed), image by image (t.swap_forward).
 bool swapped_forward(const Problem& p, const Tuning& t);
+// Whether the 1x1 forward takes the rules of cores with 2 MiB of L2 per core or more, with the
+// AVX-512 microkernel (t.large_l2_forward; pointwise_forward and swapped_forward say what they
+// change).
+bool large_l2_forward(const Tuning& t);
+// Whether implicit_gemm's forward of p runs the 1x1 pointwise tiles, with weights prepared by
+// prepare_weights (prepared) or packed per call.
+bool pointwise_forward_applies(const Problem& p, const Tuning& t, bool prepared);
 // Whether col2im's 1x1 stride-1 backward data of one image per GEMM is computed transposed (dX^T
 // = dY^T W, then transposed): fewer input than output channels, blocked core, at 784 positions
 // and more with the AVX-512 microkernel, below 196 (7x7) with the others (t.swap_bwd_data).

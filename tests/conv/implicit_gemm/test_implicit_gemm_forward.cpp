@@ -297,7 +297,9 @@ TEST_CASE("implicit_gemm with weights prepared once equals direct and packs noth
     // 32-channel panels. Where the tiles read the input in place, the GEMM's sampled copy or
     // transposition is gone, also to 7x7 and 14x14; 6 wide, or strided by 3, both sample it
     // (same records: the results tell). AVX2's tiles (narrow) only those strided by 2 and read
-    // in place with at most 128 output channels.
+    // in place with at most 128 output channels. These are the rules of cores with less than 2
+    // MiB of L2 (large_l2_forward Never; its own are held in test_implicit_gemm_large_l2.cpp).
+    tn.large_l2_forward = Rule::Never;
     struct OneImage {
         const char* d;
         bool sampled, narrow;

@@ -335,8 +335,10 @@ TEST_CASE("implicit_gemm's 1x1 forward computed transposed") {
     }
     // By default, with the AVX-512 microkernel only (with AVX2's it lost): fewer output than
     // input channels, from 196 positions (14x14), where the GEMM takes the layer (not the 1x1
-    // tiles of small images at batch 4 and more).
+    // tiles of small images at batch 4 and more). These are the rules of cores with less than 2
+    // MiB of L2 (large_l2_forward Never; its own are held in test_implicit_gemm_large_l2.cpp).
     tn.swap_forward = Rule::Auto;
+    tn.large_l2_forward = Rule::Never;
     for (int u = 0; u < count; ++u) {
         REQUIRE(detail::select_microkernel(uks[u].isa));
         CAPTURE(uks[u].isa);

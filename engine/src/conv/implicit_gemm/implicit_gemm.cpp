@@ -44,6 +44,10 @@ bool swapped_forward(const Problem& p, const Tuning& t) {
     if (t.swap_forward == Rule::Never || !reads_input_1x1(p) || use_pointwise(p, t)) return false;
     if (t.swap_forward == Rule::Always) return true;
     if (!avx512_selected()) return false;
+    // With 2 MiB of L2 per core or more, below 4 images the plain GEMM (W read in place) beat it
+    // (Xeon, 1 thread, batch 1, swapped -> plain, ms: res3b_branch2a 0.79 -> 0.69,
+    // res3a_branch2a 0.50-0.51 -> 0.48).
+    if (p.mb < 4 && large_l2_forward(t)) return false;
     const dim_t kg = p.ocg(), rows = p.icg(), cols = p.out_spatial();
     if (b_in_place_applies(microkernel_for(kg, cols, true), GemmBlocking{},
                            StridedA{nullptr, rows, 1}, StridedB{nullptr, cols, 1}, kg, rows, t))

@@ -416,12 +416,34 @@ namespace {
 // more output than input channels at 64 positions or fewer (7x7) go to the GEMM instead, which
 // reads W in place, because their 4-8 MiB of panels come from memory each call for 5 tiles
 // (timings: docs/algorithms.md, "pointwise_forward").
+//
+// With 2 MiB of L2 per core or more (large_l2_forward), below 4 images the tiles only on
+// unstrided outputs of 65 to 256 positions (14x14) and strided ones of 784 or more with fewer
+// output than input channels, because elsewhere the GEMM reading W in place beat them there.
+// Xeon, batch 1, bench, 2 threads, min of 6 alternating runs, tiles -> GEMM (ms): res3a_branch1
+// 0.886 -> 0.754, res4a_branch1 0.965 -> 0.690, res4a_branch2a 0.252 -> 0.218, res5a_branch2a
+// 0.232 -> 0.211, res5b_branch2a 0.394 -> 0.360, res3b_branch2a 0.398 -> 0.359 (with the plain
+// GEMM, swapped_forward); kept: res4b_branch2a (1 thread 0.667 against 0.728) and res3a_branch2a
+// (tied on 1 thread, 0.231-0.234 against 0.251 on 2).
 bool pointwise_forward(const Problem& p, const Tuning& t, bool prepared) {
     if (!use_pointwise(p, t, prepared)) return false;
     if (t.shifted == Rule::Always || p.mb >= 4 || !prepared) return true;
+    if (large_l2_forward(t))
+        return im2col_is_identity(p) ? p.out_spatial() > 64 && p.out_spatial() <= 256
+                                     : p.out_spatial() >= 784 && p.ocg() < p.icg();
     return !(p.ocg() > p.icg() && p.out_spatial() <= 64);
 }
 }  // namespace
+
+bool pointwise_forward_applies(const Problem& p, const Tuning& t, bool prepared) {
+    return forward_layout(p, t, prepared) == kPointwisePanels;
+}
+
+bool large_l2_forward(const Tuning& t) {
+    static const bool large = l2_cache_bytes() >= (2L << 20);
+    return t.large_l2_forward != Rule::Never && avx512_selected() &&
+           (t.large_l2_forward == Rule::Always || large);
+}
 
 PanelLayout forward_layout(const Problem& p, const Tuning& t, bool prepared) {
     return pointwise_forward(p, t, prepared) ? kPointwisePanels
