@@ -280,8 +280,8 @@ dim_t fractal_weight_blocks(const Problem& p, dim_t c0);
 // FRACTAL_Z (several: the earlier blocks accumulate there) and scattered by the thread that made
 // it, the taps of one (input block, output block) together. Groups need no scatter of their own
 // (a group's K/G output channels are consecutive rows of dw). With at most 4 channels a group
-// (C0 16), the input fractals are FRACTAL_Z_C04's (four taps x 4 channels) and the tiles reach
-// dw after the last reduction block (span scatter).
+// (C0 16), the input fractals are FRACTAL_Z_C04's (16 / (C/G) taps x C/G channels) and the tiles
+// reach dw after the last reduction block (span scatter).
 void backward_weight_fractal_oihw(const Problem& p, const float* src, const float* diff_dst,
                                   float* dw, Profiler* prof, const Options& o);
 

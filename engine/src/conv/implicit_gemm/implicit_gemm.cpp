@@ -45,8 +45,7 @@ bool swapped_forward(const Problem& p, const Tuning& t) {
     if (t.swap_forward == Rule::Always) return true;
     if (!avx512_selected()) return false;
     // With 2 MiB of L2 per core or more, below 4 images the plain GEMM (W read in place) beat it
-    // (Xeon, 1 thread, batch 1, swapped -> plain, ms: res3b_branch2a 0.79 -> 0.69,
-    // res3a_branch2a 0.50-0.51 -> 0.48).
+    // (timings: docs/algorithms.md, "large_l2_forward").
     if (p.mb < 4 && large_l2_forward(t)) return false;
     const dim_t kg = p.ocg(), rows = p.icg(), cols = p.out_spatial();
     if (b_in_place_applies(microkernel_for(kg, cols, true), GemmBlocking{},

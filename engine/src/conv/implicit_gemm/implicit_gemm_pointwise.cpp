@@ -419,12 +419,8 @@ namespace {
 //
 // With 2 MiB of L2 per core or more (large_l2_forward), below 4 images the tiles only on
 // unstrided outputs of 65 to 256 positions (14x14) and strided ones of 784 or more with fewer
-// output than input channels, because elsewhere the GEMM reading W in place beat them there.
-// Xeon, batch 1, bench, 2 threads, min of 6 alternating runs, tiles -> GEMM (ms): res3a_branch1
-// 0.886 -> 0.754, res4a_branch1 0.965 -> 0.690, res4a_branch2a 0.252 -> 0.218, res5a_branch2a
-// 0.232 -> 0.211, res5b_branch2a 0.394 -> 0.360, res3b_branch2a 0.398 -> 0.359 (with the plain
-// GEMM, swapped_forward); kept: res4b_branch2a (1 thread 0.667 against 0.728) and res3a_branch2a
-// (tied on 1 thread, 0.231-0.234 against 0.251 on 2).
+// output than input channels, because elsewhere the GEMM reading W in place beat them on such a
+// core (timings: docs/algorithms.md, "large_l2_forward").
 bool pointwise_forward(const Problem& p, const Tuning& t, bool prepared) {
     if (!use_pointwise(p, t, prepared)) return false;
     if (t.shifted == Rule::Always || p.mb >= 4 || !prepared) return true;
