@@ -299,41 +299,6 @@ void gather_x4(const Plan& s, const float* x5, dim_t f0, dim_t cf, float* xf) {
     }
 }
 
-// Positions [0, len) of one plane of C0 channel rows (row ci < valid at rows + ci * stride) as
-// len rows of C0 lanes at out, the lanes >= valid zero, each value rounded to the storage type t:
-// the activation pack's vector run where there is one for t, else its fp32 run (or, portable,
-// a scalar interleave) over rows copied with rounding, 16 positions at a time.
-void pack_positions(const float* rows, dim_t stride, dim_t valid, dim_t c0, dim_t len, float* out,
-                    DType t) {
-    if (const internal::PackRun direct = internal::pack_run(c0, t)) {
-        direct(rows, stride, valid, len, out);
-        return;
-    }
-    const internal::PackRun run = internal::pack_run(c0, DType::f32);
-    const detail::StorageCopy copy = t == DType::f32 ? nullptr : detail::storage_copy(t);
-    constexpr dim_t step = 16;
-    float tile[64 * step];  // tile[ci*step + i]; C0 is at most 64
-    for (dim_t i0 = 0; i0 < len; i0 += step) {
-        const dim_t n = std::min(step, len - i0);
-        for (dim_t ci = 0; ci < valid; ++ci) {
-            const float* row = rows + ci * stride + i0;
-            if (copy)
-                copy(row, tile + ci * step, n);
-            else
-                std::memcpy(tile + ci * step, row, static_cast<std::size_t>(n) * sizeof(float));
-        }
-        float* o = out + i0 * c0;
-        if (run) {
-            run(tile, step, valid, n, o);
-            continue;
-        }
-        for (dim_t i = 0; i < n; ++i) {
-            for (dim_t ci = 0; ci < valid; ++ci) o[i * c0 + ci] = tile[ci * step + i];
-            std::fill(o + i * c0 + valid, o + (i + 1) * c0, 0.0f);
-        }
-    }
-}
-
 // gather_x's block for a 1x1 kernel without padding, packed from the source src (N,
 // src_channels, spatial...), channels [c_begin, c_begin + C/G): xf[(r*chunk + f - f0)*16*C0 +
 // u*C0 + ci] = X(n, c_begin + r*C0 + ci, od*sd, oh*sh, ow*sw) for reduction index f*16 + u = n*m
@@ -349,6 +314,7 @@ void pack_x(const Plan& s, dim_t c0, const float* src, dim_t src_channels, dim_t
     const dim_t m_begin = f0 * kN0, m_end = std::min((f0 + cf) * kN0, s.p);
     const bool dense = s.m == in_sp;  // stride 1: output positions are the input's
     std::vector<float> line(dense ? 0 : static_cast<std::size_t>(g.in[2] * c0));
+    const internal::PositionPack pack(c0, t);  // the activation pack's, rounding to t
     // Units of a row's 4 fractals, so that the threads share a block of few rows (64 channels
     // make 4).
     constexpr dim_t piece = 4 * kN0;
@@ -365,7 +331,7 @@ void pack_x(const Plan& s, dim_t c0, const float* src, dim_t src_channels, dim_t
             float* seg = out + (mm - m_begin) * c0;
             if (dense) {
                 const dim_t len = std::min(s.m - pos, u_end - mm);
-                pack_positions(plane + pos, in_sp, valid, c0, len, seg, t);
+                pack(plane + pos, in_sp, valid, len, seg);
                 mm += len;
                 continue;
             }
@@ -375,9 +341,9 @@ void pack_x(const Plan& s, dim_t c0, const float* src, dim_t src_channels, dim_t
             const float* row =
                 plane + ((od * g.s[0]) * g.in[1] + oh * g.s[1]) * g.in[2] + ow0 * g.s[2];
             if (g.s[2] == 1) {
-                pack_positions(row, in_sp, valid, c0, len, seg, t);
+                pack(row, in_sp, valid, len, seg);
             } else {
-                pack_positions(row, in_sp, valid, c0, (len - 1) * g.s[2] + 1, line.data(), t);
+                pack(row, in_sp, valid, (len - 1) * g.s[2] + 1, line.data());
                 for (dim_t i = 0; i < len; ++i)
                     std::memcpy(seg + i * c0, line.data() + i * g.s[2] * c0,
                                 static_cast<std::size_t>(c0) * sizeof(float));

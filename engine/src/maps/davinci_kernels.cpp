@@ -36,9 +36,7 @@ void pack_activation_with(std::span<const dim_t> dims, dim_t c0, const float* sr
     const ActGeom g = ActGeom::of(dims, c0);
     const dim_t ct = src_channels < 0 ? g.c : src_channels, hw = g.h * g.w;
     const dim_t planes = g.n * g.d * g.c1, blocks = blocks_of(hw, kPosBlock);
-    const PackRun direct = pack_run(c0, t);
-    const PackRun run = direct ? nullptr : pack_run(c0, DType::f32);
-    const detail::StorageCopy copy = t == DType::f32 ? nullptr : detail::storage_copy(t);
+    const PositionPack pack(c0, t);
 #pragma omp parallel for collapse(2) schedule(static) if (planes * hw * c0 > 65536)
     for (dim_t p = 0; p < planes; ++p)
         for (dim_t blk = 0; blk < blocks; ++blk) {
@@ -46,32 +44,45 @@ void pack_activation_with(std::span<const dim_t> dims, dim_t c0, const float* sr
             const dim_t i0 = blk * kPosBlock, len = std::min(kPosBlock, hw - i0);
             const dim_t valid = std::min(c0, g.c - c1 * c0);
             const float* rows = src + ((n * ct + c_begin + c1 * c0) * g.d + d) * hw + i0;
-            float* out = dst + (p * hw + i0) * c0;
-            if (direct) {
-                direct(rows, g.d * hw, valid, len, out);
-                continue;
-            }
-            float tile[64 * kPosBlock];  // tile[ci*kPosBlock + i]
-            for (dim_t ci = 0; ci < valid; ++ci) {
-                const float* row = rows + ci * g.d * hw;
-                if (copy)
-                    copy(row, tile + ci * kPosBlock, len);
-                else
-                    std::memcpy(tile + ci * kPosBlock, row,
-                                static_cast<std::size_t>(len) * sizeof(float));
-            }
-            if (run) {
-                run(tile, kPosBlock, valid, len, out);
-                continue;
-            }
-            for (dim_t i = 0; i < len; ++i) {
-                for (dim_t ci = 0; ci < valid; ++ci) out[i * c0 + ci] = tile[ci * kPosBlock + i];
-                std::fill(out + i * c0 + valid, out + (i + 1) * c0, 0.0f);
-            }
+            pack(rows, g.d * hw, valid, len, dst + (p * hw + i0) * c0);
         }
 }
 
 }  // namespace
+
+internal::PositionPack::PositionPack(dim_t c0, DType storage)
+    : c0_(c0),
+      direct_(pack_run(c0, storage)),
+      run_(direct_ ? nullptr : pack_run(c0, DType::f32)),
+      copy_(storage == DType::f32 ? nullptr : detail::storage_copy(storage)) {}
+
+void internal::PositionPack::operator()(const float* src, dim_t stride, dim_t valid, dim_t len,
+                                        float* out) const {
+    if (direct_) return direct_(src, stride, valid, len, out);
+    // Through a tile in L1, so that the rows are read in runs of kPosBlock floats and out is
+    // written in whole rows of C0 lanes.
+    float tile[64 * kPosBlock];  // tile[ci*kPosBlock + i]; C0 is at most 64
+    for (dim_t i0 = 0; i0 < len; i0 += kPosBlock) {
+        const dim_t n = std::min(kPosBlock, len - i0);
+        for (dim_t ci = 0; ci < valid; ++ci) {
+            const float* row = src + ci * stride + i0;
+            if (copy_)
+                copy_(row, tile + ci * kPosBlock, n);
+            else
+                std::memcpy(tile + ci * kPosBlock, row,
+                            static_cast<std::size_t>(n) * sizeof(float));
+        }
+        float* o = out + i0 * c0_;
+        if (run_) {
+            run_(tile, kPosBlock, valid, n, o);
+            continue;
+        }
+        for (dim_t i = 0; i < n; ++i) {
+            for (dim_t ci = 0; ci < valid; ++ci) o[i * c0_ + ci] = tile[ci * kPosBlock + i];
+            std::fill(o + i * c0_ + valid, o + (i + 1) * c0_, 0.0f);
+        }
+    }
+}
 
 void pack_activation_kernel(std::span<const dim_t> dims, dim_t c0, const float* src, float* dst,
                             dim_t src_channels, dim_t c_begin) {

@@ -19,6 +19,22 @@ using PackRun = void (*)(const float* src, dim_t stride, dim_t valid, dim_t len,
 // (AVX2 and above; fp16 where the CPU has F16C); null for any other C0 and on the portable level.
 PackRun pack_run(dim_t c0, DType storage);
 
+// A PackRun for any C0 and storage type, resolved once: the vector run where there is one for
+// (c0, storage), else the fp32 run (or, portable, a scalar interleave) over the rows copied with
+// rounding into a tile, 64 positions at a time. The activation pack's and the weight gradient's
+// packs from NCHW.
+class PositionPack {
+  public:
+    PositionPack(dim_t c0, DType storage);
+    // As PackRun: positions [0, len) of channel rows ci < valid at src + ci * stride into out.
+    void operator()(const float* src, dim_t stride, dim_t valid, dim_t len, float* out) const;
+
+  private:
+    dim_t c0_;
+    PackRun direct_, run_;
+    void (*copy_)(const float*, float*, dim_t);
+};
+
 // Unpacks len rows of C0 lanes at in into channel ci < valid at dst + ci * stride; the lanes
 // >= valid are not written anywhere.
 using UnpackRun = void (*)(const float* in, dim_t valid, dim_t len, float* dst, dim_t stride);
