@@ -100,13 +100,6 @@ __attribute__((target("avx512f,fma"))) void product1_len(dim_t len, const float*
     for (int i = 0; i < 16; ++i) _mm512_storeu_ps(c + i * ldc, t[i]);
 }
 
-// GCC 12 reports -Wmaybe-uninitialized inside its own AVX-512 intrinsics headers when the tile
-// transpose is inlined (the `__m512 __Y = __Y;` idiom of avx512fintrin.h, a false positive): off
-// for this function, as engine/CMakeLists.txt turns it off for conv/fractal_kernel.cpp's.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
 // weight_taps_to_oihw with C0 16: per output channel o, the row o of up to 16 taps' tiles
 // (zeros for the missing taps) transposed, so that register ci holds input channel ci's taps.
 __attribute__((target("avx512f"))) void taps_to_oihw_avx512(const float* const* tp, dim_t tn,
@@ -129,9 +122,6 @@ __attribute__((target("avx512f"))) void taps_to_oihw_avx512(const float* const* 
         }
     }
 }
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif
 
 #endif
 
