@@ -932,9 +932,13 @@ dim_t l2_block_columns(dim_t kc, int nr, dim_t panels, dim_t rows, long l2) {
     return std::min(nc, (panels + blocks - 1) / blocks * nr);
 }
 
+bool large_l2() {
+    static const bool large = l2_cache_bytes() >= 2L * (1L << 20);
+    return large;
+}
+
 bool transposed_products_pay() {
-    static const bool pays = l2_cache_bytes() >= 2L * (1L << 20);
-    return pays;
+    return large_l2();
 }
 
 bool sgemm_transposes(dim_t m, dim_t n, dim_t k, const StridedA& a, const Tuning& tuning) {

@@ -594,6 +594,9 @@ inline dim_t reduction_block(const MicroKernel& uk, const StridedA& a, dim_t n, 
 
 // L2 per core in bytes (sysconf; 0 or -1 when unknown).
 long l2_cache_bytes();
+// Whether L2 per core is 2 MiB or more (the Intel Xeons measured; the AMD cores the other rules
+// were measured on have 0.5-1 MiB): the machine condition of the rules that only paid there.
+bool large_l2();
 
 // NC for a thread's share of `rows` rows of A and `panels` panels of nr columns of B, a reduction
 // block of kc and l2 bytes of L2 per core. gemm_packed_block runs every row panel over the whole

@@ -436,9 +436,8 @@ bool pointwise_forward_applies(const Problem& p, const Tuning& t, bool prepared)
 }
 
 bool large_l2_forward(const Tuning& t) {
-    static const bool large = l2_cache_bytes() >= (2L << 20);
     return t.large_l2_forward != Rule::Never && avx512_selected() &&
-           (t.large_l2_forward == Rule::Always || large);
+           (t.large_l2_forward == Rule::Always || large_l2());
 }
 
 PanelLayout forward_layout(const Problem& p, const Tuning& t, bool prepared) {
