@@ -215,7 +215,9 @@ TEST_CASE("tuning_from_environment: the implicit GEMM's switches set one rule ea
                                {"CONVLAB_SWAP_FORWARD", &Tuning::swap_forward},
                                {"CONVLAB_STRIDED_ROWS", &Tuning::strided_rows},
                                {"CONVLAB_B_IN_PLACE", &Tuning::b_in_place},
-                               {"CONVLAB_BF16_PAIRS", &Tuning::bf16_pairs}};
+                               {"CONVLAB_BF16_PAIRS", &Tuning::bf16_pairs},
+                               {"CONVLAB_ROW_LANES", &Tuning::row_lanes},
+                               {"CONVLAB_STREAM_OUTPUT", &Tuning::stream_output}};
     for (const Switch& s : switches) {
         CAPTURE(s.name);
         for (const auto& [value, want] :

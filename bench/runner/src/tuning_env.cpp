@@ -24,6 +24,8 @@ Tuning tuning_from_environment() {
     rule("CONVLAB_STRIDED_ROWS", t.strided_rows);
     rule("CONVLAB_B_IN_PLACE", t.b_in_place);
     rule("CONVLAB_BF16_PAIRS", t.bf16_pairs);
+    rule("CONVLAB_ROW_LANES", t.row_lanes);
+    rule("CONVLAB_STREAM_OUTPUT", t.stream_output);
     return t;
 }
 
