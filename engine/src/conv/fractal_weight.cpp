@@ -114,6 +114,9 @@ void pack_dy(const Plan& s, const float* dy, dim_t k_total, dim_t k_begin, dim_t
         const dim_t idx0 = f * kN0, end = std::min(idx0 + kN0, s.p);
         const dim_t n0 = idx0 / s.m, pos0 = idx0 % s.m;
         const bool whole = copy == nullptr && end - idx0 == kN0 && pos0 + kN0 <= s.m;
+        const dim_t next = idx0 + cf * kN0;
+        const float* ahead =
+            next < s.p ? dy + ((next / s.m) * k_total + k_begin) * s.m + next % s.m : nullptr;
         for (dim_t i = 0; i < kN0; ++i) {
             const dim_t k = nb * kN0 + i;
             float* row = frac + i * kN0;
@@ -122,6 +125,11 @@ void pack_dy(const Plan& s, const float* dy, dim_t k_total, dim_t k_begin, dim_t
                 continue;
             }
             const float* src = dy + (n0 * k_total + k_begin + k) * s.m + pos0;
+            // The same channel's first line of this fractal's place in the next block, which
+            // this thread packs next (the same units each block): requested now, so that it is
+            // in L2 by then. A block's runs are 16 fractals (1 KiB) of each of up to hundreds of
+            // channels, too short for the hardware prefetcher to follow.
+            if (ahead) __builtin_prefetch(ahead + k * s.m, 0, 2);
             if (whole) {
                 std::memcpy(row, src, static_cast<std::size_t>(kN0) * sizeof(float));
                 continue;
