@@ -249,6 +249,10 @@ struct Options {
     DType storage = DType::f32;
     // bf16 storage: whether the products multiply bf16 pairs (Tuning::bf16_pairs' rule).
     Rule bf16_pairs = Rule::Auto;
+    // The forward and backward data (via the forward) pack and multiply a batch this many images
+    // at a time, so that a slice's packed operand is read back from cache; 0: as many as keep it
+    // within 4 MiB a thread, at least two a thread.
+    dim_t slice_images = 0;
 };
 
 // Whether bf16 storage's products multiply bf16 pairs (vdpbf16ps) on this CPU under rule, rather

@@ -649,6 +649,38 @@ void tap_lanes_input(const Problem& p1, const TapLanes& tl, const float* src, di
     detail::round_storage(storage, dst, xg.size());
 }
 
+namespace {
+
+// Images of the batch packed and multiplied at a time (the whole batch where it is small): the
+// packed operand of a slice (X forward, dY backward data) is written by the pack and read back by
+// the products while it is in cache, rather than the whole batch's (100 MB for ResNet-50's 56x56
+// layers at batch 32) through memory. At least 2 images a thread, so that the products take
+// whole images per thread (conv_fractal_b's units); more while the slice's operand stays within
+// 4 MiB a thread. o.slice_images, where set, instead.
+dim_t slice_images(const Problem& p, Pass pass, dim_t c0, const Options& o) {
+    const dim_t mb = std::max<dim_t>(p.mb, 1);
+    if (o.slice_images > 0) return std::min(o.slice_images, mb);
+    Problem one = one_group(p);
+    one.mb = 1;
+    std::vector<dim_t> dims = one.dst_dims();  // backward data: dY
+    dim_t block = c0;
+    if (pass == Pass::Forward) {
+        TapLanes tl;
+        if (tap_lanes(one, c0, &tl)) {
+            dims = tl.v.src_dims();
+            block = kC0;
+        } else {
+            dims = one.src_dims();
+            block = forward_c0(p, c0);
+        }
+    }
+    const dim_t image = std::max<dim_t>(ActGeom::of(dims, block).size(), 1);
+    const dim_t threads = std::max(1, omp_get_max_threads());
+    return std::min(std::max((dim_t{1} << 20) * threads / image, 2 * threads), mb);
+}
+
+}  // namespace
+
 void forward_fractal(const Problem& p, const ConvArgs& a, Profiler* prof, const Options& o) {
     const Problem q = one_group(p);
     // The products' problem: the group's, or with taps in the lanes the virtual one over X''
@@ -657,27 +689,21 @@ void forward_fractal(const Problem& p, const ConvArgs& a, Profiler* prof, const 
     const bool lanes = tap_lanes(p, o.c0, &tl);
     const Problem& v = lanes ? tl.v : q;
     const dim_t c0 = lanes ? kC0 : forward_c0(p, o.c0);
-    const std::vector<dim_t> xd = q.src_dims(), wd = v.wei_dims();
-    const ActGeom xg = ActGeom::of(v.src_dims(), c0);
+    const std::vector<dim_t> wd = v.wei_dims();
     const WeiGeom wg = WeiGeom::of(wd, c0);
     // B packed once (prepare_weights: asked for C0 16, this storage), else per call: bf16 pairs
     // where the CPU multiplies them, else fp32 (rounded to the storage type).
     const bool pairs = fractal_multiplies_pairs(p, Pass::Forward, o.storage, c0, o.bf16_pairs);
     const PreparedB prepared = prepared_b(a, p, Pass::Forward, o, pairs);
-    const Kept x5 = kept(kFracSlot[0], xg.size());
+    const dim_t slice = slice_images(p, Pass::Forward, o.c0, o);
+    Problem v1 = v;
+    v1.mb = std::min(slice, p.mb);
+    const Kept x5 = kept(kFracSlot[0], ActGeom::of(v1.src_dims(), c0).size());
     const Kept bt = prepared ? Kept{nullptr} : kept(kFracBtSlot, wg.size());
     const Kept wv =
         prepared || !lanes ? Kept{nullptr} : kept(kFracSlot[1], v.oc * v.ic * v.kernel_spatial());
     const dim_t wslice = q.oc * q.ic * q.kernel_spatial();
     for (dim_t g = 0; g < p.groups; ++g) {
-        {
-            Span s(prof, "pack_src");
-            if (lanes)
-                tap_lanes_input(q, tl, a.src, p.ic, g * q.ic, o.storage, x5.get());
-            else
-                internal::pack_activation_rounded(o.storage, xd, c0, a.src, x5.get(), p.ic,
-                                                  g * q.ic);
-        }
         FractalB b;
         if (prepared) {
             b = prepared.group(g, wg.size());
@@ -698,11 +724,30 @@ void forward_fractal(const Problem& p, const ConvArgs& a, Profiler* prof, const 
                 b.f32 = bt.get();
             }
         }
-        ColSource src = plain_source(v, c0, x5.get());
-        src.zero_padding = true;  // packed above
-        // The products write dst itself (no NC1HWC0 result and unpack).
-        const PlainOut out{a.dst, p.oc, g * q.oc, o.storage};
-        conv_fractal_b(v, c0, src, b, a.bias ? a.bias + g * q.oc : nullptr, nullptr, prof, &out);
+        for (dim_t n0 = 0; n0 < p.mb; n0 += slice) {
+            // Images [n0, n0 + ps.mb): their input at src, their output at dst.
+            Problem ps = p;
+            ps.mb = std::min(slice, p.mb - n0);
+            const Problem qs = one_group(ps);
+            TapLanes ts;
+            if (lanes) tap_lanes(ps, o.c0, &ts);
+            const Problem& vs = lanes ? ts.v : qs;
+            const float* src = a.src + n0 * p.ic * p.in_spatial();
+            {
+                Span s(prof, "pack_src");
+                if (lanes)
+                    tap_lanes_input(qs, ts, src, p.ic, g * q.ic, o.storage, x5.get());
+                else
+                    internal::pack_activation_rounded(o.storage, qs.src_dims(), c0, src, x5.get(),
+                                                      p.ic, g * q.ic);
+            }
+            ColSource cs = plain_source(vs, c0, x5.get());
+            cs.zero_padding = true;  // packed above
+            // The products write dst itself (no NC1HWC0 result and unpack).
+            const PlainOut out{a.dst + n0 * p.oc * p.out_spatial(), p.oc, g * q.oc, o.storage};
+            conv_fractal_b(vs, c0, cs, b, a.bias ? a.bias + g * q.oc : nullptr, nullptr, prof,
+                           &out);
+        }
     }
 }
 
@@ -772,38 +817,27 @@ void backward_data_fractal_via_forward(const Problem& p, const ConvArgs& a, Prof
     const Problem p1 = one_group(p);
     const Problem q = maps::backward_data_as_forward(p1);
     check_gives_back(q, p.in, p.ndims, "backward_data_fractal_via_forward");
-    // dY of one group (N, K/G, out...), read by the forward through its zero insertion and the
-    // pads with r.
-    const std::vector<dim_t> yd = p1.dst_dims(), xd = p1.src_dims();
     const BackwardDataPads pads = backward_data_pads(p1);  // the same as by_name("pad5d")
-    const ActGeom yg = ActGeom::of(yd, c0);
     const WeiGeom fg = WeiGeom::of(q.wei_dims(), c0);
     const bool after = inserts_after(p);
-    const Kept y5 = kept(kFracSlot[0], yg.size());
-    ColSource dy_source;
-    dy_source.x5 = y5.get();
-    dy_source.g = yg;
-    dy_source.zero_padding = true;  // packed below
-    for (int i = 0; i < p.ndims; ++i) {
-        const int axis = 3 - p.ndims + i;
-        dy_source.ins[axis] = p.stride[i];
-        dy_source.off[axis] = pads.begin[static_cast<std::size_t>(i)];
-    }
     // B: FlipRot(W) with each fractal turned C0 x 16, prepared once (C0 16, this storage) or
     // packed here from OIHW in one pass (bf16 pairs where the CPU multiplies them).
     const bool pairs = fractal_multiplies_pairs(p, Pass::BackwardData, o.storage, c0, o.bf16_pairs);
     const PreparedB prepared = prepared_b(a, p, Pass::BackwardData, o, pairs);
-    const Problem q1 = products_on_dy(q, p);
-    const dim_t x5_floats = after ? ActGeom::of(q1.dst_dims(), c0).size() : 0;
+    // The batch a slice of images at a time (slice_images: dY packed, then read back).
+    const dim_t slice = slice_images(p, Pass::BackwardData, c0, o);
+    Problem most = p1;
+    most.mb = std::min(slice, p.mb);
+    const Kept y5 = kept(kFracSlot[0], ActGeom::of(most.dst_dims(), c0).size());
+    const dim_t x5_most =
+        after
+            ? ActGeom::of(products_on_dy(maps::backward_data_as_forward(most), most).dst_dims(), c0)
+                  .size()
+            : 0;
     const Kept wf = prepared ? Kept{nullptr} : kept(kFracSlot[4], fg.size()),
-               x5 = kept(kFracSlot[5], x5_floats);
+               x5 = kept(kFracSlot[5], x5_most);
     const dim_t wslice = p1.oc * p1.ic * p.kernel_spatial();
     for (dim_t g = 0; g < p.groups; ++g) {
-        {
-            Span s(prof, "pack_dst");
-            internal::pack_activation_rounded(o.storage, yd, c0, a.diff_dst, y5.get(), p.oc,
-                                              g * p1.oc);
-        }
         FractalB b;
         if (prepared) {
             b = prepared.group(g, fg.size());
@@ -819,20 +853,46 @@ void backward_data_fractal_via_forward(const Problem& p, const ConvArgs& a, Prof
                 b.f32 = wf.get();
             }
         }
-        if (after) {
-            ColSource src = plain_source(q1, c0, y5.get());
-            src.zero_padding = true;  // packed above
-            conv_fractal_b(q1, c0, src, b, nullptr, x5.get(), prof);
-            Span s(prof, "zero-insert");
-            detail::round_storage(o.storage, x5.get(), x5_floats);
-            unpack_inserted(p, c0, x5.get(), a.diff_src, g * p1.ic);
-            continue;
+        for (dim_t n0 = 0; n0 < p.mb; n0 += slice) {
+            // Images [n0, n0 + ps.mb): their dY at dy, their dX at dx.
+            Problem ps = p;
+            ps.mb = std::min(slice, p.mb - n0);
+            const Problem ps1 = one_group(ps), qs = maps::backward_data_as_forward(ps1);
+            const float* dy = a.diff_dst + n0 * p.oc * p.out_spatial();
+            float* dx = a.diff_src + n0 * p.ic * p.in_spatial();
+            // dY of one group (N, K/G, out...), read by the forward through its zero insertion
+            // and the pads.
+            const std::vector<dim_t> yd = ps1.dst_dims();
+            {
+                Span s(prof, "pack_dst");
+                internal::pack_activation_rounded(o.storage, yd, c0, dy, y5.get(), p.oc, g * p1.oc);
+            }
+            if (after) {
+                const Problem q1 = products_on_dy(qs, ps);
+                const dim_t x5_floats = ActGeom::of(q1.dst_dims(), c0).size();
+                ColSource src = plain_source(q1, c0, y5.get());
+                src.zero_padding = true;  // packed above
+                conv_fractal_b(q1, c0, src, b, nullptr, x5.get(), prof);
+                Span s(prof, "zero-insert");
+                detail::round_storage(o.storage, x5.get(), x5_floats);
+                unpack_inserted(ps, c0, x5.get(), dx, g * p1.ic);
+                continue;
+            }
+            // The products read dY through the zero insertion and the pad (ColSource): no
+            // zero-inserted, padded copy of it is made, and write dX itself (no NC1HWC0 result
+            // and unpack).
+            ColSource dy_source;
+            dy_source.x5 = y5.get();
+            dy_source.g = ActGeom::of(yd, c0);
+            dy_source.zero_padding = true;  // packed above
+            for (int i = 0; i < p.ndims; ++i) {
+                const int axis = 3 - p.ndims + i;
+                dy_source.ins[axis] = p.stride[i];
+                dy_source.off[axis] = pads.begin[static_cast<std::size_t>(i)];
+            }
+            const PlainOut out{dx, p.ic, g * p1.ic, o.storage};
+            conv_fractal_b(qs, c0, dy_source, b, nullptr, nullptr, prof, &out);
         }
-        // The products read dY through the zero insertion and the pad (ColSource): no
-        // zero-inserted, padded copy of it is made.
-        // and write dX itself (no NC1HWC0 result and unpack).
-        const PlainOut out{a.diff_src, p.ic, g * p1.ic, o.storage};
-        conv_fractal_b(q, c0, dy_source, b, nullptr, nullptr, prof, &out);
     }
 }
 
@@ -899,21 +959,27 @@ dim_t fractal_work(const Problem& p, Pass pass, dim_t c0) {
     const Problem p1 = davinci::one_group(p);
     dim_t floats = 0;
     davinci::TapLanes tl;
+    // The packed operands hold a slice of the batch's images at a time (slice_images).
+    Problem s1 = p1;
+    if (pass != Pass::BackwardWeight)
+        s1.mb = std::min(p.mb, davinci::slice_images(p, pass, c0, davinci::Options{}));
     if (pass == Pass::Forward && davinci::tap_lanes(p, c0, &tl)) {
-        // X'', W' and B of the virtual problem, and its products' buffers.
-        const Problem& v = tl.v;
+        // X'' of a slice, W' and B of the virtual problem, and its products' buffers.
+        Problem v = tl.v;
+        v.mb = s1.mb;
         floats = sat_add(
             sat_add(act_size(v.src_dims(), c0), sat_mul(dim_t{2}, wei_size(v.wei_dims(), c0))),
-            conv_fractal_work(v, c0));
+            conv_fractal_work(tl.v, c0));
     } else if (pass == Pass::Forward) {
         const dim_t fc = davinci::forward_c0(p, c0);
-        floats = sat_add(sat_add(act_size(p1.src_dims(), fc), wei_size(p1.wei_dims(), fc)),
-                         sat_add(act_size(p1.dst_dims(), fc), conv_fractal_work(p1, fc)));
+        floats = sat_add(sat_add(act_size(s1.src_dims(), fc), wei_size(p1.wei_dims(), fc)),
+                         conv_fractal_work(p1, fc));
     } else if (pass == Pass::BackwardData) {
-        // dY packed (read through its zero insertion and pad, never copied), dX packed, B.
+        // dY of a slice packed (read through its zero insertion and pad, never copied), dX of
+        // a slice packed (strided 1x1s), B.
         const Problem q = maps::backward_data_as_forward(p1);
         if (!q.validate(true).empty()) return kHugeSize;
-        floats = sat_add(act_size(p1.dst_dims(), c0), act_size(p1.src_dims(), c0));
+        floats = sat_add(act_size(s1.dst_dims(), c0), act_size(s1.src_dims(), c0));
         floats = sat_add(floats, sat_add(wei_size(p1.wei_dims(), c0), wei_size(q.wei_dims(), c0)));
         floats = sat_add(floats, conv_fractal_work(q, c0));
     } else {
