@@ -496,8 +496,12 @@ TEST_CASE("implicit_gemm's image-parallel paths record each thread's operations"
         CAPTURE(what);
         const Tensor x = integer_tensor(p.src_dims(), rng), w = integer_tensor(p.wei_dims(), rng),
                      dy = integer_tensor(p.dst_dims(), rng);
+        // The 1x1 forward's rules of cores with less than 2 MiB of L2 (the others':
+        // test_implicit_gemm_large_l2).
+        Tuning tn;
+        tn.large_l2_forward = Rule::Never;
         const auto run = [&](const char* algo, Profiler* prof) {
-            return c.pass == Pass::Forward          ? forward(p, x, w, nullptr, algo, prof)
+            return c.pass == Pass::Forward ? forward(p, x, w, nullptr, algo, prof, nullptr, tn)
                    : c.pass == Pass::BackwardWeight ? backward_weight(p, x, dy, algo, prof)
                                                     : backward_data(p, dy, w, algo, prof);
         };
@@ -812,6 +816,8 @@ TEST_CASE("implicit_gemm's 1x1 forward from the input's rows equals direct") {
     // (pointwise_possible; without them the GEMM runs every one), and by default, a stride-2
     // 1x1 with more output than input channels those that read it in place (strided_rows_apply).
     const bool has_pointwise = pointwise_kernels(), has_strided_rows = strided_rows_kernels();
+    // The rules of cores with less than 2 MiB of L2 (the others': test_implicit_gemm_large_l2).
+    tn.large_l2_forward = Rule::Never;
     tn.shifted = Rule::Always;
     int ran = 0;
     for (int t = 0; t < 24; ++t) {
