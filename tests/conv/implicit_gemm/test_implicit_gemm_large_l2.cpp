@@ -1,9 +1,9 @@
 // implicit_gemm's 1x1 forward under the rules of cores with 2 MiB of L2 per core or more
 // (Tuning::large_l2_forward): below 4 images the pointwise tiles only on unstrided outputs of 65
 // to 256 positions and strided ones of 784 or more with fewer output than input channels, from 4
-// images strided ones only of 196 or more with fewer output than input channels, and no swapped
-// forward; every re-routed layer against `direct`, exact on
-// integer data, with every microkernel.
+// images unstrided ones of at most 784 positions and strided ones of 196 or more with fewer
+// output than input channels, and no swapped forward; every re-routed layer against `direct`, exact
+// on integer data, with every microkernel.
 #include <doctest/doctest.h>
 
 #include "fast_paths.hpp"
@@ -35,12 +35,13 @@ TEST_CASE("implicit_gemm's 1x1 forward with 2 MiB of L2: the GEMM below 4 images
         {"mb1ic100ih7oc40oh7kh1ph0", false, true},                  // 49 positions
         {"mb1ic520ih28oc45oh28kh1ph0", false, true},                // 784, a long reduction
         {"mb1ic36iw200oc40ow100kw1sw2pw0", false, true},            // 1-D, strided by 2
-        // 4 images: the tiles, but strided with more output than input channels (the
-        // projections) or to fewer than 196 positions the GEMM over the sampled copy.
+        // 4 images: the tiles, but unstrided to more than 784 positions, and strided with more
+        // output than input channels (the projections) or to fewer than 196 positions, the GEMM.
         {"mb4ic40ih48oc100oh24kh1sh2ph0", false, true},
         {"mb4ic100ih28oc40oh14kh1sh2ph0", true, true},   // strided to 196, fewer out
         {"mb4ic100ih26oc40oh13kh1sh2ph0", false, true},  // strided to 169
         {"mb5ic40ih14oc100oh14kh1ph0", true, true},      // unstrided
+        {"mb4ic256ih30oc36oh30kh1ph0", false, true},     // unstrided to 900: the GEMM
     };
     int count = 0;
     const detail::MicroKernel* uks = detail::microkernels(count);

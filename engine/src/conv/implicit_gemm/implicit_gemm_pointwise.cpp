@@ -420,16 +420,18 @@ namespace {
 // With 2 MiB of L2 per core or more (large_l2_forward), below 4 images the tiles only on
 // unstrided outputs of 65 to 256 positions (14x14) and strided ones of 784 or more with fewer
 // output than input channels, because elsewhere the GEMM reading W in place beat them on such a
-// core; from 4 images strided ones only of 196 or more with fewer output than input channels,
-// because on the projections and 7x7 outputs the GEMM over the sampled copy beat them (timings:
+// core; from 4 images unstrided ones only of at most 784 positions (28x28) and strided ones only
+// of 196 or more with fewer output than input channels, because on 56x56 outputs, the
+// projections and the strided 7x7 outputs the GEMM (over the sampled copy) beat them (timings:
 // docs/algorithms.md, "large_l2_forward").
 bool pointwise_forward(const Problem& p, const Tuning& t, bool prepared) {
     if (!use_pointwise(p, t, prepared)) return false;
     if (t.shifted == Rule::Always) return true;
     const bool strided = !im2col_is_identity(p);
-    if (p.mb >= 4)
-        return !strided || !large_l2_forward(t) ||
-               (p.out_spatial() >= 196 && p.ocg() < p.icg());
+    if (p.mb >= 4) {
+        if (!large_l2_forward(t)) return true;
+        return strided ? p.out_spatial() >= 196 && p.ocg() < p.icg() : p.out_spatial() <= 784;
+    }
     if (!prepared) return true;
     if (large_l2_forward(t))
         return strided ? p.out_spatial() >= 784 && p.ocg() < p.icg()
