@@ -303,7 +303,11 @@ void backward_weight_implicit_gemm(const Problem& p, const ConvArgs& a, Profiler
     // res5a_branch2b at batch 1 (a 9 MiB dW, a reduction of 49), harness alternating the modes
     // with 4 MiB touched between calls, 2 runs: 1.48/1.52 -> 1.35/1.38 ms; bench against
     // oneDNN, 4 rounds alternating builds: 0.857/1.056/0.852/0.956 -> 0.842/0.798/0.844/0.936.
-    const bool stream_dw = stream_mode_allows(wsize * sizeof(float), std::size_t{1} << 20, tuning);
+    // On cores with 2 MiB of L2 (large_l2: the Xeon, with 260 MiB of L3) only from 16 MiB: the
+    // regular stores' dW stayed in cache between calls, and streaming it lost on every layer
+    // with 1-9 MiB of it (timings: docs/algorithms.md, "stream_dw").
+    const std::size_t stream_from = large_l2() ? std::size_t{16} << 20 : std::size_t{1} << 20;
+    const bool stream_dw = stream_mode_allows(wsize * sizeof(float), stream_from, tuning);
     // Spans into prf (the calling thread's, or null).
     auto image = [&](dim_t g, dim_t n, float* out, bool acc, dim_t q0, dim_t q1, Profiler* prf,
                      bool final = false) {
