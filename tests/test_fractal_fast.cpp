@@ -17,6 +17,7 @@
 #include <random>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "../engine/src/conv/fractal_kernel.hpp"
@@ -399,35 +400,46 @@ TEST_CASE("fractal write: a tile's columns stored as rows and rounded, on every 
                           -0.0f};
     for (const std::string& isa : isas()) {
         REQUIRE(detail::select_microkernel(isa.c_str()));
-        for (const DType storage : {DType::f32, DType::bf16, DType::f16})
-            for (const dim_t cols : {16, 1, 3, 15})
-                for (const bool with_bias : {false, true}) {
-                    std::vector<float> acc(256), bias(16),
-                        out(static_cast<std::size_t>(16 * 21), 7.0f);
-                    for (float& v : acc) v = u(rng);
-                    for (std::size_t e = 0; e < std::size(edge); ++e) acc[e * 23 % 256] = edge[e];
-                    for (float& v : bias) v = u(rng);
-                    dv::fractal_write_columns(acc.data(), cols, with_bias ? bias.data() : nullptr,
-                                              storage, out.data(), 21);
-                    dim_t bad = 0;
-                    for (dim_t j = 0; j < 16; ++j)
-                        for (dim_t i = 0; i < 21; ++i) {
-                            float want = 7.0f;
-                            if (j < cols && i < 16) {
-                                // No bias: the value as it is (-0 stays -0, a signalling
-                                // NaN is not quieted by an add).
-                                want = acc[static_cast<std::size_t>(i * 16 + j)];
-                                if (with_bias) want += bias[static_cast<std::size_t>(j)];
-                                detail::round_storage(storage, &want, 1);
+        // Streamed (non-temporal stores where a row fills a line: rows 32 floats apart from a
+        // line's start, not 21) or stored.
+        for (const auto& [stride, stream] :
+             {std::pair<dim_t, bool>{21, false}, {32, true}, {21, true}})
+            for (const DType storage : {DType::f32, DType::bf16, DType::f16})
+                for (const dim_t cols : {16, 1, 3, 15})
+                    for (const bool with_bias : {false, true}) {
+                        std::vector<float> acc(256), bias(16),
+                            room(static_cast<std::size_t>(16 * stride + 16), 7.0f);
+                        // The rows from a line's start.
+                        float* out = room.data() +
+                                     (64 - reinterpret_cast<std::uintptr_t>(room.data()) % 64) %
+                                         64 / sizeof(float);
+                        for (float& v : acc) v = u(rng);
+                        for (std::size_t e = 0; e < std::size(edge); ++e)
+                            acc[e * 23 % 256] = edge[e];
+                        for (float& v : bias) v = u(rng);
+                        dv::fractal_write_columns(acc.data(), cols,
+                                                  with_bias ? bias.data() : nullptr, storage, out,
+                                                  stride, stream);
+                        detail::stream_fence();
+                        dim_t bad = 0;
+                        for (dim_t j = 0; j < 16; ++j)
+                            for (dim_t i = 0; i < stride; ++i) {
+                                float want = 7.0f;
+                                if (j < cols && i < 16) {
+                                    // No bias: the value as it is (-0 stays -0, a signalling
+                                    // NaN is not quieted by an add).
+                                    want = acc[static_cast<std::size_t>(i * 16 + j)];
+                                    if (with_bias) want += bias[static_cast<std::size_t>(j)];
+                                    detail::round_storage(storage, &want, 1);
+                                }
+                                // Bits: NaNs included.
+                                bad += std::bit_cast<std::uint32_t>(out[j * stride + i]) !=
+                                       std::bit_cast<std::uint32_t>(want);
                             }
-                            // Bits: NaNs included.
-                            bad += std::bit_cast<std::uint32_t>(
-                                       out[static_cast<std::size_t>(j * 21 + i)]) !=
-                                   std::bit_cast<std::uint32_t>(want);
-                        }
-                    CHECK_MESSAGE(bad == 0, isa << " storage " << int(storage) << " cols " << cols
-                                                << " bias " << with_bias);
-                }
+                        CHECK_MESSAGE(bad == 0, isa << " storage " << int(storage) << " cols "
+                                                    << cols << " bias " << with_bias << " stride "
+                                                    << stride << " stream " << stream);
+                    }
     }
 }
 
@@ -774,12 +786,13 @@ namespace {
 // weights prepared (prepared) or packed inside the call (null); the result and its profile.
 Tensor fractal_call(const Problem& p, convlab::Pass pass, const Tensor& in, const Tensor& w,
                     const dv::Options& o, const convlab::PreparedWeights* prepared,
-                    convlab::Profiler& prof) {
+                    convlab::Profiler& prof, const convlab::Tuning& tuning = {}) {
     const bool fwd = pass == convlab::Pass::Forward;
     Tensor out(fwd ? p.dst_dims() : p.src_dims());
     convlab::ConvArgs a;
     a.wei = w.f32();
     a.prepared = prepared;
+    a.tuning = tuning;
     if (fwd) {
         a.src = in.f32();
         a.dst = out.f32();
@@ -812,19 +825,24 @@ TEST_CASE("fractal slices: a batch taken a few images at a time gives every imag
         const convlab::PreparedWeights fw = convlab::prepare_weights(p, Pass::Forward, w.f32());
         const convlab::PreparedWeights bw =
             convlab::prepare_weights(p, Pass::BackwardData, w.f32());
+        // The results written by non-temporal stores too (whole images per thread: 4 images
+        // or more at 2 threads).
+        convlab::Tuning streamed;
+        streamed.stream_output = convlab::Rule::Always;
         for (const dim_t images : {1, 2, 3, 0}) {
             for (const bool prep : {false, true}) {
+                const convlab::Tuning tn = images == 0 ? streamed : convlab::Tuning{};
                 const std::string what = std::string(desc) + " slices of " +
                                          std::to_string(images) + (prep ? ", prepared" : "");
                 dv::Options o;
                 o.slice_images = images;
                 convlab::Profiler pf, pb;
                 convlab::test::check_equal(
-                    fractal_call(p, Pass::Forward, x, w, o, prep ? &fw : nullptr, pf), y_ref,
+                    fractal_call(p, Pass::Forward, x, w, o, prep ? &fw : nullptr, pf, tn), y_ref,
                     "fwd " + what);
                 convlab::test::check_equal(
-                    fractal_call(p, Pass::BackwardData, dy, w, o, prep ? &bw : nullptr, pb), dx_ref,
-                    "bwd_data " + what);
+                    fractal_call(p, Pass::BackwardData, dy, w, o, prep ? &bw : nullptr, pb, tn),
+                    dx_ref, "bwd_data " + what);
                 // The weights are packed once a call, not once a slice.
                 if (!prep && images == 1) {
                     const auto count = [](const convlab::Profiler& f, std::string_view name) {

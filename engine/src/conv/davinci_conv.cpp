@@ -376,6 +376,10 @@ void conv_fractal_b(const Problem& p, dim_t c0, const ColSource& src, FractalB b
     // column j output channel k = nb*16 + j (block k/C0, lane k%C0); lanes k >= K are zeros.
     // With plain, the tile goes to the plain (NCHW / NCDHW) result instead: column j, channel k,
     // is 16 positions of channel k's plane, mostly consecutive, each rounded to the storage type.
+    // Non-temporal stores only with whole units per thread (one fence per thread after them).
+    const dim_t units_all = p.mb * blocks_of(m1, chunk);
+    const int nthreads = omp_get_max_threads();
+    const bool stream = plain && plain->stream && nthreads > 1 && units_all >= 2 * dim_t{nthreads};
     const auto write = [&](dim_t n, dim_t mb0, dim_t cm, dim_t t, const float* acc) {
         const dim_t nb = by_m ? t % tn : t / cm, mb = by_m ? t / tn : t % cm;
         // The rows' digits carried on from the tile's first row: its divisions once a tile, not
@@ -399,7 +403,7 @@ void conv_fractal_b(const Problem& p, dim_t c0, const ColSource& src, FractalB b
                 // 16 consecutive positions (most tiles): the tile transposed (and rounded to the
                 // storage type) in registers.
                 fractal_write_columns(acc, cols, bias ? bias + nb * kN0 : nullptr, plain->storage,
-                                      plane0 + at[0], m);
+                                      plane0 + at[0], m, stream);
                 return;
             }
             for (dim_t j = 0; j < cols; ++j) {
@@ -493,6 +497,7 @@ void conv_fractal_b(const Problem& p, dim_t c0, const ColSource& src, FractalB b
                 }
                 t_gemm += since(t0);
             }
+            if (stream) detail::stream_fence();
         }
         if (prof) {
             const double wall = since(start), busy = t_im2col + t_gemm;
@@ -657,6 +662,15 @@ namespace {
 // layers at batch 32) through memory. At least 2 images a thread, so that the products take
 // whole images per thread (conv_fractal_b's units); more while the slice's operand stays within
 // 4 MiB a thread. o.slice_images, where set, instead.
+// Whether the products write a plain result of `floats` by non-temporal stores (PlainOut::stream,
+// with whole images per thread): from 16 MiB, far beyond what the caches keep until the result
+// is read (timings: docs/algorithms.md, "Large results streamed"); Tuning::stream_output
+// applies.
+bool streams_result(dim_t floats, const Tuning& t) {
+    if (t.stream_output != Rule::Auto) return t.stream_output == Rule::Always;
+    return floats * dim_t{sizeof(float)} >= (dim_t{16} << 20);
+}
+
 dim_t slice_images(const Problem& p, Pass pass, dim_t c0, const Options& o) {
     const dim_t mb = std::max<dim_t>(p.mb, 1);
     if (o.slice_images > 0) return std::min(o.slice_images, mb);
@@ -696,6 +710,7 @@ void forward_fractal(const Problem& p, const ConvArgs& a, Profiler* prof, const 
     const bool pairs = fractal_multiplies_pairs(p, Pass::Forward, o.storage, c0, o.bf16_pairs);
     const PreparedB prepared = prepared_b(a, p, Pass::Forward, o, pairs);
     const dim_t slice = slice_images(p, Pass::Forward, o.c0, o);
+    const bool stream = streams_result(p.mb * p.oc * p.out_spatial(), a.tuning);
     Problem v1 = v;
     v1.mb = std::min(slice, p.mb);
     const Kept x5 = kept(kFracSlot[0], ActGeom::of(v1.src_dims(), c0).size());
@@ -744,7 +759,8 @@ void forward_fractal(const Problem& p, const ConvArgs& a, Profiler* prof, const 
             ColSource cs = plain_source(vs, c0, x5.get());
             cs.zero_padding = true;  // packed above
             // The products write dst itself (no NC1HWC0 result and unpack).
-            const PlainOut out{a.dst + n0 * p.oc * p.out_spatial(), p.oc, g * q.oc, o.storage};
+            const PlainOut out{a.dst + n0 * p.oc * p.out_spatial(), p.oc, g * q.oc, o.storage,
+                               stream};
             conv_fractal_b(vs, c0, cs, b, a.bias ? a.bias + g * q.oc : nullptr, nullptr, prof,
                            &out);
         }
@@ -826,6 +842,7 @@ void backward_data_fractal_via_forward(const Problem& p, const ConvArgs& a, Prof
     const PreparedB prepared = prepared_b(a, p, Pass::BackwardData, o, pairs);
     // The batch a slice of images at a time (slice_images: dY packed, then read back).
     const dim_t slice = slice_images(p, Pass::BackwardData, c0, o);
+    const bool stream = streams_result(p.mb * p.ic * p.in_spatial(), a.tuning);
     Problem most = p1;
     most.mb = std::min(slice, p.mb);
     const Kept y5 = kept(kFracSlot[0], ActGeom::of(most.dst_dims(), c0).size());
@@ -890,7 +907,7 @@ void backward_data_fractal_via_forward(const Problem& p, const ConvArgs& a, Prof
                 dy_source.ins[axis] = p.stride[i];
                 dy_source.off[axis] = pads.begin[static_cast<std::size_t>(i)];
             }
-            const PlainOut out{dx, p.ic, g * p1.ic, o.storage};
+            const PlainOut out{dx, p.ic, g * p1.ic, o.storage, stream};
             conv_fractal_b(qs, c0, dy_source, b, nullptr, nullptr, prof, &out);
         }
     }

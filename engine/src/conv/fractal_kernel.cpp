@@ -7,6 +7,7 @@
 #include "omp_compat.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <new>
 #include <string>
@@ -254,13 +255,17 @@ void product2(dim_t kr, dim_t rows, Rows src, dim_t b_next, float* c, dim_t c_ne
 template <DType kT>
 __attribute__((target("avx512f"))) void write_columns_avx512(const float* acc, dim_t cols,
                                                              const float* bias, float* out,
-                                                             dim_t stride) {
+                                                             dim_t stride, bool stream) {
     __m512 r[16];
     for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_ps(acc + i * 16);
     detail::transpose16(r);  // r[j]: column j
     for (dim_t j = 0; j < cols; ++j) {
         const __m512 v = bias ? _mm512_add_ps(r[j], _mm512_set1_ps(bias[j])) : r[j];
-        _mm512_storeu_ps(out + j * stride, detail::stored_avx512<kT>(v));
+        float* o = out + j * stride;
+        if (stream && reinterpret_cast<std::uintptr_t>(o) % 64 == 0)
+            _mm512_stream_ps(o, detail::stored_avx512<kT>(v));
+        else
+            _mm512_storeu_ps(o, detail::stored_avx512<kT>(v));
     }
 }
 #endif
@@ -268,14 +273,14 @@ __attribute__((target("avx512f"))) void write_columns_avx512(const float* acc, d
 }  // namespace
 
 void fractal_write_columns(const float* acc, dim_t cols, const float* bias, DType storage,
-                           float* out, dim_t stride) {
+                           float* out, dim_t stride, [[maybe_unused]] bool stream) {
 #if CONVLAB_X86
     if (detail::selected_isa() == detail::Isa::avx512) {
         if (storage == DType::bf16)
-            return write_columns_avx512<DType::bf16>(acc, cols, bias, out, stride);
+            return write_columns_avx512<DType::bf16>(acc, cols, bias, out, stride, stream);
         if (storage == DType::f16)
-            return write_columns_avx512<DType::f16>(acc, cols, bias, out, stride);
-        return write_columns_avx512<DType::f32>(acc, cols, bias, out, stride);
+            return write_columns_avx512<DType::f16>(acc, cols, bias, out, stride, stream);
+        return write_columns_avx512<DType::f32>(acc, cols, bias, out, stride, stream);
     }
 #endif
     const detail::StorageCopy round =

@@ -40,9 +40,10 @@ void fractal_product2_list(dim_t kr, dim_t rows, const float* const* a, const di
 
 // out[j * stride + i] = acc[i * 16 + j] + (bias ? bias[j] : 0), rounded to storage, for i < 16,
 // j < cols (<= 16): a 16 x 16 tile's columns stored as rows, transposed and rounded in registers
-// under AVX-512 (round_storage's bits).
+// under AVX-512 (round_storage's bits). stream: rows on whole lines by non-temporal stores
+// (detail::stream_fence before the result is read).
 void fractal_write_columns(const float* acc, dim_t cols, const float* bias, DType storage,
-                           float* out, dim_t stride);
+                           float* out, dim_t stride, bool stream = false);
 
 // pack_weight_kernel with every fractal turned C0 x 16 (the B operand of the forward's fractal
 // products), in one pass: dst[((r*N1 + nb)*C0 + k)*16 + j] = W(nb*16 + j, c1*C0 + k, tap) for
@@ -242,6 +243,9 @@ struct PlainOut {
     float* dst = nullptr;
     dim_t channels = 0, c_begin = 0;
     DType storage = DType::f32;
+    // Whole images per thread: the tiles' rows that fill lines written by non-temporal stores
+    // (a result too large for the caches to keep until it is read).
+    bool stream = false;
 };
 // conv_fractal_b reading its input through src, writing y5d or, with plain, the plain result
 // (the products' tiles written out in the plain layout, as the Ascend parts whose output stage
