@@ -656,21 +656,21 @@ void tap_lanes_input(const Problem& p1, const TapLanes& tl, const float* src, di
 
 namespace {
 
-// Images of the batch packed and multiplied at a time (the whole batch where it is small): the
-// packed operand of a slice (X forward, dY backward data) is written by the pack and read back by
-// the products while it is in cache, rather than the whole batch's (100 MB for ResNet-50's 56x56
-// layers at batch 32) through memory. At least 2 images a thread, so that the products take
-// whole images per thread (conv_fractal_b's units); more while the slice's operand stays within
-// 4 MiB a thread. o.slice_images, where set, instead.
 // Whether the products write a plain result of `floats` by non-temporal stores (PlainOut::stream,
 // with whole images per thread): from 16 MiB, far beyond what the caches keep until the result
 // is read (timings: docs/algorithms.md, "Large results streamed"); Tuning::stream_output
 // applies.
 bool streams_result(dim_t floats, const Tuning& t) {
     if (t.stream_output != Rule::Auto) return t.stream_output == Rule::Always;
-    return floats * dim_t{sizeof(float)} >= (dim_t{16} << 20);
+    return detail::sat_mul(floats, dim_t{sizeof(float)}) >= (dim_t{16} << 20);
 }
 
+// Images of the batch packed and multiplied at a time (the whole batch where it is small): the
+// packed operand of a slice (X forward, dY backward data) is written by the pack and read back by
+// the products while it is in cache, rather than the whole batch's (100 MB for ResNet-50's 56x56
+// layers at batch 32) through memory. At least 2 images a thread, so that the products take
+// whole images per thread (conv_fractal_b's units); more while the slice's operand stays within
+// 4 MiB a thread. o.slice_images, where set, instead.
 dim_t slice_images(const Problem& p, Pass pass, dim_t c0, const Options& o) {
     const dim_t mb = std::max<dim_t>(p.mb, 1);
     if (o.slice_images > 0) return std::min(o.slice_images, mb);
@@ -688,7 +688,10 @@ dim_t slice_images(const Problem& p, Pass pass, dim_t c0, const Options& o) {
             block = forward_c0(p, c0);
         }
     }
-    const dim_t image = std::max<dim_t>(ActGeom::of(dims, block).size(), 1);
+    // An image's packed floats, saturated (the work estimates ask for any size).
+    dim_t image = detail::sat_mul(blocks_of(dims[1], block), block);
+    for (std::size_t i = 2; i < dims.size(); ++i) image = detail::sat_mul(image, dims[i]);
+    image = std::max<dim_t>(image, 1);
     const dim_t threads = std::max(1, omp_get_max_threads());
     return std::min(std::max((dim_t{1} << 20) * threads / image, 2 * threads), mb);
 }
@@ -977,25 +980,28 @@ dim_t fractal_work(const Problem& p, Pass pass, dim_t c0) {
     dim_t floats = 0;
     davinci::TapLanes tl;
     // The packed operands hold a slice of the batch's images at a time (slice_images).
-    Problem s1 = p1;
-    if (pass != Pass::BackwardWeight)
-        s1.mb = std::min(p.mb, davinci::slice_images(p, pass, c0, davinci::Options{}));
+    const auto sliced = [&] {
+        Problem s = p1;
+        s.mb = std::min(p.mb, davinci::slice_images(p, pass, c0, davinci::Options{}));
+        return s;
+    };
     if (pass == Pass::Forward && davinci::tap_lanes(p, c0, &tl)) {
         // X'' of a slice, W' and B of the virtual problem, and its products' buffers.
         Problem v = tl.v;
-        v.mb = s1.mb;
+        v.mb = sliced().mb;
         floats = sat_add(
             sat_add(act_size(v.src_dims(), c0), sat_mul(dim_t{2}, wei_size(v.wei_dims(), c0))),
             conv_fractal_work(tl.v, c0));
     } else if (pass == Pass::Forward) {
         const dim_t fc = davinci::forward_c0(p, c0);
-        floats = sat_add(sat_add(act_size(s1.src_dims(), fc), wei_size(p1.wei_dims(), fc)),
+        floats = sat_add(sat_add(act_size(sliced().src_dims(), fc), wei_size(p1.wei_dims(), fc)),
                          conv_fractal_work(p1, fc));
     } else if (pass == Pass::BackwardData) {
         // dY of a slice packed (read through its zero insertion and pad, never copied), dX of
         // a slice packed (strided 1x1s), B.
         const Problem q = maps::backward_data_as_forward(p1);
         if (!q.validate(true).empty()) return kHugeSize;
+        const Problem s1 = sliced();
         floats = sat_add(act_size(s1.dst_dims(), c0), act_size(s1.src_dims(), c0));
         floats = sat_add(floats, sat_add(wei_size(p1.wei_dims(), c0), wei_size(q.wei_dims(), c0)));
         floats = sat_add(floats, conv_fractal_work(q, c0));
