@@ -72,8 +72,8 @@ struct Tuning {
     // ones of 784 or more with fewer output than input channels, and no swapped forward, because
     // there the GEMM reading W in place beat both; from 4 images the tiles on unstrided outputs
     // of at most 784 positions and strided ones of 196 or more positions with fewer output than
-    // input channels, the GEMM beating them elsewhere (Xeon; the AMD cores the other rules were measured on have
-    // 0.5-1 MiB). Auto: where L2 per core is 2 MiB or more (with AVX-512);
+    // input channels, the GEMM beating them elsewhere (Xeon; the AMD cores the other rules were
+    // measured on have 0.5-1 MiB). Auto: where L2 per core is 2 MiB or more (with AVX-512);
     // Always: with AVX-512 on any machine; Never: not at all (large_l2_forward).
     Rule large_l2_forward = Rule::Auto;
 
