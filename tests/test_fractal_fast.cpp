@@ -1,6 +1,7 @@
 // The fractal algorithms' bf16 products (vdpbf16ps where the CPU has AVX512_BF16), the fp32 ->
-// bf16 conversions of their packs on every path, the B operands packed from OIHW in one pass, and
-// the fractal layout of prepare_weights (and its argument checks): each against
+// bf16 conversions of their packs on every path, the B operands packed from OIHW in one pass, the
+// batch taken a slice of images at a time, the tiles' streamed writes, and the fractal layout of
+// prepare_weights (and its argument checks): each against
 // the reference on every element (fp32 and small integers exactly; real bf16 data within the
 // tolerances of the emulated bf16 storage), on every ISA the CPU has.
 #include <doctest/doctest.h>
