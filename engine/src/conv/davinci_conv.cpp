@@ -377,9 +377,11 @@ void conv_fractal_b(const Problem& p, dim_t c0, const ColSource& src, FractalB b
     // With plain, the tile goes to the plain (NCHW / NCDHW) result instead: column j, channel k,
     // is 16 positions of channel k's plane, mostly consecutive, each rounded to the storage type.
     // Non-temporal stores only with whole units per thread (one fence per thread after them).
-    const dim_t units_all = p.mb * blocks_of(m1, chunk);
-    const int nthreads = omp_get_max_threads();
-    const bool stream = plain && plain->stream && nthreads > 1 && units_all >= 2 * dim_t{nthreads};
+    // Units (image, block column); with many, each thread takes whole ones (below).
+    const dim_t nchunks = blocks_of(m1, chunk), units = p.mb * nchunks;
+    const int threads = omp_get_max_threads();
+    const bool whole_units = threads > 1 && units >= 2 * dim_t{threads};
+    const bool stream = plain && plain->stream && whole_units;
     const auto write = [&](dim_t n, dim_t mb0, dim_t cm, dim_t t, const float* acc) {
         const dim_t nb = by_m ? t % tn : t / cm, mb = by_m ? t / tn : t % cm;
         // The rows' digits carried on from the tile's first row: its divisions once a tile, not
@@ -454,10 +456,8 @@ void conv_fractal_b(const Problem& p, dim_t c0, const ColSource& src, FractalB b
         for (dim_t i = 0; i < std::min<dim_t>(2, tn - nb0); ++i)
             write(n, mb0, cm, tile_index(nb0 + i, mb, cm), own + i * kN0 * kN0);
     };
-    const dim_t nchunks = blocks_of(m1, chunk), units = p.mb * nchunks;
     const dim_t acc_floats = chunk * tn * kN0 * kN0;
-    const int threads = omp_get_max_threads();
-    if (threads > 1 && units >= 2 * dim_t{threads}) {
+    if (whole_units) {
         // Many units (image, block column), e.g. a batch of small images. One parallel region,
         // each thread taking whole units with its own column and tile buffers: no fork/join per
         // image. The wall time is split between the im2col and fractal_gemm spans in proportion
@@ -661,8 +661,9 @@ namespace {
 // is read (timings: docs/algorithms.md, "Large results streamed"); Tuning::stream_output
 // applies.
 bool streams_result(dim_t floats, const Tuning& t) {
-    if (t.stream_output != Rule::Auto) return t.stream_output == Rule::Always;
-    return detail::sat_mul(floats, dim_t{sizeof(float)}) >= (dim_t{16} << 20);
+    return detail::stream_mode_allows(
+        static_cast<std::size_t>(detail::sat_mul(floats, dim_t{sizeof(float)})),
+        std::size_t{16} << 20, t);
 }
 
 // Images of the batch packed and multiplied at a time (the whole batch where it is small): the
@@ -744,11 +745,11 @@ void forward_fractal(const Problem& p, const ConvArgs& a, Profiler* prof, const 
         }
         for (dim_t n0 = 0; n0 < p.mb; n0 += slice) {
             // Images [n0, n0 + ps.mb): their input at src, their output at dst.
-            Problem ps = p;
-            ps.mb = std::min(slice, p.mb - n0);
-            const Problem qs = one_group(ps);
-            TapLanes ts;
-            if (lanes) tap_lanes(ps, o.c0, &ts);
+            // The group's problems over the slice's images.
+            Problem qs = q;
+            qs.mb = std::min(slice, p.mb - n0);
+            TapLanes ts = tl;
+            ts.v.mb = qs.mb;
             const Problem& vs = lanes ? ts.v : qs;
             const float* src = a.src + n0 * p.ic * p.in_spatial();
             {
@@ -846,14 +847,10 @@ void backward_data_fractal_via_forward(const Problem& p, const ConvArgs& a, Prof
     // The batch a slice of images at a time (slice_images: dY packed, then read back).
     const dim_t slice = slice_images(p, Pass::BackwardData, c0, o);
     const bool stream = streams_result(p.mb * p.ic * p.in_spatial(), a.tuning);
-    Problem most = p1;
-    most.mb = std::min(slice, p.mb);
+    Problem most = p1, most_q = q;  // the group's and its forward's, the largest slice's
+    most.mb = most_q.mb = std::min(slice, p.mb);
     const Kept y5 = kept(kFracSlot[0], ActGeom::of(most.dst_dims(), c0).size());
-    const dim_t x5_most =
-        after
-            ? ActGeom::of(products_on_dy(maps::backward_data_as_forward(most), most).dst_dims(), c0)
-                  .size()
-            : 0;
+    const dim_t x5_most = after ? ActGeom::of(products_on_dy(most_q, p).dst_dims(), c0).size() : 0;
     const Kept wf = prepared ? Kept{nullptr} : kept(kFracSlot[4], fg.size()),
                x5 = kept(kFracSlot[5], x5_most);
     const dim_t wslice = p1.oc * p1.ic * p.kernel_spatial();
@@ -875,9 +872,8 @@ void backward_data_fractal_via_forward(const Problem& p, const ConvArgs& a, Prof
         }
         for (dim_t n0 = 0; n0 < p.mb; n0 += slice) {
             // Images [n0, n0 + ps.mb): their dY at dy, their dX at dx.
-            Problem ps = p;
-            ps.mb = std::min(slice, p.mb - n0);
-            const Problem ps1 = one_group(ps), qs = maps::backward_data_as_forward(ps1);
+            Problem ps = p, ps1 = p1, qs = q;  // p's, the group's and its forward's, the slice's
+            ps.mb = ps1.mb = qs.mb = std::min(slice, p.mb - n0);
             const float* dy = a.diff_dst + n0 * p.oc * p.out_spatial();
             float* dx = a.diff_src + n0 * p.ic * p.in_spatial();
             // dY of one group (N, K/G, out...), read by the forward through its zero insertion

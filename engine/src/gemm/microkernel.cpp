@@ -527,6 +527,10 @@ bool rows_copied(const MicroKernel& uk, const StridedA& a, bool row_a) {
 }
 }  // namespace
 
+bool stream_mode_allows(std::size_t bytes, std::size_t from, const Tuning& t) {
+    return t.stream_output != Rule::Never && (t.stream_output == Rule::Always || bytes >= from);
+}
+
 void stream_fence() {
 #if CONVLAB_X86
     _mm_sfence();

@@ -74,6 +74,9 @@ using RowLanesFn = void (*)(dim_t kc, const float* x, const dim_t* off, const fl
 // Orders the non-temporal stores made so far before the stores that follow (sfence on x86,
 // nothing elsewhere): after a run of row_lanes_fn calls with stream, before C is read.
 void stream_fence();
+// Whether an output of `bytes` is written by non-temporal stores where its rule streams from
+// `from` bytes on: t.stream_output Always always, Never never.
+bool stream_mode_allows(std::size_t bytes, std::size_t from, const Tuning& t);
 
 // Most vectors of 16 positions of MicroKernel::row_lanes_fn (a 112-wide output row).
 inline constexpr int kRowLanesMax = 7;

@@ -636,8 +636,5 @@ void backward_data_shifted(const Problem& q, const ConvArgs& a, Profiler* prof,
 // prepare_weights packs); q receives the forward problem whose tiles compute the backward data.
 PanelLayout forward_layout(const Problem& p, const Tuning& t, bool prepared = false);
 PanelLayout backward_data_layout(const Problem& p, const Tuning& t, Problem* q = nullptr);
-// Whether an output of `bytes` is written by non-temporal stores where its rule streams from
-// `from` bytes on (t.stream_output).
-bool stream_mode_allows(std::size_t bytes, std::size_t from, const Tuning& t);
 
 }  // namespace convlab::detail

@@ -471,11 +471,6 @@ PanelLayout backward_data_layout(const Problem& p, const Tuning& t, Problem* q) 
     return kNoPanels;
 }
 
-// Whether an output of `bytes` is written by non-temporal stores where its rule streams from
-// `from` bytes on: t.stream_output Always always, Never never.
-bool stream_mode_allows(std::size_t bytes, std::size_t from, const Tuning& t) {
-    return t.stream_output != Rule::Never && (t.stream_output == Rule::Always || bytes >= from);
-}
 // The shifted forward with whole images per thread writes its output rows by non-temporal
 // stores (stream_rows) once the output is 16 MiB or more, because a 12-position tile writes 48
 // bytes of each 64-byte line, so every line was read from memory before being written. One
