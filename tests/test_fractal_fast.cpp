@@ -205,6 +205,47 @@ TEST_CASE("fractal bf16: the vector conversions equal float_to_bf16 on every ele
     if (!built_with_x86()) CHECK(paths == 1);  // portable: the element-by-element path alone
 }
 
+TEST_CASE("fractal fp16: the vector round trip equals float_to_half on every element, every path") {
+    // bf16_cases, and for every pair of neighbouring finite fp16 values their midpoint (a tie,
+    // exact in fp32) and the floats on either side of it, subnormals and the overflow to
+    // infinity at 65520 included.
+    std::vector<float> in = bf16_cases();
+    for (std::uint32_t h = 0; h < 0x7c00; ++h)
+        for (const std::uint32_t sign : {0u, 0x8000u}) {
+            const float f = convlab::half_to_float(static_cast<std::uint16_t>(h | sign));
+            const float g =
+                h == 0x7bff ? std::copysign(65536.0f, f)
+                            : convlab::half_to_float(static_cast<std::uint16_t>((h + 1) | sign));
+            const float mid = (f + g) / 2;
+            in.insert(in.end(), {mid, std::nextafter(mid, 0.0f), std::nextafter(mid, 2 * g)});
+        }
+    const auto n = static_cast<dim_t>(in.size());
+    int paths = 0;
+    for (const detail::Bf16Path path : kPaths) {
+        INFO(detail::bf16_path_name(path));
+        if (!detail::bf16_path_runs(path)) {
+            std::vector<float> f(1);
+            CHECK_THROWS_AS(detail::round_f16(in.data(), f.data(), 1, path), convlab::Error);
+            continue;
+        }
+        ++paths;
+        // Whole (split between threads), then in place in pieces of 1 to 70 elements.
+        std::vector<float> whole(in.size()), inplace = in;
+        detail::round_f16(in.data(), whole.data(), n, path);
+        for (dim_t i = 0, len = 1; i < n; i += len, len = len % 70 + 1)
+            detail::round_f16(inplace.data() + i, inplace.data() + i, std::min(len, n - i), path);
+        dim_t bad = 0;
+        for (std::size_t i = 0; i < in.size(); ++i) {
+            const auto want =
+                std::bit_cast<std::uint32_t>(convlab::half_to_float(convlab::float_to_half(in[i])));
+            bad += std::bit_cast<std::uint32_t>(whole[i]) != want;
+            bad += std::bit_cast<std::uint32_t>(inplace[i]) != want;
+        }
+        CHECK(bad == 0);
+    }
+    CHECK(paths >= 1);
+}
+
 namespace {
 
 // The fp32 bits of v rounded to storage type t and widened back, element by element (the scalar

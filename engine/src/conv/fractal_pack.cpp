@@ -177,8 +177,7 @@ void fill_fractal(const Problem& p, Pass pass, const float* wei, Profiler* prof,
     if (!pairs && storage == DType::bf16) {
         detail::round_bf16(data, data, m);
     } else if (!pairs && storage == DType::f16) {
-#pragma omp parallel for schedule(static) if (m > 65536)
-        for (dim_t i = 0; i < m; ++i) data[i] = half_to_float(float_to_half(data[i]));
+        detail::round_f16(data, data, m);
     }
 }
 

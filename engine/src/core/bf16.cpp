@@ -121,16 +121,34 @@ __attribute__((target("avx512f,avx512bf16"))) dim_t round_native(const float* sr
     return i;
 }
 
+// fp16's round trip on 16 lanes (f16_avx512: vcvtps2ph and back, float_to_half's bits).
+__attribute__((target("avx512f"))) dim_t round_f16_avx512(const float* src, float* dst, dim_t n) {
+    dim_t i = 0;
+    for (; i + 16 <= n; i += 16) _mm512_storeu_ps(dst + i, f16_avx512(_mm512_loadu_ps(src + i)));
+    return i;
+}
+
 #endif
 
-// storage_copy's copies: for bf16, each path's whole vectors, then the portable loop on the tail.
+void round_f16_portable(const float* src, float* dst, dim_t n) {
+    for (dim_t i = 0; i < n; ++i) dst[i] = half_to_float(float_to_half(src[i]));
+}
+
+// storage_copy's copies: each path's whole vectors, then the portable loop on the tail.
 void copy_f32(const float* src, float* dst, dim_t n) {
     std::copy(src, src + n, dst);
 }
 
-void copy_f16(const float* src, float* dst, dim_t n) {
-    for (dim_t i = 0; i < n; ++i) dst[i] = half_to_float(float_to_half(src[i]));
+void copy_f16_portable(const float* src, float* dst, dim_t n) {
+    round_f16_portable(src, dst, n);
 }
+
+#if CONVLAB_X86
+void copy_f16_avx512(const float* src, float* dst, dim_t n) {
+    const dim_t i = round_f16_avx512(src, dst, n);
+    round_f16_portable(src + i, dst + i, n - i);
+}
+#endif
 
 void copy_bf16_portable(const float* src, float* dst, dim_t n) {
     round_portable(src, dst, n);
@@ -265,17 +283,36 @@ void round_bf16(const float* src, float* dst, dim_t n, Bf16Path path) {
     }
 }
 
+void round_f16(const float* src, float* dst, dim_t n) {
+    round_f16(src, dst, n, bf16_path());
+}
+
+void round_f16(const float* src, float* dst, dim_t n, Bf16Path path) {
+    check_runs("round_f16", path);
+    const dim_t blocks = (n + kBlock - 1) / kBlock;
+#pragma omp parallel for schedule(static) if (blocks > 4 && !omp_in_parallel())
+    for (dim_t b = 0; b < blocks; ++b) {
+        const dim_t i0 = b * kBlock, m = std::min(kBlock, n - i0);
+        dim_t i = 0;
+#if CONVLAB_X86
+        if (path >= Bf16Path::avx512) i = round_f16_avx512(src + i0, dst + i0, m);
+#endif
+        round_f16_portable(src + i0 + i, dst + i0 + i, m - i);
+    }
+}
+
 void round_storage(DType t, float* v, dim_t n) {
     if (t == DType::bf16)
         round_bf16(v, v, n);
     else if (t == DType::f16)
-        for (dim_t i = 0; i < n; ++i) v[i] = half_to_float(float_to_half(v[i]));
+        round_f16(v, v, n);
 }
 
 StorageCopy storage_copy(DType t) {
-    if (t == DType::f16) return copy_f16;
-    if (t != DType::bf16) return copy_f32;
+    if (t == DType::f32) return copy_f32;
 #if CONVLAB_X86
+    if (t == DType::f16)
+        return bf16_path() >= Bf16Path::avx512 ? copy_f16_avx512 : copy_f16_portable;
     switch (bf16_path()) {
         case Bf16Path::avx512_bf16:
             return copy_bf16_native;
@@ -287,7 +324,7 @@ StorageCopy storage_copy(DType t) {
             break;
     }
 #endif
-    return copy_bf16_portable;
+    return t == DType::f16 ? copy_f16_portable : copy_bf16_portable;
 }
 
 }  // namespace convlab::detail

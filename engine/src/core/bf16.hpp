@@ -52,6 +52,11 @@ void to_bf16(const float* src, std::uint16_t* dst, dim_t n, Bf16Path path);
 // for large n outside a parallel region.
 void round_bf16(const float* src, float* dst, dim_t n);
 void round_bf16(const float* src, float* dst, dim_t n, Bf16Path path);
+// dst[i] = half_to_float(float_to_half(src[i])) for i < n, the same way: vcvtps2ph and back on
+// 16 lanes where the path is avx512 or avx512_bf16, else element by element (the avx2 path does
+// not check for F16C).
+void round_f16(const float* src, float* dst, dim_t n);
+void round_f16(const float* src, float* dst, dim_t n, Bf16Path path);
 // v[i] rounded to the storage type t and widened back to fp32 in place, for i < n (f32: as is):
 // what the DaVinci algorithms hold in fp16 or bf16 storage, computed on fp32 buffers.
 void round_storage(DType t, float* v, dim_t n);
