@@ -53,8 +53,8 @@ void to_bf16(const float* src, std::uint16_t* dst, dim_t n, Bf16Path path);
 void round_bf16(const float* src, float* dst, dim_t n);
 void round_bf16(const float* src, float* dst, dim_t n, Bf16Path path);
 // dst[i] = half_to_float(float_to_half(src[i])) for i < n, the same way: vcvtps2ph and back on
-// 16 lanes where the path is avx512 or avx512_bf16, else element by element (the avx2 path does
-// not check for F16C).
+// 16 lanes where the path is avx512 or avx512_bf16, on 8 on the avx2 path where the CPU has F16C,
+// else element by element.
 void round_f16(const float* src, float* dst, dim_t n);
 void round_f16(const float* src, float* dst, dim_t n, Bf16Path path);
 // v[i] rounded to the storage type t and widened back to fp32 in place, for i < n (f32: as is):

@@ -37,6 +37,18 @@ __attribute__((target("avx512f"), always_inline)) inline __m512 bf16_avx512(__m5
                                                 _mm512_set1_epi32(static_cast<int>(0xffff0000u))));
 }
 
+// float_to_half's rule on 8 lanes, widened back (half_to_float after it): vcvtps2ph rounds to
+// nearest even with subnormals, infinities and overflow as the rule does; a NaN, whose payload
+// the instruction keeps and the rule drops, becomes the rule's quiet NaN of the same sign. Only
+// where the CPU has F16C (cpu_has_f16c).
+__attribute__((target("avx2,f16c"), always_inline)) inline __m256 f16_avx2(__m256 v) {
+    const __m256 h = _mm256_cvtph_ps(_mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+    const __m256 nan = _mm256_cmp_ps(v, v, _CMP_UNORD_Q);
+    const __m256 quiet = _mm256_or_ps(_mm256_and_ps(v, _mm256_set1_ps(-0.0f)),
+                                      _mm256_castsi256_ps(_mm256_set1_epi32(0x7fc00000)));
+    return _mm256_blendv_ps(h, quiet, nan);
+}
+
 // v rounded to fp16 and widened back: vcvtps2ph rounds to nearest even with subnormals,
 // infinities and overflow as float_to_half does; a NaN, whose payload the instruction keeps and
 // the rule drops, becomes the rule's quiet NaN of the same sign.

@@ -10,6 +10,10 @@
 #define CONVLAB_X86 0
 #endif
 
+#if CONVLAB_X86
+#include <cpuid.h>
+#endif
+
 // Loops that GCC vectorises itself (the Winograd transforms): compiled for AVX-512
 // (x86-64-v4), AVX2 + FMA (x86-64-v3) and the baseline, the best the CPU has chosen when the
 // program loads (an ifunc). Empty where the whole build already targets such a CPU (-march=native)
@@ -44,6 +48,16 @@ inline bool cpu_has_avx512f() {
 inline bool cpu_has_avx2_fma() {
     static const bool has =
         (__builtin_cpu_init(), __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"));
+    return has;
+}
+// F16C (cpuid leaf 1, ecx bit 29: vcvtps2ph / vcvtph_ps), which fp16's conversions on 8 lanes
+// need.
+// (cpuid itself: Clang's __builtin_cpu_supports does not know "f16c".)
+inline bool cpu_has_f16c() {
+    static const bool has = [] {
+        unsigned a = 0, b = 0, c = 0, d = 0;
+        return __get_cpuid(1, &a, &b, &c, &d) != 0 && (c & bit_F16C) != 0;
+    }();
     return has;
 }
 inline bool cpu_has_bmi2() {

@@ -14,7 +14,6 @@
 #include "../gemm/x86.hpp"
 
 #if CONVLAB_X86
-#include <cpuid.h>
 #include <immintrin.h>
 #endif
 
@@ -37,24 +36,13 @@ __attribute__((target("avx2,f16c"), always_inline)) inline __m256 bf16_avx2(__m2
                                                 _mm256_set1_epi32(static_cast<int>(0xffff0000u))));
 }
 
-// float_to_half's rule on 8 lanes, widened back (half_to_float after it): vcvtps2ph rounds to
-// nearest even with subnormals, infinities and overflow as the rule does; a NaN, whose payload
-// the instruction keeps and the rule drops, becomes the rule's quiet NaN of the same sign.
-__attribute__((target("avx2,f16c"), always_inline)) inline __m256 f16_avx2(__m256 v) {
-    const __m256 h = _mm256_cvtph_ps(_mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
-    const __m256 nan = _mm256_cmp_ps(v, v, _CMP_UNORD_Q);
-    const __m256 quiet = _mm256_or_ps(_mm256_and_ps(v, _mm256_set1_ps(-0.0f)),
-                                      _mm256_castsi256_ps(_mm256_set1_epi32(0x7fc00000)));
-    return _mm256_blendv_ps(h, quiet, nan);
-}
-
 // v rounded to the storage type kT and widened back (f32: as is).
 template <DType kT>
 __attribute__((target("avx2,f16c"), always_inline)) inline __m256 stored_avx2(__m256 v) {
     if constexpr (kT == DType::bf16)
         return bf16_avx2(v);
     else if constexpr (kT == DType::f16)
-        return f16_avx2(v);
+        return detail::f16_avx2(v);
     else
         return v;
 }
@@ -278,20 +266,11 @@ __attribute__((target("avx512f"))) void pack16_avx512(const float* src, dim_t st
 #if CONVLAB_X86
 namespace {
 
-// F16C (cpuid leaf 1, ecx bit 29), which the fp16 runs' conversions need.
-bool cpu_has_f16c() {
-    static const bool has = [] {
-        unsigned a = 0, b = 0, c = 0, d = 0;
-        return __get_cpuid(1, &a, &b, &c, &d) != 0 && (c & bit_F16C) != 0;
-    }();
-    return has;
-}
-
 template <DType kT>
 PackRun pack_run_for(dim_t c0) {
     const convlab::detail::Isa isa = convlab::detail::selected_isa();
     if (isa == convlab::detail::Isa::portable || !convlab::detail::cpu_has_avx2_fma() ||
-        (kT == DType::f16 && !cpu_has_f16c()))
+        (kT == DType::f16 && !convlab::detail::cpu_has_f16c()))
         return nullptr;
     if (isa == convlab::detail::Isa::avx512 && c0 == 16) return pack16_avx512<kT>;
     switch (c0) {
