@@ -142,47 +142,48 @@ void round_f16_portable(const float* src, float* dst, dim_t n) {
     for (dim_t i = 0; i < n; ++i) dst[i] = half_to_float(float_to_half(src[i]));
 }
 
-// storage_copy's copies: each path's whole vectors, then the portable loop on the tail.
+// A vector loop over whole vectors (returning how many elements it did), and the element by
+// element loop that finishes its tail.
+using VectorRound = dim_t (*)(const float* src, float* dst, dim_t n);
+
+dim_t no_vectors(const float*, float*, dim_t) {
+    return 0;
+}
+
+// storage_copy's copies: kVector's whole vectors, then kTail on the rest.
+template <VectorRound kVector, StorageCopy kTail>
+void copy_by(const float* src, float* dst, dim_t n) {
+    const dim_t i = kVector(src, dst, n);
+    kTail(src + i, dst + i, n - i);
+}
+
 void copy_f32(const float* src, float* dst, dim_t n) {
     std::copy(src, src + n, dst);
 }
 
-void copy_f16_portable(const float* src, float* dst, dim_t n) {
-    round_f16_portable(src, dst, n);
-}
-
+// The vector loop of storage type t (bf16 or f16) on path.
+VectorRound vector_round(DType t, Bf16Path path) {
 #if CONVLAB_X86
-void copy_f16_avx2(const float* src, float* dst, dim_t n) {
-    const dim_t i = round_f16_avx2(src, dst, n);
-    round_f16_portable(src + i, dst + i, n - i);
-}
-
-void copy_f16_avx512(const float* src, float* dst, dim_t n) {
-    const dim_t i = round_f16_avx512(src, dst, n);
-    round_f16_portable(src + i, dst + i, n - i);
-}
+    if (t == DType::f16) {
+        if (path >= Bf16Path::avx512) return round_f16_avx512;
+        return path == Bf16Path::avx2 && cpu_has_f16c() ? round_f16_avx2 : no_vectors;
+    }
+    switch (path) {
+        case Bf16Path::avx512_bf16:
+            return round_native;
+        case Bf16Path::avx512:
+            return round_avx512;
+        case Bf16Path::avx2:
+            return round_avx2;
+        case Bf16Path::portable:
+            break;
+    }
+#else
+    (void)t;
+    (void)path;
 #endif
-
-void copy_bf16_portable(const float* src, float* dst, dim_t n) {
-    round_portable(src, dst, n);
+    return no_vectors;
 }
-
-#if CONVLAB_X86
-void copy_bf16_avx2(const float* src, float* dst, dim_t n) {
-    const dim_t i = round_avx2(src, dst, n);
-    round_portable(src + i, dst + i, n - i);
-}
-
-void copy_bf16_avx512(const float* src, float* dst, dim_t n) {
-    const dim_t i = round_avx512(src, dst, n);
-    round_portable(src + i, dst + i, n - i);
-}
-
-void copy_bf16_native(const float* src, float* dst, dim_t n) {
-    const dim_t i = round_native(src, dst, n);
-    round_portable(src + i, dst + i, n - i);
-}
-#endif
 
 void check_runs(const char* what, Bf16Path path) {
     if (!bf16_path_runs(path))
@@ -190,7 +191,7 @@ void check_runs(const char* what, Bf16Path path) {
                     " path does not run on this CPU");
 }
 
-// Elements of a block of round_bf16's parallel loop: 64 KB, a thousand AVX-512 vectors.
+// Elements of a block of round_blocks' parallel loop: 64 KB, a thousand AVX-512 vectors.
 constexpr dim_t kBlock = 16384;
 
 }  // namespace
@@ -270,30 +271,24 @@ void round_bf16(const float* src, float* dst, dim_t n) {
     round_bf16(src, dst, n, bf16_path());
 }
 
-void round_bf16(const float* src, float* dst, dim_t n, Bf16Path path) {
-    check_runs("round_bf16", path);
+namespace {
+// dst = src rounded to t and widened back, in blocks split between the threads for large n.
+void round_blocks(DType t, const float* src, float* dst, dim_t n, Bf16Path path) {
+    const VectorRound vector = vector_round(t, path);
+    const StorageCopy tail = t == DType::f16 ? round_f16_portable : round_portable;
     const dim_t blocks = (n + kBlock - 1) / kBlock;
 #pragma omp parallel for schedule(static) if (blocks > 4 && !omp_in_parallel())
     for (dim_t b = 0; b < blocks; ++b) {
         const dim_t i0 = b * kBlock, m = std::min(kBlock, n - i0);
-        dim_t i = 0;
-#if CONVLAB_X86
-        switch (path) {
-            case Bf16Path::avx512_bf16:
-                i = round_native(src + i0, dst + i0, m);
-                break;
-            case Bf16Path::avx512:
-                i = round_avx512(src + i0, dst + i0, m);
-                break;
-            case Bf16Path::avx2:
-                i = round_avx2(src + i0, dst + i0, m);
-                break;
-            case Bf16Path::portable:
-                break;
-        }
-#endif
-        round_portable(src + i0 + i, dst + i0 + i, m - i);
+        const dim_t i = vector(src + i0, dst + i0, m);
+        tail(src + i0 + i, dst + i0 + i, m - i);
     }
+}
+}  // namespace
+
+void round_bf16(const float* src, float* dst, dim_t n, Bf16Path path) {
+    check_runs("round_bf16", path);
+    round_blocks(DType::bf16, src, dst, n, path);
 }
 
 void round_f16(const float* src, float* dst, dim_t n) {
@@ -302,19 +297,7 @@ void round_f16(const float* src, float* dst, dim_t n) {
 
 void round_f16(const float* src, float* dst, dim_t n, Bf16Path path) {
     check_runs("round_f16", path);
-    const dim_t blocks = (n + kBlock - 1) / kBlock;
-#pragma omp parallel for schedule(static) if (blocks > 4 && !omp_in_parallel())
-    for (dim_t b = 0; b < blocks; ++b) {
-        const dim_t i0 = b * kBlock, m = std::min(kBlock, n - i0);
-        dim_t i = 0;
-#if CONVLAB_X86
-        if (path >= Bf16Path::avx512)
-            i = round_f16_avx512(src + i0, dst + i0, m);
-        else if (path == Bf16Path::avx2 && cpu_has_f16c())
-            i = round_f16_avx2(src + i0, dst + i0, m);
-#endif
-        round_f16_portable(src + i0 + i, dst + i0 + i, m - i);
-    }
+    round_blocks(DType::f16, src, dst, n, path);
 }
 
 void round_storage(DType t, float* v, dim_t n) {
@@ -326,23 +309,16 @@ void round_storage(DType t, float* v, dim_t n) {
 
 StorageCopy storage_copy(DType t) {
     if (t == DType::f32) return copy_f32;
+    const VectorRound vector = vector_round(t, bf16_path());
 #if CONVLAB_X86
-    if (t == DType::f16) {
-        if (bf16_path() >= Bf16Path::avx512) return copy_f16_avx512;
-        return bf16_path() == Bf16Path::avx2 && cpu_has_f16c() ? copy_f16_avx2 : copy_f16_portable;
-    }
-    switch (bf16_path()) {
-        case Bf16Path::avx512_bf16:
-            return copy_bf16_native;
-        case Bf16Path::avx512:
-            return copy_bf16_avx512;
-        case Bf16Path::avx2:
-            return copy_bf16_avx2;
-        case Bf16Path::portable:
-            break;
-    }
+    if (vector == round_f16_avx512) return copy_by<round_f16_avx512, round_f16_portable>;
+    if (vector == round_f16_avx2) return copy_by<round_f16_avx2, round_f16_portable>;
+    if (vector == round_native) return copy_by<round_native, round_portable>;
+    if (vector == round_avx512) return copy_by<round_avx512, round_portable>;
+    if (vector == round_avx2) return copy_by<round_avx2, round_portable>;
 #endif
-    return t == DType::f16 ? copy_f16_portable : copy_bf16_portable;
+    (void)vector;
+    return t == DType::f16 ? round_f16_portable : round_portable;
 }
 
 }  // namespace convlab::detail
