@@ -1,7 +1,7 @@
-// Internal: bf16_of_bits (round to nearest even, NaN made quiet) on 8 and 16 lanes, and the
-// rounding to a storage type on 16 lanes, shared by the conversions of core/bf16.cpp, the
-// activation pack's rounding in registers (maps/davinci_pack_simd.cpp) and the fractal
-// forward's tile writes (conv/fractal_kernel.cpp), so that all give round_storage's bits.
+// Internal: bf16_of_bits (round to nearest even, NaN made quiet) on 8 and 16 lanes, fp16's round
+// trip on 8 and 16, and the rounding to a storage type on 16 lanes, shared by the conversions of
+// core/bf16.cpp, the activation pack's rounding in registers (maps/davinci_pack_simd.cpp) and the
+// fractal forward's tile writes (conv/fractal_kernel.cpp), so that all give round_storage's bits.
 #pragma once
 
 #include "convlab/tensor.hpp"

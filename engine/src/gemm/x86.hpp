@@ -50,9 +50,8 @@ inline bool cpu_has_avx2_fma() {
         (__builtin_cpu_init(), __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"));
     return has;
 }
-// F16C (cpuid leaf 1, ecx bit 29: vcvtps2ph / vcvtph_ps), which fp16's conversions on 8 lanes
-// need.
-// (cpuid itself: Clang's __builtin_cpu_supports does not know "f16c".)
+// F16C (cpuid leaf 1, ecx bit 29: vcvtps2ph / vcvtph2ps), which fp16's conversions on 8 lanes
+// need; read from cpuid itself, because Clang's __builtin_cpu_supports does not know "f16c".
 inline bool cpu_has_f16c() {
     static const bool has = [] {
         unsigned a = 0, b = 0, c = 0, d = 0;
