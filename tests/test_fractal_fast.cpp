@@ -133,6 +133,30 @@ std::vector<float> bf16_cases() {
     return v;
 }
 
+// f(i, m) over [0, n) cut into pieces of 1, 2, ..., 70, 1, 2, ... elements: every tail length
+// and start alignment of the vector loops.
+template <class F>
+void for_pieces(dim_t n, const F& f) {
+    for (dim_t i = 0, len = 1; i < n; i += len, len = len % 70 + 1) f(i, std::min(len, n - i));
+}
+
+// body(path) on every conversion path that runs on this CPU; on the others round(path) (a
+// conversion of that path) must throw. Returns the paths run.
+template <class Round, class Body>
+int on_running_paths(const Round& round, const Body& body) {
+    int paths = 0;
+    for (const detail::Bf16Path path : kPaths) {
+        INFO(detail::bf16_path_name(path));
+        if (!detail::bf16_path_runs(path)) {
+            CHECK_THROWS_AS(round(path), convlab::Error);
+            continue;
+        }
+        ++paths;
+        body(path);
+    }
+    return paths;
+}
+
 }  // namespace
 
 TEST_CASE("fractal bf16: the conversions' path follows the CPU and CONVLAB_ISA's cap") {
@@ -167,39 +191,32 @@ TEST_CASE("fractal bf16: the vector conversions equal float_to_bf16 on every ele
         want16[i] = convlab::float_to_bf16(in[i]);
         want32[i] = std::bit_cast<std::uint32_t>(convlab::bf16_to_float(want16[i]));
     }
-    int paths = 0;
-    for (const detail::Bf16Path path : kPaths) {
-        INFO(detail::bf16_path_name(path));
-        if (!detail::bf16_path_runs(path)) {
-            std::vector<float> f(1);
-            CHECK_THROWS_AS(detail::round_bf16(in.data(), f.data(), 1, path), convlab::Error);
-            continue;
-        }
-        ++paths;
-        // Whole (round_bf16 split between threads), then in pieces of 1 to 70 elements: every
-        // tail length and start alignment of the vector loops.
-        std::vector<std::uint16_t> b16(in.size(), 0x5555);
-        std::vector<float> r(in.size()), inplace = in;
-        detail::to_bf16(in.data(), b16.data(), n, path);
-        detail::round_bf16(in.data(), r.data(), n, path);
-        dim_t bad16 = 0, bad32 = 0;
-        for (std::size_t i = 0; i < in.size(); ++i) {
-            bad16 += b16[i] != want16[i];
-            bad32 += std::bit_cast<std::uint32_t>(r[i]) != want32[i];
-        }
-        std::fill(b16.begin(), b16.end(), 0x5555);
-        for (dim_t i = 0, len = 1; i < n; i += len, len = len % 70 + 1) {
-            const dim_t m = std::min(len, n - i);
-            detail::to_bf16(in.data() + i, b16.data() + i, m, path);
-            detail::round_bf16(inplace.data() + i, inplace.data() + i, m, path);
-        }
-        for (std::size_t i = 0; i < in.size(); ++i) {
-            bad16 += b16[i] != want16[i];
-            bad32 += std::bit_cast<std::uint32_t>(inplace[i]) != want32[i];
-        }
-        CHECK(bad16 == 0);
-        CHECK(bad32 == 0);
-    }
+    std::vector<float> one(1);
+    const int paths = on_running_paths(
+        [&](detail::Bf16Path path) { detail::round_bf16(in.data(), one.data(), 1, path); },
+        [&](detail::Bf16Path path) {
+            // Whole (round_bf16 split between threads), then in pieces.
+            std::vector<std::uint16_t> b16(in.size(), 0x5555);
+            std::vector<float> r(in.size()), inplace = in;
+            detail::to_bf16(in.data(), b16.data(), n, path);
+            detail::round_bf16(in.data(), r.data(), n, path);
+            dim_t bad16 = 0, bad32 = 0;
+            for (std::size_t i = 0; i < in.size(); ++i) {
+                bad16 += b16[i] != want16[i];
+                bad32 += std::bit_cast<std::uint32_t>(r[i]) != want32[i];
+            }
+            std::fill(b16.begin(), b16.end(), 0x5555);
+            for_pieces(n, [&](dim_t i, dim_t m) {
+                detail::to_bf16(in.data() + i, b16.data() + i, m, path);
+                detail::round_bf16(inplace.data() + i, inplace.data() + i, m, path);
+            });
+            for (std::size_t i = 0; i < in.size(); ++i) {
+                bad16 += b16[i] != want16[i];
+                bad32 += std::bit_cast<std::uint32_t>(inplace[i]) != want32[i];
+            }
+            CHECK(bad16 == 0);
+            CHECK(bad32 == 0);
+        });
     CHECK(paths >= 1);
     if (built_with_x86() && cpuinfo_has_bf16() == 1) CHECK(paths == 4);
     if (!built_with_x86()) CHECK(paths == 1);  // portable: the element-by-element path alone
@@ -220,29 +237,25 @@ TEST_CASE("fractal fp16: the vector round trip equals float_to_half on every ele
             in.insert(in.end(), {mid, std::nextafter(mid, 0.0f), std::nextafter(mid, 2 * g)});
         }
     const auto n = static_cast<dim_t>(in.size());
-    int paths = 0;
-    for (const detail::Bf16Path path : kPaths) {
-        INFO(detail::bf16_path_name(path));
-        if (!detail::bf16_path_runs(path)) {
-            std::vector<float> f(1);
-            CHECK_THROWS_AS(detail::round_f16(in.data(), f.data(), 1, path), convlab::Error);
-            continue;
-        }
-        ++paths;
-        // Whole (split between threads), then in place in pieces of 1 to 70 elements.
-        std::vector<float> whole(in.size()), inplace = in;
-        detail::round_f16(in.data(), whole.data(), n, path);
-        for (dim_t i = 0, len = 1; i < n; i += len, len = len % 70 + 1)
-            detail::round_f16(inplace.data() + i, inplace.data() + i, std::min(len, n - i), path);
-        dim_t bad = 0;
-        for (std::size_t i = 0; i < in.size(); ++i) {
-            const auto want =
-                std::bit_cast<std::uint32_t>(convlab::half_to_float(convlab::float_to_half(in[i])));
-            bad += std::bit_cast<std::uint32_t>(whole[i]) != want;
-            bad += std::bit_cast<std::uint32_t>(inplace[i]) != want;
-        }
-        CHECK(bad == 0);
-    }
+    std::vector<float> one(1);
+    const int paths = on_running_paths(
+        [&](detail::Bf16Path path) { detail::round_f16(in.data(), one.data(), 1, path); },
+        [&](detail::Bf16Path path) {
+            // Whole (split between threads), then in place in pieces.
+            std::vector<float> whole(in.size()), inplace = in;
+            detail::round_f16(in.data(), whole.data(), n, path);
+            for_pieces(n, [&](dim_t i, dim_t m) {
+                detail::round_f16(inplace.data() + i, inplace.data() + i, m, path);
+            });
+            dim_t bad = 0;
+            for (std::size_t i = 0; i < in.size(); ++i) {
+                const auto want = std::bit_cast<std::uint32_t>(
+                    convlab::half_to_float(convlab::float_to_half(in[i])));
+                bad += std::bit_cast<std::uint32_t>(whole[i]) != want;
+                bad += std::bit_cast<std::uint32_t>(inplace[i]) != want;
+            }
+            CHECK(bad == 0);
+        });
     CHECK(paths >= 1);
 }
 
@@ -273,8 +286,7 @@ TEST_CASE(
             // Whole, then in pieces of 1 to 70 elements (every tail and start alignment).
             std::vector<float> whole(in.size(), 7.0f), pieces(in.size(), 7.0f);
             copy(in.data(), whole.data(), n);
-            for (dim_t i = 0, len = 1; i < n; i += len, len = len % 70 + 1)
-                copy(in.data() + i, pieces.data() + i, std::min(len, n - i));
+            for_pieces(n, [&](dim_t i, dim_t m) { copy(in.data() + i, pieces.data() + i, m); });
             dim_t bad = 0;
             for (std::size_t i = 0; i < in.size(); ++i) {
                 const std::uint32_t want = storage_bits(t, in[i]);
